@@ -1,0 +1,38 @@
+"""dummyprof: a start-up profiler for PyTorch dummy weight loading.
+
+``import dummyprof`` is light (no torch): the entry points below load on first use.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dummyprof._version import __version__
+
+_LAZY = {
+    "CompareOptions": "dummyprof.scenarios.compare",
+    "compare": ("dummyprof.scenarios.compare", "run"),
+    "TreeSpec": "dummyprof.models.synthetic",
+    "build_tree": "dummyprof.models.synthetic",
+    "Strategy": "dummyprof.loaders.strategies",
+    "register_strategy": "dummyprof.loaders.strategies",
+    "run_strategy": "dummyprof.loaders.strategies",
+    "VisitRecorder": "dummyprof.loaders.recorder",
+    "Results": "dummyprof.results.session",
+    "load_results": "dummyprof.results.store",
+    "save_results": "dummyprof.results.store",
+}
+
+__all__ = ["__version__", *_LAZY]
+
+
+def __getattr__(name: str) -> Any:
+    target = _LAZY.get(name)
+    if target is None:
+        raise AttributeError(f"module 'dummyprof' has no attribute {name!r}")
+    module_name, attr = target if isinstance(target, tuple) else (target, name)
+    import importlib
+
+    value = getattr(importlib.import_module(module_name), attr)
+    globals()[name] = value
+    return value

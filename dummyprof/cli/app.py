@@ -1,0 +1,88 @@
+"""The Typer application and the process entry point.
+
+Commands live in sibling modules; each parses and validates its flags, calls a
+scenario from the library, and hands the Results to a reporter. Torch is only
+imported inside a command, so ``dummyprof --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+
+import typer
+
+from dummyprof.errors import DummyprofError
+
+try:  # typer >= 0.20 vendors click; older releases use the click package
+    from typer._click import exceptions as click_exceptions  # type: ignore[import-not-found,unused-ignore]
+except ImportError:  # pragma: no cover - depends on the installed typer
+    from click import exceptions as click_exceptions  # type: ignore[no-redef,import-not-found,unused-ignore]
+
+EXIT_OK = 0
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+
+HELP = """\
+Start-up profiler for PyTorch "dummy" weight loading.
+
+Builds a model (synthetic, or your own), fills every weight the way inference
+engines do in dummy load mode, and measures each fill strategy: time, visits
+per tensor, bytes written, host/pinned/GPU memory.
+
+Exit codes: 0 success, 1 findings or a regression (audit, gate), 2 bad input,
+3 could not measure or not comparable (gate), 130 interrupted.
+"""
+
+app = typer.Typer(
+    name="dummyprof",
+    help=HELP,
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+def _register_commands() -> None:
+    from dummyprof.cli import compare, report
+
+    compare.register(app)
+    report.register(app)
+
+
+_register_commands()
+
+
+def _error(message: str) -> None:
+    sys.stderr.write(f"dummyprof: error: {message}\n")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI; returns (and with ``sys.exit`` exits with) the exit code."""
+    command = typer.main.get_command(app)
+    try:
+        rv = command.main(args=list(argv) if argv is not None else None, prog_name="dummyprof", standalone_mode=False)
+    except DummyprofError as exc:
+        _error(str(exc))
+        return exc.exit_code
+    except click_exceptions.UsageError as exc:
+        where = exc.ctx.command_path if exc.ctx is not None else "dummyprof"
+        _error(f"{exc.format_message()} (see '{where} --help')")
+        return EXIT_USAGE
+    except click_exceptions.ClickException as exc:
+        _error(exc.format_message())
+        return exc.exit_code
+    except (KeyboardInterrupt, click_exceptions.Abort):
+        sys.stderr.write("dummyprof: interrupted\n")
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        return EXIT_OK
+    code = rv if isinstance(rv, int) else EXIT_OK
+    if code == EXIT_INTERRUPTED:
+        sys.stderr.write("dummyprof: interrupted\n")
+    return code
+
+
+def run() -> None:
+    sys.exit(main())

@@ -1,0 +1,86 @@
+"""``dummyprof compare``: legacy vs per-layer vs unique fill on one model."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from dummyprof.cli.output import FORCE_HELP, JSON_HELP, QUIET_HELP, check_outputs, emit, progress_bar
+from dummyprof.parsing import parse_bytes, parse_int
+
+HELP = """\
+Fill one model with several strategies, side by side, and show the cost of each.
+
+Strategies (--strategy, repeatable; default all three):
+  legacy     vLLM <= 0.29: every module x its recursive state_dict(); a tensor k
+             levels deep is filled k+1 times. Uses the v0.29 initializer.
+  per-layer  vLLM >= 0.30: every module, its own parameters and persistent buffers.
+  unique     per-layer, but each storage once (tied and aliased tensors too).
+
+Rounds are interleaved (A, B, C, A, B, C, ...) on freshly built models; one
+warm-up round is discarded. Speedup is a ratio of medians.
+
+Example: dummyprof compare --depth 12 --repeat 5 --json results.json
+"""
+
+
+def register(app: typer.Typer) -> None:
+    app.command("compare", help=HELP, no_args_is_help=False)(compare)
+
+
+def compare(
+    depth: Annotated[str, typer.Option(metavar="INT", help="Levels of nested blocks below the root.")] = "12",
+    width: Annotated[str, typer.Option(metavar="INT", help="Child blocks per block (blocks grow as width^depth).")] = "1",
+    hidden: Annotated[str, typer.Option(metavar="INT", help="Size of each weight (hidden x hidden); multiple of 32.")] = "512",
+    dtype: Annotated[str, typer.Option(help="Float dtype of the tree: float32, bfloat16 or float16.")] = "float32",
+    meta: Annotated[bool, typer.Option("--meta", help="Add a tensor left on the meta device (never filled).")] = False,
+    engram_rows: Annotated[
+        str, typer.Option(metavar="INT", help="Add a small Engram-style fp8 table with this many rows (0: none).")
+    ] = "0",
+    strategy: Annotated[
+        Optional[list[str]],  # noqa: UP045 - typer needs Optional here on Python 3.10
+        typer.Option("--strategy", "-s", help="Strategy to run (repeatable). Default: legacy, per-layer, unique."),
+    ] = None,
+    initializer: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option(help="Use this initializer for every strategy: v0.33 or v0.29. Default: each strategy's own."),
+    ] = None,
+    repeat: Annotated[str, typer.Option(metavar="INT", help="Measured rounds per strategy.")] = "5",
+    warmup: Annotated[str, typer.Option(metavar="INT", help="Warm-up rounds run first and discarded.")] = "1",
+    device: Annotated[str, typer.Option(help="cpu, cuda, cuda:N or auto (CUDA when present).")] = "auto",
+    max_memory: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option(metavar="SIZE", help="Memory the run may use, e.g. 8GiB. Default: 80% of available."),
+    ] = None,
+    json_path: Annotated[Optional[Path], typer.Option("--json", metavar="PATH", help=JSON_HELP)] = None,  # noqa: UP045
+    force: Annotated[bool, typer.Option("--force", help=FORCE_HELP)] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help=QUIET_HELP)] = False,
+) -> None:
+    from dummyprof.scenarios.compare import DEFAULT_STRATEGIES, CompareOptions
+
+    options = CompareOptions(
+        depth=parse_int("--depth", depth, minimum=1, example="12"),
+        width=parse_int("--width", width, minimum=1, example="1"),
+        hidden=parse_int("--hidden", hidden, minimum=1, example="512"),
+        dtype=dtype,
+        meta=meta,
+        engram_rows=parse_int("--engram-rows", engram_rows, minimum=0, example="4096"),
+        strategies=list(strategy) if strategy else list(DEFAULT_STRATEGIES),
+        repeat=parse_int("--repeat", repeat, minimum=1, example="5"),
+        warmup=parse_int("--warmup", warmup, minimum=0, example="1"),
+        device=device,
+        initializer=initializer,
+        max_memory=parse_bytes("--max-memory", max_memory) if max_memory is not None else None,
+    )
+    check_outputs({"--json": json_path}, force=force)
+    if initializer is not None:
+        from dummyprof.loaders.initializers import get_initializer
+
+        get_initializer(initializer)
+    from dummyprof.scenarios import compare as scenario
+
+    with progress_bar(not quiet, "compare") as progress:
+        results = scenario.run(options, progress=progress)
+    emit(results, json_path=json_path, quiet=quiet)

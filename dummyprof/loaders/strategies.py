@@ -1,0 +1,118 @@
+"""Fill strategies: a traversal of any ``nn.Module`` plus a per-tensor initializer.
+
+Strategies never import the synthetic models, so a user's own model goes
+through exactly the same code.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from dummyprof.errors import UsageError
+from dummyprof.loaders.initializers import Initializer, get_initializer
+from dummyprof.loaders.recorder import VisitRecorder, storage_key
+
+Traversal = Callable[[nn.Module], Iterator[tuple[str, torch.Tensor]]]
+
+
+@dataclass(frozen=True)
+class Strategy:
+    """A named traversal and the initializer it uses by default."""
+
+    name: str
+    description: str
+    traverse: Traversal
+    initializer: str = "v0.33"
+
+
+def legacy_traversal(model: nn.Module) -> Iterator[tuple[str, torch.Tensor]]:
+    """vLLM <= 0.29: every module, then everything in its *recursive* state_dict()."""
+    for layer in model.modules():
+        yield from layer.state_dict().items()
+
+
+def own_tensors(layer: nn.Module) -> Iterator[tuple[str, torch.Tensor]]:
+    """A module's own parameters and persistent buffers, as state_dict() would select them."""
+    for name, param in layer._parameters.items():
+        if param is not None:
+            yield name, param
+    non_persistent = getattr(layer, "_non_persistent_buffers_set", set())
+    for name, buf in layer._buffers.items():
+        if buf is not None and name not in non_persistent:
+            yield name, buf
+
+
+def per_layer_traversal(model: nn.Module) -> Iterator[tuple[str, torch.Tensor]]:
+    """vLLM >= 0.30 (PR #56682): every module, its own tensors only."""
+    for layer in model.modules():
+        yield from own_tensors(layer)
+
+
+def unique_traversal(model: nn.Module) -> Iterator[tuple[str, torch.Tensor]]:
+    """Per-layer, but each storage once: tied and aliased tensors are filled a single time."""
+    seen: set[int] = set()
+    for layer in model.modules():
+        for name, tensor in own_tensors(layer):
+            key = storage_key(tensor)
+            if key not in seen:
+                seen.add(key)
+                yield name, tensor
+
+
+STRATEGIES: dict[str, Strategy] = {}
+
+
+def register_strategy(strategy: Strategy, *, replace: bool = False) -> Strategy:
+    """Add a strategy by name (tests and plugins use this)."""
+    if strategy.name in STRATEGIES and not replace:
+        raise ValueError(f"strategy {strategy.name!r} is already registered")
+    STRATEGIES[strategy.name] = strategy
+    return strategy
+
+
+def unregister_strategy(name: str) -> None:
+    STRATEGIES.pop(name, None)
+
+
+def get_strategy(name: str, *, flag: str = "--strategy") -> Strategy:
+    try:
+        return STRATEGIES[name]
+    except KeyError:
+        known = ", ".join(STRATEGIES)
+        raise UsageError(flag, f"unknown strategy {name!r}; choose from: {known}") from None
+
+
+register_strategy(
+    Strategy(
+        "legacy",
+        "vLLM <= 0.29: modules() x recursive state_dict(), old initializer",
+        legacy_traversal,
+        initializer="v0.29",
+    )
+)
+register_strategy(
+    Strategy("per-layer", "vLLM >= 0.30: each module's own parameters and persistent buffers", per_layer_traversal)
+)
+register_strategy(Strategy("unique", "per-layer, each storage exactly once (tied and aliased included)", unique_traversal))
+
+
+def run_strategy(
+    model: nn.Module,
+    strategy: Strategy,
+    *,
+    initializer: Initializer | None = None,
+    recorder: VisitRecorder | None = None,
+) -> None:
+    """Fill ``model`` in place with ``strategy``; count each visit in ``recorder`` if given."""
+    init = initializer if initializer is not None else get_initializer(strategy.initializer)
+    with torch.no_grad():
+        if recorder is None:
+            for name, tensor in strategy.traverse(model):
+                init(tensor, name)
+        else:
+            for name, tensor in strategy.traverse(model):
+                recorder.record(tensor, init(tensor, name))

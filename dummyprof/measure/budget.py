@@ -1,0 +1,25 @@
+"""Memory budgets: check that a run fits before allocating anything."""
+
+from __future__ import annotations
+
+from dummyprof.errors import DoesNotFitError
+from dummyprof.measure.memory import available_memory_bytes
+from dummyprof.parsing import format_bytes
+
+DEFAULT_SHARE = 0.8  # leave room for the interpreter, torch and the OS
+
+
+def host_budget(max_memory: int | None = None, share: float = DEFAULT_SHARE) -> int:
+    """Bytes a run may use: ``max_memory`` if given (capped by what is free), else a share of free memory."""
+    available = available_memory_bytes()
+    if max_memory is not None:
+        return min(max_memory, available)
+    return int(available * share)
+
+
+def ensure_fits(needed: int, budget: int, *, flag: str, what: str, fix: str) -> None:
+    if needed > budget:
+        raise DoesNotFitError(
+            flag,
+            f"{what} needs {format_bytes(needed)} but only {format_bytes(budget)} can be used here; {fix}",
+        )

@@ -1,0 +1,169 @@
+"""Run fill strategies side by side on freshly built models, interleaved, and collect results."""
+
+from __future__ import annotations
+
+import gc
+import time
+from collections.abc import Callable, Sequence
+
+from torch import nn
+
+from dummyprof.loaders.initializers import NOT_WRITTEN, get_initializer
+from dummyprof.loaders.recorder import VisitRecorder
+from dummyprof.loaders.strategies import Strategy, run_strategy
+from dummyprof.measure.device import synchronize
+from dummyprof.measure.memory import (
+    PeakRss,
+    gpu_allocator_peak_figure,
+    gpu_used_figure,
+    pinned_memory_figure,
+    reset_gpu_peak,
+)
+from dummyprof.results.common import MemoryUse, Timing
+from dummyprof.results.compare import CompareResult, ModelSummary, StrategyResult, TensorResult
+
+import torch
+
+Clock = Callable[[], float]
+Progress = Callable[[int, int, str], None]  # done, total, label
+
+
+def _merge_memory(old: MemoryUse | None, new: MemoryUse) -> MemoryUse:
+    """Keep the worst round's peak."""
+    if old is None or (new.rss_peak_bytes or 0) > (old.rss_peak_bytes or 0):
+        return new
+    return old
+
+
+def _recording_overhead(build: Callable[[], nn.Module], strategy: Strategy, clock: Clock, trials: int = 3) -> float:
+    """Seconds the recorder adds to one traversal, measured with a no-op initializer.
+
+    Both runs walk the same tree; the difference is the recorder's own cost.
+    """
+    model = build()
+    plain: list[float] = []
+    recorded: list[float] = []
+    for _ in range(trials):
+        t0 = clock()
+        for _name, _tensor in strategy.traverse(model):
+            pass
+        plain.append(clock() - t0)
+        recorder = VisitRecorder(model)
+        t0 = clock()
+        for _name, tensor in strategy.traverse(model):
+            recorder.record(tensor, NOT_WRITTEN)
+        recorded.append(clock() - t0)
+    del model
+    return max(0.0, min(recorded) - min(plain))
+
+
+def summarize_recorder(result: StrategyResult, recorder: VisitRecorder) -> None:
+    visited = [r for r in recorder.records.values() if r.visits]
+    result.visits = recorder.visits
+    result.distinct_tensors = len(visited)
+    result.redundant_visits = sum(r.visits - 1 for r in visited)
+    result.max_visits = max((r.visits for r in visited), default=0)
+    result.bytes_written = sum(r.bytes_written for r in visited)
+    result.redundant_bytes_written = sum(max(0, r.bytes_written - r.nbytes) for r in visited)
+    result.peak_scratch_bytes = recorder.peak_scratch_bytes
+
+
+def tensor_table(recorders: dict[str, VisitRecorder]) -> dict[str, TensorResult]:
+    """Per-storage visits and writes for every strategy, keyed by qualified name."""
+    table: dict[str, TensorResult] = {}
+    for strategy, recorder in recorders.items():
+        for record in recorder.records.values():
+            entry = table.get(record.name)
+            if entry is None:
+                entry = table[record.name] = TensorResult(
+                    names=list(record.names),
+                    kinds=list(record.kinds),
+                    module=record.module,
+                    depth=record.depth,
+                    shape=list(record.shape),
+                    dtype=record.dtype,
+                    nbytes=record.nbytes,
+                )
+            entry.visits[strategy] = record.visits
+            entry.bytes_written[strategy] = record.bytes_written
+    return table
+
+
+def run_compare(
+    build: Callable[[], nn.Module],
+    model: ModelSummary,
+    strategies: Sequence[Strategy],
+    device: torch.device,
+    *,
+    repeat: int = 5,
+    warmup: int = 1,
+    initializer: str | None = None,
+    clock: Clock = time.perf_counter,
+    progress: Progress | None = None,
+    measure_overhead: bool = True,
+) -> CompareResult:
+    """Time each strategy over ``warmup + repeat`` interleaved rounds (A, B, C, A, B, C, ...).
+
+    Every run gets a freshly built model, so no strategy finds memory another
+    one already touched. Warm-up rounds are run and discarded.
+    """
+    result = CompareResult(model=model, repeat=repeat, warmup=warmup)
+    results = {
+        s.name: StrategyResult(
+            name=s.name, description=s.description, initializer=initializer or s.initializer
+        )
+        for s in strategies
+    }
+    inits = {s.name: get_initializer(initializer or s.initializer) for s in strategies}
+    first_recorders: dict[str, VisitRecorder] = {}
+    memory: dict[str, MemoryUse | None] = {s.name: None for s in strategies}
+    total = (warmup + repeat) * len(strategies)
+    done = 0
+    for round_index in range(warmup + repeat):
+        for strategy in strategies:
+            target = build()
+            recorder = VisitRecorder(target)
+            gc.collect()
+            synchronize(device)
+            reset_gpu_peak(device)
+            peak = PeakRss()
+            with peak.measure():
+                t0 = clock()
+                run_strategy(target, strategy, initializer=inits[strategy.name], recorder=recorder)
+                synchronize(device)
+                elapsed = clock() - t0
+            if strategy.name not in first_recorders:
+                first_recorders[strategy.name] = recorder
+            elif recorder.visits != first_recorders[strategy.name].visits:
+                raise RuntimeError(f"strategy {strategy.name!r} visited a different number of tensors between rounds")
+            if round_index >= warmup:
+                results[strategy.name].timing.samples_s.append(elapsed)
+                reading = peak.reading
+                assert reading is not None
+                memory[strategy.name] = _merge_memory(
+                    memory[strategy.name],
+                    MemoryUse(
+                        rss_before_bytes=reading.before,
+                        rss_peak_bytes=reading.peak,
+                        rss_peak_method=reading.method,
+                        pinned_bytes=pinned_memory_figure(),
+                        gpu_used_bytes=gpu_used_figure(device),
+                        gpu_allocator_peak_bytes=gpu_allocator_peak_figure(device),
+                    ),
+                )
+            del target, recorder
+            done += 1
+            if progress is not None:
+                progress(done, total, f"round {round_index + 1}/{warmup + repeat}: {strategy.name}")
+    for strategy in strategies:
+        entry = results[strategy.name]
+        summarize_recorder(entry, first_recorders[strategy.name])
+        entry.memory = memory[strategy.name] or MemoryUse()
+        if measure_overhead:
+            entry.recording_overhead_s = _recording_overhead(build, strategy, clock)
+    result.strategies = [results[s.name] for s in strategies]
+    result.tensors = tensor_table(first_recorders)
+    if strategies and "legacy" not in results:
+        result.baseline_strategy = strategies[0].name
+    gc.collect()
+    return result

@@ -1,0 +1,176 @@
+"""Memory figures: process RSS and its peak, pinned host memory, GPU memory.
+
+A figure that cannot be measured here is reported with the reason, never as 0.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import psutil
+import torch
+
+from dummyprof.results.common import Figure
+
+_STATUS = "/proc/self/status"
+_CLEAR_REFS = "/proc/self/clear_refs"
+
+
+def rss_bytes() -> int:
+    return int(psutil.Process().memory_info().rss)
+
+
+def _read_hwm() -> int | None:
+    try:
+        with open(_STATUS, encoding="ascii") as handle:
+            match = re.search(r"VmHWM:\s+(\d+) kB", handle.read())
+    except OSError:
+        return None
+    return int(match.group(1)) * 1024 if match else None
+
+
+def _reset_hwm() -> bool:
+    """Linux resets the peak-RSS counter when "5" is written to clear_refs."""
+    try:
+        with open(_CLEAR_REFS, "w", encoding="ascii") as handle:
+            handle.write("5")
+    except OSError:
+        return False
+    return _read_hwm() is not None
+
+
+@dataclass
+class PeakReading:
+    before: int
+    peak: int
+    method: str
+
+
+class PeakRss:
+    """Peak RSS over a block: the kernel's VmHWM where it can be reset, else a sampling thread."""
+
+    def __init__(self, interval_s: float = 0.002) -> None:
+        self.interval_s = interval_s
+        self.reading: PeakReading | None = None
+
+    @contextlib.contextmanager
+    def measure(self) -> Iterator[PeakRss]:
+        before = rss_bytes()
+        if _reset_hwm():
+            yield self
+            hwm = _read_hwm()
+            peak = max(hwm if hwm is not None else before, before, rss_bytes())
+            self.reading = PeakReading(before, peak, "VmHWM (reset per run)")
+            return
+        stop = threading.Event()
+        peak_box = [before]
+
+        def sample() -> None:
+            process = psutil.Process()
+            while not stop.wait(self.interval_s):
+                peak_box[0] = max(peak_box[0], int(process.memory_info().rss))
+
+        sampler = threading.Thread(target=sample, daemon=True)
+        sampler.start()
+        try:
+            yield self
+        finally:
+            stop.set()
+            sampler.join()
+        peak = max(peak_box[0], rss_bytes())
+        self.reading = PeakReading(before, peak, f"psutil sampled every {self.interval_s * 1e3:.0f} ms")
+
+
+def pinned_memory_figure() -> Figure:
+    """Bytes the CUDA pinned (host) allocator holds; unavailable without CUDA."""
+    if not torch.cuda.is_available():
+        return Figure.missing("no CUDA (pinned memory needs CUDA)")
+    stats_fn = getattr(torch.cuda, "host_memory_stats", None)
+    if stats_fn is None:
+        return Figure.missing(f"torch {torch.__version__} has no torch.cuda.host_memory_stats()")
+    stats = stats_fn()
+    for key in ("allocated_bytes.current", "reserved_bytes.current", "allocations.current"):
+        if key in stats:
+            return Figure(float(stats[key]))
+    return Figure.missing("host_memory_stats() reports no byte counts")
+
+
+_NVML_STATE: dict[str, object] = {}
+
+
+def _nvml_handle(index: int) -> tuple[object | None, str | None]:
+    try:
+        import pynvml
+    except ImportError:
+        return None, "pynvml not installed (pip install nvidia-ml-py)"
+    if "error" in _NVML_STATE:
+        return None, str(_NVML_STATE["error"])
+    if "init" not in _NVML_STATE:
+        try:
+            pynvml.nvmlInit()
+        except Exception as exc:  # NVMLError has many subclasses; any means no figures
+            _NVML_STATE["error"] = f"no GPU (nvmlInit: {exc})"
+            return None, str(_NVML_STATE["error"])
+        _NVML_STATE["init"] = True
+    try:
+        return pynvml.nvmlDeviceGetHandleByIndex(index), None
+    except Exception as exc:
+        return None, f"nvml has no device {index} ({exc})"
+
+
+def gpu_used_figure(device: torch.device | None = None) -> Figure:
+    """Device memory in use (all processes) from NVML; unavailable without a GPU."""
+    index = device.index if device is not None and device.type == "cuda" and device.index is not None else 0
+    handle, error = _nvml_handle(index)
+    if handle is None:
+        return Figure.missing(error or "no GPU")
+    import pynvml
+
+    info = pynvml.nvmlDeviceGetMemoryInfo(handle)
+    return Figure(float(info.used))
+
+
+def gpu_allocator_peak_figure(device: torch.device) -> Figure:
+    if device.type != "cuda":
+        return Figure.missing("tensors on CPU" if torch.cuda.is_available() else "no GPU")
+    return Figure(float(torch.cuda.max_memory_allocated(device)))
+
+
+def reset_gpu_peak(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(device)
+
+
+def available_memory_bytes() -> int:
+    return int(psutil.virtual_memory().available)
+
+
+def total_memory_bytes() -> int:
+    return int(psutil.virtual_memory().total)
+
+
+def gpu_free_bytes(device: torch.device) -> int | None:
+    if device.type != "cuda":
+        return None
+    free, _total = torch.cuda.mem_get_info(device)
+    return int(free)
+
+
+def cpu_model() -> str:
+    with contextlib.suppress(OSError):
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as handle:
+            for line in handle:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    import platform
+
+    return platform.processor() or platform.machine()
+
+
+def cpu_count() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)

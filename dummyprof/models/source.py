@@ -1,0 +1,59 @@
+"""Where a model comes from: a description, a size estimate and a way to build it on a device.
+
+Strategies only ever see the built ``nn.Module``; this is how commands stay the
+same whether the model is synthetic, a preset or the user's own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch import nn
+
+from dummyprof.models.synthetic import TreeSpec, build_tree, tree_bytes, tree_tensor_count, validate_spec
+
+
+@dataclass
+class ModelSource:
+    source: str
+    description: str
+    build: Callable[[torch.device], nn.Module]
+    estimated_bytes: int | None  # None when the size is only known after building
+    options: dict[str, Any] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    largest_scratch_bytes: int = 0  # biggest per-tensor temporary any initializer may need
+
+
+def synthetic_source(spec: TreeSpec) -> ModelSource:
+    validate_spec(spec)
+    notes = []
+    if not spec.fp8:
+        notes.append("this torch build has no float8_e4m3fn: fp8 weights and their scales are left out")
+    # The legacy initializer widens the biggest fp8 tensor to fp16 and narrows it back: 3 bytes/element.
+    fp8_elements = max(spec.hidden * spec.hidden if spec.fp8 else 0, spec.engram_rows * spec.hidden)
+    return ModelSource(
+        source="synthetic",
+        description=(
+            f"synthetic tree: depth {spec.depth}, width {spec.width}, hidden {spec.hidden}, {spec.dtype}"
+            + (", meta tensor" if spec.meta else "")
+            + (f", engram {spec.engram_rows} rows" if spec.engram_rows else "")
+        ),
+        build=lambda device: build_tree(spec, device),
+        estimated_bytes=tree_bytes(spec),
+        options={
+            "depth": spec.depth,
+            "width": spec.width,
+            "hidden": spec.hidden,
+            "dtype": spec.dtype,
+            "meta": spec.meta,
+            "engram_rows": spec.engram_rows,
+            "fp8": spec.fp8,
+            "blocks": spec.blocks,
+            "expected_tensors": tree_tensor_count(spec),
+        },
+        notes=notes,
+        largest_scratch_bytes=3 * fp8_elements,
+    )

@@ -1,0 +1,181 @@
+"""A deterministic synthetic model tree that exercises every initializer rule.
+
+Each block, ``depth`` levels deep and ``width`` children wide, registers its
+tensors directly, so a tensor owned by a block at module depth k sits k levels
+below the root and is visited k + 1 times by the legacy traversal.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from dummyprof.errors import UsageError
+from dummyprof.models.engram import EngramTable, engram_table_bytes
+
+DTYPES: dict[str, torch.dtype] = {
+    "float32": torch.float32,
+    "bfloat16": torch.bfloat16,
+    "float16": torch.float16,
+}
+SCALE_BLOCK = 32
+HAS_FP8 = hasattr(torch, "float8_e4m3fn")
+# modules() and state_dict() recurse once per level; leave room for the caller's frames.
+RECURSION_HEADROOM = 100
+MAX_BLOCKS = 200_000
+
+
+def max_depth() -> int:
+    return sys.getrecursionlimit() - RECURSION_HEADROOM
+
+
+@dataclass(frozen=True)
+class TreeSpec:
+    """What to build: see ``dummyprof compare --help`` for each field."""
+
+    depth: int = 12
+    width: int = 1
+    hidden: int = 512
+    dtype: str = "float32"
+    meta: bool = False
+    engram_rows: int = 0
+    fp8: bool = HAS_FP8
+
+    @property
+    def torch_dtype(self) -> torch.dtype:
+        return DTYPES[self.dtype]
+
+    @property
+    def vocab(self) -> int:
+        return 2 * self.hidden
+
+    @property
+    def blocks(self) -> int:
+        return sum(self.width**k for k in range(1, self.depth + 1))
+
+    def blocks_at(self, depth: int) -> int:
+        return self.width**depth
+
+
+def validate_spec(spec: TreeSpec) -> None:
+    """Check a spec before anything is allocated; raise UsageError naming the flag."""
+    if spec.dtype not in DTYPES:
+        raise UsageError("--dtype", f"unknown dtype {spec.dtype!r}; choose one of: {', '.join(DTYPES)}")
+    if spec.depth < 1:
+        raise UsageError("--depth", f"must be at least 1, got {spec.depth}; try --depth 12")
+    if spec.depth > max_depth():
+        raise UsageError(
+            "--depth",
+            f"{spec.depth} levels is deeper than torch.nn.Module.modules() can recurse "
+            f"(RecursionError near {sys.getrecursionlimit()}); use --depth {max_depth()} or less",
+        )
+    if spec.width < 1:
+        raise UsageError("--width", f"must be at least 1, got {spec.width}; try --width 1")
+    if spec.hidden < SCALE_BLOCK or spec.hidden % SCALE_BLOCK:
+        raise UsageError(
+            "--hidden", f"must be a positive multiple of {SCALE_BLOCK} (the fp8 scale block), got {spec.hidden}"
+        )
+    if spec.width > 1 and spec.blocks > MAX_BLOCKS:
+        raise UsageError(
+            "--width",
+            f"--depth {spec.depth} --width {spec.width} makes {spec.blocks:,} blocks (limit {MAX_BLOCKS:,}); "
+            "lower --width or --depth",
+        )
+    if spec.engram_rows < 0:
+        raise UsageError("--engram-rows", f"must be 0 or more, got {spec.engram_rows}")
+
+
+def block_bytes(spec: TreeSpec) -> int:
+    """Bytes one block allocates (aliases counted once)."""
+    h = spec.hidden
+    item = spec.torch_dtype.itemsize
+    total = h * h * item + h * item  # weight, bias
+    total += 2 * h * item  # norm weight and bias
+    total += h * item  # running_stat (persistent buffer)
+    total += h * item  # rope_cache (non-persistent buffer)
+    total += h * h  # int8 weight
+    total += h * 8  # int64 index buffer
+    if spec.fp8:
+        total += h * h + h * (h // SCALE_BLOCK)  # fp8 weight + uint8 scale
+    return total
+
+
+def tree_bytes(spec: TreeSpec) -> int:
+    """Bytes the whole tree allocates, computed from the spec without allocating."""
+    total = spec.blocks * block_bytes(spec)
+    total += spec.vocab * spec.hidden * spec.torch_dtype.itemsize  # tied embedding / lm_head
+    if spec.engram_rows:
+        total += engram_table_bytes(spec.engram_rows, spec.hidden, SCALE_BLOCK)
+    return total
+
+
+def tree_tensor_count(spec: TreeSpec) -> int:
+    """Distinct registered storages (aliases and tied weights counted once)."""
+    per_block = 8 + (2 if spec.fp8 else 0)  # weight_alias shares the weight's storage
+    return spec.blocks * per_block + 1 + (1 if spec.meta else 0) + (2 if spec.engram_rows else 0)
+
+
+class SyntheticBlock(nn.Module):
+    """One level of the tree: the tensor kinds real decoder layers hold."""
+
+    def __init__(self, spec: TreeSpec, level: int, device: torch.device) -> None:
+        super().__init__()
+        h, dtype = spec.hidden, spec.torch_dtype
+
+        def param(*shape: int, dt: torch.dtype = dtype) -> nn.Parameter:
+            return nn.Parameter(torch.empty(shape, dtype=dt, device=device), requires_grad=False)
+
+        self.weight = param(h, h)  # linear-style
+        self.bias = param(h)
+        self.norm_weight = param(h)  # layer norm declaring its dummy value, as vLLM's norms do
+        self.norm_weight.dummy_weight_value = 1.0  # type: ignore[attr-defined]
+        self.norm_bias = param(h)
+        self.norm_bias.dummy_weight_value = 0.0  # type: ignore[attr-defined]
+        if spec.fp8:
+            self.qweight = param(h, h, dt=torch.float8_e4m3fn)
+            self.weight_scale_inv = param(h, h // SCALE_BLOCK, dt=torch.uint8)
+        self.int8_weight = param(h, h, dt=torch.int8)
+        self.register_buffer("expert_index", torch.zeros(h, dtype=torch.int64, device=device))
+        self.register_buffer("running_stat", torch.zeros(h, dtype=dtype, device=device))
+        self.register_buffer("weight_alias", self.weight.data.t(), persistent=False)
+        self.register_buffer("rope_cache", torch.zeros(h, dtype=dtype, device=device), persistent=False)
+        if level < spec.depth:
+            for i in range(spec.width):
+                self.add_module(f"child{i}", SyntheticBlock(spec, level + 1, device))
+
+
+class TiedOwner(nn.Module):
+    """Holds a reference to a Parameter owned elsewhere (embedding / lm_head tying)."""
+
+    def __init__(self, weight: nn.Parameter) -> None:
+        super().__init__()
+        self.weight = weight
+
+
+class SyntheticModel(nn.Module):
+    """Root: a tied embedding / lm_head pair, ``width`` top-level blocks, optional meta and Engram tensors."""
+
+    def __init__(self, spec: TreeSpec, device: torch.device) -> None:
+        super().__init__()
+        shared = nn.Parameter(
+            torch.empty((spec.vocab, spec.hidden), dtype=spec.torch_dtype, device=device), requires_grad=False
+        )
+        self.embed_tokens = TiedOwner(shared)
+        for i in range(spec.width):
+            self.add_module(f"child{i}", SyntheticBlock(spec, 1, device))
+        self.lm_head = TiedOwner(shared)
+        if spec.meta:
+            self.meta_placeholder = nn.Parameter(
+                torch.empty((spec.hidden,), dtype=spec.torch_dtype, device="meta"), requires_grad=False
+            )
+        if spec.engram_rows:
+            self.engram = EngramTable(spec.engram_rows, spec.hidden, SCALE_BLOCK, device=device)
+
+
+def build_tree(spec: TreeSpec, device: torch.device | str = "cpu") -> SyntheticModel:
+    """Build the tree described by ``spec`` on ``device`` (uninitialized memory)."""
+    validate_spec(spec)
+    return SyntheticModel(spec, torch.device(device))

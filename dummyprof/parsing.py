@@ -1,0 +1,120 @@
+"""Parsers for numeric flags that turn bad input into UsageError naming the flag.
+
+Torch-free: the CLI validates every flag before anything heavy is imported.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from decimal import Decimal, InvalidOperation
+
+from dummyprof.errors import UsageError
+
+_SUFFIXES = {
+    "": 1,
+    "K": 10**3,
+    "M": 10**6,
+    "G": 10**9,
+    "T": 10**12,
+    "KI": 2**10,
+    "MI": 2**20,
+    "GI": 2**30,
+    "TI": 2**40,
+}
+_COUNT_RE = re.compile(r"^\s*([+-]?[0-9_]*\.?[0-9_]*(?:[eE][+-]?[0-9]+)?)\s*([KMGT]I?)?\s*$", re.IGNORECASE)
+_BYTES_RE = re.compile(r"^\s*([0-9_]*\.?[0-9_]*(?:[eE][+-]?[0-9]+)?)\s*([KMGT]I?)?B?\s*$", re.IGNORECASE)
+
+
+def parse_count(flag: str, text: str, *, example: str = "2e9", minimum: int = 1) -> int:
+    """Parse an integral count such as ``2e9``, ``2_000_000_000``, ``384M`` or ``1.5G``.
+
+    Suffixes K/M/G/T are powers of ten; Ki/Mi/Gi/Ti are powers of two.
+    """
+    match = _COUNT_RE.match(str(text))
+    number = match.group(1) if match else ""
+    if not match or not number.strip("_.+-"):
+        raise UsageError(flag, f"expected a whole number such as {example}, 384M or 1_000_000, got {text!r}")
+    suffix = (match.group(2) or "").upper()
+    try:
+        value = Decimal(number.replace("_", "")) * _SUFFIXES[suffix]
+    except InvalidOperation:
+        raise UsageError(flag, f"expected a whole number such as {example}, got {text!r}") from None
+    if value != value.to_integral_value():
+        raise UsageError(flag, f"must be a whole number, got {text!r} = {value.normalize()}; try {example}")
+    if value < minimum:
+        raise UsageError(flag, f"must be at least {minimum}, got {text!r}; try {example}")
+    return int(value)
+
+
+def parse_int(flag: str, text: str | int, *, minimum: int = 1, maximum: int | None = None, example: str = "") -> int:
+    """Parse a plain integer within bounds."""
+    hint = f"; try {flag} {example}" if example else ""
+    if isinstance(text, bool):
+        raise UsageError(flag, f"expected a whole number, got {text!r}{hint}")
+    if isinstance(text, int):
+        value = text
+    else:
+        cleaned = str(text).strip().replace("_", "")
+        if not re.fullmatch(r"[+-]?[0-9]+", cleaned):
+            raise UsageError(flag, f"expected a whole number, got {text!r}{hint}")
+        value = int(cleaned)
+    if value < minimum:
+        raise UsageError(flag, f"must be at least {minimum}, got {value}{hint}")
+    if maximum is not None and value > maximum:
+        raise UsageError(flag, f"must be at most {maximum}, got {value}{hint}")
+    return value
+
+
+def parse_float(flag: str, text: str | float, *, minimum: float = 0.0, exclusive: bool = True, example: str = "") -> float:
+    """Parse a finite float above (or at) a minimum."""
+    hint = f"; try {flag} {example}" if example else ""
+    try:
+        value = float(str(text).replace("_", ""))
+    except ValueError:
+        raise UsageError(flag, f"expected a number, got {text!r}{hint}") from None
+    if not math.isfinite(value):
+        raise UsageError(flag, f"must be a finite number, got {text!r}{hint}")
+    if value < minimum or (exclusive and value == minimum):
+        bound = "greater than" if exclusive else "at least"
+        raise UsageError(flag, f"must be {bound} {minimum:g}, got {text!r}{hint}")
+    return value
+
+
+def parse_bytes(flag: str, text: str, *, example: str = "16GiB") -> int:
+    """Parse a size such as ``16GiB``, ``20G``, ``512MiB`` or ``1e9`` into bytes."""
+    match = _BYTES_RE.match(str(text))
+    if not match or not match.group(1).strip("_."):
+        raise UsageError(flag, f"expected a size such as {example}, 20G or 512MiB, got {text!r}")
+    suffix = (match.group(2) or "").upper()
+    try:
+        value = Decimal(match.group(1).replace("_", "")) * _SUFFIXES[suffix]
+    except InvalidOperation:
+        raise UsageError(flag, f"expected a size such as {example}, got {text!r}") from None
+    if value <= 0:
+        raise UsageError(flag, f"must be positive, got {text!r}; try {flag} {example}")
+    return int(value)
+
+
+def format_bytes(n: float | int | None) -> str:
+    """Human-readable bytes in binary units (GiB), the unit memory is sold in."""
+    if n is None:
+        return "n/a"
+    value = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if abs(value) < 1024 or unit == "PiB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.2f} {unit}"
+        value /= 1024
+    raise AssertionError("unreachable")
+
+
+def format_seconds(s: float | None) -> str:
+    if s is None:
+        return "n/a"
+    if s >= 100:
+        return f"{s:.0f} s"
+    if s >= 1:
+        return f"{s:.2f} s"
+    if s >= 1e-3:
+        return f"{s * 1e3:.1f} ms"
+    return f"{s * 1e6:.0f} µs"

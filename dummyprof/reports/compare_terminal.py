@@ -1,0 +1,137 @@
+"""Terminal (Rich) rendering of ``compare`` results."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+
+from dummyprof.reports.format import figure_bytes, format_bytes, format_seconds, rate, timing_cell
+from dummyprof.results.compare import CompareResult
+from dummyprof.results.session import Results
+
+TOP_TENSORS = 10
+
+
+def scenario_table(result: CompareResult) -> Table:
+    model = result.model
+    table = Table(title="Scenario", show_header=False, title_justify="left")
+    table.add_column("what", style="bold")
+    table.add_column("value")
+    table.add_row("model", model.description or model.source)
+    for key in ("depth", "width", "hidden", "dtype"):
+        if key in model.options:
+            table.add_row(key, str(model.options[key]))
+    table.add_row("device", model.device)
+    table.add_row("modules", f"{model.modules:,}")
+    table.add_row("tensors", f"{model.tensors:,} storages ({model.names:,} registered names)")
+    table.add_row("bytes", format_bytes(model.bytes))
+    table.add_row("rounds", f"{result.repeat} measured, interleaved, after {result.warmup} warm-up")
+    return table
+
+
+def strategy_table(result: CompareResult) -> Table:
+    table = Table(title="Strategies", title_justify="left")
+    table.add_column("strategy", style="bold")
+    table.add_column("init")
+    table.add_column("time median [min–max]", justify="right")
+    table.add_column(f"speedup vs {result.baseline_strategy}", justify="right")
+    table.add_column("visits", justify="right")
+    table.add_column("redundant", justify="right")
+    table.add_column("max visits/tensor", justify="right")
+    table.add_column("bytes written", justify="right")
+    table.add_column("rate", justify="right")
+    for s in result.strategies:
+        speedup = result.speedup(s.name)
+        redundant = f"[red]{s.redundant_visits:,}[/]" if s.redundant_visits else "0"
+        table.add_row(
+            s.name,
+            s.initializer,
+            timing_cell(s.timing),
+            f"{speedup:.2f}x" if speedup is not None else "n/a",
+            f"{s.visits:,}",
+            redundant,
+            str(s.max_visits),
+            format_bytes(s.bytes_written),
+            rate(s.bytes_written, s.timing.median),
+        )
+    return table
+
+
+def top_tensor_table(result: CompareResult, limit: int = TOP_TENSORS) -> Table | None:
+    names = [s.name for s in result.strategies]
+    ranked = sorted(
+        result.tensors.items(),
+        key=lambda item: (-max((item[1].redundant(n) for n in names), default=0), -item[1].depth, item[0]),
+    )
+    ranked = [(k, t) for k, t in ranked if any(t.redundant(n) for n in names)][:limit]
+    if not ranked:
+        return None
+    table = Table(title=f"Most revisited tensors (top {len(ranked)})", title_justify="left")
+    table.add_column("tensor")
+    table.add_column("depth", justify="right")
+    table.add_column("dtype")
+    table.add_column("bytes", justify="right")
+    for n in names:
+        table.add_column(f"{n} visits", justify="right")
+    for key, t in ranked:
+        label = key if len(t.names) == 1 else f"{key} (= {', '.join(t.names[1:])})"
+        table.add_row(
+            label,
+            str(t.depth),
+            t.dtype,
+            format_bytes(t.nbytes),
+            *[(f"[red]{t.visits.get(n, 0)}[/]" if t.visits.get(n, 0) > 1 else str(t.visits.get(n, 0))) for n in names],
+        )
+    return table
+
+
+def memory_table(result: CompareResult) -> Table:
+    table = Table(title="Memory (worst measured round)", title_justify="left")
+    table.add_column("strategy", style="bold")
+    table.add_column("RSS before", justify="right")
+    table.add_column("RSS peak", justify="right")
+    table.add_column("growth during fill", justify="right")
+    table.add_column("largest scratch", justify="right")
+    table.add_column("pinned host")
+    table.add_column("GPU used (NVML)")
+    table.add_column("GPU allocator peak")
+    for s in result.strategies:
+        m = s.memory
+        table.add_row(
+            s.name,
+            format_bytes(m.rss_before_bytes),
+            format_bytes(m.rss_peak_bytes),
+            format_bytes(m.rss_growth_bytes),
+            format_bytes(s.peak_scratch_bytes),
+            figure_bytes(m.pinned_bytes),
+            figure_bytes(m.gpu_used_bytes),
+            figure_bytes(m.gpu_allocator_peak_bytes),
+        )
+    return table
+
+
+def overhead_line(result: CompareResult) -> str | None:
+    parts = []
+    for s in result.strategies:
+        if s.recording_overhead_s is None or not s.timing.median:
+            continue
+        share = 100 * s.recording_overhead_s / s.timing.median
+        parts.append(f"{s.name} {format_seconds(s.recording_overhead_s)} ({share:.2f}% of its fill)")
+    return "visit recording cost (no-op fill, measured): " + ", ".join(parts) if parts else None
+
+
+def render_compare(results: Results, console: Console) -> None:
+    result = results.compare
+    assert result is not None
+    console.print(scenario_table(result))
+    console.print(strategy_table(result))
+    top = top_tensor_table(result)
+    if top is not None:
+        console.print(top)
+    console.print(memory_table(result))
+    overhead = overhead_line(result)
+    if overhead:
+        console.print(overhead, style="dim")
+    if result.model.notes:
+        for note in result.model.notes:
+            console.print(f"note: {note}", style="yellow")

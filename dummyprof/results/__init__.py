@@ -1,0 +1,26 @@
+"""The results data model (torch-free) and its JSON storage."""
+
+from __future__ import annotations
+
+from dummyprof.results.common import Environment, Figure, MemoryUse, Timing
+from dummyprof.results.compare import CompareResult, ModelSummary, StrategyResult, TensorResult
+from dummyprof.results.session import SCHEMA_VERSION, Results
+from dummyprof.results.store import check_writable, load_results, results_from_dict, results_to_json, save_results
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "CompareResult",
+    "Environment",
+    "Figure",
+    "MemoryUse",
+    "ModelSummary",
+    "Results",
+    "StrategyResult",
+    "TensorResult",
+    "Timing",
+    "check_writable",
+    "load_results",
+    "results_from_dict",
+    "results_to_json",
+    "save_results",
+]

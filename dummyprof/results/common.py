@@ -1,0 +1,81 @@
+"""Result pieces shared by every command: the environment and figures that may be unavailable."""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Figure:
+    """A measured (or projected) number, or the reason it could not be had.
+
+    Unavailable is never written as 0: ``value`` is None and ``unavailable`` says why.
+    """
+
+    value: float | None = None
+    unavailable: str | None = None
+    projected: bool = False
+
+    @classmethod
+    def missing(cls, reason: str) -> Figure:
+        return cls(None, reason)
+
+    @property
+    def available(self) -> bool:
+        return self.value is not None
+
+
+@dataclass
+class Environment:
+    """Where a run happened; the fingerprint that makes two runs comparable."""
+
+    dummyprof_version: str = ""
+    torch_version: str = ""
+    python_version: str = ""
+    platform: str = ""
+    device: str = "cpu"
+    device_name: str = ""
+    cpu_model: str = ""
+    cpu_count: int = 0
+    torch_threads: int = 0
+    cuda_available: bool = False
+    cuda_version: str | None = None
+    total_memory_bytes: int = 0
+
+
+@dataclass
+class Timing:
+    """Wall-clock samples of one measured phase, warm-up excluded."""
+
+    samples_s: list[float] = field(default_factory=list)
+
+    @property
+    def median(self) -> float | None:
+        return statistics.median(self.samples_s) if self.samples_s else None
+
+    @property
+    def min(self) -> float | None:
+        return min(self.samples_s) if self.samples_s else None
+
+    @property
+    def max(self) -> float | None:
+        return max(self.samples_s) if self.samples_s else None
+
+
+@dataclass
+class MemoryUse:
+    """Memory seen while one strategy or method ran (worst round)."""
+
+    rss_before_bytes: int | None = None
+    rss_peak_bytes: int | None = None
+    rss_peak_method: str = ""
+    pinned_bytes: Figure = field(default_factory=Figure)
+    gpu_used_bytes: Figure = field(default_factory=Figure)
+    gpu_allocator_peak_bytes: Figure = field(default_factory=Figure)
+
+    @property
+    def rss_growth_bytes(self) -> int | None:
+        if self.rss_before_bytes is None or self.rss_peak_bytes is None:
+            return None
+        return max(0, self.rss_peak_bytes - self.rss_before_bytes)

@@ -1,0 +1,33 @@
+"""The one results document every command produces and every reporter renders."""
+
+from __future__ import annotations
+
+import datetime as _dt
+from dataclasses import dataclass, field
+
+from dummyprof._version import __version__
+from dummyprof.results.common import Environment
+from dummyprof.results.compare import CompareResult
+
+SCHEMA_VERSION = 1
+
+
+def _now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+
+
+@dataclass
+class Results:
+    """A run of one command. Torch-free: reporters render it from a saved file.
+
+    Each command fills its own section and leaves the others ``None``.
+    """
+
+    command: str = ""
+    schema_version: int = SCHEMA_VERSION
+    dummyprof_version: str = __version__
+    created_at: str = field(default_factory=_now)
+    environment: Environment = field(default_factory=Environment)
+    notices: list[str] = field(default_factory=list)
+    summary: str = ""
+    compare: CompareResult | None = None

@@ -1,0 +1,176 @@
+"""The ``compare`` scenario: fill strategies side by side on one model."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import torch
+
+from dummyprof.errors import UsageError
+from dummyprof.loaders.recorder import index_model
+from dummyprof.loaders.strategies import STRATEGIES, get_strategy
+from dummyprof.measure.budget import ensure_fits, host_budget
+from dummyprof.measure.compare import Clock, Progress, run_compare
+from dummyprof.measure.device import resolve_device
+from dummyprof.measure.environment import collect_environment
+from dummyprof.measure.memory import gpu_free_bytes
+from dummyprof.models.source import ModelSource, synthetic_source
+from dummyprof.models.synthetic import TreeSpec
+from dummyprof.parsing import format_bytes, format_seconds
+from dummyprof.results.compare import CompareResult, ModelSummary
+from dummyprof.results.session import Results
+
+DEFAULT_STRATEGIES = ("legacy", "per-layer", "unique")
+
+
+@dataclass
+class CompareOptions:
+    depth: int = 12
+    width: int = 1
+    hidden: int = 512
+    dtype: str = "float32"
+    meta: bool = False
+    engram_rows: int = 0
+    strategies: list[str] = field(default_factory=lambda: list(DEFAULT_STRATEGIES))
+    repeat: int = 5
+    warmup: int = 1
+    device: str = "auto"
+    initializer: str | None = None
+    max_memory: int | None = None
+
+    def tree_spec(self) -> TreeSpec:
+        return TreeSpec(
+            depth=self.depth,
+            width=self.width,
+            hidden=self.hidden,
+            dtype=self.dtype,
+            meta=self.meta,
+            engram_rows=self.engram_rows,
+        )
+
+
+def _check_strategies(names: list[str]) -> None:
+    if not names:
+        raise UsageError("--strategy", f"give at least one strategy; choose from: {', '.join(STRATEGIES)}")
+    seen: set[str] = set()
+    for name in names:
+        get_strategy(name)
+        if name in seen:
+            raise UsageError("--strategy", f"{name!r} is listed twice")
+        seen.add(name)
+
+
+def _largest_fitting_hidden(spec: TreeSpec, budget: int) -> int | None:
+    from dummyprof.models.synthetic import SCALE_BLOCK, tree_bytes
+
+    best = None
+    hidden = SCALE_BLOCK
+    while hidden <= spec.hidden:
+        candidate = TreeSpec(spec.depth, spec.width, hidden, spec.dtype, spec.meta, spec.engram_rows, spec.fp8)
+        if tree_bytes(candidate) + 3 * hidden * hidden > budget:
+            break
+        best = hidden
+        hidden *= 2
+    return best
+
+
+def check_fits(source: ModelSource, device: torch.device, max_memory: int | None, spec: TreeSpec | None) -> int:
+    """Refuse before allocating when one model plus the biggest temporary would not fit."""
+    if source.estimated_bytes is None:
+        return 0
+    needed = source.estimated_bytes + source.largest_scratch_bytes
+    if device.type == "cuda":
+        free = gpu_free_bytes(device) or 0
+        budget = int(free * 0.9) if max_memory is None else min(max_memory, free)
+        where = f"GPU {device}"
+    else:
+        budget = host_budget(max_memory)
+        where = "host memory"
+    fix = "lower --hidden, --width or --depth, or raise --max-memory"
+    if spec is not None:
+        fitting = _largest_fitting_hidden(spec, budget)
+        if fitting is not None:
+            fix = f"--hidden {fitting} fits at this depth and width (or lower --width/--depth)"
+    ensure_fits(needed, budget, flag="--hidden" if spec else "--model", what=f"this model ({where})", fix=fix)
+    return needed
+
+
+def summary_line(result: CompareResult) -> str:
+    parts = []
+    for s in result.strategies:
+        text = f"{s.name} {format_seconds(s.timing.median)}"
+        speedup = result.speedup(s.name)
+        if s.name != result.baseline_strategy and speedup is not None:
+            text += f" ({speedup:.1f}x vs {result.baseline_strategy})"
+        parts.append(text)
+    deepest = max(result.tensors.values(), key=lambda t: t.depth, default=None)
+    tail = ""
+    if deepest is not None:
+        counts = ", ".join(f"{name} {deepest.visits.get(name, 0)}x" for name in (s.name for s in result.strategies))
+        tail = f"; deepest tensors (depth {deepest.depth}) visited {counts}"
+    return "median fill time: " + ", ".join(parts) + tail
+
+
+def run(
+    options: CompareOptions,
+    *,
+    source: ModelSource | None = None,
+    clock: Clock = time.perf_counter,
+    progress: Progress | None = None,
+) -> Results:
+    """Validate, size-check, measure and return the compare Results."""
+    _check_strategies(options.strategies)
+    if options.repeat < 1:
+        raise UsageError("--repeat", f"must be at least 1, got {options.repeat}")
+    device = resolve_device(options.device)
+    spec = None
+    if source is None:
+        spec = options.tree_spec()
+        source = synthetic_source(spec)
+    check_fits(source, device, options.max_memory, spec)
+    build = source.build
+    probe = build(device)
+    records = index_model(probe)
+    summary = ModelSummary(
+        source=source.source,
+        description=source.description,
+        device=str(device),
+        modules=sum(1 for _ in probe.modules()),
+        tensors=len(records),
+        names=sum(len(r.names) for r in records.values()),
+        bytes=_storage_bytes(probe),
+        options=dict(source.options),
+        notes=list(source.notes),
+    )
+    del probe
+    strategies = [get_strategy(name) for name in options.strategies]
+    result = run_compare(
+        lambda: build(device),
+        summary,
+        strategies,
+        device,
+        repeat=options.repeat,
+        warmup=options.warmup,
+        initializer=options.initializer,
+        clock=clock,
+        progress=progress,
+    )
+    results = Results(command="compare", environment=collect_environment(device), compare=result)
+    results.notices.extend(source.notes)
+    results.summary = summary_line(result)
+    return results
+
+
+def _storage_bytes(model: torch.nn.Module) -> int:
+    """Bytes of distinct non-meta storages reachable through registered tensors."""
+    from dummyprof.loaders.recorder import storage_key
+
+    seen: dict[int, int] = {}
+    for module in model.modules():
+        for tensor in list(module._parameters.values()) + list(module._buffers.values()):
+            if tensor is None or tensor.device.type == "meta":
+                continue
+            key = storage_key(tensor)
+            seen[key] = max(seen.get(key, 0), tensor.untyped_storage().nbytes())
+    return sum(seen.values())

@@ -66,7 +66,9 @@ def parse_int(flag: str, text: str | int, *, minimum: int = 1, maximum: int | No
     return value
 
 
-def parse_float(flag: str, text: str | float, *, minimum: float = 0.0, exclusive: bool = True, example: str = "") -> float:
+def parse_float(
+    flag: str, text: str | float, *, minimum: float = 0.0, exclusive: bool = True, example: str = ""
+) -> float:
     """Parse a finite float above (or at) a minimum."""
     hint = f"; try {flag} {example}" if example else ""
     try:

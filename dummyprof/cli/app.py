@@ -73,7 +73,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except click_exceptions.ClickException as exc:
         _error(exc.format_message())
         return exc.exit_code
-    except (KeyboardInterrupt, click_exceptions.Abort):
+    except (KeyboardInterrupt, typer.Abort):
         sys.stderr.write("dummyprof: interrupted\n")
         return EXIT_INTERRUPTED
     except BrokenPipeError:

@@ -32,8 +32,12 @@ def register(app: typer.Typer) -> None:
 
 def compare(
     depth: Annotated[str, typer.Option(metavar="INT", help="Levels of nested blocks below the root.")] = "12",
-    width: Annotated[str, typer.Option(metavar="INT", help="Child blocks per block (blocks grow as width^depth).")] = "1",
-    hidden: Annotated[str, typer.Option(metavar="INT", help="Size of each weight (hidden x hidden); multiple of 32.")] = "512",
+    width: Annotated[
+        str, typer.Option(metavar="INT", help="Child blocks per block (blocks grow as width^depth).")
+    ] = "1",
+    hidden: Annotated[
+        str, typer.Option(metavar="INT", help="Size of each weight (hidden x hidden); multiple of 32.")
+    ] = "512",
     dtype: Annotated[str, typer.Option(help="Float dtype of the tree: float32, bfloat16 or float16.")] = "float32",
     meta: Annotated[bool, typer.Option("--meta", help="Add a tensor left on the meta device (never filled).")] = False,
     engram_rows: Annotated[

@@ -22,7 +22,7 @@ def register(app: typer.Typer) -> None:
 
 def report(
     path: Annotated[Path, typer.Argument(metavar="RESULTS.json", help="A file written by --json.")],
-    format: Annotated[str, typer.Option("--format", "-f", help="terminal, json or markdown.")] = "terminal",  # noqa: A002
+    format: Annotated[str, typer.Option("--format", "-f", help="terminal, json or markdown.")] = "terminal",
     output: Annotated[
         Optional[Path],  # noqa: UP045
         typer.Option("--output", "-o", metavar="PATH", help="Write to PATH instead of stdout (not for terminal)."),

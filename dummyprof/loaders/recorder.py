@@ -55,7 +55,7 @@ def index_model(model: nn.Module) -> dict[int, StorageRecord]:
     """
     owners: dict[int, list[tuple[str, str, int, torch.Tensor]]] = {}
     for path, module in model.named_modules(remove_duplicate=False):
-        non_persistent = getattr(module, "_non_persistent_buffers_set", set())
+        non_persistent: set[str] = getattr(module, "_non_persistent_buffers_set", set())
         owned = [(n, p, "parameter") for n, p in module._parameters.items() if p is not None]
         owned += [
             (n, b, "non-persistent buffer" if n in non_persistent else "buffer")
@@ -70,7 +70,7 @@ def index_model(model: nn.Module) -> dict[int, StorageRecord]:
     records: dict[int, StorageRecord] = {}
     for key, entries in owners.items():
         entries.sort(key=lambda e: e[1] == "non-persistent buffer")  # stable: keeps visiting order otherwise
-        name, _, depth, tensor = entries[0]
+        name, _, _, tensor = entries[0]
         records[key] = StorageRecord(
             names=[e[0] for e in entries],
             module=name.rpartition(".")[0],

@@ -40,7 +40,7 @@ def own_tensors(layer: nn.Module) -> Iterator[tuple[str, torch.Tensor]]:
     for name, param in layer._parameters.items():
         if param is not None:
             yield name, param
-    non_persistent = getattr(layer, "_non_persistent_buffers_set", set())
+    non_persistent: set[str] = getattr(layer, "_non_persistent_buffers_set", set())
     for name, buf in layer._buffers.items():
         if buf is not None and name not in non_persistent:
             yield name, buf
@@ -97,7 +97,9 @@ register_strategy(
 register_strategy(
     Strategy("per-layer", "vLLM >= 0.30: each module's own parameters and persistent buffers", per_layer_traversal)
 )
-register_strategy(Strategy("unique", "per-layer, each storage exactly once (tied and aliased included)", unique_traversal))
+register_strategy(
+    Strategy("unique", "per-layer, each storage exactly once (tied and aliased included)", unique_traversal)
+)
 
 
 def run_strategy(

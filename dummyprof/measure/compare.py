@@ -6,6 +6,7 @@ import gc
 import time
 from collections.abc import Callable, Sequence
 
+import torch
 from torch import nn
 
 from dummyprof.loaders.initializers import NOT_WRITTEN, get_initializer
@@ -19,10 +20,8 @@ from dummyprof.measure.memory import (
     pinned_memory_figure,
     reset_gpu_peak,
 )
-from dummyprof.results.common import MemoryUse, Timing
+from dummyprof.results.common import MemoryUse
 from dummyprof.results.compare import CompareResult, ModelSummary, StrategyResult, TensorResult
-
-import torch
 
 Clock = Callable[[], float]
 Progress = Callable[[int, int, str], None]  # done, total, label
@@ -109,9 +108,7 @@ def run_compare(
     """
     result = CompareResult(model=model, repeat=repeat, warmup=warmup)
     results = {
-        s.name: StrategyResult(
-            name=s.name, description=s.description, initializer=initializer or s.initializer
-        )
+        s.name: StrategyResult(name=s.name, description=s.description, initializer=initializer or s.initializer)
         for s in strategies
     }
     inits = {s.name: get_initializer(initializer or s.initializer) for s in strategies}

@@ -26,7 +26,9 @@ def resolve_device(spec: str, *, flag: str = "--device") -> torch.device:
     if not match:
         raise UsageError(flag, f"unknown device {spec!r}; choose {DEVICE_CHOICES}")
     if not cuda_available():
-        raise UsageError(flag, f"{spec!r} asked for CUDA but this torch ({torch.__version__}) sees no CUDA GPU; use {flag} cpu")
+        raise UsageError(
+            flag, f"{spec!r} asked for CUDA but this torch ({torch.__version__}) sees no CUDA GPU; use {flag} cpu"
+        )
     index = int(match.group(1)) if match.group(1) else torch.cuda.current_device()
     count = torch.cuda.device_count()
     if index >= count:

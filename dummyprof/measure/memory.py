@@ -162,11 +162,10 @@ def gpu_free_bytes(device: torch.device) -> int | None:
 
 
 def cpu_model() -> str:
-    with contextlib.suppress(OSError):
-        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as handle:
-            for line in handle:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
+    with contextlib.suppress(OSError), open("/proc/cpuinfo", encoding="utf-8", errors="replace") as handle:
+        for line in handle:
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
     import platform
 
     return platform.processor() or platform.machine()

@@ -67,7 +67,8 @@ def results_from_dict(data: Any, *, source: str = "results") -> Results:
         raise ResultsFileError(f"{source}: schema_version {version!r} is not valid")
     if version > SCHEMA_VERSION:
         raise ResultsFileError(
-            f"{source}: written by a newer dummyprof (schema {version}, this one reads up to {SCHEMA_VERSION}); upgrade dummyprof"
+            f"{source}: written by a newer dummyprof (schema {version}, this one reads up to "
+            f"{SCHEMA_VERSION}); upgrade dummyprof"
         )
     try:
         results = from_jsonable(Results, _migrate(data))
@@ -89,5 +90,7 @@ def load_results(path: Path) -> Results:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise ResultsFileError(f"{path}: not valid JSON (truncated or corrupt?): {exc.msg} at line {exc.lineno}") from None
+        raise ResultsFileError(
+            f"{path}: not valid JSON (truncated or corrupt?): {exc.msg} at line {exc.lineno}"
+        ) from None
     return results_from_dict(data, source=str(path))

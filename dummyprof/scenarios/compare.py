@@ -17,7 +17,7 @@ from dummyprof.measure.environment import collect_environment
 from dummyprof.measure.memory import gpu_free_bytes
 from dummyprof.models.source import ModelSource, synthetic_source
 from dummyprof.models.synthetic import TreeSpec
-from dummyprof.parsing import format_bytes, format_seconds
+from dummyprof.parsing import format_seconds
 from dummyprof.results.compare import CompareResult, ModelSummary
 from dummyprof.results.session import Results
 

@@ -123,7 +123,9 @@ def fill(spec: TreeSpec, strategy: str, initializer: object) -> dict[str, torch.
             if t.device.type != "meta":
                 t.untyped_storage().fill_(0x5A)  # same starting bytes for every strategy
     run_strategy(model, get_strategy(strategy), initializer=initializer)  # type: ignore[arg-type]
-    return {k: v.view(torch.uint8).clone() for k, v in model.state_dict(keep_vars=True).items() if v.device.type != "meta"}
+    return {
+        k: v.view(torch.uint8).clone() for k, v in model.state_dict(keep_vars=True).items() if v.device.type != "meta"
+    }
 
 
 @pytest.mark.parametrize("init", [V029Initializer(), V033Initializer()], ids=["v0.29", "v0.33"])
@@ -148,9 +150,7 @@ def test_legacy_traversal_loses_declared_values_through_state_dict_detach() -> N
     spec = TreeSpec(depth=2, hidden=64)
     legacy, per_layer = fill(spec, "legacy", V033Initializer()), fill(spec, "per-layer", V033Initializer())
     differing = sorted(k for k in legacy if not torch.equal(legacy[k], per_layer[k]))
-    assert differing == sorted(
-        f"{p}.{n}" for p in ("child0", "child0.child0") for n in ("norm_bias", "norm_weight")
-    )
+    assert differing == sorted(f"{p}.{n}" for p in ("child0", "child0.child0") for n in ("norm_bias", "norm_weight"))
 
 
 def test_registry_rejects_unknown_and_duplicate_names() -> None:

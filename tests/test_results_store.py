@@ -1,0 +1,124 @@
+"""The results document: JSON round trip, schema versions, corrupt files, atomic writes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from dummyprof.errors import ResultsFileError, UsageError
+from dummyprof.results import (
+    SCHEMA_VERSION,
+    CompareResult,
+    Figure,
+    ModelSummary,
+    Results,
+    StrategyResult,
+    TensorResult,
+    Timing,
+    check_writable,
+    load_results,
+    results_from_dict,
+    results_to_json,
+    save_results,
+)
+from dummyprof.results import store
+
+
+def sample() -> Results:
+    compare = CompareResult(
+        model=ModelSummary(description="tree", tensors=2, bytes=64, options={"depth": 2}),
+        repeat=2,
+        strategies=[
+            StrategyResult(name="legacy", timing=Timing([0.4, 0.2]), visits=3, redundant_visits=1, max_visits=2),
+            StrategyResult(name="per-layer", timing=Timing([0.1, 0.1]), visits=2),
+        ],
+        tensors={"a.weight": TensorResult(names=["a.weight"], depth=1, shape=[4, 4], visits={"legacy": 2})},
+    )
+    compare.strategies[0].memory.pinned_bytes = Figure.missing("no CUDA")
+    return Results(command="compare", compare=compare, summary="done")
+
+
+def test_round_trip_keeps_every_field(tmp_path: Path) -> None:
+    path = tmp_path / "r.json"
+    original = sample()
+    save_results(original, path)
+    loaded = load_results(path)
+    assert loaded == original
+    assert results_to_json(loaded) == path.read_text()
+    data = json.loads(path.read_text())
+    assert data["schema_version"] == SCHEMA_VERSION
+    assert data["compare"]["tensors"]["a.weight"]["visits"] == {"legacy": 2}
+    assert data["compare"]["strategies"][0]["memory"]["pinned_bytes"] == {
+        "value": None,
+        "unavailable": "no CUDA",
+        "projected": False,
+    }
+    assert loaded.compare is not None and loaded.compare.speedup("per-layer") == pytest.approx(3.0)
+
+
+def test_older_files_load_with_defaults() -> None:
+    loaded = results_from_dict({"schema_version": 1, "command": "compare", "compare": {"repeat": 3}})
+    assert loaded.compare is not None and loaded.compare.repeat == 3
+    assert loaded.compare.strategies == [] and loaded.notices == []
+
+
+def test_unknown_fields_are_ignored() -> None:
+    loaded = results_from_dict({"schema_version": 1, "command": "x", "from_the_future": 1})
+    assert loaded.command == "x"
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('{"schema_version": 1, "command": "compare", "compare": {"rep', "not valid JSON"),
+        ("[1, 2]", "not a dummyprof results file"),
+        ('{"command": "compare"}', "not a dummyprof results file"),
+        ('{"schema_version": 99}', "newer dummyprof"),
+        ('{"schema_version": "1"}', "not valid"),
+        ('{"schema_version": 1, "compare": {"repeat": "three"}}', "compare.repeat: expected int"),
+    ],
+)
+def test_bad_files_are_clear_errors(tmp_path: Path, text: str, message: str) -> None:
+    path = tmp_path / "bad.json"
+    path.write_text(text)
+    with pytest.raises(ResultsFileError, match=message):
+        load_results(path)
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(ResultsFileError, match="no such file"):
+        load_results(tmp_path / "nope.json")
+
+
+def test_refuses_to_overwrite_without_force(tmp_path: Path) -> None:
+    path = tmp_path / "r.json"
+    path.write_text("keep me")
+    with pytest.raises(UsageError, match="already exists; pass --force"):
+        check_writable(path, force=False, flag="--json")
+    check_writable(path, force=True, flag="--json")
+    with pytest.raises(UsageError, match="does not exist"):
+        check_writable(tmp_path / "no" / "r.json", force=False, flag="--json")
+    with pytest.raises(UsageError, match="is a directory"):
+        check_writable(tmp_path, force=True, flag="--json")
+
+
+def test_interrupted_write_leaves_old_file_and_no_temporaries(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "r.json"
+    path.write_text("old")
+
+    def boom(src: str, dst: str) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(store.os, "replace", boom)
+    with pytest.raises(KeyboardInterrupt):
+        save_results(sample(), path)
+    assert path.read_text() == "old"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.json"]
+
+
+def test_never_pickled(tmp_path: Path) -> None:
+    path = tmp_path / "r.json"
+    save_results(sample(), path)
+    assert path.read_bytes().startswith(b"{")

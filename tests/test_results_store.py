@@ -22,8 +22,8 @@ from dummyprof.results import (
     results_from_dict,
     results_to_json,
     save_results,
+    store,
 )
-from dummyprof.results import store
 
 
 def sample() -> Results:

@@ -1,0 +1,55 @@
+"""Benchmark: how the legacy traversal's cost grows with depth, next to per-layer and unique.
+
+Runs the ``compare`` scenario at several depths (each strategy interleaved, in
+one process, warm-up discarded) and prints a Markdown table of medians and
+ratios measured side by side. Usage::
+
+    python benchmarks/bench_compare.py [--depths 4,8,12,16,24] [--hidden 512] [--repeat 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+from dummyprof.parsing import format_seconds
+from dummyprof.scenarios.compare import CompareOptions, run
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--depths", default="4,8,12,16,24")
+    parser.add_argument("--hidden", type=int, default=512)
+    parser.add_argument("--width", type=int, default=1)
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args()
+    print(
+        "| depth | tensors | legacy visits | per-layer visits | legacy median | per-layer median | unique median "
+        "| legacy / per-layer time | legacy / per-layer visits | recorder cost (legacy) |"
+    )
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    started = time.perf_counter()
+    for depth in (int(d) for d in args.depths.split(",")):
+        results = run(
+            CompareOptions(depth=depth, width=args.width, hidden=args.hidden, repeat=args.repeat, device="cpu")
+        )
+        assert results.compare is not None
+        c = results.compare
+        legacy, per_layer, unique = (c.strategy(n) for n in ("legacy", "per-layer", "unique"))
+        assert legacy.timing.median and per_layer.timing.median and legacy.recording_overhead_s is not None
+        print(
+            f"| {depth} | {c.model.tensors} | {legacy.visits:,} | {per_layer.visits:,} "
+            f"| {format_seconds(legacy.timing.median)} | {format_seconds(per_layer.timing.median)} "
+            f"| {format_seconds(unique.timing.median)} "
+            f"| {legacy.timing.median / per_layer.timing.median:.1f}x | {legacy.visits / per_layer.visits:.1f}x "
+            f"| {100 * legacy.recording_overhead_s / legacy.timing.median:.2f}% |"
+        )
+    env = results.environment
+    print(
+        f"\n{env.cpu_model} x{env.cpu_count}, torch {env.torch_version}, {env.torch_threads} threads, "
+        f"hidden {args.hidden}, width {args.width}, {args.repeat} rounds; total {time.perf_counter() - started:.0f} s"
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,109 @@
+"""One-off differential check of dummyprof's per-layer strategy against vLLM's own loader.
+
+Not part of CI or of the project's dependencies. It needs vLLM installed in a
+separate environment (see REFERENCE.md section 7), e.g.::
+
+    python3 -m venv /tmp/vllm-venv && /tmp/vllm-venv/bin/pip install vllm==0.33.0 typer rich psutil
+    PYTHONPATH=. /tmp/vllm-venv/bin/python benchmarks/vllm_differential.py
+
+For several synthetic trees it fills one copy with vLLM's
+``DummyModelLoader.load_weights`` and another with dummyprof's ``per-layer``
+strategy and v0.33 initializer, then compares, storage by storage, how many
+times each was handed to the initializer and the final bytes. Exit 0 when
+everything matches.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections import Counter
+
+import torch
+
+from dummyprof.loaders import V033Initializer, VisitRecorder, get_strategy, run_strategy, storage_key
+from dummyprof.loaders.recorder import index_model
+from dummyprof.models.synthetic import TreeSpec, build_tree
+
+
+def storage_bytes(model: torch.nn.Module) -> dict[str, bytes]:
+    names = {key: record.name for key, record in index_model(model).items()}
+    out: dict[str, bytes] = {}
+    for key, name in names.items():
+        tensor = next(
+            t
+            for m in model.modules()
+            for t in list(m._parameters.values()) + list(m._buffers.values())
+            if t is not None and storage_key(t) == key
+        )
+        if tensor.device.type != "meta":
+            out[name] = bytes(tensor.untyped_storage())
+    return out
+
+
+def prefill(model: torch.nn.Module) -> None:
+    with torch.no_grad():
+        for m in model.modules():
+            for t in list(m._parameters.values()) + list(m._buffers.values()):
+                if t is not None and t.device.type != "meta":
+                    t.untyped_storage().fill_(0x5A)
+
+
+def check(spec: TreeSpec) -> list[str]:
+    from vllm.config.load import LoadConfig
+    from vllm.model_executor.model_loader import dummy_loader
+
+    visits: Counter[int] = Counter()
+    original = dummy_loader.initialize_single_dummy_weight
+
+    def counting(param: torch.Tensor, *args: object, **kwargs: object) -> None:
+        visits[storage_key(param)] += 1
+        original(param, *args, **kwargs)  # type: ignore[arg-type]
+
+    theirs = build_tree(spec)
+    prefill(theirs)
+    dummy_loader.initialize_single_dummy_weight = counting  # type: ignore[assignment]
+    try:
+        dummy_loader.DummyModelLoader(LoadConfig(load_format="dummy")).load_weights(theirs, model_config=None)  # type: ignore[arg-type]
+    finally:
+        dummy_loader.initialize_single_dummy_weight = original
+    their_visits = {r.name: visits.get(k, 0) for k, r in index_model(theirs).items()}
+
+    ours = build_tree(spec)
+    prefill(ours)
+    recorder = VisitRecorder(ours)
+    run_strategy(ours, get_strategy("per-layer"), initializer=V033Initializer(), recorder=recorder)
+    our_visits = {r.name: r.visits for r in recorder.records.values()}
+
+    problems = [
+        f"visits {n}: vLLM {their_visits[n]} vs dummyprof {our_visits.get(n)}"
+        for n in their_visits
+        if their_visits[n] != our_visits.get(n)
+    ]
+    a, b = storage_bytes(theirs), storage_bytes(ours)
+    problems += [f"bytes differ: {n}" for n in a if a[n] != b.get(n)]
+    print(
+        f"{spec}: {len(their_visits)} storages, {sum(their_visits.values())} vLLM initializer calls, "
+        f"{len(a)} byte-compared -> {'OK' if not problems else f'{len(problems)} mismatches'}"
+    )
+    return problems
+
+
+def main() -> int:
+    import vllm
+
+    print(f"vLLM {vllm.__version__}, torch {torch.__version__}")
+    problems: list[str] = []
+    for spec in (
+        TreeSpec(depth=4, width=1, hidden=64),
+        TreeSpec(depth=3, width=3, hidden=32, meta=True),
+        TreeSpec(depth=6, width=2, hidden=64, dtype="bfloat16", engram_rows=100),
+        TreeSpec(depth=2, width=1, hidden=128, dtype="float16"),
+    ):
+        problems += check(spec)
+    for p in problems:
+        print("  " + p)
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -2,14 +2,36 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from rich.console import Console
 from rich.table import Table
 
 from dummyprof.reports.format import figure_bytes, format_bytes, format_seconds, rate, timing_cell
-from dummyprof.results.compare import CompareResult
+from dummyprof.results.common import Figure
+from dummyprof.results.compare import CompareResult, StrategyResult
 from dummyprof.results.session import Results
 
 TOP_TENSORS = 10
+NAME_WIDTH = 48
+
+
+def short_name(name: str, width: int = NAME_WIDTH) -> str:
+    """Fold runs of a repeated path segment (``child0×12``) and keep the end of what is still too long.
+
+    The JSON output keeps full names; this is only for reading a terminal.
+    """
+    parts: list[str] = []
+    run = 0
+    segments = name.split(".")
+    for i, segment in enumerate(segments):
+        run += 1
+        if i + 1 < len(segments) and segments[i + 1] == segment:
+            continue
+        parts.append(f"{segment}×{run}" if run >= 3 else ".".join([segment] * run))
+        run = 0
+    folded = ".".join(parts)
+    return folded if len(folded) <= width else "…" + folded[-(width - 1) :]
 
 
 def scenario_table(result: CompareResult) -> Table:
@@ -67,14 +89,16 @@ def top_tensor_table(result: CompareResult, limit: int = TOP_TENSORS) -> Table |
     if not ranked:
         return None
     table = Table(title=f"Most revisited tensors (top {len(ranked)})", title_justify="left")
-    table.add_column("tensor")
+    table.add_column("tensor", no_wrap=True)
     table.add_column("depth", justify="right")
     table.add_column("dtype")
     table.add_column("bytes", justify="right")
     for n in names:
         table.add_column(f"{n} visits", justify="right")
     for key, t in ranked:
-        label = key if len(t.names) == 1 else f"{key} (= {', '.join(t.names[1:])})"
+        label = short_name(key)
+        if len(t.names) > 1:
+            label += f" (+{len(t.names) - 1} name{'s' if len(t.names) > 2 else ''})"
         table.add_row(
             label,
             str(t.depth),
@@ -85,16 +109,36 @@ def top_tensor_table(result: CompareResult, limit: int = TOP_TENSORS) -> Table |
     return table
 
 
-def memory_table(result: CompareResult) -> Table:
+def _same_unavailable(figures: list[Figure]) -> str | None:
+    """The shared reason when a figure is unavailable for every strategy, else None."""
+    reasons = {f.unavailable for f in figures}
+    if all(f.value is None for f in figures) and len(reasons) == 1:
+        return next(iter(reasons)) or "unavailable"
+    return None
+
+
+def memory_table(result: CompareResult) -> tuple[Table, list[str]]:
+    """The memory table, plus one line per column that is unavailable everywhere (instead of the column)."""
+    columns: list[tuple[str, Callable[[StrategyResult], Figure]]] = [
+        ("pinned host", lambda s: s.memory.pinned_bytes),
+        ("GPU used (NVML)", lambda s: s.memory.gpu_used_bytes),
+        ("GPU allocator peak", lambda s: s.memory.gpu_allocator_peak_bytes),
+    ]
+    shown, missing = [], []
+    for title, get in columns:
+        reason = _same_unavailable([get(s) for s in result.strategies])
+        if reason is None:
+            shown.append((title, get))
+        else:
+            missing.append(f"{title}: unavailable: {reason}")
     table = Table(title="Memory (worst measured round)", title_justify="left")
     table.add_column("strategy", style="bold")
     table.add_column("RSS before", justify="right")
     table.add_column("RSS peak", justify="right")
     table.add_column("growth during fill", justify="right")
     table.add_column("largest scratch", justify="right")
-    table.add_column("pinned host")
-    table.add_column("GPU used (NVML)")
-    table.add_column("GPU allocator peak")
+    for title, _ in shown:
+        table.add_column(title, justify="right")
     for s in result.strategies:
         m = s.memory
         table.add_row(
@@ -103,11 +147,9 @@ def memory_table(result: CompareResult) -> Table:
             format_bytes(m.rss_peak_bytes),
             format_bytes(m.rss_growth_bytes),
             format_bytes(s.peak_scratch_bytes),
-            figure_bytes(m.pinned_bytes),
-            figure_bytes(m.gpu_used_bytes),
-            figure_bytes(m.gpu_allocator_peak_bytes),
+            *[figure_bytes(get(s)) for _, get in shown],
         )
-    return table
+    return table, missing
 
 
 def overhead_line(result: CompareResult) -> str | None:
@@ -128,7 +170,10 @@ def render_compare(results: Results, console: Console) -> None:
     top = top_tensor_table(result)
     if top is not None:
         console.print(top)
-    console.print(memory_table(result))
+    table, missing = memory_table(result)
+    console.print(table)
+    for line in missing:
+        console.print(line, style="dim")
     overhead = overhead_line(result)
     if overhead:
         console.print(overhead, style="dim")

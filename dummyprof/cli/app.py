@@ -45,9 +45,10 @@ app = typer.Typer(
 
 
 def _register_commands() -> None:
-    from dummyprof.cli import compare, report
+    from dummyprof.cli import compare, gate, report
 
     compare.register(app)
+    gate.register(app)
     report.register(app)
 
 

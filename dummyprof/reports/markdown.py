@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from dummyprof.reports.format import figure_bytes, format_bytes, rate, timing_cell
+from dummyprof.reports.gate_markdown import baseline_markdown, gate_markdown
 from dummyprof.results.session import Results
 
 MarkdownRenderer = Callable[[Results], list[str]]
@@ -64,7 +65,7 @@ def _compare(results: Results) -> list[str]:
     return lines
 
 
-RENDERERS: dict[str, MarkdownRenderer] = {"compare": _compare}
+RENDERERS: dict[str, MarkdownRenderer] = {"compare": _compare, "gate": gate_markdown, "baseline": baseline_markdown}
 
 
 def render_markdown(results: Results) -> str:

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from rich.console import Console
 
 from dummyprof.reports.format import format_bytes
+from dummyprof.reports.gate_terminal import render_baseline, render_gate
 from dummyprof.results.session import Results
 
 Renderer = Callable[[Results, Console], None]
@@ -18,7 +19,7 @@ def _compare(results: Results, console: Console) -> None:
     render_compare(results, console)
 
 
-RENDERERS: dict[str, Renderer] = {"compare": _compare}
+RENDERERS: dict[str, Renderer] = {"compare": _compare, "gate": render_gate, "baseline": render_baseline}
 
 
 def environment_line(results: Results) -> str:

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from dummyprof._version import __version__
 from dummyprof.results.common import Environment
 from dummyprof.results.compare import CompareResult
+from dummyprof.results.gate import GateResult
 
 SCHEMA_VERSION = 1
 
@@ -31,3 +32,4 @@ class Results:
     notices: list[str] = field(default_factory=list)
     summary: str = ""
     compare: CompareResult | None = None
+    gate: GateResult | None = None  # baseline and gate

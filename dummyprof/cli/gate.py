@@ -1,0 +1,211 @@
+"""``dummyprof baseline`` and ``dummyprof gate``: a CI performance gate against a committed baseline."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from dummyprof.cli.output import FORCE_HELP, JSON_HELP, QUIET_HELP, check_outputs, emit, progress_bar
+from dummyprof.errors import UsageError
+from dummyprof.parsing import parse_float
+
+CONFIG_HELP = (
+    "TOML config with [scenarios.NAME] tables. Default: ./dummyprof.toml, else [tool.dummyprof] in pyproject.toml."
+)
+SCENARIO_HELP = "Run only this scenario of the config (repeatable). Default: all."
+
+EXIT_CODES = """\
+Exit codes: 0 every check passed (improved and not significant count as
+passing), 1 a regression, 2 usage, config or baseline-file error, 3 could not
+measure (a scenario crashed) or not comparable (baseline from another
+fingerprint). A regression wins over 3; a crash is never reported as a regression.
+"""
+
+BASELINE_HELP = f"""\
+Measure every scenario of the gate config and save the metrics as a baseline.
+
+Review the file and commit it; dummyprof gate compares later runs with it.
+Counters (visits, redundant visits, max visits per tensor, bytes written,
+peak scratch) are exact; timings keep every measured round for the rank test.
+Each scenario carries a fingerprint (flags, torch version, device, CPU model,
+threads). Nothing is written if a scenario cannot be measured (exit 3).
+
+Example: dummyprof baseline --config dummyprof.toml --output perf/baseline.json
+
+{EXIT_CODES}"""
+
+GATE_HELP = f"""\
+Run the gate config's scenarios and check them against a baseline.
+
+Checks (per scenario, in the config): counters, exact against the baseline
+(default: all); limits, absolute upper bounds; ratios inside this run (e.g.
+per-layer.time / legacy.time <= 0.6, which cancels machine speed); timings
+against the baseline, a regression only if slower than --factor AND
+significant (one-sided Mann-Whitney U, p < --alpha) over the interleaved
+rounds, otherwise "not significant". A baseline with another fingerprint is
+"not comparable": reported, never silently compared.
+
+Verdicts: pass, regressed, improved, not significant, not comparable, could not measure.
+
+Example (GitHub Actions):
+  dummyprof gate --config dummyprof.toml --baseline perf/baseline.json
+      --markdown "$GITHUB_STEP_SUMMARY" --junit perf/junit.xml
+
+{EXIT_CODES}"""
+
+
+def register(app: typer.Typer) -> None:
+    app.command("baseline", help=BASELINE_HELP, no_args_is_help=False)(baseline)
+    app.command("gate", help=GATE_HELP, no_args_is_help=False)(gate)
+
+
+def _per_scenario(update: Callable[[int, int, str], None] | None) -> Callable[[str], Callable[..., None] | None]:
+    def for_scenario(name: str) -> Callable[..., None] | None:
+        if update is None:
+            return None
+
+        def progress(done: int, total: int, label: str) -> None:
+            update(done, total, f"{name}: {label}")
+
+        return progress
+
+    return for_scenario
+
+
+ConfigOption = Annotated[Optional[Path], typer.Option("--config", "-c", metavar="PATH", help=CONFIG_HELP)]  # noqa: UP045
+ScenarioOption = Annotated[
+    Optional[list[str]],  # noqa: UP045 - typer needs Optional here on Python 3.10
+    typer.Option("--scenario", metavar="NAME", help=SCENARIO_HELP),
+]
+
+
+def baseline(
+    config: ConfigOption = None,
+    output: Annotated[
+        Optional[Path],  # noqa: UP045
+        typer.Option("--output", "-o", metavar="PATH", help="Baseline file to write, e.g. perf/baseline.json."),
+    ] = None,
+    scenario: ScenarioOption = None,
+    force: Annotated[bool, typer.Option("--force", help=FORCE_HELP)] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help=QUIET_HELP)] = False,
+) -> int:
+    if output is None:
+        raise UsageError("--output", "give the file to write, e.g. --output perf/baseline.json")
+    if str(output) == "-":
+        raise UsageError("--output", "a baseline is a file to commit; give a path such as perf/baseline.json")
+    check_outputs({"--output": output}, force=force)
+    from dummyprof.gate.config import load_config
+    from dummyprof.gate.runner import make_baseline
+    from dummyprof.results.store import save_results
+
+    cfg = load_config(config)
+    scenarios = cfg.select(scenario)
+    with progress_bar(not quiet, "baseline") as update:
+        results = make_baseline(cfg, scenarios, _per_scenario(update))
+    assert results.gate is not None
+    if results.gate.exit_code == 0:
+        save_results(results, output)
+    emit(results, json_path=None, quiet=quiet)
+    if results.gate.exit_code == 0 and not quiet:
+        from dummyprof.reports.console import make_console
+
+        make_console().print(f"baseline written to {output}; review it and commit it", style="dim")
+    return results.gate.exit_code
+
+
+def gate(
+    baseline_path: Annotated[
+        Optional[Path],  # noqa: UP045
+        typer.Option("--baseline", "-b", metavar="PATH", help="Baseline written by dummyprof baseline."),
+    ] = None,
+    config: ConfigOption = None,
+    scenario: ScenarioOption = None,
+    json_path: Annotated[Optional[Path], typer.Option("--json", metavar="PATH", help=JSON_HELP)] = None,  # noqa: UP045
+    markdown: Annotated[
+        Optional[Path],  # noqa: UP045
+        typer.Option(
+            metavar="PATH",
+            help="Append a Markdown report to PATH (appended, as $GITHUB_STEP_SUMMARY expects; never truncated).",
+        ),
+    ] = None,
+    junit: Annotated[
+        Optional[Path],  # noqa: UP045
+        typer.Option(
+            metavar="PATH", help="Write JUnit XML, one test case per check. Refuses to overwrite without --force."
+        ),
+    ] = None,
+    benchmark_json: Annotated[
+        Optional[Path],  # noqa: UP045
+        typer.Option(
+            metavar="PATH",
+            help="Write metrics for github-action-benchmark (tool: customSmallerIsBetter). "
+            "Refuses to overwrite without --force.",
+        ),
+    ] = None,
+    factor: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option(metavar="FLOAT", help="Timing change that can count as a regression. Default: config, else 1.10."),
+    ] = None,
+    alpha: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option(metavar="FLOAT", help="Significance level of the rank test. Default: config, else 0.05."),
+    ] = None,
+    force: Annotated[bool, typer.Option("--force", help=FORCE_HELP)] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help=QUIET_HELP)] = False,
+) -> int:
+    if baseline_path is None:
+        raise UsageError("--baseline", "give the baseline to compare with, e.g. --baseline perf/baseline.json")
+    factor_value = parse_float("--factor", factor, minimum=1.0, example="1.10") if factor is not None else None
+    alpha_value = parse_float("--alpha", alpha, minimum=0.0, example="0.05") if alpha is not None else None
+    if alpha_value is not None and alpha_value >= 1:
+        raise UsageError("--alpha", f"must be below 1, got {alpha}; try --alpha 0.05")
+    check_outputs({"--json": json_path, "--junit": junit, "--benchmark-json": benchmark_json}, force=force)
+    if markdown is not None:
+        _check_appendable(markdown)
+    from dummyprof.gate.config import load_config
+    from dummyprof.gate.runner import load_baseline, run_gate
+
+    cfg = load_config(config)
+    if factor_value is not None:
+        cfg.factor = factor_value
+    if alpha_value is not None:
+        cfg.alpha = alpha_value
+    scenarios = cfg.select(scenario)
+    base = load_baseline(baseline_path)  # a bad baseline fails here, before anything is measured
+    with progress_bar(not quiet, "gate") as update:
+        results = run_gate(cfg, scenarios, base, baseline_path, _per_scenario(update))
+    assert results.gate is not None
+    emit(results, json_path=json_path, quiet=quiet)
+    _write_reports(results, markdown=markdown, junit=junit, benchmark_json=benchmark_json)
+    return results.gate.exit_code
+
+
+def _check_appendable(path: Path) -> None:
+    if path.is_dir():
+        raise UsageError("--markdown", f"{path} is a directory; give a file such as {path / 'gate.md'}")
+    parent = path.parent if str(path.parent) else Path(".")
+    if not parent.is_dir():
+        raise UsageError("--markdown", f"directory {parent} does not exist; create it first")
+
+
+def _write_reports(results: object, *, markdown: Path | None, junit: Path | None, benchmark_json: Path | None) -> None:
+    from dummyprof.results.session import Results
+    from dummyprof.results.store import write_text_atomic
+
+    assert isinstance(results, Results)
+    if markdown is not None:
+        from dummyprof.reports.markdown import render_markdown
+
+        with open(markdown, "a", encoding="utf-8") as handle:
+            handle.write(render_markdown(results) + "\n")
+    if junit is not None:
+        from dummyprof.reports.gate_junit import gate_junit
+
+        write_text_atomic(junit, gate_junit(results))
+    if benchmark_json is not None:
+        from dummyprof.reports.gate_benchmark import gate_benchmark_json
+
+        write_text_atomic(benchmark_json, gate_benchmark_json(results))

@@ -1,0 +1,162 @@
+"""Checks: each configured check of each scenario becomes one CheckResult with a verdict.
+
+A scenario that crashed makes all its checks "could not measure", never
+"regressed"; a baseline whose fingerprint differs makes the checks that need it
+"not comparable", never silently compared.
+"""
+
+from __future__ import annotations
+
+from dummyprof.gate.config import GateConfig, ScenarioConfig
+from dummyprof.gate.fingerprint import COUNTER_FIELDS, TIMING_FIELDS, differences
+from dummyprof.gate.stats import compare_timings
+from dummyprof.results.gate import (
+    IMPROVED,
+    NOT_COMPARABLE,
+    NOT_MEASURED,
+    PASS,
+    REGRESSED,
+    CheckResult,
+    Metric,
+    ScenarioRun,
+)
+
+
+def _baseline_problem(
+    scenario: ScenarioConfig, current: ScenarioRun, baseline: ScenarioRun | None, metric: str, fields: tuple[str, ...]
+) -> str | None:
+    """Why ``metric`` of this scenario cannot be compared with the baseline, or None when it can."""
+    if baseline is None:
+        return f"the baseline has no scenario {scenario.name!r}; regenerate it with dummyprof baseline"
+    diffs = differences(current.fingerprint, baseline.fingerprint, fields, defaults=scenario.defaults)
+    if diffs:
+        return "fingerprint differs: " + "; ".join(diffs)
+    if metric not in baseline.metrics:
+        return f"the baseline has no metric {metric!r}; regenerate it with dummyprof baseline"
+    return None
+
+
+def _counter(scenario: ScenarioConfig, run: ScenarioRun, base: ScenarioRun | None, name: str) -> CheckResult:
+    metric = run.metrics[name]
+    check = CheckResult(scenario.name, name, "counter", metric.unit, current=metric.value, threshold="== baseline")
+    problem = _baseline_problem(scenario, run, base, name, COUNTER_FIELDS)
+    if problem is not None:
+        check.verdict, check.detail = NOT_COMPARABLE, problem
+        return check
+    assert base is not None
+    check.baseline = base.metrics[name].value
+    check.change = metric.value / check.baseline if check.baseline else None
+    if metric.value > check.baseline:
+        check.verdict = REGRESSED
+        check.detail = f"+{metric.value - check.baseline:,.0f} {metric.unit} over the baseline"
+    elif metric.value < check.baseline:
+        check.verdict = IMPROVED
+        check.detail = f"{check.baseline - metric.value:,.0f} {metric.unit} fewer; update the baseline to lock it in"
+    else:
+        check.verdict = PASS
+    return check
+
+
+def _limit(
+    scenario: ScenarioConfig, run: ScenarioRun, base: ScenarioRun | None, name: str, bound: float
+) -> CheckResult:
+    metric = run.metrics[name]
+    check = CheckResult(scenario.name, name, "limit", metric.unit, current=metric.value, threshold=f"<= {bound:g}")
+    if _baseline_problem(scenario, run, base, name, _fields(metric)) is None and base is not None:
+        check.baseline = base.metrics[name].value
+        check.change = metric.value / check.baseline if check.baseline else None
+    if metric.value > bound:
+        check.verdict, check.detail = REGRESSED, f"{metric.value:g} is over the limit {bound:g}"
+    return check
+
+
+def _ratio_value(metrics: dict[str, Metric], numerator: str, denominator: str) -> float | None:
+    if numerator not in metrics or denominator not in metrics or metrics[denominator].value == 0:
+        return None
+    return metrics[numerator].value / metrics[denominator].value
+
+
+def _ratio(
+    scenario: ScenarioConfig, run: ScenarioRun, base: ScenarioRun | None, numerator: str, denominator: str, bound: float
+) -> CheckResult:
+    name = f"{numerator} / {denominator}"
+    check = CheckResult(scenario.name, name, "ratio", "x", threshold=f"<= {bound:g}")
+    check.current = _ratio_value(run.metrics, numerator, denominator)
+    if check.current is None:
+        check.verdict, check.detail = NOT_MEASURED, f"{denominator} is 0 or missing: the ratio is undefined"
+        return check
+    # The baseline's ratio is shown for context only: the bound alone decides, so machine speed cancels.
+    if base is not None and not differences(
+        run.fingerprint, base.fingerprint, COUNTER_FIELDS, defaults=scenario.defaults
+    ):
+        check.baseline = _ratio_value(base.metrics, numerator, denominator)
+        check.change = check.current / check.baseline if check.baseline else None
+    if check.current > bound:
+        check.verdict, check.detail = REGRESSED, f"ratio {check.current:.3g} is over {bound:g}"
+    else:
+        check.detail = "same-run ratio of medians"
+    return check
+
+
+def _timing(
+    config: GateConfig, scenario: ScenarioConfig, run: ScenarioRun, base: ScenarioRun | None, name: str
+) -> CheckResult:
+    metric = run.metrics[name]
+    check = CheckResult(
+        scenario.name,
+        name,
+        "timing",
+        metric.unit,
+        current=metric.value,
+        threshold=f"> x{config.factor:g} and p < {config.alpha:g}",
+    )
+    problem = _baseline_problem(scenario, run, base, name, TIMING_FIELDS)
+    if problem is not None:
+        check.verdict, check.detail = NOT_COMPARABLE, problem
+        return check
+    assert base is not None
+    then = base.metrics[name]
+    check.baseline = then.value
+    outcome = compare_timings(metric.samples, then.samples, factor=config.factor, alpha=config.alpha)
+    check.change, check.p_value, check.verdict, check.detail = (
+        outcome.change,
+        outcome.p_value,
+        outcome.verdict,
+        outcome.detail,
+    )
+    return check
+
+
+def _fields(metric: Metric) -> tuple[str, ...]:
+    return TIMING_FIELDS if metric.kind == "time" else COUNTER_FIELDS
+
+
+def planned_checks(scenario: ScenarioConfig) -> list[tuple[str, str]]:
+    """(kind, name) of every check configured for ``scenario``, in report order."""
+    plan = [("counter", name) for name in scenario.counters]
+    plan += [("limit", name) for name in scenario.limits]
+    plan += [("ratio", r.name) for r in scenario.ratios]
+    plan += [("timing", name) for name in scenario.timings]
+    return plan
+
+
+def evaluate(
+    config: GateConfig, scenarios: list[ScenarioConfig], runs: dict[str, ScenarioRun], baseline: dict[str, ScenarioRun]
+) -> list[CheckResult]:
+    checks: list[CheckResult] = []
+    for scenario in scenarios:
+        run = runs[scenario.name]
+        base = baseline.get(scenario.name)
+        missing = [n for kind, n in planned_checks(scenario) if kind != "ratio" and n not in run.metrics]
+        if run.error is not None or missing:
+            why = run.error or f"the scenario did not produce {', '.join(missing)}"
+            checks += [
+                CheckResult(scenario.name, name, kind, verdict=NOT_MEASURED, detail=why)
+                for kind, name in planned_checks(scenario)
+            ]
+            continue
+        checks += [_counter(scenario, run, base, name) for name in scenario.counters]
+        checks += [_limit(scenario, run, base, name, bound) for name, bound in scenario.limits.items()]
+        checks += [_ratio(scenario, run, base, r.numerator, r.denominator, r.max) for r in scenario.ratios]
+        checks += [_timing(config, scenario, run, base, name) for name in scenario.timings]
+    return checks

@@ -1,0 +1,252 @@
+"""The gate's TOML config: scenarios to run and the checks that apply to each.
+
+Read with the standard library (``tomllib``; ``tomli`` on Python 3.10). Either a
+``dummyprof.toml`` with top-level ``[gate]`` and ``[scenarios.NAME]`` tables, or
+the same tables under ``[tool.dummyprof]`` in ``pyproject.toml``. Every mistake
+is reported with the file and the key, before anything is measured.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from dummyprof.errors import UsageError
+from dummyprof.gate.commands import COMMANDS, CommandSpec
+from dummyprof.gate.fingerprint import option_defaults
+from dummyprof.gate.metrics import MetricSpec
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on Python 3.10 only
+    import tomli as tomllib
+
+DEFAULT_CONFIG = Path("dummyprof.toml")
+DEFAULT_FACTOR = 1.10
+DEFAULT_ALPHA = 0.05
+SCENARIO_KEYS = ("command", "options", "counters", "limits", "ratios", "timings")
+RATIO_KEYS = ("numerator", "denominator", "max")
+
+
+class ConfigError(UsageError):
+    """A mistake in the config file: names the file and the key, exit 2."""
+
+    def __init__(self, path: Path | str, key: str, message: str) -> None:
+        super().__init__("--config", f"{path}: {key}: {message}" if key else f"{path}: {message}")
+
+
+@dataclass(frozen=True)
+class RatioCheck:
+    numerator: str
+    denominator: str
+    max: float
+
+    @property
+    def name(self) -> str:
+        return f"{self.numerator} / {self.denominator}"
+
+
+@dataclass
+class ScenarioConfig:
+    name: str
+    command: CommandSpec
+    options: Any  # the command's options dataclass, e.g. CompareOptions
+    metrics: dict[str, MetricSpec]  # what the scenario will measure, by name
+    counters: list[str] = field(default_factory=list)  # exact, against the baseline
+    limits: dict[str, float] = field(default_factory=dict)  # absolute upper bounds, no baseline needed
+    ratios: list[RatioCheck] = field(default_factory=list)  # inside one run, no baseline needed
+    timings: list[str] = field(default_factory=list)  # against the baseline: factor and rank test
+    defaults: dict[str, Any] = field(default_factory=dict)  # the options' defaults, for fingerprints
+
+
+@dataclass
+class GateConfig:
+    path: Path
+    factor: float = DEFAULT_FACTOR
+    alpha: float = DEFAULT_ALPHA
+    scenarios: list[ScenarioConfig] = field(default_factory=list)
+
+    def select(self, names: list[str] | None) -> list[ScenarioConfig]:
+        if not names:
+            return list(self.scenarios)
+        known = {s.name: s for s in self.scenarios}
+        for name in names:
+            if name not in known:
+                raise UsageError("--scenario", f"no scenario {name!r} in {self.path}; choose from: {', '.join(known)}")
+        return [s for s in self.scenarios if s.name in names]
+
+
+def find_config(path: Path | None) -> tuple[Path, dict[str, Any]]:
+    """The config's path and its dummyprof table: ``--config``, else dummyprof.toml, else pyproject.toml."""
+    if path is None:
+        if DEFAULT_CONFIG.is_file():
+            path = DEFAULT_CONFIG
+        elif Path("pyproject.toml").is_file() and "dummyprof" in _read(Path("pyproject.toml")).get("tool", {}):
+            path = Path("pyproject.toml")
+        else:
+            raise UsageError(
+                "--config",
+                "no dummyprof.toml here and no [tool.dummyprof] in pyproject.toml; "
+                "pass --config PATH (see docs/gate.md)",
+            )
+    data = _read(path)
+    if path.name == "pyproject.toml":
+        tool = data.get("tool", {})
+        if "dummyprof" not in tool:
+            raise ConfigError(path, "", "has no [tool.dummyprof] table; add one or pass a dummyprof.toml")
+        data = tool["dummyprof"]
+    return path, data
+
+
+def _read(path: Path) -> dict[str, Any]:
+    try:
+        with open(path, "rb") as handle:
+            return tomllib.load(handle)
+    except FileNotFoundError:
+        raise UsageError("--config", f"{path}: no such file") from None
+    except IsADirectoryError:
+        example = path / "dummyprof.toml"
+        raise UsageError("--config", f"{path} is a directory; give the TOML file, e.g. {example}") from None
+    except OSError as exc:
+        raise UsageError("--config", f"{path}: cannot read ({exc.strerror})") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise UsageError("--config", f"{path}: not valid TOML: {exc}") from None
+    except UnicodeDecodeError:
+        raise UsageError("--config", f"{path}: not valid TOML (not UTF-8 text)") from None
+
+
+def load_config(path: Path | None = None) -> GateConfig:
+    path, data = find_config(path)
+    _only(path, "", data, ("gate", "scenarios"))
+    gate = _table(path, "gate", data.get("gate", {}))
+    _only(path, "gate", gate, ("factor", "alpha"))
+    config = GateConfig(path=path)
+    config.factor = _number(path, "gate.factor", gate.get("factor", DEFAULT_FACTOR))
+    if config.factor <= 1:
+        raise ConfigError(path, "gate.factor", f"must be greater than 1 (1.10 means 10% slower), got {config.factor:g}")
+    config.alpha = _number(path, "gate.alpha", gate.get("alpha", DEFAULT_ALPHA))
+    if not 0 < config.alpha < 1:
+        raise ConfigError(path, "gate.alpha", f"must be between 0 and 1 (e.g. 0.05), got {config.alpha:g}")
+    scenarios = _table(path, "scenarios", data.get("scenarios", {}))
+    if not scenarios:
+        raise ConfigError(path, "scenarios", 'no scenarios; add a [scenarios.NAME] table with command = "compare"')
+    for name, table in scenarios.items():
+        config.scenarios.append(_scenario(path, name, _table(path, f"scenarios.{name}", table)))
+    return config
+
+
+def _scenario(path: Path, name: str, table: dict[str, Any]) -> ScenarioConfig:
+    key = f"scenarios.{name}"
+    _only(path, key, table, SCENARIO_KEYS)
+    command_name = table.get("command")
+    if command_name not in COMMANDS:
+        choices = ", ".join(f'"{c}"' for c in COMMANDS)
+        raise ConfigError(path, f"{key}.command", f"got {command_name!r}; choose one of: {choices}")
+    command = COMMANDS[command_name]
+    options = _options(path, f"{key}.options", command, _table(path, f"{key}.options", table.get("options", {})))
+    metrics = command.metrics_for(options)
+    counters_key = f"{key}.counters"
+    counters = table.get("counters", "all")
+    if counters == "all":
+        counter_names = [m for m, spec in metrics.items() if spec.kind == "counter"]
+    else:
+        counter_names = _names(path, counters_key, counters, metrics, kind="counter")
+    timings = table.get("timings", [])
+    if timings == "all":
+        timing_names = [m for m, spec in metrics.items() if spec.kind == "time"]
+    else:
+        timing_names = _names(path, f"{key}.timings", timings, metrics, kind="time")
+    limits: dict[str, float] = {}
+    for metric, bound in _table(path, f"{key}.limits", table.get("limits", {})).items():
+        _names(path, f"{key}.limits", [metric], metrics, kind=None)
+        limits[metric] = _number(path, f"{key}.limits.{metric}", bound)
+    ratios = []
+    raw_ratios = table.get("ratios", [])
+    if not isinstance(raw_ratios, list):
+        raise ConfigError(path, f"{key}.ratios", "must be a list of {numerator, denominator, max} tables")
+    for i, raw in enumerate(raw_ratios):
+        where = f"{key}.ratios[{i}]"
+        ratio = _table(path, where, raw)
+        _only(path, where, ratio, RATIO_KEYS)
+        for part in RATIO_KEYS:
+            if part not in ratio:
+                raise ConfigError(
+                    path,
+                    where,
+                    f'missing {part!r}; e.g. {{ numerator = "per-layer.time", '
+                    'denominator = "legacy.time", max = 0.6 }',
+                )
+        _names(path, f"{where}.numerator", [ratio["numerator"]], metrics, kind=None)
+        _names(path, f"{where}.denominator", [ratio["denominator"]], metrics, kind=None)
+        bound = _number(path, f"{where}.max", ratio["max"])
+        if bound <= 0:
+            raise ConfigError(path, f"{where}.max", f"must be positive, got {bound:g}")
+        ratios.append(RatioCheck(ratio["numerator"], ratio["denominator"], bound))
+    if not (counter_names or limits or ratios or timing_names):
+        raise ConfigError(path, key, 'has no checks; set counters = "all" or add limits, ratios or timings')
+    return ScenarioConfig(
+        name,
+        command,
+        options,
+        metrics,
+        counter_names,
+        limits,
+        ratios,
+        timing_names,
+        defaults=option_defaults(command.options_type()),
+    )
+
+
+def _options(path: Path, key: str, command: CommandSpec, table: dict[str, Any]) -> Any:
+    from dummyprof.results.codec import from_jsonable
+
+    cls = command.options_type()
+    valid = [f.name for f in fields(cls)]
+    for name in table:
+        if name not in valid:
+            raise ConfigError(path, f"{key}.{name}", f"unknown option for {command.name!r}; valid: {', '.join(valid)}")
+    try:
+        options: Any = from_jsonable(cls, table, key)
+    except TypeError as exc:
+        raise ConfigError(path, "", str(exc)) from None
+    if command.validate is not None:
+        try:
+            command.validate(options)
+        except UsageError as exc:
+            raise ConfigError(path, f"{key}.{exc.flag.lstrip('-')}" if exc.flag else key, exc.message) from None
+    return options
+
+
+def _names(path: Path, key: str, value: Any, metrics: dict[str, MetricSpec], *, kind: str | None) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(path, key, f'must be a list of metric names such as ["per-layer.visits"], got {value!r}')
+    for name in value:
+        spec = metrics.get(name)
+        wanted = [m for m, s in metrics.items() if kind is None or s.kind == kind]
+        if spec is None:
+            raise ConfigError(path, key, f"unknown metric {name!r}; this scenario measures: {', '.join(wanted)}")
+        if kind is not None and spec.kind != kind:
+            raise ConfigError(path, key, f"{name!r} is a {spec.kind}, not a {kind}; choose from: {', '.join(wanted)}")
+    return list(value)
+
+
+def _only(path: Path, key: str, table: dict[str, Any], allowed: tuple[str, ...]) -> None:
+    for name in table:
+        if name not in allowed:
+            where = f"{key}.{name}" if key else name
+            raise ConfigError(path, where, f"unknown key; expected one of: {', '.join(allowed)}")
+
+
+def _table(path: Path, key: str, value: Any) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise ConfigError(path, key, f"must be a table, got {value!r}")
+    return value
+
+
+def _number(path: Path, key: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ConfigError(path, key, f"must be a number, got {value!r}")
+    return float(value)

@@ -1,0 +1,76 @@
+"""Fingerprints: which measurements of a scenario may be compared with which.
+
+Counters depend on the scenario, its flags and torch's module semantics, not on
+the machine; timings depend on everything, the machine included.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable
+from typing import Any
+
+from dummyprof.results.codec import to_jsonable
+from dummyprof.results.common import Environment
+from dummyprof.results.gate import Fingerprint
+
+# Counters compare torch releases only: a +cpu or +cu128 build walks modules the same way.
+COUNTER_FIELDS = ("command", "options", "torch_release")
+TIMING_FIELDS = ("command", "options", "torch_version", "device", "cpu_model", "torch_threads")
+
+
+def make_fingerprint(
+    scenario: str, command: str, options: dict[str, Any], environment: Environment, *, ignore: Iterable[str] = ()
+) -> Fingerprint:
+    skipped = set(ignore)
+    flags = {k: v for k, v in to_jsonable(options).items() if k not in skipped}
+    return Fingerprint(
+        scenario=scenario,
+        command=command,
+        options=flags,
+        torch_version=environment.torch_version,
+        device=environment.device,
+        cpu_model=environment.cpu_model,
+        torch_threads=environment.torch_threads,
+    )
+
+
+def option_defaults(options_type: type) -> dict[str, Any]:
+    """Each option's default, as stored in a fingerprint."""
+    defaults: dict[str, Any] = {}
+    for f in dataclasses.fields(options_type):
+        if f.default is not dataclasses.MISSING:
+            defaults[f.name] = to_jsonable(f.default)
+        elif f.default_factory is not dataclasses.MISSING:
+            defaults[f.name] = to_jsonable(f.default_factory())
+    return defaults
+
+
+_UNSET = object()
+
+
+def _shown(value: Any) -> str:
+    return "not set" if value is _UNSET else repr(value)
+
+
+def differences(
+    current: Fingerprint, baseline: Fingerprint, fields: Iterable[str], *, defaults: dict[str, Any] | None = None
+) -> list[str]:
+    """Human-readable list of what differs, e.g. ``cpu_model: AMD EPYC (baseline: Intel Xeon)``.
+
+    An option that one side lacks counts as its default, so a baseline written
+    before an option existed stays comparable while the option is left at its default.
+    """
+    found: list[str] = []
+    fallback = defaults or {}
+    for name in fields:
+        now, then = getattr(current, name), getattr(baseline, name)
+        if name == "options":
+            for key in sorted(set(now) | set(then)):
+                here = now.get(key, fallback.get(key, _UNSET))
+                there = then.get(key, fallback.get(key, _UNSET))
+                if here != there:
+                    found.append(f"{key}: {_shown(here)} (baseline: {_shown(there)})")
+        elif now != then:
+            found.append(f"{name}: {now!r} (baseline: {then!r})")
+    return found

@@ -1,0 +1,57 @@
+"""Metrics per command: what a scenario's Results yield, and which names its options will produce.
+
+One registry entry per command, so a new scenario plugs in without touching the checks.
+Torch-free: extraction reads only the Results model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from dummyprof.results.gate import Metric
+from dummyprof.results.session import Results
+
+# Counters of every strategy, with their units. All are exact and smaller is better.
+COMPARE_COUNTERS = {
+    "visits": "visits",
+    "redundant_visits": "visits",
+    "max_visits": "visits",
+    "bytes_written": "bytes",
+    "redundant_bytes_written": "bytes",
+    "peak_scratch_bytes": "bytes",
+}
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    kind: str  # counter or time
+    unit: str
+
+
+Extractor = Callable[[Results], dict[str, Metric]]
+Namer = Callable[[Any], dict[str, MetricSpec]]
+
+
+def compare_metric_names(options: Any) -> dict[str, MetricSpec]:
+    names: dict[str, MetricSpec] = {}
+    for strategy in options.strategies:
+        for counter, unit in COMPARE_COUNTERS.items():
+            names[f"{strategy}.{counter}"] = MetricSpec("counter", unit)
+        names[f"{strategy}.time"] = MetricSpec("time", "s")
+    return names
+
+
+def compare_metrics(results: Results) -> dict[str, Metric]:
+    section = results.compare
+    if section is None:
+        raise ValueError("the compare scenario returned no compare section")
+    metrics: dict[str, Metric] = {}
+    for s in section.strategies:
+        for counter, unit in COMPARE_COUNTERS.items():
+            metrics[f"{s.name}.{counter}"] = Metric("counter", unit, float(getattr(s, counter)))
+        median = s.timing.median
+        if median is not None:
+            metrics[f"{s.name}.time"] = Metric("time", "s", float(median), list(s.timing.samples_s))
+    return metrics

@@ -1,0 +1,137 @@
+"""Run the configured scenarios and turn them into a baseline or a gate verdict."""
+
+from __future__ import annotations
+
+import traceback
+from collections.abc import Callable
+from dataclasses import fields
+from pathlib import Path
+
+from dummyprof.errors import ResultsFileError, UsageError
+from dummyprof.gate.checks import evaluate
+from dummyprof.gate.config import GateConfig, ScenarioConfig
+from dummyprof.gate.fingerprint import make_fingerprint
+from dummyprof.results.common import Environment
+from dummyprof.results.gate import EXIT_INCOMPLETE, GateResult, ScenarioRun, gate_exit_code
+from dummyprof.results.session import Results
+from dummyprof.results.store import load_results
+
+Progress = Callable[[int, int, str], None]
+
+
+def _options_dict(options: object) -> dict[str, object]:
+    return {f.name: getattr(options, f.name) for f in fields(options)}  # type: ignore[arg-type]
+
+
+def _crash_report(exc: BaseException) -> str:
+    where = traceback.extract_tb(exc.__traceback__)[-1] if exc.__traceback__ else None
+    at = f" (at {Path(where.filename).name}:{where.lineno})" if where else ""
+    return f"{type(exc).__name__}: {exc}{at}"
+
+
+def measure_scenario(
+    config: GateConfig, scenario: ScenarioConfig, progress: Progress | None = None
+) -> tuple[ScenarioRun, Environment | None]:
+    """Run one scenario. Bad options are a config error (exit 2); any other failure is recorded, not raised."""
+    run = ScenarioRun(name=scenario.name, command=scenario.command.name)
+    try:
+        results = scenario.command.run(scenario.options, progress=progress)
+        run.metrics = scenario.command.extract(results)
+    except UsageError as exc:
+        key = f"scenarios.{scenario.name}.options"
+        raise UsageError("--config", f"{config.path}: {key}: {exc}") from None
+    except Exception as exc:  # a crash inside a scenario is "could not measure", never a regression
+        run.error = _crash_report(exc)
+        run.fingerprint = make_fingerprint(
+            scenario.name,
+            scenario.command.name,
+            _options_dict(scenario.options),
+            Environment(),
+            ignore=scenario.command.not_in_fingerprint,
+        )
+        return run, None
+    run.summary = results.summary
+    run.fingerprint = make_fingerprint(
+        scenario.name,
+        scenario.command.name,
+        _options_dict(scenario.options),
+        results.environment,
+        ignore=scenario.command.not_in_fingerprint,
+    )
+    return run, results.environment
+
+
+def measure_all(
+    config: GateConfig, scenarios: list[ScenarioConfig], progress: Callable[[str], Progress | None] | None = None
+) -> tuple[list[ScenarioRun], Environment]:
+    runs: list[ScenarioRun] = []
+    environment: Environment | None = None
+    for scenario in scenarios:
+        run, env = measure_scenario(config, scenario, progress(scenario.name) if progress else None)
+        runs.append(run)
+        environment = environment or env
+    return runs, environment or Environment()
+
+
+def make_baseline(
+    config: GateConfig, scenarios: list[ScenarioConfig], progress: Callable[[str], Progress | None] | None = None
+) -> Results:
+    """Measure every scenario for a baseline. Exit code 3 (and nothing to save) if any could not be measured."""
+    runs, environment = measure_all(config, scenarios, progress)
+    section = GateResult(config_path=str(config.path), factor=config.factor, alpha=config.alpha, scenarios=runs)
+    failed = [r.name for r in runs if r.error is not None]
+    section.exit_code = EXIT_INCOMPLETE if failed else 0
+    results = Results(command="baseline", environment=environment, gate=section)
+    counters = sum(1 for r in runs for m in r.metrics.values() if m.kind == "counter")
+    times = sum(1 for r in runs for m in r.metrics.values() if m.kind == "time")
+    if failed:
+        results.summary = f"baseline NOT written: could not measure {', '.join(failed)}"
+    else:
+        results.summary = f"baseline: {len(runs)} scenarios, {counters} counters, {times} timings"
+    return results
+
+
+def load_baseline(path: Path) -> dict[str, ScenarioRun]:
+    """The baseline's scenarios by name; anything but a baseline file is a clear error (exit 2)."""
+    results = load_results(path)
+    if results.command != "baseline" or results.gate is None:
+        made_by = f"'dummyprof {results.command}'" if results.command else "an unknown command"
+        raise ResultsFileError(
+            f"{path}: not a baseline file (written by {made_by}); create one with "
+            "dummyprof baseline --config dummyprof.toml --output PATH"
+        )
+    return {run.name: run for run in results.gate.scenarios}
+
+
+def run_gate(
+    config: GateConfig,
+    scenarios: list[ScenarioConfig],
+    baseline: dict[str, ScenarioRun],
+    baseline_path: Path,
+    progress: Callable[[str], Progress | None] | None = None,
+) -> Results:
+    runs, environment = measure_all(config, scenarios, progress)
+    checks = evaluate(config, scenarios, {r.name: r for r in runs}, baseline)
+    section = GateResult(
+        config_path=str(config.path),
+        baseline_path=str(baseline_path),
+        factor=config.factor,
+        alpha=config.alpha,
+        scenarios=runs,
+        checks=checks,
+        exit_code=gate_exit_code(checks),
+    )
+    results = Results(command="gate", environment=environment, gate=section)
+    results.summary = gate_summary(section)
+    for run in runs:
+        if run.error is not None:
+            results.notices.append(f"scenario {run.name!r} could not be measured: {run.error}")
+    return results
+
+
+def gate_summary(section: GateResult) -> str:
+    counts = section.counts()
+    parts = [f"{n} {verdict}" for verdict, n in counts.items() if n]
+    outcome = {0: "PASS", 1: "FAIL: regression", 3: "INCOMPLETE: could not measure or not comparable"}
+    label = outcome.get(section.exit_code, str(section.exit_code))
+    return f"gate {label} ({len(section.checks)} checks: {', '.join(parts)}); exit {section.exit_code}"

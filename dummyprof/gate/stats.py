@@ -1,0 +1,63 @@
+"""Noise-aware comparison of two sets of timing samples (as asv does): a factor AND a rank test."""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass
+
+from dummyprof.results.gate import IMPROVED, NOT_SIGNIFICANT, PASS, REGRESSED
+
+
+@dataclass(frozen=True)
+class TimingComparison:
+    verdict: str
+    change: float | None  # median(current) / median(baseline)
+    p_value: float | None
+    detail: str
+
+
+def smallest_p_value(n_current: int, n_baseline: int) -> float:
+    """The lowest one-sided p-value an exact Mann-Whitney U test can give with these sample sizes.
+
+    It is reached when every sample of one set lies above every sample of the other.
+    """
+    return 1.0 / math.comb(n_current + n_baseline, n_current)
+
+
+def mann_whitney_p(current: list[float], baseline: list[float], alternative: str) -> float:
+    """One-sided p-value that ``current`` is stochastically greater (or less) than ``baseline``."""
+    from scipy.stats import mannwhitneyu
+
+    return float(mannwhitneyu(current, baseline, alternative=alternative).pvalue)
+
+
+def compare_timings(current: list[float], baseline: list[float], *, factor: float, alpha: float) -> TimingComparison:
+    """Regressed only if the median grew by more than ``factor`` and the rank test says it is not noise.
+
+    A change beyond the factor that the test cannot confirm, including when there
+    are too few samples for the test to ever reach ``alpha``, is "not significant".
+    """
+    if not current or not baseline:
+        return TimingComparison(NOT_SIGNIFICANT, None, None, "no samples to compare")
+    base_median = statistics.median(baseline)
+    change = statistics.median(current) / base_median if base_median > 0 else None
+    if change is None:
+        return TimingComparison(NOT_SIGNIFICANT, None, None, "baseline median is 0 s; cannot form a ratio")
+    if 1 / factor <= change <= factor:
+        return TimingComparison(PASS, change, None, f"within x{factor:g} of the baseline")
+    floor = smallest_p_value(len(current), len(baseline))
+    if floor >= alpha:
+        return TimingComparison(
+            NOT_SIGNIFICANT,
+            change,
+            None,
+            f"too few samples ({len(current)} now, {len(baseline)} in the baseline): the rank test cannot go below "
+            f"p={floor:.3g}, and p < {alpha:g} is needed; raise repeat",
+        )
+    slower = change > factor
+    p = mann_whitney_p(current, baseline, "greater" if slower else "less")
+    direction = "slower" if slower else "faster"
+    if p < alpha:
+        return TimingComparison(REGRESSED if slower else IMPROVED, change, p, f"{direction}, Mann-Whitney U p={p:.3g}")
+    return TimingComparison(NOT_SIGNIFICANT, change, p, f"{direction} but p={p:.3g} >= {alpha:g}: within noise")

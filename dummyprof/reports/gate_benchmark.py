@@ -1,0 +1,50 @@
+"""Export for github-action-benchmark's ``customSmallerIsBetter`` tool: a JSON list of {name, unit, value}.
+
+Every metric of every measured scenario (counters, time medians) and every
+in-run ratio, so the action can chart them across commits.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+
+from dummyprof.results.session import Results
+
+
+def _spread(samples: list[float]) -> str | None:
+    if len(samples) < 2:
+        return None
+    return f"± {statistics.stdev(samples):.6g}"
+
+
+def benchmark_entries(results: Results) -> list[dict[str, object]]:
+    section = results.gate
+    assert section is not None
+    entries: list[dict[str, object]] = []
+    for run in section.scenarios:
+        if run.error is not None:
+            continue
+        for name, metric in run.metrics.items():
+            entry: dict[str, object] = {"name": f"{run.name}: {name}", "unit": metric.unit, "value": metric.value}
+            if metric.kind == "time":
+                spread = _spread(metric.samples)
+                if spread:
+                    entry["range"] = spread
+                entry["extra"] = f"median of {len(metric.samples)} interleaved rounds"
+            entries.append(entry)
+    for check in section.checks:
+        if check.kind == "ratio" and check.current is not None:
+            entries.append(
+                {
+                    "name": f"{check.scenario}: {check.name}",
+                    "unit": "ratio",
+                    "value": check.current,
+                    "extra": f"same-run ratio of medians; limit {check.threshold}",
+                }
+            )
+    return entries
+
+
+def gate_benchmark_json(results: Results) -> str:
+    return json.dumps(benchmark_entries(results), indent=2, allow_nan=False) + "\n"

@@ -1,0 +1,57 @@
+"""JUnit XML for ``gate`` results: one test case per check, so CI systems list each failure by name."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+
+from dummyprof.reports.gate_format import change_text, value_text
+from dummyprof.results.gate import NOT_COMPARABLE, NOT_MEASURED, REGRESSED, CheckResult
+from dummyprof.results.session import Results
+
+
+def _message(check: CheckResult) -> str:
+    parts = [f"{check.verdict}: current {value_text(check.current, check.unit)}"]
+    if check.baseline is not None:
+        parts.append(f"baseline {value_text(check.baseline, check.unit)} ({change_text(check)})")
+    parts.append(f"rule {check.threshold}")
+    if check.detail:
+        parts.append(check.detail)
+    return "; ".join(parts)
+
+
+def gate_junit(results: Results) -> str:
+    """Regressions are failures; checks that could not be measured or compared are errors (exit code 3)."""
+    section = results.gate
+    assert section is not None
+    failures = sum(1 for c in section.checks if c.verdict == REGRESSED)
+    errors = sum(1 for c in section.checks if c.verdict in (NOT_COMPARABLE, NOT_MEASURED))
+    suites = ET.Element(
+        "testsuites", name="dummyprof gate", tests=str(len(section.checks)), failures=str(failures), errors=str(errors)
+    )
+    by_scenario: dict[str, list[CheckResult]] = {}
+    for check in section.checks:
+        by_scenario.setdefault(check.scenario, []).append(check)
+    for scenario, checks in by_scenario.items():
+        suite = ET.SubElement(
+            suites,
+            "testsuite",
+            name=f"dummyprof gate: {scenario}",
+            tests=str(len(checks)),
+            failures=str(sum(1 for c in checks if c.verdict == REGRESSED)),
+            errors=str(sum(1 for c in checks if c.verdict in (NOT_COMPARABLE, NOT_MEASURED))),
+            skipped="0",
+            timestamp=results.created_at,
+        )
+        for check in checks:
+            case = ET.SubElement(
+                suite, "testcase", classname=f"dummyprof.gate.{scenario}", name=f"{check.kind} {check.name}"
+            )
+            message = _message(check)
+            if check.verdict == REGRESSED:
+                ET.SubElement(case, "failure", message=message, type="regression").text = message
+            elif check.verdict in (NOT_COMPARABLE, NOT_MEASURED):
+                ET.SubElement(case, "error", message=message, type=check.verdict.replace(" ", "-")).text = message
+            else:
+                ET.SubElement(case, "system-out").text = message
+    ET.indent(suites)
+    return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"

@@ -1,0 +1,54 @@
+"""Markdown for ``baseline`` and ``gate`` results, e.g. for a CI step summary ($GITHUB_STEP_SUMMARY)."""
+
+from __future__ import annotations
+
+from dummyprof.reports.gate_format import change_text, metric_text, value_text
+from dummyprof.results.gate import REGRESSED
+from dummyprof.results.session import Results
+
+
+def gate_markdown(results: Results) -> list[str]:
+    from dummyprof.reports.markdown import md_table  # here: markdown.py imports this module
+
+    section = results.gate
+    assert section is not None
+    lines = [
+        f"**Baseline:** `{section.baseline_path}` · **config:** `{section.config_path}` · "
+        f"timing rule: slower than x{section.factor:g} and Mann-Whitney U p < {section.alpha:g}",
+        "",
+    ]
+    rows = []
+    for c in section.checks:
+        verdict = f"**{c.verdict}**" if c.verdict == REGRESSED else c.verdict
+        rows.append(
+            [
+                c.scenario,
+                f"`{c.name}`",
+                c.kind,
+                value_text(c.baseline, c.unit),
+                value_text(c.current, c.unit),
+                change_text(c),
+                c.threshold,
+                verdict,
+                c.detail,
+            ]
+        )
+    lines += md_table(
+        ["scenario", "check", "kind", "baseline", "current", "change", "rule", "verdict", "detail"],
+        rows,
+        align_right=(3, 4, 5),
+    )
+    return lines
+
+
+def baseline_markdown(results: Results) -> list[str]:
+    from dummyprof.reports.markdown import md_table
+
+    section = results.gate
+    assert section is not None
+    rows = []
+    for run in section.scenarios:
+        if run.error is not None:
+            rows.append([run.name, "", "", f"could not measure: {run.error}"])
+        rows += [[run.name, f"`{name}`", m.kind, metric_text(m)] for name, m in run.metrics.items()]
+    return md_table(["scenario", "metric", "kind", "value"], rows, align_right=(3,))

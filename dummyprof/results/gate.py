@@ -1,0 +1,113 @@
+"""Results of ``dummyprof baseline`` and ``dummyprof gate``: metrics per scenario, and check verdicts.
+
+A baseline file is a Results document with ``command == "baseline"`` whose
+``gate`` section holds the measured scenarios (no checks); a gate run holds
+both the current scenarios and one CheckResult per check.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+PASS = "pass"
+REGRESSED = "regressed"
+IMPROVED = "improved"
+NOT_SIGNIFICANT = "not significant"
+NOT_COMPARABLE = "not comparable"
+NOT_MEASURED = "could not measure"
+VERDICTS = (PASS, REGRESSED, IMPROVED, NOT_SIGNIFICANT, NOT_COMPARABLE, NOT_MEASURED)
+
+EXIT_PASS = 0
+EXIT_REGRESSION = 1
+EXIT_INCOMPLETE = 3  # could not measure, or not comparable
+
+
+@dataclass
+class Fingerprint:
+    """What must match for two measurements of one scenario to be compared."""
+
+    scenario: str = ""
+    command: str = ""
+    options: dict[str, Any] = field(default_factory=dict)  # the flags that define the measured work
+    torch_version: str = ""
+    device: str = ""
+    cpu_model: str = ""
+    torch_threads: int = 0
+
+    @property
+    def torch_release(self) -> str:
+        """The torch version without its build tag: ``2.13.0`` for ``2.13.0+cpu``."""
+        return self.torch_version.split("+", 1)[0]
+
+
+@dataclass
+class Metric:
+    """One measured quantity. Counters are exact; times keep every measured round."""
+
+    kind: str = "counter"  # counter or time
+    unit: str = ""
+    value: float = 0.0  # the count, or the median of ``samples``
+    samples: list[float] = field(default_factory=list)
+
+
+@dataclass
+class ScenarioRun:
+    name: str = ""
+    command: str = ""
+    fingerprint: Fingerprint = field(default_factory=Fingerprint)
+    metrics: dict[str, Metric] = field(default_factory=dict)
+    error: str | None = None  # why the scenario could not be measured (a crash is never a regression)
+    summary: str = ""
+
+
+@dataclass
+class CheckResult:
+    scenario: str = ""
+    name: str = ""  # e.g. "per-layer.visits" or "per-layer.time / legacy.time"
+    kind: str = ""  # counter, limit, ratio or timing
+    unit: str = ""
+    baseline: float | None = None
+    current: float | None = None
+    change: float | None = None  # current / baseline
+    threshold: str = ""  # the rule, in words: "== baseline", "<= 0.6", "> x1.10 and p < 0.05"
+    p_value: float | None = None
+    verdict: str = PASS
+    detail: str = ""
+
+    @property
+    def check_id(self) -> str:
+        return f"{self.scenario}: {self.kind} {self.name}"
+
+
+@dataclass
+class GateResult:
+    config_path: str = ""
+    baseline_path: str = ""
+    factor: float = 1.10
+    alpha: float = 0.05
+    scenarios: list[ScenarioRun] = field(default_factory=list)
+    checks: list[CheckResult] = field(default_factory=list)
+    exit_code: int = EXIT_PASS
+
+    def scenario(self, name: str) -> ScenarioRun | None:
+        for run in self.scenarios:
+            if run.name == name:
+                return run
+        return None
+
+    def counts(self) -> dict[str, int]:
+        counts = dict.fromkeys(VERDICTS, 0)
+        for check in self.checks:
+            counts[check.verdict] = counts.get(check.verdict, 0) + 1
+        return counts
+
+
+def gate_exit_code(checks: list[CheckResult]) -> int:
+    """1 for a regression (a definite finding wins), else 3 if anything could not be measured or compared, else 0."""
+    verdicts = {c.verdict for c in checks}
+    if REGRESSED in verdicts:
+        return EXIT_REGRESSION
+    if verdicts & {NOT_COMPARABLE, NOT_MEASURED}:
+        return EXIT_INCOMPLETE
+    return EXIT_PASS

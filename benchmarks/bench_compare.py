@@ -22,6 +22,7 @@ def main() -> None:
     parser.add_argument("--hidden", type=int, default=512)
     parser.add_argument("--width", type=int, default=1)
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--initializer", default=None, help="force v0.33 or v0.29 for all (isolates the traversal)")
     args = parser.parse_args()
     print(
         "| depth | tensors | legacy visits | per-layer visits | legacy median | per-layer median | unique median "
@@ -31,7 +32,14 @@ def main() -> None:
     started = time.perf_counter()
     for depth in (int(d) for d in args.depths.split(",")):
         results = run(
-            CompareOptions(depth=depth, width=args.width, hidden=args.hidden, repeat=args.repeat, device="cpu")
+            CompareOptions(
+                depth=depth,
+                width=args.width,
+                hidden=args.hidden,
+                repeat=args.repeat,
+                device="cpu",
+                initializer=args.initializer,
+            )
         )
         assert results.compare is not None
         c = results.compare
@@ -47,7 +55,8 @@ def main() -> None:
     env = results.environment
     print(
         f"\n{env.cpu_model} x{env.cpu_count}, torch {env.torch_version}, {env.torch_threads} threads, "
-        f"hidden {args.hidden}, width {args.width}, {args.repeat} rounds; total {time.perf_counter() - started:.0f} s"
+        f"hidden {args.hidden}, width {args.width}, initializer {args.initializer or 'per strategy'}, "
+        f"{args.repeat} rounds; total {time.perf_counter() - started:.0f} s"
     )
 
 

@@ -185,3 +185,30 @@ def record_module(model: nn.Module, name: str) -> int:
     recorder = VisitRecorder(model)
     run_strategy(model, get_strategy(name), recorder=recorder)
     return recorder.visits
+
+
+def test_strategy_plugins_register_through_entry_points(monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib.metadata
+
+    from dummyprof.loaders import strategies
+
+    class FakeEntry:
+        def __init__(self, name: str, obj: object) -> None:
+            self.name, self.value, self._obj = name, f"plugin_pkg:{name}", obj
+
+        def load(self) -> object:
+            if isinstance(self._obj, Exception):
+                raise self._obj
+            return self._obj
+
+    plugin = Strategy("from-plugin", "test plugin", strategies.per_layer_traversal)
+    entries = [FakeEntry("good", plugin), FakeEntry("broken", ImportError("no module named plugin_pkg"))]
+    monkeypatch.setattr(
+        importlib.metadata, "entry_points", lambda group: entries if group == "dummyprof.strategies" else []
+    )
+    monkeypatch.setattr(strategies, "_plugins_loaded", False)
+    try:
+        assert strategies.load_plugins() == ["strategy plugin 'broken' (plugin_pkg:broken): no module named plugin_pkg"]
+        assert get_strategy("from-plugin") is plugin
+    finally:
+        unregister_strategy("from-plugin")

@@ -64,6 +64,33 @@ def unique_traversal(model: nn.Module) -> Iterator[tuple[str, torch.Tensor]]:
 
 
 STRATEGIES: dict[str, Strategy] = {}
+PLUGIN_GROUP = "dummyprof.strategies"
+_plugins_loaded = False
+
+
+def load_plugins() -> list[str]:
+    """Register strategies that installed packages declare under the ``dummyprof.strategies`` entry point.
+
+    Each entry point names a ``Strategy`` (or a callable returning one). A plugin that fails
+    to load is reported by name rather than breaking every command. Returns those problems.
+    """
+    global _plugins_loaded
+    if _plugins_loaded:
+        return []
+    _plugins_loaded = True
+    from importlib.metadata import entry_points
+
+    problems = []
+    for entry in entry_points(group=PLUGIN_GROUP):
+        try:
+            obj = entry.load()
+            strategy = obj if isinstance(obj, Strategy) else obj()
+            if not isinstance(strategy, Strategy):
+                raise TypeError(f"{entry.value} is not a dummyprof Strategy")
+            register_strategy(strategy)
+        except Exception as exc:  # a broken plugin must not take the CLI down with it
+            problems.append(f"strategy plugin {entry.name!r} ({entry.value}): {exc}")
+    return problems
 
 
 def register_strategy(strategy: Strategy, *, replace: bool = False) -> Strategy:
@@ -79,6 +106,8 @@ def unregister_strategy(name: str) -> None:
 
 
 def get_strategy(name: str, *, flag: str = "--strategy") -> Strategy:
+    if name not in STRATEGIES:
+        load_plugins()
     try:
         return STRATEGIES[name]
     except KeyError:

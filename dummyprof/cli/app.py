@@ -45,10 +45,12 @@ app = typer.Typer(
 
 
 def _register_commands() -> None:
-    from dummyprof.cli import compare, gate, report
+    from dummyprof.cli import audit, compare, gate, inspect, report
 
+    audit.register(app)
     compare.register(app)
     gate.register(app)
+    inspect.register(app)
     report.register(app)
 
 

@@ -7,6 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from dummyprof.cli.model_options import LoaderArgOpt, LoaderOpt, ModelArgOpt, ModelOpt, PresetOpt, parse_args_flag
 from dummyprof.cli.output import FORCE_HELP, JSON_HELP, QUIET_HELP, check_outputs, emit, progress_bar
 from dummyprof.parsing import parse_bytes, parse_int
 
@@ -23,6 +24,11 @@ Rounds are interleaved (A, B, C, A, B, C, ...) on freshly built models; one
 warm-up round is discarded. Speedup is a ratio of medians.
 
 Example: dummyprof compare --depth 12 --repeat 5 --json results.json
+
+Any model, any loader (the synthetic-tree flags are then ignored):
+  dummyprof compare --preset torch-transformer
+  dummyprof compare --model ./my_model.py:build --model-arg layers=8
+  dummyprof compare --preset dense-decoder -s per-layer --loader ./my_loader.py:fill
 """
 
 
@@ -58,6 +64,11 @@ def compare(
         Optional[str],  # noqa: UP045
         typer.Option(metavar="SIZE", help="Memory the run may use, e.g. 8GiB. Default: 80% of available."),
     ] = None,
+    model: ModelOpt = None,
+    preset: PresetOpt = None,
+    model_arg: ModelArgOpt = None,
+    loader: LoaderOpt = None,
+    loader_arg: LoaderArgOpt = None,
     json_path: Annotated[Optional[Path], typer.Option("--json", metavar="PATH", help=JSON_HELP)] = None,  # noqa: UP045
     force: Annotated[bool, typer.Option("--force", help=FORCE_HELP)] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help=QUIET_HELP)] = False,
@@ -77,6 +88,11 @@ def compare(
         device=device,
         initializer=initializer,
         max_memory=parse_bytes("--max-memory", max_memory) if max_memory is not None else None,
+        model=model,
+        preset=preset,
+        model_args=parse_args_flag(model_arg, "--model-arg"),
+        loaders=list(loader or []),
+        loader_args=parse_args_flag(loader_arg, "--loader-arg"),
     )
     check_outputs({"--json": json_path}, force=force)
     if initializer is not None:

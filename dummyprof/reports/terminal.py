@@ -6,8 +6,10 @@ from collections.abc import Callable
 
 from rich.console import Console
 
+from dummyprof.reports.audit_terminal import render_audit
 from dummyprof.reports.format import format_bytes
 from dummyprof.reports.gate_terminal import render_baseline, render_gate
+from dummyprof.reports.inspect_terminal import render_inspect
 from dummyprof.results.session import Results
 
 Renderer = Callable[[Results, Console], None]
@@ -20,6 +22,7 @@ def _compare(results: Results, console: Console) -> None:
 
 
 RENDERERS: dict[str, Renderer] = {"compare": _compare, "gate": render_gate, "baseline": render_baseline}
+RENDERERS.update(audit=render_audit, inspect=render_inspect)
 
 
 def environment_line(results: Results) -> str:

@@ -6,9 +6,11 @@ import datetime as _dt
 from dataclasses import dataclass, field
 
 from dummyprof._version import __version__
+from dummyprof.results.audit import AuditResult
 from dummyprof.results.common import Environment
 from dummyprof.results.compare import CompareResult
 from dummyprof.results.gate import GateResult
+from dummyprof.results.inspect import InspectResult
 
 SCHEMA_VERSION = 1
 
@@ -32,4 +34,6 @@ class Results:
     notices: list[str] = field(default_factory=list)
     summary: str = ""
     compare: CompareResult | None = None
+    audit: AuditResult | None = None
+    inspect: InspectResult | None = None
     gate: GateResult | None = None  # baseline and gate

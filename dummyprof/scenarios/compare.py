@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 
@@ -38,6 +39,12 @@ class CompareOptions:
     device: str = "auto"
     initializer: str | None = None
     max_memory: int | None = None
+    # A model other than the synthetic tree (--model / --preset, scaled by --model-arg) and user loaders.
+    model: str | None = None
+    preset: str | None = None
+    model_args: dict[str, Any] = field(default_factory=dict)
+    loaders: list[str] = field(default_factory=list)
+    loader_args: dict[str, Any] = field(default_factory=dict)
 
     def tree_spec(self) -> TreeSpec:
         return TreeSpec(
@@ -120,11 +127,21 @@ def run(
     progress: Progress | None = None,
 ) -> Results:
     """Validate, size-check, measure and return the compare Results."""
-    _check_strategies(options.strategies)
+    if options.strategies or not options.loaders:
+        _check_strategies(options.strategies)
+    from dummyprof.scenarios.loader_runs import apply_traces, load_loaders, loader_strategies
+
+    loaders = load_loaders(options.loaders, options.loader_args, options.strategies)
     if options.repeat < 1:
         raise UsageError("--repeat", f"must be at least 1, got {options.repeat}")
     device = resolve_device(options.device)
     spec = None
+    if source is None:
+        from dummyprof.models.loading import check_source_fits, resolve_source
+
+        source = resolve_source(model=options.model, preset=options.preset, model_args=options.model_args)
+        if source is not None:
+            check_source_fits(source, device, options.max_memory, flag="--preset" if options.preset else "--model")
     if source is None:
         spec = options.tree_spec()
         source = synthetic_source(spec)
@@ -144,7 +161,7 @@ def run(
         notes=list(source.notes),
     )
     del probe
-    strategies = [get_strategy(name) for name in options.strategies]
+    strategies = [get_strategy(name) for name in options.strategies] + loader_strategies(loaders)
     result = run_compare(
         lambda: build(device),
         summary,
@@ -155,9 +172,12 @@ def run(
         initializer=options.initializer,
         clock=clock,
         progress=progress,
+        measure_overhead=not loaders,  # it would run each loader six more times
     )
+    loader_notes = apply_traces(result, loaders, lambda: build(device))
     results = Results(command="compare", environment=collect_environment(device), compare=result)
     results.notices.extend(source.notes)
+    results.notices.extend(loader_notes)
     results.summary = summary_line(result)
     return results
 

@@ -1,0 +1,99 @@
+"""``dummyprof audit``: what each strategy or loader writes, and what it gets wrong."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from dummyprof.cli.model_options import LoaderArgOpt, LoaderOpt, ModelArgOpt, ModelOpt, PresetOpt, parse_args_flag
+from dummyprof.cli.output import FORCE_HELP, JSON_HELP, QUIET_HELP, check_outputs, emit
+from dummyprof.parsing import parse_bytes, parse_int
+
+HELP = """\
+Trace every write each strategy or loader makes, and report what is wrong.
+
+Each filler runs once on its own freshly built model under a tracer that sees
+every in-place write (fill_, uniform_, copy_, out= ...). Findings (exit 1):
+
+  missed                  a tensor one filler writes and another does not
+  repeated                a tensor written more than once by one filler
+  values-differ           same initializer, different final bytes
+  non-persistent-written  a non-persistent buffer (e.g. rotary inv_freq) overwritten
+  unregistered            a tensor held in a plain attribute, list or dict:
+                          no traversal reaches it
+  replaced                a loader replaced a tensor instead of writing it
+  recorder-mismatch       a strategy's visit recorder disagrees with the tracer
+
+Tied and aliased storages, tensors nobody writes and persistence questions are
+shown as notes and never fail. Exit codes: 0 clean, 1 findings, 2 bad input.
+
+Examples:
+  dummyprof audit --preset dense-decoder
+  dummyprof audit --model tests/fixtures/models.py:build -s per-layer --loader ./my_loader.py:fill
+  dummyprof audit --preset moe-decoder -s legacy -s per-layer --initializer v0.33 --ignore repeated
+"""
+
+
+def register(app: typer.Typer) -> None:
+    app.command("audit", help=HELP, no_args_is_help=False)(audit)
+
+
+def audit(
+    model: ModelOpt = None,
+    preset: PresetOpt = None,
+    model_arg: ModelArgOpt = None,
+    strategy: Annotated[
+        Optional[list[str]],  # noqa: UP045 - typer needs Optional here on Python 3.10
+        typer.Option("--strategy", "-s", help="Strategy to audit (repeatable). Default: per-layer and unique."),
+    ] = None,
+    loader: LoaderOpt = None,
+    loader_arg: LoaderArgOpt = None,
+    initializer: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option(help="Use this initializer (v0.33 or v0.29) for every strategy, so all their values compare."),
+    ] = None,
+    ignore: Annotated[
+        Optional[list[str]],  # noqa: UP045
+        typer.Option("--ignore", metavar="KIND", help="A finding kind that should not fail the audit (repeatable)."),
+    ] = None,
+    depth: Annotated[str, typer.Option(metavar="INT", help="Synthetic tree (no --model/--preset): levels.")] = "3",
+    width: Annotated[str, typer.Option(metavar="INT", help="Synthetic tree: child blocks per block.")] = "1",
+    hidden: Annotated[str, typer.Option(metavar="INT", help="Synthetic tree: weight size; multiple of 32.")] = "64",
+    dtype: Annotated[str, typer.Option(help="Synthetic tree: float32, bfloat16 or float16.")] = "float32",
+    device: Annotated[str, typer.Option(help="cpu, cuda, cuda:N or auto.")] = "cpu",
+    max_memory: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option(metavar="SIZE", help="Memory the run may use, e.g. 8GiB. Default: 80% of available."),
+    ] = None,
+    json_path: Annotated[Optional[Path], typer.Option("--json", metavar="PATH", help=JSON_HELP)] = None,  # noqa: UP045
+    force: Annotated[bool, typer.Option("--force", help=FORCE_HELP)] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help=QUIET_HELP)] = False,
+) -> int:
+    from dummyprof.scenarios.audit import DEFAULT_STRATEGIES, AuditOptions
+
+    strategies = list(strategy) if strategy else ([] if loader else list(DEFAULT_STRATEGIES))
+    options = AuditOptions(
+        strategies=strategies,
+        loaders=list(loader or []),
+        loader_args=parse_args_flag(loader_arg, "--loader-arg"),
+        initializer=initializer,
+        model=model,
+        preset=preset,
+        model_args=parse_args_flag(model_arg, "--model-arg"),
+        depth=parse_int("--depth", depth, minimum=1, example="3"),
+        width=parse_int("--width", width, minimum=1, example="1"),
+        hidden=parse_int("--hidden", hidden, minimum=1, example="64"),
+        dtype=dtype,
+        device=device,
+        max_memory=parse_bytes("--max-memory", max_memory) if max_memory is not None else None,
+        ignore=list(ignore or []),
+    )
+    check_outputs({"--json": json_path}, force=force)
+    from dummyprof.scenarios import audit as scenario
+
+    results = scenario.run(options)
+    emit(results, json_path=json_path, quiet=quiet)
+    assert results.audit is not None
+    return 0 if results.audit.clean else 1

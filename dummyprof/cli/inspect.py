@@ -1,0 +1,74 @@
+"""``dummyprof inspect``: the module tree with sizes and visits per strategy."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from dummyprof.cli.model_options import ModelArgOpt, ModelOpt, PresetOpt, parse_args_flag
+from dummyprof.cli.output import FORCE_HELP, JSON_HELP, QUIET_HELP, check_outputs, emit
+from dummyprof.parsing import parse_bytes, parse_int
+
+HELP = """\
+Show the module tree: each module's type, own tensors and bytes, and how many
+times each strategy visits it, redundant visits in red.
+
+Nothing is allocated: the model is built on the meta device and each strategy
+is walked with a no-op initializer, so even a huge layout inspects instantly.
+
+Examples:
+  dummyprof inspect --preset deepseek-v4-like --max-depth 3
+  dummyprof inspect --model ./my_model.py:build --model-arg layers=61 --min-bytes 1MiB
+  dummyprof inspect --preset torch-transformer -s legacy -s per-layer --json tree.json
+"""
+
+
+def register(app: typer.Typer) -> None:
+    app.command("inspect", help=HELP, no_args_is_help=False)(inspect)
+
+
+def inspect(
+    model: ModelOpt = None,
+    preset: PresetOpt = None,
+    model_arg: ModelArgOpt = None,
+    strategy: Annotated[
+        Optional[list[str]],  # noqa: UP045 - typer needs Optional here on Python 3.10
+        typer.Option("--strategy", "-s", help="Strategy to count (repeatable). Default: legacy, per-layer, unique."),
+    ] = None,
+    max_depth: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option(metavar="INT", help="Show modules at most this deep (0: the root only)."),
+    ] = None,
+    min_bytes: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option(metavar="SIZE", help="Hide modules whose subtree holds fewer bytes, e.g. 1MiB."),
+    ] = None,
+    depth: Annotated[str, typer.Option(metavar="INT", help="Synthetic tree (no --model/--preset): levels.")] = "3",
+    width: Annotated[str, typer.Option(metavar="INT", help="Synthetic tree: child blocks per block.")] = "1",
+    hidden: Annotated[str, typer.Option(metavar="INT", help="Synthetic tree: weight size; multiple of 32.")] = "64",
+    dtype: Annotated[str, typer.Option(help="Synthetic tree: float32, bfloat16 or float16.")] = "float32",
+    json_path: Annotated[Optional[Path], typer.Option("--json", metavar="PATH", help=JSON_HELP)] = None,  # noqa: UP045
+    force: Annotated[bool, typer.Option("--force", help=FORCE_HELP)] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help=QUIET_HELP)] = False,
+) -> None:
+    from dummyprof.scenarios.inspect import DEFAULT_STRATEGIES, InspectOptions
+
+    options = InspectOptions(
+        strategies=list(strategy) if strategy else list(DEFAULT_STRATEGIES),
+        model=model,
+        preset=preset,
+        model_args=parse_args_flag(model_arg, "--model-arg"),
+        depth=parse_int("--depth", depth, minimum=1, example="3"),
+        width=parse_int("--width", width, minimum=1, example="1"),
+        hidden=parse_int("--hidden", hidden, minimum=1, example="64"),
+        dtype=dtype,
+        max_depth=parse_int("--max-depth", max_depth, minimum=0, example="3") if max_depth is not None else None,
+        min_bytes=parse_bytes("--min-bytes", min_bytes, example="1MiB") if min_bytes is not None else 0,
+    )
+    check_outputs({"--json": json_path}, force=force)
+    from dummyprof.scenarios import inspect as scenario
+
+    results = scenario.run(options)
+    emit(results, json_path=json_path, quiet=quiet)

@@ -1,0 +1,53 @@
+"""Flags shared by every command that builds a model or runs a user loader.
+
+Torch-free: only option declarations and help text live here.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+
+PRESET_NAMES = "torch-transformer, dense-decoder, moe-decoder, deepseek-v4-like"
+
+ModelOpt = Annotated[
+    Optional[str],  # noqa: UP045 - typer needs Optional on Python 3.10
+    typer.Option(
+        "--model",
+        metavar="PATH",
+        help="Your model: package.module:callable or ./file.py:callable returning an nn.Module "
+        "(sized on the meta device first; meta models are materialized with to_empty).",
+    ),
+]
+PresetOpt = Annotated[
+    Optional[str],  # noqa: UP045
+    typer.Option("--preset", metavar="NAME", help=f"A ready-made model: {PRESET_NAMES}. Scale it with --model-arg."),
+]
+ModelArgOpt = Annotated[
+    Optional[list[str]],  # noqa: UP045
+    typer.Option(
+        "--model-arg",
+        metavar="KEY=VALUE",
+        help="Keyword argument for --model or --preset (repeatable); values are Python literals, e.g. layers=8.",
+    ),
+]
+LoaderOpt = Annotated[
+    Optional[list[str]],  # noqa: UP045
+    typer.Option(
+        "--loader",
+        metavar="PATH",
+        help="Your fill function fn(model, **args) as package.module:callable or ./file.py:callable (repeatable); "
+        "its writes are traced in a separate run, its times come from untraced runs.",
+    ),
+]
+LoaderArgOpt = Annotated[
+    Optional[list[str]],  # noqa: UP045
+    typer.Option("--loader-arg", metavar="KEY=VALUE", help="Keyword argument passed to every --loader (repeatable)."),
+]
+
+
+def parse_args_flag(items: list[str] | None, flag: str) -> dict[str, object]:
+    from dummyprof.models.loading import parse_model_args
+
+    return parse_model_args(items or [], flag=flag)

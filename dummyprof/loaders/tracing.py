@@ -1,0 +1,128 @@
+"""Observe every in-place write to every storage while any code runs.
+
+:class:`WriteTracer` is a ``TorchDispatchMode``: each ATen operator call passes
+through it with its schema, and an argument whose alias annotation is a write
+(``Tensor(a!)``) is being mutated. That covers ``fill_``, ``uniform_``,
+``copy_``, ``random_``, ``zero_``, ``out=`` variants, ``_foreach_*_`` lists and
+any operator added later, without a hand-kept list. Writes are keyed by
+storage, so a write through a view (``t.view(torch.uint8).fill_``,
+``w.t().copy_``, ``w[0].zero_()``) lands on the base tensor's record.
+
+What tracing cannot see: a visit that writes nothing (an integer index an
+initializer skips), and a tensor *replaced* rather than written (``p.data = x``,
+``setattr``); :func:`replaced_tensors` finds the latter by comparing storages
+before and after.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch import nn
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from dummyprof.loaders.recorder import StorageRecord, index_model, storage_key
+
+
+@dataclass
+class StorageWrites:
+    """Writes seen on one storage."""
+
+    writes: int = 0
+    bytes_written: int = 0
+    ops: list[str] = field(default_factory=list)  # distinct operator names, first-seen order
+
+
+def _written_tensors(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Iterable[torch.Tensor]:
+    for index, argument in enumerate(func._schema.arguments):
+        alias = argument.alias_info
+        if alias is None or not alias.is_write:
+            continue
+        value = args[index] if not argument.kwarg_only and index < len(args) else kwargs.get(argument.name)
+        if isinstance(value, torch.Tensor):
+            yield value
+        elif isinstance(value, (list, tuple)):
+            yield from (v for v in value if isinstance(v, torch.Tensor))
+
+
+class WriteTracer(TorchDispatchMode):
+    """Count writes per storage; use as a context manager around the code to observe.
+
+    Only writes are recorded: the operator still runs unchanged, so values are
+    exactly what they would be untraced (timing is not: take it elsewhere).
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.storages: dict[int, StorageWrites] = {}
+        self.ops = 0
+
+    def __torch_dispatch__(
+        self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None
+    ) -> Any:
+        kwargs = kwargs or {}
+        self.ops += 1
+        for tensor in _written_tensors(func, args, kwargs):
+            entry = self.storages.setdefault(storage_key(tensor), StorageWrites())
+            entry.writes += 1
+            entry.bytes_written += tensor.numel() * tensor.element_size()
+            name = str(func.overloadpacket.__name__) if hasattr(func, "overloadpacket") else str(func)
+            if name not in entry.ops:
+                entry.ops.append(name)
+        return func(*args, **kwargs)
+
+    def writes_to(self, tensor: torch.Tensor) -> StorageWrites:
+        return self.storages.get(storage_key(tensor), StorageWrites())
+
+
+@dataclass
+class TraceResult:
+    """Writes per registered storage of one model, plus what the model itself could not account for."""
+
+    records: dict[int, StorageRecord]  # index_model() records, ``visits``/``bytes_written`` = traced writes
+    ops: dict[int, list[str]]
+    outside_writes: int  # writes to storages not registered in the model (temporaries, unregistered tensors)
+    outside: dict[int, StorageWrites]
+    replaced: list[str]  # registered names whose storage changed: replaced, not written in place
+
+
+def replaced_tensors(model: nn.Module, before: dict[str, int]) -> list[str]:
+    after = _name_keys(model)
+    return [name for name, key in before.items() if name in after and after[name] != key]
+
+
+def _name_keys(model: nn.Module) -> dict[str, int]:
+    keys: dict[str, int] = {}
+    for path, module in model.named_modules(remove_duplicate=False):
+        for kind in (module._parameters, module._buffers):
+            for local, tensor in kind.items():
+                if tensor is not None:
+                    keys[f"{path}.{local}" if path else local] = storage_key(tensor)
+    return keys
+
+
+def trace_writes(model: nn.Module, fill: Callable[[nn.Module], Any]) -> TraceResult:
+    """Run ``fill(model)`` under a :class:`WriteTracer` and attribute each write to the model's storages."""
+    before = _name_keys(model)
+    tracer = WriteTracer()
+    with tracer:
+        fill(model)
+    records = index_model(model)
+    ops: dict[int, list[str]] = {}
+    for key, record in records.items():
+        seen = tracer.storages.get(key)
+        if seen is not None:
+            record.visits = seen.writes
+            record.bytes_written = seen.bytes_written
+            ops[key] = list(seen.ops)
+    outside = {k: v for k, v in tracer.storages.items() if k not in records}
+    return TraceResult(
+        records=records,
+        ops=ops,
+        outside_writes=sum(v.writes for v in outside.values()),
+        outside=outside,
+        replaced=replaced_tensors(model, before),
+    )

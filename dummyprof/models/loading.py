@@ -1,0 +1,265 @@
+"""Models from anywhere: ``package.module:callable``, ``./file.py:callable`` or a preset.
+
+A user's callable has no size estimate, so it is first called under
+``torch.device("meta")``: shapes and dtypes cost nothing there, and the bytes of
+its parameters and buffers are checked against the memory budget before it is
+ever built for real. A callable that itself returns meta tensors is
+materialized on the run's device with ``to_empty`` (ties re-made), and the
+report says so.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import importlib
+import importlib.util
+import os
+import sys
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+from dummyprof.errors import UsageError
+from dummyprof.loaders.recorder import storage_key
+from dummyprof.measure.budget import ensure_fits, host_budget
+from dummyprof.models.source import ModelSource
+
+SPEC_FORMS = "package.module:callable or ./file.py:callable"
+
+
+def parse_model_args(items: Iterable[str], *, flag: str = "--model-arg") -> dict[str, Any]:
+    """``key=value`` pairs; values are Python literals (``4``, ``1e-3``, ``'bf16'``, ``[1, 2]``), else plain strings."""
+    parsed: dict[str, Any] = {}
+    for item in items:
+        key, sep, text = item.partition("=")
+        key = key.strip()
+        if not sep or not key.isidentifier():
+            raise UsageError(flag, f"expected key=value with a Python name as key, got {item!r}; e.g. {flag} layers=4")
+        if key in parsed:
+            raise UsageError(flag, f"{key!r} is given twice")
+        try:
+            parsed[key] = ast.literal_eval(text.strip())
+        except (ValueError, SyntaxError):
+            parsed[key] = text.strip()  # bare words such as bfloat16 stay strings
+    return parsed
+
+
+def _file_module(path: Path, flag: str) -> Any:
+    if not path.is_file():
+        raise UsageError(flag, f"no such file {str(path)!r}; give {SPEC_FORMS}")
+    resolved = path.resolve()
+    digest = hashlib.sha1(str(resolved).encode()).hexdigest()[:10]
+    name = f"_dummyprof_user_{resolved.stem}_{digest}"
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, resolved)
+    if spec is None or spec.loader is None:
+        raise UsageError(flag, f"cannot import {str(path)!r} as Python source; give {SPEC_FORMS}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses and pickling look a module up by name while it executes
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:
+        del sys.modules[name]
+        raise UsageError(flag, f"importing {str(path)!r} failed: {type(exc).__name__}: {exc}") from exc
+    return module
+
+
+def _package_module(name: str, flag: str) -> Any:
+    cwd = os.getcwd()
+    if cwd not in sys.path:
+        sys.path.insert(0, cwd)  # as ``python -m`` would: modules next to the user resolve
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        raise UsageError(flag, f"cannot import module {name!r}: {exc}; check the name or PYTHONPATH") from exc
+    except Exception as exc:
+        raise UsageError(flag, f"importing module {name!r} failed: {type(exc).__name__}: {exc}") from exc
+
+
+def resolve_callable(spec: str, *, flag: str = "--model") -> Callable[..., Any]:
+    """Import ``module:attr`` or ``file.py:attr`` (``attr`` may be dotted) and return the callable."""
+    target, sep, attr = spec.rpartition(":")
+    if not sep or not target or not attr:
+        raise UsageError(flag, f"expected {SPEC_FORMS}, got {spec!r}")
+    is_file = target.endswith(".py") or "/" in target or os.sep in target
+    module = _file_module(Path(target), flag) if is_file else _package_module(target, flag)
+    value: Any = module
+    for part in attr.split("."):
+        if not hasattr(value, part):
+            public = sorted(n for n in dir(module) if not n.startswith("_") and callable(getattr(module, n, None)))
+            hint = f"; it defines: {', '.join(public[:12])}" if public else ""
+            raise UsageError(flag, f"{target!r} has no attribute {attr!r}{hint}")
+        value = getattr(value, part)
+    if not callable(value):
+        raise UsageError(flag, f"{spec!r} is a {type(value).__name__}, not a callable")
+    return value
+
+
+def call_model_builder(fn: Callable[..., Any], args: dict[str, Any], *, spec: str, flag: str = "--model") -> nn.Module:
+    try:
+        model = fn(**args)
+    except Exception as exc:
+        raise UsageError(flag, f"{spec} raised {type(exc).__name__}: {exc}") from exc
+    if not isinstance(model, nn.Module):
+        raise UsageError(flag, f"{spec} returned {type(model).__name__}, not a torch.nn.Module")
+    return model
+
+
+def registered_tensors(model: nn.Module) -> Iterable[torch.Tensor]:
+    for module in model.modules():
+        yield from (t for t in module._parameters.values() if t is not None)
+        yield from (t for t in module._buffers.values() if t is not None)
+
+
+def model_bytes(model: nn.Module) -> int:
+    """Bytes of distinct storages behind registered parameters and buffers (meta ones included)."""
+    seen: dict[int, int] = {}
+    for tensor in registered_tensors(model):
+        key = storage_key(tensor)
+        seen[key] = max(seen.get(key, 0), tensor.untyped_storage().nbytes(), tensor.nbytes)
+    return sum(seen.values())
+
+
+def largest_low_precision_elements(model: nn.Module) -> int:
+    """Elements of the biggest float under 16 bits: the initializers' temporaries scale with it."""
+    return max(
+        (t.numel() for t in registered_tensors(model) if t.is_floating_point() and t.element_size() < 2), default=0
+    )
+
+
+def has_meta(model: nn.Module) -> bool:
+    return any(t.device.type == "meta" for t in registered_tensors(model))
+
+
+def materialize(model: nn.Module, device: torch.device) -> list[str]:
+    """``to_empty`` on ``device``, re-tying shared tensors; returns notes for the report.
+
+    ``to_empty`` gives each owner a fresh tensor, which silently unties an
+    embedding from its lm_head. Tensors that were the same object are re-tied
+    here; views of another tensor's storage cannot be, and the note says so.
+    """
+    groups: dict[int, list[tuple[nn.Module, str, str]]] = {}
+    storages_before: set[int] = set()
+    names_before = 0
+    for module in model.modules():
+        for kind in ("_parameters", "_buffers"):
+            for name, tensor in getattr(module, kind).items():
+                if tensor is None:
+                    continue
+                groups.setdefault(id(tensor), []).append((module, kind, name))
+                storages_before.add(storage_key(tensor))
+                names_before += 1
+    model.to_empty(device=device)
+    for owners in groups.values():
+        first_module, first_kind, first_name = owners[0]
+        shared = getattr(first_module, first_kind)[first_name]
+        for module, kind, name in owners[1:]:
+            getattr(module, kind)[name] = shared
+    storages_after = {storage_key(t) for t in registered_tensors(model)}
+    notes = [
+        f"the model was built on the meta device and materialized on {device} with to_empty (uninitialized memory)"
+    ]
+    split = len(storages_after) - len(storages_before)
+    if split > 0:
+        notes.append(
+            f"to_empty gave {split} aliased view(s) their own storage: aliasing present on meta is not "
+            "reproduced in the materialized model"
+        )
+    return notes
+
+
+def _meta_probe(fn: Callable[..., Any], args: dict[str, Any], spec: str, flag: str) -> nn.Module:
+    try:
+        with torch.device("meta"):
+            model = fn(**args)
+    except Exception as exc:
+        raise UsageError(
+            flag,
+            f"{spec} raised {type(exc).__name__}: {exc} (it was called under torch.device('meta') first, to size "
+            "the model before allocating it: avoid .item()/.tolist() on new tensors)",
+        ) from exc
+    if not isinstance(model, nn.Module):
+        raise UsageError(flag, f"{spec} returned {type(model).__name__}, not a torch.nn.Module")
+    return model
+
+
+def callable_source(
+    spec: str,
+    fn: Callable[..., Any],
+    args: dict[str, Any],
+    *,
+    source: str,
+    description: str,
+    flag: str = "--model",
+) -> ModelSource:
+    """A ModelSource for any callable returning an ``nn.Module``, sized on the meta device first."""
+    probe = _meta_probe(fn, args, spec, flag)
+    estimated = model_bytes(probe)
+    scratch = 3 * largest_low_precision_elements(probe)  # the v0.29 fp8 path: fp16 copy + fp8 copy
+    del probe
+    notes: list[str] = []
+
+    def build(device: torch.device) -> nn.Module:
+        with torch.device(device):
+            model = call_model_builder(fn, args, spec=spec, flag=flag)
+        if has_meta(model) and device.type != "meta":
+            made = materialize(model, device)
+            if not notes:
+                notes.extend(made)
+        return model
+
+    return ModelSource(
+        source=source,
+        description=description,
+        build=build,
+        estimated_bytes=estimated,
+        options=dict(args),
+        notes=notes,
+        largest_scratch_bytes=scratch,
+    )
+
+
+def model_source(spec: str, args: dict[str, Any] | None = None, *, flag: str = "--model") -> ModelSource:
+    """The ModelSource for ``--model SPEC`` with ``--model-arg`` values ``args``."""
+    args = dict(args or {})
+    fn = resolve_callable(spec, flag=flag)
+    shown = ", ".join(f"{k}={v!r}" for k, v in args.items())
+    return callable_source(spec, fn, args, source=spec, description=f"{spec}({shown})", flag=flag)
+
+
+def resolve_source(*, model: str | None, preset: str | None, model_args: dict[str, Any] | None) -> ModelSource | None:
+    """The source named by ``--model`` or ``--preset``; None means: the synthetic tree."""
+    if model and preset:
+        raise UsageError("--model", "give either --model or --preset, not both")
+    if preset:
+        from dummyprof.models.presets import preset_source
+
+        return preset_source(preset, model_args or {})
+    if model:
+        return model_source(model, model_args or {})
+    if model_args:
+        raise UsageError("--model-arg", "needs --model or --preset; the synthetic tree takes --depth, --hidden...")
+    return None
+
+
+def check_source_fits(source: ModelSource, device: torch.device, max_memory: int | None, *, flag: str) -> None:
+    """Refuse before building when one model plus the biggest temporary would not fit."""
+    if source.estimated_bytes is None or device.type == "meta":
+        return
+    needed = source.estimated_bytes + source.largest_scratch_bytes
+    if device.type == "cuda":
+        from dummyprof.measure.memory import gpu_free_bytes
+
+        free = gpu_free_bytes(device) or 0
+        budget = int(free * 0.9) if max_memory is None else min(max_memory, free)
+        where = f"GPU {device}"
+    else:
+        budget = host_budget(max_memory)
+        where = "host memory"
+    fix = "pass smaller --model-arg values (fewer layers, smaller hidden) or raise --max-memory"
+    ensure_fits(needed, budget, flag=flag, what=f"{source.description} ({where})", fix=fix)

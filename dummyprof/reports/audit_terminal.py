@@ -1,0 +1,80 @@
+"""Terminal (Rich) rendering of ``audit`` results."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+
+from dummyprof.reports.format import format_bytes
+from dummyprof.results.audit import FINDING_KINDS, INFO_KINDS, AuditResult
+from dummyprof.results.session import Results
+
+MAX_ROWS = 40
+
+
+def filler_table(result: AuditResult) -> Table:
+    table = Table(title="Fillers (each traced once on a fresh model)", title_justify="left")
+    table.add_column("filler", style="bold")
+    table.add_column("kind")
+    table.add_column("initializer")
+    table.add_column("writes", justify="right")
+    table.add_column("tensors written", justify="right")
+    table.add_column("written more than once", justify="right")
+    table.add_column("bytes written", justify="right")
+    table.add_column("other writes", justify="right")
+    for f in result.fillers:
+        table.add_row(
+            f.name,
+            f.kind,
+            f.initializer or "its own (values not compared)",
+            f"{f.writes:,}",
+            f"{f.tensors_written:,} of {len(result.tensors):,}",
+            f"[red]{f.repeated_tensors:,}[/]" if f.repeated_tensors else "0",
+            format_bytes(f.bytes_written),
+            f"{f.outside_writes:,}",
+        )
+    return table
+
+
+def findings_table(result: AuditResult, *, informational: bool) -> Table | None:
+    rows = [f for f in result.findings if f.informational == informational]
+    if not rows:
+        return None
+    title = "Notes (never fail the audit)" if informational else f"Findings ({len(result.failing)} failing)"
+    table = Table(title=title, title_justify="left")
+    table.add_column("kind", style="yellow" if informational else "red")
+    table.add_column("detail")
+    for f in rows[:MAX_ROWS]:
+        kind = f"{f.kind} (ignored)" if f.ignored else f.kind
+        table.add_row(kind, f.message)
+    if len(rows) > MAX_ROWS:
+        table.add_row("...", f"{len(rows) - MAX_ROWS} more; see --json for all")
+    return table
+
+
+def legend(result: AuditResult) -> str:
+    kinds = {f.kind for f in result.findings}
+    described = {**FINDING_KINDS, **INFO_KINDS}
+    return "; ".join(f"{k}: {described[k]}" for k in sorted(kinds) if k in described)
+
+
+def render_audit(results: Results, console: Console) -> None:
+    result = results.audit
+    assert result is not None
+    model = result.model
+    console.print(
+        f"model: {model.description or model.source} on {model.device}: {model.modules:,} modules, "
+        f"{model.tensors:,} storages ({model.names:,} names), {format_bytes(model.bytes)}"
+    )
+    console.print(filler_table(result))
+    for informational in (False, True):
+        table = findings_table(result, informational=informational)
+        if table is not None:
+            console.print(table)
+    if result.value_groups:
+        groups = "; ".join(", ".join(g) for g in result.value_groups)
+        console.print(f"final values compared bitwise within: {groups}", style="dim")
+    else:
+        console.print("final values compared: none (no two fillers share an initializer)", style="dim")
+    if result.findings:
+        console.print(legend(result), style="dim")

@@ -1,0 +1,32 @@
+"""Markdown rendering of ``inspect`` results: the module tree as an indented table."""
+
+from __future__ import annotations
+
+from dummyprof.reports.format import format_bytes
+from dummyprof.results.session import Results
+
+
+def inspect_markdown(results: Results) -> list[str]:
+    from dummyprof.reports.markdown import md_table
+
+    result = results.inspect
+    assert result is not None
+    rows = []
+    for node in result.nodes:
+        name = node.path.rpartition(".")[2] if node.path else "(root)"
+        rows.append(
+            [
+                "\u00a0\u00a0" * node.depth + name,
+                node.type,
+                format_bytes(node.subtree_bytes),
+                *[
+                    f"{node.subtree_visits.get(s, 0):,} (+{node.subtree_redundant.get(s, 0):,})"
+                    for s in result.strategies
+                ],
+            ]
+        )
+    return md_table(
+        ["module", "type", "bytes", *[f"{s} visits (+redundant)" for s in result.strategies]],
+        rows,
+        align_right=range(2, 3 + len(result.strategies)),
+    )

@@ -1,0 +1,59 @@
+"""Terminal (Rich) rendering of ``inspect`` results: the module tree."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.markup import escape
+from rich.tree import Tree
+
+from dummyprof.reports.format import format_bytes
+from dummyprof.results.inspect import InspectResult, ModuleNode
+from dummyprof.results.session import Results
+
+
+def node_label(node: ModuleNode, strategies: list[str]) -> str:
+    name = node.path.rpartition(".")[2] if node.path else "<root>"
+    parts = [f"[bold]{escape(name)}[/] [cyan]{escape(node.type)}[/]"]
+    if node.own_tensors:
+        parts.append(f"own {node.own_tensors} tensor(s) {format_bytes(node.own_bytes)}")
+    if node.children:
+        parts.append(f"subtree {format_bytes(node.subtree_bytes)}")
+    visits = []
+    for s in strategies:
+        count = node.subtree_visits.get(s, 0) if node.children else node.visits.get(s, 0)
+        redundant = node.subtree_redundant.get(s, 0) if node.children else node.redundant.get(s, 0)
+        text = f"{s} {count:,}"
+        visits.append(f"[red]{escape(text)} (+{redundant:,} redundant)[/]" if redundant else escape(text))
+    if visits and (node.own_tensors or node.children):
+        parts.append("visits: " + ", ".join(visits))
+    if node.shared:
+        parts.append(f"[yellow]shares {escape(', '.join(node.shared))}[/]")
+    return " · ".join(parts)
+
+
+def module_tree(result: InspectResult) -> Tree:
+    nodes = result.nodes
+    root = Tree(node_label(nodes[0], result.strategies)) if nodes else Tree("empty model")
+    branches: dict[str, Tree] = {nodes[0].path: root} if nodes else {}
+    for node in nodes[1:]:
+        parent_path = node.path.rpartition(".")[0]
+        parent = branches.get(parent_path, root)
+        branches[node.path] = parent.add(node_label(node, result.strategies))
+    return root
+
+
+def render_inspect(results: Results, console: Console) -> None:
+    result = results.inspect
+    assert result is not None
+    console.print(f"model: {result.model.description or result.model.source}")
+    console.print("visits under a module count its whole subtree; leaves count their own tensors", style="dim")
+    console.print(module_tree(result))
+    if result.hidden_modules:
+        limits = []
+        if result.max_depth is not None:
+            limits.append(f"--max-depth {result.max_depth}")
+        if result.min_bytes:
+            limits.append(f"--min-bytes {format_bytes(result.min_bytes)}")
+        console.print(
+            f"{result.hidden_modules:,} module(s) hidden by {' and '.join(limits)} (still counted above)", style="dim"
+        )

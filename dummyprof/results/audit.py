@@ -1,0 +1,90 @@
+"""Results of ``dummyprof audit``: what each strategy or loader wrote, and what is wrong with it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from dummyprof.results.compare import ModelSummary
+
+# Kinds of finding; each fails the audit (exit 1) unless ignored with --ignore.
+FINDING_KINDS: dict[str, str] = {
+    "missed": "a tensor one filler writes and another leaves untouched",
+    "repeated": "a tensor written more than once by one filler",
+    "values-differ": "two fillers with the same initializer leave different bytes",
+    "non-persistent-written": "a non-persistent buffer (computed at construction) overwritten",
+    "unregistered": "a tensor held by a module as a plain attribute, list or dict: no traversal reaches it",
+    "replaced": "a loader replaced a tensor instead of writing it in place",
+    "recorder-mismatch": "a built-in strategy's visit recorder disagrees with the write tracer",
+}
+# Informational kinds: reported, never fail the audit.
+INFO_KINDS: dict[str, str] = {
+    "shared-storage": "tied parameters or aliased views: several names, one storage",
+    "untouched": "written by no filler (integer indices, meta tensors...)",
+    "persistence": "_non_persistent_buffers_set and state_dict() disagree, or one is missing",
+}
+
+
+@dataclass
+class Finding:
+    kind: str = ""
+    tensor: str = ""
+    message: str = ""
+    fillers: list[str] = field(default_factory=list)
+    ignored: bool = False
+
+    @property
+    def informational(self) -> bool:
+        return self.kind in INFO_KINDS
+
+
+@dataclass
+class FillerSummary:
+    """One strategy or loader, as traced."""
+
+    name: str = ""
+    kind: str = "strategy"  # strategy or loader
+    initializer: str | None = None  # None for loaders: their values are not compared
+    writes: int = 0
+    tensors_written: int = 0
+    bytes_written: int = 0
+    repeated_tensors: int = 0
+    outside_writes: int = 0  # writes to storages the model does not register (temporaries, unregistered tensors)
+
+
+@dataclass
+class AuditTensor:
+    names: list[str] = field(default_factory=list)
+    kinds: list[str] = field(default_factory=list)
+    dtype: str = ""
+    shape: list[int] = field(default_factory=list)
+    nbytes: int = 0
+    writes: dict[str, int] = field(default_factory=dict)
+    bytes_written: dict[str, int] = field(default_factory=dict)
+    ops: dict[str, list[str]] = field(default_factory=dict)
+    digests: dict[str, str] = field(default_factory=dict)  # blake2b of the final bytes, written tensors only
+
+
+@dataclass
+class UnregisteredTensor:
+    name: str = ""
+    shape: list[int] = field(default_factory=list)
+    dtype: str = ""
+    nbytes: int = 0
+
+
+@dataclass
+class AuditResult:
+    model: ModelSummary = field(default_factory=ModelSummary)
+    fillers: list[FillerSummary] = field(default_factory=list)
+    tensors: dict[str, AuditTensor] = field(default_factory=dict)  # keyed by canonical name
+    findings: list[Finding] = field(default_factory=list)
+    unregistered: list[UnregisteredTensor] = field(default_factory=list)
+    value_groups: list[list[str]] = field(default_factory=list)  # fillers whose final values were compared
+
+    @property
+    def failing(self) -> list[Finding]:
+        return [f for f in self.findings if not f.informational and not f.ignored]
+
+    @property
+    def clean(self) -> bool:
+        return not self.failing

@@ -1,0 +1,337 @@
+"""The ``audit`` scenario: trace what each strategy or loader writes, and report what is wrong.
+
+Every filler runs once on its own freshly built model under the write tracer
+(built-in strategies also under their visit recorder, and the two must agree).
+Tensors are matched across models by their canonical name.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch import nn
+
+from dummyprof.errors import UsageError
+from dummyprof.loaders.recorder import VisitRecorder
+from dummyprof.loaders.strategies import Strategy, get_strategy, run_strategy
+from dummyprof.loaders.tracing import trace_writes
+from dummyprof.loaders.user_loader import UserLoader
+from dummyprof.measure.device import resolve_device
+from dummyprof.measure.environment import collect_environment
+from dummyprof.models.anatomy import buffer_persistence, canonical_name, describe, registered, unregistered_tensors
+from dummyprof.models.source import ModelSource, synthetic_source
+from dummyprof.models.synthetic import TreeSpec
+from dummyprof.results.audit import (
+    FINDING_KINDS,
+    INFO_KINDS,
+    AuditResult,
+    AuditTensor,
+    FillerSummary,
+    Finding,
+    UnregisteredTensor,
+)
+from dummyprof.results.compare import ModelSummary
+from dummyprof.results.session import Results
+
+DEFAULT_STRATEGIES = ("per-layer", "unique")
+
+
+@dataclass
+class AuditOptions:
+    strategies: list[str] = field(default_factory=lambda: list(DEFAULT_STRATEGIES))
+    loaders: list[str] = field(default_factory=list)
+    loader_args: dict[str, Any] = field(default_factory=dict)
+    initializer: str | None = None  # every strategy uses this one instead of its own
+    model: str | None = None
+    preset: str | None = None
+    model_args: dict[str, Any] = field(default_factory=dict)
+    depth: int = 3  # synthetic tree, when neither --model nor --preset
+    width: int = 1
+    hidden: int = 64
+    dtype: str = "float32"
+    device: str = "cpu"
+    max_memory: int | None = None
+    ignore: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _Filler:
+    name: str
+    kind: str
+    initializer: str | None
+    fill: Callable[[nn.Module, VisitRecorder | None], None]
+
+
+def tensor_digest(tensor: torch.Tensor) -> str:
+    """blake2b of a tensor's bytes in logical order (views and non-contiguous tensors included)."""
+    flat = tensor.detach().reshape(-1).contiguous().view(torch.uint8).cpu()
+    return hashlib.blake2b(flat.numpy().tobytes(), digest_size=16).hexdigest()
+
+
+def _strategy_filler(strategy: Strategy, initializer: str | None) -> _Filler:
+    from dummyprof.loaders.initializers import get_initializer
+
+    name = initializer or strategy.initializer
+    init = get_initializer(name)
+
+    def fill(model: nn.Module, recorder: VisitRecorder | None) -> None:
+        run_strategy(model, strategy, initializer=init, recorder=recorder)
+
+    return _Filler(strategy.name, "strategy", name, fill)
+
+
+def _loader_filler(loader: UserLoader) -> _Filler:
+    def fill(model: nn.Module, recorder: VisitRecorder | None) -> None:
+        with torch.no_grad():
+            loader(model)
+
+    return _Filler(loader.name, "loader", None, fill)
+
+
+def _fillers(options: AuditOptions) -> list[_Filler]:
+    from dummyprof.scenarios.loader_runs import load_loaders
+
+    for kind in options.ignore:
+        if kind not in FINDING_KINDS:
+            raise UsageError("--ignore", f"unknown finding kind {kind!r}; choose from: {', '.join(FINDING_KINDS)}")
+    if options.initializer is not None:
+        from dummyprof.loaders.initializers import get_initializer
+
+        get_initializer(options.initializer)
+    seen: set[str] = set()
+    fillers = []
+    for name in options.strategies:
+        if name in seen:
+            raise UsageError("--strategy", f"{name!r} is listed twice")
+        seen.add(name)
+        fillers.append(_strategy_filler(get_strategy(name), options.initializer))
+    fillers += [_loader_filler(loader) for loader in load_loaders(options.loaders, options.loader_args, list(seen))]
+    if not fillers:
+        raise UsageError("--strategy", "give at least one --strategy or --loader to audit")
+    return fillers
+
+
+def _source(options: AuditOptions, device: torch.device) -> tuple[ModelSource, TreeSpec | None]:
+    from dummyprof.models.loading import check_source_fits, resolve_source
+
+    source = resolve_source(model=options.model, preset=options.preset, model_args=options.model_args)
+    if source is not None:
+        check_source_fits(source, device, options.max_memory, flag="--preset" if options.preset else "--model")
+        return source, None
+    spec = TreeSpec(depth=options.depth, width=options.width, hidden=options.hidden, dtype=options.dtype)
+    source = synthetic_source(spec)
+    check_source_fits(source, device, options.max_memory, flag="--hidden")
+    return source, spec
+
+
+class _Audit:
+    """Accumulates per-tensor rows and findings across fillers."""
+
+    def __init__(self, result: AuditResult, ignore: list[str]) -> None:
+        self.result = result
+        self.ignore = set(ignore)
+
+    def find(self, kind: str, tensor: str, message: str, fillers: list[str]) -> None:
+        assert kind in FINDING_KINDS or kind in INFO_KINDS, kind
+        self.result.findings.append(Finding(kind, tensor, message, list(fillers), ignored=kind in self.ignore))
+
+
+def _structure(model: nn.Module, audit: _Audit) -> dict[str, AuditTensor]:
+    """Rows for every registered storage; shared-storage, unregistered and persistence notes."""
+    persistence = buffer_persistence(model)
+    for note in persistence.notes:
+        audit.find("persistence", note.split(":")[0], note, [])
+    storages = registered(model, persistence)
+    rows: dict[str, AuditTensor] = {}
+    for entries in storages.values():
+        name = canonical_name(entries)
+        first = next(e for e in entries if e.name == name)
+        shape, dtype, _ = describe(first.tensor)
+        rows[name] = AuditTensor(
+            names=[name] + [e.name for e in entries if e.name != name],
+            kinds=[first.kind] + [e.kind for e in entries if e.name != name],
+            dtype=dtype,
+            shape=shape,
+            nbytes=max(e.tensor.numel() * e.tensor.element_size() for e in entries),
+        )
+        if len(entries) > 1:
+            same_object = all(e.tensor is entries[0].tensor for e in entries)
+            what = "tied (one tensor, several owners)" if same_object else "aliased (views of one storage)"
+            audit.find("shared-storage", name, f"{', '.join(e.name for e in entries)}: {what}", [])
+    keys = set(storages)
+    for stray_name, tensor in unregistered_tensors(model, keys):
+        shape, dtype, nbytes = describe(tensor)
+        audit.result.unregistered.append(UnregisteredTensor(stray_name, shape, dtype, nbytes))
+        audit.find(
+            "unregistered",
+            stray_name,
+            f"{stray_name} ({dtype} {shape}, {nbytes:,} bytes) is held by its module but not registered as a "
+            "parameter or buffer: no parameters()/state_dict() traversal fills it",
+            [],
+        )
+    return rows
+
+
+def _name_by_key(model: nn.Module) -> tuple[dict[int, str], dict[int, torch.Tensor], set[str]]:
+    persistence = buffer_persistence(model)
+    storages = registered(model, persistence)
+    only_non_persistent = {
+        canonical_name(entries)
+        for entries in storages.values()
+        if all(e.kind == "non-persistent buffer" for e in entries)
+    }
+    names = {key: canonical_name(entries) for key, entries in storages.items()}
+    tensors = {key: next(e.tensor for e in entries if e.name == names[key]) for key, entries in storages.items()}
+    return names, tensors, only_non_persistent
+
+
+def _run_filler(
+    filler: _Filler, build: Callable[[], nn.Module], rows: dict[str, AuditTensor], audit: _Audit
+) -> FillerSummary:
+    model = build()
+    names, tensors, only_non_persistent = _name_by_key(model)
+    recorder = VisitRecorder(model) if filler.kind == "strategy" else None
+    trace = trace_writes(model, lambda m: filler.fill(m, recorder))
+    summary = FillerSummary(filler.name, filler.kind, filler.initializer, outside_writes=trace.outside_writes)
+    written: dict[str, int] = {}
+    for key, record in trace.records.items():
+        name = names.get(key)
+        if name is None or name not in rows:
+            continue
+        row = rows[name]
+        row.writes[filler.name] = record.visits
+        row.bytes_written[filler.name] = record.bytes_written
+        if record.visits:
+            row.ops[filler.name] = list(trace.ops.get(key, []))
+            row.digests[filler.name] = tensor_digest(tensors[key])
+            written[name] = record.visits
+    summary.writes = sum(written.values())
+    summary.tensors_written = len(written)
+    summary.bytes_written = sum(rows[n].bytes_written[filler.name] for n in written)
+    summary.repeated_tensors = sum(1 for v in written.values() if v > 1)
+    for name, count in written.items():
+        if count > 1:
+            audit.find("repeated", name, f"{filler.name} writes {name} {count} times", [filler.name])
+        if name in only_non_persistent:
+            audit.find(
+                "non-persistent-written",
+                name,
+                f"{filler.name} overwrites non-persistent buffer {name} (computed at construction, never in a "
+                "checkpoint; vLLM's per-layer fill leaves it alone)",
+                [filler.name],
+            )
+    for name in trace.replaced:
+        audit.find("replaced", name, f"{filler.name} replaced {name} instead of writing it in place", [filler.name])
+    if recorder is not None:
+        for key, recorded in recorder.records.items():
+            traced = trace.records.get(key)
+            traced_bytes = traced.bytes_written if traced is not None else 0
+            if recorded.bytes_written != traced_bytes:
+                audit.find(
+                    "recorder-mismatch",
+                    recorded.name,
+                    f"{filler.name}: recorder counts {recorded.bytes_written:,} bytes written to {recorded.name}, "
+                    f"tracing saw {traced_bytes:,}",
+                    [filler.name],
+                )
+    del model, tensors
+    return summary
+
+
+def _cross_check(fillers: list[_Filler], rows: dict[str, AuditTensor], audit: _Audit) -> list[list[str]]:
+    names = [f.name for f in fillers]
+    for tensor, row in rows.items():
+        wrote = [n for n in names if row.writes.get(n, 0)]
+        if not wrote or all(k == "non-persistent buffer" for k in row.kinds):
+            continue  # writing a non-persistent buffer is the finding; leaving it alone is right
+        missed = [n for n in names if not row.writes.get(n, 0)]
+        if missed:
+            audit.find(
+                "missed",
+                tensor,
+                f"{tensor} ({row.dtype}) is written by {', '.join(wrote)} but not by {', '.join(missed)}",
+                missed,
+            )
+    groups: dict[str, list[str]] = {}
+    for filler in fillers:
+        if filler.initializer is not None:
+            groups.setdefault(filler.initializer, []).append(filler.name)
+    compared = [group for group in groups.values() if len(group) > 1]
+    for group in compared:
+        for tensor, row in rows.items():
+            digests = {n: row.digests[n] for n in group if n in row.digests}
+            if len(set(digests.values())) > 1:
+                audit.find(
+                    "values-differ",
+                    tensor,
+                    f"{tensor}: final bytes differ between {', '.join(digests)} although they share an initializer",
+                    list(digests),
+                )
+    untouched = [t for t, row in rows.items() if not any(row.writes.values())]
+    if untouched:
+        shown = ", ".join(untouched[:6]) + (f" and {len(untouched) - 6} more" if len(untouched) > 6 else "")
+        audit.find("untouched", shown, f"{len(untouched)} tensor(s) written by no filler: {shown}", [])
+    return compared
+
+
+def _model_summary(
+    source: ModelSource, model: nn.Module, rows: dict[str, AuditTensor], device: torch.device
+) -> ModelSummary:
+    return ModelSummary(
+        source=source.source,
+        description=source.description,
+        device=str(device),
+        modules=sum(1 for _ in model.modules()),
+        tensors=len(rows),
+        names=sum(len(r.names) for r in rows.values()),
+        bytes=sum(r.nbytes for r in rows.values()),
+        options=dict(source.options),
+        notes=list(source.notes),
+    )
+
+
+def summary_line(result: AuditResult) -> str:
+    failing = result.failing
+    if not failing:
+        ignored = sum(1 for f in result.findings if f.ignored)
+        tail = f" ({ignored} ignored)" if ignored else ""
+        return f"audit clean: {len(result.fillers)} filler(s), {len(result.tensors)} tensors, no findings{tail}"
+    counts: dict[str, int] = {}
+    for f in failing:
+        counts[f.kind] = counts.get(f.kind, 0) + 1
+    parts = ", ".join(f"{n} {kind}" for kind, n in counts.items())
+    return f"audit found {len(failing)} problem(s): {parts}"
+
+
+def run(options: AuditOptions, *, source: ModelSource | None = None) -> Results:
+    """Validate, size-check, trace every filler and return the audit Results."""
+    fillers = _fillers(options)
+    device = resolve_device(options.device)
+    if source is None:
+        source, _ = _source(options, device)
+    result = AuditResult()
+    audit = _Audit(result, options.ignore)
+    probe = source.build(device)
+    rows = _structure(probe, audit)
+    result.model = _model_summary(source, probe, rows, device)
+    del probe
+    for filler in fillers:
+        result.fillers.append(_run_filler(filler, lambda: source.build(device), rows, audit))
+    result.value_groups = _cross_check(fillers, rows, audit)
+    result.tensors = rows
+    results = Results(command="audit", environment=collect_environment(device), audit=result)
+    results.notices.extend(source.notes)
+    if any(f.kind == "loader" for f in fillers):
+        results.notices.append(
+            "loaders are traced (every operator that writes in place is seen); a visit that writes nothing cannot "
+            "be seen, and a loader's values are compared with no other filler (it declares no initializer)"
+        )
+    results.summary = summary_line(result)
+    return results
+
+
+__all__ = ["DEFAULT_STRATEGIES", "AuditOptions", "run", "summary_line", "tensor_digest"]

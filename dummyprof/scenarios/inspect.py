@@ -1,0 +1,208 @@
+"""The ``inspect`` scenario: the module tree, its sizes, and how often each strategy visits it.
+
+Nothing is allocated: the model is built on the meta device (shapes and dtypes
+only) and each strategy walks it with a no-op initializer, so visits are
+counted exactly but no byte is written. That makes a 700B-parameter layout
+inspectable on a laptop.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch import nn
+
+from dummyprof.errors import UsageError
+from dummyprof.loaders.initializers import NOT_WRITTEN, FillOutcome
+from dummyprof.loaders.recorder import VisitRecorder, storage_key
+from dummyprof.loaders.strategies import get_strategy, run_strategy
+from dummyprof.measure.environment import collect_environment
+from dummyprof.models.anatomy import buffer_persistence, canonical_name, registered
+from dummyprof.models.source import ModelSource, synthetic_source
+from dummyprof.models.synthetic import TreeSpec
+from dummyprof.parsing import format_bytes
+from dummyprof.results.compare import ModelSummary
+from dummyprof.results.inspect import InspectResult, ModuleNode
+from dummyprof.results.session import Results
+
+DEFAULT_STRATEGIES = ("legacy", "per-layer", "unique")
+META = torch.device("meta")
+
+
+@dataclass
+class InspectOptions:
+    strategies: list[str] = field(default_factory=lambda: list(DEFAULT_STRATEGIES))
+    model: str | None = None
+    preset: str | None = None
+    model_args: dict[str, Any] = field(default_factory=dict)
+    depth: int = 3  # synthetic tree, when neither --model nor --preset
+    width: int = 1
+    hidden: int = 64
+    dtype: str = "float32"
+    engram_rows: int = 0
+    max_depth: int | None = None
+    min_bytes: int = 0
+
+
+def _no_fill(tensor: torch.Tensor, local_name: str) -> FillOutcome:
+    return NOT_WRITTEN
+
+
+def _source(options: InspectOptions) -> ModelSource:
+    from dummyprof.models.loading import resolve_source
+
+    source = resolve_source(model=options.model, preset=options.preset, model_args=options.model_args)
+    if source is None:
+        spec = TreeSpec(
+            depth=options.depth,
+            width=options.width,
+            hidden=options.hidden,
+            dtype=options.dtype,
+            engram_rows=options.engram_rows,
+        )
+        source = synthetic_source(spec)
+    return source
+
+
+def _visits(model: nn.Module, strategies: list[str]) -> dict[str, dict[int, int]]:
+    counts: dict[str, dict[int, int]] = {}
+    for name in strategies:
+        recorder = VisitRecorder(model)
+        run_strategy(model, get_strategy(name), initializer=_no_fill, recorder=recorder)
+        counts[name] = {key: record.visits for key, record in recorder.records.items()}
+    return counts
+
+
+def _nodes(model: nn.Module, strategies: list[str]) -> list[ModuleNode]:
+    storages = registered(model, buffer_persistence(model))
+    owner: dict[int, str] = {}
+    size: dict[int, int] = {}
+    canonical: dict[int, str] = {}
+    for key, entries in storages.items():
+        name = canonical_name(entries)
+        canonical[key] = name
+        owner[key] = name.rpartition(".")[0]
+        size[key] = max(e.tensor.numel() * e.tensor.element_size() for e in entries)
+    visits = _visits(model, strategies)
+    nodes: dict[str, ModuleNode] = {}
+    for path, module in model.named_modules():
+        node = ModuleNode(path=path, type=type(module).__name__, depth=0 if not path else path.count(".") + 1)
+        node.children = len(module._modules)
+        for local, tensor in (*module._parameters.items(), *module._buffers.items()):
+            if tensor is None:
+                continue
+            node.own_tensors += 1
+            key = storage_key(tensor)
+            qualified = f"{path}.{local}" if path else local
+            if canonical[key] != qualified:
+                node.shared.append(f"{local} = {canonical[key]}")
+        nodes[path] = node
+    for key, path in owner.items():
+        home = nodes.get(path)
+        if home is None:  # owned by a module reached only through a duplicate path
+            continue
+        home.own_bytes += size[key]
+        for strategy in strategies:
+            count = visits[strategy].get(key, 0)
+            home.visits[strategy] = home.visits.get(strategy, 0) + count
+            home.redundant[strategy] = home.redundant.get(strategy, 0) + max(0, count - 1)
+    _subtree_totals(model, nodes, owner, size, visits, strategies)
+    return list(nodes.values())
+
+
+def _subtree_totals(
+    model: nn.Module,
+    nodes: dict[str, ModuleNode],
+    owner: dict[int, str],
+    size: dict[int, int],
+    visits: dict[str, dict[int, int]],
+    strategies: list[str],
+) -> None:
+    """Each storage adds to its owner and every ancestor of it, once."""
+    for key, path in owner.items():
+        parts = path.split(".") if path else []
+        for cut in range(len(parts), -1, -1):
+            node = nodes.get(".".join(parts[:cut]))
+            if node is None:
+                continue
+            node.subtree_bytes += size[key]
+            for strategy in strategies:
+                count = visits[strategy].get(key, 0)
+                node.subtree_visits[strategy] = node.subtree_visits.get(strategy, 0) + count
+                node.subtree_redundant[strategy] = node.subtree_redundant.get(strategy, 0) + max(0, count - 1)
+
+
+def _prune(nodes: list[ModuleNode], max_depth: int | None, min_bytes: int) -> tuple[list[ModuleNode], int]:
+    kept = [
+        n
+        for n in nodes
+        if (max_depth is None or n.depth <= max_depth) and (n.depth == 0 or n.subtree_bytes >= min_bytes)
+    ]
+    return kept, len(nodes) - len(kept)
+
+
+def summary_line(result: InspectResult) -> str:
+    root = result.nodes[0] if result.nodes else None
+    if root is None:
+        return "empty model"
+    parts = [
+        f"{s} {root.subtree_visits.get(s, 0):,} visits ({root.subtree_redundant.get(s, 0):,} redundant)"
+        for s in result.strategies
+    ]
+    return (
+        f"{result.model.modules:,} modules, {result.model.tensors:,} tensors, {format_bytes(root.subtree_bytes)}; "
+        + ", ".join(parts)
+    )
+
+
+def run(options: InspectOptions, *, source: ModelSource | None = None) -> Results:
+    """Build on meta, count visits per strategy, and return the inspect Results."""
+    seen: set[str] = set()
+    for name in options.strategies:
+        get_strategy(name)
+        if name in seen:
+            raise UsageError("--strategy", f"{name!r} is listed twice")
+        seen.add(name)
+    if options.max_depth is not None and options.max_depth < 0:
+        raise UsageError("--max-depth", f"must be 0 or more, got {options.max_depth}")
+    if source is None:
+        source = _source(options)
+    model = source.build(META)
+    nodes = _nodes(model, list(options.strategies))
+    kept, hidden = _prune(nodes, options.max_depth, options.min_bytes)
+    root = nodes[0]
+    result = InspectResult(
+        model=ModelSummary(
+            source=source.source,
+            description=source.description,
+            device="meta (nothing allocated)",
+            modules=len(nodes),
+            tensors=len(
+                {
+                    storage_key(t)
+                    for m in model.modules()
+                    for t in (*m._parameters.values(), *m._buffers.values())
+                    if t is not None
+                }
+            ),
+            names=sum(n.own_tensors for n in nodes),
+            bytes=root.subtree_bytes,
+            options=dict(source.options),
+            notes=list(source.notes),
+        ),
+        strategies=list(options.strategies),
+        nodes=kept,
+        max_depth=options.max_depth,
+        min_bytes=options.min_bytes,
+        hidden_modules=hidden,
+    )
+    results = Results(command="inspect", environment=collect_environment(torch.device("cpu")), inspect=result)
+    results.notices.extend(source.notes)
+    results.notices.append(
+        "built on the meta device: sizes come from shapes and dtypes, visits from walking each strategy with a "
+        "no-op initializer; nothing was allocated or written"
+    )
+    results.summary = summary_line(result)
+    return results

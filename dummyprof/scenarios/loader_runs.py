@@ -1,0 +1,71 @@
+"""Put user loaders into a compare run: untraced runs for time, one traced run for writes."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from torch import nn
+
+from dummyprof.loaders.recorder import VisitRecorder
+from dummyprof.loaders.strategies import Strategy
+from dummyprof.loaders.tracing import trace_writes
+from dummyprof.loaders.user_loader import LOADER_INITIALIZER, TRACING_NOTE, UserLoader, load_loader, loader_strategy
+from dummyprof.results.compare import CompareResult, TensorResult
+
+
+def load_loaders(specs: Sequence[str], args: dict[str, Any], taken: Sequence[str]) -> list[UserLoader]:
+    loaders = []
+    names = set(taken)
+    for spec in specs:
+        loader = load_loader(spec, args)
+        if loader.name in names:
+            from dummyprof.errors import UsageError
+
+            raise UsageError("--loader", f"{loader.name!r} is listed twice (or clashes with a --strategy name)")
+        names.add(loader.name)
+        loaders.append(loader)
+    return loaders
+
+
+def loader_strategies(loaders: Sequence[UserLoader]) -> list[Strategy]:
+    return [loader_strategy(loader) for loader in loaders]
+
+
+def apply_traces(result: CompareResult, loaders: Sequence[UserLoader], build: Callable[[], nn.Module]) -> list[str]:
+    """Trace each loader once on a fresh model and fill in its per-tensor writes; returns report notes."""
+    from dummyprof.measure.compare import summarize_recorder
+
+    notes = []
+    for loader in loaders:
+        model = build()
+        trace = trace_writes(model, loader)
+        recorder = VisitRecorder(model)
+        recorder.records = trace.records
+        recorder.visits = sum(r.visits for r in trace.records.values())
+        entry = result.strategy(loader.name)
+        summarize_recorder(entry, recorder)
+        entry.initializer = LOADER_INITIALIZER
+        entry.recording_overhead_s = None
+        for record in trace.records.values():
+            row = result.tensors.get(record.name)
+            if row is None:
+                row = result.tensors[record.name] = TensorResult(
+                    names=list(record.names),
+                    kinds=list(record.kinds),
+                    module=record.module,
+                    depth=record.depth,
+                    shape=list(record.shape),
+                    dtype=record.dtype,
+                    nbytes=record.nbytes,
+                )
+            row.visits[loader.name] = record.visits
+            row.bytes_written[loader.name] = record.bytes_written
+        notes.append(TRACING_NOTE.format(name=loader.name, spec=loader.spec))
+        if trace.replaced:
+            shown = ", ".join(trace.replaced[:5]) + (" ..." if len(trace.replaced) > 5 else "")
+            notes.append(
+                f"loader {loader.name} replaced {len(trace.replaced)} tensor(s) instead of writing them: {shown}"
+            )
+        del model
+    return notes

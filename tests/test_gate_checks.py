@@ -1,0 +1,184 @@
+"""Each verdict, the exit code rule and fingerprints, on synthetic runs (nothing is measured here)."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from dummyprof.gate.checks import evaluate
+from dummyprof.gate.config import GateConfig, ScenarioConfig, load_config
+from dummyprof.gate.fingerprint import make_fingerprint
+from dummyprof.results.common import Environment
+from dummyprof.results.gate import (
+    EXIT_INCOMPLETE,
+    EXIT_PASS,
+    EXIT_REGRESSION,
+    IMPROVED,
+    NOT_COMPARABLE,
+    NOT_MEASURED,
+    NOT_SIGNIFICANT,
+    PASS,
+    REGRESSED,
+    CheckResult,
+    Metric,
+    ScenarioRun,
+    gate_exit_code,
+)
+
+ENV = Environment(torch_version="2.13.0+cpu", device="cpu", cpu_model="AMD EPYC", torch_threads=2)
+SLOW = [1.50, 1.52, 1.48, 1.51, 1.49, 1.505, 1.53]
+BASE = [1.000, 1.011, 0.992, 1.023, 0.984, 1.005, 1.017]
+
+CONFIG = """
+[scenarios.tree]
+command = "compare"
+options = { depth = 3, hidden = 32, strategies = ["legacy", "per-layer"], repeat = 7 }
+counters = ["per-layer.visits", "per-layer.bytes_written"]
+limits = { "per-layer.max_visits" = 2 }
+ratios = [{ numerator = "per-layer.time", denominator = "legacy.time", max = 0.6 }]
+timings = ["per-layer.time"]
+"""
+
+
+@pytest.fixture
+def gate_config(tmp_path: Path) -> GateConfig:
+    path = tmp_path / "dummyprof.toml"
+    path.write_text(CONFIG)
+    return load_config(path)
+
+
+def make_run(scenario: ScenarioConfig, env: Environment = ENV) -> ScenarioRun:
+    metrics = {
+        "per-layer.visits": Metric("counter", "visits", 20.0),
+        "per-layer.bytes_written": Metric("counter", "bytes", 4096.0),
+        "per-layer.max_visits": Metric("counter", "visits", 2.0),
+        "per-layer.time": Metric("time", "s", 1.005, list(BASE)),
+        "legacy.time": Metric("time", "s", 4.0, [4.0] * 7),
+    }
+    options = {f.name: getattr(scenario.options, f.name) for f in dataclasses.fields(scenario.options)}
+    fingerprint = make_fingerprint(scenario.name, "compare", options, env, ignore=scenario.command.not_in_fingerprint)
+    return ScenarioRun(scenario.name, "compare", fingerprint, metrics)
+
+
+def verdicts(checks: list[CheckResult]) -> dict[str, str]:
+    return {f"{c.kind} {c.name}": c.verdict for c in checks}
+
+
+def run_checks(config: GateConfig, current: ScenarioRun, baseline: ScenarioRun | None) -> list[CheckResult]:
+    base = {baseline.name: baseline} if baseline is not None else {}
+    return evaluate(config, config.scenarios, {current.name: current}, base)
+
+
+def test_unchanged_run_passes_every_check(gate_config: GateConfig) -> None:
+    scenario = gate_config.scenarios[0]
+    checks = run_checks(gate_config, make_run(scenario), make_run(scenario))
+    assert verdicts(checks) == {
+        "counter per-layer.visits": PASS,
+        "counter per-layer.bytes_written": PASS,
+        "limit per-layer.max_visits": PASS,
+        "ratio per-layer.time / legacy.time": PASS,
+        "timing per-layer.time": PASS,
+    }
+    assert gate_exit_code(checks) == EXIT_PASS
+    ratio = next(c for c in checks if c.kind == "ratio")
+    assert ratio.current == pytest.approx(1.005 / 4.0)
+
+
+def test_more_visits_is_a_regression_and_fewer_an_improvement(gate_config: GateConfig) -> None:
+    scenario = gate_config.scenarios[0]
+    baseline = make_run(scenario)
+    worse = make_run(scenario)
+    worse.metrics["per-layer.visits"] = Metric("counter", "visits", 21.0)
+    worse.metrics["per-layer.bytes_written"] = Metric("counter", "bytes", 4000.0)
+    checks = run_checks(gate_config, worse, baseline)
+    by_name = {c.name: c for c in checks}
+    assert by_name["per-layer.visits"].verdict == REGRESSED
+    assert by_name["per-layer.visits"].detail == "+1 visits over the baseline"
+    assert by_name["per-layer.bytes_written"].verdict == IMPROVED
+    assert gate_exit_code(checks) == EXIT_REGRESSION
+
+
+def test_limit_and_ratio_fail_without_a_baseline_problem(gate_config: GateConfig) -> None:
+    scenario = gate_config.scenarios[0]
+    trap = make_run(scenario)
+    trap.metrics["per-layer.max_visits"] = Metric("counter", "visits", 4.0)
+    trap.metrics["per-layer.time"] = Metric("time", "s", 3.9, [3.9] * 7)
+    checks = run_checks(gate_config, trap, make_run(scenario))
+    got = verdicts(checks)
+    assert got["limit per-layer.max_visits"] == REGRESSED
+    assert got["ratio per-layer.time / legacy.time"] == REGRESSED
+
+
+def test_significant_slowdown_is_a_regression_and_noise_is_not(gate_config: GateConfig) -> None:
+    scenario = gate_config.scenarios[0]
+    slow = make_run(scenario)
+    slow.metrics["per-layer.time"] = Metric("time", "s", 1.505, list(SLOW))
+    checks = run_checks(gate_config, slow, make_run(scenario))
+    timing = next(c for c in checks if c.kind == "timing")
+    assert timing.verdict == REGRESSED
+    assert timing.p_value is not None and timing.p_value < 0.05
+
+    noisy = make_run(scenario)
+    noisy.metrics["per-layer.time"] = Metric("time", "s", 1.2, [0.90, 1.30, 0.95, 1.25, 1.20, 0.97, 1.35])
+    timing = next(c for c in run_checks(gate_config, noisy, make_run(scenario)) if c.kind == "timing")
+    assert timing.verdict == NOT_SIGNIFICANT
+    assert gate_exit_code([timing]) == EXIT_PASS
+
+
+def test_other_cpu_makes_timings_not_comparable_but_keeps_counters(gate_config: GateConfig) -> None:
+    scenario = gate_config.scenarios[0]
+    other = dataclasses.replace(ENV, cpu_model="Intel Xeon", torch_version="2.13.0+cu128")
+    checks = run_checks(gate_config, make_run(scenario), make_run(scenario, env=other))
+    by_name = {c.name: c for c in checks}
+    assert by_name["per-layer.time"].verdict == NOT_COMPARABLE
+    assert "cpu_model: 'AMD EPYC' (baseline: 'Intel Xeon')" in by_name["per-layer.time"].detail
+    assert "torch_version: '2.13.0+cpu' (baseline: '2.13.0+cu128')" in by_name["per-layer.time"].detail
+    # Counters do not depend on the machine or on torch's build tag.
+    assert by_name["per-layer.visits"].verdict == PASS
+    assert gate_exit_code(checks) == EXIT_INCOMPLETE
+
+
+def test_other_flags_make_everything_against_the_baseline_not_comparable(gate_config: GateConfig) -> None:
+    scenario = gate_config.scenarios[0]
+    baseline = make_run(scenario)
+    baseline.fingerprint.options["depth"] = 4
+    checks = run_checks(gate_config, make_run(scenario), baseline)
+    got = verdicts(checks)
+    assert got["counter per-layer.visits"] == NOT_COMPARABLE
+    assert got["timing per-layer.time"] == NOT_COMPARABLE
+    assert got["limit per-layer.max_visits"] == PASS  # needs no baseline
+    assert got["ratio per-layer.time / legacy.time"] == PASS
+    detail = next(c.detail for c in checks if c.kind == "counter")
+    assert detail == "fingerprint differs: depth: 3 (baseline: 4)"
+
+
+def test_an_option_added_later_at_its_default_stays_comparable(gate_config: GateConfig) -> None:
+    scenario = gate_config.scenarios[0]
+    baseline = make_run(scenario)
+    del baseline.fingerprint.options["initializer"]  # a baseline written before the option existed
+    assert verdicts(run_checks(gate_config, make_run(scenario), baseline))["counter per-layer.visits"] == PASS
+
+
+def test_missing_baseline_scenario_is_not_comparable(gate_config: GateConfig) -> None:
+    checks = run_checks(gate_config, make_run(gate_config.scenarios[0]), None)
+    counter = next(c for c in checks if c.kind == "counter")
+    assert counter.verdict == NOT_COMPARABLE
+    assert "the baseline has no scenario 'tree'" in counter.detail
+
+
+def test_a_crash_is_could_not_measure_never_a_regression(gate_config: GateConfig) -> None:
+    scenario = gate_config.scenarios[0]
+    crashed = ScenarioRun("tree", "compare", make_run(scenario).fingerprint, {}, error="RuntimeError: boom")
+    checks = run_checks(gate_config, crashed, make_run(scenario))
+    assert len(checks) == 5
+    assert {c.verdict for c in checks} == {NOT_MEASURED}
+    assert all(c.detail == "RuntimeError: boom" for c in checks)
+    assert gate_exit_code(checks) == EXIT_INCOMPLETE
+
+
+def test_a_regression_wins_over_an_incomplete_gate() -> None:
+    checks = [CheckResult(verdict=REGRESSED), CheckResult(verdict=NOT_MEASURED), CheckResult(verdict=PASS)]
+    assert gate_exit_code(checks) == EXIT_REGRESSION
+    assert gate_exit_code([CheckResult(verdict=IMPROVED), CheckResult(verdict=NOT_SIGNIFICANT)]) == EXIT_PASS

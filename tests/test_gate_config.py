@@ -1,0 +1,116 @@
+"""Config errors name the file and the key, exit 2, and happen before anything is measured."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from dummyprof.gate.config import load_config
+from tests.conftest import CliResult
+
+Cli = Callable[..., CliResult]
+
+GOOD = """
+[gate]
+factor = 1.2
+alpha = 0.01
+
+[scenarios.tree]
+command = "compare"
+options = { depth = 3, hidden = 32, strategies = ["legacy", "per-layer"], initializer = "v0.33" }
+limits = { "per-layer.max_visits" = 2 }
+ratios = [{ numerator = "per-layer.time", denominator = "legacy.time", max = 0.6 }]
+timings = "all"
+"""
+NO_CHECKS = """
+[scenarios.tree]
+command = "compare"
+counters = []
+"""
+
+
+def write(tmp_path: Path, text: str, name: str = "dummyprof.toml") -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def test_good_config_is_read_into_options_and_checks(tmp_path: Path) -> None:
+    config = load_config(write(tmp_path, GOOD))
+    assert (config.factor, config.alpha) == (1.2, 0.01)
+    (scenario,) = config.scenarios
+    assert scenario.options.depth == 3 and scenario.options.strategies == ["legacy", "per-layer"]
+    assert scenario.options.width == 1  # unset options keep the command's defaults
+    assert len(scenario.counters) == 12  # "all" by default: 6 counters x 2 strategies
+    assert "per-layer.redundant_visits" in scenario.counters
+    assert scenario.timings == ["legacy.time", "per-layer.time"]
+    assert scenario.limits == {"per-layer.max_visits": 2.0}
+    assert [r.name for r in scenario.ratios] == ["per-layer.time / legacy.time"]
+
+
+def test_pyproject_tool_table_is_read(tmp_path: Path) -> None:
+    text = GOOD.replace("[gate]", "[tool.dummyprof.gate]").replace("[scenarios.", "[tool.dummyprof.scenarios.")
+    config = load_config(write(tmp_path, '[project]\nname = "x"\n' + text, "pyproject.toml"))
+    assert [s.name for s in config.scenarios] == ["tree"]
+
+
+def test_default_is_dummyprof_toml_in_the_working_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    write(tmp_path, GOOD)
+    monkeypatch.chdir(tmp_path)
+    assert load_config().path == Path("dummyprof.toml")
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            GOOD.replace("depth = 3", "depthh = 3"),
+            "scenarios.tree.options.depthh: unknown option for 'compare'; valid: depth,",
+        ),
+        (GOOD.replace("depth = 3", 'depth = "three"'), "scenarios.tree.options.depth: expected int, got 'three'"),
+        (GOOD.replace('"compare"', '"compar"'), "scenarios.tree.command: got 'compar'; choose one of: \"compare\""),
+        (GOOD.replace('"legacy", "per-layer"]', '"legacy", "per-layr"]'), "unknown strategy 'per-layr'"),
+        (GOOD.replace("per-layer.max_visits", "per-layer.max_vists"), "unknown metric 'per-layer.max_vists'"),
+        (
+            GOOD.replace('timings = "all"', 'timings = ["per-layer.visits"]'),
+            "'per-layer.visits' is a counter, not a time",
+        ),
+        (GOOD.replace("max = 0.6", "maximum = 0.6"), "scenarios.tree.ratios[0].maximum: unknown key"),
+        (GOOD.replace("factor = 1.2", "factor = 0.9"), "gate.factor: must be greater than 1"),
+        (GOOD.replace("alpha = 0.01", "alpha = 5"), "gate.alpha: must be between 0 and 1"),
+        (GOOD + "\n[extra]\n", "extra: unknown key; expected one of: gate, scenarios"),
+        ("[gate]\n", "scenarios: no scenarios"),
+        ("[scenarios.tree\n", "not valid TOML"),
+        (NO_CHECKS, "scenarios.tree: has no checks"),
+    ],
+)
+def test_config_mistakes_exit_2_naming_the_key(tmp_path: Path, cli: Cli, text: str, message: str) -> None:
+    path = write(tmp_path, text)
+    result = cli("gate", "--config", str(path), "--baseline", str(tmp_path / "unused.json"))
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    err = result.stderr
+    assert err.startswith(f"dummyprof: error: --config: {path}: ")
+    assert message in err
+    assert err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_missing_config_file_and_no_default(tmp_path: Path, cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    result = cli("baseline", "--config", str(tmp_path / "nope.toml"), "--output", str(tmp_path / "b.json"))
+    assert result.exit_code == 2
+    assert f"--config: {tmp_path / 'nope.toml'}: no such file" in result.stderr
+    monkeypatch.chdir(tmp_path)
+    result = cli("baseline", "--output", "b.json")
+    assert result.exit_code == 2
+    assert "no dummyprof.toml here and no [tool.dummyprof] in pyproject.toml" in result.stderr
+    assert not (tmp_path / "b.json").exists()
+
+
+def test_unknown_scenario_selection(tmp_path: Path, cli: Cli) -> None:
+    path = write(tmp_path, GOOD)
+    result = cli("baseline", "--config", str(path), "--output", str(tmp_path / "b.json"), "--scenario", "nope")
+    assert result.exit_code == 2
+    assert "--scenario: no scenario 'nope'" in result.stderr
+    assert "choose from: tree" in result.stderr

@@ -1,0 +1,169 @@
+"""Gate reports from a synthetic result: JUnit XML, Markdown, github-action-benchmark JSON, terminal."""
+
+from __future__ import annotations
+
+import io
+import json
+import xml.etree.ElementTree as ET
+from collections.abc import Callable
+from pathlib import Path
+
+from rich.console import Console
+
+from dummyprof.reports.gate_benchmark import benchmark_entries
+from dummyprof.reports.gate_junit import gate_junit
+from dummyprof.reports.markdown import render_markdown
+from dummyprof.reports.terminal import render
+from dummyprof.results.gate import (
+    IMPROVED,
+    NOT_COMPARABLE,
+    NOT_MEASURED,
+    NOT_SIGNIFICANT,
+    PASS,
+    REGRESSED,
+    CheckResult,
+    GateResult,
+    Metric,
+    ScenarioRun,
+)
+from dummyprof.results.session import Results
+from dummyprof.results.store import load_results, save_results
+from tests.conftest import CliResult
+
+
+def gate_results() -> Results:
+    checks = [
+        CheckResult("tree", "per-layer.visits", "counter", "visits", 110, 110, 1.0, "== baseline", verdict=PASS),
+        CheckResult(
+            "tree",
+            "per-layer.max_visits",
+            "limit",
+            "visits",
+            2,
+            13,
+            6.5,
+            "<= 2",
+            verdict=REGRESSED,
+            detail="13 is over the limit 2",
+        ),
+        CheckResult(
+            "tree",
+            "per-layer.time / legacy.time",
+            "ratio",
+            "x",
+            0.15,
+            0.97,
+            None,
+            "<= 0.6",
+            verdict=REGRESSED,
+            detail="ratio 0.97 is over 0.6",
+        ),
+        CheckResult(
+            "tree", "unique.bytes_written", "counter", "bytes", 2048, 1024, 0.5, "== baseline", verdict=IMPROVED
+        ),
+        CheckResult(
+            "tree",
+            "legacy.time",
+            "timing",
+            "s",
+            1.0,
+            1.2,
+            1.2,
+            "> x1.1 and p < 0.05",
+            0.3,
+            NOT_SIGNIFICANT,
+            "slower but p=0.3 >= 0.05: within noise",
+        ),
+        CheckResult(
+            "tree",
+            "unique.time",
+            "timing",
+            "s",
+            verdict=NOT_COMPARABLE,
+            detail="fingerprint differs: cpu_model: 'A' (baseline: 'B <&> \"quoted\"')",
+        ),
+        CheckResult("gone", "per-layer.visits", "counter", verdict=NOT_MEASURED, detail="RuntimeError: boom"),
+    ]
+    scenarios = [
+        ScenarioRun(
+            "tree",
+            "compare",
+            metrics={
+                "per-layer.visits": Metric("counter", "visits", 110.0),
+                "legacy.time": Metric("time", "s", 1.2, [1.1, 1.2, 1.3]),
+            },
+        ),
+        ScenarioRun("gone", "compare", error="RuntimeError: boom"),
+    ]
+    section = GateResult(
+        config_path="dummyprof.toml",
+        baseline_path="perf/baseline.json",
+        scenarios=scenarios,
+        checks=checks,
+        exit_code=1,
+    )
+    return Results(command="gate", gate=section, summary="gate FAIL: regression")
+
+
+def test_junit_is_xml_with_one_testcase_per_check() -> None:
+    root = ET.fromstring(gate_junit(gate_results()))
+    assert root.tag == "testsuites"
+    assert (root.get("tests"), root.get("failures"), root.get("errors")) == ("7", "2", "2")
+    suites = root.findall("testsuite")
+    assert [s.get("name") for s in suites] == ["dummyprof gate: tree", "dummyprof gate: gone"]
+    cases = root.findall("./testsuite/testcase")
+    assert len(cases) == 7
+    assert cases[1].get("name") == "limit per-layer.max_visits"
+    assert cases[1].get("classname") == "dummyprof.gate.tree"
+    failure = cases[1].find("failure")
+    assert failure is not None and failure.get("type") == "regression"
+    assert failure.get("message") == "regressed: current 13; baseline 2 (+11); rule <= 2; 13 is over the limit 2"
+    error = cases[5].find("error")
+    assert error is not None and error.get("type") == "not-comparable"
+    assert "'B <&> \"quoted\"'" in (error.get("message") or "")  # escaped in the file, intact once parsed
+    assert cases[6].find("error") is not None and cases[6].find("error").get("type") == "could-not-measure"  # type: ignore[union-attr]
+    assert cases[0].find("failure") is None and cases[0].find("error") is None
+    assert cases[4].find("failure") is None  # not significant is not a failure
+
+
+def test_markdown_renders_a_table_row_per_check() -> None:
+    text = render_markdown(gate_results())
+    lines = text.splitlines()
+    header = lines.index("| scenario | check | kind | baseline | current | change | rule | verdict | detail |")
+    assert lines[header + 1] == "| --- | --- | --- | ---: | ---: | ---: | --- | --- | --- |"
+    rows = lines[header + 2 : header + 9]
+    assert all(r.startswith("| ") and r.endswith(" |") and r.count(" | ") == 8 for r in rows)
+    assert (
+        rows[1]
+        == "| tree | `per-layer.max_visits` | limit | 2 | 13 | +11 | <= 2 | **regressed** | 13 is over the limit 2 |"
+    )
+    assert rows[3].startswith("| tree | `unique.bytes_written` | counter | 2,048 B | 1,024 B | -1,024 |")
+    assert lines[0] == "## dummyprof gate"
+
+
+def test_benchmark_export_is_custom_smaller_is_better() -> None:
+    entries = benchmark_entries(gate_results())
+    assert entries[0] == {"name": "tree: per-layer.visits", "unit": "visits", "value": 110.0}
+    assert entries[1]["name"] == "tree: legacy.time" and entries[1]["value"] == 1.2 and entries[1]["range"] == "± 0.1"
+    assert entries[2]["name"] == "tree: per-layer.time / legacy.time" and entries[2]["value"] == 0.97
+    assert len(entries) == 3  # the crashed scenario exports nothing: no fake zeros
+    json.dumps(entries, allow_nan=False)
+
+
+def test_terminal_table_shows_every_verdict() -> None:
+    buffer = io.StringIO()
+    render(gate_results(), Console(file=buffer, width=250, no_color=True))
+    text = buffer.getvalue()
+    for verdict in (PASS, REGRESSED, IMPROVED, NOT_SIGNIFICANT, NOT_COMPARABLE, NOT_MEASURED):
+        assert verdict in text
+    assert "gate FAIL: regression" in text
+
+
+def test_gate_results_round_trip_and_render_without_measuring(tmp_path: Path, cli: Callable[..., CliResult]) -> None:
+    path = tmp_path / "gate.json"
+    save_results(gate_results(), path)
+    loaded = load_results(path)
+    assert loaded.gate == gate_results().gate
+    result = cli("report", str(path), "--format", "markdown")
+    assert result.exit_code == 0
+    assert "| tree | `per-layer.visits` | counter | 110 | 110 | = | == baseline | pass |  |" in result.stdout

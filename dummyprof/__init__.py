@@ -21,6 +21,15 @@ _LAZY = {
     "Results": "dummyprof.results.session",
     "load_results": "dummyprof.results.store",
     "save_results": "dummyprof.results.store",
+    "load_model": "dummyprof.api",
+    "build_preset": "dummyprof.api",
+    "render": "dummyprof.api",
+    "trace_writes": "dummyprof.loaders.tracing",
+    "WriteTracer": "dummyprof.loaders.tracing",
+    "AuditOptions": "dummyprof.scenarios.audit",
+    "audit": ("dummyprof.scenarios.audit", "run"),
+    "InspectOptions": "dummyprof.scenarios.inspect",
+    "inspect": ("dummyprof.scenarios.inspect", "run"),
 }
 
 __all__ = ["__version__", *_LAZY]

@@ -99,8 +99,9 @@ def _add(storages: dict[int, list[Owned]], owned: Owned) -> None:
 
 
 def canonical_name(entries: list[Owned]) -> str:
-    """The first persistent name (a parameter before a non-persistent alias of it)."""
-    return sorted(entries, key=lambda e: e.kind == "non-persistent buffer")[0].name
+    """The first parameter's name, else the first persistent buffer's, else the first name."""
+    rank = {"parameter": 0, "buffer": 1}
+    return sorted(entries, key=lambda e: rank.get(e.kind, 2))[0].name
 
 
 def _walk(value: Any, name: str, depth: int) -> Iterator[tuple[str, torch.Tensor]]:

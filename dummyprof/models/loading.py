@@ -48,9 +48,10 @@ def parse_model_args(items: Iterable[str], *, flag: str = "--model-arg") -> dict
     return parsed
 
 
-def _file_module(path: Path, flag: str) -> Any:
+def _file_module(target: str, flag: str) -> Any:
+    path = Path(target)
     if not path.is_file():
-        raise UsageError(flag, f"no such file {str(path)!r}; give {SPEC_FORMS}")
+        raise UsageError(flag, f"no such file {target!r}; give {SPEC_FORMS}")
     resolved = path.resolve()
     digest = hashlib.sha1(str(resolved).encode()).hexdigest()[:10]
     name = f"_dummyprof_user_{resolved.stem}_{digest}"
@@ -87,7 +88,7 @@ def resolve_callable(spec: str, *, flag: str = "--model") -> Callable[..., Any]:
     if not sep or not target or not attr:
         raise UsageError(flag, f"expected {SPEC_FORMS}, got {spec!r}")
     is_file = target.endswith(".py") or "/" in target or os.sep in target
-    module = _file_module(Path(target), flag) if is_file else _package_module(target, flag)
+    module = _file_module(target, flag) if is_file else _package_module(target, flag)
     value: Any = module
     for part in attr.split("."):
         if not hasattr(value, part):

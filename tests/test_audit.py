@@ -1,0 +1,235 @@
+"""dummyprof audit: each finding on a purpose-built model, and the exit codes."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+import torch
+from torch import nn
+
+from dummyprof.loaders.initializers import INITIALIZERS, FillOutcome
+from dummyprof.loaders.strategies import (
+    Strategy,
+    own_tensors,
+    per_layer_traversal,
+    register_strategy,
+    unregister_strategy,
+)
+from dummyprof.models.anatomy import buffer_persistence
+from dummyprof.results.audit import AuditResult
+from dummyprof.scenarios.audit import AuditOptions, run
+from tests.conftest import CliResult
+from tests.fixtures import models
+
+Cli = Callable[..., CliResult]
+M = "tests/fixtures/models.py"
+L = "tests/fixtures/loaders.py"
+
+
+def audit(**kwargs: object) -> AuditResult:
+    results = run(AuditOptions(**kwargs))  # type: ignore[arg-type]
+    assert results.audit is not None
+    return results.audit
+
+
+def kinds(result: AuditResult) -> list[tuple[str, str]]:
+    return sorted((f.kind, f.tensor) for f in result.findings)
+
+
+def test_clean_model_passes(cli: Cli) -> None:
+    result = audit(model=f"{M}:build")
+    assert result.clean
+    assert kinds(result) == [("untouched", "block.position_ids, block.inner.position_ids")]
+    assert [f.tensors_written for f in result.fillers] == [11, 11]
+    assert result.value_groups == [["per-layer", "unique"]]
+    outcome = cli("audit", "--model", f"{M}:build")
+    assert outcome.exit_code == 0, outcome.stderr
+    assert "audit clean: 2 filler(s), 13 tensors, no findings" in outcome.stdout
+
+
+def test_tied_weight_repeated_under_per_layer(cli: Cli) -> None:
+    result = audit(model=f"{M}:tied")
+    failing = [(f.kind, f.tensor, f.fillers) for f in result.failing]
+    assert failing == [("repeated", "embed.weight", ["per-layer"])]
+    shared = [f.message for f in result.findings if f.kind == "shared-storage"]
+    assert shared == ["embed.weight, lm_head.weight: tied (one tensor, several owners)"]
+    assert result.tensors["embed.weight"].writes == {"per-layer": 2, "unique": 1}
+    outcome = cli("audit", "--model", f"{M}:tied")
+    assert outcome.exit_code == 1
+    assert "audit found 1 problem(s): 1 repeated" in outcome.stdout
+    ignored = cli("audit", "--model", f"{M}:tied", "--ignore", "repeated")
+    assert ignored.exit_code == 0 and "(1 ignored)" in ignored.stdout
+
+
+def test_aliased_views_are_noted() -> None:
+    result = audit(model=f"{M}:aliased")
+    # per-layer fills the persistent alias and the weight: the same bytes twice
+    assert [(f.kind, f.tensor, f.fillers) for f in result.failing] == [("repeated", "proj.weight", ["per-layer"])]
+    notes = [f.message for f in result.findings if f.kind == "shared-storage"]
+    assert notes == ["weight_t, proj.weight: aliased (views of one storage)"]
+    assert result.tensors["proj.weight"].names == ["proj.weight", "weight_t"]
+
+
+def test_overwritten_non_persistent_buffer_and_repeats_by_a_loader() -> None:
+    result = audit(model=f"{M}:rope", strategies=["per-layer"], loaders=[f"{L}:fill_everything", f"{L}:fill_once"])
+    failing = sorted((f.kind, f.tensor, tuple(f.fillers)) for f in result.failing)
+    assert failing == [
+        ("non-persistent-written", "inv_freq", ("fill_everything",)),
+        ("repeated", "proj.bias", ("fill_everything",)),
+        ("repeated", "proj.weight", ("fill_everything",)),
+    ]
+    assert result.tensors["proj.weight"].ops["fill_everything"] == ["uniform_"]
+    assert result.tensors["proj.weight"].ops["fill_once"] == ["fill_"]
+    loader = next(f for f in result.fillers if f.name == "fill_once")
+    assert (loader.kind, loader.initializer, loader.writes) == ("loader", None, 2)
+
+
+def test_missed_tensor() -> None:
+    result = audit(model=f"{M}:build", strategies=["unique"], loaders=[f"{L}:fill_params_only"])
+    missed = sorted((f.tensor, tuple(f.fillers)) for f in result.failing)
+    assert missed == [
+        ("block.inner.running_mean", ("fill_params_only",)),
+        ("block.running_mean", ("fill_params_only",)),
+    ]
+    assert {f.kind for f in result.failing} == {"missed"}
+
+
+def test_unregistered_tensors_are_found() -> None:
+    result = audit(model=f"{M}:unregistered")
+    stray = sorted((u.name, u.dtype, u.nbytes) for u in result.unregistered)
+    assert stray == [
+        ("cache", "float32", 32 * 32 * 4),
+        ("lookup['scale']", "float16", 32 * 2),
+        ("tables[0]", "float32", 32 * 4),
+        ("tables[1]", "float32", 64 * 4),
+    ]  # self.shared holds a registered parameter: reachable, not reported
+    assert {f.kind for f in result.failing} == {"unregistered"}
+
+
+def test_state_dict_hook_decides_persistence() -> None:
+    model = models.hooked()
+    assert buffer_persistence(model).non_persistent == {"scratch"}
+    result = audit(model=f"{M}:hooked")
+    assert ("persistence", "scratch") in kinds(result)
+    # per-layer trusts the private set and fills the buffer state_dict() leaves out
+    assert [(f.kind, f.tensor, f.fillers) for f in result.failing] == [
+        ("non-persistent-written", "scratch", ["per-layer"]),
+        ("non-persistent-written", "scratch", ["unique"]),
+    ]
+
+
+def test_fallback_without_the_private_set() -> None:
+    model = models.no_private_set()
+    assert not hasattr(model.layer, "_non_persistent_buffers_set")
+    persistence = buffer_persistence(model)
+    assert persistence.non_persistent == {"layer.cache"}
+    assert persistence.notes == [
+        "layer (NoPrivateSet) has no _non_persistent_buffers_set; persistence of its buffers taken from state_dict()"
+    ]
+    result = audit(model=f"{M}:no_private_set", strategies=["legacy", "per-layer"])
+    written = sorted((f.kind, f.tensor, tuple(f.fillers)) for f in result.failing)
+    assert written == [
+        ("non-persistent-written", "layer.cache", ("per-layer",)),  # legacy goes by state_dict() and skips it
+        ("repeated", "layer.weight", ("legacy",)),
+    ]
+
+
+def test_state_dict_failure_falls_back_on_the_private_set() -> None:
+    class Broken(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.register_buffer("rope", torch.zeros(4), persistent=False)
+            self.register_buffer("stat", torch.zeros(4))
+
+        def state_dict(self, *args: object, **kwargs: object) -> dict:  # type: ignore[override]
+            raise RuntimeError("no state dict here")
+
+    persistence = buffer_persistence(Broken())
+    assert persistence.non_persistent == {"rope"}
+    assert persistence.notes[0].startswith("state_dict() raised RuntimeError: no state dict here")
+
+
+def test_replacing_loader() -> None:
+    result = audit(model=f"{M}:build", strategies=[], loaders=[f"{L}:replaces"])
+    replaced = sorted(f.tensor for f in result.failing if f.kind == "replaced")
+    assert replaced == sorted(
+        [
+            "embed.weight",
+            "block.proj.weight",
+            "block.proj.bias",
+            "block.norm.weight",
+            "block.norm.bias",
+            "block.inner.proj.weight",
+            "block.inner.proj.bias",
+            "block.inner.norm.weight",
+            "block.inner.norm.bias",
+        ]
+    )
+
+
+@pytest.fixture
+def transposed_strategy() -> Iterator[str]:
+    def as_bytes(model: nn.Module) -> Iterator[tuple[str, torch.Tensor]]:
+        for layer in model.modules():
+            for name, tensor in own_tensors(layer):
+                yield name, (tensor.view(torch.uint8) if tensor.dim() == 2 else tensor)
+
+    # Same writes, same bytes written, but the uint8 rule (random bytes) instead of uniform floats.
+    register_strategy(Strategy("as-bytes", "fills 2-D weights through a uint8 view", as_bytes))
+    yield "as-bytes"
+    unregister_strategy("as-bytes")
+
+
+def test_values_differ_with_the_same_initializer(transposed_strategy: str) -> None:
+    result = audit(model=f"{M}:build", strategies=["unique", transposed_strategy])
+    differ = sorted(f.tensor for f in result.failing if f.kind == "values-differ")
+    assert differ == ["block.inner.proj.weight", "block.proj.weight", "embed.weight"]
+    assert {f.kind for f in result.failing} == {"values-differ"}
+
+
+def test_legacy_values_equal_per_layer_with_one_initializer() -> None:
+    mixed = audit(model=f"{M}:build", strategies=["legacy", "per-layer"])
+    assert mixed.value_groups == []  # v0.29 and v0.33: not compared
+    same = audit(model=f"{M}:build", strategies=["legacy", "per-layer"], initializer="v0.33", ignore=["repeated"])
+    assert same.value_groups == [["legacy", "per-layer"]]
+    assert same.clean and not [f for f in same.findings if f.kind == "values-differ"]
+    assert sum(1 for f in same.findings if f.kind == "repeated") == 11  # every written tensor is below the root
+
+
+@pytest.fixture
+def lying_strategy(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    def liar(tensor: torch.Tensor, local_name: str) -> FillOutcome:
+        return FillOutcome(tensor.nbytes, 0)  # claims a write it never makes
+
+    monkeypatch.setitem(INITIALIZERS, "liar", liar)
+    register_strategy(Strategy("liar", "records writes that do not happen", per_layer_traversal, initializer="liar"))
+    yield "liar"
+    unregister_strategy("liar")
+
+
+def test_recorder_mismatch_is_a_finding(lying_strategy: str) -> None:
+    result = audit(model=f"{M}:build", strategies=[lying_strategy])
+    mismatched = [f for f in result.failing if f.kind == "recorder-mismatch"]
+    assert len(mismatched) == 13  # every storage, the int64 indices included
+    assert "recorder counts 16,384 bytes written to embed.weight, tracing saw 0" in mismatched[0].message
+
+
+def test_cli_errors_and_json(cli: Cli, tmp_path: Path) -> None:
+    bad = cli("audit", "--ignore", "everything")
+    assert bad.exit_code == 2 and "--ignore: unknown finding kind 'everything'; choose from: missed" in bad.stderr
+    twice = cli("audit", "-s", "unique", "-s", "unique")
+    assert twice.exit_code == 2 and "--strategy: 'unique' is listed twice" in twice.stderr
+    raising = cli("audit", "--loader", f"{L}:raises")
+    assert raising.exit_code == 2
+    assert raising.stderr == f"dummyprof: error: --loader: {L}:raises raised RuntimeError: cannot fill this model\n"
+    path = tmp_path / "audit.json"
+    outcome = cli("audit", "--model", f"{M}:tied", "--json", str(path), "-q")
+    assert outcome.exit_code == 1
+    data = json.loads(path.read_text())
+    assert data["command"] == "audit"
+    assert data["audit"]["findings"][0]["kind"] in {"repeated", "shared-storage", "untouched"}
+    rendered = cli("report", str(path), "--format", "markdown")
+    assert rendered.exit_code == 0 and "| repeated | per-layer writes embed.weight 2 times |" in rendered.stdout

@@ -1,0 +1,190 @@
+"""--model / --preset / --model-arg: loading paths, their errors, meta sizing and materialization."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import torch
+from torch import nn
+
+from dummyprof.errors import DoesNotFitError, UsageError
+from dummyprof.models import loading
+from dummyprof.models.loading import (
+    materialize,
+    model_bytes,
+    model_source,
+    parse_model_args,
+    resolve_callable,
+    resolve_source,
+)
+from dummyprof.models.presets import PRESETS, preset_source
+from tests.conftest import CliResult
+
+Cli = Callable[..., CliResult]
+FIXTURES = "tests/fixtures/models.py"
+CPU = torch.device("cpu")
+# TiedLM(hidden=32): embedding 128x32 fp32 (tied to lm_head, counted once), Linear 32x32 + bias,
+# LayerNorm weight + bias, int64 position_ids[32], fp32 running_mean[32].
+TIED_BYTES = 128 * 32 * 4 + 32 * 32 * 4 + 32 * 4 + 2 * 32 * 4 + 32 * 8 + 32 * 4
+
+
+def test_model_args_are_python_literals_or_strings() -> None:
+    assert parse_model_args(["layers=4", "eps=1e-5", "tie=False", "dims=[1, 2]", "dtype=bfloat16", "name='x'"]) == {
+        "layers": 4,
+        "eps": 1e-5,
+        "tie": False,
+        "dims": [1, 2],
+        "dtype": "bfloat16",
+        "name": "x",
+    }
+
+
+@pytest.mark.parametrize(
+    ("items", "message"),
+    [(["layers"], "expected key=value"), (["4=layers"], "expected key=value"), (["a=1", "a=2"], "'a' is given twice")],
+)
+def test_bad_model_args(items: list[str], message: str) -> None:
+    with pytest.raises(UsageError, match=message) as info:
+        parse_model_args(items)
+    assert info.value.flag == "--model-arg"
+
+
+def test_resolves_file_and_package_paths() -> None:
+    from_file = resolve_callable(f"{FIXTURES}:tied")
+    from_package = resolve_callable("tests.fixtures.models:tied")
+    assert from_file.__name__ == from_package.__name__ == "tied"
+    transformer = resolve_callable("torch.nn:Transformer")
+    assert isinstance(transformer(d_model=8, nhead=2, dim_feedforward=8, batch_first=True), nn.Module)
+    assert resolve_callable(f"{FIXTURES}:TiedLM.__init__").__name__ == "__init__"  # dotted attributes
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("tests/fixtures/models.py", "expected package.module:callable or ./file.py:callable"),
+        ("./nowhere.py:build", "no such file './nowhere.py'"),
+        ("no_such_pkg.models:build", "cannot import module 'no_such_pkg.models': No module named 'no_such_pkg'"),
+        (f"{FIXTURES}:missing", "has no attribute 'missing'; it defines: Aliased"),
+        (f"{FIXTURES}:NOT_CALLABLE", "is a int, not a callable"),
+    ],
+)
+def test_resolve_errors_name_the_flag(spec: str, message: str) -> None:
+    with pytest.raises(UsageError, match=message) as info:
+        resolve_callable(spec)
+    assert info.value.flag == "--model"
+
+
+def test_import_error_inside_the_file_is_reported(tmp_path: Path) -> None:
+    broken = tmp_path / "broken.py"
+    broken.write_text("import torch\nraise ImportError('needs flash_attn')\n")
+    with pytest.raises(UsageError, match=r"importing .*broken\.py' failed: ImportError: needs flash_attn"):
+        resolve_callable(f"{broken}:build")
+
+
+def test_callable_raising_or_returning_a_non_module() -> None:
+    with pytest.raises(UsageError, match=r"raises raised ValueError: hidden 7 is not supported"):
+        model_source(f"{FIXTURES}:raises", {"hidden": 7})
+    with pytest.raises(UsageError, match=r"returned int, not a torch\.nn\.Module"):
+        model_source(f"{FIXTURES}:not_a_module")
+    with pytest.raises(UsageError, match="unexpected keyword argument 'nope'"):
+        model_source(f"{FIXTURES}:build", {"nope": 1})
+
+
+def test_size_is_known_from_meta_before_building(monkeypatch: pytest.MonkeyPatch) -> None:
+    devices: list[str] = []
+    real = loading.call_model_builder
+
+    def spy(*args: object, **kwargs: object) -> nn.Module:
+        model = real(*args, **kwargs)  # type: ignore[arg-type]
+        devices.append(next(model.parameters()).device.type)
+        return model
+
+    monkeypatch.setattr(loading, "call_model_builder", spy)
+    source = model_source(f"{FIXTURES}:tied")
+    assert source.estimated_bytes == TIED_BYTES
+    assert devices == []  # sizing never built it for real
+    model = source.build(CPU)
+    assert devices == ["cpu"]
+    assert model_bytes(model) == TIED_BYTES
+
+
+def test_refuses_before_building_when_it_does_not_fit(cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    built: list[int] = []
+    monkeypatch.setattr(loading, "call_model_builder", lambda *a, **k: built.append(1))
+    result = cli("compare", "--model", f"{FIXTURES}:tied", "--max-memory", "1KiB", "--device", "cpu")
+    assert result.exit_code == 2
+    assert result.stderr.startswith("dummyprof: error: --model: ")
+    assert f"needs {TIED_BYTES / 1024:.2f} KiB" in result.stderr and "raise --max-memory" in result.stderr
+    assert built == []
+    with pytest.raises(DoesNotFitError):
+        loading.check_source_fits(model_source(f"{FIXTURES}:tied"), CPU, 1024, flag="--model")
+
+
+def test_meta_model_is_materialized_and_retied() -> None:
+    source = model_source(f"{FIXTURES}:on_meta")
+    assert source.estimated_bytes == TIED_BYTES
+    model = source.build(CPU)
+    assert all(t.device.type == "cpu" for t in model.parameters())
+    assert model.lm_head.weight is model.embed.weight  # to_empty alone would have untied them
+    assert any("materialized on cpu with to_empty" in note for note in source.notes)
+
+
+def test_materialize_reports_aliases_it_cannot_keep() -> None:
+    with torch.device("meta"):
+        model = loading.resolve_callable(f"{FIXTURES}:aliased")()
+    notes = materialize(model, CPU)
+    assert model.proj.weight.device.type == "cpu"
+    assert any("1 aliased view(s) their own storage" in n for n in notes)
+
+
+def test_resolve_source_rules() -> None:
+    assert resolve_source(model=None, preset=None, model_args={}) is None
+    with pytest.raises(UsageError, match="either --model or --preset"):
+        resolve_source(model=f"{FIXTURES}:build", preset="dense-decoder", model_args={})
+    with pytest.raises(UsageError, match="needs --model or --preset") as info:
+        resolve_source(model=None, preset=None, model_args={"layers": 2})
+    assert info.value.flag == "--model-arg"
+
+
+@pytest.mark.parametrize("name", list(PRESETS))
+def test_presets_build_small_and_match_their_estimate(name: str) -> None:
+    source = preset_source(name, {})
+    model = source.build(CPU)
+    assert model_bytes(model) == source.estimated_bytes
+    assert source.estimated_bytes is not None and source.estimated_bytes < 16 * 2**20
+
+
+def test_torch_transformer_is_torchs_own() -> None:
+    model = preset_source("torch-transformer", {"encoder_layers": 1, "decoder_layers": 1}).build(CPU)
+    assert isinstance(model, nn.Transformer)
+    assert len(model.encoder.layers) == 1 and len(model.decoder.layers) == 1
+
+
+def test_presets_scale_with_model_args() -> None:
+    small = preset_source("moe-decoder", {"experts": 4})
+    large = preset_source("moe-decoder", {"experts": 8})
+    model = large.build(CPU)
+    assert len(model.model.layers[0].mlp.experts) == 8
+    assert large.estimated_bytes is not None and small.estimated_bytes is not None
+    assert large.estimated_bytes > small.estimated_bytes
+
+
+def test_deepseek_like_has_fp8_scales_and_engram_tables() -> None:
+    model = preset_source("deepseek-v4-like", {"engram_rows": 64, "experts": 2}).build(CPU)
+    expert = model.model.layers[1].mlp.experts[0].gate_up_proj
+    assert expert.weight.dtype == torch.float8_e4m3fn and expert.weight_scale_inv.dtype == torch.uint8
+    tables = list(model.model.engram)
+    assert len(tables) == 2 and tables[0].weight.shape == (64, 256)
+    assert tables[0].weight.dummy_weight_value == 1.0 and tables[0].weight_scale_inv.dummy_weight_value == 127
+
+
+def test_preset_errors() -> None:
+    with pytest.raises(UsageError, match="unknown preset 'gpt'; choose from: torch-transformer") as info:
+        preset_source("gpt", {})
+    assert info.value.flag == "--preset"
+    with pytest.raises(UsageError, match="preset 'dense-decoder' takes no depth; it takes: layers=4"):
+        preset_source("dense-decoder", {"depth": 3})
+    with pytest.raises(UsageError, match="raised ValueError: dtype must be one of"):
+        preset_source("dense-decoder", {"dtype": "int8"})

@@ -45,10 +45,11 @@ app = typer.Typer(
 
 
 def _register_commands() -> None:
-    from dummyprof.cli import audit, compare, gate, inspect, report
+    from dummyprof.cli import audit, compare, engram, gate, inspect, report
 
     audit.register(app)
     compare.register(app)
+    engram.register(app)
     gate.register(app)
     inspect.register(app)
     report.register(app)

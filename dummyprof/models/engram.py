@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 from torch import nn
+
+from dummyprof.errors import UsageError
 
 FP8_WEIGHT_VALUE = 1.0
 SCALE_BYTE_ONE = 127  # UE8M0 exponent byte for a scale of 1.0
@@ -41,3 +45,112 @@ class EngramTable(nn.Module):
 def engram_table_bytes(rows: int, dim: int, block_size: int = 32) -> int:
     """Bytes of one table: one fp8 byte per element plus one scale byte per block."""
     return rows * dim + rows * (dim // block_size)
+
+
+# --- Sharding across tensor- (x data-) parallel ranks -------------------------------------------------
+#
+# vLLM's ParallelEngramEmbedding splits a table by whole hash heads: each rank owns a contiguous run of
+# heads and its ``part_rows`` is the sum of those heads' sizes. The arithmetic below is torch-free in
+# spirit (plain ints) so plans and dry runs never allocate.
+
+
+@dataclass(frozen=True)
+class EngramSpec:
+    """The whole deployment's tables and which rank this process plays."""
+
+    rows: int  # rows of one table, all ranks together
+    dim: int = 256
+    block_size: int = 32
+    tables: int = 1
+    tp_size: int = 1
+    dp_size: int = 1
+    rank: int = 0
+    heads: int | None = None  # hash heads per table; None: one per rank
+
+    @property
+    def ranks(self) -> int:
+        return self.tp_size * self.dp_size
+
+    @property
+    def num_heads(self) -> int:
+        return self.heads if self.heads is not None else self.ranks
+
+    @property
+    def scale_cols(self) -> int:
+        return self.dim // self.block_size
+
+    @property
+    def row_bytes(self) -> int:
+        """fp8 weight bytes plus UE8M0 scale bytes of one row."""
+        return self.dim + self.scale_cols
+
+
+@dataclass(frozen=True)
+class RankShard:
+    rank: int
+    first_head: int
+    heads: int
+    part_rows: int  # rows of one table held by this rank
+
+
+def validate_engram_spec(spec: EngramSpec) -> None:
+    """Raise UsageError naming the flag for anything that cannot be sharded as vLLM does."""
+    if spec.rows < 1:
+        raise UsageError("--rows", f"must be at least 1, got {spec.rows}; try --rows 4M")
+    if spec.dim < 1:
+        raise UsageError("--dim", f"must be at least 1, got {spec.dim}; try --dim 256")
+    if spec.block_size < 1:
+        raise UsageError("--block-size", f"must be at least 1, got {spec.block_size}; try --block-size 32")
+    if spec.dim % spec.block_size:
+        fixed = max(spec.block_size, spec.dim // spec.block_size * spec.block_size)
+        raise UsageError(
+            "--dim",
+            f"{spec.dim} is not a multiple of --block-size {spec.block_size} (one scale byte per block); "
+            f"try --dim {fixed}",
+        )
+    for flag, value in (("--tables", spec.tables), ("--tp-size", spec.tp_size), ("--dp-size", spec.dp_size)):
+        if value < 1:
+            raise UsageError(flag, f"must be at least 1, got {value}")
+    if not 0 <= spec.rank < spec.ranks:
+        raise UsageError(
+            "--rank",
+            f"must be between 0 and {spec.ranks - 1} (tp {spec.tp_size} x dp {spec.dp_size} ranks), got {spec.rank}",
+        )
+    heads = spec.num_heads
+    if heads < 1:
+        raise UsageError("--heads", f"must be at least 1, got {heads}")
+    if heads < spec.ranks:
+        raise UsageError(
+            "--heads",
+            f"{heads} hash heads cannot give each of {spec.ranks} ranks (tp {spec.tp_size} x dp {spec.dp_size}) "
+            f"a whole head; use --heads {spec.ranks} or more, or fewer ranks",
+        )
+    if heads > spec.rows:
+        raise UsageError("--heads", f"{heads} heads is more than the {spec.rows} rows; use at most --heads {spec.rows}")
+
+
+def head_rows(rows: int, heads: int, head: int) -> int:
+    """Rows of one head when ``rows`` are split as evenly as possible (the first heads take the remainder)."""
+    base, extra = divmod(rows, heads)
+    return base + (1 if head < extra else 0)
+
+
+def rows_of_heads(rows: int, heads: int, first: int, count: int) -> int:
+    """Rows of heads ``first .. first + count - 1`` without listing every head."""
+    base, extra = divmod(rows, heads)
+    return count * base + max(0, min(first + count, extra) - first)
+
+
+def shard(spec: EngramSpec, rank: int | None = None) -> RankShard:
+    """The contiguous run of whole heads a rank owns; the first ``heads % ranks`` ranks take one more."""
+    rank = spec.rank if rank is None else rank
+    heads, ranks = spec.num_heads, spec.ranks
+    base, extra = divmod(heads, ranks)
+    count = base + (1 if rank < extra else 0)
+    first = rank * base + min(rank, extra)
+    return RankShard(rank, first, count, rows_of_heads(spec.rows, heads, first, count))
+
+
+def rank_table_bytes(spec: EngramSpec, rank: int | None = None) -> int:
+    """Bytes all tables need on one rank (weights + scales), before any allocator rounding."""
+    return spec.tables * engram_table_bytes(shard(spec, rank).part_rows, spec.dim, spec.block_size)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from dummyprof.reports.audit_markdown import audit_markdown
+from dummyprof.reports.engram_markdown import engram_markdown
 from dummyprof.reports.format import figure_bytes, format_bytes, rate, timing_cell
 from dummyprof.reports.gate_markdown import baseline_markdown, gate_markdown
 from dummyprof.reports.inspect_markdown import inspect_markdown
@@ -69,6 +70,7 @@ def _compare(results: Results) -> list[str]:
 
 RENDERERS: dict[str, MarkdownRenderer] = {"compare": _compare, "gate": gate_markdown, "baseline": baseline_markdown}
 RENDERERS.update(audit=audit_markdown, inspect=inspect_markdown)
+RENDERERS["engram"] = engram_markdown
 
 
 def render_markdown(results: Results) -> str:

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from rich.console import Console
 
 from dummyprof.reports.audit_terminal import render_audit
+from dummyprof.reports.engram_terminal import render_engram
 from dummyprof.reports.format import format_bytes
 from dummyprof.reports.gate_terminal import render_baseline, render_gate
 from dummyprof.reports.inspect_terminal import render_inspect
@@ -23,6 +24,7 @@ def _compare(results: Results, console: Console) -> None:
 
 RENDERERS: dict[str, Renderer] = {"compare": _compare, "gate": render_gate, "baseline": render_baseline}
 RENDERERS.update(audit=render_audit, inspect=render_inspect)
+RENDERERS["engram"] = render_engram
 
 
 def environment_line(results: Results) -> str:

@@ -9,6 +9,7 @@ from dummyprof._version import __version__
 from dummyprof.results.audit import AuditResult
 from dummyprof.results.common import Environment
 from dummyprof.results.compare import CompareResult
+from dummyprof.results.engram import EngramResult
 from dummyprof.results.gate import GateResult
 from dummyprof.results.inspect import InspectResult
 
@@ -37,3 +38,4 @@ class Results:
     audit: AuditResult | None = None
     inspect: InspectResult | None = None
     gate: GateResult | None = None  # baseline and gate
+    engram: EngramResult | None = None

@@ -1,0 +1,142 @@
+"""``dummyprof engram``: Engram tables per rank, fp8 fill methods, memory, measured or projected."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from dummyprof.cli.output import FORCE_HELP, JSON_HELP, QUIET_HELP, check_outputs, emit, progress_bar
+from dummyprof.errors import UsageError
+from dummyprof.parsing import parse_bytes, parse_count, parse_float, parse_int
+
+METHOD_NAMES = ("random-convert", "random-scratch", "random-chunked", "constant", "memset")
+BACKING_NAMES = ("pinned", "pageable", "hugepages", "shm")
+
+HELP = """\
+Size, fill and time one rank's Engram tables (DeepSeek V4.1 ParallelEngramEmbedding).
+
+Per rank: fp8 e4m3 weight [part_rows, dim] and uint8 scales [part_rows, dim/block],
+sharded by whole hash heads over tp x dp ranks. Fill methods, interleaved:
+
+  random-convert  vLLM <= 0.29: to fp16, uniform ±1e-3, back to fp8 (two temporaries)
+  random-scratch  vLLM 0.33: empty_like fp16 scratch, uniform ±1, copy_
+  random-chunked  bounded fp16 scratch (--chunk-elements), same bytes as random-scratch on CPU
+  constant        dummy_weight_value: weight 1.0, scale byte 127 (offloaded tables)
+  memset          the floor: a plain memset of the same bytes
+
+Before allocating, each method's need per rank (tables after allocator rounding
++ scratch) is compared with --max-memory. What fits is measured in full; what
+does not is measured at smaller sizes and projected, labelled as such.
+
+Examples:
+  dummyprof engram --rows 2e9 --offload
+  dummyprof engram --rows 384M --tables 2 --tp-size 4 --offload --deadline 600
+  dummyprof engram --rows 4M --json engram.json
+  dummyprof engram --rows 384M --tp-size 8 --offload --dry-run
+"""
+
+
+def register(app: typer.Typer) -> None:
+    app.command("engram", help=HELP, no_args_is_help=False)(engram)
+
+
+def engram(
+    rows: Annotated[
+        str,
+        typer.Option(metavar="COUNT", help="Rows of one table, all ranks together: 2e9, 384M, 1.5G, 2_000_000_000."),
+    ] = "384M",
+    dim: Annotated[str, typer.Option(metavar="INT", help="Row width (fp8 elements).")] = "256",
+    block_size: Annotated[
+        str, typer.Option(metavar="INT", help="Elements per scale byte; --dim must divide by it.")
+    ] = "32",
+    tables: Annotated[str, typer.Option(metavar="INT", help="Tables per model (DeepSeek V4.1 Flash has 2).")] = "1",
+    tp_size: Annotated[str, typer.Option(metavar="INT", help="Tensor-parallel size.")] = "1",
+    dp_size: Annotated[
+        str, typer.Option(metavar="INT", help="Data-parallel size; tables shard over tp x dp ranks.")
+    ] = "1",
+    rank: Annotated[str, typer.Option(metavar="INT", help="Which rank to build (0 .. tp x dp - 1).")] = "0",
+    heads: Annotated[
+        Optional[str],  # noqa: UP045 - typer needs Optional on Python 3.10
+        typer.Option(metavar="INT", help="Hash heads per table, split whole over ranks. Default: one per rank."),
+    ] = None,
+    offload: Annotated[
+        bool, typer.Option("--offload", help="Keep the tables in host memory (pinned by default).")
+    ] = False,
+    backing: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option(help="Host memory kind with --offload: pinned, pageable, hugepages or shm."),
+    ] = None,
+    device: Annotated[str, typer.Option(help="Without --offload: cpu, cuda, cuda:N or auto.")] = "auto",
+    method: Annotated[
+        Optional[list[str]],  # noqa: UP045
+        typer.Option("--method", "-m", help="Fill method (repeatable). Default: all; memset always runs as the floor."),
+    ] = None,
+    repeat: Annotated[str, typer.Option(metavar="INT", help="Full-size rounds per method, interleaved.")] = "3",
+    chunk_elements: Annotated[str, typer.Option(metavar="COUNT", help="Chunk of random-chunked, e.g. 64Mi.")] = "64Mi",
+    max_memory: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option(metavar="SIZE", help="Memory the run may use, e.g. 8GiB. Default: 80% of available."),
+    ] = None,
+    time_budget: Annotated[
+        str, typer.Option(metavar="SECONDS", help="Time for all measuring; sizes and rounds are chosen to fit.")
+    ] = "40",
+    deadline: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option(
+            metavar="SECONDS", help="Health-check deadline, e.g. 600: flags methods whose start-up passes it."
+        ),
+    ] = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Print the plan (sizes, measure vs project); allocate nothing.")
+    ] = False,
+    json_path: Annotated[Optional[Path], typer.Option("--json", metavar="PATH", help=JSON_HELP)] = None,  # noqa: UP045
+    force: Annotated[bool, typer.Option("--force", help=FORCE_HELP)] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help=QUIET_HELP)] = False,
+) -> None:
+    methods = list(method) if method else list(METHOD_NAMES)
+    for name in methods:
+        if name not in METHOD_NAMES:
+            raise UsageError("--method", f"unknown method {name!r}; choose from: {', '.join(METHOD_NAMES)}")
+    if backing is not None and backing not in BACKING_NAMES:
+        raise UsageError("--backing", f"unknown backing {backing!r}; choose from: {', '.join(BACKING_NAMES)}")
+    heads_n = parse_int("--heads", heads, minimum=1, example="8") if heads is not None else None
+    max_memory_n = parse_bytes("--max-memory", max_memory) if max_memory is not None else None
+    deadline_s = parse_float("--deadline", deadline, example="600") if deadline is not None else None
+    rows_n = parse_count("--rows", rows, example="2e9")
+    dim_n = parse_int("--dim", dim, minimum=1, example="256")
+    block_n = parse_int("--block-size", block_size, minimum=1, example="32")
+    tables_n = parse_int("--tables", tables, minimum=1, example="2")
+    tp_n = parse_int("--tp-size", tp_size, minimum=1, example="8")
+    dp_n = parse_int("--dp-size", dp_size, minimum=1, example="1")
+    rank_n = parse_int("--rank", rank, minimum=0, example="0")
+    repeat_n = parse_int("--repeat", repeat, minimum=1, example="3")
+    chunk_n = parse_count("--chunk-elements", chunk_elements, example="64Mi")
+    time_budget_s = parse_float("--time-budget", time_budget, example="40")
+    check_outputs({"--json": json_path}, force=force)
+    from dummyprof.scenarios import engram as scenario
+
+    options = scenario.EngramOptions(
+        rows=rows_n,
+        dim=dim_n,
+        block_size=block_n,
+        tables=tables_n,
+        tp_size=tp_n,
+        dp_size=dp_n,
+        rank=rank_n,
+        heads=heads_n,
+        offload=offload,
+        backing=backing,
+        device=device,
+        methods=methods,
+        repeat=repeat_n,
+        chunk_elements=chunk_n,
+        max_memory=max_memory_n,
+        time_budget_s=time_budget_s,
+        deadline_s=deadline_s,
+        dry_run=dry_run,
+    )
+    with progress_bar(not quiet and not dry_run, "engram") as progress:
+        results = scenario.run(options, progress=progress)
+    emit(results, json_path=json_path, quiet=quiet)

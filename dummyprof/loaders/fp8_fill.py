@@ -1,0 +1,205 @@
+"""Ways to fill fp8 Engram tables with dummy values, and the memset floor they are measured against.
+
+Every method works on the same tensors: per table an fp8 e4m3 ``weight`` and a
+uint8 ``weight_scale_inv``. The random methods are vLLM's own initializers
+(REFERENCE.md sections 2 and 5), so their bytes and temporaries are the real ones.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import torch
+
+from dummyprof.errors import UsageError
+from dummyprof.loaders.initializers import (
+    DEFAULT_SEED,
+    FP8_RANGE,
+    SCALE_BYTE,
+    FillOutcome,
+    V029Initializer,
+    V033Initializer,
+)
+from dummyprof.models.engram import FP8_WEIGHT_VALUE, SCALE_BYTE_ONE
+
+DEFAULT_CHUNK_ELEMENTS = 64 * 1024 * 1024  # vLLM PR #54958: 64 Mi elements, 128 MiB of fp16 scratch
+FLOOR = "memset"
+MEMSET_BYTE = 0
+
+
+@dataclass(frozen=True)
+class TablePair:
+    """One table's tensors on one rank."""
+
+    weight: torch.Tensor  # float8_e4m3fn [part_rows, dim]
+    scale: torch.Tensor  # uint8 [part_rows, dim // block]
+
+
+FillFn = Callable[[Sequence[TablePair], int], FillOutcome]  # tables, chunk elements
+
+
+def _sum(outcomes: Sequence[FillOutcome]) -> FillOutcome:
+    """Bytes add up; tables are filled one after another, so the peak scratch is the largest one."""
+    return FillOutcome(sum(o.bytes_written for o in outcomes), max((o.scratch_bytes for o in outcomes), default=0))
+
+
+def fill_random_convert(tables: Sequence[TablePair], chunk: int = 0) -> FillOutcome:
+    """vLLM <= 0.29: whole-tensor fp16 copy, uniform ±1e-3, back to fp8, copy; scales are not floats, left alone."""
+    init = V029Initializer()
+    return _sum([init(t.weight, "weight") for t in tables])
+
+
+def fill_random_scratch(tables: Sequence[TablePair], chunk: int = 0) -> FillOutcome:
+    """vLLM 0.33: ``empty_like`` fp16 scratch, uniform ±1, ``copy_``; scale bytes set to 120."""
+    init = V033Initializer()
+    outcomes = []
+    for t in tables:
+        outcomes.append(init(t.weight, "weight"))
+        outcomes.append(init(t.scale, "weight_scale_inv"))
+    return _sum(outcomes)
+
+
+def fill_random_chunked(tables: Sequence[TablePair], chunk: int = DEFAULT_CHUNK_ELEMENTS) -> FillOutcome:
+    """Draw into a bounded fp16 scratch, chunk by chunk, from ONE generator per tensor.
+
+    One generator consumed in order gives, on CPU, the very bytes of ``random-scratch``
+    with a scratch of at most ``chunk`` elements.
+    """
+    if chunk < 1:
+        raise UsageError("--chunk-elements", f"must be at least 1, got {chunk}")
+    outcomes = []
+    for t in tables:
+        flat = t.weight.view(-1)
+        numel = flat.numel()
+        gen = torch.Generator(device=flat.device).manual_seed(DEFAULT_SEED)
+        scratch = torch.empty(min(chunk, numel), dtype=torch.float16, device=flat.device)
+        for start in range(0, numel, chunk):
+            part = scratch[: min(chunk, numel - start)]
+            part.uniform_(-FP8_RANGE, FP8_RANGE, generator=gen)
+            flat[start : start + part.numel()].copy_(part)
+        outcomes.append(FillOutcome(t.weight.nbytes, scratch.nbytes))
+        del scratch
+        t.scale.fill_(SCALE_BYTE)
+        outcomes.append(FillOutcome(t.scale.nbytes, 0))
+    return _sum(outcomes)
+
+
+def fill_constant(tables: Sequence[TablePair], chunk: int = 0) -> FillOutcome:
+    """The ``dummy_weight_value`` contract of offloaded tables: weight 1.0, scale byte 127 (scale 1.0).
+
+    Goes through vLLM 0.33's initializer on views that declare the value, so rule 2 is what runs.
+    """
+    init = V033Initializer()
+    outcomes = []
+    for t in tables:
+        weight, scale = t.weight.view(t.weight.shape), t.scale.view(t.scale.shape)
+        weight.dummy_weight_value = FP8_WEIGHT_VALUE  # type: ignore[attr-defined]
+        scale.dummy_weight_value = SCALE_BYTE_ONE  # type: ignore[attr-defined]
+        outcomes.append(init(weight, "weight"))
+        outcomes.append(init(scale, "weight_scale_inv"))
+    return _sum(outcomes)
+
+
+def fill_memset(tables: Sequence[TablePair], chunk: int = 0) -> FillOutcome:
+    """The physical floor: one byte value written over every byte, as a plain memset."""
+    for t in tables:
+        t.weight.view(torch.uint8).fill_(MEMSET_BYTE)
+        t.scale.fill_(MEMSET_BYTE)
+    return FillOutcome(sum(t.weight.nbytes + t.scale.nbytes for t in tables), 0)
+
+
+@dataclass(frozen=True)
+class FillMethod:
+    name: str
+    origin: str
+    description: str
+    fill: FillFn
+    scratch_per_element: int  # bytes of temporaries per weight element (before chunking)
+    writes_scales: bool
+
+    def scratch_bytes(self, weight_elements: int, chunk: int = DEFAULT_CHUNK_ELEMENTS) -> int:
+        """Peak temporary bytes for one table of ``weight_elements`` (tables are filled one at a time)."""
+        if self.name == "random-chunked":
+            return self.scratch_per_element * min(chunk, weight_elements)
+        return self.scratch_per_element * weight_elements
+
+    def bytes_written(self, weight_bytes: int, scale_bytes: int) -> int:
+        return weight_bytes + (scale_bytes if self.writes_scales else 0)
+
+
+METHODS: dict[str, FillMethod] = {
+    m.name: m
+    for m in (
+        FillMethod(
+            "random-convert",
+            "vLLM <= 0.29",
+            "whole tensor to fp16, uniform ±1e-3, back to fp8, copy (two full-size temporaries); scales untouched",
+            fill_random_convert,
+            3,
+            False,
+        ),
+        FillMethod(
+            "random-scratch",
+            "vLLM 0.33 (#56688)",
+            "empty_like fp16 scratch, uniform ±1, copy_; scale bytes 120",
+            fill_random_scratch,
+            2,
+            True,
+        ),
+        FillMethod(
+            "random-chunked",
+            "vLLM #54958 (open)",
+            "fp16 scratch of at most --chunk-elements, one generator; same bytes as random-scratch on CPU",
+            fill_random_chunked,
+            2,
+            True,
+        ),
+        FillMethod(
+            "constant",
+            "vLLM 0.33 offload (#56682)",
+            "dummy_weight_value: weight 1.0, scale byte 127",
+            fill_constant,
+            0,
+            True,
+        ),
+        FillMethod(FLOOR, "floor", "plain memset of the same bytes: the physical limit", fill_memset, 0, True),
+    )
+}
+DEFAULT_METHODS = tuple(METHODS)
+
+
+def get_method(name: str) -> FillMethod:
+    try:
+        return METHODS[name]
+    except KeyError:
+        raise UsageError("--method", f"unknown method {name!r}; choose from: {', '.join(METHODS)}") from None
+
+
+@dataclass(frozen=True)
+class Values:
+    """What a fill left in the tables, from an evenly strided sample."""
+
+    sampled: int
+    weight_zero_share: float  # +0 and -0 in fp8 e4m3
+    weight_distinct: int
+    scale_values: tuple[int, ...]  # distinct scale bytes seen (at most 8 listed)
+    scale_distinct: int
+
+
+def sample_values(tables: Sequence[TablePair], limit: int = 1 << 20) -> Values:
+    """Share of zeros and distinct values in up to ``limit`` weight bytes spread over the first table."""
+    weight = tables[0].weight.view(-1).view(torch.uint8)
+    step = max(1, weight.numel() // limit)
+    sample = weight[::step][:limit].cpu()
+    zeros = int(((sample & 0x7F) == 0).sum().item())
+    scale = tables[0].scale.view(-1)
+    scale_sample = scale[:: max(1, scale.numel() // limit)][:limit].cpu()
+    scale_distinct = torch.unique(scale_sample)
+    return Values(
+        sampled=int(sample.numel()),
+        weight_zero_share=zeros / max(1, sample.numel()),
+        weight_distinct=int(torch.unique(sample).numel()),
+        scale_values=tuple(int(v) for v in scale_distinct[:8].tolist()),
+        scale_distinct=int(scale_distinct.numel()),
+    )

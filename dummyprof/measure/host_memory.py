@@ -1,0 +1,229 @@
+"""Where Engram tables live: pinned, pageable, huge-page or /dev/shm host memory, or a GPU.
+
+Each backing says when it cannot be had here and what was used instead, and
+how many bytes the allocator reserves for a request (pinned memory rounds every
+allocation up to a power of two, so a 47.2 GiB table reserves 64 GiB).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import mmap
+import os
+import re
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+
+BACKINGS = ("pinned", "pageable", "hugepages", "shm")
+HUGE_PAGE = 2 * 1024 * 1024
+CUDA_LARGE_ROUND = 2 * 1024 * 1024  # the CUDA caching allocator rounds large blocks to 2 MiB
+THP_PATH = Path("/sys/kernel/mm/transparent_hugepage/enabled")
+SHM_DIR = Path("/dev/shm")
+
+
+def page_size() -> int:
+    return os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+
+
+def next_power_of_two(n: int) -> int:
+    return 1 if n <= 1 else 1 << (n - 1).bit_length()
+
+
+def round_up(n: int, multiple: int) -> int:
+    return -(-n // multiple) * multiple
+
+
+@dataclass(frozen=True)
+class Backing:
+    """The memory kind asked for, the kind actually used, and why they differ."""
+
+    requested: str  # pinned, pageable, hugepages, shm or device
+    used: str
+    device: str = "cpu"  # where the tensors live ("cuda:0" for on-device tables)
+    note: str = ""  # shown to the user when ``used`` differs or is best effort
+
+    @property
+    def host(self) -> bool:
+        return self.device == "cpu"
+
+    def reserved_bytes(self, nbytes: int) -> int:
+        """Bytes the allocator reserves for one allocation of ``nbytes`` (computed, not measured)."""
+        if self.used == "pinned":
+            return next_power_of_two(nbytes)
+        if self.used == "hugepages":
+            return round_up(nbytes, HUGE_PAGE)
+        if self.used == "device":
+            return round_up(nbytes, CUDA_LARGE_ROUND) if nbytes > 1024 * 1024 else round_up(nbytes, 512)
+        return round_up(nbytes, page_size())
+
+    @property
+    def rounding(self) -> str:
+        return {
+            "pinned": "next power of two per allocation (torch pinned allocator)",
+            "hugepages": "multiple of 2 MiB per allocation (huge page)",
+            "device": "multiple of 2 MiB per allocation (CUDA caching allocator)",
+        }.get(self.used, f"multiple of the {page_size() // 1024} KiB page per allocation")
+
+
+def thp_mode(path: Path = THP_PATH) -> str | None:
+    """The bracketed transparent-huge-page mode (always, madvise, never), or None when unknown."""
+    try:
+        match = re.search(r"\[(\w+)\]", path.read_text(encoding="ascii"))
+    except OSError:
+        return None
+    return match.group(1) if match else None
+
+
+def resolve_backing(
+    requested: str,
+    *,
+    offload: bool,
+    device: torch.device,
+    cuda: bool | None = None,
+    thp: str | None = "unknown",
+    shm_dir: Path = SHM_DIR,
+) -> Backing:
+    """Pick the memory kind; fall back to pageable (saying why) when the asked-for kind cannot be had."""
+    if not offload:
+        if device.type == "cuda":
+            return Backing("device", "device", str(device))
+        return Backing("device", "pageable", "cpu", "tables kept on the CPU device (no --offload, no GPU)")
+    cuda = torch.cuda.is_available() if cuda is None else cuda
+    if requested == "pinned":
+        if cuda:
+            return Backing("pinned", "pinned")
+        return Backing(
+            "pinned",
+            "pageable",
+            note=f"pinned memory needs CUDA (torch {torch.__version__} sees no CUDA GPU); measured pageable instead",
+        )
+    if requested == "hugepages":
+        mode = thp_mode() if thp == "unknown" else thp
+        if not hasattr(mmap, "MADV_HUGEPAGE"):
+            return Backing(
+                "hugepages", "pageable", note="this platform has no madvise(MADV_HUGEPAGE); measured pageable"
+            )
+        if mode in (None, "never"):
+            why = "are disabled (THP mode never)" if mode == "never" else f"are not available ({THP_PATH} unreadable)"
+            return Backing("hugepages", "pageable", note=f"transparent huge pages {why}; measured pageable instead")
+        return Backing(
+            "hugepages",
+            "hugepages",
+            note="huge pages are best effort (madvise on an mmap); the bytes really backed are read after first touch",
+        )
+    if requested == "shm":
+        if not shm_dir.is_dir() or not os.access(shm_dir, os.W_OK):
+            return Backing("shm", "pageable", note=f"{shm_dir} is missing or not writable; measured pageable instead")
+        return Backing("shm", "shm", note=f"tables are files in {shm_dir}, as vLLM shares them between DP replicas")
+    return Backing("pageable", "pageable")
+
+
+def shm_free_bytes(shm_dir: Path = SHM_DIR) -> int | None:
+    try:
+        st = os.statvfs(shm_dir)
+    except OSError:
+        return None
+    return st.f_bavail * st.f_frsize
+
+
+def anon_huge_page_bytes() -> int | None:
+    """Bytes of this process backed by transparent huge pages (anonymous and shmem)."""
+    try:
+        text = Path("/proc/self/smaps_rollup").read_text(encoding="ascii")
+    except OSError:
+        return None
+    total = 0
+    found = False
+    for key in ("AnonHugePages", "ShmemPmdMapped"):
+        match = re.search(rf"^{key}:\s+(\d+) kB", text, re.MULTILINE)
+        if match:
+            found = True
+            total += int(match.group(1)) * 1024
+    return total if found else None
+
+
+def pinned_reserved_bytes() -> int | None:
+    """Bytes the CUDA pinned allocator holds (rounded block sizes), or None where torch cannot say."""
+    if not torch.cuda.is_available():
+        return None
+    stats_fn = getattr(torch.cuda, "host_memory_stats", None)
+    if stats_fn is None:
+        return None
+    value = stats_fn().get("allocated_bytes.current")
+    return int(value) if value is not None else None
+
+
+def _empty_pinned_cache() -> None:
+    """Cached pinned blocks would otherwise pile up across sample sizes."""
+    empty = getattr(torch._C, "_host_emptyCache", None)
+    if empty is not None and torch.cuda.is_available():
+        empty()
+
+
+@dataclass
+class Arena:
+    """Owns the allocations of one set of tables; :meth:`release` gives them back.
+
+    Allocation only reserves address space (or, for pinned memory, pins it):
+    pageable pages are faulted in on first write, which is timed apart.
+    """
+
+    backing: Backing
+    tensors: list[torch.Tensor] = field(default_factory=list)
+    requested_bytes: int = 0
+    reserved_bytes: int = 0  # computed from the backing's rounding rule
+    _maps: list[mmap.mmap] = field(default_factory=list)
+
+    def empty(self, shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
+        numel = 1
+        for n in shape:
+            numel *= n
+        nbytes = numel * torch.empty((), dtype=dtype).element_size()
+        used = self.backing.used
+        if used in ("hugepages", "shm"):
+            tensor = self._mapped(nbytes, used).view(dtype).view(shape)
+        elif used == "pinned":
+            tensor = torch.empty(shape, dtype=dtype, device="cpu", pin_memory=True)
+        elif used == "device":
+            tensor = torch.empty(shape, dtype=dtype, device=self.backing.device)
+        else:
+            tensor = torch.empty(shape, dtype=dtype, device="cpu")
+        self.tensors.append(tensor)
+        self.requested_bytes += nbytes
+        self.reserved_bytes += self.backing.reserved_bytes(nbytes)
+        return tensor
+
+    def _mapped(self, nbytes: int, kind: str) -> torch.Tensor:
+        if kind == "hugepages":
+            size = round_up(max(nbytes, 1), HUGE_PAGE)
+            mm = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+            with contextlib.suppress(OSError, AttributeError):
+                mm.madvise(mmap.MADV_HUGEPAGE)
+        else:
+            size = round_up(max(nbytes, 1), page_size())
+            fd, path = tempfile.mkstemp(prefix="dummyprof-engram-", dir=SHM_DIR)
+            try:
+                os.ftruncate(fd, size)
+                mm = mmap.mmap(fd, size, flags=mmap.MAP_SHARED)
+            finally:
+                os.close(fd)
+                # The mapping keeps the pages; unlinking now means nothing is left behind on a crash.
+                os.unlink(path)
+        self._maps.append(mm)
+        return torch.frombuffer(mm, dtype=torch.uint8, count=nbytes)
+
+    def release(self) -> None:
+        """Drop every reference this arena holds; memory returns once callers drop theirs too."""
+        self.tensors.clear()
+        maps, self._maps = self._maps, []
+        gc.collect()
+        for mm in maps:
+            # A tensor still alive elsewhere keeps its map exported; it is unmapped when that tensor dies.
+            with contextlib.suppress(BufferError):
+                mm.close()
+        if self.backing.used == "pinned":
+            _empty_pinned_cache()

@@ -1,0 +1,50 @@
+"""Markdown rendering of ``engram`` results (e.g. for a CI step summary)."""
+
+from __future__ import annotations
+
+from dummyprof.reports.format import figure_bytes, format_bytes, format_seconds
+from dummyprof.results.common import Figure
+from dummyprof.results.session import Results
+
+
+def _cell(figure: Figure, text: str) -> str:
+    if figure.value is None:
+        return "n/a"
+    return f"{text} (projected)" if figure.projected else text
+
+
+def engram_markdown(results: Results) -> list[str]:
+    from dummyprof.reports.markdown import md_table
+
+    result = results.engram
+    assert result is not None
+    lay = result.layout
+    lines = [
+        f"**Engram:** {lay.tables} x {lay.rows:,} rows x dim {lay.dim}, {lay.heads} heads over "
+        f"tp {lay.tp_size} x dp {lay.dp_size}; rank {lay.rank}: {lay.part_rows:,} rows, "
+        f"{format_bytes(lay.table_bytes_per_rank)} requested, {format_bytes(lay.reserved_bytes_per_rank)} reserved "
+        f"({result.backing.used}); budget {format_bytes(result.budget.memory_bytes)}",
+        "",
+    ]
+    rows = []
+    for m in result.methods:
+        rows.append(
+            [
+                m.name,
+                m.mode,
+                _cell(m.seconds, format_seconds(m.seconds.value)),
+                _cell(m.gb_per_s, f"{m.gb_per_s.value or 0:.2f} GB/s"),
+                _cell(m.percent_of_floor, f"{m.percent_of_floor.value or 0:.0f}%"),
+                _cell(m.startup_seconds, format_seconds(m.startup_seconds.value))
+                + (" **over deadline**" if m.over_deadline else ""),
+                format_bytes(m.needed_bytes),
+                "yes" if m.fits_in_memory else "no",
+                figure_bytes(m.peak_rss_bytes),
+            ]
+        )
+    lines += md_table(
+        ["method", "mode", "fill time", "rate", "% of memset", "start-up", "needs", "fits", "peak RSS"],
+        rows,
+        align_right=(2, 3, 4, 5, 6, 8),
+    )
+    return lines

@@ -140,6 +140,13 @@ def planned_checks(scenario: ScenarioConfig) -> list[tuple[str, str]]:
     return plan
 
 
+def _needs(kind: str, name: str, scenario: ScenarioConfig) -> list[str]:
+    if kind != "ratio":
+        return [name]
+    ratio = next(r for r in scenario.ratios if r.name == name)
+    return [ratio.numerator, ratio.denominator]
+
+
 def evaluate(
     config: GateConfig, scenarios: list[ScenarioConfig], runs: dict[str, ScenarioRun], baseline: dict[str, ScenarioRun]
 ) -> list[CheckResult]:
@@ -147,16 +154,19 @@ def evaluate(
     for scenario in scenarios:
         run = runs[scenario.name]
         base = baseline.get(scenario.name)
-        missing = [n for kind, n in planned_checks(scenario) if kind != "ratio" and n not in run.metrics]
-        if run.error is not None or missing:
-            why = run.error or f"the scenario did not produce {', '.join(missing)}"
-            checks += [
-                CheckResult(scenario.name, name, kind, verdict=NOT_MEASURED, detail=why)
-                for kind, name in planned_checks(scenario)
-            ]
-            continue
-        checks += [_counter(scenario, run, base, name) for name in scenario.counters]
-        checks += [_limit(scenario, run, base, name, bound) for name, bound in scenario.limits.items()]
-        checks += [_ratio(scenario, run, base, r.numerator, r.denominator, r.max) for r in scenario.ratios]
-        checks += [_timing(config, scenario, run, base, name) for name in scenario.timings]
+        ratios = {r.name: r for r in scenario.ratios}
+        for kind, name in planned_checks(scenario):
+            missing = [m for m in _needs(kind, name, scenario) if m not in run.metrics]
+            if run.error is not None or missing:
+                why = run.error or f"this run did not measure {', '.join(missing)} (projected or skipped; see notices)"
+                checks.append(CheckResult(scenario.name, name, kind, verdict=NOT_MEASURED, detail=why))
+            elif kind == "counter":
+                checks.append(_counter(scenario, run, base, name))
+            elif kind == "limit":
+                checks.append(_limit(scenario, run, base, name, scenario.limits[name]))
+            elif kind == "ratio":
+                r = ratios[name]
+                checks.append(_ratio(scenario, run, base, r.numerator, r.denominator, r.max))
+            else:
+                checks.append(_timing(config, scenario, run, base, name))
     return checks

@@ -74,3 +74,20 @@ register_command(
         validate=_validate_compare,
     )
 )
+
+
+def _engram() -> CommandSpec:
+    from dummyprof.gate.engram_metrics import engram_metric_names, engram_metrics, validate_engram
+
+    return CommandSpec(
+        name="engram",
+        module="dummyprof.scenarios.engram",
+        options_class="EngramOptions",
+        extract=engram_metrics,
+        metric_names=engram_metric_names,
+        not_in_fingerprint=frozenset({"repeat", "max_memory", "time_budget_s", "deadline_s", "device"}),
+        validate=validate_engram,
+    )
+
+
+register_command(_engram())

@@ -203,7 +203,10 @@ def _scenario(path: Path, name: str, table: dict[str, Any]) -> ScenarioConfig:
 def _options(path: Path, key: str, command: CommandSpec, table: dict[str, Any]) -> Any:
     from dummyprof.results.codec import from_jsonable
 
-    cls = command.options_type()
+    try:
+        cls = command.options_type()
+    except (ImportError, AttributeError) as exc:
+        raise ConfigError(path, key, f"the {command.name!r} scenario is not available here ({exc})") from None
     valid = [f.name for f in fields(cls)]
     for name in table:
         if name not in valid:

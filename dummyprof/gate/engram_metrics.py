@@ -1,0 +1,54 @@
+"""Metrics of the ``engram`` scenario: per-rank table bytes, and per fill method its exact bytes and time.
+
+Only full-size measured rounds become ``METHOD.time``; a projected method has
+no time metric here, so its timing and ratio checks say "could not measure"
+instead of comparing a projection as if it were a measurement.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dummyprof.gate.metrics import MetricSpec
+from dummyprof.results.gate import Metric
+from dummyprof.results.session import Results
+
+LAYOUT_COUNTERS = ("table_bytes_per_rank", "reserved_bytes_per_rank")
+METHOD_COUNTERS = ("bytes_written", "peak_scratch_bytes", "needed_bytes")
+MEASURED = "measured"  # MethodResult.mode of a method timed at full size
+
+
+def _methods(options: Any) -> list[str]:
+    from dummyprof.loaders.fp8_fill import FLOOR
+
+    names = list(options.methods)
+    return names if FLOOR in names else [*names, FLOOR]  # every engram run measures its own memset floor
+
+
+def engram_metric_names(options: Any) -> dict[str, MetricSpec]:
+    names = {name: MetricSpec("counter", "bytes") for name in LAYOUT_COUNTERS}
+    for method in _methods(options):
+        for counter in METHOD_COUNTERS:
+            names[f"{method}.{counter}"] = MetricSpec("counter", "bytes")
+        names[f"{method}.time"] = MetricSpec("time", "s")
+    return names
+
+
+def engram_metrics(results: Results) -> dict[str, Metric]:
+    section = getattr(results, "engram", None)
+    if section is None:
+        raise ValueError("the engram scenario returned no engram section")
+    metrics = {name: Metric("counter", "bytes", float(getattr(section.layout, name))) for name in LAYOUT_COUNTERS}
+    for method in section.methods:
+        for counter in METHOD_COUNTERS:
+            metrics[f"{method.name}.{counter}"] = Metric("counter", "bytes", float(getattr(method, counter)))
+        if method.mode == MEASURED and method.timing.samples_s:
+            samples = list(method.timing.samples_s)
+            metrics[f"{method.name}.time"] = Metric("time", "s", float(method.timing.median), samples)
+    return metrics
+
+
+def validate_engram(options: Any) -> None:
+    from dummyprof.scenarios.engram import _check_options
+
+    _check_options(options)

@@ -1,0 +1,145 @@
+"""``dummyprof engram`` end to end: bad input, dry run, full measurement, projection, JSON."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dummyprof.results.store import load_results
+
+Cli = Callable[..., Any]
+
+
+@pytest.mark.parametrize(
+    ("args", "flag", "needle"),
+    [
+        (["--rows", "1.5"], "--rows", "whole number"),
+        (["--rows", "-5"], "--rows", "at least 1"),
+        (["--rows", "lots"], "--rows", "expected a whole number"),
+        (["--rows", "0"], "--rows", "at least 1"),
+        (["--rows", "1000", "--dim", "250"], "--dim", "not a multiple of --block-size 32"),
+        (["--rows", "1000", "--tp-size", "8", "--heads", "4"], "--heads", "use --heads 8 or more"),
+        (["--rows", "1000", "--tp-size", "8", "--rank", "8"], "--rank", "between 0 and 7"),
+        (["--rows", "1000", "--backing", "shm"], "--backing", "only apply with --offload"),
+        (["--rows", "1000", "--offload", "--backing", "floppy"], "--backing", "choose from"),
+        (["--rows", "1000", "--method", "magic"], "--method", "choose from"),
+        (["--rows", "1000", "--method", "constant", "--method", "constant"], "--method", "listed twice"),
+        (["--rows", "1000", "--time-budget", "0"], "--time-budget", "greater than 0"),
+        (["--rows", "1000", "--deadline", "-1"], "--deadline", "greater than 0"),
+        (["--rows", "1000", "--max-memory", "lots"], "--max-memory", "expected a size"),
+        (["--rows", "1000", "--repeat", "0"], "--repeat", "at least 1"),
+    ],
+)
+def test_bad_input_is_one_line_naming_the_flag(cli: Cli, args: list[str], flag: str, needle: str) -> None:
+    result = cli("engram", *args)
+    assert result.exit_code == 2
+    line = result.stderr.strip()
+    assert "\n" not in line and "Traceback" not in result.stderr
+    assert line.startswith(f"dummyprof: error: {flag}: "), line
+    assert needle in line
+
+
+def test_existing_json_is_not_overwritten(cli: Cli, tmp_path: Path) -> None:
+    out = tmp_path / "e.json"
+    out.write_text("keep")
+    result = cli("engram", "--rows", "1000", "--dry-run", "--json", str(out))
+    assert result.exit_code == 2 and "--force" in result.stderr
+    assert out.read_text() == "keep"
+
+
+def test_dry_run_plans_without_measuring(cli: Cli, tmp_path: Path) -> None:
+    out = tmp_path / "plan.json"
+    result = cli("engram", "--rows", "384M", "--tp-size", "8", "--offload", "--dry-run", "--json", str(out))
+    assert result.exit_code == 0, result.stderr
+    data = json.loads(out.read_text())["engram"]
+    rows = 48_000_000
+    assert data["layout"]["part_rows"] == rows
+    assert data["layout"]["table_bytes_per_rank"] == rows * 264
+    assert data["dry_run"] is True and data["phases"] == []
+    methods = {m["name"]: m for m in data["methods"]}
+    assert set(methods) == {"random-convert", "random-scratch", "random-chunked", "constant", "memset"}
+    assert all(m["mode"] == "planned" and m["timing"]["samples_s"] == [] for m in methods.values())
+    tables = data["layout"]["reserved_bytes_per_rank"]
+    assert methods["random-convert"]["needed_bytes"] == tables + 3 * rows * 256
+    assert methods["random-scratch"]["peak_scratch_bytes"] == 2 * rows * 256
+    assert methods["random-chunked"]["peak_scratch_bytes"] == 2 * 64 * 1024 * 1024
+    assert "plan (dry run)" in result.stdout
+    assert "pinned memory needs CUDA" in result.stdout
+
+
+def test_small_table_is_measured_in_full(cli: Cli, tmp_path: Path) -> None:
+    out = tmp_path / "small.json"
+    result = cli("engram", "--rows", "4096", "--dim", "64", "--repeat", "2", "--deadline", "600", "--json", str(out))
+    assert result.exit_code == 0, result.stderr
+    results = load_results(out)
+    engram = results.engram
+    assert engram is not None and results.command == "engram"
+    assert engram.layout.table_bytes_per_rank == 4096 * 66
+    assert [p.mode for p in engram.phases] == ["measured", "measured"]
+    for m in engram.methods:
+        assert m.mode == "measured", m.name
+        assert len(m.timing.samples_s) == 2
+        assert m.samples == [] and m.time_fit is None
+        assert not m.seconds.projected and m.seconds.value is not None
+        assert m.over_deadline is False
+    constant = engram.method("constant")
+    assert constant.values is not None
+    assert (constant.values.weight_zero_share, constant.values.weight_distinct, constant.values.scale_values) == (
+        0.0,
+        1,
+        [127],
+    )
+    assert engram.method("random-convert").values is not None
+    assert engram.method("random-convert").measured_scratch_bytes == 3 * 4096 * 64
+    assert engram.method("random-scratch").measured_scratch_bytes == engram.method("random-scratch").peak_scratch_bytes
+    assert engram.method("memset").percent_of_floor.value == pytest.approx(100.0)
+    assert engram.run_peak_rss_bytes is not None
+    assert "Fill methods" in result.stdout and "results written to" in result.stdout
+
+
+def test_too_big_for_the_budget_is_projected_never_allocated(cli: Cli, tmp_path: Path) -> None:
+    out = tmp_path / "big.json"
+    budget = 16 * 1024 * 1024
+    result = cli(
+        "engram", "--rows", "1M", "--dim", "64", "--offload", "--max-memory", "16MiB", "--time-budget", "4",
+        "--json", str(out),
+    )  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    engram = load_results(out).engram
+    assert engram is not None
+    assert engram.budget.memory_bytes == budget
+    assert engram.layout.table_bytes_per_rank == 1_000_000 * 66 > budget
+    assert all(p.mode == "projected" and p.seconds.projected for p in engram.phases)
+    for m in engram.methods:
+        assert m.mode == "projected" and not m.fits_in_memory, m.name
+        assert m.reason == "does not fit in memory"
+        assert len(m.samples) >= 3
+        assert m.time_fit is not None and m.time_fit.points == len(m.samples)
+        assert m.seconds.projected and m.gb_per_s.projected and m.peak_rss_bytes.projected
+        assert m.timing.samples_s == []
+        assert all(p.needed_bytes <= budget for p in m.samples)
+        assert len({p.part_rows for p in m.samples}) == len(m.samples)
+    assert "does not fit here" in result.stdout
+    assert "(projected)" in result.stdout
+    markdown = cli("report", str(out), "--format", "markdown")
+    assert markdown.exit_code == 0, markdown.stderr
+    assert "| random-convert | projected |" in markdown.stdout
+    terminal = cli("report", str(out))
+    assert terminal.exit_code == 0 and "Samples behind the projections" in terminal.stdout
+
+
+def test_quiet_prints_only_the_summary(cli: Cli) -> None:
+    result = cli("engram", "--rows", "2e9", "--offload", "--dry-run", "-q")
+    assert result.exit_code == 0
+    assert result.stdout.count("\n") <= 3
+    assert result.stdout.startswith("plan (dry run): random-convert: needs")
+
+
+def test_help_teaches_with_examples(cli: Cli) -> None:
+    result = cli("engram", "--help")
+    assert result.exit_code == 0
+    assert "dummyprof engram --rows 2e9 --offload" in result.stdout

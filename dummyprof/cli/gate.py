@@ -13,7 +13,8 @@ from dummyprof.errors import UsageError
 from dummyprof.parsing import parse_float
 
 CONFIG_HELP = (
-    "TOML config with [scenarios.NAME] tables. Default: ./dummyprof.toml, else [tool.dummyprof] in pyproject.toml."
+    "TOML config with a table per scenario (scenarios.NAME). "
+    "Default: ./dummyprof.toml, else the tool.dummyprof table of pyproject.toml."
 )
 SCENARIO_HELP = "Run only this scenario of the config (repeatable). Default: all."
 
@@ -50,8 +51,15 @@ rounds, otherwise "not significant". A baseline with another fingerprint is
 
 Verdicts: pass, regressed, improved, not significant, not comparable, could not measure.
 
+Config (dummyprof.toml; full reference in docs/gate.md):
+  \\[scenarios.deep-chain]
+  command = "compare"
+  options = {{ depth = 12, hidden = 128, initializer = "v0.33" }}
+  counters = "all"
+  ratios = \\[{{ numerator = "per-layer.time", denominator = "legacy.time", max = 0.6 }}]
+
 Example (GitHub Actions):
-  dummyprof gate --config dummyprof.toml --baseline perf/baseline.json
+  dummyprof gate --config dummyprof.toml --baseline perf/baseline.json \\
       --markdown "$GITHUB_STEP_SUMMARY" --junit perf/junit.xml
 
 {EXIT_CODES}"""

@@ -307,3 +307,24 @@ def test_committed_gate_fails_when_the_refill_comes_back(
     verdicts = check_verdicts(gate_json)
     assert verdicts["counter per-layer.visits"] == "regressed"
     assert verdicts["limit per-layer.max_visits"] == "regressed"
+
+
+def test_a_scenario_too_big_for_this_machine_is_exit_3(cli: Cli, tmp_path: Path, baseline: Path) -> None:
+    config = tmp_path / "big.toml"
+    config.write_text(CONFIG.replace('device = "cpu"', 'device = "cpu"\nmax_memory = 4096'))
+    gate_json = tmp_path / "gate.json"
+    result = cli("gate", "--config", str(config), "--baseline", str(baseline), "--json", str(gate_json))
+    assert result.exit_code == 3
+    checks = json.loads(gate_json.read_text())["gate"]["checks"]
+    assert {c["verdict"] for c in checks} == {"could not measure"}
+    assert checks[0]["detail"].startswith("does not fit on this machine: --hidden: this model (host memory) needs")
+
+
+def test_a_bad_option_value_found_while_running_is_a_config_error(cli: Cli, tmp_path: Path, baseline: Path) -> None:
+    config = tmp_path / "bad.toml"
+    config.write_text(CONFIG.replace("repeat = 2", "repeat = 0"))
+    result = cli("gate", "--config", str(config), "--baseline", str(baseline))
+    assert result.exit_code == 2
+    assert result.stderr == (
+        f"dummyprof: error: --config: {config}: scenarios.small.options: --repeat: must be at least 1, got 0\n"
+    )

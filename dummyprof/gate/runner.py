@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import fields
 from pathlib import Path
 
-from dummyprof.errors import ResultsFileError, UsageError
+from dummyprof.errors import DoesNotFitError, ResultsFileError, UsageError
 from dummyprof.gate.checks import evaluate
 from dummyprof.gate.config import GateConfig, ScenarioConfig
 from dummyprof.gate.fingerprint import make_fingerprint
@@ -38,10 +38,14 @@ def measure_scenario(
         results = scenario.command.run(scenario.options, progress=progress)
         run.metrics = scenario.command.extract(results)
     except UsageError as exc:
-        key = f"scenarios.{scenario.name}.options"
-        raise UsageError("--config", f"{config.path}: {key}: {exc}") from None
+        if not isinstance(exc, DoesNotFitError):
+            key = f"scenarios.{scenario.name}.options"
+            raise UsageError("--config", f"{config.path}: {key}: {exc}") from None
+        # Valid options that this machine cannot hold: a measurement problem, not a config mistake.
+        run.error = f"does not fit on this machine: {exc}"
     except Exception as exc:  # a crash inside a scenario is "could not measure", never a regression
         run.error = _crash_report(exc)
+    if run.error is not None:
         run.fingerprint = make_fingerprint(
             scenario.name,
             scenario.command.name,

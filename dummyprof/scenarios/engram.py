@@ -79,6 +79,9 @@ PROBE_WEIGHT_BYTES = 64 * 1024 * 1024
 MAX_LISTED_RANKS = 4096
 CHEAP_FACTOR = 4.0  # a method within 4x of the memset floor gets every round, at full size and in samples
 SAMPLE_SHARE = 0.4  # of the time budget kept for sampling when something must be projected
+# Larger samples ran up to ~1.5x slower per row than the probe predicted (fresh scratch pages, a shared
+# machine); planning with this margin keeps the whole run near its time budget.
+SAMPLE_TIME_SAFETY = 1.5
 MIN_SAMPLE_SHARE = 0.25  # sampling still gets this much when the full-size work overran its estimate
 FULL_ROUND_OVERRUN = 1.5  # one full-size round may overrun the time budget by this factor before projecting
 ALLOCATE, FIRST_TOUCH = "allocate", "first touch"
@@ -452,6 +455,7 @@ def _plan_samples(
     plan.sample_rounds = {m.name: options.repeat if rate[m.name] <= CHEAP_FACTOR * floor_rate else 1 for m in sampled}
     seconds_per_row = sum(rate[m.name] * plan.sample_rounds[m.name] for m in sampled)
     seconds_per_row += rate[ALLOCATE] + rate[FIRST_TOUCH]
+    seconds_per_row *= SAMPLE_TIME_SAFETY
     bytes_per_row = (
         spec.tables * (backing.reserved_bytes(spec.dim) + backing.reserved_bytes(spec.scale_cols))
         + max(m.scratch_per_element for m in sampled) * spec.dim

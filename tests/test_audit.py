@@ -233,3 +233,16 @@ def test_cli_errors_and_json(cli: Cli, tmp_path: Path) -> None:
     assert data["audit"]["findings"][0]["kind"] in {"repeated", "shared-storage", "untouched"}
     rendered = cli("report", str(path), "--format", "markdown")
     assert rendered.exit_code == 0 and "| repeated | per-layer writes embed.weight 2 times |" in rendered.stdout
+
+
+def test_meta_tensors_are_never_counted_as_written() -> None:
+    from dummyprof.models.source import synthetic_source
+    from dummyprof.models.synthetic import TreeSpec
+
+    source = synthetic_source(TreeSpec(depth=2, hidden=32, meta=True))
+    options = AuditOptions(strategies=["unique"], loaders=[f"{L}:fill_all_floats"])
+    results = run(options, source=source)
+    assert results.audit is not None
+    row = results.audit.tensors["meta_placeholder"]
+    assert row.device == "meta" and row.writes == {}  # the loader's uniform_ on it wrote no byte
+    assert not [f for f in results.audit.findings if "meta_placeholder" in f.tensor and f.kind != "untouched"]

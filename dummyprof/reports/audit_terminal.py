@@ -6,10 +6,12 @@ from rich.console import Console
 from rich.table import Table
 
 from dummyprof.reports.format import format_bytes
-from dummyprof.results.audit import FINDING_KINDS, INFO_KINDS, AuditResult
+from dummyprof.results.audit import FINDING_KINDS, INFO_KINDS, AuditResult, Finding
 from dummyprof.results.session import Results
 
 MAX_ROWS = 40
+GROUP_AFTER = 3  # more findings than this of one kind and filler are summarized in one row
+NAMES_SHOWN = 4
 
 
 def filler_table(result: AuditResult) -> Table:
@@ -44,11 +46,26 @@ def findings_table(result: AuditResult, *, informational: bool) -> Table | None:
     table = Table(title=title, title_justify="left")
     table.add_column("kind", style="yellow" if informational else "red")
     table.add_column("detail")
-    for f in rows[:MAX_ROWS]:
-        kind = f"{f.kind} (ignored)" if f.ignored else f.kind
-        table.add_row(kind, f.message)
-    if len(rows) > MAX_ROWS:
-        table.add_row("...", f"{len(rows) - MAX_ROWS} more; see --json for all")
+    groups: dict[tuple[str, tuple[str, ...], bool], list[Finding]] = {}
+    for f in rows:
+        groups.setdefault((f.kind, tuple(f.fillers), f.ignored), []).append(f)
+    shown = 0
+    for (kind, _fillers, ignored), members in groups.items():
+        label = f"{kind} (ignored)" if ignored else kind
+        if shown >= MAX_ROWS:
+            table.add_row("...", "more findings; see --json for all")
+            break
+        if len(members) <= GROUP_AFTER:
+            for f in members:
+                table.add_row(label, f.message)
+            shown += len(members)
+            continue
+        # One row per (kind, filler) once it repeats: a deep tree would otherwise print a row per tensor.
+        others = [f.tensor for f in members[1 : 1 + NAMES_SHOWN]]
+        more = len(members) - 1 - len(others)
+        tail = f" ... and {more} more (see --json)" if more else ""
+        table.add_row(f"{label} x{len(members)}", f"{members[0].message}; also {', '.join(others)}{tail}")
+        shown += 1
     return table
 
 

@@ -58,6 +58,7 @@ class AuditTensor:
     dtype: str = ""
     shape: list[int] = field(default_factory=list)
     nbytes: int = 0
+    device: str = ""
     writes: dict[str, int] = field(default_factory=dict)
     bytes_written: dict[str, int] = field(default_factory=dict)
     ops: dict[str, list[str]] = field(default_factory=dict)

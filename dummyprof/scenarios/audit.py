@@ -68,6 +68,8 @@ class _Filler:
 
 def tensor_digest(tensor: torch.Tensor) -> str:
     """blake2b of a tensor's bytes in logical order (views and non-contiguous tensors included)."""
+    if tensor.device.type == "meta":
+        return "meta"  # no bytes to compare
     flat = tensor.detach().reshape(-1).contiguous().view(torch.uint8).cpu()
     return hashlib.blake2b(flat.numpy().tobytes(), digest_size=16).hexdigest()
 
@@ -157,6 +159,7 @@ def _structure(model: nn.Module, audit: _Audit) -> dict[str, AuditTensor]:
             dtype=dtype,
             shape=shape,
             nbytes=max(e.tensor.numel() * e.tensor.element_size() for e in entries),
+            device=first.tensor.device.type,
         )
         if len(entries) > 1:
             same_object = all(e.tensor is entries[0].tensor for e in entries)
@@ -203,6 +206,8 @@ def _run_filler(
         if name is None or name not in rows:
             continue
         row = rows[name]
+        if row.device == "meta":
+            continue  # an operator on a meta tensor writes no byte
         row.writes[filler.name] = record.visits
         row.bytes_written[filler.name] = record.bytes_written
         if record.visits:
@@ -265,10 +270,14 @@ def _cross_check(fillers: list[_Filler], rows: dict[str, AuditTensor], audit: _A
         for tensor, row in rows.items():
             digests = {n: row.digests[n] for n in group if n in row.digests}
             if len(set(digests.values())) > 1:
+                same: dict[str, list[str]] = {}
+                for filler_name, digest in digests.items():
+                    same.setdefault(digest, []).append(filler_name)
+                split = " vs ".join(" = ".join(names) for names in same.values())
                 audit.find(
                     "values-differ",
                     tensor,
-                    f"{tensor}: final bytes differ between {', '.join(digests)} although they share an initializer",
+                    f"{tensor}: final bytes differ ({split}) with the same initializer",
                     list(digests),
                 )
     untouched = [t for t, row in rows.items() if not any(row.writes.values())]

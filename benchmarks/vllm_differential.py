@@ -7,10 +7,12 @@ separate environment (see REFERENCE.md section 7), e.g.::
     PYTHONPATH=. /tmp/vllm-venv/bin/python benchmarks/vllm_differential.py
 
 For several synthetic trees it fills one copy with vLLM's
-``DummyModelLoader.load_weights`` and another with dummyprof's ``per-layer``
-strategy and v0.33 initializer, then compares, storage by storage, how many
-times each was handed to the initializer and the final bytes. Exit 0 when
-everything matches.
+``DummyModelLoader.load_weights`` and another with the matching dummyprof
+strategy (vLLM >= 0.30: ``per-layer`` with the v0.33 initializer; vLLM <= 0.29:
+``legacy`` with the v0.29 initializer), then compares, storage by storage, how
+many times each was handed to the initializer and the final bytes. Exit 0 when
+everything matches. Install ``vllm==0.29.0`` in another environment to check
+the legacy side.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from collections import Counter
 
 import torch
 
-from dummyprof.loaders import V033Initializer, VisitRecorder, get_strategy, run_strategy, storage_key
+from dummyprof.loaders import V029Initializer, V033Initializer, VisitRecorder, get_strategy, run_strategy, storage_key
 from dummyprof.loaders.recorder import index_model
 from dummyprof.models.synthetic import TreeSpec, build_tree
 
@@ -48,30 +50,41 @@ def prefill(model: torch.nn.Module) -> None:
                     t.untyped_storage().fill_(0x5A)
 
 
+def legacy_vllm() -> bool:
+    import vllm
+
+    major, minor = (int(x) for x in vllm.__version__.split(".")[:2])
+    return (major, minor) <= (0, 29)
+
+
 def check(spec: TreeSpec) -> list[str]:
     from vllm.config.load import LoadConfig
-    from vllm.model_executor.model_loader import dummy_loader
+    from vllm.model_executor.model_loader import dummy_loader, weight_utils
 
+    # vLLM <= 0.29 calls the per-tensor initializer from weight_utils.initialize_dummy_weights;
+    # later releases call it from the dummy loader module itself.
+    hooked = weight_utils if legacy_vllm() else dummy_loader
     visits: Counter[int] = Counter()
-    original = dummy_loader.initialize_single_dummy_weight
+    original = hooked.initialize_single_dummy_weight
 
     def counting(param: torch.Tensor, *args: object, **kwargs: object) -> None:
         visits[storage_key(param)] += 1
-        original(param, *args, **kwargs)  # type: ignore[arg-type]
+        original(param, *args, **kwargs)
 
     theirs = build_tree(spec)
     prefill(theirs)
-    dummy_loader.initialize_single_dummy_weight = counting  # type: ignore[assignment]
+    hooked.initialize_single_dummy_weight = counting
     try:
-        dummy_loader.DummyModelLoader(LoadConfig(load_format="dummy")).load_weights(theirs, model_config=None)  # type: ignore[arg-type]
+        dummy_loader.DummyModelLoader(LoadConfig(load_format="dummy")).load_weights(theirs, model_config=None)
     finally:
-        dummy_loader.initialize_single_dummy_weight = original
+        hooked.initialize_single_dummy_weight = original
     their_visits = {r.name: visits.get(k, 0) for k, r in index_model(theirs).items()}
 
     ours = build_tree(spec)
     prefill(ours)
     recorder = VisitRecorder(ours)
-    run_strategy(ours, get_strategy("per-layer"), initializer=V033Initializer(), recorder=recorder)
+    strategy, initializer = ("legacy", V029Initializer()) if legacy_vllm() else ("per-layer", V033Initializer())
+    run_strategy(ours, get_strategy(strategy), initializer=initializer, recorder=recorder)
     our_visits = {r.name: r.visits for r in recorder.records.values()}
 
     problems = [
@@ -91,7 +104,8 @@ def check(spec: TreeSpec) -> list[str]:
 def main() -> int:
     import vllm
 
-    print(f"vLLM {vllm.__version__}, torch {torch.__version__}")
+    side = "legacy + v0.29" if legacy_vllm() else "per-layer + v0.33"
+    print(f"vLLM {vllm.__version__}, torch {torch.__version__}: against dummyprof {side}")
     problems: list[str] = []
     for spec in (
         TreeSpec(depth=4, width=1, hidden=64),

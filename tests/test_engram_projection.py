@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from dummyprof.measure.projection import SamplingError, fit_line, fit_proportional, project, sample_sizes
+from dummyprof.measure.projection import (
+    SamplingError,
+    fit_line,
+    fit_proportional,
+    fit_time,
+    project,
+    sample_sizes,
+)
 from dummyprof.results.engram import LinearFit
 
 
@@ -31,6 +38,13 @@ def test_fit_proportional_goes_through_the_origin() -> None:
     assert fit.intercept == 0.0
     assert fit.slope == pytest.approx(1.01)
     assert fit.r_squared == pytest.approx(1.0)
+
+
+def test_fit_time_falls_back_to_the_origin_when_the_line_is_flat_or_falling() -> None:
+    assert fit_time([1.0, 2.0, 3.0], [1.0, 2.0, 3.5]).model == "a + b x"
+    fallback = fit_time([1.0, 2.0, 3.0, 4.0], [2.0, 1.0, 1.5, 0.9])
+    assert fallback.model == "b x" and fallback.intercept == 0.0 and fallback.slope > 0
+    assert project(fallback, 1000.0) > 0
 
 
 @pytest.mark.parametrize(("xs", "ys"), [([1.0], [1.0]), ([2.0, 2.0], [1.0, 3.0]), ([1.0, 2.0], [1.0])])

@@ -55,7 +55,17 @@ def fit_proportional(xs: Sequence[float], ys: Sequence[float]) -> LinearFit:
     ss_tot = sum((y - mean_y) ** 2 for y in ys)
     ss_res = sum((y - slope * x) ** 2 for x, y in zip(xs, ys, strict=True))
     r_squared = 1.0 if ss_tot == 0 else max(0.0, 1.0 - ss_res / ss_tot)
-    return LinearFit(intercept=0.0, slope=slope, r_squared=r_squared, points=len(xs), x_max=max(xs))
+    return LinearFit(intercept=0.0, slope=slope, r_squared=r_squared, points=len(xs), x_max=max(xs), model="b x")
+
+
+def fit_time(xs: Sequence[float], ys: Sequence[float]) -> LinearFit:
+    """Seconds against bytes: a line, or through the origin when noise leaves the line no positive slope.
+
+    Writing more bytes never takes less time; a flat or falling line (tiny, noisy samples) would project a
+    full-size fill as free, so the proportional fit (the samples' own rate) is used instead.
+    """
+    fit = fit_line(xs, ys)
+    return fit if fit.slope > 0 else fit_proportional(xs, ys)
 
 
 def project(fit: LinearFit, x: float) -> float:

@@ -28,7 +28,10 @@ def _number(figure: Figure, fmt: str, unit: str = "") -> str:
 
 
 def _fit(fit: LinearFit | None) -> str:
-    return f"R² {fit.r_squared:.3f}, {fit.points} sizes" if fit is not None else ""
+    if fit is None:
+        return ""
+    through = ", through 0" if fit.model == "b x" else ""
+    return f"R² {fit.r_squared:.3f}, {fit.points} sizes{through}"
 
 
 def layout_table(result: EngramResult) -> Table:

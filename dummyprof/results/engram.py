@@ -73,6 +73,7 @@ class LinearFit:
     r_squared: float = 0.0
     points: int = 0
     x_max: float = 0.0  # largest sample, to say how far a projection reaches
+    model: str = "a + b x"  # or "b x" when fitted through the origin
 
     def predict(self, x: float) -> float:
         return self.intercept + self.slope * x

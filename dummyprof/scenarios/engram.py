@@ -8,7 +8,6 @@ project it to full size. Nothing larger than the budget is ever allocated.
 
 from __future__ import annotations
 
-import gc
 import math
 import time
 from collections.abc import Callable, Sequence
@@ -48,7 +47,7 @@ from dummyprof.measure.memory import (
     reset_gpu_peak,
     rss_bytes,
 )
-from dummyprof.measure.projection import SamplingError, fit_line, fit_proportional, project, sample_sizes
+from dummyprof.measure.projection import SamplingError, fit_proportional, fit_time, project, sample_sizes
 from dummyprof.models.engram import EngramSpec, rank_table_bytes, shard, validate_engram_spec
 from dummyprof.parsing import format_bytes, format_seconds
 from dummyprof.results.common import Figure, MemoryUse, Timing
@@ -259,7 +258,6 @@ class _Runner:
         return reading.before, reading.peak, reading.method
 
     def allocate(self, part_rows: int) -> tuple[_Tables, float]:
-        gc.collect()
         before = rss_bytes()
         arena = Arena(self.backing)
         peak = PeakRss()
@@ -291,7 +289,7 @@ class _Runner:
         return seconds
 
     def fill(self, method: FillMethod, tables: _Tables) -> _Step:
-        gc.collect()
+        # No gc.collect() here: a full collection costs ~0.2 s with torch loaded, and fills create no cycles.
         self._sync()
         reset_gpu_peak(self.device)
         peak = PeakRss()
@@ -305,8 +303,7 @@ class _Runner:
 
     def release(self, tables: _Tables) -> None:
         tables.pairs.clear()
-        tables.arena.release()
-        gc.collect()
+        tables.arena.release()  # collects once, so mapped buffers are unmapped before the next allocation
 
 
 def _stepped(s: _Step, step: Callable[[str], None], label: str) -> _Step:
@@ -521,7 +518,7 @@ def run(
     needs, fits = _memory_plan(spec, methods, backing, budget, options.chunk_elements)
     result = EngramResult(
         layout=layout,
-        backing=BackingInfo(backing.requested, backing.used, backing.device, backing.note, backing.rounding),
+        backing=_backing_info(backing),
         budget=Budget(budget, source, options.time_budget_s, options.deadline_s),
         repeat=options.repeat,
         chunk_elements=options.chunk_elements,
@@ -577,6 +574,28 @@ def run(
     return results
 
 
+def _backing_info(backing: Backing) -> BackingInfo:
+    """Measured figures start as unavailable, with the reason, until a full-size allocation fills them in."""
+    if backing.used == "pinned":
+        reserved = Figure.missing("full tables not allocated here (see the computed figure)")
+    else:
+        reserved = Figure.missing(f"{backing.used} memory: only torch's CUDA pinned allocator reports reserved bytes")
+    huge = Figure.missing(
+        "full tables not allocated here"
+        if backing.used == "hugepages"
+        else f"{backing.used} memory: no huge pages asked"
+    )
+    return BackingInfo(
+        backing.requested,
+        backing.used,
+        backing.device,
+        backing.note,
+        backing.rounding,
+        reserved_measured_bytes=reserved,
+        huge_page_bytes=huge,
+    )
+
+
 def _dry_run(result: EngramResult) -> None:
     for m in result.methods:
         m.mode = PLANNED
@@ -593,15 +612,18 @@ def _measure_full(runner: _Runner, plan: _Plan, result: EngramResult, step: Call
     pinned_before = pinned_reserved_bytes() if runner.backing.used == "pinned" else None
     huge_before = anon_huge_page_bytes() if runner.backing.used == "hugepages" else None
     tables, alloc_s = runner.allocate(layout.part_rows)
-    if pinned_before is not None:
-        after = pinned_reserved_bytes()
-        if after is not None:
-            result.backing.reserved_measured_bytes = Figure(float(after - pinned_before))
+    after = pinned_reserved_bytes() if runner.backing.used == "pinned" else None
+    if pinned_before is not None and after is not None:
+        result.backing.reserved_measured_bytes = Figure(float(after - pinned_before))
+    elif runner.backing.used == "pinned":
+        result.backing.reserved_measured_bytes = Figure.missing("torch.cuda.host_memory_stats() reports no bytes")
     touch_s = runner.first_touch(tables)
-    if huge_before is not None:
+    if runner.backing.used == "hugepages":
         after_huge = anon_huge_page_bytes()
-        if after_huge is not None:
+        if huge_before is not None and after_huge is not None:
             result.backing.huge_page_bytes = Figure(float(after_huge - huge_before))
+        else:
+            result.backing.huge_page_bytes = Figure.missing("/proc/self/smaps_rollup has no AnonHugePages")
     table_bytes = layout.table_bytes_per_rank
     result.phases = [
         PhaseResult(ALLOCATE, MEASURED, table_bytes, Figure(alloc_s), Timing([alloc_s])),
@@ -688,7 +710,7 @@ def _measure_samples(
         table_bytes = result.layout.table_bytes_per_rank
         for name in (ALLOCATE, FIRST_TOUCH):
             pts = phase_points[name]
-            fit = fit_line([p.bytes_written for p in pts], [p.seconds for p in pts])
+            fit = fit_time([p.bytes_written for p in pts], [p.seconds for p in pts])
             result.phases.append(
                 PhaseResult(
                     name,
@@ -703,7 +725,7 @@ def _measure_samples(
         entry = result.method(method.name)
         pts = points[method.name]
         entry.samples = pts
-        entry.time_fit = fit_line([p.bytes_written for p in pts], [p.seconds for p in pts])
+        entry.time_fit = fit_time([p.bytes_written for p in pts], [p.seconds for p in pts])
         entry.seconds = Figure(project(entry.time_fit, entry.bytes_written), projected=True)
         growth = [p.rss_growth_bytes for p in pts]
         if all(g is not None for g in growth):

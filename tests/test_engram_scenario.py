@@ -1,0 +1,131 @@
+"""The engram scenario's planning and derived figures, on fake clocks and fake calibrations."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+
+import pytest
+import torch
+
+from dummyprof.errors import DoesNotFitError
+from dummyprof.loaders.fp8_fill import METHODS
+from dummyprof.measure import host_memory
+from dummyprof.measure.host_memory import Backing
+from dummyprof.models.engram import EngramSpec
+from dummyprof.scenarios.engram import (
+    ALLOCATE,
+    FIRST_TOUCH,
+    EngramOptions,
+    _Calibration,
+    _time_plan,
+    run,
+    summary_line,
+)
+
+ALL = list(METHODS.values())
+PAGEABLE = Backing("pageable", "pageable")
+
+
+def counter_clock() -> Callable[[], float]:
+    """Every reading is one second after the previous one: each timed step lasts exactly 1 s."""
+    ticks = itertools.count()
+    return lambda: float(next(ticks))
+
+
+def test_fake_clock_drives_every_measured_figure() -> None:
+    options = EngramOptions(rows=2048, dim=64, repeat=2, deadline_s=2.5, time_budget_s=10**6)
+    results = run(options, clock=counter_clock())
+    engram = results.engram
+    assert engram is not None
+    assert [p.seconds.value for p in engram.phases] == [1.0, 1.0]
+    floor = engram.method("memset")
+    for m in engram.methods:
+        assert m.mode == "measured"
+        assert m.timing.samples_s == [1.0, 1.0]
+        assert m.seconds.value == 1.0 and not m.seconds.projected
+        assert m.gb_per_s.value == pytest.approx(m.bytes_written / 1e9)
+        assert m.percent_of_floor.value == pytest.approx(100 * m.bytes_written / floor.bytes_written)
+        assert m.startup_seconds.value == 3.0  # allocation + first touch + fill
+        assert m.over_deadline is True
+    assert engram.method("random-convert").bytes_written == 2048 * 64  # scales untouched
+    assert engram.method("constant").bytes_written == 2048 * 66
+    assert "measured start-up 3.00 s (over the 2.50 s deadline)" in results.summary
+
+
+def _calibration(part_rows: int, **per_row: float) -> _Calibration:
+    rates = {ALLOCATE: 1e-9, FIRST_TOUCH: 1e-7, "memset": 1e-8, "constant": 1e-8}
+    rates.update({k.replace("_", "-"): v for k, v in per_row.items()})
+    return _Calibration(1024, rates)
+
+
+def test_slow_methods_that_fit_memory_are_projected_slowest_first() -> None:
+    spec = EngramSpec(rows=1_000_000, dim=64)
+    cal = _calibration(1_000_000, random_convert=1e-4, random_scratch=5e-5, random_chunked=5e-5)
+    fits = {m.name: True for m in ALL}
+    plan = _time_plan(spec, ALL, fits, cal, EngramOptions(rows=1_000_000, dim=64), 40.0, 10**12, PAGEABLE)
+    assert [m.name for m in plan.full] == ["constant", "memset"]
+    assert [m.name for m in plan.projected] == ["random-convert", "random-scratch", "random-chunked"]
+    assert "over the time budget" in plan.reasons["random-convert"]
+    assert plan.full_rounds == {"constant": 3, "memset": 3}
+
+
+def test_rounds_are_cut_to_the_time_budget_and_say_so() -> None:
+    spec = EngramSpec(rows=1_000_000, dim=64)
+    # one costly round: 3 x 1e-6 x 1e6 = 3 s per method... 10 s for scratch alone below
+    cal = _calibration(1_000_000, random_convert=4e-6, random_scratch=3e-6, random_chunked=3e-6)
+    fits = {m.name: True for m in ALL}
+    plan = _time_plan(spec, ALL, fits, cal, EngramOptions(rows=1_000_000, dim=64, repeat=3), 25.0, 10**12, PAGEABLE)
+    assert plan.projected == []
+    assert plan.rounds == 2  # 10 s a round, 25 s budget
+    assert plan.full_rounds["random-convert"] == 2 and plan.full_rounds["memset"] == 3
+    assert any("measured 2 of 3 rounds" in note for note in plan.notes)
+
+
+def test_methods_that_do_not_fit_memory_are_projected_for_that_reason() -> None:
+    spec = EngramSpec(rows=1_000_000, dim=64)
+    cal = _calibration(1_000_000, random_convert=1e-8, random_scratch=1e-8, random_chunked=1e-8)
+    fits = {m.name: m.name in ("constant", "memset", "random-chunked") for m in ALL}
+    plan = _time_plan(spec, ALL, fits, cal, EngramOptions(rows=1_000_000, dim=64), 40.0, 10**12, PAGEABLE)
+    assert [m.name for m in plan.projected] == ["random-convert", "random-scratch"]
+    assert plan.reasons == {"random-convert": "does not fit in memory", "random-scratch": "does not fit in memory"}
+
+
+def test_refuses_when_not_even_one_row_fits() -> None:
+    with pytest.raises(DoesNotFitError) as info:
+        run(EngramOptions(rows=1000, dim=64, max_memory=100))
+    assert info.value.flag == "--max-memory"
+
+
+def test_refuses_when_no_sample_fits_the_time_budget() -> None:
+    options = EngramOptions(rows=2_000_000_000, dim=64, offload=True, time_budget_s=1e-9, max_memory=16 * 2**20)
+    with pytest.raises(DoesNotFitError) as info:
+        run(options, clock=counter_clock())
+    assert info.value.flag == "--time-budget"
+    assert "raise --time-budget" in info.value.message
+
+
+def test_projected_figures_are_labelled_and_summarised() -> None:
+    options = EngramOptions(rows=400_000, dim=64, max_memory=8 * 1024 * 1024, time_budget_s=10**6)
+    results = run(options, clock=counter_clock())
+    engram = results.engram
+    assert engram is not None
+    for m in engram.methods:
+        assert m.mode == "projected"
+        assert [p.seconds for p in m.samples] == [1.0] * len(m.samples)  # the median of fake 1 s readings
+        # equal fake times give a flat line, which would project a free fill: the rate through 0 is used
+        assert m.time_fit is not None and m.time_fit.model == "b x"
+        xs = [p.bytes_written for p in m.samples]
+        rate = sum(xs) / sum(x * x for x in xs)
+        assert m.seconds.value == pytest.approx(rate * m.bytes_written) and m.seconds.projected
+        assert m.startup_seconds.projected
+    assert results.summary.count("does not fit here") == 4  # the floor is not listed
+    assert summary_line(engram) == results.summary
+
+
+def test_pinned_reserved_bytes_reads_host_memory_stats(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "host_memory_stats", lambda: {"allocated_bytes.current": 64 * 2**30})
+    assert host_memory.pinned_reserved_bytes() == 64 * 2**30
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert host_memory.pinned_reserved_bytes() is None

@@ -14,7 +14,9 @@ from dummyprof.results.gate import Metric
 from dummyprof.results.session import Results
 
 LAYOUT_COUNTERS = ("table_bytes_per_rank", "reserved_bytes_per_rank")
-METHOD_COUNTERS = ("bytes_written", "peak_scratch_bytes", "needed_bytes")
+METHOD_COUNTERS = ("bytes_written", "peak_scratch_bytes", "needed_bytes")  # computed from shapes, before filling
+# What the fill itself reported at full size: catches a method whose code changed but whose declaration did not.
+MEASURED_SCRATCH = "measured_scratch_bytes"
 MEASURED = "measured"  # MethodResult.mode of a method timed at full size
 
 
@@ -30,6 +32,7 @@ def engram_metric_names(options: Any) -> dict[str, MetricSpec]:
     for method in _methods(options):
         for counter in METHOD_COUNTERS:
             names[f"{method}.{counter}"] = MetricSpec("counter", "bytes")
+        names[f"{method}.{MEASURED_SCRATCH}"] = MetricSpec("counter", "bytes")
         names[f"{method}.time"] = MetricSpec("time", "s")
     return names
 
@@ -42,6 +45,10 @@ def engram_metrics(results: Results) -> dict[str, Metric]:
     for method in section.methods:
         for counter in METHOD_COUNTERS:
             metrics[f"{method.name}.{counter}"] = Metric("counter", "bytes", float(getattr(method, counter)))
+        if method.measured_scratch_bytes is not None:
+            metrics[f"{method.name}.{MEASURED_SCRATCH}"] = Metric(
+                "counter", "bytes", float(method.measured_scratch_bytes)
+            )
         if method.mode == MEASURED and method.timing.samples_s:
             samples = list(method.timing.samples_s)
             metrics[f"{method.name}.time"] = Metric("time", "s", float(method.timing.median), samples)

@@ -1,0 +1,96 @@
+"""The engram scenario in the gate: its metric names, extraction, and an injected fall-back to a random fill."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from dummyprof.gate.engram_metrics import engram_metric_names, engram_metrics
+from dummyprof.loaders import fp8_fill
+from dummyprof.results.common import Timing
+from dummyprof.results.engram import EngramLayout, EngramResult, MethodResult
+from dummyprof.results.session import Results
+from dummyprof.scenarios.engram import EngramOptions
+from tests.conftest import CliResult
+
+Cli = Callable[..., CliResult]
+
+CONFIG = """
+[scenarios.rank]
+command = "engram"
+options = { rows = 65536, dim = 256, tp_size = 2, rank = 1, methods = ["constant"], repeat = 2, device = "cpu" }
+counters = "all"
+"""
+
+
+def test_metric_names_include_the_floor_every_run_measures() -> None:
+    names = engram_metric_names(EngramOptions(methods=["constant"]))
+    assert sorted(names) == sorted(
+        ["table_bytes_per_rank", "reserved_bytes_per_rank"]
+        + [
+            f"{m}.{c}"
+            for m in ("constant", "memset")
+            for c in ("bytes_written", "peak_scratch_bytes", "needed_bytes", "measured_scratch_bytes", "time")
+        ]
+    )
+    assert names["memset.time"].kind == "time" and names["table_bytes_per_rank"].kind == "counter"
+
+
+def test_projected_methods_give_no_time_to_compare() -> None:
+    section = EngramResult(
+        layout=EngramLayout(table_bytes_per_rank=264, reserved_bytes_per_rank=512),
+        methods=[
+            MethodResult(
+                name="constant",
+                mode="measured",
+                bytes_written=264,
+                measured_scratch_bytes=0,
+                timing=Timing([0.002, 0.001, 0.003]),
+            ),
+            MethodResult(name="random-convert", mode="projected", bytes_written=256, peak_scratch_bytes=768),
+        ],
+    )
+    metrics = engram_metrics(Results(command="engram", engram=section))
+    assert metrics["table_bytes_per_rank"].value == 264 and metrics["reserved_bytes_per_rank"].value == 512
+    assert metrics["constant.time"].value == 0.002 and metrics["constant.time"].samples == [0.002, 0.001, 0.003]
+    assert metrics["constant.measured_scratch_bytes"].value == 0
+    assert metrics["random-convert.peak_scratch_bytes"].value == 768
+    assert "random-convert.time" not in metrics  # a projection is never compared as a measurement
+    assert "random-convert.measured_scratch_bytes" not in metrics
+
+
+@pytest.fixture
+def restore_constant() -> Iterator[None]:
+    original = fp8_fill.METHODS["constant"]
+    try:
+        yield
+    finally:
+        fp8_fill.METHODS["constant"] = original
+
+
+def test_gate_catches_a_constant_fill_that_falls_back_to_random(
+    cli: Cli, tmp_path: Path, restore_constant: None
+) -> None:
+    config = tmp_path / "dummyprof.toml"
+    config.write_text(CONFIG)
+    baseline = tmp_path / "baseline.json"
+    assert cli("baseline", "--config", str(config), "--output", str(baseline), "-q").exit_code == 0
+    metrics = json.loads(baseline.read_text())["gate"]["scenarios"][0]["metrics"]
+    part_rows = 65536 // 2
+    assert metrics["table_bytes_per_rank"]["value"] == part_rows * (256 + 256 // 32)
+    assert metrics["constant.measured_scratch_bytes"]["value"] == 0
+
+    # The regression: "constant" quietly draws random values through an fp16 scratch, its declaration unchanged.
+    fp8_fill.METHODS["constant"] = dataclasses.replace(fp8_fill.METHODS["constant"], fill=fp8_fill.fill_random_scratch)
+    gate_json = tmp_path / "gate.json"
+    result = cli("gate", "--config", str(config), "--baseline", str(baseline), "--json", str(gate_json), "-q")
+    assert result.exit_code == 1
+    checks = {c["name"]: c for c in json.loads(gate_json.read_text())["gate"]["checks"]}
+    scratch = checks["constant.measured_scratch_bytes"]
+    assert scratch["verdict"] == "regressed"
+    assert scratch["current"] == part_rows * 256 * 2  # an fp16 scratch of the whole weight
+    assert checks["table_bytes_per_rank"]["verdict"] == "pass"

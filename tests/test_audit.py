@@ -246,3 +246,17 @@ def test_meta_tensors_are_never_counted_as_written() -> None:
     row = results.audit.tensors["meta_placeholder"]
     assert row.device == "meta" and row.writes == {}  # the loader's uniform_ on it wrote no byte
     assert not [f for f in results.audit.findings if "meta_placeholder" in f.tensor and f.kind != "untouched"]
+
+
+def test_loader_values_compared_when_it_declares_an_initializer(cli: Cli) -> None:
+    loaders_ = [f"{L}:fill_like_vllm_033", f"{L}:fill_once"]
+    undeclared = audit(model=f"{M}:build", strategies=["per-layer"], loaders=loaders_)
+    assert undeclared.value_groups == [] and undeclared.clean
+    declared = audit(model=f"{M}:build", strategies=["per-layer"], loaders=loaders_, loader_initializer="v0.33")
+    assert declared.value_groups == [["per-layer", "fill_like_vllm_033", "fill_once"]]
+    differ = {f.tensor: f.message for f in declared.failing if f.kind == "values-differ"}
+    # fill_once writes 0.5 everywhere: every float differs; the LayerNorm ones only by their values
+    assert len(differ) == 11
+    assert "(per-layer = fill_like_vllm_033 vs fill_once)" in differ["embed.weight"]
+    bad = cli("audit", "--loader", f"{L}:fill_once", "--loader-initializer", "v9")
+    assert bad.exit_code == 2 and "--loader-initializer: unknown initializer 'v9'; choose one of:" in bad.stderr

@@ -92,3 +92,17 @@ def test_huge_layout_allocates_nothing() -> None:
         model_args={"layers": 40, "hidden": 8192, "intermediate": 28672, "heads": 64, "kv_heads": 8, "vocab": 32000},
     )
     assert result.nodes[0].subtree_bytes > 60 * 2**30
+
+
+def test_says_when_the_callable_allocated_anyway(tmp_path: Path) -> None:
+    explicit = tmp_path / "explicit.py"
+    explicit.write_text(
+        "import torch\nfrom torch import nn\n\n"
+        "def build():\n"
+        "    model = nn.Linear(4, 4)\n"
+        "    model.register_buffer('table', torch.zeros(8, device='cpu'))  # an explicit device= beats meta\n"
+        "    return model\n"
+    )
+    results = run(InspectOptions(model=f"{explicit}:build"))
+    assert any("the callable put 1 tensor(s) on a real device itself" in n for n in results.notices)
+    assert any("nothing was allocated or written" in n for n in run(InspectOptions()).notices)

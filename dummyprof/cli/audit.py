@@ -17,22 +17,23 @@ Trace every write each strategy or loader makes, and report what is wrong.
 Each filler runs once on its own freshly built model under a tracer that sees
 every in-place write (fill_, uniform_, copy_, out= ...). Findings (exit 1):
 
-  missed                  a tensor one filler writes and another does not
-  repeated                a tensor written more than once by one filler
+  missed                  one filler writes a tensor, another does not
+  repeated                one filler writes a tensor more than once
   values-differ           same initializer, different final bytes
-  non-persistent-written  a non-persistent buffer (e.g. rotary inv_freq) overwritten
-  unregistered            a tensor held in a plain attribute, list or dict:
-                          no traversal reaches it
+  non-persistent-written  a non-persistent buffer (rotary inv_freq) written
+  unregistered            a tensor kept in a plain attribute, list or dict,
+                          where no traversal reaches it
   replaced                a loader replaced a tensor instead of writing it
-  recorder-mismatch       a strategy's visit recorder disagrees with the tracer
+  recorder-mismatch       a strategy's recorder disagrees with the tracer
 
 Tied and aliased storages, tensors nobody writes and persistence questions are
 shown as notes and never fail. Exit codes: 0 clean, 1 findings, 2 bad input.
 
 Examples:
   dummyprof audit --preset dense-decoder
-  dummyprof audit --model tests/fixtures/models.py:build -s per-layer --loader ./my_loader.py:fill
-  dummyprof audit --preset moe-decoder -s legacy -s per-layer --initializer v0.33 --ignore repeated
+  dummyprof audit --model tests/fixtures/models.py:build
+  dummyprof audit --model ./m.py:build -s per-layer --loader ./fill.py:fill
+  dummyprof audit --preset moe-decoder -s legacy --ignore repeated
 """
 
 
@@ -50,6 +51,14 @@ def audit(
     ] = None,
     loader: LoaderOpt = None,
     loader_arg: LoaderArgOpt = None,
+    loader_initializer: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option(
+            metavar="NAME",
+            help="Declare that the loaders fill like this initializer (v0.33, v0.29): their final bytes are then "
+            "compared with the strategies using it.",
+        ),
+    ] = None,
     initializer: Annotated[
         Optional[str],  # noqa: UP045
         typer.Option(help="Use this initializer (v0.33 or v0.29) for every strategy, so all their values compare."),
@@ -78,6 +87,7 @@ def audit(
         strategies=strategies,
         loaders=list(loader or []),
         loader_args=parse_args_flag(loader_arg, "--loader-arg"),
+        loader_initializer=loader_initializer,
         initializer=initializer,
         model=model,
         preset=preset,

@@ -28,7 +28,7 @@ Example: dummyprof compare --depth 12 --repeat 5 --json results.json
 Any model, any loader (the synthetic-tree flags are then ignored):
   dummyprof compare --preset torch-transformer
   dummyprof compare --model ./my_model.py:build --model-arg layers=8
-  dummyprof compare --preset dense-decoder -s per-layer --loader ./my_loader.py:fill
+  dummyprof compare --preset dense-decoder -s per-layer --loader ./fill.py:fill
 """
 
 

@@ -20,8 +20,8 @@ is walked with a no-op initializer, so even a huge layout inspects instantly.
 
 Examples:
   dummyprof inspect --preset deepseek-v4-like --max-depth 3
-  dummyprof inspect --model ./my_model.py:build --model-arg layers=61 --min-bytes 1MiB
-  dummyprof inspect --preset torch-transformer -s legacy -s per-layer --json tree.json
+  dummyprof inspect --model ./m.py:build --model-arg layers=61 --min-bytes 1MiB
+  dummyprof inspect --preset torch-transformer -s legacy --json tree.json
 """
 
 

@@ -45,6 +45,7 @@ class AuditOptions:
     strategies: list[str] = field(default_factory=lambda: list(DEFAULT_STRATEGIES))
     loaders: list[str] = field(default_factory=list)
     loader_args: dict[str, Any] = field(default_factory=dict)
+    loader_initializer: str | None = None  # declared by the user: compare loaders' values with strategies using it
     initializer: str | None = None  # every strategy uses this one instead of its own
     model: str | None = None
     preset: str | None = None
@@ -86,12 +87,12 @@ def _strategy_filler(strategy: Strategy, initializer: str | None) -> _Filler:
     return _Filler(strategy.name, "strategy", name, fill)
 
 
-def _loader_filler(loader: UserLoader) -> _Filler:
+def _loader_filler(loader: UserLoader, initializer: str | None) -> _Filler:
     def fill(model: nn.Module, recorder: VisitRecorder | None) -> None:
         with torch.no_grad():
             loader(model)
 
-    return _Filler(loader.name, "loader", None, fill)
+    return _Filler(loader.name, "loader", initializer, fill)
 
 
 def _fillers(options: AuditOptions) -> list[_Filler]:
@@ -100,10 +101,15 @@ def _fillers(options: AuditOptions) -> list[_Filler]:
     for kind in options.ignore:
         if kind not in FINDING_KINDS:
             raise UsageError("--ignore", f"unknown finding kind {kind!r}; choose from: {', '.join(FINDING_KINDS)}")
-    if options.initializer is not None:
-        from dummyprof.loaders.initializers import get_initializer
+    from dummyprof.loaders.initializers import INITIALIZERS, get_initializer
 
+    if options.initializer is not None:
         get_initializer(options.initializer)
+    if options.loader_initializer is not None and options.loader_initializer not in INITIALIZERS:
+        known = ", ".join(sorted(INITIALIZERS))
+        raise UsageError(
+            "--loader-initializer", f"unknown initializer {options.loader_initializer!r}; choose one of: {known}"
+        )
     seen: set[str] = set()
     fillers = []
     for name in options.strategies:
@@ -111,7 +117,8 @@ def _fillers(options: AuditOptions) -> list[_Filler]:
             raise UsageError("--strategy", f"{name!r} is listed twice")
         seen.add(name)
         fillers.append(_strategy_filler(get_strategy(name), options.initializer))
-    fillers += [_loader_filler(loader) for loader in load_loaders(options.loaders, options.loader_args, list(seen))]
+    loaders = load_loaders(options.loaders, options.loader_args, list(seen))
+    fillers += [_loader_filler(loader, options.loader_initializer) for loader in loaders]
     if not fillers:
         raise UsageError("--strategy", "give at least one --strategy or --loader to audit")
     return fillers
@@ -335,9 +342,15 @@ def run(options: AuditOptions, *, source: ModelSource | None = None) -> Results:
     results = Results(command="audit", environment=collect_environment(device), audit=result)
     results.notices.extend(source.notes)
     if any(f.kind == "loader" for f in fillers):
+        values = (
+            f"their final bytes are compared with every filler using {options.loader_initializer}, as declared by "
+            "--loader-initializer"
+            if options.loader_initializer
+            else "their values are compared with no other filler unless --loader-initializer declares one"
+        )
         results.notices.append(
             "loaders are traced (every operator that writes in place is seen); a visit that writes nothing cannot "
-            "be seen, and a loader's values are compared with no other filler (it declares no initializer)"
+            f"be seen; {values}"
         )
     results.summary = summary_line(result)
     return results

@@ -46,6 +46,10 @@ class InspectOptions:
     min_bytes: int = 0
 
 
+def _tensors(model: nn.Module) -> list[torch.Tensor]:
+    return [t for m in model.modules() for t in (*m._parameters.values(), *m._buffers.values()) if t is not None]
+
+
 def _no_fill(tensor: torch.Tensor, local_name: str) -> FillOutcome:
     return NOT_WRITTEN
 
@@ -179,14 +183,7 @@ def run(options: InspectOptions, *, source: ModelSource | None = None) -> Result
             description=source.description,
             device="meta (nothing allocated)",
             modules=len(nodes),
-            tensors=len(
-                {
-                    storage_key(t)
-                    for m in model.modules()
-                    for t in (*m._parameters.values(), *m._buffers.values())
-                    if t is not None
-                }
-            ),
+            tensors=len({storage_key(t) for t in _tensors(model)}),
             names=sum(n.own_tensors for n in nodes),
             bytes=root.subtree_bytes,
             options=dict(source.options),
@@ -200,9 +197,15 @@ def run(options: InspectOptions, *, source: ModelSource | None = None) -> Result
     )
     results = Results(command="inspect", environment=collect_environment(torch.device("cpu")), inspect=result)
     results.notices.extend(source.notes)
+    real = sum(1 for t in _tensors(model) if t.device.type != "meta")
+    allocated = (
+        f"nothing was written, but the callable put {real} tensor(s) on a real device itself (an explicit device=)"
+        if real
+        else "nothing was allocated or written"
+    )
     results.notices.append(
         "built on the meta device: sizes come from shapes and dtypes, visits from walking each strategy with a "
-        "no-op initializer; nothing was allocated or written"
+        f"no-op initializer; {allocated}"
     )
     results.summary = summary_line(result)
     return results

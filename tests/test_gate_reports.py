@@ -102,7 +102,9 @@ def gate_results() -> Results:
         checks=checks,
         exit_code=1,
     )
-    return Results(command="gate", gate=section, summary="gate FAIL: regression")
+    return Results(
+        command="gate", gate=section, summary="gate FAIL: regression", created_at="2026-01-02T03:04:05+00:00"
+    )
 
 
 def test_junit_is_xml_with_one_testcase_per_check() -> None:
@@ -111,6 +113,7 @@ def test_junit_is_xml_with_one_testcase_per_check() -> None:
     assert (root.get("tests"), root.get("failures"), root.get("errors")) == ("7", "2", "2")
     suites = root.findall("testsuite")
     assert [s.get("name") for s in suites] == ["dummyprof gate: tree", "dummyprof gate: gone"]
+    assert suites[0].get("timestamp") == "2026-01-02T03:04:05"
     cases = root.findall("./testsuite/testcase")
     assert len(cases) == 7
     assert cases[1].get("name") == "limit per-layer.max_visits"

@@ -40,7 +40,7 @@ def gate_junit(results: Results) -> str:
             failures=str(sum(1 for c in checks if c.verdict == REGRESSED)),
             errors=str(sum(1 for c in checks if c.verdict in (NOT_COMPARABLE, NOT_MEASURED))),
             skipped="0",
-            timestamp=results.created_at,
+            timestamp=results.created_at[:19],  # JUnit timestamps carry no time zone
         )
         for check in checks:
             case = ET.SubElement(

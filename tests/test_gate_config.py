@@ -114,3 +114,24 @@ def test_unknown_scenario_selection(tmp_path: Path, cli: Cli) -> None:
     assert result.exit_code == 2
     assert "--scenario: no scenario 'nope'" in result.stderr
     assert "choose from: tree" in result.stderr
+
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+
+
+def test_user_models_and_loaders_are_plain_options(tmp_path: Path) -> None:
+    text = f"""
+[scenarios.mine]
+command = "compare"
+options = {{ model = "{FIXTURES / "models.py"}:tied", loaders = ["{FIXTURES / "loaders.py"}:fill_once"] }}
+"""
+    (scenario,) = load_config(write(tmp_path, text)).scenarios
+    assert scenario.options.model.endswith("models.py:tied")
+    assert "fill_once.visits" in scenario.counters and "per-layer.visits" in scenario.counters
+
+
+def test_a_loader_that_cannot_be_loaded_names_the_config_key(tmp_path: Path, cli: Cli) -> None:
+    path = write(tmp_path, '[scenarios.mine]\ncommand = "compare"\noptions = { loaders = ["nowhere.py:fill"] }\n')
+    result = cli("gate", "--config", str(path), "--baseline", str(tmp_path / "b.json"))
+    assert result.exit_code == 2
+    assert result.stderr.startswith(f"dummyprof: error: --config: {path}: scenarios.mine.options.loader: ")

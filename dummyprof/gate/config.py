@@ -147,7 +147,10 @@ def _scenario(path: Path, name: str, table: dict[str, Any]) -> ScenarioConfig:
         raise ConfigError(path, f"{key}.command", f"got {command_name!r}; choose one of: {choices}")
     command = COMMANDS[command_name]
     options = _options(path, f"{key}.options", command, _table(path, f"{key}.options", table.get("options", {})))
-    metrics = command.metrics_for(options)
+    try:
+        metrics = command.metrics_for(options)
+    except UsageError as exc:  # e.g. a --loader spec that cannot be imported
+        raise ConfigError(path, f"{key}.options.{(exc.flag or '').lstrip('-')}".rstrip("."), exc.message) from None
     counters_key = f"{key}.counters"
     counters = table.get("counters", "all")
     if counters == "all":

@@ -34,9 +34,19 @@ Extractor = Callable[[Results], dict[str, Metric]]
 Namer = Callable[[Any], dict[str, MetricSpec]]
 
 
+def _loader_names(options: Any) -> list[str]:
+    """Names of the user's loaders (``compare --loader``), which run as strategies of their own."""
+    specs = getattr(options, "loaders", None)
+    if not specs:
+        return []
+    from dummyprof.scenarios.loader_runs import load_loaders
+
+    return [loader.name for loader in load_loaders(specs, options.loader_args, options.strategies)]
+
+
 def compare_metric_names(options: Any) -> dict[str, MetricSpec]:
     names: dict[str, MetricSpec] = {}
-    for strategy in options.strategies:
+    for strategy in [*options.strategies, *_loader_names(options)]:
         for counter, unit in COMPARE_COUNTERS.items():
             names[f"{strategy}.{counter}"] = MetricSpec("counter", unit)
         names[f"{strategy}.time"] = MetricSpec("time", "s")

@@ -119,6 +119,7 @@ def test_projected_figures_are_labelled_and_summarised() -> None:
         rate = sum(xs) / sum(x * x for x in xs)
         assert m.seconds.value == pytest.approx(rate * m.bytes_written) and m.seconds.projected
         assert m.startup_seconds.projected
+        assert m.peak_rss_bytes.projected and (m.peak_rss_bytes.value or 0) >= m.needed_bytes
     assert results.summary.count("does not fit here") == 4  # the floor is not listed
     assert summary_line(engram) == results.summary
 

@@ -730,7 +730,10 @@ def _measure_samples(
         growth = [p.rss_growth_bytes for p in pts]
         if all(g is not None for g in growth):
             entry.memory_fit = fit_proportional([p.needed_bytes for p in pts], [float(g or 0) for g in growth])
-            entry.peak_rss_bytes = Figure(base_rss + project(entry.memory_fit, entry.needed_bytes), projected=True)
+            # Never below the computed need: small samples can reuse freed heap pages (glibc serves blocks under
+            # its 32 MiB mmap threshold from memory it kept), so their growth understates what full size faults in.
+            fitted = project(entry.memory_fit, entry.needed_bytes)
+            entry.peak_rss_bytes = Figure(base_rss + max(fitted, entry.needed_bytes), projected=True)
     result.plan_notes.append(
         f"projected from {len(plan.sample_rows)} sample sizes of {plan.sample_rows[0]:,} to {plan.sample_rows[-1]:,} "
         f"rows per table ({result.layout.part_rows / plan.sample_rows[-1]:,.0f}x extrapolation to "

@@ -260,3 +260,13 @@ def test_loader_values_compared_when_it_declares_an_initializer(cli: Cli) -> Non
     assert "(per-layer = fill_like_vllm_033 vs fill_once)" in differ["embed.weight"]
     bad = cli("audit", "--loader", f"{L}:fill_once", "--loader-initializer", "v9")
     assert bad.exit_code == 2 and "--loader-initializer: unknown initializer 'v9'; choose one of:" in bad.stderr
+
+
+def test_untraced_writes_count_and_are_noted() -> None:
+    result = audit(model=f"{M}:build", strategies=["unique"], loaders=[f"{L}:through_numpy"])
+    notes = sorted(f.tensor for f in result.findings if f.kind == "untraced-write")
+    assert len(notes) == 9 and "embed.weight" in notes  # every parameter, through numpy
+    assert result.tensors["embed.weight"].writes["through_numpy"] == 1
+    # numpy writes count, so the only failures are the persistent buffers it does not touch
+    failing = sorted((f.kind, f.tensor) for f in result.failing)
+    assert failing == [("missed", "block.inner.running_mean"), ("missed", "block.running_mean")]

@@ -144,3 +144,21 @@ def test_replacing_tensors_is_reported_not_counted() -> None:
     trace = trace_writes(model, loaders.replaces)
     assert sorted(trace.replaced) == ["bias", "weight"]
     assert all(r.visits == 0 for r in trace.records.values())
+
+
+def test_writes_outside_the_dispatcher_are_found_by_hashing() -> None:
+    model = nn.Linear(4, 4)
+    trace = trace_writes(model, loaders.through_numpy)
+    names = {trace.records[k].name for k in trace.untraced}
+    assert names == {"weight", "bias"}
+    weight = next(r for r in trace.records.values() if r.name == "weight")
+    assert (weight.visits, weight.bytes_written) == (1, 4 * 4 * 4)
+    assert trace.ops[trace.untraced[0]] == ["<outside the dispatcher>"]
+    blind = trace_writes(nn.Linear(4, 4), loaders.through_numpy, check_untraced=False)
+    assert blind.untraced == [] and all(r.visits == 0 for r in blind.records.values())
+
+
+def test_untouched_storages_are_not_reported_as_untraced_writes() -> None:
+    model = build_tree(TreeSpec(depth=2, hidden=32))
+    trace = trace_writes(model, lambda m: run_strategy(m, get_strategy("per-layer")))
+    assert trace.untraced == []  # int64 indices and non-persistent buffers keep their bytes

@@ -9,13 +9,16 @@ storage, so a write through a view (``t.view(torch.uint8).fill_``,
 ``w.t().copy_``, ``w[0].zero_()``) lands on the base tensor's record.
 
 What tracing cannot see: a visit that writes nothing (an integer index an
-initializer skips), and a tensor *replaced* rather than written (``p.data = x``,
-``setattr``); :func:`replaced_tensors` finds the latter by comparing storages
-before and after.
+initializer skips); a tensor *replaced* rather than written (``p.data = x``,
+``setattr``), which :func:`replaced_tensors` finds by comparing storages before
+and after; and a write that bypasses the dispatcher (through ``tensor.numpy()``,
+a raw ``data_ptr`` in a C extension), which :func:`trace_writes` finds by
+hashing every storage the tracer saw no write to, before and after.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -87,6 +90,7 @@ class TraceResult:
     outside_writes: int  # writes to storages not registered in the model (temporaries, unregistered tensors)
     outside: dict[int, StorageWrites]
     replaced: list[str]  # registered names whose storage changed: replaced, not written in place
+    untraced: list[int] = field(default_factory=list)  # storages whose bytes changed with no operator writing them
 
 
 def replaced_tensors(model: nn.Module, before: dict[str, int]) -> list[str]:
@@ -104,13 +108,47 @@ def _name_keys(model: nn.Module) -> dict[str, int]:
     return keys
 
 
-def trace_writes(model: nn.Module, fill: Callable[[nn.Module], Any]) -> TraceResult:
-    """Run ``fill(model)`` under a :class:`WriteTracer` and attribute each write to the model's storages."""
+def storage_digest(tensor: torch.Tensor) -> str:
+    """blake2b of every byte of the storage behind ``tensor`` (all its views at once)."""
+    if tensor.device.type == "meta":
+        return "meta"
+    raw = torch.empty(0, dtype=torch.uint8, device=tensor.device).set_(tensor.untyped_storage())
+    return hashlib.blake2b(raw.cpu().numpy().tobytes(), digest_size=16).hexdigest()
+
+
+def _storage_tensors(model: nn.Module) -> dict[int, torch.Tensor]:
+    tensors: dict[int, torch.Tensor] = {}
+    for module in model.modules():
+        for tensor in (*module._parameters.values(), *module._buffers.values()):
+            if tensor is not None:
+                tensors.setdefault(storage_key(tensor), tensor)
+    return tensors
+
+
+def trace_writes(model: nn.Module, fill: Callable[[nn.Module], Any], *, check_untraced: bool = True) -> TraceResult:
+    """Run ``fill(model)`` under a :class:`WriteTracer` and attribute each write to the model's storages.
+
+    With ``check_untraced``, every storage is hashed before and after, and one
+    whose bytes changed although no operator wrote it is counted as written
+    once (``untraced``): a write the dispatcher never saw. Costs a read of the
+    whole model twice.
+    """
     before = _name_keys(model)
+    # Holding the original tensors keeps their storages alive, so no new storage can reuse
+    # an old address (the key) while the fill runs: replaced tensors always get new keys.
+    originals = _storage_tensors(model)
+    digests = {k: storage_digest(t) for k, t in originals.items()} if check_untraced else {}
     tracer = WriteTracer()
     with tracer:
         fill(model)
     records = index_model(model)
+    untraced: list[int] = []
+    now = _storage_tensors(model) if check_untraced else {}
+    for key, record in records.items():
+        unseen = key in digests and key in now and key not in tracer.storages
+        if unseen and storage_digest(now[key]) != digests[key]:
+            untraced.append(key)
+            tracer.storages[key] = StorageWrites(1, record.nbytes, ["<outside the dispatcher>"])
     ops: dict[int, list[str]] = {}
     for key, record in records.items():
         seen = tracer.storages.get(key)
@@ -119,10 +157,13 @@ def trace_writes(model: nn.Module, fill: Callable[[nn.Module], Any]) -> TraceRes
             record.bytes_written = seen.bytes_written
             ops[key] = list(seen.ops)
     outside = {k: v for k, v in tracer.storages.items() if k not in records}
+    replaced = replaced_tensors(model, before)
+    del originals
     return TraceResult(
         records=records,
         ops=ops,
         outside_writes=sum(v.writes for v in outside.values()),
         outside=outside,
-        replaced=replaced_tensors(model, before),
+        replaced=replaced,
+        untraced=untraced,
     )

@@ -21,6 +21,7 @@ INFO_KINDS: dict[str, str] = {
     "shared-storage": "tied parameters or aliased views: several names, one storage",
     "untouched": "written by no filler (integer indices, meta tensors...)",
     "persistence": "_non_persistent_buffers_set and state_dict() disagree, or one is missing",
+    "untraced-write": "bytes changed with no operator writing them (numpy view, raw pointer): counted as one write",
 }
 
 

@@ -236,6 +236,15 @@ def _run_filler(
                 "checkpoint; vLLM's per-layer fill leaves it alone)",
                 [filler.name],
             )
+    for key in trace.untraced:
+        name = names.get(key, "")
+        audit.find(
+            "untraced-write",
+            name,
+            f"{filler.name}: {name} changed although no operator wrote it (a numpy view or a raw pointer); "
+            "counted as written once",
+            [filler.name],
+        )
     for name in trace.replaced:
         audit.find("replaced", name, f"{filler.name} replaced {name} instead of writing it in place", [filler.name])
     if recorder is not None:

@@ -62,6 +62,12 @@ def apply_traces(result: CompareResult, loaders: Sequence[UserLoader], build: Ca
             row.visits[loader.name] = record.visits
             row.bytes_written[loader.name] = record.bytes_written
         notes.append(TRACING_NOTE.format(name=loader.name, spec=loader.spec))
+        if trace.untraced:
+            shown = ", ".join(trace.records[k].name for k in trace.untraced[:5])
+            notes.append(
+                f"loader {loader.name} changed {len(trace.untraced)} tensor(s) without any operator writing them "
+                f"(numpy views or raw pointers), each counted as one write: {shown}"
+            )
         if trace.replaced:
             shown = ", ".join(trace.replaced[:5]) + (" ..." if len(trace.replaced) > 5 else "")
             notes.append(

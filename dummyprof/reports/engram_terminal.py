@@ -27,6 +27,16 @@ def _number(figure: Figure, fmt: str, unit: str = "") -> str:
     return f"{text} (projected)" if figure.projected else text
 
 
+def _plural(n: int, noun: str) -> str:
+    return f"{n:,} {noun}" + ("" if n == 1 else "s")
+
+
+def _percent(figure: Figure) -> str:
+    if figure.value is None:
+        return "n/a"
+    return _number(figure, ".1f" if figure.value < 10 else ".0f", "%")
+
+
 def _fit(fit: LinearFit | None) -> str:
     if fit is None:
         return ""
@@ -45,8 +55,8 @@ def layout_table(result: EngramResult) -> Table:
     table.add_row("all ranks", format_bytes(lay.total_bytes))
     table.add_row(
         "sharding",
-        f"{lay.heads} hash heads over {lay.tp_size * lay.dp_size} ranks (tp {lay.tp_size} x dp {lay.dp_size}), "
-        "whole heads per rank",
+        f"{_plural(lay.heads, 'hash head')} over {_plural(lay.tp_size * lay.dp_size, 'rank')} "
+        f"(tp {lay.tp_size} x dp {lay.dp_size}), whole heads per rank",
     )
     table.add_row("this rank", f"rank {lay.rank}: {lay.part_rows:,} rows per table")
     table.add_row("requested per rank", format_bytes(lay.table_bytes_per_rank))
@@ -103,8 +113,8 @@ def phase_table(result: EngramResult) -> Table | None:
     for p in result.phases:
         rate = (
             _number(Figure(p.bytes / p.seconds.value / 1e9, projected=p.seconds.projected), ".2f", " GB/s")
-            if p.seconds.value
-            else "n/a"
+            if p.seconds.value and p.name != "allocate"  # allocation maps address space; a rate means nothing
+            else ""
         )
         table.add_row(p.name, format_bytes(p.bytes), _seconds(p.seconds), rate, _fit(p.time_fit))
     return table
@@ -144,7 +154,7 @@ def method_table(result: EngramResult) -> Table:
             how,
             _seconds(m.seconds),
             _number(m.gb_per_s, ".2f", " GB/s"),
-            _number(m.percent_of_floor, ".0f", "%"),
+            _percent(m.percent_of_floor),
             start,
             _values(m),
         )
@@ -162,7 +172,8 @@ def memory_table(result: EngramResult) -> Table:
     table.add_column("RSS vs need")
     for m in result.methods:
         fits = "yes" if m.fits_in_memory else f"[red]no[/] (budget {format_bytes(result.budget.memory_bytes)})"
-        ratio = f"x{m.memory_fit.slope:.3f} over samples ({_fit(m.memory_fit)})" if m.memory_fit else ""
+        fit = m.memory_fit
+        ratio = f"x{fit.slope:.3f} over {fit.points} samples (R² {fit.r_squared:.3f})" if fit else ""
         table.add_row(
             m.name,
             format_bytes(m.needed_bytes),

@@ -188,3 +188,9 @@ def test_preset_errors() -> None:
         preset_source("dense-decoder", {"depth": 3})
     with pytest.raises(UsageError, match="raised ValueError: dtype must be one of"):
         preset_source("dense-decoder", {"dtype": "int8"})
+
+
+def test_preset_options_record_every_argument() -> None:
+    source = preset_source("dense-decoder", {"layers": 2})
+    assert source.options == {**PRESETS["dense-decoder"].parameters(), "layers": 2}
+    assert source.source == "preset:dense-decoder"

@@ -197,6 +197,7 @@ def callable_source(
     source: str,
     description: str,
     flag: str = "--model",
+    options: dict[str, Any] | None = None,
 ) -> ModelSource:
     """A ModelSource for any callable returning an ``nn.Module``, sized on the meta device first."""
     probe = _meta_probe(fn, args, spec, flag)
@@ -219,7 +220,7 @@ def callable_source(
         description=description,
         build=build,
         estimated_bytes=estimated,
-        options=dict(args),
+        options=dict(args) if options is None else dict(options),
         notes=notes,
         largest_scratch_bytes=scratch,
     )

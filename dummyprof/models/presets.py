@@ -296,4 +296,5 @@ def preset_source(name: str, args: dict[str, Any]) -> ModelSource:
         source=f"preset:{name}",
         description=f"preset {name}: {preset.description} ({shown})",
         flag="--preset",
+        options=merged,  # every argument the preset was built with, defaults included
     )

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import gc
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 
 import torch
 from torch import nn
@@ -25,6 +26,17 @@ from dummyprof.results.compare import CompareResult, ModelSummary, StrategyResul
 
 Clock = Callable[[], float]
 Progress = Callable[[int, int, str], None]  # done, total, label
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def _merge_memory(old: MemoryUse | None, new: MemoryUse) -> MemoryUse:
@@ -117,14 +129,15 @@ def run_compare(
     total = (warmup + repeat) * len(strategies)
     done = 0
     for round_index in range(warmup + repeat):
+        # Collect once a round, outside the clock; during a timed fill the collector is off (as timeit does).
+        gc.collect()
         for strategy in strategies:
             target = build()
             recorder = VisitRecorder(target)
-            gc.collect()
             synchronize(device)
             reset_gpu_peak(device)
             peak = PeakRss()
-            with peak.measure():
+            with peak.measure(), _gc_paused():
                 t0 = clock()
                 run_strategy(target, strategy, initializer=inits[strategy.name], recorder=recorder)
                 synchronize(device)

@@ -30,6 +30,8 @@ _LAZY = {
     "audit": ("dummyprof.scenarios.audit", "run"),
     "InspectOptions": "dummyprof.scenarios.inspect",
     "inspect": ("dummyprof.scenarios.inspect", "run"),
+    "EngramOptions": "dummyprof.scenarios.engram",
+    "engram": ("dummyprof.scenarios.engram", "run"),
 }
 
 __all__ = ["__version__", *_LAZY]

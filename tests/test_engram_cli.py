@@ -32,6 +32,7 @@ Cli = Callable[..., Any]
         (["--rows", "1000", "--deadline", "-1"], "--deadline", "greater than 0"),
         (["--rows", "1000", "--max-memory", "lots"], "--max-memory", "expected a size"),
         (["--rows", "1000", "--repeat", "0"], "--repeat", "at least 1"),
+        (["--rows", "1000", "--device", "tpu"], "--device", "unknown device"),
     ],
 )
 def test_bad_input_is_one_line_naming_the_flag(cli: Cli, args: list[str], flag: str, needle: str) -> None:

@@ -71,6 +71,9 @@ def layout_table(result: EngramResult) -> Table:
     table.add_row("memory", where)
     if b.used == "hugepages" or b.huge_page_bytes.available:
         table.add_row("huge-page backed", figure_bytes(b.huge_page_bytes))
+    table.add_row("pinned allocator", figure_bytes(result.gpu.pinned_bytes))
+    table.add_row("GPU used (NVML)", figure_bytes(result.gpu.gpu_used_bytes))
+    table.add_row("GPU allocator peak", figure_bytes(result.gpu.gpu_allocator_peak_bytes))
     budget = result.budget
     table.add_row("memory budget", f"{format_bytes(budget.memory_bytes)} ({budget.memory_source})")
     time_text = f"{format_seconds(budget.time_s)}"

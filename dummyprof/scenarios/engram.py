@@ -564,6 +564,8 @@ def run(
         sampled = _plan_samples(spec, plan, methods, rate, options, time_left, budget, backing)
         total_steps[0] += len(plan.sample_rows) * sum(plan.sample_rounds.get(m.name, 1) for m in sampled)
         _measure_samples(runner, plan, result, sampled, step)
+    if not plan.full:
+        result.gpu = _unallocated_device_figures(device)
     _derive(result)
     result.rounds_measured = plan.rounds
     result.plan_notes.extend(plan.notes)
@@ -596,7 +598,23 @@ def _backing_info(backing: Backing) -> BackingInfo:
     )
 
 
+def _unallocated_device_figures(device: torch.device) -> MemoryUse:
+    """Pinned and GPU figures describe the full tables; say why there are none rather than print 0."""
+    not_here = "full tables not allocated here (projected run)"
+
+    def why(figure: Figure) -> Figure:
+        return figure if figure.value is None else Figure.missing(not_here)
+
+    return MemoryUse(
+        pinned_bytes=why(pinned_memory_figure()),
+        gpu_used_bytes=why(gpu_used_figure(device)),
+        gpu_allocator_peak_bytes=why(gpu_allocator_peak_figure(device)),
+    )
+
+
 def _dry_run(result: EngramResult) -> None:
+    nothing = Figure.missing("dry run: nothing allocated")
+    result.gpu = MemoryUse(pinned_bytes=nothing, gpu_used_bytes=nothing, gpu_allocator_peak_bytes=nothing)
     for m in result.methods:
         m.mode = PLANNED
         m.peak_rss_bytes = m.seconds = Figure.missing("dry run: nothing allocated")

@@ -194,3 +194,10 @@ def test_preset_options_record_every_argument() -> None:
     source = preset_source("dense-decoder", {"layers": 2})
     assert source.options == {**PRESETS["dense-decoder"].parameters(), "layers": 2}
     assert source.source == "preset:dense-decoder"
+
+
+def test_compare_report_says_the_model_was_materialized(cli: Cli) -> None:
+    result = cli("compare", "--model", f"{FIXTURES}:on_meta", "--repeat", "1", "--warmup", "0", "--device", "cpu")
+    assert result.exit_code == 0, result.stderr
+    assert "the model was built on the meta device and materialized on cpu with to_empty" in result.stdout
+    assert "7 storages (8 registered names)" in result.stdout  # the tie survived materialization

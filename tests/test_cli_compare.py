@@ -89,7 +89,10 @@ def test_existing_json_is_not_overwritten_without_force(cli: Cli, tmp_path: Path
         (("--strategy", "fast"), "--strategy: unknown strategy 'fast'; choose from: legacy, per-layer, unique"),
         (("--strategy", "legacy", "--strategy", "legacy"), "--strategy: 'legacy' is listed twice"),
         (("--initializer", "v9"), "--initializer: unknown initializer 'v9'; choose one of: v0.29, v0.33"),
-        (("--hidden", "65536", "--depth", "100"), "--hidden: this model (host memory) needs 2.40 TiB"),
+        (
+            ("--hidden", "65536", "--depth", "100"),
+            "--hidden: synthetic tree: depth 100, width 1, hidden 65536, float32 (host memory) needs 2.40 TiB",
+        ),
         (("--max-memory", "lots"), "--max-memory: expected a size such as 16GiB"),
         (("--width", "9", "--depth", "9"), "--width: --depth 9 --width 9 makes 435,848,049 blocks"),
         (("--bogus",), "No such option: --bogus"),

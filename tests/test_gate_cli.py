@@ -317,7 +317,7 @@ def test_a_scenario_too_big_for_this_machine_is_exit_3(cli: Cli, tmp_path: Path,
     assert result.exit_code == 3
     checks = json.loads(gate_json.read_text())["gate"]["checks"]
     assert {c["verdict"] for c in checks} == {"could not measure"}
-    assert checks[0]["detail"].startswith("does not fit on this machine: --hidden: this model (host memory) needs")
+    assert checks[0]["detail"].startswith("does not fit on this machine: --hidden: synthetic tree: depth")
 
 
 def test_a_bad_option_value_found_while_running_is_a_config_error(cli: Cli, tmp_path: Path, baseline: Path) -> None:

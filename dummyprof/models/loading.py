@@ -25,7 +25,7 @@ from torch import nn
 
 from dummyprof.errors import UsageError
 from dummyprof.loaders.recorder import storage_key
-from dummyprof.measure.budget import ensure_fits, host_budget
+from dummyprof.measure.budget import device_budget, ensure_fits
 from dummyprof.models.source import ModelSource
 
 SPEC_FORMS = "package.module:callable or ./file.py:callable"
@@ -253,15 +253,10 @@ def check_source_fits(source: ModelSource, device: torch.device, max_memory: int
     """Refuse before building when one model plus the biggest temporary would not fit."""
     if source.estimated_bytes is None or device.type == "meta":
         return
-    needed = source.estimated_bytes + source.largest_scratch_bytes
-    if device.type == "cuda":
-        from dummyprof.measure.memory import gpu_free_bytes
-
-        free = gpu_free_bytes(device) or 0
-        budget = int(free * 0.9) if max_memory is None else min(max_memory, free)
-        where = f"GPU {device}"
+    budget, where = device_budget(device, max_memory)
+    if source.fit_hint is not None:
+        fix = source.fit_hint(budget)
     else:
-        budget = host_budget(max_memory)
-        where = "host memory"
-    fix = "pass smaller --model-arg values (fewer layers, smaller hidden) or raise --max-memory"
+        fix = "pass smaller --model-arg values (fewer layers, smaller hidden) or raise --max-memory"
+    needed = source.estimated_bytes + source.largest_scratch_bytes
     ensure_fits(needed, budget, flag=flag, what=f"{source.description} ({where})", fix=fix)

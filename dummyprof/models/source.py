@@ -7,13 +7,20 @@ same whether the model is synthetic, a preset or the user's own.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import torch
 from torch import nn
 
-from dummyprof.models.synthetic import TreeSpec, build_tree, tree_bytes, tree_tensor_count, validate_spec
+from dummyprof.models.synthetic import (
+    SCALE_BLOCK,
+    TreeSpec,
+    build_tree,
+    tree_bytes,
+    tree_tensor_count,
+    validate_spec,
+)
 
 
 @dataclass
@@ -25,6 +32,9 @@ class ModelSource:
     options: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     largest_scratch_bytes: int = 0  # biggest per-tensor temporary any initializer may need
+    # What to suggest when the model does not fit a budget of N bytes.
+    fit_hint: Callable[[int], str] | None = None
+    size_flag: str = "--model"  # the flag an error about size should name
 
 
 def synthetic_source(spec: TreeSpec) -> ModelSource:
@@ -56,4 +66,25 @@ def synthetic_source(spec: TreeSpec) -> ModelSource:
         },
         notes=notes,
         largest_scratch_bytes=3 * fp8_elements,
+        fit_hint=lambda budget: _tree_fit_hint(spec, budget),
+        size_flag="--hidden",
     )
+
+
+def _largest_fitting_hidden(spec: TreeSpec, budget: int) -> int | None:
+    best = None
+    hidden = SCALE_BLOCK
+    while hidden <= spec.hidden:
+        candidate = replace(spec, hidden=hidden)
+        if tree_bytes(candidate) + 3 * hidden * hidden > budget:
+            break
+        best = hidden
+        hidden *= 2
+    return best
+
+
+def _tree_fit_hint(spec: TreeSpec, budget: int) -> str:
+    fitting = _largest_fitting_hidden(spec, budget)
+    if fitting is None:
+        return "lower --width or --depth, or raise --max-memory"
+    return f"--hidden {fitting} fits at this depth and width (or lower --width/--depth)"

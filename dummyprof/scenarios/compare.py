@@ -11,11 +11,9 @@ import torch
 from dummyprof.errors import UsageError
 from dummyprof.loaders.recorder import index_model
 from dummyprof.loaders.strategies import STRATEGIES, get_strategy
-from dummyprof.measure.budget import ensure_fits, host_budget
 from dummyprof.measure.compare import Clock, Progress, run_compare
 from dummyprof.measure.device import resolve_device
 from dummyprof.measure.environment import collect_environment
-from dummyprof.measure.memory import gpu_free_bytes
 from dummyprof.models.source import ModelSource, synthetic_source
 from dummyprof.models.synthetic import TreeSpec
 from dummyprof.parsing import format_seconds
@@ -68,41 +66,6 @@ def _check_strategies(names: list[str]) -> None:
         seen.add(name)
 
 
-def _largest_fitting_hidden(spec: TreeSpec, budget: int) -> int | None:
-    from dummyprof.models.synthetic import SCALE_BLOCK, tree_bytes
-
-    best = None
-    hidden = SCALE_BLOCK
-    while hidden <= spec.hidden:
-        candidate = TreeSpec(spec.depth, spec.width, hidden, spec.dtype, spec.meta, spec.engram_rows, spec.fp8)
-        if tree_bytes(candidate) + 3 * hidden * hidden > budget:
-            break
-        best = hidden
-        hidden *= 2
-    return best
-
-
-def check_fits(source: ModelSource, device: torch.device, max_memory: int | None, spec: TreeSpec | None) -> int:
-    """Refuse before allocating when one model plus the biggest temporary would not fit."""
-    if source.estimated_bytes is None:
-        return 0
-    needed = source.estimated_bytes + source.largest_scratch_bytes
-    if device.type == "cuda":
-        free = gpu_free_bytes(device) or 0
-        budget = int(free * 0.9) if max_memory is None else min(max_memory, free)
-        where = f"GPU {device}"
-    else:
-        budget = host_budget(max_memory)
-        where = "host memory"
-    fix = "lower --hidden, --width or --depth, or raise --max-memory"
-    if spec is not None:
-        fitting = _largest_fitting_hidden(spec, budget)
-        if fitting is not None:
-            fix = f"--hidden {fitting} fits at this depth and width (or lower --width/--depth)"
-    ensure_fits(needed, budget, flag="--hidden" if spec else "--model", what=f"this model ({where})", fix=fix)
-    return needed
-
-
 def summary_line(result: CompareResult) -> str:
     parts = []
     for s in result.strategies:
@@ -135,17 +98,14 @@ def run(
     if options.repeat < 1:
         raise UsageError("--repeat", f"must be at least 1, got {options.repeat}")
     device = resolve_device(options.device)
-    spec = None
-    if source is None:
-        from dummyprof.models.loading import check_source_fits, resolve_source
+    from dummyprof.models.loading import check_source_fits, resolve_source
 
-        source = resolve_source(model=options.model, preset=options.preset, model_args=options.model_args)
-        if source is not None:
-            check_source_fits(source, device, options.max_memory, flag="--preset" if options.preset else "--model")
     if source is None:
-        spec = options.tree_spec()
-        source = synthetic_source(spec)
-    check_fits(source, device, options.max_memory, spec)
+        source = resolve_source(model=options.model, preset=options.preset, model_args=options.model_args)
+    if source is None:
+        source = synthetic_source(options.tree_spec())
+    flag = "--preset" if options.preset else source.size_flag
+    check_source_fits(source, device, options.max_memory, flag=flag)
     build = source.build
     probe = build(device)
     records = index_model(probe)

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import gc
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 
 import torch
 from torch import nn
 
 from dummyprof.loaders.initializers import NOT_WRITTEN, get_initializer
-from dummyprof.loaders.recorder import VisitRecorder
+from dummyprof.loaders.recorder import StorageRecord, VisitRecorder
 from dummyprof.loaders.strategies import Strategy, run_strategy
 from dummyprof.measure.device import synchronize
 from dummyprof.measure.memory import (
@@ -79,24 +79,29 @@ def summarize_recorder(result: StrategyResult, recorder: VisitRecorder) -> None:
     result.peak_scratch_bytes = recorder.peak_scratch_bytes
 
 
+def add_to_tensor_table(table: dict[str, TensorResult], column: str, records: Iterable[StorageRecord]) -> None:
+    """Add one strategy's (or loader's) per-storage visits and writes to the table, keyed by qualified name."""
+    for record in records:
+        entry = table.get(record.name)
+        if entry is None:
+            entry = table[record.name] = TensorResult(
+                names=list(record.names),
+                kinds=list(record.kinds),
+                module=record.module,
+                depth=record.depth,
+                shape=list(record.shape),
+                dtype=record.dtype,
+                nbytes=record.nbytes,
+            )
+        entry.visits[column] = record.visits
+        entry.bytes_written[column] = record.bytes_written
+
+
 def tensor_table(recorders: dict[str, VisitRecorder]) -> dict[str, TensorResult]:
     """Per-storage visits and writes for every strategy, keyed by qualified name."""
     table: dict[str, TensorResult] = {}
     for strategy, recorder in recorders.items():
-        for record in recorder.records.values():
-            entry = table.get(record.name)
-            if entry is None:
-                entry = table[record.name] = TensorResult(
-                    names=list(record.names),
-                    kinds=list(record.kinds),
-                    module=record.module,
-                    depth=record.depth,
-                    shape=list(record.shape),
-                    dtype=record.dtype,
-                    nbytes=record.nbytes,
-                )
-            entry.visits[strategy] = record.visits
-            entry.bytes_written[strategy] = record.bytes_written
+        add_to_tensor_table(table, strategy, recorder.records.values())
     return table
 
 

@@ -11,7 +11,7 @@ from dummyprof.loaders.recorder import VisitRecorder
 from dummyprof.loaders.strategies import Strategy
 from dummyprof.loaders.tracing import trace_writes
 from dummyprof.loaders.user_loader import LOADER_INITIALIZER, TRACING_NOTE, UserLoader, load_loader, loader_strategy
-from dummyprof.results.compare import CompareResult, TensorResult
+from dummyprof.results.compare import CompareResult
 
 
 def load_loaders(specs: Sequence[str], args: dict[str, Any], taken: Sequence[str]) -> list[UserLoader]:
@@ -34,7 +34,7 @@ def loader_strategies(loaders: Sequence[UserLoader]) -> list[Strategy]:
 
 def apply_traces(result: CompareResult, loaders: Sequence[UserLoader], build: Callable[[], nn.Module]) -> list[str]:
     """Trace each loader once on a fresh model and fill in its per-tensor writes; returns report notes."""
-    from dummyprof.measure.compare import summarize_recorder
+    from dummyprof.measure.compare import add_to_tensor_table, summarize_recorder
 
     notes = []
     for loader in loaders:
@@ -47,20 +47,7 @@ def apply_traces(result: CompareResult, loaders: Sequence[UserLoader], build: Ca
         summarize_recorder(entry, recorder)
         entry.initializer = LOADER_INITIALIZER
         entry.recording_overhead_s = None
-        for record in trace.records.values():
-            row = result.tensors.get(record.name)
-            if row is None:
-                row = result.tensors[record.name] = TensorResult(
-                    names=list(record.names),
-                    kinds=list(record.kinds),
-                    module=record.module,
-                    depth=record.depth,
-                    shape=list(record.shape),
-                    dtype=record.dtype,
-                    nbytes=record.nbytes,
-                )
-            row.visits[loader.name] = record.visits
-            row.bytes_written[loader.name] = record.bytes_written
+        add_to_tensor_table(result.tensors, loader.name, trace.records.values())
         notes.append(TRACING_NOTE.format(name=loader.name, spec=loader.spec))
         if trace.untraced:
             shown = ", ".join(trace.records[k].name for k in trace.untraced[:5])

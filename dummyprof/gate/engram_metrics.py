@@ -56,6 +56,6 @@ def engram_metrics(results: Results) -> dict[str, Metric]:
 
 
 def validate_engram(options: Any) -> None:
-    from dummyprof.scenarios.engram import _check_options
+    from dummyprof.scenarios.engram import validate_options
 
-    _check_options(options)
+    validate_options(options)

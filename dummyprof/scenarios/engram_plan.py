@@ -1,0 +1,262 @@
+"""Planning for the ``engram`` scenario: sizes, budgets and what to measure, before anything is allocated.
+
+Layout and per-method memory need, the memory budget, the calibration probe's size, which methods are
+measured in full and how many rounds each gets, and the sample sizes for what must be projected.
+Nothing here allocates tables or runs a fill; ``engram_runner`` does that.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import torch
+
+from dummyprof.errors import DoesNotFitError
+from dummyprof.loaders.fp8_fill import FLOOR, FillMethod
+from dummyprof.measure.budget import DEFAULT_SHARE
+from dummyprof.measure.host_memory import Backing, shm_free_bytes
+from dummyprof.measure.memory import available_memory_bytes, gpu_free_bytes
+from dummyprof.measure.projection import SamplingError, sample_sizes
+from dummyprof.models.engram import EngramSpec, rank_table_bytes, shard
+from dummyprof.parsing import format_bytes, format_seconds
+from dummyprof.results.engram import EngramLayout, RankPart
+
+# Calibration probe: past glibc's largest mmap threshold (32 MiB), so scratch tensors fault in fresh pages
+# as they do at full size; small enough to take a few seconds.
+PROBE_WEIGHT_BYTES = 64 * 1024 * 1024
+MAX_LISTED_RANKS = 4096
+CHEAP_FACTOR = 4.0  # a method within 4x of the memset floor gets every round, at full size and in samples
+SAMPLE_SHARE = 0.4  # of the time budget kept for sampling when something must be projected
+# Larger samples ran up to ~1.5x slower per row than the probe predicted (fresh scratch pages, a shared
+# machine); planning with this margin keeps the whole run near its time budget.
+SAMPLE_TIME_SAFETY = 1.5
+MIN_SAMPLE_SHARE = 0.25  # sampling still gets this much when the full-size work overran its estimate
+FULL_ROUND_OVERRUN = 1.5  # one full-size round may overrun the time budget by this factor before projecting
+ALLOCATE, FIRST_TOUCH = "allocate", "first touch"
+
+
+class PlanOptions(Protocol):
+    """What planning reads from ``EngramOptions`` (kept in ``scenarios/engram.py``, which imports this module)."""
+
+    @property
+    def repeat(self) -> int: ...
+    @property
+    def time_budget_s(self) -> float: ...
+    @property
+    def max_memory(self) -> int | None: ...
+
+
+# --- layout and memory (no allocation) -------------------------------------------------------------
+
+
+def build_layout(spec: EngramSpec, backing: Backing) -> EngramLayout:
+    mine = shard(spec)
+    weight = mine.part_rows * spec.dim
+    scale = mine.part_rows * spec.scale_cols
+    parts = []
+    if spec.ranks <= MAX_LISTED_RANKS:
+        for r in range(spec.ranks):
+            s = shard(spec, r)
+            parts.append(RankPart(r, s.first_head, s.heads, s.part_rows, rank_table_bytes(spec, r)))
+    return EngramLayout(
+        rows=spec.rows,
+        dim=spec.dim,
+        block_size=spec.block_size,
+        tables=spec.tables,
+        heads=spec.num_heads,
+        tp_size=spec.tp_size,
+        dp_size=spec.dp_size,
+        rank=spec.rank,
+        part_rows=mine.part_rows,
+        weight_bytes_per_table=weight,
+        scale_bytes_per_table=scale,
+        table_bytes_per_rank=spec.tables * (weight + scale),
+        reserved_bytes_per_rank=reserved_tables(spec, mine.part_rows, backing),
+        total_bytes=spec.tables * spec.rows * spec.row_bytes,
+        ranks=parts,
+    )
+
+
+def reserved_tables(spec: EngramSpec, part_rows: int, backing: Backing) -> int:
+    """Each tensor is its own allocation, rounded by the backing's rule."""
+    per_table = backing.reserved_bytes(part_rows * spec.dim) + backing.reserved_bytes(part_rows * spec.scale_cols)
+    return spec.tables * per_table
+
+
+def needed_bytes(spec: EngramSpec, part_rows: int, method: FillMethod, backing: Backing, chunk: int) -> int:
+    return reserved_tables(spec, part_rows, backing) + method.scratch_bytes(part_rows * spec.dim, chunk)
+
+
+def memory_budget(options: PlanOptions, backing: Backing, device: torch.device) -> tuple[int, str]:
+    if backing.used == "device":
+        free = gpu_free_bytes(device) or 0
+        if options.max_memory is not None:
+            return min(options.max_memory, free), f"--max-memory, capped by {format_bytes(free)} free on {device}"
+        return int(free * 0.9), f"90% of {format_bytes(free)} free on {device}"
+    available = available_memory_bytes()
+    if options.max_memory is not None:
+        budget = min(options.max_memory, available)
+        source = f"--max-memory {format_bytes(options.max_memory)}"
+        if budget < options.max_memory:
+            source += f", capped by {format_bytes(available)} available"
+    else:
+        budget = int(available * DEFAULT_SHARE)
+        source = f"{DEFAULT_SHARE:.0%} of {format_bytes(available)} available (psutil)"
+    if backing.used == "shm":
+        shm_free = shm_free_bytes()
+        if shm_free is not None and shm_free < budget:
+            budget, source = shm_free, f"{format_bytes(shm_free)} free in /dev/shm"
+    return budget, source
+
+
+def memory_plan(
+    spec: EngramSpec, methods: Sequence[FillMethod], backing: Backing, budget: int, chunk: int
+) -> tuple[dict[str, int], dict[str, bool]]:
+    part_rows = shard(spec).part_rows
+    needs = {m.name: needed_bytes(spec, part_rows, m, backing, chunk) for m in methods}
+    return needs, {name: need <= budget for name, need in needs.items()}
+
+
+# --- time: calibration probe, full-size rounds, samples --------------------------------------------
+
+
+@dataclass
+class Calibration:
+    rows: int
+    seconds_per_row: dict[str, float]  # method name, ALLOCATE, FIRST_TOUCH
+
+
+def probe_rows(spec: EngramSpec, methods: Sequence[FillMethod], budget: int, backing: Backing, chunk: int) -> int:
+    rows = max(1, min(shard(spec).part_rows, PROBE_WEIGHT_BYTES // spec.dim))
+    while rows > 1 and max(needed_bytes(spec, rows, m, backing, chunk) for m in methods) > budget:
+        rows //= 2
+    if max(needed_bytes(spec, rows, m, backing, chunk) for m in methods) > budget:
+        raise DoesNotFitError(
+            "--max-memory",
+            f"even one row of every method needs more than the {format_bytes(budget)} budget; raise --max-memory",
+        )
+    return rows
+
+
+@dataclass
+class Plan:
+    full: list[FillMethod]
+    projected: list[FillMethod]
+    reasons: dict[str, str]
+    rounds: int = 0
+    sample_rows: list[int] = field(default_factory=list)
+    sample_rounds: dict[str, int] = field(default_factory=dict)  # cheap methods are repeated, median kept
+    full_rounds: dict[str, int] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+
+def time_plan(
+    spec: EngramSpec,
+    methods: Sequence[FillMethod],
+    fits: dict[str, bool],
+    calibration: Calibration,
+    options: PlanOptions,
+    time_left: float,
+    budget: int,
+    backing: Backing,
+) -> Plan:
+    """Measure in full what fits memory, unless one round would overrun the time budget by half or more.
+
+    What does not fit is sampled in the time that is left (at least SAMPLE_SHARE of it).
+    """
+    part_rows = shard(spec).part_rows
+    rate = calibration.seconds_per_row
+    full = [m for m in methods if fits[m.name]]
+    projected = [m for m in methods if not fits[m.name]]
+    reasons = {m.name: "does not fit in memory" for m in projected}
+    setup = (rate[ALLOCATE] + rate[FIRST_TOUCH]) * part_rows
+    floor_rate = rate[FLOOR]
+    cheap = {m.name for m in methods if rate[m.name] <= CHEAP_FACTOR * floor_rate}
+
+    def round_s(ms: Sequence[FillMethod]) -> float:
+        return sum(rate[m.name] for m in ms) * part_rows
+
+    reserve = SAMPLE_SHARE * time_left if projected else 0.0
+    while full and setup + round_s(full) > FULL_ROUND_OVERRUN * (time_left - reserve):
+        candidates = [m for m in full if m.name != FLOOR] or full  # the floor goes last: it is the cheapest
+        slowest = max(candidates, key=lambda m: rate[m.name])
+        full.remove(slowest)
+        projected.append(slowest)
+        reasons[slowest.name] = (
+            f"one full-size fill would take about {format_seconds(rate[slowest.name] * part_rows)}, "
+            f"over the time budget"
+        )
+        reserve = SAMPLE_SHARE * time_left
+    plan = Plan(full, projected, reasons)
+    if full:
+        costly = [m for m in full if m.name not in cheap]
+        cheap_round = round_s([m for m in full if m.name in cheap])
+        spare = time_left - reserve - setup - options.repeat * cheap_round
+        if costly:
+            per_round = round_s(costly)
+            plan.rounds = max(1, min(options.repeat, int(spare / per_round) if per_round > 0 else 1))
+            if plan.rounds < options.repeat:
+                plan.notes.append(
+                    f"measured {plan.rounds} of {options.repeat} rounds at full size for "
+                    f"{', '.join(m.name for m in costly)}: one round takes about {format_seconds(per_round)} "
+                    f"and the time budget is {format_seconds(options.time_budget_s)}"
+                )
+        else:
+            plan.rounds = options.repeat
+        # Memory-bound fills take milliseconds; repeating them costs little and steadies the floor.
+        plan.full_rounds = {m.name: options.repeat if m.name in cheap else plan.rounds for m in full}
+        time_left -= setup + sum(rate[m] * part_rows * n for m, n in plan.full_rounds.items())
+    return plan
+
+
+def plan_samples(
+    spec: EngramSpec,
+    plan: Plan,
+    methods: Sequence[FillMethod],
+    rate: dict[str, float],
+    options: PlanOptions,
+    time_left: float,
+    budget: int,
+    backing: Backing,
+) -> list[FillMethod]:
+    """Sample sizes for the projected methods, planned after the full-size work with the time really left."""
+    floor_rate = rate[FLOOR]
+    sampled = _sampled_methods(plan.projected, methods, plan.full)
+    plan.sample_rounds = {m.name: options.repeat if rate[m.name] <= CHEAP_FACTOR * floor_rate else 1 for m in sampled}
+    seconds_per_row = sum(rate[m.name] * plan.sample_rounds[m.name] for m in sampled)
+    seconds_per_row += rate[ALLOCATE] + rate[FIRST_TOUCH]
+    seconds_per_row *= SAMPLE_TIME_SAFETY
+    bytes_per_row = (
+        spec.tables * (backing.reserved_bytes(spec.dim) + backing.reserved_bytes(spec.scale_cols))
+        + max(m.scratch_per_element for m in sampled) * spec.dim
+    )
+    try:
+        plan.sample_rows = sample_sizes(
+            shard(spec).part_rows,
+            seconds_per_row=seconds_per_row,
+            bytes_per_row=bytes_per_row,
+            fixed_bytes=_rounding_slack(spec, backing),
+            memory_budget=budget,
+            time_budget=max(time_left, MIN_SAMPLE_SHARE * options.time_budget_s),
+        )
+    except SamplingError as exc:
+        names = ", ".join(m.name for m in plan.projected)
+        raise DoesNotFitError(
+            "--time-budget", f"cannot project {names}: {exc}; raise --time-budget or --max-memory"
+        ) from None
+    return sampled
+
+
+def _rounding_slack(spec: EngramSpec, backing: Backing) -> int:
+    """Rounding a small sample can add up to one unit per allocation; pinned rounding is checked per size."""
+    return 2 * spec.tables * backing.reserved_bytes(1)
+
+
+def _sampled_methods(
+    projected: Sequence[FillMethod], methods: Sequence[FillMethod], full: Sequence[FillMethod]
+) -> list[FillMethod]:
+    """Projected methods, plus the floor when it is not measured in full (percent of floor needs it)."""
+    floor = [m for m in methods if m.name == FLOOR and m not in full and m not in projected]
+    return list(projected) + floor

@@ -1,0 +1,321 @@
+"""Measurement for the ``engram`` scenario: allocate, first-touch and fill one rank's tables, and derive figures.
+
+Runs what ``engram_plan`` decided: the calibration probe, the full-size rounds and the samples, then
+fits the samples to project to full size and derives rates, share of the floor and start-up time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import torch
+
+from dummyprof.loaders.fp8_fill import FillMethod, TablePair, sample_values
+from dummyprof.measure.device import synchronize
+from dummyprof.measure.host_memory import Arena, Backing, anon_huge_page_bytes, pinned_reserved_bytes
+from dummyprof.measure.memory import (
+    PeakRss,
+    gpu_allocator_peak_figure,
+    gpu_used_figure,
+    pinned_memory_figure,
+    reset_gpu_peak,
+    rss_bytes,
+)
+from dummyprof.measure.projection import fit_proportional, fit_time, project
+from dummyprof.models.engram import EngramSpec
+from dummyprof.results.common import Figure, MemoryUse, Timing
+from dummyprof.results.engram import MEASURED, PROJECTED, EngramResult, PhaseResult, SamplePoint, ValueStats
+from dummyprof.scenarios.engram_plan import ALLOCATE, FIRST_TOUCH, Calibration, Plan, reserved_tables
+
+Clock = Callable[[], float]
+
+
+@dataclass
+class Tables:
+    arena: Arena
+    pairs: list[TablePair]
+    rss_before: int
+
+
+@dataclass
+class Step:
+    seconds: float
+    bytes_written: int
+    scratch_bytes: int
+    rss_before: int
+    rss_peak: int
+    method: str
+
+
+class Runner:
+    """Allocates, touches and fills, timing each step and keeping the run's worst peak RSS."""
+
+    def __init__(self, spec: EngramSpec, backing: Backing, device: torch.device, chunk: int, clock: Clock) -> None:
+        self.spec = spec
+        self.backing = backing
+        self.device = device
+        self.chunk = chunk
+        self.clock = clock
+        self.run_peak = 0
+
+    def _sync(self) -> None:
+        synchronize(self.device)
+
+    def _note_peak(self, peak: PeakRss) -> tuple[int, int, str]:
+        reading = peak.reading
+        assert reading is not None
+        self.run_peak = max(self.run_peak, reading.peak)
+        return reading.before, reading.peak, reading.method
+
+    def allocate(self, part_rows: int) -> tuple[Tables, float]:
+        before = rss_bytes()
+        arena = Arena(self.backing)
+        peak = PeakRss()
+        with peak.measure():
+            t0 = self.clock()
+            pairs = [
+                TablePair(
+                    arena.empty((part_rows, self.spec.dim), torch.float8_e4m3fn),
+                    arena.empty((part_rows, self.spec.scale_cols), torch.uint8),
+                )
+                for _ in range(self.spec.tables)
+            ]
+            self._sync()
+            seconds = self.clock() - t0
+        self._note_peak(peak)
+        return Tables(arena, pairs, before), seconds
+
+    def first_touch(self, tables: Tables) -> float:
+        """The first write to fresh pages: page faults (and zeroing by the kernel) on top of a memset."""
+        peak = PeakRss()
+        with peak.measure():
+            t0 = self.clock()
+            for pair in tables.pairs:
+                pair.weight.view(torch.uint8).fill_(0)
+                pair.scale.fill_(0)
+            self._sync()
+            seconds = self.clock() - t0
+        self._note_peak(peak)
+        return seconds
+
+    def fill(self, method: FillMethod, tables: Tables) -> Step:
+        # No gc.collect() here: a full collection costs ~0.2 s with torch loaded, and fills create no cycles.
+        self._sync()
+        reset_gpu_peak(self.device)
+        peak = PeakRss()
+        with peak.measure():
+            t0 = self.clock()
+            outcome = method.fill(tables.pairs, self.chunk)
+            self._sync()
+            seconds = self.clock() - t0
+        before, top, how = self._note_peak(peak)
+        return Step(seconds, outcome.bytes_written, outcome.scratch_bytes, before, top, how)
+
+    def release(self, tables: Tables) -> None:
+        tables.pairs.clear()
+        tables.arena.release()  # collects once, so mapped buffers are unmapped before the next allocation
+
+
+def _stepped(s: Step, step: Callable[[str], None], label: str) -> Step:
+    step(label)
+    return s
+
+
+def _median_step(steps: Sequence[Step]) -> Step:
+    """The median-time reading, keeping the worst peak RSS seen."""
+    ordered = sorted(steps, key=lambda s: s.seconds)
+    middle = ordered[(len(ordered) - 1) // 2]
+    worst = max(steps, key=lambda s: s.rss_peak)
+    return Step(
+        middle.seconds, middle.bytes_written, middle.scratch_bytes, worst.rss_before, worst.rss_peak, worst.method
+    )
+
+
+def _values(tables: Tables) -> ValueStats:
+    v = sample_values(tables.pairs)
+    return ValueStats(v.sampled, v.weight_zero_share, v.weight_distinct, list(v.scale_values), v.scale_distinct)
+
+
+def calibrate(runner: Runner, methods: Sequence[FillMethod], rows: int) -> Calibration:
+    tables, alloc_s = runner.allocate(rows)
+    touch_s = runner.first_touch(tables)
+    per_row = {ALLOCATE: alloc_s / rows, FIRST_TOUCH: touch_s / rows}
+    for method in methods:
+        per_row[method.name] = runner.fill(method, tables).seconds / rows
+    runner.release(tables)
+    return Calibration(rows, per_row)
+
+
+def measure_full(runner: Runner, plan: Plan, result: EngramResult, step: Callable[[str], None]) -> None:
+    layout = result.layout
+    pinned_before = pinned_reserved_bytes() if runner.backing.used == "pinned" else None
+    huge_before = anon_huge_page_bytes() if runner.backing.used == "hugepages" else None
+    tables, alloc_s = runner.allocate(layout.part_rows)
+    after = pinned_reserved_bytes() if runner.backing.used == "pinned" else None
+    if pinned_before is not None and after is not None:
+        result.backing.reserved_measured_bytes = Figure(float(after - pinned_before))
+    elif runner.backing.used == "pinned":
+        result.backing.reserved_measured_bytes = Figure.missing("torch.cuda.host_memory_stats() reports no bytes")
+    touch_s = runner.first_touch(tables)
+    if runner.backing.used == "hugepages":
+        after_huge = anon_huge_page_bytes()
+        if huge_before is not None and after_huge is not None:
+            result.backing.huge_page_bytes = Figure(float(after_huge - huge_before))
+        else:
+            result.backing.huge_page_bytes = Figure.missing("/proc/self/smaps_rollup has no AnonHugePages")
+    table_bytes = layout.table_bytes_per_rank
+    result.phases = [
+        PhaseResult(ALLOCATE, MEASURED, table_bytes, Figure(alloc_s), Timing([alloc_s])),
+        PhaseResult(FIRST_TOUCH, MEASURED, table_bytes, Figure(touch_s), Timing([touch_s])),
+    ]
+    worst: dict[str, Step] = {}
+    most = max(plan.full_rounds.values())
+    for round_index in range(most):
+        for method in plan.full:
+            if round_index >= plan.full_rounds[method.name]:
+                continue
+            s = runner.fill(method, tables)
+            entry = result.method(method.name)
+            entry.timing.samples_s.append(s.seconds)
+            entry.measured_scratch_bytes = s.scratch_bytes
+            if method.name not in worst or s.rss_peak > worst[method.name].rss_peak:
+                worst[method.name] = s
+            if round_index == plan.full_rounds[method.name] - 1:
+                entry.values = _values(tables)
+            step(f"round {round_index + 1}/{plan.full_rounds[method.name]}: {method.name}")
+    for name, s in worst.items():
+        entry = result.method(name)
+        entry.memory = MemoryUse(
+            rss_before_bytes=s.rss_before,
+            rss_peak_bytes=s.rss_peak,
+            rss_peak_method=s.method,
+            pinned_bytes=pinned_memory_figure(),
+            gpu_used_bytes=gpu_used_figure(runner.device),
+            gpu_allocator_peak_bytes=gpu_allocator_peak_figure(runner.device),
+        )
+        entry.peak_rss_bytes = Figure(float(s.rss_peak))
+    result.gpu = MemoryUse(
+        pinned_bytes=pinned_memory_figure(),
+        gpu_used_bytes=gpu_used_figure(runner.device),
+        gpu_allocator_peak_bytes=gpu_allocator_peak_figure(runner.device),
+    )
+    runner.release(tables)
+
+
+def measure_samples(
+    runner: Runner, plan: Plan, result: EngramResult, sampled: Sequence[FillMethod], step: Callable[[str], None]
+) -> None:
+    spec = runner.spec
+    phase_points: dict[str, list[SamplePoint]] = {ALLOCATE: [], FIRST_TOUCH: []}
+    points: dict[str, list[SamplePoint]] = {m.name: [] for m in sampled}
+    huge_note = None
+    for index, rows in enumerate(plan.sample_rows):
+        huge_before = anon_huge_page_bytes() if runner.backing.used == "hugepages" else None
+        tables, alloc_s = runner.allocate(rows)
+        touch_s = runner.first_touch(tables)
+        table_bytes = spec.tables * rows * spec.row_bytes
+        reserved = reserved_tables(spec, rows, runner.backing)
+        phase_points[ALLOCATE].append(SamplePoint(rows, table_bytes, reserved, alloc_s))
+        phase_points[FIRST_TOUCH].append(SamplePoint(rows, table_bytes, reserved, touch_s))
+        if huge_before is not None and index == len(plan.sample_rows) - 1:
+            after = anon_huge_page_bytes()
+            if after is not None:
+                huge_note = Figure(float(after - huge_before), projected=False)
+        for method in sampled:
+            s = _median_step(
+                [
+                    _stepped(
+                        runner.fill(method, tables),
+                        step,
+                        f"sample {index + 1}/{len(plan.sample_rows)} ({rows:,} rows): {method.name}",
+                    )
+                    for _ in range(plan.sample_rounds.get(method.name, 1))
+                ]
+            )
+            need = reserved + method.scratch_bytes(rows * spec.dim, runner.chunk)
+            points[method.name].append(
+                SamplePoint(rows, s.bytes_written, need, s.seconds, s.rss_peak - tables.rss_before, s.scratch_bytes)
+            )
+            if index == len(plan.sample_rows) - 1:
+                entry = result.method(method.name)
+                if entry.values is None:
+                    entry.values = _values(tables)
+        base_rss = tables.rss_before
+        runner.release(tables)
+    if huge_note is not None:
+        result.backing.huge_page_bytes = huge_note
+        result.plan_notes.append("huge-page bytes were read back on the largest sample, not the full table")
+    if not result.phases:
+        table_bytes = result.layout.table_bytes_per_rank
+        for name in (ALLOCATE, FIRST_TOUCH):
+            pts = phase_points[name]
+            fit = fit_time([p.bytes_written for p in pts], [p.seconds for p in pts])
+            result.phases.append(
+                PhaseResult(
+                    name,
+                    PROJECTED,
+                    table_bytes,
+                    Figure(project(fit, table_bytes), projected=True),
+                    samples=pts,
+                    time_fit=fit,
+                )
+            )
+    for method in sampled:
+        entry = result.method(method.name)
+        pts = points[method.name]
+        entry.samples = pts
+        entry.time_fit = fit_time([p.bytes_written for p in pts], [p.seconds for p in pts])
+        entry.seconds = Figure(project(entry.time_fit, entry.bytes_written), projected=True)
+        growth = [p.rss_growth_bytes for p in pts]
+        if all(g is not None for g in growth):
+            entry.memory_fit = fit_proportional([p.needed_bytes for p in pts], [float(g or 0) for g in growth])
+            # Never below the computed need: small samples can reuse freed heap pages (glibc serves blocks under
+            # its 32 MiB mmap threshold from memory it kept), so their growth understates what full size faults in.
+            fitted = project(entry.memory_fit, entry.needed_bytes)
+            entry.peak_rss_bytes = Figure(base_rss + max(fitted, entry.needed_bytes), projected=True)
+    result.plan_notes.append(
+        f"projected from {len(plan.sample_rows)} sample sizes of {plan.sample_rows[0]:,} to {plan.sample_rows[-1]:,} "
+        f"rows per table ({result.layout.part_rows / plan.sample_rows[-1]:,.0f}x extrapolation to "
+        f"{result.layout.part_rows:,} rows)"
+    )
+
+
+def unallocated_device_figures(device: torch.device) -> MemoryUse:
+    """Pinned and GPU figures describe the full tables; say why there are none rather than print 0."""
+    not_here = "full tables not allocated here (projected run)"
+
+    def why(figure: Figure) -> Figure:
+        return figure if figure.value is None else Figure.missing(not_here)
+
+    return MemoryUse(
+        pinned_bytes=why(pinned_memory_figure()),
+        gpu_used_bytes=why(gpu_used_figure(device)),
+        gpu_allocator_peak_bytes=why(gpu_allocator_peak_figure(device)),
+    )
+
+
+def derive(result: EngramResult) -> None:
+    """Seconds, rates, share of the floor, start-up time and the deadline, from what was measured or fitted."""
+    for m in result.methods:
+        if m.mode == MEASURED and m.timing.samples_s:
+            median = m.timing.median
+            assert median is not None
+            m.seconds = Figure(median)
+    floor = next((m for m in result.methods if m.name == result.floor_method), None)
+    setup = [p.seconds for p in result.phases]
+    for m in result.methods:
+        if m.seconds.value is None:
+            continue
+        if m.seconds.value > 0:
+            m.gb_per_s = Figure(m.bytes_written / m.seconds.value / 1e9, projected=m.seconds.projected)
+        if floor is not None and floor.seconds.value and m.gb_per_s.value:
+            floor_rate = floor.bytes_written / floor.seconds.value / 1e9
+            m.percent_of_floor = Figure(
+                100 * m.gb_per_s.value / floor_rate, projected=m.seconds.projected or floor.seconds.projected
+            )
+        if setup and all(s.value is not None for s in setup):
+            total = m.seconds.value + sum(s.value or 0.0 for s in setup)
+            m.startup_seconds = Figure(total, projected=m.seconds.projected or any(s.projected for s in setup))
+            if result.budget.deadline_s is not None:
+                m.over_deadline = total > result.budget.deadline_s

@@ -13,15 +13,8 @@ from dummyprof.loaders.fp8_fill import METHODS
 from dummyprof.measure import host_memory
 from dummyprof.measure.host_memory import Backing
 from dummyprof.models.engram import EngramSpec
-from dummyprof.scenarios.engram import (
-    ALLOCATE,
-    FIRST_TOUCH,
-    EngramOptions,
-    _Calibration,
-    _time_plan,
-    run,
-    summary_line,
-)
+from dummyprof.scenarios.engram import ALLOCATE, FIRST_TOUCH, EngramOptions, run, summary_line
+from dummyprof.scenarios.engram_plan import Calibration, time_plan
 
 ALL = list(METHODS.values())
 PAGEABLE = Backing("pageable", "pageable")
@@ -53,17 +46,17 @@ def test_fake_clock_drives_every_measured_figure() -> None:
     assert "measured start-up 3.00 s (over the 2.50 s deadline)" in results.summary
 
 
-def _calibration(part_rows: int, **per_row: float) -> _Calibration:
+def _calibration(part_rows: int, **per_row: float) -> Calibration:
     rates = {ALLOCATE: 1e-9, FIRST_TOUCH: 1e-7, "memset": 1e-8, "constant": 1e-8}
     rates.update({k.replace("_", "-"): v for k, v in per_row.items()})
-    return _Calibration(1024, rates)
+    return Calibration(1024, rates)
 
 
 def test_slow_methods_that_fit_memory_are_projected_slowest_first() -> None:
     spec = EngramSpec(rows=1_000_000, dim=64)
     cal = _calibration(1_000_000, random_convert=1e-4, random_scratch=5e-5, random_chunked=5e-5)
     fits = {m.name: True for m in ALL}
-    plan = _time_plan(spec, ALL, fits, cal, EngramOptions(rows=1_000_000, dim=64), 40.0, 10**12, PAGEABLE)
+    plan = time_plan(spec, ALL, fits, cal, EngramOptions(rows=1_000_000, dim=64), 40.0, 10**12, PAGEABLE)
     assert [m.name for m in plan.full] == ["constant", "memset"]
     assert [m.name for m in plan.projected] == ["random-convert", "random-scratch", "random-chunked"]
     assert "over the time budget" in plan.reasons["random-convert"]
@@ -75,7 +68,7 @@ def test_rounds_are_cut_to_the_time_budget_and_say_so() -> None:
     # one costly round: 3 x 1e-6 x 1e6 = 3 s per method... 10 s for scratch alone below
     cal = _calibration(1_000_000, random_convert=4e-6, random_scratch=3e-6, random_chunked=3e-6)
     fits = {m.name: True for m in ALL}
-    plan = _time_plan(spec, ALL, fits, cal, EngramOptions(rows=1_000_000, dim=64, repeat=3), 25.0, 10**12, PAGEABLE)
+    plan = time_plan(spec, ALL, fits, cal, EngramOptions(rows=1_000_000, dim=64, repeat=3), 25.0, 10**12, PAGEABLE)
     assert plan.projected == []
     assert plan.rounds == 2  # 10 s a round, 25 s budget
     assert plan.full_rounds["random-convert"] == 2 and plan.full_rounds["memset"] == 3
@@ -86,7 +79,7 @@ def test_methods_that_do_not_fit_memory_are_projected_for_that_reason() -> None:
     spec = EngramSpec(rows=1_000_000, dim=64)
     cal = _calibration(1_000_000, random_convert=1e-8, random_scratch=1e-8, random_chunked=1e-8)
     fits = {m.name: m.name in ("constant", "memset", "random-chunked") for m in ALL}
-    plan = _time_plan(spec, ALL, fits, cal, EngramOptions(rows=1_000_000, dim=64), 40.0, 10**12, PAGEABLE)
+    plan = time_plan(spec, ALL, fits, cal, EngramOptions(rows=1_000_000, dim=64), 40.0, 10**12, PAGEABLE)
     assert [m.name for m in plan.projected] == ["random-convert", "random-scratch"]
     assert plan.reasons == {"random-convert": "does not fit in memory", "random-scratch": "does not fit in memory"}
 

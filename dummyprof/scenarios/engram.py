@@ -31,7 +31,6 @@ from dummyprof.results.session import Results
 from dummyprof.scenarios.engram_plan import (
     ALLOCATE,
     FIRST_TOUCH,
-    Calibration,
     build_layout,
     memory_budget,
     memory_plan,
@@ -70,10 +69,6 @@ Progress = Callable[[int, int, str], None]
 
 DEFAULT_TIME_BUDGET_S = 40.0
 DEFAULT_REPEAT = 3
-
-# The planning tests import these under their names from before the split into modules.
-_Calibration = Calibration
-_time_plan = time_plan
 
 
 @dataclass

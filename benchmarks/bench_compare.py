@@ -12,8 +12,8 @@ from __future__ import annotations
 import argparse
 import time
 
-from dummyprof.parsing import format_seconds
-from dummyprof.scenarios.compare import CompareOptions, run
+from dummyprof.scenarios.compare.run import CompareOptions, run
+from dummyprof.units import format_seconds
 
 
 def main() -> None:

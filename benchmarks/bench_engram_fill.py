@@ -12,8 +12,8 @@ from __future__ import annotations
 import argparse
 import time
 
-from dummyprof.parsing import format_bytes, format_seconds, parse_count
-from dummyprof.scenarios.engram import EngramOptions, run
+from dummyprof.scenarios.engram.run import EngramOptions, run
+from dummyprof.units import format_bytes, format_seconds, parse_count
 
 
 def main() -> None:

@@ -17,9 +17,9 @@ import time
 import torch
 
 from dummyprof.loaders.strategies import get_strategy, run_strategy
-from dummyprof.loaders.tracing import trace_writes
+from dummyprof.measure.write_tracer import trace_writes
 from dummyprof.models.presets import preset_source
-from dummyprof.parsing import format_bytes, format_seconds
+from dummyprof.units import format_bytes, format_seconds
 
 CPU = torch.device("cpu")
 

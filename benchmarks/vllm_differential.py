@@ -22,8 +22,9 @@ from collections import Counter
 
 import torch
 
-from dummyprof.loaders import V029Initializer, V033Initializer, VisitRecorder, get_strategy, run_strategy, storage_key
-from dummyprof.loaders.recorder import index_model
+from dummyprof.loaders.initializers import V029Initializer, V033Initializer
+from dummyprof.loaders.strategies import get_strategy, run_strategy
+from dummyprof.measure.recorder import VisitRecorder, index_model, storage_key
 from dummyprof.models.synthetic import TreeSpec, build_tree
 
 

@@ -17,7 +17,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from dummyprof.loaders.tracing import TraceResult, trace_writes
+from dummyprof.measure.write_tracer import TraceResult, trace_writes
 
 MAX_LISTED = 20
 _NEVER_FILLED_DTYPES = (torch.int16, torch.int32, torch.int64, torch.bool, torch.uint16, torch.uint32, torch.uint64)

@@ -20,7 +20,7 @@ from dummyprof.loaders.strategies import (
 )
 from dummyprof.models.anatomy import buffer_persistence
 from dummyprof.results.audit import AuditResult
-from dummyprof.scenarios.audit import AuditOptions, run
+from dummyprof.scenarios.audit.run import AuditOptions, run
 from tests.conftest import CliResult
 from tests.fixtures import models
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from dummyprof.scenarios import compare as compare_scenario
+from dummyprof.scenarios.compare import run as compare_scenario
 from tests.conftest import CliResult
 
 Cli = Callable[..., CliResult]

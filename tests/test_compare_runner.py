@@ -9,9 +9,9 @@ import torch
 from torch import nn
 
 from dummyprof.loaders.strategies import Strategy, legacy_traversal, per_layer_traversal
-from dummyprof.measure.compare import run_compare
 from dummyprof.models.synthetic import TreeSpec, build_tree
 from dummyprof.results.compare import ModelSummary
+from dummyprof.scenarios.compare.runner import run_compare
 from tests.fakes import FakeClock
 
 MS = 1e-3

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from dummyprof.loaders.fp8_fill import METHODS, TablePair, fill_random_chunked, fill_random_scratch, sample_values
+from dummyprof.loaders.fp8_methods import METHODS, TablePair, fill_random_chunked, fill_random_scratch, sample_values
 
 FP8_ONE = 0x38  # float8_e4m3fn 1.0
 

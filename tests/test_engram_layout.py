@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from dummyprof.errors import UsageError
-from dummyprof.loaders.fp8_fill import METHODS
-from dummyprof.measure.host_memory import Arena, Backing, next_power_of_two, resolve_backing
+from dummyprof.loaders.fp8_methods import METHODS
+from dummyprof.models.backings import Arena, Backing, next_power_of_two, resolve_backing
 from dummyprof.models.engram import (
     EngramSpec,
     engram_table_bytes,
@@ -20,7 +20,7 @@ from dummyprof.models.engram import (
     shard,
     validate_engram_spec,
 )
-from dummyprof.scenarios.engram import build_layout, needed_bytes, reserved_tables
+from dummyprof.scenarios.engram.run import build_layout, needed_bytes, reserved_tables
 
 GiB = 1024**3
 CPU = torch.device("cpu")

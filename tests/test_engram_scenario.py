@@ -9,12 +9,12 @@ import pytest
 import torch
 
 from dummyprof.errors import DoesNotFitError
-from dummyprof.loaders.fp8_fill import METHODS
-from dummyprof.measure import host_memory
-from dummyprof.measure.host_memory import Backing
+from dummyprof.loaders.fp8_methods import METHODS
+from dummyprof.models import backings as host_memory
+from dummyprof.models.backings import Backing
 from dummyprof.models.engram import EngramSpec
-from dummyprof.scenarios.engram import ALLOCATE, FIRST_TOUCH, EngramOptions, run, summary_line
-from dummyprof.scenarios.engram_plan import Calibration, time_plan
+from dummyprof.scenarios.engram.plan import Calibration, time_plan
+from dummyprof.scenarios.engram.run import ALLOCATE, FIRST_TOUCH, EngramOptions, run, summary_line
 
 ALL = list(METHODS.values())
 PAGEABLE = Backing("pageable", "pageable")

@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 
 from dummyprof.gate.engram_metrics import engram_metric_names, engram_metrics
-from dummyprof.loaders import fp8_fill
+from dummyprof.loaders import fp8_methods as fp8_fill
 from dummyprof.results.common import Timing
 from dummyprof.results.engram import EngramLayout, EngramResult, MethodResult
 from dummyprof.results.session import Results
-from dummyprof.scenarios.engram import EngramOptions
+from dummyprof.scenarios.engram.run import EngramOptions
 from tests.conftest import CliResult
 
 Cli = Callable[..., CliResult]

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from dummyprof.results.inspect import InspectResult
-from dummyprof.scenarios.inspect import InspectOptions, run
+from dummyprof.scenarios.inspect.run import InspectOptions, run
 from tests.conftest import CliResult
 
 Cli = Callable[..., CliResult]

@@ -7,19 +7,17 @@ import torch
 from torch import nn
 
 from dummyprof.errors import UsageError
-from dummyprof.loaders import (
+from dummyprof.loaders.initializers import V029Initializer, V033Initializer
+from dummyprof.loaders.strategies import (
     STRATEGIES,
     Strategy,
-    V029Initializer,
-    V033Initializer,
-    VisitRecorder,
     get_strategy,
-    index_model,
+    legacy_traversal,
     register_strategy,
     run_strategy,
     unregister_strategy,
 )
-from dummyprof.loaders.strategies import legacy_traversal
+from dummyprof.measure.recorder import VisitRecorder, index_model
 from dummyprof.models.synthetic import TreeSpec, build_tree
 
 # Persistent tensors each block owns (the alias and rope_cache buffers are non-persistent).

@@ -9,7 +9,7 @@ import typer
 
 from dummyprof.cli.model_options import LoaderArgOpt, LoaderOpt, ModelArgOpt, ModelOpt, PresetOpt, parse_args_flag
 from dummyprof.cli.output import FORCE_HELP, JSON_HELP, QUIET_HELP, check_outputs, emit
-from dummyprof.parsing import parse_bytes, parse_int
+from dummyprof.units import parse_bytes, parse_int
 
 HELP = """\
 Trace every write each strategy or loader makes, and report what is wrong.
@@ -80,7 +80,7 @@ def audit(
     force: Annotated[bool, typer.Option("--force", help=FORCE_HELP)] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help=QUIET_HELP)] = False,
 ) -> int:
-    from dummyprof.scenarios.audit import DEFAULT_STRATEGIES, AuditOptions
+    from dummyprof.scenarios.audit.run import DEFAULT_STRATEGIES, AuditOptions
 
     strategies = list(strategy) if strategy else ([] if loader else list(DEFAULT_STRATEGIES))
     options = AuditOptions(
@@ -101,7 +101,7 @@ def audit(
         ignore=list(ignore or []),
     )
     check_outputs({"--json": json_path}, force=force)
-    from dummyprof.scenarios import audit as scenario
+    from dummyprof.scenarios.audit import run as scenario
 
     results = scenario.run(options)
     emit(results, json_path=json_path, quiet=quiet)

@@ -9,7 +9,7 @@ import typer
 
 from dummyprof.cli.model_options import LoaderArgOpt, LoaderOpt, ModelArgOpt, ModelOpt, PresetOpt, parse_args_flag
 from dummyprof.cli.output import FORCE_HELP, JSON_HELP, QUIET_HELP, check_outputs, emit, progress_bar
-from dummyprof.parsing import parse_bytes, parse_int
+from dummyprof.units import parse_bytes, parse_int
 
 HELP = """\
 Fill one model with several strategies, side by side, and show the cost of each.
@@ -73,7 +73,7 @@ def compare(
     force: Annotated[bool, typer.Option("--force", help=FORCE_HELP)] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help=QUIET_HELP)] = False,
 ) -> None:
-    from dummyprof.scenarios.compare import DEFAULT_STRATEGIES, CompareOptions
+    from dummyprof.scenarios.compare.run import DEFAULT_STRATEGIES, CompareOptions
 
     options = CompareOptions(
         depth=parse_int("--depth", depth, minimum=1, example="12"),
@@ -99,7 +99,7 @@ def compare(
         from dummyprof.loaders.initializers import get_initializer
 
         get_initializer(initializer)
-    from dummyprof.scenarios import compare as scenario
+    from dummyprof.scenarios.compare import run as scenario
 
     with progress_bar(not quiet, "compare") as progress:
         results = scenario.run(options, progress=progress)

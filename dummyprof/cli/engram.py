@@ -9,7 +9,7 @@ import typer
 
 from dummyprof.cli.output import FORCE_HELP, JSON_HELP, QUIET_HELP, check_outputs, emit, progress_bar
 from dummyprof.errors import UsageError
-from dummyprof.parsing import parse_bytes, parse_count, parse_float, parse_int
+from dummyprof.units import parse_bytes, parse_count, parse_float, parse_int
 
 METHOD_NAMES = ("random-convert", "random-scratch", "random-chunked", "constant", "memset")
 BACKING_NAMES = ("pinned", "pageable", "hugepages", "shm")
@@ -115,7 +115,7 @@ def engram(
     chunk_n = parse_count("--chunk-elements", chunk_elements, example="64Mi")
     time_budget_s = parse_float("--time-budget", time_budget, example="40")
     check_outputs({"--json": json_path}, force=force)
-    from dummyprof.scenarios import engram as scenario
+    from dummyprof.scenarios.engram import run as scenario
 
     options = scenario.EngramOptions(
         rows=rows_n,

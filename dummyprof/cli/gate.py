@@ -10,7 +10,7 @@ import typer
 
 from dummyprof.cli.output import FORCE_HELP, JSON_HELP, QUIET_HELP, check_outputs, emit, progress_bar
 from dummyprof.errors import UsageError
-from dummyprof.parsing import parse_float
+from dummyprof.units import parse_float
 
 CONFIG_HELP = (
     "TOML config with a table per scenario (scenarios.NAME). "

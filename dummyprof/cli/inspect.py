@@ -9,7 +9,7 @@ import typer
 
 from dummyprof.cli.model_options import ModelArgOpt, ModelOpt, PresetOpt, parse_args_flag
 from dummyprof.cli.output import FORCE_HELP, JSON_HELP, QUIET_HELP, check_outputs, emit
-from dummyprof.parsing import parse_bytes, parse_int
+from dummyprof.units import parse_bytes, parse_int
 
 HELP = """\
 Show the module tree: each module's type, own tensors and bytes, and how many
@@ -53,7 +53,7 @@ def inspect(
     force: Annotated[bool, typer.Option("--force", help=FORCE_HELP)] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help=QUIET_HELP)] = False,
 ) -> None:
-    from dummyprof.scenarios.inspect import DEFAULT_STRATEGIES, InspectOptions
+    from dummyprof.scenarios.inspect.run import DEFAULT_STRATEGIES, InspectOptions
 
     options = InspectOptions(
         strategies=list(strategy) if strategy else list(DEFAULT_STRATEGIES),
@@ -68,7 +68,7 @@ def inspect(
         min_bytes=parse_bytes("--min-bytes", min_bytes, example="1MiB") if min_bytes is not None else 0,
     )
     check_outputs({"--json": json_path}, force=force)
-    from dummyprof.scenarios import inspect as scenario
+    from dummyprof.scenarios.inspect import run as scenario
 
     results = scenario.run(options)
     emit(results, json_path=json_path, quiet=quiet)

@@ -66,7 +66,7 @@ def register_command(spec: CommandSpec) -> CommandSpec:
 register_command(
     CommandSpec(
         name="compare",
-        module="dummyprof.scenarios.compare",
+        module="dummyprof.scenarios.compare.run",
         options_class="CompareOptions",
         extract=compare_metrics,
         metric_names=compare_metric_names,
@@ -81,7 +81,7 @@ def _engram() -> CommandSpec:
 
     return CommandSpec(
         name="engram",
-        module="dummyprof.scenarios.engram",
+        module="dummyprof.scenarios.engram.run",
         options_class="EngramOptions",
         extract=engram_metrics,
         metric_names=engram_metric_names,

@@ -21,7 +21,7 @@ MEASURED = "measured"  # MethodResult.mode of a method timed at full size
 
 
 def _methods(options: Any) -> list[str]:
-    from dummyprof.loaders.fp8_fill import FLOOR
+    from dummyprof.loaders.fp8_methods import FLOOR
 
     names = list(options.methods)
     return names if FLOOR in names else [*names, FLOOR]  # every engram run measures its own memset floor
@@ -56,6 +56,6 @@ def engram_metrics(results: Results) -> dict[str, Metric]:
 
 
 def validate_engram(options: Any) -> None:
-    from dummyprof.scenarios.engram import validate_options
+    from dummyprof.scenarios.engram.run import validate_options
 
     validate_options(options)

@@ -14,7 +14,7 @@ from torch import nn
 
 from dummyprof.errors import UsageError
 from dummyprof.loaders.initializers import Initializer, get_initializer
-from dummyprof.loaders.recorder import VisitRecorder, storage_key
+from dummyprof.measure.recorder import VisitRecorder, storage_key
 
 Traversal = Callable[[nn.Module], Iterator[tuple[str, torch.Tensor]]]
 

@@ -1,7 +1,7 @@
 """``--loader PATH``: a user's own fill function, ``fn(model)`` or ``fn(model, **args)``.
 
 A loader fills the model itself, so there are no visits to count: its writes
-are observed by :mod:`dummyprof.loaders.tracing` in one traced run, and its
+are observed by :mod:`dummyprof.measure.write_tracer` in one traced run, and its
 time is taken in separate untraced runs so tracing overhead never shows up in
 the times.
 """

@@ -6,7 +6,7 @@ import torch
 
 from dummyprof.errors import DoesNotFitError
 from dummyprof.measure.memory import available_memory_bytes, gpu_free_bytes
-from dummyprof.parsing import format_bytes
+from dummyprof.units import format_bytes
 
 DEFAULT_SHARE = 0.8  # leave room for the interpreter, torch and the OS
 GPU_SHARE = 0.9  # the CUDA context and allocator fragmentation need the rest

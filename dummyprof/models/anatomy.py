@@ -15,7 +15,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from dummyprof.loaders.recorder import dtype_name, storage_key
+from dummyprof.measure.recorder import dtype_name, storage_key
 
 MAX_NESTING = 3  # lists of dicts of tensors are common; deeper structures are not
 

@@ -24,8 +24,8 @@ import torch
 from torch import nn
 
 from dummyprof.errors import UsageError
-from dummyprof.loaders.recorder import storage_key
 from dummyprof.measure.budget import device_budget, ensure_fits
+from dummyprof.measure.recorder import storage_key
 from dummyprof.models.source import ModelSource
 
 SPEC_FORMS = "package.module:callable or ./file.py:callable"

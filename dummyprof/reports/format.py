@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from dummyprof.parsing import format_bytes, format_seconds
 from dummyprof.results.common import Figure, Timing
+from dummyprof.units import format_bytes, format_seconds
 
 __all__ = ["figure_bytes", "format_bytes", "format_seconds", "rate", "timing_cell"]
 

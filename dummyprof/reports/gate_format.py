@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from dummyprof.parsing import format_seconds
 from dummyprof.results.gate import CheckResult, Metric
+from dummyprof.units import format_seconds
 
 
 def value_text(value: float | None, unit: str) -> str:

@@ -7,10 +7,10 @@ from typing import Any
 
 from torch import nn
 
-from dummyprof.loaders.recorder import VisitRecorder
 from dummyprof.loaders.strategies import Strategy
-from dummyprof.loaders.tracing import trace_writes
 from dummyprof.loaders.user_loader import LOADER_INITIALIZER, TRACING_NOTE, UserLoader, load_loader, loader_strategy
+from dummyprof.measure.recorder import VisitRecorder
+from dummyprof.measure.write_tracer import trace_writes
 from dummyprof.results.compare import CompareResult
 
 
@@ -34,7 +34,7 @@ def loader_strategies(loaders: Sequence[UserLoader]) -> list[Strategy]:
 
 def apply_traces(result: CompareResult, loaders: Sequence[UserLoader], build: Callable[[], nn.Module]) -> list[str]:
     """Trace each loader once on a fresh model and fill in its per-tensor writes; returns report notes."""
-    from dummyprof.measure.compare import add_to_tensor_table, summarize_recorder
+    from dummyprof.scenarios.compare.runner import add_to_tensor_table, summarize_recorder
 
     notes = []
     for loader in loaders:

@@ -16,16 +16,16 @@ from torch import nn
 
 from dummyprof.errors import UsageError
 from dummyprof.loaders.initializers import NOT_WRITTEN, FillOutcome
-from dummyprof.loaders.recorder import VisitRecorder, storage_key
 from dummyprof.loaders.strategies import get_strategy, run_strategy
 from dummyprof.measure.environment import collect_environment
+from dummyprof.measure.recorder import VisitRecorder, storage_key
 from dummyprof.models.anatomy import buffer_persistence, canonical_name, registered
 from dummyprof.models.source import ModelSource, synthetic_source
 from dummyprof.models.synthetic import TreeSpec
-from dummyprof.parsing import format_bytes
 from dummyprof.results.compare import ModelSummary
 from dummyprof.results.inspect import InspectResult, ModuleNode
 from dummyprof.results.session import Results
+from dummyprof.units import format_bytes
 
 DEFAULT_STRATEGIES = ("legacy", "per-layer", "unique")
 META = torch.device("meta")

@@ -1,6 +1,6 @@
 """Measurement for the ``engram`` scenario: allocate, first-touch and fill one rank's tables, and derive figures.
 
-Runs what ``engram_plan`` decided: the calibration probe, the full-size rounds and the samples, then
+Runs what ``plan`` decided: the calibration probe, the full-size rounds and the samples, then
 fits the samples to project to full size and derives rates, share of the floor and start-up time.
 """
 
@@ -11,9 +11,8 @@ from dataclasses import dataclass
 
 import torch
 
-from dummyprof.loaders.fp8_fill import FillMethod, TablePair, sample_values
+from dummyprof.loaders.fp8_methods import FillMethod, TablePair, sample_values
 from dummyprof.measure.device import synchronize
-from dummyprof.measure.host_memory import Arena, Backing, anon_huge_page_bytes, pinned_reserved_bytes
 from dummyprof.measure.memory import (
     PeakRss,
     gpu_allocator_peak_figure,
@@ -23,10 +22,11 @@ from dummyprof.measure.memory import (
     rss_bytes,
 )
 from dummyprof.measure.projection import fit_proportional, fit_time, project
+from dummyprof.models.backings import Arena, Backing, anon_huge_page_bytes, pinned_reserved_bytes
 from dummyprof.models.engram import EngramSpec
 from dummyprof.results.common import Figure, MemoryUse, Timing
 from dummyprof.results.engram import MEASURED, PROJECTED, EngramResult, PhaseResult, SamplePoint, ValueStats
-from dummyprof.scenarios.engram_plan import ALLOCATE, FIRST_TOUCH, Calibration, Plan, reserved_tables
+from dummyprof.scenarios.engram.plan import ALLOCATE, FIRST_TOUCH, Calibration, Plan, reserved_tables
 
 Clock = Callable[[], float]
 

@@ -9,16 +9,16 @@ from typing import Any
 import torch
 
 from dummyprof.errors import UsageError
-from dummyprof.loaders.recorder import index_model
 from dummyprof.loaders.strategies import STRATEGIES, get_strategy
-from dummyprof.measure.compare import Clock, Progress, run_compare
 from dummyprof.measure.device import resolve_device
 from dummyprof.measure.environment import collect_environment
+from dummyprof.measure.recorder import index_model
 from dummyprof.models.source import ModelSource, synthetic_source
 from dummyprof.models.synthetic import TreeSpec
-from dummyprof.parsing import format_seconds
 from dummyprof.results.compare import CompareResult, ModelSummary
 from dummyprof.results.session import Results
+from dummyprof.scenarios.compare.runner import Clock, Progress, run_compare
+from dummyprof.units import format_seconds
 
 DEFAULT_STRATEGIES = ("legacy", "per-layer", "unique")
 
@@ -144,7 +144,7 @@ def run(
 
 def _storage_bytes(model: torch.nn.Module) -> int:
     """Bytes of distinct non-meta storages reachable through registered tensors."""
-    from dummyprof.loaders.recorder import storage_key
+    from dummyprof.measure.recorder import storage_key
 
     seen: dict[int, int] = {}
     for module in model.modules():

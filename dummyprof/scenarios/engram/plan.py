@@ -2,7 +2,7 @@
 
 Layout and per-method memory need, the memory budget, the calibration probe's size, which methods are
 measured in full and how many rounds each gets, and the sample sizes for what must be projected.
-Nothing here allocates tables or runs a fill; ``engram_runner`` does that.
+Nothing here allocates tables or runs a fill; ``runner`` does that.
 """
 
 from __future__ import annotations
@@ -14,14 +14,14 @@ from typing import Protocol
 import torch
 
 from dummyprof.errors import DoesNotFitError
-from dummyprof.loaders.fp8_fill import FLOOR, FillMethod
+from dummyprof.loaders.fp8_methods import FLOOR, FillMethod
 from dummyprof.measure.budget import DEFAULT_SHARE
-from dummyprof.measure.host_memory import Backing, shm_free_bytes
 from dummyprof.measure.memory import available_memory_bytes, gpu_free_bytes
 from dummyprof.measure.projection import SamplingError, sample_sizes
+from dummyprof.models.backings import Backing, shm_free_bytes
 from dummyprof.models.engram import EngramSpec, rank_table_bytes, shard
-from dummyprof.parsing import format_bytes, format_seconds
 from dummyprof.results.engram import EngramLayout, RankPart
+from dummyprof.units import format_bytes, format_seconds
 
 # Calibration probe: past glibc's largest mmap threshold (32 MiB), so scratch tensors fault in fresh pages
 # as they do at full size; small enough to take a few seconds.

@@ -27,7 +27,7 @@ import torch
 from torch import nn
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from dummyprof.loaders.recorder import StorageRecord, index_model, storage_key
+from dummyprof.measure.recorder import StorageRecord, index_model, storage_key
 
 
 @dataclass

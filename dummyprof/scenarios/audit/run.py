@@ -16,12 +16,12 @@ import torch
 from torch import nn
 
 from dummyprof.errors import UsageError
-from dummyprof.loaders.recorder import VisitRecorder
 from dummyprof.loaders.strategies import Strategy, get_strategy, run_strategy
-from dummyprof.loaders.tracing import trace_writes
 from dummyprof.loaders.user_loader import UserLoader
 from dummyprof.measure.device import resolve_device
 from dummyprof.measure.environment import collect_environment
+from dummyprof.measure.recorder import VisitRecorder
+from dummyprof.measure.write_tracer import trace_writes
 from dummyprof.models.anatomy import buffer_persistence, canonical_name, describe, registered, unregistered_tensors
 from dummyprof.models.source import ModelSource, synthetic_source
 from dummyprof.models.synthetic import TreeSpec

@@ -11,7 +11,6 @@ import torch
 from torch import nn
 
 from dummyprof.loaders.initializers import NOT_WRITTEN, get_initializer
-from dummyprof.loaders.recorder import StorageRecord, VisitRecorder
 from dummyprof.loaders.strategies import Strategy, run_strategy
 from dummyprof.measure.device import synchronize
 from dummyprof.measure.memory import (
@@ -21,6 +20,7 @@ from dummyprof.measure.memory import (
     pinned_memory_figure,
     reset_gpu_peak,
 )
+from dummyprof.measure.recorder import StorageRecord, VisitRecorder
 from dummyprof.results.common import MemoryUse
 from dummyprof.results.compare import CompareResult, ModelSummary, StrategyResult, TensorResult
 

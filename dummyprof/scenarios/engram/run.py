@@ -5,7 +5,7 @@ budget (nothing allocated yet), calibrate on a small probe to estimate time,
 measure in full what fits both budgets, sample the rest at sizes that fit and
 project it to full size. Nothing larger than the budget is ever allocated.
 
-Planning lives in ``engram_plan``, measurement in ``engram_runner``; this module holds the options,
+Planning lives in ``plan``, measurement in ``runner``; this module holds the options,
 their validation, the run that ties the steps together, and the summary line.
 """
 
@@ -19,16 +19,15 @@ from dataclasses import dataclass, field
 import torch
 
 from dummyprof.errors import UsageError
-from dummyprof.loaders.fp8_fill import DEFAULT_CHUNK_ELEMENTS, DEFAULT_METHODS, FLOOR, FillMethod, get_method
+from dummyprof.loaders.fp8_methods import DEFAULT_CHUNK_ELEMENTS, DEFAULT_METHODS, FLOOR, FillMethod, get_method
 from dummyprof.measure.device import resolve_device
 from dummyprof.measure.environment import collect_environment
-from dummyprof.measure.host_memory import BACKINGS, Backing, resolve_backing
+from dummyprof.models.backings import BACKINGS, Backing, resolve_backing
 from dummyprof.models.engram import EngramSpec, validate_engram_spec
-from dummyprof.parsing import format_bytes, format_seconds
 from dummyprof.results.common import Figure, MemoryUse
 from dummyprof.results.engram import PLANNED, PROJECTED, BackingInfo, Budget, EngramLayout, EngramResult, MethodResult
 from dummyprof.results.session import Results
-from dummyprof.scenarios.engram_plan import (
+from dummyprof.scenarios.engram.plan import (
     ALLOCATE,
     FIRST_TOUCH,
     build_layout,
@@ -40,7 +39,7 @@ from dummyprof.scenarios.engram_plan import (
     reserved_tables,
     time_plan,
 )
-from dummyprof.scenarios.engram_runner import (
+from dummyprof.scenarios.engram.runner import (
     Clock,
     Runner,
     calibrate,
@@ -49,6 +48,7 @@ from dummyprof.scenarios.engram_runner import (
     measure_samples,
     unallocated_device_figures,
 )
+from dummyprof.units import format_bytes, format_seconds
 
 __all__ = [
     "ALLOCATE",

@@ -1,0 +1,1 @@
+"""The audit scenario: options, plan and run."""

@@ -1,0 +1,1 @@
+"""The compare scenario: options, plan and run."""

@@ -1,0 +1,1 @@
+"""The engram scenario: options, plan and run."""

@@ -1,0 +1,1 @@
+"""The inspect scenario: options, plan and run."""

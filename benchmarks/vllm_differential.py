@@ -22,9 +22,10 @@ from collections import Counter
 
 import torch
 
+from dummyprof.anatomy import storage_key
 from dummyprof.loaders.initializers import V029Initializer, V033Initializer
 from dummyprof.loaders.strategies import get_strategy, run_strategy
-from dummyprof.measure.recorder import VisitRecorder, index_model, storage_key
+from dummyprof.measure.recorder import VisitRecorder, index_model
 from dummyprof.models.synthetic import TreeSpec, build_tree
 
 

@@ -61,11 +61,11 @@ def assert_each_tensor_filled_once(
     unwritten too. Tied or aliased names count as one storage. Returns the
     trace for further checks.
     """
-    from dummyprof.models.anatomy import buffer_persistence, registered
+    from dummyprof.anatomy import NON_PERSISTENT, buffer_persistence, dtype_name, storage_owners
 
     target, trace = trace_loader(model, loader, **loader_args)
     patterns = list(allow_unwritten)
-    storages = registered(target, buffer_persistence(target))
+    storages = storage_owners(target, buffer_persistence(target))
     problems: list[str] = []
     for key, entries in storages.items():
         names = [e.name for e in entries]
@@ -73,7 +73,7 @@ def assert_each_tensor_filled_once(
         record = trace.records.get(key)
         writes = record.visits if record is not None else 0
         tensor = entries[0].tensor
-        if all(e.kind == "non-persistent buffer" for e in entries):
+        if all(e.kind == NON_PERSISTENT for e in entries):
             if writes:
                 problems.append(f"{label}: non-persistent buffer written {writes} time(s); it should be left alone")
             continue
@@ -84,7 +84,7 @@ def assert_each_tensor_filled_once(
             continue
         may_skip = tensor.device.type == "meta" or tensor.dtype in _NEVER_FILLED_DTYPES
         if not may_skip and not any(fnmatch.fnmatchcase(n, p) for n in names for p in patterns):
-            problems.append(f"{label}: never written ({str(tensor.dtype).removeprefix('torch.')})")
+            problems.append(f"{label}: never written ({dtype_name(tensor.dtype)})")
     if trace.replaced:
         problems += [f"{name}: replaced instead of written in place" for name in trace.replaced]
     if problems:

@@ -10,6 +10,7 @@ import pytest
 import torch
 from torch import nn
 
+from dummyprof.anatomy import buffer_persistence
 from dummyprof.loaders.initializers import INITIALIZERS, FillOutcome
 from dummyprof.loaders.strategies import (
     Strategy,
@@ -18,7 +19,6 @@ from dummyprof.loaders.strategies import (
     register_strategy,
     unregister_strategy,
 )
-from dummyprof.models.anatomy import buffer_persistence
 from dummyprof.results.audit import AuditResult
 from dummyprof.scenarios.audit.run import AuditOptions, run
 from tests.conftest import CliResult

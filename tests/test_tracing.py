@@ -6,9 +6,10 @@ import pytest
 import torch
 from torch import nn
 
+from dummyprof.anatomy import storage_key
 from dummyprof.loaders.initializers import V029Initializer, V033Initializer
 from dummyprof.loaders.strategies import STRATEGIES, get_strategy, run_strategy
-from dummyprof.measure.recorder import VisitRecorder, storage_key
+from dummyprof.measure.recorder import VisitRecorder
 from dummyprof.measure.write_tracer import WriteTracer, trace_writes
 from dummyprof.models.presets import preset_source
 from dummyprof.models.synthetic import TreeSpec, build_tree

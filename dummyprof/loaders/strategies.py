@@ -12,9 +12,10 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from dummyprof.anatomy import own_tensors, storage_key
 from dummyprof.errors import UsageError
 from dummyprof.loaders.initializers import Initializer, get_initializer
-from dummyprof.measure.recorder import VisitRecorder, storage_key
+from dummyprof.measure.recorder import VisitRecorder
 
 Traversal = Callable[[nn.Module], Iterator[tuple[str, torch.Tensor]]]
 
@@ -33,17 +34,6 @@ def legacy_traversal(model: nn.Module) -> Iterator[tuple[str, torch.Tensor]]:
     """vLLM <= 0.29: every module, then everything in its *recursive* state_dict()."""
     for layer in model.modules():
         yield from layer.state_dict().items()
-
-
-def own_tensors(layer: nn.Module) -> Iterator[tuple[str, torch.Tensor]]:
-    """A module's own parameters and persistent buffers, as state_dict() would select them."""
-    for name, param in layer._parameters.items():
-        if param is not None:
-            yield name, param
-    non_persistent: set[str] = getattr(layer, "_non_persistent_buffers_set", set())
-    for name, buf in layer._buffers.items():
-        if buf is not None and name not in non_persistent:
-            yield name, buf
 
 
 def per_layer_traversal(model: nn.Module) -> Iterator[tuple[str, torch.Tensor]]:

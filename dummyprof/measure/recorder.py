@@ -12,16 +12,8 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 
+from dummyprof.anatomy import dtype_name, persistent_first, storage_key, storage_owners
 from dummyprof.loaders.initializers import FillOutcome
-
-
-def storage_key(tensor: torch.Tensor) -> int:
-    """Identity of the storage behind ``tensor`` (views and detached copies share it)."""
-    return int(tensor.untyped_storage()._cdata)
-
-
-def dtype_name(dtype: torch.dtype) -> str:
-    return str(dtype).removeprefix("torch.")
 
 
 @dataclass
@@ -43,42 +35,24 @@ class StorageRecord:
         return self.names[0]
 
 
-def _module_depth(path: str) -> int:
-    return 0 if not path else path.count(".") + 1
-
-
 def index_model(model: nn.Module) -> dict[int, StorageRecord]:
     """Every storage reachable through registered parameters and buffers, with all its names.
 
     A storage is named after its first persistent owner (a parameter before a
     non-persistent alias of it); its depth is that of its shallowest owner.
     """
-    owners: dict[int, list[tuple[str, str, int, torch.Tensor]]] = {}
-    for path, module in model.named_modules(remove_duplicate=False):
-        non_persistent: set[str] = getattr(module, "_non_persistent_buffers_set", set())
-        owned = [(n, p, "parameter") for n, p in module._parameters.items() if p is not None]
-        owned += [
-            (n, b, "non-persistent buffer" if n in non_persistent else "buffer")
-            for n, b in module._buffers.items()
-            if b is not None
-        ]
-        for local, tensor, kind in owned:
-            qualified = f"{path}.{local}" if path else local
-            entries = owners.setdefault(storage_key(tensor), [])
-            if all(name != qualified for name, _, _, _ in entries):
-                entries.append((qualified, kind, _module_depth(path), tensor))
     records: dict[int, StorageRecord] = {}
-    for key, entries in owners.items():
-        entries.sort(key=lambda e: e[1] == "non-persistent buffer")  # stable: keeps visiting order otherwise
-        name, _, _, tensor = entries[0]
+    for key, owners in storage_owners(model).items():
+        entries = persistent_first(owners)
+        first = entries[0]
         records[key] = StorageRecord(
-            names=[e[0] for e in entries],
-            module=name.rpartition(".")[0],
-            depth=min(e[2] for e in entries),
-            shape=tuple(tensor.shape),
-            dtype=dtype_name(tensor.dtype),
-            nbytes=max(e[3].nbytes for e in entries),
-            kinds=[e[1] for e in entries],
+            names=[e.name for e in entries],
+            module=first.name.rpartition(".")[0],
+            depth=min(e.depth for e in entries),
+            shape=tuple(first.tensor.shape),
+            dtype=dtype_name(first.tensor.dtype),
+            nbytes=max(e.tensor.nbytes for e in entries),
+            kinds=[e.kind for e in entries],
         )
     return records
 

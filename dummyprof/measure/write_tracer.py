@@ -27,7 +27,8 @@ import torch
 from torch import nn
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from dummyprof.measure.recorder import StorageRecord, index_model, storage_key
+from dummyprof.anatomy import name_keys, storage_key, storage_tensors
+from dummyprof.measure.recorder import StorageRecord, index_model
 
 
 @dataclass
@@ -94,18 +95,8 @@ class TraceResult:
 
 
 def replaced_tensors(model: nn.Module, before: dict[str, int]) -> list[str]:
-    after = _name_keys(model)
+    after = name_keys(model)
     return [name for name, key in before.items() if name in after and after[name] != key]
-
-
-def _name_keys(model: nn.Module) -> dict[str, int]:
-    keys: dict[str, int] = {}
-    for path, module in model.named_modules(remove_duplicate=False):
-        for kind in (module._parameters, module._buffers):
-            for local, tensor in kind.items():
-                if tensor is not None:
-                    keys[f"{path}.{local}" if path else local] = storage_key(tensor)
-    return keys
 
 
 def storage_digest(tensor: torch.Tensor) -> str:
@@ -116,15 +107,6 @@ def storage_digest(tensor: torch.Tensor) -> str:
     return hashlib.blake2b(raw.cpu().numpy().tobytes(), digest_size=16).hexdigest()
 
 
-def _storage_tensors(model: nn.Module) -> dict[int, torch.Tensor]:
-    tensors: dict[int, torch.Tensor] = {}
-    for module in model.modules():
-        for tensor in (*module._parameters.values(), *module._buffers.values()):
-            if tensor is not None:
-                tensors.setdefault(storage_key(tensor), tensor)
-    return tensors
-
-
 def trace_writes(model: nn.Module, fill: Callable[[nn.Module], Any], *, check_untraced: bool = True) -> TraceResult:
     """Run ``fill(model)`` under a :class:`WriteTracer` and attribute each write to the model's storages.
 
@@ -133,17 +115,17 @@ def trace_writes(model: nn.Module, fill: Callable[[nn.Module], Any], *, check_un
     once (``untraced``): a write the dispatcher never saw. Costs a read of the
     whole model twice.
     """
-    before = _name_keys(model)
+    before = name_keys(model)
     # Holding the original tensors keeps their storages alive, so no new storage can reuse
     # an old address (the key) while the fill runs: replaced tensors always get new keys.
-    originals = _storage_tensors(model)
+    originals = storage_tensors(model)
     digests = {k: storage_digest(t) for k, t in originals.items()} if check_untraced else {}
     tracer = WriteTracer()
     with tracer:
         fill(model)
     records = index_model(model)
     untraced: list[int] = []
-    now = _storage_tensors(model) if check_untraced else {}
+    now = storage_tensors(model) if check_untraced else {}
     for key, record in records.items():
         unseen = key in digests and key in now and key not in tracer.storages
         if unseen and storage_digest(now[key]) != digests[key]:

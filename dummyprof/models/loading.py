@@ -23,9 +23,17 @@ from typing import Any
 import torch
 from torch import nn
 
+from dummyprof.anatomy import (
+    PARAMETER,
+    has_meta,
+    largest_low_precision_elements,
+    model_bytes,
+    registered_tensors,
+    storage_key,
+    walk,
+)
 from dummyprof.errors import UsageError
 from dummyprof.measure.budget import device_budget, ensure_fits
-from dummyprof.measure.recorder import storage_key
 from dummyprof.models.source import ModelSource
 
 SPEC_FORMS = "package.module:callable or ./file.py:callable"
@@ -111,32 +119,6 @@ def call_model_builder(fn: Callable[..., Any], args: dict[str, Any], *, spec: st
     return model
 
 
-def registered_tensors(model: nn.Module) -> Iterable[torch.Tensor]:
-    for module in model.modules():
-        yield from (t for t in module._parameters.values() if t is not None)
-        yield from (t for t in module._buffers.values() if t is not None)
-
-
-def model_bytes(model: nn.Module) -> int:
-    """Bytes of distinct storages behind registered parameters and buffers (meta ones included)."""
-    seen: dict[int, int] = {}
-    for tensor in registered_tensors(model):
-        key = storage_key(tensor)
-        seen[key] = max(seen.get(key, 0), tensor.untyped_storage().nbytes(), tensor.nbytes)
-    return sum(seen.values())
-
-
-def largest_low_precision_elements(model: nn.Module) -> int:
-    """Elements of the biggest float under 16 bits: the initializers' temporaries scale with it."""
-    return max(
-        (t.numel() for t in registered_tensors(model) if t.is_floating_point() and t.element_size() < 2), default=0
-    )
-
-
-def has_meta(model: nn.Module) -> bool:
-    return any(t.device.type == "meta" for t in registered_tensors(model))
-
-
 def materialize(model: nn.Module, device: torch.device) -> list[str]:
     """``to_empty`` on ``device``, re-tying shared tensors; returns notes for the report.
 
@@ -144,23 +126,18 @@ def materialize(model: nn.Module, device: torch.device) -> list[str]:
     embedding from its lm_head. Tensors that were the same object are re-tied
     here; views of another tensor's storage cannot be, and the note says so.
     """
-    groups: dict[int, list[tuple[nn.Module, str, str]]] = {}
+    groups: dict[int, list[tuple[dict[str, Any], str]]] = {}  # id(tensor) -> (registry, local name) of each owner
     storages_before: set[int] = set()
-    names_before = 0
-    for module in model.modules():
-        for kind in ("_parameters", "_buffers"):
-            for name, tensor in getattr(module, kind).items():
-                if tensor is None:
-                    continue
-                groups.setdefault(id(tensor), []).append((module, kind, name))
-                storages_before.add(storage_key(tensor))
-                names_before += 1
+    for entry in walk(model, remove_duplicate=True):
+        registry = entry.module._parameters if entry.kind == PARAMETER else entry.module._buffers
+        groups.setdefault(id(entry.tensor), []).append((registry, entry.local))
+        storages_before.add(storage_key(entry.tensor))
     model.to_empty(device=device)
     for owners in groups.values():
-        first_module, first_kind, first_name = owners[0]
-        shared = getattr(first_module, first_kind)[first_name]
-        for module, kind, name in owners[1:]:
-            getattr(module, kind)[name] = shared
+        first_registry, first_name = owners[0]
+        shared = first_registry[first_name]
+        for registry, name in owners[1:]:
+            registry[name] = shared
     storages_after = {storage_key(t) for t in registered_tensors(model)}
     notes = [
         f"the model was built on the meta device and materialized on {device} with to_empty (uninitialized memory)"

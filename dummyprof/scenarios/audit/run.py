@@ -15,6 +15,14 @@ from typing import Any
 import torch
 from torch import nn
 
+from dummyprof.anatomy import (
+    NON_PERSISTENT,
+    buffer_persistence,
+    canonical_name,
+    describe,
+    storage_owners,
+    unregistered_tensors,
+)
 from dummyprof.errors import UsageError
 from dummyprof.loaders.strategies import Strategy, get_strategy, run_strategy
 from dummyprof.loaders.user_loader import UserLoader
@@ -22,7 +30,6 @@ from dummyprof.measure.device import resolve_device
 from dummyprof.measure.environment import collect_environment
 from dummyprof.measure.recorder import VisitRecorder
 from dummyprof.measure.write_tracer import trace_writes
-from dummyprof.models.anatomy import buffer_persistence, canonical_name, describe, registered, unregistered_tensors
 from dummyprof.models.source import ModelSource, synthetic_source
 from dummyprof.models.synthetic import TreeSpec
 from dummyprof.results.audit import (
@@ -154,7 +161,7 @@ def _structure(model: nn.Module, audit: _Audit) -> dict[str, AuditTensor]:
     persistence = buffer_persistence(model)
     for note in persistence.notes:
         audit.find("persistence", note.split(":")[0], note, [])
-    storages = registered(model, persistence)
+    storages = storage_owners(model, persistence)
     rows: dict[str, AuditTensor] = {}
     for entries in storages.values():
         name = canonical_name(entries)
@@ -188,11 +195,9 @@ def _structure(model: nn.Module, audit: _Audit) -> dict[str, AuditTensor]:
 
 def _name_by_key(model: nn.Module) -> tuple[dict[int, str], dict[int, torch.Tensor], set[str]]:
     persistence = buffer_persistence(model)
-    storages = registered(model, persistence)
+    storages = storage_owners(model, persistence)
     only_non_persistent = {
-        canonical_name(entries)
-        for entries in storages.values()
-        if all(e.kind == "non-persistent buffer" for e in entries)
+        canonical_name(entries) for entries in storages.values() if all(e.kind == NON_PERSISTENT for e in entries)
     }
     names = {key: canonical_name(entries) for key, entries in storages.items()}
     tensors = {key: next(e.tensor for e in entries if e.name == names[key]) for key, entries in storages.items()}

@@ -6,8 +6,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-import torch
-
+from dummyprof.anatomy import allocated_bytes
 from dummyprof.errors import UsageError
 from dummyprof.loaders.strategies import STRATEGIES, get_strategy
 from dummyprof.measure.device import resolve_device
@@ -116,7 +115,7 @@ def run(
         modules=sum(1 for _ in probe.modules()),
         tensors=len(records),
         names=sum(len(r.names) for r in records.values()),
-        bytes=_storage_bytes(probe),
+        bytes=allocated_bytes(probe),
         options=dict(source.options),
         notes=list(source.notes),
     )
@@ -140,17 +139,3 @@ def run(
     results.notices.extend(loader_notes)
     results.summary = summary_line(result)
     return results
-
-
-def _storage_bytes(model: torch.nn.Module) -> int:
-    """Bytes of distinct non-meta storages reachable through registered tensors."""
-    from dummyprof.measure.recorder import storage_key
-
-    seen: dict[int, int] = {}
-    for module in model.modules():
-        for tensor in list(module._parameters.values()) + list(module._buffers.values()):
-            if tensor is None or tensor.device.type == "meta":
-                continue
-            key = storage_key(tensor)
-            seen[key] = max(seen.get(key, 0), tensor.untyped_storage().nbytes())
-    return sum(seen.values())

@@ -14,12 +14,21 @@ from typing import Any
 import torch
 from torch import nn
 
+from dummyprof.anatomy import (
+    buffer_persistence,
+    canonical_name,
+    module_depth,
+    own_registered,
+    qualified_name,
+    registered_tensors,
+    storage_key,
+    storage_owners,
+)
 from dummyprof.errors import UsageError
 from dummyprof.loaders.initializers import NOT_WRITTEN, FillOutcome
 from dummyprof.loaders.strategies import get_strategy, run_strategy
 from dummyprof.measure.environment import collect_environment
-from dummyprof.measure.recorder import VisitRecorder, storage_key
-from dummyprof.models.anatomy import buffer_persistence, canonical_name, registered
+from dummyprof.measure.recorder import VisitRecorder
 from dummyprof.models.source import ModelSource, synthetic_source
 from dummyprof.models.synthetic import TreeSpec
 from dummyprof.results.compare import ModelSummary
@@ -44,10 +53,6 @@ class InspectOptions:
     engram_rows: int = 0
     max_depth: int | None = None
     min_bytes: int = 0
-
-
-def _tensors(model: nn.Module) -> list[torch.Tensor]:
-    return [t for m in model.modules() for t in (*m._parameters.values(), *m._buffers.values()) if t is not None]
 
 
 def _no_fill(tensor: torch.Tensor, local_name: str) -> FillOutcome:
@@ -80,7 +85,7 @@ def _visits(model: nn.Module, strategies: list[str]) -> dict[str, dict[int, int]
 
 
 def _nodes(model: nn.Module, strategies: list[str]) -> list[ModuleNode]:
-    storages = registered(model, buffer_persistence(model))
+    storages = storage_owners(model, buffer_persistence(model))
     owner: dict[int, str] = {}
     size: dict[int, int] = {}
     canonical: dict[int, str] = {}
@@ -92,15 +97,12 @@ def _nodes(model: nn.Module, strategies: list[str]) -> list[ModuleNode]:
     visits = _visits(model, strategies)
     nodes: dict[str, ModuleNode] = {}
     for path, module in model.named_modules():
-        node = ModuleNode(path=path, type=type(module).__name__, depth=0 if not path else path.count(".") + 1)
+        node = ModuleNode(path=path, type=type(module).__name__, depth=module_depth(path))
         node.children = len(module._modules)
-        for local, tensor in (*module._parameters.items(), *module._buffers.items()):
-            if tensor is None:
-                continue
+        for local, tensor, _ in own_registered(module):
             node.own_tensors += 1
             key = storage_key(tensor)
-            qualified = f"{path}.{local}" if path else local
-            if canonical[key] != qualified:
+            if canonical[key] != qualified_name(path, local):
                 node.shared.append(f"{local} = {canonical[key]}")
         nodes[path] = node
     for key, path in owner.items():
@@ -183,7 +185,7 @@ def run(options: InspectOptions, *, source: ModelSource | None = None) -> Result
             description=source.description,
             device="meta (nothing allocated)",
             modules=len(nodes),
-            tensors=len({storage_key(t) for t in _tensors(model)}),
+            tensors=len({storage_key(t) for t in registered_tensors(model)}),
             names=sum(n.own_tensors for n in nodes),
             bytes=root.subtree_bytes,
             options=dict(source.options),
@@ -197,7 +199,7 @@ def run(options: InspectOptions, *, source: ModelSource | None = None) -> Result
     )
     results = Results(command="inspect", environment=collect_environment(torch.device("cpu")), inspect=result)
     results.notices.extend(source.notes)
-    real = sum(1 for t in _tensors(model) if t.device.type != "meta")
+    real = sum(1 for t in registered_tensors(model) if t.device.type != "meta")
     allocated = (
         f"nothing was written, but the callable put {real} tensor(s) on a real device itself (an explicit device=)"
         if real

@@ -19,10 +19,10 @@ from dummyprof.results import (
     Timing,
     check_writable,
     load_results,
+    outputs,
     results_from_dict,
     results_to_json,
     save_results,
-    store,
 )
 
 
@@ -111,7 +111,7 @@ def test_interrupted_write_leaves_old_file_and_no_temporaries(tmp_path: Path, mo
     def boom(src: str, dst: str) -> None:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(store.os, "replace", boom)
+    monkeypatch.setattr(outputs.os, "replace", boom)
     with pytest.raises(KeyboardInterrupt):
         save_results(sample(), path)
     assert path.read_text() == "old"

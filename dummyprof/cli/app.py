@@ -30,8 +30,9 @@ Builds a model (synthetic, or your own), fills every weight the way inference
 engines do in dummy load mode, and measures each fill strategy: time, visits
 per tensor, bytes written, host/pinned/GPU memory.
 
-Exit codes: 0 success, 1 findings or a regression (audit, gate), 2 bad input,
-3 could not measure or not comparable (gate), 130 interrupted.
+Exit codes: 0 success, 1 findings or a regression (audit, gate), 2 bad input
+or an output file that could not be written, 3 could not measure, not
+comparable or could not record (gate), 130 interrupted. See docs/promises.md.
 """
 
 app = typer.Typer(

@@ -7,8 +7,25 @@ from typing import Annotated, Optional
 
 import typer
 
-from dummyprof.cli.model_options import LoaderArgOpt, LoaderOpt, ModelArgOpt, ModelOpt, PresetOpt, parse_args_flag
-from dummyprof.cli.output import FORCE_HELP, JSON_HELP, QUIET_HELP, check_outputs, emit
+from dummyprof.cli.model_options import (
+    LoaderArgOpt,
+    LoaderOpt,
+    ModelArgOpt,
+    ModelOpt,
+    PresetOpt,
+    code_files,
+    parse_args_flag,
+)
+from dummyprof.cli.output import (
+    EXIT_NOT_WRITTEN,
+    FORCE_HELP,
+    JSON_HELP,
+    QUIET_HELP,
+    check_outputs,
+    emit,
+    json_to_stdout,
+    user_stdout_to_stderr,
+)
 from dummyprof.units import parse_bytes, parse_int
 
 HELP = """\
@@ -100,10 +117,12 @@ def audit(
         max_memory=parse_bytes("--max-memory", max_memory) if max_memory is not None else None,
         ignore=list(ignore or []),
     )
-    check_outputs({"--json": json_path}, force=force)
+    check_outputs({"--json": json_path}, force=force, inputs=code_files(model, loader))
     from dummyprof.scenarios.audit import run as scenario
 
-    results = scenario.run(options)
-    emit(results, json_path=json_path, quiet=quiet)
+    with user_stdout_to_stderr(json_to_stdout(json_path)):
+        results = scenario.run(options)
+    if emit(results, json_path=json_path, quiet=quiet, force=force):
+        return EXIT_NOT_WRITTEN  # never 1: a finding that was not recorded is not a verdict CI can trust
     assert results.audit is not None
     return 0 if results.audit.clean else 1

@@ -7,8 +7,26 @@ from typing import Annotated, Optional
 
 import typer
 
-from dummyprof.cli.model_options import LoaderArgOpt, LoaderOpt, ModelArgOpt, ModelOpt, PresetOpt, parse_args_flag
-from dummyprof.cli.output import FORCE_HELP, JSON_HELP, QUIET_HELP, check_outputs, emit, progress_bar
+from dummyprof.cli.model_options import (
+    LoaderArgOpt,
+    LoaderOpt,
+    ModelArgOpt,
+    ModelOpt,
+    PresetOpt,
+    code_files,
+    parse_args_flag,
+)
+from dummyprof.cli.output import (
+    EXIT_NOT_WRITTEN,
+    FORCE_HELP,
+    JSON_HELP,
+    QUIET_HELP,
+    check_outputs,
+    emit,
+    json_to_stdout,
+    progress_bar,
+    user_stdout_to_stderr,
+)
 from dummyprof.units import parse_bytes, parse_int
 
 HELP = """\
@@ -72,7 +90,7 @@ def compare(
     json_path: Annotated[Optional[Path], typer.Option("--json", metavar="PATH", help=JSON_HELP)] = None,  # noqa: UP045
     force: Annotated[bool, typer.Option("--force", help=FORCE_HELP)] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help=QUIET_HELP)] = False,
-) -> None:
+) -> int:
     from dummyprof.scenarios.compare.run import DEFAULT_STRATEGIES, CompareOptions
 
     options = CompareOptions(
@@ -94,13 +112,13 @@ def compare(
         loaders=list(loader or []),
         loader_args=parse_args_flag(loader_arg, "--loader-arg"),
     )
-    check_outputs({"--json": json_path}, force=force)
+    check_outputs({"--json": json_path}, force=force, inputs=code_files(model, loader))
     if initializer is not None:
         from dummyprof.loaders.initializers import get_initializer
 
         get_initializer(initializer)
     from dummyprof.scenarios.compare import run as scenario
 
-    with progress_bar(not quiet, "compare") as progress:
+    with progress_bar(not quiet, "compare") as progress, user_stdout_to_stderr(json_to_stdout(json_path)):
         results = scenario.run(options, progress=progress)
-    emit(results, json_path=json_path, quiet=quiet)
+    return EXIT_NOT_WRITTEN if emit(results, json_path=json_path, quiet=quiet, force=force) else 0

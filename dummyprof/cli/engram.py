@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from dummyprof.cli.output import FORCE_HELP, JSON_HELP, QUIET_HELP, check_outputs, emit, progress_bar
+from dummyprof.cli.output import EXIT_NOT_WRITTEN, FORCE_HELP, JSON_HELP, QUIET_HELP, check_outputs, emit, progress_bar
 from dummyprof.errors import UsageError
 from dummyprof.units import parse_bytes, parse_count, parse_float, parse_int
 
@@ -94,7 +94,7 @@ def engram(
     json_path: Annotated[Optional[Path], typer.Option("--json", metavar="PATH", help=JSON_HELP)] = None,  # noqa: UP045
     force: Annotated[bool, typer.Option("--force", help=FORCE_HELP)] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help=QUIET_HELP)] = False,
-) -> None:
+) -> int:
     methods = list(method) if method else list(METHOD_NAMES)
     for name in methods:
         if name not in METHOD_NAMES:
@@ -139,4 +139,4 @@ def engram(
     )
     with progress_bar(not quiet and not dry_run, "engram") as progress:
         results = scenario.run(options, progress=progress)
-    emit(results, json_path=json_path, quiet=quiet)
+    return EXIT_NOT_WRITTEN if emit(results, json_path=json_path, quiet=quiet, force=force) else 0

@@ -8,8 +8,19 @@ from typing import Annotated, Optional
 
 import typer
 
-from dummyprof.cli.output import FORCE_HELP, JSON_HELP, QUIET_HELP, check_outputs, emit, progress_bar
+from dummyprof.cli.output import (
+    FORCE_HELP,
+    JSON_HELP,
+    QUIET_HELP,
+    check_outputs,
+    emit,
+    json_to_stdout,
+    progress_bar,
+    user_stdout_to_stderr,
+)
 from dummyprof.errors import UsageError
+from dummyprof.results.outputs import Output
+from dummyprof.results.session import Results
 from dummyprof.units import parse_float
 
 CONFIG_HELP = (
@@ -21,8 +32,10 @@ SCENARIO_HELP = "Run only this scenario of the config (repeatable). Default: all
 EXIT_CODES = """\
 Exit codes: 0 every check passed (improved and not significant count as
 passing), 1 a regression, 2 usage, config or baseline-file error, 3 could not
-measure (a scenario crashed) or not comparable (baseline from another
-fingerprint). A regression wins over 3; a crash is never reported as a regression.
+measure (a scenario crashed), not comparable (baseline from another
+fingerprint) or could not record (a report or the baseline could not be
+written). A regression wins over a crash; a crash is never reported as a
+regression; a result that could not be recorded is never 0 or 1.
 """
 
 BASELINE_HELP = f"""\
@@ -104,20 +117,20 @@ def baseline(
         raise UsageError("--output", "give the file to write, e.g. --output perf/baseline.json")
     if str(output) == "-":
         raise UsageError("--output", "a baseline is a file to commit; give a path such as perf/baseline.json")
-    check_outputs({"--output": output}, force=force)
-    from dummyprof.gate.config import load_config
-    from dummyprof.gate.runner import make_baseline
-    from dummyprof.results.store import save_results
+    from dummyprof.gate.config import find_config, load_config
+    from dummyprof.gate.runner import make_baseline, not_recorded
+    from dummyprof.results.store import results_to_json
 
+    check_outputs({"--output": output}, force=force, inputs={"--config": find_config(config)[0]})
     cfg = load_config(config)
     scenarios = cfg.select(scenario)
     with progress_bar(not quiet, "baseline") as update:
         results = make_baseline(cfg, scenarios, _per_scenario(update))
     assert results.gate is not None
-    if results.gate.exit_code == 0:
-        save_results(results, output)
-    emit(results, json_path=None, quiet=quiet)
-    if results.gate.exit_code == 0 and not quiet:
+    # Nothing is saved when a scenario could not be measured (exit 3).
+    reports = [(Output("--output", output), results_to_json)] if results.gate.exit_code == 0 else []
+    failures = emit(results, json_path=None, quiet=quiet, force=force, reports=reports, on_failure=not_recorded)
+    if results.gate.exit_code == 0 and not failures and not quiet:
         from dummyprof.reports.console import make_console
 
         make_console().print(f"baseline written to {output}; review it and commit it", style="dim")
@@ -170,11 +183,15 @@ def gate(
     alpha_value = parse_float("--alpha", alpha, minimum=0.0, example="0.05") if alpha is not None else None
     if alpha_value is not None and alpha_value >= 1:
         raise UsageError("--alpha", f"must be below 1, got {alpha}; try --alpha 0.05")
-    check_outputs({"--json": json_path, "--junit": junit, "--benchmark-json": benchmark_json}, force=force)
-    if markdown is not None:
-        _check_appendable(markdown)
-    from dummyprof.gate.config import load_config
-    from dummyprof.gate.runner import load_baseline, run_gate
+    from dummyprof.gate.config import find_config, load_config
+    from dummyprof.gate.runner import load_baseline, not_recorded, run_gate
+
+    check_outputs(
+        {"--json": json_path, "--junit": junit, "--benchmark-json": benchmark_json},
+        force=force,
+        inputs={"--baseline": baseline_path, "--config": find_config(config)[0]},
+        append={"--markdown": markdown},
+    )
 
     cfg = load_config(config)
     if factor_value is not None:
@@ -183,37 +200,46 @@ def gate(
         cfg.alpha = alpha_value
     scenarios = cfg.select(scenario)
     base = load_baseline(baseline_path)  # a bad baseline fails here, before anything is measured
-    with progress_bar(not quiet, "gate") as update:
+    with progress_bar(not quiet, "gate") as update, user_stdout_to_stderr(json_to_stdout(json_path)):
         results = run_gate(cfg, scenarios, base, baseline_path, _per_scenario(update))
     assert results.gate is not None
-    emit(results, json_path=json_path, quiet=quiet)
-    _write_reports(results, markdown=markdown, junit=junit, benchmark_json=benchmark_json)
+    emit(
+        results,
+        json_path=json_path,
+        quiet=quiet,
+        force=force,
+        reports=_reports(markdown=markdown, junit=junit, benchmark_json=benchmark_json),
+        on_failure=not_recorded,
+    )
     return results.gate.exit_code
 
 
-def _check_appendable(path: Path) -> None:
-    if path.is_dir():
-        raise UsageError("--markdown", f"{path} is a directory; give a file such as {path / 'gate.md'}")
-    parent = path.parent if str(path.parent) else Path(".")
-    if not parent.is_dir():
-        raise UsageError("--markdown", f"directory {parent} does not exist; create it first")
+def _markdown(results: Results) -> str:
+    from dummyprof.reports.markdown import render_markdown
+
+    return render_markdown(results) + "\n"
 
 
-def _write_reports(results: object, *, markdown: Path | None, junit: Path | None, benchmark_json: Path | None) -> None:
-    from dummyprof.results.session import Results
-    from dummyprof.results.store import write_text_atomic
+def _junit(results: Results) -> str:
+    from dummyprof.reports.gate_junit import gate_junit
 
-    assert isinstance(results, Results)
+    return gate_junit(results)
+
+
+def _benchmark(results: Results) -> str:
+    from dummyprof.reports.gate_benchmark import gate_benchmark_json
+
+    return gate_benchmark_json(results)
+
+
+def _reports(
+    *, markdown: Path | None, junit: Path | None, benchmark_json: Path | None
+) -> list[tuple[Output, Callable[[Results], str]]]:
+    reports: list[tuple[Output, Callable[[Results], str]]] = []
     if markdown is not None:
-        from dummyprof.reports.markdown import render_markdown
-
-        with open(markdown, "a", encoding="utf-8") as handle:
-            handle.write(render_markdown(results) + "\n")
+        reports.append((Output("--markdown", markdown, append=True), _markdown))
     if junit is not None:
-        from dummyprof.reports.gate_junit import gate_junit
-
-        write_text_atomic(junit, gate_junit(results))
+        reports.append((Output("--junit", junit), _junit))
     if benchmark_json is not None:
-        from dummyprof.reports.gate_benchmark import gate_benchmark_json
-
-        write_text_atomic(benchmark_json, gate_benchmark_json(results))
+        reports.append((Output("--benchmark-json", benchmark_json), _benchmark))
+    return reports

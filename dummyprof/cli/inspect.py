@@ -7,8 +7,17 @@ from typing import Annotated, Optional
 
 import typer
 
-from dummyprof.cli.model_options import ModelArgOpt, ModelOpt, PresetOpt, parse_args_flag
-from dummyprof.cli.output import FORCE_HELP, JSON_HELP, QUIET_HELP, check_outputs, emit
+from dummyprof.cli.model_options import ModelArgOpt, ModelOpt, PresetOpt, code_files, parse_args_flag
+from dummyprof.cli.output import (
+    EXIT_NOT_WRITTEN,
+    FORCE_HELP,
+    JSON_HELP,
+    QUIET_HELP,
+    check_outputs,
+    emit,
+    json_to_stdout,
+    user_stdout_to_stderr,
+)
 from dummyprof.units import parse_bytes, parse_int
 
 HELP = """\
@@ -52,7 +61,7 @@ def inspect(
     json_path: Annotated[Optional[Path], typer.Option("--json", metavar="PATH", help=JSON_HELP)] = None,  # noqa: UP045
     force: Annotated[bool, typer.Option("--force", help=FORCE_HELP)] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help=QUIET_HELP)] = False,
-) -> None:
+) -> int:
     from dummyprof.scenarios.inspect.run import DEFAULT_STRATEGIES, InspectOptions
 
     options = InspectOptions(
@@ -67,8 +76,9 @@ def inspect(
         max_depth=parse_int("--max-depth", max_depth, minimum=0, example="3") if max_depth is not None else None,
         min_bytes=parse_bytes("--min-bytes", min_bytes, example="1MiB") if min_bytes is not None else 0,
     )
-    check_outputs({"--json": json_path}, force=force)
+    check_outputs({"--json": json_path}, force=force, inputs=code_files(model))
     from dummyprof.scenarios.inspect import run as scenario
 
-    results = scenario.run(options)
-    emit(results, json_path=json_path, quiet=quiet)
+    with user_stdout_to_stderr(json_to_stdout(json_path)):
+        results = scenario.run(options)
+    return EXIT_NOT_WRITTEN if emit(results, json_path=json_path, quiet=quiet, force=force) else 0

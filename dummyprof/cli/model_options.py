@@ -5,6 +5,7 @@ Torch-free: only option declarations and help text live here.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
@@ -45,6 +46,17 @@ LoaderArgOpt = Annotated[
     Optional[list[str]],  # noqa: UP045
     typer.Option("--loader-arg", metavar="KEY=VALUE", help="Keyword argument passed to every --loader (repeatable)."),
 ]
+
+
+def code_files(model: str | None, loaders: list[str] | None = None) -> dict[str, Path | None]:
+    """The files named by --model and --loader (``./file.py:callable``): inputs no output may overwrite."""
+    files: dict[str, Path | None] = {}
+    for flag, specs in (("--model", [model] if model else []), ("--loader", loaders or [])):
+        for i, spec in enumerate(specs):
+            target = spec.rsplit(":", 1)[0] if ":" in spec else spec
+            if target.endswith(".py") or "/" in target:
+                files[flag if i == 0 else f"{flag} #{i + 1}"] = Path(target)
+    return files
 
 
 def parse_args_flag(items: list[str] | None, flag: str) -> dict[str, object]:

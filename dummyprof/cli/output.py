@@ -2,39 +2,112 @@
 
 from __future__ import annotations
 
+import os
 import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager, redirect_stdout, suppress
 from pathlib import Path
 
+from dummyprof.results.outputs import Output, write_outputs
+from dummyprof.results.outputs import check_outputs as check_outputs_of
 from dummyprof.results.session import Results
-from dummyprof.results.store import check_writable, results_to_json, save_results
+from dummyprof.results.store import results_to_json
 
 JSON_HELP = "Write every figure as JSON to PATH ('-' for stdout). Refuses to overwrite without --force."
 FORCE_HELP = "Overwrite output files that already exist."
 QUIET_HELP = "Print only the summary line."
 
 
-def check_outputs(paths: dict[str, Path | None], *, force: bool) -> None:
-    """Validate every output path before measuring, so a long run never ends in a write error."""
-    for flag, path in paths.items():
-        if path is not None:
-            check_writable(path, force=force, flag=flag)
+EXIT_NOT_WRITTEN = 2  # results shown, but a file could not be written (the gate uses 3, "could not record")
+
+Render = Callable[[Results], str]
 
 
-def emit(results: Results, *, json_path: Path | None, quiet: bool) -> None:
+def outputs_of(paths: Mapping[str, Path | None]) -> list[Output]:
+    return [Output(flag, path) for flag, path in paths.items() if path is not None]
+
+
+def check_outputs(
+    paths: Mapping[str, Path | None],
+    *,
+    force: bool,
+    inputs: Mapping[str, Path | None] | None = None,
+    append: Mapping[str, Path | None] | None = None,
+) -> None:
+    """Probe every output path before measuring, so a long run never ends in a write error (see results/outputs.py)."""
+    outputs = outputs_of(paths) + [Output(flag, p, append=True) for flag, p in (append or {}).items() if p is not None]
+    check_outputs_of(outputs, force=force, inputs=inputs)
+
+
+def report_error(message: str) -> None:
+    sys.stderr.write(f"dummyprof: error: {message}\n")
+
+
+def emit(
+    results: Results,
+    *,
+    json_path: Path | None,
+    quiet: bool,
+    force: bool = False,
+    reports: Sequence[tuple[Output, Render]] = (),
+    on_failure: Callable[[Results, list[str]], None] | None = None,
+) -> list[str]:
+    """Write every output file, then show the results, then one line per file that could not be written.
+
+    Returns those lines; the command exits 2 (the gate 3) when there are any, never 1.
+    ``reports`` pairs an output with the reporter that renders it (the registry's ``render``).
+    """
     from dummyprof.reports.console import make_console
     from dummyprof.reports.terminal import render
 
     to_stdout = json_path is not None and str(json_path) == "-"
+    files: list[tuple[Output, Render]] = []
+    if json_path is not None and not to_stdout:
+        files.append((Output("--json", json_path), results_to_json))
+    files.extend(reports)
+    failures = write_outputs([(output, render_file(results)) for output, render_file in files], force=force)
+    if failures and on_failure is not None:
+        on_failure(results, failures)  # e.g. the gate's verdict becomes "could not record" before it is shown
     if to_stdout:
         sys.stdout.write(results_to_json(results))
-    elif json_path is not None:
-        save_results(results, json_path)
+        sys.stdout.flush()
     console = make_console(stderr=to_stdout)
     render(results, console, quiet=quiet)
-    if json_path is not None and not to_stdout and not quiet:
+    if json_path is not None and not to_stdout and not quiet and not failures:
         console.print(f"results written to {json_path}", style="dim")
+    for message in failures:
+        report_error(message)
+    return failures
+
+
+@contextmanager
+def user_stdout_to_stderr(enabled: bool) -> Iterator[None]:
+    """While user code (a model factory, a loader) runs, send its prints to stderr: stdout carries ``--json -``.
+
+    Redirected at the file-descriptor level too, so C extensions and subprocesses cannot write into the JSON.
+    """
+    if not enabled:
+        yield
+        return
+    sys.stdout.flush()
+    try:
+        saved: int | None = os.dup(1)
+        os.dup2(2, 1)
+    except OSError:  # no usable descriptor 1: the Python-level redirection still holds
+        saved = None
+    try:
+        with redirect_stdout(sys.stderr):
+            yield
+    finally:
+        if saved is not None:
+            with suppress(OSError):
+                sys.stderr.flush()
+                os.dup2(saved, 1)
+            os.close(saved)
+
+
+def json_to_stdout(json_path: Path | None) -> bool:
+    return json_path is not None and str(json_path) == "-"
 
 
 @contextmanager

@@ -29,22 +29,24 @@ def report(
     ] = None,
     force: Annotated[bool, typer.Option("--force", help="Overwrite --output if it exists.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Terminal: only the summary line.")] = False,
-) -> None:
-    from dummyprof.results.store import check_writable, load_results, results_to_json, write_text_atomic
+) -> int:
+    from dummyprof.cli.output import EXIT_NOT_WRITTEN, check_outputs, report_error
+    from dummyprof.results.outputs import Output, write_outputs
+    from dummyprof.results.store import load_results, results_to_json
 
     if format not in FORMATS:
         raise UsageError("--format", f"unknown format {format!r}; choose one of: {', '.join(FORMATS)}")
     if output is not None:
         if format == "terminal":
             raise UsageError("--output", "terminal output goes to stdout; use --format markdown or json with --output")
-        check_writable(output, force=force, flag="--output")
+        check_outputs({"--output": output}, force=force, inputs={"RESULTS.json": path})
     results = load_results(path)
     if format == "terminal":
         from dummyprof.reports.console import make_console
         from dummyprof.reports.terminal import render
 
         render(results, make_console(), quiet=quiet)
-        return
+        return 0
     if format == "json":
         text = results_to_json(results)
     else:
@@ -53,5 +55,8 @@ def report(
         text = render_markdown(results)
     if output is None:
         sys.stdout.write(text)
-    else:
-        write_text_atomic(output, text)
+        return 0
+    failures = write_outputs([(Output("--output", output), text)], force=force)
+    for message in failures:
+        report_error(message)
+    return EXIT_NOT_WRITTEN if failures else 0

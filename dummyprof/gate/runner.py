@@ -133,9 +133,25 @@ def run_gate(
     return results
 
 
-def gate_summary(section: GateResult) -> str:
+def not_recorded(results: Results, failures: list[str]) -> None:
+    """A report or baseline that could not be written: exit 3 ("could not record"), never 1, never a false PASS."""
+    section = results.gate
+    assert section is not None
+    section.exit_code = EXIT_INCOMPLETE
+    files = "; ".join(failures)
+    if results.command == "baseline":
+        results.summary = f"baseline NOT written: {files}; exit {EXIT_INCOMPLETE}"
+    else:
+        results.summary = gate_summary(section, recorded=False)
+    results.notices.append(f"could not record: {files}")
+
+
+def gate_summary(section: GateResult, *, recorded: bool = True) -> str:
     counts = section.counts()
     parts = [f"{n} {verdict}" for verdict, n in counts.items() if n]
     outcome = {0: "PASS", 1: "FAIL: regression", 3: "INCOMPLETE: could not measure or not comparable"}
     label = outcome.get(section.exit_code, str(section.exit_code))
+    if not recorded:
+        verdict = "regressions found" if gate_exit_code(section.checks) == 1 else "measured"
+        label = f"COULD NOT RECORD: {verdict} but a report could not be written"
     return f"gate {label} ({len(section.checks)} checks: {', '.join(parts)}); exit {section.exit_code}"

@@ -2,48 +2,24 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
-from dummyprof.errors import ResultsFileError, UsageError
+from dummyprof.errors import ResultsFileError
 from dummyprof.results.codec import from_jsonable, to_jsonable
+from dummyprof.results.outputs import Output, probe_output, replace_atomic
 from dummyprof.results.session import SCHEMA_VERSION, Results
 
 
 def check_writable(path: Path, *, force: bool, flag: str) -> None:
-    """Refuse up front to overwrite a file unless asked to, and to write where we cannot."""
-    if str(path) == "-":
-        return
-    if path.is_dir():
-        raise UsageError(flag, f"{path} is a directory; give a file name such as {path / 'results.json'}")
-    if path.exists() and not force:
-        raise UsageError(flag, f"{path} already exists; pass --force to overwrite it or choose another name")
-    parent = path.parent if str(path.parent) else Path(".")
-    if not parent.is_dir():
-        raise UsageError(flag, f"directory {parent} does not exist; create it first")
+    """Refuse up front to overwrite a file unless asked to, and to write where we cannot (see outputs.py)."""
+    probe_output(Output(flag, Path(path)), force=force)
 
 
 def write_text_atomic(path: Path, text: str) -> None:
-    """Write via a temporary file in the same directory and rename it into place.
-
-    A crash or Ctrl-C leaves either the old file or the new one, never half of one.
-    """
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent or Path("."))
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    """Replace ``path`` atomically: a crash or Ctrl-C leaves the old file or the new one, never half of one."""
+    replace_atomic(Path(path), text)
 
 
 def results_to_json(results: Results) -> str:

@@ -1,0 +1,250 @@
+"""Output files: checked before measuring, written without clobbering, failures returned rather than raised.
+
+One mechanism for every file a command writes (``--json``, ``--output``,
+``--junit``, ``--markdown``, ...), so a rule holds for all of them:
+
+- before anything is measured, each path is probed the way it will really be
+  written (a temporary file is created and removed next to it, so a read-only
+  folder, a read-only file system or a missing permission shows up now, as
+  root too), and no output may be one of the command's inputs or another
+  output (compared by device and inode, else by real path);
+- without ``--force`` a file is published exclusively (``os.link`` of a
+  finished temporary file; ``O_EXCL`` where links are not supported), so a
+  file that appeared while measuring is never replaced;
+- with ``--force`` a regular file is replaced atomically (temporary file plus
+  rename, keeping the old file's permissions); a symlink is written through
+  to its target; a FIFO or a device (``/dev/null``, ``/dev/stdout``) is
+  written to directly and never replaced by a regular file; a directory is
+  refused;
+- new files get ``0o666`` less the umask, as ``open()`` would give them;
+- a write that still fails (full disk, EACCES) comes back as a message; the
+  caller shows the results, then the message, and exits 2 (the gate: 3).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from dummyprof.errors import UsageError
+
+STDOUT = "-"
+
+
+@dataclass(frozen=True)
+class Output:
+    """A file a command writes, and the flag that named it."""
+
+    flag: str
+    path: Path
+    append: bool = False  # appended, never truncated (--markdown "$GITHUB_STEP_SUMMARY")
+
+    @property
+    def is_stdout(self) -> bool:
+        return str(self.path) == STDOUT
+
+
+def _stat(path: Path | str) -> os.stat_result | None:
+    """``os.stat`` following symlinks; None if nothing is there (or a symlink points nowhere)."""
+    try:
+        return os.stat(path)
+    except FileNotFoundError:
+        return None
+
+
+def _is_stream(mode: int) -> bool:
+    """FIFOs, character devices and sockets: written through, nothing there to clobber."""
+    return stat.S_ISFIFO(mode) or stat.S_ISCHR(mode) or stat.S_ISSOCK(mode)
+
+
+def new_file_mode() -> int:
+    """What ``open(path, "w")`` would give a new file: 0o666 less the umask."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
+def _probe_folder(flag: str, folder: Path, path: Path) -> None:
+    """Create and remove a temporary file in ``folder``: the write we will do later, done now."""
+    if not folder.is_dir():
+        if folder.exists():
+            raise UsageError(flag, f"cannot create {path}: {folder} is a file, not a directory")
+        raise UsageError(flag, f"directory {folder} does not exist; create it first")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise UsageError(flag, f"cannot create {path}: no permission to write in {folder}")
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".dummyprof-probe.", dir=folder)
+    except OSError as exc:
+        raise UsageError(flag, f"cannot create {path}: {exc.strerror or exc}") from None
+    os.close(fd)
+    with contextlib.suppress(OSError):
+        os.unlink(tmp)
+
+
+def _probe_open(flag: str, path: Path) -> None:
+    """An existing file written in place (append, FIFO, device): is it writable?"""
+    if not os.access(path, os.W_OK):
+        raise UsageError(flag, f"cannot write {path}: permission denied")
+
+
+def probe_output(output: Output, *, force: bool) -> None:
+    """Raise UsageError (exit 2) now if ``output`` could not be written after the run."""
+    if output.is_stdout:
+        return
+    flag, path = output.flag, output.path
+    try:
+        st = _stat(path)
+    except NotADirectoryError:
+        raise UsageError(flag, f"cannot create {path}: a folder in its path is a file") from None
+    except OSError as exc:
+        raise UsageError(flag, f"cannot use {path}: {exc.strerror or exc}") from None
+    if st is None:  # nothing there yet (or a dangling symlink, whose target we would create)
+        real = Path(os.path.realpath(path))
+        _probe_folder(flag, real.parent, path)
+        return
+    if stat.S_ISDIR(st.st_mode):
+        raise UsageError(flag, f"{path} is a directory; give a file name such as {path / 'results.json'}")
+    if _is_stream(st.st_mode):
+        _probe_open(flag, path)
+        return
+    if output.append:
+        _probe_open(flag, path)
+        return
+    if not force:
+        raise UsageError(flag, f"{path} already exists; pass --force to overwrite it or choose another name")
+    if stat.S_ISREG(st.st_mode):  # replaced by a rename in the target's own folder
+        _probe_folder(flag, Path(os.path.realpath(path)).parent, path)
+    else:  # a block device: written in place
+        _probe_open(flag, path)
+
+
+def _identity(path: Path) -> tuple[object, ...] | None:
+    """What a write to ``path`` really touches; None for streams, which may be shared (two reports to /dev/null)."""
+    try:
+        st = _stat(path)
+    except OSError:
+        st = None
+    if st is None:
+        return ("path", os.path.realpath(path))
+    if _is_stream(st.st_mode):
+        return None
+    return ("inode", st.st_dev, st.st_ino)
+
+
+def check_outputs(outputs: Sequence[Output], *, force: bool, inputs: Mapping[str, Path | None] | None = None) -> None:
+    """Probe every output, and refuse an output that is an input or another output (UsageError, exit 2)."""
+    files = [o for o in outputs if not o.is_stdout]
+    for output in files:
+        probe_output(output, force=force)
+    claimed: dict[tuple[object, ...], str] = {}
+    for flag, path in (inputs or {}).items():
+        if path is not None and str(path) != STDOUT:
+            key = _identity(path)
+            if key is not None:
+                claimed.setdefault(key, f"the {flag} input")
+    for output in files:
+        key = _identity(output.path)
+        if key is None:
+            continue
+        if key in claimed:
+            raise UsageError(
+                output.flag, f"{output.path} is also {claimed[key]}; writing it would destroy it. Choose another file"
+            )
+        claimed[key] = f"the {output.flag} output"
+
+
+def _write_temp(folder: Path, name: str, text: str, mode: int) -> str:
+    fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=folder)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fchmod(handle.fileno(), mode)  # mkstemp makes 0600; give the file the mode open() would
+            os.fsync(handle.fileno())
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    return tmp
+
+
+def replace_atomic(path: Path, text: str, mode: int | None = None) -> None:
+    """Write via a temporary file in the same folder and rename it into place.
+
+    A crash or Ctrl-C leaves either the old file or the new one, never half of one.
+    """
+    path = Path(path)
+    if mode is None:
+        st = _stat(path)
+        mode = stat.S_IMODE(st.st_mode) if st is not None and stat.S_ISREG(st.st_mode) else new_file_mode()
+    tmp = _write_temp(path.parent, path.name, text, mode)
+    try:
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def publish_exclusive(path: Path, text: str) -> None:
+    """Create ``path`` complete or not at all; FileExistsError if something is there (never replaced)."""
+    path = Path(path)
+    tmp = _write_temp(path.parent, path.name, text, new_file_mode())
+    try:
+        try:
+            os.link(tmp, path)  # atomic, and fails if the name exists
+        except FileExistsError:
+            raise
+        except OSError:  # no hard links on this file system: exclusive create, written in place
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, new_file_mode())
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write(text)
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+
+
+def write_output(output: Output, text: str, *, force: bool) -> None:
+    """Write ``text`` to ``output`` by the rules above; raises OSError (see ``write_outputs``)."""
+    real = Path(os.path.realpath(output.path))  # through symlinks: the link stays, its target is written
+    st = _stat(real)
+    if output.append:
+        with open(real, "a", encoding="utf-8") as handle:
+            handle.write(text)
+        return
+    if st is not None and stat.S_ISDIR(st.st_mode):
+        raise IsADirectoryError(21, "Is a directory", str(output.path))
+    if st is not None and not stat.S_ISREG(st.st_mode):  # FIFO or device: write into it, never replace it
+        with open(real, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        return
+    if force:
+        replace_atomic(real, text)
+    else:
+        publish_exclusive(real, text)
+
+
+def write_failure(output: Output, exc: OSError) -> str:
+    """One line naming the flag, the file and the error."""
+    if isinstance(exc, FileExistsError):
+        return (
+            f"{output.flag}: {output.path} appeared while dummyprof was running and was not overwritten; "
+            "pass --force to replace it"
+        )
+    return f"{output.flag}: could not write {output.path}: {exc.strerror or exc}"
+
+
+def write_outputs(items: Sequence[tuple[Output, str]], *, force: bool) -> list[str]:
+    """Write every file; one message per file that could not be written (the rest are still written)."""
+    failures: list[str] = []
+    for output, text in items:
+        try:
+            write_output(output, text, force=force)
+        except OSError as exc:
+            failures.append(write_failure(output, exc))
+    return failures

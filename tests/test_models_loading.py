@@ -9,17 +9,13 @@ import pytest
 import torch
 from torch import nn
 
+from dummyprof.anatomy import model_bytes
 from dummyprof.errors import DoesNotFitError, UsageError
 from dummyprof.models import loading
-from dummyprof.models.loading import (
-    materialize,
-    model_bytes,
-    model_source,
-    parse_model_args,
-    resolve_callable,
-    resolve_source,
-)
+from dummyprof.models.loading import materialize, model_source
 from dummyprof.models.presets import PRESETS, preset_source
+from dummyprof.scenarios.model_choice import check_source_fits, resolve_source
+from dummyprof.usercode import parse_call_args, resolve_callable
 from tests.conftest import CliResult
 
 Cli = Callable[..., CliResult]
@@ -31,7 +27,7 @@ TIED_BYTES = 128 * 32 * 4 + 32 * 32 * 4 + 32 * 4 + 2 * 32 * 4 + 32 * 8 + 32 * 4
 
 
 def test_model_args_are_python_literals_or_strings() -> None:
-    assert parse_model_args(["layers=4", "eps=1e-5", "tie=False", "dims=[1, 2]", "dtype=bfloat16", "name='x'"]) == {
+    assert parse_call_args(["layers=4", "eps=1e-5", "tie=False", "dims=[1, 2]", "dtype=bfloat16", "name='x'"]) == {
         "layers": 4,
         "eps": 1e-5,
         "tie": False,
@@ -47,7 +43,7 @@ def test_model_args_are_python_literals_or_strings() -> None:
 )
 def test_bad_model_args(items: list[str], message: str) -> None:
     with pytest.raises(UsageError, match=message) as info:
-        parse_model_args(items)
+        parse_call_args(items)
     assert info.value.flag == "--model-arg"
 
 
@@ -119,7 +115,7 @@ def test_refuses_before_building_when_it_does_not_fit(cli: Cli, monkeypatch: pyt
     assert f"needs {TIED_BYTES / 1024:.2f} KiB" in result.stderr and "raise --max-memory" in result.stderr
     assert built == []
     with pytest.raises(DoesNotFitError):
-        loading.check_source_fits(model_source(f"{FIXTURES}:tied"), CPU, 1024, flag="--model")
+        check_source_fits(model_source(f"{FIXTURES}:tied"), CPU, 1024, flag="--model")
 
 
 def test_meta_model_is_materialized_and_retied() -> None:
@@ -133,7 +129,7 @@ def test_meta_model_is_materialized_and_retied() -> None:
 
 def test_materialize_reports_aliases_it_cannot_keep() -> None:
     with torch.device("meta"):
-        model = loading.resolve_callable(f"{FIXTURES}:aliased")()
+        model = resolve_callable(f"{FIXTURES}:aliased")()
     notes = materialize(model, CPU)
     assert model.proj.weight.device.type == "cpu"
     assert any("1 aliased view(s) their own storage" in n for n in notes)

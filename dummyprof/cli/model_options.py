@@ -60,6 +60,6 @@ def code_files(model: str | None, loaders: list[str] | None = None) -> dict[str,
 
 
 def parse_args_flag(items: list[str] | None, flag: str) -> dict[str, object]:
-    from dummyprof.models.loading import parse_model_args
+    from dummyprof.usercode import parse_call_args
 
-    return parse_model_args(items or [], flag=flag)
+    return parse_call_args(items or [], flag=flag)

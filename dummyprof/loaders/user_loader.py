@@ -17,6 +17,7 @@ from torch import nn
 
 from dummyprof.errors import UsageError
 from dummyprof.loaders.strategies import Strategy
+from dummyprof.usercode import callable_name, resolve_callable
 
 LOADER_INITIALIZER = "loader's own"
 TRACING_NOTE = (
@@ -43,11 +44,9 @@ class UserLoader:
 
 def load_loader(spec: str, args: dict[str, Any] | None = None) -> UserLoader:
     """Import ``package.module:callable`` or ``./file.py:callable`` for ``--loader``."""
-    from dummyprof.models.loading import resolve_callable
-
     # Named after the callable: the import path is in the notices, and table columns stay narrow.
     return UserLoader(
-        name=spec.rpartition(":")[2], spec=spec, fn=resolve_callable(spec, flag="--loader"), args=dict(args or {})
+        name=callable_name(spec), spec=spec, fn=resolve_callable(spec, flag="--loader"), args=dict(args or {})
     )
 
 

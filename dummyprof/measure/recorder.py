@@ -8,12 +8,15 @@ underlying storage, so a tied parameter or a view shares one record.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
 
 from dummyprof.anatomy import dtype_name, persistent_first, storage_key, storage_owners
-from dummyprof.loaders.initializers import FillOutcome
+
+if TYPE_CHECKING:  # the initializers' contract; instruments do not depend on the fills at run time
+    from dummyprof.loaders.initializers import FillOutcome
 
 
 @dataclass

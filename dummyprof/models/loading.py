@@ -1,4 +1,4 @@
-"""Models from anywhere: ``package.module:callable``, ``./file.py:callable`` or a preset.
+"""Models from a user's callable (``package.module:callable``, ``./file.py:callable``), sized on meta first.
 
 A user's callable has no size estimate, so it is first called under
 ``torch.device("meta")``: shapes and dtypes cost nothing there, and the bytes of
@@ -10,14 +10,7 @@ report says so.
 
 from __future__ import annotations
 
-import ast
-import hashlib
-import importlib
-import importlib.util
-import os
-import sys
-from collections.abc import Callable, Iterable
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -33,80 +26,8 @@ from dummyprof.anatomy import (
     walk,
 )
 from dummyprof.errors import UsageError
-from dummyprof.measure.budget import device_budget, ensure_fits
 from dummyprof.models.source import ModelSource
-
-SPEC_FORMS = "package.module:callable or ./file.py:callable"
-
-
-def parse_model_args(items: Iterable[str], *, flag: str = "--model-arg") -> dict[str, Any]:
-    """``key=value`` pairs; values are Python literals (``4``, ``1e-3``, ``'bf16'``, ``[1, 2]``), else plain strings."""
-    parsed: dict[str, Any] = {}
-    for item in items:
-        key, sep, text = item.partition("=")
-        key = key.strip()
-        if not sep or not key.isidentifier():
-            raise UsageError(flag, f"expected key=value with a Python name as key, got {item!r}; e.g. {flag} layers=4")
-        if key in parsed:
-            raise UsageError(flag, f"{key!r} is given twice")
-        try:
-            parsed[key] = ast.literal_eval(text.strip())
-        except (ValueError, SyntaxError):
-            parsed[key] = text.strip()  # bare words such as bfloat16 stay strings
-    return parsed
-
-
-def _file_module(target: str, flag: str) -> Any:
-    path = Path(target)
-    if not path.is_file():
-        raise UsageError(flag, f"no such file {target!r}; give {SPEC_FORMS}")
-    resolved = path.resolve()
-    digest = hashlib.sha1(str(resolved).encode()).hexdigest()[:10]
-    name = f"_dummyprof_user_{resolved.stem}_{digest}"
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, resolved)
-    if spec is None or spec.loader is None:
-        raise UsageError(flag, f"cannot import {str(path)!r} as Python source; give {SPEC_FORMS}")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # dataclasses and pickling look a module up by name while it executes
-    try:
-        spec.loader.exec_module(module)
-    except Exception as exc:
-        del sys.modules[name]
-        raise UsageError(flag, f"importing {str(path)!r} failed: {type(exc).__name__}: {exc}") from exc
-    return module
-
-
-def _package_module(name: str, flag: str) -> Any:
-    cwd = os.getcwd()
-    if cwd not in sys.path:
-        sys.path.insert(0, cwd)  # as ``python -m`` would: modules next to the user resolve
-    try:
-        return importlib.import_module(name)
-    except ModuleNotFoundError as exc:
-        raise UsageError(flag, f"cannot import module {name!r}: {exc}; check the name or PYTHONPATH") from exc
-    except Exception as exc:
-        raise UsageError(flag, f"importing module {name!r} failed: {type(exc).__name__}: {exc}") from exc
-
-
-def resolve_callable(spec: str, *, flag: str = "--model") -> Callable[..., Any]:
-    """Import ``module:attr`` or ``file.py:attr`` (``attr`` may be dotted) and return the callable."""
-    target, sep, attr = spec.rpartition(":")
-    if not sep or not target or not attr:
-        raise UsageError(flag, f"expected {SPEC_FORMS}, got {spec!r}")
-    is_file = target.endswith(".py") or "/" in target or os.sep in target
-    module = _file_module(target, flag) if is_file else _package_module(target, flag)
-    value: Any = module
-    for part in attr.split("."):
-        if not hasattr(value, part):
-            public = sorted(n for n in dir(module) if not n.startswith("_") and callable(getattr(module, n, None)))
-            hint = f"; it defines: {', '.join(public[:12])}" if public else ""
-            raise UsageError(flag, f"{target!r} has no attribute {attr!r}{hint}")
-        value = getattr(value, part)
-    if not callable(value):
-        raise UsageError(flag, f"{spec!r} is a {type(value).__name__}, not a callable")
-    return value
+from dummyprof.usercode import resolve_callable
 
 
 def call_model_builder(fn: Callable[..., Any], args: dict[str, Any], *, spec: str, flag: str = "--model") -> nn.Module:
@@ -209,31 +130,3 @@ def model_source(spec: str, args: dict[str, Any] | None = None, *, flag: str = "
     fn = resolve_callable(spec, flag=flag)
     shown = ", ".join(f"{k}={v!r}" for k, v in args.items())
     return callable_source(spec, fn, args, source=spec, description=f"{spec}({shown})", flag=flag)
-
-
-def resolve_source(*, model: str | None, preset: str | None, model_args: dict[str, Any] | None) -> ModelSource | None:
-    """The source named by ``--model`` or ``--preset``; None means: the synthetic tree."""
-    if model and preset:
-        raise UsageError("--model", "give either --model or --preset, not both")
-    if preset:
-        from dummyprof.models.presets import preset_source
-
-        return preset_source(preset, model_args or {})
-    if model:
-        return model_source(model, model_args or {})
-    if model_args:
-        raise UsageError("--model-arg", "needs --model or --preset; the synthetic tree takes --depth, --hidden...")
-    return None
-
-
-def check_source_fits(source: ModelSource, device: torch.device, max_memory: int | None, *, flag: str) -> None:
-    """Refuse before building when one model plus the biggest temporary would not fit."""
-    if source.estimated_bytes is None or device.type == "meta":
-        return
-    budget, where = device_budget(device, max_memory)
-    if source.fit_hint is not None:
-        fix = source.fit_hint(budget)
-    else:
-        fix = "pass smaller --model-arg values (fewer layers, smaller hidden) or raise --max-memory"
-    needed = source.estimated_bytes + source.largest_scratch_bytes
-    ensure_fits(needed, budget, flag=flag, what=f"{source.description} ({where})", fix=fix)

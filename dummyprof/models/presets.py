@@ -21,6 +21,7 @@ from torch import nn
 
 from dummyprof.errors import UsageError
 from dummyprof.models.engram import EngramTable
+from dummyprof.models.loading import callable_source
 from dummyprof.models.source import ModelSource
 
 HAS_FP8 = hasattr(torch, "float8_e4m3fn")
@@ -279,8 +280,6 @@ def get_preset(name: str) -> Preset:
 
 def preset_source(name: str, args: dict[str, Any]) -> ModelSource:
     """The ModelSource for ``--preset NAME`` scaled by ``--model-arg`` values."""
-    from dummyprof.models.loading import callable_source
-
     preset = get_preset(name)
     known = preset.parameters()
     unknown = sorted(set(args) - set(known))

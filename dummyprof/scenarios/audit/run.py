@@ -132,7 +132,7 @@ def _fillers(options: AuditOptions) -> list[_Filler]:
 
 
 def _source(options: AuditOptions, device: torch.device) -> tuple[ModelSource, TreeSpec | None]:
-    from dummyprof.models.loading import check_source_fits, resolve_source
+    from dummyprof.scenarios.model_choice import check_source_fits, resolve_source
 
     source = resolve_source(model=options.model, preset=options.preset, model_args=options.model_args)
     if source is not None:

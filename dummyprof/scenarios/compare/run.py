@@ -12,7 +12,7 @@ from dummyprof.loaders.strategies import STRATEGIES, get_strategy
 from dummyprof.measure.device import resolve_device
 from dummyprof.measure.environment import collect_environment
 from dummyprof.measure.recorder import index_model
-from dummyprof.models.source import ModelSource, synthetic_source
+from dummyprof.models.source import ModelSource
 from dummyprof.models.synthetic import TreeSpec
 from dummyprof.results.compare import CompareResult, ModelSummary
 from dummyprof.results.session import Results
@@ -97,12 +97,12 @@ def run(
     if options.repeat < 1:
         raise UsageError("--repeat", f"must be at least 1, got {options.repeat}")
     device = resolve_device(options.device)
-    from dummyprof.models.loading import check_source_fits, resolve_source
+    from dummyprof.scenarios.model_choice import check_source_fits, source_or_tree
 
     if source is None:
-        source = resolve_source(model=options.model, preset=options.preset, model_args=options.model_args)
-    if source is None:
-        source = synthetic_source(options.tree_spec())
+        source = source_or_tree(
+            model=options.model, preset=options.preset, model_args=options.model_args, tree=options.tree_spec()
+        )
     flag = "--preset" if options.preset else source.size_flag
     check_source_fits(source, device, options.max_memory, flag=flag)
     build = source.build

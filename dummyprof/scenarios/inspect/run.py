@@ -29,7 +29,7 @@ from dummyprof.loaders.initializers import NOT_WRITTEN, FillOutcome
 from dummyprof.loaders.strategies import get_strategy, run_strategy
 from dummyprof.measure.environment import collect_environment
 from dummyprof.measure.recorder import VisitRecorder
-from dummyprof.models.source import ModelSource, synthetic_source
+from dummyprof.models.source import ModelSource
 from dummyprof.models.synthetic import TreeSpec
 from dummyprof.results.compare import ModelSummary
 from dummyprof.results.inspect import InspectResult, ModuleNode
@@ -60,19 +60,16 @@ def _no_fill(tensor: torch.Tensor, local_name: str) -> FillOutcome:
 
 
 def _source(options: InspectOptions) -> ModelSource:
-    from dummyprof.models.loading import resolve_source
+    from dummyprof.scenarios.model_choice import source_or_tree
 
-    source = resolve_source(model=options.model, preset=options.preset, model_args=options.model_args)
-    if source is None:
-        spec = TreeSpec(
-            depth=options.depth,
-            width=options.width,
-            hidden=options.hidden,
-            dtype=options.dtype,
-            engram_rows=options.engram_rows,
-        )
-        source = synthetic_source(spec)
-    return source
+    spec = TreeSpec(
+        depth=options.depth,
+        width=options.width,
+        hidden=options.hidden,
+        dtype=options.dtype,
+        engram_rows=options.engram_rows,
+    )
+    return source_or_tree(model=options.model, preset=options.preset, model_args=options.model_args, tree=spec)
 
 
 def _visits(model: nn.Module, strategies: list[str]) -> dict[str, dict[int, int]]:

@@ -1,0 +1,53 @@
+"""The model a scenario runs on: ``--model``, ``--preset`` or the synthetic tree, and whether it fits.
+
+Here, not in ``models``, because it ties model sources (``models``) to the
+memory budget (``measure``): models stay free of instruments, and no model
+module needs another to find a preset.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from dummyprof.errors import UsageError
+from dummyprof.measure.budget import device_budget, ensure_fits
+from dummyprof.models.loading import model_source
+from dummyprof.models.presets import preset_source
+from dummyprof.models.source import ModelSource, synthetic_source
+from dummyprof.models.synthetic import TreeSpec
+
+
+def resolve_source(*, model: str | None, preset: str | None, model_args: dict[str, Any] | None) -> ModelSource | None:
+    """The source named by ``--model`` or ``--preset``; None means: the synthetic tree."""
+    if model and preset:
+        raise UsageError("--model", "give either --model or --preset, not both")
+    if preset:
+        return preset_source(preset, model_args or {})
+    if model:
+        return model_source(model, model_args or {})
+    if model_args:
+        raise UsageError("--model-arg", "needs --model or --preset; the synthetic tree takes --depth, --hidden...")
+    return None
+
+
+def source_or_tree(
+    *, model: str | None, preset: str | None, model_args: dict[str, Any] | None, tree: TreeSpec
+) -> ModelSource:
+    """The source named by ``--model`` or ``--preset``, else the synthetic tree ``tree``."""
+    source = resolve_source(model=model, preset=preset, model_args=model_args)
+    return source if source is not None else synthetic_source(tree)
+
+
+def check_source_fits(source: ModelSource, device: torch.device, max_memory: int | None, *, flag: str) -> None:
+    """Refuse before building when one model plus the biggest temporary would not fit."""
+    if source.estimated_bytes is None or device.type == "meta":
+        return
+    budget, where = device_budget(device, max_memory)
+    if source.fit_hint is not None:
+        fix = source.fit_hint(budget)
+    else:
+        fix = "pass smaller --model-arg values (fewer layers, smaller hidden) or raise --max-memory"
+    needed = source.estimated_bytes + source.largest_scratch_bytes
+    ensure_fits(needed, budget, flag=flag, what=f"{source.description} ({where})", fix=fix)

@@ -1,0 +1,114 @@
+"""A user's code named on the command line: ``package.module:callable`` or ``./file.py:callable``.
+
+Used for ``--model`` and ``--loader`` alike, so it belongs to neither models nor
+loaders. Torch-free; nothing is imported from the user's code until
+:func:`resolve_callable` is called (:func:`check_spec` and :func:`callable_name`
+only read the spec and the file system).
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import importlib
+import importlib.util
+import os
+import sys
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from dummyprof.errors import UsageError
+
+SPEC_FORMS = "package.module:callable or ./file.py:callable"
+
+
+def parse_call_args(items: Iterable[str], *, flag: str = "--model-arg") -> dict[str, Any]:
+    """``key=value`` pairs; values are Python literals (``4``, ``1e-3``, ``'bf16'``, ``[1, 2]``), else plain strings."""
+    parsed: dict[str, Any] = {}
+    for item in items:
+        key, sep, text = item.partition("=")
+        key = key.strip()
+        if not sep or not key.isidentifier():
+            raise UsageError(flag, f"expected key=value with a Python name as key, got {item!r}; e.g. {flag} layers=4")
+        if key in parsed:
+            raise UsageError(flag, f"{key!r} is given twice")
+        try:
+            parsed[key] = ast.literal_eval(text.strip())
+        except (ValueError, SyntaxError):
+            parsed[key] = text.strip()  # bare words such as bfloat16 stay strings
+    return parsed
+
+
+def _file_module(target: str, flag: str) -> Any:
+    path = Path(target)
+    if not path.is_file():
+        raise UsageError(flag, f"no such file {target!r}; give {SPEC_FORMS}")
+    resolved = path.resolve()
+    digest = hashlib.sha1(str(resolved).encode()).hexdigest()[:10]
+    name = f"_dummyprof_user_{resolved.stem}_{digest}"
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, resolved)
+    if spec is None or spec.loader is None:
+        raise UsageError(flag, f"cannot import {str(path)!r} as Python source; give {SPEC_FORMS}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses and pickling look a module up by name while it executes
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:
+        del sys.modules[name]
+        raise UsageError(flag, f"importing {str(path)!r} failed: {type(exc).__name__}: {exc}") from exc
+    return module
+
+
+def _package_module(name: str, flag: str) -> Any:
+    cwd = os.getcwd()
+    if cwd not in sys.path:
+        sys.path.insert(0, cwd)  # as ``python -m`` would: modules next to the user resolve
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        raise UsageError(flag, f"cannot import module {name!r}: {exc}; check the name or PYTHONPATH") from exc
+    except Exception as exc:
+        raise UsageError(flag, f"importing module {name!r} failed: {type(exc).__name__}: {exc}") from exc
+
+
+def _split(spec: str, flag: str) -> tuple[str, str, bool]:
+    """``(target, attr, is_file)`` of a spec, or a UsageError naming the two forms."""
+    target, sep, attr = spec.rpartition(":")
+    if not sep or not target or not attr:
+        raise UsageError(flag, f"expected {SPEC_FORMS}, got {spec!r}")
+    return target, attr, target.endswith(".py") or "/" in target or os.sep in target
+
+
+def callable_name(spec: str) -> str:
+    """What a loader is called in tables and metric names: the callable's own name."""
+    return spec.rpartition(":")[2]
+
+
+def check_spec(spec: str, *, flag: str) -> None:
+    """The spec's form, and that its file exists, checked without importing anything from it.
+
+    A package module is not looked for here: finding it may import its parents,
+    which is the user's code. :func:`resolve_callable` reports it when it runs.
+    """
+    target, _, is_file = _split(spec, flag)
+    if is_file and not Path(target).is_file():
+        raise UsageError(flag, f"no such file {target!r}; give {SPEC_FORMS}")
+
+
+def resolve_callable(spec: str, *, flag: str = "--model") -> Callable[..., Any]:
+    """Import ``module:attr`` or ``file.py:attr`` (``attr`` may be dotted) and return the callable."""
+    target, attr, is_file = _split(spec, flag)
+    module = _file_module(target, flag) if is_file else _package_module(target, flag)
+    value: Any = module
+    for part in attr.split("."):
+        if not hasattr(value, part):
+            public = sorted(n for n in dir(module) if not n.startswith("_") and callable(getattr(module, n, None)))
+            hint = f"; it defines: {', '.join(public[:12])}" if public else ""
+            raise UsageError(flag, f"{target!r} has no attribute {attr!r}{hint}")
+        value = getattr(value, part)
+    if not callable(value):
+        raise UsageError(flag, f"{spec!r} is a {type(value).__name__}, not a callable")
+    return value

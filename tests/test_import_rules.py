@@ -1,0 +1,216 @@
+"""The import rules of docs/architecture.md, checked by reading the source (AST), not by trusting comments.
+
+Every ``import``/``from ... import`` in ``dummyprof/`` is read, at module level and
+inside functions. Imports under ``if TYPE_CHECKING:`` never run, so they count
+for no rule. Relative imports are not used in this package; the scan would miss
+them, so one rule forbids them.
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parent.parent / "dummyprof"
+
+# What a folder holds decides what it may import. Folders below a line never import those above it:
+#   cli, api                      the edges: parse flags, call the library, choose a reporter
+#   gate                          runs scenarios, checks their Results
+#   scenarios                     one package per command: options, validate, run -> Results
+#   loaders | measure | models    fills | instruments | model sources
+#   anatomy, usercode             the tensor walk (torch only) | a user's code by spec (no torch)
+#   results, reports              the torch-free data model | reporters that render it
+FORBIDDEN: dict[str, set[str]] = {
+    "anatomy": {"cli", "api", "gate", "scenarios", "loaders", "measure", "models", "results", "reports", "usercode"},
+    "usercode": {"cli", "api", "gate", "scenarios", "loaders", "measure", "models", "anatomy", "reports"},
+    "results": {"cli", "api", "gate", "scenarios", "loaders", "measure", "models", "anatomy", "reports"},
+    "reports": {"cli", "api", "gate", "scenarios", "loaders", "measure", "models", "anatomy"},
+    "models": {"cli", "api", "gate", "scenarios", "loaders", "measure", "reports"},
+    "measure": {"cli", "api", "gate", "scenarios", "loaders", "models", "reports"},
+    "loaders": {"cli", "api", "gate", "scenarios", "models", "reports"},
+    "scenarios": {"cli", "api", "gate", "reports"},
+    "gate": {"cli", "api", "reports"},
+}
+# Known exceptions, each with the work that removes it.
+ALLOWED = {
+    # Engram's constant fill imports the constants the tables declare; issue #12 (branch c12eng) makes
+    # Engram build declared tables and read dummy_weight_value from them instead.
+    ("dummyprof.loaders.fp8_methods", "dummyprof.models.engram"),
+}
+TORCH_FREE = ("results", "reports", "usercode")
+
+
+@dataclass(frozen=True)
+class Import:
+    importer: str  # dotted module name, e.g. dummyprof.models.loading
+    target: str  # dotted module name as written, e.g. dummyprof.anatomy
+    names: tuple[str, ...]  # for ``from X import a, b``: a, b
+    module_level: bool
+    line: int
+    relative: bool = False
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _is_type_checking(node: ast.If) -> bool:
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def _imports(path: Path) -> Iterator[Import]:
+    name = _module_name(path)
+
+    def visit(node: ast.AST, module_level: bool) -> Iterator[Import]:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.If) and _is_type_checking(child):
+                yield from (imp for stmt in child.orelse for imp in visit_one(stmt, module_level))
+                continue
+            yield from visit_one(child, module_level)
+
+    def visit_one(node: ast.AST, module_level: bool) -> Iterator[Import]:
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield Import(name, alias.name, (), module_level, node.lineno)
+        elif isinstance(node, ast.ImportFrom):
+            names = tuple(a.name for a in node.names)
+            yield Import(name, node.module or "", names, module_level, node.lineno, relative=node.level > 0)
+        else:
+            inner = module_level and not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+            yield from visit(node, inner)
+
+    yield from visit(ast.parse(path.read_text(), filename=str(path)), True)
+
+
+def all_imports() -> list[Import]:
+    return [imp for path in sorted(PACKAGE.rglob("*.py")) for imp in _imports(path)]
+
+
+def _folder(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else ""
+
+
+def _where(imp: Import) -> str:
+    return f"{imp.importer}:{imp.line} imports {imp.target}"
+
+
+def test_the_scan_sees_imports_at_every_level() -> None:
+    found = all_imports()
+    assert any(i.importer == "dummyprof.cli.compare" and i.target.startswith("dummyprof.scenarios") for i in found)
+    assert any(not i.module_level for i in found) and any(i.module_level for i in found)
+    # recorder.py imports FillOutcome for typing only: the scan must not count it.
+    assert not any(
+        i.importer == "dummyprof.measure.recorder" and i.target.startswith("dummyprof.loaders") for i in found
+    )
+
+
+def test_no_relative_imports() -> None:
+    assert [_where(i) for i in all_imports() if i.relative] == []
+
+
+def test_folders_import_only_what_sits_below_them() -> None:
+    broken = []
+    for imp in all_imports():
+        if not imp.target.startswith("dummyprof."):
+            continue
+        banned = FORBIDDEN.get(_folder(imp.importer), set())
+        if _folder(imp.target) in banned and (imp.importer, imp.target) not in ALLOWED:
+            broken.append(_where(imp))
+    assert broken == []
+
+
+def test_library_never_imports_the_cli_and_only_the_edges_choose_reporters() -> None:
+    library = {"anatomy", "usercode", "results", "models", "measure", "loaders", "scenarios", "gate", "testing"}
+    found = all_imports()
+    to_cli = [_where(i) for i in found if _folder(i.importer) in library | {"reports"} and _folder(i.target) == "cli"]
+    to_reports = [_where(i) for i in found if _folder(i.importer) in library and _folder(i.target) == "reports"]
+    assert to_cli == [] and to_reports == []
+
+
+def test_results_and_reports_never_import_torch() -> None:
+    torch = [
+        _where(i)
+        for i in all_imports()
+        if _folder(i.importer) in TORCH_FREE and (i.target == "torch" or i.target.startswith("torch."))
+    ]
+    assert torch == []
+
+
+def test_importing_the_cli_loads_no_torch() -> None:
+    code = "import sys, dummyprof.cli.app; print(sorted(m for m in sys.modules if m.split('.')[0] == 'torch'))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
+def _module_graph() -> dict[str, set[str]]:
+    """Module-level imports between dummyprof modules; ``from pkg import mod`` counts as importing ``pkg.mod``."""
+    modules = {_module_name(p) for p in PACKAGE.rglob("*.py")}
+    graph: dict[str, set[str]] = {m: set() for m in modules}
+    for imp in all_imports():
+        if not imp.module_level or not imp.target.startswith("dummyprof"):
+            continue
+        targets = {imp.target} | {f"{imp.target}.{n}" for n in imp.names}
+        graph[imp.importer] |= {t for t in targets if t in modules and t != imp.importer}
+    return graph
+
+
+def strongly_connected(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Tarjan's algorithm, iteratively; components of more than one module are import cycles."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                found.append(sorted(component))
+    return found
+
+
+def test_the_cycle_finder_finds_cycles() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": set()}
+    assert [c for c in strongly_connected(graph) if len(c) > 1] == [["a", "b", "c"]]
+
+
+def test_no_import_cycles_between_modules() -> None:
+    cycles = [c for c in strongly_connected(_module_graph()) if len(c) > 1]
+    assert cycles == []

@@ -6,12 +6,13 @@ a string); nothing prints. ``import dummyprof`` exposes these lazily.
 
 from __future__ import annotations
 
-from typing import Any
-
-import torch
-from torch import nn
+from typing import TYPE_CHECKING, Any
 
 from dummyprof.results.session import Results
+
+if TYPE_CHECKING:  # torch loads only when a model is built: render() works on a machine without it
+    import torch
+    from torch import nn
 
 
 def load_model(spec: str, *, device: str | torch.device = "cpu", **args: Any) -> nn.Module:
@@ -20,6 +21,8 @@ def load_model(spec: str, *, device: str | torch.device = "cpu", **args: Any) ->
     Sized on the meta device first; a model that comes back on meta is
     materialized on ``device`` with ``to_empty`` (ties re-made).
     """
+    import torch
+
     from dummyprof.models.loading import model_source
 
     return model_source(spec, args).build(torch.device(device))
@@ -27,23 +30,23 @@ def load_model(spec: str, *, device: str | torch.device = "cpu", **args: Any) ->
 
 def build_preset(name: str, *, device: str | torch.device = "cpu", **args: Any) -> nn.Module:
     """Build a preset (``torch-transformer``, ``dense-decoder``, ``moe-decoder``, ``deepseek-v4-like``)."""
+    import torch
+
     from dummyprof.models.presets import preset_source
 
     return preset_source(name, args).build(torch.device(device))
 
 
-def render(results: Results, *, markdown: bool = False, width: int = 160) -> str:
-    """The terminal report (plain text, no colour) or the Markdown report of any Results."""
-    if markdown:
-        from dummyprof.reports.markdown import render_markdown
+def render(
+    results: Results, format: str = "terminal", *, markdown: bool = False, width: int = 160, color: bool = False
+) -> str:
+    """``results`` rendered by a registered reporter: the terminal report (plain text unless ``color``) by default.
 
-        return render_markdown(results)
-    import io
+    ``format`` is any name ``dummyprof report --format`` takes (terminal, json,
+    markdown, junit, ...); ``markdown=True`` is kept as a shorthand for
+    ``format="markdown"``. Imports no torch: renders a saved file anywhere.
+    """
+    from dummyprof.reports.registry import RenderOptions
+    from dummyprof.reports.registry import render as render_with
 
-    from rich.console import Console
-
-    from dummyprof.reports.terminal import render as render_terminal
-
-    buffer = io.StringIO()
-    render_terminal(results, Console(file=buffer, width=width, no_color=True, highlight=False, soft_wrap=False))
-    return buffer.getvalue()
+    return render_with(results, "markdown" if markdown else format, RenderOptions(width=width, color=color), flag=None)

@@ -16,6 +16,7 @@ from dummyprof.cli.output import (
     emit,
     json_to_stdout,
     progress_bar,
+    reporter,
     user_stdout_to_stderr,
 )
 from dummyprof.errors import UsageError
@@ -119,7 +120,6 @@ def baseline(
         raise UsageError("--output", "a baseline is a file to commit; give a path such as perf/baseline.json")
     from dummyprof.gate.config import find_config, load_config
     from dummyprof.gate.runner import make_baseline, not_recorded
-    from dummyprof.results.store import results_to_json
 
     check_outputs({"--output": output}, force=force, inputs={"--config": find_config(config)[0]})
     cfg = load_config(config)
@@ -128,7 +128,7 @@ def baseline(
         results = make_baseline(cfg, scenarios, _per_scenario(update))
     assert results.gate is not None
     # Nothing is saved when a scenario could not be measured (exit 3).
-    reports = [(Output("--output", output), results_to_json)] if results.gate.exit_code == 0 else []
+    reports = [(Output("--output", output), reporter("json", flag="--output"))] if results.gate.exit_code == 0 else []
     failures = emit(results, json_path=None, quiet=quiet, force=force, reports=reports, on_failure=not_recorded)
     if results.gate.exit_code == 0 and not failures and not quiet:
         from dummyprof.reports.console import make_console
@@ -214,32 +214,18 @@ def gate(
     return results.gate.exit_code
 
 
-def _markdown(results: Results) -> str:
-    from dummyprof.reports.markdown import render_markdown
-
-    return render_markdown(results) + "\n"
-
-
-def _junit(results: Results) -> str:
-    from dummyprof.reports.gate_junit import gate_junit
-
-    return gate_junit(results)
-
-
-def _benchmark(results: Results) -> str:
-    from dummyprof.reports.gate_benchmark import gate_benchmark_json
-
-    return gate_benchmark_json(results)
-
-
 def _reports(
     *, markdown: Path | None, junit: Path | None, benchmark_json: Path | None
 ) -> list[tuple[Output, Callable[[Results], str]]]:
     reports: list[tuple[Output, Callable[[Results], str]]] = []
     if markdown is not None:
-        reports.append((Output("--markdown", markdown, append=True), _markdown))
+        reports.append(
+            (Output("--markdown", markdown, append=True), reporter("markdown", flag="--markdown", append=True))
+        )
     if junit is not None:
-        reports.append((Output("--junit", junit), _junit))
+        reports.append((Output("--junit", junit), reporter("junit", flag="--junit")))
     if benchmark_json is not None:
-        reports.append((Output("--benchmark-json", benchmark_json), _benchmark))
+        reports.append(
+            (Output("--benchmark-json", benchmark_json), reporter("benchmark-json", flag="--benchmark-json"))
+        )
     return reports

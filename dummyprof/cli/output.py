@@ -11,7 +11,6 @@ from pathlib import Path
 from dummyprof.results.outputs import Output, write_outputs
 from dummyprof.results.outputs import check_outputs as check_outputs_of
 from dummyprof.results.session import Results
-from dummyprof.results.store import results_to_json
 
 JSON_HELP = "Write every figure as JSON to PATH ('-' for stdout). Refuses to overwrite without --force."
 FORCE_HELP = "Overwrite output files that already exist."
@@ -21,6 +20,29 @@ QUIET_HELP = "Print only the summary line."
 EXIT_NOT_WRITTEN = 2  # results shown, but a file could not be written (the gate uses 3, "could not record")
 
 Render = Callable[[Results], str]
+
+
+def reporter(name: str, *, flag: str, append: bool = False) -> Render:
+    """The registered reporter ``name`` as a ``Render`` for a file flag; an appended report ends in a blank line."""
+
+    def render_file(results: Results) -> str:
+        from dummyprof.reports.registry import render
+
+        text = render(results, name, flag=flag)
+        return text + "\n" if append else text
+
+    return render_file
+
+
+def print_terminal(results: Results, *, quiet: bool, stderr: bool = False) -> None:
+    """The terminal report, laid out for the stream it goes to (width, colour, NO_COLOR)."""
+    from dummyprof.reports.console import make_console
+    from dummyprof.reports.registry import render
+    from dummyprof.reports.terminal import options_for
+
+    console = make_console(stderr=stderr)
+    console.file.write(render(results, "terminal", options_for(console, quiet=quiet)))
+    console.file.flush()
 
 
 def outputs_of(paths: Mapping[str, Path | None]) -> list[Output]:
@@ -55,26 +77,24 @@ def emit(
     """Write every output file, then show the results, then one line per file that could not be written.
 
     Returns those lines; the command exits 2 (the gate 3) when there are any, never 1.
-    ``reports`` pairs an output with the reporter that renders it (the registry's ``render``).
+    ``reports`` pairs an output with the reporter that renders it (see :func:`reporter`).
     """
     from dummyprof.reports.console import make_console
-    from dummyprof.reports.terminal import render
 
     to_stdout = json_path is not None and str(json_path) == "-"
     files: list[tuple[Output, Render]] = []
     if json_path is not None and not to_stdout:
-        files.append((Output("--json", json_path), results_to_json))
+        files.append((Output("--json", json_path), reporter("json", flag="--json")))
     files.extend(reports)
     failures = write_outputs([(output, render_file(results)) for output, render_file in files], force=force)
     if failures and on_failure is not None:
         on_failure(results, failures)  # e.g. the gate's verdict becomes "could not record" before it is shown
     if to_stdout:
-        sys.stdout.write(results_to_json(results))
+        sys.stdout.write(reporter("json", flag="--json")(results))
         sys.stdout.flush()
-    console = make_console(stderr=to_stdout)
-    render(results, console, quiet=quiet)
+    print_terminal(results, quiet=quiet, stderr=to_stdout)
     if json_path is not None and not to_stdout and not quiet and not failures:
-        console.print(f"results written to {json_path}", style="dim")
+        make_console(stderr=to_stdout).print(f"results written to {json_path}", style="dim")
     for message in failures:
         report_error(message)
     return failures

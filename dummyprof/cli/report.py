@@ -10,19 +10,25 @@ import typer
 
 from dummyprof.errors import UsageError
 
-FORMATS = ("terminal", "json", "markdown")
+HELP = """\
+Render a saved results file (from --json) with any reporter. Needs no torch.
+
+Formats: terminal (default), json, markdown; gate results also junit and
+benchmark-json. --format with an unknown name lists every registered one.
+
+Example: dummyprof report results.json --format markdown --output summary.md
+"""
 
 
 def register(app: typer.Typer) -> None:
-    app.command(
-        "report",
-        help="Render a saved results file (from --json) to the terminal, JSON or Markdown. Needs no torch.",
-    )(report)
+    app.command("report", help=HELP)(report)
 
 
 def report(
     path: Annotated[Path, typer.Argument(metavar="RESULTS.json", help="A file written by --json.")],
-    format: Annotated[str, typer.Option("--format", "-f", help="terminal, json or markdown.")] = "terminal",
+    format: Annotated[
+        str, typer.Option("--format", "-f", help="terminal, json, markdown, junit or benchmark-json.")
+    ] = "terminal",
     output: Annotated[
         Optional[Path],  # noqa: UP045
         typer.Option("--output", "-o", metavar="PATH", help="Write to PATH instead of stdout (not for terminal)."),
@@ -30,29 +36,22 @@ def report(
     force: Annotated[bool, typer.Option("--force", help="Overwrite --output if it exists.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Terminal: only the summary line.")] = False,
 ) -> int:
-    from dummyprof.cli.output import EXIT_NOT_WRITTEN, check_outputs, report_error
+    from dummyprof.cli.output import EXIT_NOT_WRITTEN, check_outputs, print_terminal, report_error
+    from dummyprof.reports.registry import get_reporter, render
     from dummyprof.results.outputs import Output, write_outputs
-    from dummyprof.results.store import load_results, results_to_json
+    from dummyprof.results.store import load_results
 
-    if format not in FORMATS:
-        raise UsageError("--format", f"unknown format {format!r}; choose one of: {', '.join(FORMATS)}")
+    get_reporter(format)  # an unknown name fails before anything is read or probed
     if output is not None:
         if format == "terminal":
             raise UsageError("--output", "terminal output goes to stdout; use --format markdown or json with --output")
         check_outputs({"--output": output}, force=force, inputs={"RESULTS.json": path})
     results = load_results(path)
     if format == "terminal":
-        from dummyprof.reports.console import make_console
-        from dummyprof.reports.terminal import render
-
-        render(results, make_console(), quiet=quiet)
+        get_reporter(format, results.command)
+        print_terminal(results, quiet=quiet)
         return 0
-    if format == "json":
-        text = results_to_json(results)
-    else:
-        from dummyprof.reports.markdown import render_markdown
-
-        text = render_markdown(results)
+    text = render(results, format)  # a format that cannot render this kind fails here, before anything is written
     if output is None:
         sys.stdout.write(text)
         return 0

@@ -1,6 +1,8 @@
-"""Reporters: render a Results document to the terminal, JSON, Markdown or JUnit.
+"""Reporters: render a Results document to the terminal, JSON, Markdown, JUnit, ...
 
-Reporters import no torch, so a saved results file renders anywhere.
+Every format is registered once in :mod:`dummyprof.reports.registry` (how to add
+one is in its docstring). Reporters import no torch, so a saved results file
+renders anywhere.
 """
 
 from __future__ import annotations

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 from dummyprof.reports.format import format_bytes
+from dummyprof.reports.markdown_table import md_table
 from dummyprof.results.session import Results
 
 
 def audit_markdown(results: Results) -> list[str]:
-    from dummyprof.reports.markdown import md_table
-
     result = results.audit
     assert result is not None
     lines = [

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dummyprof.reports.format import figure_bytes, format_bytes, format_seconds
+from dummyprof.reports.markdown_table import md_table
 from dummyprof.results.common import Figure
 from dummyprof.results.session import Results
 
@@ -14,8 +15,6 @@ def _cell(figure: Figure, text: str) -> str:
 
 
 def engram_markdown(results: Results) -> list[str]:
-    from dummyprof.reports.markdown import md_table
-
     result = results.engram
     assert result is not None
     lay = result.layout

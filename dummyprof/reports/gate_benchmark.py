@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import statistics
 
+from dummyprof.reports.reporter import RenderOptions, Reporter
 from dummyprof.results.session import Results
 
 
@@ -48,3 +49,16 @@ def benchmark_entries(results: Results) -> list[dict[str, object]]:
 
 def gate_benchmark_json(results: Results) -> str:
     return json.dumps(benchmark_entries(results), indent=2, allow_nan=False) + "\n"
+
+
+def render(results: Results, options: RenderOptions) -> str:
+    return gate_benchmark_json(results)
+
+
+REPORTER = Reporter(
+    "benchmark-json",
+    ".json",
+    frozenset({"gate", "baseline"}),
+    render,
+    "metrics for github-action-benchmark (tool: customSmallerIsBetter)",
+)

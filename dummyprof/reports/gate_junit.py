@@ -5,6 +5,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 
 from dummyprof.reports.gate_format import change_text, value_text
+from dummyprof.reports.reporter import RenderOptions, Reporter
 from dummyprof.results.gate import NOT_COMPARABLE, NOT_MEASURED, REGRESSED, CheckResult
 from dummyprof.results.session import Results
 
@@ -55,3 +56,10 @@ def gate_junit(results: Results) -> str:
                 ET.SubElement(case, "system-out").text = message
     ET.indent(suites)
     return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
+
+
+def render(results: Results, options: RenderOptions) -> str:
+    return gate_junit(results)
+
+
+REPORTER = Reporter("junit", ".xml", frozenset({"gate"}), render, "JUnit XML, one test case per gate check")

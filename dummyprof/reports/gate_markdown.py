@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 from dummyprof.reports.gate_format import change_text, metric_text, value_text
+from dummyprof.reports.markdown_table import md_table
 from dummyprof.results.gate import REGRESSED
 from dummyprof.results.session import Results
 
 
 def gate_markdown(results: Results) -> list[str]:
-    from dummyprof.reports.markdown import md_table  # here: markdown.py imports this module
-
     section = results.gate
     assert section is not None
     lines = [
@@ -42,8 +41,6 @@ def gate_markdown(results: Results) -> list[str]:
 
 
 def baseline_markdown(results: Results) -> list[str]:
-    from dummyprof.reports.markdown import md_table
-
     section = results.gate
     assert section is not None
     rows = []

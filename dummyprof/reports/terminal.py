@@ -1,30 +1,32 @@
-"""Terminal rendering of any Results document: dispatch on the command that made it."""
+"""The terminal reporter (Rich): dispatch on the kind of Results, print to a console or render to a string."""
 
 from __future__ import annotations
 
+import io
 from collections.abc import Callable
 
 from rich.console import Console
 
 from dummyprof.reports.audit_terminal import render_audit
+from dummyprof.reports.compare_terminal import render_compare
 from dummyprof.reports.engram_terminal import render_engram
 from dummyprof.reports.format import format_bytes
 from dummyprof.reports.gate_terminal import render_baseline, render_gate
 from dummyprof.reports.inspect_terminal import render_inspect
+from dummyprof.reports.reporter import RenderOptions, Reporter
 from dummyprof.results.session import Results
 
-Renderer = Callable[[Results, Console], None]
+Section = Callable[[Results, Console], None]
 
-
-def _compare(results: Results, console: Console) -> None:
-    from dummyprof.reports.compare_terminal import render_compare
-
-    render_compare(results, console)
-
-
-RENDERERS: dict[str, Renderer] = {"compare": _compare, "gate": render_gate, "baseline": render_baseline}
-RENDERERS.update(audit=render_audit, inspect=render_inspect)
-RENDERERS["engram"] = render_engram
+# One section per Results kind; a kind listed here is a kind the terminal reporter renders.
+SECTIONS: dict[str, Section] = {
+    "compare": render_compare,
+    "gate": render_gate,
+    "baseline": render_baseline,
+    "audit": render_audit,
+    "inspect": render_inspect,
+    "engram": render_engram,
+}
 
 
 def environment_line(results: Results) -> str:
@@ -39,13 +41,39 @@ def environment_line(results: Results) -> str:
 def render(results: Results, console: Console, *, quiet: bool = False) -> None:
     """Full tables, or with ``quiet`` only the summary line."""
     if not quiet:
-        renderer = RENDERERS.get(results.command)
-        if renderer is None:
+        section = SECTIONS.get(results.command)
+        if section is None:
             console.print(f"no terminal renderer for command {results.command!r}; use --json")
         else:
-            renderer(results, console)
+            section(results, console)
         for notice in results.notices:
             console.print(f"notice: {notice}", style="yellow")
         console.print(environment_line(results), style="dim")
     if results.summary:
         console.print(results.summary, style="bold" if not quiet else None)
+
+
+def render_text(results: Results, options: RenderOptions) -> str:
+    """The terminal report as a string ``options.width`` columns wide, with ANSI styles if ``options.color``.
+
+    Colour still honours NO_COLOR (Rich reads it), as printing to a terminal does.
+    """
+    buffer = io.StringIO()
+    console = Console(
+        file=buffer,
+        width=options.width,
+        force_terminal=options.color,
+        color_system="auto" if options.color else None,
+        highlight=False,
+        soft_wrap=False,
+    )
+    render(results, console, quiet=options.quiet)
+    return buffer.getvalue()
+
+
+def options_for(console: Console, *, quiet: bool = False) -> RenderOptions:
+    """Options that make :func:`render_text` write what printing to ``console`` would."""
+    return RenderOptions(width=console.width, color=console.color_system is not None, quiet=quiet)
+
+
+REPORTER = Reporter("terminal", ".txt", frozenset(SECTIONS), render_text, "Rich tables for a person at a terminal")

@@ -1,0 +1,76 @@
+"""The one table of reporters: every command, ``dummyprof report`` and ``dummyprof.render`` pick formats here.
+
+Adding a reporter (HTML, a trace export, ...) is one registration:
+
+1. write ``dummyprof/reports/<name>.py`` with a function
+   ``render(results: Results, options: RenderOptions) -> str`` and a
+   ``REPORTER = Reporter(name, suffix, kinds, render, description)``
+   (``kinds``: the ``Results.command`` values it renders, ``None`` for all);
+2. add that ``REPORTER`` to ``BUILTIN`` below.
+
+``dummyprof report --format NAME`` and ``dummyprof.render(results, NAME)``
+then offer it; a command that writes it to a file (``gate --junit PATH``) calls
+:func:`render` with its name. Code outside the package can call
+:func:`register_reporter` at run time instead. Reporters import no torch: a saved
+results file renders anywhere.
+
+Unknown names and kinds a reporter cannot render are refused here, and only here,
+with one message that lists what would work.
+"""
+
+from __future__ import annotations
+
+from dummyprof.errors import UsageError
+from dummyprof.reports import gate_benchmark, gate_junit, json_report, markdown, terminal
+from dummyprof.reports.reporter import RenderOptions, Reporter
+from dummyprof.results.session import Results
+
+__all__ = ["RenderOptions", "Reporter", "get_reporter", "register_reporter", "render", "reporter_names"]
+
+BUILTIN: tuple[Reporter, ...] = (
+    terminal.REPORTER,
+    json_report.REPORTER,
+    markdown.REPORTER,
+    gate_junit.REPORTER,
+    gate_benchmark.REPORTER,
+)
+
+_REPORTERS: dict[str, Reporter] = {}
+
+
+def register_reporter(reporter: Reporter, *, replace: bool = False) -> Reporter:
+    """Add a reporter; a second one under a taken name is refused unless ``replace``."""
+    if reporter.name in _REPORTERS and not replace:
+        raise ValueError(f"a reporter named {reporter.name!r} is already registered")
+    _REPORTERS[reporter.name] = reporter
+    return reporter
+
+
+for _reporter in BUILTIN:
+    register_reporter(_reporter)
+
+
+def reporter_names(kind: str | None = None) -> list[str]:
+    """Registered names in registration order; with ``kind``, only those that render that kind."""
+    return [name for name, r in _REPORTERS.items() if kind is None or r.supports(kind)]
+
+
+def get_reporter(name: str, kind: str | None = None, *, flag: str | None = "--format") -> Reporter:
+    """The reporter called ``name``; with ``kind``, one that renders it. Else a UsageError naming ``flag``."""
+    reporter = _REPORTERS.get(name)
+    if reporter is None:
+        raise UsageError(flag, f"unknown format {name!r}; choose one of: {', '.join(reporter_names())}")
+    if kind is not None and not reporter.supports(kind):
+        kinds = ", ".join(sorted(reporter.kinds or ()))
+        others = ", ".join(reporter_names(kind)) or "none"
+        raise UsageError(
+            flag, f"format {name!r} renders {kinds} results, not {kind or 'unnamed'}; for these choose one of: {others}"
+        )
+    return reporter
+
+
+def render(
+    results: Results, name: str = "terminal", options: RenderOptions | None = None, *, flag: str | None = "--format"
+) -> str:
+    """``results`` rendered by the reporter called ``name``."""
+    return get_reporter(name, results.command, flag=flag).render(results, options or RenderOptions())

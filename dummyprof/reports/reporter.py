@@ -1,0 +1,40 @@
+"""What a reporter is: a name, a file suffix, the Results kinds it renders, and ``render(results, options) -> str``.
+
+Kept apart from :mod:`dummyprof.reports.registry` so that reporter modules can
+describe themselves without importing the registry that imports them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from dummyprof.results.session import Results
+
+
+@dataclass(frozen=True)
+class RenderOptions:
+    """How to lay a report out. Only the terminal reporter reads ``width`` and ``color``."""
+
+    width: int = 160  # columns of the terminal report (160: tables in files and CI logs do not wrap)
+    color: bool = False  # ANSI colour and styles; False gives plain text
+    quiet: bool = False  # terminal: only the summary line
+
+
+@dataclass(frozen=True)
+class Reporter:
+    """One output format.
+
+    ``kinds`` are the ``Results.command`` values it can render (``None``: every
+    kind, as JSON does); ``suffix`` is the file name ending a user would expect
+    (``.md``), for commands that pick a file name.
+    """
+
+    name: str
+    suffix: str
+    kinds: frozenset[str] | None
+    render: Callable[[Results, RenderOptions], str]
+    description: str = ""
+
+    def supports(self, kind: str) -> bool:
+        return self.kinds is None or kind in self.kinds

@@ -13,6 +13,7 @@ from dummyprof.cli.model_options import (
     ModelArgOpt,
     ModelOpt,
     PresetOpt,
+    TrustRemoteCodeOpt,
     code_files,
     parse_args_flag,
 )
@@ -62,6 +63,7 @@ def audit(
     model: ModelOpt = None,
     preset: PresetOpt = None,
     model_arg: ModelArgOpt = None,
+    trust_remote_code: TrustRemoteCodeOpt = False,
     strategy: Annotated[
         Optional[list[str]],  # noqa: UP045 - typer needs Optional here on Python 3.10
         typer.Option("--strategy", "-s", help="Strategy to audit (repeatable). Default: per-layer and unique."),
@@ -109,6 +111,7 @@ def audit(
         model=model,
         preset=preset,
         model_args=parse_args_flag(model_arg, "--model-arg"),
+        trust_remote_code=trust_remote_code,
         depth=parse_int("--depth", depth, minimum=1, example="3"),
         width=parse_int("--width", width, minimum=1, example="1"),
         hidden=parse_int("--hidden", hidden, minimum=1, example="64"),

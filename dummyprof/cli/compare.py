@@ -13,6 +13,7 @@ from dummyprof.cli.model_options import (
     ModelArgOpt,
     ModelOpt,
     PresetOpt,
+    TrustRemoteCodeOpt,
     code_files,
     parse_args_flag,
 )
@@ -85,6 +86,7 @@ def compare(
     model: ModelOpt = None,
     preset: PresetOpt = None,
     model_arg: ModelArgOpt = None,
+    trust_remote_code: TrustRemoteCodeOpt = False,
     loader: LoaderOpt = None,
     loader_arg: LoaderArgOpt = None,
     json_path: Annotated[Optional[Path], typer.Option("--json", metavar="PATH", help=JSON_HELP)] = None,  # noqa: UP045
@@ -109,6 +111,7 @@ def compare(
         model=model,
         preset=preset,
         model_args=parse_args_flag(model_arg, "--model-arg"),
+        trust_remote_code=trust_remote_code,
         loaders=list(loader or []),
         loader_args=parse_args_flag(loader_arg, "--loader-arg"),
     )

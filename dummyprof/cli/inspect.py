@@ -7,7 +7,14 @@ from typing import Annotated, Optional
 
 import typer
 
-from dummyprof.cli.model_options import ModelArgOpt, ModelOpt, PresetOpt, code_files, parse_args_flag
+from dummyprof.cli.model_options import (
+    ModelArgOpt,
+    ModelOpt,
+    PresetOpt,
+    TrustRemoteCodeOpt,
+    code_files,
+    parse_args_flag,
+)
 from dummyprof.cli.output import (
     EXIT_NOT_WRITTEN,
     FORCE_HELP,
@@ -42,6 +49,7 @@ def inspect(
     model: ModelOpt = None,
     preset: PresetOpt = None,
     model_arg: ModelArgOpt = None,
+    trust_remote_code: TrustRemoteCodeOpt = False,
     strategy: Annotated[
         Optional[list[str]],  # noqa: UP045 - typer needs Optional here on Python 3.10
         typer.Option("--strategy", "-s", help="Strategy to count (repeatable). Default: legacy, per-layer, unique."),
@@ -69,6 +77,7 @@ def inspect(
         model=model,
         preset=preset,
         model_args=parse_args_flag(model_arg, "--model-arg"),
+        trust_remote_code=trust_remote_code,
         depth=parse_int("--depth", depth, minimum=1, example="3"),
         width=parse_int("--width", width, minimum=1, example="1"),
         hidden=parse_int("--hidden", hidden, minimum=1, example="64"),

@@ -18,7 +18,8 @@ ModelOpt = Annotated[
         "--model",
         metavar="PATH",
         help="Your model: package.module:callable or ./file.py:callable returning an nn.Module "
-        "(sized on the meta device first; meta models are materialized with to_empty).",
+        "(sized on the meta device first; meta models are materialized with to_empty), or a Hugging Face "
+        "config: hf:./config.json, hf:FOLDER, hf:ORG/NAME (config.json only; needs dummyprof[hf]).",
     ),
 ]
 PresetOpt = Annotated[
@@ -30,7 +31,15 @@ ModelArgOpt = Annotated[
     typer.Option(
         "--model-arg",
         metavar="KEY=VALUE",
-        help="Keyword argument for --model or --preset (repeatable); values are Python literals, e.g. layers=8.",
+        help="Keyword argument for --model or --preset, or a config field for hf: models (repeatable); values are "
+        "Python literals, e.g. layers=8 or num_hidden_layers=2.",
+    ),
+]
+TrustRemoteCodeOpt = Annotated[
+    bool,
+    typer.Option(
+        "--trust-remote-code",
+        help="hf: models only: let transformers run the model's own Python code (auto_map). Off unless given.",
     ),
 ]
 LoaderOpt = Annotated[

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import NamedTuple, Protocol
 
 import torch
 
@@ -44,6 +44,15 @@ def float_bits(dtype: torch.dtype) -> int:
     return torch.finfo(dtype).bits
 
 
+# Rules an initializer applies to a tensor; calibration fills group tensors by (initializer, rule, dtype).
+RULE_SKIP = "skip"  # not written (integer indices, meta tensors)
+RULE_DECLARED = "declared"  # fill_ with the tensor's dummy_weight_value
+RULE_SCALE = "scale-byte"  # fill_ the UE8M0 scale byte
+RULE_RANDOM_BYTES = "random-bytes"  # random_ over int8/uint8/fp4 bytes
+RULE_UNIFORM = "uniform"  # uniform_ in place (16- and 32-bit floats)
+RULE_UNIFORM_VIA_FP16 = "uniform-via-fp16"  # uniform_ into an fp16 temporary, copied back (fp8)
+
+
 @dataclass(frozen=True)
 class V033Initializer:
     """vLLM 0.33 ``initialize_single_dummy_weight``: first matching rule wins."""
@@ -53,38 +62,51 @@ class V033Initializer:
     high: float | None = None
     name: str = "v0.33"
 
+    def plan(self, tensor: torch.Tensor, local_name: str) -> tuple[str, FillOutcome]:
+        """The rule this initializer applies to ``tensor`` and what it writes, as if ``tensor`` were real.
+
+        Writes nothing: the counting pass runs strategies on the meta device with this.
+        """
+        if getattr(tensor, "dummy_weight_value", None) is not None:
+            return RULE_DECLARED, FillOutcome(tensor.nbytes, 0)
+        dtype = tensor.dtype
+        if (_FP8_E8M0 is not None and dtype == _FP8_E8M0) or (dtype == torch.uint8 and "scale" in local_name):
+            return RULE_SCALE, FillOutcome(tensor.nbytes, 0)
+        if dtype in (torch.uint8, torch.int8) or (_FP4_X2 is not None and dtype == _FP4_X2):
+            return RULE_RANDOM_BYTES, FillOutcome(tensor.nbytes, 0)
+        if not dtype.is_floating_point:
+            return RULE_SKIP, NOT_WRITTEN
+        if float_bits(dtype) < 16:
+            return RULE_UNIFORM_VIA_FP16, FillOutcome(tensor.nbytes, 2 * tensor.numel())
+        return RULE_UNIFORM, FillOutcome(tensor.nbytes, 0)
+
     def __call__(self, tensor: torch.Tensor, local_name: str) -> FillOutcome:
         if tensor.device.type == "meta":
             return NOT_WRITTEN
-        declared = getattr(tensor, "dummy_weight_value", None)
-        if declared is not None:
-            tensor.fill_(declared)
-            return FillOutcome(tensor.nbytes, 0)
-        dtype = tensor.dtype
-        if (_FP8_E8M0 is not None and dtype == _FP8_E8M0) or (dtype == torch.uint8 and "scale" in local_name):
+        rule, outcome = self.plan(tensor, local_name)
+        if rule == RULE_DECLARED:
+            tensor.fill_(getattr(tensor, "dummy_weight_value"))  # noqa: B009 - set by the model, not an attribute we know
+        elif rule == RULE_SCALE:
             tensor.view(torch.uint8).fill_(SCALE_BYTE)
-            return FillOutcome(tensor.nbytes, 0)
-        if dtype in (torch.uint8, torch.int8) or (_FP4_X2 is not None and dtype == _FP4_X2):
+        elif rule == RULE_RANDOM_BYTES:
             gen = _generator(tensor.device, self.seed)
-            if dtype == torch.int8:
+            if tensor.dtype == torch.int8:
                 tensor.random_(-128, 128, generator=gen)
             else:
                 tensor.view(torch.uint8).random_(0, 256, generator=gen)
-            return FillOutcome(tensor.nbytes, 0)
-        if not dtype.is_floating_point:
-            return NOT_WRITTEN
-        gen = _generator(tensor.device, self.seed)
-        if float_bits(dtype) < 16:
+        elif rule == RULE_UNIFORM_VIA_FP16:
+            gen = _generator(tensor.device, self.seed)
             low = -FP8_RANGE if self.low is None else self.low
             high = FP8_RANGE if self.high is None else self.high
             scratch = torch.empty_like(tensor, dtype=torch.float16)
             scratch.uniform_(low, high, generator=gen)
             tensor.copy_(scratch)
-            return FillOutcome(tensor.nbytes, scratch.nbytes)
-        low = -DEFAULT_RANGE if self.low is None else self.low
-        high = DEFAULT_RANGE if self.high is None else self.high
-        tensor.uniform_(low, high, generator=gen)
-        return FillOutcome(tensor.nbytes, 0)
+        elif rule == RULE_UNIFORM:
+            gen = _generator(tensor.device, self.seed)
+            low = -DEFAULT_RANGE if self.low is None else self.low
+            high = DEFAULT_RANGE if self.high is None else self.high
+            tensor.uniform_(low, high, generator=gen)
+        return outcome
 
 
 @dataclass(frozen=True)
@@ -100,17 +122,38 @@ class V029Initializer:
     high: float = DEFAULT_RANGE
     name: str = "v0.29"
 
-    def __call__(self, tensor: torch.Tensor, local_name: str) -> FillOutcome:
-        if tensor.device.type == "meta" or not tensor.dtype.is_floating_point:
-            return NOT_WRITTEN
-        gen = _generator(tensor.device, self.seed)
+    def plan(self, tensor: torch.Tensor, local_name: str) -> tuple[str, FillOutcome]:
+        """The rule and outcome as if ``tensor`` were real; writes nothing."""
+        if not tensor.dtype.is_floating_point:
+            return RULE_SKIP, NOT_WRITTEN
         if float_bits(tensor.dtype) < 16:
+            return RULE_UNIFORM_VIA_FP16, FillOutcome(tensor.nbytes, 2 * tensor.numel() + tensor.nbytes)
+        return RULE_UNIFORM, FillOutcome(tensor.nbytes, 0)
+
+    def __call__(self, tensor: torch.Tensor, local_name: str) -> FillOutcome:
+        if tensor.device.type == "meta":
+            return NOT_WRITTEN
+        rule, outcome = self.plan(tensor, local_name)
+        if rule == RULE_SKIP:
+            return outcome
+        gen = _generator(tensor.device, self.seed)
+        if rule == RULE_UNIFORM_VIA_FP16:
             widened = tensor.to(torch.float16)
             narrowed = widened.uniform_(self.low, self.high, generator=gen).to(tensor.dtype)
             tensor.copy_(narrowed)
-            return FillOutcome(tensor.nbytes, widened.nbytes + narrowed.nbytes)
-        tensor.uniform_(self.low, self.high, generator=gen)
-        return FillOutcome(tensor.nbytes, 0)
+        else:
+            tensor.uniform_(self.low, self.high, generator=gen)
+        return outcome
+
+
+class PlannedInitializer(Protocol):
+    """An initializer that can say what it would write without writing (both built-ins can)."""
+
+    name: str
+
+    def plan(self, tensor: torch.Tensor, local_name: str) -> tuple[str, FillOutcome]: ...
+
+    def __call__(self, tensor: torch.Tensor, local_name: str) -> FillOutcome: ...
 
 
 INITIALIZERS: dict[str, Initializer] = {

@@ -13,16 +13,27 @@ import torch
 
 from dummyprof.errors import UsageError
 from dummyprof.measure.budget import device_budget, ensure_fits
+from dummyprof.models.huggingface import hf_source, is_hf_spec
 from dummyprof.models.loading import model_source
 from dummyprof.models.presets import preset_source
 from dummyprof.models.source import ModelSource, synthetic_source
 from dummyprof.models.synthetic import TreeSpec
 
 
-def resolve_source(*, model: str | None, preset: str | None, model_args: dict[str, Any] | None) -> ModelSource | None:
+def resolve_source(
+    *,
+    model: str | None,
+    preset: str | None,
+    model_args: dict[str, Any] | None,
+    trust_remote_code: bool = False,
+) -> ModelSource | None:
     """The source named by ``--model`` or ``--preset``; None means: the synthetic tree."""
     if model and preset:
         raise UsageError("--model", "give either --model or --preset, not both")
+    if trust_remote_code and not is_hf_spec(model):
+        raise UsageError("--trust-remote-code", "only applies to --model hf:...; drop it or give an hf: model")
+    if model and is_hf_spec(model):
+        return hf_source(model, model_args or {}, trust_remote_code=trust_remote_code)
     if preset:
         return preset_source(preset, model_args or {})
     if model:
@@ -33,10 +44,15 @@ def resolve_source(*, model: str | None, preset: str | None, model_args: dict[st
 
 
 def source_or_tree(
-    *, model: str | None, preset: str | None, model_args: dict[str, Any] | None, tree: TreeSpec
+    *,
+    model: str | None,
+    preset: str | None,
+    model_args: dict[str, Any] | None,
+    tree: TreeSpec,
+    trust_remote_code: bool = False,
 ) -> ModelSource:
     """The source named by ``--model`` or ``--preset``, else the synthetic tree ``tree``."""
-    source = resolve_source(model=model, preset=preset, model_args=model_args)
+    source = resolve_source(model=model, preset=preset, model_args=model_args, trust_remote_code=trust_remote_code)
     return source if source is not None else synthetic_source(tree)
 
 

@@ -57,6 +57,7 @@ class AuditOptions:
     model: str | None = None
     preset: str | None = None
     model_args: dict[str, Any] = field(default_factory=dict)
+    trust_remote_code: bool = False  # hf: models only
     depth: int = 3  # synthetic tree, when neither --model nor --preset
     width: int = 1
     hidden: int = 64
@@ -134,7 +135,12 @@ def _fillers(options: AuditOptions) -> list[_Filler]:
 def _source(options: AuditOptions, device: torch.device) -> tuple[ModelSource, TreeSpec | None]:
     from dummyprof.scenarios.model_choice import check_source_fits, resolve_source
 
-    source = resolve_source(model=options.model, preset=options.preset, model_args=options.model_args)
+    source = resolve_source(
+        model=options.model,
+        preset=options.preset,
+        model_args=options.model_args,
+        trust_remote_code=options.trust_remote_code,
+    )
     if source is not None:
         check_source_fits(source, device, options.max_memory, flag="--preset" if options.preset else "--model")
         return source, None

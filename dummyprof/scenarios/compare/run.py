@@ -40,6 +40,7 @@ class CompareOptions:
     model: str | None = None
     preset: str | None = None
     model_args: dict[str, Any] = field(default_factory=dict)
+    trust_remote_code: bool = False  # hf: models only
     loaders: list[str] = field(default_factory=list)
     loader_args: dict[str, Any] = field(default_factory=dict)
 
@@ -101,7 +102,11 @@ def run(
 
     if source is None:
         source = source_or_tree(
-            model=options.model, preset=options.preset, model_args=options.model_args, tree=options.tree_spec()
+            model=options.model,
+            preset=options.preset,
+            model_args=options.model_args,
+            tree=options.tree_spec(),
+            trust_remote_code=options.trust_remote_code,
         )
     flag = "--preset" if options.preset else source.size_flag
     check_source_fits(source, device, options.max_memory, flag=flag)

@@ -46,6 +46,7 @@ class InspectOptions:
     model: str | None = None
     preset: str | None = None
     model_args: dict[str, Any] = field(default_factory=dict)
+    trust_remote_code: bool = False  # hf: models only
     depth: int = 3  # synthetic tree, when neither --model nor --preset
     width: int = 1
     hidden: int = 64
@@ -69,7 +70,13 @@ def _source(options: InspectOptions) -> ModelSource:
         dtype=options.dtype,
         engram_rows=options.engram_rows,
     )
-    return source_or_tree(model=options.model, preset=options.preset, model_args=options.model_args, tree=spec)
+    return source_or_tree(
+        model=options.model,
+        preset=options.preset,
+        model_args=options.model_args,
+        tree=spec,
+        trust_remote_code=options.trust_remote_code,
+    )
 
 
 def _visits(model: nn.Module, strategies: list[str]) -> dict[str, dict[int, int]]:

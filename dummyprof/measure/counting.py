@@ -1,0 +1,75 @@
+"""Exact visit and byte counts for a model of any size: the real traversal, on the meta device.
+
+Visits, redundant visits and the bytes each visit writes are properties of the
+traversal and of each tensor's shape, dtype and attributes, not of its bytes.
+So the strategy's own traversal code runs over the model built on the meta
+device, with the visit recorder, and an initializer that answers what it
+*would* write (its ``plan``) instead of writing: nothing is allocated, and
+671B parameters are counted in seconds. Tests check these counts against
+real fills of small models.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from dummyprof.loaders.initializers import FillOutcome, PlannedInitializer, get_initializer
+from dummyprof.loaders.strategies import Strategy, run_strategy
+from dummyprof.measure.recorder import VisitRecorder, storage_key
+
+
+@dataclass
+class VisitPlan:
+    """One visit as the counting pass saw it: which storage, the rule applied, and what it would write."""
+
+    key: int
+    rule: str
+    dtype: torch.dtype
+    outcome: FillOutcome
+    local_name: str
+
+
+@dataclass
+class CountResult:
+    """A strategy's exact counts on the meta model, and how long walking it took."""
+
+    strategy: str
+    initializer: str
+    recorder: VisitRecorder
+    visits: list[VisitPlan]
+    walk_seconds: float  # the traversal with the recorder and a no-op fill (Python cost only)
+
+
+class _Planner:
+    """An initializer stand-in: records each visit's plan and writes nothing."""
+
+    def __init__(self, initializer: PlannedInitializer) -> None:
+        self.initializer = initializer
+        self.visits: list[VisitPlan] = []
+
+    def __call__(self, tensor: torch.Tensor, local_name: str) -> FillOutcome:
+        rule, outcome = self.initializer.plan(tensor, local_name)
+        self.visits.append(VisitPlan(storage_key(tensor), rule, tensor.dtype, outcome, local_name))
+        return outcome
+
+
+def planned_initializer(name: str) -> PlannedInitializer:
+    init = get_initializer(name)
+    if not hasattr(init, "plan"):
+        raise TypeError(f"initializer {name!r} cannot say what it would write (no plan method)")
+    return init  # type: ignore[return-value]
+
+
+def count_on_meta(model: nn.Module, strategy: Strategy, initializer: str | None = None) -> CountResult:
+    """Run ``strategy``'s traversal over ``model`` (meta tensors) with the recorder; nothing is written."""
+    name = initializer or strategy.initializer
+    planner = _Planner(planned_initializer(name))
+    recorder = VisitRecorder(model)
+    t0 = time.perf_counter()
+    run_strategy(model, strategy, initializer=planner, recorder=recorder)
+    walk = time.perf_counter() - t0
+    return CountResult(strategy.name, name, recorder, planner.visits, walk)

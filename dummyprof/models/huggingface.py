@@ -1,0 +1,263 @@
+"""``--model hf:PATH`` / ``hf:ORG/NAME``: any architecture transformers knows, from its ``config.json``.
+
+Only the config is read (a local file or folder, or fetched from the hub for a
+hub id): the model is built with transformers' auto classes on the meta device,
+so no weight is read and nothing is allocated until a run materializes it.
+transformers is an optional extra (``pip install "dummyprof[hf]"``) and is only
+imported here, when ``hf:`` is used.
+"""
+
+from __future__ import annotations
+
+import copy
+import difflib
+import json
+import logging
+import re
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+from dummyprof.errors import UsageError
+from dummyprof.models.source import ModelSource
+
+PREFIX = "hf:"
+FLAG = "--model"
+INSTALL_HINT = 'hf: models need transformers: pip install "dummyprof[hf]"'
+LAYERS_FIELD = "num_hidden_layers"
+_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
+
+
+def is_hf_spec(spec: str | None) -> bool:
+    return bool(spec) and str(spec).startswith(PREFIX)
+
+
+def _transformers() -> Any:
+    try:
+        import transformers
+    except ImportError as exc:
+        raise UsageError(FLAG, INSTALL_HINT) from exc
+    return transformers
+
+
+def _read_config_dict(path: Path, target: str) -> dict[str, Any]:
+    file = path / "config.json" if path.is_dir() else path
+    if not file.is_file():
+        raise UsageError(FLAG, f"no config.json in folder {target!r}; give hf:PATH/config.json or the model's folder")
+    try:
+        data = json.loads(file.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise UsageError(FLAG, f"{str(file)!r} is not JSON ({exc}); give a Hugging Face config.json") from exc
+    if not isinstance(data, dict):
+        raise UsageError(FLAG, f"{str(file)!r} holds a JSON {type(data).__name__}, not an object; give a config.json")
+    return data
+
+
+def _config_from_dict(data: dict[str, Any], target: str, folder: Path | None, trust_remote_code: bool) -> Any:
+    transformers = _transformers()
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+
+    model_type = data.get("model_type")
+    if not isinstance(model_type, str) or not model_type:
+        raise UsageError(FLAG, f"{target!r} has no model_type; a Hugging Face config.json names one (e.g. 'llama')")
+    if model_type not in CONFIG_MAPPING:
+        if trust_remote_code and folder is not None and "auto_map" in data:
+            try:
+                return transformers.AutoConfig.from_pretrained(str(folder), trust_remote_code=True)
+            except Exception as exc:
+                raise UsageError(FLAG, f"loading the remote-code config in {str(folder)!r} failed: {exc}") from exc
+        close = difflib.get_close_matches(model_type, list(CONFIG_MAPPING.keys()), n=3)
+        hint = f" (close: {', '.join(close)})" if close else ""
+        remote = (
+            "; a model with its own code needs its folder and --trust-remote-code"
+            if "auto_map" in data
+            else "; upgrade transformers if the model is newer"
+        )
+        raise UsageError(
+            FLAG,
+            f"unknown model_type {model_type!r} for transformers {transformers.__version__}{hint}{remote}",
+        )
+    try:
+        return CONFIG_MAPPING[model_type].from_dict(data)
+    except Exception as exc:
+        raise UsageError(FLAG, f"transformers rejected {target!r}: {type(exc).__name__}: {exc}") from exc
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+
+
+def _hub_reachable() -> str | None:
+    """None when the hub's host name resolves (or the hub is set offline), else why not.
+
+    huggingface_hub retries an unreachable host for about 25 seconds, logging each try;
+    a host name that does not resolve will not start resolving, so say so at once.
+    """
+    import socket
+    from urllib.parse import urlparse
+
+    from huggingface_hub import constants
+
+    if constants.HF_HUB_OFFLINE:
+        return None  # transformers answers from its cache or fails at once
+    host = urlparse(constants.ENDPOINT).hostname or "huggingface.co"
+    try:
+        socket.getaddrinfo(host, 443)
+    except OSError as exc:
+        return f"cannot resolve {host}: {exc}"
+    return None
+
+
+def _config_from_hub(repo_id: str, trust_remote_code: bool) -> Any:
+    transformers = _transformers()
+    fix = "this needs network access to the Hugging Face hub: download its config.json and pass hf:./config.json"
+    unreachable = _hub_reachable()
+    if unreachable is not None:
+        raise UsageError(FLAG, f"cannot fetch config.json for hub id {repo_id!r} ({unreachable}); {fix}")
+    hub_logger = logging.getLogger("huggingface_hub")
+    level = hub_logger.level
+    hub_logger.setLevel(logging.ERROR)  # its per-retry warnings would bury the one-line error
+    try:
+        # from_pretrained on a hub id fetches config.json (and remote code only if trusted), never weights.
+        return transformers.AutoConfig.from_pretrained(repo_id, trust_remote_code=trust_remote_code)
+    except ValueError as exc:
+        raise UsageError(FLAG, f"transformers rejected the config of {repo_id!r}: {_first_line(exc)}") from exc
+    except Exception as exc:
+        raise UsageError(
+            FLAG,
+            f"cannot fetch config.json for hub id {repo_id!r} ({_first_line(exc)}); {fix}",
+        ) from exc
+    finally:
+        hub_logger.setLevel(level)
+
+
+def load_config(target: str, *, trust_remote_code: bool = False) -> Any:
+    """A transformers config for ``target``: a config.json file, a folder holding one, or a hub id."""
+    path = Path(target).expanduser()
+    if path.exists():
+        return _config_from_dict(
+            _read_config_dict(path, target), target, path if path.is_dir() else None, trust_remote_code
+        )
+    looks_local = target.startswith((".", "/", "~")) or target.endswith(".json") or target.count("/") != 1
+    if looks_local or not _HUB_ID.match(target):
+        raise UsageError(FLAG, f"no such config {target!r}; give hf:./config.json, hf:FOLDER or hf:ORG/NAME")
+    return _config_from_hub(target, trust_remote_code)
+
+
+def _type_ok(current: Any, value: Any) -> bool:
+    if current is None or value is None:
+        return True
+    if isinstance(current, bool):
+        return isinstance(value, bool)
+    if isinstance(current, int):
+        return isinstance(value, int) and not isinstance(value, bool)
+    if isinstance(current, float):
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if isinstance(current, (list, tuple)):
+        return isinstance(value, (list, tuple))
+    if isinstance(current, dict):
+        return isinstance(value, dict)
+    if isinstance(current, str):
+        return isinstance(value, str)
+    return True  # torch.dtype and other objects: transformers validates them
+
+
+def _a(noun: str) -> str:
+    return f"an {noun}" if noun[:1] in "aeiou" else f"a {noun}"
+
+
+def apply_overrides(config: Any, overrides: dict[str, Any], *, flag: str = "--model-arg") -> None:
+    """Set config fields from ``--model-arg``; an unknown field or a value of the wrong type is refused."""
+    fields = sorted(k for k in config.to_dict() if not k.startswith("_"))
+    for key, value in overrides.items():
+        if key not in fields and not hasattr(config, key):
+            close = difflib.get_close_matches(key, fields, n=3)
+            hint = f"; did you mean {', '.join(close)}?" if close else f"; fields include {', '.join(fields[:8])}, ..."
+            raise UsageError(flag, f"the {config.model_type} config has no field {key!r}{hint}")
+        current = getattr(config, key, None)
+        if not _type_ok(current, value):
+            raise UsageError(
+                flag,
+                f"{key}={value!r} is {_a(type(value).__name__)} but the config's {key} is "
+                f"{_a(type(current).__name__)} ({current!r})",
+            )
+        if isinstance(current, float) and isinstance(value, int):
+            value = float(value)
+        setattr(config, key, value)
+
+
+def _config_dtype(config: Any) -> torch.dtype:
+    dtype = getattr(config, "dtype", None) or getattr(config, "torch_dtype", None)
+    if isinstance(dtype, str):
+        dtype = getattr(torch, dtype, None)
+    return dtype if isinstance(dtype, torch.dtype) else torch.float32
+
+
+def build_on_meta(config: Any, *, trust_remote_code: bool = False) -> nn.Module:
+    """The causal-LM class for ``config`` (else the base model class), built on the meta device."""
+    transformers = _transformers()
+    dtype = _config_dtype(config)
+    errors = []
+    for auto in (transformers.AutoModelForCausalLM, transformers.AutoModel):
+        try:
+            with torch.device("meta"):
+                return auto.from_config(config, trust_remote_code=trust_remote_code, dtype=dtype)
+        except ValueError as exc:  # "Unrecognized configuration class ... for this kind of AutoModel"
+            errors.append(_first_line(exc))
+    raise UsageError(FLAG, f"transformers has no model class for {config.model_type!r}: {errors[-1]}")
+
+
+def _materialize_copy(meta_model: nn.Module, device: torch.device, notes: list[str]) -> nn.Module:
+    from dummyprof.models.loading import materialize
+
+    model = copy.deepcopy(meta_model)  # deepcopy keeps tied parameters tied
+    if device.type != "meta":
+        made = materialize(model, device)
+        if not notes:
+            notes.extend(made)
+    return model
+
+
+def hf_source(
+    spec: str,
+    overrides: dict[str, Any] | None = None,
+    *,
+    trust_remote_code: bool = False,
+    flag: str = FLAG,
+) -> ModelSource:
+    """A ModelSource for ``hf:TARGET`` with ``--model-arg`` config overrides."""
+    from dummyprof.anatomy import largest_low_precision_elements, model_bytes
+
+    target = spec.removeprefix(PREFIX)
+    if not target:
+        raise UsageError(flag, "hf: needs a config: hf:./config.json, hf:FOLDER or hf:ORG/NAME")
+    overrides = dict(overrides or {})
+    config = load_config(target, trust_remote_code=trust_remote_code)
+    apply_overrides(config, overrides)
+    meta_model = build_on_meta(config, trust_remote_code=trust_remote_code)
+    notes: list[str] = []
+    shown = ", ".join(f"{k}={v!r}" for k, v in overrides.items())
+    layers = getattr(config, LAYERS_FIELD, None)
+    options: dict[str, Any] = {
+        "model_type": config.model_type,
+        "class": type(meta_model).__name__,
+        "dtype": str(_config_dtype(config)).removeprefix("torch."),
+        "overrides": dict(overrides),
+        "trust_remote_code": trust_remote_code,
+    }
+    if isinstance(layers, int):
+        options[LAYERS_FIELD] = layers
+    return ModelSource(
+        source=spec,
+        description=f"{type(meta_model).__name__} from {target}" + (f" ({shown})" if shown else ""),
+        build=lambda device: _materialize_copy(meta_model, device, notes),
+        estimated_bytes=model_bytes(meta_model),
+        options=options,
+        notes=notes,
+        largest_scratch_bytes=3 * largest_low_precision_elements(meta_model),
+        fit_hint=lambda budget: "pass --model-arg num_hidden_layers=N (fewer layers) or raise --max-memory",
+        size_flag=flag,
+    )

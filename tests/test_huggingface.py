@@ -13,9 +13,9 @@ import torch
 from torch import nn
 
 from dummyprof.errors import UsageError
+from dummyprof.loaders.counting import count_on_meta
 from dummyprof.loaders.initializers import V029Initializer, V033Initializer
 from dummyprof.loaders.strategies import get_strategy, run_strategy
-from dummyprof.measure.counting import count_on_meta
 from dummyprof.measure.recorder import VisitRecorder, storage_key
 from dummyprof.models.huggingface import hf_source
 from dummyprof.scenarios.model_choice import resolve_source

@@ -74,13 +74,15 @@ def audit(
         Optional[str],  # noqa: UP045
         typer.Option(
             metavar="NAME",
-            help="Declare that the loaders fill like this initializer (v0.33, v0.29): their final bytes are then "
+            help="Declare that the loaders fill like this initializer (v0.33, v0.29, fast): their final bytes are then "
             "compared with the strategies using it.",
         ),
     ] = None,
     initializer: Annotated[
         Optional[str],  # noqa: UP045
-        typer.Option(help="Use this initializer (v0.33 or v0.29) for every strategy, so all their values compare."),
+        typer.Option(
+            help="Use this initializer (v0.33, v0.29 or fast) for every strategy, so all their values compare."
+        ),
     ] = None,
     ignore: Annotated[
         Optional[list[str]],  # noqa: UP045

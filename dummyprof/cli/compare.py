@@ -48,6 +48,9 @@ Any model, any loader (the synthetic-tree flags are then ignored):
   dummyprof compare --preset torch-transformer
   dummyprof compare --model ./my_model.py:build --model-arg layers=8
   dummyprof compare --preset dense-decoder -s per-layer --loader ./fill.py:fill
+
+Random values at memory speed (v0.33's rules and ranges, masked random words on every core):
+  dummyprof compare --preset dense-decoder --initializer fast
 """
 
 
@@ -74,7 +77,10 @@ def compare(
     ] = None,
     initializer: Annotated[
         Optional[str],  # noqa: UP045
-        typer.Option(help="Use this initializer for every strategy: v0.33 or v0.29. Default: each strategy's own."),
+        typer.Option(
+            help="Use this initializer for every strategy: v0.33, v0.29, or fast (v0.33's rules, random values "
+            "from masked random words on every core). Default: each strategy's own."
+        ),
     ] = None,
     repeat: Annotated[str, typer.Option(metavar="INT", help="Measured rounds per strategy.")] = "5",
     warmup: Annotated[str, typer.Option(metavar="INT", help="Warm-up rounds run first and discarded.")] = "1",

@@ -11,7 +11,7 @@ from dummyprof.cli.output import EXIT_NOT_WRITTEN, FORCE_HELP, JSON_HELP, QUIET_
 from dummyprof.errors import UsageError
 from dummyprof.units import parse_bytes, parse_count, parse_float, parse_int
 
-METHOD_NAMES = ("random-convert", "random-scratch", "random-chunked", "constant", "memset")
+METHOD_NAMES = ("random-convert", "random-scratch", "random-chunked", "random-fast", "constant", "memset")
 BACKING_NAMES = ("pinned", "pageable", "hugepages", "shm")
 
 HELP = """\
@@ -23,6 +23,7 @@ sharded by whole hash heads over tp x dp ranks. Fill methods, interleaved:
   random-convert  vLLM <= 0.29: to fp16, uniform ±1e-3, back to fp8 (two temporaries)
   random-scratch  vLLM 0.33: empty_like fp16 scratch, uniform ±1, copy_
   random-chunked  bounded fp16 scratch (--chunk-elements), same bytes as random-scratch on CPU
+  random-fast     masked random words on every core: fp8 within ±1, scale byte 120, fixed scratch
   constant        dummy_weight_value: weight 1.0, scale byte 127 (offloaded tables)
   memset          the floor: a plain memset of the same bytes
 

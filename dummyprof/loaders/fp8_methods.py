@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import torch
 
 from dummyprof.errors import UsageError
+from dummyprof.loaders import random_fast
 from dummyprof.loaders.initializers import (
     DEFAULT_SEED,
     FP8_RANGE,
@@ -25,6 +26,7 @@ from dummyprof.models.engram import FP8_WEIGHT_VALUE, SCALE_BYTE_ONE
 
 DEFAULT_CHUNK_ELEMENTS = 64 * 1024 * 1024  # vLLM PR #54958: 64 Mi elements, 128 MiB of fp16 scratch
 FLOOR = "memset"
+RANDOM_FAST = "random-fast"
 MEMSET_BYTE = 0
 
 
@@ -85,6 +87,19 @@ def fill_random_chunked(tables: Sequence[TablePair], chunk: int = DEFAULT_CHUNK_
     return _sum(outcomes)
 
 
+def fill_random_fast(tables: Sequence[TablePair], chunk: int = 0) -> FillOutcome:
+    """Masked random words on every core (``random_fast``): weights within ±1, scale bytes 120, as v0.33's rules.
+
+    The scratch is fixed (a few lane arrays per worker), whatever the table's size; ``chunk`` is not used.
+    """
+    outcomes = []
+    for t in tables:
+        outcomes.append(random_fast.fill(t.weight, DEFAULT_SEED))
+        t.scale.fill_(SCALE_BYTE)
+        outcomes.append(FillOutcome(t.scale.nbytes, 0))
+    return _sum(outcomes)
+
+
 def fill_constant(tables: Sequence[TablePair], chunk: int = 0) -> FillOutcome:
     """The ``dummy_weight_value`` contract of offloaded tables: weight 1.0, scale byte 127 (scale 1.0).
 
@@ -122,6 +137,8 @@ class FillMethod:
         """Peak temporary bytes for one table of ``weight_elements`` (tables are filled one at a time)."""
         if self.name == "random-chunked":
             return self.scratch_per_element * min(chunk, weight_elements)
+        if self.name == RANDOM_FAST:
+            return random_fast.scratch_bytes()
         return self.scratch_per_element * weight_elements
 
     def bytes_written(self, weight_bytes: int, scale_bytes: int) -> int:
@@ -156,6 +173,14 @@ METHODS: dict[str, FillMethod] = {
             True,
         ),
         FillMethod(
+            RANDOM_FAST,
+            "dummyprof",
+            "masked random words on every core: fp8 within ±1, scale bytes 120; scratch a few lanes per worker",
+            fill_random_fast,
+            0,
+            True,
+        ),
+        FillMethod(
             "constant",
             "vLLM 0.33 offload (#56682)",
             "dummy_weight_value: weight 1.0, scale byte 127",
@@ -185,6 +210,8 @@ class Values:
     weight_distinct: int
     scale_values: tuple[int, ...]  # distinct scale bytes seen (at most 8 listed)
     scale_distinct: int
+    weight_min: float = 0.0  # smallest and largest fp8 weight in the sample
+    weight_max: float = 0.0
 
 
 def sample_values(tables: Sequence[TablePair], limit: int = 1 << 20) -> Values:
@@ -196,10 +223,13 @@ def sample_values(tables: Sequence[TablePair], limit: int = 1 << 20) -> Values:
     scale = tables[0].scale.view(-1)
     scale_sample = scale[:: max(1, scale.numel() // limit)][:limit].cpu()
     scale_distinct = torch.unique(scale_sample)
+    as_float = sample.view(tables[0].weight.dtype).float()
     return Values(
         sampled=int(sample.numel()),
         weight_zero_share=zeros / max(1, sample.numel()),
         weight_distinct=int(torch.unique(sample).numel()),
         scale_values=tuple(int(v) for v in scale_distinct[:8].tolist()),
         scale_distinct=int(scale_distinct.numel()),
+        weight_min=float(as_float.min().item()) if as_float.numel() else 0.0,
+        weight_max=float(as_float.max().item()) if as_float.numel() else 0.0,
     )

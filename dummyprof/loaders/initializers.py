@@ -156,9 +156,47 @@ class PlannedInitializer(Protocol):
     def __call__(self, tensor: torch.Tensor, local_name: str) -> FillOutcome: ...
 
 
+@dataclass(frozen=True)
+class FastInitializer:
+    """vLLM 0.33's rules and ranges, with random values made at memory speed (``loaders/random_fast.py``).
+
+    Rules 1-5 are v0.33's, in its order (a declared ``dummy_weight_value`` still wins, scales still get
+    byte 120). Random bytes and floats come from masked random words on every core instead of a
+    serial ``uniform_``: same ranges, not the same bytes. Float dtypes without a bit rule (the fp8
+    ``fnuz`` variants) fall back to v0.33 itself. A non-contiguous tensor is filled through a
+    contiguous copy, reported as scratch.
+    """
+
+    seed: int = DEFAULT_SEED
+    workers: int | None = None  # None: torch.get_num_threads()
+    name: str = "fast"
+
+    def __call__(self, tensor: torch.Tensor, local_name: str) -> FillOutcome:
+        from dummyprof.loaders import random_fast
+
+        if tensor.device.type == "meta":
+            return NOT_WRITTEN
+        dtype = tensor.dtype
+        constant = (
+            getattr(tensor, "dummy_weight_value", None) is not None
+            or (_FP8_E8M0 is not None and dtype == _FP8_E8M0)
+            or (dtype == torch.uint8 and "scale" in local_name)
+        )
+        if constant or random_fast.rule_for(dtype) is None:
+            # v0.33 itself: a declared value or scale byte (rules 2-3), untouched integers (rule 5), fnuz floats
+            return V033Initializer(self.seed)(tensor, local_name)
+        if tensor.is_contiguous():
+            return random_fast.fill(tensor, self.seed, workers=self.workers)
+        staging = tensor.contiguous()
+        outcome = random_fast.fill(staging, self.seed, workers=self.workers)
+        tensor.copy_(staging)
+        return FillOutcome(tensor.nbytes, staging.nbytes + outcome.scratch_bytes)
+
+
 INITIALIZERS: dict[str, Initializer] = {
     "v0.33": V033Initializer(),
     "v0.29": V029Initializer(),
+    "fast": FastInitializer(),
 }
 
 

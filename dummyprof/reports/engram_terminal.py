@@ -128,7 +128,8 @@ def _values(m: MethodResult) -> str:
     if v is None:
         return "n/a"
     scale = "untouched" if m.name == "random-convert" else ",".join(str(x) for x in v.scale_values)
-    return f"{v.weight_zero_share:.1%} zeros, {v.weight_distinct} distinct; scale {scale}"
+    spread = "" if v.weight_min is None or v.weight_max is None else f", {v.weight_min:g}..{v.weight_max:g}"
+    return f"{v.weight_zero_share:.1%} zeros, {v.weight_distinct} distinct{spread}; scale {scale}"
 
 
 def method_table(result: EngramResult) -> Table:

@@ -98,6 +98,8 @@ class ValueStats:
     weight_distinct: int = 0
     scale_values: list[int] = field(default_factory=list)
     scale_distinct: int = 0
+    weight_min: float | None = None  # None in files written before these were recorded
+    weight_max: float | None = None
 
 
 @dataclass

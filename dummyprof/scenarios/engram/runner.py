@@ -134,7 +134,15 @@ def _median_step(steps: Sequence[Step]) -> Step:
 
 def _values(tables: Tables) -> ValueStats:
     v = sample_values(tables.pairs)
-    return ValueStats(v.sampled, v.weight_zero_share, v.weight_distinct, list(v.scale_values), v.scale_distinct)
+    return ValueStats(
+        v.sampled,
+        v.weight_zero_share,
+        v.weight_distinct,
+        list(v.scale_values),
+        v.scale_distinct,
+        v.weight_min,
+        v.weight_max,
+    )
 
 
 def calibrate(runner: Runner, methods: Sequence[FillMethod], rows: int) -> Calibration:

@@ -1,0 +1,256 @@
+"""Random dummy values at memory speed: random machine words on every core, masked into valid values per dtype.
+
+Why: torch's CPU ``uniform_`` is serial (one thread holding the generator's mutex) and vLLM's fp8
+path draws into a float16 temporary first, so every random fill runs at well under 1% of a memset.
+
+How (CPU): the tensor's bytes are cut into fixed chunks of ``CHUNK_BYTES`` (never derived from the
+thread count). Chunk ``c`` seeds ``LANES`` lanes with SplitMix64 of (seed, c, lane); each lane then
+runs ``STEPS`` steps of a 64-bit multiplicative congruential generator (``x *= MULTIPLIER``), and
+each step's word ``x ^ (x >> 32)`` is ANDed (and for floats ORed) with a per-dtype mask, straight
+into the tensor: the masks pin sign, exponent and mantissa bits so every value is finite and within
+the v0.33 range (the way oneDNN's ``fill_random`` makes fp8 values). Every byte is a pure function of
+(seed, byte offset), so any number of workers gives the same bytes. Workers are threads pulling chunk
+indices from a shared counter; numpy's ufuncs release the GIL, so they run on every core. Each
+worker's scratch is two lane arrays (``2 * LANES * 8`` bytes), plus one shared read-only array.
+
+Other devices: the same masks over 64-bit words drawn by torch's own generator on that device, one
+chunk at a time (a bounded scratch); the rules and ranges are those of the CPU path, the bytes are not.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from functools import cache
+
+import numpy as np
+import torch
+
+from dummyprof.loaders.initializers import DEFAULT_SEED, FillOutcome
+
+LANES = 16384  # words per lane array: 128 KiB, so a worker's two arrays stay in its L2 cache
+STEPS = 16  # generator steps per chunk: seeding (10 passes over the lanes) is paid once per 16 steps
+WORD_BYTES = 8
+CHUNK_BYTES = LANES * STEPS * WORD_BYTES  # 2 MiB of output per chunk, fixed: it defines the bytes
+TORCH_CHUNK_BYTES = CHUNK_BYTES  # scratch of the device fallback
+
+_MASK64 = (1 << 64) - 1
+GAMMA = 0x9E3779B97F4A7C15  # SplitMix64's increment
+_MIX1 = 0xBF58476D1CE4E5B9
+_MIX2 = 0x94D049BB133111EB
+MULTIPLIER = 0xF1357AEA2E62A9C5  # a spectrally good 64-bit MCG multiplier (Steele & Vigna, 2021)
+
+
+@dataclass(frozen=True)
+class BitRule:
+    """How a random word becomes valid values of one dtype: ``(word & and_mask) | or_mask``, per element."""
+
+    itemsize: int
+    and_mask: int  # per element, before repetition over the 64-bit word
+    or_mask: int
+    values: str  # the range the masks produce, in words
+
+    def word(self, mask: int) -> int:
+        """The per-element mask repeated over a little-endian 64-bit word."""
+        bits = self.itemsize * 8
+        return sum(mask << (bits * i) for i in range(WORD_BYTES // self.itemsize)) & _MASK64
+
+    @property
+    def and_word(self) -> int:
+        return self.word(self.and_mask)
+
+    @property
+    def or_word(self) -> int:
+        return self.word(self.or_mask)
+
+
+# Floats keep their sign and mantissa and only the low exponent bits, with the high ones pinned, so
+# |x| < 2**-11 (4.88e-4, inside v0.33's ±1e-3). fp8 clears the exponent bits that would reach 1.0,
+# so |x| <= 0.9375 (e4m3fn) or 0.875 (e5m2), inside v0.33's ±1; NaN and Inf patterns cannot occur.
+RULES: dict[torch.dtype, BitRule] = {
+    torch.uint8: BitRule(1, 0xFF, 0, "uniform bytes 0..255"),
+    torch.int8: BitRule(1, 0xFF, 0, "uniform bytes -128..127"),
+    torch.float8_e4m3fn: BitRule(1, 0xB7, 0, "±{0..7/8}·2^-6, ±(1+m/8)·2^{-5,-3,-1}: |x| <= 0.9375"),
+    torch.float8_e5m2: BitRule(1, 0xBB, 0, "±(1+m/4)·2^e, e in {-14,-12,...,-1} and subnormals: |x| <= 0.875"),
+    torch.float16: BitRule(2, 0x8FFF, 0, "exponent 0..3 (subnormals included): |x| < 2^-11"),
+    torch.bfloat16: BitRule(2, 0x81FF, 0x3800, "2^-15 <= |x| < 2^-11"),
+    torch.float32: BitRule(4, 0x81FFFFFF, 0x38000000, "2^-15 <= |x| < 2^-11"),
+    torch.float64: BitRule(8, 0x803FFFFFFFFFFFFF, 0x3F00000000000000, "2^-15 <= |x| < 2^-11"),
+}
+_FP4_X2 = getattr(torch, "float4_e2m1fn_x2", None)
+if _FP4_X2 is not None:  # packed fp4 has no NaN or Inf: any byte is two valid values
+    RULES[_FP4_X2] = BitRule(1, 0xFF, 0, "uniform bytes (two e2m1 values each)")
+
+
+def rule_for(dtype: torch.dtype) -> BitRule | None:
+    return RULES.get(dtype)
+
+
+def default_workers() -> int:
+    """One worker per thread torch would use (``torch.set_num_threads``), at least one."""
+    return max(1, torch.get_num_threads())
+
+
+def scratch_bytes(workers: int | None = None) -> int:
+    """Most temporaries of one CPU fill: two lane arrays per worker plus the shared lane-offset array."""
+    n = default_workers() if workers is None else workers
+    return (2 * n + 1) * LANES * WORD_BYTES
+
+
+def _mix64(z: int) -> int:
+    z = ((z ^ (z >> 30)) * _MIX1) & _MASK64
+    z = ((z ^ (z >> 27)) * _MIX2) & _MASK64
+    return z ^ (z >> 31)
+
+
+def seed_key(seed: int) -> int:
+    """The SplitMix64 state a seed starts from (mixed, so nearby seeds give unrelated streams)."""
+    return _mix64(seed & _MASK64)
+
+
+def reference_word(seed: int, index: int) -> int:
+    """Word ``index`` of the stream, unmasked, in plain Python: the specification the kernel is tested against."""
+    chunk, within = divmod(index, LANES * STEPS)
+    step, lane = divmod(within, LANES)
+    x = _mix64((seed_key(seed) + (chunk * LANES + lane + 1) * GAMMA) & _MASK64) | 1
+    x = (x * pow(MULTIPLIER, step + 1, 1 << 64)) & _MASK64
+    return x ^ (x >> 32)
+
+
+@cache
+def _lane_offsets() -> np.ndarray:
+    offsets = np.arange(LANES, dtype=np.uint64) * np.uint64(GAMMA)  # wraps mod 2**64, as intended
+    offsets.flags.writeable = False
+    return offsets
+
+
+@cache
+def _executor(workers: int) -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(max_workers=workers, thread_name_prefix="dummyprof-random-fast")
+
+
+def lanes_for(nbytes: int) -> int:
+    """Lanes a tensor of ``nbytes`` uses: all of them, or fewer for a tensor smaller than one step."""
+    return max(1, min(LANES, -(-nbytes // WORD_BYTES)))
+
+
+def _chunk_writer(dst: np.ndarray, rule: BitRule, key: int) -> Callable[[int, np.ndarray, np.ndarray], None]:
+    """Returns ``write(chunk, x, t)`` that fills one chunk of ``dst`` (uint8) using lane arrays ``x`` and ``t``."""
+    total = dst.size
+    whole = total - total % WORD_BYTES
+    dst64 = dst[:whole].view(np.uint64)
+    and_word = np.uint64(rule.and_word)
+    or_word = np.uint64(rule.or_word)
+    masked = rule.and_word != _MASK64
+    offsets = _lane_offsets()[: lanes_for(total)]  # a tensor under one step has a single, partial step
+    u = np.uint64
+
+    def finish(t: np.ndarray, out: np.ndarray) -> None:
+        """``t`` holds folded words; write them masked into ``out`` (the last op writes ``out``)."""
+        if rule.or_word:
+            np.bitwise_and(t, and_word, out=t)
+            np.bitwise_or(t, or_word, out=out)
+        elif masked:
+            np.bitwise_and(t, and_word, out=out)
+        elif out is not t:
+            np.copyto(out, t)
+
+    def write(chunk: int, x: np.ndarray, t: np.ndarray) -> None:
+        # Seed the lanes: SplitMix64 outputs number chunk * LANES + 1 .. + LANES of the seed's stream.
+        np.add(offsets, u((key + (chunk * LANES + 1) * GAMMA) & _MASK64), out=x)
+        np.right_shift(x, u(30), out=t)
+        np.bitwise_xor(x, t, out=x)
+        np.multiply(x, u(_MIX1), out=x)
+        np.right_shift(x, u(27), out=t)
+        np.bitwise_xor(x, t, out=x)
+        np.multiply(x, u(_MIX2), out=x)
+        np.right_shift(x, u(31), out=t)
+        np.bitwise_xor(x, t, out=x)
+        np.bitwise_or(x, u(1), out=x)  # odd: full period of the multiplicative generator
+        start = chunk * CHUNK_BYTES
+        for step in range(STEPS):
+            b0 = start + step * LANES * WORD_BYTES
+            if b0 >= total:
+                return
+            b1 = min(total, b0 + LANES * WORD_BYTES)
+            np.multiply(x, u(MULTIPLIER), out=x)
+            np.right_shift(x, u(32), out=t)
+            if b1 <= whole and b1 - b0 == LANES * WORD_BYTES:
+                out = dst64[b0 // WORD_BYTES : b1 // WORD_BYTES]
+                if masked or rule.or_word:
+                    np.bitwise_xor(x, t, out=t)
+                    finish(t, out)
+                else:
+                    np.bitwise_xor(x, t, out=out)
+            else:  # the tensor's last, partial step: mask in scratch, copy the bytes that exist
+                np.bitwise_xor(x, t, out=t)
+                finish(t, t)
+                dst[b0:b1] = t.view(np.uint8)[: b1 - b0]
+
+    return write
+
+
+def _fill_cpu(flat: torch.Tensor, rule: BitRule, seed: int, workers: int) -> int:
+    dst = flat.view(torch.uint8).numpy()
+    chunks = -(-dst.size // CHUNK_BYTES)
+    workers = max(1, min(workers, chunks))
+    write = _chunk_writer(dst, rule, seed_key(seed))
+    counter = itertools.count()
+
+    lanes = lanes_for(dst.size)
+
+    def work() -> None:
+        x = np.empty(lanes, dtype=np.uint64)
+        t = np.empty(lanes, dtype=np.uint64)
+        while (chunk := next(counter)) < chunks:  # next() on a count is atomic under the GIL
+            write(chunk, x, t)
+
+    if workers == 1:
+        work()
+    else:
+        futures = [_executor(workers).submit(work) for _ in range(workers)]
+        for f in futures:
+            f.result()
+    return (2 * workers * lanes + LANES) * WORD_BYTES
+
+
+def _signed(word: int) -> int:
+    return word - (1 << 64) if word >= 1 << 63 else word
+
+
+def fill_torch(flat: torch.Tensor, rule: BitRule, seed: int, chunk_bytes: int = TORCH_CHUNK_BYTES) -> int:
+    """Device fallback: words from torch's generator on the tensor's device, masked the same way, chunk by chunk."""
+    dst = flat.view(torch.uint8)
+    gen = torch.Generator(device=flat.device).manual_seed(seed)
+    words = torch.empty(max(1, min(chunk_bytes, dst.numel()) // WORD_BYTES + 1), dtype=torch.int64, device=flat.device)
+    and_word, or_word = _signed(rule.and_word), _signed(rule.or_word)
+    for b0 in range(0, dst.numel(), chunk_bytes):
+        b1 = min(dst.numel(), b0 + chunk_bytes)
+        need = -(-(b1 - b0) // WORD_BYTES)
+        part = words[:need]
+        part.random_(-(1 << 63), None, generator=gen)  # the full 64-bit range
+        part.bitwise_and_(and_word).bitwise_or_(or_word)
+        dst[b0:b1].copy_(part.view(torch.uint8)[: b1 - b0])
+    return words.nbytes
+
+
+def fill(tensor: torch.Tensor, seed: int = DEFAULT_SEED, *, workers: int | None = None) -> FillOutcome:
+    """Fill ``tensor`` in place with masked random words; returns bytes written and scratch used.
+
+    Raises ``ValueError`` for a dtype without a rule (see ``RULES``) or a non-contiguous tensor.
+    """
+    rule = rule_for(tensor.dtype)
+    if rule is None:
+        raise ValueError(f"random-fast has no bit rule for {tensor.dtype}; supported: {', '.join(map(str, RULES))}")
+    if not tensor.is_contiguous():
+        raise ValueError("random-fast fills contiguous tensors only (call .contiguous() and copy back)")
+    if tensor.numel() == 0:
+        return FillOutcome(0, 0)
+    flat = tensor.detach().reshape(-1)
+    if flat.device.type == "cpu":
+        scratch = _fill_cpu(flat, rule, seed, default_workers() if workers is None else workers)
+    else:
+        scratch = fill_torch(flat, rule, seed)
+    return FillOutcome(tensor.nbytes, scratch)

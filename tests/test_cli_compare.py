@@ -88,7 +88,7 @@ def test_existing_json_is_not_overwritten_without_force(cli: Cli, tmp_path: Path
         (("--device", "cuda"), "--device: 'cuda' asked for CUDA but this torch"),
         (("--strategy", "fast"), "--strategy: unknown strategy 'fast'; choose from: legacy, per-layer, unique"),
         (("--strategy", "legacy", "--strategy", "legacy"), "--strategy: 'legacy' is listed twice"),
-        (("--initializer", "v9"), "--initializer: unknown initializer 'v9'; choose one of: v0.29, v0.33"),
+        (("--initializer", "v9"), "--initializer: unknown initializer 'v9'; choose one of: fast, v0.29, v0.33"),
         (
             ("--hidden", "65536", "--depth", "100"),
             "--hidden: synthetic tree: depth 100, width 1, hidden 65536, float32 (host memory) needs 2.40 TiB",

@@ -62,12 +62,13 @@ def test_dry_run_plans_without_measuring(cli: Cli, tmp_path: Path) -> None:
     assert data["layout"]["table_bytes_per_rank"] == rows * 264
     assert data["dry_run"] is True and data["phases"] == []
     methods = {m["name"]: m for m in data["methods"]}
-    assert set(methods) == {"random-convert", "random-scratch", "random-chunked", "constant", "memset"}
+    assert set(methods) == {"random-convert", "random-scratch", "random-chunked", "random-fast", "constant", "memset"}
     assert all(m["mode"] == "planned" and m["timing"]["samples_s"] == [] for m in methods.values())
     tables = data["layout"]["reserved_bytes_per_rank"]
     assert methods["random-convert"]["needed_bytes"] == tables + 3 * rows * 256
     assert methods["random-scratch"]["peak_scratch_bytes"] == 2 * rows * 256
     assert methods["random-chunked"]["peak_scratch_bytes"] == 2 * 64 * 1024 * 1024
+    assert methods["random-fast"]["peak_scratch_bytes"] < 16 * 1024 * 1024  # a few lanes per worker, any size
     assert "plan (dry run)" in result.stdout
     assert "pinned memory needs CUDA" in result.stdout
 

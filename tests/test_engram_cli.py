@@ -120,8 +120,11 @@ def test_too_big_for_the_budget_is_projected_never_allocated(cli: Cli, tmp_path:
         assert m.mode == "projected" and not m.fits_in_memory, m.name
         assert m.reason == "does not fit in memory"
         assert len(m.samples) >= 3
-        assert m.time_fit is not None and m.time_fit.points == len(m.samples)
+        assert m.time_fit is not None and m.projection is not None and m.projection.line is not None
+        assert m.projection.line.points == len(m.samples)
+        assert m.projection.low_s <= m.seconds.value == m.projection.seconds <= m.projection.high_s
         assert m.seconds.projected and m.gb_per_s.projected and m.peak_rss_bytes.projected
+        assert (m.percent_of_floor.value or 0) <= 100 + 1e-9  # never projected faster than the floor
         assert m.timing.samples_s == []
         assert all(p.needed_bytes <= budget for p in m.samples)
         assert len({p.part_rows for p in m.samples}) == len(m.samples)

@@ -5,14 +5,18 @@ from __future__ import annotations
 import pytest
 
 from dummyprof.measure.projection import (
+    MIN_R_SQUARED,
+    Sample,
     SamplingError,
+    fastest_rate,
     fit_line,
     fit_proportional,
-    fit_time,
+    prediction_interval,
     project,
+    project_time,
     sample_sizes,
 )
-from dummyprof.results.engram import LinearFit
+from dummyprof.results.engram import FALLBACK_FLAT, FALLBACK_POOR_FIT, LinearFit
 
 
 def test_fit_line_recovers_an_exact_line() -> None:
@@ -40,11 +44,91 @@ def test_fit_proportional_goes_through_the_origin() -> None:
     assert fit.r_squared == pytest.approx(1.0)
 
 
-def test_fit_time_falls_back_to_the_origin_when_the_line_is_flat_or_falling() -> None:
-    assert fit_time([1.0, 2.0, 3.0], [1.0, 2.0, 3.5]).model == "a + b x"
-    fallback = fit_time([1.0, 2.0, 3.0, 4.0], [2.0, 1.0, 1.5, 0.9])
-    assert fallback.model == "b x" and fallback.intercept == 0.0 and fallback.slope > 0
-    assert project(fallback, 1000.0) > 0
+def test_a_flat_or_falling_line_falls_back_to_the_largest_samples_rate() -> None:
+    samples = [Sample(1.0, [2.0]), Sample(2.0, [1.0]), Sample(3.0, [1.5]), Sample(4.0, [0.9, 0.8, 1.2])]
+    fit, projection = project_time(samples, 1000.0)
+    assert projection.fallback == FALLBACK_FLAT and projection.line is not None and projection.line.slope < 0
+    assert fit.model == "b x" and fit.intercept == 0.0 and fit.slope == pytest.approx(0.9 / 4.0)  # median of 3
+    assert projection.seconds == pytest.approx(1000.0 * 0.9 / 4.0)
+    assert projection.rate_bytes == 4
+    # the interval spans the fastest and slowest per-byte reading of every sample
+    assert projection.interval == "readings"
+    assert projection.low_s == pytest.approx(1000.0 * 0.8 / 4.0)
+    assert projection.high_s == pytest.approx(1000.0 * 2.0 / 1.0)
+
+
+def test_a_good_line_is_used_with_a_prediction_interval() -> None:
+    xs = [1e8, 2e8, 3e8, 4e8]
+    noise = [0.01, -0.01, -0.01, 0.01]
+    samples = [Sample(x, [0.05 + x / 1e9 + e]) for x, e in zip(xs, noise, strict=True)]
+    fit, projection = project_time(samples, 1e11)
+    assert projection.fallback == "" and fit.model == "a + b x" and fit.r_squared > MIN_R_SQUARED
+    assert projection.interval == "residuals"
+    assert projection.seconds == pytest.approx(project(fit, 1e11))
+    assert projection.low_s < projection.seconds < projection.high_s
+    assert projection.extrapolation == pytest.approx(250.0)
+    # farther out, the interval widens
+    near = prediction_interval(fit, 5e8)
+    far = prediction_interval(fit, 1e11)
+    assert near[1] - near[0] < far[1] - far[0]
+
+
+def test_an_exact_line_has_an_interval_of_zero_width() -> None:
+    fit = fit_line([1.0, 2.0, 3.0, 4.0], [5.0, 8.0, 11.0, 14.0])
+    assert prediction_interval(fit, 1000.0) == pytest.approx((3002.0, 3002.0))
+
+
+def test_the_issue_12_case_stays_physical() -> None:
+    """2e9 rows, four samples of 7-23 ms (R² about 0.01): the line once put `constant` at 343% of memset."""
+    mib = 1024 * 1024
+    sizes = [31.6 * mib, 63.3 * mib, 94.9 * mib, 126.5 * mib]
+    constant = [Sample(x, [t]) for x, t in zip(sizes, [0.0071, 0.0228, 0.0098, 0.0214], strict=True)]
+    memset = [Sample(x, [t, t * 1.1, t * 0.95]) for x, t in zip(sizes, [0.0101, 0.0195, 0.0286, 0.0371], strict=True)]
+    full = 2e9 * 264
+    _, floor = project_time(memset, full, ceiling_bytes_per_s=fastest_rate(memset), ceiling_name="memset")
+    floor_rate = full / floor.seconds
+    assert floor_rate <= (fastest_rate(memset) or 0) * (1 + 1e-12)
+    _, projection = project_time(constant, full, ceiling_bytes_per_s=floor_rate, ceiling_name="memset")
+    assert projection.line is not None and projection.line.r_squared < MIN_R_SQUARED
+    assert projection.fallback == FALLBACK_POOR_FIT
+    assert full / projection.seconds <= floor_rate * (1 + 1e-12)  # never faster than the floor
+    assert full / projection.low_s <= floor_rate * (1 + 1e-12)  # nor is the interval's fast end
+    assert projection.low_s <= projection.seconds <= projection.high_s
+
+
+def test_the_bound_raises_a_projection_faster_than_the_ceiling() -> None:
+    samples = [Sample(x, [x / 20e9]) for x in (1e8, 2e8, 3e8, 4e8)]  # an exact 20 GB/s line
+    _, free = project_time(samples, 1e11)
+    assert not free.bounded and free.seconds == pytest.approx(5.0)
+    _, bounded = project_time(samples, 1e11, ceiling_bytes_per_s=10e9, ceiling_name="memset")
+    assert bounded.bounded and bounded.seconds == pytest.approx(10.0)  # 1e11 bytes at the 10 GB/s floor
+    assert bounded.low_s == pytest.approx(10.0) and bounded.high_s >= bounded.seconds
+    assert (bounded.ceiling_bytes_per_s, bounded.ceiling_name) == (10e9, "memset")
+    # raised to the bound, the point keeps the bound's own slow end (the floor's interval) as its slow end
+    _, inherited = project_time(
+        samples, 1e11, ceiling_bytes_per_s=10e9, ceiling_slow_bytes_per_s=5e9, ceiling_name="memset"
+    )
+    assert (inherited.seconds, inherited.low_s, inherited.high_s) == pytest.approx((10.0, 10.0, 20.0))
+    _, slower = project_time(samples, 1e11, ceiling_bytes_per_s=40e9, ceiling_name="memset")
+    assert not slower.bounded and slower.seconds == pytest.approx(5.0)  # a ceiling above the fit changes nothing
+
+
+def test_a_size_independent_step_falls_back_to_its_median_reading() -> None:
+    """Allocating pageable memory maps address space: a flat line means a fixed cost, not a free rate."""
+    samples = [Sample(1e6, [2e-4]), Sample(2e6, [1e-4]), Sample(3e6, [3e-4]), Sample(4e6, [1.5e-4])]
+    fit, projection = project_time(samples, 1e12, size_independent=True)
+    assert fit.model == "a" and fit.slope == 0.0
+    assert projection.seconds == pytest.approx(1.75e-4)  # median of the four readings
+    assert (projection.low_s, projection.high_s) == pytest.approx((1e-4, 3e-4))
+    assert projection.fallback and projection.rate_bytes == 0
+    # a rising, clean line is still a line
+    rising = [Sample(x, [x * 1e-9]) for x in (1e6, 2e6, 3e6, 4e6)]
+    assert project_time(rising, 1e9, size_independent=True)[1].fallback == ""
+
+
+def test_fastest_rate_is_the_best_reading() -> None:
+    assert fastest_rate([Sample(100.0, [2.0, 1.0]), Sample(400.0, [2.0])]) == pytest.approx(200.0)
+    assert fastest_rate([]) is None
 
 
 @pytest.mark.parametrize(("xs", "ys"), [([1.0], [1.0]), ([2.0, 2.0], [1.0, 3.0]), ([1.0, 2.0], [1.0])])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import random
 from collections.abc import Callable
 
 import pytest
@@ -106,15 +107,54 @@ def test_projected_figures_are_labelled_and_summarised() -> None:
     for m in engram.methods:
         assert m.mode == "projected"
         assert [p.seconds for p in m.samples] == [1.0] * len(m.samples)  # the median of fake 1 s readings
-        # equal fake times give a flat line, which would project a free fill: the rate through 0 is used
+        # equal fake times give a flat line, which would project a free fill: the largest sample's rate is used
         assert m.time_fit is not None and m.time_fit.model == "b x"
-        xs = [p.bytes_written for p in m.samples]
-        rate = sum(xs) / sum(x * x for x in xs)
-        assert m.seconds.value == pytest.approx(rate * m.bytes_written) and m.seconds.projected
+        assert m.projection is not None and m.projection.fallback == "flat"
+        largest = m.samples[-1]
+        assert m.seconds.value == pytest.approx(m.bytes_written / largest.bytes_written) and m.seconds.projected
         assert m.startup_seconds.projected
         assert m.peak_rss_bytes.projected and (m.peak_rss_bytes.value or 0) >= m.needed_bytes
     assert results.summary.count("does not fit here") == len(METHODS) - 1  # the floor is not listed
     assert summary_line(engram) == results.summary
+
+
+def noisy_clock(low: float, high: float, seed: int = 12) -> Callable[[], float]:
+    """Every reading moves the clock on by a random step in [low, high): tiny, noisy timings."""
+    rng = random.Random(seed)
+    now = [0.0]
+
+    def read() -> float:
+        now[0] += rng.uniform(low, high)
+        return now[0]
+
+    return read
+
+
+def test_tiny_noisy_samples_project_nothing_faster_than_this_runs_floor() -> None:
+    """Issue #12: four samples of 7-23 ms once projected `constant` at 343% of memset. Every bound must hold."""
+    options = EngramOptions(rows=2_000_000_000, dim=64, offload=True, max_memory=8 * 2**20, time_budget_s=10**6)
+    engram = run(options, clock=noisy_clock(0.007, 0.023)).engram
+    assert engram is not None
+    floor = engram.method("memset")
+    assert floor.projection is not None
+    floor_rate = floor.bytes_written / (floor.seconds.value or 0)
+    best_floor = max(p.bytes_written / r for p in floor.samples for r in p.readings_s)
+    assert floor_rate <= best_floor * (1 + 1e-9)
+    for m in engram.methods:
+        assert m.mode == "projected" and m.projection is not None and m.seconds.value is not None, m.name
+        assert m.bytes_written / m.seconds.value <= floor_rate * (1 + 1e-9), m.name
+        assert (m.percent_of_floor.value or 0) <= 100 + 1e-6, m.name
+        assert m.projection.low_s <= m.seconds.value <= m.projection.high_s
+        # the interval's fast end too: the floor's own is its fastest reading, every other fill's the floor
+        ceiling = best_floor if m.name == "memset" else floor_rate
+        assert m.bytes_written / m.projection.low_s <= ceiling * (1 + 1e-9), m.name
+        assert m.startup_interval is not None
+        assert m.startup_interval.low <= (m.startup_seconds.value or 0) <= m.startup_interval.high
+        assert m.startup_dominant in ("allocate", "first touch", "fill")
+    touch = engram.phase("first touch")
+    assert touch.projection is not None and touch.seconds.value
+    best_touch = max(p.bytes_written / r for p in touch.samples for r in p.readings_s)
+    assert touch.bytes / touch.seconds.value <= min(best_touch, floor_rate) * (1 + 1e-9)
 
 
 def test_pinned_reserved_bytes_reads_host_memory_stats(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -4,15 +4,27 @@ Pure arithmetic (no torch, no clock), so it is tested on made-up measurements.
 A fill streams over its bytes, so time and memory are modelled as
 ``a + b * bytes``; the fit's R² and how far it is stretched are reported with
 every projection.
+
+A projection must stay physical: tiny, noisy samples once fitted a line that put a
+memset-like fill at 343% of the memset floor. :func:`project_time` therefore refuses a
+poor line (falling back to the largest sample's own rate through the origin), gives an
+interval rather than a point alone, and never projects a rate faster than the fastest
+rate measured in the same run for what bounds it.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 
-from dummyprof.results.engram import LinearFit
+from dummyprof.results.engram import FALLBACK_FLAT, FALLBACK_POOR_FIT, LinearFit, TimeProjection
 
 SAMPLE_POINTS = 4  # sizes s, 2s, 3s, 4s: evenly spread points pin a line better than a geometric run
+# Below this R² the samples are mostly noise around the line (the 2e9-row run of issue #12 fitted 0.013);
+# the largest sample's own rate is then the better estimate: it has the least fixed cost per byte.
+MIN_R_SQUARED = 0.9
+LEVEL = 0.95  # of the prediction interval
 
 
 class SamplingError(ValueError):
@@ -37,7 +49,17 @@ def fit_line(xs: Sequence[float], ys: Sequence[float]) -> LinearFit:
     ss_tot = sum((y - mean_y) ** 2 for y in ys)
     ss_res = sum((y - (intercept + slope * x)) ** 2 for x, y in zip(xs, ys, strict=True))
     r_squared = 1.0 if ss_tot == 0 else max(0.0, 1.0 - ss_res / ss_tot)
-    return LinearFit(intercept=intercept, slope=slope, r_squared=r_squared, points=n, x_max=max(xs))
+    residual = math.sqrt(ss_res / (n - 2)) if n > 2 else 0.0
+    return LinearFit(
+        intercept=intercept,
+        slope=slope,
+        r_squared=r_squared,
+        points=n,
+        x_max=max(xs),
+        residual_s=residual,
+        mean_x=mean_x,
+        sxx=sxx,
+    )
 
 
 def fit_proportional(xs: Sequence[float], ys: Sequence[float]) -> LinearFit:
@@ -55,22 +77,132 @@ def fit_proportional(xs: Sequence[float], ys: Sequence[float]) -> LinearFit:
     ss_tot = sum((y - mean_y) ** 2 for y in ys)
     ss_res = sum((y - slope * x) ** 2 for x, y in zip(xs, ys, strict=True))
     r_squared = 1.0 if ss_tot == 0 else max(0.0, 1.0 - ss_res / ss_tot)
-    return LinearFit(intercept=0.0, slope=slope, r_squared=r_squared, points=len(xs), x_max=max(xs), model="b x")
-
-
-def fit_time(xs: Sequence[float], ys: Sequence[float]) -> LinearFit:
-    """Seconds against bytes: a line, or through the origin when noise leaves the line no positive slope.
-
-    Writing more bytes never takes less time; a flat or falling line (tiny, noisy samples) would project a
-    full-size fill as free, so the proportional fit (the samples' own rate) is used instead.
-    """
-    fit = fit_line(xs, ys)
-    return fit if fit.slope > 0 else fit_proportional(xs, ys)
+    n = len(xs)
+    residual = math.sqrt(ss_res / (n - 1)) if n > 1 else 0.0
+    return LinearFit(
+        intercept=0.0,
+        slope=slope,
+        r_squared=r_squared,
+        points=n,
+        x_max=max(xs),
+        model="b x",
+        residual_s=residual,
+        sxx=sxx,
+    )
 
 
 def project(fit: LinearFit, x: float) -> float:
     """The fit at ``x``, never below zero (a negative intercept must not produce negative seconds)."""
     return max(0.0, fit.predict(x))
+
+
+def prediction_interval(fit: LinearFit, x: float, level: float = LEVEL) -> tuple[float, float]:
+    """Student-t prediction interval of one new reading at ``x``, from the fit's residuals (never below 0)."""
+    from scipy.stats import t as student_t
+
+    if fit.model == "b x":
+        dof = fit.points - 1
+        spread = 1.0 + (x * x / fit.sxx if fit.sxx > 0 else 0.0)
+    else:
+        dof = fit.points - 2
+        spread = 1.0 + 1.0 / fit.points + ((x - fit.mean_x) ** 2 / fit.sxx if fit.sxx > 0 else 0.0)
+    point = fit.predict(x)
+    if dof < 1:
+        return max(0.0, point), max(0.0, point)
+    half = float(student_t.ppf(0.5 + level / 2, dof)) * fit.residual_s * math.sqrt(spread)
+    return max(0.0, point - half), max(0.0, point + half)
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One sample size: the bytes it wrote and every timed reading at that size."""
+
+    bytes: float
+    readings_s: Sequence[float]
+
+    @property
+    def median_s(self) -> float:
+        ordered = sorted(self.readings_s)
+        mid = len(ordered) // 2
+        return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+
+
+def project_time(
+    samples: Sequence[Sample],
+    full_bytes: float,
+    *,
+    ceiling_bytes_per_s: float | None = None,
+    ceiling_slow_bytes_per_s: float | None = None,
+    ceiling_name: str = "",
+    min_r_squared: float = MIN_R_SQUARED,
+    size_independent: bool = False,
+) -> tuple[LinearFit, TimeProjection]:
+    """Full-size seconds from samples: the model used, and the projection with its interval and bound.
+
+    The least-squares line of median seconds against bytes is used when its slope is positive and its R²
+    reaches ``min_r_squared``. Otherwise the rate through the origin of the largest sample is used (it
+    carries the least fixed cost per byte), with an interval spanning the fastest and slowest per-byte
+    rate of every reading. Nothing is projected faster than ``ceiling_bytes_per_s``; a point raised to that
+    bound keeps, as its slow end, the bound's own slow end (``ceiling_slow_bytes_per_s``, e.g. the floor's).
+
+    ``size_independent``: for a step whose cost does not grow with bytes when the line says so (allocating
+    pageable memory maps address space only), fall back to the median reading instead of a rate, with the
+    fastest and slowest reading as the interval.
+    """
+    if not samples:
+        raise ValueError("a projection needs samples")
+    xs = [s.bytes for s in samples]
+    ys = [s.median_s for s in samples]
+    line = fit_line(xs, ys)
+    largest = max(samples, key=lambda s: s.bytes)
+    fallback = FALLBACK_FLAT if line.slope <= 0 else FALLBACK_POOR_FIT if line.r_squared < min_r_squared else ""
+    if fallback and size_independent:
+        readings = sorted(r for s in samples for r in s.readings_s)
+        point = Sample(0.0, readings).median_s
+        fit = LinearFit(intercept=point, r_squared=line.r_squared, points=len(readings), x_max=largest.bytes, model="a")
+        low, high = readings[0], readings[-1]
+        interval = "readings"
+    elif fallback:
+        rate = largest.median_s / largest.bytes
+        fit = LinearFit(slope=rate, r_squared=line.r_squared, points=1, x_max=largest.bytes, model="b x")
+        per_byte = [r / s.bytes for s in samples for r in s.readings_s]
+        point = rate * full_bytes
+        low, high = min(per_byte) * full_bytes, max(per_byte) * full_bytes
+        interval = "readings"
+    else:
+        fit = line
+        point = project(line, full_bytes)
+        low, high = prediction_interval(line, full_bytes)
+        interval = "residuals"
+    bounded = False
+    if ceiling_bytes_per_s is not None and ceiling_bytes_per_s > 0:
+        fastest = full_bytes / ceiling_bytes_per_s
+        if point < fastest:
+            point, bounded = fastest, True
+            if ceiling_slow_bytes_per_s:
+                high = max(high, full_bytes / ceiling_slow_bytes_per_s)
+        low = max(low, fastest)
+    low, high = min(low, point), max(high, point)
+    return fit, TimeProjection(
+        seconds=point,
+        low_s=low,
+        high_s=high,
+        interval=interval,
+        line=line,
+        fallback=fallback,
+        min_r_squared=min_r_squared,
+        rate_bytes=int(largest.bytes) if fallback and not size_independent else 0,
+        ceiling_bytes_per_s=ceiling_bytes_per_s,
+        ceiling_name=ceiling_name if ceiling_bytes_per_s else "",
+        bounded=bounded,
+        extrapolation=full_bytes / largest.bytes,
+    )
+
+
+def fastest_rate(samples: Sequence[Sample]) -> float | None:
+    """Bytes per second of the fastest reading of any sample: what this run measured the operation doing."""
+    rates = [s.bytes / r for s in samples for r in s.readings_s if r > 0]
+    return max(rates) if rates else None
 
 
 def sample_sizes(

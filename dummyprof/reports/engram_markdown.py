@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dummyprof.reports.engram_words import dominant_text, generator_bound_line, interval_text, startup_interval_text
 from dummyprof.reports.format import figure_bytes, format_bytes, format_seconds
 from dummyprof.reports.markdown_table import md_table
 from dummyprof.results.common import Figure
@@ -27,15 +28,21 @@ def engram_markdown(results: Results) -> list[str]:
     ]
     rows = []
     for m in result.methods:
+        fill = _cell(m.seconds, format_seconds(m.seconds.value))
+        if m.projection is not None:
+            fill += f" [{interval_text(m.projection.low_s, m.projection.high_s)}]"
+        start = _cell(m.startup_seconds, format_seconds(m.startup_seconds.value))
+        extra = ", ".join(t for t in (startup_interval_text(m.startup_interval), dominant_text(m)) if t)
+        if extra:
+            start += f" [{extra}]"
         rows.append(
             [
                 m.name,
                 m.mode,
-                _cell(m.seconds, format_seconds(m.seconds.value)),
+                fill,
                 _cell(m.gb_per_s, f"{m.gb_per_s.value or 0:.2f} GB/s"),
                 _cell(m.percent_of_floor, f"{m.percent_of_floor.value or 0:.0f}%"),
-                _cell(m.startup_seconds, format_seconds(m.startup_seconds.value))
-                + (" **over deadline**" if m.over_deadline else ""),
+                start + (" **over deadline**" if m.over_deadline else ""),
                 format_bytes(m.needed_bytes),
                 "yes" if m.fits_in_memory else "no",
                 figure_bytes(m.peak_rss_bytes),
@@ -46,4 +53,7 @@ def engram_markdown(results: Results) -> list[str]:
         rows,
         align_right=(2, 3, 4, 5, 6, 8),
     )
+    bound = generator_bound_line(result.methods, result.floor_method)
+    if bound is not None:
+        lines += ["", f"Roofline: {bound}."]
     return lines

@@ -5,9 +5,16 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
+from dummyprof.reports.engram_words import (
+    dominant_text,
+    generator_bound_line,
+    interval_text,
+    projection_how,
+    startup_interval_text,
+)
 from dummyprof.reports.format import figure_bytes, format_bytes, format_seconds, timing_cell
 from dummyprof.results.common import Figure
-from dummyprof.results.engram import PLANNED, PROJECTED, EngramResult, LinearFit, MethodResult
+from dummyprof.results.engram import PLANNED, PROJECTED, EngramResult, LinearFit, MethodResult, TimeProjection
 from dummyprof.results.session import Results
 
 MAX_RANK_ROWS = 16
@@ -35,6 +42,13 @@ def _percent(figure: Figure) -> str:
     if figure.value is None:
         return "n/a"
     return _number(figure, ".1f" if figure.value < 10 else ".0f", "%")
+
+
+def _with_interval(figure: Figure, projection: TimeProjection | None) -> str:
+    text = _seconds(figure)
+    if projection is not None and figure.value is not None:
+        text += f"\n{interval_text(projection.low_s, projection.high_s)}"
+    return text
 
 
 def _fit(fit: LinearFit | None) -> str:
@@ -119,7 +133,10 @@ def phase_table(result: EngramResult) -> Table | None:
             if p.seconds.value and p.name != "allocate"  # allocation maps address space; a rate means nothing
             else ""
         )
-        table.add_row(p.name, format_bytes(p.bytes), _seconds(p.seconds), rate, _fit(p.time_fit))
+        how = projection_how(p.projection) if p.projection is not None else _fit(p.time_fit)
+        table.add_row(p.name, format_bytes(p.bytes), _with_interval(p.seconds, p.projection), rate, how)
+    if any(p.projection is not None for p in result.phases):
+        table.caption = "projected time: point, then its interval (see the note on intervals)"
     return table
 
 
@@ -146,23 +163,29 @@ def method_table(result: EngramResult) -> Table:
         if m.mode == PLANNED:
             how = "measure" if m.fits_in_memory else "project"
         elif m.mode == PROJECTED:
-            how = f"projected ({_fit(m.time_fit)})"
+            how = projection_how(m.projection) if m.projection is not None else f"projected ({_fit(m.time_fit)})"
         else:
             how = f"measured, {timing_cell(m.timing)}" if len(m.timing.samples_s) > 1 else "measured"
         start = _seconds(m.startup_seconds)
         if m.over_deadline:
             start = f"[red]{start} > deadline[/]"
+        extra = [t for t in (startup_interval_text(m.startup_interval), dominant_text(m)) if t]
+        if extra:
+            start += "\n" + "\n".join(extra)
         table.add_row(
             m.name,
             m.origin,
             how,
-            _seconds(m.seconds),
+            _with_interval(m.seconds, m.projection),
             _number(m.gb_per_s, ".2f", " GB/s"),
             _percent(m.percent_of_floor),
             start,
             _values(m),
         )
-    table.caption = "start-up = allocation + first touch + fill; rate counts the bytes each method writes"
+    table.caption = (
+        "start-up = allocation + first touch + fill (its interval, then its largest term); "
+        "rate counts the bytes each method writes; % of memset: of the floor measured in this run"
+    )
     return table
 
 
@@ -191,14 +214,21 @@ def memory_table(result: EngramResult) -> Table:
 
 def samples_table(result: EngramResult) -> Table | None:
     projected = [m for m in result.methods if m.samples]
+    phases = [p for p in result.phases if p.samples]
     if not projected:
         return None
     table = Table(title="Samples behind the projections (measured)", title_justify="left")
-    table.add_column("method", style="bold")
-    for point in projected[0].samples:
-        table.add_column(f"{point.part_rows:,} rows", justify="right")
-    for m in projected:
-        table.add_row(m.name, *[format_seconds(p.seconds) for p in m.samples])
+    table.add_column("what", style="bold")
+    table.add_column("rows per table")
+    table.add_column("median time (rounds)")
+    for name, points in [(m.name, m.samples) for m in projected] + [(p.name, p.samples) for p in phases]:
+        table.add_row(
+            name,
+            ", ".join(f"{p.part_rows:,}" for p in points),
+            ", ".join(
+                format_seconds(p.seconds) + (f" ({len(p.readings_s)})" if len(p.readings_s) > 1 else "") for p in points
+            ),
+        )
     return table
 
 
@@ -227,6 +257,16 @@ def render_engram(results: Results, console: Console) -> None:
             )
         elif m.mode == PLANNED:
             console.print(f"{m.name}: {m.reason}", style="dim")
+    bound = generator_bound_line(result.methods, result.floor_method)
+    if bound is not None:
+        console.print(f"roofline: {bound}")
+    if any(m.projection is not None for m in result.methods):
+        console.print(
+            "note: intervals are 95% prediction intervals from the line's residuals, or, where the line was "
+            "too poor to use, the fastest to slowest per-byte reading of any sample; no projection is faster "
+            "than this run's memset floor (first touch: nor than its own fastest sample)",
+            style="dim",
+        )
     for note in result.plan_notes:
         console.print(f"note: {note}", style="dim")
     if result.run_peak_rss_bytes is not None:

@@ -73,10 +73,44 @@ class LinearFit:
     r_squared: float = 0.0
     points: int = 0
     x_max: float = 0.0  # largest sample, to say how far a projection reaches
-    model: str = "a + b x"  # or "b x" when fitted through the origin
+    model: str = "a + b x"  # "b x" when fitted through the origin, "a" for a size-independent median
+    residual_s: float = 0.0  # standard error of the residuals (y units), for the prediction interval
+    mean_x: float = 0.0
+    sxx: float = 0.0  # sum of squared x deviations (about the mean; about 0 for "b x")
 
     def predict(self, x: float) -> float:
         return self.intercept + self.slope * x
+
+
+# Why a projection did not use the least-squares line (``TimeProjection.fallback``).
+FALLBACK_FLAT = "flat"  # the line's slope was zero or negative: more bytes would take less time
+FALLBACK_POOR_FIT = "poor-fit"  # R² under the threshold: the samples are noise around a line
+
+
+@dataclass
+class TimeProjection:
+    """How a full-size time was projected: the point, its interval, and the physical bound applied.
+
+    ``seconds`` is what the figure shows. ``low_s``/``high_s``: a 95% prediction interval from the
+    line's residuals (``interval`` = "residuals"), or, when the line was not used, the fastest and
+    slowest per-byte rate seen in any reading of any sample (``interval`` = "readings"). The point and
+    the interval are never faster than ``ceiling_bytes_per_s``, the fastest rate measured in this run
+    for what bounds it (``ceiling_name``: the memset floor or first touch); ``bounded`` says the point
+    was raised to that bound.
+    """
+
+    seconds: float = 0.0
+    low_s: float = 0.0
+    high_s: float = 0.0
+    interval: str = "residuals"  # or "readings"
+    line: LinearFit | None = None  # the least-squares line, always fitted (its R² says how good it was)
+    fallback: str = ""  # "" (the line was used), FALLBACK_FLAT or FALLBACK_POOR_FIT
+    min_r_squared: float = 0.0  # the threshold the line was held to
+    rate_bytes: int = 0  # the sample the through-origin rate came from (fallback only; 0 for a median)
+    ceiling_bytes_per_s: float | None = None
+    ceiling_name: str = ""  # "memset" or "first touch"
+    bounded: bool = False
+    extrapolation: float = 0.0  # full size / largest sample
 
 
 @dataclass
@@ -86,9 +120,10 @@ class SamplePoint:
     part_rows: int = 0
     bytes_written: int = 0
     needed_bytes: int = 0  # computed tables + scratch at this size
-    seconds: float = 0.0
+    seconds: float = 0.0  # the median of ``readings_s``
     rss_growth_bytes: int | None = None  # peak RSS during the fill minus RSS before the tables existed
     scratch_bytes: int = 0  # temporaries the method reported
+    readings_s: list[float] = field(default_factory=list)  # every round at this size
 
 
 @dataclass
@@ -113,6 +148,13 @@ class PhaseResult:
     timing: Timing = field(default_factory=Timing)
     samples: list[SamplePoint] = field(default_factory=list)
     time_fit: LinearFit | None = None
+    projection: TimeProjection | None = None
+
+
+@dataclass
+class Interval:
+    low: float = 0.0
+    high: float = 0.0
 
 
 @dataclass
@@ -130,14 +172,19 @@ class MethodResult:
     timing: Timing = field(default_factory=Timing)  # full-size rounds (measured mode only)
     memory: MemoryUse = field(default_factory=MemoryUse)
     samples: list[SamplePoint] = field(default_factory=list)
-    time_fit: LinearFit | None = None
+    time_fit: LinearFit | None = None  # the model used: the line, or the rate through the origin
+    projection: TimeProjection | None = None
     memory_fit: LinearFit | None = None  # RSS growth against computed need, over the samples
     seconds: Figure = field(default_factory=Figure)  # median fill time, measured or projected
     gb_per_s: Figure = field(default_factory=Figure)
     percent_of_floor: Figure = field(default_factory=Figure)  # floor time / this time x 100
     peak_rss_bytes: Figure = field(default_factory=Figure)
     startup_seconds: Figure = field(default_factory=Figure)  # allocation + first touch + fill
+    startup_interval: Interval | None = None  # sum of the terms' intervals (projected terms only)
+    startup_dominant: str = ""  # the largest term: "allocate", "first touch" or "fill"
+    startup_dominant_share: float | None = None  # its share of the start-up
     over_deadline: bool | None = None
+    generator_bound: bool | None = None  # under GENERATOR_BOUND_PERCENT of the memset floor
     values: ValueStats | None = None
 
 

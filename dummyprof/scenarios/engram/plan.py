@@ -33,8 +33,13 @@ SAMPLE_SHARE = 0.4  # of the time budget kept for sampling when something must b
 # machine); planning with this margin keeps the whole run near its time budget.
 SAMPLE_TIME_SAFETY = 1.5
 MIN_SAMPLE_SHARE = 0.25  # sampling still gets this much when the full-size work overran its estimate
+# Memory-bound work (memset, constant, first touch) runs at GB/s: a sample of a few MiB takes milliseconds,
+# which timer noise and page-cache luck swamp. Their largest sample gets up to this many bytes of tables
+# (within the memory budget), where a memset takes about a tenth of a second.
+FAST_SAMPLE_BYTES = 1 << 30
+FAST_SAMPLE_SHARE = 0.4  # of the sampling time, at most, for the memory-bound group when random methods share it
 FULL_ROUND_OVERRUN = 1.5  # one full-size round may overrun the time budget by this factor before projecting
-ALLOCATE, FIRST_TOUCH = "allocate", "first touch"
+ALLOCATE, FIRST_TOUCH, FILL = "allocate", "first touch", "fill"  # the terms of start-up
 
 
 class PlanOptions(Protocol):
@@ -141,15 +146,36 @@ def probe_rows(spec: EngramSpec, methods: Sequence[FillMethod], budget: int, bac
 
 
 @dataclass
+class SampleGroup:
+    """Methods sampled at the same sizes: memory-bound ones at large sizes, generator-bound ones at smaller."""
+
+    methods: list[FillMethod]
+    rows: list[int]
+    rounds: dict[str, int]  # cheap methods are repeated at each size, median kept
+    memory_bound: bool
+
+    @property
+    def steps(self) -> int:
+        return len(self.rows) * sum(self.rounds.values())
+
+
+@dataclass
 class Plan:
     full: list[FillMethod]
     projected: list[FillMethod]
     reasons: dict[str, str]
     rounds: int = 0
-    sample_rows: list[int] = field(default_factory=list)
-    sample_rounds: dict[str, int] = field(default_factory=dict)  # cheap methods are repeated, median kept
+    sample_groups: list[SampleGroup] = field(default_factory=list)
     full_rounds: dict[str, int] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+
+    @property
+    def sample_rows(self) -> list[int]:
+        """Every sample size, each allocated once (first touch and allocation are sampled at all of them)."""
+        return sorted({rows for group in self.sample_groups for rows in group.rows})
+
+    def sample_rounds(self, method: str) -> int:
+        return next((g.rounds[method] for g in self.sample_groups if method in g.rounds), 0)
 
 
 def time_plan(
@@ -221,31 +247,58 @@ def plan_samples(
     budget: int,
     backing: Backing,
 ) -> list[FillMethod]:
-    """Sample sizes for the projected methods, planned after the full-size work with the time really left."""
+    """Sample sizes for the projected methods, planned after the full-size work with the time really left.
+
+    Sizes come per group from the calibration's per-row rates: memory-bound methods (within CHEAP_FACTOR of
+    the floor; allocation and first touch go with them) get large samples, up to FAST_SAMPLE_BYTES of tables,
+    repeated; generator-bound methods get what the rest of the time budget allows, once each.
+    """
     floor_rate = rate[FLOOR]
     sampled = _sampled_methods(plan.projected, methods, plan.full)
-    plan.sample_rounds = {m.name: options.repeat if rate[m.name] <= CHEAP_FACTOR * floor_rate else 1 for m in sampled}
-    seconds_per_row = sum(rate[m.name] * plan.sample_rounds[m.name] for m in sampled)
-    seconds_per_row += rate[ALLOCATE] + rate[FIRST_TOUCH]
-    seconds_per_row *= SAMPLE_TIME_SAFETY
-    bytes_per_row = (
-        spec.tables * (backing.reserved_bytes(spec.dim) + backing.reserved_bytes(spec.scale_cols))
-        + max(m.scratch_per_element for m in sampled) * spec.dim
-    )
+    fast = [m for m in sampled if rate[m.name] <= CHEAP_FACTOR * floor_rate]
+    slow = [m for m in sampled if m not in fast]
+    total = max(time_left, MIN_SAMPLE_SHARE * options.time_budget_s)
+    setup = rate[ALLOCATE] + rate[FIRST_TOUCH]
+    table_row = spec.tables * (backing.reserved_bytes(spec.dim) + backing.reserved_bytes(spec.scale_cols))
+    slack = _rounding_slack(spec, backing)
+    part_rows = shard(spec).part_rows
+    groups: list[SampleGroup] = []
+    spent = 0.0
     try:
-        plan.sample_rows = sample_sizes(
-            shard(spec).part_rows,
-            seconds_per_row=seconds_per_row,
-            bytes_per_row=bytes_per_row,
-            fixed_bytes=_rounding_slack(spec, backing),
-            memory_budget=budget,
-            time_budget=max(time_left, MIN_SAMPLE_SHARE * options.time_budget_s),
-        )
+        if fast:
+            rounds = {m.name: options.repeat for m in fast}
+            per_row = (setup + sum(rate[m.name] * rounds[m.name] for m in fast)) * SAMPLE_TIME_SAFETY
+            share = FAST_SAMPLE_SHARE if slow else 1.0
+            scratch = max(m.scratch_per_element for m in fast) * spec.dim
+            rows = sample_sizes(
+                part_rows,
+                seconds_per_row=per_row,
+                bytes_per_row=table_row + scratch,
+                fixed_bytes=slack,
+                # FAST_SAMPLE_BYTES bounds the tables of the largest sample; scratch, if any, comes on top
+                memory_budget=min(budget, slack + FAST_SAMPLE_BYTES * (table_row + scratch) // table_row),
+                time_budget=share * total,
+            )
+            groups.append(SampleGroup(fast, rows, rounds, memory_bound=True))
+            spent = per_row * sum(rows)
+        if slow:
+            rounds = {m.name: 1 for m in slow}
+            per_row = (setup + sum(rate[m.name] for m in slow)) * SAMPLE_TIME_SAFETY
+            rows = sample_sizes(
+                part_rows,
+                seconds_per_row=per_row,
+                bytes_per_row=table_row + max(m.scratch_per_element for m in slow) * spec.dim,
+                fixed_bytes=slack,
+                memory_budget=budget,
+                time_budget=max(total - spent, MIN_SAMPLE_SHARE * total),
+            )
+            groups.append(SampleGroup(slow, rows, rounds, memory_bound=False))
     except SamplingError as exc:
         names = ", ".join(m.name for m in plan.projected)
         raise DoesNotFitError(
             "--time-budget", f"cannot project {names}: {exc}; raise --time-budget or --max-memory"
         ) from None
+    plan.sample_groups = groups
     return sampled
 
 

@@ -220,7 +220,7 @@ def run(
     if plan.projected:
         time_left = options.time_budget_s - (clock() - started)
         sampled = plan_samples(spec, plan, methods, rate, options, time_left, budget, backing)
-        total_steps[0] += len(plan.sample_rows) * sum(plan.sample_rounds.get(m.name, 1) for m in sampled)
+        total_steps[0] += sum(group.steps for group in plan.sample_groups)
         measure_samples(runner, plan, result, sampled, step)
     if not plan.full:
         result.gpu = unallocated_device_figures(device)

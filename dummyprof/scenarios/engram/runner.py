@@ -21,12 +21,22 @@ from dummyprof.measure.memory import (
     reset_gpu_peak,
     rss_bytes,
 )
-from dummyprof.measure.projection import fit_proportional, fit_time, project
+from dummyprof.measure.projection import Sample, fastest_rate, fit_proportional, project, project_time
+from dummyprof.measure.roofline import generator_bound, share_of_floor
 from dummyprof.models.backings import Arena, Backing, anon_huge_page_bytes, pinned_reserved_bytes
 from dummyprof.models.engram import EngramSpec
 from dummyprof.results.common import Figure, MemoryUse, Timing
-from dummyprof.results.engram import MEASURED, PROJECTED, EngramResult, PhaseResult, SamplePoint, ValueStats
-from dummyprof.scenarios.engram.plan import ALLOCATE, FIRST_TOUCH, Calibration, Plan, reserved_tables
+from dummyprof.results.engram import (
+    MEASURED,
+    PROJECTED,
+    EngramResult,
+    Interval,
+    MethodResult,
+    PhaseResult,
+    SamplePoint,
+    ValueStats,
+)
+from dummyprof.scenarios.engram.plan import ALLOCATE, FILL, FIRST_TOUCH, Calibration, Plan, reserved_tables
 
 Clock = Callable[[], float]
 
@@ -214,79 +224,159 @@ def measure_full(runner: Runner, plan: Plan, result: EngramResult, step: Callabl
 def measure_samples(
     runner: Runner, plan: Plan, result: EngramResult, sampled: Sequence[FillMethod], step: Callable[[str], None]
 ) -> None:
+    """Allocate each sample size once, first-touch it, run the methods sampled at that size; then project."""
     spec = runner.spec
     phase_points: dict[str, list[SamplePoint]] = {ALLOCATE: [], FIRST_TOUCH: []}
     points: dict[str, list[SamplePoint]] = {m.name: [] for m in sampled}
     huge_note = None
-    for index, rows in enumerate(plan.sample_rows):
+    sizes = plan.sample_rows
+    base_rss = 0
+    for index, rows in enumerate(sizes):
         huge_before = anon_huge_page_bytes() if runner.backing.used == "hugepages" else None
         tables, alloc_s = runner.allocate(rows)
         touch_s = runner.first_touch(tables)
         table_bytes = spec.tables * rows * spec.row_bytes
         reserved = reserved_tables(spec, rows, runner.backing)
-        phase_points[ALLOCATE].append(SamplePoint(rows, table_bytes, reserved, alloc_s))
-        phase_points[FIRST_TOUCH].append(SamplePoint(rows, table_bytes, reserved, touch_s))
-        if huge_before is not None and index == len(plan.sample_rows) - 1:
+        phase_points[ALLOCATE].append(SamplePoint(rows, table_bytes, reserved, alloc_s, readings_s=[alloc_s]))
+        phase_points[FIRST_TOUCH].append(SamplePoint(rows, table_bytes, reserved, touch_s, readings_s=[touch_s]))
+        if huge_before is not None and index == len(sizes) - 1:
             after = anon_huge_page_bytes()
             if after is not None:
                 huge_note = Figure(float(after - huge_before), projected=False)
-        for method in sampled:
-            s = _median_step(
-                [
+        for group in plan.sample_groups:
+            if rows not in group.rows:
+                continue
+            k = group.rows.index(rows) + 1
+            for method in group.methods:
+                readings = [
                     _stepped(
                         runner.fill(method, tables),
                         step,
-                        f"sample {index + 1}/{len(plan.sample_rows)} ({rows:,} rows): {method.name}",
+                        f"sample {k}/{len(group.rows)} ({rows:,} rows): {method.name}",
                     )
-                    for _ in range(plan.sample_rounds.get(method.name, 1))
+                    for _ in range(group.rounds[method.name])
                 ]
-            )
-            need = reserved + method.scratch_bytes(rows * spec.dim, runner.chunk)
-            points[method.name].append(
-                SamplePoint(rows, s.bytes_written, need, s.seconds, s.rss_peak - tables.rss_before, s.scratch_bytes)
-            )
-            if index == len(plan.sample_rows) - 1:
-                entry = result.method(method.name)
-                if entry.values is None:
-                    entry.values = _values(tables)
+                s = _median_step(readings)
+                need = reserved + method.scratch_bytes(rows * spec.dim, runner.chunk)
+                points[method.name].append(
+                    SamplePoint(
+                        rows,
+                        s.bytes_written,
+                        need,
+                        s.seconds,
+                        s.rss_peak - tables.rss_before,
+                        s.scratch_bytes,
+                        readings_s=[r.seconds for r in readings],
+                    )
+                )
+                if rows == group.rows[-1]:
+                    entry = result.method(method.name)
+                    if entry.values is None:
+                        entry.values = _values(tables)
         base_rss = tables.rss_before
         runner.release(tables)
     if huge_note is not None:
         result.backing.huge_page_bytes = huge_note
         result.plan_notes.append("huge-page bytes were read back on the largest sample, not the full table")
-    if not result.phases:
-        table_bytes = result.layout.table_bytes_per_rank
-        for name in (ALLOCATE, FIRST_TOUCH):
-            pts = phase_points[name]
-            fit = fit_time([p.bytes_written for p in pts], [p.seconds for p in pts])
-            result.phases.append(
-                PhaseResult(
-                    name,
-                    PROJECTED,
-                    table_bytes,
-                    Figure(project(fit, table_bytes), projected=True),
-                    samples=pts,
-                    time_fit=fit,
-                )
-            )
     for method in sampled:
         entry = result.method(method.name)
-        pts = points[method.name]
-        entry.samples = pts
-        entry.time_fit = fit_time([p.bytes_written for p in pts], [p.seconds for p in pts])
-        entry.seconds = Figure(project(entry.time_fit, entry.bytes_written), projected=True)
-        growth = [p.rss_growth_bytes for p in pts]
+        entry.samples = points[method.name]
+        growth = [p.rss_growth_bytes for p in entry.samples]
         if all(g is not None for g in growth):
-            entry.memory_fit = fit_proportional([p.needed_bytes for p in pts], [float(g or 0) for g in growth])
+            needs = [p.needed_bytes for p in entry.samples]
+            entry.memory_fit = fit_proportional(needs, [float(g or 0) for g in growth])
             # Never below the computed need: small samples can reuse freed heap pages (glibc serves blocks under
             # its 32 MiB mmap threshold from memory it kept), so their growth understates what full size faults in.
             fitted = project(entry.memory_fit, entry.needed_bytes)
             entry.peak_rss_bytes = Figure(base_rss + max(fitted, entry.needed_bytes), projected=True)
-    result.plan_notes.append(
-        f"projected from {len(plan.sample_rows)} sample sizes of {plan.sample_rows[0]:,} to {plan.sample_rows[-1]:,} "
-        f"rows per table ({result.layout.part_rows / plan.sample_rows[-1]:,.0f}x extrapolation to "
-        f"{result.layout.part_rows:,} rows)"
-    )
+    project_samples(result, sampled, phase_points)
+    for group in plan.sample_groups:
+        kind = "memory-bound" if group.memory_bound else "generator-bound"
+        result.plan_notes.append(
+            f"{kind} methods ({', '.join(m.name for m in group.methods)}) projected from {len(group.rows)} sample "
+            f"sizes of {group.rows[0]:,} to {group.rows[-1]:,} rows per table "
+            f"({result.layout.part_rows / group.rows[-1]:,.0f}x extrapolation to {result.layout.part_rows:,} rows)"
+        )
+
+
+def _samples(points: Sequence[SamplePoint]) -> list[Sample]:
+    return [Sample(p.bytes_written, p.readings_s or [p.seconds]) for p in points]
+
+
+def floor_rate(result: EngramResult) -> float | None:
+    """Bytes per second of the memset floor at full size: measured (median of the rounds) or projected."""
+    floor = next((m for m in result.methods if m.name == result.floor_method), None)
+    if floor is None:
+        return None
+    seconds = floor.timing.median if floor.mode == MEASURED else floor.seconds.value
+    return floor.bytes_written / seconds if seconds else None
+
+
+def floor_slow_rate(result: EngramResult) -> float | None:
+    """Bytes per second at the slow end of the floor's interval (a projected floor) or its slowest round."""
+    floor = next((m for m in result.methods if m.name == result.floor_method), None)
+    if floor is None:
+        return None
+    seconds = floor.projection.high_s if floor.projection is not None else floor.timing.max
+    return floor.bytes_written / seconds if seconds else None
+
+
+def project_samples(
+    result: EngramResult, sampled: Sequence[FillMethod], phase_points: dict[str, list[SamplePoint]]
+) -> None:
+    """Fit and project every sampled figure, each bounded by what this run measured.
+
+    The floor first, bounded by its own fastest reading; then every other fill, bounded by the floor's
+    full-size rate (nothing that writes bytes beats a memset of them); first touch by its own fastest
+    reading and by the floor; allocation (address space, no bytes moved) by nothing.
+    """
+    ordered = sorted(sampled, key=lambda m: m.name != result.floor_method)
+    for method in ordered:
+        entry = result.method(method.name)
+        samples = _samples(entry.samples)
+        if method.name == result.floor_method:
+            ceiling, slow = fastest_rate(samples), None
+        else:
+            ceiling, slow = floor_rate(result), floor_slow_rate(result)
+        entry.time_fit, entry.projection = project_time(
+            samples,
+            entry.bytes_written,
+            ceiling_bytes_per_s=ceiling,
+            ceiling_slow_bytes_per_s=slow,
+            ceiling_name=result.floor_method,
+        )
+        entry.seconds = Figure(entry.projection.seconds, projected=True)
+    if result.phases:
+        return
+    table_bytes = result.layout.table_bytes_per_rank
+    for phase in (ALLOCATE, FIRST_TOUCH):
+        pts = phase_points[phase]
+        samples = _samples(pts)
+        bound: tuple[float | None, str] = (None, "")
+        if phase == FIRST_TOUCH:
+            touch, floor = fastest_rate(samples), floor_rate(result)
+            candidates = [(r, n) for r, n in ((touch, FIRST_TOUCH), (floor, result.floor_method)) if r]
+            if candidates:
+                bound = min(candidates)
+        fit, projection = project_time(
+            samples,
+            table_bytes,
+            ceiling_bytes_per_s=bound[0],
+            ceiling_slow_bytes_per_s=floor_slow_rate(result) if bound[1] == result.floor_method else None,
+            ceiling_name=bound[1],
+            size_independent=phase == ALLOCATE,  # pageable allocation maps address space: no bytes move
+        )
+        result.phases.append(
+            PhaseResult(
+                phase,
+                PROJECTED,
+                table_bytes,
+                Figure(projection.seconds, projected=True),
+                samples=pts,
+                time_fit=fit,
+                projection=projection,
+            )
+        )
 
 
 def unallocated_device_figures(device: torch.device) -> MemoryUse:
@@ -304,7 +394,7 @@ def unallocated_device_figures(device: torch.device) -> MemoryUse:
 
 
 def derive(result: EngramResult) -> None:
-    """Seconds, rates, share of the floor, start-up time and the deadline, from what was measured or fitted."""
+    """Seconds, rates, share of the floor, start-up time (with its interval and largest term) and the deadline."""
     for m in result.methods:
         if m.mode == MEASURED and m.timing.samples_s:
             median = m.timing.median
@@ -317,13 +407,32 @@ def derive(result: EngramResult) -> None:
             continue
         if m.seconds.value > 0:
             m.gb_per_s = Figure(m.bytes_written / m.seconds.value / 1e9, projected=m.seconds.projected)
-        if floor is not None and floor.seconds.value and m.gb_per_s.value:
-            floor_rate = floor.bytes_written / floor.seconds.value / 1e9
-            m.percent_of_floor = Figure(
-                100 * m.gb_per_s.value / floor_rate, projected=m.seconds.projected or floor.seconds.projected
-            )
+        if floor is not None and floor.seconds.value:
+            share = share_of_floor(m.bytes_written, m.seconds.value, floor.bytes_written, floor.seconds.value)
+            if share is not None:
+                m.percent_of_floor = Figure(100 * share, projected=m.seconds.projected or floor.seconds.projected)
+                m.generator_bound = generator_bound(share)
         if setup and all(s.value is not None for s in setup):
-            total = m.seconds.value + sum(s.value or 0.0 for s in setup)
+            terms = {p.name: p.seconds.value or 0.0 for p in result.phases}
+            terms[FILL] = m.seconds.value
+            total = sum(terms.values())
             m.startup_seconds = Figure(total, projected=m.seconds.projected or any(s.projected for s in setup))
+            m.startup_dominant = max(terms, key=lambda k: terms[k])
+            m.startup_dominant_share = terms[m.startup_dominant] / total if total > 0 else None
+            if m.startup_seconds.projected:
+                m.startup_interval = _startup_interval(result, m)
             if result.budget.deadline_s is not None:
                 m.over_deadline = total > result.budget.deadline_s
+
+
+def _startup_interval(result: EngramResult, m: MethodResult) -> Interval:
+    """Sum of the terms' lows and highs; a measured term counts its fastest and slowest reading."""
+    low = high = 0.0
+    terms: list[PhaseResult | MethodResult] = [*result.phases, m]
+    for term in terms:
+        if term.projection is not None:
+            low, high = low + term.projection.low_s, high + term.projection.high_s
+        else:
+            readings = term.timing.samples_s or [term.seconds.value or 0.0]
+            low, high = low + min(readings), high + max(readings)
+    return Interval(low, high)

@@ -1,0 +1,69 @@
+"""The words for engram projections and rooflines, shared by the terminal and Markdown reporters.
+
+Results carry the data (fits, intervals, bounds, codes); this module turns it into short phrases.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from dummyprof.results.engram import FALLBACK_FLAT, FALLBACK_POOR_FIT, Interval, MethodResult, TimeProjection
+from dummyprof.units import format_bytes, format_seconds
+
+GENERATOR_BOUND_WHY = (
+    "bound by the random generator, not by memory: on CPU, torch's uniform_ draws on one thread behind the "
+    "generator's lock (and fp8 goes through an fp16 temporary), whatever the memory system could take"
+)
+
+
+def interval_text(low: float, high: float) -> str:
+    return f"{format_seconds(low)}–{format_seconds(high)}"
+
+
+def projection_how(p: TimeProjection | None) -> str:
+    """How a projection was made: line or fallback, R², extrapolation, and the bound when it applied."""
+    if p is None:
+        return "projected"
+    line = p.line
+    r2 = f"R² {line.r_squared:.3f}" if line is not None else ""
+    if p.fallback and not p.rate_bytes:
+        how = f"no growth with size ({r2}): median reading"
+    elif p.fallback == FALLBACK_POOR_FIT:
+        how = f"{r2} under {p.min_r_squared:g}: rate of the largest sample ({format_bytes(p.rate_bytes)})"
+    elif p.fallback == FALLBACK_FLAT:
+        how = f"line not rising ({r2}): rate of the largest sample ({format_bytes(p.rate_bytes)})"
+    else:
+        how = f"line, {r2}, {line.points if line else 0} sizes"
+    how += f", x{p.extrapolation:,.0f}"
+    if p.bounded:
+        how += (
+            f", raised to the {p.ceiling_name} bound ({p.ceiling_bytes_per_s / 1e9:.2f} GB/s)"
+            if (p.ceiling_bytes_per_s)
+            else ", bounded"
+        )
+    return f"projected ({how})"
+
+
+def interval_kind(p: TimeProjection) -> str:
+    return "95% prediction interval" if p.interval == "residuals" else "fastest to slowest reading"
+
+
+def startup_interval_text(interval: Interval | None) -> str:
+    return "" if interval is None else interval_text(interval.low, interval.high)
+
+
+def dominant_text(m: MethodResult) -> str:
+    if not m.startup_dominant or m.startup_dominant_share is None:
+        return ""
+    return f"{m.startup_dominant} {m.startup_dominant_share:.0%}"
+
+
+def generator_bound_line(methods: Sequence[MethodResult], floor: str) -> str | None:
+    """One line naming the fills that reach under a few percent of the floor, and why."""
+    flagged = [m for m in methods if m.generator_bound and m.name != floor]
+    if not flagged:
+        return None
+    shares = ", ".join(
+        f"{m.name} {m.percent_of_floor.value:.1f}%" for m in flagged if m.percent_of_floor.value is not None
+    )
+    return f"{shares} of {floor}: {GENERATOR_BOUND_WHY}"

@@ -37,7 +37,7 @@ MIN_SAMPLE_SHARE = 0.25  # sampling still gets this much when the full-size work
 # which timer noise and page-cache luck swamp. Their largest sample gets up to this many bytes of tables
 # (within the memory budget), where a memset takes about a tenth of a second.
 FAST_SAMPLE_BYTES = 1 << 30
-FAST_SAMPLE_SHARE = 0.4  # of the sampling time, at most, for the memory-bound group when random methods share it
+FAST_SAMPLE_SHARE = 0.5  # of the sampling time, at most, for the memory-bound group when random methods share it
 FULL_ROUND_OVERRUN = 1.5  # one full-size round may overrun the time budget by this factor before projecting
 ALLOCATE, FIRST_TOUCH, FILL = "allocate", "first touch", "fill"  # the terms of start-up
 
@@ -259,7 +259,9 @@ def plan_samples(
     slow = [m for m in sampled if m not in fast]
     total = max(time_left, MIN_SAMPLE_SHARE * options.time_budget_s)
     setup = rate[ALLOCATE] + rate[FIRST_TOUCH]
-    table_row = spec.tables * (backing.reserved_bytes(spec.dim) + backing.reserved_bytes(spec.scale_cols))
+    # Bytes of one row of every table. Rounding is per allocation, not per row (rounding one row alone would
+    # count a 4 KiB page a row): the slack covers a unit per allocation; pinned rounding can double a request.
+    table_row = spec.tables * spec.row_bytes * (2 if backing.used == "pinned" else 1)
     slack = _rounding_slack(spec, backing)
     part_rows = shard(spec).part_rows
     groups: list[SampleGroup] = []

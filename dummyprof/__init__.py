@@ -10,7 +10,7 @@ from typing import Any
 from dummyprof._version import __version__
 
 _LAZY = {
-    "CompareOptions": "dummyprof.scenarios.compare.run",
+    "CompareOptions": "dummyprof.scenarios.compare.options",
     "compare": ("dummyprof.scenarios.compare.run", "run"),
     "TreeSpec": "dummyprof.models.synthetic",
     "build_tree": "dummyprof.models.synthetic",
@@ -26,11 +26,11 @@ _LAZY = {
     "render": "dummyprof.api",
     "trace_writes": "dummyprof.measure.write_tracer",
     "WriteTracer": "dummyprof.measure.write_tracer",
-    "AuditOptions": "dummyprof.scenarios.audit.run",
+    "AuditOptions": "dummyprof.scenarios.audit.options",
     "audit": ("dummyprof.scenarios.audit.run", "run"),
-    "InspectOptions": "dummyprof.scenarios.inspect.run",
+    "InspectOptions": "dummyprof.scenarios.inspect.options",
     "inspect": ("dummyprof.scenarios.inspect.run", "run"),
-    "EngramOptions": "dummyprof.scenarios.engram.run",
+    "EngramOptions": "dummyprof.scenarios.engram.options",
     "engram": ("dummyprof.scenarios.engram.run", "run"),
 }
 

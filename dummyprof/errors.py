@@ -10,12 +10,24 @@ class DummyprofError(Exception):
 
 
 class UsageError(DummyprofError):
-    """Bad input: names the flag and says how to fix it."""
+    """Bad input: names the flag (or the options field) and says how to fix it.
 
-    def __init__(self, flag: str | None, message: str) -> None:
+    The library names an options *field* where it can (``UsageError.for_field``):
+    the edges translate it, the CLI to its flag (``depth`` -> ``--depth``), the gate
+    to its config key (``scenarios.NAME.options.depth``).
+    """
+
+    def __init__(self, flag: str | None, message: str, *, field: str | None = None) -> None:
         self.flag = flag
+        self.field = field
         self.message = message
-        super().__init__(f"{flag}: {message}" if flag else message)
+        name = flag or field
+        super().__init__(f"{name}: {message}" if name else message)
+
+    @classmethod
+    def for_field(cls, field: str, message: str) -> UsageError:
+        """A bad value of the options field ``field`` (e.g. ``depth``, ``strategies``)."""
+        return cls(None, message, field=field)
 
 
 class DoesNotFitError(UsageError):

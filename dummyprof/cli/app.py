@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 import typer
 
+from dummyprof.cli.flags import error_text
 from dummyprof.errors import DummyprofError
 
 try:  # typer >= 0.20 vendors click; older releases use the click package
@@ -69,7 +70,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         rv = command.main(args=list(argv) if argv is not None else None, prog_name="dummyprof", standalone_mode=False)
     except DummyprofError as exc:
-        _error(str(exc))
+        _error(error_text(exc))
         return exc.exit_code
     except click_exceptions.UsageError as exc:
         where = exc.ctx.command_path if exc.ctx is not None else "dummyprof"

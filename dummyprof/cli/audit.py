@@ -13,9 +13,14 @@ from dummyprof.cli.model_options import (
     ModelArgOpt,
     ModelOpt,
     PresetOpt,
+    TreeDepthOpt,
+    TreeDtypeOpt,
+    TreeHiddenOpt,
+    TreeWidthOpt,
     TrustRemoteCodeOpt,
     code_files,
     parse_args_flag,
+    tree_fields,
 )
 from dummyprof.cli.output import (
     EXIT_NOT_WRITTEN,
@@ -27,7 +32,7 @@ from dummyprof.cli.output import (
     json_to_stdout,
     user_stdout_to_stderr,
 )
-from dummyprof.units import parse_bytes, parse_int
+from dummyprof.units import parse_bytes
 
 HELP = """\
 Trace every write each strategy or loader makes, and report what is wrong.
@@ -88,10 +93,10 @@ def audit(
         Optional[list[str]],  # noqa: UP045
         typer.Option("--ignore", metavar="KIND", help="A finding kind that should not fail the audit (repeatable)."),
     ] = None,
-    depth: Annotated[str, typer.Option(metavar="INT", help="Synthetic tree (no --model/--preset): levels.")] = "3",
-    width: Annotated[str, typer.Option(metavar="INT", help="Synthetic tree: child blocks per block.")] = "1",
-    hidden: Annotated[str, typer.Option(metavar="INT", help="Synthetic tree: weight size; multiple of 32.")] = "64",
-    dtype: Annotated[str, typer.Option(help="Synthetic tree: float32, bfloat16 or float16.")] = "float32",
+    depth: TreeDepthOpt = "3",
+    width: TreeWidthOpt = "1",
+    hidden: TreeHiddenOpt = "64",
+    dtype: TreeDtypeOpt = "float32",
     device: Annotated[str, typer.Option(help="cpu, cuda, cuda:N or auto.")] = "cpu",
     max_memory: Annotated[
         Optional[str],  # noqa: UP045
@@ -101,10 +106,11 @@ def audit(
     force: Annotated[bool, typer.Option("--force", help=FORCE_HELP)] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help=QUIET_HELP)] = False,
 ) -> int:
-    from dummyprof.scenarios.audit.run import DEFAULT_STRATEGIES, AuditOptions
+    from dummyprof.scenarios.audit.options import DEFAULT_STRATEGIES, AuditOptions
 
     strategies = list(strategy) if strategy else ([] if loader else list(DEFAULT_STRATEGIES))
     options = AuditOptions(
+        **tree_fields(depth, width, hidden, dtype, examples=(3, 1, 64)),
         strategies=strategies,
         loaders=list(loader or []),
         loader_args=parse_args_flag(loader_arg, "--loader-arg"),
@@ -114,10 +120,6 @@ def audit(
         preset=preset,
         model_args=parse_args_flag(model_arg, "--model-arg"),
         trust_remote_code=trust_remote_code,
-        depth=parse_int("--depth", depth, minimum=1, example="3"),
-        width=parse_int("--width", width, minimum=1, example="1"),
-        hidden=parse_int("--hidden", hidden, minimum=1, example="64"),
-        dtype=dtype,
         device=device,
         max_memory=parse_bytes("--max-memory", max_memory) if max_memory is not None else None,
         ignore=list(ignore or []),

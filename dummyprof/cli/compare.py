@@ -14,8 +14,8 @@ from dummyprof.cli.model_options import (
     ModelOpt,
     PresetOpt,
     TrustRemoteCodeOpt,
-    code_files,
     parse_args_flag,
+    tree_fields,
 )
 from dummyprof.cli.output import (
     EXIT_NOT_WRITTEN,
@@ -99,15 +99,10 @@ def compare(
     force: Annotated[bool, typer.Option("--force", help=FORCE_HELP)] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help=QUIET_HELP)] = False,
 ) -> int:
-    from dummyprof.scenarios.compare.run import DEFAULT_STRATEGIES, CompareOptions
+    from dummyprof.scenarios.compare.options import DEFAULT_STRATEGIES, CompareOptions
 
     options = CompareOptions(
-        depth=parse_int("--depth", depth, minimum=1, example="12"),
-        width=parse_int("--width", width, minimum=1, example="1"),
-        hidden=parse_int("--hidden", hidden, minimum=1, example="512"),
-        dtype=dtype,
-        meta=meta,
-        engram_rows=parse_int("--engram-rows", engram_rows, minimum=0, example="4096"),
+        **tree_fields(depth, width, hidden, dtype, examples=(12, 1, 512), engram_rows=engram_rows, meta=meta),
         strategies=list(strategy) if strategy else list(DEFAULT_STRATEGIES),
         repeat=parse_int("--repeat", repeat, minimum=1, example="5"),
         warmup=parse_int("--warmup", warmup, minimum=0, example="1"),
@@ -121,11 +116,7 @@ def compare(
         loaders=list(loader or []),
         loader_args=parse_args_flag(loader_arg, "--loader-arg"),
     )
-    check_outputs({"--json": json_path}, force=force, inputs=code_files(model, loader))
-    if initializer is not None:
-        from dummyprof.loaders.initializers import get_initializer
-
-        get_initializer(initializer)
+    check_outputs({"--json": json_path}, force=force)
     from dummyprof.scenarios.compare import run as scenario
 
     with progress_bar(not quiet, "compare") as progress, user_stdout_to_stderr(json_to_stdout(json_path)):

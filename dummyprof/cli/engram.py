@@ -8,11 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from dummyprof.cli.output import EXIT_NOT_WRITTEN, FORCE_HELP, JSON_HELP, QUIET_HELP, check_outputs, emit, progress_bar
-from dummyprof.errors import UsageError
 from dummyprof.units import parse_bytes, parse_count, parse_float, parse_int
-
-METHOD_NAMES = ("random-convert", "random-scratch", "random-chunked", "random-fast", "constant", "memset")
-BACKING_NAMES = ("pinned", "pageable", "hugepages", "shm")
 
 HELP = """\
 Size, fill and time one rank's Engram tables (DeepSeek V4.1 ParallelEngramEmbedding).
@@ -96,12 +92,6 @@ def engram(
     force: Annotated[bool, typer.Option("--force", help=FORCE_HELP)] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help=QUIET_HELP)] = False,
 ) -> int:
-    methods = list(method) if method else list(METHOD_NAMES)
-    for name in methods:
-        if name not in METHOD_NAMES:
-            raise UsageError("--method", f"unknown method {name!r}; choose from: {', '.join(METHOD_NAMES)}")
-    if backing is not None and backing not in BACKING_NAMES:
-        raise UsageError("--backing", f"unknown backing {backing!r}; choose from: {', '.join(BACKING_NAMES)}")
     heads_n = parse_int("--heads", heads, minimum=1, example="8") if heads is not None else None
     max_memory_n = parse_bytes("--max-memory", max_memory) if max_memory is not None else None
     deadline_s = parse_float("--deadline", deadline, example="600") if deadline is not None else None
@@ -115,10 +105,9 @@ def engram(
     repeat_n = parse_int("--repeat", repeat, minimum=1, example="3")
     chunk_n = parse_count("--chunk-elements", chunk_elements, example="64Mi")
     time_budget_s = parse_float("--time-budget", time_budget, example="40")
-    check_outputs({"--json": json_path}, force=force)
-    from dummyprof.scenarios.engram import run as scenario
+    from dummyprof.scenarios.engram.options import EngramOptions, validate
 
-    options = scenario.EngramOptions(
+    options = EngramOptions(
         rows=rows_n,
         dim=dim_n,
         block_size=block_n,
@@ -130,7 +119,7 @@ def engram(
         offload=offload,
         backing=backing,
         device=device,
-        methods=methods,
+        methods=list(method) if method else EngramOptions().methods,
         repeat=repeat_n,
         chunk_elements=chunk_n,
         max_memory=max_memory_n,
@@ -138,6 +127,10 @@ def engram(
         deadline_s=deadline_s,
         dry_run=dry_run,
     )
+    validate(options)
+    check_outputs({"--json": json_path}, force=force)
+    from dummyprof.scenarios.engram import run as scenario
+
     with progress_bar(not quiet and not dry_run, "engram") as progress:
         results = scenario.run(options, progress=progress)
     return EXIT_NOT_WRITTEN if emit(results, json_path=json_path, quiet=quiet, force=force) else 0

@@ -11,9 +11,14 @@ from dummyprof.cli.model_options import (
     ModelArgOpt,
     ModelOpt,
     PresetOpt,
+    TreeDepthOpt,
+    TreeDtypeOpt,
+    TreeHiddenOpt,
+    TreeWidthOpt,
     TrustRemoteCodeOpt,
     code_files,
     parse_args_flag,
+    tree_fields,
 )
 from dummyprof.cli.output import (
     EXIT_NOT_WRITTEN,
@@ -62,26 +67,23 @@ def inspect(
         Optional[str],  # noqa: UP045
         typer.Option(metavar="SIZE", help="Hide modules whose subtree holds fewer bytes, e.g. 1MiB."),
     ] = None,
-    depth: Annotated[str, typer.Option(metavar="INT", help="Synthetic tree (no --model/--preset): levels.")] = "3",
-    width: Annotated[str, typer.Option(metavar="INT", help="Synthetic tree: child blocks per block.")] = "1",
-    hidden: Annotated[str, typer.Option(metavar="INT", help="Synthetic tree: weight size; multiple of 32.")] = "64",
-    dtype: Annotated[str, typer.Option(help="Synthetic tree: float32, bfloat16 or float16.")] = "float32",
+    depth: TreeDepthOpt = "3",
+    width: TreeWidthOpt = "1",
+    hidden: TreeHiddenOpt = "64",
+    dtype: TreeDtypeOpt = "float32",
     json_path: Annotated[Optional[Path], typer.Option("--json", metavar="PATH", help=JSON_HELP)] = None,  # noqa: UP045
     force: Annotated[bool, typer.Option("--force", help=FORCE_HELP)] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help=QUIET_HELP)] = False,
 ) -> int:
-    from dummyprof.scenarios.inspect.run import DEFAULT_STRATEGIES, InspectOptions
+    from dummyprof.scenarios.inspect.options import DEFAULT_STRATEGIES, InspectOptions
 
     options = InspectOptions(
+        **tree_fields(depth, width, hidden, dtype, examples=(3, 1, 64)),
         strategies=list(strategy) if strategy else list(DEFAULT_STRATEGIES),
         model=model,
         preset=preset,
         model_args=parse_args_flag(model_arg, "--model-arg"),
         trust_remote_code=trust_remote_code,
-        depth=parse_int("--depth", depth, minimum=1, example="3"),
-        width=parse_int("--width", width, minimum=1, example="1"),
-        hidden=parse_int("--hidden", hidden, minimum=1, example="64"),
-        dtype=dtype,
         max_depth=parse_int("--max-depth", max_depth, minimum=0, example="3") if max_depth is not None else None,
         min_bytes=parse_bytes("--min-bytes", min_bytes, example="1MiB") if min_bytes is not None else 0,
     )

@@ -1,4 +1,4 @@
-"""Flags shared by every command that builds a model or runs a user loader.
+"""Flags shared by every command that builds a model, the synthetic tree or runs a user loader.
 
 Torch-free: only option declarations and help text live here.
 """
@@ -6,9 +6,11 @@ Torch-free: only option declarations and help text live here.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
+
+from dummyprof.units import parse_int
 
 PRESET_NAMES = "torch-transformer, dense-decoder, moe-decoder, deepseek-v4-like"
 
@@ -66,6 +68,39 @@ def code_files(model: str | None, loaders: list[str] | None = None) -> dict[str,
             if target.endswith(".py") or "/" in target:
                 files[flag if i == 0 else f"{flag} #{i + 1}"] = Path(target)
     return files
+
+
+# The synthetic tree, for commands where it is the fallback (audit, inspect); compare, whose subject
+# the tree is, declares the same flags with help of its own.
+TreeDepthOpt = Annotated[
+    str, typer.Option("--depth", metavar="INT", help="Synthetic tree (no --model/--preset): levels.")
+]
+TreeWidthOpt = Annotated[str, typer.Option("--width", metavar="INT", help="Synthetic tree: child blocks per block.")]
+TreeHiddenOpt = Annotated[
+    str, typer.Option("--hidden", metavar="INT", help="Synthetic tree: weight size; multiple of 32.")
+]
+TreeDtypeOpt = Annotated[str, typer.Option("--dtype", help="Synthetic tree: float32, bfloat16 or float16.")]
+
+
+def tree_fields(
+    depth: str,
+    width: str,
+    hidden: str,
+    dtype: str,
+    *,
+    examples: tuple[int, int, int],
+    engram_rows: str = "0",
+    meta: bool = False,
+) -> dict[str, Any]:
+    """The synthetic tree's options fields from its flags (``examples``: depth, width, hidden shown in errors)."""
+    return {
+        "depth": parse_int("--depth", depth, minimum=1, example=str(examples[0])),
+        "width": parse_int("--width", width, minimum=1, example=str(examples[1])),
+        "hidden": parse_int("--hidden", hidden, minimum=1, example=str(examples[2])),
+        "dtype": dtype,
+        "meta": meta,
+        "engram_rows": parse_int("--engram-rows", engram_rows, minimum=0, example="4096"),
+    }
 
 
 def parse_args_flag(items: list[str] | None, flag: str) -> dict[str, object]:

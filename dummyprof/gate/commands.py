@@ -19,22 +19,32 @@ from dummyprof.results.session import Results
 @dataclass(frozen=True)
 class CommandSpec:
     name: str
-    module: str  # has the options dataclass and ``run(options, *, progress=...) -> Results``
+    module: str  # has ``run(options, *, progress=...) -> Results``
     options_class: str
     extract: Extractor
     metric_names: Namer
     # Options that change how long or how often we measure, not what is measured.
     not_in_fingerprint: frozenset[str] = frozenset()
-    # Checks options that can be checked without measuring; raises UsageError.
-    validate: Callable[[Any], None] | None = None
+    # Has the options dataclass and, if it can check them, ``validate(options)``: the same check the
+    # CLI and the Python API run. Default: ``module``.
+    options_module: str | None = None
 
     def _module(self) -> Any:
         return importlib.import_module(self.module)
 
+    def _options_module(self) -> Any:
+        return importlib.import_module(self.options_module or self.module)
+
     def options_type(self) -> type:
-        cls = getattr(self._module(), self.options_class)
+        cls = getattr(self._options_module(), self.options_class)
         assert dataclasses.is_dataclass(cls) and isinstance(cls, type)
         return cls
+
+    def validate(self, options: Any) -> None:
+        """The scenario's own ``validate``, if it has one: checks what can be checked without measuring."""
+        check = getattr(self._options_module(), "validate", None)
+        if check is not None:
+            check(options)
 
     def run(self, options: Any, *, progress: Callable[[int, int, str], None] | None = None) -> Results:
         result: Results = self._module().run(options, progress=progress)
@@ -42,17 +52,6 @@ class CommandSpec:
 
     def metrics_for(self, options: Any) -> dict[str, MetricSpec]:
         return self.metric_names(options)
-
-
-def _validate_compare(options: Any) -> None:
-    from dummyprof.loaders.strategies import get_strategy
-
-    for name in options.strategies:
-        get_strategy(name, flag="strategies")
-    if options.initializer is not None:
-        from dummyprof.loaders.initializers import get_initializer
-
-        get_initializer(options.initializer)
 
 
 COMMANDS: dict[str, CommandSpec] = {}
@@ -71,13 +70,13 @@ register_command(
         extract=compare_metrics,
         metric_names=compare_metric_names,
         not_in_fingerprint=frozenset({"repeat", "warmup", "max_memory", "device"}),
-        validate=_validate_compare,
+        options_module="dummyprof.scenarios.compare.options",
     )
 )
 
 
 def _engram() -> CommandSpec:
-    from dummyprof.gate.engram_metrics import engram_metric_names, engram_metrics, validate_engram
+    from dummyprof.gate.engram_metrics import engram_metric_names, engram_metrics
 
     return CommandSpec(
         name="engram",
@@ -86,7 +85,7 @@ def _engram() -> CommandSpec:
         extract=engram_metrics,
         metric_names=engram_metric_names,
         not_in_fingerprint=frozenset({"repeat", "max_memory", "time_budget_s", "deadline_s", "device"}),
-        validate=validate_engram,
+        options_module="dummyprof.scenarios.engram.options",
     )
 
 

@@ -150,7 +150,7 @@ def _scenario(path: Path, name: str, table: dict[str, Any]) -> ScenarioConfig:
     try:
         metrics = command.metrics_for(options)
     except UsageError as exc:  # e.g. a --loader spec that cannot be imported
-        raise ConfigError(path, f"{key}.options.{(exc.flag or '').lstrip('-')}".rstrip("."), exc.message) from None
+        raise ConfigError(path, f"{key}.options.{option_key(exc)}".rstrip("."), exc.message) from None
     counters_key = f"{key}.counters"
     counters = table.get("counters", "all")
     if counters == "all":
@@ -218,12 +218,17 @@ def _options(path: Path, key: str, command: CommandSpec, table: dict[str, Any]) 
         options: Any = from_jsonable(cls, table, key)
     except TypeError as exc:
         raise ConfigError(path, "", str(exc)) from None
-    if command.validate is not None:
-        try:
-            command.validate(options)
-        except UsageError as exc:
-            raise ConfigError(path, f"{key}.{exc.flag.lstrip('-')}" if exc.flag else key, exc.message) from None
+    try:
+        command.validate(options)
+    except UsageError as exc:
+        field = option_key(exc)
+        raise ConfigError(path, f"{key}.{field}" if field else key, exc.message) from None
     return options
+
+
+def option_key(exc: UsageError) -> str:
+    """The options key an error is about: its field, else its flag without dashes (``--loader`` -> ``loader``)."""
+    return exc.field or (exc.flag or "").lstrip("-")
 
 
 def _names(path: Path, key: str, value: Any, metrics: dict[str, MetricSpec], *, kind: str | None) -> list[str]:

@@ -20,16 +20,11 @@ MEASURED_SCRATCH = "measured_scratch_bytes"
 MEASURED = "measured"  # MethodResult.mode of a method timed at full size
 
 
-def _methods(options: Any) -> list[str]:
-    from dummyprof.loaders.fp8_methods import FLOOR
-
-    names = list(options.methods)
-    return names if FLOOR in names else [*names, FLOOR]  # every engram run measures its own memset floor
-
-
 def engram_metric_names(options: Any) -> dict[str, MetricSpec]:
     names = {name: MetricSpec("counter", "bytes") for name in LAYOUT_COUNTERS}
-    for method in _methods(options):
+    from dummyprof.scenarios.engram.options import methods_to_run
+
+    for method in methods_to_run(list(options.methods)):
         for counter in METHOD_COUNTERS:
             names[f"{method}.{counter}"] = MetricSpec("counter", "bytes")
         names[f"{method}.{MEASURED_SCRATCH}"] = MetricSpec("counter", "bytes")
@@ -53,9 +48,3 @@ def engram_metrics(results: Results) -> dict[str, Metric]:
             samples = list(method.timing.samples_s)
             metrics[f"{method.name}.time"] = Metric("time", "s", float(method.timing.median), samples)
     return metrics
-
-
-def validate_engram(options: Any) -> None:
-    from dummyprof.scenarios.engram.run import validate_options
-
-    validate_options(options)

@@ -39,9 +39,9 @@ def _loader_names(options: Any) -> list[str]:
     specs = getattr(options, "loaders", None)
     if not specs:
         return []
-    from dummyprof.scenarios.loader_runs import load_loaders
+    from dummyprof.scenarios.options import loader_names
 
-    return [loader.name for loader in load_loaders(specs, options.loader_args, options.strategies)]
+    return loader_names(specs, options.strategies)  # from the specs: the user's module is not imported
 
 
 def compare_metric_names(options: Any) -> dict[str, MetricSpec]:

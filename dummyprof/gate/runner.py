@@ -40,7 +40,8 @@ def measure_scenario(
     except UsageError as exc:
         if not isinstance(exc, DoesNotFitError):
             key = f"scenarios.{scenario.name}.options"
-            raise UsageError("--config", f"{config.path}: {key}: {exc}") from None
+            where = f"{key}.{exc.field}: {exc.message}" if exc.field else f"{key}: {exc}"
+            raise UsageError("--config", f"{config.path}: {where}") from None
         # Valid options that this machine cannot hold: a measurement problem, not a config mistake.
         run.error = f"does not fit on this machine: {exc}"
     except Exception as exc:  # a crash inside a scenario is "could not measure", never a regression

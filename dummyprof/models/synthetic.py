@@ -61,31 +61,31 @@ class TreeSpec:
 
 
 def validate_spec(spec: TreeSpec) -> None:
-    """Check a spec before anything is allocated; raise UsageError naming the flag."""
+    """Check a spec before anything is allocated; raise UsageError naming the field (``depth``, ...)."""
     if spec.dtype not in DTYPES:
-        raise UsageError("--dtype", f"unknown dtype {spec.dtype!r}; choose one of: {', '.join(DTYPES)}")
+        raise UsageError.for_field("dtype", f"unknown dtype {spec.dtype!r}; choose one of: {', '.join(DTYPES)}")
     if spec.depth < 1:
-        raise UsageError("--depth", f"must be at least 1, got {spec.depth}; try --depth 12")
+        raise UsageError.for_field("depth", f"must be at least 1, got {spec.depth}; try --depth 12")
     if spec.depth > max_depth():
-        raise UsageError(
-            "--depth",
+        raise UsageError.for_field(
+            "depth",
             f"{spec.depth} levels is deeper than torch.nn.Module.modules() can recurse "
             f"(RecursionError near {sys.getrecursionlimit()}); use --depth {max_depth()} or less",
         )
     if spec.width < 1:
-        raise UsageError("--width", f"must be at least 1, got {spec.width}; try --width 1")
+        raise UsageError.for_field("width", f"must be at least 1, got {spec.width}; try --width 1")
     if spec.hidden < SCALE_BLOCK or spec.hidden % SCALE_BLOCK:
-        raise UsageError(
-            "--hidden", f"must be a positive multiple of {SCALE_BLOCK} (the fp8 scale block), got {spec.hidden}"
+        raise UsageError.for_field(
+            "hidden", f"must be a positive multiple of {SCALE_BLOCK} (the fp8 scale block), got {spec.hidden}"
         )
     if spec.width > 1 and spec.blocks > MAX_BLOCKS:
-        raise UsageError(
-            "--width",
+        raise UsageError.for_field(
+            "width",
             f"--depth {spec.depth} --width {spec.width} makes {spec.blocks:,} blocks (limit {MAX_BLOCKS:,}); "
             "lower --width or --depth",
         )
     if spec.engram_rows < 0:
-        raise UsageError("--engram-rows", f"must be 0 or more, got {spec.engram_rows}")
+        raise UsageError.for_field("engram_rows", f"must be 0 or more, got {spec.engram_rows}")
 
 
 def block_bytes(spec: TreeSpec) -> int:

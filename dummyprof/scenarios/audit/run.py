@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
 import torch
 from torch import nn
@@ -23,7 +22,6 @@ from dummyprof.anatomy import (
     storage_owners,
     unregistered_tensors,
 )
-from dummyprof.errors import UsageError
 from dummyprof.loaders.strategies import Strategy, get_strategy, run_strategy
 from dummyprof.loaders.user_loader import UserLoader
 from dummyprof.measure.device import resolve_device
@@ -43,28 +41,9 @@ from dummyprof.results.audit import (
 )
 from dummyprof.results.compare import ModelSummary
 from dummyprof.results.session import Results
+from dummyprof.scenarios.audit.options import DEFAULT_STRATEGIES, AuditOptions, validate
 
-DEFAULT_STRATEGIES = ("per-layer", "unique")
-
-
-@dataclass
-class AuditOptions:
-    strategies: list[str] = field(default_factory=lambda: list(DEFAULT_STRATEGIES))
-    loaders: list[str] = field(default_factory=list)
-    loader_args: dict[str, Any] = field(default_factory=dict)
-    loader_initializer: str | None = None  # declared by the user: compare loaders' values with strategies using it
-    initializer: str | None = None  # every strategy uses this one instead of its own
-    model: str | None = None
-    preset: str | None = None
-    model_args: dict[str, Any] = field(default_factory=dict)
-    trust_remote_code: bool = False  # hf: models only
-    depth: int = 3  # synthetic tree, when neither --model nor --preset
-    width: int = 1
-    hidden: int = 64
-    dtype: str = "float32"
-    device: str = "cpu"
-    max_memory: int | None = None
-    ignore: list[str] = field(default_factory=list)
+__all__ = ["DEFAULT_STRATEGIES", "AuditOptions", "run", "tensor_digest", "validate"]
 
 
 @dataclass
@@ -106,30 +85,9 @@ def _loader_filler(loader: UserLoader, initializer: str | None) -> _Filler:
 def _fillers(options: AuditOptions) -> list[_Filler]:
     from dummyprof.scenarios.loader_runs import load_loaders
 
-    for kind in options.ignore:
-        if kind not in FINDING_KINDS:
-            raise UsageError("--ignore", f"unknown finding kind {kind!r}; choose from: {', '.join(FINDING_KINDS)}")
-    from dummyprof.loaders.initializers import INITIALIZERS, get_initializer
-
-    if options.initializer is not None:
-        get_initializer(options.initializer)
-    if options.loader_initializer is not None and options.loader_initializer not in INITIALIZERS:
-        known = ", ".join(sorted(INITIALIZERS))
-        raise UsageError(
-            "--loader-initializer", f"unknown initializer {options.loader_initializer!r}; choose one of: {known}"
-        )
-    seen: set[str] = set()
-    fillers = []
-    for name in options.strategies:
-        if name in seen:
-            raise UsageError("--strategy", f"{name!r} is listed twice")
-        seen.add(name)
-        fillers.append(_strategy_filler(get_strategy(name), options.initializer))
-    loaders = load_loaders(options.loaders, options.loader_args, list(seen))
-    fillers += [_loader_filler(loader, options.loader_initializer) for loader in loaders]
-    if not fillers:
-        raise UsageError("--strategy", "give at least one --strategy or --loader to audit")
-    return fillers
+    fillers = [_strategy_filler(get_strategy(name), options.initializer) for name in options.strategies]
+    loaders = load_loaders(options.loaders, options.loader_args, options.strategies)
+    return fillers + [_loader_filler(loader, options.loader_initializer) for loader in loaders]
 
 
 def _source(options: AuditOptions, device: torch.device) -> tuple[ModelSource, TreeSpec | None]:
@@ -144,7 +102,7 @@ def _source(options: AuditOptions, device: torch.device) -> tuple[ModelSource, T
     if source is not None:
         check_source_fits(source, device, options.max_memory, flag="--preset" if options.preset else "--model")
         return source, None
-    spec = TreeSpec(depth=options.depth, width=options.width, hidden=options.hidden, dtype=options.dtype)
+    spec = options.tree_spec()
     source = synthetic_source(spec)
     check_source_fits(source, device, options.max_memory, flag="--hidden")
     return source, spec
@@ -345,6 +303,7 @@ def summary_line(result: AuditResult) -> str:
 
 def run(options: AuditOptions, *, source: ModelSource | None = None) -> Results:
     """Validate, size-check, trace every filler and return the audit Results."""
+    validate(options)
     fillers = _fillers(options)
     device = resolve_device(options.device)
     if source is None:

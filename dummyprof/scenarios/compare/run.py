@@ -3,67 +3,21 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
-from typing import Any
 
 from dummyprof.anatomy import allocated_bytes
 from dummyprof.errors import UsageError
-from dummyprof.loaders.strategies import STRATEGIES, get_strategy
+from dummyprof.loaders.strategies import get_strategy
 from dummyprof.measure.device import resolve_device
 from dummyprof.measure.environment import collect_environment
 from dummyprof.measure.recorder import index_model
 from dummyprof.models.source import ModelSource
-from dummyprof.models.synthetic import TreeSpec
 from dummyprof.results.compare import CompareResult, ModelSummary
 from dummyprof.results.session import Results
+from dummyprof.scenarios.compare.options import DEFAULT_STRATEGIES, CompareOptions, validate
 from dummyprof.scenarios.compare.runner import Clock, Progress, run_compare
 from dummyprof.units import format_seconds
 
-DEFAULT_STRATEGIES = ("legacy", "per-layer", "unique")
-
-
-@dataclass
-class CompareOptions:
-    depth: int = 12
-    width: int = 1
-    hidden: int = 512
-    dtype: str = "float32"
-    meta: bool = False
-    engram_rows: int = 0
-    strategies: list[str] = field(default_factory=lambda: list(DEFAULT_STRATEGIES))
-    repeat: int = 5
-    warmup: int = 1
-    device: str = "auto"
-    initializer: str | None = None
-    max_memory: int | None = None
-    # A model other than the synthetic tree (--model / --preset, scaled by --model-arg) and user loaders.
-    model: str | None = None
-    preset: str | None = None
-    model_args: dict[str, Any] = field(default_factory=dict)
-    trust_remote_code: bool = False  # hf: models only
-    loaders: list[str] = field(default_factory=list)
-    loader_args: dict[str, Any] = field(default_factory=dict)
-
-    def tree_spec(self) -> TreeSpec:
-        return TreeSpec(
-            depth=self.depth,
-            width=self.width,
-            hidden=self.hidden,
-            dtype=self.dtype,
-            meta=self.meta,
-            engram_rows=self.engram_rows,
-        )
-
-
-def _check_strategies(names: list[str]) -> None:
-    if not names:
-        raise UsageError("--strategy", f"give at least one strategy; choose from: {', '.join(STRATEGIES)}")
-    seen: set[str] = set()
-    for name in names:
-        get_strategy(name)
-        if name in seen:
-            raise UsageError("--strategy", f"{name!r} is listed twice")
-        seen.add(name)
+__all__ = ["DEFAULT_STRATEGIES", "CompareOptions", "run", "summary_line", "validate"]
 
 
 def summary_line(result: CompareResult) -> str:
@@ -90,8 +44,7 @@ def run(
     progress: Progress | None = None,
 ) -> Results:
     """Validate, size-check, measure and return the compare Results."""
-    if options.strategies or not options.loaders:
-        _check_strategies(options.strategies)
+    validate(options)
     from dummyprof.scenarios.loader_runs import apply_traces, load_loaders, loader_strategies
 
     loaders = load_loaders(options.loaders, options.loader_args, options.strategies)

@@ -5,28 +5,32 @@ budget (nothing allocated yet), calibrate on a small probe to estimate time,
 measure in full what fits both budgets, sample the rest at sizes that fit and
 project it to full size. Nothing larger than the budget is ever allocated.
 
-Planning lives in ``plan``, measurement in ``runner``; this module holds the options,
-their validation, the run that ties the steps together, and the summary line.
+Options and their validation live in ``options``, planning in ``plan``, measurement in
+``runner``; this module holds the run that ties the steps together, and the summary line.
 """
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
 import torch
 
-from dummyprof.errors import UsageError
-from dummyprof.loaders.fp8_methods import DEFAULT_CHUNK_ELEMENTS, DEFAULT_METHODS, FLOOR, FillMethod, get_method
+from dummyprof.loaders.fp8_methods import FillMethod
 from dummyprof.measure.device import resolve_device
 from dummyprof.measure.environment import collect_environment
-from dummyprof.models.backings import BACKINGS, Backing, resolve_backing
-from dummyprof.models.engram import EngramSpec, validate_engram_spec
+from dummyprof.models.backings import Backing, resolve_backing
+from dummyprof.models.engram import EngramSpec
 from dummyprof.results.common import Figure, MemoryUse
 from dummyprof.results.engram import PLANNED, PROJECTED, BackingInfo, Budget, EngramLayout, EngramResult, MethodResult
 from dummyprof.results.session import Results
+from dummyprof.scenarios.engram.options import (
+    DEFAULT_REPEAT,
+    DEFAULT_TIME_BUDGET_S,
+    EngramOptions,
+    validate,
+    validate_options,
+)
 from dummyprof.scenarios.engram.plan import (
     ALLOCATE,
     FIRST_TOUCH,
@@ -62,85 +66,11 @@ __all__ = [
     "reserved_tables",
     "run",
     "summary_line",
+    "validate",
     "validate_options",
 ]
 
 Progress = Callable[[int, int, str], None]
-
-DEFAULT_TIME_BUDGET_S = 40.0
-DEFAULT_REPEAT = 3
-
-
-@dataclass
-class EngramOptions:
-    """Plain data (the CI gate builds it from TOML); sizes are per deployment, the run builds one rank."""
-
-    rows: int = 384_000_000
-    dim: int = 256
-    block_size: int = 32
-    tables: int = 1
-    tp_size: int = 1
-    dp_size: int = 1
-    rank: int = 0
-    heads: int | None = None
-    offload: bool = False
-    backing: str | None = None  # pinned (default with --offload), pageable, hugepages or shm
-    device: str = "auto"
-    methods: list[str] = field(default_factory=lambda: list(DEFAULT_METHODS))
-    repeat: int = DEFAULT_REPEAT
-    chunk_elements: int = DEFAULT_CHUNK_ELEMENTS
-    max_memory: int | None = None
-    time_budget_s: float = DEFAULT_TIME_BUDGET_S
-    deadline_s: float | None = None
-    dry_run: bool = False
-
-    def spec(self) -> EngramSpec:
-        return EngramSpec(
-            rows=self.rows,
-            dim=self.dim,
-            block_size=self.block_size,
-            tables=self.tables,
-            tp_size=self.tp_size,
-            dp_size=self.dp_size,
-            rank=self.rank,
-            heads=self.heads,
-        )
-
-
-# --- validation -------------------------------------------------------------------------------------
-
-
-def validate_options(options: EngramOptions) -> list[FillMethod]:
-    validate_engram_spec(options.spec())
-    if options.backing is not None:
-        if options.backing not in BACKINGS:
-            raise UsageError("--backing", f"unknown backing {options.backing!r}; choose from: {', '.join(BACKINGS)}")
-        if not options.offload:
-            raise UsageError(
-                "--backing", "host memory kinds only apply with --offload; add --offload or drop --backing"
-            )
-    if options.repeat < 1:
-        raise UsageError("--repeat", f"must be at least 1, got {options.repeat}; try --repeat 3")
-    if options.chunk_elements < 1:
-        raise UsageError("--chunk-elements", f"must be at least 1, got {options.chunk_elements}; try 64Mi")
-    if not options.time_budget_s > 0 or not math.isfinite(options.time_budget_s):
-        raise UsageError("--time-budget", f"must be a positive number of seconds, got {options.time_budget_s}")
-    if options.deadline_s is not None and not options.deadline_s > 0:
-        raise UsageError("--deadline", f"must be a positive number of seconds, got {options.deadline_s}")
-    if options.max_memory is not None and options.max_memory < 1:
-        raise UsageError("--max-memory", f"must be positive, got {options.max_memory}")
-    if not options.methods:
-        raise UsageError("--method", f"give at least one method; choose from: {', '.join(DEFAULT_METHODS)}")
-    methods: list[FillMethod] = []
-    for name in options.methods:
-        method = get_method(name)
-        if method in methods:
-            raise UsageError("--method", f"{name!r} is listed twice")
-        methods.append(method)
-    if all(m.name != FLOOR for m in methods):
-        methods.append(get_method(FLOOR))  # every run measures its own floor
-    return methods
-
 
 # --- the run ---------------------------------------------------------------------------------------
 
@@ -167,7 +97,7 @@ def run(
 ) -> Results:
     """Validate, plan, measure (or project) and return the engram Results."""
     started = clock()
-    methods = validate_options(options)
+    methods = validate(options)
     spec = options.spec()
     device = resolve_device(options.device) if not options.offload else torch.device("cpu")
     backing = resolve_backing(options.backing or "pinned", offload=options.offload, device=device)

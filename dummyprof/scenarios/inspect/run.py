@@ -8,9 +8,6 @@ inspectable on a laptop.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
-
 import torch
 from torch import nn
 
@@ -24,36 +21,20 @@ from dummyprof.anatomy import (
     storage_key,
     storage_owners,
 )
-from dummyprof.errors import UsageError
 from dummyprof.loaders.initializers import NOT_WRITTEN, FillOutcome
 from dummyprof.loaders.strategies import get_strategy, run_strategy
 from dummyprof.measure.environment import collect_environment
 from dummyprof.measure.recorder import VisitRecorder
 from dummyprof.models.source import ModelSource
-from dummyprof.models.synthetic import TreeSpec
 from dummyprof.results.compare import ModelSummary
 from dummyprof.results.inspect import InspectResult, ModuleNode
 from dummyprof.results.session import Results
+from dummyprof.scenarios.inspect.options import DEFAULT_STRATEGIES, InspectOptions, validate
 from dummyprof.units import format_bytes
 
-DEFAULT_STRATEGIES = ("legacy", "per-layer", "unique")
+__all__ = ["DEFAULT_STRATEGIES", "InspectOptions", "run", "summary_line", "validate"]
+
 META = torch.device("meta")
-
-
-@dataclass
-class InspectOptions:
-    strategies: list[str] = field(default_factory=lambda: list(DEFAULT_STRATEGIES))
-    model: str | None = None
-    preset: str | None = None
-    model_args: dict[str, Any] = field(default_factory=dict)
-    trust_remote_code: bool = False  # hf: models only
-    depth: int = 3  # synthetic tree, when neither --model nor --preset
-    width: int = 1
-    hidden: int = 64
-    dtype: str = "float32"
-    engram_rows: int = 0
-    max_depth: int | None = None
-    min_bytes: int = 0
 
 
 def _no_fill(tensor: torch.Tensor, local_name: str) -> FillOutcome:
@@ -63,18 +44,11 @@ def _no_fill(tensor: torch.Tensor, local_name: str) -> FillOutcome:
 def _source(options: InspectOptions) -> ModelSource:
     from dummyprof.scenarios.model_choice import source_or_tree
 
-    spec = TreeSpec(
-        depth=options.depth,
-        width=options.width,
-        hidden=options.hidden,
-        dtype=options.dtype,
-        engram_rows=options.engram_rows,
-    )
     return source_or_tree(
         model=options.model,
         preset=options.preset,
         model_args=options.model_args,
-        tree=spec,
+        tree=options.tree_spec(),
         trust_remote_code=options.trust_remote_code,
     )
 
@@ -169,14 +143,7 @@ def summary_line(result: InspectResult) -> str:
 
 def run(options: InspectOptions, *, source: ModelSource | None = None) -> Results:
     """Build on meta, count visits per strategy, and return the inspect Results."""
-    seen: set[str] = set()
-    for name in options.strategies:
-        get_strategy(name)
-        if name in seen:
-            raise UsageError("--strategy", f"{name!r} is listed twice")
-        seen.add(name)
-    if options.max_depth is not None and options.max_depth < 0:
-        raise UsageError("--max-depth", f"must be 0 or more, got {options.max_depth}")
+    validate(options)
     if source is None:
         source = _source(options)
     model = source.build(META)

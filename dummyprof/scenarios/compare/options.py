@@ -1,0 +1,44 @@
+"""What ``compare`` takes, and the one check of it that the CLI, the gate and the Python API share."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from dummyprof.scenarios.options import (
+    LoaderChoice,
+    ModelChoice,
+    TreeOptions,
+    check_initializer,
+    check_strategies,
+    check_tree_if_built,
+    loader_names,
+)
+
+DEFAULT_STRATEGIES = ("legacy", "per-layer", "unique")
+
+
+@dataclass
+class CompareOptions(LoaderChoice, ModelChoice, TreeOptions):
+    """Flat fields: the synthetic tree's, the model's, the loaders', then compare's own (bases in reverse)."""
+
+    depth: int = 12  # compare measures time: a deeper, wider tree than audit and inspect build
+    hidden: int = 512
+    strategies: list[str] = field(default_factory=lambda: list(DEFAULT_STRATEGIES))
+    repeat: int = 5
+    warmup: int = 1
+    device: str = "auto"
+    initializer: str | None = None
+    max_memory: int | None = None
+
+
+def validate(options: CompareOptions) -> list[str]:
+    """Check what is to be measured, before anything is built or imported; returns the loaders' names.
+
+    How long and where to measure (``repeat``, ``device``, ``max_memory``) are checked
+    by the run, on the machine that measures.
+    """
+    check_strategies(options.strategies, require_one=bool(options.strategies) or not options.loaders)
+    names = loader_names(options.loaders, options.strategies)
+    check_initializer(options.initializer)
+    check_tree_if_built(options, options)
+    return names

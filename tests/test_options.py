@@ -1,0 +1,144 @@
+"""One options dataclass and one ``validate`` per scenario, shared by the CLI, the gate and the Python API."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from dummyprof.errors import UsageError
+from dummyprof.gate.config import load_config
+from dummyprof.gate.fingerprint import option_defaults
+from dummyprof.scenarios.audit.options import AuditOptions
+from dummyprof.scenarios.audit.options import validate as validate_audit
+from dummyprof.scenarios.compare.options import CompareOptions
+from dummyprof.scenarios.compare.options import validate as validate_compare
+from dummyprof.scenarios.engram.options import EngramOptions, methods_to_run
+from dummyprof.scenarios.inspect.options import InspectOptions
+from dummyprof.scenarios.inspect.options import validate as validate_inspect
+from tests.conftest import CliResult
+
+Cli = Callable[..., CliResult]
+ROOT = Path(__file__).resolve().parent.parent
+# compare's options before they were composed of shared groups: the gate's TOML keys and fingerprints.
+COMPARE_FIELDS = {
+    "depth": 12,
+    "width": 1,
+    "hidden": 512,
+    "dtype": "float32",
+    "meta": False,
+    "engram_rows": 0,
+    "strategies": ["legacy", "per-layer", "unique"],
+    "repeat": 5,
+    "warmup": 1,
+    "device": "auto",
+    "initializer": None,
+    "max_memory": None,
+    "model": None,
+    "preset": None,
+    "model_args": {},
+    "trust_remote_code": False,
+    "loaders": [],
+    "loader_args": {},
+}
+
+
+def test_compare_options_keep_their_flat_fields_and_defaults() -> None:
+    assert option_defaults(CompareOptions) == COMPARE_FIELDS
+    assert next(f.name for f in dataclasses.fields(CompareOptions)) == "depth"  # the config error lists depth first
+
+
+def test_the_committed_baseline_fingerprints_use_exactly_these_options() -> None:
+    baseline = json.loads((ROOT / "perf" / "baseline.json").read_text())
+    for scenario in baseline["gate"]["scenarios"]:
+        if scenario["command"] == "compare":
+            assert set(scenario["fingerprint"]["options"]) <= set(COMPARE_FIELDS)
+
+
+def test_audit_and_inspect_share_the_tree_and_model_fields() -> None:
+    audit, inspect = AuditOptions(), InspectOptions()
+    for name in ("depth", "width", "hidden", "dtype", "meta", "engram_rows", "model", "preset", "model_args"):
+        assert getattr(audit, name) == getattr(inspect, name)
+    assert (audit.depth, audit.hidden) == (3, 64)
+    assert InspectOptions(depth=2, hidden=32).tree_spec() == AuditOptions(depth=2, hidden=32).tree_spec()
+
+
+@pytest.mark.parametrize(
+    ("check", "options", "field", "message"),
+    [
+        (validate_compare, CompareOptions(strategies=["per-layer", "per-layer"]), "strategies", "listed twice"),
+        (validate_compare, CompareOptions(strategies=[]), "strategies", "give at least one strategy"),
+        (validate_compare, CompareOptions(initializer="v9"), "initializer", "unknown initializer 'v9'"),
+        (validate_compare, CompareOptions(hidden=33), "hidden", "multiple of 32"),
+        (validate_compare, CompareOptions(engram_rows=-1), "engram_rows", "must be 0 or more"),
+        (validate_inspect, InspectOptions(max_depth=-1), "max_depth", "must be 0 or more"),
+        (validate_inspect, InspectOptions(strategies=["nope"]), "strategies", "unknown strategy 'nope'"),
+        (validate_audit, AuditOptions(ignore=["typo"]), "ignore", "unknown finding kind 'typo'"),
+        (validate_audit, AuditOptions(loader_initializer="v9"), "loader_initializer", "unknown initializer"),
+        (validate_audit, AuditOptions(strategies=[]), "strategies", "give at least one --strategy or --loader"),
+    ],
+)
+def test_validate_names_the_field(check: Callable[..., object], options: object, field: str, message: str) -> None:
+    with pytest.raises(UsageError) as info:
+        check(options)
+    assert info.value.field == field and message in info.value.message
+    assert str(info.value).startswith(f"{field}: ")  # the Python API speaks in fields
+
+
+def test_a_model_or_preset_skips_the_tree_check() -> None:
+    assert validate_compare(CompareOptions(hidden=33, preset="torch-transformer")) == []
+
+
+@pytest.mark.parametrize(
+    ("args", "line"),
+    [
+        (["compare", "--hidden", "33"], "--hidden: must be a positive multiple of 32"),
+        (["compare", "--dtype", "int4"], "--dtype: unknown dtype 'int4'"),
+        (["compare", "-s", "legacy", "-s", "legacy"], "--strategy: 'legacy' is listed twice"),
+        (["inspect", "--max-depth", "2", "-s", "nope"], "--strategy: unknown strategy 'nope'"),
+        (["audit", "--ignore", "typo"], "--ignore: unknown finding kind 'typo'"),
+        (["audit", "--loader-initializer", "v9"], "--loader-initializer: unknown initializer 'v9'"),
+    ],
+)
+def test_the_cli_names_the_flag_of_a_field(cli: Cli, args: list[str], line: str) -> None:
+    result = cli(*args)
+    assert result.exit_code == 2
+    assert result.stderr.startswith(f"dummyprof: error: {line}") and result.stderr.count("\n") == 1
+
+
+def test_the_gate_names_the_config_key_of_a_field(tmp_path: Path, cli: Cli) -> None:
+    path = tmp_path / "dummyprof.toml"
+    path.write_text('[scenarios.t]\ncommand = "compare"\noptions = { engram_rows = -1 }\n')
+    result = cli("gate", "--config", str(path), "--baseline", str(tmp_path / "b.json"))
+    assert result.exit_code == 2
+    assert result.stderr == (
+        f"dummyprof: error: --config: {path}: scenarios.t.options.engram_rows: must be 0 or more, got -1\n"
+    )
+
+
+def test_the_gate_learns_a_loaders_name_without_importing_it(tmp_path: Path) -> None:
+    loader = tmp_path / "loud_loader.py"
+    loader.write_text("raise RuntimeError('imported while reading the config')\n\ndef fill(model):\n    pass\n")
+    path = tmp_path / "dummyprof.toml"
+    path.write_text(f'[scenarios.t]\ncommand = "compare"\noptions = {{ loaders = ["{loader}:fill"] }}\n')
+    (scenario,) = load_config(path).scenarios
+    assert "fill.visits" in scenario.counters
+    assert not any("loud_loader" in name for name in sys.modules)
+
+
+def test_a_loader_named_like_a_strategy_is_refused_before_import(tmp_path: Path) -> None:
+    loader = tmp_path / "fills.py"
+    loader.write_text("raise RuntimeError('never imported')\n")
+    with pytest.raises(UsageError) as info:
+        validate_compare(CompareOptions(strategies=["unique"], loaders=[f"{loader}:unique"]))
+    assert info.value.field == "loaders" and "clashes with a --strategy name" in info.value.message
+
+
+def test_engram_always_runs_its_floor_once() -> None:
+    assert methods_to_run(["constant"]) == ["constant", "memset"]
+    assert methods_to_run(["memset", "constant"]) == ["memset", "constant"]
+    assert EngramOptions().methods[-1] == "memset"

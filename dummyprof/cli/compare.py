@@ -14,6 +14,7 @@ from dummyprof.cli.model_options import (
     ModelOpt,
     PresetOpt,
     TrustRemoteCodeOpt,
+    code_files,
     parse_args_flag,
     tree_fields,
 )
@@ -116,7 +117,7 @@ def compare(
         loaders=list(loader or []),
         loader_args=parse_args_flag(loader_arg, "--loader-arg"),
     )
-    check_outputs({"--json": json_path}, force=force)
+    check_outputs({"--json": json_path}, force=force, inputs=code_files(model, loader))
     from dummyprof.scenarios.compare import run as scenario
 
     with progress_bar(not quiet, "compare") as progress, user_stdout_to_stderr(json_to_stdout(json_path)):

@@ -18,6 +18,7 @@ from dummyprof.models.loading import model_source
 from dummyprof.models.presets import preset_source
 from dummyprof.models.source import ModelSource, synthetic_source
 from dummyprof.models.synthetic import TreeSpec
+from dummyprof.results.compare import ModelSummary
 
 
 def resolve_source(
@@ -54,6 +55,23 @@ def source_or_tree(
     """The source named by ``--model`` or ``--preset``, else the synthetic tree ``tree``."""
     source = resolve_source(model=model, preset=preset, model_args=model_args, trust_remote_code=trust_remote_code)
     return source if source is not None else synthetic_source(tree)
+
+
+def model_summary(
+    source: ModelSource, device: str, *, modules: int, tensors: int, names: int, nbytes: int
+) -> ModelSummary:
+    """What the report says about the model: the source's own words and options, and what was counted."""
+    return ModelSummary(
+        source=source.source,
+        description=source.description,
+        device=device,
+        modules=modules,
+        tensors=tensors,
+        names=names,
+        bytes=nbytes,
+        options=dict(source.options),
+        notes=list(source.notes),
+    )
 
 
 def check_source_fits(source: ModelSource, device: torch.device, max_memory: int | None, *, flag: str) -> None:

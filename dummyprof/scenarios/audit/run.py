@@ -42,6 +42,7 @@ from dummyprof.results.audit import (
 from dummyprof.results.compare import ModelSummary
 from dummyprof.results.session import Results
 from dummyprof.scenarios.audit.options import DEFAULT_STRATEGIES, AuditOptions, validate
+from dummyprof.scenarios.model_choice import check_source_fits, model_summary, resolve_source
 
 __all__ = ["DEFAULT_STRATEGIES", "AuditOptions", "run", "tensor_digest", "validate"]
 
@@ -91,8 +92,6 @@ def _fillers(options: AuditOptions) -> list[_Filler]:
 
 
 def _source(options: AuditOptions, device: torch.device) -> tuple[ModelSource, TreeSpec | None]:
-    from dummyprof.scenarios.model_choice import check_source_fits, resolve_source
-
     source = resolve_source(
         model=options.model,
         preset=options.preset,
@@ -275,16 +274,13 @@ def _cross_check(fillers: list[_Filler], rows: dict[str, AuditTensor], audit: _A
 def _model_summary(
     source: ModelSource, model: nn.Module, rows: dict[str, AuditTensor], device: torch.device
 ) -> ModelSummary:
-    return ModelSummary(
-        source=source.source,
-        description=source.description,
-        device=str(device),
+    return model_summary(
+        source,
+        str(device),
         modules=sum(1 for _ in model.modules()),
         tensors=len(rows),
         names=sum(len(r.names) for r in rows.values()),
-        bytes=sum(r.nbytes for r in rows.values()),
-        options=dict(source.options),
-        notes=list(source.notes),
+        nbytes=sum(r.nbytes for r in rows.values()),
     )
 
 

@@ -11,10 +11,11 @@ from dummyprof.measure.device import resolve_device
 from dummyprof.measure.environment import collect_environment
 from dummyprof.measure.recorder import index_model
 from dummyprof.models.source import ModelSource
-from dummyprof.results.compare import CompareResult, ModelSummary
+from dummyprof.results.compare import CompareResult
 from dummyprof.results.session import Results
 from dummyprof.scenarios.compare.options import DEFAULT_STRATEGIES, CompareOptions, validate
 from dummyprof.scenarios.compare.runner import Clock, Progress, run_compare
+from dummyprof.scenarios.model_choice import check_source_fits, model_summary, source_or_tree
 from dummyprof.units import format_seconds
 
 __all__ = ["DEFAULT_STRATEGIES", "CompareOptions", "run", "summary_line", "validate"]
@@ -51,8 +52,6 @@ def run(
     if options.repeat < 1:
         raise UsageError("--repeat", f"must be at least 1, got {options.repeat}")
     device = resolve_device(options.device)
-    from dummyprof.scenarios.model_choice import check_source_fits, source_or_tree
-
     if source is None:
         source = source_or_tree(
             model=options.model,
@@ -66,16 +65,13 @@ def run(
     build = source.build
     probe = build(device)
     records = index_model(probe)
-    summary = ModelSummary(
-        source=source.source,
-        description=source.description,
-        device=str(device),
+    summary = model_summary(
+        source,
+        str(device),
         modules=sum(1 for _ in probe.modules()),
         tensors=len(records),
         names=sum(len(r.names) for r in records.values()),
-        bytes=allocated_bytes(probe),
-        options=dict(source.options),
-        notes=list(source.notes),
+        nbytes=allocated_bytes(probe),
     )
     del probe
     strategies = [get_strategy(name) for name in options.strategies] + loader_strategies(loaders)

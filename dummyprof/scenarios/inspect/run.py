@@ -26,10 +26,10 @@ from dummyprof.loaders.strategies import get_strategy, run_strategy
 from dummyprof.measure.environment import collect_environment
 from dummyprof.measure.recorder import VisitRecorder
 from dummyprof.models.source import ModelSource
-from dummyprof.results.compare import ModelSummary
 from dummyprof.results.inspect import InspectResult, ModuleNode
 from dummyprof.results.session import Results
 from dummyprof.scenarios.inspect.options import DEFAULT_STRATEGIES, InspectOptions, validate
+from dummyprof.scenarios.model_choice import model_summary, source_or_tree
 from dummyprof.units import format_bytes
 
 __all__ = ["DEFAULT_STRATEGIES", "InspectOptions", "run", "summary_line", "validate"]
@@ -42,8 +42,6 @@ def _no_fill(tensor: torch.Tensor, local_name: str) -> FillOutcome:
 
 
 def _source(options: InspectOptions) -> ModelSource:
-    from dummyprof.scenarios.model_choice import source_or_tree
-
     return source_or_tree(
         model=options.model,
         preset=options.preset,
@@ -88,10 +86,7 @@ def _nodes(model: nn.Module, strategies: list[str]) -> list[ModuleNode]:
         if home is None:  # owned by a module reached only through a duplicate path
             continue
         home.own_bytes += size[key]
-        for strategy in strategies:
-            count = visits[strategy].get(key, 0)
-            home.visits[strategy] = home.visits.get(strategy, 0) + count
-            home.redundant[strategy] = home.redundant.get(strategy, 0) + max(0, count - 1)
+        _add_visits(home.visits, home.redundant, visits, key)
     _subtree_totals(model, nodes, owner, size, visits, strategies)
     return list(nodes.values())
 
@@ -112,10 +107,15 @@ def _subtree_totals(
             if node is None:
                 continue
             node.subtree_bytes += size[key]
-            for strategy in strategies:
-                count = visits[strategy].get(key, 0)
-                node.subtree_visits[strategy] = node.subtree_visits.get(strategy, 0) + count
-                node.subtree_redundant[strategy] = node.subtree_redundant.get(strategy, 0) + max(0, count - 1)
+            _add_visits(node.subtree_visits, node.subtree_redundant, visits, key)
+
+
+def _add_visits(total: dict[str, int], redundant: dict[str, int], visits: dict[str, dict[int, int]], key: int) -> None:
+    """Add one storage's visits per strategy, and those beyond the first as redundant."""
+    for strategy, counts in visits.items():
+        count = counts.get(key, 0)
+        total[strategy] = total.get(strategy, 0) + count
+        redundant[strategy] = redundant.get(strategy, 0) + max(0, count - 1)
 
 
 def _prune(nodes: list[ModuleNode], max_depth: int | None, min_bytes: int) -> tuple[list[ModuleNode], int]:
@@ -151,16 +151,13 @@ def run(options: InspectOptions, *, source: ModelSource | None = None) -> Result
     kept, hidden = _prune(nodes, options.max_depth, options.min_bytes)
     root = nodes[0]
     result = InspectResult(
-        model=ModelSummary(
-            source=source.source,
-            description=source.description,
-            device="meta (nothing allocated)",
+        model=model_summary(
+            source,
+            "meta (nothing allocated)",
             modules=len(nodes),
             tensors=len({storage_key(t) for t in registered_tensors(model)}),
             names=sum(n.own_tensors for n in nodes),
-            bytes=root.subtree_bytes,
-            options=dict(source.options),
-            notes=list(source.notes),
+            nbytes=root.subtree_bytes,
         ),
         strategies=list(options.strategies),
         nodes=kept,

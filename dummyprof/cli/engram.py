@@ -10,6 +10,10 @@ import typer
 from dummyprof.cli.output import EXIT_NOT_WRITTEN, FORCE_HELP, JSON_HELP, QUIET_HELP, check_outputs, emit, progress_bar
 from dummyprof.units import parse_bytes, parse_count, parse_float, parse_int
 
+# The default --method list, torch-free so that parsing flags imports no fill code; tests keep it equal
+# to loaders.fp8_methods.METHODS. Names are checked by the scenario's validate, not here.
+METHOD_NAMES = ("random-convert", "random-scratch", "random-chunked", "random-fast", "constant", "memset")
+
 HELP = """\
 Size, fill and time one rank's Engram tables (DeepSeek V4.1 ParallelEngramEmbedding).
 
@@ -119,7 +123,7 @@ def engram(
         offload=offload,
         backing=backing,
         device=device,
-        methods=list(method) if method else EngramOptions().methods,
+        methods=list(method) if method else list(METHOD_NAMES),
         repeat=repeat_n,
         chunk_elements=chunk_n,
         max_memory=max_memory_n,

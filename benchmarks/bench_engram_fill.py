@@ -2,18 +2,86 @@
 
 Runs the ``engram`` scenario at full size (every method interleaved over the
 same tables, in one process, first touch timed apart) and prints a Markdown
-table of medians and ratios measured in that one run. Usage::
+table of medians and ratios measured in that one run, then random-fast's ratio
+to every other method. ``--bf16`` adds the same comparison on one bfloat16
+tensor (memset, random-fast, vLLM 0.33's ``uniform_``), interleaved over rounds,
+and ``--alone`` random-fast's throughput per core (one worker, CPU time).
+Usage::
 
     python benchmarks/bench_engram_fill.py [--rows 2M] [--dim 256] [--repeat 3] [--backing pageable]
+        [--bf16 512MiB] [--alone]
 """
 
 from __future__ import annotations
 
 import argparse
+import statistics
 import time
+from collections.abc import Callable
 
+import torch
+
+from dummyprof.loaders import random_fast
+from dummyprof.loaders.initializers import V033Initializer
 from dummyprof.scenarios.engram.run import EngramOptions, run
-from dummyprof.units import format_bytes, format_seconds, parse_count
+from dummyprof.units import format_bytes, format_seconds, parse_bytes, parse_count
+
+FAST = "random-fast"
+
+
+def bf16_side_by_side(nbytes: int, repeat: int) -> None:
+    """memset, random-fast and v0.33's uniform_ on one touched bfloat16 tensor, interleaved, medians."""
+    table = torch.empty(nbytes // 2, dtype=torch.bfloat16)
+    table.view(torch.uint8).fill_(0)  # first touch, not timed
+    fills: dict[str, Callable[[], object]] = {
+        "memset": lambda: table.view(torch.uint8).fill_(0),
+        FAST: lambda: random_fast.fill(table),
+        "v0.33 uniform_": lambda: V033Initializer()(table, "weight"),
+    }
+    times: dict[str, list[float]] = {name: [] for name in fills}
+    for _ in range(repeat):
+        for name, fill in fills.items():
+            started = time.perf_counter()
+            fill()
+            times[name].append(time.perf_counter() - started)
+    median = {name: statistics.median(t) for name, t in times.items()}
+    print(f"bfloat16 table of {format_bytes(nbytes)}, {repeat} interleaved rounds:")
+    print()
+    print("| fill | median | GB/s | % of memset | random-fast speed-up |")
+    print("|---|---:|---:|---:|---:|")
+    for name, seconds in median.items():
+        print(
+            f"| {name} | {format_seconds(seconds)} | {nbytes / seconds / 1e9:.2f} "
+            f"| {100 * median['memset'] / seconds:.1f}% | {seconds / median[FAST]:.2f}x |"
+        )
+    random_fast.fill(table)
+    values = table.float()
+    print()
+    print(
+        f"bfloat16 values of random-fast: min {values.min().item():.3g}, max {values.max().item():.3g}, "
+        f"distinct {torch.unique(table.view(torch.int16)).numel()}, zeros {int((values == 0).sum().item())}"
+    )
+
+
+def throughput_alone(nbytes: int) -> None:
+    """random-fast with one worker, in CPU seconds of that thread: the generator's rate per core."""
+    table = torch.empty(nbytes, dtype=torch.float8_e4m3fn)
+    table.view(torch.uint8).fill_(0)
+    rates = []
+    for _ in range(3):
+        started = time.thread_time()
+        random_fast.fill(table, workers=1)
+        rates.append(nbytes / (time.thread_time() - started) / 1e9)
+    memset = []
+    for _ in range(3):
+        torch.set_num_threads(1)
+        started = time.thread_time()
+        table.view(torch.uint8).fill_(0)
+        memset.append(nbytes / (time.thread_time() - started) / 1e9)
+    print(
+        f"one worker, fp8, {format_bytes(nbytes)}: random-fast {statistics.median(rates):.2f} GB per CPU-second, "
+        f"memset (1 thread) {statistics.median(memset):.2f} GB per CPU-second"
+    )
 
 
 def main() -> None:
@@ -23,7 +91,11 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--backing", default="pageable", help="pinned, pageable, hugepages or shm")
     parser.add_argument("--time-budget", type=float, default=600.0, help="large: measure everything in full")
+    parser.add_argument("--bf16", default="0", help="size of a bfloat16 table to compare on too, e.g. 512MiB")
+    parser.add_argument("--alone", action="store_true", help="also random-fast's rate per core, one worker")
     args = parser.parse_args()
+    threads = torch.get_num_threads()
+    print(f"torch {torch.__version__}, {threads} torch threads = random-fast workers")
     options = EngramOptions(
         rows=parse_count("--rows", args.rows),
         dim=args.dim,
@@ -62,6 +134,29 @@ def main() -> None:
         )
     print()
     print(f"floor (memset) {format_seconds(floor.seconds.value)}; peak RSS {format_bytes(engram.run_peak_rss_bytes)}")
+    fast = next((m for m in engram.methods if m.name == FAST), None)
+    if fast is not None and fast.seconds.value:
+        print()
+        ratios = ", ".join(
+            f"{m.name} {m.seconds.value / fast.seconds.value:.1f}x"
+            for m in engram.methods
+            if m.name != FAST and m.seconds.value
+        )
+        print(f"random-fast at {fast.percent_of_floor.value or 0:.1f}% of memset; its speed-up over: {ratios}")
+        if fast.values is not None:
+            v = fast.values
+            print(
+                f"random-fast values: {v.weight_distinct} distinct, {v.weight_zero_share:.1%} zeros, "
+                f"min {v.weight_min}, max {v.weight_max}, scale bytes {v.scale_values}"
+            )
+    bf16_bytes = parse_bytes("--bf16", args.bf16)
+    if bf16_bytes:
+        print()
+        bf16_side_by_side(bf16_bytes, args.repeat)
+    if args.alone:
+        print()
+        throughput_alone(min(lay.table_bytes_per_rank, 256 << 20))
+        torch.set_num_threads(threads)
 
 
 if __name__ == "__main__":

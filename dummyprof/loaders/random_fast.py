@@ -146,6 +146,8 @@ def _chunk_writer(dst: np.ndarray, rule: BitRule, key: int) -> Callable[[int, np
     masked = rule.and_word != _MASK64
     offsets = _lane_offsets()[: lanes_for(total)]  # a tensor under one step has a single, partial step
     u = np.uint64
+    multiplier, fold, one = u(MULTIPLIER), u(32), u(1)
+    mix1, mix2, s30, s27, s31 = u(_MIX1), u(_MIX2), u(30), u(27), u(31)
 
     def finish(t: np.ndarray, out: np.ndarray) -> None:
         """``t`` holds folded words; write them masked into ``out`` (the last op writes ``out``)."""
@@ -160,23 +162,23 @@ def _chunk_writer(dst: np.ndarray, rule: BitRule, key: int) -> Callable[[int, np
     def write(chunk: int, x: np.ndarray, t: np.ndarray) -> None:
         # Seed the lanes: SplitMix64 outputs number chunk * LANES + 1 .. + LANES of the seed's stream.
         np.add(offsets, u((key + (chunk * LANES + 1) * GAMMA) & _MASK64), out=x)
-        np.right_shift(x, u(30), out=t)
+        np.right_shift(x, s30, out=t)
         np.bitwise_xor(x, t, out=x)
-        np.multiply(x, u(_MIX1), out=x)
-        np.right_shift(x, u(27), out=t)
+        np.multiply(x, mix1, out=x)
+        np.right_shift(x, s27, out=t)
         np.bitwise_xor(x, t, out=x)
-        np.multiply(x, u(_MIX2), out=x)
-        np.right_shift(x, u(31), out=t)
+        np.multiply(x, mix2, out=x)
+        np.right_shift(x, s31, out=t)
         np.bitwise_xor(x, t, out=x)
-        np.bitwise_or(x, u(1), out=x)  # odd: full period of the multiplicative generator
+        np.bitwise_or(x, one, out=x)  # odd: full period of the multiplicative generator
         start = chunk * CHUNK_BYTES
         for step in range(STEPS):
             b0 = start + step * LANES * WORD_BYTES
             if b0 >= total:
                 return
             b1 = min(total, b0 + LANES * WORD_BYTES)
-            np.multiply(x, u(MULTIPLIER), out=x)
-            np.right_shift(x, u(32), out=t)
+            np.multiply(x, multiplier, out=x)
+            np.right_shift(x, fold, out=t)
             if b1 <= whole and b1 - b0 == LANES * WORD_BYTES:
                 out = dst64[b0 // WORD_BYTES : b1 // WORD_BYTES]
                 if masked or rule.or_word:

@@ -277,3 +277,19 @@ def test_engram_shows_random_fast_values_next_to_the_others(cli: Callable[..., C
     assert result.exit_code == 0, result.stderr
     row = next(line for line in result.stdout.splitlines() if line.lstrip("│ ").startswith("random-fast"))
     assert "64 distinct" in row and "scale 120" in row
+
+
+@pytest.mark.timeout(120)
+def test_a_forked_child_gets_its_own_worker_threads() -> None:
+    import multiprocessing
+
+    parent = _fill_numpy_only()  # the parent's pool of two workers exists now
+    with multiprocessing.get_context("fork").Pool(1) as pool:
+        assert pool.apply(_fill_numpy_only) == parent
+
+
+def _fill_numpy_only() -> bytes:
+    """No torch kernel runs here (a forked child must not enter torch's OpenMP pool): empty, fill, read."""
+    t = torch.empty(3 * CHUNK, dtype=torch.uint8)
+    rf.fill(t, 1, workers=2)
+    return t.numpy()[-64:].tobytes()

@@ -20,6 +20,7 @@ chunk at a time (a bounded scratch); the rules and ranges are those of the CPU p
 from __future__ import annotations
 
 import itertools
+import os
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -31,9 +32,9 @@ import torch
 from dummyprof.loaders.initializers import DEFAULT_SEED, FillOutcome
 
 LANES = 16384  # words per lane array: 128 KiB, so a worker's two arrays stay in its L2 cache
-STEPS = 16  # generator steps per chunk: seeding (10 passes over the lanes) is paid once per 16 steps
+STEPS = 32  # generator steps per chunk: seeding (10 passes over the lanes) is paid once per 32 steps
 WORD_BYTES = 8
-CHUNK_BYTES = LANES * STEPS * WORD_BYTES  # 2 MiB of output per chunk, fixed: it defines the bytes
+CHUNK_BYTES = LANES * STEPS * WORD_BYTES  # 4 MiB of output per chunk, fixed: it defines the bytes
 TORCH_CHUNK_BYTES = CHUNK_BYTES  # scratch of the device fallback
 
 _MASK64 = (1 << 64) - 1
@@ -129,6 +130,10 @@ def _lane_offsets() -> np.ndarray:
 @cache
 def _executor(workers: int) -> ThreadPoolExecutor:
     return ThreadPoolExecutor(max_workers=workers, thread_name_prefix="dummyprof-random-fast")
+
+
+# A forked child inherits the pool object but not its threads: it would wait forever on it.
+os.register_at_fork(after_in_child=_executor.cache_clear)
 
 
 def lanes_for(nbytes: int) -> int:

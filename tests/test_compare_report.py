@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import io
 
+import pytest
 from rich.console import Console
 
-from dummyprof.reports.compare_terminal import memory_table, short_name
+from dummyprof.reports.compare_terminal import floor_share_cell, memory_table, roofline_line, short_name
 from dummyprof.reports.markdown import md_table
 from dummyprof.results import CompareResult, Figure, StrategyResult
+from dummyprof.results.common import Timing
+from dummyprof.results.compare import FloorResult
 
 
 def test_short_name_folds_repeated_segments_and_keeps_the_leaf() -> None:
@@ -34,3 +37,22 @@ def test_memory_columns_unavailable_everywhere_become_one_line() -> None:
 
 def test_markdown_table_escapes_pipes() -> None:
     assert md_table(["a", "b"], [["x|y", "1"]], align_right=[1]) == ["| a | b |", "| --- | ---: |", "| x\\|y | 1 |"]
+
+
+def test_share_of_floor_and_the_generator_bound_line() -> None:
+    result = CompareResult(
+        strategies=[
+            StrategyResult(name="fast", bytes_written=8_000, timing=Timing([1.0])),  # 8 kB/s
+            StrategyResult(name="slow", bytes_written=100, timing=Timing([1.0])),  # 100 B/s
+        ],
+        floor=FloorResult(bytes_written=4_000, timing=Timing([0.5, 0.4, 0.6]), generator_bound_share=0.05),
+    )
+    assert result.share_of_floor("fast") == pytest.approx(1.0)  # 8 kB/s over the floor's 4 kB / 0.5 s
+    assert result.share_of_floor("slow") == pytest.approx(0.0125)
+    assert result.generator_bound("fast") is False and result.generator_bound("slow") is True
+    assert floor_share_cell(result, "fast") == "100%"
+    line = roofline_line(result)
+    assert line is not None and line.startswith("roofline: slow 1.2% of memset: bound by the random generator")
+    result.floor = None  # files written before the floor was measured
+    assert result.share_of_floor("fast") is None and floor_share_cell(result, "fast") == "n/a"
+    assert roofline_line(result) is None

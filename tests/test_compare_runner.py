@@ -8,6 +8,7 @@ import pytest
 import torch
 from torch import nn
 
+from dummyprof.anatomy.storages import allocated_bytes
 from dummyprof.loaders.strategies import Strategy, legacy_traversal, per_layer_traversal
 from dummyprof.models.synthetic import TreeSpec, build_tree
 from dummyprof.results.compare import ModelSummary
@@ -79,3 +80,25 @@ def test_counts_and_per_tensor_table() -> None:
     assert legacy.recording_overhead_s == 0.0  # the fake clock never moves
     assert legacy.memory.rss_peak_bytes is not None and legacy.memory.rss_before_bytes is not None
     assert legacy.memory.pinned_bytes.value is None and legacy.memory.pinned_bytes.unavailable
+
+
+def test_each_round_measures_the_memset_floor_on_a_fresh_model() -> None:
+    """The floor zeroes every distinct real storage once per round, warm-up discarded: exact bytes."""
+    spec = TreeSpec(depth=3, hidden=32)
+    built: list[nn.Module] = []
+
+    def build() -> nn.Module:
+        built.append(build_tree(spec))
+        return built[-1]
+
+    strategies = [Strategy("per-layer", "", per_layer_traversal)]
+    result = run_compare(build, ModelSummary(), strategies, torch.device("cpu"), repeat=2, warmup=1)
+    floor = result.floor
+    assert floor is not None
+    assert floor.bytes_written == allocated_bytes(build_tree(spec))
+    assert len(floor.timing.samples_s) == 2  # one per measured round
+    assert len(built) == 3 * 2 + 1  # per round: the strategy's model and the floor's, plus the overhead probe
+    floored = built[-2]  # the last round's floor model (the overhead probe was built after it)
+    assert all(not t.any() for t in floored.state_dict().values() if t.dtype != torch.bool)
+    off = run_compare(build, ModelSummary(), strategies, torch.device("cpu"), repeat=1, measure_floor=False)
+    assert off.floor is None and off.share_of_floor("per-layer") is None

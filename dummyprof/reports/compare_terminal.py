@@ -7,7 +7,7 @@ from collections.abc import Callable
 from rich.console import Console
 from rich.table import Table
 
-from dummyprof.reports.format import figure_bytes, format_bytes, format_seconds, rate, timing_cell
+from dummyprof.reports.format import GENERATOR_BOUND_WHY, figure_bytes, format_bytes, format_seconds, rate, timing_cell
 from dummyprof.results.common import Figure
 from dummyprof.results.compare import CompareResult, StrategyResult
 from dummyprof.results.session import Results
@@ -62,6 +62,7 @@ def strategy_table(result: CompareResult) -> Table:
     table.add_column("max visits/tensor", justify="right")
     table.add_column("bytes written", justify="right")
     table.add_column("rate", justify="right")
+    table.add_column("% of memset", justify="right")
     for s in result.strategies:
         speedup = result.speedup(s.name)
         redundant = f"[red]{s.redundant_visits:,}[/]" if s.redundant_visits else "0"
@@ -75,6 +76,12 @@ def strategy_table(result: CompareResult) -> Table:
             str(s.max_visits),
             format_bytes(s.bytes_written),
             rate(s.bytes_written, s.timing.median),
+            floor_share_cell(result, s.name),
+        )
+    if result.floor is not None and result.floor.bytes_per_s:
+        table.caption = (
+            f"% of memset: rate over this run's memset floor ({result.floor.bytes_per_s / 1e9:.2f} GB/s: "
+            f"{format_bytes(result.floor.bytes_written)} of fresh storages zeroed once, same rounds)"
         )
     return table
 
@@ -162,6 +169,23 @@ def overhead_line(result: CompareResult) -> str | None:
     return "visit recording cost (no-op fill, measured): " + ", ".join(parts) if parts else None
 
 
+def floor_share_cell(result: CompareResult, name: str) -> str:
+    share = result.share_of_floor(name)
+    if share is None:
+        return "n/a"
+    text = f"{100 * share:.1f}%" if share < 0.1 else f"{100 * share:.0f}%"
+    return f"[yellow]{text}[/]" if result.generator_bound(name) else text
+
+
+def roofline_line(result: CompareResult) -> str | None:
+    """One line naming the strategies far under the floor, and why (words shared with engram)."""
+    flagged = [s.name for s in result.strategies if result.generator_bound(s.name)]
+    if not flagged:
+        return None
+    shares = ", ".join(f"{name} {100 * (result.share_of_floor(name) or 0):.1f}%" for name in flagged)
+    return f"roofline: {shares} of memset: {GENERATOR_BOUND_WHY}"
+
+
 def render_compare(results: Results, console: Console) -> None:
     result = results.compare
     assert result is not None
@@ -174,6 +198,9 @@ def render_compare(results: Results, console: Console) -> None:
     console.print(table)
     for line in missing:
         console.print(line, style="dim")
+    roofline = roofline_line(result)
+    if roofline:
+        console.print(roofline)
     overhead = overhead_line(result)
     if overhead:
         console.print(overhead, style="dim")

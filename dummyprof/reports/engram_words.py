@@ -7,13 +7,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from dummyprof.reports.format import GENERATOR_BOUND_WHY
 from dummyprof.results.engram import FALLBACK_FLAT, FALLBACK_POOR_FIT, Interval, MethodResult, TimeProjection
 from dummyprof.units import format_bytes, format_seconds
-
-GENERATOR_BOUND_WHY = (
-    "bound by the random generator, not by memory: on CPU, torch's uniform_ draws on one thread behind the "
-    "generator's lock (and fp8 goes through an fp16 temporary), whatever the memory system could take"
-)
 
 
 def interval_text(low: float, high: float) -> str:

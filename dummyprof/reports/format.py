@@ -5,7 +5,14 @@ from __future__ import annotations
 from dummyprof.results.common import Figure, Timing
 from dummyprof.units import format_bytes, format_seconds
 
-__all__ = ["figure_bytes", "format_bytes", "format_seconds", "rate", "timing_cell"]
+__all__ = ["GENERATOR_BOUND_WHY", "figure_bytes", "format_bytes", "format_seconds", "rate", "timing_cell"]
+
+
+# Why a fill far under the memset floor is slow (the roofline line of compare and engram).
+GENERATOR_BOUND_WHY = (
+    "bound by the random generator, not by memory: on CPU, torch's uniform_ draws on one thread behind the "
+    "generator's lock (and fp8 goes through an fp16 temporary), whatever the memory system could take"
+)
 
 
 def figure_bytes(figure: Figure) -> str:

@@ -64,6 +64,24 @@ class TensorResult:
 
 
 @dataclass
+class FloorResult:
+    """The memset floor of this run: every distinct storage of a freshly built model zeroed once, per round.
+
+    Timed in the same interleaved rounds as the strategies, page faults of fresh memory included, so a
+    strategy's rate over this one is its share of what the memory system did here.
+    """
+
+    bytes_written: int = 0
+    timing: Timing = field(default_factory=Timing)
+    generator_bound_share: float = 0.0  # a strategy under this share of the floor is flagged generator-bound
+
+    @property
+    def bytes_per_s(self) -> float | None:
+        median = self.timing.median
+        return self.bytes_written / median if median and self.bytes_written else None
+
+
+@dataclass
 class CompareResult:
     model: ModelSummary = field(default_factory=ModelSummary)
     repeat: int = 0
@@ -71,6 +89,17 @@ class CompareResult:
     strategies: list[StrategyResult] = field(default_factory=list)
     tensors: dict[str, TensorResult] = field(default_factory=dict)  # keyed by qualified name
     baseline_strategy: str = "legacy"
+    floor: FloorResult | None = None  # None in files written before the floor was measured
+
+    def share_of_floor(self, name: str) -> float | None:
+        """A strategy's rate (bytes it wrote over its median time) over the floor's rate; None when unknown."""
+        floor = self.floor.bytes_per_s if self.floor is not None else None
+        mine = self.strategy(name).gb_per_s
+        return mine * 1e9 / floor if floor and mine else None
+
+    def generator_bound(self, name: str) -> bool | None:
+        share = self.share_of_floor(name)
+        return None if share is None or self.floor is None else share < self.floor.generator_bound_share
 
     def strategy(self, name: str) -> StrategyResult:
         for s in self.strategies:

@@ -10,6 +10,7 @@ from contextlib import contextmanager
 import torch
 from torch import nn
 
+from dummyprof.anatomy.storages import storage_tensors
 from dummyprof.loaders.initializers import NOT_WRITTEN, get_initializer
 from dummyprof.loaders.strategies import Strategy, run_strategy
 from dummyprof.measure.device import synchronize
@@ -21,8 +22,9 @@ from dummyprof.measure.memory import (
     reset_gpu_peak,
 )
 from dummyprof.measure.recorder import StorageRecord, VisitRecorder
+from dummyprof.measure.roofline import GENERATOR_BOUND_SHARE
 from dummyprof.results.common import MemoryUse
-from dummyprof.results.compare import CompareResult, ModelSummary, StrategyResult, TensorResult
+from dummyprof.results.compare import CompareResult, FloorResult, ModelSummary, StrategyResult, TensorResult
 
 Clock = Callable[[], float]
 Progress = Callable[[int, int, str], None]  # done, total, label
@@ -66,6 +68,19 @@ def _recording_overhead(build: Callable[[], nn.Module], strategy: Strategy, cloc
         recorded.append(clock() - t0)
     del model
     return max(0.0, min(recorded) - min(plain))
+
+
+def _time_floor(model: nn.Module, device: torch.device, clock: Clock) -> tuple[int, float]:
+    """Zero every distinct real storage of a fresh model once: the memset floor of this round."""
+    storages = [t.untyped_storage() for t in storage_tensors(model).values() if t.device.type != "meta"]
+    synchronize(device)
+    with _gc_paused():
+        t0 = clock()
+        for storage in storages:
+            storage.fill_(0)  # type: ignore[attr-defined]  # a memset of the bytes; torch's stubs omit it
+        synchronize(device)
+        elapsed = clock() - t0
+    return sum(s.nbytes() for s in storages), elapsed
 
 
 def summarize_recorder(result: StrategyResult, recorder: VisitRecorder) -> None:
@@ -117,13 +132,16 @@ def run_compare(
     clock: Clock = time.perf_counter,
     progress: Progress | None = None,
     measure_overhead: bool = True,
+    measure_floor: bool = True,
 ) -> CompareResult:
     """Time each strategy over ``warmup + repeat`` interleaved rounds (A, B, C, A, B, C, ...).
 
     Every run gets a freshly built model, so no strategy finds memory another
-    one already touched. Warm-up rounds are run and discarded.
+    one already touched. Warm-up rounds are run and discarded. With ``measure_floor``
+    each round ends with the memset floor on one more fresh model (see :class:`FloorResult`).
     """
     result = CompareResult(model=model, repeat=repeat, warmup=warmup)
+    floor = FloorResult(generator_bound_share=GENERATOR_BOUND_SHARE) if measure_floor else None
     results = {
         s.name: StrategyResult(name=s.name, description=s.description, initializer=initializer or s.initializer)
         for s in strategies
@@ -170,6 +188,12 @@ def run_compare(
             done += 1
             if progress is not None:
                 progress(done, total, f"round {round_index + 1}/{warmup + repeat}: {strategy.name}")
+        if floor is not None:
+            target = build()
+            floor.bytes_written, elapsed = _time_floor(target, device, clock)
+            if round_index >= warmup:
+                floor.timing.samples_s.append(elapsed)
+            del target
     for strategy in strategies:
         entry = results[strategy.name]
         summarize_recorder(entry, first_recorders[strategy.name])
@@ -178,6 +202,7 @@ def run_compare(
             entry.recording_overhead_s = _recording_overhead(build, strategy, clock)
     result.strategies = [results[s.name] for s in strategies]
     result.tensors = tensor_table(first_recorders)
+    result.floor = floor
     if strategies and "legacy" not in results:
         result.baseline_strategy = strategies[0].name
     gc.collect()

@@ -36,6 +36,7 @@ Examples:
   dummyprof engram --rows 384M --tables 2 --tp-size 4 --offload --deadline 600
   dummyprof engram --rows 4M --json engram.json
   dummyprof engram --rows 384M --tp-size 8 --offload --dry-run
+  dummyprof engram --rows 64M --offload --backing mmap:/var/tmp/engram.bin
 """
 
 
@@ -67,7 +68,12 @@ def engram(
     ] = False,
     backing: Annotated[
         Optional[str],  # noqa: UP045
-        typer.Option(help="Host memory kind with --offload: pinned, pageable, hugepages or shm."),
+        typer.Option(
+            metavar="KIND",
+            help="Host memory kind with --offload: pinned (torch.empty pin_memory=True), pinned-copy "
+            "(tensor.pin_memory()), pinned-register (cudaHostRegister), pageable, hugepages, shm, or mmap:PATH "
+            "(a new file on disk, mapped shared, removed at once).",
+        ),
     ] = None,
     device: Annotated[str, typer.Option(help="Without --offload: cpu, cuda, cuda:N or auto.")] = "auto",
     method: Annotated[

@@ -2,19 +2,56 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from pathlib import Path
+
 import torch
 
 from dummyprof.errors import DoesNotFitError
+from dummyprof.measure import cgroup
 from dummyprof.measure.memory import available_memory_bytes, gpu_free_bytes
 from dummyprof.units import format_bytes
 
 DEFAULT_SHARE = 0.8  # leave room for the interpreter, torch and the OS
 GPU_SHARE = 0.9  # the CUDA context and allocator fragmentation need the rest
+PSUTIL = "psutil"  # HostMemory.limit: what bounds the host memory a run may use
+
+
+@dataclass(frozen=True)
+class HostMemory:
+    """Host memory a run may use: what the machine has available, capped by the container's cgroup limit."""
+
+    available_bytes: int
+    machine_available_bytes: int  # psutil's ``available``
+    cgroup: cgroup.CgroupLimit | None
+
+    @property
+    def limit(self) -> str:
+        """``psutil`` or ``cgroup v1``/``cgroup v2``: whichever leaves less."""
+        if self.cgroup is not None and self.cgroup.free_bytes < self.machine_available_bytes:
+            return f"cgroup v{self.cgroup.version}"
+        return PSUTIL
+
+    def describe(self) -> str:
+        if self.cgroup is not None and self.limit != PSUTIL:
+            return (
+                f"{format_bytes(self.available_bytes)} free under the container's "
+                f"{format_bytes(self.cgroup.limit_bytes)} {self.limit} limit ({self.cgroup.limit_file})"
+            )
+        return f"{format_bytes(self.available_bytes)} available ({PSUTIL})"
+
+
+def host_memory(root: Path | None = None, proc_cgroup: Path | None = None) -> HostMemory:
+    """Available host memory, never more than the cgroup limit leaves (the roots are injectable for tests)."""
+    machine = available_memory_bytes()
+    limit = cgroup.cgroup_memory_limit(root or cgroup.CGROUP_ROOT, proc_cgroup or cgroup.PROC_CGROUP)
+    available = machine if limit is None else min(machine, limit.free_bytes)
+    return HostMemory(available, machine, limit)
 
 
 def host_budget(max_memory: int | None = None, share: float = DEFAULT_SHARE) -> int:
     """Bytes a run may use: ``max_memory`` if given (capped by what is free), else a share of free memory."""
-    available = available_memory_bytes()
+    available = host_memory().available_bytes
     if max_memory is not None:
         return min(max_memory, available)
     return int(available * share)

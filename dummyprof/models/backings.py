@@ -1,8 +1,13 @@
-"""Where Engram tables live: pinned, pageable, huge-page or /dev/shm host memory, or a GPU.
+"""Where Engram tables live: pinned, pageable, huge-page, /dev/shm or file-backed host memory, or a GPU.
 
 Each backing says when it cannot be had here and what was used instead, and
 how many bytes the allocator reserves for a request (pinned memory rounds every
 allocation up to a power of two, so a 47.2 GiB table reserves 64 GiB).
+
+Pinned memory has three allocation paths, as engines use them: ``torch.empty(..., pin_memory=True)``
+(``pinned``), ``tensor.pin_memory()`` on an ordinary tensor (``pinned-copy``: a pageable tensor, then a
+pinned copy, both through torch's caching host allocator), and ``cudaHostRegister`` of an ordinary
+allocation (``pinned-register``: pins the pages in place, exact size, no rounding).
 """
 
 from __future__ import annotations
@@ -18,7 +23,13 @@ from pathlib import Path
 
 import torch
 
-BACKINGS = ("pinned", "pageable", "hugepages", "shm")
+from dummyprof.errors import DoesNotFitError, UsageError
+from dummyprof.units import format_bytes
+
+PINNED_KINDS = ("pinned", "pinned-copy", "pinned-register")
+MMAP_PREFIX = "mmap:"
+BACKINGS = (*PINNED_KINDS, "pageable", "hugepages", "shm", MMAP_PREFIX + "PATH")
+CUDA_HOST_REGISTER_DEFAULT = 0  # cudaHostRegisterDefault
 HUGE_PAGE = 2 * 1024 * 1024
 CUDA_LARGE_ROUND = 2 * 1024 * 1024  # the CUDA caching allocator rounds large blocks to 2 MiB
 THP_PATH = Path("/sys/kernel/mm/transparent_hugepage/enabled")
@@ -41,10 +52,20 @@ def round_up(n: int, multiple: int) -> int:
 class Backing:
     """The memory kind asked for, the kind actually used, and why they differ."""
 
-    requested: str  # pinned, pageable, hugepages, shm or device
+    requested: str  # pinned, pinned-copy, pinned-register, pageable, hugepages, shm, mmap or device
     used: str
     device: str = "cpu"  # where the tensors live ("cuda:0" for on-device tables)
     note: str = ""  # shown to the user when ``used`` differs or is best effort
+    path: str = ""  # mmap: the file the tables are mapped from
+
+    @property
+    def pinned(self) -> bool:
+        return self.used in PINNED_KINDS
+
+    @property
+    def caching_host_allocator(self) -> bool:
+        """Allocations that go through torch's CUDA caching host allocator (power-of-two rounding)."""
+        return self.used in ("pinned", "pinned-copy")
 
     @property
     def host(self) -> bool:
@@ -52,7 +73,7 @@ class Backing:
 
     def reserved_bytes(self, nbytes: int) -> int:
         """Bytes the allocator reserves for one allocation of ``nbytes`` (computed, not measured)."""
-        if self.used == "pinned":
+        if self.caching_host_allocator:
             return next_power_of_two(nbytes)
         if self.used == "hugepages":
             return round_up(nbytes, HUGE_PAGE)
@@ -64,6 +85,9 @@ class Backing:
     def rounding(self) -> str:
         return {
             "pinned": "next power of two per allocation (torch pinned allocator)",
+            "pinned-copy": "next power of two per allocation (torch pinned allocator), plus a pageable source",
+            "pinned-register": f"multiple of the {page_size() // 1024} KiB page per allocation (cudaHostRegister)",
+            "mmap": f"multiple of the {page_size() // 1024} KiB page per allocation (file pages)",
             "hugepages": "multiple of 2 MiB per allocation (huge page)",
             "device": "multiple of 2 MiB per allocation (CUDA caching allocator)",
         }.get(self.used, f"multiple of the {page_size() // 1024} KiB page per allocation")
@@ -93,13 +117,26 @@ def resolve_backing(
             return Backing("device", "device", str(device))
         return Backing("device", "pageable", "cpu", "tables kept on the CPU device (no --offload, no GPU)")
     cuda = torch.cuda.is_available() if cuda is None else cuda
-    if requested == "pinned":
+    if requested in PINNED_KINDS:
         if cuda:
-            return Backing("pinned", "pinned")
+            how = {
+                "pinned": "torch.empty(..., pin_memory=True)",
+                "pinned-copy": "an ordinary tensor, then tensor.pin_memory() (a pinned copy)",
+                "pinned-register": "an ordinary allocation pinned in place with cudaHostRegister",
+            }[requested]
+            return Backing(requested, requested, note="" if requested == "pinned" else f"pinned memory from {how}")
         return Backing(
-            "pinned",
+            requested,
             "pageable",
             note=f"pinned memory needs CUDA (torch {torch.__version__} sees no CUDA GPU); measured pageable instead",
+        )
+    if requested.startswith(MMAP_PREFIX):
+        path = requested[len(MMAP_PREFIX) :]
+        return Backing(
+            "mmap",
+            "mmap",
+            note=f"tables in files mapped shared from {path} (removed as soon as mapped: nothing is left behind)",
+            path=path,
         )
     if requested == "hugepages":
         mode = thp_mode() if thp == "unknown" else thp
@@ -128,6 +165,34 @@ def shm_free_bytes(shm_dir: Path = SHM_DIR) -> int | None:
     except OSError:
         return None
     return st.f_bavail * st.f_frsize
+
+
+def disk_free_bytes(directory: Path) -> int | None:
+    try:
+        st = os.statvfs(directory)
+    except OSError:
+        return None
+    return st.f_bavail * st.f_frsize
+
+
+def backing_disk_free(backing: Backing) -> int | None:
+    """Free space on the disk an ``mmap`` backing's file goes to (None for other backings)."""
+    return disk_free_bytes(Path(backing.path).parent) if backing.used == "mmap" else None
+
+
+def check_mmap_path(path: str) -> str | None:
+    """Why ``path`` cannot take a new table file (exists, no such folder, not writable), or None when it can."""
+    if not path:
+        return "give a file path after mmap:, e.g. --backing mmap:/var/tmp/engram.bin"
+    target = Path(path)
+    if target.exists() or target.is_symlink():
+        return f"{path} already exists; dummyprof never overwrites a file: pick a new path or remove it"
+    parent = target.parent
+    if not parent.is_dir():
+        return f"folder {parent} does not exist"
+    if not os.access(parent, os.W_OK):
+        return f"folder {parent} is not writable"
+    return None
 
 
 def anon_huge_page_bytes() -> int | None:
@@ -177,6 +242,8 @@ class Arena:
     requested_bytes: int = 0
     reserved_bytes: int = 0  # computed from the backing's rounding rule
     _maps: list[mmap.mmap] = field(default_factory=list)
+    _registered: list[int] = field(default_factory=list)  # pointers pinned with cudaHostRegister
+    _files: int = 0  # table files created for an mmap backing
 
     def empty(self, shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
         numel = 1
@@ -184,10 +251,15 @@ class Arena:
             numel *= n
         nbytes = numel * torch.empty((), dtype=dtype).element_size()
         used = self.backing.used
-        if used in ("hugepages", "shm"):
+        if used in ("hugepages", "shm", "mmap"):
             tensor = self._mapped(nbytes, used).view(dtype).view(shape)
         elif used == "pinned":
             tensor = torch.empty(shape, dtype=dtype, device="cpu", pin_memory=True)
+        elif used == "pinned-copy":
+            tensor = torch.empty(shape, dtype=dtype, device="cpu").pin_memory()
+        elif used == "pinned-register":
+            tensor = torch.empty(shape, dtype=dtype, device="cpu")
+            self._register(tensor)
         elif used == "device":
             tensor = torch.empty(shape, dtype=dtype, device=self.backing.device)
         else:
@@ -205,7 +277,10 @@ class Arena:
                 mm.madvise(mmap.MADV_HUGEPAGE)
         else:
             size = round_up(max(nbytes, 1), page_size())
-            fd, path = tempfile.mkstemp(prefix="dummyprof-engram-", dir=SHM_DIR)
+            if kind == "mmap":
+                fd, path = self._create_file(size)
+            else:
+                fd, path = tempfile.mkstemp(prefix="dummyprof-engram-", dir=SHM_DIR)
             try:
                 os.ftruncate(fd, size)
                 mm = mmap.mmap(fd, size, flags=mmap.MAP_SHARED)
@@ -216,8 +291,41 @@ class Arena:
         self._maps.append(mm)
         return torch.frombuffer(mm, dtype=torch.uint8, count=nbytes)
 
+    def _create_file(self, size: int) -> tuple[int, str]:
+        """A new file for one table (PATH, then PATH.1, PATH.2, ...), never an existing one; disk space checked."""
+        base = self.backing.path
+        path = base if self._files == 0 else f"{base}.{self._files}"
+        free = disk_free_bytes(Path(path).parent)
+        if free is not None and free < size:
+            raise DoesNotFitError(
+                "--backing",
+                f"{format_bytes(size)} for a table file in {Path(path).parent} but only {format_bytes(free)} "
+                "free on that disk; choose a folder on a larger disk or lower --rows",
+            )
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:
+            raise UsageError(
+                "--backing", f"{path} already exists; dummyprof never overwrites a file: pick a new path"
+            ) from None
+        self._files += 1
+        return fd, path
+
+    def _register(self, tensor: torch.Tensor) -> None:
+        """Pin an ordinary allocation in place: exactly its bytes, no caching allocator, no rounding."""
+        cudart = torch.cuda.cudart()
+        status = cudart.cudaHostRegister(tensor.data_ptr(), tensor.nbytes, CUDA_HOST_REGISTER_DEFAULT)
+        if int(status) != 0:
+            raise RuntimeError(f"cudaHostRegister of {format_bytes(tensor.nbytes)} failed with CUDA error {status}")
+        self._registered.append(tensor.data_ptr())
+
     def release(self) -> None:
         """Drop every reference this arena holds; memory returns once callers drop theirs too."""
+        if self._registered:
+            cudart = torch.cuda.cudart()
+            for pointer in self._registered:
+                cudart.cudaHostUnregister(pointer)
+            self._registered.clear()
         self.tensors.clear()
         maps, self._maps = self._maps, []
         gc.collect()
@@ -225,5 +333,5 @@ class Arena:
             # A tensor still alive elsewhere keeps its map exported; it is unmapped when that tensor dies.
             with contextlib.suppress(BufferError):
                 mm.close()
-        if self.backing.used == "pinned":
+        if self.backing.caching_host_allocator:
             _empty_pinned_cache()

@@ -77,7 +77,7 @@ def layout_table(result: EngramResult) -> Table:
     b = result.backing
     reserved = format_bytes(lay.reserved_bytes_per_rank) + f" (computed: {b.rounding})"
     table.add_row("reserved per rank", reserved)
-    if b.reserved_measured_bytes.available or b.used == "pinned":
+    if b.reserved_measured_bytes.available or b.used in ("pinned", "pinned-copy"):
         table.add_row("reserved, measured", figure_bytes(b.reserved_measured_bytes))
     where = f"{b.used} host memory" if b.device == "cpu" else f"device memory on {b.device}"
     if b.requested not in (b.used, "device"):

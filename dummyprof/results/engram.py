@@ -62,6 +62,12 @@ class Budget:
     memory_source: str = ""
     time_s: float = 0.0
     deadline_s: float | None = None
+    # What bounded memory_bytes: "--max-memory", "psutil", "cgroup v1", "cgroup v2", "/dev/shm", "disk" or "GPU"
+    limit: str = ""
+    cgroup_version: int | None = None  # the container's memory cgroup, when it has a limit
+    cgroup_limit_bytes: int | None = None
+    cgroup_free_bytes: int | None = None  # limit less what is charged (inactive file cache not counted)
+    cgroup_file: str = ""
 
 
 @dataclass

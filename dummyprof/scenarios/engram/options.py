@@ -7,7 +7,7 @@ from dataclasses import dataclass, field, fields
 
 from dummyprof.errors import UsageError
 from dummyprof.loaders.fp8_methods import DEFAULT_CHUNK_ELEMENTS, DEFAULT_METHODS, FLOOR, FillMethod, get_method
-from dummyprof.models.backings import BACKINGS
+from dummyprof.models.backings import BACKINGS, MMAP_PREFIX, check_mmap_path
 from dummyprof.models.engram import EngramSpec, validate_engram_spec
 
 DEFAULT_TIME_BUDGET_S = 40.0
@@ -27,7 +27,8 @@ class EngramOptions:
     rank: int = 0
     heads: int | None = None
     offload: bool = False
-    backing: str | None = None  # pinned (default with --offload), pageable, hugepages or shm
+    # pinned (default with --offload), pinned-copy, pinned-register, pageable, hugepages, shm or mmap:PATH
+    backing: str | None = None
     device: str = "auto"
     methods: list[str] = field(default_factory=lambda: list(DEFAULT_METHODS))
     repeat: int = DEFAULT_REPEAT
@@ -51,7 +52,11 @@ def validate(options: EngramOptions) -> list[FillMethod]:
     """Check every option before anything is sized or allocated; returns the methods to run, floor included."""
     validate_engram_spec(options.spec())
     if options.backing is not None:
-        if options.backing not in BACKINGS:
+        if options.backing.startswith(MMAP_PREFIX):
+            problem = check_mmap_path(options.backing[len(MMAP_PREFIX) :])
+            if problem is not None:
+                raise UsageError("--backing", problem)
+        elif options.backing not in BACKINGS:
             raise UsageError("--backing", f"unknown backing {options.backing!r}; choose from: {', '.join(BACKINGS)}")
         if not options.offload:
             raise UsageError(

@@ -9,16 +9,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Protocol
 
 import torch
 
 from dummyprof.errors import DoesNotFitError
 from dummyprof.loaders.fp8_methods import FLOOR, FillMethod
-from dummyprof.measure.budget import DEFAULT_SHARE
-from dummyprof.measure.memory import available_memory_bytes, gpu_free_bytes
+from dummyprof.measure.budget import DEFAULT_SHARE, HostMemory, host_memory
+from dummyprof.measure.memory import gpu_free_bytes
 from dummyprof.measure.projection import SamplingError, sample_sizes
-from dummyprof.models.backings import Backing, shm_free_bytes
+from dummyprof.models.backings import Backing, backing_disk_free, shm_free_bytes
 from dummyprof.models.engram import EngramSpec, rank_table_bytes, shard
 from dummyprof.results.engram import EngramLayout, RankPart
 from dummyprof.units import format_bytes, format_seconds
@@ -94,26 +95,45 @@ def needed_bytes(spec: EngramSpec, part_rows: int, method: FillMethod, backing: 
     return reserved_tables(spec, part_rows, backing) + method.scratch_bytes(part_rows * spec.dim, chunk)
 
 
-def memory_budget(options: PlanOptions, backing: Backing, device: torch.device) -> tuple[int, str]:
+@dataclass(frozen=True)
+class MemoryBudget:
+    """Bytes the run may use, what bounds them (``limit``) and the sentence that says so."""
+
+    bytes: int
+    source: str
+    limit: str  # "--max-memory", "psutil", "cgroup v1", "cgroup v2", "/dev/shm", "disk" or "GPU"
+    host: HostMemory | None = None
+
+
+def memory_budget(options: PlanOptions, backing: Backing, device: torch.device) -> MemoryBudget:
     if backing.used == "device":
         free = gpu_free_bytes(device) or 0
+        if options.max_memory is not None and options.max_memory <= free:
+            return MemoryBudget(options.max_memory, "--max-memory", "--max-memory")
         if options.max_memory is not None:
-            return min(options.max_memory, free), f"--max-memory, capped by {format_bytes(free)} free on {device}"
-        return int(free * 0.9), f"90% of {format_bytes(free)} free on {device}"
-    available = available_memory_bytes()
+            return MemoryBudget(free, f"--max-memory, capped by {format_bytes(free)} free on {device}", "GPU")
+        return MemoryBudget(int(free * 0.9), f"90% of {format_bytes(free)} free on {device}", "GPU")
+    host = host_memory()
+    available = host.available_bytes
     if options.max_memory is not None:
-        budget = min(options.max_memory, available)
+        budget, limit = min(options.max_memory, available), "--max-memory"
         source = f"--max-memory {format_bytes(options.max_memory)}"
         if budget < options.max_memory:
-            source += f", capped by {format_bytes(available)} available"
+            source += f", capped by {host.describe()}"
+            limit = host.limit
     else:
-        budget = int(available * DEFAULT_SHARE)
-        source = f"{DEFAULT_SHARE:.0%} of {format_bytes(available)} available (psutil)"
+        budget, limit = int(available * DEFAULT_SHARE), host.limit
+        source = f"{DEFAULT_SHARE:.0%} of {host.describe()}"
     if backing.used == "shm":
         shm_free = shm_free_bytes()
         if shm_free is not None and shm_free < budget:
-            budget, source = shm_free, f"{format_bytes(shm_free)} free in /dev/shm"
-    return budget, source
+            budget, source, limit = shm_free, f"{format_bytes(shm_free)} free in /dev/shm", "/dev/shm"
+    if backing.used == "mmap":
+        disk_free = backing_disk_free(backing)
+        if disk_free is not None and disk_free < budget:
+            where = Path(backing.path).parent
+            budget, source, limit = disk_free, f"{format_bytes(disk_free)} free on the disk of {where}", "disk"
+    return MemoryBudget(budget, source, limit, host)
 
 
 def memory_plan(
@@ -261,7 +281,7 @@ def plan_samples(
     setup = rate[ALLOCATE] + rate[FIRST_TOUCH]
     # Bytes of one row of every table. Rounding is per allocation, not per row (rounding one row alone would
     # count a 4 KiB page a row): the slack covers a unit per allocation; pinned rounding can double a request.
-    table_row = spec.tables * spec.row_bytes * (2 if backing.used == "pinned" else 1)
+    table_row = spec.tables * spec.row_bytes * (2 if backing.caching_host_allocator else 1)
     slack = _rounding_slack(spec, backing)
     part_rows = shard(spec).part_rows
     groups: list[SampleGroup] = []

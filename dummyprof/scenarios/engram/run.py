@@ -34,6 +34,7 @@ from dummyprof.scenarios.engram.options import (
 from dummyprof.scenarios.engram.plan import (
     ALLOCATE,
     FIRST_TOUCH,
+    MemoryBudget,
     build_layout,
     memory_budget,
     memory_plan,
@@ -102,12 +103,13 @@ def run(
     device = resolve_device(options.device) if not options.offload else torch.device("cpu")
     backing = resolve_backing(options.backing or "pinned", offload=options.offload, device=device)
     layout = build_layout(spec, backing)
-    budget, source = memory_budget(options, backing, device)
+    plan_budget = memory_budget(options, backing, device)
+    budget = plan_budget.bytes
     needs, fits = memory_plan(spec, methods, backing, budget, options.chunk_elements)
     result = EngramResult(
         layout=layout,
         backing=_backing_info(backing),
-        budget=Budget(budget, source, options.time_budget_s, options.deadline_s),
+        budget=_budget(plan_budget, options),
         repeat=options.repeat,
         chunk_elements=options.chunk_elements,
         dry_run=options.dry_run,
@@ -164,9 +166,25 @@ def run(
     return results
 
 
+def _budget(plan_budget: MemoryBudget, options: EngramOptions) -> Budget:
+    host = plan_budget.host
+    limit = host.cgroup if host is not None else None
+    return Budget(
+        plan_budget.bytes,
+        plan_budget.source,
+        options.time_budget_s,
+        options.deadline_s,
+        limit=plan_budget.limit,
+        cgroup_version=limit.version if limit is not None else None,
+        cgroup_limit_bytes=limit.limit_bytes if limit is not None else None,
+        cgroup_free_bytes=limit.free_bytes if limit is not None else None,
+        cgroup_file=str(limit.limit_file) if limit is not None else "",
+    )
+
+
 def _backing_info(backing: Backing) -> BackingInfo:
     """Measured figures start as unavailable, with the reason, until a full-size allocation fills them in."""
-    if backing.used == "pinned":
+    if backing.caching_host_allocator:
         reserved = Figure.missing("full tables not allocated here (see the computed figure)")
     else:
         reserved = Figure.missing(f"{backing.used} memory: only torch's CUDA pinned allocator reports reserved bytes")

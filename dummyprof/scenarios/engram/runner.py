@@ -167,13 +167,14 @@ def calibrate(runner: Runner, methods: Sequence[FillMethod], rows: int) -> Calib
 
 def measure_full(runner: Runner, plan: Plan, result: EngramResult, step: Callable[[str], None]) -> None:
     layout = result.layout
-    pinned_before = pinned_reserved_bytes() if runner.backing.used == "pinned" else None
+    counted = runner.backing.caching_host_allocator  # host_memory_stats() sees these, not cudaHostRegister
+    pinned_before = pinned_reserved_bytes() if counted else None
     huge_before = anon_huge_page_bytes() if runner.backing.used == "hugepages" else None
     tables, alloc_s = runner.allocate(layout.part_rows)
-    after = pinned_reserved_bytes() if runner.backing.used == "pinned" else None
+    after = pinned_reserved_bytes() if counted else None
     if pinned_before is not None and after is not None:
         result.backing.reserved_measured_bytes = Figure(float(after - pinned_before))
-    elif runner.backing.used == "pinned":
+    elif counted:
         result.backing.reserved_measured_bytes = Figure.missing("torch.cuda.host_memory_stats() reports no bytes")
     touch_s = runner.first_touch(tables)
     if runner.backing.used == "hugepages":

@@ -1,0 +1,104 @@
+"""The container's memory limit: cgroup v2 ``memory.max`` or cgroup v1 ``memory.limit_in_bytes``.
+
+A process in a container is killed at its cgroup's limit, however much RAM the machine has free, so a
+budget must be the smaller of the two (sglang PR #35641 does this for pinned memory). The root of the
+cgroup file system is a parameter so tests can point at a fake tree.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+CGROUP_ROOT = Path("/sys/fs/cgroup")
+PROC_CGROUP = Path("/proc/self/cgroup")
+# cgroup v1 writes "no limit" as the largest page-aligned signed 64-bit value (9223372036854771712).
+V1_UNLIMITED = 1 << 62
+
+
+@dataclass(frozen=True)
+class CgroupLimit:
+    """A memory limit that applies to this process, where it was read and what is in use under it."""
+
+    version: int  # 1 or 2
+    limit_file: Path
+    limit_bytes: int
+    usage_bytes: int  # charged to the cgroup, less the inactive file cache the kernel reclaims first
+
+    @property
+    def free_bytes(self) -> int:
+        return max(0, self.limit_bytes - self.usage_bytes)
+
+
+def _read_int(path: Path) -> int | None:
+    try:
+        text = path.read_text(encoding="ascii").strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    return int(text) if text.isdigit() else None
+
+
+def _stat(path: Path, key: str) -> int:
+    try:
+        text = path.read_text(encoding="ascii")
+    except (OSError, UnicodeDecodeError):
+        return 0
+    match = re.search(rf"^{key} (\d+)$", text, re.MULTILINE)
+    return int(match.group(1)) if match else 0
+
+
+def _own_paths(proc_cgroup: Path) -> tuple[str | None, str | None]:
+    """This process's cgroup path under the v2 hierarchy and under the v1 memory controller."""
+    v2 = v1 = None
+    try:
+        lines = proc_cgroup.read_text(encoding="ascii").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return None, None
+    for line in lines:
+        parts = line.split(":", 2)
+        if len(parts) != 3:
+            continue
+        if parts[0] == "0" and parts[1] == "":
+            v2 = parts[2]
+        elif "memory" in parts[1].split(","):
+            v1 = parts[2]
+    return v2, v1
+
+
+def _candidates(base: Path, own: str | None) -> list[Path]:
+    """The process's own cgroup directory first (a host mount), then the mount root (a container's view)."""
+    dirs = []
+    if own and own != "/":
+        dirs.append(base / own.lstrip("/"))
+    dirs.append(base)
+    return dirs
+
+
+def cgroup_memory_limit(root: Path = CGROUP_ROOT, proc_cgroup: Path = PROC_CGROUP) -> CgroupLimit | None:
+    """The memory limit of this process's cgroup, or None when there is none (or no cgroup files here)."""
+    v2_own, v1_own = _own_paths(proc_cgroup)
+    for directory in _candidates(root, v2_own):
+        limit_file = directory / "memory.max"
+        if not limit_file.is_file():
+            continue
+        text = limit_file.read_text(encoding="ascii").strip()
+        if text == "max":
+            return None
+        limit = _read_int(limit_file)
+        current = _read_int(directory / "memory.current")
+        if limit is None or current is None:
+            return None
+        usage = max(0, current - _stat(directory / "memory.stat", "inactive_file"))
+        return CgroupLimit(2, limit_file, limit, usage)
+    for directory in _candidates(root / "memory", v1_own):
+        limit_file = directory / "memory.limit_in_bytes"
+        limit = _read_int(limit_file)
+        if limit is None:
+            continue
+        if limit >= V1_UNLIMITED:
+            return None
+        usage = _read_int(directory / "memory.usage_in_bytes") or 0
+        usage = max(0, usage - _stat(directory / "memory.stat", "total_inactive_file"))
+        return CgroupLimit(1, limit_file, limit, usage)
+    return None

@@ -22,7 +22,7 @@ from collections import Counter
 
 import torch
 
-from dummyprof.anatomy import storage_key
+from dummyprof.anatomy import registered_tensors, storage_key, storage_tensors
 from dummyprof.loaders.initializers import V029Initializer, V033Initializer
 from dummyprof.loaders.strategies import get_strategy, run_strategy
 from dummyprof.measure.recorder import VisitRecorder, index_model
@@ -31,14 +31,10 @@ from dummyprof.models.synthetic import TreeSpec, build_tree
 
 def storage_bytes(model: torch.nn.Module) -> dict[str, bytes]:
     names = {key: record.name for key, record in index_model(model).items()}
+    tensors = storage_tensors(model)
     out: dict[str, bytes] = {}
     for key, name in names.items():
-        tensor = next(
-            t
-            for m in model.modules()
-            for t in list(m._parameters.values()) + list(m._buffers.values())
-            if t is not None and storage_key(t) == key
-        )
+        tensor = tensors[key]
         if tensor.device.type != "meta":
             out[name] = bytes(tensor.untyped_storage())
     return out
@@ -46,10 +42,9 @@ def storage_bytes(model: torch.nn.Module) -> dict[str, bytes]:
 
 def prefill(model: torch.nn.Module) -> None:
     with torch.no_grad():
-        for m in model.modules():
-            for t in list(m._parameters.values()) + list(m._buffers.values()):
-                if t is not None and t.device.type != "meta":
-                    t.untyped_storage().fill_(0x5A)
+        for t in registered_tensors(model):
+            if t.device.type != "meta":
+                t.untyped_storage().fill_(0x5A)
 
 
 def legacy_vllm() -> bool:

@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from dummyprof.loaders.fp8_methods import METHODS, TablePair, fill_random_chunked, fill_random_scratch, sample_values
+from dummyprof.models.engram import EngramTable
 
 FP8_ONE = 0x38  # float8_e4m3fn 1.0
 
@@ -19,15 +20,41 @@ def tables(rows: int = 37, dim: int = 64, block: int = 32, count: int = 1) -> li
     ]
 
 
-def test_constant_writes_one_and_scale_byte_127() -> None:
-    t = tables(count=2)
+def declared_tables(rows: int = 37, dim: int = 64, count: int = 1) -> list[TablePair]:
+    """The model's own tables (models.engram.EngramTable), which declare dummy_weight_value."""
+    modules = [EngramTable(rows, dim, 32) for _ in range(count)]
+    return [TablePair(m.weight, m.weight_scale_inv) for m in modules]
+
+
+def test_constant_fills_what_the_tables_declare() -> None:
+    t = declared_tables(count=2)
     outcome = METHODS["constant"].fill(t, 0)
     for pair in t:
         assert torch.all(pair.weight.view(torch.uint8) == FP8_ONE)
         assert torch.all(pair.scale == 127)
     assert outcome.bytes_written == 2 * (37 * 64 + 37 * 2)
     assert outcome.scratch_bytes == 0
-    assert not hasattr(t[0].weight, "dummy_weight_value")  # declared on a view, the table is left unmarked
+    assert METHODS["constant"].declared and not METHODS["random-scratch"].declared
+
+
+def test_constant_reads_the_declaration_not_a_constant_of_its_own() -> None:
+    module = EngramTable(8, 64, 32)
+    module.weight.dummy_weight_value = 0.5  # type: ignore[attr-defined]  # a model that declares another value
+    module.weight_scale_inv.dummy_weight_value = 126  # type: ignore[attr-defined]
+    METHODS["constant"].fill([TablePair(module.weight, module.weight_scale_inv)], 0)
+    assert torch.all(module.weight.float() == 0.5) and torch.all(module.weight_scale_inv == 126)
+    with pytest.raises(ValueError, match="declares no dummy_weight_value"):
+        METHODS["constant"].fill(tables(), 0)  # raw tensors declare nothing
+
+
+def test_undeclaring_a_table_lets_vllm_033_draw_random_values() -> None:
+    module = EngramTable(64, 64, 32)
+    module.declare(False)
+    assert not module.declares_constant and not hasattr(module.weight_scale_inv, "dummy_weight_value")
+    METHODS["random-scratch"].fill([TablePair(module.weight, module.weight_scale_inv)], 0)
+    assert torch.unique(module.weight.view(torch.uint8)).numel() > 10 and torch.all(module.weight_scale_inv == 120)
+    module.declare(True)
+    assert module.declares_constant and module.weight_scale_inv.dummy_weight_value == 127  # type: ignore[attr-defined]
 
 
 def test_memset_writes_zero_everywhere() -> None:
@@ -52,7 +79,7 @@ def test_chunked_gives_the_bytes_of_scratch_on_cpu(chunk: int) -> None:
 def test_scratch_accounting_matches_the_method_declaration() -> None:
     elements = 37 * 64
     for name, expected in [("random-convert", 3), ("random-scratch", 2), ("constant", 0), ("memset", 0)]:
-        outcome = METHODS[name].fill(tables(), 0)
+        outcome = METHODS[name].fill(declared_tables() if METHODS[name].declared else tables(), 0)
         assert outcome.scratch_bytes == expected * elements, name
         assert METHODS[name].scratch_bytes(elements) == outcome.scratch_bytes, name
     chunked = METHODS["random-chunked"]

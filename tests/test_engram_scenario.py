@@ -163,3 +163,17 @@ def test_pinned_reserved_bytes_reads_host_memory_stats(monkeypatch: pytest.Monke
     assert host_memory.pinned_reserved_bytes() == 64 * 2**30
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     assert host_memory.pinned_reserved_bytes() is None
+
+
+def test_engram_fills_the_models_declared_tables(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What a model declares is what is measured: `constant` reads dummy_weight_value from EngramTable."""
+    monkeypatch.setattr("dummyprof.models.engram.FP8_WEIGHT_VALUE", 0.5)
+    monkeypatch.setattr("dummyprof.models.engram.SCALE_BYTE_ONE", 126)
+    options = EngramOptions(rows=2048, dim=64, methods=["constant", "random-scratch"], repeat=1, time_budget_s=10**6)
+    engram = run(options, clock=counter_clock()).engram
+    assert engram is not None
+    constant = engram.method("constant").values
+    assert constant is not None
+    assert (constant.weight_min, constant.weight_max, constant.scale_values) == (0.5, 0.5, [126])
+    scratch = engram.method("random-scratch").values  # the same tables, filled undeclared
+    assert scratch is not None and scratch.weight_distinct > 10 and scratch.scale_values == [120]

@@ -84,8 +84,11 @@ def test_gate_catches_a_constant_fill_that_falls_back_to_random(
     assert metrics["table_bytes_per_rank"]["value"] == part_rows * (256 + 256 // 32)
     assert metrics["constant.measured_scratch_bytes"]["value"] == 0
 
-    # The regression: "constant" quietly draws random values through an fp16 scratch, its declaration unchanged.
-    fp8_fill.METHODS["constant"] = dataclasses.replace(fp8_fill.METHODS["constant"], fill=fp8_fill.fill_random_scratch)
+    # The regression: the tables lose their dummy_weight_value (as a state_dict() detach loses it), so vLLM 0.33's
+    # initializer quietly draws random values through an fp16 scratch; the method's scratch declaration unchanged.
+    fp8_fill.METHODS["constant"] = dataclasses.replace(
+        fp8_fill.METHODS["constant"], fill=fp8_fill.fill_random_scratch, declared=False
+    )
     gate_json = tmp_path / "gate.json"
     result = cli("gate", "--config", str(config), "--baseline", str(baseline), "--json", str(gate_json), "-q")
     assert result.exit_code == 1

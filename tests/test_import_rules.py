@@ -36,11 +36,7 @@ FORBIDDEN: dict[str, set[str]] = {
     "gate": {"cli", "api", "reports"},
 }
 # Known exceptions, each with the work that removes it.
-ALLOWED = {
-    # Engram's constant fill imports the constants the tables declare; issue #12 (branch c12eng) makes
-    # Engram build declared tables and read dummy_weight_value from them instead.
-    ("dummyprof.loaders.fp8_methods", "dummyprof.models.engram"),
-}
+ALLOWED: set[tuple[str, str]] = set()
 TORCH_FREE = ("results", "reports", "usercode")
 
 

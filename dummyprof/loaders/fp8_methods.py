@@ -22,7 +22,6 @@ from dummyprof.loaders.initializers import (
     V029Initializer,
     V033Initializer,
 )
-from dummyprof.models.engram import FP8_WEIGHT_VALUE, SCALE_BYTE_ONE
 
 DEFAULT_CHUNK_ELEMENTS = 64 * 1024 * 1024  # vLLM PR #54958: 64 Mi elements, 128 MiB of fp16 scratch
 FLOOR = "memset"
@@ -101,18 +100,21 @@ def fill_random_fast(tables: Sequence[TablePair], chunk: int = 0) -> FillOutcome
 
 
 def fill_constant(tables: Sequence[TablePair], chunk: int = 0) -> FillOutcome:
-    """The ``dummy_weight_value`` contract of offloaded tables: weight 1.0, scale byte 127 (scale 1.0).
+    """The ``dummy_weight_value`` contract of offloaded tables, read from the tables themselves.
 
-    Goes through vLLM 0.33's initializer on views that declare the value, so rule 2 is what runs.
+    vLLM 0.33's initializer meets rule 2 on tensors that declare the value (``models.engram.EngramTable``
+    declares weight 1.0 and scale byte 127), exactly as it would inside a model; undeclared tables are refused.
     """
     init = V033Initializer()
     outcomes = []
     for t in tables:
-        weight, scale = t.weight.view(t.weight.shape), t.scale.view(t.scale.shape)
-        weight.dummy_weight_value = FP8_WEIGHT_VALUE  # type: ignore[attr-defined]
-        scale.dummy_weight_value = SCALE_BYTE_ONE  # type: ignore[attr-defined]
-        outcomes.append(init(weight, "weight"))
-        outcomes.append(init(scale, "weight_scale_inv"))
+        for tensor, name in ((t.weight, "weight"), (t.scale, "weight_scale_inv")):
+            if getattr(tensor, "dummy_weight_value", None) is None:
+                raise ValueError(
+                    f"constant: the table's {name} declares no dummy_weight_value; build the tables with "
+                    "models.engram.EngramTable (declare_constant=True)"
+                )
+            outcomes.append(init(tensor, name))
     return _sum(outcomes)
 
 
@@ -132,6 +134,8 @@ class FillMethod:
     fill: FillFn
     scratch_per_element: int  # bytes of temporaries per weight element (before chunking)
     writes_scales: bool
+    # The tables it fills declare dummy_weight_value (offloaded, vLLM 0.33); the others fill them undeclared.
+    declared: bool = False
 
     def scratch_bytes(self, weight_elements: int, chunk: int = DEFAULT_CHUNK_ELEMENTS) -> int:
         """Peak temporary bytes for one table of ``weight_elements`` (tables are filled one at a time)."""
@@ -187,6 +191,7 @@ METHODS: dict[str, FillMethod] = {
             fill_constant,
             0,
             True,
+            declared=True,
         ),
         FillMethod(FLOOR, "floor", "plain memset of the same bytes: the physical limit", fill_memset, 0, True),
     )

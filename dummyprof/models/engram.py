@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -13,11 +14,17 @@ FP8_WEIGHT_VALUE = 1.0
 SCALE_BYTE_ONE = 127  # UE8M0 exponent byte for a scale of 1.0
 
 
+Empty = Callable[[tuple[int, ...], torch.dtype], torch.Tensor]  # allocates a tensor of a shape and dtype
+
+
 class EngramTable(nn.Module):
     """One rank's share of an Engram table: fp8 rows plus UE8M0 scale bytes per block.
 
     With ``declare_constant`` the tensors carry ``dummy_weight_value`` so the
-    dummy fill is a memset, as vLLM declares for CPU-offloaded tables.
+    dummy fill is a memset, as vLLM declares for CPU-offloaded tables. ``empty``
+    allocates the two tensors in a chosen memory (the ``engram`` scenario passes
+    its backing's arena: pinned, huge-page, shm or file-backed); by default
+    ``torch.empty`` on ``device``.
     """
 
     def __init__(
@@ -29,17 +36,31 @@ class EngramTable(nn.Module):
         device: torch.device | str = "cpu",
         declare_constant: bool = True,
         pin_memory: bool = False,
+        empty: Empty | None = None,
     ) -> None:
         super().__init__()
         if dim % block_size:
             raise ValueError(f"dim {dim} is not a multiple of block size {block_size}")
-        weight = torch.empty((rows, dim), dtype=torch.float8_e4m3fn, device=device, pin_memory=pin_memory)
-        scale = torch.empty((rows, dim // block_size), dtype=torch.uint8, device=device, pin_memory=pin_memory)
-        self.weight = nn.Parameter(weight, requires_grad=False)
-        self.weight_scale_inv = nn.Parameter(scale, requires_grad=False)
-        if declare_constant:
-            self.weight.dummy_weight_value = FP8_WEIGHT_VALUE  # type: ignore[attr-defined]
-            self.weight_scale_inv.dummy_weight_value = SCALE_BYTE_ONE  # type: ignore[attr-defined]
+        if empty is None:
+
+            def empty(shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
+                return torch.empty(shape, dtype=dtype, device=device, pin_memory=pin_memory)
+
+        self.weight = nn.Parameter(empty((rows, dim), torch.float8_e4m3fn), requires_grad=False)
+        self.weight_scale_inv = nn.Parameter(empty((rows, dim // block_size), torch.uint8), requires_grad=False)
+        self.declare(declare_constant)
+
+    def declare(self, constant: bool) -> None:
+        """Declare (or stop declaring) ``dummy_weight_value`` on both tensors, as offloaded tables do (or not)."""
+        for tensor, value in ((self.weight, FP8_WEIGHT_VALUE), (self.weight_scale_inv, SCALE_BYTE_ONE)):
+            if constant:
+                tensor.dummy_weight_value = value  # type: ignore[attr-defined]
+            elif hasattr(tensor, "dummy_weight_value"):
+                del tensor.dummy_weight_value
+
+    @property
+    def declares_constant(self) -> bool:
+        return getattr(self.weight, "dummy_weight_value", None) is not None
 
 
 def engram_table_bytes(rows: int, dim: int, block_size: int = 32) -> int:

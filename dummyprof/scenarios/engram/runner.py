@@ -24,7 +24,7 @@ from dummyprof.measure.memory import (
 from dummyprof.measure.projection import Sample, fastest_rate, fit_proportional, project, project_time
 from dummyprof.measure.roofline import generator_bound, share_of_floor
 from dummyprof.models.backings import Arena, Backing, anon_huge_page_bytes, pinned_reserved_bytes
-from dummyprof.models.engram import EngramSpec
+from dummyprof.models.engram import EngramSpec, EngramTable
 from dummyprof.results.common import Figure, MemoryUse, Timing
 from dummyprof.results.engram import (
     MEASURED,
@@ -43,9 +43,16 @@ Clock = Callable[[], float]
 
 @dataclass
 class Tables:
+    """One rank's declared tables (``models.engram.EngramTable``) in the backing's memory, and their tensors."""
+
     arena: Arena
+    modules: list[EngramTable]
     pairs: list[TablePair]
     rss_before: int
+
+    def declare(self, constant: bool) -> None:
+        for module in self.modules:
+            module.declare(constant)
 
 
 @dataclass
@@ -84,17 +91,16 @@ class Runner:
         peak = PeakRss()
         with peak.measure():
             t0 = self.clock()
-            pairs = [
-                TablePair(
-                    arena.empty((part_rows, self.spec.dim), torch.float8_e4m3fn),
-                    arena.empty((part_rows, self.spec.scale_cols), torch.uint8),
-                )
+            # The model's own tables, built in the backing's memory: what a model declares is what is measured.
+            modules = [
+                EngramTable(part_rows, self.spec.dim, self.spec.block_size, empty=arena.empty)
                 for _ in range(self.spec.tables)
             ]
             self._sync()
             seconds = self.clock() - t0
         self._note_peak(peak)
-        return Tables(arena, pairs, before), seconds
+        pairs = [TablePair(m.weight, m.weight_scale_inv) for m in modules]
+        return Tables(arena, modules, pairs, before), seconds
 
     def first_touch(self, tables: Tables) -> float:
         """The first write to fresh pages: page faults (and zeroing by the kernel) on top of a memset."""
@@ -111,6 +117,9 @@ class Runner:
 
     def fill(self, method: FillMethod, tables: Tables) -> Step:
         # No gc.collect() here: a full collection costs ~0.2 s with torch loaded, and fills create no cycles.
+        # `constant` fills the tables as offloaded tables declare them (dummy_weight_value, read by the
+        # initializer); the other methods fill the same tables undeclared, as without offload.
+        tables.declare(method.declared)
         self._sync()
         reset_gpu_peak(self.device)
         peak = PeakRss()
@@ -124,6 +133,7 @@ class Runner:
 
     def release(self, tables: Tables) -> None:
         tables.pairs.clear()
+        tables.modules.clear()
         tables.arena.release()  # collects once, so mapped buffers are unmapped before the next allocation
 
 

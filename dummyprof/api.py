@@ -38,15 +38,22 @@ def build_preset(name: str, *, device: str | torch.device = "cpu", **args: Any) 
 
 
 def render(
-    results: Results, format: str = "terminal", *, markdown: bool = False, width: int = 160, color: bool = False
+    results: Results,
+    format: str = "terminal",
+    *,
+    markdown: bool = False,
+    width: int = 160,
+    color: bool = False,
+    quiet: bool = False,
 ) -> str:
     """``results`` rendered by a registered reporter: the terminal report (plain text unless ``color``) by default.
 
     ``format`` is any name ``dummyprof report --format`` takes (terminal, json,
     markdown, junit, ...); ``markdown=True`` is kept as a shorthand for
-    ``format="markdown"``. Imports no torch: renders a saved file anywhere.
+    ``format="markdown"``; ``quiet`` gives the terminal's summary line alone. Imports no
+    torch: renders a saved file anywhere.
     """
     from dummyprof.reports.registry import RenderOptions
     from dummyprof.reports.registry import render as render_with
 
-    return render_with(results, "markdown" if markdown else format, RenderOptions(width=width, color=color), flag=None)
+    return render_with(results, "markdown" if markdown else format, RenderOptions(width, color, quiet), flag=None)

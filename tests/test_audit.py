@@ -19,6 +19,7 @@ from dummyprof.loaders.strategies import (
     register_strategy,
     unregister_strategy,
 )
+from dummyprof.reports.audit_text import finding_subject, finding_text
 from dummyprof.results.audit import AuditResult
 from dummyprof.scenarios.audit.run import AuditOptions, run
 from tests.conftest import CliResult
@@ -36,7 +37,7 @@ def audit(**kwargs: object) -> AuditResult:
 
 
 def kinds(result: AuditResult) -> list[tuple[str, str]]:
-    return sorted((f.kind, f.tensor) for f in result.findings)
+    return sorted((f.kind, finding_subject(f)) for f in result.findings)  # as the report names them
 
 
 def test_clean_model_passes(cli: Cli) -> None:
@@ -54,7 +55,7 @@ def test_tied_weight_repeated_under_per_layer(cli: Cli) -> None:
     result = audit(model=f"{M}:tied")
     failing = [(f.kind, f.tensor, f.fillers) for f in result.failing]
     assert failing == [("repeated", "embed.weight", ["per-layer"])]
-    shared = [f.message for f in result.findings if f.kind == "shared-storage"]
+    shared = [finding_text(f) for f in result.findings if f.kind == "shared-storage"]
     assert shared == ["embed.weight, lm_head.weight: tied (one tensor, several owners)"]
     assert result.tensors["embed.weight"].writes == {"per-layer": 2, "unique": 1}
     outcome = cli("audit", "--model", f"{M}:tied")
@@ -68,7 +69,7 @@ def test_aliased_views_are_noted() -> None:
     result = audit(model=f"{M}:aliased")
     # per-layer fills the persistent alias and the weight: the same bytes twice
     assert [(f.kind, f.tensor, f.fillers) for f in result.failing] == [("repeated", "proj.weight", ["per-layer"])]
-    notes = [f.message for f in result.findings if f.kind == "shared-storage"]
+    notes = [finding_text(f) for f in result.findings if f.kind == "shared-storage"]
     assert notes == ["weight_t, proj.weight: aliased (views of one storage)"]
     assert result.tensors["proj.weight"].names == ["proj.weight", "weight_t"]
 
@@ -214,7 +215,7 @@ def test_recorder_mismatch_is_a_finding(lying_strategy: str) -> None:
     result = audit(model=f"{M}:build", strategies=[lying_strategy])
     mismatched = [f for f in result.failing if f.kind == "recorder-mismatch"]
     assert len(mismatched) == 13  # every storage, the int64 indices included
-    assert "recorder counts 16,384 bytes written to embed.weight, tracing saw 0" in mismatched[0].message
+    assert "recorder counts 16,384 bytes written to embed.weight, tracing saw 0" in finding_text(mismatched[0])
 
 
 def test_cli_errors_and_json(cli: Cli, tmp_path: Path) -> None:
@@ -254,7 +255,7 @@ def test_loader_values_compared_when_it_declares_an_initializer(cli: Cli) -> Non
     assert undeclared.value_groups == [] and undeclared.clean
     declared = audit(model=f"{M}:build", strategies=["per-layer"], loaders=loaders_, loader_initializer="v0.33")
     assert declared.value_groups == [["per-layer", "fill_like_vllm_033", "fill_once"]]
-    differ = {f.tensor: f.message for f in declared.failing if f.kind == "values-differ"}
+    differ = {f.tensor: finding_text(f) for f in declared.failing if f.kind == "values-differ"}
     # fill_once writes 0.5 everywhere: every float differs; the LayerNorm ones only by their values
     assert len(differ) == 11
     assert "(per-layer = fill_like_vllm_033 vs fill_once)" in differ["embed.weight"]

@@ -40,7 +40,8 @@ def test_json_file_has_schema_and_per_tensor_visits(cli: Cli, tmp_path: Path) ->
     result = cli("compare", *SMALL, "--quiet", "--json", str(path))
     assert result.exit_code == 0, result.stderr
     data = json.loads(path.read_text())
-    assert data["schema_version"] == 1 and data["command"] == "compare"
+    assert data["schema_version"] == 2 and data["command"] == "compare"
+    assert "summary" not in data  # words are the reporters': the summary line is written from the data
     tensors = data["compare"]["tensors"]
     assert tensors["child0.child0.child0.qweight"]["visits"] == {"legacy": 4, "per-layer": 1, "unique": 1}
     assert tensors["embed_tokens.weight"]["visits"] == {"legacy": 4, "per-layer": 2, "unique": 1}

@@ -9,13 +9,15 @@ from collections.abc import Callable
 import pytest
 import torch
 
+import dummyprof
 from dummyprof.errors import DoesNotFitError
 from dummyprof.loaders.fp8_methods import METHODS
 from dummyprof.models import backings as host_memory
 from dummyprof.models.backings import Backing
 from dummyprof.models.engram import EngramSpec
+from dummyprof.reports.summary import summary_line
 from dummyprof.scenarios.engram.plan import Calibration, time_plan
-from dummyprof.scenarios.engram.run import ALLOCATE, FIRST_TOUCH, EngramOptions, run, summary_line
+from dummyprof.scenarios.engram.run import ALLOCATE, FIRST_TOUCH, EngramOptions, run
 
 ALL = list(METHODS.values())
 PAGEABLE = Backing("pageable", "pageable")
@@ -44,7 +46,7 @@ def test_fake_clock_drives_every_measured_figure() -> None:
         assert m.over_deadline is True
     assert engram.method("random-convert").bytes_written == 2048 * 64  # scales untouched
     assert engram.method("constant").bytes_written == 2048 * 66
-    assert "measured start-up 3.00 s (over the 2.50 s deadline)" in results.summary
+    assert "measured start-up 3.00 s (over the 2.50 s deadline)" in summary_line(results)
 
 
 def _calibration(part_rows: int, **per_row: float) -> Calibration:
@@ -114,8 +116,8 @@ def test_projected_figures_are_labelled_and_summarised() -> None:
         assert m.seconds.value == pytest.approx(m.bytes_written / largest.bytes_written) and m.seconds.projected
         assert m.startup_seconds.projected
         assert m.peak_rss_bytes.projected and (m.peak_rss_bytes.value or 0) >= m.needed_bytes
-    assert results.summary.count("does not fit here") == len(METHODS) - 1  # the floor is not listed
-    assert summary_line(engram) == results.summary
+    assert summary_line(results).count("does not fit here") == len(METHODS) - 1  # the floor is not listed
+    assert dummyprof.render(results, quiet=True, width=1000) == summary_line(results) + "\n"
 
 
 def noisy_clock(low: float, high: float, seed: int = 12) -> Callable[[], float]:

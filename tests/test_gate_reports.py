@@ -102,9 +102,7 @@ def gate_results() -> Results:
         checks=checks,
         exit_code=1,
     )
-    return Results(
-        command="gate", gate=section, summary="gate FAIL: regression", created_at="2026-01-02T03:04:05+00:00"
-    )
+    return Results(command="gate", gate=section, created_at="2026-01-02T03:04:05+00:00")
 
 
 def test_junit_is_xml_with_one_testcase_per_check() -> None:

@@ -6,6 +6,7 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
+from dummyprof.reports.notices import notices
 from dummyprof.results.inspect import InspectResult
 from dummyprof.scenarios.inspect.run import InspectOptions, run
 from tests.conftest import CliResult
@@ -104,5 +105,6 @@ def test_says_when_the_callable_allocated_anyway(tmp_path: Path) -> None:
         "    return model\n"
     )
     results = run(InspectOptions(model=f"{explicit}:build"))
-    assert any("the callable put 1 tensor(s) on a real device itself" in n for n in results.notices)
-    assert any("nothing was allocated or written" in n for n in run(InspectOptions()).notices)
+    assert results.inspect is not None and results.inspect.real_device_tensors == 1
+    assert any("the callable put 1 tensor(s) on a real device itself" in n for n in notices(results))
+    assert any("nothing was allocated or written" in n for n in notices(run(InspectOptions())))

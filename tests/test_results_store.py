@@ -37,7 +37,7 @@ def sample() -> Results:
         tensors={"a.weight": TensorResult(names=["a.weight"], depth=1, shape=[4, 4], visits={"legacy": 2})},
     )
     compare.strategies[0].memory.pinned_bytes = Figure.missing("no CUDA")
-    return Results(command="compare", compare=compare, summary="done")
+    return Results(command="compare", compare=compare)
 
 
 def test_round_trip_keeps_every_field(tmp_path: Path) -> None:

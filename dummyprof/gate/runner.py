@@ -55,7 +55,6 @@ def measure_scenario(
             ignore=scenario.command.not_in_fingerprint,
         )
         return run, None
-    run.summary = results.summary
     run.fingerprint = make_fingerprint(
         scenario.name,
         scenario.command.name,
@@ -86,14 +85,7 @@ def make_baseline(
     section = GateResult(config_path=str(config.path), factor=config.factor, alpha=config.alpha, scenarios=runs)
     failed = [r.name for r in runs if r.error is not None]
     section.exit_code = EXIT_INCOMPLETE if failed else 0
-    results = Results(command="baseline", environment=environment, gate=section)
-    counters = sum(1 for r in runs for m in r.metrics.values() if m.kind == "counter")
-    times = sum(1 for r in runs for m in r.metrics.values() if m.kind == "time")
-    if failed:
-        results.summary = f"baseline NOT written: could not measure {', '.join(failed)}"
-    else:
-        results.summary = f"baseline: {len(runs)} scenarios, {counters} counters, {times} timings"
-    return results
+    return Results(command="baseline", environment=environment, gate=section)
 
 
 def load_baseline(path: Path) -> dict[str, ScenarioRun]:
@@ -126,12 +118,7 @@ def run_gate(
         checks=checks,
         exit_code=gate_exit_code(checks),
     )
-    results = Results(command="gate", environment=environment, gate=section)
-    results.summary = gate_summary(section)
-    for run in runs:
-        if run.error is not None:
-            results.notices.append(f"scenario {run.name!r} could not be measured: {run.error}")
-    return results
+    return Results(command="gate", environment=environment, gate=section)
 
 
 def not_recorded(results: Results, failures: list[str]) -> None:
@@ -139,20 +126,4 @@ def not_recorded(results: Results, failures: list[str]) -> None:
     section = results.gate
     assert section is not None
     section.exit_code = EXIT_INCOMPLETE
-    files = "; ".join(failures)
-    if results.command == "baseline":
-        results.summary = f"baseline NOT written: {files}; exit {EXIT_INCOMPLETE}"
-    else:
-        results.summary = gate_summary(section, recorded=False)
-    results.notices.append(f"could not record: {files}")
-
-
-def gate_summary(section: GateResult, *, recorded: bool = True) -> str:
-    counts = section.counts()
-    parts = [f"{n} {verdict}" for verdict, n in counts.items() if n]
-    outcome = {0: "PASS", 1: "FAIL: regression", 3: "INCOMPLETE: could not measure or not comparable"}
-    label = outcome.get(section.exit_code, str(section.exit_code))
-    if not recorded:
-        verdict = "regressions found" if gate_exit_code(section.checks) == 1 else "measured"
-        label = f"COULD NOT RECORD: {verdict} but a report could not be written"
-    return f"gate {label} ({len(section.checks)} checks: {', '.join(parts)}); exit {section.exit_code}"
+    section.unrecorded = list(failures)  # the reporters say so in the summary line and a notice

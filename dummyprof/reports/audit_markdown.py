@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dummyprof.reports.audit_text import finding_text
 from dummyprof.reports.format import format_bytes
 from dummyprof.reports.markdown_table import md_table
 from dummyprof.results.session import Results
@@ -36,7 +37,7 @@ def audit_markdown(results: Results) -> list[str]:
         lines += md_table(
             ["kind", "detail"],
             [
-                [f.kind + (" (ignored)" if f.ignored else "") + (" (note)" if f.informational else ""), f.message]
+                [f.kind + (" (ignored)" if f.ignored else "") + (" (note)" if f.informational else ""), finding_text(f)]
                 for f in result.findings
             ],
         )

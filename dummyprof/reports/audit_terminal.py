@@ -5,6 +5,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
+from dummyprof.reports.audit_text import finding_subject, finding_text
 from dummyprof.reports.format import format_bytes
 from dummyprof.results.audit import FINDING_KINDS, INFO_KINDS, AuditResult, Finding
 from dummyprof.results.session import Results
@@ -57,14 +58,14 @@ def findings_table(result: AuditResult, *, informational: bool) -> Table | None:
             break
         if len(members) <= GROUP_AFTER:
             for f in members:
-                table.add_row(label, f.message)
+                table.add_row(label, finding_text(f))
             shown += len(members)
             continue
         # One row per (kind, filler) once it repeats: a deep tree would otherwise print a row per tensor.
-        others = [f.tensor for f in members[1 : 1 + NAMES_SHOWN]]
+        others = [finding_subject(f) for f in members[1 : 1 + NAMES_SHOWN]]
         more = len(members) - 1 - len(others)
         tail = f" ... and {more} more (see --json)" if more else ""
-        table.add_row(f"{label} x{len(members)}", f"{members[0].message}; also {', '.join(others)}{tail}")
+        table.add_row(f"{label} x{len(members)}", f"{finding_text(members[0])}; also {', '.join(others)}{tail}")
         shown += 1
     return table
 

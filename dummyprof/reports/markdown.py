@@ -10,7 +10,9 @@ from dummyprof.reports.engram_markdown import engram_markdown
 from dummyprof.reports.gate_markdown import baseline_markdown, gate_markdown
 from dummyprof.reports.inspect_markdown import inspect_markdown
 from dummyprof.reports.markdown_table import md_table
+from dummyprof.reports.notices import notices
 from dummyprof.reports.reporter import RenderOptions, Reporter
+from dummyprof.reports.summary import summary_line
 from dummyprof.results.session import Results
 
 __all__ = ["REPORTER", "SECTIONS", "md_table", "render_markdown"]
@@ -33,13 +35,13 @@ def render_markdown(results: Results) -> str:
     lines = [f"## dummyprof {results.command}", ""]
     section = SECTIONS.get(results.command)
     lines += section(results) if section else [f"_no Markdown renderer for {results.command!r}_"]
-    lines += ["", f"{results.summary}" if results.summary else ""]
+    lines += ["", summary_line(results)]
     lines += [
         "",
         f"<sub>dummyprof {results.dummyprof_version}, torch {env.torch_version}, {env.device} ({env.device_name}), "
         f"{env.cpu_count} CPUs, {results.created_at}</sub>",
     ]
-    for notice in results.notices:
+    for notice in notices(results):
         lines.append(f"> notice: {notice}")
     return "\n".join(lines).rstrip() + "\n"
 

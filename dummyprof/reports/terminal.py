@@ -13,7 +13,9 @@ from dummyprof.reports.engram_terminal import render_engram
 from dummyprof.reports.format import format_bytes
 from dummyprof.reports.gate_terminal import render_baseline, render_gate
 from dummyprof.reports.inspect_terminal import render_inspect
+from dummyprof.reports.notices import notices
 from dummyprof.reports.reporter import RenderOptions, Reporter
+from dummyprof.reports.summary import summary_line
 from dummyprof.results.session import Results
 
 Section = Callable[[Results, Console], None]
@@ -46,11 +48,12 @@ def render(results: Results, console: Console, *, quiet: bool = False) -> None:
             console.print(f"no terminal renderer for command {results.command!r}; use --json")
         else:
             section(results, console)
-        for notice in results.notices:
+        for notice in notices(results):
             console.print(f"notice: {notice}", style="yellow")
         console.print(environment_line(results), style="dim")
-    if results.summary:
-        console.print(results.summary, style="bold" if not quiet else None)
+    summary = summary_line(results)
+    if summary:
+        console.print(summary, style="bold" if not quiet else None)
 
 
 def render_text(results: Results, options: RenderOptions) -> str:

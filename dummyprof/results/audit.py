@@ -27,11 +27,27 @@ INFO_KINDS: dict[str, str] = {
 
 @dataclass
 class Finding:
+    """What the audit found, as data: reporters write the sentence (``reports/audit_text.py``).
+
+    Which fields a kind fills is listed beside each field; the rest keep their defaults.
+    """
+
     kind: str = ""
-    tensor: str = ""
-    message: str = ""
-    fillers: list[str] = field(default_factory=list)
+    tensor: str = ""  # the tensor it is about (canonical name); untouched: the first of ``names``
+    fillers: list[str] = field(default_factory=list)  # the fillers at fault (missed: those that did not write it)
     ignored: bool = False
+    names: list[str] = field(default_factory=list)  # shared-storage: every name of the storage; untouched: every tensor
+    written_by: list[str] = field(default_factory=list)  # missed: the fillers that did write it
+    count: int = 0  # repeated: how many times one filler wrote it
+    tied: bool = False  # shared-storage: one tensor object with several owners (else views of one storage)
+    dtype: str = ""  # missed, unregistered
+    shape: list[int] = field(default_factory=list)  # unregistered
+    nbytes: int = 0  # unregistered
+    recorded_bytes: int = 0  # recorder-mismatch: what the visit recorder counted
+    traced_bytes: int = 0  # recorder-mismatch: what the write tracer saw
+    groups: list[list[str]] = field(default_factory=list)  # values-differ: fillers that left identical bytes
+    detail: str = ""  # persistence: what the model's structure showed (anatomy's note)
+    legacy_message: str = ""  # files of schema 1 only: the sentence the finding was written as
 
     @property
     def informational(self) -> bool:

@@ -58,7 +58,6 @@ class ScenarioRun:
     fingerprint: Fingerprint = field(default_factory=Fingerprint)
     metrics: dict[str, Metric] = field(default_factory=dict)
     error: str | None = None  # why the scenario could not be measured (a crash is never a regression)
-    summary: str = ""
 
 
 @dataclass
@@ -89,6 +88,7 @@ class GateResult:
     scenarios: list[ScenarioRun] = field(default_factory=list)
     checks: list[CheckResult] = field(default_factory=list)
     exit_code: int = EXIT_PASS
+    unrecorded: list[str] = field(default_factory=list)  # reports or the baseline that could not be written, and why
 
     def scenario(self, name: str) -> ScenarioRun | None:
         for run in self.scenarios:

@@ -33,3 +33,4 @@ class InspectResult:
     max_depth: int | None = None
     min_bytes: int = 0
     hidden_modules: int = 0  # pruned by --max-depth / --min-bytes (their bytes and visits still count above)
+    real_device_tensors: int = 0  # tensors the model's callable put on a real device itself (device=)

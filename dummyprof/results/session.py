@@ -13,7 +13,12 @@ from dummyprof.results.engram import EngramResult
 from dummyprof.results.gate import GateResult
 from dummyprof.results.inspect import InspectResult
 
-SCHEMA_VERSION = 1
+# 1: dummyprof 0.1.0 up to the reporter registry: words stored in the data.
+# 2: results carry data, reporters write the words. No ``summary`` (here or per gate
+#    scenario), no notices a reporter can derive, audit findings as fields instead of a
+#    ``message``, ``gate.unrecorded``, ``inspect.real_device_tensors``. Schema-1 files
+#    load through ``results/migrate.py`` (see docs/architecture.md, "Results schema").
+SCHEMA_VERSION = 2
 
 
 def _now() -> str:
@@ -32,8 +37,7 @@ class Results:
     dummyprof_version: str = __version__
     created_at: str = field(default_factory=_now)
     environment: Environment = field(default_factory=Environment)
-    notices: list[str] = field(default_factory=list)
-    summary: str = ""
+    notices: list[str] = field(default_factory=list)  # what a model source or loader said; none a reporter derives
     compare: CompareResult | None = None
     audit: AuditResult | None = None
     inspect: InspectResult | None = None

@@ -8,6 +8,7 @@ from typing import Any
 
 from dummyprof.errors import ResultsFileError
 from dummyprof.results.codec import from_jsonable, to_jsonable
+from dummyprof.results.migrate import migrate
 from dummyprof.results.outputs import Output, probe_output, replace_atomic
 from dummyprof.results.session import SCHEMA_VERSION, Results
 
@@ -30,11 +31,6 @@ def save_results(results: Results, path: Path) -> None:
     write_text_atomic(path, results_to_json(results))
 
 
-def _migrate(data: dict[str, Any]) -> dict[str, Any]:
-    """Bring older schema versions up to date. Version 1 is the first; defaults fill new fields."""
-    return data
-
-
 def results_from_dict(data: Any, *, source: str = "results") -> Results:
     if not isinstance(data, dict) or "schema_version" not in data:
         raise ResultsFileError(f"{source}: not a dummyprof results file (no schema_version)")
@@ -47,7 +43,7 @@ def results_from_dict(data: Any, *, source: str = "results") -> Results:
             f"{SCHEMA_VERSION}); upgrade dummyprof"
         )
     try:
-        results = from_jsonable(Results, _migrate(data))
+        results = from_jsonable(Results, migrate(data))
     except TypeError as exc:
         raise ResultsFileError(f"{source}: {exc}") from None
     results.schema_version = SCHEMA_VERSION

@@ -8,8 +8,9 @@ Tensors are matched across models by their canonical name.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 from torch import nn
@@ -114,16 +115,17 @@ class _Audit:
         self.result = result
         self.ignore = set(ignore)
 
-    def find(self, kind: str, tensor: str, message: str, fillers: list[str]) -> None:
+    def find(self, kind: str, tensor: str, fillers: Sequence[str] = (), **data: Any) -> None:
+        """Record a finding as data (``data``: the Finding fields its kind uses); reporters write the sentence."""
         assert kind in FINDING_KINDS or kind in INFO_KINDS, kind
-        self.result.findings.append(Finding(kind, tensor, message, list(fillers), ignored=kind in self.ignore))
+        self.result.findings.append(Finding(kind, tensor, list(fillers), ignored=kind in self.ignore, **data))
 
 
 def _structure(model: nn.Module, audit: _Audit) -> dict[str, AuditTensor]:
     """Rows for every registered storage; shared-storage, unregistered and persistence notes."""
     persistence = buffer_persistence(model)
     for note in persistence.notes:
-        audit.find("persistence", note.split(":")[0], note, [])
+        audit.find("persistence", note.split(":")[0], detail=note)
     storages = storage_owners(model, persistence)
     rows: dict[str, AuditTensor] = {}
     for entries in storages.values():
@@ -140,19 +142,12 @@ def _structure(model: nn.Module, audit: _Audit) -> dict[str, AuditTensor]:
         )
         if len(entries) > 1:
             same_object = all(e.tensor is entries[0].tensor for e in entries)
-            what = "tied (one tensor, several owners)" if same_object else "aliased (views of one storage)"
-            audit.find("shared-storage", name, f"{', '.join(e.name for e in entries)}: {what}", [])
+            audit.find("shared-storage", name, names=[e.name for e in entries], tied=same_object)
     keys = set(storages)
     for stray_name, tensor in unregistered_tensors(model, keys):
         shape, dtype, nbytes = describe(tensor)
         audit.result.unregistered.append(UnregisteredTensor(stray_name, shape, dtype, nbytes))
-        audit.find(
-            "unregistered",
-            stray_name,
-            f"{stray_name} ({dtype} {shape}, {nbytes:,} bytes) is held by its module but not registered as a "
-            "parameter or buffer: no parameters()/state_dict() traversal fills it",
-            [],
-        )
+        audit.find("unregistered", stray_name, dtype=dtype, shape=shape, nbytes=nbytes)
     return rows
 
 
@@ -195,26 +190,14 @@ def _run_filler(
     summary.repeated_tensors = sum(1 for v in written.values() if v > 1)
     for name, count in written.items():
         if count > 1:
-            audit.find("repeated", name, f"{filler.name} writes {name} {count} times", [filler.name])
+            audit.find("repeated", name, [filler.name], count=count)
         if name in only_non_persistent:
-            audit.find(
-                "non-persistent-written",
-                name,
-                f"{filler.name} overwrites non-persistent buffer {name} (computed at construction, never in a "
-                "checkpoint; vLLM's per-layer fill leaves it alone)",
-                [filler.name],
-            )
+            audit.find("non-persistent-written", name, [filler.name])
     for key in trace.untraced:
         name = names.get(key, "")
-        audit.find(
-            "untraced-write",
-            name,
-            f"{filler.name}: {name} changed although no operator wrote it (a numpy view or a raw pointer); "
-            "counted as written once",
-            [filler.name],
-        )
+        audit.find("untraced-write", name, [filler.name])
     for name in trace.replaced:
-        audit.find("replaced", name, f"{filler.name} replaced {name} instead of writing it in place", [filler.name])
+        audit.find("replaced", name, [filler.name])
     if recorder is not None:
         for key, recorded in recorder.records.items():
             traced = trace.records.get(key)
@@ -223,9 +206,9 @@ def _run_filler(
                 audit.find(
                     "recorder-mismatch",
                     recorded.name,
-                    f"{filler.name}: recorder counts {recorded.bytes_written:,} bytes written to {recorded.name}, "
-                    f"tracing saw {traced_bytes:,}",
                     [filler.name],
+                    recorded_bytes=recorded.bytes_written,
+                    traced_bytes=traced_bytes,
                 )
     del model, tensors
     return summary
@@ -239,12 +222,7 @@ def _cross_check(fillers: list[_Filler], rows: dict[str, AuditTensor], audit: _A
             continue  # writing a non-persistent buffer is the finding; leaving it alone is right
         missed = [n for n in names if not row.writes.get(n, 0)]
         if missed:
-            audit.find(
-                "missed",
-                tensor,
-                f"{tensor} ({row.dtype}) is written by {', '.join(wrote)} but not by {', '.join(missed)}",
-                missed,
-            )
+            audit.find("missed", tensor, missed, written_by=wrote, dtype=row.dtype)
     groups: dict[str, list[str]] = {}
     for filler in fillers:
         if filler.initializer is not None:
@@ -257,17 +235,10 @@ def _cross_check(fillers: list[_Filler], rows: dict[str, AuditTensor], audit: _A
                 same: dict[str, list[str]] = {}
                 for filler_name, digest in digests.items():
                     same.setdefault(digest, []).append(filler_name)
-                split = " vs ".join(" = ".join(names) for names in same.values())
-                audit.find(
-                    "values-differ",
-                    tensor,
-                    f"{tensor}: final bytes differ ({split}) with the same initializer",
-                    list(digests),
-                )
+                audit.find("values-differ", tensor, list(digests), groups=list(same.values()))
     untouched = [t for t, row in rows.items() if not any(row.writes.values())]
     if untouched:
-        shown = ", ".join(untouched[:6]) + (f" and {len(untouched) - 6} more" if len(untouched) > 6 else "")
-        audit.find("untouched", shown, f"{len(untouched)} tensor(s) written by no filler: {shown}", [])
+        audit.find("untouched", untouched[0], names=untouched)
     return compared
 
 
@@ -282,19 +253,6 @@ def _model_summary(
         names=sum(len(r.names) for r in rows.values()),
         nbytes=sum(r.nbytes for r in rows.values()),
     )
-
-
-def summary_line(result: AuditResult) -> str:
-    failing = result.failing
-    if not failing:
-        ignored = sum(1 for f in result.findings if f.ignored)
-        tail = f" ({ignored} ignored)" if ignored else ""
-        return f"audit clean: {len(result.fillers)} filler(s), {len(result.tensors)} tensors, no findings{tail}"
-    counts: dict[str, int] = {}
-    for f in failing:
-        counts[f.kind] = counts.get(f.kind, 0) + 1
-    parts = ", ".join(f"{n} {kind}" for kind, n in counts.items())
-    return f"audit found {len(failing)} problem(s): {parts}"
 
 
 def run(options: AuditOptions, *, source: ModelSource | None = None) -> Results:
@@ -315,20 +273,8 @@ def run(options: AuditOptions, *, source: ModelSource | None = None) -> Results:
     result.value_groups = _cross_check(fillers, rows, audit)
     result.tensors = rows
     results = Results(command="audit", environment=collect_environment(device), audit=result)
-    results.notices.extend(source.notes)
-    if any(f.kind == "loader" for f in fillers):
-        values = (
-            f"their final bytes are compared with every filler using {options.loader_initializer}, as declared by "
-            "--loader-initializer"
-            if options.loader_initializer
-            else "their values are compared with no other filler unless --loader-initializer declares one"
-        )
-        results.notices.append(
-            "loaders are traced (every operator that writes in place is seen); a visit that writes nothing cannot "
-            f"be seen; {values}"
-        )
-    results.summary = summary_line(result)
+    results.notices.extend(source.notes)  # the loader-tracing notice is the reporters' (from the fillers)
     return results
 
 
-__all__ = ["DEFAULT_STRATEGIES", "AuditOptions", "run", "summary_line", "tensor_digest"]
+__all__ = ["DEFAULT_STRATEGIES", "AuditOptions", "run", "tensor_digest"]

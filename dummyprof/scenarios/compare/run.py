@@ -11,30 +11,12 @@ from dummyprof.measure.device import resolve_device
 from dummyprof.measure.environment import collect_environment
 from dummyprof.measure.recorder import index_model
 from dummyprof.models.source import ModelSource
-from dummyprof.results.compare import CompareResult
 from dummyprof.results.session import Results
 from dummyprof.scenarios.compare.options import DEFAULT_STRATEGIES, CompareOptions, validate
 from dummyprof.scenarios.compare.runner import Clock, Progress, run_compare
 from dummyprof.scenarios.model_choice import check_source_fits, model_summary, source_or_tree
-from dummyprof.units import format_seconds
 
-__all__ = ["DEFAULT_STRATEGIES", "CompareOptions", "run", "summary_line", "validate"]
-
-
-def summary_line(result: CompareResult) -> str:
-    parts = []
-    for s in result.strategies:
-        text = f"{s.name} {format_seconds(s.timing.median)}"
-        speedup = result.speedup(s.name)
-        if s.name != result.baseline_strategy and speedup is not None:
-            text += f" ({speedup:.1f}x vs {result.baseline_strategy})"
-        parts.append(text)
-    deepest = max(result.tensors.values(), key=lambda t: t.depth, default=None)
-    tail = ""
-    if deepest is not None:
-        counts = ", ".join(f"{name} {deepest.visits.get(name, 0)}x" for name in (s.name for s in result.strategies))
-        tail = f"; deepest tensors (depth {deepest.depth}) visited {counts}"
-    return "median fill time: " + ", ".join(parts) + tail
+__all__ = ["DEFAULT_STRATEGIES", "CompareOptions", "run", "validate"]
 
 
 def run(
@@ -91,5 +73,4 @@ def run(
     results = Results(command="compare", environment=collect_environment(device), compare=result)
     results.notices.extend(source.notes)
     results.notices.extend(loader_notes)
-    results.summary = summary_line(result)
     return results

@@ -6,7 +6,7 @@ measure in full what fits both budgets, sample the rest at sizes that fit and
 project it to full size. Nothing larger than the budget is ever allocated.
 
 Options and their validation live in ``options``, planning in ``plan``, measurement in
-``runner``; this module holds the run that ties the steps together, and the summary line.
+``runner``; this module holds the run that ties the steps together (reporters write the summary line).
 """
 
 from __future__ import annotations
@@ -53,7 +53,6 @@ from dummyprof.scenarios.engram.runner import (
     measure_samples,
     unallocated_device_figures,
 )
-from dummyprof.units import format_bytes, format_seconds
 
 __all__ = [
     "ALLOCATE",
@@ -66,7 +65,6 @@ __all__ = [
     "needed_bytes",
     "reserved_tables",
     "run",
-    "summary_line",
     "validate",
     "validate_options",
 ]
@@ -120,7 +118,6 @@ def run(
         results.notices.append(backing.note)
     if options.dry_run:
         _dry_run(result)
-        results.summary = summary_line(result)
         return results
 
     runner = Runner(spec, backing, device, options.chunk_elements, clock)
@@ -162,7 +159,6 @@ def run(
     result.run_peak_rss_bytes = runner.run_peak or None
     if backing.note and backing.used == backing.requested:
         result.plan_notes.append(backing.note)
-    results.summary = summary_line(result)
     return results
 
 
@@ -215,24 +211,3 @@ def _dry_run(result: EngramResult) -> None:
             if m.fits_in_memory
             else "does not fit in memory: will be projected from samples"
         )
-
-
-def summary_line(result: EngramResult) -> str:
-    parts = []
-    for m in result.methods:
-        if m.name == result.floor_method:
-            continue
-        if m.fits_in_memory:
-            text = f"{m.name}: {format_bytes(m.needed_bytes)} per rank"
-        else:
-            text = f"{m.name}: needs {format_bytes(m.needed_bytes)} per rank, does not fit here"
-        if m.startup_seconds.value is not None:
-            kind = "projected" if m.startup_seconds.projected else "measured"
-            text += f", {kind} start-up {format_seconds(m.startup_seconds.value)}"
-            if m.over_deadline:
-                text += f" (over the {format_seconds(result.budget.deadline_s)} deadline)"
-        elif m.mode == PLANNED:
-            text += ", measured in full" if m.fits_in_memory else ", to be projected"
-        parts.append(text)
-    head = "plan (dry run): " if result.dry_run else ""
-    return head + "; ".join(parts)

@@ -30,9 +30,8 @@ from dummyprof.results.inspect import InspectResult, ModuleNode
 from dummyprof.results.session import Results
 from dummyprof.scenarios.inspect.options import DEFAULT_STRATEGIES, InspectOptions, validate
 from dummyprof.scenarios.model_choice import model_summary, source_or_tree
-from dummyprof.units import format_bytes
 
-__all__ = ["DEFAULT_STRATEGIES", "InspectOptions", "run", "summary_line", "validate"]
+__all__ = ["DEFAULT_STRATEGIES", "InspectOptions", "run", "validate"]
 
 META = torch.device("meta")
 
@@ -127,20 +126,6 @@ def _prune(nodes: list[ModuleNode], max_depth: int | None, min_bytes: int) -> tu
     return kept, len(nodes) - len(kept)
 
 
-def summary_line(result: InspectResult) -> str:
-    root = result.nodes[0] if result.nodes else None
-    if root is None:
-        return "empty model"
-    parts = [
-        f"{s} {root.subtree_visits.get(s, 0):,} visits ({root.subtree_redundant.get(s, 0):,} redundant)"
-        for s in result.strategies
-    ]
-    return (
-        f"{result.model.modules:,} modules, {result.model.tensors:,} tensors, {format_bytes(root.subtree_bytes)}; "
-        + ", ".join(parts)
-    )
-
-
 def run(options: InspectOptions, *, source: ModelSource | None = None) -> Results:
     """Build on meta, count visits per strategy, and return the inspect Results."""
     validate(options)
@@ -164,18 +149,9 @@ def run(options: InspectOptions, *, source: ModelSource | None = None) -> Result
         max_depth=options.max_depth,
         min_bytes=options.min_bytes,
         hidden_modules=hidden,
+        real_device_tensors=sum(1 for t in registered_tensors(model) if t.device.type != "meta"),
     )
     results = Results(command="inspect", environment=collect_environment(torch.device("cpu")), inspect=result)
     results.notices.extend(source.notes)
-    real = sum(1 for t in registered_tensors(model) if t.device.type != "meta")
-    allocated = (
-        f"nothing was written, but the callable put {real} tensor(s) on a real device itself (an explicit device=)"
-        if real
-        else "nothing was allocated or written"
-    )
-    results.notices.append(
-        "built on the meta device: sizes come from shapes and dtypes, visits from walking each strategy with a "
-        f"no-op initializer; {allocated}"
-    )
-    results.summary = summary_line(result)
+    # the meta-device notice is the reporters' (from real_device_tensors)
     return results

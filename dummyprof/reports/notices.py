@@ -1,0 +1,61 @@
+"""Notices a report shows: those a model source or loader gave (stored), then those written from the data."""
+
+from __future__ import annotations
+
+from dummyprof.results.session import Results
+
+
+def _audit_notices(results: Results) -> list[str]:
+    audit = results.audit
+    loaders = [f for f in audit.fillers if f.kind == "loader"] if audit is not None else []
+    if not loaders:
+        return []
+    declared = loaders[0].initializer  # every loader carries the one --loader-initializer declared
+    values = (
+        f"their final bytes are compared with every filler using {declared}, as declared by --loader-initializer"
+        if declared
+        else "their values are compared with no other filler unless --loader-initializer declares one"
+    )
+    return [
+        "loaders are traced (every operator that writes in place is seen); a visit that writes nothing cannot "
+        f"be seen; {values}"
+    ]
+
+
+def _gate_notices(results: Results) -> list[str]:
+    section = results.gate
+    if section is None:
+        return []
+    lines = []
+    if results.command == "gate":
+        lines += [f"scenario {r.name!r} could not be measured: {r.error}" for r in section.scenarios if r.error]
+    if section.unrecorded:
+        lines.append(f"could not record: {'; '.join(section.unrecorded)}")
+    return lines
+
+
+def _inspect_notices(results: Results) -> list[str]:
+    inspect = results.inspect
+    if inspect is None:
+        return []
+    real = inspect.real_device_tensors
+    allocated = (
+        f"nothing was written, but the callable put {real} tensor(s) on a real device itself (an explicit device=)"
+        if real
+        else "nothing was allocated or written"
+    )
+    return [
+        "built on the meta device: sizes come from shapes and dtypes, visits from walking each strategy with a "
+        f"no-op initializer; {allocated}"
+    ]
+
+
+def notices(results: Results) -> list[str]:
+    lines = list(results.notices)
+    if results.command == "audit":
+        lines += _audit_notices(results)
+    if results.command == "inspect":
+        lines += _inspect_notices(results)
+    if results.command in ("gate", "baseline"):
+        lines += _gate_notices(results)
+    return lines

@@ -1,0 +1,114 @@
+"""The one-line summary of each kind of Results, written from its data (``--quiet`` prints only this line)."""
+
+from __future__ import annotations
+
+from dummyprof.results.audit import AuditResult
+from dummyprof.results.compare import CompareResult
+from dummyprof.results.engram import PLANNED, EngramResult
+from dummyprof.results.gate import EXIT_INCOMPLETE, REGRESSED, GateResult
+from dummyprof.results.inspect import InspectResult
+from dummyprof.results.session import Results
+from dummyprof.units import format_bytes, format_seconds
+
+
+def compare_summary(result: CompareResult) -> str:
+    parts = []
+    for s in result.strategies:
+        text = f"{s.name} {format_seconds(s.timing.median)}"
+        speedup = result.speedup(s.name)
+        if s.name != result.baseline_strategy and speedup is not None:
+            text += f" ({speedup:.1f}x vs {result.baseline_strategy})"
+        parts.append(text)
+    deepest = max(result.tensors.values(), key=lambda t: t.depth, default=None)
+    tail = ""
+    if deepest is not None:
+        counts = ", ".join(f"{name} {deepest.visits.get(name, 0)}x" for name in (s.name for s in result.strategies))
+        tail = f"; deepest tensors (depth {deepest.depth}) visited {counts}"
+    return "median fill time: " + ", ".join(parts) + tail
+
+
+def audit_summary(result: AuditResult) -> str:
+    failing = result.failing
+    if not failing:
+        ignored = sum(1 for f in result.findings if f.ignored)
+        tail = f" ({ignored} ignored)" if ignored else ""
+        return f"audit clean: {len(result.fillers)} filler(s), {len(result.tensors)} tensors, no findings{tail}"
+    counts: dict[str, int] = {}
+    for f in failing:
+        counts[f.kind] = counts.get(f.kind, 0) + 1
+    parts = ", ".join(f"{n} {kind}" for kind, n in counts.items())
+    return f"audit found {len(failing)} problem(s): {parts}"
+
+
+def inspect_summary(result: InspectResult) -> str:
+    root = result.nodes[0] if result.nodes else None
+    if root is None:
+        return "empty model"
+    parts = [
+        f"{s} {root.subtree_visits.get(s, 0):,} visits ({root.subtree_redundant.get(s, 0):,} redundant)"
+        for s in result.strategies
+    ]
+    return (
+        f"{result.model.modules:,} modules, {result.model.tensors:,} tensors, {format_bytes(root.subtree_bytes)}; "
+        + ", ".join(parts)
+    )
+
+
+def engram_summary(result: EngramResult) -> str:
+    parts = []
+    for m in result.methods:
+        if m.name == result.floor_method:
+            continue
+        if m.fits_in_memory:
+            text = f"{m.name}: {format_bytes(m.needed_bytes)} per rank"
+        else:
+            text = f"{m.name}: needs {format_bytes(m.needed_bytes)} per rank, does not fit here"
+        if m.startup_seconds.value is not None:
+            kind = "projected" if m.startup_seconds.projected else "measured"
+            text += f", {kind} start-up {format_seconds(m.startup_seconds.value)}"
+            if m.over_deadline:
+                text += f" (over the {format_seconds(result.budget.deadline_s)} deadline)"
+        elif m.mode == PLANNED:
+            text += ", measured in full" if m.fits_in_memory else ", to be projected"
+        parts.append(text)
+    head = "plan (dry run): " if result.dry_run else ""
+    return head + "; ".join(parts)
+
+
+def baseline_summary(section: GateResult) -> str:
+    failed = [r.name for r in section.scenarios if r.error is not None]
+    if failed:
+        return f"baseline NOT written: could not measure {', '.join(failed)}"
+    if section.unrecorded:
+        return f"baseline NOT written: {'; '.join(section.unrecorded)}; exit {EXIT_INCOMPLETE}"
+    counters = sum(1 for r in section.scenarios for m in r.metrics.values() if m.kind == "counter")
+    times = sum(1 for r in section.scenarios for m in r.metrics.values() if m.kind == "time")
+    return f"baseline: {len(section.scenarios)} scenarios, {counters} counters, {times} timings"
+
+
+def gate_summary(section: GateResult) -> str:
+    counts = section.counts()
+    parts = [f"{n} {verdict}" for verdict, n in counts.items() if n]
+    outcome = {0: "PASS", 1: "FAIL: regression", 3: "INCOMPLETE: could not measure or not comparable"}
+    label = outcome.get(section.exit_code, str(section.exit_code))
+    if section.unrecorded:
+        verdict = "regressions found" if any(c.verdict == REGRESSED for c in section.checks) else "measured"
+        label = f"COULD NOT RECORD: {verdict} but a report could not be written"
+    return f"gate {label} ({len(section.checks)} checks: {', '.join(parts)}); exit {section.exit_code}"
+
+
+def summary_line(results: Results) -> str:
+    """The summary line of any Results; empty for a kind (or an empty section) that has none."""
+    if results.command == "compare" and results.compare is not None:
+        return compare_summary(results.compare)
+    if results.command == "audit" and results.audit is not None:
+        return audit_summary(results.audit)
+    if results.command == "inspect" and results.inspect is not None:
+        return inspect_summary(results.inspect)
+    if results.command == "engram" and results.engram is not None:
+        return engram_summary(results.engram)
+    if results.command == "baseline" and results.gate is not None:
+        return baseline_summary(results.gate)
+    if results.command == "gate" and results.gate is not None:
+        return gate_summary(results.gate)
+    return ""

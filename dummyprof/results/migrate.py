@@ -1,0 +1,79 @@
+"""Older results files brought up to the current schema, so they load and render as they did.
+
+Schema 1 (dummyprof 0.1.0 up to the reporter registry) stored words: a ``summary``
+line, notices a reporter can derive from the data, audit findings as finished
+sentences (``message``) and a ``summary`` per gate scenario. Schema 2 stores the
+data and lets each reporter write the words. Here a schema-1 document loses what
+schema 2 derives (the reporters write it again from the same data) and keeps what
+cannot be derived: a finding's sentence becomes ``legacy_message``, a "could not
+record" notice becomes ``gate.unrecorded`` and inspect's meta-device notice
+``inspect.real_device_tensors``. Anything unexpected is left for the
+codec to refuse with the field's name.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+LOADER_NOTICE = "loaders are traced (every operator that writes in place is seen)"
+META_NOTICE = "built on the meta device: "
+REAL_TENSORS = re.compile(r"the callable put (\d+) tensor\(s\) on a real device")
+NOT_RECORDED = "could not record: "
+
+
+def migrate(data: dict[str, Any]) -> dict[str, Any]:
+    version = data.get("schema_version")
+    if version == 1:
+        data = _from_1(dict(data))
+    return data
+
+
+def _from_1(data: dict[str, Any]) -> dict[str, Any]:
+    data.pop("summary", None)
+    notices = data.get("notices")
+    kept: list[Any] = list(notices) if isinstance(notices, list) else []
+    kept = [n for n in kept if not (isinstance(n, str) and n.startswith(LOADER_NOTICE))]
+    audit = data.get("audit")
+    if isinstance(audit, dict) and isinstance(audit.get("findings"), list):
+        audit = data["audit"] = dict(audit)
+        audit["findings"] = [_finding_from_1(f) for f in audit["findings"]]
+    inspect = data.get("inspect")
+    meta = [n for n in kept if isinstance(n, str) and n.startswith(META_NOTICE)]
+    if isinstance(inspect, dict) and meta:
+        real = REAL_TENSORS.search(meta[-1])
+        data["inspect"] = {**inspect, "real_device_tensors": int(real.group(1)) if real else 0}
+        kept = [n for n in kept if n not in meta]
+    gate = data.get("gate")
+    if isinstance(gate, dict) and isinstance(gate.get("scenarios"), list):
+        gate = data["gate"] = dict(gate)
+        runs = gate["scenarios"] = [_without_summary(run) for run in gate["scenarios"]]
+        unrecorded = [n for n in kept if isinstance(n, str) and n.startswith(NOT_RECORDED)]
+        if unrecorded:
+            gate["unrecorded"] = unrecorded[-1][len(NOT_RECORDED) :].split("; ")
+            kept = [n for n in kept if n not in unrecorded]
+        if data.get("command") == "gate":
+            derived = {
+                f"scenario {run.get('name')!r} could not be measured: {run.get('error')}"
+                for run in runs
+                if isinstance(run, dict) and run.get("error") is not None
+            }
+            kept = [n for n in kept if n not in derived]
+    if isinstance(notices, list):
+        data["notices"] = kept
+    return data
+
+
+def _finding_from_1(finding: Any) -> Any:
+    if not isinstance(finding, dict):
+        return finding
+    finding = dict(finding)
+    if "message" in finding:
+        finding["legacy_message"] = finding.pop("message")
+    return finding
+
+
+def _without_summary(run: Any) -> Any:
+    if not isinstance(run, dict):
+        return run
+    return {k: v for k, v in run.items() if k != "summary"}

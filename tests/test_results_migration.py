@@ -1,0 +1,129 @@
+"""Files of schema 1 (words stored in Results) load at schema 2 (data stored, reporters write the words)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import dummyprof
+from dummyprof.reports.audit_text import SENTENCES, finding_text
+from dummyprof.reports.notices import notices
+from dummyprof.reports.summary import summary_line
+from dummyprof.results.audit import FINDING_KINDS, INFO_KINDS
+from dummyprof.results.session import SCHEMA_VERSION
+from dummyprof.results.store import load_results, results_from_dict, results_to_json
+
+OLD = Path(__file__).resolve().parent / "fixtures" / "results_v1"
+FILES = sorted(OLD.glob("*.json"))
+M = str(Path(__file__).resolve().parent / "fixtures" / "models.py")
+
+
+def old(name: str) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((OLD / name).read_text())
+    assert data["schema_version"] == 1
+    return data
+
+
+@pytest.mark.parametrize("path", FILES, ids=[f.stem for f in FILES])
+def test_a_schema_1_file_loads_and_its_words_come_back_from_the_data(path: Path) -> None:
+    data = old(path.name)
+    results = load_results(path)
+    assert results.schema_version == SCHEMA_VERSION == 2
+    assert summary_line(results) == data["summary"]  # the same line, now written by the reporter
+    assert notices(results) == data["notices"]
+    text = dummyprof.render(results, width=1000)
+    assert text.rstrip("\n").endswith(data["summary"])
+    assert dummyprof.render(results, "markdown").count(data["summary"]) == 1
+    again = json.loads(results_to_json(results))
+    assert again["schema_version"] == 2 and "summary" not in again
+
+
+def test_schema_1_audit_findings_keep_their_sentences() -> None:
+    data = old("audit.json")
+    results = load_results(OLD / "audit.json")
+    assert results.audit is not None
+    written = [f["message"] for f in data["audit"]["findings"]]
+    assert [finding_text(f) for f in results.audit.findings] == written
+    assert [f.legacy_message for f in results.audit.findings] == written
+
+
+def test_a_new_audit_writes_the_sentences_schema_1_stored() -> None:
+    """The same model audited today: findings hold data, and the reporter writes what version 1 stored."""
+    data = old("audit.json")
+    results = dummyprof.audit(dummyprof.AuditOptions(model=f"{M}:tied"))
+    assert results.audit is not None
+    assert [finding_text(f) for f in results.audit.findings] == [f["message"] for f in data["audit"]["findings"]]
+    assert summary_line(results) == data["summary"]
+    repeated = next(f for f in results.audit.findings if f.kind == "repeated")
+    assert (repeated.tensor, repeated.fillers, repeated.count, repeated.legacy_message) == (
+        "embed.weight",
+        ["per-layer"],
+        2,
+        "",
+    )
+    shared = next(f for f in results.audit.findings if f.kind == "shared-storage")
+    assert shared.names == ["embed.weight", "lm_head.weight"] and shared.tied
+    saved = json.loads(results_to_json(results))
+    assert "message" not in saved["audit"]["findings"][0] and "summary" not in saved
+    assert results_from_dict(saved).audit == results.audit
+
+
+def test_derived_notices_of_schema_1_are_not_shown_twice() -> None:
+    """A loader notice (audit), a crashed scenario and an unwritten report (gate): derived once, not kept too."""
+    loader_notice = (
+        "loaders are traced (every operator that writes in place is seen); a visit that writes nothing cannot be "
+        "seen; their final bytes are compared with every filler using v0.33, as declared by --loader-initializer"
+    )
+    audit = {
+        "schema_version": 1,
+        "command": "audit",
+        "summary": "audit clean: 1 filler(s), 0 tensors, no findings",
+        "notices": ["model materialized from meta", loader_notice],
+        "audit": {"fillers": [{"name": "fill_once", "kind": "loader", "initializer": "v0.33"}]},
+    }
+    results = results_from_dict(audit)
+    assert notices(results) == ["model materialized from meta", loader_notice]
+    assert results.notices == ["model materialized from meta"]
+    assert summary_line(results) == audit["summary"]
+    gate = old("gate.json")
+    gate["gate"]["scenarios"].append({"name": "gone", "command": "compare", "error": "RuntimeError: boom"})
+    gate["gate"]["exit_code"] = 3
+    gate["notices"] = [
+        "scenario 'gone' could not be measured: RuntimeError: boom",
+        "could not record: --junit: j.xml: disk full; --markdown: m.md: read-only",
+    ]
+    results = results_from_dict(gate)
+    assert results.notices == []
+    assert results.gate is not None and results.gate.unrecorded == [
+        "--junit: j.xml: disk full",
+        "--markdown: m.md: read-only",
+    ]
+    assert notices(results) == gate["notices"]
+    assert summary_line(results).startswith("gate COULD NOT RECORD: measured but a report could not be written (")
+
+
+def test_schema_1_inspect_notice_becomes_its_count() -> None:
+    data = old("inspect.json")
+    notice = (
+        "built on the meta device: sizes come from shapes and dtypes, visits from walking each strategy with a "
+        "no-op initializer; nothing was written, but the callable put 3 tensor(s) on a real device itself (an "
+        "explicit device=)"
+    )
+    data["notices"] = ["from the model source", notice]
+    results = results_from_dict(data)
+    assert results.inspect is not None and results.inspect.real_device_tensors == 3
+    assert results.notices == ["from the model source"]
+    assert notices(results) == data["notices"]
+
+
+def test_every_finding_kind_has_a_sentence() -> None:
+    assert set(SENTENCES) == set(FINDING_KINDS) | set(INFO_KINDS)
+
+
+def test_the_committed_perf_baseline_still_loads() -> None:
+    results = load_results(Path(__file__).resolve().parent.parent / "perf" / "baseline.json")
+    assert results.command == "baseline" and results.gate is not None and results.gate.scenarios
+    assert summary_line(results).startswith(f"baseline: {len(results.gate.scenarios)} scenarios, ")

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from dummyprof.results.audit import AuditResult
 from dummyprof.results.compare import CompareResult
 from dummyprof.results.engram import PLANNED, EngramResult
@@ -97,18 +100,21 @@ def gate_summary(section: GateResult) -> str:
     return f"gate {label} ({len(section.checks)} checks: {', '.join(parts)}); exit {section.exit_code}"
 
 
+# One writer per kind of Results, keyed by command; baseline and gate share the gate section.
+SUMMARIES: dict[str, Callable[[Any], str]] = {
+    "compare": compare_summary,
+    "audit": audit_summary,
+    "inspect": inspect_summary,
+    "engram": engram_summary,
+    "baseline": baseline_summary,
+    "gate": gate_summary,
+}
+
+
 def summary_line(results: Results) -> str:
     """The summary line of any Results; empty for a kind (or an empty section) that has none."""
-    if results.command == "compare" and results.compare is not None:
-        return compare_summary(results.compare)
-    if results.command == "audit" and results.audit is not None:
-        return audit_summary(results.audit)
-    if results.command == "inspect" and results.inspect is not None:
-        return inspect_summary(results.inspect)
-    if results.command == "engram" and results.engram is not None:
-        return engram_summary(results.engram)
-    if results.command == "baseline" and results.gate is not None:
-        return baseline_summary(results.gate)
-    if results.command == "gate" and results.gate is not None:
-        return gate_summary(results.gate)
-    return ""
+    writer = SUMMARIES.get(results.command)
+    if writer is None:
+        return ""
+    section = results.gate if results.command in ("baseline", "gate") else getattr(results, results.command)
+    return writer(section) if section is not None else ""

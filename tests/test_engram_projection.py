@@ -176,3 +176,19 @@ def test_projecting_fake_measurements_end_to_end() -> None:
     ys = [0.05 + x / 0.1e9 for x in xs]
     fit = fit_line(xs, ys)
     assert project(fit, 100e9) == pytest.approx(1000.05)
+
+
+def test_the_report_says_how_each_projection_was_made_and_bounded() -> None:
+    from dummyprof.reports.engram_words import projection_how
+
+    samples = [Sample(x, [x / 20e9]) for x in (1e8, 2e8, 3e8, 4e8)]
+    _, bounded = project_time(samples, 1e11, ceiling_bytes_per_s=10e9, ceiling_name="memset")
+    assert projection_how(bounded, "constant") == (
+        "projected (line, R² 1.000, 4 sizes, x250, raised to the memset floor (10.00 GB/s))"
+    )
+    assert projection_how(bounded, "memset").endswith("raised to its own fastest sample (10.00 GB/s))")
+    noisy = [Sample(1e6, [3.0]), Sample(2e6, [1.0]), Sample(3e6, [4.0]), Sample(4e6, [2.0, 2.2])]
+    _, poor = project_time(noisy, 1e9)
+    assert projection_how(poor, "x").startswith("projected (R² 0.") and "under 0.9: rate of the largest sample" in (
+        projection_how(poor, "x")
+    )

@@ -133,7 +133,7 @@ def phase_table(result: EngramResult) -> Table | None:
             if p.seconds.value and p.name != "allocate"  # allocation maps address space; a rate means nothing
             else ""
         )
-        how = projection_how(p.projection) if p.projection is not None else _fit(p.time_fit)
+        how = projection_how(p.projection, p.name) if p.projection is not None else _fit(p.time_fit)
         table.add_row(p.name, format_bytes(p.bytes), _with_interval(p.seconds, p.projection), rate, how)
     if any(p.projection is not None for p in result.phases):
         table.caption = "projected time: point, then its interval (see the note on intervals)"
@@ -163,7 +163,8 @@ def method_table(result: EngramResult) -> Table:
         if m.mode == PLANNED:
             how = "measure" if m.fits_in_memory else "project"
         elif m.mode == PROJECTED:
-            how = projection_how(m.projection) if m.projection is not None else f"projected ({_fit(m.time_fit)})"
+            fitted = f"projected ({_fit(m.time_fit)})"
+            how = projection_how(m.projection, m.name) if m.projection is not None else fitted
         else:
             how = f"measured, {timing_cell(m.timing)}" if len(m.timing.samples_s) > 1 else "measured"
         start = _seconds(m.startup_seconds)

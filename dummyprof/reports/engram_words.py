@@ -16,7 +16,7 @@ def interval_text(low: float, high: float) -> str:
     return f"{format_seconds(low)}–{format_seconds(high)}"
 
 
-def projection_how(p: TimeProjection | None) -> str:
+def projection_how(p: TimeProjection | None, own: str = "") -> str:
     """How a projection was made: line or fallback, R², extrapolation, and the bound when it applied."""
     if p is None:
         return "projected"
@@ -31,12 +31,11 @@ def projection_how(p: TimeProjection | None) -> str:
     else:
         how = f"line, {r2}, {line.points if line else 0} sizes"
     how += f", x{p.extrapolation:,.0f}"
-    if p.bounded:
-        how += (
-            f", raised to the {p.ceiling_name} bound ({p.ceiling_bytes_per_s / 1e9:.2f} GB/s)"
-            if (p.ceiling_bytes_per_s)
-            else ", bounded"
-        )
+    if p.bounded and p.ceiling_bytes_per_s:
+        whose = "its own fastest sample" if p.ceiling_name == own else f"the {p.ceiling_name} floor"
+        how += f", raised to {whose} ({p.ceiling_bytes_per_s / 1e9:.2f} GB/s)"
+    elif p.bounded:
+        how += ", bounded"
     return f"projected ({how})"
 
 

@@ -10,6 +10,12 @@ import time
 from pathlib import Path
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process, from /proc (Linux)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def test_sigint_mid_run_exits_130_and_writes_nothing(tmp_path: Path) -> None:
     out = tmp_path / "out.json"
     # Deep enough that the legacy rounds take many seconds: the signal lands mid-fill.
@@ -21,7 +27,14 @@ def test_sigint_mid_run_exits_130_and_writes_nothing(tmp_path: Path) -> None:
         text=True,
         env={**os.environ, "NO_COLOR": "1"},
     )
-    time.sleep(4)
+    # Wait for CPU time the child has really spent (past interpreter start-up and imports, into the
+    # fills), not for wall time: on a loaded machine a fixed sleep can fire while Python is still
+    # starting, before it handles SIGINT at all.
+    deadline = time.monotonic() + 120
+    while cpu_seconds(proc.pid) < 5.0:
+        assert proc.poll() is None, "the run finished before it could be interrupted"
+        assert time.monotonic() < deadline, "the run never got going"
+        time.sleep(0.1)
     assert proc.poll() is None, "the run finished before it could be interrupted"
     proc.send_signal(signal.SIGINT)
     _, stderr = proc.communicate(timeout=60)

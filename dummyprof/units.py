@@ -83,6 +83,19 @@ def parse_float(
     return value
 
 
+_SECONDS = {"": 1.0, "s": 1.0, "sec": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0}
+
+
+def parse_seconds(flag: str, text: str | float, *, example: str = "60s") -> float:
+    """Parse a positive duration: ``60``, ``60s``, ``1.5m``, ``5min``, ``1h``."""
+    raw = str(text).strip().lower()
+    number = raw.rstrip("abcdefghijklmnopqrstuvwxyz")
+    unit = raw[len(number) :]
+    if unit not in _SECONDS:
+        raise UsageError(flag, f"expected a duration such as {example}, 90 or 5m, got {text!r}")
+    return parse_float(flag, number.strip(), example=example) * _SECONDS[unit]
+
+
 def parse_bytes(flag: str, text: str, *, example: str = "16GiB") -> int:
     """Parse a size such as ``16GiB``, ``20G``, ``512MiB`` or ``1e9`` into bytes."""
     match = _BYTES_RE.match(str(text))

@@ -14,7 +14,7 @@ from torch import nn
 
 from dummyprof.errors import UsageError
 from dummyprof.loaders.counting import count_on_meta
-from dummyprof.loaders.initializers import V029Initializer, V033Initializer
+from dummyprof.loaders.initializers import FastInitializer, V029Initializer, V033Initializer
 from dummyprof.loaders.strategies import get_strategy, run_strategy
 from dummyprof.measure.recorder import VisitRecorder, storage_key
 from dummyprof.models.huggingface import hf_source
@@ -93,6 +93,7 @@ def test_meta_counts_equal_a_real_fill() -> None:
         ("legacy", V029Initializer()),
         ("per-layer", V033Initializer()),
         ("unique", V033Initializer()),
+        ("unique", FastInitializer()),
     ):
         counted = count_on_meta(meta, get_strategy(strategy), init.name)
         real = source.build(torch.device("cpu"))

@@ -20,6 +20,7 @@ def test_sigint_mid_run_exits_130_and_writes_nothing(tmp_path: Path) -> None:
     out = tmp_path / "out.json"
     # Deep enough that the legacy rounds take many seconds: the signal lands mid-fill.
     args = ["compare", "--depth", "300", "--hidden", "32", "--repeat", "50", "--device", "cpu", "--json", str(out)]
+    args += ["--time-budget", "1h"]  # measured, not projected: it must still be filling when the signal lands
     proc = subprocess.Popen(
         [sys.executable, "-m", "dummyprof", *args],
         stdout=subprocess.PIPE,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
@@ -107,13 +108,26 @@ def test_size_is_known_from_meta_before_building(monkeypatch: pytest.MonkeyPatch
 
 
 def test_refuses_before_building_when_it_does_not_fit(cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
-    built: list[int] = []
-    monkeypatch.setattr(loading, "call_model_builder", lambda *a, **k: built.append(1))
-    result = cli("compare", "--model", f"{FIXTURES}:tied", "--max-memory", "1KiB", "--device", "cpu")
+    built: list[str] = []
+    original = loading.call_model_builder
+
+    def recording(*args: Any, **kwargs: Any) -> nn.Module:
+        built.append(torch.empty(0).device.type)  # the device the callable builds on
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(loading, "call_model_builder", recording)
+    result = cli("audit", "--model", f"{FIXTURES}:tied", "--max-memory", "1KiB", "--device", "cpu")
     assert result.exit_code == 2
     assert result.stderr.startswith("dummyprof: error: --model: ")
     assert f"needs {TIED_BYTES / 1024:.2f} KiB" in result.stderr and "raise --max-memory" in result.stderr
     assert built == []
+    # compare projects a model that does not fit: built on meta only, never on the CPU
+    result = cli(
+        "compare", "--model", f"{FIXTURES}:tied", "--max-memory", "1KiB", "--device", "cpu", "--time-budget", "1"
+    )
+    assert result.exit_code == 0, result.stderr
+    assert "PROJECTED" in result.stdout
+    assert "cpu" not in built and built
     with pytest.raises(DoesNotFitError):
         check_source_fits(model_source(f"{FIXTURES}:tied"), CPU, 1024, flag="--model")
 

@@ -29,7 +29,7 @@ from dummyprof.cli.output import (
     progress_bar,
     user_stdout_to_stderr,
 )
-from dummyprof.units import parse_bytes, parse_int
+from dummyprof.units import parse_bytes, parse_int, parse_seconds
 
 HELP = """\
 Fill one model with several strategies, side by side, and show the cost of each.
@@ -86,6 +86,14 @@ def compare(
     repeat: Annotated[str, typer.Option(metavar="INT", help="Measured rounds per strategy.")] = "5",
     warmup: Annotated[str, typer.Option(metavar="INT", help="Warm-up rounds run first and discarded.")] = "1",
     device: Annotated[str, typer.Option(help="cpu, cuda, cuda:N or auto (CUDA when present).")] = "auto",
+    time_budget: Annotated[
+        str,
+        typer.Option(
+            metavar="DURATION",
+            help="Seconds the measured rounds may take (e.g. 60, 5m). A model whose rounds are predicted to take "
+            "longer, or that does not fit --max-memory, is projected from calibration fills instead.",
+        ),
+    ] = "60s",
     max_memory: Annotated[
         Optional[str],  # noqa: UP045
         typer.Option(metavar="SIZE", help="Memory the run may use, e.g. 8GiB. Default: 80% of available."),
@@ -115,6 +123,7 @@ def compare(
         model_args=parse_args_flag(model_arg, "--model-arg"),
         trust_remote_code=trust_remote_code,
         loaders=list(loader or []),
+        time_budget=parse_seconds("--time-budget", time_budget),
         loader_args=parse_args_flag(loader_arg, "--loader-arg"),
     )
     check_outputs({"--json": json_path}, force=force, inputs=code_files(model, loader))

@@ -51,6 +51,7 @@ RULE_SCALE = "scale-byte"  # fill_ the UE8M0 scale byte
 RULE_RANDOM_BYTES = "random-bytes"  # random_ over int8/uint8/fp4 bytes
 RULE_UNIFORM = "uniform"  # uniform_ in place (16- and 32-bit floats)
 RULE_UNIFORM_VIA_FP16 = "uniform-via-fp16"  # uniform_ into an fp16 temporary, copied back (fp8)
+RULE_RANDOM_FAST = "random-fast"  # masked random words at memory speed (the fast initializer)
 
 
 @dataclass(frozen=True)
@@ -170,6 +171,25 @@ class FastInitializer:
     seed: int = DEFAULT_SEED
     workers: int | None = None  # None: torch.get_num_threads()
     name: str = "fast"
+
+    def plan(self, tensor: torch.Tensor, local_name: str) -> tuple[str, FillOutcome]:
+        """The rule and outcome as if ``tensor`` were a real CPU tensor; writes nothing."""
+        from dummyprof.loaders import random_fast
+
+        dtype = tensor.dtype
+        constant = (
+            getattr(tensor, "dummy_weight_value", None) is not None
+            or (_FP8_E8M0 is not None and dtype == _FP8_E8M0)
+            or (dtype == torch.uint8 and "scale" in local_name)
+        )
+        if constant or random_fast.rule_for(dtype) is None:
+            return V033Initializer(self.seed).plan(tensor, local_name)
+        size = tensor.nbytes
+        workers = self.workers if self.workers is not None else torch.get_num_threads()
+        workers = max(1, min(workers, -(-size // random_fast.CHUNK_BYTES)))
+        scratch = (2 * workers * random_fast.lanes_for(size) + random_fast.LANES) * random_fast.WORD_BYTES
+        staging = 0 if tensor.is_contiguous() else size
+        return RULE_RANDOM_FAST, FillOutcome(size, staging + scratch)
 
     def __call__(self, tensor: torch.Tensor, local_name: str) -> FillOutcome:
         from dummyprof.loaders import random_fast

@@ -38,12 +38,19 @@ class UserLoader:
     def __call__(self, model: nn.Module) -> None:
         try:
             self.fn(model, **self.args)
+        except UsageError:
+            raise  # a named loader refusing this model already says why, naming the flag
         except Exception as exc:
             raise UsageError("--loader", f"{self.spec or self.name} raised {type(exc).__name__}: {exc}") from exc
 
 
 def load_loader(spec: str, args: dict[str, Any] | None = None) -> UserLoader:
-    """Import ``package.module:callable`` or ``./file.py:callable`` for ``--loader``."""
+    """A named loader (``hf-init``, ``vllm``, ``sglang``), or import ``module:callable`` / ``file.py:callable``."""
+    from dummyprof.loaders.named import named_loader
+
+    named = named_loader(spec)
+    if named is not None:
+        return UserLoader(name=spec, spec=spec, fn=named, args=dict(args or {}))
     # Named after the callable: the import path is in the notices, and table columns stay narrow.
     return UserLoader(
         name=callable_name(spec), spec=spec, fn=resolve_callable(spec, flag="--loader"), args=dict(args or {})

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dummyprof.reports.format import figure_bytes, format_bytes, rate, timing_cell
+from dummyprof.reports.compare_sizing import size_lines
+from dummyprof.reports.format import figure_bytes, format_bytes, format_seconds, rate, timing_cell
 from dummyprof.reports.markdown_table import md_table
 from dummyprof.results.session import Results
 
@@ -15,20 +16,30 @@ def compare_markdown(results: Results) -> list[str]:
         f"{result.model.tensors:,} tensors, {format_bytes(result.model.bytes)}",
         "",
     ]
+    lines += [f"- {line}" for line in size_lines(result)]
+    if lines[-1] != "":
+        lines.append("")
+    projected = result.size.mode == "projected"
     rows = []
     for s in result.strategies:
         speedup = result.speedup(s.name)
+        p = s.projection
+        if projected and p is not None:
+            time = f"projected {format_seconds(p.seconds)} [{format_seconds(p.low_s)}–{format_seconds(p.high_s)}]"
+            peak = f"projected {format_bytes(p.peak_rss_bytes)}"
+        else:
+            time, peak = timing_cell(s.timing), format_bytes(s.memory.rss_peak_bytes)
         rows.append(
             [
                 s.name,
-                timing_cell(s.timing),
+                time,
                 f"{speedup:.2f}x" if speedup is not None else "n/a",
                 f"{s.visits:,}",
                 f"{s.redundant_visits:,}",
                 str(s.max_visits),
                 format_bytes(s.bytes_written),
-                rate(s.bytes_written, s.timing.median),
-                format_bytes(s.memory.rss_peak_bytes),
+                rate(s.bytes_written, s.seconds),
+                peak,
                 figure_bytes(s.memory.gpu_used_bytes),
             ]
         )

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from rich.console import Console
 from rich.table import Table
 
+from dummyprof.reports.compare_sizing import calibration_line, calibration_table, projection_table, size_lines
 from dummyprof.reports.format import GENERATOR_BOUND_WHY, figure_bytes, format_bytes, format_seconds, rate, timing_cell
 from dummyprof.results.common import Figure
 from dummyprof.results.compare import CompareResult, StrategyResult
@@ -47,7 +48,10 @@ def scenario_table(result: CompareResult) -> Table:
     table.add_row("modules", f"{model.modules:,}")
     table.add_row("tensors", f"{model.tensors:,} storages ({model.names:,} registered names)")
     table.add_row("bytes", format_bytes(model.bytes))
-    table.add_row("rounds", f"{result.repeat} measured, interleaved, after {result.warmup} warm-up")
+    if result.size.mode == "projected":
+        table.add_row("rounds", "none at full size (projected)")
+    else:
+        table.add_row("rounds", f"{result.repeat} measured, interleaved, after {result.warmup} warm-up")
     return table
 
 
@@ -190,17 +194,32 @@ def render_compare(results: Results, console: Console) -> None:
     result = results.compare
     assert result is not None
     console.print(scenario_table(result))
-    console.print(strategy_table(result))
+    for line in size_lines(result):
+        console.print(line, style="bold yellow" if "PROJECTED" in line else "dim")
+    projected = result.size.mode == "projected"
+    if projected:
+        console.print(projection_table(result, measured=False))
+    else:
+        console.print(strategy_table(result))
     top = top_tensor_table(result)
     if top is not None:
         console.print(top)
-    table, missing = memory_table(result)
-    console.print(table)
-    for line in missing:
-        console.print(line, style="dim")
-    roofline = roofline_line(result)
-    if roofline:
-        console.print(roofline)
+    if not projected:
+        table, missing = memory_table(result)
+        console.print(table)
+        for line in missing:
+            console.print(line, style="dim")
+        roofline = roofline_line(result)
+        if roofline:
+            console.print(roofline)
+        if any(s.projection is not None for s in result.strategies):
+            console.print(projection_table(result, measured=True))
+    calibration = calibration_table(result)
+    if calibration is not None:
+        console.print(calibration)
+    calibrated = calibration_line(result)
+    if calibrated:
+        console.print(calibrated, style="dim")
     overhead = overhead_line(result)
     if overhead:
         console.print(overhead, style="dim")

@@ -17,7 +17,7 @@ from dummyprof.units import format_bytes, format_seconds
 def compare_summary(result: CompareResult) -> str:
     parts = []
     for s in result.strategies:
-        text = f"{s.name} {format_seconds(s.timing.median)}"
+        text = f"{s.name} {format_seconds(s.seconds)}"
         speedup = result.speedup(s.name)
         if s.name != result.baseline_strategy and speedup is not None:
             text += f" ({speedup:.1f}x vs {result.baseline_strategy})"
@@ -27,7 +27,8 @@ def compare_summary(result: CompareResult) -> str:
     if deepest is not None:
         counts = ", ".join(f"{name} {deepest.visits.get(name, 0)}x" for name in (s.name for s in result.strategies))
         tail = f"; deepest tensors (depth {deepest.depth}) visited {counts}"
-    return "median fill time: " + ", ".join(parts) + tail
+    head = "projected full-size fill time (exact counts): " if result.size.mode == "projected" else "median fill time: "
+    return head + ", ".join(parts) + tail
 
 
 def audit_summary(result: AuditResult) -> str:

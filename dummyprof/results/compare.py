@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dummyprof.results.common import MemoryUse, Timing
+from dummyprof.results.engram import LinearFit
 
 
 @dataclass
@@ -24,6 +25,51 @@ class ModelSummary:
 
 
 @dataclass
+class CalibrationClass:
+    """Fresh tensors of one dtype filled by one initializer rule at a few sizes, timed: the cost of a visit."""
+
+    initializer: str = ""
+    rule: str = ""  # uniform, uniform-via-fp16, declared, scale-byte, random-bytes
+    dtype: str = ""
+    sizes_bytes: list[int] = field(default_factory=list)
+    samples_s: list[list[float]] = field(default_factory=list)  # per size, every trial
+    small_call_s: float = 0.0  # median seconds of one fill of a tiny tensor: the per-visit floor
+    fit: LinearFit = field(default_factory=LinearFit)  # seconds vs bytes, median per size
+    fit_low: LinearFit = field(default_factory=LinearFit)  # fastest trial per size
+    fit_high: LinearFit = field(default_factory=LinearFit)  # slowest trial per size
+    rss_growth_per_byte: float | None = None  # page first-touch, measured on the largest size
+
+
+@dataclass
+class Projection:
+    """A strategy's full-size fill, projected from exact meta counts and this run's calibration fills."""
+
+    seconds: float = 0.0
+    low_s: float = 0.0  # every visit at its fastest calibration trial
+    high_s: float = 0.0  # every visit at its slowest
+    floor_s: float = 0.0  # the bytes it writes at the memset rate measured in this run; never faster
+    walk_s: float = 0.0  # the traversal itself, measured on the meta model with a no-op fill
+    peak_rss_bytes: int = 0  # RSS now + model pages first-touched + largest temporary
+    floor_bound: bool = False  # the floor, not the calibration, set ``seconds``
+
+
+@dataclass
+class SizeDecision:
+    """Why the run was measured or projected, with the figures the decision used."""
+
+    mode: str = "measured"  # measured | projected
+    reason: str = ""  # fits | memory | time (which budget a full measured run would exceed)
+    needed_bytes: int = 0  # one model + the largest temporary
+    budget_bytes: int = 0
+    predicted_s: float | None = None  # predicted wall time of the measured rounds
+    time_budget_s: float = 0.0
+    memset_bytes_per_s: float | None = None
+    calibration_s: float = 0.0  # wall time the calibration fills took
+    counting_s: float = 0.0  # wall time of the meta build and counting passes
+    calibration: list[CalibrationClass] = field(default_factory=list)
+
+
+@dataclass
 class StrategyResult:
     name: str = ""
     description: str = ""
@@ -38,11 +84,19 @@ class StrategyResult:
     peak_scratch_bytes: int = 0
     memory: MemoryUse = field(default_factory=MemoryUse)
     recording_overhead_s: float | None = None
+    projection: Projection | None = None  # set when the model was too big (or slow) to fill here
+
+    @property
+    def seconds(self) -> float | None:
+        """The measured median, or the projected time when nothing was measured."""
+        if self.timing.samples_s:
+            return self.timing.median
+        return self.projection.seconds if self.projection is not None else None
 
     @property
     def gb_per_s(self) -> float | None:
-        median = self.timing.median
-        return self.bytes_written / median / 1e9 if median else None
+        seconds = self.seconds
+        return self.bytes_written / seconds / 1e9 if seconds else None
 
 
 @dataclass
@@ -90,6 +144,8 @@ class CompareResult:
     tensors: dict[str, TensorResult] = field(default_factory=dict)  # keyed by qualified name
     baseline_strategy: str = "legacy"
     floor: FloorResult | None = None  # None in files written before the floor was measured
+    counts: str = "recorded"  # recorded (real fills) | exact-meta (counting pass on the meta model)
+    size: SizeDecision = field(default_factory=SizeDecision)
 
     def share_of_floor(self, name: str) -> float | None:
         """A strategy's rate (bytes it wrote over its median time) over the floor's rate; None when unknown."""
@@ -110,8 +166,8 @@ class CompareResult:
     def speedup(self, name: str) -> float | None:
         """Median time of the baseline strategy over this one's (a ratio of medians)."""
         try:
-            base = self.strategy(self.baseline_strategy).timing.median
+            base = self.strategy(self.baseline_strategy).seconds
         except KeyError:
             return None
-        mine = self.strategy(name).timing.median
+        mine = self.strategy(name).seconds
         return base / mine if base and mine else None

@@ -29,6 +29,8 @@ class CompareOptions(LoaderChoice, ModelChoice, TreeOptions):
     device: str = "auto"
     initializer: str | None = None
     max_memory: int | None = None
+    time_budget: float = 60.0  # seconds the measured rounds may take; a run predicted to take longer is projected
+    project: bool = True  # False: refuse (DoesNotFitError) instead of projecting, as the perf gate needs
 
 
 def validate(options: CompareOptions) -> list[str]:

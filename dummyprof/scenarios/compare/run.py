@@ -5,18 +5,27 @@ from __future__ import annotations
 import time
 
 from dummyprof.anatomy import allocated_bytes
-from dummyprof.errors import UsageError
+from dummyprof.errors import DoesNotFitError, UsageError
+from dummyprof.loaders.counting import CountResult
 from dummyprof.loaders.strategies import get_strategy
 from dummyprof.measure.device import resolve_device
 from dummyprof.measure.environment import collect_environment
 from dummyprof.measure.recorder import index_model
 from dummyprof.models.source import ModelSource
+from dummyprof.results.compare import StrategyResult
 from dummyprof.results.session import Results
 from dummyprof.scenarios.compare.options import DEFAULT_STRATEGIES, CompareOptions, validate
 from dummyprof.scenarios.compare.runner import Clock, Progress, run_compare
+from dummyprof.scenarios.compare.sizing import count_strategies, decide, projected_result
 from dummyprof.scenarios.model_choice import check_source_fits, model_summary, source_or_tree
+from dummyprof.units import format_seconds
 
 __all__ = ["DEFAULT_STRATEGIES", "CompareOptions", "run", "validate"]
+
+
+def _same_counts(entry: StrategyResult, count: CountResult) -> bool:
+    records = count.recorder.records.values()
+    return entry.visits == count.recorder.visits and entry.bytes_written == sum(r.bytes_written for r in records)
 
 
 def run(
@@ -33,6 +42,8 @@ def run(
     loaders = load_loaders(options.loaders, options.loader_args, options.strategies)
     if options.repeat < 1:
         raise UsageError("--repeat", f"must be at least 1, got {options.repeat}")
+    if not options.time_budget > 0:
+        raise UsageError("--time-budget", f"must be more than 0 seconds, got {options.time_budget}")
     device = resolve_device(options.device)
     if source is None:
         source = source_or_tree(
@@ -42,8 +53,34 @@ def run(
             tree=options.tree_spec(),
             trust_remote_code=options.trust_remote_code,
         )
-    flag = "--preset" if options.preset else source.size_flag
-    check_source_fits(source, device, options.max_memory, flag=flag)
+    builtin = [get_strategy(name) for name in options.strategies]
+    meta = count_strategies(source, builtin, options.initializer)
+    decision, projections = decide(
+        source,
+        meta,
+        device,
+        max_memory=options.max_memory,
+        rounds=options.warmup + options.repeat,
+        time_budget_s=options.time_budget,
+    )
+    if decision.mode == "projected" and not options.project:
+        check_source_fits(source, device, options.max_memory, flag="--preset" if options.preset else source.size_flag)
+        raise DoesNotFitError(
+            "--time-budget",
+            f"{source.description}: the measured rounds are predicted at {format_seconds(decision.predicted_s)}, "
+            f"over the time budget of {format_seconds(options.time_budget)}; raise it or shrink the model",
+        )
+    if decision.mode == "projected":
+        if loaders:
+            raise UsageError(
+                "--loader",
+                f"{source.description} is projected, not filled, here ({decision.reason} budget); a loader's "
+                "writes are only seen by running it: shrink the model (--model-arg) or raise the budget",
+            )
+        result = projected_result(source, meta, builtin, projections, decision, str(device))
+        results = Results(command="compare", environment=collect_environment(device), compare=result)
+        results.notices.extend(source.notes)
+        return results
     build = source.build
     probe = build(device)
     records = index_model(probe)
@@ -56,7 +93,7 @@ def run(
         nbytes=allocated_bytes(probe),
     )
     del probe
-    strategies = [get_strategy(name) for name in options.strategies] + loader_strategies(loaders)
+    strategies = builtin + loader_strategies(loaders)
     result = run_compare(
         lambda: build(device),
         summary,
@@ -69,6 +106,11 @@ def run(
         progress=progress,
         measure_overhead=not loaders,  # it would run each loader six more times
     )
+    result.size = decision
+    for entry in result.strategies:
+        entry.projection = projections.get(entry.name)  # set when calibrated: the projection next to the measurement
+    if builtin and all(_same_counts(result.strategy(s.name), meta.counts[s.name]) for s in builtin):
+        result.counts = "exact"  # the real fills recorded what the counting pass on meta predicted
     loader_notes = apply_traces(result, loaders, lambda: build(device))
     results = Results(command="compare", environment=collect_environment(device), compare=result)
     results.notices.extend(source.notes)

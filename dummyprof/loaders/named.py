@@ -1,0 +1,87 @@
+"""Loaders known by name: ``--loader hf-init``, ``--loader vllm``, ``--loader sglang``.
+
+Each is an ordinary fill function ``fn(model)``: it is timed in untraced runs and its
+writes are traced like any ``--loader`` (:mod:`dummyprof.loaders.user_loader`).
+
+- ``hf-init`` runs transformers' own weight initialization on the materialized model:
+  ``post_init()``, the call ``from_config`` ends with, which reaches ``init_weights`` ->
+  ``initialize_weights`` -> ``_init_weights`` per module, skipping modules marked
+  ``_is_hf_initialized`` and tying weights. Building on meta skips that step, so here it
+  runs on real memory, where it would have run.
+- ``vllm`` and ``sglang`` run those engines' dummy-weight initialization, when the
+  package is importable in this Python.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from torch import nn
+
+from dummyprof.errors import UsageError
+
+FLAG = "--loader"
+
+
+def _missing(package: str, extra: str) -> UsageError:
+    return UsageError(
+        FLAG,
+        f"{package} is not installed in this Python ({sys.executable}); {extra}",
+    )
+
+
+def hf_init(model: nn.Module) -> None:
+    """transformers' weight init, as ``from_config`` runs it (``post_init``), on a model built on meta."""
+    if importlib.util.find_spec("transformers") is None:
+        raise _missing("transformers", 'pip install "dummyprof[hf]"')
+    from transformers import PreTrainedModel
+
+    if not isinstance(model, PreTrainedModel):
+        raise UsageError(
+            FLAG,
+            f"hf-init runs transformers' own weight init and needs a transformers model (--model hf:CONFIG, or "
+            f"a callable returning a PreTrainedModel); this model is a {type(model).__name__}",
+        )
+    model.post_init()
+
+
+def vllm(model: nn.Module) -> None:
+    """vLLM's ``DummyModelLoader(LoadConfig(load_format="dummy")).load_weights(model)``, as ``vllm serve`` runs it."""
+    from vllm.config.load import LoadConfig
+    from vllm.model_executor.model_loader import dummy_loader
+
+    dummy_loader.DummyModelLoader(LoadConfig(load_format="dummy")).load_weights(model, model_config=None)
+
+
+def sglang(model: nn.Module) -> None:
+    """SGLang's dummy-weight initialization (``initialize_dummy_weights``), as ``--load-format dummy`` runs it."""
+    from sglang.srt.model_loader.weight_utils import initialize_dummy_weights
+
+    initialize_dummy_weights(model)
+
+
+# name -> (fill function, package that must be importable, how to get it)
+NAMED: dict[str, tuple[Callable[[nn.Module], Any], str | None, str]] = {
+    "hf-init": (hf_init, None, ""),
+    "vllm": (
+        vllm,
+        "vllm",
+        "pip install vllm, or run dummyprof with vLLM's Python (PYTHONPATH=. /path/to/vllm-venv/bin/python -m "
+        "dummyprof ...); benchmarks/ has the differential checks",
+    ),
+    "sglang": (sglang, "sglang", "pip install sglang, or run dummyprof with SGLang's Python"),
+}
+
+
+def named_loader(spec: str) -> Callable[[nn.Module], Any] | None:
+    """The fill function for a loader name, None for anything else; a name whose package is missing is refused."""
+    entry = NAMED.get(spec)
+    if entry is None:
+        return None
+    fn, package, how = entry
+    if package is not None and importlib.util.find_spec(package) is None:
+        raise _missing(package, how)
+    return fn

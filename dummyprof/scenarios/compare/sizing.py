@@ -1,0 +1,310 @@
+"""Measured where it fits, projected where it does not.
+
+Counts are exact at any size: each strategy's own traversal runs over the model
+built on the meta device (:mod:`dummyprof.loaders.counting`). Time is the
+only thing that needs real bytes. When one model (plus the largest temporary)
+fits the memory budget and the measured rounds are predicted to fit the time
+budget, the run fills the model for real as always. Otherwise every visit the
+counting pass saw is priced with calibration fills made in this run: fresh
+tensors of each (initializer, rule, dtype) the model uses, filled by the real
+initializer at a few sizes, timed. A strategy's projected time is its
+traversal (measured on meta) plus the sum of its visits' costs, with an
+interval from the fastest and slowest trials, and never less than its bytes
+written at the memset rate measured in the same run.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from dummyprof.anatomy import model_bytes
+from dummyprof.loaders.counting import CountResult, VisitPlan, count_on_meta, planned_initializer
+from dummyprof.loaders.initializers import RULE_DECLARED, RULE_SKIP
+from dummyprof.loaders.strategies import Strategy
+from dummyprof.measure.budget import device_budget
+from dummyprof.measure.device import synchronize
+from dummyprof.measure.memory import rss_bytes
+from dummyprof.measure.projection import fit_line, fit_proportional
+from dummyprof.measure.recorder import dtype_name
+from dummyprof.models.source import ModelSource
+from dummyprof.results.compare import (
+    CalibrationClass,
+    CompareResult,
+    Projection,
+    SizeDecision,
+    StrategyResult,
+)
+from dummyprof.results.engram import LinearFit
+
+META = torch.device("meta")
+CALIBRATION_SHARE = 0.2  # of the time budget, for all calibration fills together
+QUICK_BYTES = 1 << 30  # measured rounds writing less than this in all are not worth predicting
+SIZE_POINTS = 4  # calibration sizes s, 2s, 3s, 4s
+TRIALS = 3
+MIN_STEP = 256 << 10
+MAX_STEP = 64 << 20
+SMALL_ELEMENTS = 1024
+PROBE_BYTES = 16 << 20
+SMALL_CALLS = 15
+SAFETY = 1.25  # building, garbage collection and the recorder between timed fills
+
+Clock = Callable[[], float]
+
+
+def fit_time(xs: Sequence[float], ys: Sequence[float]) -> LinearFit:
+    """Seconds against bytes; through the origin when noise leaves the line no positive slope.
+
+    Writing more bytes never takes less time: a flat or falling line would price big tensors as free.
+    """
+    fit = fit_line(xs, ys)
+    return fit if fit.slope > 0 else fit_proportional(xs, ys)
+
+
+@dataclass
+class MetaCounts:
+    """The meta model and each strategy's exact counts on it."""
+
+    model: nn.Module
+    counts: dict[str, CountResult]
+    seconds: float
+
+
+def count_strategies(
+    source: ModelSource, strategies: Sequence[Strategy], initializer: str | None, clock: Clock = time.perf_counter
+) -> MetaCounts:
+    t0 = clock()
+    model = source.build(META)
+    counts = {s.name: count_on_meta(model, s, initializer) for s in strategies}
+    return MetaCounts(model, counts, clock() - t0)
+
+
+@dataclass(frozen=True)
+class _ClassKey:
+    initializer: str
+    rule: str
+    dtype: torch.dtype
+
+
+def _classes(counts: dict[str, CountResult]) -> dict[_ClassKey, tuple[str, int]]:
+    """Each (initializer, rule, dtype) visited, with a local name that triggers the rule and the largest size."""
+    found: dict[_ClassKey, tuple[str, int]] = {}
+    for count in counts.values():
+        for visit in count.visits:
+            if visit.rule == RULE_SKIP or visit.outcome.bytes_written == 0:
+                continue
+            key = _ClassKey(count.initializer, visit.rule, visit.dtype)
+            name, largest = found.get(key, (visit.local_name, 0))
+            found[key] = (name, max(largest, visit.outcome.bytes_written))
+    return found
+
+
+def _fresh(elements: int, key: _ClassKey, device: torch.device) -> torch.Tensor:
+    tensor = torch.empty(elements, dtype=key.dtype, device=device)
+    if key.rule == RULE_DECLARED:
+        tensor.dummy_weight_value = 1.0  # type: ignore[attr-defined]  # the value does not change the cost
+    return tensor
+
+
+def _timed_fill(key: _ClassKey, local_name: str, elements: int, device: torch.device, clock: Clock) -> float:
+    init = planned_initializer(key.initializer)
+    tensor = _fresh(elements, key, device)  # fresh memory: a real fill first-touches its pages too
+    synchronize(device)
+    t0 = clock()
+    init(tensor, local_name)
+    synchronize(device)
+    return clock() - t0
+
+
+def memset_rate(nbytes: int, device: torch.device, clock: Clock = time.perf_counter) -> float:
+    """Bytes per second of ``fill_`` over memory already touched: the fastest a fill can write."""
+    buffer = torch.empty(max(nbytes, 1 << 20), dtype=torch.uint8, device=device)
+    buffer.fill_(0)
+    best = float("inf")
+    for value in range(1, TRIALS + 2):
+        synchronize(device)
+        t0 = clock()
+        buffer.fill_(value)
+        synchronize(device)
+        best = min(best, clock() - t0)
+    return buffer.numel() / max(best, 1e-9)
+
+
+def calibrate(
+    counts: dict[str, CountResult],
+    device: torch.device,
+    *,
+    time_budget_s: float,
+    clock: Clock = time.perf_counter,
+) -> list[CalibrationClass]:
+    """Time the real initializers on fresh tensors of every class the counted visits use."""
+    classes = _classes(counts)
+    share = time_budget_s * CALIBRATION_SHARE / max(1, len(classes))
+    out = []
+    for key, (local_name, largest) in classes.items():
+        element = torch.empty(0, dtype=key.dtype).element_size()
+        small = sorted(_timed_fill(key, local_name, SMALL_ELEMENTS, device, clock) for _ in range(SMALL_CALLS))
+        # The probe is big enough to leave the caches, as the model's large tensors do.
+        probe_bytes = max(MIN_STEP, min(PROBE_BYTES, largest))
+        probe = _timed_fill(key, local_name, probe_bytes // element, device, clock)
+        rate = probe_bytes / max(probe, 1e-9)
+        units = SIZE_POINTS * (SIZE_POINTS + 1) // 2 * TRIALS
+        step = int(min(MAX_STEP, max(MIN_STEP, share * rate / units), max(MIN_STEP, largest // SIZE_POINTS)))
+        step -= step % element
+        sizes = [k * step for k in range(1, SIZE_POINTS + 1)]
+        deadline = clock() + share
+        samples: list[list[float]] = [[] for _ in sizes]
+        for _ in range(TRIALS):  # trial by trial across sizes: running out of time still leaves a line to fit
+            for i, n in enumerate(sizes):
+                if i >= 2 and samples[1] and clock() > deadline:
+                    break
+                samples[i].append(_timed_fill(key, local_name, n // element, device, clock))
+        kept = [i for i, trials in enumerate(samples) if trials]
+        sizes, samples = [sizes[i] for i in kept], [samples[i] for i in kept]
+        before = rss_bytes()
+        tensor = _fresh(sizes[-1] // element, key, device)
+        planned_initializer(key.initializer)(tensor, local_name)
+        growth = (rss_bytes() - before) / sizes[-1] if device.type == "cpu" else None
+        del tensor
+        out.append(
+            CalibrationClass(
+                initializer=key.initializer,
+                rule=key.rule,
+                dtype=dtype_name(key.dtype),
+                sizes_bytes=sizes,
+                samples_s=samples,
+                small_call_s=statistics.median(small),
+                fit=fit_time(sizes, [statistics.median(s) for s in samples]),
+                fit_low=fit_time(sizes, [min(s) for s in samples]),
+                fit_high=fit_time(sizes, [max(s) for s in samples]),
+                rss_growth_per_byte=None if growth is None else max(0.0, growth),
+            )
+        )
+    return out
+
+
+def _visit_costs(
+    visits: Sequence[VisitPlan], initializer: str, calibration: Sequence[CalibrationClass]
+) -> tuple[float, float, float]:
+    """Seconds of all visits: point, fastest and slowest.
+
+    A visit costs one tiny fill (measured: the per-call cost, which dominates small tensors) plus its
+    bytes at the calibrated per-byte slope; the interval takes the slopes of the fastest and slowest
+    trials. The fitted intercepts are not used: over megabyte-sized samples they are noise, and
+    multiplied by thousands of small tensors they would swamp the projection.
+    """
+    by_key = {(c.initializer, c.rule, c.dtype): c for c in calibration}
+    point = low = high = 0.0
+    for visit in visits:
+        if visit.rule == RULE_SKIP or visit.outcome.bytes_written == 0:
+            continue
+        c = by_key[(initializer, visit.rule, dtype_name(visit.dtype))]
+        n = visit.outcome.bytes_written
+        slopes = [max(0.0, f.slope) for f in (c.fit, c.fit_low, c.fit_high)]
+        point += c.small_call_s + slopes[0] * n
+        low += c.small_call_s + min(slopes) * n
+        high += c.small_call_s + max(slopes) * n
+    return point, low, high
+
+
+def project_strategy(
+    count: CountResult, calibration: Sequence[CalibrationClass], memset_bytes_per_s: float, rss_now: int
+) -> Projection:
+    point, low, high = _visit_costs(count.visits, count.initializer, calibration)
+    records = [r for r in count.recorder.records.values() if r.bytes_written]
+    written = sum(r.bytes_written for r in records)
+    touched = sum(r.nbytes for r in records)
+    floor = written / memset_bytes_per_s if memset_bytes_per_s > 0 else 0.0
+    growths = [c.rss_growth_per_byte for c in calibration if c.rss_growth_per_byte is not None]
+    growth = statistics.median(growths) if growths else 1.0
+    seconds = count.walk_seconds + point
+    return Projection(
+        seconds=max(seconds, floor),
+        low_s=max(count.walk_seconds + low, floor),
+        high_s=max(count.walk_seconds + high, floor),
+        floor_s=floor,
+        walk_s=count.walk_seconds,
+        peak_rss_bytes=int(rss_now + growth * touched + count.recorder.peak_scratch_bytes),
+        floor_bound=floor > seconds,
+    )
+
+
+def decide(
+    source: ModelSource,
+    meta: MetaCounts,
+    device: torch.device,
+    *,
+    max_memory: int | None,
+    rounds: int,
+    time_budget_s: float,
+    clock: Clock = time.perf_counter,
+) -> tuple[SizeDecision, dict[str, Projection]]:
+    """Measure or project; calibrate only when the measured run could be long."""
+    estimated = source.estimated_bytes if source.estimated_bytes is not None else model_bytes(meta.model)
+    needed = estimated + source.largest_scratch_bytes
+    budget, _ = device_budget(device, max_memory) if device.type != "meta" else (needed, "")
+    decision = SizeDecision(
+        needed_bytes=needed, budget_bytes=budget, time_budget_s=time_budget_s, counting_s=meta.seconds
+    )
+    per_round = sum(sum(r.bytes_written for r in c.recorder.records.values()) for c in meta.counts.values())
+    fits = needed <= budget
+    if fits and per_round * rounds <= QUICK_BYTES:
+        decision.mode, decision.reason = "measured", "fits"
+        return decision, {}
+    t0 = clock()
+    calibration = calibrate(meta.counts, device, time_budget_s=time_budget_s, clock=clock)
+    largest = max((c.sizes_bytes[-1] for c in calibration), default=1 << 20)
+    rate = memset_rate(largest, device, clock)
+    decision.calibration_s = clock() - t0
+    decision.calibration = calibration
+    decision.memset_bytes_per_s = rate
+    rss_now = rss_bytes()
+    projections = {name: project_strategy(c, calibration, rate, rss_now) for name, c in meta.counts.items()}
+    decision.predicted_s = SAFETY * rounds * sum(p.seconds for p in projections.values())
+    if not fits:
+        decision.mode, decision.reason = "projected", "memory"
+    elif decision.predicted_s > time_budget_s:
+        decision.mode, decision.reason = "projected", "time"
+    else:
+        decision.mode, decision.reason = "measured", "fits"
+    return decision, projections
+
+
+def projected_result(
+    source: ModelSource,
+    meta: MetaCounts,
+    strategies: Sequence[Strategy],
+    projections: dict[str, Projection],
+    decision: SizeDecision,
+    device: str,
+) -> CompareResult:
+    """Results of a run that filled nothing at full size: exact meta counts, projected times and memory."""
+    from dummyprof.measure.recorder import index_model
+    from dummyprof.scenarios.compare.runner import summarize_recorder, tensor_table
+    from dummyprof.scenarios.model_choice import model_summary
+
+    records = index_model(meta.model)
+    summary = model_summary(
+        source,
+        device,
+        modules=sum(1 for _ in meta.model.modules()),
+        tensors=len(records),
+        names=sum(len(r.names) for r in records.values()),
+        nbytes=model_bytes(meta.model),
+    )
+    result = CompareResult(model=summary, repeat=0, warmup=0, counts="exact-meta", size=decision)
+    for strategy in strategies:
+        count = meta.counts[strategy.name]
+        entry = StrategyResult(name=strategy.name, description=strategy.description, initializer=count.initializer)
+        summarize_recorder(entry, count.recorder)
+        entry.projection = projections[strategy.name]
+        result.strategies.append(entry)
+    result.tensors = tensor_table({name: c.recorder for name, c in meta.counts.items()})
+    if strategies and "legacy" not in meta.counts:
+        result.baseline_strategy = strategies[0].name
+    return result

@@ -1,0 +1,171 @@
+"""compare: measured where the model fits, projected (exact counts, calibrated times) where it does not."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import torch
+
+from dummyprof.loaders.counting import count_on_meta
+from dummyprof.loaders.strategies import get_strategy
+from dummyprof.measure.projection import fit_line
+from dummyprof.models.source import synthetic_source
+from dummyprof.models.synthetic import TreeSpec, build_tree
+from dummyprof.results.compare import CalibrationClass
+from dummyprof.scenarios.compare.run import CompareOptions, run
+from dummyprof.scenarios.compare.sizing import project_strategy
+from tests.conftest import CliResult
+
+Cli = Callable[..., CliResult]
+TREE = ("--depth", "4", "--hidden", "64", "--engram-rows", "64", "--repeat", "1", "--warmup", "0", "--device", "cpu")
+
+
+def _options(**kw: object) -> CompareOptions:
+    base = {"depth": 4, "hidden": 64, "engram_rows": 64, "repeat": 1, "warmup": 0, "device": "cpu"}
+    return CompareOptions(**{**base, **kw})  # type: ignore[arg-type]
+
+
+def test_projected_counts_equal_the_measured_counts() -> None:
+    """The same tree measured for real and projected: every count, strategy by strategy and tensor by tensor."""
+    measured = run(_options()).compare
+    projected = run(_options(max_memory=1024, time_budget=0.5)).compare
+    assert measured is not None and projected is not None
+    assert measured.size.mode == "measured" and measured.counts == "exact"
+    assert projected.size.mode == "projected" and projected.size.reason == "memory"
+    assert projected.counts == "exact-meta" and projected.repeat == 0
+    for a, b in zip(measured.strategies, projected.strategies, strict=True):
+        assert (a.name, a.visits, a.redundant_visits, a.max_visits, a.bytes_written, a.peak_scratch_bytes) == (
+            b.name,
+            b.visits,
+            b.redundant_visits,
+            b.max_visits,
+            b.bytes_written,
+            b.peak_scratch_bytes,
+        )
+        assert b.timing.samples_s == []  # nothing was filled at full size
+    assert {k: t.visits for k, t in measured.tensors.items()} == {k: t.visits for k, t in projected.tensors.items()}
+    assert projected.model.bytes == measured.model.bytes
+
+
+def test_projection_has_an_interval_and_never_beats_the_memset_floor() -> None:
+    result = run(_options(max_memory=1024, time_budget=0.5)).compare
+    assert result is not None
+    size = result.size
+    assert size.memset_bytes_per_s and size.memset_bytes_per_s > 0
+    assert {c.rule for c in size.calibration} >= {"uniform"}
+    for c in size.calibration:
+        assert len(c.sizes_bytes) >= 2 and all(c.samples_s)
+    for s in result.strategies:
+        p = s.projection
+        assert p is not None
+        assert p.floor_s == pytest.approx(s.bytes_written / size.memset_bytes_per_s)
+        assert p.floor_s <= p.low_s <= p.seconds <= p.high_s
+        assert p.seconds >= p.floor_s
+        assert p.peak_rss_bytes > 0
+
+
+def _count(depth: int = 2) -> object:
+    model = build_tree(TreeSpec(depth=depth, hidden=64), "meta")
+    return count_on_meta(model, get_strategy("per-layer"))
+
+
+def test_floor_binds_when_calibration_claims_faster_than_memset() -> None:
+    count = _count()
+    written = sum(r.bytes_written for r in count.recorder.records.values())  # type: ignore[attr-defined]
+    free = fit_line([1.0, 2.0], [0.0, 0.0])  # a calibration that says filling costs nothing
+    dtypes = {str(v.dtype).removeprefix("torch.") for v in count.visits}  # type: ignore[attr-defined]
+    rules = {v.rule for v in count.visits}  # type: ignore[attr-defined]
+    calibration = [
+        CalibrationClass(initializer="v0.33", rule=r, dtype=d, fit=free, fit_low=free, fit_high=free)
+        for r in rules
+        for d in dtypes
+    ]
+    p = project_strategy(count, calibration, memset_bytes_per_s=1e6, rss_now=0)  # type: ignore[arg-type]
+    assert p.floor_bound
+    assert p.seconds == pytest.approx(max(written / 1e6, p.walk_s)) or p.seconds == pytest.approx(written / 1e6)
+    assert p.low_s == p.high_s == p.seconds
+
+
+def test_projection_sums_calibrated_visit_costs() -> None:
+    count = _count()
+    slope = 1e-9  # 1 GB/s
+    line = fit_line([1.0, 2.0], [slope, 2 * slope])
+    dtypes = {str(v.dtype).removeprefix("torch.") for v in count.visits}  # type: ignore[attr-defined]
+    rules = {v.rule for v in count.visits}  # type: ignore[attr-defined]
+    calibration = [
+        CalibrationClass(initializer="v0.33", rule=r, dtype=d, fit=line, fit_low=line, fit_high=line, small_call_s=0.0)
+        for r in rules
+        for d in dtypes
+    ]
+    p = project_strategy(count, calibration, memset_bytes_per_s=1e15, rss_now=100)  # type: ignore[arg-type]
+    written = sum(v.outcome.bytes_written for v in count.visits)  # type: ignore[attr-defined]
+    assert p.seconds == pytest.approx(p.walk_s + written * slope)
+    assert not p.floor_bound
+
+
+def test_slow_measured_rounds_are_projected(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A model that fits memory but whose rounds would overrun the time budget is projected too."""
+    from dummyprof.scenarios.compare import sizing
+
+    monkeypatch.setattr(sizing, "QUICK_BYTES", 0)  # predict even this small tree
+    result = run(_options(time_budget=1e-6, repeat=5)).compare
+    assert result is not None
+    assert result.size.mode == "projected" and result.size.reason == "time"
+    assert result.size.predicted_s is not None and result.size.predicted_s > 1e-6
+
+
+def test_a_calibrated_measured_run_shows_projection_next_to_measurement(monkeypatch: pytest.MonkeyPatch) -> None:
+    from dummyprof.scenarios.compare import sizing
+
+    monkeypatch.setattr(sizing, "QUICK_BYTES", 0)
+    result = run(_options(time_budget=600)).compare
+    assert result is not None
+    assert result.size.mode == "measured" and result.size.calibration
+    assert all(s.projection is not None and s.timing.samples_s for s in result.strategies)
+
+
+def test_cli_projected_run_says_so_and_round_trips(cli: Cli, tmp_path: Path) -> None:
+    path = tmp_path / "r.json"
+    result = cli("compare", *TREE, "--max-memory", "1KiB", "--time-budget", "0.5s", "--json", str(path))
+    assert result.exit_code == 0, result.stderr
+    assert "counts: exact for the full model" in result.stdout
+    assert "PROJECTED, not measured" in result.stdout
+    assert "projected full-size fill time (exact counts)" in result.stdout
+    data = json.loads(path.read_text())
+    assert data["compare"]["size"]["mode"] == "projected"
+    assert data["compare"]["strategies"][0]["projection"]["seconds"] > 0
+    for fmt in ("terminal", "markdown"):
+        shown = cli("report", str(path), "--format", fmt)
+        assert shown.exit_code == 0, shown.stderr
+        assert "projected" in shown.stdout.lower()
+
+
+@pytest.mark.parametrize(("value", "message"), [("0", "must be greater than 0"), ("soon", "expected a duration")])
+def test_bad_time_budget(cli: Cli, value: str, message: str) -> None:
+    result = cli("compare", *TREE, "--time-budget", value)
+    assert result.exit_code == 2
+    assert result.stderr.startswith("dummyprof: error: --time-budget: ") and message in result.stderr
+
+
+def test_loaders_cannot_be_projected(cli: Cli) -> None:
+    result = cli(
+        "compare",
+        *TREE,
+        "--max-memory",
+        "1KiB",
+        "--time-budget",
+        "0.5",
+        "--loader",
+        "tests/fixtures/loaders.py:fill_once",
+    )
+    assert result.exit_code == 2
+    assert "--loader: " in result.stderr and "is projected, not filled" in result.stderr
+
+
+def test_meta_source_is_built_without_allocating() -> None:
+    source = synthetic_source(TreeSpec(depth=3, hidden=64))
+    model = source.build(torch.device("meta"))
+    assert all(p.device.type == "meta" for p in model.parameters())

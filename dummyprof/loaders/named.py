@@ -17,11 +17,12 @@ from __future__ import annotations
 import importlib.util
 import sys
 from collections.abc import Callable
-from typing import Any
-
-from torch import nn
+from typing import TYPE_CHECKING, Any
 
 from dummyprof.errors import UsageError
+
+if TYPE_CHECKING:  # torch-free at import: option checks look names up before anything heavy is loaded
+    from torch import nn
 
 FLAG = "--loader"
 
@@ -74,6 +75,10 @@ NAMED: dict[str, tuple[Callable[[nn.Module], Any], str | None, str]] = {
     ),
     "sglang": (sglang, "sglang", "pip install sglang, or run dummyprof with SGLang's Python"),
 }
+
+
+def is_named(spec: str) -> bool:
+    return spec in NAMED
 
 
 def named_loader(spec: str) -> Callable[[nn.Module], Any] | None:

@@ -38,6 +38,8 @@ COMPARE_FIELDS = {
     "device": "auto",
     "initializer": None,
     "max_memory": None,
+    "time_budget": 60.0,
+    "project": True,
     "model": None,
     "preset": None,
     "model_args": {},

@@ -36,3 +36,16 @@ class DoesNotFitError(UsageError):
 
 class ResultsFileError(DummyprofError):
     """A results or baseline file is missing, corrupt or of an unknown schema."""
+
+
+def user_code_error(flag: str, what: str, exc: BaseException, note: str = "") -> UsageError:
+    """Code the user gave us (a model factory, a loader, a module it imports) failed: one line naming the flag.
+
+    ``sys.exit()`` inside it is an error too, never the end of the run with its exit code; only the
+    first line of a message is kept (torch's C++ errors carry a stack of a dozen lines).
+    """
+    if isinstance(exc, SystemExit):
+        return UsageError(flag, f"{what} called sys.exit({exc.code!r}) instead of returning{note}")
+    lines = str(exc).strip().splitlines()
+    message = lines[0] if lines else ""
+    return UsageError(flag, f"{what} raised {type(exc).__name__}: {message}{note}")

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 import re
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal, DecimalException, Overflow
 
 from dummyprof.errors import UsageError
 
@@ -22,11 +22,20 @@ _SUFFIXES = {
     "GI": 2**30,
     "TI": 2**40,
 }
+# Every count and size a flag can give must fit the int64 that torch, NumPy and the JSON readers of
+# our results hold it in; bigger is refused at parse time (a scenario may bound it further).
+INT64_MAX = 2**63 - 1
 _COUNT_RE = re.compile(r"^\s*([+-]?[0-9_]*\.?[0-9_]*(?:[eE][+-]?[0-9]+)?)\s*([KMGT]I?)?\s*$", re.IGNORECASE)
 _BYTES_RE = re.compile(r"^\s*([0-9_]*\.?[0-9_]*(?:[eE][+-]?[0-9]+)?)\s*([KMGT]I?)?B?\s*$", re.IGNORECASE)
 
 
-def parse_count(flag: str, text: str, *, example: str = "2e9", minimum: int = 1) -> int:
+def _too_big(flag: str, text: object, maximum: int, example: str) -> UsageError:
+    limit = "int64" if maximum == INT64_MAX else f"{maximum:,}"
+    hint = f"; try {flag} {example}" if example else ""
+    return UsageError(flag, f"must be at most {maximum:,} ({limit}), got {text!r}{hint}")
+
+
+def parse_count(flag: str, text: str, *, example: str = "2e9", minimum: int = 1, maximum: int = INT64_MAX) -> int:
     """Parse an integral count such as ``2e9``, ``2_000_000_000``, ``384M`` or ``1.5G``.
 
     Suffixes K/M/G/T are powers of ten; Ki/Mi/Gi/Ti are powers of two.
@@ -38,16 +47,22 @@ def parse_count(flag: str, text: str, *, example: str = "2e9", minimum: int = 1)
     suffix = (match.group(2) or "").upper()
     try:
         value = Decimal(number.replace("_", "")) * _SUFFIXES[suffix]
-    except InvalidOperation:
+    except Overflow:
+        raise _too_big(flag, text, maximum, example) from None
+    except DecimalException:
         raise UsageError(flag, f"expected a whole number such as {example}, got {text!r}") from None
+    if value > maximum:  # before to_integral_value: 1e999999 would take forever to expand
+        raise _too_big(flag, text, maximum, example)
     if value != value.to_integral_value():
         raise UsageError(flag, f"must be a whole number, got {text!r} = {value.normalize()}; try {example}")
     if value < minimum:
         raise UsageError(flag, f"must be at least {minimum}, got {text!r}; try {example}")
+    if value > maximum:
+        raise _too_big(flag, text, maximum, example)
     return int(value)
 
 
-def parse_int(flag: str, text: str | int, *, minimum: int = 1, maximum: int | None = None, example: str = "") -> int:
+def parse_int(flag: str, text: str | int, *, minimum: int = 1, maximum: int = INT64_MAX, example: str = "") -> int:
     """Parse a plain integer within bounds."""
     hint = f"; try {flag} {example}" if example else ""
     if isinstance(text, bool):
@@ -58,11 +73,15 @@ def parse_int(flag: str, text: str | int, *, minimum: int = 1, maximum: int | No
         cleaned = str(text).strip().replace("_", "")
         if not re.fullmatch(r"[+-]?[0-9]+", cleaned):
             raise UsageError(flag, f"expected a whole number, got {text!r}{hint}")
+        if len(cleaned.lstrip("+-0")) > 19:  # more digits than int64 has; int() of 5000 digits raises
+            if cleaned.startswith("-"):
+                raise UsageError(flag, f"must be at least {minimum}, got {text!r}{hint}")
+            raise _too_big(flag, text, maximum, example)
         value = int(cleaned)
     if value < minimum:
         raise UsageError(flag, f"must be at least {minimum}, got {value}{hint}")
-    if maximum is not None and value > maximum:
-        raise UsageError(flag, f"must be at most {maximum}, got {value}{hint}")
+    if value > maximum:
+        raise _too_big(flag, text, maximum, example)
     return value
 
 
@@ -96,7 +115,7 @@ def parse_seconds(flag: str, text: str | float, *, example: str = "60s") -> floa
     return parse_float(flag, number.strip(), example=example) * _SECONDS[unit]
 
 
-def parse_bytes(flag: str, text: str, *, example: str = "16GiB") -> int:
+def parse_bytes(flag: str, text: str, *, example: str = "16GiB", maximum: int = INT64_MAX) -> int:
     """Parse a size such as ``16GiB``, ``20G``, ``512MiB`` or ``1e9`` into bytes."""
     match = _BYTES_RE.match(str(text))
     if not match or not match.group(1).strip("_."):
@@ -104,10 +123,14 @@ def parse_bytes(flag: str, text: str, *, example: str = "16GiB") -> int:
     suffix = (match.group(2) or "").upper()
     try:
         value = Decimal(match.group(1).replace("_", "")) * _SUFFIXES[suffix]
-    except InvalidOperation:
+    except Overflow:
+        raise _too_big(flag, text, maximum, example) from None
+    except DecimalException:
         raise UsageError(flag, f"expected a size such as {example}, got {text!r}") from None
     if value <= 0:
         raise UsageError(flag, f"must be positive, got {text!r}; try {flag} {example}")
+    if value > maximum:
+        raise _too_big(flag, text, maximum, example)
     return int(value)
 
 

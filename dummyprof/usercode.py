@@ -12,13 +12,15 @@ import ast
 import hashlib
 import importlib
 import importlib.util
+import math
 import os
+import re
 import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from dummyprof.errors import UsageError
+from dummyprof.errors import UsageError, user_code_error
 
 SPEC_FORMS = "package.module:callable or ./file.py:callable"
 
@@ -33,11 +35,44 @@ def parse_call_args(items: Iterable[str], *, flag: str = "--model-arg") -> dict[
             raise UsageError(flag, f"expected key=value with a Python name as key, got {item!r}; e.g. {flag} layers=4")
         if key in parsed:
             raise UsageError(flag, f"{key!r} is given twice")
-        try:
-            parsed[key] = ast.literal_eval(text.strip())
-        except (ValueError, SyntaxError):
-            parsed[key] = text.strip()  # bare words such as bfloat16 stay strings
+        parsed[key] = _literal(flag, key, text.strip())
     return parsed
+
+
+# A bare word (bfloat16, cuda:0, my-model) stays a string; anything with brackets or quotes
+# that is not a valid literal is a typo ([1,2 or 'bf16) and must not silently become a string.
+_BARE_WORD = re.compile(r"[A-Za-z_][\w.:/+-]*")
+
+
+def _literal(flag: str, key: str, text: str) -> Any:
+    try:
+        value = ast.literal_eval(text)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        if _BARE_WORD.fullmatch(text):
+            return text
+        raise UsageError(
+            flag,
+            f"{key}={text!r} is not a Python literal (an unclosed bracket or quote?); "
+            f"write e.g. {key}=[1, 2] or {key}='text'",
+        ) from None
+    _check_literal(flag, key, value)
+    return value
+
+
+def _check_literal(flag: str, key: str, value: Any) -> None:
+    """Integers beyond int64 reach torch as a C++ overflow; refuse them here, with the key."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, int) and not isinstance(item, bool) and not -(2**63) <= item < 2**63:
+            raise UsageError(flag, f"{key}: {item:.3g} is beyond int64; no model size can be that large")
+        if isinstance(item, float) and not math.isfinite(item):
+            raise UsageError(flag, f"{key}: {item} is not a finite number")
+        if isinstance(item, (list, tuple, set, frozenset)):
+            stack.extend(item)
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
 
 
 def _file_module(target: str, flag: str) -> Any:
@@ -56,9 +91,9 @@ def _file_module(target: str, flag: str) -> Any:
     sys.modules[name] = module  # dataclasses and pickling look a module up by name while it executes
     try:
         spec.loader.exec_module(module)
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:
         del sys.modules[name]
-        raise UsageError(flag, f"importing {str(path)!r} failed: {type(exc).__name__}: {exc}") from exc
+        raise user_code_error(flag, f"importing {str(path)!r}", exc) from exc
     return module
 
 
@@ -70,8 +105,8 @@ def _package_module(name: str, flag: str) -> Any:
         return importlib.import_module(name)
     except ModuleNotFoundError as exc:
         raise UsageError(flag, f"cannot import module {name!r}: {exc}; check the name or PYTHONPATH") from exc
-    except Exception as exc:
-        raise UsageError(flag, f"importing module {name!r} failed: {type(exc).__name__}: {exc}") from exc
+    except (Exception, SystemExit) as exc:
+        raise user_code_error(flag, f"importing module {name!r}", exc) from exc
 
 
 def _split(spec: str, flag: str) -> tuple[str, str, bool]:

@@ -79,7 +79,7 @@ def test_existing_json_is_not_overwritten_without_force(cli: Cli, tmp_path: Path
         (("--depth", "abc"), "--depth: expected a whole number, got 'abc'; try --depth 12"),
         (("--depth", "0"), "--depth: must be at least 1, got 0; try --depth 12"),
         (("--depth", "-3"), "--depth: must be at least 1, got -3; try --depth 12"),
-        (("--depth", "5000"), "--depth: 5000 levels is deeper than torch.nn.Module.modules() can recurse"),
+        (("--depth", "5000"), "--depth: 5000 levels is deeper than torch's modules() and state_dict() can recurse"),
         (("--width", "0"), "--width: must be at least 1, got 0"),
         (("--hidden", "33"), "--hidden: must be a positive multiple of 32"),
         (("--hidden", "1e3"), "--hidden: expected a whole number, got '1e3'"),
@@ -110,7 +110,8 @@ def test_too_large_says_what_would_fit(cli: Cli) -> None:
     """audit must fill the real model, so it refuses; compare projects instead (tests/test_compare_sizing.py)."""
     result = cli("audit", "--depth", "12", "--hidden", "8192", "--max-memory", "1GiB")
     assert result.exit_code == 2
-    assert "only 1.00 GiB can be used here; --hidden 2048 fits at this depth and width" in result.stderr
+    assert result.stderr.startswith("dummyprof: error: --max-memory: ")  # the user's own limit is in the way
+    assert "only 1.00 GiB can be used here; raise --max-memory to 5.21 GiB or --hidden 2048 fits" in result.stderr
 
 
 def test_ctrl_c_exits_130_without_partial_file(cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

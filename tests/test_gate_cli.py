@@ -209,7 +209,10 @@ def test_a_baseline_from_other_flags_is_not_comparable(cli: Cli, tmp_path: Path,
         ("\x00\x01garbage", "not valid JSON"),
         ("[1, 2]", "not a dummyprof results file (no schema_version)"),
         ('{"schema_version": 99, "command": "baseline"}', "written by a newer dummyprof (schema 99"),
-        ('{"schema_version": 1, "command": "compare"}', "not a baseline file (written by 'dummyprof compare')"),
+        (
+            '{"schema_version": 1, "command": "compare"}',
+            "$.compare: a 'compare' results file needs its 'compare' section",
+        ),
         (
             '{"schema_version": 1, "command": "baseline", "gate": {"scenarios": [{"metrics": 5}]}}',
             "$.gate.scenarios[0].metrics: expected an object",
@@ -317,7 +320,7 @@ def test_a_scenario_too_big_for_this_machine_is_exit_3(cli: Cli, tmp_path: Path,
     assert result.exit_code == 3
     checks = json.loads(gate_json.read_text())["gate"]["checks"]
     assert {c["verdict"] for c in checks} == {"could not measure"}
-    assert checks[0]["detail"].startswith("does not fit on this machine: --hidden: synthetic tree: depth")
+    assert checks[0]["detail"].startswith("does not fit on this machine: --max-memory: synthetic tree: depth")
 
 
 def test_a_bad_option_value_found_while_running_is_a_config_error(cli: Cli, tmp_path: Path, baseline: Path) -> None:

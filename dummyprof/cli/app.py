@@ -7,8 +7,10 @@ imported inside a command, so ``dummyprof --help`` stays fast.
 
 from __future__ import annotations
 
+import functools
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 import typer
 
@@ -64,9 +66,15 @@ def _error(message: str) -> None:
     sys.stderr.write(f"dummyprof: error: {message}\n")
 
 
+@functools.cache
+def _click_command() -> Any:
+    """Typer's click command, built once per process (building reads every command's type hints)."""
+    return typer.main.get_command(app)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns (and with ``sys.exit`` exits with) the exit code."""
-    command = typer.main.get_command(app)
+    command = _click_command()
     try:
         rv = command.main(args=list(argv) if argv is not None else None, prog_name="dummyprof", standalone_mode=False)
     except DummyprofError as exc:

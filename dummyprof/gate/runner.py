@@ -12,7 +12,7 @@ from dummyprof.gate.checks import evaluate
 from dummyprof.gate.config import GateConfig, ScenarioConfig
 from dummyprof.gate.fingerprint import make_fingerprint
 from dummyprof.results.common import Environment
-from dummyprof.results.gate import EXIT_INCOMPLETE, GateResult, ScenarioRun, gate_exit_code
+from dummyprof.results.gate import EXIT_INCOMPLETE, GateResult, Metric, ScenarioRun, gate_exit_code
 from dummyprof.results.session import Results
 from dummyprof.results.store import load_results
 
@@ -90,14 +90,35 @@ def make_baseline(
 
 def load_baseline(path: Path) -> dict[str, ScenarioRun]:
     """The baseline's scenarios by name; anything but a baseline file is a clear error (exit 2)."""
-    results = load_results(path)
+    results = load_results(path, strict=True)  # a hand-edited key that dummyprof does not know is an error
     if results.command != "baseline" or results.gate is None:
         made_by = f"'dummyprof {results.command}'" if results.command else "an unknown command"
         raise ResultsFileError(
             f"{path}: not a baseline file (written by {made_by}); create one with "
             "dummyprof baseline --config dummyprof.toml --output PATH"
         )
+    for i, run in enumerate(results.gate.scenarios):
+        for name, metric in run.metrics.items():
+            problem = metric_problem(metric)
+            if problem:
+                where = f"$.gate.scenarios[{i}] ({run.name!r}).metrics.{name}"
+                raise ResultsFileError(f"{path}: {where}: {problem}; re-create the baseline with dummyprof baseline")
     return {run.name: run for run in results.gate.scenarios}
+
+
+def metric_problem(metric: Metric) -> str | None:
+    """Why a baseline metric cannot be compared with (NaN and infinities are already refused on load)."""
+    if metric.kind not in ("counter", "time"):
+        return f"kind {metric.kind!r} is neither 'counter' nor 'time'"
+    if metric.kind == "counter" and (metric.value < 0 or not float(metric.value).is_integer()):
+        return f"value {metric.value!r}: a counter is a whole number >= 0"
+    if metric.kind == "time":
+        if not metric.samples:
+            return "no samples: a timing keeps every measured round"
+        bad = [s for s in [metric.value, *metric.samples] if s <= 0]
+        if bad:
+            return f"{bad[0]!r} s: a time must be above 0"
+    return None
 
 
 def run_gate(

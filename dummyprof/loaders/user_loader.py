@@ -15,7 +15,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from dummyprof.errors import UsageError
+from dummyprof.errors import user_code_error
 from dummyprof.loaders.strategies import Strategy
 from dummyprof.usercode import callable_name, resolve_callable
 
@@ -40,8 +40,8 @@ class UserLoader:
             self.fn(model, **self.args)
         except UsageError:
             raise  # a named loader refusing this model already says why, naming the flag
-        except Exception as exc:
-            raise UsageError("--loader", f"{self.spec or self.name} raised {type(exc).__name__}: {exc}") from exc
+        except (Exception, SystemExit) as exc:
+            raise user_code_error("--loader", self.spec or self.name, exc) from exc
 
 
 def load_loader(spec: str, args: dict[str, Any] | None = None) -> UserLoader:

@@ -57,6 +57,13 @@ def host_budget(max_memory: int | None = None, share: float = DEFAULT_SHARE) -> 
     return int(available * share)
 
 
+def device_available(device: torch.device) -> int:
+    """All the memory ``device`` has free now: the most any ``--max-memory`` can really give."""
+    if device.type == "cuda":
+        return gpu_free_bytes(device) or 0
+    return host_memory().available_bytes
+
+
 def device_budget(device: torch.device, max_memory: int | None = None) -> tuple[int, str]:
     """Bytes a model on ``device`` may use, and where that memory is (for messages)."""
     if device.type == "cuda":

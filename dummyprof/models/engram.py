@@ -114,6 +114,10 @@ class RankShard:
     part_rows: int  # rows of one table held by this rank
 
 
+# Beyond 2^53 bytes a size is no longer an exact float, and a projection's rates x sizes stop being meaningful.
+MAX_TABLE_BYTES = 2**53
+
+
 def validate_engram_spec(spec: EngramSpec) -> None:
     """Raise UsageError naming the flag for anything that cannot be sharded as vLLM does."""
     if spec.rows < 1:
@@ -148,6 +152,15 @@ def validate_engram_spec(spec: EngramSpec) -> None:
         )
     if heads > spec.rows:
         raise UsageError("--heads", f"{heads} heads is more than the {spec.rows} rows; use at most --heads {spec.rows}")
+    total = spec.tables * engram_table_bytes(spec.rows, spec.dim, spec.block_size)
+    if total > MAX_TABLE_BYTES:
+        fitting = MAX_TABLE_BYTES // (spec.tables * spec.row_bytes)
+        raise UsageError(
+            "--rows",
+            f"{spec.rows:.3g} rows x {spec.tables} tables of {spec.row_bytes} bytes a row is {total:.3g} bytes, beyond "
+            f"the {MAX_TABLE_BYTES:.3g} bytes (2^53, 8 PiB) whose sizes and projected times stay exact in "
+            f"floating point; use --rows {fitting:.3g} or less (DeepSeek-scale tables are about 2e9 rows)",
+        )
 
 
 def head_rows(rows: int, heads: int, head: int) -> int:

@@ -25,7 +25,7 @@ from dummyprof.anatomy import (
     storage_key,
     walk,
 )
-from dummyprof.errors import UsageError
+from dummyprof.errors import UsageError, user_code_error
 from dummyprof.models.source import ModelSource
 from dummyprof.usercode import resolve_callable
 
@@ -33,8 +33,8 @@ from dummyprof.usercode import resolve_callable
 def call_model_builder(fn: Callable[..., Any], args: dict[str, Any], *, spec: str, flag: str = "--model") -> nn.Module:
     try:
         model = fn(**args)
-    except Exception as exc:
-        raise UsageError(flag, f"{spec} raised {type(exc).__name__}: {exc}") from exc
+    except (Exception, SystemExit) as exc:
+        raise user_code_error(flag, spec, exc) from exc
     if not isinstance(model, nn.Module):
         raise UsageError(flag, f"{spec} returned {type(model).__name__}, not a torch.nn.Module")
     return model
@@ -76,12 +76,12 @@ def _meta_probe(fn: Callable[..., Any], args: dict[str, Any], spec: str, flag: s
     try:
         with torch.device("meta"):
             model = fn(**args)
-    except Exception as exc:
-        raise UsageError(
-            flag,
-            f"{spec} raised {type(exc).__name__}: {exc} (it was called under torch.device('meta') first, to size "
-            "the model before allocating it: avoid .item()/.tolist() on new tensors)",
-        ) from exc
+    except (Exception, SystemExit) as exc:
+        note = (
+            " (it was called under torch.device('meta') first, to size the model before allocating it: "
+            "avoid .item()/.tolist() on new tensors)"
+        )
+        raise user_code_error(flag, spec, exc, note if not isinstance(exc, SystemExit) else "") from exc
     if not isinstance(model, nn.Module):
         raise UsageError(flag, f"{spec} returned {type(model).__name__}, not a torch.nn.Module")
     return model

@@ -86,5 +86,5 @@ def _largest_fitting_hidden(spec: TreeSpec, budget: int) -> int | None:
 def _tree_fit_hint(spec: TreeSpec, budget: int) -> str:
     fitting = _largest_fitting_hidden(spec, budget)
     if fitting is None:
-        return "lower --width or --depth, or raise --max-memory"
+        return "lower --width or --depth"
     return f"--hidden {fitting} fits at this depth and width (or lower --width/--depth)"

@@ -23,13 +23,19 @@ DTYPES: dict[str, torch.dtype] = {
 }
 SCALE_BLOCK = 32
 HAS_FP8 = hasattr(torch, "float8_e4m3fn")
-# modules() and state_dict() recurse once per level; leave room for the caller's frames.
+# What still recurses once the tree is built with a loop (add_blocks): torch's modules(),
+# named_modules(), state_dict(), named_parameters() and to_empty(), one Python frame per level
+# (measured: at a limit of 1000 each works to 984-996 levels from a shallow stack). The headroom
+# covers the frames below them: the CLI and a scenario call them from about 20 deep, pytest
+# from about 60; tests/test_limits.py runs every one of them at max_depth() from that stack.
+FRAMES_PER_LEVEL = 1
 RECURSION_HEADROOM = 100
 MAX_BLOCKS = 200_000
 
 
 def max_depth() -> int:
-    return sys.getrecursionlimit() - RECURSION_HEADROOM
+    """The deepest tree torch's recursive module walks can handle under this interpreter's recursion limit."""
+    return (sys.getrecursionlimit() - RECURSION_HEADROOM) // FRAMES_PER_LEVEL
 
 
 @dataclass(frozen=True)
@@ -69,8 +75,9 @@ def validate_spec(spec: TreeSpec) -> None:
     if spec.depth > max_depth():
         raise UsageError.for_field(
             "depth",
-            f"{spec.depth} levels is deeper than torch.nn.Module.modules() can recurse "
-            f"(RecursionError near {sys.getrecursionlimit()}); use --depth {max_depth()} or less",
+            f"{spec.depth} levels is deeper than torch's modules() and state_dict() can recurse "
+            f"(one Python frame per level, recursion limit {sys.getrecursionlimit()}); "
+            f"use --depth {max_depth()} or less",
         )
     if spec.width < 1:
         raise UsageError.for_field("width", f"must be at least 1, got {spec.width}; try --width 1")
@@ -122,6 +129,7 @@ class SyntheticBlock(nn.Module):
     """One level of the tree: the tensor kinds real decoder layers hold."""
 
     def __init__(self, spec: TreeSpec, level: int, device: torch.device) -> None:
+        """One block, without its children: ``add_blocks`` attaches those without recursing."""
         super().__init__()
         h, dtype = spec.hidden, spec.torch_dtype
 
@@ -142,9 +150,21 @@ class SyntheticBlock(nn.Module):
         self.register_buffer("running_stat", torch.zeros(h, dtype=dtype, device=device))
         self.register_buffer("weight_alias", self.weight.data.t(), persistent=False)
         self.register_buffer("rope_cache", torch.zeros(h, dtype=dtype, device=device), persistent=False)
+
+
+def add_blocks(root: nn.Module, spec: TreeSpec, device: torch.device) -> None:
+    """Attach ``spec.depth`` levels of ``spec.width`` blocks under ``root``, in pre-order, with a loop.
+
+    Built iteratively so construction never limits the depth (a recursive constructor costs
+    two recursion-limit slots per level in CPython 3.11: the call and the type's __call__).
+    """
+    pending: list[tuple[nn.Module, str, int]] = [(root, f"child{i}", 1) for i in reversed(range(spec.width))]
+    while pending:
+        parent, name, level = pending.pop()
+        block = SyntheticBlock(spec, level, device)
+        parent.add_module(name, block)
         if level < spec.depth:
-            for i in range(spec.width):
-                self.add_module(f"child{i}", SyntheticBlock(spec, level + 1, device))
+            pending.extend((block, f"child{i}", level + 1) for i in reversed(range(spec.width)))
 
 
 class TiedOwner(nn.Module):
@@ -164,8 +184,7 @@ class SyntheticModel(nn.Module):
             torch.empty((spec.vocab, spec.hidden), dtype=spec.torch_dtype, device=device), requires_grad=False
         )
         self.embed_tokens = TiedOwner(shared)
-        for i in range(spec.width):
-            self.add_module(f"child{i}", SyntheticBlock(spec, 1, device))
+        add_blocks(self, spec, device)
         self.lm_head = TiedOwner(shared)
         if spec.meta:
             self.meta_placeholder = nn.Parameter(

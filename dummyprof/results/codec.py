@@ -1,17 +1,25 @@
 """Dataclasses to and from plain JSON values.
 
 Missing keys take the field's default, so files written by an older schema
-load with defaults; unknown keys are ignored, so newer files still load.
+load with defaults; unknown keys are ignored, so newer files still load
+(``strict=True`` rejects them: a hand-edited baseline with a typo must not
+pass silently). Every value is checked against its field's type: ``null``
+only where the field is optional, numbers finite and within what a float (or
+an int64) holds, so a corrupt or hostile file is one TypeError naming the
+field, never a crash deep inside a reporter.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 import types
 import typing
 from typing import Any, TypeVar, Union, get_args, get_origin, get_type_hints
 
 T = TypeVar("T")
+
+INT_LIMIT = 2**63  # counts and sizes are int64 wherever they came from
 
 
 def to_jsonable(value: Any) -> Any:
@@ -34,58 +42,80 @@ def _hints(cls: type) -> dict[str, Any]:
     return _HINTS[cls]
 
 
-def _convert(tp: Any, value: Any, where: str) -> Any:
-    if tp is Any or value is None:
+def _show(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _convert(tp: Any, value: Any, where: str, strict: bool = False) -> Any:
+    if tp is Any:
         return value
     origin = get_origin(tp)
     if origin in (Union, types.UnionType):
+        if value is None and type(None) in get_args(tp):
+            return None
         options = [a for a in get_args(tp) if a is not type(None)]
         if len(options) == 1:
-            return _convert(options[0], value, where)
+            return _convert(options[0], value, where, strict)
         for option in options:
             try:
-                return _convert(option, value, where)
+                return _convert(option, value, where, strict)
             except (TypeError, ValueError):
                 continue
-        raise TypeError(f"{where}: {value!r} matches none of {tp}")
+        raise TypeError(f"{where}: {_show(value)} matches none of {tp}")
+    if value is None:
+        raise TypeError(f"{where}: must not be null")
     if origin in (list, typing.List):  # noqa: UP006
         (item,) = get_args(tp) or (Any,)
         if not isinstance(value, list):
             raise TypeError(f"{where}: expected a list, got {type(value).__name__}")
-        return [_convert(item, v, f"{where}[{i}]") for i, v in enumerate(value)]
+        return [_convert(item, v, f"{where}[{i}]", strict) for i, v in enumerate(value)]
     if origin is tuple:
         args = get_args(tp)
         if not isinstance(value, (list, tuple)):
             raise TypeError(f"{where}: expected a list, got {type(value).__name__}")
         item = args[0] if args else Any
-        return tuple(_convert(item, v, f"{where}[{i}]") for i, v in enumerate(value))
+        return tuple(_convert(item, v, f"{where}[{i}]", strict) for i, v in enumerate(value))
     if origin is dict:
         _, item = get_args(tp) or (str, Any)
         if not isinstance(value, dict):
             raise TypeError(f"{where}: expected an object, got {type(value).__name__}")
-        return {k: _convert(item, v, f"{where}.{k}") for k, v in value.items()}
+        return {k: _convert(item, v, f"{where}.{k}", strict) for k, v in value.items()}
     if isinstance(tp, type) and dataclasses.is_dataclass(tp):
-        return from_jsonable(tp, value, where)
+        return from_jsonable(tp, value, where, strict=strict)
     if tp is float:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise TypeError(f"{where}: expected a number, got {value!r}")
-        return float(value)
+            raise TypeError(f"{where}: expected a number, got {_show(value)}")
+        try:
+            number = float(value)
+        except OverflowError:
+            number = math.inf
+        if not math.isfinite(number):
+            raise TypeError(f"{where}: {_show(value)} is not a finite number")
+        return number
     if tp in (int, str, bool):
         if not isinstance(value, tp) or (tp is int and isinstance(value, bool)):
-            raise TypeError(f"{where}: expected {tp.__name__}, got {value!r}")
+            raise TypeError(f"{where}: expected {tp.__name__}, got {_show(value)}")
+        if tp is int and not -INT_LIMIT <= value < INT_LIMIT:
+            raise TypeError(f"{where}: {_show(value)} is too large (beyond int64)")
         return value
     return value
 
 
-def from_jsonable(cls: type[T], data: Any, where: str = "$") -> T:
+def from_jsonable(cls: type[T], data: Any, where: str = "$", *, strict: bool = False) -> T:
     """Build dataclass ``cls`` from ``data``; raises TypeError naming the bad field."""
     if not isinstance(data, dict):
         raise TypeError(f"{where}: expected an object, got {type(data).__name__}")
     hints = _hints(cls)
     kwargs: dict[str, Any] = {}
+    names = {field.name for field in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    if strict:
+        for key in data:
+            if key not in names:
+                raise TypeError(f"{where}: unknown field {key!r}")
     for field in dataclasses.fields(cls):  # type: ignore[arg-type]
         if field.name in data:
-            kwargs[field.name] = _convert(hints[field.name], data[field.name], f"{where}.{field.name}")
+            kwargs[field.name] = _convert(hints[field.name], data[field.name], f"{where}.{field.name}", strict)
         elif field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING:
             raise TypeError(f"{where}: missing required field {field.name!r}")
     return cls(**kwargs)

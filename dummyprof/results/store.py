@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import math
+import sys
 from pathlib import Path
 from typing import Any
 
 from dummyprof.errors import ResultsFileError
-from dummyprof.results.codec import from_jsonable, to_jsonable
+from dummyprof.results.codec import INT_LIMIT, from_jsonable, to_jsonable
 from dummyprof.results.migrate import migrate
 from dummyprof.results.outputs import Output, probe_output, replace_atomic
 from dummyprof.results.session import SCHEMA_VERSION, Results
@@ -31,38 +33,93 @@ def save_results(results: Results, path: Path) -> None:
     write_text_atomic(path, results_to_json(results))
 
 
-def results_from_dict(data: Any, *, source: str = "results") -> Results:
+MAX_DEPTH = 64  # the deepest a dummyprof document nests is about 8; deeper is corrupt or hostile
+
+# The section each command fills; a file that names a command but lacks its section cannot be rendered.
+SECTIONS = {
+    "compare": "compare",
+    "audit": "audit",
+    "inspect": "inspect",
+    "engram": "engram",
+    "baseline": "gate",
+    "gate": "gate",
+}
+
+
+def _check_values(data: Any, source: str) -> None:
+    """Every value, typed fields or free-form ones (options): finite numbers, int64, bounded nesting."""
+    stack: list[tuple[Any, str, int]] = [(data, "$", 0)]
+    while stack:
+        value, where, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise ResultsFileError(f"{source}: {where}: nested more than {MAX_DEPTH} levels deep (corrupt?)")
+        if isinstance(value, float) and not math.isfinite(value):
+            spelled = json.dumps(value)  # as it stands in the file: NaN, Infinity, -Infinity
+            raise ResultsFileError(f"{source}: {where}: {spelled} is not a finite number")
+        if isinstance(value, int) and not isinstance(value, bool) and not -INT_LIMIT <= value < INT_LIMIT:
+            raise ResultsFileError(f"{source}: {where}: {value:.3g} is too large (beyond int64)")
+        if isinstance(value, dict):
+            stack.extend((v, f"{where}.{k}", depth + 1) for k, v in value.items())
+        elif isinstance(value, list):
+            stack.extend((v, f"{where}[{i}]", depth + 1) for i, v in enumerate(value))
+
+
+def results_from_dict(data: Any, *, source: str = "results", strict: bool = False) -> Results:
+    """Validate ``data`` against the schema and build Results; ResultsFileError names the file and the field.
+
+    ``strict`` also rejects unknown fields (baselines: a typo must not be ignored).
+    """
     if not isinstance(data, dict) or "schema_version" not in data:
         raise ResultsFileError(f"{source}: not a dummyprof results file (no schema_version)")
     version = data["schema_version"]
-    if not isinstance(version, int) or version < 1:
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
         raise ResultsFileError(f"{source}: schema_version {version!r} is not valid")
     if version > SCHEMA_VERSION:
         raise ResultsFileError(
             f"{source}: written by a newer dummyprof (schema {version}, this one reads up to "
             f"{SCHEMA_VERSION}); upgrade dummyprof"
         )
+    _check_values(data, source)
+    data = migrate(data)
+    command = data.get("command")
+    if not isinstance(command, str) or command not in SECTIONS:
+        known = ", ".join(sorted(SECTIONS))
+        raise ResultsFileError(f"{source}: $.command: {command!r} is not a dummyprof command ({known})")
+    section = SECTIONS[command]
+    if not isinstance(data.get(section), dict):
+        raise ResultsFileError(f"{source}: $.{section}: a {command!r} results file needs its {section!r} section")
     try:
-        results = from_jsonable(Results, migrate(data))
+        results = from_jsonable(Results, data, strict=strict)
     except TypeError as exc:
         raise ResultsFileError(f"{source}: {exc}") from None
     results.schema_version = SCHEMA_VERSION
     return results
 
 
-def load_results(path: Path) -> Results:
-    """Load a results file; corrupt, truncated or foreign files raise ResultsFileError."""
+def load_results(path: Path, *, strict: bool = False) -> Results:
+    """Load a results file (``-``: standard input); corrupt, truncated or foreign files raise ResultsFileError."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        raw = sys.stdin.buffer.read() if str(path) == "-" else path.read_bytes()
     except FileNotFoundError:
         raise ResultsFileError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise ResultsFileError(f"{path}: is a directory; give a results file written by --json") from None
     except OSError as exc:
         raise ResultsFileError(f"{path}: cannot read ({exc.strerror})") from None
+    source = "<stdin>" if str(path) == "-" else str(path)
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ResultsFileError(f"{source}: not UTF-8 text (binary or corrupt?) at byte {exc.start}") from None
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ResultsFileError(
-            f"{path}: not valid JSON (truncated or corrupt?): {exc.msg} at line {exc.lineno}"
+            f"{source}: not valid JSON (truncated or corrupt?): {exc.msg} at line {exc.lineno}"
         ) from None
-    return results_from_dict(data, source=str(path))
+    except RecursionError:
+        raise ResultsFileError(f"{source}: nested more than {MAX_DEPTH} levels deep (corrupt?)") from None
+    except ValueError as exc:  # e.g. an integer with more digits than Python converts
+        raise ResultsFileError(f"{source}: not a dummyprof results file: {exc}") from None
+    return results_from_dict(data, source=source, strict=strict)

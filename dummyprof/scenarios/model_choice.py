@@ -12,13 +12,14 @@ from typing import Any
 import torch
 
 from dummyprof.errors import UsageError
-from dummyprof.measure.budget import device_budget, ensure_fits
+from dummyprof.measure.budget import device_available, device_budget, ensure_fits
 from dummyprof.models.huggingface import hf_source, is_hf_spec
 from dummyprof.models.loading import model_source
 from dummyprof.models.presets import preset_source
 from dummyprof.models.source import ModelSource, synthetic_source
 from dummyprof.models.synthetic import TreeSpec
 from dummyprof.results.compare import ModelSummary
+from dummyprof.units import format_bytes
 
 
 def resolve_source(
@@ -79,9 +80,20 @@ def check_source_fits(source: ModelSource, device: torch.device, max_memory: int
     if source.estimated_bytes is None or device.type == "meta":
         return
     budget, where = device_budget(device, max_memory)
-    if source.fit_hint is not None:
-        fix = source.fit_hint(budget)
-    else:
-        fix = "pass smaller --model-arg values (fewer layers, smaller hidden) or raise --max-memory"
     needed = source.estimated_bytes + source.largest_scratch_bytes
-    ensure_fits(needed, budget, flag=flag, what=f"{source.description} ({where})", fix=fix)
+    if needed <= budget:
+        return
+    smaller = source.fit_hint(budget) if source.fit_hint is not None else None
+    smaller = smaller or "pass smaller --model-arg values (fewer layers, smaller hidden)"
+    available = device_available(device)
+    what = f"{source.description} ({where})"
+    if max_memory is not None and max_memory <= available:
+        # The user's own limit is what stops it: name that flag, and raising it would help.
+        fix = f"raise --max-memory to {format_bytes(needed)} or {smaller}"
+        ensure_fits(needed, budget, flag="--max-memory", what=what, fix=fix)
+    if max_memory is not None:  # asked for more than there is: say so, never "raise --max-memory"
+        free = format_bytes(available)
+        smaller = f"--max-memory {format_bytes(max_memory)} cannot help, only {free} is free here; {smaller}"
+    elif needed <= available:
+        smaller += f" (or --max-memory {format_bytes(needed)}: the default leaves a share of memory free)"
+    ensure_fits(needed, budget, flag=flag, what=what, fix=smaller)

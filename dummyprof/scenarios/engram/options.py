@@ -43,6 +43,10 @@ class EngramOptions:
         return EngramSpec(**{f.name: getattr(self, f.name) for f in fields(EngramSpec)})
 
 
+# Smallest chunk for random-chunked: 2 MiB of fp16 scratch, so the per-chunk overhead stays small.
+MIN_CHUNK_ELEMENTS = 2**20
+
+
 def methods_to_run(names: list[str]) -> list[str]:
     """The methods named, plus the memset floor when it is not among them: every run measures its own floor."""
     return names if FLOOR in names else [*names, FLOOR]
@@ -64,8 +68,13 @@ def validate(options: EngramOptions) -> list[FillMethod]:
             )
     if options.repeat < 1:
         raise UsageError("--repeat", f"must be at least 1, got {options.repeat}; try --repeat 3")
-    if options.chunk_elements < 1:
-        raise UsageError("--chunk-elements", f"must be at least 1, got {options.chunk_elements}; try 64Mi")
+    if options.chunk_elements < MIN_CHUNK_ELEMENTS:
+        raise UsageError(
+            "--chunk-elements",
+            f"must be at least 1Mi ({MIN_CHUNK_ELEMENTS:,}), got {options.chunk_elements:,}: each chunk costs a "
+            "Python loop step and a generator call, which below 1Mi elements outweigh the fill itself and "
+            "run past the time budget; try --chunk-elements 64Mi",
+        )
     if not options.time_budget_s > 0 or not math.isfinite(options.time_budget_s):
         raise UsageError("--time-budget", f"must be a positive number of seconds, got {options.time_budget_s}")
     if options.deadline_s is not None and not options.deadline_s > 0:

@@ -1,0 +1,272 @@
+"""Results and baseline files as they come: corrupt, hand-edited or hostile files are one line and exit 2.
+
+The property test takes real documents (written by dummyprof itself) and
+mutates them field by field; ``report`` and ``gate`` must answer 0 or 2 and
+never raise. The gate's measurement is replaced by a canned one, so each
+example costs milliseconds.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from dummyprof.cli.app import main
+from dummyprof.gate import runner
+from dummyprof.results.common import Environment
+from tests.conftest import CliResult
+
+Cli = Callable[..., CliResult]
+
+CONFIG = """
+[scenarios.tiny]
+command = "compare"
+counters = "all"
+ratios = [{ numerator = "unique.visits", denominator = "per-layer.visits", max = 1.0 }]
+timings = ["unique.time"]
+
+[scenarios.tiny.options]
+depth = 2
+hidden = 32
+strategies = ["per-layer", "unique"]
+repeat = 2
+warmup = 0
+device = "cpu"
+"""
+
+
+@pytest.fixture(scope="module")
+def documents(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """One real file of each kind, written by dummyprof."""
+    folder = tmp_path_factory.mktemp("docs")
+    config = folder / "dummyprof.toml"
+    config.write_text(CONFIG)
+    files = {name: folder / f"{name}.json" for name in ("inspect", "compare", "audit", "baseline", "gate", "engram")}
+    small = ("--depth", "2", "--hidden", "32", "-q")
+    assert main(["inspect", *small, "--json", str(files["inspect"])]) == 0
+    assert main(["compare", *small, "--repeat", "1", "--warmup", "0", "--json", str(files["compare"])]) == 0
+    assert main(["audit", *small, "--json", str(files["audit"])]) in (0, 1)
+    assert main(["engram", "--rows", "4096", "--dim", "64", "-q", "--json", str(files["engram"])]) == 0
+    assert main(["baseline", "--config", str(config), "--output", str(files["baseline"]), "-q"]) == 0
+    gate = ["gate", "--config", str(config), "--baseline", str(files["baseline"])]
+    assert main([*gate, "--json", str(files["gate"]), "-q"]) == 0
+    files["config"] = config
+    return files
+
+
+@pytest.fixture
+def canned_measurement(documents: dict[str, Path], monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The gate measures nothing: it gets the scenarios of the real baseline back."""
+    runs = list(runner.load_baseline(documents["baseline"]).values())
+    monkeypatch.setattr(runner, "measure_all", lambda *args, **kwargs: (copy.deepcopy(runs), Environment()))
+    yield
+
+
+# -- examples ---------------------------------------------------------------------------------------
+
+
+def _edit(path: Path, tmp_path: Path, change: Callable[[dict[str, Any]], None]) -> Path:
+    data = json.loads(path.read_text())
+    change(data)
+    out = tmp_path / "edited.json"
+    out.write_text(json.dumps(data))
+    return out
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"\x89PNG\r\n\x1a\n\x00\x00", "not UTF-8 text (binary or corrupt?) at byte 0"),
+        (b'{"schema_version": 1}', "$.command: None is not a dummyprof command"),
+        (b'{"schema_version": 1, "command": "compare"}', "$.compare: a 'compare' results file needs its 'compare'"),
+        (b'{"schema_version": 1, "command": "gate", "gate": null}', "$.gate: a 'gate' results file needs"),
+        (
+            b'{"schema_version": 1, "command": "inspect", "inspect": {"model": null}}',
+            "$.inspect.model: must not be null",
+        ),
+        (b'{"schema_version": 1, "command": "inspect", "inspect": {}, "summary": 1e999}', "$.summary: Infinity is not"),
+        (b'{"schema_version": 1, "command": "inspect", "inspect": {}, "x": ' + b"[" * 100_000, "nested more than"),
+        (b'{"schema_version": 1, "command": "inspect", "inspect": {}, "x": ' + b"[" * 200 + b"]" * 200 + b"}", "$.x"),
+        (b'{"schema_version": 1, "command": "compare", "compare": {"repeat": ' + b"9" * 30 + b"}}", "beyond int64"),
+        (
+            b'{"schema_version": 1, "command": "compare", "compare": {"repeat": ' + b"9" * 5000 + b"}}",
+            "not a dummyprof",
+        ),
+        (b'{"schema_version": true, "command": "compare", "compare": {}}', "schema_version True is not valid"),
+    ],
+)
+def test_corrupt_results_are_one_line_naming_the_file_and_field(
+    cli: Cli, tmp_path: Path, content: bytes, message: str
+) -> None:
+    path = tmp_path / "bad.json"
+    path.write_bytes(content)
+    for fmt in ("terminal", "json", "markdown"):
+        result = cli("report", str(path), "-f", fmt)
+        assert result.exit_code == 2
+        assert result.stderr.startswith(f"dummyprof: error: {path}: ") and message in result.stderr, result.stderr
+        assert result.stderr.count("\n") == 1
+
+
+def test_null_in_a_required_field_of_a_real_file(cli: Cli, documents: dict[str, Path], tmp_path: Path) -> None:
+    path = _edit(documents["compare"], tmp_path, lambda d: d["compare"]["strategies"][0].update(visits=None))
+    result = cli("report", str(path))
+    assert result.exit_code == 2
+    assert result.stderr == f"dummyprof: error: {path}: $.compare.strategies[0].visits: must not be null\n"
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ("NaN", "NaN is not a finite number"),
+        ("Infinity", "Infinity is not a finite number"),
+        ("-1", "value -1.0: a counter is a whole number >= 0"),
+        ("0.5", "value 0.5: a counter is a whole number >= 0"),
+    ],
+)
+def test_a_hand_edited_baseline_counter_is_rejected_naming_the_value(
+    cli: Cli, documents: dict[str, Path], tmp_path: Path, change: str, message: str
+) -> None:
+    text = documents["baseline"].read_text()
+    data = json.loads(text)
+    metric = data["gate"]["scenarios"][0]["metrics"]["unique.visits"]
+    marker = "123456789.0"
+    metric["value"] = float(marker)
+    edited = tmp_path / "baseline.json"
+    edited.write_text(json.dumps(data).replace(marker, change))
+    result = cli("gate", "--config", str(documents["config"]), "--baseline", str(edited))
+    assert result.exit_code == 2, result.stdout
+    assert result.stderr.startswith(f"dummyprof: error: {edited}: ") and message in result.stderr
+    assert "unique.visits" in result.stderr or "$.gate.scenarios[0].metrics" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (lambda m: m.update(value=0.0), "0.0 s: a time must be above 0"),
+        (lambda m: m["samples"].__setitem__(0, -0.5), "-0.5 s: a time must be above 0"),
+        (lambda m: m.update(samples=[]), "no samples"),
+        (lambda m: m.update(kind="timer"), "kind 'timer' is neither"),
+        (lambda m: m.update(medain=1.0), "unknown field 'medain'"),
+    ],
+)
+def test_a_hand_edited_baseline_time_is_rejected(
+    cli: Cli, documents: dict[str, Path], tmp_path: Path, edit: Callable[[dict[str, Any]], None], message: str
+) -> None:
+    path = _edit(documents["baseline"], tmp_path, lambda d: edit(d["gate"]["scenarios"][0]["metrics"]["unique.time"]))
+    result = cli("gate", "--config", str(documents["config"]), "--baseline", str(path))
+    assert result.exit_code == 2
+    assert result.stderr.startswith(f"dummyprof: error: {path}: ") and message in result.stderr, result.stderr
+
+
+# -- the property: any single-field mutation of a real file is exit 0 or 2, never a traceback ----------
+
+
+def _paths(value: Any, where: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
+    yield where
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield from _paths(item, (*where, key))
+    elif isinstance(value, list):
+        for i, item in enumerate(value[:3]):  # the first few elements stand for the rest
+            yield from _paths(item, (*where, i))
+
+
+REPLACEMENTS = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**70), max_value=2**70),
+    st.sampled_from([0, -1, 1, 2**63, 10**30]),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.sampled_from([0.0, -0.0, -1.0, 1e308, 5e-324]),
+    st.text(max_size=8),
+    st.sampled_from(["", "compare", "gate", "baseline", "time", "counter", "s", "bytes", "x", "pass", "regressed"]),
+    st.lists(st.integers(min_value=-3, max_value=3), max_size=3),
+    st.dictionaries(st.text(max_size=3), st.integers(), max_size=2),
+    st.just([[[[[[[[[[[]]]]]]]]]]]),
+)
+DELETE = object()
+
+
+def _mutated(data: Any, path: tuple[Any, ...], replacement: Any) -> Any:
+    if not path:
+        return replacement if replacement is not DELETE else {}
+    doc = copy.deepcopy(data)
+    parent = doc
+    for key in path[:-1]:
+        parent = parent[key]
+    if replacement is DELETE:
+        del parent[path[-1]]
+    else:
+        parent[path[-1]] = replacement
+    return doc
+
+
+MUTATION_SETTINGS = settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+
+
+def _mutations(kind: str) -> st.SearchStrategy[tuple[tuple[Any, ...], Any]]:
+    def for_document(paths: list[tuple[Any, ...]]) -> st.SearchStrategy[tuple[tuple[Any, ...], Any]]:
+        return st.tuples(st.sampled_from(paths), st.one_of(REPLACEMENTS, st.just(DELETE)))
+
+    return st.deferred(lambda: for_document(_PATHS[kind]))
+
+
+_PATHS: dict[str, list[tuple[Any, ...]]] = {}
+
+
+@pytest.fixture(scope="module")
+def paths(documents: dict[str, Path]) -> dict[str, list[tuple[Any, ...]]]:
+    for kind in ("inspect", "compare", "audit", "baseline", "gate", "engram"):
+        _PATHS[kind] = list(_paths(json.loads(documents[kind].read_text())))
+    return _PATHS
+
+
+def _write(tmp_path: Path, data: Any) -> Path:
+    out = tmp_path / "mutated.json"
+    out.write_text(json.dumps(data, allow_nan=True))  # NaN and Infinity on purpose: a hand edit can put them there
+    return out
+
+
+@pytest.mark.parametrize("kind", ["inspect", "compare", "audit", "engram", "gate", "baseline"])
+def test_report_on_a_mutated_real_file_is_exit_0_or_2(
+    cli: Cli, documents: dict[str, Path], paths: dict[str, Any], tmp_path: Path, kind: str
+) -> None:
+    original = json.loads(documents[kind].read_text())
+
+    @MUTATION_SETTINGS
+    @given(mutation=_mutations(kind), fmt=st.sampled_from(["terminal", "json", "markdown"]))
+    def check(mutation: tuple[tuple[Any, ...], Any], fmt: str) -> None:
+        path = _write(tmp_path, _mutated(original, *mutation))
+        result = cli("report", str(path), "-f", fmt)
+        assert result.exit_code in (0, 2), result.stderr
+        if result.exit_code == 2:
+            assert result.stderr.startswith("dummyprof: error: ") and result.stderr.count("\n") == 1
+
+    check()
+
+
+def test_gate_on_a_mutated_real_baseline_is_exit_0_2_or_3(
+    cli: Cli, documents: dict[str, Path], paths: dict[str, Any], tmp_path: Path, canned_measurement: None
+) -> None:
+    original = json.loads(documents["baseline"].read_text())
+
+    @MUTATION_SETTINGS
+    @given(mutation=_mutations("baseline"))
+    def check(mutation: tuple[tuple[Any, ...], Any]) -> None:
+        path = _write(tmp_path, _mutated(original, *mutation))
+        result = cli("gate", "--config", str(documents["config"]), "--baseline", str(path), "-q")
+        # 0 pass, 1 a (mutated) counter differs, 3 not comparable (a mutated fingerprint); never a traceback
+        assert result.exit_code in (0, 1, 2, 3), result.stderr
+        if result.exit_code == 2:
+            assert result.stderr.startswith("dummyprof: error: ") and result.stderr.count("\n") == 1
+
+    check()

@@ -16,7 +16,7 @@ from dummyprof.models import backings as host_memory
 from dummyprof.models.backings import Backing
 from dummyprof.models.engram import EngramSpec
 from dummyprof.reports.summary import summary_line
-from dummyprof.scenarios.engram.plan import Calibration, time_plan
+from dummyprof.scenarios.engram.plan import Calibration, plan_samples, time_plan
 from dummyprof.scenarios.engram.run import ALLOCATE, FIRST_TOUCH, EngramOptions, run
 
 ALL = list(METHODS.values())
@@ -153,6 +153,9 @@ def test_tiny_noisy_samples_project_nothing_faster_than_this_runs_floor() -> Non
         assert m.startup_interval is not None
         assert m.startup_interval.low <= (m.startup_seconds.value or 0) <= m.startup_interval.high
         assert m.startup_dominant in ("allocate", "first touch", "fill")
+    # one group here: on a noisy fake clock every method calibrates within 4x of the floor (memory-bound)
+    assert [(g.memory_bound, len(g.rows), g.rounds) for g in engram.sample_groups] == [(True, 4, 3)]
+    assert engram.sample_groups[0].methods == [m.name for m in engram.methods]
     touch = engram.phase("first touch")
     assert touch.projection is not None and touch.seconds.value
     best_touch = max(p.bytes_written / r for p in touch.samples for r in p.readings_s)
@@ -179,3 +182,23 @@ def test_engram_fills_the_models_declared_tables(monkeypatch: pytest.MonkeyPatch
     assert (constant.weight_min, constant.weight_max, constant.scale_values) == (0.5, 0.5, [126])
     scratch = engram.method("random-scratch").values  # the same tables, filled undeclared
     assert scratch is not None and scratch.weight_distinct > 10 and scratch.scale_values == [120]
+
+
+def test_memory_bound_methods_get_large_repeated_samples_and_random_ones_small() -> None:
+    """From the calibration: memset/constant up to 1 GiB of tables, 3 rounds; random methods what time allows."""
+    spec = EngramSpec(rows=2_000_000_000, dim=256)
+    # per row: memset and constant 30 ns (~9 GB/s), first touch 200 ns, random 8 µs (~0.03 GB/s)
+    cal = _calibration(1, memset=3e-8, constant=3e-8, random_convert=8e-6, random_scratch=8e-6, random_chunked=8e-6)
+    cal.seconds_per_row[FIRST_TOUCH] = 2e-7
+    options = EngramOptions(rows=spec.rows, dim=256, offload=True)
+    fits = {m.name: False for m in ALL}
+    plan = time_plan(spec, ALL, fits, cal, options, 40.0, 4 * 2**30, PAGEABLE)
+    plan_samples(spec, plan, ALL, cal.seconds_per_row, options, 40.0, 4 * 2**30, PAGEABLE)
+    fast, slow = plan.sample_groups
+    assert fast.memory_bound and {m.name for m in fast.methods} >= {"memset", "constant"}
+    assert set(fast.rounds.values()) == {3}
+    assert fast.rows[-1] * spec.row_bytes <= 2**30 < fast.rows[-1] * spec.row_bytes * 1.01  # ~1 GiB of tables
+    assert not slow.memory_bound
+    assert {m.name for m in slow.methods} == {"random-convert", "random-scratch", "random-chunked"}
+    assert slow.rows[-1] < fast.rows[0] and set(slow.rounds.values()) == {1}
+    assert plan.sample_rows == sorted(set(fast.rows) | set(slow.rows))

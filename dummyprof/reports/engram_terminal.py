@@ -10,6 +10,7 @@ from dummyprof.reports.engram_words import (
     generator_bound_line,
     interval_text,
     projection_how,
+    sample_group_note,
     startup_interval_text,
 )
 from dummyprof.reports.format import figure_bytes, format_bytes, format_seconds, timing_cell
@@ -268,6 +269,9 @@ def render_engram(results: Results, console: Console) -> None:
             "than this run's memset floor (first touch: nor than its own fastest sample)",
             style="dim",
         )
+    for group in result.sample_groups:
+        if group.rows:
+            console.print(f"note: {sample_group_note(group, result.layout.part_rows)}", style="dim")
     for note in result.plan_notes:
         console.print(f"note: {note}", style="dim")
     if result.run_peak_rss_bytes is not None:

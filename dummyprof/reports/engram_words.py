@@ -8,7 +8,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from dummyprof.reports.format import GENERATOR_BOUND_WHY
-from dummyprof.results.engram import FALLBACK_FLAT, FALLBACK_POOR_FIT, Interval, MethodResult, TimeProjection
+from dummyprof.results.engram import (
+    FALLBACK_FLAT,
+    FALLBACK_POOR_FIT,
+    Interval,
+    MethodResult,
+    SampleGroupInfo,
+    TimeProjection,
+)
 from dummyprof.units import format_bytes, format_seconds
 
 
@@ -62,3 +69,13 @@ def generator_bound_line(methods: Sequence[MethodResult], floor: str) -> str | N
         f"{m.name} {m.percent_of_floor.value:.1f}%" for m in flagged if m.percent_of_floor.value is not None
     )
     return f"{shares} of {floor}: {GENERATOR_BOUND_WHY}"
+
+
+def sample_group_note(group: SampleGroupInfo, part_rows: int) -> str:
+    kind = "memory-bound" if group.memory_bound else "generator-bound"
+    rounds = f", {group.rounds} readings each" if group.rounds > 1 else ""
+    return (
+        f"{kind} methods ({', '.join(group.methods)}) projected from {len(group.rows)} sample sizes of "
+        f"{group.rows[0]:,} to {group.rows[-1]:,} rows per table{rounds} "
+        f"({part_rows / group.rows[-1]:,.0f}x extrapolation to {part_rows:,} rows)"
+    )

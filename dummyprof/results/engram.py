@@ -195,6 +195,16 @@ class MethodResult:
 
 
 @dataclass
+class SampleGroupInfo:
+    """Methods projected from the same sample sizes: memory-bound ones large and repeated, generator-bound small."""
+
+    memory_bound: bool = True
+    methods: list[str] = field(default_factory=list)
+    rows: list[int] = field(default_factory=list)  # per table, smallest first
+    rounds: int = 1  # readings per method at each size (median kept)
+
+
+@dataclass
 class EngramResult:
     layout: EngramLayout = field(default_factory=EngramLayout)
     backing: BackingInfo = field(default_factory=BackingInfo)
@@ -209,6 +219,7 @@ class EngramResult:
     run_peak_rss_bytes: int | None = None  # worst peak RSS seen in any measured step of this run
     gpu: MemoryUse = field(default_factory=MemoryUse)
     plan_notes: list[str] = field(default_factory=list)
+    sample_groups: list[SampleGroupInfo] = field(default_factory=list)  # empty when nothing was projected
 
     def method(self, name: str) -> MethodResult:
         for m in self.methods:

@@ -33,6 +33,7 @@ from dummyprof.results.engram import (
     Interval,
     MethodResult,
     PhaseResult,
+    SampleGroupInfo,
     SamplePoint,
     ValueStats,
 )
@@ -301,13 +302,15 @@ def measure_samples(
             fitted = project(entry.memory_fit, entry.needed_bytes)
             entry.peak_rss_bytes = Figure(base_rss + max(fitted, entry.needed_bytes), projected=True)
     project_samples(result, sampled, phase_points)
-    for group in plan.sample_groups:
-        kind = "memory-bound" if group.memory_bound else "generator-bound"
-        result.plan_notes.append(
-            f"{kind} methods ({', '.join(m.name for m in group.methods)}) projected from {len(group.rows)} sample "
-            f"sizes of {group.rows[0]:,} to {group.rows[-1]:,} rows per table "
-            f"({result.layout.part_rows / group.rows[-1]:,.0f}x extrapolation to {result.layout.part_rows:,} rows)"
+    result.sample_groups = [
+        SampleGroupInfo(
+            group.memory_bound,
+            [m.name for m in group.methods],
+            list(group.rows),
+            max(group.rounds.values(), default=1),
         )
+        for group in plan.sample_groups
+    ]
 
 
 def _samples(points: Sequence[SamplePoint]) -> list[Sample]:

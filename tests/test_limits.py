@@ -185,7 +185,7 @@ def test_a_loader_that_calls_sys_exit_is_an_error_naming_loader(cli: Cli, tmp_pa
 
 
 def test_a_max_memory_too_small_is_reported_under_max_memory(cli: Cli) -> None:
-    result = cli("compare", "--max-memory", "1B", "--depth", "2", "--hidden", "32", "--device", "cpu")
+    result = cli("audit", "--max-memory", "1B", "--depth", "2", "--hidden", "32", "--device", "cpu")
     assert result.exit_code == 2
     assert result.stderr.startswith("dummyprof: error: --max-memory: synthetic tree")
     assert "raise --max-memory to" in result.stderr
@@ -195,7 +195,7 @@ def test_a_max_memory_beyond_the_machine_never_says_raise_it(cli: Cli, monkeypat
     from dummyprof.measure import budget
 
     monkeypatch.setattr(budget, "available_memory_bytes", lambda: 1 << 20)  # a 1 MiB machine
-    result = cli("compare", "--max-memory", "1TiB", "--depth", "2", "--hidden", "256", "--device", "cpu")
+    result = cli("audit", "--max-memory", "1TiB", "--depth", "2", "--hidden", "256", "--device", "cpu")
     assert result.exit_code == 2
     assert result.stderr.startswith("dummyprof: error: --hidden: ")
     assert "--max-memory 1.00 TiB cannot help, only 1.00 MiB is free here" in result.stderr

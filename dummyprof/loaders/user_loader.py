@@ -15,7 +15,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from dummyprof.errors import user_code_error
+from dummyprof.errors import UsageError, user_code_error
 from dummyprof.loaders.strategies import Strategy
 from dummyprof.usercode import callable_name, resolve_callable
 

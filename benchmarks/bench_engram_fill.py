@@ -91,7 +91,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--backing", default="pageable", help="pinned, pageable, hugepages or shm")
     parser.add_argument("--time-budget", type=float, default=600.0, help="large: measure everything in full")
-    parser.add_argument("--bf16", default="0", help="size of a bfloat16 table to compare on too, e.g. 512MiB")
+    parser.add_argument("--bf16", default=None, help="size of a bfloat16 table to compare on too, e.g. 512MiB")
     parser.add_argument("--alone", action="store_true", help="also random-fast's rate per core, one worker")
     args = parser.parse_args()
     threads = torch.get_num_threads()
@@ -149,10 +149,9 @@ def main() -> None:
                 f"random-fast values: {v.weight_distinct} distinct, {v.weight_zero_share:.1%} zeros, "
                 f"min {v.weight_min}, max {v.weight_max}, scale bytes {v.scale_values}"
             )
-    bf16_bytes = parse_bytes("--bf16", args.bf16)
-    if bf16_bytes:
+    if args.bf16 is not None:
         print()
-        bf16_side_by_side(bf16_bytes, args.repeat)
+        bf16_side_by_side(parse_bytes("--bf16", args.bf16), args.repeat)
     if args.alone:
         print()
         throughput_alone(min(lay.table_bytes_per_rank, 256 << 20))

@@ -85,7 +85,7 @@ def strategy_table(result: CompareResult) -> Table:
     if result.floor is not None and result.floor.bytes_per_s:
         table.caption = (
             f"% of memset: rate over this run's memset floor ({result.floor.bytes_per_s / 1e9:.2f} GB/s: "
-            f"{format_bytes(result.floor.bytes_written)} of fresh storages zeroed once, same rounds)"
+            f"{format_bytes(result.floor.bytes_written)} of fresh storages zeroed once, fastest of the same rounds)"
         )
     return table
 

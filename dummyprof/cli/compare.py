@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
@@ -27,8 +28,13 @@ from dummyprof.cli.output import (
     emit,
     json_to_stdout,
     progress_bar,
+    reporter,
     user_stdout_to_stderr,
 )
+from dummyprof.results.outputs import Output
+
+if TYPE_CHECKING:
+    from dummyprof.results.session import Results
 from dummyprof.units import parse_bytes, parse_int, parse_seconds
 
 HELP = """\
@@ -105,6 +111,15 @@ def compare(
     loader: LoaderOpt = None,
     loader_arg: LoaderArgOpt = None,
     json_path: Annotated[Optional[Path], typer.Option("--json", metavar="PATH", help=JSON_HELP)] = None,  # noqa: UP045
+    export: Annotated[
+        Optional[tuple[str, Path]],  # noqa: UP045
+        typer.Option(
+            "--export",
+            metavar="FORMAT PATH",
+            help="Also write the results in another format, e.g. --export pytorch-benchmark startup.json "
+            "(PyTorch OSS benchmark-database records, one per metric) or --export markdown summary.md.",
+        ),
+    ] = None,
     force: Annotated[bool, typer.Option("--force", help=FORCE_HELP)] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help=QUIET_HELP)] = False,
 ) -> int:
@@ -126,9 +141,18 @@ def compare(
         time_budget=parse_seconds("--time-budget", time_budget),
         loader_args=parse_args_flag(loader_arg, "--loader-arg"),
     )
-    check_outputs({"--json": json_path}, force=force, inputs=code_files(model, loader))
+    reports: list[tuple[Output, Callable[[Results], str]]] = []
+    if export is not None:
+        from dummyprof.reports.registry import get_reporter
+
+        export_format, export_path = export
+        get_reporter(export_format, "compare", flag="--export")  # an unknown format fails before measuring
+        reports.append((Output("--export", export_path), reporter(export_format, flag="--export")))
+    outputs = {"--json": json_path, "--export": export[1] if export is not None else None}
+    check_outputs(outputs, force=force, inputs=code_files(model, loader))
     from dummyprof.scenarios.compare import run as scenario
 
     with progress_bar(not quiet, "compare") as progress, user_stdout_to_stderr(json_to_stdout(json_path)):
         results = scenario.run(options, progress=progress)
-    return EXIT_NOT_WRITTEN if emit(results, json_path=json_path, quiet=quiet, force=force) else 0
+    failures = emit(results, json_path=json_path, quiet=quiet, force=force, reports=reports)
+    return EXIT_NOT_WRITTEN if failures else 0

@@ -37,7 +37,7 @@ class CalibrationClass:
     fit: LinearFit = field(default_factory=LinearFit)  # seconds vs bytes, median per size
     fit_low: LinearFit = field(default_factory=LinearFit)  # fastest trial per size
     fit_high: LinearFit = field(default_factory=LinearFit)  # slowest trial per size
-    rss_growth_per_byte: float | None = None  # page first-touch, measured on the largest size
+    rss_growth_per_byte: float | None = None  # page first-touch, measured on the first large (probe) fill
 
 
 @dataclass

@@ -43,7 +43,7 @@ from dummyprof.results.compare import (
 from dummyprof.results.engram import LinearFit
 
 META = torch.device("meta")
-CALIBRATION_SHARE = 0.2  # of the time budget, for all calibration fills together
+CALIBRATION_SHARE = 0.15  # of the time budget, for all calibration fills together
 QUICK_BYTES = 1 << 30  # measured rounds writing less than this in all are not worth predicting
 SIZE_POINTS = 4  # calibration sizes s, 2s, 3s, 4s
 TRIALS = 3
@@ -151,7 +151,10 @@ def calibrate(
         small = sorted(_timed_fill(key, local_name, SMALL_ELEMENTS, device, clock) for _ in range(SMALL_CALLS))
         # The probe is big enough to leave the caches, as the model's large tensors do.
         probe_bytes = max(MIN_STEP, min(PROBE_BYTES, largest))
+        before = rss_bytes()
         probe = _timed_fill(key, local_name, probe_bytes // element, device, clock)
+        # First touch of fresh pages, measured on the probe (the first large allocation of the class).
+        growth = (rss_bytes() - before) / probe_bytes if device.type == "cpu" else None
         rate = probe_bytes / max(probe, 1e-9)
         units = SIZE_POINTS * (SIZE_POINTS + 1) // 2 * TRIALS
         step = int(min(MAX_STEP, max(MIN_STEP, share * rate / units), max(MIN_STEP, largest // SIZE_POINTS)))
@@ -166,11 +169,6 @@ def calibrate(
                 samples[i].append(_timed_fill(key, local_name, n // element, device, clock))
         kept = [i for i, trials in enumerate(samples) if trials]
         sizes, samples = [sizes[i] for i in kept], [samples[i] for i in kept]
-        before = rss_bytes()
-        tensor = _fresh(sizes[-1] // element, key, device)
-        planned_initializer(key.initializer)(tensor, local_name)
-        growth = (rss_bytes() - before) / sizes[-1] if device.type == "cpu" else None
-        del tensor
         out.append(
             CalibrationClass(
                 initializer=key.initializer,

@@ -14,7 +14,7 @@ HELP = """\
 Render a saved results file (from --json) with any reporter. Needs no torch.
 
 Formats: terminal (default), json, markdown; gate results also junit and
-benchmark-json. --format with an unknown name lists every registered one.
+benchmark-json; compare results also pytorch-benchmark. --format with an unknown name lists every registered one.
 
 Example: dummyprof report results.json --format markdown --output summary.md
 """
@@ -27,7 +27,8 @@ def register(app: typer.Typer) -> None:
 def report(
     path: Annotated[Path, typer.Argument(metavar="RESULTS.json", help="A file written by --json.")],
     format: Annotated[
-        str, typer.Option("--format", "-f", help="terminal, json, markdown, junit or benchmark-json.")
+        str,
+        typer.Option("--format", "-f", help="terminal, json, markdown, junit, benchmark-json or pytorch-benchmark."),
     ] = "terminal",
     output: Annotated[
         Optional[Path],  # noqa: UP045

@@ -127,4 +127,4 @@ def test_compare_preset_torch_transformer(cli: Cli) -> None:
     )
     assert outcome.exit_code == 0, outcome.stderr
     assert "preset torch-transformer" in outcome.stdout
-    assert "deepest tensors (depth 5) visited legacy 6x, per-layer 1x, unique 1x" in outcome.stdout
+    assert "Most revisited tensors" in outcome.stdout

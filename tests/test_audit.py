@@ -271,3 +271,27 @@ def test_untraced_writes_count_and_are_noted() -> None:
     # numpy writes count, so the only failures are the persistent buffers it does not touch
     failing = sorted((f.kind, f.tensor) for f in result.failing)
     assert failing == [("missed", "block.inner.running_mean"), ("missed", "block.running_mean")]
+
+
+@pytest.mark.parametrize("loader", ["skip_biases", "fill_nothing"])
+def test_a_loader_alone_is_checked_against_vllms_fill(cli: Cli, loader: str) -> None:
+    """With only --loader there is no other filler: vLLM's per-layer fill is the reference."""
+    from dummyprof.testing import assert_each_tensor_filled_once
+    from tests.fixtures import loaders as fixture_loaders
+
+    with pytest.raises(AssertionError):
+        assert_each_tensor_filled_once(models.build, getattr(fixture_loaders, loader))
+    result = audit(model=f"{M}:build", strategies=[], loaders=[f"{L}:{loader}"])
+    missed = sorted(f.tensor for f in result.failing if f.kind == "missed")
+    biases = ["block.inner.norm.bias", "block.inner.proj.bias", "block.norm.bias", "block.proj.bias"]
+    if loader == "skip_biases":
+        assert missed == biases
+    else:
+        assert len(missed) == 11 and set(biases) < set(missed)  # every float tensor; position_ids are int64
+    assert all(f.fillers == [loader] for f in result.failing)
+    assert not any(f.kind == "untouched" and "bias" in f.tensor for f in result.findings)
+    outcome = cli("audit", "--model", f"{M}:build", "--loader", f"{L}:{loader}")
+    assert outcome.exit_code == 1, outcome.stdout
+    assert "written by vLLM's per-layer fill but not by" in outcome.stdout.replace("\n", " ")
+    ignored = cli("audit", "--model", f"{M}:build", "--loader", f"{L}:{loader}", "--ignore", "missed")
+    assert ignored.exit_code == 0, ignored.stdout

@@ -27,9 +27,14 @@ def old(name: str) -> dict[str, Any]:
     return data
 
 
+# Lines whose words changed on purpose since schema 1: compare's fits 80 columns (issue #13).
+REWORDED = {"compare.json": "median fill: legacy 993 µs, per-layer 356 µs (2.8x), unique 192 µs (5.2x)"}
+
+
 @pytest.mark.parametrize("path", FILES, ids=[f.stem for f in FILES])
 def test_a_schema_1_file_loads_and_its_words_come_back_from_the_data(path: Path) -> None:
     data = old(path.name)
+    data["summary"] = REWORDED.get(path.name, data["summary"])
     results = load_results(path)
     assert results.schema_version == SCHEMA_VERSION == 2
     assert summary_line(results) == data["summary"]  # the same line, now written by the reporter

@@ -54,6 +54,15 @@ RULE_UNIFORM_VIA_FP16 = "uniform-via-fp16"  # uniform_ into an fp16 temporary, c
 RULE_RANDOM_FAST = "random-fast"  # masked random words at memory speed (the fast initializer)
 
 
+def vllm_fills(tensor: torch.Tensor, local_name: str) -> bool:
+    """Whether vLLM's per-layer dummy fill writes this tensor's bytes (integer indices and meta tensors: no).
+
+    The reference for ``audit`` and ``dummyprof.testing``: a persistent tensor for which this holds
+    must be written by any dummy loader.
+    """
+    return tensor.device.type != "meta" and V033Initializer().plan(tensor, local_name)[0] != RULE_SKIP
+
+
 @dataclass(frozen=True)
 class V033Initializer:
     """vLLM 0.33 ``initialize_single_dummy_weight``: first matching rule wins."""

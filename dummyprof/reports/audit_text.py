@@ -21,7 +21,9 @@ def untouched_names(f: Finding) -> str:
 
 SENTENCES: dict[str, Callable[[Finding], str]] = {
     "missed": lambda f: (
-        f"{f.tensor} ({f.dtype}) is written by {', '.join(f.written_by)} but not by {', '.join(f.fillers)}"
+        # No filler wrote it: vLLM's per-layer fill is the reference (a lone --loader that skips a tensor).
+        f"{f.tensor} ({f.dtype}) is written by {', '.join(f.written_by) or 'vLLM' + chr(39) + 's per-layer fill'} "
+        f"but not by {', '.join(f.fillers)}"
     ),
     "repeated": lambda f: f"{_filler(f)} writes {f.tensor} {f.count} times",
     "values-differ": lambda f: (

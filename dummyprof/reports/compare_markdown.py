@@ -5,6 +5,7 @@ from __future__ import annotations
 from dummyprof.reports.compare_sizing import size_lines
 from dummyprof.reports.format import figure_bytes, format_bytes, format_seconds, rate, timing_cell
 from dummyprof.reports.markdown_table import md_table
+from dummyprof.reports.noise_words import interval_cell, noise_lines, speedup_cell, spread_cell
 from dummyprof.results.session import Results
 
 
@@ -22,7 +23,6 @@ def compare_markdown(results: Results) -> list[str]:
     projected = result.size.mode == "projected"
     rows = []
     for s in result.strategies:
-        speedup = result.speedup(s.name)
         p = s.projection
         if projected and p is not None:
             time = f"projected {format_seconds(p.seconds)} [{format_seconds(p.low_s)}–{format_seconds(p.high_s)}]"
@@ -33,7 +33,9 @@ def compare_markdown(results: Results) -> list[str]:
             [
                 s.name,
                 time,
-                f"{speedup:.2f}x" if speedup is not None else "n/a",
+                spread_cell(s.timing),
+                speedup_cell(result, s.name),
+                interval_cell(result, s.name),
                 f"{s.visits:,}",
                 f"{s.redundant_visits:,}",
                 str(s.max_visits),
@@ -47,7 +49,9 @@ def compare_markdown(results: Results) -> list[str]:
         [
             "strategy",
             "time median [min–max]",
+            "CV",
             f"speedup vs {result.baseline_strategy}",
+            "95% interval",
             "visits",
             "redundant",
             "max visits/tensor",
@@ -57,6 +61,9 @@ def compare_markdown(results: Results) -> list[str]:
             "GPU used",
         ],
         rows,
-        align_right=range(1, 10),
+        align_right=range(1, 12),
     )
+    warnings = noise_lines(result)
+    if warnings:
+        lines += ["", *[f"> {line}" for line in warnings]]
     return lines

@@ -4,17 +4,39 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from rich import box
 from rich.console import Console
 from rich.table import Table
 
 from dummyprof.reports.compare_sizing import calibration_line, calibration_table, projection_table, size_lines
-from dummyprof.reports.format import GENERATOR_BOUND_WHY, figure_bytes, format_bytes, format_seconds, rate, timing_cell
+from dummyprof.reports.format import (
+    GENERATOR_BOUND_WHY,
+    figure_bytes,
+    format_bytes,
+    format_seconds,
+    range_cell,
+    rate,
+    short_dtype,
+)
+from dummyprof.reports.noise_words import interval_cell, noise_lines, speedup_cell, spread_cell
 from dummyprof.results.common import Figure
 from dummyprof.results.compare import CompareResult, StrategyResult
 from dummyprof.results.session import Results
 
 TOP_TENSORS = 10
 NAME_WIDTH = 48
+
+
+def _table(title: str, **kwargs: object) -> Table:
+    """Tables sized for 80 columns: no outer edge, short headers; a cell that must wrap folds (never '…')."""
+    return Table(
+        title=title,
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        show_edge=False,
+        collapse_padding=True,
+        **kwargs,  # type: ignore[arg-type]
+    )
 
 
 def short_name(name: str, width: int = NAME_WIDTH) -> str:
@@ -35,11 +57,16 @@ def short_name(name: str, width: int = NAME_WIDTH) -> str:
     return folded if len(folded) <= width else "…" + folded[-(width - 1) :]
 
 
+def _numbers(table: Table, *headers: str) -> None:
+    for header in headers:
+        table.add_column(header, justify="right", no_wrap=True)
+
+
 def scenario_table(result: CompareResult) -> Table:
     model = result.model
-    table = Table(title="Scenario", show_header=False, title_justify="left")
-    table.add_column("what", style="bold")
-    table.add_column("value")
+    table = _table("Scenario", show_header=False)
+    table.add_column("what", style="bold", no_wrap=True)
+    table.add_column("value", overflow="fold")
     table.add_row("model", model.description or model.source)
     for key in ("depth", "width", "hidden", "dtype"):
         if key in model.options:
@@ -56,25 +83,33 @@ def scenario_table(result: CompareResult) -> Table:
 
 
 def strategy_table(result: CompareResult) -> Table:
-    table = Table(title="Strategies", title_justify="left")
-    table.add_column("strategy", style="bold")
-    table.add_column("init")
-    table.add_column("time median [min–max]", justify="right")
-    table.add_column(f"speedup vs {result.baseline_strategy}", justify="right")
-    table.add_column("visits", justify="right")
-    table.add_column("redundant", justify="right")
-    table.add_column("max visits/tensor", justify="right")
-    table.add_column("bytes written", justify="right")
-    table.add_column("rate", justify="right")
-    table.add_column("% of memset", justify="right")
+    """Times: median, spread, range, speedup and its interval (about 75 columns)."""
+    table = _table(f"Strategies: time (speedup vs {result.baseline_strategy}, 95% bootstrap interval)")
+    table.add_column("strategy", style="bold", overflow="fold")
+    _numbers(table, "median", "CV", "min–max", "speedup", "interval")
     for s in result.strategies:
-        speedup = result.speedup(s.name)
+        table.add_row(
+            s.name,
+            format_seconds(s.timing.median),
+            spread_cell(s.timing),
+            range_cell(s.timing),
+            speedup_cell(result, s.name),
+            interval_cell(result, s.name),
+        )
+    return table
+
+
+def work_table(result: CompareResult) -> Table:
+    """What each strategy did: visits, bytes, rate against this run's memset floor (about 75 columns)."""
+    table = _table("Strategies: work")
+    table.add_column("strategy", style="bold", overflow="fold")
+    table.add_column("init", no_wrap=True)
+    _numbers(table, "visits", "redund.", "max/t", "written", "rate", "%memset")
+    for s in result.strategies:
         redundant = f"[red]{s.redundant_visits:,}[/]" if s.redundant_visits else "0"
         table.add_row(
             s.name,
             s.initializer,
-            timing_cell(s.timing),
-            f"{speedup:.2f}x" if speedup is not None else "n/a",
             f"{s.visits:,}",
             redundant,
             str(s.max_visits),
@@ -82,11 +117,14 @@ def strategy_table(result: CompareResult) -> Table:
             rate(s.bytes_written, s.timing.median),
             floor_share_cell(result, s.name),
         )
+    notes = ["redund.: visits beyond the first; max/t: most visits of one tensor"]
     if result.floor is not None and result.floor.bytes_per_s:
-        table.caption = (
-            f"% of memset: rate over this run's memset floor ({result.floor.bytes_per_s / 1e9:.2f} GB/s: "
+        notes.append(
+            f"%memset: rate over this run's memset floor ({result.floor.bytes_per_s / 1e9:.2f} GB/s: "
             f"{format_bytes(result.floor.bytes_written)} of fresh storages zeroed once, fastest of the same rounds)"
         )
+    table.caption = "; ".join(notes)
+    table.caption_justify = "left"
     return table
 
 
@@ -99,21 +137,19 @@ def top_tensor_table(result: CompareResult, limit: int = TOP_TENSORS) -> Table |
     ranked = [(k, t) for k, t in ranked if any(t.redundant(n) for n in names)][:limit]
     if not ranked:
         return None
-    table = Table(title=f"Most revisited tensors (top {len(ranked)})", title_justify="left")
-    table.add_column("tensor", no_wrap=True)
-    table.add_column("depth", justify="right")
-    table.add_column("dtype")
-    table.add_column("bytes", justify="right")
-    for n in names:
-        table.add_column(f"{n} visits", justify="right")
+    table = _table(f"Most revisited tensors (top {len(ranked)}; visits per strategy)")
+    table.add_column("tensor", overflow="fold")  # a long name folds onto the next line, never cut
+    _numbers(table, "depth")
+    table.add_column("dtype", no_wrap=True)
+    _numbers(table, "bytes", *names)
     for key, t in ranked:
-        label = short_name(key)
+        label = short_name(key, width=10_000)  # fold repeats; the column folds what is still long
         if len(t.names) > 1:
             label += f" (+{len(t.names) - 1} name{'s' if len(t.names) > 2 else ''})"
         table.add_row(
             label,
             str(t.depth),
-            t.dtype,
+            short_dtype(t.dtype),
             format_bytes(t.nbytes),
             *[(f"[red]{t.visits.get(n, 0)}[/]" if t.visits.get(n, 0) > 1 else str(t.visits.get(n, 0))) for n in names],
         )
@@ -142,14 +178,11 @@ def memory_table(result: CompareResult) -> tuple[Table, list[str]]:
             shown.append((title, get))
         else:
             missing.append(f"{title}: unavailable: {reason}")
-    table = Table(title="Memory (worst measured round)", title_justify="left")
-    table.add_column("strategy", style="bold")
-    table.add_column("RSS before", justify="right")
-    table.add_column("RSS peak", justify="right")
-    table.add_column("growth during fill", justify="right")
-    table.add_column("largest scratch", justify="right")
+    table = _table("Memory (worst measured round; growth: during the fill; scratch: largest temporary)")
+    table.add_column("strategy", style="bold", overflow="fold")
+    _numbers(table, "RSS before", "RSS peak", "growth", "scratch")
     for title, _ in shown:
-        table.add_column(title, justify="right")
+        table.add_column(title, justify="right", overflow="fold")  # at most three; each wraps on its words
     for s in result.strategies:
         m = s.memory
         table.add_row(
@@ -201,6 +234,9 @@ def render_compare(results: Results, console: Console) -> None:
         console.print(projection_table(result, measured=False))
     else:
         console.print(strategy_table(result))
+        for line in noise_lines(result):
+            console.print(line, style="yellow")
+        console.print(work_table(result))
     top = top_tensor_table(result)
     if top is not None:
         console.print(top)

@@ -5,7 +5,45 @@ from __future__ import annotations
 from dummyprof.results.common import Figure, Timing
 from dummyprof.units import format_bytes, format_seconds
 
-__all__ = ["GENERATOR_BOUND_WHY", "figure_bytes", "format_bytes", "format_seconds", "rate", "timing_cell"]
+__all__ = [
+    "GENERATOR_BOUND_WHY",
+    "figure_bytes",
+    "format_bytes",
+    "format_seconds",
+    "range_cell",
+    "rate",
+    "short_dtype",
+    "timing_cell",
+]
+
+# Short dtype names for narrow tables (the JSON keeps torch's names).
+DTYPE_ABBREVIATIONS = {
+    "float64": "f64",
+    "float32": "f32",
+    "bfloat16": "bf16",
+    "float16": "f16",
+    "float8_e4m3fn": "fp8e4m3",
+    "float8_e4m3fnuz": "fp8e4m3uz",
+    "float8_e5m2": "fp8e5m2",
+    "float8_e5m2fnuz": "fp8e5m2uz",
+    "float8_e8m0fnu": "fp8e8m0",
+    "float4_e2m1fn_x2": "fp4x2",
+    "uint8": "u8",
+    "int8": "i8",
+    "int16": "i16",
+    "int32": "i32",
+    "int64": "i64",
+    "uint16": "u16",
+    "uint32": "u32",
+    "uint64": "u64",
+    "complex64": "c64",
+    "complex128": "c128",
+}
+
+
+def short_dtype(name: str) -> str:
+    """``float8_e4m3fn`` -> ``fp8e4m3``; names without an abbreviation pass unchanged."""
+    return DTYPE_ABBREVIATIONS.get(name.removeprefix("torch."), name.removeprefix("torch."))
 
 
 # Why a fill far under the memset floor is slow (the roofline line of compare and engram).
@@ -28,6 +66,13 @@ def timing_cell(timing: Timing) -> str:
     if len(timing.samples_s) == 1:
         return format_seconds(timing.median)
     return f"{format_seconds(timing.median)} [{format_seconds(timing.min)}–{format_seconds(timing.max)}]"
+
+
+def range_cell(timing: Timing) -> str:
+    """min–max of the samples; '' for a single sample."""
+    if len(timing.samples_s) < 2:
+        return ""
+    return f"{format_seconds(timing.min)}–{format_seconds(timing.max)}"
 
 
 def rate(bytes_: int | float, seconds: float | None) -> str:

@@ -15,19 +15,16 @@ from dummyprof.units import format_bytes, format_seconds
 
 
 def compare_summary(result: CompareResult) -> str:
+    """One line that fits 80 columns for the default three strategies (``-q``); the tables hold the rest."""
     parts = []
     for s in result.strategies:
         text = f"{s.name} {format_seconds(s.seconds)}"
         speedup = result.speedup(s.name)
         if s.name != result.baseline_strategy and speedup is not None:
-            text += f" ({speedup:.1f}x vs {result.baseline_strategy})"
+            text += f" ({speedup:.1f}x)"  # over the first strategy, the baseline
         parts.append(text)
-    deepest = max(result.tensors.values(), key=lambda t: t.depth, default=None)
-    tail = ""
-    if deepest is not None:
-        counts = ", ".join(f"{name} {deepest.visits.get(name, 0)}x" for name in (s.name for s in result.strategies))
-        tail = f"; deepest tensors (depth {deepest.depth}) visited {counts}"
-    head = "projected full-size fill time (exact counts): " if result.size.mode == "projected" else "median fill time: "
+    tail = " (nothing to fill: no speedup)" if result.nothing_to_fill else ""
+    head = "projected fill (exact counts): " if result.size.mode == "projected" else "median fill: "
     return head + ", ".join(parts) + tail
 
 

@@ -8,7 +8,7 @@ from dummyprof.results.compare import ModelSummary
 
 # Kinds of finding; each fails the audit (exit 1) unless ignored with --ignore.
 FINDING_KINDS: dict[str, str] = {
-    "missed": "a tensor one filler writes and another leaves untouched",
+    "missed": "a tensor vLLM's per-layer fill writes (or another filler writes) that a filler leaves untouched",
     "repeated": "a tensor written more than once by one filler",
     "values-differ": "two fillers with the same initializer leave different bytes",
     "non-persistent-written": "a non-persistent buffer (computed at construction) overwritten",
@@ -19,7 +19,7 @@ FINDING_KINDS: dict[str, str] = {
 # Informational kinds: reported, never fail the audit.
 INFO_KINDS: dict[str, str] = {
     "shared-storage": "tied parameters or aliased views: several names, one storage",
-    "untouched": "written by no filler (integer indices, meta tensors...)",
+    "untouched": "written by no filler and not by vLLM's fill either (integer indices, meta tensors...)",
     "persistence": "_non_persistent_buffers_set and state_dict() disagree, or one is missing",
     "untraced-write": "bytes changed with no operator writing them (numpy view, raw pointer): counted as one write",
 }
@@ -80,6 +80,7 @@ class AuditTensor:
     bytes_written: dict[str, int] = field(default_factory=dict)
     ops: dict[str, list[str]] = field(default_factory=dict)
     digests: dict[str, str] = field(default_factory=dict)  # blake2b of the final bytes, written tensors only
+    vllm_fills: bool = False  # persistent, and vLLM's per-layer fill writes it: every filler must (older files: False)
 
 
 @dataclass

@@ -62,6 +62,26 @@ class Timing:
     def max(self) -> float | None:
         return max(self.samples_s) if self.samples_s else None
 
+    @property
+    def cv(self) -> float | None:
+        """Coefficient of variation (sample standard deviation over mean); None under two samples."""
+        if len(self.samples_s) < 2:
+            return None
+        mean = statistics.fmean(self.samples_s)
+        return statistics.stdev(self.samples_s) / mean if mean > 0 else None
+
+
+@dataclass
+class NoiseWarning:
+    """A reason not to trust a timing as it stands (codes in ``measure/noise.py``; reporters say why)."""
+
+    code: str = ""
+    subject: str = ""  # the strategy (or method) it concerns
+    count: int = 0  # how many samples
+    value: float | None = None  # first-round-slow: its time over the median; outliers: median with / without them
+    low: float | None = None  # speedup-uncertain: the interval
+    high: float | None = None
+
 
 @dataclass
 class MemoryUse:

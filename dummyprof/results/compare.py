@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from dummyprof.results.common import MemoryUse, Timing
+from dummyprof.results.common import MemoryUse, NoiseWarning, Timing
 from dummyprof.results.engram import LinearFit
 
 
@@ -84,6 +84,7 @@ class StrategyResult:
     peak_scratch_bytes: int = 0
     memory: MemoryUse = field(default_factory=MemoryUse)
     recording_overhead_s: float | None = None
+    speedup_interval: list[float] = field(default_factory=list)  # 95% bootstrap [low, high]; empty when unknown
     projection: Projection | None = None  # set when the model was too big (or slow) to fill here
 
     @property
@@ -148,6 +149,12 @@ class CompareResult:
     floor: FloorResult | None = None  # None in files written before the floor was measured
     counts: str = "recorded"  # recorded (real fills) | exact-meta (counting pass on the meta model)
     size: SizeDecision = field(default_factory=SizeDecision)
+    noise: list[NoiseWarning] = field(default_factory=list)  # cold starts, outliers, uncertain speedups
+
+    @property
+    def nothing_to_fill(self) -> bool:
+        """The model holds no bytes and no strategy wrote any (no tensors, or only meta ones): no speedup to form."""
+        return bool(self.strategies) and self.model.bytes == 0 and all(s.bytes_written == 0 for s in self.strategies)
 
     def share_of_floor(self, name: str) -> float | None:
         """A strategy's rate (bytes it wrote over its median time) over the floor's rate; None when unknown."""
@@ -166,7 +173,9 @@ class CompareResult:
         raise KeyError(name)
 
     def speedup(self, name: str) -> float | None:
-        """Median time of the baseline strategy over this one's (a ratio of medians)."""
+        """Median time of the baseline strategy over this one's (a ratio of medians); None with nothing filled."""
+        if self.nothing_to_fill:
+            return None  # both times are the walk's overhead alone: their ratio says nothing about filling
         try:
             base = self.strategy(self.baseline_strategy).seconds
         except KeyError:

@@ -23,6 +23,7 @@ from dummyprof.anatomy import (
     storage_owners,
     unregistered_tensors,
 )
+from dummyprof.loaders.initializers import vllm_fills
 from dummyprof.loaders.strategies import Strategy, get_strategy, run_strategy
 from dummyprof.loaders.user_loader import UserLoader
 from dummyprof.measure.device import resolve_device
@@ -139,6 +140,8 @@ def _structure(model: nn.Module, audit: _Audit) -> dict[str, AuditTensor]:
             shape=shape,
             nbytes=max(e.tensor.numel() * e.tensor.element_size() for e in entries),
             device=first.tensor.device.type,
+            vllm_fills=any(e.kind != NON_PERSISTENT for e in entries)
+            and vllm_fills(first.tensor, name.rsplit(".", 1)[-1]),
         )
         if len(entries) > 1:
             same_object = all(e.tensor is entries[0].tensor for e in entries)
@@ -218,8 +221,10 @@ def _cross_check(fillers: list[_Filler], rows: dict[str, AuditTensor], audit: _A
     names = [f.name for f in fillers]
     for tensor, row in rows.items():
         wrote = [n for n in names if row.writes.get(n, 0)]
-        if not wrote or all(k == "non-persistent buffer" for k in row.kinds):
+        if all(k == "non-persistent buffer" for k in row.kinds):
             continue  # writing a non-persistent buffer is the finding; leaving it alone is right
+        if not wrote and not row.vllm_fills:
+            continue  # nobody fills it, and vLLM would not either: 'untouched' notes it
         missed = [n for n in names if not row.writes.get(n, 0)]
         if missed:
             audit.find("missed", tensor, missed, written_by=wrote, dtype=row.dtype)
@@ -236,7 +241,7 @@ def _cross_check(fillers: list[_Filler], rows: dict[str, AuditTensor], audit: _A
                 for filler_name, digest in digests.items():
                     same.setdefault(digest, []).append(filler_name)
                 audit.find("values-differ", tensor, list(digests), groups=list(same.values()))
-    untouched = [t for t, row in rows.items() if not any(row.writes.values())]
+    untouched = [t for t, row in rows.items() if not any(row.writes.values()) and not row.vllm_fills]
     if untouched:
         audit.find("untouched", untouched[0], names=untouched)
     return compared

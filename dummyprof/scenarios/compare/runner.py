@@ -13,6 +13,7 @@ from torch import nn
 from dummyprof.anatomy.storages import storage_tensors
 from dummyprof.loaders.initializers import NOT_WRITTEN, get_initializer
 from dummyprof.loaders.strategies import Strategy, run_strategy
+from dummyprof.measure import noise
 from dummyprof.measure.device import synchronize
 from dummyprof.measure.memory import (
     PeakRss,
@@ -23,7 +24,7 @@ from dummyprof.measure.memory import (
 )
 from dummyprof.measure.recorder import StorageRecord, VisitRecorder
 from dummyprof.measure.roofline import GENERATOR_BOUND_SHARE
-from dummyprof.results.common import MemoryUse
+from dummyprof.results.common import MemoryUse, NoiseWarning
 from dummyprof.results.compare import CompareResult, FloorResult, ModelSummary, StrategyResult, TensorResult
 
 Clock = Callable[[], float]
@@ -120,6 +121,27 @@ def tensor_table(recorders: dict[str, VisitRecorder]) -> dict[str, TensorResult]
     return table
 
 
+def assess_noise(result: CompareResult) -> None:
+    """Each strategy's cold start or outliers, each speedup's bootstrap interval, and whether it straddles 1.0."""
+    result.noise = []
+    for s in result.strategies:
+        result.noise.extend(noise.sample_warnings(s.name, s.timing.samples_s))
+    try:
+        base = result.strategy(result.baseline_strategy)
+    except KeyError:
+        return
+    for s in result.strategies:
+        s.speedup_interval = []
+        if s.name == base.name or result.nothing_to_fill:
+            continue
+        interval = noise.ratio_interval(base.timing.samples_s, s.timing.samples_s)
+        if interval is None:
+            continue
+        s.speedup_interval = list(interval)
+        if interval[0] <= 1.0 <= interval[1]:
+            result.noise.append(NoiseWarning(noise.SPEEDUP_UNCERTAIN, s.name, low=interval[0], high=interval[1]))
+
+
 def run_compare(
     build: Callable[[], nn.Module],
     model: ModelSummary,
@@ -205,5 +227,6 @@ def run_compare(
     result.floor = floor
     if strategies and "legacy" not in results:
         result.baseline_strategy = strategies[0].name
+    assess_noise(result)
     gc.collect()
     return result

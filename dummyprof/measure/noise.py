@@ -1,0 +1,84 @@
+"""How much to believe a median and a speedup: spread, outliers and a bootstrap interval (as hyperfine warns).
+
+Pure statistics on wall-clock samples (no torch). The scenario stores the codes and numbers
+in its Results; reporters turn them into words.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+
+from dummyprof.results.common import NoiseWarning
+
+CONFIDENCE = 0.95
+RESAMPLES = 2000
+SEED = 0  # a fixed seed: the same samples always give the same interval
+IQR_FENCE = 1.5  # Tukey's fences: outside [Q1 - 1.5 IQR, Q3 + 1.5 IQR] is an outlier
+MIN_FOR_OUTLIERS = 4  # quartiles of fewer samples say nothing
+
+# Codes (reporters own the words)
+FIRST_ROUND_SLOW = "first-round-slow"  # the first measured round is an outlier above the rest: a cold start
+OUTLIERS = "statistical-outliers"  # samples outside the IQR fences move the median
+SPEEDUP_UNCERTAIN = "speedup-uncertain"  # the speedup's interval includes 1.0
+
+
+def quartile_fences(samples: Sequence[float]) -> tuple[float, float] | None:
+    if len(samples) < MIN_FOR_OUTLIERS:
+        return None
+    q1, _, q3 = statistics.quantiles(samples, n=4, method="inclusive")
+    iqr = q3 - q1
+    return q1 - IQR_FENCE * iqr, q3 + IQR_FENCE * iqr
+
+
+def outliers(samples: Sequence[float]) -> list[int]:
+    """Indexes of the samples outside Tukey's fences (none for fewer than four samples)."""
+    fences = quartile_fences(samples)
+    if fences is None:
+        return []
+    low, high = fences
+    return [i for i, s in enumerate(samples) if s < low or s > high]
+
+
+def first_round_slow(samples: Sequence[float]) -> bool:
+    """The first sample lies above the upper fence of the others: a cold start that warm-up did not absorb."""
+    fences = quartile_fences(samples[1:])
+    return fences is not None and samples[0] > fences[1] and samples[0] > max(samples[1:])
+
+
+def ratio_interval(base: Sequence[float], mine: Sequence[float]) -> tuple[float, float] | None:
+    """A 95% bootstrap (percentile) interval for median(base) / median(mine); None for fewer than two samples."""
+    if len(base) < 2 or len(mine) < 2 or min(mine) <= 0:
+        return None
+    import numpy as np
+    from scipy.stats import bootstrap
+
+    def ratio(a: np.ndarray, b: np.ndarray, axis: int = -1) -> np.ndarray:
+        return np.asarray(np.median(a, axis=axis) / np.median(b, axis=axis))
+
+    found = bootstrap(
+        (np.asarray(base), np.asarray(mine)),
+        ratio,
+        n_resamples=RESAMPLES,
+        confidence_level=CONFIDENCE,
+        method="percentile",
+        vectorized=True,
+        random_state=np.random.default_rng(SEED),
+    )
+    low, high = float(found.confidence_interval.low), float(found.confidence_interval.high)
+    return low, high
+
+
+def sample_warnings(name: str, samples: Sequence[float]) -> list[NoiseWarning]:
+    """Cold start first, else outliers (the cold round is one of them; say the likelier cause once)."""
+    if not samples:
+        return []
+    median = statistics.median(samples)
+    if first_round_slow(samples):
+        return [NoiseWarning(FIRST_ROUND_SLOW, name, count=1, value=samples[0] / median if median else None)]
+    found = outliers(samples)
+    if found:
+        kept = [s for i, s in enumerate(samples) if i not in found]
+        shift = median / statistics.median(kept) if kept and statistics.median(kept) else None
+        return [NoiseWarning(OUTLIERS, name, count=len(found), value=shift)]
+    return []

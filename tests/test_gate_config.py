@@ -135,3 +135,22 @@ def test_a_loader_that_cannot_be_loaded_names_the_config_key(tmp_path: Path, cli
     result = cli("gate", "--config", str(path), "--baseline", str(tmp_path / "b.json"))
     assert result.exit_code == 2
     assert result.stderr.startswith(f"dummyprof: error: --config: {path}: scenarios.mine.options.loader: ")
+
+
+def test_model_and_loader_files_are_found_next_to_the_config_not_in_the_cwd(tmp_path: Path, cli: Cli) -> None:
+    folder = tmp_path / "ci"
+    folder.mkdir()
+    (folder / "m.py").write_text("from tests.fixtures.models import build\n")
+    (folder / "fill.py").write_text("from tests.fixtures.loaders import fill_once as fill\n")
+    text = """
+[scenarios.mine]
+command = "compare"
+counters = "all"
+options = { model = "m.py:build", loaders = ["./fill.py:fill", "tests.fixtures.loaders:fill_once"], repeat = 1 }
+"""
+    config = write(folder, text)
+    (scenario,) = load_config(config).scenarios
+    assert scenario.options.model == f"{folder / 'm.py'}:build"
+    assert scenario.options.loaders == [f"{folder / 'fill.py'}:fill", "tests.fixtures.loaders:fill_once"]
+    result = cli("baseline", "--config", str(config), "--output", str(tmp_path / "b.json"), "-q")
+    assert result.exit_code == 0, result.stderr

@@ -10,12 +10,14 @@ from __future__ import annotations
 import functools
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 
 from dummyprof.cli.flags import error_text
+from dummyprof.cli.output import silence_stdout
 from dummyprof.errors import DummyprofError
+from dummyprof.reports.console import encoding_safe
 
 try:  # typer >= 0.20 vendors click; older releases use the click package
     from typer._click import exceptions as click_exceptions  # type: ignore[import-not-found,unused-ignore]
@@ -72,9 +74,29 @@ def _click_command() -> Any:
     return typer.main.get_command(app)
 
 
+def _version(value: bool) -> None:
+    if value:
+        from dummyprof._version import __version__
+
+        sys.stdout.write(f"dummyprof {__version__}\n")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option("--version", is_eager=True, callback=_version, help="Print dummyprof's version and exit."),
+    ] = False,
+) -> None:
+    pass
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns (and with ``sys.exit`` exits with) the exit code."""
     command = _click_command()
+    for stream in (sys.stdout, sys.stderr):
+        encoding_safe(stream)  # PYTHONIOENCODING=ascii: µ becomes u, never a UnicodeEncodeError
     try:
         rv = command.main(args=list(argv) if argv is not None else None, prog_name="dummyprof", standalone_mode=False)
     except DummyprofError as exc:
@@ -90,7 +112,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (KeyboardInterrupt, typer.Abort):
         sys.stderr.write("dummyprof: interrupted\n")
         return EXIT_INTERRUPTED
-    except BrokenPipeError:
+    except BrokenPipeError:  # the reader went away (| head): not an error of ours
+        silence_stdout()
         return EXIT_OK
     code = rv if isinstance(rv, int) else EXIT_OK
     if code == EXIT_INTERRUPTED:

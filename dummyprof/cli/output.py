@@ -89,15 +89,28 @@ def emit(
     failures = write_outputs([(output, render_file(results)) for output, render_file in files], force=force)
     if failures and on_failure is not None:
         on_failure(results, failures)  # e.g. the gate's verdict becomes "could not record" before it is shown
-    if to_stdout:
-        sys.stdout.write(reporter("json", flag="--json")(results))
-        sys.stdout.flush()
-    print_terminal(results, quiet=quiet, stderr=to_stdout)
-    if json_path is not None and not to_stdout and not quiet and not failures:
-        make_console(stderr=to_stdout).print(f"results written to {json_path}", style="dim")
+    try:
+        if to_stdout:
+            sys.stdout.write(reporter("json", flag="--json")(results))
+            sys.stdout.flush()
+        print_terminal(results, quiet=quiet, stderr=to_stdout)
+        if json_path is not None and not to_stdout and not quiet and not failures:
+            make_console(stderr=to_stdout).print(f"results written to {json_path}", style="dim")
+    except BrokenPipeError:  # | head: the reader has seen enough; the files are written, the exit code stands
+        silence_stdout()
     for message in failures:
         report_error(message)
     return failures
+
+
+def silence_stdout() -> None:
+    """Send the rest of stdout, and the flush at exit, to /dev/null: a closed pipe is not worth a traceback."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # no descriptor (captured in tests): nothing will be flushed to a pipe
+        pass
 
 
 @contextmanager

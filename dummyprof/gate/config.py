@@ -214,6 +214,7 @@ def _options(path: Path, key: str, command: CommandSpec, table: dict[str, Any]) 
     for name in table:
         if name not in valid:
             raise ConfigError(path, f"{key}.{name}", f"unknown option for {command.name!r}; valid: {', '.join(valid)}")
+    table = _relative_to_config(path, table)
     try:
         options: Any = from_jsonable(cls, table, key)
     except TypeError as exc:
@@ -224,6 +225,27 @@ def _options(path: Path, key: str, command: CommandSpec, table: dict[str, Any]) 
         field = option_key(exc)
         raise ConfigError(path, f"{key}.{field}" if field else key, exc.message) from None
     return options
+
+
+def _code_file(folder: Path, spec: Any) -> Any:
+    """``./file.py:callable`` relative to the config's folder; package modules and named loaders stay as they are."""
+    if not isinstance(spec, str) or ":" not in spec:
+        return spec
+    target, _, attr = spec.rpartition(":")
+    if not (target.endswith(".py") or "/" in target) or Path(target).is_absolute():
+        return spec
+    return f"{folder / target}:{attr}"
+
+
+def _relative_to_config(path: Path, table: dict[str, Any]) -> dict[str, Any]:
+    """``model`` and ``loaders`` files are found next to the config, as a user reading it expects, not in the cwd."""
+    folder = path.parent
+    table = dict(table)
+    if "model" in table:
+        table["model"] = _code_file(folder, table["model"])
+    if isinstance(table.get("loaders"), list):
+        table["loaders"] = [_code_file(folder, spec) for spec in table["loaders"]]
+    return table
 
 
 def option_key(exc: UsageError) -> str:

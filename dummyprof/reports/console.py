@@ -1,17 +1,105 @@
-"""Rich consoles that respect pipes and NO_COLOR."""
+"""Rich consoles that respect pipes, NO_COLOR, odd widths and terminals that are not UTF-8."""
 
 from __future__ import annotations
 
+import codecs
 import os
 import sys
+import unicodedata
+from typing import TextIO
 
 from rich.console import Console
 
 PIPED_WIDTH = 160  # wide enough that tables written to files or CI logs do not wrap
+DEFAULT_WIDTH = 80  # a terminal whose size cannot be read
+MIN_WIDTH = 20  # below this a COLUMNS value is nonsense (COLUMNS=0 printed nothing at all)
+MAX_WIDTH = 10_000
+
+# What the reports print beyond ASCII, spelled in ASCII for a terminal that cannot show it.
+ASCII_FALLBACK = {
+    "µ": "u",
+    "–": "-",
+    "—": "--",
+    "·": "*",
+    "±": "+/-",
+    "×": "x",
+    "≤": "<=",
+    "≥": ">=",
+    "≈": "~",
+    "…": "...",
+    "→": "->",
+    "‰": "permille",
+    "✓": "ok",
+    "✗": "x",
+    "█": "#",
+    "░": ".",
+    "━": "-",
+}
+ERRORS = "dummyprof-ascii"
+
+
+def _ascii_char(ch: str) -> str:
+    if ch in ASCII_FALLBACK:
+        return ASCII_FALLBACK[ch]
+    if "\u2500" <= ch <= "\u257f":  # table borders: lines and corners
+        name = unicodedata.name(ch, "")
+        if "HORIZONTAL" in name and "VERTICAL" not in name:
+            return "-"
+        if "VERTICAL" in name and "HORIZONTAL" not in name:
+            return "|"
+        return "+"
+    return "?"
+
+
+def _ascii_fallback(error: UnicodeError) -> tuple[str, int]:
+    assert isinstance(error, UnicodeEncodeError)
+    text = error.object[error.start : error.end]
+    return "".join(_ascii_char(ch) for ch in text), error.end
+
+
+codecs.register_error(ERRORS, _ascii_fallback)
+
+
+def encoding_safe(stream: TextIO) -> None:
+    """A stream that cannot encode µ, –, · ... (PYTHONIOENCODING=ascii, LANG=C) gets ASCII spellings, never a crash."""
+    encoding = getattr(stream, "encoding", None) or "ascii"
+    try:
+        "".join(ASCII_FALLBACK).encode(encoding)
+    except (UnicodeEncodeError, LookupError):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(errors=ERRORS)
+
+
+def columns_from_env() -> int | None:
+    """COLUMNS if it is a sensible width; None (unknown) for 0, negative, huge or not a number."""
+    text = os.environ.get("COLUMNS", "").strip()
+    try:
+        value = int(text)
+    except ValueError:
+        return None
+    return value if MIN_WIDTH <= value <= MAX_WIDTH else None
+
+
+def terminal_width(stream: TextIO) -> int | None:
+    """The width to render at: a sensible COLUMNS, else the terminal's, else wide for a pipe or a file."""
+    columns = columns_from_env()
+    if columns is not None:
+        return columns
+    if not stream.isatty():
+        return PIPED_WIDTH
+    try:
+        width = os.get_terminal_size(stream.fileno()).columns
+    except (OSError, ValueError):
+        return DEFAULT_WIDTH
+    return width if MIN_WIDTH <= width <= MAX_WIDTH else DEFAULT_WIDTH
 
 
 def make_console(*, stderr: bool = False) -> Console:
-    """Rich drops colour codes when the stream is not a terminal and honours NO_COLOR itself."""
+    """Rich drops colour codes when the stream is not a terminal and honours NO_COLOR itself.
+
+    The width is always given, so Rich never reads a nonsense COLUMNS itself.
+    """
     stream = sys.stderr if stderr else sys.stdout
-    width = None if stream.isatty() or os.environ.get("COLUMNS") else PIPED_WIDTH
-    return Console(file=stream, highlight=False, soft_wrap=False, width=width)
+    encoding_safe(stream)
+    return Console(file=stream, highlight=False, soft_wrap=False, width=terminal_width(stream))

@@ -1,0 +1,87 @@
+"""Terminals that are not a wide UTF-8 tty, a reader that goes away, --version and ``report -``."""
+
+from __future__ import annotations
+
+import io
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from dummyprof.cli.app import main
+from tests.conftest import CliResult
+
+Cli = Callable[..., CliResult]
+
+
+@pytest.fixture(scope="module")
+def saved(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A compare results file whose report has µ, – and ·, and whose JSON is larger than a pipe's buffer."""
+    path = tmp_path_factory.mktemp("saved") / "compare.json"
+    args = ["compare", "--depth", "40", "--hidden", "32", "--repeat", "1", "--warmup", "0", "--device", "cpu"]
+    assert main([*args, "-q", "--json", str(path)]) == 0
+    assert path.stat().st_size > 1 << 17
+    return path
+
+
+def _dummyprof(*args: str, env: dict[str, str] | None = None, **kwargs: object) -> subprocess.Popen[bytes]:
+    full_env = {**os.environ, "NO_COLOR": "1", **(env or {})}
+    return subprocess.Popen(
+        [sys.executable, "-m", "dummyprof", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=full_env,
+        **kwargs,  # type: ignore[call-overload]
+    )
+
+
+@pytest.mark.parametrize("fmt", ["terminal", "markdown"])
+def test_an_ascii_terminal_gets_ascii_spellings_never_a_crash(saved: Path, fmt: str) -> None:
+    proc = _dummyprof("report", str(saved), "-f", fmt, env={"PYTHONIOENCODING": "ascii", "COLUMNS": "120"})
+    out, err = proc.communicate(timeout=120)
+    assert (proc.returncode, err) == (0, b""), err.decode()
+    text = out.decode("ascii")  # would raise if anything beyond ASCII got through
+    assert " us" in text or "us " in text  # µs spelled in ASCII
+    assert "?" not in text.replace("?)", "")  # known characters are spelled, not replaced
+
+
+@pytest.mark.parametrize("columns", ["0", "-5", "abc", "99999999"])
+def test_a_nonsense_width_is_treated_as_unknown(
+    cli: Cli, saved: Path, monkeypatch: pytest.MonkeyPatch, columns: str
+) -> None:
+    monkeypatch.setenv("COLUMNS", columns)
+    result = cli("report", str(saved))
+    assert result.exit_code == 0
+    lines = result.stdout.splitlines()
+    assert len(lines) > 5 and "median fill time" in result.stdout
+    assert max(len(line) for line in lines) <= 160  # rendered at the piped default, not at 0 or at 10^8
+
+
+@pytest.mark.parametrize("args", [("report", "-f", "json"), ("report",), ("report", "-f", "markdown")])
+def test_a_reader_that_goes_away_ends_the_output_quietly_with_exit_0(saved: Path, args: tuple[str, ...]) -> None:
+    proc = _dummyprof(*args[:1], str(saved), *args[1:])
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.readline()  # as `| head -1` does, then goes away
+    proc.stdout.close()
+    err = proc.stderr.read()
+    assert proc.wait(timeout=120) == 0
+    assert err == b""
+
+
+def test_version(cli: Cli) -> None:
+    from dummyprof import __version__
+
+    result = cli("--version")
+    assert (result.exit_code, result.stdout) == (0, f"dummyprof {__version__}\n")
+
+
+def test_report_reads_standard_input(cli: Cli, saved: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(saved.read_bytes())))
+    result = cli("report", "-", "-q")
+    assert result.exit_code == 0 and "median fill time" in result.stdout
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"not json")))
+    result = cli("report", "-")
+    assert (result.exit_code, result.stderr.split(":")[:3]) == (2, ["dummyprof", " error", " <stdin>"])

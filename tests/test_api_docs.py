@@ -2,23 +2,34 @@
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
-
-import pytest
 
 from tests.conftest import CliResult
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "python-api.md"
 
 
-def test_python_api_doc_example_runs(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+def test_python_api_doc_example_runs_without_the_repository_on_sys_path() -> None:
     blocks = re.findall(r"```python\n(.*?)```", DOC.read_text(), flags=re.S)
     assert len(blocks) == 1
-    monkeypatch.chdir(DOC.parent.parent)
-    exec(compile(blocks[0], str(DOC), "exec"), {})
-    out = capsys.readouterr().out
+    # -P: the working directory is not put on sys.path, as for a user whose script lives elsewhere;
+    # so the example cannot lean on ``import tests`` (it did once).
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    proc = subprocess.run(
+        [sys.executable, "-P", "-c", blocks[0]],
+        cwd=DOC.parent.parent,
+        env={**env, "NO_COLOR": "1", "COLUMNS": "200"},
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
     assert "audit found 1 problem(s): 1 repeated" in out
     assert "per-layer" in out and "visits" in out
 

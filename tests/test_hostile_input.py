@@ -91,7 +91,7 @@ def _edit(path: Path, tmp_path: Path, change: Callable[[dict[str, Any]], None]) 
             b'{"schema_version": 1, "command": "inspect", "inspect": {"model": null}}',
             "$.inspect.model: must not be null",
         ),
-        (b'{"schema_version": 1, "command": "inspect", "inspect": {}, "summary": 1e999}', "$.summary: Infinity is not"),
+        (b'{"schema_version": 2, "command": "inspect", "inspect": {}, "extra": 1e999}', "$.extra: Infinity is not"),
         (b'{"schema_version": 1, "command": "inspect", "inspect": {}, "x": ' + b"[" * 100_000, "nested more than"),
         (b'{"schema_version": 1, "command": "inspect", "inspect": {}, "x": ' + b"[" * 200 + b"]" * 200 + b"}", "$.x"),
         (b'{"schema_version": 1, "command": "compare", "compare": {"repeat": ' + b"9" * 30 + b"}}", "beyond int64"),

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
-import math
 import sys
 from pathlib import Path
 from typing import Any
 
 from dummyprof.errors import ResultsFileError
-from dummyprof.results.codec import INT_LIMIT, from_jsonable, to_jsonable
+from dummyprof.results.codec import MAX_DEPTH, from_jsonable, to_jsonable
 from dummyprof.results.migrate import migrate
 from dummyprof.results.outputs import Output, probe_output, replace_atomic
 from dummyprof.results.session import SCHEMA_VERSION, Results
@@ -33,8 +32,6 @@ def save_results(results: Results, path: Path) -> None:
     write_text_atomic(path, results_to_json(results))
 
 
-MAX_DEPTH = 64  # the deepest a dummyprof document nests is about 8; deeper is corrupt or hostile
-
 # The section each command fills; a file that names a command but lacks its section cannot be rendered.
 SECTIONS = {
     "compare": "compare",
@@ -44,24 +41,6 @@ SECTIONS = {
     "baseline": "gate",
     "gate": "gate",
 }
-
-
-def _check_values(data: Any, source: str) -> None:
-    """Every value, typed fields or free-form ones (options): finite numbers, int64, bounded nesting."""
-    stack: list[tuple[Any, str, int]] = [(data, "$", 0)]
-    while stack:
-        value, where, depth = stack.pop()
-        if depth > MAX_DEPTH:
-            raise ResultsFileError(f"{source}: {where}: nested more than {MAX_DEPTH} levels deep (corrupt?)")
-        if isinstance(value, float) and not math.isfinite(value):
-            spelled = json.dumps(value)  # as it stands in the file: NaN, Infinity, -Infinity
-            raise ResultsFileError(f"{source}: {where}: {spelled} is not a finite number")
-        if isinstance(value, int) and not isinstance(value, bool) and not -INT_LIMIT <= value < INT_LIMIT:
-            raise ResultsFileError(f"{source}: {where}: {value:.3g} is too large (beyond int64)")
-        if isinstance(value, dict):
-            stack.extend((v, f"{where}.{k}", depth + 1) for k, v in value.items())
-        elif isinstance(value, list):
-            stack.extend((v, f"{where}[{i}]", depth + 1) for i, v in enumerate(value))
 
 
 def results_from_dict(data: Any, *, source: str = "results", strict: bool = False) -> Results:
@@ -79,7 +58,6 @@ def results_from_dict(data: Any, *, source: str = "results", strict: bool = Fals
             f"{source}: written by a newer dummyprof (schema {version}, this one reads up to "
             f"{SCHEMA_VERSION}); upgrade dummyprof"
         )
-    _check_values(data, source)
     data = migrate(data)
     command = data.get("command")
     if not isinstance(command, str) or command not in SECTIONS:

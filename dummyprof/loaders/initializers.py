@@ -166,6 +166,19 @@ class PlannedInitializer(Protocol):
     def __call__(self, tensor: torch.Tensor, local_name: str) -> FillOutcome: ...
 
 
+def _v033_handles(tensor: torch.Tensor, local_name: str) -> bool:
+    """What the fast initializer leaves to v0.33: declared values, scale bytes, dtypes without a bit rule."""
+    from dummyprof.loaders import random_fast
+
+    dtype = tensor.dtype
+    constant = (
+        getattr(tensor, "dummy_weight_value", None) is not None
+        or (_FP8_E8M0 is not None and dtype == _FP8_E8M0)
+        or (dtype == torch.uint8 and "scale" in local_name)
+    )
+    return constant or random_fast.rule_for(dtype) is None
+
+
 @dataclass(frozen=True)
 class FastInitializer:
     """vLLM 0.33's rules and ranges, with random values made at memory speed (``loaders/random_fast.py``).
@@ -185,13 +198,7 @@ class FastInitializer:
         """The rule and outcome as if ``tensor`` were a real CPU tensor; writes nothing."""
         from dummyprof.loaders import random_fast
 
-        dtype = tensor.dtype
-        constant = (
-            getattr(tensor, "dummy_weight_value", None) is not None
-            or (_FP8_E8M0 is not None and dtype == _FP8_E8M0)
-            or (dtype == torch.uint8 and "scale" in local_name)
-        )
-        if constant or random_fast.rule_for(dtype) is None:
+        if _v033_handles(tensor, local_name):
             return V033Initializer(self.seed).plan(tensor, local_name)
         size = tensor.nbytes
         workers = self.workers if self.workers is not None else torch.get_num_threads()
@@ -205,13 +212,7 @@ class FastInitializer:
 
         if tensor.device.type == "meta":
             return NOT_WRITTEN
-        dtype = tensor.dtype
-        constant = (
-            getattr(tensor, "dummy_weight_value", None) is not None
-            or (_FP8_E8M0 is not None and dtype == _FP8_E8M0)
-            or (dtype == torch.uint8 and "scale" in local_name)
-        )
-        if constant or random_fast.rule_for(dtype) is None:
+        if _v033_handles(tensor, local_name):
             # v0.33 itself: a declared value or scale byte (rules 2-3), untouched integers (rule 5), fnuz floats
             return V033Initializer(self.seed)(tensor, local_name)
         if tensor.is_contiguous():

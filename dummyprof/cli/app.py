@@ -46,6 +46,7 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,  # plain click help: "[part_rows, dim]" is text, not markup (see cli/helptext.py)
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
@@ -71,7 +72,9 @@ def _error(message: str) -> None:
 @functools.cache
 def _click_command() -> Any:
     """Typer's click command, built once per process (building reads every command's type hints)."""
-    return typer.main.get_command(app)
+    from dummyprof.cli.helptext import tidy
+
+    return tidy(typer.main.get_command(app))
 
 
 def _version(value: bool) -> None:

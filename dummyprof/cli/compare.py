@@ -41,10 +41,11 @@ HELP = """\
 Fill one model with several strategies, side by side, and show the cost of each.
 
 Strategies (--strategy, repeatable; default all three):
-  legacy     vLLM <= 0.29: every module x its recursive state_dict(); a tensor k
-             levels deep is filled k+1 times. Uses the v0.29 initializer.
-  per-layer  vLLM >= 0.30: every module, its own parameters and persistent buffers.
-  unique     per-layer, but each storage once (tied and aliased tensors too).
+  legacy     vLLM <= 0.29: every module x its recursive state_dict();
+             a tensor k levels deep is filled k+1 times (v0.29 initializer).
+  per-layer  vLLM >= 0.30: every module, its own parameters and
+             persistent buffers.
+  unique     per-layer, but each storage once (tied and aliased too).
 
 Rounds are interleaved (A, B, C, A, B, C, ...) on freshly built models; one
 warm-up round is discarded. Speedup is a ratio of medians.
@@ -54,9 +55,11 @@ Example: dummyprof compare --depth 12 --repeat 5 --json results.json
 Any model, any loader (the synthetic-tree flags are then ignored):
   dummyprof compare --preset torch-transformer
   dummyprof compare --model ./my_model.py:build --model-arg layers=8
-  dummyprof compare --preset dense-decoder -s per-layer --loader ./fill.py:fill
+  dummyprof compare --preset dense-decoder -s per-layer \\
+    --loader ./fill.py:fill
 
-Random values at memory speed (v0.33's rules and ranges, masked random words on every core):
+Random values at memory speed (v0.33's rules and ranges, masked random
+words on every core):
   dummyprof compare --preset dense-decoder --initializer fast
 """
 
@@ -89,15 +92,23 @@ def compare(
             "from masked random words on every core). Default: each strategy's own."
         ),
     ] = None,
-    repeat: Annotated[str, typer.Option(metavar="INT", help="Measured rounds per strategy.")] = "5",
+    repeat: Annotated[
+        str,
+        typer.Option(
+            metavar="INT|auto",
+            help="Measured rounds per strategy, or auto: at least 3, then until every speedup's 95% interval is "
+            "within 5% of it, or one more round would overrun --time-budget (at most 50).",
+        ),
+    ] = "5",
     warmup: Annotated[str, typer.Option(metavar="INT", help="Warm-up rounds run first and discarded.")] = "1",
     device: Annotated[str, typer.Option(help="cpu, cuda, cuda:N or auto (CUDA when present).")] = "auto",
     time_budget: Annotated[
         str,
         typer.Option(
             metavar="DURATION",
-            help="Seconds the measured rounds may take (e.g. 60, 5m). A model whose rounds are predicted to take "
-            "longer, or that does not fit --max-memory, is projected from calibration fills instead.",
+            help="Seconds the measured rounds may take (e.g. 60, 5m). When the rounds are predicted to take "
+            "longer, fewer are measured (at least 3, said in the report); when even 3 do not fit, or the model "
+            "does not fit --max-memory, it is projected from calibration fills instead.",
         ),
     ] = "60s",
     max_memory: Annotated[
@@ -128,7 +139,8 @@ def compare(
     options = CompareOptions(
         **tree_fields(depth, width, hidden, dtype, examples=(12, 1, 512), engram_rows=engram_rows, meta=meta),
         strategies=list(strategy) if strategy else list(DEFAULT_STRATEGIES),
-        repeat=parse_int("--repeat", repeat, minimum=1, example="5"),
+        repeat=5 if repeat.strip().lower() == "auto" else parse_int("--repeat", repeat, minimum=1, example="5"),
+        repeat_auto=repeat.strip().lower() == "auto",
         warmup=parse_int("--warmup", warmup, minimum=0, example="1"),
         device=device,
         initializer=initializer,

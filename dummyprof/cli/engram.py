@@ -20,11 +20,15 @@ Size, fill and time one rank's Engram tables (DeepSeek V4.1 ParallelEngramEmbedd
 Per rank: fp8 e4m3 weight [part_rows, dim] and uint8 scales [part_rows, dim/block],
 sharded by whole hash heads over tp x dp ranks. Fill methods, interleaved:
 
-  random-convert  vLLM <= 0.29: to fp16, uniform ±1e-3, back to fp8 (two temporaries)
+  random-convert  vLLM <= 0.29: to fp16, uniform ±1e-3, back to fp8
+                  (two temporaries)
   random-scratch  vLLM 0.33: empty_like fp16 scratch, uniform ±1, copy_
-  random-chunked  bounded fp16 scratch (--chunk-elements), same bytes as random-scratch on CPU
-  random-fast     masked random words on every core: fp8 within ±1, scale byte 120, fixed scratch
-  constant        dummy_weight_value: weight 1.0, scale byte 127 (offloaded tables)
+  random-chunked  bounded fp16 scratch (--chunk-elements), same bytes as
+                  random-scratch on CPU
+  random-fast     masked random words on every core: fp8 within ±1,
+                  scale byte 120, fixed scratch
+  constant        dummy_weight_value: weight 1.0, scale byte 127
+                  (offloaded tables)
   memset          the floor: a plain memset of the same bytes
 
 Before allocating, each method's need per rank (tables after allocator rounding

@@ -12,6 +12,7 @@ FIELD_FLAGS = {
     "loader_args": "--loader-arg",
     "methods": "--method",
     "time_budget_s": "--time-budget",
+    "repeat_auto": "--repeat",
     "deadline_s": "--deadline",
 }
 

@@ -66,11 +66,12 @@ rounds, otherwise "not significant". A baseline with another fingerprint is
 Verdicts: pass, regressed, improved, not significant, not comparable, could not measure.
 
 Config (dummyprof.toml; full reference in docs/gate.md):
-  \\[scenarios.deep-chain]
+  [scenarios.deep-chain]
   command = "compare"
   options = {{ depth = 12, hidden = 128, initializer = "v0.33" }}
   counters = "all"
-  ratios = \\[{{ numerator = "per-layer.time", denominator = "legacy.time", max = 0.6 }}]
+  ratios = [{{ numerator = "per-layer.time", denominator = "legacy.time",
+             max = 0.6 }}]
 
 Example (GitHub Actions):
   dummyprof gate --config dummyprof.toml --baseline perf/baseline.json \\

@@ -41,7 +41,8 @@ is walked with a no-op initializer, so even a huge layout inspects instantly.
 
 Examples:
   dummyprof inspect --preset deepseek-v4-like --max-depth 3
-  dummyprof inspect --model ./m.py:build --model-arg layers=61 --min-bytes 1MiB
+  dummyprof inspect --model ./m.py:build --model-arg layers=61 \\
+    --min-bytes 1MiB
   dummyprof inspect --preset torch-transformer -s legacy --json tree.json
 """
 

@@ -11,6 +11,14 @@ REASONS = {
     "memory": "one model plus its largest temporary does not fit the memory budget",
     "time": "the measured rounds are predicted to overrun the time budget",
     "fits": "the model fits the memory and time budgets",
+    "reduced": "fewer measured rounds than --repeat asked for fit the time budget",
+}
+
+
+AUTO_STOPS = {
+    "tight": "stopped once every speedup's 95% interval was within 5% of it",
+    "budget": "stopped because one more round would overrun the time budget (intervals may still be wide)",
+    "max": "stopped at the most rounds it takes",
 }
 
 
@@ -32,8 +40,18 @@ def size_lines(result: CompareResult) -> list[str]:
             f"fill times and memory: PROJECTED, not measured: {REASONS.get(size.reason, size.reason)} "
             f"({need}{predicted}{budget}); projected from calibration fills made in this run"
         )
+    elif size.reason == "reduced":
+        lines.append(
+            f"repeats REDUCED from {result.repeats_requested} to {result.repeat} to fit the time budget: "
+            f"measured rounds predicted at {format_seconds(size.predicted_s)}{budget}; raise --time-budget "
+            "for all of them"
+        )
     elif size.calibration:
         lines.append(f"fill times and memory: measured ({need}{predicted}{budget})")
+    if result.auto_stop:
+        lines.append(
+            f"--repeat auto: {result.repeat} measured rounds; {AUTO_STOPS.get(result.auto_stop, result.auto_stop)}"
+        )
     return lines
 
 

@@ -150,6 +150,8 @@ class CompareResult:
     counts: str = "recorded"  # recorded (real fills) | exact-meta (counting pass on the meta model)
     size: SizeDecision = field(default_factory=SizeDecision)
     noise: list[NoiseWarning] = field(default_factory=list)  # cold starts, outliers, uncertain speedups
+    repeats_requested: int = 0  # --repeat N when the time budget cut it to ``repeat`` (0: not cut)
+    auto_stop: str = ""  # --repeat auto: why it stopped: tight | budget | max ('' when repeats were fixed)
 
     @property
     def nothing_to_fill(self) -> bool:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from dummyprof.errors import UsageError
 from dummyprof.scenarios.options import (
     LoaderChoice,
     ModelChoice,
@@ -25,6 +26,7 @@ class CompareOptions(LoaderChoice, ModelChoice, TreeOptions):
     hidden: int = 512
     strategies: list[str] = field(default_factory=lambda: list(DEFAULT_STRATEGIES))
     repeat: int = 5
+    repeat_auto: bool = False  # --repeat auto: rounds until the speedups' intervals are tight or the budget is spent
     warmup: int = 1
     device: str = "auto"
     initializer: str | None = None
@@ -42,5 +44,7 @@ def validate(options: CompareOptions) -> list[str]:
     check_strategies(options.strategies, require_one=bool(options.strategies) or not options.loaders)
     names = loader_names(options.loaders, options.strategies)
     check_initializer(options.initializer)
+    if options.repeat_auto and not options.project:
+        raise UsageError.for_field("repeat_auto", "the perf gate keeps fixed repeats; set repeat = N")
     check_tree_if_built(options, options)
     return names

@@ -15,7 +15,7 @@ from dummyprof.models.source import ModelSource
 from dummyprof.results.compare import StrategyResult
 from dummyprof.results.session import Results
 from dummyprof.scenarios.compare.options import DEFAULT_STRATEGIES, CompareOptions, validate
-from dummyprof.scenarios.compare.runner import Clock, Progress, run_compare
+from dummyprof.scenarios.compare.runner import AutoRepeat, Clock, Progress, run_compare
 from dummyprof.scenarios.compare.sizing import count_strategies, decide, projected_result
 from dummyprof.scenarios.model_choice import check_source_fits, model_summary, source_or_tree
 from dummyprof.units import format_seconds
@@ -26,6 +26,18 @@ __all__ = ["DEFAULT_STRATEGIES", "CompareOptions", "run", "validate"]
 def _same_counts(entry: StrategyResult, count: CountResult) -> bool:
     records = count.recorder.records.values()
     return entry.visits == count.recorder.visits and entry.bytes_written == sum(r.bytes_written for r in records)
+
+
+MIN_REDUCED_REPEATS = 3  # fewer measured rounds than this say too little: project instead
+
+
+def _repeats_that_fit(predicted_s: float | None, rounds: int, options: CompareOptions) -> int:
+    """The most measured rounds (at least MIN_REDUCED_REPEATS) that the time budget holds; 0 when none do."""
+    if not predicted_s:
+        return 0
+    per_round = predicted_s / rounds
+    repeat = min(options.repeat - 1, int(options.time_budget / per_round) - options.warmup)
+    return repeat if repeat >= MIN_REDUCED_REPEATS else 0
 
 
 def run(
@@ -63,6 +75,14 @@ def run(
         rounds=options.warmup + options.repeat,
         time_budget_s=options.time_budget,
     )
+    repeat = options.repeat
+    if decision.mode == "projected" and decision.reason == "time" and options.project and not options.repeat_auto:
+        repeat = _repeats_that_fit(decision.predicted_s, options.warmup + options.repeat, options)
+        if repeat:  # fewer measured rounds fit: measure those rather than project (the report says so)
+            decision.predicted_s = (
+                (decision.predicted_s or 0.0) * (options.warmup + repeat) / (options.warmup + options.repeat)
+            )
+            decision.mode, decision.reason = "measured", "reduced"
     if decision.mode == "projected" and not options.project:
         check_source_fits(source, device, options.max_memory, flag="--preset" if options.preset else source.size_flag)
         raise DoesNotFitError(
@@ -99,14 +119,17 @@ def run(
         summary,
         strategies,
         device,
-        repeat=options.repeat,
+        repeat=repeat or options.repeat,
         warmup=options.warmup,
         initializer=options.initializer,
         clock=clock,
         progress=progress,
+        auto=AutoRepeat(budget_s=options.time_budget) if options.repeat_auto else None,
         measure_overhead=not loaders,  # it would run each loader six more times
     )
     result.size = decision
+    if decision.reason == "reduced":
+        result.repeats_requested = options.repeat
     for entry in result.strategies:
         entry.projection = projections.get(entry.name)  # set when calibrated: the projection next to the measurement
     if builtin and all(_same_counts(result.strategy(s.name), meta.counts[s.name]) for s in builtin):

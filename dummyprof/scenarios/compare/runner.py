@@ -6,6 +6,7 @@ import gc
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 
 import torch
 from torch import nn
@@ -121,6 +122,40 @@ def tensor_table(recorders: dict[str, VisitRecorder]) -> dict[str, TensorResult]
     return table
 
 
+@dataclass(frozen=True)
+class AutoRepeat:
+    """``--repeat auto`` (as hyperfine decides how many runs): measure until the speedups are known or time is up.
+
+    After ``min_rounds`` measured rounds, stop when every speedup's 95% interval is within
+    ``tight`` of the speedup on either side (with no speedup to form: every CV within ``tight``),
+    when one more round would overrun ``budget_s`` (measured on the run's clock), or at ``max_rounds``.
+    """
+
+    budget_s: float
+    min_rounds: int = 3
+    max_rounds: int = 50
+    tight: float = 0.05
+
+
+def auto_stop(result: CompareResult, rule: AutoRepeat, rounds: int, elapsed_s: float) -> str:
+    """'' to go on, else why to stop: tight, budget or max. ``rounds``: measured rounds so far."""
+    if rounds < rule.min_rounds:
+        return ""
+    if rounds >= rule.max_rounds:
+        return "max"
+    per_round = elapsed_s / rounds
+    if elapsed_s + per_round > rule.budget_s:
+        return "budget"
+    assess_noise(result)
+    intervals = [(s.speedup_interval, result.speedup(s.name)) for s in result.strategies if s.speedup_interval]
+    if intervals:
+        tight = all(speed and low >= speed * (1 - rule.tight) and high <= speed * (1 + rule.tight)
+                    for (low, high), speed in intervals)  # fmt: skip
+    else:
+        tight = all(s.timing.cv is not None and s.timing.cv <= rule.tight for s in result.strategies)
+    return "tight" if tight else ""
+
+
 def assess_noise(result: CompareResult) -> None:
     """Each strategy's cold start or outliers, each speedup's bootstrap interval, and whether it straddles 1.0."""
     result.noise = []
@@ -155,13 +190,18 @@ def run_compare(
     progress: Progress | None = None,
     measure_overhead: bool = True,
     measure_floor: bool = True,
+    auto: AutoRepeat | None = None,
 ) -> CompareResult:
     """Time each strategy over ``warmup + repeat`` interleaved rounds (A, B, C, A, B, C, ...).
 
     Every run gets a freshly built model, so no strategy finds memory another
     one already touched. Warm-up rounds are run and discarded. With ``measure_floor``
     each round ends with the memset floor on one more fresh model (see :class:`FloorResult`).
+    With ``auto``, ``repeat`` is ignored: rounds go on until :func:`auto_stop` says why to stop.
     """
+    if auto is not None:
+        repeat = auto.max_rounds
+    started = clock()
     result = CompareResult(model=model, repeat=repeat, warmup=warmup)
     floor = FloorResult(generator_bound_share=GENERATOR_BOUND_SHARE) if measure_floor else None
     results = {
@@ -216,6 +256,13 @@ def run_compare(
             if round_index >= warmup:
                 floor.timing.samples_s.append(elapsed)
             del target
+        if auto is not None and round_index >= warmup:
+            result.strategies = [results[s.name] for s in strategies]
+            result.baseline_strategy = "legacy" if "legacy" in results else strategies[0].name
+            result.auto_stop = auto_stop(result, auto, round_index + 1 - warmup, clock() - started)
+            if result.auto_stop:
+                result.repeat = round_index + 1 - warmup
+                break
     for strategy in strategies:
         entry = results[strategy.name]
         summarize_recorder(entry, first_recorders[strategy.name])

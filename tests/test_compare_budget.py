@@ -1,0 +1,140 @@
+"""compare's time budget and --repeat auto (issue #13), on fake clocks and a fixed prediction."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from itertools import cycle
+
+import pytest
+import torch
+from torch import nn
+
+from dummyprof.loaders.strategies import Strategy, per_layer_traversal
+from dummyprof.models.synthetic import TreeSpec, build_tree
+from dummyprof.reports.registry import render
+from dummyprof.reports.reporter import RenderOptions
+from dummyprof.results.compare import CompareResult, ModelSummary
+from dummyprof.results.session import Results
+from dummyprof.scenarios.compare import run as compare_run
+from dummyprof.scenarios.compare import sizing
+from dummyprof.scenarios.compare.options import CompareOptions
+from dummyprof.scenarios.compare.runner import AutoRepeat, run_compare
+from tests.conftest import CliResult
+from tests.fakes import FakeClock
+
+Cli = Callable[..., CliResult]
+SECONDS_PER_ROUND = 10.0  # the prediction every test here starts from: 10 s a round (warm-up included)
+
+
+@pytest.fixture(autouse=True)
+def no_full_collections(monkeypatch: pytest.MonkeyPatch) -> None:
+    import gc
+
+    monkeypatch.setattr(gc, "collect", lambda generation=2: 0)
+
+
+@pytest.fixture
+def ten_seconds_a_round(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The calibration really runs; its prediction is replaced by a fixed one so the decision is exact."""
+    real = sizing.decide
+
+    def decide(*args, rounds: int, time_budget_s: float, **kwargs):  # type: ignore[no-untyped-def]
+        decision, projections = real(*args, rounds=rounds, time_budget_s=time_budget_s, **kwargs)
+        decision.predicted_s = SECONDS_PER_ROUND * rounds
+        over = decision.predicted_s > time_budget_s
+        decision.mode, decision.reason = ("projected", "time") if over else ("measured", "fits")
+        return decision, projections
+
+    monkeypatch.setattr(sizing, "QUICK_BYTES", 0)  # calibrate even this small tree
+    monkeypatch.setattr(compare_run, "decide", decide)
+
+
+def _run(budget: float, repeat: int = 5) -> CompareResult:
+    options = CompareOptions(depth=2, hidden=32, repeat=repeat, warmup=1, device="cpu", time_budget=budget)
+    result = compare_run.run(options, clock=FakeClock()).compare
+    assert result is not None
+    return result
+
+
+def _text(result: CompareResult) -> str:
+    return " ".join(render(Results(command="compare", compare=result), "terminal", RenderOptions(width=200)).split())
+
+
+@pytest.mark.usefixtures("ten_seconds_a_round")
+def test_budget_enough_measures_every_round() -> None:
+    result = _run(budget=61.0)  # 6 rounds x 10 s
+    assert (result.size.mode, result.size.reason, result.repeat, result.repeats_requested) == ("measured", "fits", 5, 0)
+    assert all(len(s.timing.samples_s) == 5 for s in result.strategies)
+    assert "PROJECTED" not in _text(result) and "REDUCED" not in _text(result)
+
+
+@pytest.mark.usefixtures("ten_seconds_a_round")
+def test_budget_short_of_all_rounds_measures_fewer_and_says_so() -> None:
+    result = _run(budget=45.0)  # 4 rounds fit: 1 warm-up + 3 measured
+    assert (result.size.mode, result.size.reason, result.repeat, result.repeats_requested) == (
+        "measured", "reduced", 3, 5,
+    )  # fmt: skip
+    assert all(len(s.timing.samples_s) == 3 for s in result.strategies)
+    assert "repeats REDUCED from 5 to 3 to fit the time budget" in _text(result)
+
+
+@pytest.mark.usefixtures("ten_seconds_a_round")
+def test_budget_exceeded_projects_with_a_label() -> None:
+    result = _run(budget=25.0)  # not even 3 measured rounds fit
+    assert (result.size.mode, result.size.reason, result.repeat) == ("projected", "time", 0)
+    assert all(s.timing.samples_s == [] and s.projection is not None for s in result.strategies)
+    for s in result.strategies:
+        assert s.projection is not None and s.projection.low_s <= s.projection.seconds <= s.projection.high_s
+    assert "fill times and memory: PROJECTED, not measured" in _text(result)
+
+
+def _scripted(clock: FakeClock, seconds: Iterator[float]):  # type: ignore[no-untyped-def]
+    def traverse(model: nn.Module) -> Iterator[tuple[str, torch.Tensor]]:
+        clock.tick(next(seconds))
+        yield from per_layer_traversal(model)
+
+    return traverse
+
+
+def _auto(a: Iterator[float], b: Iterator[float], rule: AutoRepeat) -> CompareResult:
+    clock = FakeClock()
+    strategies = [Strategy("a", "a", _scripted(clock, a)), Strategy("b", "b", _scripted(clock, b))]
+    spec = TreeSpec(depth=2, hidden=32)
+    return run_compare(
+        lambda: build_tree(spec), ModelSummary(), strategies, torch.device("cpu"),
+        warmup=1, clock=clock, measure_overhead=False, auto=rule,
+    )  # fmt: skip
+
+
+def test_repeat_auto_stops_once_the_speedup_is_tight() -> None:
+    result = _auto(cycle([2.0, 2.01, 1.99]), cycle([1.0, 1.005, 0.995]), AutoRepeat(budget_s=1000))
+    assert (result.auto_stop, result.repeat) == ("tight", 3)  # the minimum: the interval is within 5% at once
+    low, high = result.strategy("b").speedup_interval
+    assert 0.95 * 2.0 <= low <= high <= 1.05 * 2.0
+
+
+def test_repeat_auto_goes_on_while_noisy_and_stops_at_the_budget() -> None:
+    result = _auto(cycle([1.0, 3.0]), cycle([3.0, 1.0, 1.0]), AutoRepeat(budget_s=60))
+    assert result.auto_stop == "budget"
+    # each round takes 4-6 s on the fake clock: it stopped when one more would pass 60 s
+    spent = sum(sum(s.timing.samples_s) for s in result.strategies)
+    assert result.repeat > 3 and spent <= 60
+    assert all(len(s.timing.samples_s) == result.repeat for s in result.strategies)
+
+
+def test_repeat_auto_stops_at_its_maximum() -> None:
+    result = _auto(cycle([1.0, 3.0]), cycle([3.0, 1.0, 1.0]), AutoRepeat(budget_s=1e9, max_rounds=7))
+    assert (result.auto_stop, result.repeat) == ("max", 7)
+
+
+def test_cli_repeat_auto_and_the_gate_keeps_fixed_repeats(cli: Cli) -> None:
+    out = cli("compare", "--depth", "2", "--hidden", "32", "--repeat", "auto", "--device", "cpu", "--warmup", "0")
+    assert out.exit_code == 0, out.stderr
+    assert "--repeat auto:" in out.stdout and "measured rounds;" in out.stdout
+    bad = cli("compare", "--repeat", "often")
+    assert bad.exit_code == 2 and "--repeat" in bad.stderr
+    from dummyprof.errors import UsageError
+    from dummyprof.scenarios.compare.options import validate
+
+    with pytest.raises(UsageError, match="fixed repeats"):
+        validate(CompareOptions(repeat_auto=True, project=False))

@@ -34,6 +34,7 @@ COMPARE_FIELDS = {
     "engram_rows": 0,
     "strategies": ["legacy", "per-layer", "unique"],
     "repeat": 5,
+    "repeat_auto": False,
     "warmup": 1,
     "device": "auto",
     "initializer": None,

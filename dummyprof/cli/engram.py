@@ -3,12 +3,19 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
 from dummyprof.cli.output import EXIT_NOT_WRITTEN, FORCE_HELP, JSON_HELP, QUIET_HELP, check_outputs, emit, progress_bar
+from dummyprof.distributed.world import LaunchEnv, launch_env
+from dummyprof.errors import UsageError
 from dummyprof.units import parse_bytes, parse_count, parse_float, parse_int
+
+if TYPE_CHECKING:
+    from dummyprof.distributed.world import World
+    from dummyprof.results.session import Results
+    from dummyprof.scenarios.engram.options import EngramOptions
 
 # The default --method list, torch-free so that parsing flags imports no fill code; tests keep it equal
 # to loaders.fp8_methods.METHODS. Names are checked by the scenario's validate, not here.
@@ -41,6 +48,10 @@ Examples:
   dummyprof engram --rows 4M --json engram.json
   dummyprof engram --rows 384M --tp-size 8 --offload --dry-run
   dummyprof engram --rows 64M --offload --backing mmap:/var/tmp/engram.bin
+
+Every rank at once (one gathered report on rank 0; docs/multi-rank.md):
+  torchrun --nproc-per-node 8 -m dummyprof engram --rows 2e9 --offload --tp-size 8
+  dummyprof engram --rows 2e9 --offload --tp-size 8 --nproc 8
 """
 
 
@@ -49,6 +60,7 @@ def register(app: typer.Typer) -> None:
 
 
 def engram(
+    ctx: typer.Context,
     rows: Annotated[
         str,
         typer.Option(metavar="COUNT", help="Rows of one table, all ranks together: 2e9, 384M, 1.5G, 2_000_000_000."),
@@ -105,46 +117,118 @@ def engram(
     json_path: Annotated[Optional[Path], typer.Option("--json", metavar="PATH", help=JSON_HELP)] = None,  # noqa: UP045
     force: Annotated[bool, typer.Option("--force", help=FORCE_HELP)] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help=QUIET_HELP)] = False,
+    nproc: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option(
+            metavar="INT",
+            help="Start INT ranks on this host through torch.distributed's launcher (as torchrun --standalone).",
+        ),
+    ] = None,
+    dist_backend: Annotated[
+        str, typer.Option(help="Multi-rank: auto (nccl for tables on GPUs, else gloo), gloo or nccl.")
+    ] = "auto",
+    dist_timeout: Annotated[
+        str,
+        typer.Option(metavar="SECONDS", help="Multi-rank: how long a rank waits for the others at any step."),
+    ] = "600",
+    all_ranks: Annotated[
+        bool, typer.Option("--all-ranks", help="Multi-rank: every rank prints its own report too (rank 0 always).")
+    ] = False,
 ) -> int:
+    params = dict(ctx.params)
+    env = launch_env()
+    if nproc is not None:
+        return _launch(ctx, env, nproc)
+    if env is None:
+        for flag, given in (("--all-ranks", all_ranks), ("--dist-backend", dist_backend != "auto")):
+            if given:
+                raise UsageError(flag, "only applies to a multi-rank run: add --nproc N or start under torchrun")
+        options = _options(params)
+        check_outputs({"--json": json_path}, force=force)
+        from dummyprof.scenarios.engram import run as scenario
+
+        with progress_bar(not quiet and not dry_run, "engram") as progress:
+            results = scenario.run(options, progress=progress)
+        return EXIT_NOT_WRITTEN if emit(results, json_path=json_path, quiet=quiet, force=force) else 0
+    from dummyprof.cli.ranks import run_on_ranks
+
+    def prepare(world: World) -> EngramOptions:
+        from dummyprof.scenarios.engram.options import validate
+        from dummyprof.scenarios.engram.ranks import rank_options
+
+        options = _options(params)
+        validate(rank_options(options, world, available=0))
+        if world.rank == 0:  # only rank 0 writes the results file
+            check_outputs({"--json": json_path}, force=force)
+        return options
+
+    def body(options: EngramOptions, world: World) -> tuple[Results, Results | None]:
+        from dummyprof.scenarios.engram.ranks import run_ranks
+
+        return run_ranks(options, world)
+
+    device_type = "cuda" if not offload and device != "cpu" and _cuda() else "cpu"
+    return run_on_ranks(
+        env,
+        params,
+        prepare=prepare,
+        body=body,
+        backend=dist_backend,
+        device_type=device_type,
+        timeout=dist_timeout,
+        json_path=json_path,
+        force=force,
+        quiet=quiet,
+        all_ranks=all_ranks,
+    )
+
+
+def _cuda() -> bool:
+    import torch
+
+    return bool(torch.cuda.is_available())
+
+
+def _launch(ctx: typer.Context, env: LaunchEnv | None, nproc: str) -> int:
+    from dummyprof.cli.ranks import child_argv
+    from dummyprof.distributed.launch import launch
+
+    if env is not None:
+        raise UsageError("--nproc", f"this process is already rank {env.rank} of {env.world_size}; drop --nproc")
+    n = parse_int("--nproc", nproc, minimum=1, example="2")
+    return launch(n, ["engram", *child_argv(ctx, drop={"nproc"})])
+
+
+def _options(params: dict[str, Any]) -> EngramOptions:
+    """Parse every flag and check the options (no measuring); raises UsageError naming the flag."""
+    from dummyprof.scenarios.engram.options import EngramOptions, validate
+
+    def text(name: str) -> str:
+        return str(params[name])
+
+    heads, max_memory, deadline, method = params["heads"], params["max_memory"], params["deadline"], params["method"]
     heads_n = parse_int("--heads", heads, minimum=1, example="8") if heads is not None else None
     max_memory_n = parse_bytes("--max-memory", max_memory) if max_memory is not None else None
     deadline_s = parse_float("--deadline", deadline, example="600") if deadline is not None else None
-    rows_n = parse_count("--rows", rows, example="2e9")
-    dim_n = parse_int("--dim", dim, minimum=1, example="256")
-    block_n = parse_int("--block-size", block_size, minimum=1, example="32")
-    tables_n = parse_int("--tables", tables, minimum=1, example="2")
-    tp_n = parse_int("--tp-size", tp_size, minimum=1, example="8")
-    dp_n = parse_int("--dp-size", dp_size, minimum=1, example="1")
-    rank_n = parse_int("--rank", rank, minimum=0, example="0")
-    repeat_n = parse_int("--repeat", repeat, minimum=1, example="3")
-    chunk_n = parse_count("--chunk-elements", chunk_elements, example="64Mi")
-    time_budget_s = parse_float("--time-budget", time_budget, example="40")
-    from dummyprof.scenarios.engram.options import EngramOptions, validate
-
     options = EngramOptions(
-        rows=rows_n,
-        dim=dim_n,
-        block_size=block_n,
-        tables=tables_n,
-        tp_size=tp_n,
-        dp_size=dp_n,
-        rank=rank_n,
+        rows=parse_count("--rows", text("rows"), example="2e9"),
+        dim=parse_int("--dim", text("dim"), minimum=1, example="256"),
+        block_size=parse_int("--block-size", text("block_size"), minimum=1, example="32"),
+        tables=parse_int("--tables", text("tables"), minimum=1, example="2"),
+        tp_size=parse_int("--tp-size", text("tp_size"), minimum=1, example="8"),
+        dp_size=parse_int("--dp-size", text("dp_size"), minimum=1, example="1"),
+        rank=parse_int("--rank", text("rank"), minimum=0, example="0"),
         heads=heads_n,
-        offload=offload,
-        backing=backing,
-        device=device,
+        offload=bool(params["offload"]),
+        backing=params["backing"],
+        device=text("device"),
         methods=list(method) if method else list(METHOD_NAMES),
-        repeat=repeat_n,
-        chunk_elements=chunk_n,
+        repeat=parse_int("--repeat", text("repeat"), minimum=1, example="3"),
+        chunk_elements=parse_count("--chunk-elements", text("chunk_elements"), example="64Mi"),
         max_memory=max_memory_n,
-        time_budget_s=time_budget_s,
+        time_budget_s=parse_float("--time-budget", text("time_budget"), example="40"),
         deadline_s=deadline_s,
-        dry_run=dry_run,
+        dry_run=bool(params["dry_run"]),
     )
     validate(options)
-    check_outputs({"--json": json_path}, force=force)
-    from dummyprof.scenarios.engram import run as scenario
-
-    with progress_bar(not quiet and not dry_run, "engram") as progress:
-        results = scenario.run(options, progress=progress)
-    return EXIT_NOT_WRITTEN if emit(results, json_path=json_path, quiet=quiet, force=force) else 0
+    return options

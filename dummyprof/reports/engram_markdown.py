@@ -26,6 +26,10 @@ def engram_markdown(results: Results) -> list[str]:
         f"({result.backing.used}); budget {format_bytes(result.budget.memory_bytes)}",
         "",
     ]
+    if results.ranks:  # a multi-rank run: every rank's figures side by side
+        from dummyprof.reports.ranks_markdown import ranks_markdown
+
+        return lines + ranks_markdown(results)
     rows = []
     for m in result.methods:
         fill = _cell(m.seconds, format_seconds(m.seconds.value))

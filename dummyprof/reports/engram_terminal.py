@@ -238,6 +238,13 @@ def render_engram(results: Results, console: Console) -> None:
     result = results.engram
     assert result is not None
     console.print(layout_table(result))
+    if results.ranks:  # a multi-rank run: every rank's figures side by side instead of rank 0's alone
+        from dummyprof.reports.ranks_terminal import render_ranks
+
+        render_ranks(results, console)
+        for note in result.plan_notes:
+            console.print(f"note (rank 0): {note}", style="dim")
+        return
     ranks = ranks_table(result)
     if ranks is not None:
         console.print(ranks)

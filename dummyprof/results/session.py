@@ -12,6 +12,7 @@ from dummyprof.results.compare import CompareResult
 from dummyprof.results.engram import EngramResult
 from dummyprof.results.gate import GateResult
 from dummyprof.results.inspect import InspectResult
+from dummyprof.results.ranks import RankRecord, RanksAggregate
 
 # 1: dummyprof 0.1.0 up to the reporter registry: words stored in the data.
 # 2: results carry data, reporters write the words. No ``summary`` (here or per gate
@@ -43,3 +44,6 @@ class Results:
     inspect: InspectResult | None = None
     gate: GateResult | None = None  # baseline and gate
     engram: EngramResult | None = None
+    # Multi-rank runs (torchrun, --nproc): every rank once, and the aggregate; empty for one process.
+    ranks: list[RankRecord] = field(default_factory=list)
+    ranks_aggregate: RanksAggregate | None = None

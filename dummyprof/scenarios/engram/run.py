@@ -45,7 +45,9 @@ from dummyprof.scenarios.engram.plan import (
     time_plan,
 )
 from dummyprof.scenarios.engram.runner import (
+    NO_SYNC,
     Clock,
+    RankSync,
     Runner,
     calibrate,
     derive,
@@ -93,8 +95,13 @@ def run(
     *,
     clock: Clock = time.perf_counter,
     progress: Progress | None = None,
+    sync: RankSync = NO_SYNC,
 ) -> Results:
-    """Validate, plan, measure (or project) and return the engram Results."""
+    """Validate, plan, measure (or project) and return the engram Results.
+
+    ``sync`` keeps the ranks of a multi-rank run in step (``dummyprof.scenarios.engram.ranks``): every
+    rank follows rank 0's plan and starts each timed step together with the others.
+    """
     started = clock()
     methods = validate(options)
     spec = options.spec()
@@ -120,12 +127,13 @@ def run(
         _dry_run(result)
         return results
 
-    runner = Runner(spec, backing, device, options.chunk_elements, clock)
+    runner = Runner(spec, backing, device, options.chunk_elements, clock, sync)
     probe = probe_rows(spec, methods, budget, backing, options.chunk_elements)
     calibration = calibrate(runner, methods, probe)
     plan = time_plan(
         spec, methods, fits, calibration, options, options.time_budget_s - (clock() - started), budget, backing
     )
+    plan = sync.agree(plan)
     for projected in plan.projected:
         entry = result.method(projected.name)
         entry.mode, entry.reason = PROJECTED, plan.reasons[projected.name]
@@ -149,6 +157,7 @@ def run(
     if plan.projected:
         time_left = options.time_budget_s - (clock() - started)
         sampled = plan_samples(spec, plan, methods, rate, options, time_left, budget, backing)
+        plan.sample_groups = sync.agree(plan.sample_groups)  # rank 0's sizes, so every rank takes the same steps
         total_steps[0] += sum(group.steps for group in plan.sample_groups)
         measure_samples(runner, plan, result, sampled, step)
     if not plan.full:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Protocol, TypeVar
 
 import torch
 
@@ -40,6 +41,30 @@ from dummyprof.results.engram import (
 from dummyprof.scenarios.engram.plan import ALLOCATE, FILL, FIRST_TOUCH, Calibration, Plan, reserved_tables
 
 Clock = Callable[[], float]
+T = TypeVar("T")
+
+
+class RankSync(Protocol):
+    """How a multi-rank run keeps its ranks in step; one process alone uses ``NO_SYNC``.
+
+    ``phase`` is called before every timed step, so all ranks start it together (real contention);
+    ``agree`` returns the value every rank must use (rank 0's plan), so all ranks take the same steps.
+    """
+
+    def phase(self, label: str) -> None: ...
+
+    def agree(self, value: T) -> T: ...
+
+
+class _NoSync:
+    def phase(self, label: str) -> None:
+        pass
+
+    def agree(self, value: T) -> T:
+        return value
+
+
+NO_SYNC: RankSync = _NoSync()
 
 
 @dataclass
@@ -69,8 +94,17 @@ class Step:
 class Runner:
     """Allocates, touches and fills, timing each step and keeping the run's worst peak RSS."""
 
-    def __init__(self, spec: EngramSpec, backing: Backing, device: torch.device, chunk: int, clock: Clock) -> None:
+    def __init__(
+        self,
+        spec: EngramSpec,
+        backing: Backing,
+        device: torch.device,
+        chunk: int,
+        clock: Clock,
+        sync: RankSync = NO_SYNC,
+    ) -> None:
         self.spec = spec
+        self.sync = sync
         self.backing = backing
         self.device = device
         self.chunk = chunk
@@ -87,6 +121,7 @@ class Runner:
         return reading.before, reading.peak, reading.method
 
     def allocate(self, part_rows: int) -> tuple[Tables, float]:
+        self.sync.phase("allocate")
         before = rss_bytes()
         arena = Arena(self.backing)
         peak = PeakRss()
@@ -105,6 +140,7 @@ class Runner:
 
     def first_touch(self, tables: Tables) -> float:
         """The first write to fresh pages: page faults (and zeroing by the kernel) on top of a memset."""
+        self.sync.phase("first touch")
         peak = PeakRss()
         with peak.measure():
             t0 = self.clock()
@@ -118,6 +154,7 @@ class Runner:
 
     def fill(self, method: FillMethod, tables: Tables) -> Step:
         # No gc.collect() here: a full collection costs ~0.2 s with torch loaded, and fills create no cycles.
+        self.sync.phase(f"fill {method.name}")
         # `constant` fills the tables as offloaded tables declare them (dummy_weight_value, read by the
         # initializer); the other methods fill the same tables undeclared, as without offload.
         tables.declare(method.declared)

@@ -1,0 +1,104 @@
+"""Results of a multi-rank run (torchrun or ``--nproc``): one record per rank and the aggregate over them.
+
+Rank 0 gathers every rank's record and writes the one results file. Each record keeps that rank's own
+section (``engram``) in full, plus the figures the per-rank report shows. The aggregate is derived from
+the records: the slowest rank of each phase (the start-up critical path), memory per node, and
+contention (each rank's shard filled alone, the others waiting, against all ranks filling at once).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from dummyprof.results.common import Figure
+from dummyprof.results.engram import EngramResult
+
+
+@dataclass
+class RankFill:
+    """One fill method on one rank."""
+
+    method: str = ""
+    mode: str = ""  # measured, projected or planned (as the rank's engram section says)
+    seconds: Figure = field(default_factory=Figure)  # median fill with every rank filling at once
+    needed_bytes: int = 0  # tables + scratch of this rank, computed before allocating
+    fits_in_memory: bool = True  # within this rank's share of the node's memory budget
+    peak_rss_bytes: Figure = field(default_factory=Figure)
+    alone_s: Figure = field(default_factory=Figure)  # contention check: this rank alone, the others waiting
+    together_s: Figure = field(default_factory=Figure)  # contention check: every rank at once, same tables
+    contention_rounds: int = 0  # rounds of the contention check (medians above)
+
+
+@dataclass
+class RankRecord:
+    rank: int = 0
+    world_size: int = 1
+    local_rank: int = 0
+    local_world_size: int = 1
+    host: str = ""
+    part_rows: int = 0  # rows of one table on this rank
+    table_bytes: int = 0  # all tables, weights + scales, as requested (pinned: requested from the allocator)
+    reserved_bytes: int = 0  # after the backing's rounding, computed
+    reserved_measured_bytes: Figure = field(default_factory=Figure)  # pinned: read back from the allocator
+    backing: str = ""  # the memory kind really used
+    available_bytes: int = 0  # host memory available when this rank started (psutil)
+    memory_budget_bytes: int = 0  # this rank's share of the node budget
+    allocate_s: Figure = field(default_factory=Figure)
+    first_touch_s: Figure = field(default_factory=Figure)
+    fills: list[RankFill] = field(default_factory=list)
+    peak_rss_bytes: int | None = None  # worst peak RSS of any measured step on this rank
+    steps: list[str] = field(default_factory=list)  # barriers passed, in order (all ranks must agree)
+    engram: EngramResult | None = None  # the rank's full engram section
+
+    def fill(self, method: str) -> RankFill:
+        for f in self.fills:
+            if f.method == method:
+                return f
+        raise KeyError(method)
+
+
+@dataclass
+class PhaseCritical:
+    """The slowest rank of one phase: start-up waits for it."""
+
+    phase: str = ""  # allocate, first touch, or a fill method
+    slowest_rank: int | None = None
+    seconds: Figure = field(default_factory=Figure)
+    fastest_seconds: Figure = field(default_factory=Figure)
+
+
+@dataclass
+class NodeMemory:
+    """One host: its ranks together."""
+
+    host: str = ""
+    ranks: list[int] = field(default_factory=list)
+    available_bytes: int = 0  # the smallest reading of its ranks at start
+    peak_rss_sum_bytes: int | None = None  # sum of its ranks' peaks (an upper bound: peaks need not coincide)
+    table_bytes: int = 0  # all its ranks' tables, requested
+    reserved_bytes: int = 0  # computed
+    needed_bytes: dict[str, int] = field(default_factory=dict)  # per method: all its ranks' tables + scratch
+    fits: dict[str, bool] = field(default_factory=dict)  # per method: needed <= available
+
+
+@dataclass
+class Contention:
+    """One method: the same shards filled one rank at a time, then by all ranks at once."""
+
+    method: str = ""
+    rounds: int = 0
+    alone_s: Figure = field(default_factory=Figure)  # slowest rank alone
+    together_s: Figure = field(default_factory=Figure)  # slowest rank with every rank filling
+    ratio: Figure = field(default_factory=Figure)  # together / alone: 1.0 means no contention
+    unavailable: str = ""  # why no check was made (projected method, dry run)
+
+
+@dataclass
+class RanksAggregate:
+    world_size: int = 0
+    backend: str = ""  # gloo or nccl
+    nodes: list[NodeMemory] = field(default_factory=list)
+    critical_path: list[PhaseCritical] = field(default_factory=list)
+    contention: list[Contention] = field(default_factory=list)
+    steps_aligned: bool = True  # every rank passed the same barriers in the same order
+    notes: list[str] = field(default_factory=list)

@@ -1,0 +1,267 @@
+"""The ``engram`` scenario on every rank of a torch.distributed run, in step, gathered on rank 0.
+
+A layer around the single-process run: each rank builds only its own shard (whole heads, as
+``--rank`` would) and runs the same measurement, with a ``RankSync`` that makes every rank follow
+rank 0's plan and start each timed step together with the others, so they share the node's memory
+bandwidth and cores as a real start-up does. Then a contention check fills the same shards one
+rank at a time (the others waiting at a barrier) and all at once. Rank 0 gathers one record per
+rank and derives the aggregate.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import statistics
+import time
+from collections.abc import Sequence
+from typing import TypeVar
+
+import torch
+
+from dummyprof.distributed.world import World
+from dummyprof.errors import UsageError
+from dummyprof.loaders.fp8_methods import FillMethod, get_method
+from dummyprof.measure.budget import DEFAULT_SHARE
+from dummyprof.measure.device import resolve_device
+from dummyprof.measure.memory import available_memory_bytes
+from dummyprof.models.backings import resolve_backing
+from dummyprof.models.engram import shard
+from dummyprof.results.common import Figure
+from dummyprof.results.engram import MEASURED, EngramResult
+from dummyprof.results.ranks import Contention, NodeMemory, PhaseCritical, RankFill, RankRecord, RanksAggregate
+from dummyprof.results.session import Results
+from dummyprof.scenarios.engram.options import EngramOptions
+from dummyprof.scenarios.engram.plan import ALLOCATE, FIRST_TOUCH
+from dummyprof.scenarios.engram.run import run
+from dummyprof.scenarios.engram.runner import Clock, Runner
+from dummyprof.units import format_bytes
+
+T = TypeVar("T")
+
+Samples = dict[str, tuple[list[float], list[float]]]  # method: (alone, together) seconds
+
+
+class WorldSync:
+    """``RankSync`` over a ``World``: a failure-aware barrier per step, rank 0's plan for everyone."""
+
+    def __init__(self, world: World) -> None:
+        self.world = world
+
+    def phase(self, label: str) -> None:
+        self.world.barrier(label)
+
+    def agree(self, value: T) -> T:
+        return self.world.broadcast("plan", value)
+
+
+def rank_options(options: EngramOptions, world: World, available: int) -> EngramOptions:
+    """This rank's options: its rank from torch.distributed, its share of the node's memory budget.
+
+    ``--max-memory`` (default 80% of available memory) is the node's: all of its ranks run at once.
+    """
+    ranks = options.tp_size * options.dp_size
+    if ranks != world.world_size:
+        raise UsageError(
+            "--tp-size",
+            f"tp {options.tp_size} x dp {options.dp_size} = {ranks} ranks, but torch.distributed started "
+            f"{world.world_size} processes; use --tp-size {world.world_size} (with --dp-size 1) "
+            f"or start {ranks} processes",
+        )
+    if options.rank not in (0, world.rank):
+        raise UsageError(
+            "--rank",
+            f"under torch.distributed the rank comes from the launcher (this is rank {world.rank}); drop --rank",
+        )
+    node = options.max_memory if options.max_memory is not None else int(available * DEFAULT_SHARE)
+    device = options.device
+    if not options.offload and device == "auto" and torch.cuda.is_available():
+        device = f"cuda:{world.local_rank}"
+    return dataclasses.replace(
+        options, rank=world.rank, max_memory=max(1, node // world.local_world_size), device=device
+    )
+
+
+def run_ranks(
+    options: EngramOptions, world: World, *, clock: Clock = time.perf_counter
+) -> tuple[Results, Results | None]:
+    """Run this rank (in step with the others); returns its own Results and, on rank 0, the gathered one."""
+    available = available_memory_bytes()
+    mine = rank_options(options, world, available)
+    world.barrier("start")
+    results = run(mine, clock=clock, sync=WorldSync(world))
+    section = results.engram
+    assert section is not None
+    results.notices.append(f"rank {world.rank} of {world.world_size} on {world.host}")
+    samples: Samples = {}
+    measured = [get_method(m.name) for m in section.methods if m.mode == MEASURED]
+    if measured:
+        rounds = {m.name: len(section.method(m.name).timing.samples_s) for m in measured}
+        samples = measure_contention(mine, world, measured, rounds, clock)
+    record = rank_record(world, section, samples, available, mine.max_memory or 0)
+    record.steps = list(world.steps)
+    records = world.gather("gather", record)
+    if records is None:
+        return results, None
+    gathered = dataclasses.replace(results, notices=[n for n in results.notices if not n.startswith("rank ")])
+    gathered.ranks = records
+    gathered.ranks_aggregate = aggregate(records, world.backend)
+    gathered.summary = summary_line(gathered.ranks_aggregate)
+    return results, gathered
+
+
+def measure_contention(
+    options: EngramOptions, world: World, methods: Sequence[FillMethod], rounds: dict[str, int], clock: Clock
+) -> Samples:
+    """Fill the same shard alone (one rank at a time, the others at a barrier), then every rank at once."""
+    device = resolve_device(options.device) if not options.offload else torch.device("cpu")
+    backing = resolve_backing(options.backing or "pinned", offload=options.offload, device=device)
+    spec = options.spec()
+    runner = Runner(spec, backing, device, options.chunk_elements, clock)
+    world.barrier("contention: allocate")
+    tables, _ = runner.allocate(shard(spec).part_rows)
+    runner.first_touch(tables)
+    samples: Samples = {}
+    try:
+        for method in methods:
+            alone: list[float] = []
+            together: list[float] = []
+            for _ in range(max(1, rounds[method.name])):
+                for r in range(world.world_size):
+                    world.barrier(f"contention: {method.name} alone on rank {r}")
+                    if r == world.rank:
+                        alone.append(runner.fill(method, tables).seconds)
+                world.barrier(f"contention: {method.name} together")
+                together.append(runner.fill(method, tables).seconds)
+            samples[method.name] = (alone, together)
+    finally:
+        runner.release(tables)
+    return samples
+
+
+def _median(values: list[float], why: str) -> Figure:
+    return Figure(statistics.median(values)) if values else Figure.missing(why)
+
+
+def rank_record(world: World, section: EngramResult, samples: Samples, available: int, budget: int) -> RankRecord:
+    lay = section.layout
+    phases = {p.name: p.seconds for p in section.phases}
+    why = "dry run: nothing allocated" if section.dry_run else "not measured"
+    fills = []
+    for m in section.methods:
+        alone, together = samples.get(m.name, ([], []))
+        not_checked = "dry run" if section.dry_run else f"{m.mode}: not filled at full size on every rank"
+        fills.append(
+            RankFill(
+                method=m.name,
+                mode=m.mode,
+                seconds=m.seconds,
+                needed_bytes=m.needed_bytes,
+                fits_in_memory=m.fits_in_memory,
+                peak_rss_bytes=m.peak_rss_bytes,
+                alone_s=_median(alone, not_checked),
+                together_s=_median(together, not_checked),
+                contention_rounds=len(together),
+            )
+        )
+    return RankRecord(
+        rank=world.rank,
+        world_size=world.world_size,
+        local_rank=world.local_rank,
+        local_world_size=world.local_world_size,
+        host=world.host,
+        part_rows=lay.part_rows,
+        table_bytes=lay.table_bytes_per_rank,
+        reserved_bytes=lay.reserved_bytes_per_rank,
+        reserved_measured_bytes=section.backing.reserved_measured_bytes,
+        backing=section.backing.used,
+        available_bytes=available,
+        memory_budget_bytes=budget,
+        allocate_s=phases.get(ALLOCATE, Figure.missing(why)),
+        first_touch_s=phases.get(FIRST_TOUCH, Figure.missing(why)),
+        fills=fills,
+        peak_rss_bytes=section.run_peak_rss_bytes,
+        engram=section,
+    )
+
+
+# --- the aggregate (rank 0) --------------------------------------------------------------------------
+
+
+def _critical(phase: str, figures: list[tuple[int, Figure]]) -> PhaseCritical:
+    known = [(r, f) for r, f in figures if f.value is not None]
+    if not known:
+        reason = next((f.unavailable for _, f in figures if f.unavailable), None) or "not measured"
+        return PhaseCritical(phase, None, Figure.missing(reason), Figure.missing(reason))
+    slow_rank, slow = max(known, key=lambda rf: rf[1].value or 0.0)
+    _, fast = min(known, key=lambda rf: rf[1].value or 0.0)
+    return PhaseCritical(phase, slow_rank, slow, fast)
+
+
+def _nodes(records: Sequence[RankRecord]) -> list[NodeMemory]:
+    nodes: dict[str, NodeMemory] = {}
+    for rec in records:
+        node = nodes.setdefault(rec.host, NodeMemory(host=rec.host, available_bytes=rec.available_bytes))
+        node.ranks.append(rec.rank)
+        node.available_bytes = min(node.available_bytes, rec.available_bytes)
+        node.table_bytes += rec.table_bytes
+        node.reserved_bytes += rec.reserved_bytes
+        for f in rec.fills:
+            node.needed_bytes[f.method] = node.needed_bytes.get(f.method, 0) + f.needed_bytes
+    for node in nodes.values():
+        peaks = [r.peak_rss_bytes for r in records if r.host == node.host]
+        node.peak_rss_sum_bytes = sum(p for p in peaks if p is not None) if all(p is not None for p in peaks) else None
+        node.fits = {name: need <= node.available_bytes for name, need in node.needed_bytes.items()}
+    return list(nodes.values())
+
+
+def _contention(method: str, records: Sequence[RankRecord]) -> Contention:
+    fills = [r.fill(method) for r in records]
+    rounds = min(f.contention_rounds for f in fills)
+    if any(f.alone_s.value is None or f.together_s.value is None for f in fills):
+        why = next((f.alone_s.unavailable for f in fills if f.alone_s.unavailable), None) or "not measured"
+        return Contention(method, 0, unavailable=why)
+    alone = max(f.alone_s.value or 0.0 for f in fills)
+    together = max(f.together_s.value or 0.0 for f in fills)
+    ratio = Figure(together / alone) if alone > 0 else Figure.missing("the fill alone took no measurable time")
+    return Contention(method, rounds, Figure(alone), Figure(together), ratio)
+
+
+def aggregate(records: Sequence[RankRecord], backend: str) -> RanksAggregate:
+    records = sorted(records, key=lambda r: r.rank)
+    agg = RanksAggregate(world_size=len(records), backend=backend, nodes=_nodes(records))
+    agg.critical_path = [
+        _critical(ALLOCATE, [(r.rank, r.allocate_s) for r in records]),
+        _critical(FIRST_TOUCH, [(r.rank, r.first_touch_s) for r in records]),
+    ]
+    methods = [f.method for f in records[0].fills]
+    agg.critical_path += [_critical(name, [(r.rank, r.fill(name).seconds) for r in records]) for name in methods]
+    agg.contention = [_contention(name, records) for name in methods]
+    first = records[0].steps
+    for rec in records[1:]:
+        if rec.steps != first:
+            agg.steps_aligned = False
+            at = next(
+                (i for i, (a, b) in enumerate(zip(first, rec.steps, strict=False)) if a != b),
+                min(len(first), len(rec.steps)),
+            )
+            agg.notes.append(
+                f"rank {rec.rank} took other steps than rank 0 from step {at + 1} "
+                f"({rec.steps[at] if at < len(rec.steps) else 'none'} vs {first[at] if at < len(first) else 'none'})"
+            )
+    return agg
+
+
+def summary_line(agg: RanksAggregate) -> str:
+    hosts = len(agg.nodes)
+    parts = [f"{agg.world_size} ranks on {hosts} host{'s' if hosts != 1 else ''} ({agg.backend})"]
+    ratios = [f"{c.method} x{c.ratio.value:.2f}" for c in agg.contention if c.ratio.value is not None]
+    if ratios:
+        parts.append("fill time, all ranks together vs alone: " + ", ".join(ratios))
+    for node in agg.nodes:
+        short = [name for name, ok in node.fits.items() if not ok]
+        if short:
+            parts.append(
+                f"{node.host} cannot hold all {len(node.ranks)} ranks at once for {', '.join(short)} "
+                f"({format_bytes(max(node.needed_bytes[n] for n in short))} > {format_bytes(node.available_bytes)})"
+            )
+    return "; ".join(parts)

@@ -1,0 +1,226 @@
+"""Multi-rank engram runs: real processes, gloo, launched by torch.distributed's own launcher.
+
+Each test starts real ranks (``python -m torch.distributed.run`` or ``dummyprof engram --nproc``) on
+small tables, with a subprocess timeout so nothing can hang the suite. Faults are injected per rank
+through a ``sitecustomize`` module on PYTHONPATH (imported by every rank at start-up, before dummyprof).
+Select them with ``pytest -m multirank``; they run in the default suite.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dummyprof.models.engram import EngramSpec, shard
+from dummyprof.results.store import load_results
+
+pytestmark = pytest.mark.multirank
+
+LIMIT_S = 90  # a run that takes longer has hung: fail instead of waiting
+ROWS, DIM, HEADS = 4099, 64, 3  # uneven on purpose: heads of 1,367 / 1,366 / 1,366 rows, 2 heads on rank 0
+SMALL = [
+    "--rows", str(ROWS), "--dim", str(DIM), "--heads", str(HEADS), "--offload", "--backing", "pageable",
+    "--method", "memset", "--method", "constant", "--repeat", "2", "--time-budget", "5", "--dist-timeout", "30",
+]  # fmt: skip
+
+
+def _env(site: Path | None = None) -> dict[str, str]:
+    env = dict(os.environ, NO_COLOR="1", COLUMNS="250", OMP_NUM_THREADS="1")
+    for key in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"):
+        env.pop(key, None)
+    if site is not None:
+        env["PYTHONPATH"] = os.pathsep.join([str(site), env.get("PYTHONPATH", "")])
+    return env
+
+
+def torchrun(nproc: int, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}"]
+    command += ["-m", "dummyprof", "engram", *args]
+    return subprocess.run(command, cwd=cwd, env=_env(), capture_output=True, text=True, timeout=LIMIT_S)
+
+
+def nproc(n: int, *args: str, cwd: Path, site: Path | None = None) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "dummyprof", "engram", "--nproc", str(n), *args]
+    return subprocess.run(command, cwd=cwd, env=_env(site), capture_output=True, text=True, timeout=LIMIT_S)
+
+
+def fault(tmp_path: Path, rank: int, code: str) -> Path:
+    """A sitecustomize that runs ``code`` at start-up on one rank only."""
+    site = tmp_path / "site"
+    site.mkdir()
+    body = textwrap.indent(textwrap.dedent(code), "    ")
+    (site / "sitecustomize.py").write_text(f"import os, sys\nif os.environ.get('RANK') == '{rank}':\n{body}\n")
+    return site
+
+
+def _json(path: Path) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(path.read_text())
+    return data
+
+
+@pytest.fixture(scope="module")
+def two(tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.CompletedProcess[str], Path]:
+    where = tmp_path_factory.mktemp("torchrun2")
+    out = torchrun(2, *SMALL, "--tp-size", "2", "--json", "r.json", cwd=where)
+    return out, where / "r.json"
+
+
+@pytest.fixture(scope="module")
+def two_nproc(tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.CompletedProcess[str], Path]:
+    where = tmp_path_factory.mktemp("nproc2")
+    out = nproc(2, *SMALL, "--tp-size", "2", "--json", "r.json", cwd=where)
+    return out, where / "r.json"
+
+
+def _covers_every_row_once(data: dict[str, Any], tp: int, dp: int) -> None:
+    ranks = data["ranks"]
+    world = tp * dp
+    assert sorted(r["rank"] for r in ranks) == list(range(world))  # every rank, once
+    assert {r["world_size"] for r in ranks} == {world}
+    spec = EngramSpec(rows=ROWS, dim=DIM, heads=HEADS, tp_size=tp, dp_size=dp)
+    heads: list[int] = []
+    for r in sorted(ranks, key=lambda r: r["rank"]):
+        lay = r["engram"]["layout"]
+        assert lay["rank"] == r["rank"]
+        mine = shard(spec, r["rank"])
+        assert r["part_rows"] == lay["part_rows"] == mine.part_rows
+        assert r["table_bytes"] == mine.part_rows * (DIM + DIM // 32)
+        heads += range(mine.first_head, mine.first_head + mine.heads)
+    assert sorted(heads) == list(range(HEADS)) or world > HEADS
+    assert sum(r["part_rows"] for r in ranks) == ROWS
+
+
+def test_torchrun_two_ranks_cover_every_row_once_in_one_report(
+    two: tuple[subprocess.CompletedProcess[str], Path],
+) -> None:
+    out, path = two
+    assert out.returncode == 0, out.stderr[-3000:]
+    data = _json(path)
+    _covers_every_row_once(data, 2, 1)
+    assert [r["part_rows"] for r in sorted(data["ranks"], key=lambda r: r["rank"])] == [2733, 1366]
+    agg = data["ranks_aggregate"]
+    assert agg["world_size"] == 2 and agg["backend"] == "gloo" and agg["steps_aligned"]
+    assert [n["ranks"] for n in agg["nodes"]] == [[0, 1]]
+    assert agg["nodes"][0]["table_bytes"] == ROWS * (DIM + DIM // 32)
+    assert [c["method"] for c in agg["contention"]] == ["memset", "constant"]
+    for c in agg["contention"]:
+        assert c["rounds"] == 2 and c["ratio"]["value"] > 0
+        assert c["ratio"]["value"] == pytest.approx(c["together_s"]["value"] / c["alone_s"]["value"])
+    phases = [p["phase"] for p in agg["critical_path"]]
+    assert phases == ["allocate", "first touch", "memset", "constant"]
+    assert all(p["slowest_rank"] in (0, 1) for p in agg["critical_path"])
+    # One report, printed by rank 0 only: one per-rank table with a row for each rank.
+    assert out.stdout.count("Ranks (2)") == 1
+    assert out.stdout.count("results written to r.json") == 1
+    assert "2,733" in out.stdout and "1,366" in out.stdout
+    assert "Contention" in out.stdout and "Critical path" in out.stdout
+    assert "2 ranks on 1 host (gloo)" in out.stdout
+    # The saved file loads and renders without the run.
+    loaded = load_results(path)
+    assert len(loaded.ranks) == 2 and loaded.ranks_aggregate is not None
+
+
+def test_nproc_gives_the_same_report_as_torchrun(
+    two: tuple[subprocess.CompletedProcess[str], Path], two_nproc: tuple[subprocess.CompletedProcess[str], Path]
+) -> None:
+    out, path = two_nproc
+    assert out.returncode == 0, out.stderr[-3000:]
+    a, b = _json(two[1]), _json(path)
+
+    def shape(data: dict[str, Any]) -> list[tuple[Any, ...]]:
+        return [
+            (r["rank"], r["world_size"], r["local_rank"], r["part_rows"], r["table_bytes"], r["reserved_bytes"],
+             [f["method"] for f in r["fills"]], r["steps"])
+            for r in sorted(data["ranks"], key=lambda r: r["rank"])
+        ]  # fmt: skip
+
+    assert shape(a) == shape(b)
+    assert [c["method"] for c in a["ranks_aggregate"]["contention"]] == [
+        c["method"] for c in b["ranks_aggregate"]["contention"]
+    ]
+    assert out.stdout.count("Ranks (2)") == 1 and "2 ranks on 1 host (gloo)" in out.stdout
+
+
+def test_four_ranks_tp2_dp2(tmp_path: Path) -> None:
+    args = ["--rows", str(ROWS), "--dim", str(DIM), "--heads", "4", "--offload", "--backing", "pageable"]
+    args += ["--method", "memset", "--repeat", "1", "--time-budget", "5", "--dist-timeout", "30"]
+    out = torchrun(4, *args, "--tp-size", "2", "--dp-size", "2", "--json", "r.json", "-q", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr[-3000:]
+    data = _json(tmp_path / "r.json")
+    assert sorted(r["rank"] for r in data["ranks"]) == [0, 1, 2, 3]
+    assert [r["part_rows"] for r in sorted(data["ranks"], key=lambda r: r["rank"])] == [1025, 1025, 1025, 1024]
+    assert sum(r["part_rows"] for r in data["ranks"]) == ROWS
+    assert {r["local_world_size"] for r in data["ranks"]} == {4}
+    assert out.stdout.count("4 ranks on 1 host") == 1  # -q: rank 0's summary line only
+
+
+def test_a_failing_rank_is_reported_by_rank_and_nothing_hangs(tmp_path: Path) -> None:
+    site = fault(
+        tmp_path,
+        1,
+        """
+        from dummyprof.scenarios.engram.runner import Runner
+        def allocate(self, part_rows):
+            raise MemoryError("simulated: out of memory while allocating")
+        Runner.allocate = allocate
+        """,
+    )
+    out = nproc(2, *SMALL, "--tp-size", "2", cwd=tmp_path, site=site)
+    assert out.returncode == 1
+    assert "dummyprof: error: rank 1 (" in out.stderr
+    assert "MemoryError: simulated: out of memory while allocating" in out.stderr
+    assert out.stderr.count("simulated: out of memory") == 1  # rank 0 reports it; rank 1 stays quiet
+    assert "Ranks (" not in out.stdout
+
+
+def test_a_killed_rank_is_named_by_the_launcher(tmp_path: Path) -> None:
+    site = fault(
+        tmp_path,
+        1,
+        """
+        import signal
+        from dummyprof.scenarios.engram.runner import Runner
+        def allocate(self, part_rows):
+            os.kill(os.getpid(), signal.SIGKILL)
+        Runner.allocate = allocate
+        """,
+    )
+    out = nproc(2, *SMALL, "--tp-size", "2", cwd=tmp_path, site=site)
+    assert out.returncode == 1
+    assert "dummyprof: error: rank 1 was killed by SIGKILL" in out.stderr
+
+
+def test_a_rank_that_stops_answering_is_named_after_the_timeout(tmp_path: Path) -> None:
+    site = fault(
+        tmp_path,
+        1,
+        """
+        import time
+        from dummyprof.scenarios.engram.runner import Runner
+        def allocate(self, part_rows):
+            time.sleep(600)
+        Runner.allocate = allocate
+        """,
+    )
+    args = [a if a != "30" else "4" for a in SMALL]  # --dist-timeout 4
+    out = nproc(2, *args, "--tp-size", "2", cwd=tmp_path, site=site)
+    assert out.returncode == 1
+    assert "not reached by every rank within 4 s (--dist-timeout)" in out.stderr
+    assert "rank 1 at step" in out.stderr
+
+
+def test_bad_input_on_one_rank_is_named_and_every_rank_exits_2(tmp_path: Path) -> None:
+    site = fault(tmp_path, 1, "sys.argv += ['--dim', '250']")
+    out = nproc(2, *SMALL, "--tp-size", "2", cwd=tmp_path, site=site)
+    assert out.returncode == 2
+    lines = [line for line in out.stderr.splitlines() if line.startswith("dummyprof: error:")]
+    assert len(lines) == 1
+    assert "rank 1: --dim: 250 is not a multiple of --block-size 32" in lines[0]
+    assert "rank 0" not in lines[0]

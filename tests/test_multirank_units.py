@@ -1,0 +1,240 @@
+"""Multi-rank pieces in one process: launcher environment, failure-aware barriers, checks, aggregate, reports."""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+import pytest
+from rich.console import Console
+
+from dummyprof.distributed.launch import torchrun_args
+from dummyprof.distributed.world import LaunchEnv, RanksFailed, World, check_ranks, launch_env
+from dummyprof.errors import UsageError
+from dummyprof.reports.markdown import render_markdown
+from dummyprof.reports.terminal import render
+from dummyprof.results.common import Figure
+from dummyprof.results.engram import EngramResult
+from dummyprof.results.ranks import RankFill, RankRecord
+from dummyprof.results.session import Results
+from dummyprof.results.store import results_from_dict, results_to_json
+from dummyprof.scenarios.engram.options import EngramOptions
+from dummyprof.scenarios.engram.ranks import aggregate, rank_options, summary_line
+
+ENV = {"RANK": "1", "WORLD_SIZE": "2", "LOCAL_RANK": "1", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29500"}
+
+
+class FakeStore:
+    """The few TCPStore calls a World makes, in memory."""
+
+    def __init__(self) -> None:
+        self.data: dict[str, bytes] = {}
+
+    def set(self, key: str, value: str) -> None:
+        self.data[key] = value.encode()
+
+    def get(self, key: str) -> bytes:
+        return self.data[key]
+
+    def add(self, key: str, n: int) -> int:
+        value = int(self.data.get(key, b"0")) + n
+        self.data[key] = str(value).encode()
+        return value
+
+    def check(self, keys: list[str]) -> bool:
+        return all(k in self.data for k in keys)
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+
+
+def world(rank: int = 0, size: int = 2, *, store: Any = None, local_size: int | None = None) -> World:
+    env = LaunchEnv(rank, size, rank, local_size or size, "127.0.0.1", 29500)
+    clock = FakeClock()
+    return World(env, store or FakeStore(), "gloo", 5.0, clock=clock, sleep=clock.sleep)
+
+
+def test_launch_env_is_read_from_torchrun_variables() -> None:
+    assert launch_env({}) is None
+    env = launch_env(ENV)
+    assert env == LaunchEnv(1, 2, 1, 2, "127.0.0.1", 29500)
+    assert launch_env({**ENV, "LOCAL_WORLD_SIZE": "1"}) == LaunchEnv(1, 2, 1, 1, "127.0.0.1", 29500)
+
+
+def test_incomplete_launch_env_is_a_usage_error() -> None:
+    with pytest.raises(UsageError, match="MASTER_ADDR, MASTER_PORT not set"):
+        launch_env({"RANK": "0", "WORLD_SIZE": "2", "LOCAL_RANK": "0"})
+    with pytest.raises(UsageError, match="WORLD_SIZE='two' is not an integer"):
+        launch_env({**ENV, "WORLD_SIZE": "two"})
+
+
+def test_barrier_reports_a_failed_rank_by_rank() -> None:
+    store = FakeStore()
+    other = world(1, store=store)
+    assert other.fail("MemoryError: out of memory", usage=False) is False  # rank 0 never reported: say it locally
+    me = world(0, store=store)
+    with pytest.raises(RanksFailed) as caught:
+        me.barrier("fill memset")
+    assert str(caught.value) == "rank 1 (" + me.host + ") failed: MemoryError: out of memory"
+    assert caught.value.exit_code == 1 and not caught.value.quiet
+
+
+def test_barrier_failure_of_bad_input_exits_2_and_is_quiet_off_rank_0() -> None:
+    store = FakeStore()
+    world(0, store=store).fail("--dim: bad", usage=True)
+    with pytest.raises(RanksFailed) as caught:
+        world(1, store=store).barrier("allocate")
+    assert caught.value.exit_code == 2 and caught.value.quiet
+
+
+def test_barrier_names_the_rank_that_never_arrived() -> None:
+    store = FakeStore()
+    me = world(0, store=store)
+    with pytest.raises(RanksFailed) as caught:
+        me.barrier("allocate")
+    assert str(caught.value) == (
+        "step 1 (allocate) not reached by every rank within 5 s (--dist-timeout): rank 1 at step 0 (start)"
+    )
+    assert me.clock() >= 5.0  # it waited the whole timeout, no longer
+
+
+def test_a_failed_rank_stays_quiet_once_rank_0_reported() -> None:
+    store = FakeStore()
+    store.set("reported", "1")
+    assert world(1, store=store).fail("boom", usage=False) is True
+
+
+class Gathered(World):
+    """A World whose all_gather returns what every rank would have sent."""
+
+    def __init__(self, rank: int, seen: list[Any]) -> None:
+        super().__init__(LaunchEnv(rank, len(seen), rank, len(seen), "h", 1), FakeStore(), "gloo", 5.0)
+        self.seen = seen
+
+    def all_gather(self, label: str, value: Any) -> list[Any]:
+        return self.seen
+
+
+def test_the_same_bad_input_on_every_rank_is_one_line() -> None:
+    seen = [("--tp-size: no", {}), ("--tp-size: no", {})]
+    with pytest.raises(RanksFailed) as caught:
+        check_ranks(Gathered(0, seen), None, {})
+    assert str(caught.value) == "ranks 0, 1: --tp-size: no"
+    assert caught.value.exit_code == 2 and not caught.value.quiet
+    with pytest.raises(RanksFailed) as other:
+        check_ranks(Gathered(1, seen), None, {})
+    assert other.value.quiet
+
+
+def test_flags_that_differ_between_ranks_are_named() -> None:
+    seen = [(None, {"--rows": "4M", "--repeat": "2"}), (None, {"--rows": "4M", "--repeat": "3"})]
+    with pytest.raises(RanksFailed, match=r"flags differ between ranks: --repeat \(rank 0: 2, rank 1: 3\);"):
+        check_ranks(Gathered(0, seen), None, {})
+    check_ranks(Gathered(0, [(None, {"--rows": "4M"})] * 2), None, {})  # the same everywhere: passes
+
+
+def test_rank_options_take_the_rank_and_a_share_of_the_node_budget() -> None:
+    options = EngramOptions(rows=1000, tp_size=2, max_memory=8_000)
+    mine = rank_options(options, world(1, 2), available=10_000)
+    assert (mine.rank, mine.max_memory) == (1, 4_000)
+    default = rank_options(EngramOptions(rows=1000, tp_size=4), world(3, 4, local_size=2), available=10_000)
+    assert default.max_memory == 4_000  # 80% of available, split over 2 local ranks
+
+
+def test_tp_times_dp_must_equal_the_world_size() -> None:
+    with pytest.raises(UsageError) as caught:
+        rank_options(EngramOptions(rows=1000, tp_size=4), world(0, 2), available=10_000)
+    assert str(caught.value) == (
+        "--tp-size: tp 4 x dp 1 = 4 ranks, but torch.distributed started 2 processes; "
+        "use --tp-size 2 (with --dp-size 1) or start 4 processes"
+    )
+
+
+def test_torchrun_args_are_torchruns_own() -> None:
+    assert torchrun_args(4, ["engram", "--rows", "4M"]) == [
+        "--standalone", "--nproc-per-node", "4", "--max-restarts", "0", "-m", "dummyprof", "engram", "--rows", "4M",
+    ]  # fmt: skip
+
+
+def _record(rank: int, host: str, alone: float, together: float, fill_s: float, steps: list[str]) -> RankRecord:
+    return RankRecord(
+        rank=rank,
+        world_size=2,
+        local_rank=rank,
+        local_world_size=2,
+        host=host,
+        part_rows=100 + rank,
+        table_bytes=1000,
+        reserved_bytes=1024,
+        available_bytes=3000 - rank,
+        allocate_s=Figure(0.001 * (rank + 1)),
+        first_touch_s=Figure(0.5 - 0.1 * rank),
+        fills=[
+            RankFill(
+                "memset", "measured", Figure(fill_s), 1500, True, Figure(2000.0), Figure(alone), Figure(together), 2
+            )
+        ],
+        peak_rss_bytes=2000,
+        steps=steps,
+        engram=EngramResult(),
+    )
+
+
+def test_aggregate_critical_path_nodes_and_contention() -> None:
+    records = [_record(0, "a", 1.0, 1.5, 0.2, ["x", "y"]), _record(1, "a", 2.0, 3.0, 0.4, ["x", "y"])]
+    agg = aggregate(records, "gloo")
+    crit = {p.phase: (p.slowest_rank, p.seconds.value, p.fastest_seconds.value) for p in agg.critical_path}
+    assert crit == {"allocate": (1, 0.002, 0.001), "first touch": (0, 0.5, 0.4), "memset": (1, 0.4, 0.2)}
+    (node,) = agg.nodes
+    assert (node.ranks, node.available_bytes, node.table_bytes, node.peak_rss_sum_bytes) == ([0, 1], 2999, 2000, 4000)
+    assert node.needed_bytes == {"memset": 3000} and node.fits == {"memset": False}  # 3000 > 2999
+    (c,) = agg.contention
+    assert (c.alone_s.value, c.together_s.value, c.ratio.value) == (2.0, 3.0, 1.5)
+    assert agg.steps_aligned and not agg.notes
+    assert summary_line(agg) == (
+        "2 ranks on 1 host (gloo); fill time, all ranks together vs alone: memset x1.50; "
+        "a cannot hold all 2 ranks at once for memset (2.93 KiB > 2.93 KiB)"
+    )
+
+
+def test_aggregate_notes_ranks_that_took_other_steps() -> None:
+    agg = aggregate([_record(0, "a", 1, 1, 1, ["x", "y"]), _record(1, "b", 1, 1, 1, ["x", "z"])], "gloo")
+    assert not agg.steps_aligned
+    assert agg.notes == ["rank 1 took other steps than rank 0 from step 2 (z vs y)"]
+    assert [n.host for n in agg.nodes] == ["a", "b"]
+
+
+def _gathered() -> Results:
+    records = [_record(0, "a", 1.0, 1.5, 0.2, ["x"]), _record(1, "a", 2.0, 3.0, 0.4, ["x"])]
+    results = Results(command="engram", engram=EngramResult(), ranks=records)
+    results.ranks_aggregate = aggregate(records, "gloo")
+    return results
+
+
+def test_saved_multirank_results_round_trip_and_older_files_have_no_ranks() -> None:
+    import json
+
+    loaded = results_from_dict(json.loads(results_to_json(_gathered())))
+    assert [r.rank for r in loaded.ranks] == [0, 1]
+    assert loaded.ranks_aggregate is not None and loaded.ranks_aggregate.contention[0].ratio.value == 1.5
+    old = results_from_dict({"schema_version": 1, "command": "engram", "engram": {}})
+    assert old.ranks == [] and old.ranks_aggregate is None
+
+
+def test_reports_show_every_rank_and_the_ratio() -> None:
+    buffer = io.StringIO()
+    render(_gathered(), Console(file=buffer, width=250, no_color=True))
+    text = buffer.getvalue()
+    assert "Ranks (2)" in text and "0/2" in text and "1/2" in text
+    assert "x1.50" in text and "r0 x1.50, r1 x1.50" in text
+    assert "no: memset" in text
+    md = render_markdown(_gathered())
+    assert "**Ranks (2):**" in md and "| memset | 2.00 s | 3.00 s | x1.50 |" in md

@@ -224,3 +224,24 @@ def test_bad_input_on_one_rank_is_named_and_every_rank_exits_2(tmp_path: Path) -
     assert len(lines) == 1
     assert "rank 1: --dim: 250 is not a multiple of --block-size 32" in lines[0]
     assert "rank 0" not in lines[0]
+
+
+def test_the_gate_runs_a_multirank_scenario_with_exact_counters_per_rank(cli: Any, tmp_path: Path) -> None:
+    config = tmp_path / "dummyprof.toml"
+    config.write_text(
+        textwrap.dedent(f"""
+        [scenarios.ranks]
+        command = "engram-ranks"
+        options = {{ nproc = 2, rows = {ROWS}, dim = {DIM}, heads = {HEADS}, tp_size = 2, offload = true, \
+backing = "pageable", methods = ["memset"], repeat = 3, time_budget_s = 5.0, dist_timeout_s = 30.0 }}
+        counters = "all"
+        """)
+    )
+    baseline = tmp_path / "baseline.json"
+    result = cli("baseline", "--config", str(config), "--output", str(baseline), "-q")
+    assert result.exit_code == 0, result.stderr
+    metrics = json.loads(baseline.read_text())["gate"]["scenarios"][0]["metrics"]
+    assert metrics["rank0.table_bytes_per_rank"]["value"] == 2733 * (DIM + DIM // 32)
+    assert metrics["rank1.table_bytes_per_rank"]["value"] == 1366 * (DIM + DIM // 32)
+    assert metrics["rank1.memset.bytes_written"]["value"] == 1366 * (DIM + DIM // 32)
+    assert len(metrics["memset.time"]["samples"]) == 3  # one critical-path time per round

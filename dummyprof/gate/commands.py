@@ -93,3 +93,26 @@ def _engram() -> CommandSpec:
 
 
 register_command(_engram())
+
+
+def _engram_ranks() -> CommandSpec:
+    from dummyprof.gate.engram_ranks_metrics import (
+        engram_ranks_metric_names,
+        engram_ranks_metrics,
+        validate_engram_ranks,
+    )
+
+    return CommandSpec(
+        name="engram-ranks",
+        module="dummyprof.scenarios.engram.ranks_launch",
+        options_class="EngramRanksOptions",
+        extract=engram_ranks_metrics,
+        metric_names=engram_ranks_metric_names,
+        not_in_fingerprint=frozenset(
+            {"repeat", "max_memory", "time_budget_s", "deadline_s", "device", "dist_timeout_s"}
+        ),
+        validate=validate_engram_ranks,
+    )
+
+
+register_command(_engram_ranks())

@@ -1,0 +1,69 @@
+"""Metrics of the multi-rank ``engram`` scenario: exact counters per rank, critical-path time per method.
+
+Counters are per rank (``rank1.table_bytes``, ``rank1.memset.bytes_written``): computed from each
+rank's shard, so any change is real. ``METHOD.time`` is the start-up critical path of a fill: per
+full-size round, the slowest rank's time (all ranks filled in step).
+"""
+
+from __future__ import annotations
+
+import statistics
+from typing import Any
+
+from dummyprof.gate.engram_metrics import LAYOUT_COUNTERS, MEASURED, METHOD_COUNTERS
+from dummyprof.gate.metrics import MetricSpec
+from dummyprof.results.gate import Metric
+from dummyprof.results.session import Results
+
+
+def _methods(options: Any) -> list[str]:
+    from dummyprof.loaders.fp8_methods import FLOOR
+
+    names = list(options.methods)
+    return names if FLOOR in names else [*names, FLOOR]
+
+
+def engram_ranks_metric_names(options: Any) -> dict[str, MetricSpec]:
+    names: dict[str, MetricSpec] = {}
+    for rank in range(options.nproc):
+        for counter in LAYOUT_COUNTERS:
+            names[f"rank{rank}.{counter}"] = MetricSpec("counter", "bytes")
+        for method in _methods(options):
+            for counter in METHOD_COUNTERS:
+                names[f"rank{rank}.{method}.{counter}"] = MetricSpec("counter", "bytes")
+    for method in _methods(options):
+        names[f"{method}.time"] = MetricSpec("time", "s")
+    return names
+
+
+def engram_ranks_metrics(results: Results) -> dict[str, Metric]:
+    if not results.ranks:
+        raise ValueError("the multi-rank engram scenario returned no ranks")
+    metrics: dict[str, Metric] = {}
+    rounds: dict[str, list[list[float]]] = {}
+    for record in sorted(results.ranks, key=lambda r: r.rank):
+        section = record.engram
+        if section is None:
+            raise ValueError(f"rank {record.rank} returned no engram section")
+        for counter in LAYOUT_COUNTERS:
+            value = float(getattr(section.layout, counter))
+            metrics[f"rank{record.rank}.{counter}"] = Metric("counter", "bytes", value)
+        for method in section.methods:
+            for counter in METHOD_COUNTERS:
+                metrics[f"rank{record.rank}.{method.name}.{counter}"] = Metric(
+                    "counter", "bytes", float(getattr(method, counter))
+                )
+            if method.mode == MEASURED and method.timing.samples_s:
+                rounds.setdefault(method.name, []).append(list(method.timing.samples_s))
+    for name, per_rank in rounds.items():
+        if len(per_rank) != len(results.ranks) or len({len(s) for s in per_rank}) != 1:
+            continue  # not measured in full on every rank, or not in step: no critical path to gate
+        slowest = [max(values) for values in zip(*per_rank, strict=True)]
+        metrics[f"{name}.time"] = Metric("time", "s", statistics.median(slowest), slowest)
+    return metrics
+
+
+def validate_engram_ranks(options: Any) -> None:
+    from dummyprof.scenarios.engram.ranks_launch import validate_ranks_options
+
+    validate_ranks_options(options)

@@ -238,3 +238,26 @@ def test_reports_show_every_rank_and_the_ratio() -> None:
     assert "no: memset" in text
     md = render_markdown(_gathered())
     assert "**Ranks (2):**" in md and "| memset | 2.00 s | 3.00 s | x1.50 |" in md
+
+
+class _Failure:
+    def __init__(self, exitcode: int, signal: str = "") -> None:
+        self.exitcode = exitcode
+        self.signal = signal
+
+    def signal_name(self) -> str:
+        return self.signal
+
+
+def test_launcher_exit_code_prefers_ranks_that_exited_on_their_own(capsys: pytest.CaptureFixture[str]) -> None:
+    from dummyprof.distributed.launch import _exit_code
+
+    # rank 1 exited 2 (bad input), the launcher then stopped rank 0 with SIGTERM: exit 2, nothing more to say
+    assert _exit_code({0: _Failure(-15, "SIGTERM"), 1: _Failure(2)}) == 2
+    assert capsys.readouterr().err == ""
+    assert _exit_code({0: _Failure(1), 1: _Failure(2)}) == 1  # rank 0's own code first
+    # killed by the OOM killer: named, exit 1
+    assert _exit_code({1: _Failure(-9, "SIGKILL"), 0: _Failure(-15, "SIGTERM")}) == 1
+    assert capsys.readouterr().err.splitlines() == ["dummyprof: error: rank 1 was killed by SIGKILL"]
+    assert _exit_code({0: _Failure(-15, "SIGTERM")}) == 1  # stopped from outside: still said
+    assert capsys.readouterr().err.splitlines() == ["dummyprof: error: rank 0 was killed by SIGTERM"]

@@ -8,7 +8,8 @@ every rank stopped when one fails), so both forms give the same report.
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from dummyprof.distributed.world import EXIT_FAILED
 
@@ -27,13 +28,22 @@ def launch(nproc: int, module_args: Sequence[str]) -> int:
     try:
         torchrun.run(args)
     except ChildFailedError as exc:
-        codes = {}
-        for rank, failure in sorted(exc.failures.items()):
-            if failure.exitcode < 0:
-                # Killed: that rank could say nothing, so the launcher does.
-                sys.stderr.write(f"dummyprof: error: rank {rank} was killed by {failure.signal_name()}\n")
-                codes[rank] = EXIT_FAILED
-            else:
-                codes[rank] = failure.exitcode
-        return codes.get(0) or next((c for c in codes.values() if c > 0), EXIT_FAILED)
+        return _exit_code(exc.failures)
     return 0
+
+
+def _exit_code(failures: Mapping[int, Any]) -> int:
+    """Rank 0's own exit code, else the first rank's that exited on its own; a killed rank is named here.
+
+    The launcher stops the other ranks with SIGTERM once one exits, so a rank ended by SIGTERM while another
+    exited on its own is not a failure of its own; any other signal (SIGKILL: the OOM killer) is, and that
+    rank could say nothing itself.
+    """
+    own = {rank: f.exitcode for rank, f in sorted(failures.items()) if f.exitcode > 0}
+    killed = {rank: f.signal_name() for rank, f in sorted(failures.items()) if f.exitcode < 0}
+    named = {rank: name for rank, name in killed.items() if name != "SIGTERM"} or ({} if own else killed)
+    for rank, name in named.items():
+        sys.stderr.write(f"dummyprof: error: rank {rank} was killed by {name}\n")
+    if not own:
+        return EXIT_FAILED
+    return own.get(0) or next(iter(own.values()))

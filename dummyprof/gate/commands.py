@@ -96,11 +96,7 @@ register_command(_engram())
 
 
 def _engram_ranks() -> CommandSpec:
-    from dummyprof.gate.engram_ranks_metrics import (
-        engram_ranks_metric_names,
-        engram_ranks_metrics,
-        validate_engram_ranks,
-    )
+    from dummyprof.gate.engram_ranks_metrics import engram_ranks_metric_names, engram_ranks_metrics
 
     return CommandSpec(
         name="engram-ranks",
@@ -111,7 +107,6 @@ def _engram_ranks() -> CommandSpec:
         not_in_fingerprint=frozenset(
             {"repeat", "max_memory", "time_budget_s", "deadline_s", "device", "dist_timeout_s"}
         ),
-        validate=validate_engram_ranks,
     )
 
 

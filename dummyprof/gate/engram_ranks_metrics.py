@@ -61,9 +61,3 @@ def engram_ranks_metrics(results: Results) -> dict[str, Metric]:
         slowest = [max(values) for values in zip(*per_rank, strict=True)]
         metrics[f"{name}.time"] = Metric("time", "s", statistics.median(slowest), slowest)
     return metrics
-
-
-def validate_engram_ranks(options: Any) -> None:
-    from dummyprof.scenarios.engram.ranks_launch import validate_ranks_options
-
-    validate_ranks_options(options)

@@ -17,7 +17,8 @@ from pathlib import Path
 from dummyprof.errors import DummyprofError, UsageError
 from dummyprof.results.session import Results
 from dummyprof.results.store import load_results
-from dummyprof.scenarios.engram.run import EngramOptions, validate_options
+from dummyprof.scenarios.engram.options import EngramOptions
+from dummyprof.scenarios.engram.options import validate as validate_engram
 
 DEFAULT_DIST_TIMEOUT_S = 120.0
 START_UP_S = 120.0  # on top of the time budget: starting the ranks (each imports torch) and the contention check
@@ -33,7 +34,8 @@ class EngramRanksOptions(EngramOptions):
     dist_timeout_s: float = DEFAULT_DIST_TIMEOUT_S
 
 
-def validate_ranks_options(options: EngramRanksOptions) -> None:
+def validate(options: EngramRanksOptions) -> None:
+    """The engram checks, and tp x dp must equal the number of ranks."""
     if options.nproc < 1:
         raise UsageError("nproc", f"must be at least 1, got {options.nproc}")
     if options.tp_size * options.dp_size != options.nproc:
@@ -41,7 +43,7 @@ def validate_ranks_options(options: EngramRanksOptions) -> None:
             "nproc",
             f"tp_size {options.tp_size} x dp_size {options.dp_size} must equal nproc {options.nproc}",
         )
-    validate_options(dataclasses.replace(options, rank=0))
+    validate_engram(dataclasses.replace(options, rank=0))
 
 
 def engram_argv(options: EngramOptions) -> list[str]:
@@ -64,7 +66,7 @@ def engram_argv(options: EngramOptions) -> list[str]:
 
 
 def run(options: EngramRanksOptions, *, progress: Callable[[int, int, str], None] | None = None) -> Results:
-    validate_ranks_options(options)
+    validate(options)
     with tempfile.TemporaryDirectory(prefix="dummyprof-ranks-") as tmp:
         path = Path(tmp) / "ranks.json"
         command = [sys.executable, "-m", "dummyprof", "engram", "--nproc", str(options.nproc)]

@@ -147,6 +147,8 @@ def test_rank_options_take_the_rank_and_a_share_of_the_node_budget() -> None:
     assert (mine.rank, mine.max_memory) == (1, 4_000)
     default = rank_options(EngramOptions(rows=1000, tp_size=4), world(3, 4, local_size=2), available=10_000)
     assert default.max_memory == 4_000  # 80% of available, split over 2 local ranks
+    mapped = rank_options(EngramOptions(rows=1000, tp_size=2, offload=True, backing="mmap:/t/e.bin"), world(1, 2), 10)
+    assert mapped.backing == "mmap:/t/e.bin.rank1"  # each rank creates its own file
 
 
 def test_tp_times_dp_must_equal_the_world_size() -> None:

@@ -76,8 +76,15 @@ def rank_options(options: EngramOptions, world: World, available: int) -> Engram
     device = options.device
     if not options.offload and device == "auto" and torch.cuda.is_available():
         device = f"cuda:{world.local_rank}"
+    backing = options.backing
+    if backing is not None and backing.startswith("mmap:") and world.world_size > 1:
+        backing = f"{backing}.rank{world.rank}"  # one file per rank: each is created exclusively
     return dataclasses.replace(
-        options, rank=world.rank, max_memory=max(1, node // world.local_world_size), device=device
+        options,
+        rank=world.rank,
+        max_memory=max(1, node // world.local_world_size),
+        device=device,
+        backing=backing,
     )
 
 

@@ -12,6 +12,7 @@ from dummyprof.distributed.launch import torchrun_args
 from dummyprof.distributed.world import LaunchEnv, RanksFailed, World, check_ranks, launch_env
 from dummyprof.errors import UsageError
 from dummyprof.reports.markdown import render_markdown
+from dummyprof.reports.summary import ranks_summary
 from dummyprof.reports.terminal import render
 from dummyprof.results.common import Figure
 from dummyprof.results.engram import EngramResult
@@ -19,7 +20,7 @@ from dummyprof.results.ranks import RankFill, RankRecord
 from dummyprof.results.session import Results
 from dummyprof.results.store import results_from_dict, results_to_json
 from dummyprof.scenarios.engram.options import EngramOptions
-from dummyprof.scenarios.engram.ranks import aggregate, rank_options, summary_line
+from dummyprof.scenarios.engram.ranks import aggregate, rank_options
 
 ENV = {"RANK": "1", "WORLD_SIZE": "2", "LOCAL_RANK": "1", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29500"}
 
@@ -201,7 +202,7 @@ def test_aggregate_critical_path_nodes_and_contention() -> None:
     (c,) = agg.contention
     assert (c.alone_s.value, c.together_s.value, c.ratio.value) == (2.0, 3.0, 1.5)
     assert agg.steps_aligned and not agg.notes
-    assert summary_line(agg) == (
+    assert ranks_summary(agg) == (
         "2 ranks on 1 host (gloo); fill time, all ranks together vs alone: memset x1.50; "
         "a cannot hold all 2 ranks at once for memset (2.93 KiB > 2.93 KiB)"
     )

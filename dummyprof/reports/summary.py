@@ -10,6 +10,7 @@ from dummyprof.results.compare import CompareResult
 from dummyprof.results.engram import PLANNED, EngramResult
 from dummyprof.results.gate import EXIT_INCOMPLETE, REGRESSED, GateResult
 from dummyprof.results.inspect import InspectResult
+from dummyprof.results.ranks import RanksAggregate
 from dummyprof.results.session import Results
 from dummyprof.units import format_bytes, format_seconds
 
@@ -109,8 +110,27 @@ SUMMARIES: dict[str, Callable[[Any], str]] = {
 }
 
 
+def ranks_summary(agg: RanksAggregate) -> str:
+    """A multi-rank run: ranks and hosts, each method's contention ratio, nodes that cannot hold their ranks."""
+    hosts = len(agg.nodes)
+    parts = [f"{agg.world_size} ranks on {hosts} host{'s' if hosts != 1 else ''} ({agg.backend})"]
+    ratios = [f"{c.method} x{c.ratio.value:.2f}" for c in agg.contention if c.ratio.value is not None]
+    if ratios:
+        parts.append("fill time, all ranks together vs alone: " + ", ".join(ratios))
+    for node in agg.nodes:
+        short = [name for name, ok in node.fits.items() if not ok]
+        if short:
+            parts.append(
+                f"{node.host} cannot hold all {len(node.ranks)} ranks at once for {', '.join(short)} "
+                f"({format_bytes(max(node.needed_bytes[n] for n in short))} > {format_bytes(node.available_bytes)})"
+            )
+    return "; ".join(parts)
+
+
 def summary_line(results: Results) -> str:
     """The summary line of any Results; empty for a kind (or an empty section) that has none."""
+    if results.ranks_aggregate is not None:
+        return ranks_summary(results.ranks_aggregate)
     writer = SUMMARIES.get(results.command)
     if writer is None:
         return ""

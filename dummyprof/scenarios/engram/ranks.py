@@ -34,7 +34,6 @@ from dummyprof.scenarios.engram.options import EngramOptions
 from dummyprof.scenarios.engram.plan import ALLOCATE, FIRST_TOUCH
 from dummyprof.scenarios.engram.run import run
 from dummyprof.scenarios.engram.runner import Clock, Runner
-from dummyprof.units import format_bytes
 
 T = TypeVar("T")
 
@@ -98,7 +97,6 @@ def run_ranks(
     results = run(mine, clock=clock, sync=WorldSync(world))
     section = results.engram
     assert section is not None
-    results.notices.append(f"rank {world.rank} of {world.world_size} on {world.host}")
     samples: Samples = {}
     measured = [get_method(m.name) for m in section.methods if m.mode == MEASURED]
     if measured:
@@ -109,10 +107,7 @@ def run_ranks(
     records = world.gather("gather", record)
     if records is None:
         return results, None
-    gathered = dataclasses.replace(results, notices=[n for n in results.notices if not n.startswith("rank ")])
-    gathered.ranks = records
-    gathered.ranks_aggregate = aggregate(records, world.backend)
-    gathered.summary = summary_line(gathered.ranks_aggregate)
+    gathered = dataclasses.replace(results, ranks=records, ranks_aggregate=aggregate(records, world.backend))
     return results, gathered
 
 
@@ -256,19 +251,3 @@ def aggregate(records: Sequence[RankRecord], backend: str) -> RanksAggregate:
                 f"({rec.steps[at] if at < len(rec.steps) else 'none'} vs {first[at] if at < len(first) else 'none'})"
             )
     return agg
-
-
-def summary_line(agg: RanksAggregate) -> str:
-    hosts = len(agg.nodes)
-    parts = [f"{agg.world_size} ranks on {hosts} host{'s' if hosts != 1 else ''} ({agg.backend})"]
-    ratios = [f"{c.method} x{c.ratio.value:.2f}" for c in agg.contention if c.ratio.value is not None]
-    if ratios:
-        parts.append("fill time, all ranks together vs alone: " + ", ".join(ratios))
-    for node in agg.nodes:
-        short = [name for name, ok in node.fits.items() if not ok]
-        if short:
-            parts.append(
-                f"{node.host} cannot hold all {len(node.ranks)} ranks at once for {', '.join(short)} "
-                f"({format_bytes(max(node.needed_bytes[n] for n in short))} > {format_bytes(node.available_bytes)})"
-            )
-    return "; ".join(parts)

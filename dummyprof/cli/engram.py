@@ -50,8 +50,8 @@ Examples:
   dummyprof engram --rows 64M --offload --backing mmap:/var/tmp/engram.bin
 
 Every rank at once (one gathered report on rank 0; docs/multi-rank.md):
-  torchrun --nproc-per-node 8 -m dummyprof engram --rows 2e9 --offload --tp-size 8
-  dummyprof engram --rows 2e9 --offload --tp-size 8 --nproc 8
+  torchrun --nproc-per-node 8 -m dummyprof engram --rows 2e9 --tp-size 8
+  dummyprof engram --rows 2e9 --tp-size 8 --nproc 8
 """
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from dummyprof.loaders.counting import count_on_meta
+from dummyprof.loaders.counting import CountingTooLong, count_on_meta
 from dummyprof.loaders.strategies import get_strategy
 from dummyprof.measure.projection import fit_line
 from dummyprof.models.source import synthetic_source
@@ -169,3 +169,35 @@ def test_meta_source_is_built_without_allocating() -> None:
     source = synthetic_source(TreeSpec(depth=3, hidden=64))
     model = source.build(torch.device("meta"))
     assert all(p.device.type == "meta" for p in model.parameters())
+
+
+def test_counting_stops_at_its_deadline_and_names_the_strategy() -> None:
+    """A walk still going at its deadline stops: how far it got, never minutes of silence."""
+    with torch.device("meta"):
+        model = build_tree(TreeSpec(depth=6, hidden=32))
+    ticks = iter(range(1_000_000))
+    clock = lambda: float(next(ticks))  # noqa: E731  (one second per reading)
+    with pytest.raises(CountingTooLong) as late:
+        count_on_meta(model, get_strategy("legacy"), deadline=0.5, clock=clock)
+    assert late.value.strategy == "legacy" and late.value.visits == 0 and late.value.seconds > 0
+    # Without a deadline the same walk finishes: the deadline is the only thing that stopped it.
+    assert count_on_meta(model, get_strategy("legacy")).recorder.records
+
+
+def test_compare_past_the_counting_limit_is_one_line_naming_time_budget(
+    cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dummyprof.scenarios.compare import sizing
+
+    monkeypatch.setattr(sizing, "counting_limit", lambda budget: -1.0)
+    result = cli("compare", *TREE, "--time-budget", "30")
+    assert result.exit_code == 2
+    line = result.stderr.strip()
+    assert line.startswith("dummyprof: error: --time-budget: counting visits on the meta model took longer")
+    assert "legacy had made 0 visits" in line and "Traceback" not in result.stdout + result.stderr
+
+
+def test_counting_limit_is_half_the_budget_and_never_under_ten_seconds() -> None:
+    from dummyprof.scenarios.compare.sizing import counting_limit
+
+    assert counting_limit(120) == 60 and counting_limit(4) == 10

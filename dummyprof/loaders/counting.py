@@ -12,6 +12,7 @@ real fills of small models.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -44,14 +45,38 @@ class CountResult:
     walk_seconds: float  # the traversal with the recorder and a no-op fill (Python cost only)
 
 
+class CountingTooLong(Exception):
+    """The walk passed its deadline: ``visits`` counted in ``seconds`` and it was not done."""
+
+    def __init__(self, strategy: str, visits: int, seconds: float) -> None:
+        super().__init__(f"{strategy}: {visits} visits in {seconds:.1f} s, not done")
+        self.strategy = strategy
+        self.visits = visits
+        self.seconds = seconds
+
+
+# The clock is read once per this many visits: cheap next to a visit, and a deadline is still
+# noticed within milliseconds.
+_CHECK_EVERY = 1024
+
+
 class _Planner:
     """An initializer stand-in: records each visit's plan and writes nothing."""
 
-    def __init__(self, initializer: PlannedInitializer) -> None:
+    def __init__(
+        self,
+        initializer: PlannedInitializer,
+        deadline: float | None = None,
+        clock: Callable[[], float] = time.perf_counter,
+    ) -> None:
         self.initializer = initializer
         self.visits: list[VisitPlan] = []
+        self.deadline = deadline
+        self.clock = clock
 
     def __call__(self, tensor: torch.Tensor, local_name: str) -> FillOutcome:
+        if self.deadline is not None and len(self.visits) % _CHECK_EVERY == 0 and self.clock() > self.deadline:
+            raise CountingTooLong("", len(self.visits), 0.0)
         rule, outcome = self.initializer.plan(tensor, local_name)
         self.visits.append(VisitPlan(storage_key(tensor), rule, tensor.dtype, outcome, local_name))
         return outcome
@@ -64,12 +89,26 @@ def planned_initializer(name: str) -> PlannedInitializer:
     return init  # type: ignore[return-value]
 
 
-def count_on_meta(model: nn.Module, strategy: Strategy, initializer: str | None = None) -> CountResult:
-    """Run ``strategy``'s traversal over ``model`` (meta tensors) with the recorder; nothing is written."""
+def count_on_meta(
+    model: nn.Module,
+    strategy: Strategy,
+    initializer: str | None = None,
+    *,
+    deadline: float | None = None,
+    clock: Callable[[], float] = time.perf_counter,
+) -> CountResult:
+    """Run ``strategy``'s traversal over ``model`` (meta tensors) with the recorder; nothing is written.
+
+    With a ``deadline`` (a ``clock()`` reading), a walk still going then raises :class:`CountingTooLong`:
+    legacy's walk grows as tensors x depth, and a huge tree must not hold a run for minutes unseen.
+    """
     name = initializer or strategy.initializer
-    planner = _Planner(planned_initializer(name))
+    planner = _Planner(planned_initializer(name), deadline, clock)
     recorder = VisitRecorder(model)
-    t0 = time.perf_counter()
-    run_strategy(model, strategy, initializer=planner, recorder=recorder)
-    walk = time.perf_counter() - t0
+    t0 = clock()
+    try:
+        run_strategy(model, strategy, initializer=planner, recorder=recorder)
+    except CountingTooLong as late:
+        raise CountingTooLong(strategy.name, late.visits, clock() - t0) from None
+    walk = clock() - t0
     return CountResult(strategy.name, name, recorder, planner.visits, walk)

@@ -66,7 +66,7 @@ def run(
             trust_remote_code=options.trust_remote_code,
         )
     builtin = [get_strategy(name) for name in options.strategies]
-    meta = count_strategies(source, builtin, options.initializer)
+    meta = count_strategies(source, builtin, options.initializer, time_budget_s=options.time_budget)
     decision, projections = decide(
         source,
         meta,

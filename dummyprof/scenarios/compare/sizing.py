@@ -24,7 +24,8 @@ import torch
 from torch import nn
 
 from dummyprof.anatomy import model_bytes
-from dummyprof.loaders.counting import CountResult, VisitPlan, count_on_meta, planned_initializer
+from dummyprof.errors import DoesNotFitError
+from dummyprof.loaders.counting import CountingTooLong, CountResult, VisitPlan, count_on_meta, planned_initializer
 from dummyprof.loaders.initializers import RULE_DECLARED, RULE_SKIP
 from dummyprof.loaders.strategies import Strategy
 from dummyprof.measure.budget import device_budget
@@ -75,12 +76,44 @@ class MetaCounts:
     seconds: float
 
 
+# Counting (building on meta and walking every strategy) may use this share of --time-budget, the rest
+# being for calibration and fills; never less than COUNTING_MIN_S, so a small budget that only asks
+# for projection does not refuse a tree that counts in a blink on an idle machine.
+COUNTING_SHARE = 0.5
+COUNTING_MIN_S = 10.0
+
+
+def counting_limit(time_budget_s: float) -> float:
+    """Seconds the counting pass may take under ``time_budget_s``."""
+    return max(COUNTING_SHARE * time_budget_s, COUNTING_MIN_S)
+
+
 def count_strategies(
-    source: ModelSource, strategies: Sequence[Strategy], initializer: str | None, clock: Clock = time.perf_counter
+    source: ModelSource,
+    strategies: Sequence[Strategy],
+    initializer: str | None,
+    *,
+    time_budget_s: float | None = None,
+    clock: Clock = time.perf_counter,
 ) -> MetaCounts:
+    """Build on meta and count every strategy; past its share of the time budget, stop and say so."""
     t0 = clock()
+    limit = None if time_budget_s is None else counting_limit(time_budget_s)
+    deadline = None if limit is None else t0 + limit
     model = source.build(META)
-    counts = {s.name: count_on_meta(model, s, initializer) for s in strategies}
+    built = clock() - t0
+    counts = {}
+    for strategy in strategies:
+        try:
+            counts[strategy.name] = count_on_meta(model, strategy, initializer, deadline=deadline, clock=clock)
+        except CountingTooLong as late:
+            raise DoesNotFitError.for_field(
+                "time_budget",
+                f"counting visits on the meta model took longer than this budget allows ({limit:.0f} s): "
+                f"building it took {built:.1f} s, then {late.strategy} "
+                f"had made {late.visits:,} visits in {late.seconds:.1f} s and was not done; raise the time "
+                "budget or profile a smaller model (fewer levels or blocks)",
+            ) from None
     return MetaCounts(model, counts, clock() - t0)
 
 

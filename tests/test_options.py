@@ -47,6 +47,7 @@ COMPARE_FIELDS = {
     "trust_remote_code": False,
     "loaders": [],
     "loader_args": {},
+    "trace": False,
 }
 
 

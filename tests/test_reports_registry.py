@@ -23,13 +23,13 @@ FILES = sorted(OLD.glob("*.json"))
 
 
 def test_builtin_reporters_and_the_kinds_they_render() -> None:
-    assert reporter_names() == ["terminal", "json", "markdown", "junit", "benchmark-json", "pytorch-benchmark"]
+    assert reporter_names() == ["terminal", "json", "markdown", "junit", "benchmark-json", "pytorch-benchmark", "html"]
     assert get_reporter("terminal").kinds == frozenset(terminal.SECTIONS)
     assert get_reporter("markdown").kinds == frozenset(markdown.SECTIONS)
-    assert set(terminal.SECTIONS) == {"compare", "audit", "inspect", "engram", "gate", "baseline"}
+    assert set(terminal.SECTIONS) == {"compare", "audit", "inspect", "engram", "gate", "baseline", "sweep"}
     assert get_reporter("json").kinds is None  # every kind
-    assert reporter_names("compare") == ["terminal", "json", "markdown", "pytorch-benchmark"]
-    assert reporter_names("gate") == ["terminal", "json", "markdown", "junit", "benchmark-json"]
+    assert reporter_names("compare") == ["terminal", "json", "markdown", "pytorch-benchmark", "html"]
+    assert reporter_names("gate") == ["terminal", "json", "markdown", "junit", "benchmark-json", "html"]
     assert {r.name: r.suffix for r in registry.BUILTIN} == {
         "terminal": ".txt",
         "json": ".json",
@@ -37,6 +37,7 @@ def test_builtin_reporters_and_the_kinds_they_render() -> None:
         "junit": ".xml",
         "benchmark-json": ".json",
         "pytorch-benchmark": ".json",
+        "html": ".html",
     }
 
 
@@ -45,13 +46,13 @@ def test_unknown_format_and_unsupported_kind_are_refused_in_one_place() -> None:
         get_reporter("pdf")
     assert str(unknown.value) == (
         "--format: unknown format 'pdf'; choose one of: terminal, json, markdown, junit, benchmark-json, "
-        "pytorch-benchmark"
+        "pytorch-benchmark, html"
     )
     with pytest.raises(UsageError) as kind:
         render(Results(command="compare"), "junit", flag="--junit")
     assert str(kind.value) == (
         "--junit: format 'junit' renders gate results, not compare; for these choose one of: terminal, json, "
-        "markdown, pytorch-benchmark"
+        "markdown, pytorch-benchmark, html"
     )
 
 
@@ -138,5 +139,6 @@ print(rendered)
 """
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
-    # gate adds junit and benchmark-json, baseline the latter, compare pytorch-benchmark
-    assert int(proc.stdout) == 3 * len(FILES) + 2 + 1 + 1
+    # gate adds junit and benchmark-json, baseline the latter, compare pytorch-benchmark;
+    # html renders every kind but inspect
+    assert int(proc.stdout) == 3 * len(FILES) + 2 + 1 + 1 + (len(FILES) - 1)

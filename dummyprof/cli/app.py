@@ -52,7 +52,7 @@ app = typer.Typer(
 
 
 def _register_commands() -> None:
-    from dummyprof.cli import audit, compare, engram, gate, inspect, report
+    from dummyprof.cli import audit, compare, engram, gate, inspect, report, sweep
 
     audit.register(app)
     compare.register(app)
@@ -60,6 +60,7 @@ def _register_commands() -> None:
     gate.register(app)
     inspect.register(app)
     report.register(app)
+    sweep.register(app)
 
 
 _register_commands()

@@ -7,6 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from dummyprof.cli.html_option import HtmlOpt, html_reports
 from dummyprof.cli.model_options import (
     LoaderArgOpt,
     LoaderOpt,
@@ -103,6 +104,7 @@ def audit(
         typer.Option(metavar="SIZE", help="Memory the run may use, e.g. 8GiB. Default: 80% of available."),
     ] = None,
     json_path: Annotated[Optional[Path], typer.Option("--json", metavar="PATH", help=JSON_HELP)] = None,  # noqa: UP045
+    html: HtmlOpt = None,
     force: Annotated[bool, typer.Option("--force", help=FORCE_HELP)] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help=QUIET_HELP)] = False,
 ) -> int:
@@ -124,12 +126,13 @@ def audit(
         max_memory=parse_bytes("--max-memory", max_memory) if max_memory is not None else None,
         ignore=list(ignore or []),
     )
-    check_outputs({"--json": json_path}, force=force, inputs=code_files(model, loader))
+    check_outputs({"--json": json_path, "--html": html}, force=force, inputs=code_files(model, loader))
+    reports = html_reports(html)
     from dummyprof.scenarios.audit import run as scenario
 
     with user_stdout_to_stderr(json_to_stdout(json_path)):
         results = scenario.run(options)
-    if emit(results, json_path=json_path, quiet=quiet, force=force):
+    if emit(results, json_path=json_path, quiet=quiet, force=force, reports=reports):
         return EXIT_NOT_WRITTEN  # never 1: a finding that was not recorded is not a verdict CI can trust
     assert results.audit is not None
     return 0 if results.audit.clean else 1

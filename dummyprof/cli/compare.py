@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
+from dummyprof.cli.html_option import HtmlOpt, html_reports
 from dummyprof.cli.model_options import (
     LoaderArgOpt,
     LoaderOpt,
@@ -51,6 +52,7 @@ Rounds are interleaved (A, B, C, A, B, C, ...) on freshly built models; one
 warm-up round is discarded. Speedup is a ratio of medians.
 
 Example: dummyprof compare --depth 12 --repeat 5 --json results.json
+         dummyprof compare --depth 12 --trace fill.json   (open in ui.perfetto.dev)
 
 Any model, any loader (the synthetic-tree flags are then ignored):
   dummyprof compare --preset torch-transformer
@@ -131,6 +133,16 @@ def compare(
             "(PyTorch OSS benchmark-database records, one per metric) or --export markdown summary.md.",
         ),
     ] = None,
+    trace: Annotated[
+        Optional[Path],  # noqa: UP045
+        typer.Option(
+            "--trace",
+            metavar="PATH",
+            help="Write a Chrome trace (Perfetto, chrome://tracing) of one extra, untimed instrumented round per "
+            "strategy: a span per module and per tensor fill. PATH ending in .speedscope.json: speedscope format.",
+        ),
+    ] = None,
+    html: HtmlOpt = None,
     force: Annotated[bool, typer.Option("--force", help=FORCE_HELP)] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help=QUIET_HELP)] = False,
 ) -> int:
@@ -152,19 +164,29 @@ def compare(
         loaders=list(loader or []),
         time_budget=parse_seconds("--time-budget", time_budget),
         loader_args=parse_args_flag(loader_arg, "--loader-arg"),
+        trace=trace is not None,
     )
-    reports: list[tuple[Output, Callable[[Results], str]]] = []
+    reports: list[tuple[Output, Callable[[Results], str]]] = html_reports(html)  # no plotly: exit 2 now
     if export is not None:
         from dummyprof.reports.registry import get_reporter
 
         export_format, export_path = export
         get_reporter(export_format, "compare", flag="--export")  # an unknown format fails before measuring
         reports.append((Output("--export", export_path), reporter(export_format, flag="--export")))
-    outputs = {"--json": json_path, "--export": export[1] if export is not None else None}
+    outputs = {
+        "--json": json_path,
+        "--export": export[1] if export is not None else None,
+        "--trace": trace,
+        "--html": html,
+    }
     check_outputs(outputs, force=force, inputs=code_files(model, loader))
     from dummyprof.scenarios.compare import run as scenario
 
     with progress_bar(not quiet, "compare") as progress, user_stdout_to_stderr(json_to_stdout(json_path)):
         results = scenario.run(options, progress=progress)
+    if trace is not None:
+        from dummyprof.reports.trace_formats import trace_renderer
+
+        reports.append((Output("--trace", trace), trace_renderer(trace)))
     failures = emit(results, json_path=json_path, quiet=quiet, force=force, reports=reports)
     return EXIT_NOT_WRITTEN if failures else 0

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
+from dummyprof.cli.html_option import HtmlOpt, html_reports
 from dummyprof.cli.output import EXIT_NOT_WRITTEN, FORCE_HELP, JSON_HELP, QUIET_HELP, check_outputs, emit, progress_bar
 from dummyprof.distributed.world import LaunchEnv, launch_env
 from dummyprof.errors import UsageError
@@ -115,6 +116,7 @@ def engram(
         bool, typer.Option("--dry-run", help="Print the plan (sizes, measure vs project); allocate nothing.")
     ] = False,
     json_path: Annotated[Optional[Path], typer.Option("--json", metavar="PATH", help=JSON_HELP)] = None,  # noqa: UP045
+    html: HtmlOpt = None,
     force: Annotated[bool, typer.Option("--force", help=FORCE_HELP)] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help=QUIET_HELP)] = False,
     nproc: Annotated[
@@ -144,12 +146,13 @@ def engram(
             if given:
                 raise UsageError(flag, "only applies to a multi-rank run: add --nproc N or start under torchrun")
         options = _options(params)
-        check_outputs({"--json": json_path}, force=force)
+        check_outputs({"--json": json_path, "--html": html}, force=force)
+        reports = html_reports(html)
         from dummyprof.scenarios.engram import run as scenario
 
         with progress_bar(not quiet and not dry_run, "engram") as progress:
             results = scenario.run(options, progress=progress)
-        return EXIT_NOT_WRITTEN if emit(results, json_path=json_path, quiet=quiet, force=force) else 0
+        return EXIT_NOT_WRITTEN if emit(results, json_path=json_path, quiet=quiet, force=force, reports=reports) else 0
     from dummyprof.cli.ranks import run_on_ranks
 
     def prepare(world: World) -> EngramOptions:

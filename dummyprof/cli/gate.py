@@ -8,6 +8,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from dummyprof.cli.html_option import HtmlOpt, html_reports
 from dummyprof.cli.output import (
     FORCE_HELP,
     JSON_HELP,
@@ -175,6 +176,7 @@ def gate(
         Optional[str],  # noqa: UP045
         typer.Option(metavar="FLOAT", help="Significance level of the rank test. Default: config, else 0.05."),
     ] = None,
+    html: HtmlOpt = None,
     force: Annotated[bool, typer.Option("--force", help=FORCE_HELP)] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help=QUIET_HELP)] = False,
 ) -> int:
@@ -188,11 +190,12 @@ def gate(
     from dummyprof.gate.runner import load_baseline, not_recorded, run_gate
 
     check_outputs(
-        {"--json": json_path, "--junit": junit, "--benchmark-json": benchmark_json},
+        {"--json": json_path, "--junit": junit, "--benchmark-json": benchmark_json, "--html": html},
         force=force,
         inputs={"--baseline": baseline_path, "--config": find_config(config)[0]},
         append={"--markdown": markdown},
     )
+    html_files = html_reports(html)  # no plotly: exit 2 now, not after measuring
 
     cfg = load_config(config)
     if factor_value is not None:
@@ -209,7 +212,7 @@ def gate(
         json_path=json_path,
         quiet=quiet,
         force=force,
-        reports=_reports(markdown=markdown, junit=junit, benchmark_json=benchmark_json),
+        reports=_reports(markdown=markdown, junit=junit, benchmark_json=benchmark_json) + html_files,
         on_failure=not_recorded,
     )
     return results.gate.exit_code

@@ -13,8 +13,9 @@ from dummyprof.errors import UsageError
 HELP = """\
 Render a saved results file (from --json) with any reporter. Needs no torch.
 
-Formats: terminal (default), json, markdown; gate results also junit and
-benchmark-json; compare results also pytorch-benchmark. --format with an unknown name lists every registered one.
+Formats: terminal (default), json, markdown, html (one self-contained page with
+charts; needs the html extra); gate results also junit and benchmark-json; compare
+results also pytorch-benchmark. --format with an unknown name lists every registered one.
 
 Example: dummyprof report results.json --format markdown --output summary.md
 """
@@ -28,7 +29,11 @@ def report(
     path: Annotated[Path, typer.Argument(metavar="RESULTS.json", help="A file written by --json.")],
     format: Annotated[
         str,
-        typer.Option("--format", "-f", help="terminal, json, markdown, junit, benchmark-json or pytorch-benchmark."),
+        typer.Option(
+            "--format",
+            "-f",
+            help="terminal, json, markdown, html, junit, benchmark-json or pytorch-benchmark.",
+        ),
     ] = "terminal",
     output: Annotated[
         Optional[Path],  # noqa: UP045

@@ -72,7 +72,7 @@ register_command(
         options_class="CompareOptions",
         extract=compare_metrics,
         metric_names=compare_metric_names,
-        not_in_fingerprint=frozenset({"repeat", "warmup", "max_memory", "device"}),
+        not_in_fingerprint=frozenset({"repeat", "warmup", "max_memory", "device", "trace"}),
         options_module="dummyprof.scenarios.compare.options",
     )
 )
@@ -111,3 +111,20 @@ def _engram_ranks() -> CommandSpec:
 
 
 register_command(_engram_ranks())
+
+
+def _sweep() -> CommandSpec:
+    from dummyprof.gate.sweep_metrics import sweep_metric_names, sweep_metrics
+
+    return CommandSpec(
+        name="sweep",
+        module="dummyprof.scenarios.sweep.run",
+        options_class="SweepOptions",
+        extract=sweep_metrics,
+        metric_names=sweep_metric_names,
+        not_in_fingerprint=frozenset({"fit_from"}),
+        options_module="dummyprof.scenarios.sweep.options",
+    )
+
+
+register_command(_sweep())

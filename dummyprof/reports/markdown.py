@@ -13,6 +13,7 @@ from dummyprof.reports.markdown_table import md_table
 from dummyprof.reports.notices import notices
 from dummyprof.reports.reporter import RenderOptions, Reporter
 from dummyprof.reports.summary import summary_line
+from dummyprof.reports.sweep_markdown import sweep_markdown
 from dummyprof.results.session import Results
 
 __all__ = ["REPORTER", "SECTIONS", "md_table", "render_markdown"]
@@ -26,6 +27,7 @@ SECTIONS: dict[str, MarkdownSection] = {
     "baseline": baseline_markdown,
     "audit": audit_markdown,
     "inspect": inspect_markdown,
+    "sweep": sweep_markdown,
     "engram": engram_markdown,
 }
 

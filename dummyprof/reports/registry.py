@@ -21,7 +21,7 @@ with one message that lists what would work.
 from __future__ import annotations
 
 from dummyprof.errors import UsageError
-from dummyprof.reports import gate_benchmark, gate_junit, json_report, markdown, pytorch_benchmark, terminal
+from dummyprof.reports import gate_benchmark, gate_junit, html, json_report, markdown, pytorch_benchmark, terminal
 from dummyprof.reports.reporter import RenderOptions, Reporter
 from dummyprof.results.session import Results
 
@@ -34,6 +34,7 @@ BUILTIN: tuple[Reporter, ...] = (
     gate_junit.REPORTER,
     gate_benchmark.REPORTER,
     pytorch_benchmark.REPORTER,
+    html.REPORTER,
 )
 
 _REPORTERS: dict[str, Reporter] = {}

@@ -12,6 +12,7 @@ from dummyprof.results.gate import EXIT_INCOMPLETE, REGRESSED, GateResult
 from dummyprof.results.inspect import InspectResult
 from dummyprof.results.ranks import RanksAggregate
 from dummyprof.results.session import Results
+from dummyprof.results.sweep import SweepResult
 from dummyprof.units import format_bytes, format_seconds
 
 
@@ -99,6 +100,20 @@ def gate_summary(section: GateResult) -> str:
     return f"gate {label} ({len(section.checks)} checks: {', '.join(parts)}); exit {section.exit_code}"
 
 
+def sweep_summary(result: SweepResult) -> str:
+    """Exponents of the headline metric per series (visits for compare, time for engram)."""
+    parts = []
+    for metric in ("visits", "time") if result.scenario == "compare" else ("time",):
+        fits = [result.fit(s, metric) for s in result.series]
+        shown = [f"{f.series} {f.exponent:.2f}" for f in fits if f is not None]
+        if shown:
+            parts.append(f"{metric} " + ", ".join(shown))
+    if not parts:
+        return f"sweep over {result.parameter}: too few points to fit"
+    span = f"{result.parameter} {result.fit_from}–{result.values[-1]}"
+    return f"growth exponents (log-log fit over {span}): " + "; ".join(parts)
+
+
 # One writer per kind of Results, keyed by command; baseline and gate share the gate section.
 SUMMARIES: dict[str, Callable[[Any], str]] = {
     "compare": compare_summary,
@@ -107,6 +122,7 @@ SUMMARIES: dict[str, Callable[[Any], str]] = {
     "engram": engram_summary,
     "baseline": baseline_summary,
     "gate": gate_summary,
+    "sweep": sweep_summary,
 }
 
 

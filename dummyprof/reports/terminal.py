@@ -16,6 +16,7 @@ from dummyprof.reports.inspect_terminal import render_inspect
 from dummyprof.reports.notices import notices
 from dummyprof.reports.reporter import RenderOptions, Reporter
 from dummyprof.reports.summary import summary_line
+from dummyprof.reports.sweep_terminal import render_sweep
 from dummyprof.results.session import Results
 
 Section = Callable[[Results, Console], None]
@@ -27,6 +28,7 @@ SECTIONS: dict[str, Section] = {
     "baseline": render_baseline,
     "audit": render_audit,
     "inspect": render_inspect,
+    "sweep": render_sweep,
     "engram": render_engram,
 }
 

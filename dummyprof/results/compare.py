@@ -7,6 +7,7 @@ from typing import Any
 
 from dummyprof.results.common import MemoryUse, NoiseWarning, Timing
 from dummyprof.results.engram import LinearFit
+from dummyprof.results.trace import StrategyTrace
 
 
 @dataclass
@@ -167,6 +168,9 @@ class CompareResult:
     def generator_bound(self, name: str) -> bool | None:
         share = self.share_of_floor(name)
         return None if share is None or self.floor is None else share < self.floor.generator_bound_share
+
+    # compare --trace: one instrumented round per strategy, run apart from the timed rounds.
+    trace: list[StrategyTrace] = field(default_factory=list)
 
     def strategy(self, name: str) -> StrategyResult:
         for s in self.strategies:

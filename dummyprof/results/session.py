@@ -13,6 +13,7 @@ from dummyprof.results.engram import EngramResult
 from dummyprof.results.gate import GateResult
 from dummyprof.results.inspect import InspectResult
 from dummyprof.results.ranks import RankRecord, RanksAggregate
+from dummyprof.results.sweep import SweepResult
 
 # 1: dummyprof 0.1.0 up to the reporter registry: words stored in the data.
 # 2: results carry data, reporters write the words. No ``summary`` (here or per gate
@@ -47,3 +48,4 @@ class Results:
     # Multi-rank runs (torchrun, --nproc): every rank once, and the aggregate; empty for one process.
     ranks: list[RankRecord] = field(default_factory=list)
     ranks_aggregate: RanksAggregate | None = None
+    sweep: SweepResult | None = None

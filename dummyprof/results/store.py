@@ -40,6 +40,7 @@ SECTIONS = {
     "engram": "engram",
     "baseline": "gate",
     "gate": "gate",
+    "sweep": "sweep",
 }
 
 

@@ -33,6 +33,8 @@ class CompareOptions(LoaderChoice, ModelChoice, TreeOptions):
     max_memory: int | None = None
     time_budget: float = 60.0  # seconds the measured rounds may take; a run predicted to take longer is projected
     project: bool = True  # False: refuse (DoesNotFitError) instead of projecting, as the perf gate needs
+    # One instrumented round per strategy, after the timed rounds and apart from them (compare --trace).
+    trace: bool = False
 
 
 def validate(options: CompareOptions) -> list[str]:

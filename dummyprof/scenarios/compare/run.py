@@ -3,22 +3,28 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from dummyprof.anatomy import allocated_bytes
 from dummyprof.errors import DoesNotFitError, UsageError
 from dummyprof.loaders.counting import CountResult
-from dummyprof.loaders.strategies import get_strategy
+from dummyprof.loaders.strategies import Strategy, get_strategy
 from dummyprof.measure.device import resolve_device
 from dummyprof.measure.environment import collect_environment
 from dummyprof.measure.recorder import index_model
 from dummyprof.models.source import ModelSource
 from dummyprof.results.compare import StrategyResult
 from dummyprof.results.session import Results
+from dummyprof.results.trace import StrategyTrace
 from dummyprof.scenarios.compare.options import DEFAULT_STRATEGIES, CompareOptions, validate
 from dummyprof.scenarios.compare.runner import AutoRepeat, Clock, Progress, run_compare
 from dummyprof.scenarios.compare.sizing import count_strategies, decide, projected_result
 from dummyprof.scenarios.model_choice import check_source_fits, model_summary, source_or_tree
 from dummyprof.units import format_seconds
+
+if TYPE_CHECKING:
+    import torch
 
 __all__ = ["DEFAULT_STRATEGIES", "CompareOptions", "run", "validate"]
 
@@ -135,7 +141,28 @@ def run(
     if builtin and all(_same_counts(result.strategy(s.name), meta.counts[s.name]) for s in builtin):
         result.counts = "exact"  # the real fills recorded what the counting pass on meta predicted
     loader_notes = apply_traces(result, loaders, lambda: build(device))
+    if options.trace:
+        result.trace = _instrumented_rounds(build, device, strategies[: len(options.strategies)], options.initializer)
     results = Results(command="compare", environment=collect_environment(device), compare=result)
     results.notices.extend(source.notes)
     results.notices.extend(loader_notes)
     return results
+
+
+def _instrumented_rounds(
+    build: Callable[[torch.device], torch.nn.Module],
+    device: torch.device,
+    strategies: list[Strategy],
+    initializer: str | None,
+) -> list[StrategyTrace]:
+    """A fresh model per strategy, filled once with a span per module and per fill; never timed."""
+    from dummyprof.loaders.initializers import get_initializer
+    from dummyprof.scenarios.compare.trace import trace_fill
+
+    traces = []
+    for strategy in strategies:
+        name = initializer or strategy.initializer
+        model = build(device)
+        traces.append(trace_fill(model, strategy, get_initializer(name), name, device))
+        del model
+    return traces

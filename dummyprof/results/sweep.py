@@ -1,0 +1,91 @@
+"""Results of ``dummyprof sweep``: one scenario run at many sizes, and how each series grows.
+
+A *series* is a strategy (compare) or a fill method (engram). Every point holds
+what that series measured at one value of the swept parameter; every fit is a
+least-squares line through ``log(value), log(figure)`` whose slope is the growth
+exponent (2: the figure grows as the square of the parameter).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class SeriesPoint:
+    """One series at one value of the swept parameter."""
+
+    seconds: float | None = None  # median of the measured rounds (None: not measured)
+    samples_s: list[float] = field(default_factory=list)
+    projected: bool = False  # engram: the time is a projection from smaller samples, not a measurement
+    visits: int | None = None  # compare only; engram fills have no traversal
+    bytes_written: int = 0
+    peak_rss_bytes: int | None = None  # worst measured round
+
+
+@dataclass
+class SweepPoint:
+    value: int = 0
+    model_bytes: int = 0  # what was filled at this point (compare: the model's storages; engram: tables per rank)
+    series: dict[str, SeriesPoint] = field(default_factory=dict)
+
+
+@dataclass
+class GrowthFit:
+    """``log y = intercept + exponent * log x`` by least squares over ``points`` values of x >= ``x_from``."""
+
+    series: str = ""
+    metric: str = ""  # visits, time or bytes
+    exponent: float = 0.0
+    intercept: float = 0.0
+    r_squared: float | None = None  # None with two points (a line through two points says nothing of its fit)
+    ci_low: float | None = None  # 95% interval of the exponent (Student's t); None with two points
+    ci_high: float | None = None
+    points: int = 0
+    x_from: float = 0.0
+    x_to: float = 0.0
+
+    def predict(self, x: float) -> float:
+        import math
+
+        return math.exp(self.intercept) * x**self.exponent
+
+
+@dataclass
+class SweepResult:
+    scenario: str = "compare"  # the command run at each point: compare or engram
+    parameter: str = ""  # depth, width, hidden, rows, or model-arg:NAME
+    values: list[int] = field(default_factory=list)
+    series: list[str] = field(default_factory=list)
+    points: list[SweepPoint] = field(default_factory=list)
+    fits: list[GrowthFit] = field(default_factory=list)
+    fit_from: int = 0  # smallest parameter value the fits use
+    repeat: int = 0
+    base_options: dict[str, Any] = field(default_factory=dict)  # the scenario's options other than the parameter
+    model_description: str = ""  # of the largest point
+
+    def fit(self, series: str, metric: str) -> GrowthFit | None:
+        for f in self.fits:
+            if f.series == series and f.metric == metric:
+                return f
+        return None
+
+    def column(self, series: str, metric: str) -> list[float | None]:
+        """One figure of one series at every point, in the order of ``values``."""
+        out: list[float | None] = []
+        for point in self.points:
+            entry = point.series.get(series)
+            if entry is None:
+                out.append(None)
+            elif metric == "time":
+                out.append(entry.seconds)
+            elif metric == "visits":
+                out.append(None if entry.visits is None else float(entry.visits))
+            elif metric == "bytes":
+                out.append(float(entry.bytes_written))
+            elif metric == "peak_rss":
+                out.append(None if entry.peak_rss_bytes is None else float(entry.peak_rss_bytes))
+            else:
+                raise KeyError(metric)
+        return out

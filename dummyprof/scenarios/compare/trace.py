@@ -1,0 +1,96 @@
+"""One instrumented fill round: a span per module the traversal is at and per tensor it fills.
+
+Strategies are plain traversals (``for layer in model.modules(): ...``), so the
+module a traversal is working on is seen by handing it a ``modules()`` that notes
+each module as it is yielded: the traversal's time at a module lasts until it asks
+for the next one. This adds a clock read per module and two per fill, which is
+why the instrumented round is run apart from the timed rounds and never timed.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+
+import torch
+from torch import nn
+
+from dummyprof.loaders.initializers import Initializer
+from dummyprof.loaders.strategies import Strategy
+from dummyprof.measure.device import synchronize
+from dummyprof.measure.recorder import VisitRecorder, storage_key
+from dummyprof.results.trace import Span, StrategyTrace
+
+Clock = Callable[[], float]
+
+
+class _ModuleWatch:
+    """Shadows ``model.modules`` on one instance and notes when the traversal moves on."""
+
+    def __init__(self, model: nn.Module, clock: Clock, spans: list[Span], origin: float) -> None:
+        self._model = model
+        self._clock = clock
+        self._spans = spans
+        self._origin = origin
+        self._names = {id(m): path for path, m in model.named_modules()}
+        self._open: Span | None = None
+
+    def modules(self) -> Iterator[nn.Module]:
+        for module in nn.Module.modules(self._model):
+            self.close()
+            self._open = Span(
+                kind="module", name=self._names.get(id(module), "?"), start_s=self._clock() - self._origin
+            )
+            self._spans.append(self._open)
+            yield module
+        self.close()
+
+    def close(self) -> None:
+        if self._open is not None:
+            self._open.duration_s = self._clock() - self._origin - self._open.start_s
+            self._open = None
+
+
+def trace_fill(
+    model: nn.Module,
+    strategy: Strategy,
+    initializer: Initializer,
+    initializer_name: str,
+    device: torch.device,
+    *,
+    clock: Clock = time.perf_counter,
+) -> StrategyTrace:
+    """Fill ``model`` once with ``strategy``, recording a span per module and per fill."""
+    recorder = VisitRecorder(model)
+    spans: list[Span] = []
+    synchronize(device)
+    origin = clock()
+    watch = _ModuleWatch(model, clock, spans, origin)
+    object.__setattr__(model, "modules", watch.modules)  # instance attribute: nn.Module.__setattr__ would refuse
+    try:
+        with torch.no_grad():
+            for local_name, tensor in strategy.traverse(model):
+                start = clock() - origin
+                outcome = initializer(tensor, local_name)
+                synchronize(device)
+                duration = clock() - origin - start
+                recorder.record(tensor, outcome)
+                record = recorder.records[storage_key(tensor)]
+                spans.append(
+                    Span(
+                        kind="fill",
+                        name=record.name,
+                        start_s=start,
+                        duration_s=duration,
+                        local_name=local_name,
+                        dtype=record.dtype,
+                        nbytes=record.nbytes,
+                        visit=record.visits,
+                        bytes_written=outcome.bytes_written,
+                    )
+                )
+        watch.close()
+    finally:
+        del model.__dict__["modules"]
+    total = clock() - origin
+    return StrategyTrace(strategy=strategy.name, initializer=initializer_name, total_s=total, spans=spans)

@@ -1,0 +1,171 @@
+"""`dummyprof sweep`: values on the command line, exact counts per point, growth fits, results and the gate."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from dummyprof.cli.ranges import parse_values
+from dummyprof.errors import UsageError
+from dummyprof.reports.summary import summary_line
+from dummyprof.results.store import load_results
+from dummyprof.scenarios.compare.run import CompareOptions
+from dummyprof.scenarios.sweep.fit import fit_growth
+from dummyprof.scenarios.sweep.run import SweepOptions, run, validate
+from tests.conftest import CliResult
+
+Cli = Callable[..., CliResult]
+TINY = ("--hidden", "32", "--repeat", "1", "--warmup", "0", "--device", "cpu")
+
+
+def legacy_chain_visits(depth: int) -> int:
+    """9 visited storages per block, a block k levels down visited k + 1 times, 4 visits at the root."""
+    return 9 * sum(k + 1 for k in range(1, depth + 1)) + 4
+
+
+@pytest.mark.parametrize(
+    ("text", "values"),
+    [
+        ("1:5", [1, 2, 3, 4, 5]),
+        ("1:24:8", [1, 9, 17]),
+        ("1,2,4,8,16", [1, 2, 4, 8, 16]),
+        ("1M,2M", [1_000_000, 2_000_000]),
+        ("12", [12]),
+    ],
+)
+def test_ranges_steps_and_lists(text: str, values: list[int]) -> None:
+    assert parse_values("--depth", text) == values
+
+
+@pytest.mark.parametrize(("text", "message"), [("5:3", "is empty"), ("1:2:3:4", "cannot read"), ("a:3", "whole")])
+def test_bad_ranges_name_the_flag(text: str, message: str) -> None:
+    with pytest.raises(UsageError, match=message) as info:
+        parse_values("--depth", text)
+    assert info.value.flag == "--depth"
+
+
+def test_fit_recovers_an_exact_power_law() -> None:
+    xs = [2, 4, 8, 16, 32]
+    fit = fit_growth("s", "visits", xs, [3.0 * x**2 for x in xs])
+    assert fit is not None
+    assert fit.exponent == pytest.approx(2.0)
+    assert fit.r_squared == pytest.approx(1.0)
+    assert fit.ci_low == pytest.approx(2.0) and fit.ci_high == pytest.approx(2.0)
+    assert fit.predict(64) == pytest.approx(3.0 * 64**2)
+
+
+def test_fit_interval_widens_with_noise_and_needs_three_points() -> None:
+    xs = [1, 2, 4, 8]
+    noisy = fit_growth("s", "time", xs, [x * f for x, f in zip(xs, [1.0, 1.3, 0.8, 1.2], strict=True)])
+    assert noisy is not None and noisy.ci_low is not None and noisy.ci_high is not None
+    assert noisy.ci_low < noisy.exponent < noisy.ci_high and noisy.r_squared is not None and noisy.r_squared < 1
+    two = fit_growth("s", "time", [1, 2], [1.0, 2.0])
+    assert two is not None and two.exponent == pytest.approx(1.0) and two.r_squared is None and two.ci_low is None
+    assert fit_growth("s", "time", [1, 2, 4], [1.0, None, 0.0]) is None  # one usable point: no fit
+
+
+def test_fit_uses_only_points_from_x_from() -> None:
+    xs = [1, 2, 4, 8]
+    fit = fit_growth("s", "visits", xs, [100.0, 1.0, 2.0, 4.0], x_from=2)
+    assert fit is not None and fit.points == 3 and fit.exponent == pytest.approx(1.0) and fit.x_from == 2
+
+
+def test_a_chain_sweep_has_exact_visits_and_quadratic_vs_linear_growth() -> None:
+    values = [2, 4, 8, 12]
+    results = run(
+        SweepOptions(
+            values=values,
+            fit_from=4,
+            compare=CompareOptions(hidden=32, repeat=1, warmup=0, device="cpu", strategies=["legacy", "per-layer"]),
+        )
+    )
+    sweep = results.sweep
+    assert sweep is not None and results.command == "sweep"
+    assert [p.value for p in sweep.points] == values
+    assert [p.series["legacy"].visits for p in sweep.points] == [legacy_chain_visits(d) for d in values]
+    assert [p.series["per-layer"].visits for p in sweep.points] == [9 * d + 2 for d in values]
+    assert all(p.series["legacy"].seconds is not None and p.series["legacy"].peak_rss_bytes for p in sweep.points)
+    legacy, per_layer = sweep.fit("legacy", "visits"), sweep.fit("per-layer", "visits")
+    assert legacy is not None and per_layer is not None
+    # The exact exponent of 4.5d² + 13.5d + 4 over d = 4, 8, 12, by hand:
+    lx = [math.log(d) for d in (4, 8, 12)]
+    ly = [math.log(legacy_chain_visits(d)) for d in (4, 8, 12)]
+    mx, my = sum(lx) / 3, sum(ly) / 3
+    slope = sum((a - mx) * (b - my) for a, b in zip(lx, ly, strict=True)) / sum((a - mx) ** 2 for a in lx)
+    assert legacy.exponent == pytest.approx(slope) and 1.6 < legacy.exponent < 2.0
+    assert 0.9 < per_layer.exponent < 1.0 and per_layer.points == 3
+    assert summary_line(results).startswith("growth exponents (log-log fit over depth 4–12): visits legacy 1.")
+
+
+def test_cli_sweep_writes_json_that_report_renders(cli: Cli, tmp_path: Path) -> None:
+    path = tmp_path / "s.json"
+    result = cli("sweep", "--depth", "1:4", *TINY, "-s", "per-layer", "--json", str(path))
+    assert result.exit_code == 0, result.stderr
+    assert "Growth" in result.stdout and "per-layer" in result.stdout and "log-log least squares" in result.stdout
+    data = json.loads(path.read_text())
+    assert data["command"] == "sweep" and data["sweep"]["values"] == [1, 2, 3, 4]
+    assert data["sweep"]["base_options"]["hidden"] == 32 and "depth" not in data["sweep"]["base_options"]
+    loaded = load_results(path)
+    assert loaded.sweep is not None and loaded.sweep.fit("per-layer", "visits") is not None
+    md = cli("report", str(path), "--format", "markdown")
+    assert md.exit_code == 0 and "| per-layer | visits |" in md.stdout
+
+
+def test_cli_sweeps_a_model_argument(cli: Cli) -> None:
+    result = cli(
+        "sweep", "--model", "tests/fixtures/models.py:build", "--model-arg", "hidden=16:48:16", *TINY[2:], "--quiet"
+    )
+    assert result.exit_code == 0, result.stderr
+    assert "log-log fit over model-arg:hidden 32–48" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--depth", "4"), "--depth: nothing to sweep"),
+        (("--depth", "1:4", "--width", "1:2"), "--width: sweep one parameter at a time"),
+        (("--depth", "4:1"), "--depth: the range '4:1' is empty"),
+        (("--depth", "1:4", "--fit-from", "4"), "--fit-from: leaves fewer than two"),
+        (("--preset", "dense-decoder", "--depth", "1:4"), "--depth: sizes the synthetic tree"),
+        (("--depth", "1,1,2"), "--depth: values repeat"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(cli: Cli, args: tuple[str, ...], message: str) -> None:
+    result = cli("sweep", *args, *TINY)
+    assert result.exit_code == 2
+    assert message in result.stderr and "Traceback" not in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_validate_refuses_unknown_parameters() -> None:
+    with pytest.raises(UsageError, match="cannot sweep 'colour'"):
+        validate(SweepOptions(parameter="colour", values=[1, 2]))
+
+
+def test_gate_runs_a_sweep_scenario_and_bounds_exponents(tmp_path: Path) -> None:
+    from dummyprof.gate.config import load_config
+    from dummyprof.gate.runner import run_gate
+    from dummyprof.results.gate import REGRESSED
+
+    config_path = tmp_path / "dummyprof.toml"
+    config_path.write_text(
+        "[scenarios.growth]\n"
+        'command = "sweep"\n'
+        'options = { parameter = "depth", values = [2, 4, 8], fit_from = 2, compare = { hidden = 32, repeat = 1, '
+        'warmup = 0, device = "cpu", strategies = ["legacy", "per-layer"] } }\n'
+        "counters = []\n"
+        'limits = { "per-layer.visits.exponent" = 1.1, "legacy.visits.exponent" = 1.5 }\n'
+        'ratios = [{ numerator = "per-layer.visits.exponent", denominator = "legacy.visits.exponent", max = 0.7 }]\n'
+    )
+    config = load_config(config_path)
+    assert set(config.scenarios[0].metrics) >= {"legacy.visits.exponent", "per-layer.visits", "legacy.time.exponent"}
+    results = run_gate(config, config.scenarios, {}, tmp_path / "none.json")
+    assert results.gate is not None
+    verdicts = {c.name: c.verdict for c in results.gate.checks}
+    assert verdicts["legacy.visits.exponent"] == REGRESSED  # about 1.6 > 1.5: the bound is on the quadratic side
+    assert verdicts["per-layer.visits.exponent"] == "pass"
+    assert verdicts["per-layer.visits.exponent / legacy.visits.exponent"] == "pass"

@@ -11,7 +11,7 @@ from dummyprof.cli.helptext import keep_preformatted
 from tests.conftest import CliResult
 
 Cli = Callable[..., CliResult]
-COMMANDS = [[], ["compare"], ["audit"], ["inspect"], ["engram"], ["gate"], ["baseline"], ["report"]]
+COMMANDS = [[], ["compare"], ["audit"], ["inspect"], ["engram"], ["gate"], ["baseline"], ["report"], ["sweep"]]
 
 
 @pytest.mark.parametrize("command", COMMANDS, ids=lambda c: c[0] if c else "dummyprof")

@@ -52,7 +52,7 @@ Rounds are interleaved (A, B, C, A, B, C, ...) on freshly built models; one
 warm-up round is discarded. Speedup is a ratio of medians.
 
 Example: dummyprof compare --depth 12 --repeat 5 --json results.json
-         dummyprof compare --depth 12 --trace fill.json   (open in ui.perfetto.dev)
+  dummyprof compare --depth 12 --trace fill.json  (ui.perfetto.dev)
 
 Any model, any loader (the synthetic-tree flags are then ignored):
   dummyprof compare --preset torch-transformer

@@ -36,9 +36,9 @@ per-layer's linearly.
 Examples:
   dummyprof sweep --depth 1:16 --json sweep.json
   dummyprof sweep --depth 1,2,4,8,16 --hidden 256 -s legacy -s per-layer
-  dummyprof sweep --depth 4 --width 1:4            (a tree: blocks grow as width^depth)
+  dummyprof sweep --depth 4 --width 1:4     (a tree: width^depth blocks)
   dummyprof sweep --preset dense-decoder --model-arg layers=1:8
-  dummyprof sweep --rows 1M,2M,4M,8M --method constant   (engram table sizes)
+  dummyprof sweep --rows 1M,2M,4M,8M --method constant  (engram tables)
 """
 
 

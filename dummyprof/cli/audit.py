@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
@@ -25,14 +24,12 @@ from dummyprof.cli.model_options import (
 )
 from dummyprof.cli.output import (
     EXIT_NOT_WRITTEN,
-    FORCE_HELP,
-    JSON_HELP,
-    QUIET_HELP,
     check_outputs,
     emit,
     json_to_stdout,
     user_stdout_to_stderr,
 )
+from dummyprof.cli.output_options import ForceOpt, JsonOpt, QuietOpt
 from dummyprof.units import parse_bytes
 
 HELP = """\
@@ -103,10 +100,10 @@ def audit(
         Optional[str],  # noqa: UP045
         typer.Option(metavar="SIZE", help="Memory the run may use, e.g. 8GiB. Default: 80% of available."),
     ] = None,
-    json_path: Annotated[Optional[Path], typer.Option("--json", metavar="PATH", help=JSON_HELP)] = None,  # noqa: UP045
+    json_path: JsonOpt = None,
     html: HtmlOpt = None,
-    force: Annotated[bool, typer.Option("--force", help=FORCE_HELP)] = False,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help=QUIET_HELP)] = False,
+    force: ForceOpt = False,
+    quiet: QuietOpt = False,
 ) -> int:
     from dummyprof.scenarios.audit.options import DEFAULT_STRATEGIES, AuditOptions
 

@@ -22,9 +22,6 @@ from dummyprof.cli.model_options import (
 )
 from dummyprof.cli.output import (
     EXIT_NOT_WRITTEN,
-    FORCE_HELP,
-    JSON_HELP,
-    QUIET_HELP,
     check_outputs,
     emit,
     json_to_stdout,
@@ -32,6 +29,7 @@ from dummyprof.cli.output import (
     reporter,
     user_stdout_to_stderr,
 )
+from dummyprof.cli.output_options import ForceOpt, JsonOpt, QuietOpt
 from dummyprof.results.outputs import Output
 
 if TYPE_CHECKING:
@@ -123,7 +121,7 @@ def compare(
     trust_remote_code: TrustRemoteCodeOpt = False,
     loader: LoaderOpt = None,
     loader_arg: LoaderArgOpt = None,
-    json_path: Annotated[Optional[Path], typer.Option("--json", metavar="PATH", help=JSON_HELP)] = None,  # noqa: UP045
+    json_path: JsonOpt = None,
     export: Annotated[
         Optional[tuple[str, Path]],  # noqa: UP045
         typer.Option(
@@ -143,8 +141,8 @@ def compare(
         ),
     ] = None,
     html: HtmlOpt = None,
-    force: Annotated[bool, typer.Option("--force", help=FORCE_HELP)] = False,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help=QUIET_HELP)] = False,
+    force: ForceOpt = False,
+    quiet: QuietOpt = False,
 ) -> int:
     from dummyprof.scenarios.compare.options import DEFAULT_STRATEGIES, CompareOptions
 

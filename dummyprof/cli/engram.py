@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
 from dummyprof.cli.html_option import HtmlOpt, html_reports
-from dummyprof.cli.output import EXIT_NOT_WRITTEN, FORCE_HELP, JSON_HELP, QUIET_HELP, check_outputs, emit, progress_bar
+from dummyprof.cli.output import EXIT_NOT_WRITTEN, check_outputs, emit, progress_bar
+from dummyprof.cli.output_options import ForceOpt, JsonOpt, QuietOpt
 from dummyprof.distributed.world import LaunchEnv, launch_env
 from dummyprof.errors import UsageError
 from dummyprof.units import parse_bytes, parse_count, parse_float, parse_int
@@ -115,10 +115,10 @@ def engram(
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Print the plan (sizes, measure vs project); allocate nothing.")
     ] = False,
-    json_path: Annotated[Optional[Path], typer.Option("--json", metavar="PATH", help=JSON_HELP)] = None,  # noqa: UP045
+    json_path: JsonOpt = None,
     html: HtmlOpt = None,
-    force: Annotated[bool, typer.Option("--force", help=FORCE_HELP)] = False,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help=QUIET_HELP)] = False,
+    force: ForceOpt = False,
+    quiet: QuietOpt = False,
     nproc: Annotated[
         Optional[str],  # noqa: UP045
         typer.Option(

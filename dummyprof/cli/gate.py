@@ -10,9 +10,6 @@ import typer
 
 from dummyprof.cli.html_option import HtmlOpt, html_reports
 from dummyprof.cli.output import (
-    FORCE_HELP,
-    JSON_HELP,
-    QUIET_HELP,
     check_outputs,
     emit,
     json_to_stdout,
@@ -20,6 +17,7 @@ from dummyprof.cli.output import (
     reporter,
     user_stdout_to_stderr,
 )
+from dummyprof.cli.output_options import ForceOpt, JsonOpt, QuietOpt
 from dummyprof.errors import UsageError
 from dummyprof.results.outputs import Output
 from dummyprof.results.session import Results
@@ -113,8 +111,8 @@ def baseline(
         typer.Option("--output", "-o", metavar="PATH", help="Baseline file to write, e.g. perf/baseline.json."),
     ] = None,
     scenario: ScenarioOption = None,
-    force: Annotated[bool, typer.Option("--force", help=FORCE_HELP)] = False,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help=QUIET_HELP)] = False,
+    force: ForceOpt = False,
+    quiet: QuietOpt = False,
 ) -> int:
     if output is None:
         raise UsageError("--output", "give the file to write, e.g. --output perf/baseline.json")
@@ -146,7 +144,7 @@ def gate(
     ] = None,
     config: ConfigOption = None,
     scenario: ScenarioOption = None,
-    json_path: Annotated[Optional[Path], typer.Option("--json", metavar="PATH", help=JSON_HELP)] = None,  # noqa: UP045
+    json_path: JsonOpt = None,
     markdown: Annotated[
         Optional[Path],  # noqa: UP045
         typer.Option(
@@ -177,8 +175,8 @@ def gate(
         typer.Option(metavar="FLOAT", help="Significance level of the rank test. Default: config, else 0.05."),
     ] = None,
     html: HtmlOpt = None,
-    force: Annotated[bool, typer.Option("--force", help=FORCE_HELP)] = False,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help=QUIET_HELP)] = False,
+    force: ForceOpt = False,
+    quiet: QuietOpt = False,
 ) -> int:
     if baseline_path is None:
         raise UsageError("--baseline", "give the baseline to compare with, e.g. --baseline perf/baseline.json")

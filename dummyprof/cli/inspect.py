@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
@@ -22,14 +21,12 @@ from dummyprof.cli.model_options import (
 )
 from dummyprof.cli.output import (
     EXIT_NOT_WRITTEN,
-    FORCE_HELP,
-    JSON_HELP,
-    QUIET_HELP,
     check_outputs,
     emit,
     json_to_stdout,
     user_stdout_to_stderr,
 )
+from dummyprof.cli.output_options import ForceOpt, JsonOpt, QuietOpt
 from dummyprof.units import parse_bytes, parse_int
 
 HELP = """\
@@ -72,9 +69,9 @@ def inspect(
     width: TreeWidthOpt = "1",
     hidden: TreeHiddenOpt = "64",
     dtype: TreeDtypeOpt = "float32",
-    json_path: Annotated[Optional[Path], typer.Option("--json", metavar="PATH", help=JSON_HELP)] = None,  # noqa: UP045
-    force: Annotated[bool, typer.Option("--force", help=FORCE_HELP)] = False,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help=QUIET_HELP)] = False,
+    json_path: JsonOpt = None,
+    force: ForceOpt = False,
+    quiet: QuietOpt = False,
 ) -> int:
     from dummyprof.scenarios.inspect.options import DEFAULT_STRATEGIES, InspectOptions
 

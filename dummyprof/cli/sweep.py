@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
@@ -11,15 +10,13 @@ from dummyprof.cli.html_option import HtmlOpt, html_reports
 from dummyprof.cli.model_options import ModelOpt, PresetOpt, code_files
 from dummyprof.cli.output import (
     EXIT_NOT_WRITTEN,
-    FORCE_HELP,
-    JSON_HELP,
-    QUIET_HELP,
     check_outputs,
     emit,
     json_to_stdout,
     progress_bar,
     user_stdout_to_stderr,
 )
+from dummyprof.cli.output_options import ForceOpt, JsonOpt, QuietOpt
 from dummyprof.errors import UsageError
 from dummyprof.units import parse_bytes, parse_count, parse_float, parse_int
 
@@ -99,10 +96,10 @@ def sweep(
         Optional[str],  # noqa: UP045
         typer.Option(metavar="SIZE", help="Memory each point may use, e.g. 4GiB. Default: 80% of available."),
     ] = None,
-    json_path: Annotated[Optional[Path], typer.Option("--json", metavar="PATH", help=JSON_HELP)] = None,  # noqa: UP045
+    json_path: JsonOpt = None,
     html: HtmlOpt = None,
-    force: Annotated[bool, typer.Option("--force", help=FORCE_HELP)] = False,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help=QUIET_HELP)] = False,
+    force: ForceOpt = False,
+    quiet: QuietOpt = False,
 ) -> int:
     from dummyprof.cli.ranges import is_sweep, parse_values
 

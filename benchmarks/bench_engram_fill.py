@@ -4,12 +4,13 @@ Runs the ``engram`` scenario at full size (every method interleaved over the
 same tables, in one process, first touch timed apart) and prints a Markdown
 table of medians and ratios measured in that one run, then random-fast's ratio
 to every other method. ``--bf16`` adds the same comparison on one bfloat16
-tensor (memset, random-fast, vLLM 0.33's ``uniform_``), interleaved over rounds,
-and ``--alone`` random-fast's throughput per core (one worker, CPU time).
+tensor (memset, random-fast's C kernel and numpy engines, vLLM 0.33's ``uniform_``),
+interleaved over rounds, ``--fp8`` the same on an fp8 tensor, and ``--alone``
+random-fast's throughput per core per engine (one worker, CPU time).
 Usage::
 
     python benchmarks/bench_engram_fill.py [--rows 2M] [--dim 256] [--repeat 3] [--backing pageable]
-        [--bf16 512MiB] [--alone]
+        [--fp8 512MiB] [--bf16 512MiB] [--alone]
 """
 
 from __future__ import annotations
@@ -29,15 +30,15 @@ from dummyprof.units import format_bytes, format_seconds, parse_bytes, parse_cou
 FAST = "random-fast"
 
 
-def bf16_side_by_side(nbytes: int, repeat: int) -> None:
-    """memset, random-fast and v0.33's uniform_ on one touched bfloat16 tensor, interleaved, medians."""
-    table = torch.empty(nbytes // 2, dtype=torch.bfloat16)
+def side_by_side(dtype: torch.dtype, nbytes: int, repeat: int) -> None:
+    """memset, random-fast's engines and v0.33's uniform_ on one touched tensor, interleaved, medians."""
+    table = torch.empty(nbytes // dtype.itemsize, dtype=dtype)
     table.view(torch.uint8).fill_(0)  # first touch, not timed
-    fills: dict[str, Callable[[], object]] = {
-        "memset": lambda: table.view(torch.uint8).fill_(0),
-        FAST: lambda: random_fast.fill(table),
-        "v0.33 uniform_": lambda: V033Initializer()(table, "weight"),
-    }
+    fills: dict[str, Callable[[], object]] = {"memset": lambda: table.view(torch.uint8).fill_(0)}
+    engines = [e for e in random_fast.ENGINES if e != random_fast.KERNEL or random_fast.default_engine() == e]
+    for engine in engines:
+        fills[f"{FAST} ({engine})"] = lambda engine=engine: random_fast.fill(table, engine=engine)
+    fills["v0.33 uniform_"] = lambda: V033Initializer()(table, "weight")
     times: dict[str, list[float]] = {name: [] for name in fills}
     for _ in range(repeat):
         for name, fill in fills.items():
@@ -45,43 +46,48 @@ def bf16_side_by_side(nbytes: int, repeat: int) -> None:
             fill()
             times[name].append(time.perf_counter() - started)
     median = {name: statistics.median(t) for name, t in times.items()}
-    print(f"bfloat16 table of {format_bytes(nbytes)}, {repeat} interleaved rounds:")
+    fastest = f"{FAST} ({engines[0]})"
+    print(f"{dtype} table of {format_bytes(nbytes)}, {repeat} interleaved rounds:")
     print()
-    print("| fill | median | GB/s | % of memset | random-fast speed-up |")
+    print(f"| fill | median | GB/s | % of memset | {fastest} speed-up |")
     print("|---|---:|---:|---:|---:|")
     for name, seconds in median.items():
         print(
             f"| {name} | {format_seconds(seconds)} | {nbytes / seconds / 1e9:.2f} "
-            f"| {100 * median['memset'] / seconds:.1f}% | {seconds / median[FAST]:.2f}x |"
+            f"| {100 * median['memset'] / seconds:.1f}% | {seconds / median[fastest]:.2f}x |"
         )
     random_fast.fill(table)
     values = table.float()
+    ints = table.view(torch.int16 if dtype.itemsize == 2 else torch.uint8)
     print()
     print(
-        f"bfloat16 values of random-fast: min {values.min().item():.3g}, max {values.max().item():.3g}, "
-        f"distinct {torch.unique(table.view(torch.int16)).numel()}, zeros {int((values == 0).sum().item())}"
+        f"{dtype} values of random-fast: min {values.min().item():.3g}, max {values.max().item():.3g}, "
+        f"distinct {torch.unique(ints).numel()}, zeros {int((values == 0).sum().item())}"
     )
 
 
 def throughput_alone(nbytes: int) -> None:
-    """random-fast with one worker, in CPU seconds of that thread: the generator's rate per core."""
+    """random-fast with one worker, in CPU seconds of that thread, per engine: the generator's rate per core."""
     table = torch.empty(nbytes, dtype=torch.float8_e4m3fn)
     table.view(torch.uint8).fill_(0)
-    rates = []
-    for _ in range(3):
-        started = time.thread_time()
-        random_fast.fill(table, workers=1)
-        rates.append(nbytes / (time.thread_time() - started) / 1e9)
+    for engine in random_fast.ENGINES:
+        if engine == random_fast.KERNEL and random_fast.default_engine() != engine:
+            continue
+        rates = []
+        for _ in range(3):
+            started = time.thread_time()
+            random_fast.fill(table, workers=1, engine=engine)
+            rates.append(nbytes / (time.thread_time() - started) / 1e9)
+        print(
+            f"one worker, fp8, {format_bytes(nbytes)}: random-fast ({engine}) {statistics.median(rates):.2f} GB/CPU-s"
+        )
     memset = []
     for _ in range(3):
         torch.set_num_threads(1)
         started = time.thread_time()
         table.view(torch.uint8).fill_(0)
         memset.append(nbytes / (time.thread_time() - started) / 1e9)
-    print(
-        f"one worker, fp8, {format_bytes(nbytes)}: random-fast {statistics.median(rates):.2f} GB per CPU-second, "
-        f"memset (1 thread) {statistics.median(memset):.2f} GB per CPU-second"
-    )
+    print(f"memset (1 thread) {statistics.median(memset):.2f} GB per CPU-second")
 
 
 def main() -> None:
@@ -92,6 +98,7 @@ def main() -> None:
     parser.add_argument("--backing", default="pageable", help="pinned, pageable, hugepages or shm")
     parser.add_argument("--time-budget", type=float, default=600.0, help="large: measure everything in full")
     parser.add_argument("--bf16", default=None, help="size of a bfloat16 table to compare on too, e.g. 512MiB")
+    parser.add_argument("--fp8", default=None, help="size of an fp8 (e4m3fn) table to compare on too, e.g. 512MiB")
     parser.add_argument("--alone", action="store_true", help="also random-fast's rate per core, one worker")
     args = parser.parse_args()
     threads = torch.get_num_threads()
@@ -149,9 +156,11 @@ def main() -> None:
                 f"random-fast values: {v.weight_distinct} distinct, {v.weight_zero_share:.1%} zeros, "
                 f"min {v.weight_min}, max {v.weight_max}, scale bytes {v.scale_values}"
             )
-    if args.bf16 is not None:
-        print()
-        bf16_side_by_side(parse_bytes("--bf16", args.bf16), args.repeat)
+    for flag, dtype in (("--fp8", torch.float8_e4m3fn), ("--bf16", torch.bfloat16)):
+        size = getattr(args, flag[2:])
+        if size is not None:
+            print()
+            side_by_side(dtype, parse_bytes(flag, size), args.repeat)
     if args.alone:
         print()
         throughput_alone(min(lay.table_bytes_per_rank, 256 << 20))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 
 import pytest
@@ -19,18 +20,25 @@ CHUNK = rf.CHUNK_BYTES
 MULTI_CHUNK = 2 * CHUNK + STEP + 13  # three chunks, the last one partial, ending inside a word
 
 
-def filled(nbytes: int, seed: int = 1234, workers: int = 1, dtype: torch.dtype = torch.uint8) -> torch.Tensor:
-    t = torch.zeros(nbytes // torch.empty(0, dtype=dtype).element_size(), dtype=dtype)
-    rf.fill(t, seed, workers=workers)
+def filled(
+    nbytes: int, seed: int = 1234, workers: int = 1, dtype: torch.dtype = torch.uint8, engine: str | None = None
+) -> torch.Tensor:
+    t = torch.zeros(nbytes - nbytes % dtype.itemsize, dtype=torch.uint8).view(dtype)  # (fp4 has no zeros())
+    rf.fill(t, seed, workers=workers, engine=engine)
     return t
+
+
+KERNEL_MISSING = pytest.mark.skipif(rf._kernel is None, reason="the C kernel was not built with this install")
+ENGINES = [pytest.param(rf.KERNEL, marks=KERNEL_MISSING), rf.NUMPY]
 
 
 def as_bytes(t: torch.Tensor) -> torch.Tensor:
     return t.reshape(-1).view(torch.uint8)
 
 
-def test_words_match_the_plain_python_specification() -> None:
-    t = filled(MULTI_CHUNK)
+@pytest.mark.parametrize("engine", ENGINES)
+def test_words_match_the_plain_python_specification(engine: str) -> None:
+    t = filled(MULTI_CHUNK, engine=engine)
     words = MULTI_CHUNK // 8
     per_chunk = rf.LANES * rf.STEPS
     for index in [0, 1, rf.LANES - 1, rf.LANES, per_chunk - 1, per_chunk, 2 * per_chunk + 5, words - 1]:
@@ -40,9 +48,53 @@ def test_words_match_the_plain_python_specification() -> None:
     assert tail == rf.reference_word(1234, words).to_bytes(8, "little")[: MULTI_CHUNK % 8]
 
 
+@pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("workers", [2, 3])
-def test_same_bytes_with_one_or_more_worker_threads(workers: int) -> None:
-    assert torch.equal(filled(MULTI_CHUNK, workers=1), filled(MULTI_CHUNK, workers=workers))
+def test_same_bytes_with_one_or_more_worker_threads(workers: int, engine: str) -> None:
+    assert torch.equal(
+        filled(MULTI_CHUNK, workers=1, engine=engine), filled(MULTI_CHUNK, workers=workers, engine=engine)
+    )
+
+
+@KERNEL_MISSING
+@pytest.mark.parametrize("dtype", list(rf.RULES))
+def test_kernel_and_numpy_engines_write_the_same_bytes(dtype: torch.dtype) -> None:
+    nbytes = MULTI_CHUNK - MULTI_CHUNK % dtype.itemsize
+    kernel = filled(nbytes, seed=99, workers=2, dtype=dtype, engine=rf.KERNEL)
+    numpy = filled(nbytes, seed=99, workers=3, dtype=dtype, engine=rf.NUMPY)
+    assert torch.equal(as_bytes(kernel), as_bytes(numpy))
+
+
+@pytest.mark.skipif(not os.environ.get("DUMMYPROF_REQUIRE_KERNEL"), reason="set DUMMYPROF_REQUIRE_KERNEL=1 (CI does)")
+def test_the_c_kernel_was_built_where_it_is_required() -> None:
+    """CI builds the package with a compiler: a silent fall back to numpy there would hide a 5x slowdown."""
+    assert rf.default_engine() == rf.KERNEL
+
+
+def test_an_unknown_or_missing_engine_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(ValueError, match="no engine 'gpu'; engines: kernel, numpy"):
+        rf.fill(torch.zeros(8, dtype=torch.uint8), 1, engine="gpu")
+    monkeypatch.setattr(rf, "_kernel", None)
+    assert rf.default_engine() == rf.NUMPY
+    with pytest.raises(ValueError, match="C kernel was not built"):
+        rf.fill(torch.zeros(8, dtype=torch.uint8), 1, engine=rf.KERNEL)
+    t = torch.zeros(100, dtype=torch.uint8)
+    rf.fill(t, 1)  # falls back to numpy, same bytes
+    assert torch.equal(t, filled(100, seed=1, engine=rf.NUMPY))
+
+
+@KERNEL_MISSING
+def test_kernel_refuses_ranges_outside_the_buffer_and_short_lane_arrays() -> None:
+    import numpy as np
+
+    assert rf._kernel is not None
+    t = torch.zeros(CHUNK + 8, dtype=torch.uint8)
+    lanes = np.empty(rf.LANES, dtype=np.uint64)
+    with pytest.raises(ValueError, match="chunk range outside the buffer"):
+        rf._kernel.fill_chunks(t.data_ptr(), t.numel(), 0, 3, 1, 255, 0, lanes.ctypes.data, rf.LANES)
+    with pytest.raises(ValueError, match="lane array too small"):
+        rf._kernel.fill_chunks(t.data_ptr(), t.numel(), 0, 1, 1, 255, 0, lanes.ctypes.data, rf.LANES - 1)
+    assert torch.all(t == 0)  # nothing written
 
 
 def test_same_bytes_whatever_torch_set_num_threads() -> None:
@@ -67,13 +119,18 @@ def test_same_seed_same_bytes_other_seed_other_bytes() -> None:
     assert (a != c).float().mean().item() > 0.99  # unrelated streams: almost every byte differs
 
 
+@pytest.fixture(scope="module")
+def longest() -> torch.Tensor:
+    return filled(2 * CHUNK + STEP, engine=rf.NUMPY)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize(
     "nbytes", [1, 7, 8, 9, STEP - 1, STEP, STEP + 1, CHUNK - 3, CHUNK, CHUNK + 5, 2 * CHUNK + 8 * 3 + 1]
 )
-def test_any_size_gives_a_prefix_of_the_same_stream(nbytes: int) -> None:
+def test_any_size_gives_a_prefix_of_the_same_stream(nbytes: int, engine: str, longest: torch.Tensor) -> None:
     """Bytes depend only on (seed, offset): tails, partial steps and partial chunks included."""
-    longest = filled(2 * CHUNK + STEP)
-    assert torch.equal(filled(nbytes, workers=2), longest[:nbytes])
+    assert torch.equal(filled(nbytes, workers=2, engine=engine), longest[:nbytes])
 
 
 def test_zero_dim_and_empty_tensors() -> None:
@@ -146,12 +203,17 @@ def test_integer_bytes_cover_their_whole_range_uniformly(dtype: torch.dtype, low
     assert counts.min().item() > 150 and counts.max().item() < 370  # 256 expected per value
 
 
-def test_scratch_is_bounded_by_the_lanes_whatever_the_size() -> None:
+@pytest.mark.parametrize(
+    ("engine", "per_worker", "shared"), [pytest.param(rf.KERNEL, 1, 0, marks=KERNEL_MISSING), (rf.NUMPY, 2, 1)]
+)
+def test_scratch_is_bounded_by_the_lanes_whatever_the_size(engine: str, per_worker: int, shared: int) -> None:
+    """numpy: two lane arrays per worker and the shared offsets; kernel: one lane array per worker."""
     for nbytes in (CHUNK + 1, 3 * CHUNK):
-        outcome = rf.fill(torch.zeros(nbytes, dtype=torch.uint8), 1, workers=2)
-        assert outcome.scratch_bytes == (2 * 2 + 1) * rf.LANES * 8 == rf.scratch_bytes(2)
-    small = rf.fill(torch.zeros(100, dtype=torch.uint8), 1, workers=2)
-    assert small.scratch_bytes == (2 * 13 + rf.LANES) * 8  # one worker, 13 lanes for 100 bytes
+        outcome = rf.fill(torch.zeros(nbytes, dtype=torch.uint8), 1, workers=2, engine=engine)
+        assert outcome.scratch_bytes == (per_worker * 2 + shared) * rf.LANES * 8 == rf.scratch_bytes(2, engine)
+    small = rf.fill(torch.zeros(100, dtype=torch.uint8), 1, workers=2, engine=engine)
+    assert small.scratch_bytes == (per_worker * 13 + shared * rf.LANES) * 8  # one worker, 13 lanes for 100 bytes
+    assert small.scratch_bytes == rf.scratch_for(100, 2, engine)
 
 
 def test_torch_fallback_keeps_the_rules_and_bounds_its_scratch() -> None:

@@ -201,9 +201,7 @@ class FastInitializer:
         if _v033_handles(tensor, local_name):
             return V033Initializer(self.seed).plan(tensor, local_name)
         size = tensor.nbytes
-        workers = self.workers if self.workers is not None else torch.get_num_threads()
-        workers = max(1, min(workers, -(-size // random_fast.CHUNK_BYTES)))
-        scratch = (2 * workers * random_fast.lanes_for(size) + random_fast.LANES) * random_fast.WORD_BYTES
+        scratch = random_fast.scratch_for(size, self.workers)
         staging = 0 if tensor.is_contiguous() else size
         return RULE_RANDOM_FAST, FillOutcome(size, staging + scratch)
 

@@ -10,8 +10,16 @@ each step's word ``x ^ (x >> 32)`` is ANDed (and for floats ORed) with a per-dty
 into the tensor: the masks pin sign, exponent and mantissa bits so every value is finite and within
 the v0.33 range (the way oneDNN's ``fill_random`` makes fp8 values). Every byte is a pure function of
 (seed, byte offset), so any number of workers gives the same bytes. Workers are threads pulling chunk
-indices from a shared counter; numpy's ufuncs release the GIL, so they run on every core. Each
-worker's scratch is two lane arrays (``2 * LANES * 8`` bytes), plus one shared read-only array.
+indices from a shared counter and writing each chunk with the GIL released, so they run on every core.
+
+Two engines write those same bytes (tested byte for byte):
+
+- ``kernel``: ``_random_fast_kernel.c``, built at install when a C compiler is there. One pass per
+  word (multiply, shift, xor, masks, store), so the fill runs at memory speed. Scratch: one lane
+  array per worker (``LANES * 8`` bytes).
+- ``numpy``: the same arithmetic as whole-array ufuncs over the lanes (four or five passes per word),
+  used when the kernel was not built; compute-bound at about a fifth of a memset. Scratch: two lane
+  arrays per worker plus one shared read-only array.
 
 Other devices: the same masks over 64-bit words drawn by torch's own generator on that device, one
 chunk at a time (a bounded scratch); the rules and ranges are those of the CPU path, the bytes are not.
@@ -21,6 +29,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import types
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -42,6 +51,30 @@ GAMMA = 0x9E3779B97F4A7C15  # SplitMix64's increment
 _MIX1 = 0xBF58476D1CE4E5B9
 _MIX2 = 0x94D049BB133111EB
 MULTIPLIER = 0xF1357AEA2E62A9C5  # a spectrally good 64-bit MCG multiplier (Steele & Vigna, 2021)
+
+
+_kernel: types.ModuleType | None
+try:
+    from dummyprof.loaders import _random_fast_kernel as _kernel
+except ImportError:  # built without a C compiler: the numpy engine writes the same bytes, slower
+    _kernel = None
+
+KERNEL = "kernel"
+NUMPY = "numpy"
+ENGINES = (KERNEL, NUMPY)
+
+
+def default_engine() -> str:
+    """``kernel`` when the C kernel was built with this install, else ``numpy``."""
+    return KERNEL if _kernel is not None else NUMPY
+
+
+def _check_engine(engine: str) -> str:
+    if engine not in ENGINES:
+        raise ValueError(f"random-fast has no engine {engine!r}; engines: {', '.join(ENGINES)}")
+    if engine == KERNEL and _kernel is None:
+        raise ValueError("random-fast's C kernel was not built with this install (no C compiler at pip install?)")
+    return engine
 
 
 @dataclass(frozen=True)
@@ -94,10 +127,20 @@ def default_workers() -> int:
     return max(1, torch.get_num_threads())
 
 
-def scratch_bytes(workers: int | None = None) -> int:
-    """Most temporaries of one CPU fill: two lane arrays per worker plus the shared lane-offset array."""
+def scratch_for(nbytes: int, workers: int | None = None, engine: str | None = None) -> int:
+    """Temporaries of one CPU fill of ``nbytes``: the lane arrays of every worker that can get a chunk."""
     n = default_workers() if workers is None else workers
-    return (2 * n + 1) * LANES * WORD_BYTES
+    n = max(1, min(n, -(-nbytes // CHUNK_BYTES)))
+    lanes = lanes_for(nbytes)
+    if (default_engine() if engine is None else engine) == KERNEL:
+        return n * lanes * WORD_BYTES
+    return (2 * n * lanes + LANES) * WORD_BYTES
+
+
+def scratch_bytes(workers: int | None = None, engine: str | None = None) -> int:
+    """Most temporaries of one CPU fill of any size (every worker busy, all lanes)."""
+    n = default_workers() if workers is None else workers
+    return scratch_for(n * CHUNK_BYTES, n, engine)
 
 
 def _mix64(z: int) -> int:
@@ -199,20 +242,14 @@ def _chunk_writer(dst: np.ndarray, rule: BitRule, key: int) -> Callable[[int, np
     return write
 
 
-def _fill_cpu(flat: torch.Tensor, rule: BitRule, seed: int, workers: int) -> int:
-    dst = flat.view(torch.uint8).numpy()
-    chunks = -(-dst.size // CHUNK_BYTES)
-    workers = max(1, min(workers, chunks))
-    write = _chunk_writer(dst, rule, seed_key(seed))
+def _run_workers(chunks: int, workers: int, new_writer: Callable[[], Callable[[int], None]]) -> None:
+    """Threads pulling chunk indices from a shared counter; each makes its writer (and scratch) once."""
     counter = itertools.count()
 
-    lanes = lanes_for(dst.size)
-
     def work() -> None:
-        x = np.empty(lanes, dtype=np.uint64)
-        t = np.empty(lanes, dtype=np.uint64)
+        write = new_writer()
         while (chunk := next(counter)) < chunks:  # next() on a count is atomic under the GIL
-            write(chunk, x, t)
+            write(chunk)
 
     if workers == 1:
         work()
@@ -220,7 +257,35 @@ def _fill_cpu(flat: torch.Tensor, rule: BitRule, seed: int, workers: int) -> int
         futures = [_executor(workers).submit(work) for _ in range(workers)]
         for f in futures:
             f.result()
-    return (2 * workers * lanes + LANES) * WORD_BYTES
+
+
+def _fill_cpu(flat: torch.Tensor, rule: BitRule, seed: int, workers: int, engine: str) -> int:
+    total = flat.nbytes
+    chunks = -(-total // CHUNK_BYTES)
+    workers = max(1, min(workers, chunks))
+    lanes = lanes_for(total)
+    key = seed_key(seed)
+
+    if engine == KERNEL:
+        assert _kernel is not None
+        fill_chunks, address = _kernel.fill_chunks, flat.data_ptr()
+        and_word, or_word = rule.and_word, rule.or_word
+
+        def new_writer() -> Callable[[int], None]:
+            x = np.empty(lanes, dtype=np.uint64)
+            return lambda chunk: fill_chunks(
+                address, total, chunk, chunk + 1, key, and_word, or_word, x.ctypes.data, lanes
+            )
+
+    else:
+        write_chunk = _chunk_writer(flat.view(torch.uint8).numpy(), rule, key)
+
+        def new_writer() -> Callable[[int], None]:
+            x, t = np.empty(lanes, dtype=np.uint64), np.empty(lanes, dtype=np.uint64)
+            return lambda chunk: write_chunk(chunk, x, t)
+
+    _run_workers(chunks, workers, new_writer)
+    return scratch_for(total, workers, engine)
 
 
 def _signed(word: int) -> int:
@@ -243,21 +308,26 @@ def fill_torch(flat: torch.Tensor, rule: BitRule, seed: int, chunk_bytes: int = 
     return words.nbytes
 
 
-def fill(tensor: torch.Tensor, seed: int = DEFAULT_SEED, *, workers: int | None = None) -> FillOutcome:
+def fill(
+    tensor: torch.Tensor, seed: int = DEFAULT_SEED, *, workers: int | None = None, engine: str | None = None
+) -> FillOutcome:
     """Fill ``tensor`` in place with masked random words; returns bytes written and scratch used.
 
-    Raises ``ValueError`` for a dtype without a rule (see ``RULES``) or a non-contiguous tensor.
+    ``engine`` (CPU only): ``kernel`` or ``numpy``, default ``default_engine()``; both write the same bytes.
+    Raises ``ValueError`` for a dtype without a rule (see ``RULES``), a non-contiguous tensor or an
+    engine this install lacks.
     """
     rule = rule_for(tensor.dtype)
     if rule is None:
         raise ValueError(f"random-fast has no bit rule for {tensor.dtype}; supported: {', '.join(map(str, RULES))}")
     if not tensor.is_contiguous():
         raise ValueError("random-fast fills contiguous tensors only (call .contiguous() and copy back)")
+    chosen = _check_engine(default_engine() if engine is None else engine)
     if tensor.numel() == 0:
         return FillOutcome(0, 0)
     flat = tensor.detach().reshape(-1)
     if flat.device.type == "cpu":
-        scratch = _fill_cpu(flat, rule, seed, default_workers() if workers is None else workers)
+        scratch = _fill_cpu(flat, rule, seed, default_workers() if workers is None else workers, chosen)
     else:
         scratch = fill_torch(flat, rule, seed)
     return FillOutcome(tensor.nbytes, scratch)

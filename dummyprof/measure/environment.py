@@ -17,7 +17,8 @@ def device_name(device: torch.device) -> str:
     return cpu_model()
 
 
-def collect_environment(device: torch.device) -> Environment:
+def collect_environment(device: torch.device, *, random_fast_engine: str = "") -> Environment:
+    """``random_fast_engine``: which engine wrote random-fast's values, when the run used it (5x apart)."""
     return Environment(
         dummyprof_version=__version__,
         torch_version=str(torch.__version__),
@@ -31,4 +32,5 @@ def collect_environment(device: torch.device) -> Environment:
         cuda_available=torch.cuda.is_available(),
         cuda_version=torch.version.cuda,
         total_memory_bytes=total_memory_bytes(),
+        random_fast_engine=random_fast_engine,
     )

@@ -41,7 +41,9 @@ def render_markdown(results: Results) -> str:
     lines += [
         "",
         f"<sub>dummyprof {results.dummyprof_version}, torch {env.torch_version}, {env.device} ({env.device_name}), "
-        f"{env.cpu_count} CPUs, {results.created_at}</sub>",
+        f"{env.cpu_count} CPUs, {results.created_at}"
+        + (f", random-fast engine: {env.random_fast_engine}" if env.random_fast_engine else "")
+        + "</sub>",
     ]
     for notice in notices(results):
         lines.append(f"> notice: {notice}")

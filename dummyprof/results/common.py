@@ -42,6 +42,7 @@ class Environment:
     cuda_available: bool = False
     cuda_version: str | None = None
     total_memory_bytes: int = 0
+    random_fast_engine: str = ""  # "kernel" or "numpy" when the run used random-fast, else empty
 
 
 @dataclass

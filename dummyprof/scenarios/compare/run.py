@@ -8,7 +8,9 @@ from typing import TYPE_CHECKING
 
 from dummyprof.anatomy import allocated_bytes
 from dummyprof.errors import DoesNotFitError, UsageError
+from dummyprof.loaders import random_fast
 from dummyprof.loaders.counting import CountResult
+from dummyprof.loaders.initializers import FastInitializer
 from dummyprof.loaders.strategies import Strategy, get_strategy
 from dummyprof.measure.device import resolve_device
 from dummyprof.measure.environment import collect_environment
@@ -143,7 +145,9 @@ def run(
     loader_notes = apply_traces(result, loaders, lambda: build(device))
     if options.trace:
         result.trace = _instrumented_rounds(build, device, strategies[: len(options.strategies)], options.initializer)
-    results = Results(command="compare", environment=collect_environment(device), compare=result)
+    engine = random_fast.default_engine() if options.initializer == FastInitializer.name else ""
+    environment = collect_environment(device, random_fast_engine=engine)
+    results = Results(command="compare", environment=environment, compare=result)
     results.notices.extend(source.notes)
     results.notices.extend(loader_notes)
     return results

@@ -16,7 +16,8 @@ from collections.abc import Callable
 
 import torch
 
-from dummyprof.loaders.fp8_methods import FillMethod
+from dummyprof.loaders import random_fast
+from dummyprof.loaders.fp8_methods import RANDOM_FAST, FillMethod
 from dummyprof.measure.device import resolve_device
 from dummyprof.measure.environment import collect_environment
 from dummyprof.models.backings import Backing, resolve_backing
@@ -120,7 +121,10 @@ def run(
         dry_run=options.dry_run,
         methods=[_method_result(m, spec, layout, needs[m.name], fits[m.name], options.chunk_elements) for m in methods],
     )
-    results = Results(command="engram", environment=collect_environment(device), engram=result)
+    engine = random_fast.default_engine() if any(m.name == RANDOM_FAST for m in methods) else ""
+    results = Results(
+        command="engram", environment=collect_environment(device, random_fast_engine=engine), engram=result
+    )
     if backing.used != backing.requested and backing.requested != "device":
         results.notices.append(backing.note)
     if options.dry_run:

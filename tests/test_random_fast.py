@@ -326,8 +326,17 @@ def test_compare_runs_with_the_fast_initializer(cli: Callable[..., CliResult]) -
         "--initializer", "fast", "--json", "-", "--quiet",
     )  # fmt: skip
     assert result.exit_code == 0, result.stderr
-    strategies = json.loads(result.stdout)["compare"]["strategies"]
-    assert {s["initializer"] for s in strategies} == {"fast"}
+    data = json.loads(result.stdout)
+    assert {s["initializer"] for s in data["compare"]["strategies"]} == {"fast"}
+    assert data["environment"]["random_fast_engine"] == rf.default_engine()  # which engine wrote the values
+
+
+def test_a_run_without_random_fast_records_no_engine(cli: Callable[..., CliResult]) -> None:
+    result = cli(
+        "engram", "--rows", "4096", "--dim", "64", "--method", "constant", "--repeat", "1", "--json", "-", "-q"
+    )
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout)["environment"]["random_fast_engine"] == ""
 
 
 def test_the_cli_lists_every_engram_method_without_importing_them() -> None:
@@ -339,6 +348,8 @@ def test_engram_shows_random_fast_values_next_to_the_others(cli: Callable[..., C
     assert result.exit_code == 0, result.stderr
     row = next(line for line in result.stdout.splitlines() if line.lstrip("│ ").startswith("random-fast"))
     assert "64 distinct" in row and "scale 120" in row
+    engine = {"kernel": "random-fast: C kernel", "numpy": "random-fast: numpy engine"}[rf.default_engine()]
+    assert engine in " ".join(result.stdout.split())  # the environment line says which engine ran
 
 
 @pytest.mark.timeout(120)

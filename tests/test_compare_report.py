@@ -57,3 +57,25 @@ def test_share_of_floor_and_the_generator_bound_line() -> None:
     result.floor = None  # files written before the floor was measured
     assert result.share_of_floor("fast") is None and floor_share_cell(result, "fast") == "n/a"
     assert roofline_line(result) is None
+
+
+def test_markdown_shows_each_strategys_share_of_the_memset_floor_and_the_roofline_line() -> None:
+    from dummyprof.reports.compare_markdown import compare_markdown
+    from dummyprof.results.session import Results
+
+    result = CompareResult(
+        strategies=[
+            StrategyResult(name="fast", bytes_written=8_000, timing=Timing([1.0])),
+            StrategyResult(name="slow", bytes_written=100, timing=Timing([1.0])),
+        ],
+        floor=FloorResult(bytes_written=4_000, timing=Timing([0.5, 0.4, 0.6]), generator_bound_share=0.05),
+        baseline_strategy="slow",
+    )
+    lines = compare_markdown(Results(command="compare", compare=result))
+    header = next(line for line in lines if line.startswith("| strategy"))
+    cells = [c.strip() for c in header.strip("|").split("|")]
+    column = cells.index("% of memset")
+    rows = {r.strip("|").split("|")[0].strip(): [c.strip() for c in r.strip("|").split("|")] for r in lines[2:]}
+    assert rows["fast"][column] == "80%" and rows["slow"][column] == "1.0%"
+    assert any(line.startswith("% of memset: rate over this run's memset floor (0.00 GB/s") for line in lines)
+    assert "> roofline: slow 1.0% of memset: bound by the random generator" in "\n".join(lines)

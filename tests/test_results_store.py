@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -122,3 +124,36 @@ def test_never_pickled(tmp_path: Path) -> None:
     path = tmp_path / "r.json"
     save_results(sample(), path)
     assert path.read_bytes().startswith(b"{")
+
+
+def test_converted_lists_and_dicts_are_copies_of_the_document() -> None:
+    data = json.loads(json.dumps(dataclasses.asdict(sample())))
+    loaded = results_from_dict(data)
+    row = data["compare"]["tensors"]["a.weight"]
+    row["shape"].append(1)
+    row["visits"]["legacy"] = 99
+    assert loaded.compare is not None
+    assert loaded.compare.tensors["a.weight"].shape == [4, 4] and loaded.compare.tensors["a.weight"].visits == {
+        "legacy": 2
+    }
+
+
+@pytest.mark.parametrize(
+    ("samples", "expected"),
+    [
+        ([1, 2, 3], [1.0, 2.0, 3.0]),  # whole numbers in a list of floats are floats
+        ([0.5, float("nan")], "$.compare.strategies[0].timing.samples_s[1]: NaN is not a finite number"),
+        ([0.5, "1"], "$.compare.strategies[0].timing.samples_s[1]: expected a number, got '1'"),
+    ],
+)
+def test_lists_of_numbers_are_checked_item_by_item(samples: list[Any], expected: Any) -> None:
+    data = {"schema_version": 2, "command": "compare", "compare": {"strategies": [{"timing": {"samples_s": samples}}]}}
+    if isinstance(expected, str):
+        with pytest.raises(ResultsFileError) as raised:
+            results_from_dict(data, source="f.json")
+        assert str(raised.value) == f"f.json: {expected}"
+    else:
+        loaded = results_from_dict(data)
+        assert loaded.compare is not None
+        got = loaded.compare.strategies[0].timing.samples_s
+        assert got == expected and all(type(x) is float for x in got)

@@ -73,6 +73,7 @@ def check_free_value(value: Any, where: str) -> None:
 
 
 _ORIGINS: dict[Any, Any] = {}
+_ARGS: dict[Any, tuple[Any, ...]] = {}
 
 
 def _origin(tp: Any) -> Any:
@@ -81,6 +82,32 @@ def _origin(tp: Any) -> Any:
     except KeyError:
         _ORIGINS[tp] = origin = get_origin(tp)
         return origin
+
+
+def _args(tp: Any) -> tuple[Any, ...]:
+    try:
+        return _ARGS[tp]
+    except KeyError:
+        _ARGS[tp] = args = get_args(tp)
+        return args
+
+
+_LEAVES = (str, int, float)
+
+
+def _all_plain(item: Any, values: Any) -> bool:
+    """Every value is already a valid ``item`` (str, an int64 int, a finite float), checked at C speed.
+
+    The common case of a list or dict of leaves (shapes, names, visits per strategy); when it fails,
+    the caller walks the values one by one to name the bad one.
+    """
+    if item not in _LEAVES or not set(map(type, values)) <= {item}:
+        return False
+    if item is int and values:
+        return min(values) >= -INT_LIMIT and max(values) < INT_LIMIT
+    if item is float:
+        return all(map(math.isfinite, values))
+    return True
 
 
 def _convert(tp: Any, value: Any, where: str, strict: bool = False) -> Any:
@@ -97,9 +124,9 @@ def _convert(tp: Any, value: Any, where: str, strict: bool = False) -> Any:
         return value
     origin = _origin(tp)
     if origin in (Union, types.UnionType):
-        if value is None and type(None) in get_args(tp):
+        if value is None and type(None) in _args(tp):
             return None
-        options = [a for a in get_args(tp) if a is not type(None)]
+        options = [a for a in _args(tp) if a is not type(None)]
         if len(options) == 1:
             return _convert(options[0], value, where, strict)
         for option in options:
@@ -111,20 +138,24 @@ def _convert(tp: Any, value: Any, where: str, strict: bool = False) -> Any:
     if value is None:
         raise TypeError(f"{where}: must not be null")
     if origin in (list, typing.List):  # noqa: UP006
-        (item,) = get_args(tp) or (Any,)
+        (item,) = _args(tp) or (Any,)
         if not isinstance(value, list):
             raise TypeError(f"{where}: expected a list, got {type(value).__name__}")
+        if _all_plain(item, value):
+            return list(value)
         return [_convert(item, v, f"{where}[{i}]", strict) for i, v in enumerate(value)]
     if origin is tuple:
-        args = get_args(tp)
+        args = _args(tp)
         if not isinstance(value, (list, tuple)):
             raise TypeError(f"{where}: expected a list, got {type(value).__name__}")
         item = args[0] if args else Any
         return tuple(_convert(item, v, f"{where}[{i}]", strict) for i, v in enumerate(value))
     if origin is dict:
-        _, item = get_args(tp) or (str, Any)
+        _, item = _args(tp) or (str, Any)
         if not isinstance(value, dict):
             raise TypeError(f"{where}: expected an object, got {type(value).__name__}")
+        if _all_plain(item, value.values()):
+            return dict(value)
         return {k: _convert(item, v, f"{where}.{k}", strict) for k, v in value.items()}
     if isinstance(tp, type) and dataclasses.is_dataclass(tp):
         return from_jsonable(tp, value, where, strict=strict)
@@ -147,30 +178,67 @@ def _convert(tp: Any, value: Any, where: str, strict: bool = False) -> Any:
     return value
 
 
-_FIELDS: dict[type, tuple[tuple[dataclasses.Field[Any], ...], frozenset[str]]] = {}
+class _Field(typing.NamedTuple):
+    """How :func:`from_jsonable` reads one field: its type, and the shortcut its common values take."""
+
+    name: str
+    tp: Any
+    required: bool
+    leaf: type | None  # str, int or float: the value itself, when it is a valid one
+    container: type | None  # list or dict of ``item``s (str, int or float): a copy, when every item is valid
+    item: Any
 
 
-def _fields(cls: type) -> tuple[tuple[dataclasses.Field[Any], ...], frozenset[str]]:
-    if cls not in _FIELDS:
-        fields = dataclasses.fields(cls)
-        _FIELDS[cls] = fields, frozenset(f.name for f in fields)
-    return _FIELDS[cls]
+_PLANS: dict[type, tuple[tuple[_Field, ...], frozenset[str]]] = {}
+
+
+def _plan(cls: type) -> tuple[tuple[_Field, ...], frozenset[str]]:
+    if cls not in _PLANS:
+        hints = _hints(cls)
+        plan = []
+        for f in dataclasses.fields(cls):
+            tp = hints[f.name]
+            origin, args = _origin(tp), _args(tp)
+            item = args[-1] if origin in (list, dict) and args else None
+            plan.append(
+                _Field(
+                    f.name,
+                    tp,
+                    f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING,
+                    tp if tp in _LEAVES else None,
+                    origin if item in _LEAVES else None,
+                    item,
+                )
+            )
+        _PLANS[cls] = tuple(plan), frozenset(f.name for f in plan)
+    return _PLANS[cls]
 
 
 def from_jsonable(cls: type[T], data: Any, where: str = "$", *, strict: bool = False) -> T:
     """Build dataclass ``cls`` from ``data``; raises TypeError naming the bad field."""
     if not isinstance(data, dict):
         raise TypeError(f"{where}: expected an object, got {type(data).__name__}")
-    hints = _hints(cls)
     kwargs: dict[str, Any] = {}
-    fields, names = _fields(cls)
-    for key in data.keys() - names:  # ignored (a newer file's field), but never trusted blindly
-        if strict:
-            raise TypeError(f"{where}: unknown field {key!r}")
-        check_free_value(data[key], f"{where}.{key}")
-    for field in fields:
-        if field.name in data:
-            kwargs[field.name] = _convert(hints[field.name], data[field.name], f"{where}.{field.name}", strict)
-        elif field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING:
-            raise TypeError(f"{where}: missing required field {field.name!r}")
+    plan, names = _plan(cls)
+    if not data.keys() <= names:
+        for key in data.keys() - names:  # ignored (a newer file's field), but never trusted blindly
+            if strict:
+                raise TypeError(f"{where}: unknown field {key!r}")
+            check_free_value(data[key], f"{where}.{key}")
+    for name, tp, required, leaf, container, item in plan:
+        if name not in data:
+            if required:
+                raise TypeError(f"{where}: missing required field {name!r}")
+            continue
+        value = data[name]
+        kind = type(value)
+        # The common cases inline, as in _convert: a large file is millions of these.
+        if kind is leaf and (
+            kind is str or (kind is int and -INT_LIMIT <= value < INT_LIMIT) or (kind is float and math.isfinite(value))
+        ):
+            kwargs[name] = value
+        elif kind is container and _all_plain(item, value if kind is list else value.values()):
+            kwargs[name] = kind(value)
+        else:
+            kwargs[name] = _convert(tp, value, f"{where}.{name}", strict)
     return cls(**kwargs)

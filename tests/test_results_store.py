@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import gc
 import json
 from pathlib import Path
 from typing import Any
@@ -157,3 +158,21 @@ def test_lists_of_numbers_are_checked_item_by_item(samples: list[Any], expected:
         assert loaded.compare is not None
         got = loaded.compare.strategies[0].timing.samples_s
         assert got == expected and all(type(x) is float for x in got)
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_loading_leaves_the_garbage_collector_as_it_found_it(tmp_path: Path, enabled: bool) -> None:
+    """Loading pauses the cyclic collector (a large file is millions of containers, no cycles), and only that."""
+    good, bad = tmp_path / "r.json", tmp_path / "bad.json"
+    save_results(sample(), good)
+    bad.write_text('{"schema_version": 2, "command": "compare", "compare": {"repeat": null}}')
+    was = gc.isenabled()
+    try:
+        gc.enable() if enabled else gc.disable()
+        assert load_results(good).compare == sample().compare
+        assert gc.isenabled() is enabled
+        with pytest.raises(ResultsFileError, match=r"\$.compare.repeat: must not be null"):
+            load_results(bad)
+        assert gc.isenabled() is enabled
+    finally:
+        gc.enable() if was else gc.disable()

@@ -43,16 +43,18 @@ def report(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Terminal: only the summary line.")] = False,
 ) -> int:
     from dummyprof.cli.output import EXIT_NOT_WRITTEN, check_outputs, print_terminal, report_error
-    from dummyprof.reports.registry import get_reporter, render
+    from dummyprof.reports.registry import RenderOptions, get_reporter, render
     from dummyprof.results.outputs import Output, write_outputs
     from dummyprof.results.store import load_results
 
-    get_reporter(format)  # an unknown name fails before anything is read or probed
+    chosen = get_reporter(format)  # an unknown name fails before anything is read or probed
     if output is not None:
         if format == "terminal":
             raise UsageError("--output", "terminal output goes to stdout; use --format markdown or json with --output")
         check_outputs({"--output": output}, force=force, inputs={"RESULTS.json": path})
-    results = load_results(path)
+    # Per-tensor rows are most of a large compare file: a format that shows none (-q, markdown) skips them.
+    rows = chosen.reads_tensor_rows(RenderOptions(quiet=quiet and format == "terminal"))
+    results = load_results(path, tensor_rows=rows)
     if format == "terminal":
         get_reporter(format, results.command)
         print_terminal(results, quiet=quiet)

@@ -11,7 +11,7 @@ from dummyprof.reports.gate_markdown import baseline_markdown, gate_markdown
 from dummyprof.reports.inspect_markdown import inspect_markdown
 from dummyprof.reports.markdown_table import md_table
 from dummyprof.reports.notices import notices
-from dummyprof.reports.reporter import RenderOptions, Reporter
+from dummyprof.reports.reporter import RenderOptions, Reporter, never
 from dummyprof.reports.summary import summary_line
 from dummyprof.reports.sweep_markdown import sweep_markdown
 from dummyprof.results.session import Results
@@ -54,4 +54,6 @@ def render(results: Results, options: RenderOptions) -> str:
     return render_markdown(results)
 
 
-REPORTER = Reporter("markdown", ".md", frozenset(SECTIONS), render, "tables for a CI step summary or a pull request")
+REPORTER = Reporter(
+    "markdown", ".md", frozenset(SECTIONS), render, "tables for a CI step summary or a pull request", never
+)  # no per-tensor rows: the compare section is the strategies' tables

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from dummyprof.reports.reporter import RenderOptions, Reporter
+from dummyprof.reports.reporter import RenderOptions, Reporter, never
 from dummyprof.results.compare import CompareResult, StrategyResult
 from dummyprof.results.session import Results
 
@@ -137,4 +137,5 @@ REPORTER = Reporter(
     frozenset({"compare"}),
     render,
     "PyTorch OSS benchmark-database v3 records (one per metric), as vllm bench startup writes them",
+    never,  # per strategy, never per tensor
 )

@@ -21,13 +21,24 @@ class RenderOptions:
     quiet: bool = False  # terminal: only the summary line
 
 
+def always(options: RenderOptions) -> bool:
+    return True
+
+
+def never(options: RenderOptions) -> bool:
+    return False
+
+
 @dataclass(frozen=True)
 class Reporter:
     """One output format.
 
     ``kinds`` are the ``Results.command`` values it can render (``None``: every
     kind, as JSON does); ``suffix`` is the file name ending a user would expect
-    (``.md``), for commands that pick a file name.
+    (``.md``), for commands that pick a file name. ``reads_tensor_rows(options)``
+    says whether it reads ``compare.tensors`` (a row per storage, most of a large
+    file); when it does not, ``dummyprof report`` leaves them out of the file it
+    loads, neither converted nor checked. Unknown reporters are assumed to read them.
     """
 
     name: str
@@ -35,6 +46,7 @@ class Reporter:
     kinds: frozenset[str] | None
     render: Callable[[Results, RenderOptions], str]
     description: str = ""
+    reads_tensor_rows: Callable[[RenderOptions], bool] = always
 
     def supports(self, kind: str) -> bool:
         return self.kinds is None or kind in self.kinds

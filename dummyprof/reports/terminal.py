@@ -87,4 +87,11 @@ def options_for(console: Console, *, quiet: bool = False) -> RenderOptions:
     return RenderOptions(width=console.width, color=console.color_system is not None, quiet=quiet)
 
 
-REPORTER = Reporter("terminal", ".txt", frozenset(SECTIONS), render_text, "Rich tables for a person at a terminal")
+def reads_tensor_rows(options: RenderOptions) -> bool:
+    """The compare tables rank the most revisited tensors; the summary line (``quiet``) reads no row."""
+    return not options.quiet
+
+
+REPORTER = Reporter(
+    "terminal", ".txt", frozenset(SECTIONS), render_text, "Rich tables for a person at a terminal", reads_tensor_rows
+)

@@ -61,10 +61,20 @@ def _gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def results_from_dict(data: Any, *, source: str = "results", strict: bool = False) -> Results:
+def _without_tensor_rows(data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` (not changed) with ``compare.tensors`` left out: the per-tensor rows, most of a large file."""
+    compare = data.get("compare")
+    if not isinstance(compare, dict) or "tensors" not in compare:
+        return data
+    return {**data, "compare": {key: value for key, value in compare.items() if key != "tensors"}}
+
+
+def results_from_dict(data: Any, *, source: str = "results", strict: bool = False, tensor_rows: bool = True) -> Results:
     """Validate ``data`` against the schema and build Results; ResultsFileError names the file and the field.
 
-    ``strict`` also rejects unknown fields (baselines: a typo must not be ignored).
+    ``strict`` also rejects unknown fields (baselines: a typo must not be ignored). ``tensor_rows=False``
+    neither reads nor checks ``compare.tensors`` (one row per storage; hundreds of thousands in a large
+    model's file) and leaves it empty: for reporters that do not show them (see ``Reporter.reads_tensor_rows``).
     """
     if not isinstance(data, dict) or "schema_version" not in data:
         raise ResultsFileError(f"{source}: not a dummyprof results file (no schema_version)")
@@ -84,6 +94,8 @@ def results_from_dict(data: Any, *, source: str = "results", strict: bool = Fals
     section = SECTIONS[command]
     if not isinstance(data.get(section), dict):
         raise ResultsFileError(f"{source}: $.{section}: a {command!r} results file needs its {section!r} section")
+    if not tensor_rows:
+        data = _without_tensor_rows(data)
     try:
         with _gc_paused():
             results = from_jsonable(Results, data, strict=strict)
@@ -124,9 +136,12 @@ def _parse(text: str, source: str) -> Any:
         raise ResultsFileError(f"{source}: not a dummyprof results file: {exc}") from None
 
 
-def load_results(path: Path, *, strict: bool = False) -> Results:
-    """Load a results file (``-``: standard input); corrupt, truncated or foreign files raise ResultsFileError."""
+def load_results(path: Path, *, strict: bool = False, tensor_rows: bool = True) -> Results:
+    """Load a results file (``-``: standard input); corrupt, truncated or foreign files raise ResultsFileError.
+
+    ``tensor_rows=False``: without ``compare.tensors``, neither read nor checked (see :func:`results_from_dict`).
+    """
     path = Path(path)
     source = "<stdin>" if str(path) == "-" else str(path)
     data = _parse(_read_text(path), source)  # the text is dropped once parsed
-    return results_from_dict(data, source=source, strict=strict)
+    return results_from_dict(data, source=source, strict=strict, tensor_rows=tensor_rows)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from rich import box
 from rich.console import Console
 from rich.table import Table
 
@@ -18,6 +17,7 @@ from dummyprof.reports.format import (
     rate,
     short_dtype,
 )
+from dummyprof.reports.narrow import narrow_table, number_columns
 from dummyprof.reports.noise_words import interval_cell, noise_lines, speedup_cell, spread_cell
 from dummyprof.results.common import Figure
 from dummyprof.results.compare import CompareResult, StrategyResult
@@ -29,14 +29,7 @@ NAME_WIDTH = 48
 
 def _table(title: str, **kwargs: object) -> Table:
     """Tables sized for 80 columns: no outer edge, short headers; a cell that must wrap folds (never '…')."""
-    return Table(
-        title=title,
-        title_justify="left",
-        box=box.SIMPLE_HEAD,
-        show_edge=False,
-        collapse_padding=True,
-        **kwargs,  # type: ignore[arg-type]
-    )
+    return narrow_table(title, **kwargs)
 
 
 def short_name(name: str, width: int = NAME_WIDTH) -> str:
@@ -58,8 +51,7 @@ def short_name(name: str, width: int = NAME_WIDTH) -> str:
 
 
 def _numbers(table: Table, *headers: str) -> None:
-    for header in headers:
-        table.add_column(header, justify="right", no_wrap=True)
+    number_columns(table, *headers)
 
 
 def scenario_table(result: CompareResult) -> Table:

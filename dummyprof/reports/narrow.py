@@ -1,0 +1,124 @@
+"""Rich tables for 80 and 120 columns, shared by the terminal reporters (issue #13).
+
+No outer edge and no vertical rules: a table costs two spaces a column and nothing else.
+Text columns fold or wrap on words; nothing is cut with '…'. Long sentences go under the
+table as captions or lines, not into cells.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from rich import box
+from rich.table import Table
+
+from dummyprof.results.common import Figure
+
+# A projected figure (from smaller samples, not measured at full size) is shown as ``~1.23 s``.
+PROJECTED_MARK = "~"
+PROJECTED_NOTE = "~: projected from smaller samples, not measured"
+
+
+def narrow_table(title: str | None = None, **kwargs: object) -> Table:
+    """A table with a left-aligned title, a rule under the header and no edge (about 2 columns a column)."""
+    return Table(
+        title=title,
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        show_edge=False,
+        collapse_padding=True,
+        caption_justify="left",
+        **kwargs,  # type: ignore[arg-type]
+    )
+
+
+def number_columns(table: Table, *headers: str) -> None:
+    """Right-aligned columns that never wrap (figures are short by design)."""
+    for header in headers:
+        table.add_column(header, justify="right", no_wrap=True)
+
+
+def text_column(table: Table, header: str, **kwargs: object) -> None:
+    """A column of words: wraps on spaces and folds a word longer than the column, never '…'."""
+    table.add_column(header, overflow="fold", **kwargs)  # type: ignore[arg-type]
+
+
+def projected(text: str, figure: Figure) -> str:
+    """``~text`` for a projected figure, ``text`` for a measured one."""
+    return f"{PROJECTED_MARK}{text}" if figure.projected else text
+
+
+def any_projected(figures: Iterable[Figure]) -> bool:
+    return any(f.projected and f.value is not None for f in figures)
+
+
+def same_unavailable(figures: list[Figure]) -> str | None:
+    """The shared reason when a figure is unavailable for every row, else None."""
+    reasons = {f.unavailable for f in figures}
+    if figures and all(f.value is None for f in figures) and len(reasons) == 1:
+        return next(iter(reasons)) or "unavailable"
+    return None
+
+
+def rank_ranges(ranks: list[int]) -> str:
+    """``0-3,6`` for ranks 0, 1, 2, 3 and 6: short, and one word (it never wraps)."""
+    parts: list[str] = []
+    start = prev = None
+    for r in sorted(ranks):
+        if prev is not None and r == prev + 1:
+            prev = r
+            continue
+        if start is not None:
+            parts.append(str(start) if start == prev else f"{start}-{prev}")
+        start = prev = r
+    if start is not None:
+        parts.append(str(start) if start == prev else f"{start}-{prev}")
+    return ",".join(parts)
+
+
+def column_groups(width: int, key_width: int, widths: list[int]) -> list[list[int]]:
+    """Split value columns (their text widths) into as few groups as fit ``width`` beside the key column.
+
+    A table costs two columns a column (padding and the space between) and two at its ends. The groups
+    are as even as the widths allow (no lone last column); a column wider than the line gets its own.
+    """
+
+    def fits(group: list[int]) -> bool:
+        return key_width + 2 + sum(widths[i] + 2 for i in group) <= width
+
+    greedy: list[list[int]] = []
+    for i in range(len(widths)):
+        if greedy and fits([*greedy[-1], i]):
+            greedy[-1].append(i)
+        else:
+            greedy.append([i])
+    count = len(greedy)
+    if count <= 1:
+        return greedy
+    size = -(-len(widths) // count)  # as even as the count allows, if that still fits
+    even = [list(range(start, min(start + size, len(widths)))) for start in range(0, len(widths), size)]
+    return even if len(even) == count and all(fits(g) for g in even) else greedy
+
+
+# Column kinds for :func:`table_of`: a row's name (bold), a word that never wraps, a right-aligned
+# figure that never wraps, and words that wrap (a word longer than the column folds).
+NAME, WORD, NUMBER, TEXT = "name", "word", "number", "text"
+
+
+def table_of(title: str, columns: list[tuple[str, str]], rows: list[list[str]]) -> Table:
+    """A narrow table of ``(header, kind)`` columns, leaving out any column that is empty in every row."""
+    keep = [i for i in range(len(columns)) if any(row[i] for row in rows)] if rows else list(range(len(columns)))
+    table = narrow_table(title)
+    for i in keep:
+        header, kind = columns[i]
+        if kind == NAME:
+            table.add_column(header, style="bold", no_wrap=True)
+        elif kind == WORD:
+            table.add_column(header, no_wrap=True)
+        elif kind == NUMBER:
+            number_columns(table, header)
+        else:
+            text_column(table, header)
+    for row in rows:
+        table.add_row(*(row[i] for i in keep))
+    return table

@@ -1,4 +1,4 @@
-"""Terminal (Rich) rendering of ``audit`` results."""
+"""Terminal (Rich) rendering of ``audit`` results, sized for 80 columns (issue #13)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from rich.table import Table
 
 from dummyprof.reports.audit_text import finding_subject, finding_text
 from dummyprof.reports.format import format_bytes
+from dummyprof.reports.narrow import narrow_table, number_columns, text_column
 from dummyprof.results.audit import FINDING_KINDS, INFO_KINDS, AuditResult, Finding
 from dummyprof.results.session import Results
 
@@ -16,22 +17,25 @@ NAMES_SHOWN = 4
 
 
 def filler_table(result: AuditResult) -> Table:
-    table = Table(title="Fillers (each traced once on a fresh model)", title_justify="left")
-    table.add_column("filler", style="bold")
-    table.add_column("kind")
-    table.add_column("initializer")
-    table.add_column("writes", justify="right")
-    table.add_column("tensors written", justify="right")
-    table.add_column("written more than once", justify="right")
-    table.add_column("bytes written", justify="right")
-    table.add_column("other writes", justify="right")
+    """One row per filler, in about 70 columns: short headers, explained in :func:`filler_note`.
+
+    ``init`` says what a filler fills like: a strategy's initializer, ``loader`` for a loader's own values
+    (compared with nothing), or ``v0.33 (loader)`` for a loader declared with --loader-initializer.
+    """
+    table = narrow_table("Fillers (each traced once on a fresh model)")
+    text_column(table, "filler", style="bold")
+    text_column(table, "init")
+    number_columns(table, "writes", "tensors", "repeated", "written", "other")
     for f in result.fillers:
+        if f.kind == "loader":
+            init = f"{f.initializer} (loader)" if f.initializer else "loader"
+        else:
+            init = f.initializer or f.kind
         table.add_row(
             f.name,
-            f.kind,
-            f.initializer or "its own (values not compared)",
+            init,
             f"{f.writes:,}",
-            f"{f.tensors_written:,} of {len(result.tensors):,}",
+            f"{f.tensors_written:,}/{len(result.tensors):,}",
             f"[red]{f.repeated_tensors:,}[/]" if f.repeated_tensors else "0",
             format_bytes(f.bytes_written),
             f"{f.outside_writes:,}",
@@ -39,14 +43,24 @@ def filler_table(result: AuditResult) -> Table:
     return table
 
 
+def filler_note(result: AuditResult) -> str:
+    note = (
+        "tensors: written of the model's; repeated: tensors written more than once; "
+        "other: writes outside the model's tensors (temporaries, unregistered)"
+    )
+    if any(f.kind == "loader" and not f.initializer for f in result.fillers):
+        note += "; init loader: a loader's own values (compared with no other filler)"
+    return note
+
+
 def findings_table(result: AuditResult, *, informational: bool) -> Table | None:
     rows = [f for f in result.findings if f.informational == informational]
     if not rows:
         return None
     title = "Notes (never fail the audit)" if informational else f"Findings ({len(result.failing)} failing)"
-    table = Table(title=title, title_justify="left")
-    table.add_column("kind", style="yellow" if informational else "red")
-    table.add_column("detail")
+    table = narrow_table(title)
+    text_column(table, "kind", style="yellow" if informational else "red")
+    text_column(table, "detail")
     groups: dict[tuple[str, tuple[str, ...], bool], list[Finding]] = {}
     for f in rows:
         groups.setdefault((f.kind, tuple(f.fillers), f.ignored), []).append(f)
@@ -85,6 +99,7 @@ def render_audit(results: Results, console: Console) -> None:
         f"{model.tensors:,} storages ({model.names:,} names), {format_bytes(model.bytes)}"
     )
     console.print(filler_table(result))
+    console.print(filler_note(result), style="dim")
     for informational in (False, True):
         table = findings_table(result, informational=informational)
         if table is not None:

@@ -1,11 +1,13 @@
-"""Terminal (Rich) rendering of ``baseline`` and ``gate`` results."""
+"""Terminal (Rich) rendering of ``baseline`` and ``gate`` results, sized for 80 columns (issue #13)."""
 
 from __future__ import annotations
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
-from dummyprof.reports.gate_format import change_text, metric_text, value_text
+from dummyprof.reports.gate_format import change_text, value_text
+from dummyprof.reports.narrow import narrow_table, number_columns, text_column
 from dummyprof.results.gate import (
     IMPROVED,
     NOT_COMPARABLE,
@@ -13,6 +15,7 @@ from dummyprof.results.gate import (
     NOT_SIGNIFICANT,
     PASS,
     REGRESSED,
+    CheckResult,
     GateResult,
 )
 from dummyprof.results.session import Results
@@ -27,55 +30,87 @@ STYLES = {
 }
 
 
-def checks_table(section: GateResult) -> Table:
-    table = Table(title=f"Gate checks (baseline {section.baseline_path})", title_justify="left")
-    table.add_column("scenario", style="bold")
-    table.add_column("check", no_wrap=True, min_width=24)
-    table.add_column("kind")
-    table.add_column("baseline", justify="right")
-    table.add_column("current", justify="right")
-    table.add_column("change", justify="right")
-    table.add_column("rule")
-    table.add_column("verdict")
-    table.add_column("detail")
+def _terminal_value(value: float | None, unit: str) -> str:
+    """As the other reports write it, but a byte count without its ' B' (the check's name says bytes)."""
+    text = value_text(value, unit)
+    return text.removesuffix(" B") if unit == "bytes" else text
+
+
+def _rule_line(c: CheckResult) -> str:
+    """The second line of a check: its kind and rule (a counter's is always '== baseline'), then the detail."""
+    parts = [] if c.kind == "counter" else [f"{c.kind} {c.threshold}".strip()]
+    if c.detail:
+        parts.append(c.detail)
+    return "; ".join(parts)
+
+
+def checks_table(section: GateResult, width: int = 120) -> Table:
+    """A row per check, grouped under its scenario; the rule and the detail on a dim line under the check.
+
+    Under 100 columns a two-word verdict ("not significant") takes two lines, so the names stay whole.
+    """
+    table = narrow_table(f"Gate checks (baseline {section.baseline_path})")
+    # As wide as the longest metric name (a ratio's name wraps at its ' / '), so names stay whole.
+    words = [len(word) for c in section.checks for word in c.name.split()]
+    text_column(table, "check", min_width=min(max(words, default=5), 40))
+    number_columns(table, "baseline", "current", "change")
+    text_column(table, "verdict", max_width=11 if width < 100 else None)
+    scenarios: dict[str, list[CheckResult]] = {}
     for c in section.checks:
-        style = STYLES.get(c.verdict, "")
-        table.add_row(
-            c.scenario,
-            c.name,
-            c.kind,
-            value_text(c.baseline, c.unit),
-            value_text(c.current, c.unit),
-            change_text(c),
-            c.threshold,
-            f"[{style}]{c.verdict}[/]" if style else c.verdict,
-            c.detail,
-        )
+        scenarios.setdefault(c.scenario, []).append(c)
+    for scenario, checks in scenarios.items():
+        table.add_row(f"[bold]{escape(scenario)}[/]")
+        for i, c in enumerate(checks):
+            style = STYLES.get(c.verdict, "")
+            rule = _rule_line(c)
+            table.add_row(
+                escape(c.name) + (f"\n[dim]{escape(rule)}[/]" if rule else ""),
+                _terminal_value(c.baseline, c.unit),
+                _terminal_value(c.current, c.unit),
+                change_text(c),
+                f"[{style}]{c.verdict}[/]" if style else c.verdict,
+                end_section=i == len(checks) - 1,
+            )
     return table
+
+
+GATE_NOTE = "a check without a rule line is a counter, exact against the baseline (bytes in bytes)"
 
 
 def metrics_table(section: GateResult) -> Table:
-    table = Table(title="Baseline metrics", title_justify="left")
-    table.add_column("scenario", style="bold")
-    table.add_column("metric")
-    table.add_column("kind")
-    table.add_column("value", justify="right")
+    """Every metric of every scenario, grouped under its scenario; a timing's rounds in their own column."""
+    timed = any(m.kind == "time" for run in section.scenarios for m in run.metrics.values())
+    table = narrow_table("Baseline metrics")
+    text_column(table, "metric")
+    table.add_column("kind", no_wrap=True)
+    number_columns(table, "value", *(["rounds"] if timed else []))
     for run in section.scenarios:
+        table.add_row(f"[bold]{escape(run.name)}[/]", end_section=run.error is not None or not run.metrics)
         if run.error is not None:
-            table.add_row(run.name, "", "", f"[bold magenta]could not measure: {run.error}[/]")
+            table.add_row(f"[bold magenta]could not measure: {escape(run.error)}[/]", end_section=True)
             continue
-        for name, metric in run.metrics.items():
-            table.add_row(run.name, name, metric.kind, metric_text(metric))
+        names = list(run.metrics)
+        for i, name in enumerate(names):
+            metric = run.metrics[name]
+            cells = [escape(name), metric.kind, _terminal_value(metric.value, metric.unit)]
+            if timed:
+                cells.append(str(len(metric.samples)) if metric.kind == "time" else "")
+            table.add_row(*cells, end_section=i == len(names) - 1)
     return table
+
+
+BASELINE_NOTE = "value: a timing's median over its rounds; byte counts in bytes"
 
 
 def render_gate(results: Results, console: Console) -> None:
     section = results.gate
     assert section is not None
-    console.print(checks_table(section))
+    console.print(checks_table(section, console.width))
+    console.print(GATE_NOTE, style="dim")
 
 
 def render_baseline(results: Results, console: Console) -> None:
     section = results.gate
     assert section is not None
     console.print(metrics_table(section))
+    console.print(BASELINE_NOTE, style="dim")

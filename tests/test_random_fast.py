@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Callable
 
 import pytest
@@ -346,8 +347,9 @@ def test_the_cli_lists_every_engram_method_without_importing_them() -> None:
 def test_engram_shows_random_fast_values_next_to_the_others(cli: Callable[..., CliResult]) -> None:
     result = cli("engram", "--rows", "4096", "--dim", "64", "--method", "random-fast", "--repeat", "1")
     assert result.exit_code == 0, result.stderr
-    row = next(line for line in result.stdout.splitlines() if line.lstrip("│ ").startswith("random-fast"))
-    assert "64 distinct" in row and "scale 120" in row
+    # the Methods table: as in, zeros, distinct values, weights (±largest), scale bytes
+    row = next(line for line in result.stdout.splitlines() if re.match(r" random-fast +dummyprof ", line))
+    assert re.search(r" 64 +±\S+ +120 *$", row), row
     engine = {"kernel": "random-fast: C kernel", "numpy": "random-fast: numpy engine"}[rf.default_engine()]
     assert engine in " ".join(result.stdout.split())  # the environment line says which engine ran
 

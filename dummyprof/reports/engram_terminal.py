@@ -1,4 +1,9 @@
-"""Terminal (Rich) rendering of ``engram`` results: sizes per rank, phases, methods, memory."""
+"""Terminal (Rich) rendering of ``engram`` results: sizes per rank, phases, methods, memory.
+
+Sized for 80 columns (issue #13): numbers in short columns (an interval has its own column), a
+projected figure marked ``~``, and the long words (how a projection was made, why a method was
+projected) in lines under the tables instead of in cells.
+"""
 
 from __future__ import annotations
 
@@ -9,30 +14,55 @@ from dummyprof.reports.engram_words import (
     dominant_text,
     generator_bound_line,
     interval_text,
+    projection_detail,
     projection_how,
     sample_group_note,
-    startup_interval_text,
 )
-from dummyprof.reports.format import figure_bytes, format_bytes, format_seconds, timing_cell
-from dummyprof.results.common import Figure
-from dummyprof.results.engram import PLANNED, PROJECTED, EngramResult, LinearFit, MethodResult, TimeProjection
+from dummyprof.reports.format import figure_bytes, format_bytes, format_seconds, range_cell
+from dummyprof.reports.narrow import (
+    NAME,
+    NUMBER,
+    PROJECTED_NOTE,
+    TEXT,
+    WORD,
+    any_projected,
+    narrow_table,
+    number_columns,
+    projected,
+    same_unavailable,
+    table_of,
+    text_column,
+)
+from dummyprof.results.common import Figure, Timing
+from dummyprof.results.engram import (
+    PLANNED,
+    PROJECTED,
+    EngramResult,
+    LinearFit,
+    MethodResult,
+    SamplePoint,
+    TimeProjection,
+)
 from dummyprof.results.session import Results
 
 MAX_RANK_ROWS = 16
+PLAN_WORDS = {True: "to measure", False: "to project"}  # a dry run: what a real run would do, by fits_in_memory
 
 
 def _seconds(figure: Figure) -> str:
     if figure.value is None:
-        return f"unavailable: {figure.unavailable}" if figure.unavailable else "n/a"
-    text = format_seconds(figure.value)
-    return f"{text} (projected)" if figure.projected else text
+        return "n/a"
+    return projected(format_seconds(figure.value), figure)
 
 
 def _number(figure: Figure, fmt: str, unit: str = "") -> str:
     if figure.value is None:
         return "n/a"
-    text = f"{figure.value:{fmt}}{unit}"
-    return f"{text} (projected)" if figure.projected else text
+    return projected(f"{figure.value:{fmt}}{unit}", figure)
+
+
+def _rate(figure: Figure) -> str:
+    return _number(figure, ".2f", " GB/s")
 
 
 def _plural(n: int, noun: str) -> str:
@@ -45,11 +75,11 @@ def _percent(figure: Figure) -> str:
     return _number(figure, ".1f" if figure.value < 10 else ".0f", "%")
 
 
-def _with_interval(figure: Figure, projection: TimeProjection | None) -> str:
-    text = _seconds(figure)
-    if projection is not None and figure.value is not None:
-        text += f"\n{interval_text(projection.low_s, projection.high_s)}"
-    return text
+def _range(projection: TimeProjection | None, timing: Timing) -> str:
+    """The projected interval, or the measured rounds' min–max ('' for one round)."""
+    if projection is not None:
+        return interval_text(projection.low_s, projection.high_s)
+    return range_cell(timing)
 
 
 def _fit(fit: LinearFit | None) -> str:
@@ -59,11 +89,21 @@ def _fit(fit: LinearFit | None) -> str:
     return f"R² {fit.r_squared:.3f}, {fit.points} sizes{through}"
 
 
+def _print(console: Console, noted: tuple[Table, list[str]] | None) -> None:
+    """A table, then its notes on one dim line at the console's full width (a caption wraps at the table's)."""
+    if noted is None:
+        return
+    table, notes = noted
+    console.print(table)
+    if notes:
+        console.print("; ".join(notes), style="dim")
+
+
 def layout_table(result: EngramResult) -> Table:
     lay = result.layout
-    table = Table(title="Engram tables", show_header=False, title_justify="left")
-    table.add_column("what", style="bold")
-    table.add_column("value")
+    table = narrow_table("Engram tables", show_header=False)
+    table.add_column("what", style="bold", no_wrap=True)
+    text_column(table, "value")
     table.add_row(
         "tables", f"{lay.tables} x {lay.rows:,} rows x dim {lay.dim} (fp8 e4m3 + uint8 scale per {lay.block_size})"
     )
@@ -103,9 +143,8 @@ def ranks_table(result: EngramResult) -> Table | None:
     if len(parts) <= 1:
         return None
     distinct = sorted({(p.heads, p.part_rows) for p in parts})
-    table = Table(title="Per rank", title_justify="left")
-    for name in ("rank", "heads", "rows per table", "bytes (all tables)"):
-        table.add_column(name, justify="right")
+    table = narrow_table("Per rank")
+    number_columns(table, "rank", "heads", "rows per table", "bytes (all tables)")
     shown = parts if len(parts) <= MAX_RANK_ROWS else parts[: MAX_RANK_ROWS // 2] + parts[-MAX_RANK_ROWS // 2 :]
     for p in shown:
         table.add_row(
@@ -119,119 +158,221 @@ def ranks_table(result: EngramResult) -> Table | None:
     return table
 
 
-def phase_table(result: EngramResult) -> Table | None:
+def phase_table(result: EngramResult) -> tuple[Table, list[str]] | None:
+    """Allocation and first touch of the full tables: time, its range, rate (how each was projected: lines below)."""
     if not result.phases:
         return None
-    table = Table(title="Phases (full tables)", title_justify="left")
-    table.add_column("phase", style="bold")
-    table.add_column("bytes", justify="right")
-    table.add_column("time", justify="right")
-    table.add_column("rate", justify="right")
-    table.add_column("fit")
+    rows = []
     for p in result.phases:
         rate = (
-            _number(Figure(p.bytes / p.seconds.value / 1e9, projected=p.seconds.projected), ".2f", " GB/s")
+            _rate(Figure(p.bytes / p.seconds.value / 1e9, projected=p.seconds.projected))
             if p.seconds.value and p.name != "allocate"  # allocation maps address space; a rate means nothing
             else ""
         )
-        how = projection_how(p.projection, p.name) if p.projection is not None else _fit(p.time_fit)
-        table.add_row(p.name, format_bytes(p.bytes), _with_interval(p.seconds, p.projection), rate, how)
+        rows.append([p.name, format_bytes(p.bytes), _seconds(p.seconds), _range(p.projection, p.timing), rate])
+    columns = [("phase", NAME), ("bytes", NUMBER), ("time", NUMBER), ("range", NUMBER), ("rate", NUMBER)]
+    notes = []
+    if any_projected(p.seconds for p in result.phases):
+        notes.append(PROJECTED_NOTE)
     if any(p.projection is not None for p in result.phases):
-        table.caption = "projected time: point, then its interval (see the note on intervals)"
-    return table
+        notes.append("range: the projection's interval (see the note on intervals)")
+    elif any(len(p.timing.samples_s) > 1 for p in result.phases):
+        notes.append("range: fastest–slowest round")
+    return table_of("Phases (full tables)", columns, rows), notes
 
 
-def _values(m: MethodResult) -> str:
-    v = m.values
-    if v is None:
-        return "n/a"
-    scale = "untouched" if m.name == "random-convert" else ",".join(str(x) for x in v.scale_values)
-    spread = "" if v.weight_min is None or v.weight_max is None else f", {v.weight_min:g}..{v.weight_max:g}"
-    return f"{v.weight_zero_share:.1%} zeros, {v.weight_distinct} distinct{spread}; scale {scale}"
+def phase_lines(result: EngramResult) -> list[str]:
+    """How each phase's time was had, where it was projected or fitted."""
+    lines = []
+    for p in result.phases:
+        if p.projection is not None:
+            lines.append(f"{p.name}: {projection_how(p.projection, p.name)}")
+        elif p.time_fit is not None:
+            lines.append(f"{p.name}: {_fit(p.time_fit)}")
+    return lines
 
 
-def method_table(result: EngramResult) -> Table:
-    table = Table(title="Fill methods (per rank)", title_justify="left")
-    table.add_column("method", style="bold")
-    table.add_column("as in")
-    table.add_column("how")
-    table.add_column("fill time", justify="right")
-    table.add_column("rate", justify="right")
-    table.add_column("% of memset", justify="right")
-    table.add_column("start-up", justify="right")
-    table.add_column("values (sample)")
-    for m in result.methods:
-        if m.mode == PLANNED:
-            how = "measure" if m.fits_in_memory else "project"
-        elif m.mode == PROJECTED:
-            fitted = f"projected ({_fit(m.time_fit)})"
-            how = projection_how(m.projection, m.name) if m.projection is not None else fitted
-        else:
-            how = f"measured, {timing_cell(m.timing)}" if len(m.timing.samples_s) > 1 else "measured"
-        start = _seconds(m.startup_seconds)
-        if m.over_deadline:
-            start = f"[red]{start} > deadline[/]"
-        extra = [t for t in (startup_interval_text(m.startup_interval), dominant_text(m)) if t]
-        if extra:
-            start += "\n" + "\n".join(extra)
-        table.add_row(
+def _how_word(m: MethodResult) -> str:
+    if m.mode == PLANNED:
+        return PLAN_WORDS[m.fits_in_memory]
+    return m.mode
+
+
+def method_table(result: EngramResult) -> tuple[Table, list[str]]:
+    """Fill time per method: measured or projected, its range, rate and share of the memset floor."""
+    rows = [
+        [
             m.name,
-            m.origin,
-            how,
-            _with_interval(m.seconds, m.projection),
-            _number(m.gb_per_s, ".2f", " GB/s"),
+            _how_word(m),
+            _seconds(m.seconds),
+            _range(m.projection, m.timing),
+            _rate(m.gb_per_s),
             _percent(m.percent_of_floor),
-            start,
-            _values(m),
-        )
-    table.caption = (
-        "start-up = allocation + first touch + fill (its interval, then its largest term); "
-        "rate counts the bytes each method writes; % of memset: of the floor measured in this run"
-    )
-    return table
+        ]
+        for m in result.methods
+    ]
+    columns = [("method", NAME), ("how", WORD), ("fill", NUMBER), ("range", NUMBER), ("rate", NUMBER)]
+    columns.append(("%memset", NUMBER))
+    notes = []
+    if any_projected(f for m in result.methods for f in (m.seconds, m.gb_per_s)):
+        notes.append(PROJECTED_NOTE)
+    if any(m.projection is not None for m in result.methods):
+        notes.append("range: the projected interval, or the fastest–slowest measured round")
+    elif any(len(m.timing.samples_s) > 1 for m in result.methods):
+        notes.append("range: fastest–slowest round")
+    notes.append("rate: the bytes each method writes; %memset: of the floor measured in this run")
+    return table_of("Fill methods (per rank)", columns, rows), notes
 
 
-def memory_table(result: EngramResult) -> Table:
-    table = Table(title="Memory per rank", title_justify="left")
-    table.add_column("method", style="bold")
-    table.add_column("needs (tables + scratch)", justify="right")
-    table.add_column("peak scratch", justify="right")
-    table.add_column("fits here")
-    table.add_column("peak RSS", justify="right")
-    table.add_column("RSS vs need")
+def startup_table(result: EngramResult) -> tuple[Table, list[str]]:
+    """Start-up = allocation + first touch + fill: its value, its interval, its largest term, the deadline."""
+    deadline = result.budget.deadline_s
+    title = "Start-up per rank" + (f" (deadline {format_seconds(deadline)})" if deadline is not None else "")
+    rows = []
     for m in result.methods:
-        fits = "yes" if m.fits_in_memory else f"[red]no[/] (budget {format_bytes(result.budget.memory_bytes)})"
-        fit = m.memory_fit
-        ratio = f"x{fit.slope:.3f} over {fit.points} samples (R² {fit.r_squared:.3f})" if fit else ""
-        table.add_row(
+        interval = m.startup_interval
+        over = "" if deadline is None else "n/a" if m.over_deadline is None else "within"
+        rows.append(
+            [
+                m.name,
+                _seconds(m.startup_seconds),
+                interval_text(interval.low, interval.high) if interval is not None else "",
+                dominant_text(m),
+                "[red]over[/]" if m.over_deadline and deadline is not None else over,
+            ]
+        )
+    columns = [("method", NAME), ("start-up", NUMBER), ("range", NUMBER), ("largest term", WORD)]
+    columns.append(("deadline", WORD))
+    notes = ["start-up: allocation + first touch + fill"]
+    if any_projected(m.startup_seconds for m in result.methods):
+        notes.append(PROJECTED_NOTE)
+    if any(m.startup_interval is not None for m in result.methods):
+        notes.append("range: the sum of the terms' ranges")
+    return table_of(title, columns, rows), notes
+
+
+def memory_table(result: EngramResult) -> tuple[Table, list[str]]:
+    """Need, scratch, fit and peak RSS per method; a column unavailable for every method becomes a line instead."""
+    budget = format_bytes(result.budget.memory_bytes)
+    table = narrow_table(f"Memory per rank (budget {budget})")
+    table.add_column("method", style="bold", no_wrap=True)
+    number_columns(table, "needs", "scratch")
+    table.add_column("fits", no_wrap=True)
+    missing = []
+    rss_reason = same_unavailable([m.peak_rss_bytes for m in result.methods])
+    if rss_reason is None:
+        number_columns(table, "peak RSS")
+    else:
+        missing.append(f"peak RSS: unavailable: {rss_reason}")
+    fitted = any(m.memory_fit is not None for m in result.methods)
+    if fitted:
+        number_columns(table, "RSS/need", "n", "R²")
+    for m in result.methods:
+        row = [
             m.name,
             format_bytes(m.needed_bytes),
             format_bytes(m.peak_scratch_bytes),
-            fits,
-            figure_bytes(m.peak_rss_bytes),
-            ratio,
-        )
-    return table
+            "yes" if m.fits_in_memory else "[red]no[/]",
+        ]
+        if rss_reason is None:
+            rss = m.peak_rss_bytes
+            row.append(projected(format_bytes(rss.value), rss) if rss.value is not None else "n/a")
+        if fitted:
+            fit = m.memory_fit
+            row += [f"x{fit.slope:.3f}", str(fit.points), f"{fit.r_squared:.3f}"] if fit else ["", "", ""]
+        table.add_row(*row)
+    notes = ["needs: tables (allocator-rounded) + scratch"]
+    if rss_reason is None and any_projected(m.peak_rss_bytes for m in result.methods):
+        notes.append(PROJECTED_NOTE)
+    if fitted:
+        notes.append("RSS/need: slope of RSS growth against the need over n samples (R²: of that fit)")
+    return table, notes + missing
 
 
-def samples_table(result: EngramResult) -> Table | None:
-    projected = [m for m in result.methods if m.samples]
+def _spread(low: float | None, high: float | None) -> str:
+    """``±1`` for -1..1, ``1`` when every value is 1, else ``low..high``; '' when not recorded."""
+    if low is None or high is None:
+        return ""
+    if low == high:
+        return f"{low:g}"
+    if low == -high:
+        return f"±{high:g}"
+    return f"{low:g}..{high:g}"
+
+
+def values_table(result: EngramResult) -> tuple[Table, list[str]]:
+    """Where each method comes from, and what it wrote (a sample of the filled tables)."""
+    sampled = any(m.values is not None for m in result.methods)
+    rows = []
+    for m in result.methods:
+        v = m.values
+        if v is None:
+            rows.append([m.name, m.origin] + ["n/a"] * 4 if sampled else [m.name, m.origin, "", "", "", ""])
+            continue
+        scale = "untouched" if m.name == "random-convert" else ",".join(str(x) for x in v.scale_values)
+        spread = _spread(v.weight_min, v.weight_max)
+        rows.append([m.name, m.origin, f"{v.weight_zero_share:.1%}", str(v.weight_distinct), spread, scale])
+    columns = [("method", NAME), ("as in", TEXT), ("zeros", NUMBER), ("distinct", NUMBER), ("weights", NUMBER)]
+    columns.append(("scales", TEXT))
+    title = "Methods: as in, and the values written (sample)" if sampled else "Methods"
+    notes = ["scales: the scale bytes seen"] if sampled else []
+    if any(row[4] and row[4] != "n/a" for row in rows):
+        notes.insert(0, "weights: smallest and largest value sampled (±1: -1..1)")
+    return table_of(title, columns, rows), notes
+
+
+def _times_in_one_unit(seconds: list[float]) -> str:
+    """``47.3 67.8 129.4 ms``: one unit per list, so a wrapped line never splits a number from its unit."""
+    top = max(seconds, default=0.0)
+    if top >= 1:
+        return " ".join(f"{x:.2f}" for x in seconds) + " s"
+    if top >= 1e-3:
+        return " ".join(f"{x * 1e3:.1f}" if x >= 1e-3 else f"{x * 1e3:.3f}" for x in seconds) + " ms"
+    return " ".join(f"{x * 1e6:.0f}" for x in seconds) + " µs"
+
+
+def samples_table(result: EngramResult) -> tuple[Table, list[str]] | None:
+    """The smaller sizes each projection was made from: rows per table and the median time at each."""
+    projected_methods = [m for m in result.methods if m.samples]
     phases = [p for p in result.phases if p.samples]
-    if not projected:
+    if not projected_methods:
         return None
-    table = Table(title="Samples behind the projections (measured)", title_justify="left")
-    table.add_column("what", style="bold")
-    table.add_column("rows per table")
-    table.add_column("median time (rounds)")
-    for name, points in [(m.name, m.samples) for m in projected] + [(p.name, p.samples) for p in phases]:
+    table = narrow_table("Samples behind the projections (measured)")
+    table.add_column("what", style="bold", no_wrap=True)
+    text_column(table, "rows per table")
+    text_column(table, "median time")
+    text_column(table, "n", justify="right")
+    named: list[tuple[str, list[SamplePoint]]] = [(m.name, m.samples) for m in projected_methods]
+    named += [(p.name, p.samples) for p in phases]
+    for name, points in named:
+        rounds = sorted({max(1, len(p.readings_s)) for p in points})
         table.add_row(
             name,
-            ", ".join(f"{p.part_rows:,}" for p in points),
-            ", ".join(
-                format_seconds(p.seconds) + (f" ({len(p.readings_s)})" if len(p.readings_s) > 1 else "") for p in points
-            ),
+            " ".join(f"{p.part_rows:,}" for p in points),
+            _times_in_one_unit([p.seconds for p in points]),
+            str(rounds[0]) if len(rounds) == 1 else " ".join(str(max(1, len(p.readings_s))) for p in points),
         )
-    return table
+    return table, ["samples: one figure per size, in order; n: readings at each size (the median is shown)"]
+
+
+def method_lines(result: EngramResult) -> list[str]:
+    """Why each method was projected (or will be), and how its time was projected."""
+    lines = []
+    planned: dict[str, list[str]] = {}  # a dry run: one line per reason, naming its methods
+    for m in result.methods:
+        if m.mode == PLANNED:
+            if m.reason:
+                planned.setdefault(m.reason, []).append(m.name)
+            continue
+        detail = ""
+        if m.mode == PROJECTED:
+            detail = projection_detail(m.projection, m.name) if m.projection is not None else _fit(m.time_fit)
+        if m.reason:
+            why = f"because it {m.reason}" if m.reason.startswith("does") else m.reason
+            lines.append(f"{m.name}: {m.mode} {why}" + (f": {detail}" if detail else ""))
+        elif detail:
+            lines.append(f"{m.name}: {m.mode}: {detail}")
+    return [f"{', '.join(names)}: {reason}" for reason, names in planned.items()] + lines
 
 
 def render_engram(results: Results, console: Console) -> None:
@@ -248,24 +389,20 @@ def render_engram(results: Results, console: Console) -> None:
     ranks = ranks_table(result)
     if ranks is not None:
         console.print(ranks)
-    phases = phase_table(result)
-    if phases is not None:
-        console.print(phases)
-    console.print(method_table(result))
-    console.print(memory_table(result))
-    samples = samples_table(result)
-    if samples is not None:
-        console.print(samples)
-    for m in result.methods:
-        if m.reason and m.mode != PLANNED:
-            console.print(
-                f"{m.name}: {m.mode} because it {m.reason}"
-                if m.reason.startswith("does")
-                else f"{m.name}: {m.mode}: {m.reason}",
-                style="dim",
-            )
-        elif m.mode == PLANNED:
-            console.print(f"{m.name}: {m.reason}", style="dim")
+    _print(console, phase_table(result))
+    for line in phase_lines(result):
+        console.print(line, style="dim")
+    unmeasured = same_unavailable([m.seconds for m in result.methods])
+    if unmeasured is None:
+        _print(console, method_table(result))
+        _print(console, startup_table(result))
+    else:  # a dry run: nothing was filled, so no times at all
+        console.print(f"fill and start-up times: unavailable: {unmeasured}", style="dim")
+    _print(console, memory_table(result))
+    _print(console, values_table(result))
+    _print(console, samples_table(result))
+    for line in method_lines(result):
+        console.print(line, style="dim")
     bound = generator_bound_line(result.methods, result.floor_method)
     if bound is not None:
         console.print(f"roofline: {bound}")

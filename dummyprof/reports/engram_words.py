@@ -27,6 +27,11 @@ def projection_how(p: TimeProjection | None, own: str = "") -> str:
     """How a projection was made: line or fallback, R², extrapolation, and the bound when it applied."""
     if p is None:
         return "projected"
+    return f"projected ({projection_detail(p, own)})"
+
+
+def projection_detail(p: TimeProjection, own: str = "") -> str:
+    """The words inside :func:`projection_how`'s parentheses."""
     line = p.line
     r2 = f"R² {line.r_squared:.3f}" if line is not None else ""
     if p.fallback and not p.rate_bytes:
@@ -43,7 +48,7 @@ def projection_how(p: TimeProjection | None, own: str = "") -> str:
         how += f", raised to {whose} ({p.ceiling_bytes_per_s / 1e9:.2f} GB/s)"
     elif p.bounded:
         how += ", bounded"
-    return f"projected ({how})"
+    return how
 
 
 def interval_kind(p: TimeProjection) -> str:

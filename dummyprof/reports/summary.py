@@ -7,13 +7,15 @@ from typing import Any
 
 from dummyprof.results.audit import AuditResult
 from dummyprof.results.compare import CompareResult
-from dummyprof.results.engram import PLANNED, EngramResult
+from dummyprof.results.engram import EngramResult, MethodResult
 from dummyprof.results.gate import EXIT_INCOMPLETE, REGRESSED, GateResult
 from dummyprof.results.inspect import InspectResult
 from dummyprof.results.ranks import RanksAggregate
 from dummyprof.results.session import Results
 from dummyprof.results.sweep import SweepResult
 from dummyprof.units import format_bytes, format_seconds
+
+SUMMARY_WIDTH = 80  # -q prints one line; where a line can choose its words, it keeps to this
 
 
 def compare_summary(result: CompareResult) -> str:
@@ -58,24 +60,41 @@ def inspect_summary(result: InspectResult) -> str:
 
 
 def engram_summary(result: EngramResult) -> str:
-    parts = []
-    for m in result.methods:
-        if m.name == result.floor_method:
-            continue
-        if m.fits_in_memory:
-            text = f"{m.name}: {format_bytes(m.needed_bytes)} per rank"
-        else:
-            text = f"{m.name}: needs {format_bytes(m.needed_bytes)} per rank, does not fit here"
-        if m.startup_seconds.value is not None:
-            kind = "projected" if m.startup_seconds.projected else "measured"
-            text += f", {kind} start-up {format_seconds(m.startup_seconds.value)}"
-            if m.over_deadline:
-                text += f" (over the {format_seconds(result.budget.deadline_s)} deadline)"
-        elif m.mode == PLANNED:
-            text += ", measured in full" if m.fits_in_memory else ", to be projected"
-        parts.append(text)
+    """One line of about 80 columns: the range of start-ups per rank (which method is fastest, which slowest),
+    how many methods fit in memory, how many pass the deadline; a dry run says what each method needs instead.
+    ``~`` marks a projected start-up. The tables hold every method's figures.
+    """
+    methods = [m for m in result.methods if m.name != result.floor_method]
+    if not methods:
+        return ""
     head = "plan (dry run): " if result.dry_run else ""
-    return head + "; ".join(parts)
+    fitting = sum(1 for m in methods if m.fits_in_memory)
+    n = len(methods)
+    fits = f"all {n} fit" if fitting == n else "none fit" if fitting == 0 else f"{fitting} of {n} fit"
+    timed = [m for m in methods if m.startup_seconds.value is not None]
+    if not timed:
+        low, high = min(m.needed_bytes for m in methods), max(m.needed_bytes for m in methods)
+        need = format_bytes(low) if low == high else f"{format_bytes(low)} to {format_bytes(high)}"
+        return head + f"need {need} per rank; {fits} in {format_bytes(result.budget.memory_bytes)}"
+
+    def startup(m: MethodResult) -> str:
+        figure = m.startup_seconds
+        return ("~" if figure.projected else "") + format_seconds(figure.value)
+
+    fastest = min(timed, key=lambda m: m.startup_seconds.value or 0.0)
+    slowest = max(timed, key=lambda m: m.startup_seconds.value or 0.0)
+    tail = [fits]
+    over = sum(1 for m in timed if m.over_deadline)
+    if over:
+        tail.append(f"{over} over deadline {format_seconds(result.budget.deadline_s)}")
+    if startup(fastest) == startup(slowest):
+        every = f"all {len(timed)} methods" if len(timed) > 1 else fastest.name
+        return head + "; ".join([f"start-up per rank {startup(fastest)} ({every})", *tail])
+    named = f"start-up per rank {startup(fastest)} ({fastest.name}) to {startup(slowest)} ({slowest.name})"
+    line = head + "; ".join([named, *tail])
+    if len(line) <= SUMMARY_WIDTH:
+        return line
+    return head + "; ".join([f"start-up per rank {startup(fastest)} to {startup(slowest)}", *tail])
 
 
 def baseline_summary(section: GateResult) -> str:

@@ -203,8 +203,7 @@ def test_aggregate_critical_path_nodes_and_contention() -> None:
     assert (c.alone_s.value, c.together_s.value, c.ratio.value) == (2.0, 3.0, 1.5)
     assert agg.steps_aligned and not agg.notes
     assert ranks_summary(agg) == (
-        "2 ranks on 1 host (gloo); fill time, all ranks together vs alone: memset x1.50; "
-        "a cannot hold all 2 ranks at once for memset (2.93 KiB > 2.93 KiB)"
+        "2 ranks on 1 host (gloo); contention x1.50 (memset); a cannot hold memset on all 2 ranks (2.93 KiB > 2.93 KiB)"
     )
 
 
@@ -237,7 +236,7 @@ def test_reports_show_every_rank_and_the_ratio() -> None:
     render(_gathered(), Console(file=buffer, width=250, no_color=True))
     text = buffer.getvalue()
     assert "Ranks (2)" in text and "0/2" in text and "1/2" in text
-    assert "x1.50" in text and "r0 x1.50, r1 x1.50" in text
+    assert "x1.50" in text and "r0:x1.50 r1:x1.50" in text
     assert "no: memset" in text
     md = render_markdown(_gathered())
     assert "**Ranks (2):**" in md and "| memset | 2.00 s | 3.00 s | x1.50 |" in md

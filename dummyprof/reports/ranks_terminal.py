@@ -1,4 +1,8 @@
-"""Terminal (Rich) rendering of a multi-rank run: a row per rank, the critical path, contention, nodes."""
+"""Terminal (Rich) rendering of a multi-rank run: a row per rank, the critical path, contention, nodes.
+
+Sized for 80 columns (issue #13): the per-rank times get a column per phase, split into as many tables
+as the width needs. The ``*_rows`` helpers and headers are the Markdown reporter's (one wide table each).
+"""
 
 from __future__ import annotations
 
@@ -6,6 +10,16 @@ from rich.console import Console
 from rich.table import Table
 
 from dummyprof.reports.format import figure_bytes, format_bytes, format_seconds
+from dummyprof.reports.narrow import (
+    PROJECTED_MARK,
+    PROJECTED_NOTE,
+    column_groups,
+    narrow_table,
+    number_columns,
+    projected,
+    rank_ranges,
+    text_column,
+)
 from dummyprof.results.common import Figure
 from dummyprof.results.ranks import Contention, NodeMemory, PhaseCritical, RankRecord, RanksAggregate
 from dummyprof.results.session import Results
@@ -96,24 +110,153 @@ CONTENTION_CAPTION = (
 )
 
 
-def _table(title: str, header: list[str], rows: list[list[str]], caption: str = "") -> Table:
-    table = Table(title=title, title_justify="left", caption=caption or None)
-    for i, name in enumerate(header):
-        table.add_column(name, justify="left" if i == 0 else "right")
-    for row in rows:
-        table.add_row(*row)
+def _time(figure: Figure) -> str:
+    """A time for the terminal: ``~1.23 s`` when projected (the Markdown tables write '(projected)')."""
+    return projected(format_seconds(figure.value), figure) if figure.value is not None else "n/a"
+
+
+def _short_method(name: str) -> str:
+    """A fill method's name as a column header: ``random-convert`` -> ``convert`` (the caption says so)."""
+    return name.removeprefix("random-")
+
+
+def _reserved_cells(records: list[RankRecord]) -> tuple[list[str], str]:
+    """Reserved bytes per rank, measured where the allocator said, and the caption that says which."""
+    measured = [r.reserved_measured_bytes.value is not None for r in records]
+    cells = [
+        format_bytes(r.reserved_measured_bytes.value) if m else format_bytes(r.reserved_bytes)
+        for r, m in zip(records, measured, strict=True)
+    ]
+    if all(measured):
+        return cells, "reserved: measured (read back from the allocator)"
+    if not any(measured):
+        return cells, "reserved: computed (the backing's rounding)"
+    cells = [c + "*" if m else c for c, m in zip(cells, measured, strict=True)]
+    return cells, "reserved: computed; *: measured (read back from the allocator)"
+
+
+def rank_table(records: list[RankRecord]) -> Table:
+    """Who each rank is and what it holds (its times are in the next tables)."""
+    table = narrow_table(f"Ranks ({len(records)})")
+    number_columns(table, "rank")
+    text_column(table, "host")
+    number_columns(table, "local", "rows", "bytes", "reserved", "peak RSS")
+    reserved, caption = _reserved_cells(records)
+    for rec, res in zip(records, reserved, strict=True):
+        table.add_row(
+            f"{rec.rank}/{rec.world_size}",
+            rec.host,
+            f"{rec.local_rank}/{rec.local_world_size}",
+            f"{rec.part_rows:,}",
+            format_bytes(rec.table_bytes),
+            res,
+            format_bytes(rec.peak_rss_bytes) if rec.peak_rss_bytes is not None else "n/a",
+        )
+    table.caption = caption  # one short line
     return table
+
+
+def time_tables(records: list[RankRecord], width: int) -> tuple[list[Table], str]:
+    """Each phase's time on each rank: a column per phase, split into as many tables as the width needs."""
+    methods = [f.method for f in records[0].fills] if records else []
+    headers = ["allocate", "first touch"] + [_short_method(m) for m in methods]
+    columns = [[_time(r.allocate_s) for r in records], [_time(r.first_touch_s) for r in records]]
+    for m in methods:
+        columns.append([_time(r.fill(m).seconds) if m in {f.method for f in r.fills} else "n/a" for r in records])
+    keys = [f"{r.rank}/{r.world_size}" for r in records]
+    widths = [max(len(h), *(len(c) for c in col)) for h, col in zip(headers, columns, strict=True)]
+    groups = column_groups(width, max(len("rank"), *(len(k) for k in keys)), widths)
+    tables = []
+    for n, group in enumerate(groups):
+        part = f" ({n + 1}/{len(groups)})" if len(groups) > 1 else ""
+        table = narrow_table(f"Times per rank{part}")
+        number_columns(table, "rank", *(headers[i] for i in group))
+        for row, key in enumerate(keys):
+            table.add_row(key, *(columns[i][row] for i in group))
+        tables.append(table)
+    note = "times per rank: every rank in step (a barrier per phase); the other columns are fill methods"
+    shortened = [_short_method(m) for m in methods if _short_method(m) != m]
+    if shortened:
+        note += f" ({', '.join(shortened)}: random-*)"
+    if any(cell.startswith(PROJECTED_MARK) for column in columns for cell in column):
+        note += f"; {PROJECTED_NOTE}"
+    return tables, note
+
+
+def critical_table(agg: RanksAggregate) -> Table:
+    table = narrow_table("Critical path (slowest rank per phase)")
+    table.add_column(CRITICAL_HEADER[0], no_wrap=True)
+    number_columns(table, *CRITICAL_HEADER[1:])
+    for p in agg.critical_path:
+        rank = str(p.slowest_rank) if p.slowest_rank is not None else "n/a"
+        table.add_row(p.phase, rank, _time(p.seconds), _time(p.fastest_seconds))
+    return table
+
+
+def contention_table(agg: RanksAggregate, records: list[RankRecord]) -> Table:
+    """Alone against together, for the slowest rank; every rank's own ratio folds onto as many lines as it needs."""
+    table = narrow_table("Contention (fill time of the slowest rank)")
+    table.add_column("method", no_wrap=True)
+    number_columns(table, "alone", "together", "ratio")
+    text_column(table, "per rank")
+    for c in agg.contention:
+        if c.ratio.value is None:
+            table.add_row(c.method, "", "", "", f"not checked: {c.unavailable}" if c.unavailable else "n/a")
+            continue
+        per_rank = " ".join(
+            f"r{r.rank}:x{(r.fill(c.method).together_s.value or 0) / (r.fill(c.method).alone_s.value or 1):.2f}"
+            for r in records
+        )
+        table.add_row(c.method, _time(c.alone_s), _time(c.together_s), f"x{c.ratio.value:.2f}", per_rank)
+    return table
+
+
+def node_table(agg: RanksAggregate) -> tuple[Table, str]:
+    """Memory per host; which method needs most goes in the note when it is the same on every host."""
+    worst = {n.host: max(n.needed_bytes, key=lambda k: n.needed_bytes[k]) if n.needed_bytes else "" for n in agg.nodes}
+    shared = len(set(worst.values())) == 1 and "" not in worst.values()
+    table = narrow_table("Host memory per node")
+    text_column(table, "host")
+    number_columns(table, "ranks", "tables")
+    text_column(table, "largest need", justify="right")
+    number_columns(table, "available", "peak RSS")
+    text_column(table, "holds all")
+    for n in agg.nodes:
+        method = worst[n.host]
+        need = format_bytes(n.needed_bytes.get(method, 0)) if method else "n/a"
+        short = [k for k, ok in n.fits.items() if not ok]
+        table.add_row(
+            n.host,
+            rank_ranges(n.ranks),
+            format_bytes(n.table_bytes),
+            need if shared or not method else f"{need} ({method})",
+            format_bytes(n.available_bytes),
+            format_bytes(n.peak_rss_sum_bytes) if n.peak_rss_sum_bytes is not None else "n/a",
+            "[red]no[/]: " + ", ".join(short) if short else "yes",
+        )
+    whose = f"{next(iter(worst.values()))}'s, " if shared else ""
+    note = (
+        f"largest need: {whose}all the host's ranks together (tables + scratch); peak RSS: the sum of the "
+        "ranks' peaks (an upper bound); holds all: every method fits at once"
+    )
+    return table, note
 
 
 def render_ranks(results: Results, console: Console) -> None:
     agg = results.ranks_aggregate
     records = sorted(results.ranks, key=lambda r: r.rank)
-    header, rows = rank_rows(records)
-    console.print(_table(f"Ranks ({len(records)})", header, rows, "times: every rank in step (barrier per phase)"))
+    console.print(rank_table(records))
+    tables, note = time_tables(records, console.width)
+    for table in tables:
+        console.print(table)
+    console.print(note, style="dim")
     if agg is None:
         return
-    console.print(_table("Critical path (slowest rank per phase)", CRITICAL_HEADER, critical_rows(agg)))
-    console.print(_table("Contention", CONTENTION_HEADER, contention_rows(agg, records), CONTENTION_CAPTION))
-    console.print(_table("Host memory per node", NODE_HEADER, node_rows(agg), "sum of peaks: an upper bound"))
+    console.print(critical_table(agg))
+    console.print(contention_table(agg, records))
+    console.print(f"contention: {CONTENTION_CAPTION}; ratio: together / alone", style="dim")
+    table, note = node_table(agg)
+    console.print(table)
+    console.print(note, style="dim")
     for note in agg.notes:
         console.print(f"note: {note}", style="yellow")

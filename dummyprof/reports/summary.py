@@ -146,17 +146,22 @@ SUMMARIES: dict[str, Callable[[Any], str]] = {
 
 
 def ranks_summary(agg: RanksAggregate) -> str:
-    """A multi-rank run: ranks and hosts, each method's contention ratio, nodes that cannot hold their ranks."""
+    """A multi-rank run: ranks and hosts, the range of contention ratios, nodes that cannot hold their ranks."""
     hosts = len(agg.nodes)
     parts = [f"{agg.world_size} ranks on {hosts} host{'s' if hosts != 1 else ''} ({agg.backend})"]
-    ratios = [f"{c.method} x{c.ratio.value:.2f}" for c in agg.contention if c.ratio.value is not None]
-    if ratios:
-        parts.append("fill time, all ranks together vs alone: " + ", ".join(ratios))
+    checked = [c for c in agg.contention if c.ratio.value is not None]
+    if checked:
+        low = min(checked, key=lambda c: c.ratio.value or 0.0)
+        high = max(checked, key=lambda c: c.ratio.value or 0.0)
+        ratio = f"x{low.ratio.value:.2f} ({low.method})"
+        if f"{high.ratio.value:.2f}" != f"{low.ratio.value:.2f}":
+            ratio += f" to x{high.ratio.value:.2f} ({high.method})"
+        parts.append(f"contention {ratio}")
     for node in agg.nodes:
         short = [name for name, ok in node.fits.items() if not ok]
         if short:
             parts.append(
-                f"{node.host} cannot hold all {len(node.ranks)} ranks at once for {', '.join(short)} "
+                f"{node.host} cannot hold {', '.join(short)} on all {len(node.ranks)} ranks "
                 f"({format_bytes(max(node.needed_bytes[n] for n in short))} > {format_bytes(node.available_bytes)})"
             )
     return "; ".join(parts)

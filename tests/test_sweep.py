@@ -98,7 +98,7 @@ def test_a_chain_sweep_has_exact_visits_and_quadratic_vs_linear_growth() -> None
     slope = sum((a - mx) * (b - my) for a, b in zip(lx, ly, strict=True)) / sum((a - mx) ** 2 for a in lx)
     assert legacy.exponent == pytest.approx(slope) and 1.6 < legacy.exponent < 2.0
     assert 0.9 < per_layer.exponent < 1.0 and per_layer.points == 3
-    assert summary_line(results).startswith("growth exponents (log-log fit over depth 4–12): visits legacy 1.")
+    assert summary_line(results).startswith("visit exponents over depth 4–12: legacy 1.")
 
 
 def test_cli_sweep_writes_json_that_report_renders(cli: Cli, tmp_path: Path) -> None:
@@ -120,7 +120,7 @@ def test_cli_sweeps_a_model_argument(cli: Cli) -> None:
         "sweep", "--model", "tests/fixtures/models.py:build", "--model-arg", "hidden=16:48:16", *TINY[2:], "--quiet"
     )
     assert result.exit_code == 0, result.stderr
-    assert "log-log fit over model-arg:hidden 32–48" in result.stdout
+    assert result.stdout.startswith("visit exponents over model-arg:hidden 32–48: ")
 
 
 @pytest.mark.parametrize(

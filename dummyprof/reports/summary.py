@@ -120,17 +120,14 @@ def gate_summary(section: GateResult) -> str:
 
 
 def sweep_summary(result: SweepResult) -> str:
-    """Exponents of the headline metric per series (visits for compare, time for engram)."""
-    parts = []
-    for metric in ("visits", "time") if result.scenario == "compare" else ("time",):
-        fits = [result.fit(s, metric) for s in result.series]
-        shown = [f"{f.series} {f.exponent:.2f}" for f in fits if f is not None]
-        if shown:
-            parts.append(f"{metric} " + ", ".join(shown))
-    if not parts:
+    """Exponents of the headline metric per series: exact visits for compare, time for engram (about 80 columns)."""
+    metric = "visits" if result.scenario == "compare" else "time"
+    fits = [result.fit(s, metric) for s in result.series]
+    shown = [f"{f.series} {f.exponent:.2f}" for f in fits if f is not None]
+    if not shown:
         return f"sweep over {result.parameter}: too few points to fit"
-    span = f"{result.parameter} {result.fit_from}–{result.values[-1]}"
-    return f"growth exponents (log-log fit over {span}): " + "; ".join(parts)
+    word = "visit" if metric == "visits" else metric
+    return f"{word} exponents over {result.parameter} {result.fit_from:,}–{result.values[-1]:,}: " + ", ".join(shown)
 
 
 # One writer per kind of Results, keyed by command; baseline and gate share the gate section.

@@ -33,6 +33,7 @@ REWORDED = {
     "engram-plan.json": "plan (dry run): need 11.80 GiB to 46.13 GiB per rank; 2 of 4 fit in 18.09 GiB",
     "engram-projected.json": "start-up per rank ~5.75 s (constant) to ~12.14 s (random-convert); none fit",
     "engram.json": "start-up per rank 2.7 ms (constant) to 48.3 ms (random-convert); all 4 fit",
+    "inspect.json": "21 tensors, 21.81 KiB; visits: legacy 49 (+30), per-layer 20 (+1), unique 19",
 }
 
 

@@ -12,10 +12,12 @@ from dummyprof.results.session import Results
 
 
 def node_label(node: ModuleNode, strategies: list[str]) -> str:
+    """``name Type · own 2 tensors 1.03 MiB · visits: legacy 8 (+6), per-layer 2``: (+N) counts redundant visits."""
     name = node.path.rpartition(".")[2] if node.path else "<root>"
     parts = [f"[bold]{escape(name)}[/] [cyan]{escape(node.type)}[/]"]
     if node.own_tensors:
-        parts.append(f"own {node.own_tensors} tensor(s) {format_bytes(node.own_bytes)}")
+        noun = "tensor" if node.own_tensors == 1 else "tensors"
+        parts.append(f"own {node.own_tensors:,} {noun} {format_bytes(node.own_bytes)}")
     if node.children:
         parts.append(f"subtree {format_bytes(node.subtree_bytes)}")
     visits = []
@@ -23,7 +25,7 @@ def node_label(node: ModuleNode, strategies: list[str]) -> str:
         count = node.subtree_visits.get(s, 0) if node.children else node.visits.get(s, 0)
         redundant = node.subtree_redundant.get(s, 0) if node.children else node.redundant.get(s, 0)
         text = f"{s} {count:,}"
-        visits.append(f"[red]{escape(text)} (+{redundant:,} redundant)[/]" if redundant else escape(text))
+        visits.append(f"[red]{escape(text)} (+{redundant:,})[/]" if redundant else escape(text))
     if visits and (node.own_tensors or node.children):
         parts.append("visits: " + ", ".join(visits))
     if node.shared:
@@ -45,8 +47,9 @@ def module_tree(result: InspectResult) -> Tree:
 def render_inspect(results: Results, console: Console) -> None:
     result = results.inspect
     assert result is not None
-    console.print(f"model: {result.model.description or result.model.source}")
-    console.print("visits under a module count its whole subtree; leaves count their own tensors", style="dim")
+    model = result.model
+    console.print(f"model: {model.description or model.source}: {model.modules:,} modules, {model.tensors:,} tensors")
+    console.print("visits: a module's subtree, a leaf's own tensors; (+N): N redundant", style="dim")
     console.print(module_tree(result))
     if result.hidden_modules:
         limits = []

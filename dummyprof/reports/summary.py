@@ -46,17 +46,15 @@ def audit_summary(result: AuditResult) -> str:
 
 
 def inspect_summary(result: InspectResult) -> str:
+    """Tensors, bytes and each strategy's visits with (+N) redundant: about 80 columns for three strategies."""
     root = result.nodes[0] if result.nodes else None
     if root is None:
         return "empty model"
-    parts = [
-        f"{s} {root.subtree_visits.get(s, 0):,} visits ({root.subtree_redundant.get(s, 0):,} redundant)"
-        for s in result.strategies
-    ]
-    return (
-        f"{result.model.modules:,} modules, {result.model.tensors:,} tensors, {format_bytes(root.subtree_bytes)}; "
-        + ", ".join(parts)
-    )
+    parts = []
+    for s in result.strategies:
+        redundant = root.subtree_redundant.get(s, 0)
+        parts.append(f"{s} {root.subtree_visits.get(s, 0):,}" + (f" (+{redundant:,})" if redundant else ""))
+    return f"{result.model.tensors:,} tensors, {format_bytes(root.subtree_bytes)}; visits: " + ", ".join(parts)
 
 
 def engram_summary(result: EngramResult) -> str:

@@ -8,7 +8,7 @@ from typing import Any
 from dummyprof.results.audit import AuditResult
 from dummyprof.results.compare import CompareResult
 from dummyprof.results.engram import EngramResult, MethodResult
-from dummyprof.results.gate import EXIT_INCOMPLETE, REGRESSED, GateResult
+from dummyprof.results.gate import EXIT_INCOMPLETE, NOT_COMPARABLE, NOT_MEASURED, REGRESSED, GateResult
 from dummyprof.results.inspect import InspectResult
 from dummyprof.results.ranks import RanksAggregate
 from dummyprof.results.session import Results
@@ -106,6 +106,9 @@ def baseline_summary(section: GateResult) -> str:
     return f"baseline: {len(section.scenarios)} scenarios, {counters} counters, {times} timings"
 
 
+FAILING = (REGRESSED, NOT_COMPARABLE, NOT_MEASURED)  # the verdicts that make the gate's exit code not 0
+
+
 def gate_summary(section: GateResult) -> str:
     counts = section.counts()
     parts = [f"{n} {verdict}" for verdict, n in counts.items() if n]
@@ -114,7 +117,12 @@ def gate_summary(section: GateResult) -> str:
     if section.unrecorded:
         verdict = "regressions found" if any(c.verdict == REGRESSED for c in section.checks) else "measured"
         label = f"COULD NOT RECORD: {verdict} but a report could not be written"
-    return f"gate {label} ({len(section.checks)} checks: {', '.join(parts)}); exit {section.exit_code}"
+    line = f"gate {label} ({len(section.checks)} checks: {', '.join(parts)}); exit {section.exit_code}"
+    if len(line) <= SUMMARY_WIDTH or section.unrecorded:
+        return line
+    # Too long for one line: the outcome's first word, and only the verdicts that did not pass.
+    failing = [f"{n} {verdict}" for verdict, n in counts.items() if n and verdict in FAILING]
+    return f"gate {label.split(':')[0]} ({len(section.checks)} checks: {', '.join(failing)}); exit {section.exit_code}"
 
 
 def sweep_summary(result: SweepResult) -> str:

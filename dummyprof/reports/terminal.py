@@ -61,7 +61,8 @@ def render(results: Results, console: Console, *, quiet: bool = False) -> None:
         console.print(environment_line(results), style="dim")
     summary = summary_line(results)
     if summary:
-        console.print(summary, style="bold" if not quiet else None)
+        # -q is one line for scripts, whatever the width: a line too long for the terminal is the terminal's to wrap.
+        console.print(summary, style="bold" if not quiet else None, soft_wrap=quiet)
 
 
 def render_text(results: Results, options: RenderOptions) -> str:

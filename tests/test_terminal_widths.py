@@ -1,0 +1,215 @@
+"""Every terminal report fits 80 and 120 columns (issue #13), as compare's does (tests/test_compare_noise.py).
+
+No line wider than the terminal, nothing cut with '…', the short headers present, figures whole on
+one line, and ``-q`` one line of at most 80 columns. Inputs are saved files (tests/fixtures/results_v1,
+real runs) and Results built here; only the engram ones run the scenario, on a fake clock.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from pathlib import Path
+
+import pytest
+
+from dummyprof.reports.registry import render
+from dummyprof.reports.reporter import RenderOptions
+from dummyprof.results.audit import FillerSummary
+from dummyprof.results.common import Figure
+from dummyprof.results.engram import EngramResult
+from dummyprof.results.ranks import RankFill, RankRecord
+from dummyprof.results.session import Results
+from dummyprof.results.store import load_results
+from dummyprof.results.sweep import GrowthFit, SeriesPoint, SweepPoint, SweepResult
+from tests.test_gate_reports import gate_results
+
+SAVED = Path(__file__).parent / "fixtures" / "results_v1"
+WIDTHS = [80, 120]
+
+
+def fits(results: Results, width: int, headers: tuple[str, ...] = ()) -> str:
+    """The report at ``width``, checked: no line over it, no '…', each header a word of its own, -q one line."""
+    out = render(results, "terminal", RenderOptions(width=width))
+    lines = out.splitlines()
+    assert max(len(line) for line in lines) <= width, max(lines, key=len)
+    assert "…" not in out
+    for header in headers:
+        assert re.search(rf"(^| ){re.escape(header)}( |$)", out, re.M), header
+    quiet = render(results, "terminal", RenderOptions(width=width, quiet=True))
+    assert len(quiet.splitlines()) == 1 and len(quiet.rstrip("\n")) <= 80, quiet
+    return out
+
+
+def flat(out: str) -> str:
+    """The report as one line: a sentence wrapped over lines reads whole again."""
+    return re.sub(r" *\n", " ", out)
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_audit_fits(width: int) -> None:
+    results = load_results(SAVED / "audit.json")
+    assert results.audit is not None
+    results.audit.fillers.append(
+        FillerSummary("fill_like_vllm_033", "loader", None, 12_345, 6, 1_234_567_890, 3, 17)
+    )  # a loader: its own values, and a figure of every width
+    out = fits(results, width, ("filler", "init", "writes", "tensors", "repeated", "written", "other"))
+    assert re.search(r"fill_like_vllm_033 +loader +12,345 +6/7 +3 +1\.15 GiB +17 ", out)
+    assert re.search(r"per-layer +v0\.33 +7 +6/7 +1 +36\.50 KiB +0 ", out)
+    assert "init loader: a loader's own values (compared with no other filler)" in flat(out)
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+@pytest.mark.parametrize("source", ["every-verdict", "saved"])
+def test_gate_fits_with_every_check_name_whole(width: int, source: str) -> None:
+    results = gate_results() if source == "every-verdict" else load_results(SAVED / "gate.json")
+    out = fits(results, width, ("check", "baseline", "current", "change", "verdict"))
+    assert results.gate is not None
+    for c in results.gate.checks:
+        for part in c.name.split(" / "):  # a ratio may wrap at its ' / ', never inside a metric's name
+            assert re.search(rf"(^| ){re.escape(part)}( |$)", out, re.M), part
+        assert all(word in out for word in c.verdict.split())
+    if source == "every-verdict":
+        assert "limit <= 2; 13 is over the limit 2" in out and re.search(r"per-layer\.max_visits +2 +13 +\+11 ", out)
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_baseline_fits(width: int) -> None:
+    out = fits(load_results(SAVED / "baseline.json"), width, ("metric", "kind", "value", "rounds"))
+    assert re.search(r"legacy\.time +time +5\.1 ms +3 ", out)
+    assert re.search(r"legacy\.bytes_written +counter +83,456 ", out)  # exact, without ' B' (the name says bytes)
+
+
+def _engram(kind: str) -> Results:
+    if kind in ("engram", "engram-projected", "engram-plan"):
+        return load_results(SAVED / f"{kind}.json")
+    from dummyprof.scenarios.engram.options import EngramOptions
+    from dummyprof.scenarios.engram.run import run
+    from tests.test_engram_scenario import counter_clock
+
+    if kind == "fake-measured":
+        options = EngramOptions(rows=2048, dim=64, repeat=2, deadline_s=2.5, time_budget_s=10**6)
+    else:  # projected with intervals and a deadline
+        options = EngramOptions(rows=400_000, dim=64, max_memory=8 << 20, time_budget_s=10**6, deadline_s=20)
+    return run(options, clock=counter_clock())
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+@pytest.mark.parametrize("kind", ["engram", "engram-projected", "engram-plan", "fake-measured", "fake-projected"])
+def test_engram_fits(width: int, kind: str) -> None:
+    results = _engram(kind)
+    engram = results.engram
+    assert engram is not None
+    headers: tuple[str, ...] = ("method", "needs", "scratch", "fits")
+    if not engram.dry_run:
+        headers += ("how", "fill", "rate", "%memset", "start-up", "peak RSS")
+    out = fits(results, width, headers)
+    if kind.startswith("fake"):
+        headers = ("range", "largest term", "deadline", "zeros", "distinct", "weights", "scales")
+        assert all(re.search(rf"(^| ){re.escape(h)}( |$)", out, re.M) for h in headers)
+    if kind == "fake-projected":
+        assert "~12.32 s  12.32 s–49.26 s" in out and "~: projected from smaller samples" in out
+        assert re.search(r"random-convert +~25\.63 s +25\.63 s–99\.52 s +first touch 48% +over ", out)
+        assert "(projected)" not in out  # one mark, '~', explained under each table that has it
+    if kind == "engram-plan":
+        assert "fill and start-up times: unavailable: dry run: nothing allocated" in out
+        assert "random-convert, random-scratch: does not fit in memory" in flat(out)
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_inspect_fits(width: int) -> None:
+    out = fits(load_results(SAVED / "inspect.json"), width)
+    assert "(+N): N redundant" in out and "legacy 49 (+30)" in out
+    assert "own 1 tensor 8.00 KiB" in out and "tensor(s)" not in out
+
+
+def _sweep() -> Results:
+    """A compare sweep over depth 2..16: three rounds a point (a min–max each), fits with intervals."""
+    series = ["legacy", "per-layer", "unique"]
+    points = []
+    for depth in (2, 4, 8, 16):
+        entries = {}
+        for k, name in enumerate(series, start=1):
+            median = 0.001 * depth ** (2 / k)
+            entries[name] = SeriesPoint(
+                seconds=median,
+                samples_s=[median * 0.9, median, median * 1.4],
+                visits=int(4.5 * depth**2) if name == "legacy" else 9 * depth,
+                bytes_written=123_456 * depth,
+                peak_rss_bytes=300 << 20,
+            )
+        points.append(SweepPoint(depth, 111_111 * depth, entries))
+    fits = [
+        GrowthFit(name, metric, 1.7 if name == "legacy" else 0.97, 0.0, 0.9987, 1.13, 2.27, 3, 4, 16)
+        for name in series
+        for metric in ("visits", "time", "bytes")
+    ]
+    sweep = SweepResult("compare", "depth", [2, 4, 8, 16], series, points, fits, fit_from=4, repeat=3)
+    return Results(command="sweep", sweep=sweep)
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_sweep_fits_and_splits_its_points_only_when_narrow(width: int) -> None:
+    headers = ("median", "min–max", "visits", "written", "peak RSS", "exponent", "95% interval", "R²", "points")
+    out = fits(_sweep(), width, (*headers, "trend"))
+    assert ("Points: work" in out) == (width == 80)  # one table when it fits, time and work apart when not
+    assert re.search(r" 16 +1\.70 MiB +legacy", out)
+    assert "14.4 ms–22.4 ms" in out  # legacy at depth 16: 1 ms x 16², 0.9x to 1.4x
+    assert re.search(r"legacy +visits +1\.70 +\[1\.13, 2\.27\] +0\.9987 +3 \(4–16\) ", out)
+    quiet = render(_sweep(), "terminal", RenderOptions(width=width, quiet=True))
+    assert quiet == "visit exponents over depth 4–16: legacy 1.70, per-layer 0.97, unique 0.97\n"
+
+
+METHODS = ["random-convert", "random-scratch", "random-chunked", "random-fast", "constant", "memset"]
+
+
+def _ranks(world: int = 8) -> Results:
+    """Eight ranks on two hosts, every default method: the widest multi-rank report."""
+    from dummyprof.scenarios.engram.ranks import aggregate
+
+    records = []
+    for rank in range(world):
+        fills = [
+            RankFill(m, "measured", Figure(0.2 + 0.01 * i + 0.001 * rank), 100 << 20, True, Figure(300e6),
+                     Figure(0.2 + 0.01 * i), Figure(0.25 + 0.01 * i + 0.001 * rank), 3)
+            for i, m in enumerate(METHODS)
+        ]  # fmt: skip
+        records.append(
+            RankRecord(
+                rank=rank, world_size=world, local_rank=rank % 4, local_world_size=4,
+                host=f"gpu-node-{rank // 4:02d}", part_rows=250_000_000,
+                table_bytes=66_000_000_000, reserved_bytes=66_000_003_072, available_bytes=1_500_000_000_000,
+                allocate_s=Figure(0.000418 + rank * 1e-6), first_touch_s=Figure(12.5 + rank / 100),
+                fills=fills, peak_rss_bytes=66_500_000_000 + rank, steps=["x"], engram=EngramResult(),
+            )
+        )  # fmt: skip
+    results = Results(command="engram", engram=EngramResult(), ranks=records)
+    results.ranks_aggregate = aggregate(records, "nccl")
+    return results
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_ranks_fit_and_split_the_per_rank_times_only_when_narrow(width: int) -> None:
+    headers = ("rank", "host", "local", "rows", "bytes", "reserved", "peak RSS", "allocate", "first touch")
+    headers += ("convert", "memset", "phase", "slowest rank", "alone", "together", "ratio", "per rank")
+    out = fits(_ranks(), width, (*headers, "ranks", "largest need", "available", "holds all"))
+    assert ("Times per rank (1/2)" in out) == (width == 80)
+    assert re.search(r" 7/8 +gpu-node-01 +3/4 +250,000,000 +61\.47 GiB +61\.47 GiB +61\.93 GiB ", out)
+    for rank in range(8):
+        assert f"{(0.2 + 0.05 + 0.001 * rank) * 1e3:.1f} ms" in out  # every rank's constant fill, whole
+    assert "r0:x1.25 " in out and "r7:x1.28" in out  # each rank's own ratio, whole, wrapped between ranks
+    assert re.search(r"gpu-node-00 +0-3 +245\.87 GiB +400\.00 MiB +1\.36 TiB +247\.73 GiB +yes", out)
+    assert "largest need: random-convert's, all the host's ranks together" in flat(out)
+    quiet = render(_ranks(), "terminal", RenderOptions(width=width, quiet=True))
+    assert quiet == "8 ranks on 2 hosts (nccl); contention x1.23 (memset) to x1.28 (random-convert)\n"
+
+
+def test_a_report_keeps_to_its_width_however_long_the_names() -> None:
+    """Names longer than a whole line fold; nothing is cut and no line passes the width."""
+    results = copy.deepcopy(gate_results())
+    assert results.gate is not None
+    results.gate.checks[0].name = "per-layer." + "x" * 90 + ".visits"
+    results.gate.checks[0].scenario = "a-scenario-name-" + "y" * 80
+    out = render(results, "terminal", RenderOptions(width=80))
+    assert max(len(line) for line in out.splitlines()) <= 80 and "…" not in out
+    assert "per-layer." + "x" * 20 in out

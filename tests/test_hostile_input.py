@@ -152,7 +152,7 @@ def test_a_hand_edited_baseline_counter_is_rejected_naming_the_value(
         (lambda m: m.update(value=0.0), "0.0 s: a time must be above 0"),
         (lambda m: m["samples"].__setitem__(0, -0.5), "-0.5 s: a time must be above 0"),
         (lambda m: m.update(samples=[]), "no samples"),
-        (lambda m: m.update(kind="timer"), "kind 'timer' is neither"),
+        (lambda m: m.update(kind="timer"), "kind 'timer' is none of 'counter', 'time' and 'fit'"),
         (lambda m: m.update(medain=1.0), "unknown field 'medain'"),
     ],
 )

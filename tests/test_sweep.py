@@ -169,3 +169,23 @@ def test_gate_runs_a_sweep_scenario_and_bounds_exponents(tmp_path: Path) -> None
     assert verdicts["legacy.visits.exponent"] == REGRESSED  # about 1.6 > 1.5: the bound is on the quadratic side
     assert verdicts["per-layer.visits.exponent"] == "pass"
     assert verdicts["per-layer.visits.exponent / legacy.visits.exponent"] == "pass"
+
+
+def test_a_baseline_of_a_sweep_scenario_is_accepted_by_the_gate(tmp_path: Path, cli: Callable[..., CliResult]) -> None:
+    """baseline writes the sweep's growth exponents as kind 'fit'; the gate used to refuse that file (exit 2)."""
+    config_path = tmp_path / "dummyprof.toml"
+    config_path.write_text(
+        "[scenarios.growth]\n"
+        'command = "sweep"\n'
+        'options = { parameter = "depth", values = [2, 4], fit_from = 2, compare = { hidden = 32, repeat = 1, '
+        'warmup = 0, device = "cpu", strategies = ["per-layer"] } }\n'
+        'counters = ["per-layer.visits"]\n'
+        'limits = { "per-layer.visits.exponent" = 1.1 }\n'
+    )
+    baseline = tmp_path / "baseline.json"
+    made = cli("baseline", "--config", str(config_path), "--output", str(baseline), "-q")
+    assert made.exit_code == 0, made.stderr
+    kinds = {m["kind"] for s in json.loads(baseline.read_text())["gate"]["scenarios"] for m in s["metrics"].values()}
+    assert "fit" in kinds
+    gated = cli("gate", "--config", str(config_path), "--baseline", str(baseline), "-q")
+    assert gated.exit_code == 0, gated.stderr + gated.stdout

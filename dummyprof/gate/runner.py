@@ -11,6 +11,7 @@ from dummyprof.errors import DoesNotFitError, ResultsFileError, UsageError
 from dummyprof.gate.checks import evaluate
 from dummyprof.gate.config import GateConfig, ScenarioConfig
 from dummyprof.gate.fingerprint import make_fingerprint
+from dummyprof.gate.sweep_metrics import FIT
 from dummyprof.results.common import Environment
 from dummyprof.results.gate import EXIT_INCOMPLETE, GateResult, Metric, ScenarioRun, gate_exit_code
 from dummyprof.results.session import Results
@@ -108,8 +109,8 @@ def load_baseline(path: Path) -> dict[str, ScenarioRun]:
 
 def metric_problem(metric: Metric) -> str | None:
     """Why a baseline metric cannot be compared with (NaN and infinities are already refused on load)."""
-    if metric.kind not in ("counter", "time"):
-        return f"kind {metric.kind!r} is neither 'counter' nor 'time'"
+    if metric.kind not in ("counter", "time", FIT):
+        return f"kind {metric.kind!r} is none of 'counter', 'time' and 'fit'"
     if metric.kind == "counter" and (metric.value < 0 or not float(metric.value).is_integer()):
         return f"value {metric.value!r}: a counter is a whole number >= 0"
     if metric.kind == "time":

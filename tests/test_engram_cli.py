@@ -115,7 +115,9 @@ def test_too_big_for_the_budget_is_projected_never_allocated(cli: Cli, tmp_path:
     assert engram is not None
     assert engram.budget.memory_bytes == budget
     assert engram.layout.table_bytes_per_rank == 1_000_000 * 66 > budget
-    assert all(p.mode == "projected" and p.seconds.projected for p in engram.phases)
+    assert all(p.mode == "projected" and p.seconds.projected for p in engram.phases), [
+        (p.name, p.mode, p.seconds, p.samples) for p in engram.phases
+    ]
     for m in engram.methods:
         assert m.mode == "projected" and not m.fits_in_memory, m.name
         assert m.reason == "does not fit in memory"
@@ -126,7 +128,9 @@ def test_too_big_for_the_budget_is_projected_never_allocated(cli: Cli, tmp_path:
         assert m.seconds.projected and m.gb_per_s.projected and m.peak_rss_bytes.projected
         assert (m.percent_of_floor.value or 0) <= 100 + 1e-9  # never projected faster than the floor
         assert m.timing.samples_s == []
-        assert all(p.needed_bytes <= budget for p in m.samples)
+        assert all(p.needed_bytes <= budget for p in m.samples), [
+            (m.name, p.part_rows, p.needed_bytes) for p in m.samples
+        ]
         assert len({p.part_rows for p in m.samples}) == len(m.samples)
     assert "none fit" in result.stdout and "start-up per rank ~" in result.stdout
     assert "~: projected from smaller samples, not measured" in result.stdout

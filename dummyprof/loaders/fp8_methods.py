@@ -145,6 +145,11 @@ class FillMethod:
             return random_fast.scratch_bytes()
         return self.scratch_per_element * weight_elements
 
+    @property
+    def fixed_scratch_bytes(self) -> int:
+        """Scratch that does not grow with the table (random-fast's lane arrays): sample sizing adds it once."""
+        return random_fast.scratch_bytes() if self.name == RANDOM_FAST else 0
+
     def bytes_written(self, weight_bytes: int, scale_bytes: int) -> int:
         return weight_bytes + (scale_bytes if self.writes_scales else 0)
 

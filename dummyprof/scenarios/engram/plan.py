@@ -296,7 +296,7 @@ def plan_samples(
                 part_rows,
                 seconds_per_row=per_row,
                 bytes_per_row=table_row + scratch,
-                fixed_bytes=slack,
+                fixed_bytes=slack + max(m.fixed_scratch_bytes for m in fast),
                 # FAST_SAMPLE_BYTES bounds the tables of the largest sample; scratch, if any, comes on top
                 memory_budget=min(budget, slack + FAST_SAMPLE_BYTES * (table_row + scratch) // table_row),
                 time_budget=share * total,
@@ -310,7 +310,7 @@ def plan_samples(
                 part_rows,
                 seconds_per_row=per_row,
                 bytes_per_row=table_row + max(m.scratch_per_element for m in slow) * spec.dim,
-                fixed_bytes=slack,
+                fixed_bytes=slack + max(m.fixed_scratch_bytes for m in slow),  # random-fast's lanes: not per row
                 memory_budget=budget,
                 time_budget=max(total - spent, MIN_SAMPLE_SHARE * total),
             )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -133,7 +134,9 @@ def test_cli_projected_run_says_so_and_round_trips(cli: Cli, tmp_path: Path) -> 
     assert result.exit_code == 0, result.stderr
     assert "counts: exact for the full model" in result.stdout
     assert "PROJECTED, not measured" in result.stdout
-    assert "projected fill (exact counts): " in result.stdout  # fits 80 columns (issue #13)
+    (summary,) = [line for line in result.stdout.splitlines() if re.match(r"projected( fill)?: legacy ", line)]
+    assert len(summary) <= 80  # the -q line, shorter words where the figures are long (issue #13)
+    assert "Strategies: projected time (speedup vs legacy)" in result.stdout and "…" not in result.stdout
     data = json.loads(path.read_text())
     assert data["compare"]["size"]["mode"] == "projected"
     assert data["compare"]["strategies"][0]["projection"]["seconds"] > 0

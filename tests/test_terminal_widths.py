@@ -16,8 +16,16 @@ import pytest
 from dummyprof.reports.registry import render
 from dummyprof.reports.reporter import RenderOptions
 from dummyprof.results.audit import FillerSummary
-from dummyprof.results.common import Figure
-from dummyprof.results.engram import EngramResult
+from dummyprof.results.common import Figure, Timing
+from dummyprof.results.compare import (
+    CalibrationClass,
+    CompareResult,
+    ModelSummary,
+    Projection,
+    SizeDecision,
+    StrategyResult,
+)
+from dummyprof.results.engram import EngramResult, LinearFit
 from dummyprof.results.ranks import RankFill, RankRecord
 from dummyprof.results.session import Results
 from dummyprof.results.store import load_results
@@ -78,6 +86,78 @@ def test_baseline_fits(width: int) -> None:
     out = fits(load_results(SAVED / "baseline.json"), width, ("metric", "kind", "value", "rounds"))
     assert re.search(r"legacy\.time +time +5\.1 ms +3 ", out)
     assert re.search(r"legacy\.bytes_written +counter +83,456 ", out)  # exact, without ' B' (the name says bytes)
+
+
+GIB, MIB, KIB = 1 << 30, 1 << 20, 1 << 10
+
+
+def _compare(mode: str = "projected") -> Results:
+    """A big model compare projected (or, ``measured``, filled and shown next to its projection), widest figures:
+    ms times (the longest format), an interval per strategy, one strategy at the memset floor, and calibration
+    fills of every rule, their sizes in two units."""
+    figures = [  # name, init, visits, redundant, max/t, written, (point, low, high, floor, walk), floor-bound
+        ("legacy", "v0.29", 1_234_567, 1_024_001, 6, int(82.9 * GIB), (0.9204, 0.7251, 0.9307, 0.0318, 0.1234), False),
+        ("per-layer", "v0.33", 210_566, 1, 2, int(14.96 * GIB), (0.2053, 0.1842, 0.2257, 0.0574, 0.0456), False),
+        ("unique", "v0.33", 210_565, 0, 1, int(14.96 * GIB), (0.1875, 0.1875, 0.1875, 0.1875, 0.0431), True),
+    ]
+    strategies = [
+        StrategyResult(
+            name=name, initializer=init, visits=visits, redundant_visits=redundant, max_visits=most,
+            bytes_written=written, projection=Projection(*times, peak_rss_bytes=int(153.7 * GIB), floor_bound=bound),
+        )
+        for name, init, visits, redundant, most, written, times, bound in figures
+    ]  # fmt: skip
+    classes = [("v0.29", "uniform", "bfloat16"), ("v0.29", "uniform-via-fp16", "float8_e4m3fn")]
+    classes += [("v0.33", r, d) for r, d in [("uniform", "bfloat16"), ("declared", "float32"),
+                ("uniform-via-fp16", "float8_e4m3fn"), ("scale-byte", "uint8"), ("random-bytes", "int8")]]  # fmt: skip
+    calibration = [
+        CalibrationClass(
+            initializer=init, rule=rule, dtype=dtype, sizes_bytes=[k * 1000 * KIB for k in range(1, 5)],
+            samples_s=[[0.001] * 3] * 4, small_call_s=0.000123,
+            fit=LinearFit(slope=1 / (0.0891e9 * (i + 1) ** 2), r_squared=0.9987 - i / 100),
+        )
+        for i, (init, rule, dtype) in enumerate(classes)
+    ]  # fmt: skip
+    size = SizeDecision(
+        mode="projected", reason="memory", needed_bytes=int(16.1 * GIB), budget_bytes=int(11.8 * GIB),
+        predicted_s=4.2, time_budget_s=60.0, memset_bytes_per_s=2.61e9, calibration_s=9.1, counting_s=0.4,
+        calibration=calibration,
+    )  # fmt: skip
+    model = ModelSummary("hf:Llama-3.1-8B", "hf: LlamaForCausalLM", modules=291, tensors=291, names=291)
+    model.bytes = int(14.96 * GIB)
+    result = CompareResult(model=model, strategies=strategies, counts="exact-meta", size=size)
+    if mode == "measured":  # filled for real, one 20% slower than projected, and calibrated: projection next to it
+        result.size.mode, result.size.reason, result.counts, result.repeat = "measured", "fits", "exact", 3
+        result.size.budget_bytes = 24 * GIB
+        for s, median in zip(result.strategies, (1.1045, 0.2131, 0.1907), strict=True):
+            s.timing = Timing([median * 0.95, median, median * 1.3])
+    return Results(command="compare", compare=result)
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_compare_projected_fits(width: int) -> None:
+    time = ("strategy", "time", "range", "speedup", "floor", "walk")
+    work = ("init", "visits", "redund.", "max/t", "written", "peak RSS")
+    calibration = ("rule, dtype", "sizes", "trials", "GB/s", "R²", "tiny")
+    out = fits(_compare(), width, (*time, *work, *calibration))
+    assert re.search(r"legacy +~920\.4 ms +725\.1 ms–930\.7 ms +~1\.00x +31\.8 ms +123\.4 ms ", out)
+    assert re.search(r"unique +~187\.5 ms +187\.5 ms–187\.5 ms +~4\.91x +187\.5 ms +43\.1 ms ", out)
+    assert re.search(r"legacy +v0\.29 +1,234,567 +1,024,001 +6 +82\.90 GiB +~153\.70 GiB ", out)
+    assert "at the floor: unique (calibrated faster than memset)" in flat(out)
+    assert re.search(r"v0\.29 +uniform bf16 +1000\.00 KiB–3\.91 MiB +12 +0\.09 +0\.999 +123 µs ", out)
+    assert re.search(r"v0\.33 +random-bytes i8 +1000\.00 KiB–3\.91 MiB +12 +4\.37 +0\.939 +123 µs ", out)
+    assert "uniform-via-fp16" in out and "fp8e4m3" in out and "float8" not in out
+    assert "~: projected from smaller samples, not measured" in out
+    quiet = render(_compare(), "terminal", RenderOptions(width=width, quiet=True))
+    assert quiet == "projected: legacy 920.4 ms, per-layer 205.3 ms (4.5x), unique 187.5 ms (4.9x)\n"  # 82 with "fill"
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_compare_measured_with_its_projection_fits(width: int) -> None:
+    out = fits(_compare("measured"), width, ("projected", "range", "measured", "floor", "walk"))
+    assert re.search(r"legacy +~920\.4 ms +725\.1 ms–930\.7 ms +1\.10 s +31\.8 ms +123\.4 ms ", out)
+    assert re.search(r"per-layer +~205\.3 ms +184\.2 ms–225\.7 ms +213\.1 ms +57\.4 ms +45\.6 ms ", out)
+    assert "projected peak RSS: ~153.70 GiB, every strategy" in flat(out)
 
 
 def _engram(kind: str) -> Results:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from rich.table import Table
 
-from dummyprof.reports.format import format_bytes, format_seconds, timing_cell
+from dummyprof.reports.format import format_bytes, format_seconds, short_dtype
+from dummyprof.reports.narrow import PROJECTED_MARK, PROJECTED_NOTE, narrow_table, number_columns, text_column
 from dummyprof.results.compare import CompareResult
 
 REASONS = {
@@ -55,78 +56,138 @@ def size_lines(result: CompareResult) -> list[str]:
     return lines
 
 
-def projection_table(result: CompareResult, *, measured: bool) -> Table:
-    title = "Strategies (times and memory projected for the full model)" if not measured else "Projected vs measured"
-    table = Table(title=title, title_justify="left")
-    table.add_column("strategy", style="bold")
-    table.add_column("init")
-    table.add_column("projected time [fastest–slowest]", justify="right", no_wrap=True)
-    if measured:
-        table.add_column("measured median [min–max]", justify="right")
-    table.add_column("memset floor", justify="right")
-    table.add_column("walk (meta)", justify="right")
-    if not measured:
-        table.add_column(f"speedup vs {result.baseline_strategy}", justify="right")
-        table.add_column("visits", justify="right")
-        table.add_column("redundant", justify="right")
-        table.add_column("max visits/tensor", justify="right")
-        table.add_column("bytes written", justify="right")
-    table.add_column("projected peak RSS", justify="right")
+# A table and the notes printed under it (one dim line: long words stay out of the cells).
+Noted = tuple[Table, list[str]]
+
+RANGE_NOTE = "range: every visit at its fastest–slowest calibration trial"
+FLOOR_NOTE = "floor: its bytes at this run's memset rate (no projection is faster)"
+WALK_NOTE = "walk: the traversal alone, timed on the meta model"
+
+
+def _projected_seconds(seconds: float) -> str:
+    return f"{PROJECTED_MARK}{format_seconds(seconds)}"
+
+
+def _time_notes(result: CompareResult) -> list[str]:
+    notes = [PROJECTED_NOTE, RANGE_NOTE, FLOOR_NOTE, WALK_NOTE]
+    bound = [s.name for s in result.strategies if s.projection is not None and s.projection.floor_bound]
+    if bound:
+        notes.append(f"at the floor: {', '.join(bound)} (calibrated faster than memset)")
+    return notes
+
+
+def projected_time_table(result: CompareResult) -> Noted:
+    """Projected mode: each strategy's time, its interval, speedup, memset floor and walk (about 70 columns)."""
+    table = narrow_table(f"Strategies: projected time (speedup vs {result.baseline_strategy})")
+    text_column(table, "strategy", style="bold")
+    number_columns(table, "time", "range", "speedup", "floor", "walk")
     for s in result.strategies:
         p = s.projection
         if p is None:
             continue
-        cell = f"{format_seconds(p.seconds)} [{format_seconds(p.low_s)}–{format_seconds(p.high_s)}]"
-        if p.floor_bound:
-            cell += " (floor)"
-        row = [s.name, s.initializer, cell]
-        if measured:
-            row.append(timing_cell(s.timing))
-        row += [format_seconds(p.floor_s), format_seconds(p.walk_s)]
-        if not measured:
-            speedup = result.speedup(s.name)
-            row += [
-                f"{speedup:.2f}x" if speedup is not None else "n/a",
-                f"{s.visits:,}",
-                f"[red]{s.redundant_visits:,}[/]" if s.redundant_visits else "0",
-                str(s.max_visits),
-                format_bytes(s.bytes_written),
-            ]
-        row.append(format_bytes(p.peak_rss_bytes))
-        table.add_row(*row)
-    return table
+        speedup = result.speedup(s.name)
+        table.add_row(
+            s.name,
+            _projected_seconds(p.seconds),
+            f"{format_seconds(p.low_s)}–{format_seconds(p.high_s)}",
+            f"{PROJECTED_MARK}{speedup:.2f}x" if speedup is not None else "n/a",
+            format_seconds(p.floor_s),
+            format_seconds(p.walk_s),
+        )
+    return table, _time_notes(result)
 
 
-def calibration_table(result: CompareResult) -> Table | None:
+def projected_work_table(result: CompareResult) -> Noted:
+    """Projected mode: exact counts for the full model, and the projected peak RSS (about 70 columns)."""
+    table = narrow_table("Strategies: work (exact counts, full model)")
+    text_column(table, "strategy", style="bold")
+    text_column(table, "init")
+    number_columns(table, "visits", "redund.", "max/t", "written", "peak RSS")
+    for s in result.strategies:
+        p = s.projection
+        if p is None:
+            continue
+        table.add_row(
+            s.name,
+            s.initializer,
+            f"{s.visits:,}",
+            f"[red]{s.redundant_visits:,}[/]" if s.redundant_visits else "0",
+            str(s.max_visits),
+            format_bytes(s.bytes_written),
+            f"{PROJECTED_MARK}{format_bytes(p.peak_rss_bytes)}",
+        )
+    notes = [
+        "redund.: visits beyond the first; max/t: most visits of one tensor",
+        f"peak RSS ({PROJECTED_MARK}: projected): RSS now + the pages its writes touch + its largest temporary",
+    ]
+    return table, notes
+
+
+def projection_check_table(result: CompareResult) -> Noted:
+    """Measured mode with a calibration: the projection next to the measured median (about 70 columns)."""
+    table = narrow_table("Projected vs measured")
+    text_column(table, "strategy", style="bold")
+    number_columns(table, "projected", "range", "measured", "floor", "walk")
+    rss = []
+    for s in result.strategies:
+        p = s.projection
+        if p is None:
+            continue
+        table.add_row(
+            s.name,
+            _projected_seconds(p.seconds),
+            f"{format_seconds(p.low_s)}–{format_seconds(p.high_s)}",
+            format_seconds(s.timing.median) if s.timing.samples_s else "n/a",
+            format_seconds(p.floor_s),
+            format_seconds(p.walk_s),
+        )
+        rss.append((s.name, f"{PROJECTED_MARK}{format_bytes(p.peak_rss_bytes)}"))
+    notes = _time_notes(result)
+    notes.insert(1, "measured: the median round (its min–max: Strategies: time)")
+    if len({text for _, text in rss}) == 1:
+        notes.append(f"projected peak RSS: {rss[0][1]}, every strategy (measured: the Memory table's RSS peak)")
+    elif rss:
+        each = ", ".join(f"{name} {text}" for name, text in rss)
+        notes.append(f"projected peak RSS: {each} (measured: the Memory table's RSS peak)")
+    return table, notes
+
+
+def _sizes(sizes: list[int]) -> str:
+    """``256.00–768.00 KiB``: the smallest and largest calibration size, the unit once when they share it."""
+    if not sizes:
+        return "-"
+    low, high = format_bytes(sizes[0]), format_bytes(sizes[-1])
+    if low == high:
+        return low
+    low_number, _, low_unit = low.partition(" ")
+    high_number, _, high_unit = high.partition(" ")
+    return f"{low_number}–{high_number} {high_unit}" if low_unit == high_unit else f"{low}–{high}"
+
+
+def calibration_table(result: CompareResult) -> Noted | None:
+    """One row per (initializer, rule, dtype) the visits use: sizes, trials, fitted rate, R², tiny fill."""
     size = result.size
     if not size.calibration:
         return None
-    table = Table(title="Calibration fills (fresh tensors, real initializer, this run)", title_justify="left")
-    table.add_column("initializer")
-    table.add_column("rule")
-    table.add_column("dtype")
-    table.add_column("sizes", justify="right")
-    table.add_column("trials", justify="right")
-    table.add_column("rate (fit, median per size)", justify="right")
-    table.add_column("R²", justify="right")
-    table.add_column("tiny fill", justify="right")
+    table = narrow_table("Calibration fills (fresh tensors, real initializer, this run)")
+    text_column(table, "init")
+    text_column(table, "rule, dtype")
+    number_columns(table, "sizes", "trials", "GB/s", "R²", "tiny")
     for c in size.calibration:
-
-        def rate(slope: float) -> str:
-            return f"{1 / slope / 1e9:.2f} GB/s" if slope > 0 else "n/a"
-
-        sizes = f"{format_bytes(c.sizes_bytes[0])}–{format_bytes(c.sizes_bytes[-1])}" if c.sizes_bytes else "-"
         table.add_row(
             c.initializer,
-            c.rule,
-            c.dtype,
-            sizes,
+            f"{c.rule} {short_dtype(c.dtype)}",
+            _sizes(c.sizes_bytes),
             str(sum(len(s) for s in c.samples_s)),
-            rate(c.fit.slope),
+            f"{1 / c.fit.slope / 1e9:.2f}" if c.fit.slope > 0 else "n/a",
             f"{c.fit.r_squared:.3f}",
             format_seconds(c.small_call_s),
         )
-    return table
+    notes = [
+        "GB/s: the rate of a line fitted to the median trial per size (R²: of that fit)",
+        "tiny: one fill of a tiny tensor, the cost of a visit before its bytes",
+    ]
+    return table, notes
 
 
 def calibration_line(result: CompareResult) -> str | None:

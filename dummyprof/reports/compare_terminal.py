@@ -7,7 +7,15 @@ from collections.abc import Callable
 from rich.console import Console
 from rich.table import Table
 
-from dummyprof.reports.compare_sizing import calibration_line, calibration_table, projection_table, size_lines
+from dummyprof.reports.compare_sizing import (
+    Noted,
+    calibration_line,
+    calibration_table,
+    projected_time_table,
+    projected_work_table,
+    projection_check_table,
+    size_lines,
+)
 from dummyprof.reports.format import (
     GENERATOR_BOUND_WHY,
     figure_bytes,
@@ -215,6 +223,16 @@ def roofline_line(result: CompareResult) -> str | None:
     return f"roofline: {shares} of memset: {GENERATOR_BOUND_WHY}"
 
 
+def _print(console: Console, noted: Noted | None) -> None:
+    """A table, then its notes on one dim line at the console's full width (a caption wraps at the table's)."""
+    if noted is None:
+        return
+    table, notes = noted
+    console.print(table)
+    if notes:
+        console.print("; ".join(notes), style="dim")
+
+
 def render_compare(results: Results, console: Console) -> None:
     result = results.compare
     assert result is not None
@@ -223,7 +241,8 @@ def render_compare(results: Results, console: Console) -> None:
         console.print(line, style="bold yellow" if "PROJECTED" in line else "dim")
     projected = result.size.mode == "projected"
     if projected:
-        console.print(projection_table(result, measured=False))
+        _print(console, projected_time_table(result))
+        _print(console, projected_work_table(result))
     else:
         console.print(strategy_table(result))
         for line in noise_lines(result):
@@ -241,10 +260,8 @@ def render_compare(results: Results, console: Console) -> None:
         if roofline:
             console.print(roofline)
         if any(s.projection is not None for s in result.strategies):
-            console.print(projection_table(result, measured=True))
-    calibration = calibration_table(result)
-    if calibration is not None:
-        console.print(calibration)
+            _print(console, projection_check_table(result))
+    _print(console, calibration_table(result))
     calibrated = calibration_line(result)
     if calibrated:
         console.print(calibrated, style="dim")

@@ -19,17 +19,35 @@ SUMMARY_WIDTH = 80  # -q prints one line; where a line can choose its words, it 
 
 
 def compare_summary(result: CompareResult) -> str:
-    """One line that fits 80 columns for the default three strategies (``-q``); the tables hold the rest."""
-    parts = []
-    for s in result.strategies:
-        text = f"{s.name} {format_seconds(s.seconds)}"
-        speedup = result.speedup(s.name)
-        if s.name != result.baseline_strategy and speedup is not None:
-            text += f" ({speedup:.1f}x)"  # over the first strategy, the baseline
-        parts.append(text)
+    """One line of at most 80 columns (``-q``): each strategy's time and speedup, or fewer words where that is
+    too long ("fill" left out, then the speedups, then every strategy but the fastest and the slowest). The
+    tables hold the rest.
+    """
+    projected = result.size.mode == "projected"
+    head, short = ("projected fill: ", "projected: ") if projected else ("median fill: ", "median: ")
     tail = " (nothing to fill: no speedup)" if result.nothing_to_fill else ""
-    head = "projected fill (exact counts): " if result.size.mode == "projected" else "median fill: "
-    return head + ", ".join(parts) + tail
+    timed = [s for s in result.strategies if s.seconds is not None]
+
+    def every(speedup: bool) -> str:
+        parts = []
+        for s in result.strategies:
+            ratio = result.speedup(s.name) if speedup and s.name != result.baseline_strategy else None
+            parts.append(f"{s.name} {format_seconds(s.seconds)}" + (f" ({ratio:.1f}x)" if ratio else ""))
+        return ", ".join(parts) + tail
+
+    lines = [head + every(True), short + every(True), head + every(False)]
+    if len(timed) > 1:  # too many strategies, or names too long, for every one: the fastest and the slowest
+        fastest = min(timed, key=lambda s: s.seconds or 0.0)
+        slowest = max(timed, key=lambda s: s.seconds or 0.0)
+        low, high = format_seconds(fastest.seconds), format_seconds(slowest.seconds)
+        lines.append(f"{head}{low} ({fastest.name}) to {high} ({slowest.name}), {len(timed)} strategies{tail}")
+        lines.append(f"{head}{low} to {high}, {len(timed)} strategies{tail}")
+    return _first_that_fits(lines)
+
+
+def _first_that_fits(lines: list[str]) -> str:
+    """The first line of at most SUMMARY_WIDTH columns, else the shortest."""
+    return next((line for line in lines if len(line) <= SUMMARY_WIDTH), min(lines, key=len))
 
 
 def audit_summary(result: AuditResult) -> str:

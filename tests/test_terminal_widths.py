@@ -196,6 +196,36 @@ def test_engram_fits(width: int, kind: str) -> None:
         assert "random-convert, random-scratch: does not fit in memory" in flat(out)
 
 
+def _engram_worst_quiet(case: str) -> Results:
+    """The saved projected run (start-ups ~5.75 s to ~12.14 s, none fit) made to say the most on its -q line."""
+    results = load_results(SAVED / "engram-projected.json")
+    engram = results.engram
+    assert engram is not None
+    if case == "one method":  # one method, projected at 123.4 ms, fits, over a 100 ms deadline: 81 columns before
+        engram.methods = [m for m in engram.methods if m.name in ("random-scratch", engram.floor_method)]
+        engram.budget.deadline_s = 0.1
+        for m in engram.methods:
+            m.startup_seconds, m.fits_in_memory, m.over_deadline = Figure(0.1234, projected=True), True, True
+    else:  # every method the same to 4 digits, some fit, all over a 100 ms deadline: 81 columns before
+        engram.budget.deadline_s = 0.1
+        for i, m in enumerate(engram.methods):
+            m.startup_seconds, m.fits_in_memory, m.over_deadline = Figure(0.1234, projected=True), i < 2, True
+    return results
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+@pytest.mark.parametrize(
+    ("case", "line"),
+    [
+        ("one method", "start-up per rank ~123.4 ms; all 1 fit; 1 over deadline 100.0 ms"),
+        ("all equal", "start-up per rank ~123.4 ms; 2 of 4 fit; 4 over deadline 100.0 ms"),
+    ],
+)
+def test_engram_quiet_keeps_to_80_columns_in_the_worst_case(width: int, case: str, line: str) -> None:
+    fits(_engram_worst_quiet(case), width)
+    assert render(_engram_worst_quiet(case), "terminal", RenderOptions(width=width, quiet=True)) == line + "\n"
+
+
 @pytest.mark.parametrize("width", WIDTHS)
 def test_inspect_fits(width: int) -> None:
     out = fits(load_results(SAVED / "inspect.json"), width)

@@ -76,9 +76,10 @@ def inspect_summary(result: InspectResult) -> str:
 
 
 def engram_summary(result: EngramResult) -> str:
-    """One line of about 80 columns: the range of start-ups per rank (which method is fastest, which slowest),
+    """One line of at most 80 columns: the range of start-ups per rank (which method is fastest, which slowest),
     how many methods fit in memory, how many pass the deadline; a dry run says what each method needs instead.
-    ``~`` marks a projected start-up. The tables hold every method's figures.
+    ``~`` marks a projected start-up. Where the names make the line too long they are left out, then "per rank",
+    then the deadline's value. The tables hold every method's figures.
     """
     methods = [m for m in result.methods if m.name != result.floor_method]
     if not methods:
@@ -99,18 +100,21 @@ def engram_summary(result: EngramResult) -> str:
 
     fastest = min(timed, key=lambda m: m.startup_seconds.value or 0.0)
     slowest = max(timed, key=lambda m: m.startup_seconds.value or 0.0)
-    tail = [fits]
     over = sum(1 for m in timed if m.over_deadline)
-    if over:
-        tail.append(f"{over} over deadline {format_seconds(result.budget.deadline_s)}")
+    deadline = [f"{over} over deadline {format_seconds(result.budget.deadline_s)}"] if over else []
+    short_deadline = [f"{over} over deadline"] if over else []
     if startup(fastest) == startup(slowest):
         every = f"all {len(timed)} methods" if len(timed) > 1 else fastest.name
-        return head + "; ".join([f"start-up per rank {startup(fastest)} ({every})", *tail])
-    named = f"start-up per rank {startup(fastest)} ({fastest.name}) to {startup(slowest)} ({slowest.name})"
-    line = head + "; ".join([named, *tail])
-    if len(line) <= SUMMARY_WIDTH:
-        return line
-    return head + "; ".join([f"start-up per rank {startup(fastest)} to {startup(slowest)}", *tail])
+        named = f"start-up per rank {startup(fastest)} ({every})"
+        plain = f"start-up per rank {startup(fastest)}"
+        short = f"start-up {startup(fastest)}"
+    else:
+        named = f"start-up per rank {startup(fastest)} ({fastest.name}) to {startup(slowest)} ({slowest.name})"
+        plain = f"start-up per rank {startup(fastest)} to {startup(slowest)}"
+        short = f"start-up {startup(fastest)} to {startup(slowest)}"
+    lines = [head + "; ".join([start, fits, *deadline]) for start in (named, plain, short)]
+    lines.append(head + "; ".join([short, fits, *short_deadline]))
+    return _first_that_fits(lines)
 
 
 def baseline_summary(section: GateResult) -> str:

@@ -302,7 +302,7 @@ def _ranks(world: int = 8) -> Results:
 def test_ranks_fit_and_split_the_per_rank_times_only_when_narrow(width: int) -> None:
     headers = ("rank", "host", "local", "rows", "bytes", "reserved", "peak RSS", "allocate", "first touch")
     headers += ("convert", "memset", "phase", "slowest rank", "alone", "together", "ratio", "per rank")
-    out = fits(_ranks(), width, (*headers, "ranks", "largest need", "available", "holds all"))
+    out = fits(_ranks(), width, (*headers, "ranks", "largest need", "available", "all fit"))
     assert ("Times per rank (1/2)" in out) == (width == 80)
     assert re.search(r" 7/8 +gpu-node-01 +3/4 +250,000,000 +61\.47 GiB +61\.47 GiB +61\.93 GiB ", out)
     for rank in range(8):
@@ -312,6 +312,30 @@ def test_ranks_fit_and_split_the_per_rank_times_only_when_narrow(width: int) -> 
     assert "largest need: random-convert's, all the host's ranks together" in flat(out)
     quiet = render(_ranks(), "terminal", RenderOptions(width=width, quiet=True))
     assert quiet == "8 ranks on 2 hosts (nccl); contention x1.23 (memset) to x1.28 (random-convert)\n"
+
+
+def _ranks_short_of_memory() -> Results:
+    """The eight ranks, each needing its 61.47 GiB of tables and, for two methods, half as much again of scratch:
+    gpu-node-00 (279.40 GiB free) cannot hold those two on its four ranks, gpu-node-01 (232.83 GiB) none."""
+    from dummyprof.scenarios.engram.ranks import aggregate
+
+    results = _ranks()
+    for rec in results.ranks:
+        rec.available_bytes = 300_000_000_000 if rec.host == "gpu-node-00" else 250_000_000_000
+        for f in rec.fills:
+            f.needed_bytes = rec.reserved_bytes * (3 if f.method in ("random-convert", "random-scratch") else 2) // 2
+    results.ranks_aggregate = aggregate(results.ranks, "nccl")
+    return results
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_ranks_short_of_memory_fit_and_say_so_in_80_columns(width: int) -> None:
+    out = fits(_ranks_short_of_memory(), width, ("largest need", "available", "all fit"))
+    assert re.search(r"gpu-node-00 +0-3 +245\.87 GiB +368\.80 GiB +279\.40 GiB +247\.73 GiB +no ", out)
+    notes = flat(out)
+    assert "; gpu-node-00 cannot hold random-convert, random-scratch; gpu-node-01 cannot hold random-convert," in notes
+    quiet = render(_ranks_short_of_memory(), "terminal", RenderOptions(width=width, quiet=True))
+    assert quiet == "8 ranks on 2 hosts (nccl); contention x1.23 to x1.28; 2 hosts short of memory\n"
 
 
 def test_a_report_keeps_to_its_width_however_long_the_names() -> None:

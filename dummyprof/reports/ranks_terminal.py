@@ -220,7 +220,7 @@ def node_table(agg: RanksAggregate) -> tuple[Table, str]:
     number_columns(table, "ranks", "tables")
     text_column(table, "largest need", justify="right")
     number_columns(table, "available", "peak RSS")
-    text_column(table, "holds all")
+    text_column(table, "all fit")
     for n in agg.nodes:
         method = worst[n.host]
         need = format_bytes(n.needed_bytes.get(method, 0)) if method else "n/a"
@@ -232,13 +232,17 @@ def node_table(agg: RanksAggregate) -> tuple[Table, str]:
             need if shared or not method else f"{need} ({method})",
             format_bytes(n.available_bytes),
             format_bytes(n.peak_rss_sum_bytes) if n.peak_rss_sum_bytes is not None else "n/a",
-            "[red]no[/]: " + ", ".join(short) if short else "yes",
+            "[red]no[/]" if short else "yes",
         )
     whose = f"{next(iter(worst.values()))}'s, " if shared else ""
     note = (
         f"largest need: {whose}all the host's ranks together (tables + scratch); peak RSS: the sum of the "
-        "ranks' peaks (an upper bound); holds all: every method fits at once"
+        "ranks' peaks (an upper bound); all fit: every method fits at once"
     )
+    for n in agg.nodes:  # the methods a host cannot hold: words, so under the table, not in a cell
+        short = [k for k, ok in n.fits.items() if not ok]
+        if short:
+            note += f"; {n.host} cannot hold {', '.join(short)}"
     return table, note
 
 

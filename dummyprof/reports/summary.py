@@ -171,25 +171,48 @@ SUMMARIES: dict[str, Callable[[Any], str]] = {
 
 
 def ranks_summary(agg: RanksAggregate) -> str:
-    """A multi-rank run: ranks and hosts, the range of contention ratios, nodes that cannot hold their ranks."""
+    """A multi-rank run in at most 80 columns: ranks and hosts, the range of contention ratios, the hosts that
+    cannot hold their ranks. Where that is too long: the byte counts are left out, then the contention's methods,
+    then the names of the methods a host cannot hold (how many are kept), then the hosts' names (how many hosts
+    are short of memory is kept), then the backend.
+    """
     hosts = len(agg.nodes)
-    parts = [f"{agg.world_size} ranks on {hosts} host{'s' if hosts != 1 else ''} ({agg.backend})"]
+    ranks = f"{agg.world_size} ranks on {hosts} host{'s' if hosts != 1 else ''} ({agg.backend})"
+    named: list[str] = []
+    plain: list[str] = []
     checked = [c for c in agg.contention if c.ratio.value is not None]
     if checked:
         low = min(checked, key=lambda c: c.ratio.value or 0.0)
         high = max(checked, key=lambda c: c.ratio.value or 0.0)
-        ratio = f"x{low.ratio.value:.2f} ({low.method})"
-        if f"{high.ratio.value:.2f}" != f"{low.ratio.value:.2f}":
-            ratio += f" to x{high.ratio.value:.2f} ({high.method})"
-        parts.append(f"contention {ratio}")
+        differ = f"{high.ratio.value:.2f}" != f"{low.ratio.value:.2f}"
+        named.append(f"contention x{low.ratio.value:.2f} ({low.method})")
+        plain.append(f"contention x{low.ratio.value:.2f}")
+        if differ:
+            named[-1] += f" to x{high.ratio.value:.2f} ({high.method})"
+            plain[-1] += f" to x{high.ratio.value:.2f}"
+    full, names, counts, hosts_short = [], [], [], []
     for node in agg.nodes:
-        short = [name for name, ok in node.fits.items() if not ok]
-        if short:
-            parts.append(
-                f"{node.host} cannot hold {', '.join(short)} on all {len(node.ranks)} ranks "
-                f"({format_bytes(max(node.needed_bytes[n] for n in short))} > {format_bytes(node.available_bytes)})"
+        missing = [name for name, ok in node.fits.items() if not ok]
+        if missing:
+            need = format_bytes(max(node.needed_bytes[n] for n in missing))
+            full.append(
+                f"{node.host} cannot hold {', '.join(missing)} on all {len(node.ranks)} ranks "
+                f"({need} > {format_bytes(node.available_bytes)})"
             )
-    return "; ".join(parts)
+            names.append(f"{node.host} cannot hold {', '.join(missing)}")
+            some = "any method" if len(missing) == len(node.fits) else f"{len(missing)} of {len(node.fits)} methods"
+            counts.append(f"{node.host} cannot hold {some}")
+    if full:
+        hosts_short.append(f"{len(full)} host{'s' if len(full) != 1 else ''} short of memory")
+    lines = [
+        "; ".join([ranks, *named, *full]),
+        "; ".join([ranks, *named, *names]),
+        "; ".join([ranks, *plain, *names]),
+        "; ".join([ranks, *plain, *counts]),
+        "; ".join([ranks, *plain, *hosts_short]),
+        "; ".join([ranks.removesuffix(f" ({agg.backend})"), *plain, *hosts_short]),
+    ]
+    return _first_that_fits(lines)
 
 
 def summary_line(results: Results) -> str:

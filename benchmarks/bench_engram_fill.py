@@ -35,7 +35,7 @@ def side_by_side(dtype: torch.dtype, nbytes: int, repeat: int) -> None:
     table = torch.empty(nbytes // dtype.itemsize, dtype=dtype)
     table.view(torch.uint8).fill_(0)  # first touch, not timed
     fills: dict[str, Callable[[], object]] = {"memset": lambda: table.view(torch.uint8).fill_(0)}
-    engines = [e for e in random_fast.ENGINES if e != random_fast.KERNEL or random_fast.default_engine() == e]
+    engines = random_fast.available_engines()
     for engine in engines:
         fills[f"{FAST} ({engine})"] = lambda engine=engine: random_fast.fill(table, engine=engine)
     fills["v0.33 uniform_"] = lambda: V033Initializer()(table, "weight")
@@ -70,9 +70,7 @@ def throughput_alone(nbytes: int) -> None:
     """random-fast with one worker, in CPU seconds of that thread, per engine: the generator's rate per core."""
     table = torch.empty(nbytes, dtype=torch.float8_e4m3fn)
     table.view(torch.uint8).fill_(0)
-    for engine in random_fast.ENGINES:
-        if engine == random_fast.KERNEL and random_fast.default_engine() != engine:
-            continue
+    for engine in random_fast.available_engines():
         rates = []
         for _ in range(3):
             started = time.thread_time()

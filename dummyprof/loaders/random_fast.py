@@ -69,6 +69,11 @@ def default_engine() -> str:
     return KERNEL if _kernel is not None else NUMPY
 
 
+def available_engines() -> list[str]:
+    """The engines this install can run, fastest first."""
+    return [e for e in ENGINES if e != KERNEL or _kernel is not None]
+
+
 def _check_engine(engine: str) -> str:
     if engine not in ENGINES:
         raise ValueError(f"random-fast has no engine {engine!r}; engines: {', '.join(ENGINES)}")

@@ -3,19 +3,11 @@
 from __future__ import annotations
 
 from dummyprof.reports.compare_sizing import size_lines
-from dummyprof.reports.compare_terminal import roofline_line
+from dummyprof.reports.compare_terminal import floor_share_text, floor_words, roofline_line
 from dummyprof.reports.format import figure_bytes, format_bytes, format_seconds, rate, timing_cell
 from dummyprof.reports.markdown_table import md_table
 from dummyprof.reports.noise_words import interval_cell, noise_lines, speedup_cell, spread_cell
-from dummyprof.results.compare import CompareResult
 from dummyprof.results.session import Results
-
-
-def floor_share(result: CompareResult, name: str) -> str:
-    share = result.share_of_floor(name)
-    if share is None:
-        return "n/a"
-    return f"{100 * share:.1f}%" if share < 0.1 else f"{100 * share:.0f}%"
 
 
 def compare_markdown(results: Results) -> list[str]:
@@ -50,7 +42,7 @@ def compare_markdown(results: Results) -> list[str]:
                 str(s.max_visits),
                 format_bytes(s.bytes_written),
                 rate(s.bytes_written, s.seconds),
-                floor_share(result, s.name),
+                floor_share_text(result, s.name),
                 peak,
                 figure_bytes(s.memory.gpu_used_bytes),
             ]
@@ -74,12 +66,9 @@ def compare_markdown(results: Results) -> list[str]:
         rows,
         align_right=range(1, 13),
     )
-    if result.floor is not None and result.floor.bytes_per_s:
-        lines += [
-            "",
-            f"% of memset: rate over this run's memset floor ({result.floor.bytes_per_s / 1e9:.2f} GB/s: "
-            f"{format_bytes(result.floor.bytes_written)} of fresh storages zeroed once, fastest of the same rounds).",
-        ]
+    floor = floor_words(result)
+    if floor:
+        lines += ["", f"% of memset: {floor}."]
     roofline = roofline_line(result)
     if roofline:
         lines += ["", f"> {roofline}"]

@@ -118,11 +118,9 @@ def work_table(result: CompareResult) -> Table:
             floor_share_cell(result, s.name),
         )
     notes = ["redund.: visits beyond the first; max/t: most visits of one tensor"]
-    if result.floor is not None and result.floor.bytes_per_s:
-        notes.append(
-            f"%memset: rate over this run's memset floor ({result.floor.bytes_per_s / 1e9:.2f} GB/s: "
-            f"{format_bytes(result.floor.bytes_written)} of fresh storages zeroed once, fastest of the same rounds)"
-        )
+    floor = floor_words(result)
+    if floor:
+        notes.append(f"%memset: {floor}")
     table.caption = "; ".join(notes)
     table.caption_justify = "left"
     return table
@@ -206,12 +204,27 @@ def overhead_line(result: CompareResult) -> str | None:
     return "visit recording cost (no-op fill, measured): " + ", ".join(parts) if parts else None
 
 
-def floor_share_cell(result: CompareResult, name: str) -> str:
+def floor_share_text(result: CompareResult, name: str) -> str:
+    """A strategy's rate as a share of the memset floor, plain text (Markdown uses it as it is)."""
     share = result.share_of_floor(name)
     if share is None:
         return "n/a"
-    text = f"{100 * share:.1f}%" if share < 0.1 else f"{100 * share:.0f}%"
+    return f"{100 * share:.1f}%" if share < 0.1 else f"{100 * share:.0f}%"
+
+
+def floor_share_cell(result: CompareResult, name: str) -> str:
+    text = floor_share_text(result, name)
     return f"[yellow]{text}[/]" if result.generator_bound(name) else text
+
+
+def floor_words(result: CompareResult) -> str | None:
+    """What the memset floor was in this run, for the line under a table; None when it was not measured."""
+    if result.floor is None or not result.floor.bytes_per_s:
+        return None
+    return (
+        f"rate over this run's memset floor ({result.floor.bytes_per_s / 1e9:.2f} GB/s: "
+        f"{format_bytes(result.floor.bytes_written)} of fresh storages zeroed once, fastest of the same rounds)"
+    )
 
 
 def roofline_line(result: CompareResult) -> str | None:

@@ -34,7 +34,7 @@ SECTIONS: dict[str, Section] = {
 
 
 # Which engine wrote random-fast's values: the numpy one is about five times slower (no C compiler at install).
-RANDOM_FAST_ENGINES = {"kernel": "C kernel", "numpy": "numpy engine (no C kernel built: about 4x slower)"}
+RANDOM_FAST_ENGINES = {"kernel": "C kernel", "numpy": "numpy engine (no C kernel built: slower, see BENCHMARKS.md)"}
 
 
 def environment_line(results: Results) -> str:

@@ -26,6 +26,7 @@ from dummyprof.results import (
     results_from_dict,
     results_to_json,
     save_results,
+    store,
 )
 
 
@@ -176,3 +177,35 @@ def test_loading_leaves_the_garbage_collector_as_it_found_it(tmp_path: Path, ena
         assert gc.isenabled() is enabled
     finally:
         gc.enable() if was else gc.disable()
+
+
+def _text_parser_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(raw: bytes, source: str) -> Any:
+        raise AssertionError("a valid file must not need the standard library's parser")
+
+    monkeypatch.setattr(store, "_parse_slow", refuse)
+
+
+def test_a_valid_file_is_parsed_once_by_msgspec_to_the_same_document(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "r.json"
+    save_results(sample(), path)
+    expected = json.loads(path.read_text())
+    _text_parser_refused(monkeypatch)
+    assert store._parse(path.read_bytes(), "r.json", tensor_rows=True) == expected
+    del expected["compare"]["tensors"]
+    assert store._parse(path.read_bytes(), "r.json", tensor_rows=False) == expected
+    assert load_results(path, tensor_rows=False).compare == dataclasses.replace(sample().compare, tensors={})
+
+
+def test_without_tensor_rows_their_text_is_skipped_not_parsed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A row's value msgspec refuses to build (a number beyond a float) is never built when rows are skipped."""
+    path = tmp_path / "r.json"
+    save_results(sample(), path)
+    text = path.read_text().replace('"legacy": 2', '"legacy": 1e999')
+    path.write_text(text)
+    _text_parser_refused(monkeypatch)
+    assert load_results(path, tensor_rows=False).compare == dataclasses.replace(sample().compare, tensors={})
+    with pytest.raises(AssertionError, match="must not need"):
+        load_results(path)

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import gc
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 import torch
 from torch import nn
 
 from dummyprof.anatomy.storages import storage_tensors
+from dummyprof.gc_pause import gc_paused
 from dummyprof.loaders.initializers import NOT_WRITTEN, get_initializer
 from dummyprof.loaders.strategies import Strategy, run_strategy
 from dummyprof.measure import noise
@@ -30,17 +30,6 @@ from dummyprof.results.compare import CompareResult, FloorResult, ModelSummary, 
 
 Clock = Callable[[], float]
 Progress = Callable[[int, int, str], None]  # done, total, label
-
-
-@contextmanager
-def _gc_paused() -> Iterator[None]:
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def _merge_memory(old: MemoryUse | None, new: MemoryUse) -> MemoryUse:
@@ -76,7 +65,7 @@ def _time_floor(model: nn.Module, device: torch.device, clock: Clock) -> tuple[i
     """Zero every distinct real storage of a fresh model once: the memset floor of this round."""
     storages = [t.untyped_storage() for t in storage_tensors(model).values() if t.device.type != "meta"]
     synchronize(device)
-    with _gc_paused():
+    with gc_paused():
         t0 = clock()
         for storage in storages:
             storage.fill_(0)  # type: ignore[attr-defined]  # a memset of the bytes; torch's stubs omit it
@@ -222,7 +211,7 @@ def run_compare(
             synchronize(device)
             reset_gpu_peak(device)
             peak = PeakRss()
-            with peak.measure(), _gc_paused():
+            with peak.measure(), gc_paused():
                 t0 = clock()
                 run_strategy(target, strategy, initializer=inits[strategy.name], recorder=recorder)
                 synchronize(device)

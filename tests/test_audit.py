@@ -13,11 +13,11 @@ from torch import nn
 from dummyprof.anatomy import buffer_persistence
 from dummyprof.loaders.initializers import INITIALIZERS, FillOutcome
 from dummyprof.loaders.strategies import (
+    STRATEGIES,
     Strategy,
     own_tensors,
     per_layer_traversal,
     register_strategy,
-    unregister_strategy,
 )
 from dummyprof.reports.audit_text import finding_subject, finding_text
 from dummyprof.results.audit import AuditResult
@@ -181,7 +181,7 @@ def transposed_strategy() -> Iterator[str]:
     # Same writes, same bytes written, but the uint8 rule (random bytes) instead of uniform floats.
     register_strategy(Strategy("as-bytes", "fills 2-D weights through a uint8 view", as_bytes))
     yield "as-bytes"
-    unregister_strategy("as-bytes")
+    STRATEGIES.pop("as-bytes")
 
 
 def test_values_differ_with_the_same_initializer(transposed_strategy: str) -> None:
@@ -208,7 +208,7 @@ def lying_strategy(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     monkeypatch.setitem(INITIALIZERS, "liar", liar)
     register_strategy(Strategy("liar", "records writes that do not happen", per_layer_traversal, initializer="liar"))
     yield "liar"
-    unregister_strategy("liar")
+    STRATEGIES.pop("liar")
 
 
 def test_recorder_mismatch_is_a_finding(lying_strategy: str) -> None:

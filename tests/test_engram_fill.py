@@ -50,11 +50,13 @@ def test_constant_reads_the_declaration_not_a_constant_of_its_own() -> None:
 def test_undeclaring_a_table_lets_vllm_033_draw_random_values() -> None:
     module = EngramTable(64, 64, 32)
     module.declare(False)
-    assert not module.declares_constant and not hasattr(module.weight_scale_inv, "dummy_weight_value")
+    assert not hasattr(module.weight, "dummy_weight_value") and not hasattr(
+        module.weight_scale_inv, "dummy_weight_value"
+    )
     METHODS["random-scratch"].fill([TablePair(module.weight, module.weight_scale_inv)], 0)
     assert torch.unique(module.weight.view(torch.uint8)).numel() > 10 and torch.all(module.weight_scale_inv == 120)
     module.declare(True)
-    assert module.declares_constant and module.weight_scale_inv.dummy_weight_value == 127  # type: ignore[attr-defined]
+    assert hasattr(module.weight, "dummy_weight_value") and module.weight_scale_inv.dummy_weight_value == 127  # type: ignore[attr-defined]
 
 
 def test_memset_writes_zero_everywhere() -> None:

@@ -14,7 +14,6 @@ from dummyprof.models.backings import Arena, Backing, next_power_of_two, resolve
 from dummyprof.models.engram import (
     EngramSpec,
     engram_table_bytes,
-    head_rows,
     rank_table_bytes,
     rows_of_heads,
     shard,
@@ -39,7 +38,7 @@ def test_head_aligned_sharding_gives_each_rank_whole_heads() -> None:
 
 def test_uneven_sharding_first_ranks_take_one_more_head_and_first_heads_one_more_row() -> None:
     spec = EngramSpec(rows=10, dim=32, tp_size=2, heads=3)
-    assert [head_rows(10, 3, h) for h in range(3)] == [4, 3, 3]
+    assert [rows_of_heads(10, 3, h, 1) for h in range(3)] == [4, 3, 3]
     assert shard(spec, 0) == shard(spec, 0).__class__(0, 0, 2, 7)
     assert (shard(spec, 1).first_head, shard(spec, 1).heads, shard(spec, 1).part_rows) == (2, 1, 3)
 

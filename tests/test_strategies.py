@@ -15,7 +15,6 @@ from dummyprof.loaders.strategies import (
     legacy_traversal,
     register_strategy,
     run_strategy,
-    unregister_strategy,
 )
 from dummyprof.measure.recorder import VisitRecorder, index_model
 from dummyprof.models.synthetic import TreeSpec, build_tree
@@ -168,7 +167,7 @@ def test_registered_strategy_runs_through_the_same_code() -> None:
         spec = TreeSpec(depth=2, hidden=32)
         assert record(spec, "twice-legacy").visits == 2 * record(spec, "legacy").visits
     finally:
-        unregister_strategy("twice-legacy")
+        STRATEGIES.pop("twice-legacy")
     assert "twice-legacy" not in STRATEGIES
 
 
@@ -209,4 +208,4 @@ def test_strategy_plugins_register_through_entry_points(monkeypatch: pytest.Monk
         assert strategies.load_plugins() == ["strategy plugin 'broken' (plugin_pkg:broken): no module named plugin_pkg"]
         assert get_strategy("from-plugin") is plugin
     finally:
-        unregister_strategy("from-plugin")
+        STRATEGIES.pop("from-plugin")

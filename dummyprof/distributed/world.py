@@ -24,7 +24,6 @@ T = TypeVar("T")
 
 LAUNCH_ENV = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")
 BACKENDS = ("auto", "gloo", "nccl")
-DEFAULT_TIMEOUT_S = 600.0
 POLL_S = (0.0005, 0.01)  # first and longest sleep between looks at the store: prompt, yet nearly idle
 FAILURE_GRACE_S = 0.3  # after a first failure, wait this long for others to land, then report them all
 EXIT_FAILED = 1

@@ -36,10 +36,6 @@ def _generator(device: torch.device, seed: int) -> torch.Generator:
     return torch.Generator(device=device).manual_seed(seed)
 
 
-def is_float_dtype(dtype: torch.dtype) -> bool:
-    return dtype.is_floating_point
-
-
 def float_bits(dtype: torch.dtype) -> int:
     return torch.finfo(dtype).bits
 

@@ -91,10 +91,6 @@ def register_strategy(strategy: Strategy, *, replace: bool = False) -> Strategy:
     return strategy
 
 
-def unregister_strategy(name: str) -> None:
-    STRATEGIES.pop(name, None)
-
-
 def get_strategy(name: str, *, flag: str = "--strategy") -> Strategy:
     if name not in STRATEGIES:
         load_plugins()

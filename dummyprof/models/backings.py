@@ -59,10 +59,6 @@ class Backing:
     path: str = ""  # mmap: the file the tables are mapped from
 
     @property
-    def pinned(self) -> bool:
-        return self.used in PINNED_KINDS
-
-    @property
     def caching_host_allocator(self) -> bool:
         """Allocations that go through torch's CUDA caching host allocator (power-of-two rounding)."""
         return self.used in ("pinned", "pinned-copy")

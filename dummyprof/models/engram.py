@@ -58,10 +58,6 @@ class EngramTable(nn.Module):
             elif hasattr(tensor, "dummy_weight_value"):
                 del tensor.dummy_weight_value
 
-    @property
-    def declares_constant(self) -> bool:
-        return getattr(self.weight, "dummy_weight_value", None) is not None
-
 
 def engram_table_bytes(rows: int, dim: int, block_size: int = 32) -> int:
     """Bytes of one table: one fp8 byte per element plus one scale byte per block."""
@@ -161,12 +157,6 @@ def validate_engram_spec(spec: EngramSpec) -> None:
             f"the {MAX_TABLE_BYTES:.3g} bytes (2^53, 8 PiB) whose sizes and projected times stay exact in "
             f"floating point; use --rows {fitting:.3g} or less (DeepSeek-scale tables are about 2e9 rows)",
         )
-
-
-def head_rows(rows: int, heads: int, head: int) -> int:
-    """Rows of one head when ``rows`` are split as evenly as possible (the first heads take the remainder)."""
-    base, extra = divmod(rows, heads)
-    return base + (1 if head < extra else 0)
 
 
 def rows_of_heads(rows: int, heads: int, first: int, count: int) -> int:

@@ -62,9 +62,6 @@ class TreeSpec:
     def blocks(self) -> int:
         return sum(self.width**k for k in range(1, self.depth + 1))
 
-    def blocks_at(self, depth: int) -> int:
-        return self.width**depth
-
 
 def validate_spec(spec: TreeSpec) -> None:
     """Check a spec before anything is allocated; raise UsageError naming the field (``depth``, ...)."""

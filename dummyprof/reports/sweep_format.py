@@ -26,10 +26,6 @@ def parameter_label(result: SweepResult) -> str:
     return result.parameter.replace("model-arg:", "model argument ")
 
 
-def value_label(result: SweepResult, value: int) -> str:
-    return f"{value:,}"
-
-
 def fit_cells(fit: GrowthFit) -> list[str]:
     interval = f"[{fit.ci_low:.2f}, {fit.ci_high:.2f}]" if fit.ci_low is not None and fit.ci_high is not None else "n/a"
     r2 = f"{fit.r_squared:.4f}" if fit.r_squared is not None else "n/a (2 points)"

@@ -194,9 +194,6 @@ class Plan:
         """Every sample size, each allocated once (first touch and allocation are sampled at all of them)."""
         return sorted({rows for group in self.sample_groups for rows in group.rows})
 
-    def sample_rounds(self, method: str) -> int:
-        return next((g.rounds[method] for g in self.sample_groups if method in g.rounds), 0)
-
 
 def time_plan(
     spec: EngramSpec,

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import NamedTuple, Protocol
+from typing import Protocol
 
 import torch
 
-DEFAULT_SEED = 1234
+from dummyprof.loaders.outcome import DEFAULT_SEED, NOT_WRITTEN, FillOutcome
+
 DEFAULT_RANGE = 1e-3
 FP8_RANGE = 1.0
 
@@ -21,13 +22,6 @@ _FP8_E8M0 = getattr(torch, "float8_e8m0fnu", None)
 _FP4_X2 = getattr(torch, "float4_e2m1fn_x2", None)
 SCALE_BYTE = 120  # UE8M0 exponent byte vLLM 0.33 writes into scale tensors
 
-
-class FillOutcome(NamedTuple):
-    bytes_written: int
-    scratch_bytes: int
-
-
-NOT_WRITTEN = FillOutcome(0, 0)
 
 Initializer = Callable[[torch.Tensor, str], FillOutcome]
 

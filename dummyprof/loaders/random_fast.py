@@ -38,7 +38,7 @@ from functools import cache
 import numpy as np
 import torch
 
-from dummyprof.loaders.initializers import DEFAULT_SEED, FillOutcome
+from dummyprof.loaders.outcome import DEFAULT_SEED, FillOutcome
 
 LANES = 16384  # words per lane array: 128 KiB, so a worker's two arrays stay in its L2 cache
 STEPS = 32  # generator steps per chunk: seeding (10 passes over the lanes) is paid once per 32 steps

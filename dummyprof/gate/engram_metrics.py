@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from dummyprof.gate.metrics import MetricSpec
+from dummyprof.gate.metrics import MetricSpec, section_of
+from dummyprof.results.engram import EngramResult
 from dummyprof.results.gate import Metric
 from dummyprof.results.session import Results
 
@@ -33,9 +34,7 @@ def engram_metric_names(options: Any) -> dict[str, MetricSpec]:
 
 
 def engram_metrics(results: Results) -> dict[str, Metric]:
-    section = getattr(results, "engram", None)
-    if section is None:
-        raise ValueError("the engram scenario returned no engram section")
+    section: EngramResult = section_of(results, "engram")
     metrics = {name: Metric("counter", "bytes", float(getattr(section.layout, name))) for name in LAYOUT_COUNTERS}
     for method in section.methods:
         for counter in METHOD_COUNTERS:

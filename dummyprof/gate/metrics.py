@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from dummyprof.results.compare import CompareResult
 from dummyprof.results.gate import Metric
 from dummyprof.results.session import Results
 
@@ -44,6 +45,14 @@ def _loader_names(options: Any) -> list[str]:
     return loader_names(specs, options.strategies)  # from the specs: the user's module is not imported
 
 
+def section_of(results: Results, command: str) -> Any:
+    """The command's section of ``results``; a scenario that returned none is a bug, said as one."""
+    section = getattr(results, command, None)
+    if section is None:
+        raise ValueError(f"the {command} scenario returned no {command} section")
+    return section
+
+
 def compare_metric_names(options: Any) -> dict[str, MetricSpec]:
     names: dict[str, MetricSpec] = {}
     for strategy in [*options.strategies, *_loader_names(options)]:
@@ -54,9 +63,7 @@ def compare_metric_names(options: Any) -> dict[str, MetricSpec]:
 
 
 def compare_metrics(results: Results) -> dict[str, Metric]:
-    section = results.compare
-    if section is None:
-        raise ValueError("the compare scenario returned no compare section")
+    section: CompareResult = section_of(results, "compare")
     metrics: dict[str, Metric] = {}
     for s in section.strategies:
         for counter, unit in COMPARE_COUNTERS.items():

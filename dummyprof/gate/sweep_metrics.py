@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from dummyprof.gate.metrics import MetricSpec
+from dummyprof.gate.metrics import MetricSpec, section_of
 from dummyprof.results.gate import Metric
 from dummyprof.results.session import Results
+from dummyprof.results.sweep import SweepResult
 
 FIT = "fit"  # a metric kind of its own: not an exact counter, not a timing with samples
 
@@ -39,9 +40,7 @@ def sweep_metric_names(options: Any) -> dict[str, MetricSpec]:
 
 
 def sweep_metrics(results: Results) -> dict[str, Metric]:
-    section = results.sweep
-    if section is None:
-        raise ValueError("the sweep scenario returned no sweep section")
+    section: SweepResult = section_of(results, "sweep")
     metrics: dict[str, Metric] = {}
     for fit in section.fits:
         if fit.metric in ("visits", "time"):

@@ -94,18 +94,17 @@ class V033Initializer:
                 tensor.random_(-128, 128, generator=gen)
             else:
                 tensor.view(torch.uint8).random_(0, 256, generator=gen)
-        elif rule == RULE_UNIFORM_VIA_FP16:
-            gen = _generator(tensor.device, self.seed)
-            low = -FP8_RANGE if self.low is None else self.low
-            high = FP8_RANGE if self.high is None else self.high
-            scratch = torch.empty_like(tensor, dtype=torch.float16)
-            scratch.uniform_(low, high, generator=gen)
-            tensor.copy_(scratch)
-        elif rule == RULE_UNIFORM:
-            gen = _generator(tensor.device, self.seed)
-            low = -DEFAULT_RANGE if self.low is None else self.low
-            high = DEFAULT_RANGE if self.high is None else self.high
-            tensor.uniform_(low, high, generator=gen)
+        elif rule in (RULE_UNIFORM_VIA_FP16, RULE_UNIFORM):
+            via_fp16 = rule == RULE_UNIFORM_VIA_FP16
+            bound = FP8_RANGE if via_fp16 else DEFAULT_RANGE
+            target = torch.empty_like(tensor, dtype=torch.float16) if via_fp16 else tensor
+            target.uniform_(
+                -bound if self.low is None else self.low,
+                bound if self.high is None else self.high,
+                generator=_generator(tensor.device, self.seed),
+            )
+            if via_fp16:
+                tensor.copy_(target)
         return outcome
 
 

@@ -53,6 +53,15 @@ def vllm_fills(tensor: torch.Tensor, local_name: str) -> bool:
     return tensor.device.type != "meta" and V033Initializer().plan(tensor, local_name)[0] != RULE_SKIP
 
 
+def _float_rule(tensor: torch.Tensor, *, fp16_scratch: int) -> tuple[str, FillOutcome]:
+    """Floats of 16 bits and more uniform in place, narrower ones through fp16 temporaries; other dtypes skipped."""
+    if not tensor.dtype.is_floating_point:
+        return RULE_SKIP, NOT_WRITTEN
+    if float_bits(tensor.dtype) < 16:
+        return RULE_UNIFORM_VIA_FP16, FillOutcome(tensor.nbytes, fp16_scratch)
+    return RULE_UNIFORM, FillOutcome(tensor.nbytes, 0)
+
+
 @dataclass(frozen=True)
 class V033Initializer:
     """vLLM 0.33 ``initialize_single_dummy_weight``: first matching rule wins."""
@@ -74,11 +83,7 @@ class V033Initializer:
             return RULE_SCALE, FillOutcome(tensor.nbytes, 0)
         if dtype in (torch.uint8, torch.int8) or (_FP4_X2 is not None and dtype == _FP4_X2):
             return RULE_RANDOM_BYTES, FillOutcome(tensor.nbytes, 0)
-        if not dtype.is_floating_point:
-            return RULE_SKIP, NOT_WRITTEN
-        if float_bits(dtype) < 16:
-            return RULE_UNIFORM_VIA_FP16, FillOutcome(tensor.nbytes, 2 * tensor.numel())
-        return RULE_UNIFORM, FillOutcome(tensor.nbytes, 0)
+        return _float_rule(tensor, fp16_scratch=2 * tensor.numel())  # one fp16 temporary
 
     def __call__(self, tensor: torch.Tensor, local_name: str) -> FillOutcome:
         if tensor.device.type == "meta":
@@ -123,11 +128,7 @@ class V029Initializer:
 
     def plan(self, tensor: torch.Tensor, local_name: str) -> tuple[str, FillOutcome]:
         """The rule and outcome as if ``tensor`` were real; writes nothing."""
-        if not tensor.dtype.is_floating_point:
-            return RULE_SKIP, NOT_WRITTEN
-        if float_bits(tensor.dtype) < 16:
-            return RULE_UNIFORM_VIA_FP16, FillOutcome(tensor.nbytes, 2 * tensor.numel() + tensor.nbytes)
-        return RULE_UNIFORM, FillOutcome(tensor.nbytes, 0)
+        return _float_rule(tensor, fp16_scratch=2 * tensor.numel() + tensor.nbytes)  # widened, then narrowed
 
     def __call__(self, tensor: torch.Tensor, local_name: str) -> FillOutcome:
         if tensor.device.type == "meta":

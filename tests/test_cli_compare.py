@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from dummyprof.results.session import SCHEMA_VERSION
 from dummyprof.scenarios.compare import run as compare_scenario
 from tests.conftest import CliResult
 
@@ -40,7 +41,7 @@ def test_json_file_has_schema_and_per_tensor_visits(cli: Cli, tmp_path: Path) ->
     result = cli("compare", *SMALL, "--quiet", "--json", str(path))
     assert result.exit_code == 0, result.stderr
     data = json.loads(path.read_text())
-    assert data["schema_version"] == 2 and data["command"] == "compare"
+    assert data["schema_version"] == SCHEMA_VERSION and data["command"] == "compare"
     assert "summary" not in data  # words are the reporters': the summary line is written from the data
     tensors = data["compare"]["tensors"]
     assert tensors["child0.child0.child0.qweight"]["visits"] == {"legacy": 4, "per-layer": 1, "unique": 1}

@@ -120,7 +120,7 @@ def test_too_big_for_the_budget_is_projected_never_allocated(cli: Cli, tmp_path:
     ]
     for m in engram.methods:
         assert m.mode == "projected" and not m.fits_in_memory, m.name
-        assert m.reason == "does not fit in memory"
+        assert m.reason == "memory" and m.one_fill_s is None
         assert len(m.samples) >= 3
         assert m.time_fit is not None and m.projection is not None and m.projection.line is not None
         assert m.projection.line.points == len(m.samples)

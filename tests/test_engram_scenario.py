@@ -15,7 +15,9 @@ from dummyprof.loaders.fp8_methods import METHODS
 from dummyprof.models import backings as host_memory
 from dummyprof.models.backings import Backing
 from dummyprof.models.engram import EngramSpec
+from dummyprof.reports.engram_words import plan_notes, reason_text
 from dummyprof.reports.summary import summary_line
+from dummyprof.results.engram import EngramResult, MethodResult, RoundsCut
 from dummyprof.scenarios.engram.plan import Calibration, plan_samples, time_plan
 from dummyprof.scenarios.engram.run import ALLOCATE, FIRST_TOUCH, EngramOptions, run
 
@@ -62,7 +64,10 @@ def test_slow_methods_that_fit_memory_are_projected_slowest_first() -> None:
     plan = time_plan(spec, ALL, fits, cal, EngramOptions(rows=1_000_000, dim=64), 40.0, 10**12, PAGEABLE)
     assert [m.name for m in plan.full] == ["random-fast", "constant", "memset"]
     assert [m.name for m in plan.projected] == ["random-convert", "random-scratch", "random-chunked"]
-    assert "over the time budget" in plan.reasons["random-convert"]
+    assert plan.reasons == {"random-convert": "time", "random-scratch": "time", "random-chunked": "time"}
+    assert plan.one_fill_s["random-convert"] == pytest.approx(100.0)  # 1e-4 s a row, 1e6 rows
+    method = MethodResult("random-convert", mode="projected", reason="time", one_fill_s=100.0)
+    assert reason_text(method) == "one full-size fill would take about 100 s, over the time budget"
     assert plan.full_rounds == {"random-fast": 3, "constant": 3, "memset": 3}
 
 
@@ -75,7 +80,12 @@ def test_rounds_are_cut_to_the_time_budget_and_say_so() -> None:
     assert plan.projected == []
     assert plan.rounds == 2  # 10 s a round, 25 s budget
     assert plan.full_rounds["random-convert"] == 2 and plan.full_rounds["memset"] == 3
-    assert any("measured 2 of 3 rounds" in note for note in plan.notes)
+    costly = ["random-convert", "random-scratch", "random-chunked"]
+    assert plan.rounds_cut == RoundsCut(2, 3, costly, pytest.approx(10.0), 40.0)
+    assert plan_notes(EngramResult(rounds_cut=plan.rounds_cut)) == [
+        "measured 2 of 3 rounds at full size for random-convert, random-scratch, random-chunked: "
+        "one round takes about 10.00 s and the time budget is 40.00 s"
+    ]
 
 
 def test_methods_that_do_not_fit_memory_are_projected_for_that_reason() -> None:
@@ -84,7 +94,8 @@ def test_methods_that_do_not_fit_memory_are_projected_for_that_reason() -> None:
     fits = {m.name: m.name in ("constant", "memset", "random-chunked", "random-fast") for m in ALL}
     plan = time_plan(spec, ALL, fits, cal, EngramOptions(rows=1_000_000, dim=64), 40.0, 10**12, PAGEABLE)
     assert [m.name for m in plan.projected] == ["random-convert", "random-scratch"]
-    assert plan.reasons == {"random-convert": "does not fit in memory", "random-scratch": "does not fit in memory"}
+    assert plan.reasons == {"random-convert": "memory", "random-scratch": "memory"} and plan.one_fill_s == {}
+    assert reason_text(MethodResult("random-convert", mode="projected", reason="memory")) == "does not fit in memory"
 
 
 def test_refuses_when_not_even_one_row_fits() -> None:

@@ -42,14 +42,14 @@ def test_a_schema_1_file_loads_and_its_words_come_back_from_the_data(path: Path)
     data = old(path.name)
     data["summary"] = REWORDED.get(path.name, data["summary"])
     results = load_results(path)
-    assert results.schema_version == SCHEMA_VERSION == 2
+    assert results.schema_version == SCHEMA_VERSION == 3
     assert summary_line(results) == data["summary"]  # the same line, now written by the reporter
     assert notices(results) == data["notices"]
     text = dummyprof.render(results, width=1000)
     assert text.rstrip("\n").endswith(data["summary"])
     assert dummyprof.render(results, "markdown").count(data["summary"]) == 1
     again = json.loads(results_to_json(results))
-    assert again["schema_version"] == 2 and "summary" not in again
+    assert again["schema_version"] == 3 and "summary" not in again
 
 
 def test_schema_1_audit_findings_keep_their_sentences() -> None:

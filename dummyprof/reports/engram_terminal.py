@@ -14,8 +14,10 @@ from dummyprof.reports.engram_words import (
     dominant_text,
     generator_bound_line,
     interval_text,
+    plan_notes,
     projection_detail,
     projection_how,
+    reason_text,
     sample_group_note,
 )
 from dummyprof.reports.format import figure_bytes, format_bytes, format_seconds, range_cell
@@ -361,14 +363,15 @@ def method_lines(result: EngramResult) -> list[str]:
     planned: dict[str, list[str]] = {}  # a dry run: one line per reason, naming its methods
     for m in result.methods:
         if m.mode == PLANNED:
-            if m.reason:
-                planned.setdefault(m.reason, []).append(m.name)
+            if m.reason or m.legacy_reason:
+                planned.setdefault(reason_text(m), []).append(m.name)
             continue
         detail = ""
         if m.mode == PROJECTED:
             detail = projection_detail(m.projection, m.name) if m.projection is not None else _fit(m.time_fit)
-        if m.reason:
-            why = f"because it {m.reason}" if m.reason.startswith("does") else m.reason
+        reason = reason_text(m)
+        if reason:
+            why = f"because it {reason}" if reason.startswith("does") else reason
             lines.append(f"{m.name}: {m.mode} {why}" + (f": {detail}" if detail else ""))
         elif detail:
             lines.append(f"{m.name}: {m.mode}: {detail}")
@@ -383,7 +386,7 @@ def render_engram(results: Results, console: Console) -> None:
         from dummyprof.reports.ranks_terminal import render_ranks
 
         render_ranks(results, console)
-        for note in result.plan_notes:
+        for note in plan_notes(result):
             console.print(f"note (rank 0): {note}", style="dim")
         return
     ranks = ranks_table(result)
@@ -416,7 +419,7 @@ def render_engram(results: Results, console: Console) -> None:
     for group in result.sample_groups:
         if group.rows:
             console.print(f"note: {sample_group_note(group, result.layout.part_rows)}", style="dim")
-    for note in result.plan_notes:
+    for note in plan_notes(result):
         console.print(f"note: {note}", style="dim")
     if result.run_peak_rss_bytes is not None:
         console.print(

@@ -11,6 +11,11 @@ from dummyprof.reports.format import GENERATOR_BOUND_WHY
 from dummyprof.results.engram import (
     FALLBACK_FLAT,
     FALLBACK_POOR_FIT,
+    FITS,
+    FOR_MEMORY,
+    FOR_TIME,
+    PLANNED,
+    EngramResult,
     Interval,
     MethodResult,
     SampleGroupInfo,
@@ -80,3 +85,40 @@ def sample_group_note(group: SampleGroupInfo, part_rows: int) -> str:
         f"{group.rows[0]:,} to {group.rows[-1]:,} rows per table{rounds} "
         f"({part_rows / group.rows[-1]:,.0f}x extrapolation to {part_rows:,} rows)"
     )
+
+
+PLANNED_REASONS = {
+    FITS: "fits: measured in full unless the calibration at start-up says one round exceeds the time budget",
+    FOR_MEMORY: "does not fit in memory: will be projected from samples",
+}
+
+
+def reason_text(m: MethodResult) -> str:
+    """Why a method was projected, or how a dry run plans it; empty when it was measured."""
+    if m.legacy_reason:
+        return m.legacy_reason
+    if m.mode == PLANNED:
+        return PLANNED_REASONS.get(m.reason, m.reason)
+    if m.reason == FOR_MEMORY:
+        return "does not fit in memory"
+    if m.reason == FOR_TIME:
+        about = f"about {format_seconds(m.one_fill_s)}" if m.one_fill_s is not None else "longer than that"
+        return f"one full-size fill would take {about}, over the time budget"
+    return m.reason  # a code this version does not know (a newer file): shown as it is
+
+
+def plan_notes(result: EngramResult) -> list[str]:
+    """What the plan changed, and the backing's own note when the backing asked for was the one used."""
+    notes = list(result.legacy_plan_notes)
+    if result.huge_pages_from_sample:
+        notes.append("huge-page bytes were read back on the largest sample, not the full table")
+    cut = result.rounds_cut
+    if cut is not None:
+        notes.append(
+            f"measured {cut.rounds} of {cut.repeat} rounds at full size for {', '.join(cut.methods)}: one round "
+            f"takes about {format_seconds(cut.round_s)} and the time budget is {format_seconds(cut.time_budget_s)}"
+        )
+    backing = result.backing
+    if backing.note and backing.used == backing.requested and not result.dry_run and backing.note not in notes:
+        notes.append(backing.note)  # a different backing's note is a notice of the run instead
+    return notes

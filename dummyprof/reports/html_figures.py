@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dummyprof.reports.audit_text import finding_subject, finding_text
+from dummyprof.reports.engram_words import reason_text
 from dummyprof.reports.format import format_bytes, format_seconds
 from dummyprof.results.compare import CompareResult
 from dummyprof.results.session import Results
@@ -415,7 +416,7 @@ def engram_sections(results: Results) -> list[Section]:
         )
         fig.update_layout(
             template=TEMPLATE,
-            title=f"{m.name}: {m.mode}{' (' + m.reason + ')' if m.reason else ''}",
+            title=f"{m.name}: {m.mode}{' (' + reason_text(m) + ')' if reason_text(m) else ''}",
             xaxis_title="bytes written on this rank",
             yaxis_title="seconds",
             height=380,

@@ -16,6 +16,11 @@ MEASURED = "measured"
 PROJECTED = "projected"
 PLANNED = "planned"  # dry run: nothing ran
 
+# Why a method was projected (or, in a dry run, how it is planned): ``MethodResult.reason``.
+FOR_MEMORY = "memory"  # it does not fit in memory (projected, or planned to be)
+FOR_TIME = "time"  # one full-size fill would overrun the time budget (``one_fill_s``)
+FITS = "fits"  # planned: it fits and will be measured in full unless calibration says it is too slow
+
 
 @dataclass
 class RankPart:
@@ -169,7 +174,9 @@ class MethodResult:
     origin: str = ""
     description: str = ""
     mode: str = MEASURED  # measured, projected or planned
-    reason: str = ""  # why projected (memory or time)
+    reason: str = ""  # FOR_MEMORY, FOR_TIME or FITS; empty when measured
+    one_fill_s: float | None = None  # FOR_TIME: one full-size fill as calibrated at start-up
+    legacy_reason: str = ""  # schema 1 and 2: the sentence stored in ``reason``, shown as it was
     fits_in_memory: bool = True
     needed_bytes: int = 0  # per rank: reserved tables + peak scratch, computed before allocating
     peak_scratch_bytes: int = 0  # per rank at full size, computed from the shapes
@@ -205,6 +212,17 @@ class SampleGroupInfo:
 
 
 @dataclass
+class RoundsCut:
+    """Fewer full-size rounds than asked for, because the time budget did not hold them."""
+
+    rounds: int = 0
+    repeat: int = 0
+    methods: list[str] = field(default_factory=list)  # the costly methods the cut applies to
+    round_s: float = 0.0  # one round of them, as calibrated
+    time_budget_s: float = 0.0
+
+
+@dataclass
 class EngramResult:
     layout: EngramLayout = field(default_factory=EngramLayout)
     backing: BackingInfo = field(default_factory=BackingInfo)
@@ -218,7 +236,9 @@ class EngramResult:
     floor_method: str = "memset"
     run_peak_rss_bytes: int | None = None  # worst peak RSS seen in any measured step of this run
     gpu: MemoryUse = field(default_factory=MemoryUse)
-    plan_notes: list[str] = field(default_factory=list)
+    rounds_cut: RoundsCut | None = None
+    huge_pages_from_sample: bool = False  # huge-page bytes read back on the largest sample, not the full table
+    legacy_plan_notes: list[str] = field(default_factory=list)  # schema 1 and 2: ``plan_notes``, sentences
     sample_groups: list[SampleGroupInfo] = field(default_factory=list)  # empty when nothing was projected
 
     def method(self, name: str) -> MethodResult:

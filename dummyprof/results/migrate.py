@@ -7,8 +7,16 @@ data and lets each reporter write the words. Here a schema-1 document loses what
 schema 2 derives (the reporters write it again from the same data) and keeps what
 cannot be derived: a finding's sentence becomes ``legacy_message``, a "could not
 record" notice becomes ``gate.unrecorded`` and inspect's meta-device notice
-``inspect.real_device_tensors``. Anything unexpected is left for the
-codec to refuse with the field's name.
+``inspect.real_device_tensors``.
+
+Schema 3 stores codes and numbers where engram stored sentences: a method's
+``reason`` is a code (``one_fill_s`` the figure behind ``time``), and
+``plan_notes`` became ``rounds_cut`` and ``huge_pages_from_sample`` (the
+backing's note is read from ``backing``). An older engram file keeps its
+sentences as ``legacy_reason`` and ``legacy_plan_notes``, shown as they were,
+with ``reason`` set to the code the sentence stands for.
+
+Anything unexpected is left for the codec to refuse with the field's name.
 """
 
 from __future__ import annotations
@@ -22,11 +30,37 @@ REAL_TENSORS = re.compile(r"the callable put (\d+) tensor\(s\) on a real device"
 NOT_RECORDED = "could not record: "
 
 
+# The sentences schema 2 stored as a method's ``reason``, by how they start, and the code each stands for.
+REASON_CODES = (("does not fit in memory", "memory"), ("one full-size fill", "time"), ("fits:", "fits"))
+
+
 def migrate(data: dict[str, Any]) -> dict[str, Any]:
     version = data.get("schema_version")
     if version == 1:
         data = _from_1(dict(data))
+    if version in (1, 2):
+        data = _from_2(dict(data))
     return data
+
+
+def _from_2(data: dict[str, Any]) -> dict[str, Any]:
+    engram = data.get("engram")
+    if not isinstance(engram, dict):
+        return data
+    engram = data["engram"] = dict(engram)
+    if "plan_notes" in engram:
+        engram["legacy_plan_notes"] = engram.pop("plan_notes")
+    if isinstance(engram.get("methods"), list):
+        engram["methods"] = [_method_from_2(m) for m in engram["methods"]]
+    return data
+
+
+def _method_from_2(method: Any) -> Any:
+    if not isinstance(method, dict) or not isinstance(method.get("reason"), str) or not method["reason"]:
+        return method
+    sentence = method["reason"]
+    code = next((code for start, code in REASON_CODES if sentence.startswith(start)), "")
+    return {**method, "reason": code, "legacy_reason": sentence}
 
 
 def _from_1(data: dict[str, Any]) -> dict[str, Any]:

@@ -20,7 +20,9 @@ from dummyprof.results.sweep import SweepResult
 #    scenario), no notices a reporter can derive, audit findings as fields instead of a
 #    ``message``, ``gate.unrecorded``, ``inspect.real_device_tensors``. Schema-1 files
 #    load through ``results/migrate.py`` (see docs/architecture.md, "Results schema").
-SCHEMA_VERSION = 2
+# 3: engram stores codes and numbers: a method's ``reason`` is a code (``one_fill_s``), ``plan_notes`` became
+#    ``rounds_cut`` and ``huge_pages_from_sample``. Older files keep their sentences as ``legacy_*``.
+SCHEMA_VERSION = 3
 
 
 def _now() -> str:

@@ -21,8 +21,8 @@ from dummyprof.measure.memory import gpu_free_bytes
 from dummyprof.measure.projection import SamplingError, sample_sizes
 from dummyprof.models.backings import Backing, backing_disk_free, shm_free_bytes
 from dummyprof.models.engram import EngramSpec, rank_table_bytes, shard
-from dummyprof.results.engram import EngramLayout, RankPart
-from dummyprof.units import format_bytes, format_seconds
+from dummyprof.results.engram import FOR_MEMORY, FOR_TIME, EngramLayout, RankPart, RoundsCut
+from dummyprof.units import format_bytes
 
 # Calibration probe: past glibc's largest mmap threshold (32 MiB), so scratch tensors fault in fresh pages
 # as they do at full size; small enough to take a few seconds.
@@ -183,11 +183,12 @@ class SampleGroup:
 class Plan:
     full: list[FillMethod]
     projected: list[FillMethod]
-    reasons: dict[str, str]
+    reasons: dict[str, str]  # projected method: FOR_MEMORY or FOR_TIME
+    one_fill_s: dict[str, float] = field(default_factory=dict)  # FOR_TIME: one full-size fill, calibrated
     rounds: int = 0
     sample_groups: list[SampleGroup] = field(default_factory=list)
     full_rounds: dict[str, int] = field(default_factory=dict)
-    notes: list[str] = field(default_factory=list)
+    rounds_cut: RoundsCut | None = None
 
     @property
     def sample_rows(self) -> list[int]:
@@ -213,7 +214,8 @@ def time_plan(
     rate = calibration.seconds_per_row
     full = [m for m in methods if fits[m.name]]
     projected = [m for m in methods if not fits[m.name]]
-    reasons = {m.name: "does not fit in memory" for m in projected}
+    reasons = {m.name: FOR_MEMORY for m in projected}
+    one_fill_s: dict[str, float] = {}
     setup = (rate[ALLOCATE] + rate[FIRST_TOUCH]) * part_rows
     floor_rate = rate[FLOOR]
     cheap = {m.name for m in methods if rate[m.name] <= CHEAP_FACTOR * floor_rate}
@@ -227,12 +229,10 @@ def time_plan(
         slowest = max(candidates, key=lambda m: rate[m.name])
         full.remove(slowest)
         projected.append(slowest)
-        reasons[slowest.name] = (
-            f"one full-size fill would take about {format_seconds(rate[slowest.name] * part_rows)}, "
-            f"over the time budget"
-        )
+        reasons[slowest.name] = FOR_TIME
+        one_fill_s[slowest.name] = rate[slowest.name] * part_rows
         reserve = SAMPLE_SHARE * time_left
-    plan = Plan(full, projected, reasons)
+    plan = Plan(full, projected, reasons, one_fill_s)
     if full:
         costly = [m for m in full if m.name not in cheap]
         cheap_round = round_s([m for m in full if m.name in cheap])
@@ -241,11 +241,8 @@ def time_plan(
             per_round = round_s(costly)
             plan.rounds = max(1, min(options.repeat, int(spare / per_round) if per_round > 0 else 1))
             if plan.rounds < options.repeat:
-                plan.notes.append(
-                    f"measured {plan.rounds} of {options.repeat} rounds at full size for "
-                    f"{', '.join(m.name for m in costly)}: one round takes about {format_seconds(per_round)} "
-                    f"and the time budget is {format_seconds(options.time_budget_s)}"
-                )
+                names = [m.name for m in costly]
+                plan.rounds_cut = RoundsCut(plan.rounds, options.repeat, names, per_round, options.time_budget_s)
         else:
             plan.rounds = options.repeat
         # Memory-bound fills take milliseconds; repeating them costs little and steadies the floor.

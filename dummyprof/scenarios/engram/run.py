@@ -23,7 +23,17 @@ from dummyprof.measure.environment import collect_environment
 from dummyprof.models.backings import Backing, resolve_backing
 from dummyprof.models.engram import EngramSpec
 from dummyprof.results.common import Figure, MemoryUse
-from dummyprof.results.engram import PLANNED, PROJECTED, BackingInfo, Budget, EngramLayout, EngramResult, MethodResult
+from dummyprof.results.engram import (
+    FITS,
+    FOR_MEMORY,
+    PLANNED,
+    PROJECTED,
+    BackingInfo,
+    Budget,
+    EngramLayout,
+    EngramResult,
+    MethodResult,
+)
 from dummyprof.results.session import Results
 from dummyprof.scenarios.engram.options import (
     DEFAULT_REPEAT,
@@ -139,6 +149,7 @@ def run(
     for projected in plan.projected:
         entry = result.method(projected.name)
         entry.mode, entry.reason = PROJECTED, plan.reasons[projected.name]
+        entry.one_fill_s = plan.one_fill_s.get(projected.name)
     total_steps = [1 + sum(plan.full_rounds.values())]
     done = [1]
 
@@ -166,10 +177,8 @@ def run(
         result.gpu = unallocated_device_figures(device)
     derive(result)
     result.rounds_measured = plan.rounds
-    result.plan_notes.extend(plan.notes)
+    result.rounds_cut = plan.rounds_cut
     result.run_peak_rss_bytes = runner.run_peak or None
-    if backing.note and backing.used == backing.requested:
-        result.plan_notes.append(backing.note)
     return results
 
 
@@ -217,8 +226,4 @@ def _dry_run(result: EngramResult) -> None:
     for m in result.methods:
         m.mode = PLANNED
         m.peak_rss_bytes = m.seconds = Figure.missing("dry run: nothing allocated")
-        m.reason = (
-            "fits: measured in full unless the calibration at start-up says one round exceeds the time budget"
-            if m.fits_in_memory
-            else "does not fit in memory: will be projected from samples"
-        )
+        m.reason = FITS if m.fits_in_memory else FOR_MEMORY

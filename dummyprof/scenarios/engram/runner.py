@@ -326,7 +326,7 @@ def measure_samples(
         runner.release(tables)
     if huge_note is not None:
         result.backing.huge_page_bytes = huge_note
-        result.plan_notes.append("huge-page bytes were read back on the largest sample, not the full table")
+        result.huge_pages_from_sample = True
     for method in sampled:
         entry = result.method(method.name)
         entry.samples = points[method.name]

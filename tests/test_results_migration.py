@@ -1,4 +1,4 @@
-"""Files of schema 1 (words stored in Results) load at schema 2 (data stored, reporters write the words)."""
+"""Older files load at the current schema: schema 1 (words stored in Results) and schema 2 (engram sentences)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,11 @@ import pytest
 
 import dummyprof
 from dummyprof.reports.audit_text import SENTENCES, finding_text
+from dummyprof.reports.engram_words import plan_notes, reason_text
 from dummyprof.reports.notices import notices
 from dummyprof.reports.summary import summary_line
 from dummyprof.results.audit import FINDING_KINDS, INFO_KINDS
+from dummyprof.results.engram import EngramResult, RoundsCut
 from dummyprof.results.session import SCHEMA_VERSION
 from dummyprof.results.store import load_results, results_from_dict, results_to_json
 
@@ -138,3 +140,56 @@ def test_the_committed_perf_baseline_still_loads() -> None:
     results = load_results(Path(__file__).resolve().parent.parent / "perf" / "baseline.json")
     assert results.command == "baseline" and results.gate is not None and results.gate.scenarios
     assert summary_line(results).startswith(f"baseline: {len(results.gate.scenarios)} scenarios, ")
+
+
+V2 = Path(__file__).resolve().parent / "fixtures" / "results_v2"
+V2_FILES = sorted(V2.glob("*.json"))
+
+
+def _seconds(text: str) -> float:
+    """A time as format_seconds wrote it ("679.3 ms", "6.43 s"), back to seconds."""
+    number, unit = text.split()
+    return float(number) * {"s": 1.0, "ms": 1e-3, "µs": 1e-6}[unit]
+
+
+@pytest.mark.parametrize("path", V2_FILES, ids=[f.stem for f in V2_FILES])
+def test_a_schema_2_engram_file_keeps_its_sentences_and_renders_as_it_did(path: Path) -> None:
+    data = json.loads(path.read_text())
+    assert data["schema_version"] == 2
+    results = load_results(path)
+    engram = results.engram
+    assert results.schema_version == 3 and engram is not None
+    assert engram.legacy_plan_notes == data["engram"]["plan_notes"]
+    assert [m.legacy_reason for m in engram.methods] == [m["reason"] for m in data["engram"]["methods"]]
+    terminal = dummyprof.render(results, width=1000)
+    for sentence in engram.legacy_plan_notes + [m.legacy_reason for m in engram.methods]:
+        assert sentence in terminal
+    again = json.loads(results_to_json(results))
+    assert again["schema_version"] == 3 and "plan_notes" not in again["engram"]
+    assert dummyprof.render(results_from_dict(again), width=1000) == terminal  # saved again at schema 3: the same
+
+
+def test_schema_2_reasons_become_codes_whose_words_are_the_stored_sentences() -> None:
+    """The codes (and numbers) schema 3 stores give back, through the reporter, the sentences schema 2 stored."""
+    for path in V2_FILES:
+        for method in load_results(path).engram.methods:  # type: ignore[union-attr]
+            stored = method.legacy_reason
+            assert method.reason == {"d": "memory", "f": "fits", "o": "time", "": ""}[stored[:1]], stored
+            if method.reason == "time":
+                method.one_fill_s = _seconds(stored.split("about ")[1].split(",")[0])
+            method.legacy_reason = ""
+            assert reason_text(method) == stored
+
+
+def test_schema_2_plan_notes_are_what_schema_3_writes_from_its_fields() -> None:
+    rounds = load_results(V2 / "engram-rounds.json").engram
+    assert rounds is not None and rounds.legacy_plan_notes == [
+        "measured 2 of 20 rounds at full size for random-convert: one round takes about 679.3 ms "
+        "and the time budget is 4.00 s"
+    ]
+    native = EngramResult(rounds_cut=RoundsCut(2, 20, ["random-convert"], 0.6793, 4.0), backing=rounds.backing)
+    assert plan_notes(native) == plan_notes(rounds) == rounds.legacy_plan_notes
+    shm = load_results(V2 / "engram-shm.json").engram
+    assert shm is not None and shm.backing.used == shm.backing.requested == "shm"
+    assert plan_notes(EngramResult(backing=shm.backing)) == plan_notes(shm) == shm.legacy_plan_notes
+    assert plan_notes(EngramResult(backing=shm.backing, dry_run=True)) == []  # a dry run allocated nothing

@@ -43,7 +43,7 @@ def engram_metrics(results: Results) -> dict[str, Metric]:
             metrics[f"{method.name}.{MEASURED_SCRATCH}"] = Metric(
                 "counter", "bytes", float(method.measured_scratch_bytes)
             )
-        if method.mode == MEASURED and method.timing.samples_s:
-            samples = list(method.timing.samples_s)
-            metrics[f"{method.name}.time"] = Metric("time", "s", float(method.timing.median), samples)
+        median = method.timing.median  # None without samples
+        if method.mode == MEASURED and median is not None:
+            metrics[f"{method.name}.time"] = Metric("time", "s", median, list(method.timing.samples_s))
     return metrics

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dummyprof.reports.figure_words import unavailable_text
 from dummyprof.results.common import Figure, Timing
 from dummyprof.units import format_bytes, format_seconds
 
@@ -55,7 +56,7 @@ GENERATOR_BOUND_WHY = (
 
 def figure_bytes(figure: Figure) -> str:
     if figure.value is None:
-        return f"unavailable: {figure.unavailable}" if figure.unavailable else "unavailable"
+        return f"unavailable: {unavailable_text(figure.unavailable)}" if figure.unavailable else "unavailable"
     text = format_bytes(figure.value)
     return f"{text} (projected)" if figure.projected else text
 

@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from rich import box
 from rich.table import Table
 
+from dummyprof.reports.figure_words import unavailable_text
 from dummyprof.results.common import Figure
 
 # A projected figure (from smaller samples, not measured at full size) is shown as ``~1.23 s``.
@@ -56,7 +57,7 @@ def same_unavailable(figures: list[Figure]) -> str | None:
     """The shared reason when a figure is unavailable for every row, else None."""
     reasons = {f.unavailable for f in figures}
     if figures and all(f.value is None for f in figures) and len(reasons) == 1:
-        return next(iter(reasons)) or "unavailable"
+        return unavailable_text(next(iter(reasons)) or "unavailable")
     return None
 
 

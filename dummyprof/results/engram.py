@@ -21,6 +21,17 @@ FOR_MEMORY = "memory"  # it does not fit in memory (projected, or planned to be)
 FOR_TIME = "time"  # one full-size fill would overrun the time budget (``one_fill_s``)
 FITS = "fits"  # planned: it fits and will be measured in full unless calibration says it is too slow
 
+# Why an engram figure is unavailable (``Figure.unavailable``); reports/figure_words.py says each. A code
+# followed by ``:KIND`` names the backing used.
+DRY_RUN = "dry-run"  # nothing was allocated
+NOT_ALLOCATED = "not-allocated"  # the full tables were not allocated (the run projected them)
+NOT_ALLOCATED_COMPUTED = "not-allocated-computed"  # ... and the computed figure stands beside this one
+NOT_ALLOCATED_PROJECTED = "not-allocated-projected"  # pinned and GPU figures of a projected run
+NO_RESERVED_FIGURE = "no-reserved-figure"  # :KIND; only torch's CUDA caching host allocator reports them
+NO_HUGE_PAGES_ASKED = "no-huge-pages-asked"  # :KIND
+NO_HOST_MEMORY_STATS = "no-host-memory-stats"  # torch.cuda.host_memory_stats() reported no bytes
+NO_ANON_HUGE_PAGES = "no-anon-huge-pages"  # /proc/self/smaps_rollup has no AnonHugePages
+
 
 @dataclass
 class RankPart:

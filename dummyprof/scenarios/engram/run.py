@@ -24,8 +24,13 @@ from dummyprof.models.backings import Backing, resolve_backing
 from dummyprof.models.engram import EngramSpec
 from dummyprof.results.common import Figure, MemoryUse
 from dummyprof.results.engram import (
+    DRY_RUN,
     FITS,
     FOR_MEMORY,
+    NO_HUGE_PAGES_ASKED,
+    NO_RESERVED_FIGURE,
+    NOT_ALLOCATED,
+    NOT_ALLOCATED_COMPUTED,
     PLANNED,
     PROJECTED,
     BackingInfo,
@@ -201,14 +206,10 @@ def _budget(plan_budget: MemoryBudget, options: EngramOptions) -> Budget:
 def _backing_info(backing: Backing) -> BackingInfo:
     """Measured figures start as unavailable, with the reason, until a full-size allocation fills them in."""
     if backing.caching_host_allocator:
-        reserved = Figure.missing("full tables not allocated here (see the computed figure)")
+        reserved = Figure.missing(NOT_ALLOCATED_COMPUTED)
     else:
-        reserved = Figure.missing(f"{backing.used} memory: only torch's CUDA pinned allocator reports reserved bytes")
-    huge = Figure.missing(
-        "full tables not allocated here"
-        if backing.used == "hugepages"
-        else f"{backing.used} memory: no huge pages asked"
-    )
+        reserved = Figure.missing(f"{NO_RESERVED_FIGURE}:{backing.used}")
+    huge = Figure.missing(NOT_ALLOCATED if backing.used == "hugepages" else f"{NO_HUGE_PAGES_ASKED}:{backing.used}")
     return BackingInfo(
         backing.requested,
         backing.used,
@@ -221,9 +222,9 @@ def _backing_info(backing: Backing) -> BackingInfo:
 
 
 def _dry_run(result: EngramResult) -> None:
-    nothing = Figure.missing("dry run: nothing allocated")
+    nothing = Figure.missing(DRY_RUN)
     result.gpu = MemoryUse(pinned_bytes=nothing, gpu_used_bytes=nothing, gpu_allocator_peak_bytes=nothing)
     for m in result.methods:
         m.mode = PLANNED
-        m.peak_rss_bytes = m.seconds = Figure.missing("dry run: nothing allocated")
+        m.peak_rss_bytes = m.seconds = Figure.missing(DRY_RUN)
         m.reason = FITS if m.fits_in_memory else FOR_MEMORY

@@ -29,6 +29,9 @@ from dummyprof.models.engram import EngramSpec, EngramTable
 from dummyprof.results.common import Figure, MemoryUse, Timing
 from dummyprof.results.engram import (
     MEASURED,
+    NO_ANON_HUGE_PAGES,
+    NO_HOST_MEMORY_STATS,
+    NOT_ALLOCATED_PROJECTED,
     PROJECTED,
     EngramResult,
     Interval,
@@ -223,14 +226,14 @@ def measure_full(runner: Runner, plan: Plan, result: EngramResult, step: Callabl
     if pinned_before is not None and after is not None:
         result.backing.reserved_measured_bytes = Figure(float(after - pinned_before))
     elif counted:
-        result.backing.reserved_measured_bytes = Figure.missing("torch.cuda.host_memory_stats() reports no bytes")
+        result.backing.reserved_measured_bytes = Figure.missing(NO_HOST_MEMORY_STATS)
     touch_s = runner.first_touch(tables)
     if runner.backing.used == "hugepages":
         after_huge = anon_huge_page_bytes()
         if huge_before is not None and after_huge is not None:
             result.backing.huge_page_bytes = Figure(float(after_huge - huge_before))
         else:
-            result.backing.huge_page_bytes = Figure.missing("/proc/self/smaps_rollup has no AnonHugePages")
+            result.backing.huge_page_bytes = Figure.missing(NO_ANON_HUGE_PAGES)
     table_bytes = layout.table_bytes_per_rank
     result.phases = [
         PhaseResult(ALLOCATE, MEASURED, table_bytes, Figure(alloc_s), Timing([alloc_s])),
@@ -432,10 +435,9 @@ def project_samples(
 
 def unallocated_device_figures(device: torch.device) -> MemoryUse:
     """Pinned and GPU figures describe the full tables; say why there are none rather than print 0."""
-    not_here = "full tables not allocated here (projected run)"
 
     def why(figure: Figure) -> Figure:
-        return figure if figure.value is None else Figure.missing(not_here)
+        return figure if figure.value is None else Figure.missing(NOT_ALLOCATED_PROJECTED)
 
     return MemoryUse(
         pinned_bytes=why(pinned_memory_figure()),

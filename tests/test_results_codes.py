@@ -1,0 +1,74 @@
+"""Engram results carry codes and numbers (schema 3); the reporters write the words."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import pytest
+
+import dummyprof
+from dummyprof.reports.engram_words import plan_notes, reason_text
+from dummyprof.reports.figure_words import unavailable_text
+from dummyprof.results.common import Figure
+from dummyprof.results.engram import BackingInfo, EngramResult, MethodResult
+from dummyprof.scenarios.engram.run import EngramOptions, run
+
+
+def _figures(value: Any, where: str = "$") -> list[tuple[str, Figure]]:
+    """Every Figure in a Results tree, with its path."""
+    if isinstance(value, Figure):
+        return [(where, value)]
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return [x for f in dataclasses.fields(value) for x in _figures(getattr(value, f.name), f"{where}.{f.name}")]
+    if isinstance(value, list):
+        return [x for i, v in enumerate(value) for x in _figures(v, f"{where}[{i}]")]
+    return []
+
+
+@pytest.mark.parametrize(
+    ("code", "words"),
+    [
+        ("dry-run", "dry run: nothing allocated"),
+        ("not-allocated", "full tables not allocated here"),
+        ("not-allocated-computed", "full tables not allocated here (see the computed figure)"),
+        ("not-allocated-projected", "full tables not allocated here (projected run)"),
+        ("no-reserved-figure:pageable", "pageable memory: only torch's CUDA pinned allocator reports reserved bytes"),
+        ("no-huge-pages-asked:shm", "shm memory: no huge pages asked"),
+        ("no-host-memory-stats", "torch.cuda.host_memory_stats() reports no bytes"),
+        ("no-anon-huge-pages", "/proc/self/smaps_rollup has no AnonHugePages"),
+        ("no CUDA", "no CUDA"),  # a probe's own message, and an older file's sentence, pass as they are
+        ("nvml: not found", "nvml: not found"),
+    ],
+)
+def test_each_unavailable_code_has_its_words(code: str, words: str) -> None:
+    assert unavailable_text(code) == words
+
+
+def test_a_dry_run_stores_codes_and_renders_the_words() -> None:
+    results = run(EngramOptions(rows=4096, dim=64, offload=True, backing="pageable", dry_run=True, device="cpu"))
+    engram = results.engram
+    assert engram is not None
+    reasons = {f.unavailable for _, f in _figures(engram) if f.unavailable}
+    assert {"dry-run", "no-reserved-figure:pageable", "no-huge-pages-asked:pageable"} <= reasons
+    assert all(" " not in reason for reason in reasons), reasons  # codes, not sentences
+    assert {m.reason for m in engram.methods} == {"fits"} and all(m.legacy_reason == "" for m in engram.methods)
+    text = dummyprof.render(results, width=1000)
+    assert "fill and start-up times: unavailable: dry run: nothing allocated" in text
+    assert "fits: measured in full unless the calibration at start-up says one round exceeds the time budget" in text
+    assert "dry-run" not in text and "no-reserved-figure" not in text
+
+
+def test_a_code_a_newer_version_wrote_is_shown_as_it_is() -> None:
+    assert reason_text(MethodResult("m", mode="projected", reason="power")) == "power"
+
+
+def test_the_backing_note_is_a_plan_note_only_when_that_backing_was_used_and_filled() -> None:
+    note = "tables are files in /dev/shm, as vLLM shares them between DP replicas"
+    used = BackingInfo("shm", "shm", note=note)
+    assert plan_notes(EngramResult(backing=used)) == [note]
+    assert plan_notes(EngramResult(backing=dataclasses.replace(used, used="pageable"))) == []  # a notice instead
+    assert plan_notes(EngramResult(backing=used, huge_pages_from_sample=True)) == [
+        "huge-page bytes were read back on the largest sample, not the full table",
+        note,
+    ]

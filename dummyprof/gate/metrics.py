@@ -31,6 +31,8 @@ class MetricSpec:
     unit: str
 
 
+TIME = MetricSpec("time", "s")
+
 Extractor = Callable[[Results], dict[str, Metric]]
 Namer = Callable[[Any], dict[str, MetricSpec]]
 
@@ -54,12 +56,9 @@ def section_of(results: Results, command: str) -> Any:
 
 
 def compare_metric_names(options: Any) -> dict[str, MetricSpec]:
-    names: dict[str, MetricSpec] = {}
-    for strategy in [*options.strategies, *_loader_names(options)]:
-        for counter, unit in COMPARE_COUNTERS.items():
-            names[f"{strategy}.{counter}"] = MetricSpec("counter", unit)
-        names[f"{strategy}.time"] = MetricSpec("time", "s")
-    return names
+    per_strategy = {**{c: MetricSpec("counter", unit) for c, unit in COMPARE_COUNTERS.items()}, "time": TIME}
+    strategies = [*options.strategies, *_loader_names(options)]
+    return {f"{strategy}.{metric}": spec for strategy in strategies for metric, spec in per_strategy.items()}
 
 
 def compare_metrics(results: Results) -> dict[str, Metric]:

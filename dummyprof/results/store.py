@@ -1,38 +1,26 @@
-"""Reading and writing results files: JSON only, written atomically, never pickled."""
+"""Reading results files (JSON only, never pickled) and turning Results into their JSON text.
+
+Writing a file is the edges' business (``dummyprof.files.outputs``; ``dummyprof.save_results`` in ``api``).
+"""
 
 from __future__ import annotations
 
 import gc
 import json
-import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from dummyprof.errors import ResultsFileError
+from dummyprof.files.reading import RESULTS_LIMIT, DuplicateKeyError, read_bounded, unique_keys
 from dummyprof.results.codec import MAX_DEPTH, from_jsonable, to_jsonable
 from dummyprof.results.migrate import migrate
-from dummyprof.results.outputs import Output, probe_output, replace_atomic
 from dummyprof.results.session import SCHEMA_VERSION, Results
-
-
-def check_writable(path: Path, *, force: bool, flag: str) -> None:
-    """Refuse up front to overwrite a file unless asked to, and to write where we cannot (see outputs.py)."""
-    probe_output(Output(flag, Path(path)), force=force)
-
-
-def write_text_atomic(path: Path, text: str) -> None:
-    """Replace ``path`` atomically: a crash or Ctrl-C leaves the old file or the new one, never half of one."""
-    replace_atomic(Path(path), text)
 
 
 def results_to_json(results: Results) -> str:
     return json.dumps(to_jsonable(results), indent=2, sort_keys=False, allow_nan=False) + "\n"
-
-
-def save_results(results: Results, path: Path) -> None:
-    write_text_atomic(path, results_to_json(results))
 
 
 # The section each command fills; a file that names a command but lacks its section cannot be rendered.
@@ -105,16 +93,10 @@ def results_from_dict(data: Any, *, source: str = "results", strict: bool = Fals
     return results
 
 
-def _read_text(path: Path) -> str:
-    """The file (``-``: standard input) as text; the bytes are not kept, so a large file is in memory once."""
-    try:
-        raw = sys.stdin.buffer.read() if str(path) == "-" else path.read_bytes()
-    except FileNotFoundError:
-        raise ResultsFileError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise ResultsFileError(f"{path}: is a directory; give a results file written by --json") from None
-    except OSError as exc:
-        raise ResultsFileError(f"{path}: cannot read ({exc.strerror})") from None
+def _read_text(path: Path, limit: int = RESULTS_LIMIT) -> str:
+    """The file (``-``: standard input) as text, at most ``limit`` bytes of a regular file (files/reading.py);
+    the bytes are not kept, so a large file is in memory once."""
+    raw = read_bounded(path, limit=limit, what="a results file written by --json", refuse=ResultsFileError, stdin=True)
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -125,23 +107,26 @@ def _read_text(path: Path) -> str:
 def _parse(text: str, source: str) -> Any:
     try:
         with _gc_paused():
-            return json.loads(text)
+            return json.loads(text, object_pairs_hook=unique_keys)  # a key twice: which one was meant?
     except json.JSONDecodeError as exc:
         raise ResultsFileError(
             f"{source}: not valid JSON (truncated or corrupt?): {exc.msg} at line {exc.lineno}"
         ) from None
+    except DuplicateKeyError as exc:
+        raise ResultsFileError(f"{source}: {exc}; keep one of them") from None
     except RecursionError:
         raise ResultsFileError(f"{source}: nested more than {MAX_DEPTH} levels deep (corrupt?)") from None
     except ValueError as exc:  # e.g. an integer with more digits than Python converts
         raise ResultsFileError(f"{source}: not a dummyprof results file: {exc}") from None
 
 
-def load_results(path: Path, *, strict: bool = False, tensor_rows: bool = True) -> Results:
+def load_results(path: Path, *, strict: bool = False, tensor_rows: bool = True, limit: int = RESULTS_LIMIT) -> Results:
     """Load a results file (``-``: standard input); corrupt, truncated or foreign files raise ResultsFileError.
 
     ``tensor_rows=False``: without ``compare.tensors``, neither read nor checked (see :func:`results_from_dict`).
+    ``limit``: the most bytes read (files/reading.py); a larger file, or one that is no regular file, is refused.
     """
     path = Path(path)
     source = "<stdin>" if str(path) == "-" else str(path)
-    data = _parse(_read_text(path), source)  # the text is dropped once parsed
+    data = _parse(_read_text(path, limit), source)  # the text is dropped once parsed
     return results_from_dict(data, source=source, strict=strict, tensor_rows=tensor_rows)

@@ -14,6 +14,7 @@ import os
 import stat
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,13 +22,22 @@ from dummyprof.units import format_bytes
 
 STDIN = "-"
 
+
+@dataclass(frozen=True)
+class FileKind:
+    """A kind of file dummyprof reads: the most bytes it may hold, and what to give instead (in messages)."""
+
+    limit: int
+    give: str
+
+
 # The bounds, each well above any file dummyprof writes of that kind (docs/promises.md):
 # a compare file of a ~100k-tensor model was 259 MB, a baseline of ten scenarios is ~100 kB,
 # a gate config a few kB, and the largest Hugging Face config.json known to us under 1 MB.
-RESULTS_LIMIT = 1 << 30
-BASELINE_LIMIT = 64 << 20
-CONFIG_LIMIT = 1 << 20
-HF_CONFIG_LIMIT = 16 << 20
+RESULTS = FileKind(1 << 30, "a results file written by --json")
+BASELINE = FileKind(64 << 20, "a baseline written by dummyprof baseline")
+GATE_CONFIG = FileKind(1 << 20, "a TOML file such as dummyprof.toml")
+HF_CONFIG = FileKind(16 << 20, "a Hugging Face config.json")
 
 Refuse = Callable[[str], Exception]
 
@@ -43,9 +53,9 @@ def _kind(mode: int) -> str:
     return next((name for test, name in _KINDS if test(mode)), "not a regular file")
 
 
-def _too_large(source: str, limit: int, what: str, size: int | None = None) -> str:
+def _too_large(source: str, kind: FileKind, size: int | None = None) -> str:
     found = f"is {format_bytes(size)}" if size is not None else "holds more"
-    return f"{source}: {found}, more than the {format_bytes(limit)} {what} may be; is it the right file?"
+    return f"{source}: {found}, more than the {format_bytes(kind.limit)} dummyprof reads; give {kind.give}"
 
 
 def _read_at_most(handle: Any, limit: int) -> bytes:
@@ -61,16 +71,17 @@ def _read_at_most(handle: Any, limit: int) -> bytes:
     return b"".join(chunks)
 
 
-def read_bounded(path: Path | str, *, limit: int, what: str, refuse: Refuse, stdin: bool = False) -> bytes:
-    """The bytes of the regular file ``path`` (``-``: standard input when ``stdin``), at most ``limit`` of them.
+def read_bounded(path: Path | str, kind: FileKind, *, refuse: Refuse, stdin: bool = False) -> bytes:
+    """The bytes of the regular file ``path`` (``-``: standard input when ``stdin``), at most ``kind.limit``.
 
-    ``what`` names the kind of file in messages ("a results file"); ``refuse(message)`` is the
-    exception raised for a missing file, a folder, a device or FIFO, a file over ``limit``.
+    ``refuse(message)`` is the exception raised for a missing file, a folder, a device, a FIFO
+    or a socket, or a file over the limit; the message names the file and what to give instead.
     """
+    limit, what = kind.limit, kind.give
     if stdin and str(path) == STDIN:
         data = _read_at_most(sys.stdin.buffer, limit)
         if len(data) > limit:
-            raise refuse(_too_large("<stdin>", limit, what))
+            raise refuse(_too_large("<stdin>", kind))
         return data
     source = str(path)
     try:
@@ -89,14 +100,14 @@ def read_bounded(path: Path | str, *, limit: int, what: str, refuse: Refuse, std
         if not stat.S_ISREG(st.st_mode):
             raise refuse(f"{source}: {_kind(st.st_mode)}, not a regular file; give {what}")
         if st.st_size > limit:
-            raise refuse(_too_large(source, limit, what, st.st_size))
+            raise refuse(_too_large(source, kind, st.st_size))
         os.set_blocking(fd, True)
         try:
             data = _read_at_most(handle, limit)
         except OSError as exc:
             raise refuse(f"{source}: cannot read ({exc.strerror or exc})") from None
     if len(data) > limit:  # it grew while being read
-        raise refuse(_too_large(source, limit, what))
+        raise refuse(_too_large(source, kind))
     return data
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from dummyprof.errors import UsageError
-from dummyprof.files.reading import CONFIG_LIMIT, read_bounded
+from dummyprof.files.reading import GATE_CONFIG, read_bounded
 from dummyprof.gate.commands import COMMANDS, CommandSpec
 from dummyprof.gate.fingerprint import option_defaults
 from dummyprof.gate.metrics import MetricSpec
@@ -103,8 +103,7 @@ def find_config(path: Path | None) -> tuple[Path, dict[str, Any]]:
 
 
 def _read(path: Path) -> dict[str, Any]:
-    what = f"the TOML file, e.g. {path / 'dummyprof.toml'}"
-    raw = read_bounded(path, limit=CONFIG_LIMIT, what=what, refuse=lambda message: UsageError("--config", message))
+    raw = read_bounded(path, GATE_CONFIG, refuse=lambda message: UsageError("--config", message))
     try:
         return tomllib.loads(raw.decode("utf-8"))
     except tomllib.TOMLDecodeError as exc:

@@ -8,7 +8,7 @@ from dataclasses import fields
 from pathlib import Path
 
 from dummyprof.errors import DoesNotFitError, ResultsFileError, UsageError
-from dummyprof.files.reading import BASELINE_LIMIT
+from dummyprof.files.reading import BASELINE
 from dummyprof.gate.checks import evaluate
 from dummyprof.gate.config import GateConfig, ScenarioConfig
 from dummyprof.gate.fingerprint import make_fingerprint
@@ -94,7 +94,7 @@ def make_baseline(
 def load_baseline(path: Path) -> dict[str, ScenarioRun]:
     """The baseline's scenarios by name; anything but a baseline file is a clear error (exit 2)."""
     # strict: a hand-edited key that dummyprof does not know is an error
-    results = load_results(path, strict=True, limit=BASELINE_LIMIT)
+    results = load_results(path, strict=True, kind=BASELINE)
     if results.command != "baseline" or results.gate is None:
         made_by = f"'dummyprof {results.command}'" if results.command else "an unknown command"
         raise ResultsFileError(

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from dummyprof.errors import ResultsFileError
-from dummyprof.files.reading import RESULTS_LIMIT, DuplicateKeyError, read_bounded, unique_keys
+from dummyprof.files.reading import RESULTS, DuplicateKeyError, FileKind, read_bounded, unique_keys
 from dummyprof.results.codec import MAX_DEPTH, from_jsonable, to_jsonable
 from dummyprof.results.migrate import migrate
 from dummyprof.results.session import SCHEMA_VERSION, Results
@@ -93,10 +93,10 @@ def results_from_dict(data: Any, *, source: str = "results", strict: bool = Fals
     return results
 
 
-def _read_text(path: Path, limit: int = RESULTS_LIMIT) -> str:
-    """The file (``-``: standard input) as text, at most ``limit`` bytes of a regular file (files/reading.py);
+def _read_text(path: Path, kind: FileKind = RESULTS) -> str:
+    """The file (``-``: standard input) as text, a regular file of at most ``kind.limit`` bytes (files/reading.py);
     the bytes are not kept, so a large file is in memory once."""
-    raw = read_bounded(path, limit=limit, what="a results file written by --json", refuse=ResultsFileError, stdin=True)
+    raw = read_bounded(path, kind, refuse=ResultsFileError, stdin=True)
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -120,13 +120,13 @@ def _parse(text: str, source: str) -> Any:
         raise ResultsFileError(f"{source}: not a dummyprof results file: {exc}") from None
 
 
-def load_results(path: Path, *, strict: bool = False, tensor_rows: bool = True, limit: int = RESULTS_LIMIT) -> Results:
+def load_results(path: Path, *, strict: bool = False, tensor_rows: bool = True, kind: FileKind = RESULTS) -> Results:
     """Load a results file (``-``: standard input); corrupt, truncated or foreign files raise ResultsFileError.
 
     ``tensor_rows=False``: without ``compare.tensors``, neither read nor checked (see :func:`results_from_dict`).
-    ``limit``: the most bytes read (files/reading.py); a larger file, or one that is no regular file, is refused.
+    ``kind``: what the file should be and its bound (files/reading.py); a larger file, or no regular file, is refused.
     """
     path = Path(path)
     source = "<stdin>" if str(path) == "-" else str(path)
-    data = _parse(_read_text(path, limit), source)  # the text is dropped once parsed
+    data = _parse(_read_text(path, kind), source)  # the text is dropped once parsed
     return results_from_dict(data, source=source, strict=strict, tensor_rows=tensor_rows)

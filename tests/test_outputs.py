@@ -1,6 +1,6 @@
 """Every output file of every command: probed before measuring, never clobbered, failures shown after the results.
 
-One mechanism (dummyprof/results/outputs.py) serves ``--json``, ``--output``,
+One mechanism (dummyprof/files/outputs.py) serves ``--json``, ``--output``,
 ``--junit``, ``--benchmark-json`` and ``--markdown``; the tests go through the
 CLI of each command that writes, so a flag that bypassed it would fail here.
 CI runs as root, where permissions do not stop a write: unwritable places are
@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 
 from dummyprof.cli.app import main
-from dummyprof.results import outputs
-from dummyprof.results.outputs import Output, check_outputs, write_outputs
+from dummyprof.files import outputs
+from dummyprof.files.outputs import Output, check_outputs, write_outputs
 from tests.conftest import CliResult
 
 Cli = Callable[..., CliResult]
@@ -176,6 +176,7 @@ def test_a_read_only_file_to_append_to_is_refused(
 ) -> None:
     summary = tmp_path / "summary.md"
     summary.write_text("# earlier\n")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))  # the one file a report is appended to
     real_access = os.access
     monkeypatch.setattr(
         os, "access", lambda p, mode: False if Path(p) == summary and mode & os.W_OK else real_access(p, mode)

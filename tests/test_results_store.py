@@ -10,7 +10,10 @@ from typing import Any
 
 import pytest
 
+from dummyprof.api import save_results
 from dummyprof.errors import ResultsFileError, UsageError
+from dummyprof.files import outputs
+from dummyprof.files.outputs import Output, probe_output
 from dummyprof.results import (
     SCHEMA_VERSION,
     CompareResult,
@@ -20,12 +23,9 @@ from dummyprof.results import (
     StrategyResult,
     TensorResult,
     Timing,
-    check_writable,
     load_results,
-    outputs,
     results_from_dict,
     results_to_json,
-    save_results,
 )
 
 
@@ -99,12 +99,12 @@ def test_refuses_to_overwrite_without_force(tmp_path: Path) -> None:
     path = tmp_path / "r.json"
     path.write_text("keep me")
     with pytest.raises(UsageError, match="already exists; pass --force"):
-        check_writable(path, force=False, flag="--json")
-    check_writable(path, force=True, flag="--json")
+        probe_output(Output("--json", path), force=False)
+    probe_output(Output("--json", path), force=True)
     with pytest.raises(UsageError, match="does not exist"):
-        check_writable(tmp_path / "no" / "r.json", force=False, flag="--json")
+        probe_output(Output("--json", tmp_path / "no" / "r.json"), force=False)
     with pytest.raises(UsageError, match="is a directory"):
-        check_writable(tmp_path, force=True, flag="--json")
+        probe_output(Output("--json", tmp_path), force=True)
 
 
 def test_interrupted_write_leaves_old_file_and_no_temporaries(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -598,3 +598,19 @@ def test_dash_is_stdout_for_json_and_report_output_and_a_file_named_dash_is_unto
     result = cli(*INSPECT, "--json", "-")
     assert result.exit_code == 0 and json.loads(result.stdout)["command"] == "inspect"
     assert (tmp_path / "-").read_text() == "a file named -"
+
+
+def test_the_inputs_of_a_gate_config_include_the_options_nested_in_a_sweep(tmp_path: Path) -> None:
+    from types import SimpleNamespace
+
+    from dummyprof.files.inputs import run_inputs
+    from dummyprof.scenarios.compare.options import CompareOptions
+    from dummyprof.scenarios.sweep.options import SweepOptions
+
+    sweep = SweepOptions(parameter="model-arg:depth", compare=CompareOptions(model="./m.py:build", loaders=["hf-init"]))
+    config = SimpleNamespace(path=tmp_path / "dummyprof.toml", scenarios=[SimpleNamespace(name="s", options=sweep)])
+    found = [(i.what, str(i.path)) for i in run_inputs(gate=config)]  # type: ignore[arg-type]
+    assert found == [
+        ("the --config input", str(tmp_path / "dummyprof.toml")),
+        ("the scenarios.s.options.compare.model input", "m.py"),
+    ]

@@ -10,6 +10,7 @@ without running its package.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 from collections.abc import Iterable, Iterator, Mapping
@@ -99,9 +100,17 @@ def _gate_files(config: GateConfig) -> Iterator[RunInput]:
     """The config file, and every model and loader file its scenarios name (relative to the config)."""
     yield RunInput("the --config input", Path(config.path))
     for scenario in config.scenarios:
-        options: Any = scenario.options
-        label = f"scenarios.{scenario.name}.options."
-        yield from _specs(label, getattr(options, "model", None), getattr(options, "loaders", None))
+        yield from _options_files(f"scenarios.{scenario.name}.options.", scenario.options)
+
+
+def _options_files(label: str, options: Any) -> Iterator[RunInput]:
+    """``model`` and ``loaders`` of an options dataclass and of the options nested in it (a sweep's ``compare``)."""
+    yield from _specs(label, getattr(options, "model", None), getattr(options, "loaders", None))
+    if dataclasses.is_dataclass(options):
+        for field in dataclasses.fields(options):
+            nested = getattr(options, field.name)
+            if dataclasses.is_dataclass(nested) and not isinstance(nested, type):
+                yield from _options_files(f"{label}{field.name}.", nested)
 
 
 def run_inputs(

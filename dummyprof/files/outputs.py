@@ -120,7 +120,9 @@ def _pinned(path: Path) -> str | None:
     """
     flags = getattr(os.stat(path), "st_flags", None)  # BSD and macOS: chflags
     if flags is not None:
-        return "immutable" if flags & (0x2 | 0x20000) else ("append-only" if flags & (0x4 | 0x40000) else None)
+        if flags & (stat.UF_IMMUTABLE | stat.SF_IMMUTABLE):
+            return "immutable"
+        return "append-only" if flags & (stat.UF_APPEND | stat.SF_APPEND) else None
     if not sys.platform.startswith("linux"):
         return None
     import fcntl

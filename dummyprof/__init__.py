@@ -20,7 +20,7 @@ _LAZY = {
     "VisitRecorder": "dummyprof.measure.recorder",
     "Results": "dummyprof.results.session",
     "load_results": "dummyprof.results.store",
-    "save_results": "dummyprof.results.store",
+    "save_results": "dummyprof.api",
     "load_model": "dummyprof.api",
     "build_preset": "dummyprof.api",
     "render": "dummyprof.api",

@@ -6,6 +6,7 @@ a string); nothing prints. ``import dummyprof`` exposes these lazily.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dummyprof.results.session import Results
@@ -13,6 +14,14 @@ from dummyprof.results.session import Results
 if TYPE_CHECKING:  # torch loads only when a model is built: render() works on a machine without it
     import torch
     from torch import nn
+
+
+def save_results(results: Results, path: Path | str) -> None:
+    """Write ``results`` as the ``--json`` file format, atomically: a crash leaves the old file or the new one."""
+    from dummyprof.files.outputs import replace_atomic
+    from dummyprof.results.store import results_to_json
+
+    replace_atomic(Path(path), results_to_json(results))
 
 
 def load_model(spec: str, *, device: str | torch.device = "cpu", **args: Any) -> nn.Module:

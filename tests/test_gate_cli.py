@@ -242,7 +242,7 @@ def test_missing_baseline_flag_and_file(cli: Cli, config: Path, tmp_path: Path) 
 
 
 def test_reports_are_refused_before_measuring_and_markdown_appends(
-    cli: Cli, config: Path, baseline: Path, tmp_path: Path
+    cli: Cli, config: Path, baseline: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     junit = tmp_path / "junit.xml"
     junit.write_text("keep me")
@@ -251,6 +251,7 @@ def test_reports_are_refused_before_measuring_and_markdown_appends(
     assert junit.read_text() == "keep me"
     summary = tmp_path / "step_summary.md"
     summary.write_text("# earlier step\n")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))  # appended to: the CI step summary
     result = cli("gate", "--config", str(config), "--baseline", str(baseline), "--markdown", str(summary), "-q")
     assert result.exit_code == 0
     text = summary.read_text()

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from rich.console import Console
 
+from dummyprof.api import save_results
 from dummyprof.reports.gate_benchmark import benchmark_entries
 from dummyprof.reports.gate_junit import gate_junit
 from dummyprof.reports.markdown import render_markdown
@@ -27,7 +28,7 @@ from dummyprof.results.gate import (
     ScenarioRun,
 )
 from dummyprof.results.session import Results
-from dummyprof.results.store import load_results, save_results
+from dummyprof.results.store import load_results
 from tests.conftest import CliResult
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -126,8 +127,11 @@ def test_null_in_a_required_field_of_a_real_file(cli: Cli, documents: dict[str, 
     [
         ("NaN", "NaN is not a finite number"),
         ("Infinity", "Infinity is not a finite number"),
-        ("-1", "value -1.0: a counter is a whole number >= 0"),
-        ("0.5", "value 0.5: a counter is a whole number >= 0"),
+        ("-1", "value -1.0: a counter is a whole number from 0 to 9223372036854775807 (int64)"),
+        ("0.5", "value 0.5: a counter is a whole number from 0 to 9223372036854775807 (int64)"),
+        ("10000000000000000000", "value 1e+19: a counter is a whole number from 0 to 9223372036854775807 (int64)"),
+        ("1e19", "value 1e+19: a counter is a whole number from 0 to 9223372036854775807 (int64)"),
+        ("9223372036854775808", "value 9.223372036854776e+18: a counter is a whole number from 0 to"),
     ],
 )
 def test_a_hand_edited_baseline_counter_is_rejected_naming_the_value(
@@ -270,3 +274,165 @@ def test_gate_on_a_mutated_real_baseline_is_exit_0_2_or_3(
             assert result.stderr.startswith("dummyprof: error: ") and result.stderr.count("\n") == 1
 
     check()
+
+
+# -- loaded files are read bounded and checked fully (issue #17, classes 3 and 5) ----------------------
+
+
+def _sparse(path: Path, size: int) -> Path:
+    """A file of ``size`` bytes that takes no disk: its size alone must refuse it, before a byte is read."""
+    with open(path, "wb") as handle:
+        handle.truncate(size)
+    return path
+
+
+@pytest.fixture
+def fifo(tmp_path: Path) -> Path:
+    path = tmp_path / "pipe"
+    os.mkfifo(path)  # no writer: reading it would wait for ever
+    return path
+
+
+def test_what_is_not_a_regular_file_is_never_read(
+    cli: Cli, documents: dict[str, Path], tmp_path: Path, fifo: Path
+) -> None:
+    config, baseline = str(documents["config"]), str(documents["baseline"])
+    hf = "a Hugging Face config.json"
+    cases = [
+        (("report", "/dev/zero"), "/dev/zero: a character device", "a results file written by --json"),
+        (("report", str(fifo), "-q"), f"{fifo}: a FIFO", "a results file written by --json"),
+        (
+            ("gate", "--config", "/dev/zero", "--baseline", baseline),
+            "--config: /dev/zero: a character device",
+            "a TOML file such as dummyprof.toml",
+        ),
+        (
+            ("gate", "--config", str(fifo), "--baseline", baseline),
+            f"--config: {fifo}: a FIFO",
+            "a TOML file such as dummyprof.toml",
+        ),
+        (
+            ("gate", "--config", config, "--baseline", "/dev/zero"),
+            "/dev/zero: a character device",
+            "a baseline written by dummyprof baseline",
+        ),
+        (("inspect", "--model", "hf:/dev/zero"), "--model: /dev/zero: a character device", hf),
+        (("inspect", "--model", f"hf:{fifo}"), f"--model: {fifo}: a FIFO", hf),
+    ]
+    for args, start, give in cases:
+        result = cli(*args)
+        assert (result.exit_code, result.stderr) == (
+            2,
+            f"dummyprof: error: {start}, not a regular file; give {give}\n",
+        ), args
+
+
+def test_a_file_larger_than_its_bound_is_refused_by_its_size(
+    cli: Cli, documents: dict[str, Path], tmp_path: Path
+) -> None:
+    config, baseline = str(documents["config"]), str(documents["baseline"])
+    big_results = _sparse(tmp_path / "big.json", (1 << 30) + 1)
+    big_baseline = _sparse(tmp_path / "baseline.json", (64 << 20) + 1)
+    big_config = _sparse(tmp_path / "dummyprof.toml", (1 << 20) + 1)
+    hf = tmp_path / "hf"
+    hf.mkdir()
+    _sparse(hf / "config.json", (16 << 20) + 1)
+    cases = [
+        (
+            ("report", str(big_results), "-q"),
+            f"{big_results}: is 1.00 GiB, more than the 1.00 GiB dummyprof reads; "
+            "give a results file written by --json",
+        ),
+        (
+            ("gate", "--config", config, "--baseline", str(big_baseline)),
+            f"{big_baseline}: is 64.00 MiB, more than "
+            "the 64.00 MiB dummyprof reads; give a baseline written by dummyprof baseline",
+        ),
+        (
+            ("gate", "--config", str(big_config), "--baseline", baseline),
+            f"--config: {big_config}: is 1.00 MiB, "
+            "more than the 1.00 MiB dummyprof reads; give a TOML file such as dummyprof.toml",
+        ),
+        (
+            ("inspect", "--model", f"hf:{hf}"),
+            f"--model: {hf / 'config.json'}: is 16.00 MiB, more than the "
+            "16.00 MiB dummyprof reads; give a Hugging Face config.json",
+        ),
+    ]
+    for args, message in cases:
+        result = cli(*args)
+        assert (result.exit_code, result.stderr) == (2, f"dummyprof: error: {message}\n"), args
+
+
+def test_standard_input_is_read_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+    import sys
+
+    from dummyprof.files.reading import FileKind, read_bounded
+
+    class Endless(io.RawIOBase):
+        """/dev/zero on stdin: more bytes than any bound, for ever."""
+
+        served = 0
+
+        def readable(self) -> bool:
+            return True
+
+        def readinto(self, buffer: Any) -> int:
+            self.served += len(buffer)
+            return len(buffer)
+
+    endless = Endless()
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BufferedReader(endless)))
+    with pytest.raises(ValueError, match=r"^<stdin>: holds more, more than the 1.00 KiB dummyprof reads; give x$"):
+        read_bounded("-", FileKind(1024, "x"), refuse=ValueError, stdin=True)
+    assert endless.served <= 1 << 16  # the bound and a buffer, not the stream
+
+
+def test_a_baseline_holding_a_scenario_twice_is_refused(cli: Cli, documents: dict[str, Path], tmp_path: Path) -> None:
+    def twice(data: dict[str, Any]) -> None:
+        scenarios = data["gate"]["scenarios"]
+        scenarios.append(copy.deepcopy(scenarios[0]))
+        scenarios[1]["metrics"]["unique.visits"]["value"] = 1.0  # the first would win, or the second: neither may
+
+    path = _edit(documents["baseline"], tmp_path, twice)
+    result = cli("gate", "--config", str(documents["config"]), "--baseline", str(path), "-q")
+    assert (result.exit_code, result.stdout, result.stderr) == (
+        2,
+        "",
+        f"dummyprof: error: {path}: $.gate.scenarios[1]: scenario 'tiny' is also $.gate.scenarios[0]; a baseline "
+        "holds each scenario once: re-create it with dummyprof baseline\n",
+    )
+
+
+@pytest.mark.parametrize("kind", ["baseline", "compare", "gate"])
+def test_a_key_twice_in_one_object_is_refused(cli: Cli, documents: dict[str, Path], tmp_path: Path, kind: str) -> None:
+    text = documents[kind].read_text()
+    assert '"command": ' in text
+    path = tmp_path / "twice.json"
+    path.write_text(text.replace('"command": ', '"command": "inspect", "command": ', 1))
+    args = (
+        ("gate", "--config", str(documents["config"]), "--baseline", str(path))
+        if kind == "baseline"
+        else ("report", str(path), "-q")
+    )
+    result = cli(*args)
+    assert (result.exit_code, result.stderr) == (
+        2,
+        f"dummyprof: error: {path}: the key 'command' appears twice in one object; keep one of them\n",
+    )
+
+
+def test_a_key_twice_in_a_gate_config_or_an_hf_config_is_refused(
+    cli: Cli, documents: dict[str, Path], tmp_path: Path
+) -> None:
+    config = tmp_path / "dummyprof.toml"
+    config.write_text(CONFIG.replace("depth = 2", "depth = 2\ndepth = 3"))
+    result = cli("gate", "--config", str(config), "--baseline", str(documents["baseline"]))
+    assert result.exit_code == 2 and result.stderr.startswith(f"dummyprof: error: --config: {config}: not valid TOML")
+    assert result.stderr.count("\n") == 1
+    hf = tmp_path / "config.json"
+    hf.write_text(Path("tests/data/Llama-3.1-8B.json").read_text().replace("{", '{"num_hidden_layers": 1000000,', 1))
+    result = cli("inspect", "--model", f"hf:{hf}")
+    assert result.exit_code == 2
+    assert result.stderr.startswith(f"dummyprof: error: --model: {str(hf)!r} is not JSON (the key 'num_hidden_layers'")

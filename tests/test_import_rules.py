@@ -25,6 +25,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "dummyprof"
 #   distributed                   torch.distributed plumbing (join, barriers, launcher), for cli and scenarios
 #   anatomy, usercode             the tensor walk (torch only) | a user's code by spec (no torch)
 #   results, reports              the torch-free data model | reporters that render it
+#   files                         the user's files: bounded reads (for all), what a run reads and writes (edges only)
 FORBIDDEN: dict[str, set[str]] = {
     "anatomy": {"cli", "api", "gate", "scenarios", "loaders", "measure", "models", "results", "reports", "usercode"},
     "usercode": {"cli", "api", "gate", "scenarios", "loaders", "measure", "models", "anatomy", "reports"},
@@ -37,10 +38,27 @@ FORBIDDEN: dict[str, set[str]] = {
     "gate": {"cli", "api", "reports"},
     # torch.distributed plumbing (join, barriers, --nproc launcher): used by cli and scenarios, knows neither.
     "distributed": {"cli", "api", "gate", "scenarios", "loaders", "measure", "models", "anatomy", "results", "reports"},
+    # Below everything: it may use only errors and units, so that any layer may read a file through it.
+    "files": {
+        "cli",
+        "api",
+        "gate",
+        "scenarios",
+        "loaders",
+        "measure",
+        "models",
+        "anatomy",
+        "results",
+        "reports",
+        "usercode",
+        "distributed",
+    },
 }
+# File policy at the edge (issue #18): only these folders decide what a run reads and how its outputs are written.
+EDGE_ONLY = {"dummyprof.files.inputs": {"cli", "api", "gate"}, "dummyprof.files.outputs": {"cli", "api", "gate"}}
 # Known exceptions, each with the work that removes it.
 ALLOWED: set[tuple[str, str]] = set()
-TORCH_FREE = ("results", "reports", "usercode")
+TORCH_FREE = ("results", "reports", "usercode", "files")
 
 
 @dataclass(frozen=True)
@@ -135,6 +153,14 @@ def test_library_never_imports_the_cli_and_only_the_edges_choose_reporters() -> 
     to_cli = [_where(i) for i in found if _folder(i.importer) in library | {"reports"} and _folder(i.target) == "cli"]
     to_reports = [_where(i) for i in found if _folder(i.importer) in library and _folder(i.target) == "reports"]
     assert to_cli == [] and to_reports == []
+
+
+def test_only_the_edges_compute_inputs_and_write_output_files() -> None:
+    found = all_imports()
+    targets = [(i, t) for i in found for t in {i.target} | {f"{i.target}.{n}" for n in i.names} if t in EDGE_ONLY]
+    broken = [_where(i) for i, t in targets if _folder(i.importer) not in EDGE_ONLY[t] | {"files"}]
+    assert broken == []
+    assert any(i.importer == "dummyprof.cli.output" for i, _ in targets)  # the scan sees them
 
 
 def test_results_and_reports_never_import_torch() -> None:

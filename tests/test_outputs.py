@@ -1,6 +1,6 @@
 """Every output file of every command: probed before measuring, never clobbered, failures shown after the results.
 
-One mechanism (dummyprof/results/outputs.py) serves ``--json``, ``--output``,
+One mechanism (dummyprof/files/outputs.py) serves ``--json``, ``--output``,
 ``--junit``, ``--benchmark-json`` and ``--markdown``; the tests go through the
 CLI of each command that writes, so a flag that bypassed it would fail here.
 CI runs as root, where permissions do not stop a write: unwritable places are
@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 
 from dummyprof.cli.app import main
-from dummyprof.results import outputs
-from dummyprof.results.outputs import Output, check_outputs, write_outputs
+from dummyprof.files import outputs
+from dummyprof.files.outputs import Output, check_outputs, write_outputs
 from tests.conftest import CliResult
 
 Cli = Callable[..., CliResult]
@@ -176,6 +176,7 @@ def test_a_read_only_file_to_append_to_is_refused(
 ) -> None:
     summary = tmp_path / "summary.md"
     summary.write_text("# earlier\n")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))  # the one file a report is appended to
     real_access = os.access
     monkeypatch.setattr(
         os, "access", lambda p, mode: False if Path(p) == summary and mode & os.W_OK else real_access(p, mode)
@@ -403,3 +404,213 @@ def test_new_files_respect_the_umask_and_replaced_files_keep_their_mode(
     shared.chmod(0o664)
     assert cli(*INSPECT, "--json", str(shared), "--force").exit_code == 0
     assert stat.S_IMODE(shared.stat().st_mode) == 0o664
+
+
+# -- what the run reads is never written (issue #17, class 1) ---------------------------------------
+
+GATE_MODEL_CONFIG = """
+[scenarios.mine]
+command = "compare"
+counters = "all"
+
+[scenarios.mine.options]
+model = "./model.py:build"
+loaders = ["./fill.py:fill"]
+strategies = ["per-layer"]
+repeat = 1
+warmup = 0
+device = "cpu"
+"""
+
+
+@pytest.fixture
+def user_files(tmp_path: Path, gate_files: tuple[Path, Path]) -> dict[str, Path]:
+    """A user's folder: a model, a loader, a gate config naming both, an hf: folder; and a baseline."""
+    files = {
+        "model": tmp_path / "model.py",
+        "loader": tmp_path / "fill.py",
+        "config": tmp_path / "dummyprof.toml",
+        "hf": tmp_path / "hf",
+        "baseline": gate_files[1],
+    }
+    files["model"].write_text("from tests.fixtures.models import build\n")
+    files["loader"].write_text("def fill(model):\n    pass\n")
+    files["config"].write_text(GATE_MODEL_CONFIG)
+    files["hf"].mkdir()
+    (files["hf"] / "config.json").write_text(Path("tests/data/Llama-3.1-8B.json").read_text())
+    (files["hf"] / "sub").mkdir()
+    (files["hf"] / "sub" / "tokenizer.json").write_text("{}")
+    return files
+
+
+def _snapshot(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.parametrize("force", [False, True])
+def test_no_file_the_run_reads_is_ever_an_output(
+    cli: Cli, user_files: dict[str, Path], tmp_path: Path, force: bool, measuring_is_an_error: None
+) -> None:
+    model, loader, config, hf, baseline = (user_files[k] for k in ("model", "loader", "config", "hf", "baseline"))
+    (tmp_path / "model-link.py").symlink_to(model)
+    os.link(loader, tmp_path / "fill-hardlink.py")
+    gate = ("gate", "--config", str(config), "--baseline", str(baseline), "-q")
+    cases = [
+        (("inspect", "--model", f"hf:{hf}", "-q"), "--json", hf / "config.json", "a file of the --model folder"),
+        (("inspect", "--model", f"hf:{hf}", "-q"), "--json", hf / "sub" / "tokenizer.json", "a file of the --model"),
+        (("inspect", "--model", f"hf:{hf / 'config.json'}", "-q"), "--json", hf / "config.json", "the --model input"),
+        (("compare", "--model", f"{model}:build", "-q"), "--json", tmp_path / "model-link.py", "the --model input"),
+        (
+            ("compare", "--model", f"{model}:build", "--loader", f"{loader}:fill", "-q"),
+            "--trace",
+            tmp_path / "fill-hardlink.py",
+            "the --loader input",
+        ),
+        (("audit", "--model", f"{model}:build", "-q"), "--html", model, "the --model input"),
+        (("baseline", "--config", str(config), "-q"), "--output", model, "the scenarios.mine.options.model input"),
+        (gate, "--markdown", model, "the scenarios.mine.options.model input"),
+        (gate, "--junit", tmp_path / "fill-hardlink.py", "the scenarios.mine.options.loaders[0] input"),
+        (gate, "--benchmark-json", config, "the --config input"),
+        (gate, "--json", baseline, "the --baseline input"),
+    ]
+    before = _snapshot(tmp_path), baseline.read_bytes()
+    for args, flag, target, what in cases:
+        result = cli(*args, flag, str(target), *(["--force"] if force else []))
+        assert (result.exit_code, result.stdout) == (2, ""), (args, flag, result.stderr)
+        assert result.stderr.startswith(f"dummyprof: error: {flag}: {target} is also {what}"), result.stderr
+        assert "never writes a file the run reads" in result.stderr
+    assert (_snapshot(tmp_path), baseline.read_bytes()) == before
+
+
+def test_a_package_module_named_by_model_is_never_an_output(
+    cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, measuring_is_an_error: None
+) -> None:
+    package = tmp_path / "mypkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("raise RuntimeError('a package is never imported to find its module')\n")
+    (package / "models.py").write_text("from tests.fixtures.models import build\n")
+    monkeypatch.chdir(tmp_path)
+    result = cli("inspect", "--model", "mypkg.models:build", "--json", str(package / "models.py"), "--force")
+    assert result.exit_code == 2
+    assert f"--json: {package / 'models.py'} is also the --model input (module mypkg.models)" in result.stderr
+    assert (package / "models.py").read_text() == "from tests.fixtures.models import build\n"
+
+
+def test_markdown_appends_only_to_the_ci_step_summary(
+    cli: Cli, gate_files: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config, baseline = gate_files
+    gate = ("gate", "--config", str(config), "--baseline", str(baseline), "-q", "--markdown")
+    notes = tmp_path / "notes.md"
+    notes.write_text("# my notes\n")
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    result = cli(*gate, str(notes))
+    assert (result.exit_code, result.stderr) == (
+        2,
+        f"dummyprof: error: --markdown: {notes} already exists; pass --force to overwrite it or choose another name\n",
+    )
+    assert notes.read_text() == "# my notes\n"
+    assert cli(*gate, str(notes), "--force").exit_code == 0  # asked for: replaced, not appended
+    assert notes.read_text().startswith("## dummyprof gate\n")
+    summary = tmp_path / "step_summary"
+    summary.write_text("# earlier step\n")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    link = tmp_path / "summary-link"
+    link.symlink_to(summary)
+    assert cli(*gate, str(link)).exit_code == 0  # the same file by another name
+    assert summary.read_text().startswith("# earlier step\n## dummyprof gate\n")
+
+
+def test_the_step_summary_is_never_appended_to_when_the_run_reads_it(
+    cli: Cli, gate_files: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, measuring_is_an_error: None
+) -> None:
+    config, baseline = gate_files
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(config))
+    before = config.read_bytes()
+    result = cli("gate", "--config", str(config), "--baseline", str(baseline), "--markdown", str(config))
+    assert result.exit_code == 2 and f"--markdown: {config} is also the --config input" in result.stderr
+    assert config.read_bytes() == before
+
+
+def _chattr(flag: str, path: Path) -> bool:
+    import shutil
+    import subprocess
+
+    tool = shutil.which("chattr")
+    return tool is not None and subprocess.run([tool, flag, str(path)], capture_output=True).returncode == 0
+
+
+@pytest.mark.parametrize(("attribute", "word"), [("+i", "immutable"), ("+a", "append-only")])
+def test_a_file_that_cannot_be_replaced_fails_before_the_run(
+    cli: Cli, tmp_path: Path, attribute: str, word: str, measuring_is_an_error: None
+) -> None:
+    pinned = tmp_path / "pinned.json"
+    pinned.write_text("kept")
+    if not _chattr(attribute, pinned):
+        pytest.skip(f"chattr {attribute} needs root (CAP_LINUX_IMMUTABLE) on ext4, xfs or btrfs")
+    try:
+        result = cli(*INSPECT, "--json", str(pinned), "--force")
+    finally:
+        _chattr(attribute.replace("+", "-"), pinned)
+    assert (result.exit_code, result.stderr) == (
+        2,
+        f"dummyprof: error: --json: cannot replace {pinned}: it is {word} (chattr); choose another file\n",
+    )
+    assert pinned.read_text() == "kept"
+
+
+# -- '-' is stdout only where a flag says so -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("flag", ["--junit", "--benchmark-json", "--markdown", "--html"])
+@pytest.mark.parametrize("dash_exists", [False, True])
+def test_dash_is_never_a_file_for_a_flag_without_stdout(
+    cli: Cli,
+    gate_files: tuple[Path, Path],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    flag: str,
+    dash_exists: bool,
+    measuring_is_an_error: None,
+) -> None:
+    config, baseline = gate_files
+    monkeypatch.chdir(tmp_path)
+    if dash_exists:
+        (tmp_path / "-").write_text("a file named -")
+    result = cli("gate", "--config", str(config), "--baseline", str(baseline), flag, "-", "--force")
+    assert (result.exit_code, result.stderr) == (
+        2,
+        f"dummyprof: error: {flag}: '-' (standard output) is not supported here; give a file name "
+        f"(a file named '-' in this folder: {tmp_path / '-'})\n",
+    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == (["-"] if dash_exists else [])
+    if dash_exists:
+        assert (tmp_path / "-").read_text() == "a file named -"
+
+
+def test_dash_is_stdout_for_json_and_report_output_and_a_file_named_dash_is_untouched(
+    cli: Cli, results_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "-").write_text("a file named -")
+    result = cli("report", str(results_file), "-f", "json", "-o", "-")
+    assert result.exit_code == 0 and json.loads(result.stdout)["command"] == "inspect"
+    result = cli(*INSPECT, "--json", "-")
+    assert result.exit_code == 0 and json.loads(result.stdout)["command"] == "inspect"
+    assert (tmp_path / "-").read_text() == "a file named -"
+
+
+def test_the_inputs_of_a_gate_config_include_the_options_nested_in_a_sweep(tmp_path: Path) -> None:
+    from types import SimpleNamespace
+
+    from dummyprof.files.inputs import run_inputs
+    from dummyprof.scenarios.compare.options import CompareOptions
+    from dummyprof.scenarios.sweep.options import SweepOptions
+
+    sweep = SweepOptions(parameter="model-arg:depth", compare=CompareOptions(model="./m.py:build", loaders=["hf-init"]))
+    config = SimpleNamespace(path=tmp_path / "dummyprof.toml", scenarios=[SimpleNamespace(name="s", options=sweep)])
+    found = [(i.what, str(i.path)) for i in run_inputs(gate=config)]  # type: ignore[arg-type]
+    assert found == [
+        ("the --config input", str(tmp_path / "dummyprof.toml")),
+        ("the scenarios.s.options.compare.model input", "m.py"),
+    ]

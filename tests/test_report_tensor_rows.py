@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from dummyprof.api import save_results
 from dummyprof.reports.registry import BUILTIN, RenderOptions, render
 from dummyprof.results import (
     CompareResult,
@@ -26,7 +27,6 @@ from dummyprof.results import (
     Timing,
     load_results,
     results_from_dict,
-    save_results,
 )
 from dummyprof.results import compare as compare_module
 from tests.conftest import CliResult

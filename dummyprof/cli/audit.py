@@ -18,7 +18,6 @@ from dummyprof.cli.model_options import (
     TreeHiddenOpt,
     TreeWidthOpt,
     TrustRemoteCodeOpt,
-    code_files,
     parse_args_flag,
     tree_fields,
 )
@@ -30,6 +29,7 @@ from dummyprof.cli.output import (
     user_stdout_to_stderr,
 )
 from dummyprof.cli.output_options import ForceOpt, JsonOpt, QuietOpt
+from dummyprof.files.inputs import run_inputs
 from dummyprof.units import parse_bytes
 
 HELP = """\
@@ -123,7 +123,7 @@ def audit(
         max_memory=parse_bytes("--max-memory", max_memory) if max_memory is not None else None,
         ignore=list(ignore or []),
     )
-    check_outputs({"--json": json_path, "--html": html}, force=force, inputs=code_files(model, loader))
+    check_outputs({"--json": json_path, "--html": html}, force=force, inputs=run_inputs(model=model, loaders=loader))
     reports = html_reports(html)
     from dummyprof.scenarios.audit import run as scenario
 

@@ -16,7 +16,6 @@ from dummyprof.cli.model_options import (
     ModelOpt,
     PresetOpt,
     TrustRemoteCodeOpt,
-    code_files,
     parse_args_flag,
     tree_fields,
 )
@@ -30,7 +29,8 @@ from dummyprof.cli.output import (
     user_stdout_to_stderr,
 )
 from dummyprof.cli.output_options import ForceOpt, JsonOpt, QuietOpt
-from dummyprof.results.outputs import Output
+from dummyprof.files.inputs import run_inputs
+from dummyprof.files.outputs import Output
 
 if TYPE_CHECKING:
     from dummyprof.results.session import Results
@@ -177,7 +177,7 @@ def compare(
         "--trace": trace,
         "--html": html,
     }
-    check_outputs(outputs, force=force, inputs=code_files(model, loader))
+    check_outputs(outputs, force=force, inputs=run_inputs(model=model, loaders=loader))
     from dummyprof.scenarios.compare import run as scenario
 
     with progress_bar(not quiet, "compare") as progress, user_stdout_to_stderr(json_to_stdout(json_path)):

@@ -19,7 +19,8 @@ from dummyprof.cli.output import (
 )
 from dummyprof.cli.output_options import ForceOpt, JsonOpt, QuietOpt
 from dummyprof.errors import UsageError
-from dummyprof.results.outputs import Output
+from dummyprof.files.inputs import run_inputs
+from dummyprof.files.outputs import Output, is_step_summary
 from dummyprof.results.session import Results
 from dummyprof.units import parse_float
 
@@ -118,11 +119,11 @@ def baseline(
         raise UsageError("--output", "give the file to write, e.g. --output perf/baseline.json")
     if str(output) == "-":
         raise UsageError("--output", "a baseline is a file to commit; give a path such as perf/baseline.json")
-    from dummyprof.gate.config import find_config, load_config
+    from dummyprof.gate.config import load_config
     from dummyprof.gate.runner import make_baseline, not_recorded
 
-    check_outputs({"--output": output}, force=force, inputs={"--config": find_config(config)[0]})
     cfg = load_config(config)
+    check_outputs({"--output": output}, force=force, inputs=run_inputs(gate=cfg))
     scenarios = cfg.select(scenario)
     with progress_bar(not quiet, "baseline") as update:
         results = make_baseline(cfg, scenarios, _per_scenario(update))
@@ -149,7 +150,8 @@ def gate(
         Optional[Path],  # noqa: UP045
         typer.Option(
             metavar="PATH",
-            help="Append a Markdown report to PATH (appended, as $GITHUB_STEP_SUMMARY expects; never truncated).",
+            help="Write a Markdown report to PATH. Appended when PATH is $GITHUB_STEP_SUMMARY (the CI step summary); "
+            "any other existing file is refused without --force.",
         ),
     ] = None,
     junit: Annotated[
@@ -184,18 +186,20 @@ def gate(
     alpha_value = parse_float("--alpha", alpha, minimum=0.0, example="0.05") if alpha is not None else None
     if alpha_value is not None and alpha_value >= 1:
         raise UsageError("--alpha", f"must be below 1, got {alpha}; try --alpha 0.05")
-    from dummyprof.gate.config import find_config, load_config
+    from dummyprof.gate.config import load_config
     from dummyprof.gate.runner import load_baseline, not_recorded, run_gate
 
+    cfg = load_config(config)
+    append = markdown is not None and is_step_summary(markdown)  # appended only to the CI step summary
     check_outputs(
-        {"--json": json_path, "--junit": junit, "--benchmark-json": benchmark_json, "--html": html},
+        {"--json": json_path, "--junit": junit, "--benchmark-json": benchmark_json, "--html": html}
+        | ({} if append else {"--markdown": markdown}),
         force=force,
-        inputs={"--baseline": baseline_path, "--config": find_config(config)[0]},
-        append={"--markdown": markdown},
+        inputs=run_inputs(files={"--baseline": baseline_path}, gate=cfg),
+        append={"--markdown": markdown} if append else None,
     )
     html_files = html_reports(html)  # no plotly: exit 2 now, not after measuring
 
-    cfg = load_config(config)
     if factor_value is not None:
         cfg.factor = factor_value
     if alpha_value is not None:
@@ -210,19 +214,19 @@ def gate(
         json_path=json_path,
         quiet=quiet,
         force=force,
-        reports=_reports(markdown=markdown, junit=junit, benchmark_json=benchmark_json) + html_files,
+        reports=_reports(markdown=markdown, append=append, junit=junit, benchmark_json=benchmark_json) + html_files,
         on_failure=not_recorded,
     )
     return results.gate.exit_code
 
 
 def _reports(
-    *, markdown: Path | None, junit: Path | None, benchmark_json: Path | None
+    *, markdown: Path | None, append: bool, junit: Path | None, benchmark_json: Path | None
 ) -> list[tuple[Output, Callable[[Results], str]]]:
     reports: list[tuple[Output, Callable[[Results], str]]] = []
     if markdown is not None:
         reports.append(
-            (Output("--markdown", markdown, append=True), reporter("markdown", flag="--markdown", append=True))
+            (Output("--markdown", markdown, append=append), reporter("markdown", flag="--markdown", append=append))
         )
     if junit is not None:
         reports.append((Output("--junit", junit), reporter("junit", flag="--junit")))

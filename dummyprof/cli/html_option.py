@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from dummyprof.results.outputs import Output
+from dummyprof.files.outputs import Output
 from dummyprof.results.session import Results
 
 HtmlOpt = Annotated[

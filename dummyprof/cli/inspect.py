@@ -15,7 +15,6 @@ from dummyprof.cli.model_options import (
     TreeHiddenOpt,
     TreeWidthOpt,
     TrustRemoteCodeOpt,
-    code_files,
     parse_args_flag,
     tree_fields,
 )
@@ -27,6 +26,7 @@ from dummyprof.cli.output import (
     user_stdout_to_stderr,
 )
 from dummyprof.cli.output_options import ForceOpt, JsonOpt, QuietOpt
+from dummyprof.files.inputs import run_inputs
 from dummyprof.units import parse_bytes, parse_int
 
 HELP = """\
@@ -85,7 +85,7 @@ def inspect(
         max_depth=parse_int("--max-depth", max_depth, minimum=0, example="3") if max_depth is not None else None,
         min_bytes=parse_bytes("--min-bytes", min_bytes, example="1MiB") if min_bytes is not None else 0,
     )
-    check_outputs({"--json": json_path}, force=force, inputs=code_files(model))
+    check_outputs({"--json": json_path}, force=force, inputs=run_inputs(model=model))
     from dummyprof.scenarios.inspect import run as scenario
 
     with user_stdout_to_stderr(json_to_stdout(json_path)):

@@ -5,7 +5,6 @@ Torch-free: only option declarations and help text live here.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated, Any, Optional
 
 import typer
@@ -57,17 +56,6 @@ LoaderArgOpt = Annotated[
     Optional[list[str]],  # noqa: UP045
     typer.Option("--loader-arg", metavar="KEY=VALUE", help="Keyword argument passed to every --loader (repeatable)."),
 ]
-
-
-def code_files(model: str | None, loaders: list[str] | None = None) -> dict[str, Path | None]:
-    """The files named by --model and --loader (``./file.py:callable``): inputs no output may overwrite."""
-    files: dict[str, Path | None] = {}
-    for flag, specs in (("--model", [model] if model else []), ("--loader", loaders or [])):
-        for i, spec in enumerate(specs):
-            target = spec.rsplit(":", 1)[0] if ":" in spec else spec
-            if target.endswith(".py") or "/" in target:
-                files[flag if i == 0 else f"{flag} #{i + 1}"] = Path(target)
-    return files
 
 
 # The synthetic tree, for commands where it is the fallback (audit, inspect); compare, whose subject

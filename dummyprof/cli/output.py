@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, redirect_stdout, suppress
 from pathlib import Path
 
-from dummyprof.results.outputs import Output, write_outputs
-from dummyprof.results.outputs import check_outputs as check_outputs_of
+from dummyprof.files.inputs import RunInput
+from dummyprof.files.outputs import Output, write_outputs
+from dummyprof.files.outputs import check_outputs as check_outputs_of
 from dummyprof.results.session import Results
 
 JSON_HELP = "Write every figure as JSON to PATH ('-' for stdout). Refuses to overwrite without --force."
@@ -45,19 +46,27 @@ def print_terminal(results: Results, *, quiet: bool, stderr: bool = False) -> No
     console.file.flush()
 
 
-def outputs_of(paths: Mapping[str, Path | None]) -> list[Output]:
-    return [Output(flag, path) for flag, path in paths.items() if path is not None]
+# The output flags whose help says '-' is standard output; for any other, '-' is refused (files/outputs.py).
+STDOUT_FLAGS = frozenset({"--json"})
+
+
+def output_for(flag: str, path: Path, *, append: bool = False) -> Output:
+    return Output(flag, path, append=append, stdout=flag in STDOUT_FLAGS)
 
 
 def check_outputs(
     paths: Mapping[str, Path | None],
     *,
     force: bool,
-    inputs: Mapping[str, Path | None] | None = None,
+    inputs: Iterable[RunInput] = (),
     append: Mapping[str, Path | None] | None = None,
 ) -> None:
-    """Probe every output path before measuring, so a long run never ends in a write error (see results/outputs.py)."""
-    outputs = outputs_of(paths) + [Output(flag, p, append=True) for flag, p in (append or {}).items() if p is not None]
+    """Probe every output path before measuring, so a long run never ends in a write error (see files/outputs.py).
+
+    ``inputs``: what the run reads (``files.inputs.run_inputs``), never an output.
+    """
+    outputs = [output_for(flag, path) for flag, path in paths.items() if path is not None]
+    outputs += [output_for(flag, path, append=True) for flag, path in (append or {}).items() if path is not None]
     check_outputs_of(outputs, force=force, inputs=inputs)
 
 
@@ -84,7 +93,7 @@ def emit(
     to_stdout = json_path is not None and str(json_path) == "-"
     files: list[tuple[Output, Render]] = []
     if json_path is not None and not to_stdout:
-        files.append((Output("--json", json_path), reporter("json", flag="--json")))
+        files.append((output_for("--json", json_path), reporter("json", flag="--json")))
     files.extend(reports)
     failures = write_outputs([(output, render_file(results)) for output, render_file in files], force=force)
     if failures and on_failure is not None:

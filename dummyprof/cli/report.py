@@ -26,7 +26,9 @@ def register(app: typer.Typer) -> None:
 
 
 def report(
-    path: Annotated[Path, typer.Argument(metavar="RESULTS.json", help="A file written by --json.")],
+    path: Annotated[
+        Path, typer.Argument(metavar="RESULTS.json", help="A file written by --json ('-': standard input).")
+    ],
     format: Annotated[
         str,
         typer.Option(
@@ -37,21 +39,26 @@ def report(
     ] = "terminal",
     output: Annotated[
         Optional[Path],  # noqa: UP045
-        typer.Option("--output", "-o", metavar="PATH", help="Write to PATH instead of stdout (not for terminal)."),
+        typer.Option(
+            "--output", "-o", metavar="PATH", help="Write to PATH instead of stdout ('-': stdout; not for terminal)."
+        ),
     ] = None,
     force: Annotated[bool, typer.Option("--force", help="Overwrite --output if it exists.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Terminal: only the summary line.")] = False,
 ) -> int:
     from dummyprof.cli.output import EXIT_NOT_WRITTEN, check_outputs, print_terminal, report_error
+    from dummyprof.files.inputs import run_inputs
+    from dummyprof.files.outputs import Output, write_outputs
     from dummyprof.reports.registry import RenderOptions, get_reporter, render
-    from dummyprof.results.outputs import Output, write_outputs
     from dummyprof.results.store import load_results
 
     chosen = get_reporter(format)  # an unknown name fails before anything is read or probed
+    if output is not None and str(output) == "-":
+        output = None  # standard output, as without --output
     if output is not None:
         if format == "terminal":
             raise UsageError("--output", "terminal output goes to stdout; use --format markdown or json with --output")
-        check_outputs({"--output": output}, force=force, inputs={"RESULTS.json": path})
+        check_outputs({"--output": output}, force=force, inputs=run_inputs(files={"RESULTS.json": path}))
     # Per-tensor rows are most of a large compare file: a format that shows none (-q, markdown) skips them.
     rows = chosen.reads_tensor_rows(RenderOptions(quiet=quiet and format == "terminal"))
     results = load_results(path, tensor_rows=rows)

@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 import typer
 
 from dummyprof.cli.html_option import HtmlOpt, html_reports
-from dummyprof.cli.model_options import ModelOpt, PresetOpt, code_files
+from dummyprof.cli.model_options import ModelOpt, PresetOpt
 from dummyprof.cli.output import (
     EXIT_NOT_WRITTEN,
     check_outputs,
@@ -18,6 +18,7 @@ from dummyprof.cli.output import (
 )
 from dummyprof.cli.output_options import ForceOpt, JsonOpt, QuietOpt
 from dummyprof.errors import UsageError
+from dummyprof.files.inputs import run_inputs
 from dummyprof.units import parse_bytes, parse_count, parse_float, parse_int
 
 HELP = """\
@@ -165,7 +166,7 @@ def sweep(
             max_memory=compare.max_memory,
             time_budget_s=parse_float("--time-budget", time_budget, example="10") if time_budget else 10.0,
         )
-    check_outputs({"--json": json_path, "--html": html}, force=force, inputs=code_files(model, None))
+    check_outputs({"--json": json_path, "--html": html}, force=force, inputs=run_inputs(model=model))
     reports = html_reports(html)
     from dummyprof.scenarios.sweep import run as scenario
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from dummyprof.errors import UsageError
+from dummyprof.files.reading import GATE_CONFIG, read_bounded
 from dummyprof.gate.commands import COMMANDS, CommandSpec
 from dummyprof.gate.fingerprint import option_defaults
 from dummyprof.gate.metrics import MetricSpec
@@ -102,16 +103,9 @@ def find_config(path: Path | None) -> tuple[Path, dict[str, Any]]:
 
 
 def _read(path: Path) -> dict[str, Any]:
+    raw = read_bounded(path, GATE_CONFIG, refuse=lambda message: UsageError("--config", message))
     try:
-        with open(path, "rb") as handle:
-            return tomllib.load(handle)
-    except FileNotFoundError:
-        raise UsageError("--config", f"{path}: no such file") from None
-    except IsADirectoryError:
-        example = path / "dummyprof.toml"
-        raise UsageError("--config", f"{path} is a directory; give the TOML file, e.g. {example}") from None
-    except OSError as exc:
-        raise UsageError("--config", f"{path}: cannot read ({exc.strerror})") from None
+        return tomllib.loads(raw.decode("utf-8"))
     except tomllib.TOMLDecodeError as exc:
         raise UsageError("--config", f"{path}: not valid TOML: {exc}") from None
     except UnicodeDecodeError:

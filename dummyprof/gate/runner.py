@@ -8,6 +8,7 @@ from dataclasses import fields
 from pathlib import Path
 
 from dummyprof.errors import DoesNotFitError, ResultsFileError, UsageError
+from dummyprof.files.reading import BASELINE
 from dummyprof.gate.checks import evaluate
 from dummyprof.gate.config import GateConfig, ScenarioConfig
 from dummyprof.gate.fingerprint import make_fingerprint
@@ -16,6 +17,7 @@ from dummyprof.results.common import Environment
 from dummyprof.results.gate import EXIT_INCOMPLETE, GateResult, Metric, ScenarioRun, gate_exit_code
 from dummyprof.results.session import Results
 from dummyprof.results.store import load_results
+from dummyprof.units import INT64_MAX
 
 Progress = Callable[[int, int, str], None]
 
@@ -91,14 +93,22 @@ def make_baseline(
 
 def load_baseline(path: Path) -> dict[str, ScenarioRun]:
     """The baseline's scenarios by name; anything but a baseline file is a clear error (exit 2)."""
-    results = load_results(path, strict=True)  # a hand-edited key that dummyprof does not know is an error
+    # strict: a hand-edited key that dummyprof does not know is an error
+    results = load_results(path, strict=True, kind=BASELINE)
     if results.command != "baseline" or results.gate is None:
         made_by = f"'dummyprof {results.command}'" if results.command else "an unknown command"
         raise ResultsFileError(
             f"{path}: not a baseline file (written by {made_by}); create one with "
             "dummyprof baseline --config dummyprof.toml --output PATH"
         )
+    first: dict[str, int] = {}
     for i, run in enumerate(results.gate.scenarios):
+        if run.name in first:  # which of the two is the baseline cannot be known: an edited first one would hide
+            raise ResultsFileError(
+                f"{path}: $.gate.scenarios[{i}]: scenario {run.name!r} is also $.gate.scenarios[{first[run.name]}]; "
+                "a baseline holds each scenario once: re-create it with dummyprof baseline"
+            )
+        first[run.name] = i
         for name, metric in run.metrics.items():
             problem = metric_problem(metric)
             if problem:
@@ -111,8 +121,10 @@ def metric_problem(metric: Metric) -> str | None:
     """Why a baseline metric cannot be compared with (NaN and infinities are already refused on load)."""
     if metric.kind not in ("counter", "time", FIT):
         return f"kind {metric.kind!r} is none of 'counter', 'time' and 'fit'"
-    if metric.kind == "counter" and (metric.value < 0 or not float(metric.value).is_integer()):
-        return f"value {metric.value!r}: a counter is a whole number >= 0"
+    if metric.kind == "counter" and (
+        metric.value < 0 or not float(metric.value).is_integer() or metric.value > INT64_MAX
+    ):
+        return f"value {metric.value!r}: a counter is a whole number from 0 to {INT64_MAX} (int64)"
     if metric.kind == "time":
         if not metric.samples:
             return "no samples: a timing keeps every measured round"

@@ -21,6 +21,7 @@ import torch
 from torch import nn
 
 from dummyprof.errors import UsageError
+from dummyprof.files.reading import HF_CONFIG, read_bounded, unique_keys
 from dummyprof.models.source import ModelSource
 
 PREFIX = "hf:"
@@ -44,11 +45,12 @@ def _transformers() -> Any:
 
 def _read_config_dict(path: Path, target: str) -> dict[str, Any]:
     file = path / "config.json" if path.is_dir() else path
-    if not file.is_file():
+    if path.is_dir() and not file.is_file():
         raise UsageError(FLAG, f"no config.json in folder {target!r}; give hf:PATH/config.json or the model's folder")
+    raw = read_bounded(file, HF_CONFIG, refuse=lambda message: UsageError(FLAG, message))
     try:
-        data = json.loads(file.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        data = json.loads(raw.decode("utf-8"), object_pairs_hook=unique_keys)
+    except (UnicodeDecodeError, ValueError) as exc:  # not JSON, or a key given twice
         raise UsageError(FLAG, f"{str(file)!r} is not JSON ({exc}); give a Hugging Face config.json") from exc
     if not isinstance(data, dict):
         raise UsageError(FLAG, f"{str(file)!r} holds a JSON {type(data).__name__}, not an object; give a config.json")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dummyprof.results.common import Environment, Figure, MemoryUse, Timing
 from dummyprof.results.compare import CompareResult, ModelSummary, StrategyResult, TensorResult
 from dummyprof.results.session import SCHEMA_VERSION, Results
-from dummyprof.results.store import check_writable, load_results, results_from_dict, results_to_json, save_results
+from dummyprof.results.store import load_results, results_from_dict, results_to_json
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -18,9 +18,7 @@ __all__ = [
     "StrategyResult",
     "TensorResult",
     "Timing",
-    "check_writable",
     "load_results",
     "results_from_dict",
     "results_to_json",
-    "save_results",
 ]

@@ -1,38 +1,26 @@
-"""Reading and writing results files: JSON only, written atomically, never pickled."""
+"""Reading results files (JSON only, never pickled) and turning Results into their JSON text.
+
+Writing a file is the edges' business (``dummyprof.files.outputs``; ``dummyprof.save_results`` in ``api``).
+"""
 
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
 from dummyprof.errors import ResultsFileError
+from dummyprof.files.reading import RESULTS, DuplicateKeyError, FileKind, read_bounded, unique_keys
 from dummyprof.gc_pause import gc_paused
 from dummyprof.results.codec import MAX_DEPTH, from_jsonable, to_jsonable
 from dummyprof.results.migrate import migrate
-from dummyprof.results.outputs import Output, probe_output, replace_atomic
 from dummyprof.results.session import SCHEMA_VERSION, Results
-
-
-def check_writable(path: Path, *, force: bool, flag: str) -> None:
-    """Refuse up front to overwrite a file unless asked to, and to write where we cannot (see outputs.py)."""
-    probe_output(Output(flag, Path(path)), force=force)
-
-
-def write_text_atomic(path: Path, text: str) -> None:
-    """Replace ``path`` atomically: a crash or Ctrl-C leaves the old file or the new one, never half of one."""
-    replace_atomic(Path(path), text)
 
 
 def results_to_json(results: Results) -> str:
     return json.dumps(to_jsonable(results), indent=2, sort_keys=False, allow_nan=False) + "\n"
-
-
-def save_results(results: Results, path: Path) -> None:
-    write_text_atomic(path, results_to_json(results))
 
 
 # The section each command fills; a file that names a command but lacks its section cannot be rendered.
@@ -91,38 +79,31 @@ def results_from_dict(data: Any, *, source: str = "results", strict: bool = Fals
     return results
 
 
-def _read_bytes(path: Path) -> bytes:
-    """The file (``-``: standard input)."""
+_OBJECT = msgspec.json.Decoder(dict[str, msgspec.Raw])  # an object's values left unparsed, to find one
+
+
+def _without_tensor_rows_text(raw: bytes) -> bytes:
+    """The document with ``compare.tensors`` replaced by ``[]``, found by msgspec without building its rows.
+
+    Most of a large compare file is that one array; the rest is small enough for the standard parser, which
+    names the line of a syntax error and refuses a key given twice. On a 228 MB compare file the whole load
+    takes about a third of parsing everything with json.loads.
+    """
     try:
-        return sys.stdin.buffer.read() if str(path) == "-" else path.read_bytes()
-    except FileNotFoundError:
-        raise ResultsFileError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise ResultsFileError(f"{path}: is a directory; give a results file written by --json") from None
-    except OSError as exc:
-        raise ResultsFileError(f"{path}: cannot read ({exc.strerror})") from None
+        compare = _OBJECT.decode(raw).get("compare")
+        rows = _OBJECT.decode(compare).get("tensors") if compare is not None else None
+    except (msgspec.DecodeError, RecursionError):  # not an object, or corrupt: the standard parser says where
+        return raw
+    if rows is None:
+        return raw
+    text = bytes(rows)
+    start = raw.find(text)
+    return raw[:start] + b"[]" + raw[start + len(text) :] if start >= 0 else raw
 
 
-_OBJECT = msgspec.json.Decoder(dict[str, msgspec.Raw])  # an object's values left unparsed, to parse or skip each
-
-
-def _parse_fast(raw: bytes, *, tensor_rows: bool) -> Any:
-    """msgspec's parser, and without ``tensor_rows`` not even that for ``compare.tensors``: its text is only
-    scanned to find where it ends. On a 228 MB compare file, 0.4 s in place of json.loads' 2.5 s."""
-    if tensor_rows:
-        return msgspec.json.decode(raw)
-    data = {
-        key: value if key == "compare" else msgspec.json.decode(value) for key, value in _OBJECT.decode(raw).items()
-    }
-    if "compare" in data:
-        compare = _OBJECT.decode(data["compare"])
-        data["compare"] = {key: msgspec.json.decode(value) for key, value in compare.items() if key != "tensors"}
-    return data
-
-
-def _parse_slow(raw: bytes, source: str) -> Any:
-    """The standard library's parser, for what msgspec refused: its messages name the line, and it reads NaN,
-    Infinity and numbers beyond a float, which the codec then refuses naming the field."""
+def _parse(raw: bytes, source: str, *, tensor_rows: bool) -> Any:
+    if not tensor_rows:
+        raw = _without_tensor_rows_text(raw)
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -130,31 +111,26 @@ def _parse_slow(raw: bytes, source: str) -> Any:
     del raw
     try:
         with gc_paused():
-            return json.loads(text)
+            return json.loads(text, object_pairs_hook=unique_keys)  # a key twice: which one was meant?
     except json.JSONDecodeError as exc:
         raise ResultsFileError(
             f"{source}: not valid JSON (truncated or corrupt?): {exc.msg} at line {exc.lineno}"
         ) from None
+    except DuplicateKeyError as exc:
+        raise ResultsFileError(f"{source}: {exc}; keep one of them") from None
     except RecursionError:
         raise ResultsFileError(f"{source}: nested more than {MAX_DEPTH} levels deep (corrupt?)") from None
     except ValueError as exc:  # e.g. an integer with more digits than Python converts
         raise ResultsFileError(f"{source}: not a dummyprof results file: {exc}") from None
 
 
-def _parse(raw: bytes, source: str, *, tensor_rows: bool) -> Any:
-    try:
-        with gc_paused():
-            return _parse_fast(raw, tensor_rows=tensor_rows)
-    except (msgspec.DecodeError, RecursionError):  # ValidationError too: not an object, a number out of range
-        return _parse_slow(raw, source)
-
-
-def load_results(path: Path, *, strict: bool = False, tensor_rows: bool = True) -> Results:
+def load_results(path: Path, *, strict: bool = False, tensor_rows: bool = True, kind: FileKind = RESULTS) -> Results:
     """Load a results file (``-``: standard input); corrupt, truncated or foreign files raise ResultsFileError.
 
     ``tensor_rows=False``: without ``compare.tensors``, neither read nor checked (see :func:`results_from_dict`).
+    ``kind``: what the file should be and its bound (files/reading.py); a larger file, or no regular file, is refused.
     """
     path = Path(path)
     source = "<stdin>" if str(path) == "-" else str(path)
-    data = _parse(_read_bytes(path), source, tensor_rows=tensor_rows)  # the bytes are dropped once parsed
+    data = _parse(read_bounded(path, kind, refuse=ResultsFileError, stdin=True), source, tensor_rows=tensor_rows)
     return results_from_dict(data, source=source, strict=strict, tensor_rows=tensor_rows)

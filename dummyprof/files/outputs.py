@@ -6,8 +6,12 @@ One mechanism for every file a command writes (``--json``, ``--output``,
 - before anything is measured, each path is probed the way it will really be
   written (a temporary file is created and removed next to it, so a read-only
   folder, a read-only file system or a missing permission shows up now, as
-  root too), and no output may be one of the command's inputs or another
-  output (compared by device and inode, else by real path);
+  root too; a file to be replaced must not be immutable or append-only), and
+  no output may be a file the run reads (:mod:`dummyprof.files.inputs`) or
+  another output (compared by device and inode, else by real path), with or
+  without ``--force``;
+- ``-`` is standard output only for a flag that says so (``Output.stdout``);
+  for any other flag it is refused, never turned into a file named ``-``;
 - without ``--force`` a file is published exclusively (``os.link`` of a
   finished temporary file; ``O_EXCL`` where links are not supported), so a
   file that appeared while measuring is never replaced;
@@ -16,6 +20,8 @@ One mechanism for every file a command writes (``--json``, ``--output``,
   to its target; a FIFO or a device (``/dev/null``, ``/dev/stdout``) is
   written to directly and never replaced by a regular file; a directory is
   refused;
+- an existing file is appended to only where the user asked for appending:
+  the CI step summary named by ``$GITHUB_STEP_SUMMARY`` (:func:`is_step_summary`);
 - new files get ``0o666`` less the umask, as ``open()`` would give them;
 - a write that still fails (full disk, EACCES) comes back as a message; the
   caller shows the results, then the message, and exits 2 (the gate: 3).
@@ -26,14 +32,21 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
+import struct
+import sys
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from dummyprof.errors import UsageError
 
+if TYPE_CHECKING:
+    from dummyprof.files.inputs import RunInput
+
 STDOUT = "-"
+STEP_SUMMARY = "GITHUB_STEP_SUMMARY"
 
 
 @dataclass(frozen=True)
@@ -42,11 +55,12 @@ class Output:
 
     flag: str
     path: Path
-    append: bool = False  # appended, never truncated (--markdown "$GITHUB_STEP_SUMMARY")
+    append: bool = False  # appended, never truncated: only the CI step summary (is_step_summary)
+    stdout: bool = False  # the flag documents '-' as standard output (--json)
 
     @property
     def is_stdout(self) -> bool:
-        return str(self.path) == STDOUT
+        return self.stdout and str(self.path) == STDOUT
 
 
 def _stat(path: Path | str) -> os.stat_result | None:
@@ -87,15 +101,62 @@ def _probe_folder(flag: str, folder: Path, path: Path) -> None:
 
 
 def _probe_open(flag: str, path: Path) -> None:
-    """An existing file written in place (append, FIFO, device): is it writable?"""
+    """An existing file written in place (append, FIFO, device): is it writable? (False for an immutable file.)"""
     if not os.access(path, os.W_OK):
         raise UsageError(flag, f"cannot write {path}: permission denied")
+
+
+# chattr's immutable and append-only flags (linux/fs.h), read with FS_IOC_GETFLAGS = _IOR('f', 1, long).
+_FS_IMMUTABLE_FL = 0x10
+_FS_APPEND_FL = 0x20
+_FS_IOC_GETFLAGS = (2 << 30) | (struct.calcsize("l") << 16) | (ord("f") << 8) | 1
+
+
+def _pinned(path: Path) -> str | None:
+    """'immutable' or 'append-only' when no rename may replace ``path`` (even as root); None when it may.
+
+    A file system or platform that cannot say (no ioctl, no ``st_flags``) answers None: the write
+    then fails after the run, shown as a write failure, as before.
+    """
+    flags = getattr(os.stat(path), "st_flags", None)  # BSD and macOS: chflags
+    if flags is not None:
+        if flags & (stat.UF_IMMUTABLE | stat.SF_IMMUTABLE):
+            return "immutable"
+        return "append-only" if flags & (stat.UF_APPEND | stat.SF_APPEND) else None
+    if not sys.platform.startswith("linux"):
+        return None
+    import fcntl
+
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        buf = bytearray(8)
+        fcntl.ioctl(fd, _FS_IOC_GETFLAGS, buf, True)
+    except OSError:  # not supported here (e.g. some FUSE file systems)
+        return None
+    finally:
+        os.close(fd)
+    value = int.from_bytes(buf[:4], sys.byteorder)
+    return "immutable" if value & _FS_IMMUTABLE_FL else ("append-only" if value & _FS_APPEND_FL else None)
+
+
+def _refuse_dash(output: Output) -> None:
+    """'-' for a flag that does not write to stdout: say so, rather than create or overwrite a file named '-'."""
+    if str(output.path) == STDOUT and not output.stdout:
+        raise UsageError(
+            output.flag,
+            f"'-' (standard output) is not supported here; give a file name "
+            f"(a file named '-' in this folder: {os.path.abspath(STDOUT)})",
+        )
 
 
 def probe_output(output: Output, *, force: bool) -> None:
     """Raise UsageError (exit 2) now if ``output`` could not be written after the run."""
     if output.is_stdout:
         return
+    _refuse_dash(output)
     flag, path = output.flag, output.path
     try:
         st = _stat(path)
@@ -118,6 +179,9 @@ def probe_output(output: Output, *, force: bool) -> None:
     if not force:
         raise UsageError(flag, f"{path} already exists; pass --force to overwrite it or choose another name")
     if stat.S_ISREG(st.st_mode):  # replaced by a rename in the target's own folder
+        pinned = _pinned(path)
+        if pinned is not None:
+            raise UsageError(flag, f"cannot replace {path}: it is {pinned} (chattr); choose another file")
         _probe_folder(flag, Path(os.path.realpath(path)).parent, path)
     else:  # a block device: written in place
         _probe_open(flag, path)
@@ -136,26 +200,43 @@ def _identity(path: Path) -> tuple[object, ...] | None:
     return ("inode", st.st_dev, st.st_ino)
 
 
-def check_outputs(outputs: Sequence[Output], *, force: bool, inputs: Mapping[str, Path | None] | None = None) -> None:
-    """Probe every output, and refuse an output that is an input or another output (UsageError, exit 2)."""
-    files = [o for o in outputs if not o.is_stdout]
-    for output in files:
-        probe_output(output, force=force)
-    claimed: dict[tuple[object, ...], str] = {}
-    for flag, path in (inputs or {}).items():
-        if path is not None and str(path) != STDOUT:
-            key = _identity(path)
-            if key is not None:
-                claimed.setdefault(key, f"the {flag} input")
-    for output in files:
-        key = _identity(output.path)
-        if key is None:
+def is_step_summary(path: Path | str) -> bool:
+    """Whether ``path`` is the CI step summary (``$GITHUB_STEP_SUMMARY``): the one file reports are appended to."""
+    named = os.environ.get(STEP_SUMMARY)
+    if not named or str(path) == STDOUT:
+        return False
+    return _identity(Path(path)) == _identity(Path(named))
+
+
+def check_outputs(outputs: Sequence[Output], *, force: bool, inputs: Iterable[RunInput] = ()) -> None:
+    """Probe every output, and refuse an output that the run reads or another output (UsageError, exit 2).
+
+    ``inputs``: every file the run reads (``dummyprof.files.inputs.run_inputs``), refused as an
+    output with or without ``force``, appended to or not. That is checked before the probe, so an
+    input that exists is not answered with "pass --force".
+    """
+    read: dict[tuple[object, ...], str] = {}
+    for run_input in inputs:
+        key = _identity(run_input.path)
+        if key is not None:
+            read.setdefault(key, run_input.what)
+    written: dict[tuple[object, ...], str] = {}
+    for output in outputs:
+        if output.is_stdout:
             continue
-        if key in claimed:
+        _refuse_dash(output)
+        key = _identity(output.path)
+        if key is not None and key in read:
             raise UsageError(
-                output.flag, f"{output.path} is also {claimed[key]}; writing it would destroy it. Choose another file"
+                output.flag,
+                f"{output.path} is also {read[key]}; dummyprof never writes a file the run reads, "
+                "even with --force. Choose another file",
             )
-        claimed[key] = f"the {output.flag} output"
+        probe_output(output, force=force)
+        if key is not None:
+            if key in written:
+                raise UsageError(output.flag, f"{output.path} is also {written[key]}; choose another file")
+            written[key] = f"the {output.flag} output"
 
 
 def _write_temp(folder: Path, name: str, text: str, mode: int) -> str:

@@ -1,0 +1,131 @@
+"""One bounded read for every file dummyprof parses, and JSON objects that may not repeat a key.
+
+``report /dev/zero`` once read 3.3 GB in 2 s before failing: whatever a file turns out to
+be, no more than its bound is read. Only regular files are read (a FIFO, a device or a
+socket is refused before a byte is read, so a FIFO with no writer cannot hang the run);
+standard input (``-``) is read where a command documents it, and bounded the same way.
+Each caller passes the exception to raise, so the message reaches the user as its own
+error (exit 2) naming the file.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from dummyprof.units import format_bytes
+
+STDIN = "-"
+
+
+@dataclass(frozen=True)
+class FileKind:
+    """A kind of file dummyprof reads: the most bytes it may hold, and what to give instead (in messages)."""
+
+    limit: int
+    give: str
+
+
+# The bounds, each well above any file dummyprof writes of that kind (docs/promises.md):
+# a compare file of a ~100k-tensor model was 259 MB, a baseline of ten scenarios is ~100 kB,
+# a gate config a few kB, and the largest Hugging Face config.json known to us under 1 MB.
+RESULTS = FileKind(1 << 30, "a results file written by --json")
+BASELINE = FileKind(64 << 20, "a baseline written by dummyprof baseline")
+GATE_CONFIG = FileKind(1 << 20, "a TOML file such as dummyprof.toml")
+HF_CONFIG = FileKind(16 << 20, "a Hugging Face config.json")
+
+Refuse = Callable[[str], Exception]
+
+_KINDS = (
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def _kind(mode: int) -> str:
+    return next((name for test, name in _KINDS if test(mode)), "not a regular file")
+
+
+def _too_large(source: str, kind: FileKind, size: int | None = None) -> str:
+    found = f"is {format_bytes(size)}" if size is not None else "holds more"
+    return f"{source}: {found}, more than the {format_bytes(kind.limit)} dummyprof reads; give {kind.give}"
+
+
+def _read_at_most(handle: Any, limit: int) -> bytes:
+    """At most ``limit + 1`` bytes: one byte more than allowed is enough to know it is too large."""
+    chunks: list[bytes] = []
+    left = limit + 1
+    while left > 0:
+        chunk = handle.read(min(left, 1 << 24))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
+
+
+def read_bounded(path: Path | str, kind: FileKind, *, refuse: Refuse, stdin: bool = False) -> bytes:
+    """The bytes of the regular file ``path`` (``-``: standard input when ``stdin``), at most ``kind.limit``.
+
+    ``refuse(message)`` is the exception raised for a missing file, a folder, a device, a FIFO
+    or a socket, or a file over the limit; the message names the file and what to give instead.
+    """
+    limit, what = kind.limit, kind.give
+    if stdin and str(path) == STDIN:
+        data = _read_at_most(sys.stdin.buffer, limit)
+        if len(data) > limit:
+            raise refuse(_too_large("<stdin>", kind))
+        return data
+    source = str(path)
+    try:
+        # O_NONBLOCK: opening a FIFO with no writer returns at once (and is refused below) instead of hanging.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        raise refuse(f"{source}: no such file") from None
+    except IsADirectoryError:
+        raise refuse(f"{source}: is a directory; give {what}") from None
+    except OSError as exc:
+        raise refuse(f"{source}: cannot read ({exc.strerror or exc})") from None
+    with os.fdopen(fd, "rb", buffering=0) as handle:
+        st = os.fstat(fd)
+        if stat.S_ISDIR(st.st_mode):
+            raise refuse(f"{source}: is a directory; give {what}")
+        if not stat.S_ISREG(st.st_mode):
+            raise refuse(f"{source}: {_kind(st.st_mode)}, not a regular file; give {what}")
+        if st.st_size > limit:
+            raise refuse(_too_large(source, kind, st.st_size))
+        os.set_blocking(fd, True)
+        try:
+            data = _read_at_most(handle, limit)
+        except OSError as exc:
+            raise refuse(f"{source}: cannot read ({exc.strerror or exc})") from None
+    if len(data) > limit:  # it grew while being read
+        raise refuse(_too_large(source, kind))
+    return data
+
+
+class DuplicateKeyError(ValueError):
+    """A JSON object names a key twice: which value was meant cannot be known."""
+
+
+def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``object_pairs_hook`` for ``json.loads``: the object as a dict, refusing a key given twice.
+
+    ``json`` keeps the last value of a repeated key without a word: a hand-edited first
+    value would be hidden. The cheapest check that sees it: a dict shorter than its pairs.
+    """
+    result = dict(pairs)
+    if len(result) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise DuplicateKeyError(f"the key {key!r} appears twice in one object")
+            seen.add(key)
+    return result

@@ -22,7 +22,6 @@ PACKAGE = Path(__file__).resolve().parent.parent / "dummyprof"
 #   gate                          runs scenarios, checks their Results
 #   scenarios                     one package per command: options, validate, run -> Results
 #   loaders | measure | models    fills | instruments | model sources
-#   distributed                   torch.distributed plumbing (join, barriers, launcher), for cli and scenarios
 #   anatomy, usercode             the tensor walk (torch only) | a user's code by spec (no torch)
 #   results, reports              the torch-free data model | reporters that render it
 FORBIDDEN: dict[str, set[str]] = {
@@ -35,8 +34,6 @@ FORBIDDEN: dict[str, set[str]] = {
     "loaders": {"cli", "api", "gate", "scenarios", "models", "reports"},
     "scenarios": {"cli", "api", "gate", "reports"},
     "gate": {"cli", "api", "reports"},
-    # torch.distributed plumbing (join, barriers, --nproc launcher): used by cli and scenarios, knows neither.
-    "distributed": {"cli", "api", "gate", "scenarios", "loaders", "measure", "models", "anatomy", "results", "reports"},
 }
 # Known exceptions, each with the work that removes it.
 ALLOWED: set[tuple[str, str]] = set()

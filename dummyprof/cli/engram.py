@@ -121,7 +121,7 @@ def engram(
         Optional[str],  # noqa: UP045
         typer.Option(
             metavar="INT",
-            help="Start INT ranks on this host through torch.distributed's launcher (as torchrun --standalone).",
+            help="Start INT ranks on this host (tp x dp must equal INT; a core and a process's memory each).",
         ),
     ] = None,
     dist_backend: Annotated[

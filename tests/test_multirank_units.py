@@ -253,7 +253,7 @@ def machine(monkeypatch: pytest.MonkeyPatch) -> Any:
         def set(self, cores: int, available: int, per_rank: int) -> None:
             monkeypatch.setattr(ranks_options, "cpu_count", lambda: cores)
             monkeypatch.setattr(ranks_options, "available_memory_bytes", lambda: available)
-            monkeypatch.setattr(ranks_options, "rss_bytes", lambda: per_rank)
+            monkeypatch.setattr(ranks_options, "private_bytes", lambda: per_rank)
 
     found = Machine()
     found.set(64, 1 << 40, 1 << 28)
@@ -299,8 +299,8 @@ def test_more_ranks_than_cores_or_memory_are_refused_before_any_rank_starts(
     with pytest.raises(UsageError) as caught:
         validate(EngramRanksOptions(rows=4096, nproc=4, tp_size=4, offload=True))
     assert error_text(caught.value) == (
-        "--nproc: 4 ranks need at least 4.00 GiB for their processes alone (1.00 GiB each, the size of this one "
-        "with torch loaded), more than the 3.00 GiB available; use 3 or fewer"
+        "--nproc: 4 ranks need at least 4.00 GiB for their processes alone (1.00 GiB each, this process's own "
+        "memory with torch loaded), more than the 3.00 GiB available; use 3 or fewer"
     )
     validate(EngramRanksOptions(rows=4096, nproc=3, tp_size=3, offload=True))  # 3 fit
 

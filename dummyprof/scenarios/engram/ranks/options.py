@@ -56,6 +56,16 @@ def validate(options: EngramRanksOptions) -> None:
     check_machine(n)
 
 
+def private_bytes() -> int:
+    """This process's own memory (USS): what each rank needs again; the libraries' pages are shared."""
+    import psutil
+
+    try:
+        return int(psutil.Process().memory_full_info().uss)
+    except (psutil.Error, AttributeError):  # no /proc/self/smaps here: the whole RSS, an overestimate
+        return rss_bytes()
+
+
 def check_machine(nproc: int) -> None:
     """A core per rank, and the memory of ``nproc`` processes like this one (torch loaded): a lower bound."""
     import torch  # noqa: F401 - every rank loads torch: measure this process with it loaded
@@ -67,11 +77,11 @@ def check_machine(nproc: int) -> None:
             f"{nproc} ranks on {cores} cores: ranks sharing a core time the scheduler, not the fills; "
             f"use {cores} or fewer",
         )
-    per_rank, available = rss_bytes(), available_memory_bytes()
+    per_rank, available = private_bytes(), available_memory_bytes()
     if nproc * per_rank > available:
         raise UsageError.for_field(
             "nproc",
             f"{nproc} ranks need at least {format_bytes(nproc * per_rank)} for their processes alone "
-            f"({format_bytes(per_rank)} each, the size of this one with torch loaded), more than the "
+            f"({format_bytes(per_rank)} each, this process's own memory with torch loaded), more than the "
             f"{format_bytes(available)} available; use {available // per_rank} or fewer",
         )

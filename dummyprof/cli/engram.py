@@ -137,21 +137,21 @@ def engram(
 ) -> int:
     params = dict(ctx.params)
     env = launch_env()
-    if nproc is not None or env is not None:
-        from dummyprof.cli.ranks import engram_on_ranks
+    if nproc is None and env is None:
+        for flag, given in (("--all-ranks", all_ranks), ("--dist-backend", dist_backend != "auto")):
+            if given:
+                raise UsageError(flag, "only applies to a multi-rank run: add --nproc N or start under torchrun")
+        options = _options(params)
+        check_outputs({"--json": json_path, "--html": html}, force=force)
+        reports = html_reports(html)
+        from dummyprof.scenarios.engram import run as scenario
 
-        return engram_on_ranks(params, env, lambda: _options(params))
-    for flag, given in (("--all-ranks", all_ranks), ("--dist-backend", dist_backend != "auto")):
-        if given:
-            raise UsageError(flag, "only applies to a multi-rank run: add --nproc N or start under torchrun")
-    options = _options(params)
-    check_outputs({"--json": json_path, "--html": html}, force=force)
-    reports = html_reports(html)
-    from dummyprof.scenarios.engram import run as scenario
+        with progress_bar(not quiet and not dry_run, "engram") as progress:
+            results = scenario.run(options, progress=progress)
+        return EXIT_NOT_WRITTEN if emit(results, json_path=json_path, quiet=quiet, force=force, reports=reports) else 0
+    from dummyprof.cli.ranks import engram_on_ranks
 
-    with progress_bar(not quiet and not dry_run, "engram") as progress:
-        results = scenario.run(options, progress=progress)
-    return EXIT_NOT_WRITTEN if emit(results, json_path=json_path, quiet=quiet, force=force, reports=reports) else 0
+    return engram_on_ranks(params, env, lambda: _options(params))
 
 
 def _options(params: dict[str, Any]) -> EngramOptions:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -353,3 +354,17 @@ def test_the_memory_budget_is_labelled_per_rank() -> None:
         "per rank: 80% of 8.00 GiB available / 2 ranks"
     )
     assert budget_source("1.00 GiB free in /dev/shm", given, two, 0) == "1.00 GiB free in /dev/shm"
+
+
+def test_no_library_module_starts_a_dummyprof_command_line() -> None:
+    """Issue #18: ranks are started from Python with the options as data; only cli/ deals in command lines."""
+    package = Path(__file__).resolve().parent.parent / "dummyprof"
+    offenders = [
+        str(path.relative_to(package))
+        for path in package.rglob("*.py")
+        if path.parent.name != "cli"
+        and any(
+            word in path.read_text() for word in ("import subprocess", '"-m", "dummyprof"', "torch.distributed.run")
+        )
+    ]
+    assert offenders == []

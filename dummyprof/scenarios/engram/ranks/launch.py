@@ -59,10 +59,12 @@ def spawn(
         context = mp.start_processes(
             _main, args=(entry, args, nproc, store.port, queue), nprocs=nproc, join=False, start_method="spawn"
         )
+        values: dict[int, Any] = {}
         try:
-            return _collect(context, queue, nproc, time.monotonic() + limit_s, limit_s, finished)
-        finally:
-            _stop(context.processes)
+            values = _collect(context, queue, nproc, time.monotonic() + limit_s, limit_s, finished)
+        finally:  # ranks that all returned are exiting: let them; any other end stops them at once
+            _stop(context.processes, exit_s=STOP_GRACE_S if len(values) == nproc else 0.0)
+    return values
 
 
 def _main(local_rank: int, entry: Callable[..., Any], args: tuple[Any, ...], nproc: int, port: int, queue: Any) -> None:
@@ -112,8 +114,11 @@ def _collect(
     return values
 
 
-def _stop(processes: list[Any]) -> None:
-    """SIGTERM every rank still running, SIGKILL what is left after a grace period; reap them all."""
+def _stop(processes: list[Any], *, exit_s: float = 0.0) -> None:
+    """After ``exit_s`` for them to exit, SIGTERM every rank still running, then SIGKILL; reap them all."""
+    end = time.monotonic() + exit_s
+    for process in processes:
+        process.join(max(0.0, end - time.monotonic()))
     for process in processes:
         if process.is_alive():
             process.terminate()

@@ -45,8 +45,8 @@ def engram_on_ranks(params: dict[str, Any], env: LaunchEnv | None, parse: Callab
 
         options = parse()
         validate(rank_options(options, world, available=0))
-        if world.rank == 0:  # only rank 0 writes the results file
-            check_outputs({"--json": json_path}, force=force)
+        if world.rank == 0:  # only rank 0 writes the results files
+            check_outputs({"--json": json_path, "--html": params["html"]}, force=force)
         return options
 
     def report(message: str) -> None:
@@ -63,7 +63,9 @@ def engram_on_ranks(params: dict[str, Any], env: LaunchEnv | None, parse: Callab
             report(outcome.error)
         raise typer.Exit(outcome.exit_code)
     if outcome.gathered is not None:
-        return EXIT_NOT_WRITTEN if emit(outcome.gathered, json_path=json_path, quiet=quiet, force=force) else 0
+        reports = html_reports(params["html"])
+        failed = emit(outcome.gathered, json_path=json_path, quiet=quiet, force=force, reports=reports)
+        return EXIT_NOT_WRITTEN if failed else 0
     if params["all_ranks"] and outcome.results is not None:
         sys.stdout.flush()
         emit(outcome.results, json_path=None, quiet=quiet)

@@ -22,7 +22,6 @@ PACKAGE = Path(__file__).resolve().parent.parent / "dummyprof"
 #   gate                          runs scenarios, checks their Results
 #   scenarios                     one package per command: options, validate, run -> Results
 #   loaders | measure | models    fills | instruments | model sources
-#   distributed                   torch.distributed plumbing (join, barriers, launcher), for cli and scenarios
 #   anatomy, usercode             the tensor walk (torch only) | a user's code by spec (no torch)
 #   results, reports              the torch-free data model | reporters that render it
 #   files                         the user's files: bounded reads (for all), what a run reads and writes (edges only)
@@ -36,8 +35,6 @@ FORBIDDEN: dict[str, set[str]] = {
     "loaders": {"cli", "api", "gate", "scenarios", "models", "reports"},
     "scenarios": {"cli", "api", "gate", "reports"},
     "gate": {"cli", "api", "reports"},
-    # torch.distributed plumbing (join, barriers, --nproc launcher): used by cli and scenarios, knows neither.
-    "distributed": {"cli", "api", "gate", "scenarios", "loaders", "measure", "models", "anatomy", "results", "reports"},
     # Below everything: it may use only errors and units, so that any layer may read a file through it.
     "files": {
         "cli",
@@ -51,7 +48,6 @@ FORBIDDEN: dict[str, set[str]] = {
         "results",
         "reports",
         "usercode",
-        "distributed",
     },
 }
 # File policy at the edge (issue #18): only these folders decide what a run reads and how its outputs are written.

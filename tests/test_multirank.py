@@ -2,7 +2,9 @@
 
 Each test starts real ranks (``python -m torch.distributed.run`` or ``dummyprof engram --nproc``) on
 small tables, with a subprocess timeout so nothing can hang the suite. Faults are injected per rank
-through a ``sitecustomize`` module on PYTHONPATH (imported by every rank at start-up, before dummyprof).
+through a ``sitecustomize`` module on PYTHONPATH (imported by every process at start-up, before
+dummyprof): a patched ``Runner.allocate`` that misbehaves on one rank only (``RANK``, read when called:
+ranks started by ``--nproc`` learn their rank after start-up).
 Select them with ``pytest -m multirank``; they run in the default suite.
 """
 
@@ -10,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -40,10 +43,10 @@ def _env(site: Path | None = None) -> dict[str, str]:
     return env
 
 
-def torchrun(nproc: int, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+def torchrun(nproc: int, *args: str, cwd: Path, site: Path | None = None) -> subprocess.CompletedProcess[str]:
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}"]
     command += ["-m", "dummyprof", "engram", *args]
-    return subprocess.run(command, cwd=cwd, env=_env(), capture_output=True, text=True, timeout=LIMIT_S)
+    return subprocess.run(command, cwd=cwd, env=_env(site), capture_output=True, text=True, timeout=LIMIT_S)
 
 
 def nproc(n: int, *args: str, cwd: Path, site: Path | None = None) -> subprocess.CompletedProcess[str]:
@@ -52,11 +55,19 @@ def nproc(n: int, *args: str, cwd: Path, site: Path | None = None) -> subprocess
 
 
 def fault(tmp_path: Path, rank: int, code: str) -> Path:
-    """A sitecustomize that runs ``code`` at start-up on one rank only."""
+    """A sitecustomize whose ``Runner.allocate`` runs ``code`` on one rank (the others allocate as usual)."""
     site = tmp_path / "site"
     site.mkdir()
-    body = textwrap.indent(textwrap.dedent(code), "    ")
-    (site / "sitecustomize.py").write_text(f"import os, sys\nif os.environ.get('RANK') == '{rank}':\n{body}\n")
+    body = textwrap.indent(textwrap.dedent(code), "        ")
+    (site / "sitecustomize.py").write_text(
+        "import os, sys\n"
+        "from dummyprof.scenarios.engram.runner import Runner\n"
+        "_allocate = Runner.allocate\n"
+        "def allocate(self, part_rows):\n"
+        f"    if os.environ.get('RANK') == '{rank}':\n{body}\n"
+        "    return _allocate(self, part_rows)\n"
+        "Runner.allocate = allocate\n"
+    )
     return site
 
 
@@ -162,16 +173,7 @@ def test_four_ranks_tp2_dp2(tmp_path: Path) -> None:
 
 
 def test_a_failing_rank_is_reported_by_rank_and_nothing_hangs(tmp_path: Path) -> None:
-    site = fault(
-        tmp_path,
-        1,
-        """
-        from dummyprof.scenarios.engram.runner import Runner
-        def allocate(self, part_rows):
-            raise MemoryError("simulated: out of memory while allocating")
-        Runner.allocate = allocate
-        """,
-    )
+    site = fault(tmp_path, 1, 'raise MemoryError("simulated: out of memory while allocating")')
     out = nproc(2, *SMALL, "--tp-size", "2", cwd=tmp_path, site=site)
     assert out.returncode == 1
     assert "dummyprof: error: rank 1 (" in out.stderr
@@ -181,34 +183,14 @@ def test_a_failing_rank_is_reported_by_rank_and_nothing_hangs(tmp_path: Path) ->
 
 
 def test_a_killed_rank_is_named_by_the_launcher(tmp_path: Path) -> None:
-    site = fault(
-        tmp_path,
-        1,
-        """
-        import signal
-        from dummyprof.scenarios.engram.runner import Runner
-        def allocate(self, part_rows):
-            os.kill(os.getpid(), signal.SIGKILL)
-        Runner.allocate = allocate
-        """,
-    )
+    site = fault(tmp_path, 1, "import signal; os.kill(os.getpid(), signal.SIGKILL)")
     out = nproc(2, *SMALL, "--tp-size", "2", cwd=tmp_path, site=site)
     assert out.returncode == 1
     assert "dummyprof: error: rank 1 was killed by SIGKILL" in out.stderr
 
 
 def test_a_rank_that_stops_answering_is_named_after_the_timeout(tmp_path: Path) -> None:
-    site = fault(
-        tmp_path,
-        1,
-        """
-        import time
-        from dummyprof.scenarios.engram.runner import Runner
-        def allocate(self, part_rows):
-            time.sleep(600)
-        Runner.allocate = allocate
-        """,
-    )
+    site = fault(tmp_path, 1, "import time; time.sleep(600)")
     args = [a if a != "30" else "4" for a in SMALL]  # --dist-timeout 4
     out = nproc(2, *args, "--tp-size", "2", cwd=tmp_path, site=site)
     assert out.returncode == 1
@@ -217,9 +199,15 @@ def test_a_rank_that_stops_answering_is_named_after_the_timeout(tmp_path: Path) 
 
 
 def test_bad_input_on_one_rank_is_named_and_every_rank_exits_2(tmp_path: Path) -> None:
-    site = fault(tmp_path, 1, "sys.argv += ['--dim', '250']")
-    out = nproc(2, *SMALL, "--tp-size", "2", cwd=tmp_path, site=site)
-    assert out.returncode == 2
+    # Only under torchrun does each rank parse flags of its own (--nproc checks them once, before starting).
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(
+        "import os, sys\nif os.environ.get('RANK') == '1':\n    sys.argv += ['--dim', '250']\n"
+    )
+    out = torchrun(2, *SMALL, "--tp-size", "2", cwd=tmp_path, site=site)
+    assert out.returncode == 1  # torchrun's own code when ranks fail; its summary shows each rank's
+    assert set(re.findall(r"exitcode *: (\d+)", out.stderr)) == {"2"}  # every rank exited 2
     lines = [line for line in out.stderr.splitlines() if line.startswith("dummyprof: error:")]
     assert len(lines) == 1
     assert "rank 1: --dim: 250 is not a multiple of --block-size 32" in lines[0]

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import io
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
 from rich.console import Console
 
-from dummyprof.distributed.launch import torchrun_args
-from dummyprof.distributed.world import LaunchEnv, RanksFailed, World, check_ranks, launch_env
+from dummyprof.cli.flags import error_text
 from dummyprof.errors import UsageError
 from dummyprof.reports.markdown import render_markdown
 from dummyprof.reports.summary import ranks_summary
@@ -21,7 +21,11 @@ from dummyprof.results.ranks import RankFill, RankRecord
 from dummyprof.results.session import Results
 from dummyprof.results.store import results_from_dict, results_to_json
 from dummyprof.scenarios.engram.options import EngramOptions
-from dummyprof.scenarios.engram.ranks import aggregate, rank_options
+from dummyprof.scenarios.engram.ranks import options as ranks_options
+from dummyprof.scenarios.engram.ranks import run as ranks_run
+from dummyprof.scenarios.engram.ranks.options import EngramRanksOptions, validate
+from dummyprof.scenarios.engram.ranks.rank import aggregate, budget_source, rank_options
+from dummyprof.scenarios.engram.ranks.world import LaunchEnv, RanksFailed, World, check_ranks, launch_env
 
 ENV = {"RANK": "1", "WORLD_SIZE": "2", "LOCAL_RANK": "1", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29500"}
 
@@ -156,16 +160,10 @@ def test_rank_options_take_the_rank_and_a_share_of_the_node_budget() -> None:
 def test_tp_times_dp_must_equal_the_world_size() -> None:
     with pytest.raises(UsageError) as caught:
         rank_options(EngramOptions(rows=1000, tp_size=4), world(0, 2), available=10_000)
-    assert str(caught.value) == (
+    assert error_text(caught.value) == (
         "--tp-size: tp 4 x dp 1 = 4 ranks, but torch.distributed started 2 processes; "
-        "use --tp-size 2 (with --dp-size 1) or start 4 processes"
+        "use tp 2 (with dp 1) or start 4 processes"
     )
-
-
-def test_torchrun_args_are_torchruns_own() -> None:
-    assert torchrun_args(4, ["engram", "--rows", "4M"]) == [
-        "--standalone", "--nproc-per-node", "4", "--max-restarts", "0", "-m", "dummyprof", "engram", "--rows", "4M",
-    ]  # fmt: skip
 
 
 def _record(rank: int, host: str, alone: float, together: float, fill_s: float, steps: list[str]) -> RankRecord:
@@ -245,24 +243,128 @@ def test_reports_show_every_rank_and_the_ratio() -> None:
     assert "**Ranks (2):**" in md and "| memset | 2.00 s | 3.00 s | x1.50 |" in md
 
 
-class _Failure:
-    def __init__(self, exitcode: int, signal: str = "") -> None:
-        self.exitcode = exitcode
-        self.signal = signal
-
-    def signal_name(self) -> str:
-        return self.signal
+# --- checked before any rank starts (issue #17 item 3) ---------------------------------------------------
 
 
-def test_launcher_exit_code_prefers_ranks_that_exited_on_their_own(capsys: pytest.CaptureFixture[str]) -> None:
-    from dummyprof.distributed.launch import _exit_code
+@pytest.fixture
+def machine(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """This machine as the ranks' checks see it: cores, memory available, the size of one rank's process."""
 
-    # rank 1 exited 2 (bad input), the launcher then stopped rank 0 with SIGTERM: exit 2, nothing more to say
-    assert _exit_code({0: _Failure(-15, "SIGTERM"), 1: _Failure(2)}) == 2
-    assert capsys.readouterr().err == ""
-    assert _exit_code({0: _Failure(1), 1: _Failure(2)}) == 1  # rank 0's own code first
-    # killed by the OOM killer: named, exit 1
-    assert _exit_code({1: _Failure(-9, "SIGKILL"), 0: _Failure(-15, "SIGTERM")}) == 1
-    assert capsys.readouterr().err.splitlines() == ["dummyprof: error: rank 1 was killed by SIGKILL"]
-    assert _exit_code({0: _Failure(-15, "SIGTERM")}) == 1  # stopped from outside: still said
-    assert capsys.readouterr().err.splitlines() == ["dummyprof: error: rank 0 was killed by SIGTERM"]
+    class Machine:
+        def set(self, cores: int, available: int, per_rank: int) -> None:
+            monkeypatch.setattr(ranks_options, "cpu_count", lambda: cores)
+            monkeypatch.setattr(ranks_options, "available_memory_bytes", lambda: available)
+            monkeypatch.setattr(ranks_options, "private_bytes", lambda: per_rank)
+
+    found = Machine()
+    found.set(64, 1 << 40, 1 << 28)
+    return found
+
+
+def _no_ranks(monkeypatch: pytest.MonkeyPatch) -> None:
+    def spawn(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("a rank was started")
+
+    monkeypatch.setattr(ranks_run, "spawn", spawn)
+
+
+def test_tp_times_dp_is_checked_against_nproc_before_any_rank_starts(
+    cli: Any, machine: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _no_ranks(monkeypatch)
+    with pytest.raises(UsageError) as caught:
+        validate(EngramRanksOptions(rows=4096, nproc=4, tp_size=1))
+    assert caught.value.field == "nproc"
+    result = cli("engram", "--nproc", "4", "--tp-size", "1", "--rows", "4096", "--offload")
+    assert result.exit_code == 2
+    assert result.stderr.splitlines() == [
+        "dummyprof: error: --nproc: 4 ranks, but the tables are split over tp 1 x dp 1 = 1; "
+        "make tp x dp 4 (e.g. tp 4, dp 1) or start 1"
+    ]
+
+
+def test_more_ranks_than_cores_or_memory_are_refused_before_any_rank_starts(
+    cli: Any, machine: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _no_ranks(monkeypatch)
+    machine.set(2, 24 << 30, 180 << 20)
+    result = cli("engram", "--nproc", "64", "--tp-size", "64", "--rows", "4096", "--offload")
+    assert (result.exit_code, result.stderr.splitlines()) == (
+        2,
+        [
+            "dummyprof: error: --nproc: 64 ranks on 2 cores: ranks sharing a core time the scheduler, "
+            "not the fills; use 2 or fewer"
+        ],
+    )
+    machine.set(64, 3 << 30, 1 << 30)
+    with pytest.raises(UsageError) as caught:
+        validate(EngramRanksOptions(rows=4096, nproc=4, tp_size=4, offload=True))
+    assert error_text(caught.value) == (
+        "--nproc: 4 ranks need at least 4.00 GiB for their processes alone (1.00 GiB each, this process's own "
+        "memory with torch loaded), more than the 3.00 GiB available; use 3 or fewer"
+    )
+    validate(EngramRanksOptions(rows=4096, nproc=3, tp_size=3, offload=True))  # 3 fit
+
+
+def test_other_rank_options_are_named_by_field() -> None:
+    with pytest.raises(UsageError) as caught:
+        validate(EngramRanksOptions(rows=4096, nproc=2, tp_size=2, rank=1))
+    assert (caught.value.field, caught.value.message) == ("rank", "every rank takes its own (0 to 1); drop it")
+    with pytest.raises(UsageError) as caught:
+        validate(EngramRanksOptions(rows=4096, nproc=2, tp_size=2, dist_backend="mpi"))
+    assert error_text(caught.value) == "--dist-backend: unknown backend 'mpi'; choose from: auto, gloo, nccl"
+
+
+# --- threads and the memory budget, said per rank (issue #20) --------------------------------------------
+
+
+def test_threads_per_rank_share_the_cores_unless_omp_num_threads_is_set(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.setattr(ranks_run, "cpu_count", lambda: 16)
+    assert ranks_run.threads_per_rank(2) == (8, "cores")
+    assert ranks_run.threads_per_rank(3) == (5, "cores")
+    monkeypatch.setattr(ranks_run, "cpu_count", lambda: 2)
+    assert ranks_run.threads_per_rank(2) == (1, "cores")
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")
+    assert ranks_run.threads_per_rank(2) == (3, "OMP_NUM_THREADS")
+
+
+def test_threads_are_said_once_under_the_ranks_table() -> None:
+    results = _gathered()
+    for rec in results.ranks:
+        rec.threads, rec.threads_source, rec.cores = 1, "cores", 2
+    buffer = io.StringIO()
+    render(results, Console(file=buffer, width=120, no_color=True))
+    assert buffer.getvalue().count("threads: 1 per rank (2 cores / 2 ranks)\n") == 1
+    assert "\nthreads: 1 per rank (2 cores / 2 ranks)\n" in render_markdown(results)
+    results.ranks[1].threads = 2
+    assert "threads: r0:1 r1:2" in render_markdown(results)
+    assert "threads:" not in render_markdown(_gathered())  # older files did not record them
+
+
+def test_the_memory_budget_is_labelled_per_rank() -> None:
+    two = world(0, 2)
+    given = EngramOptions(rows=1000, tp_size=2, max_memory=4 << 30)
+    assert budget_source("--max-memory 2.00 GiB", given, two, 0) == "per rank: --max-memory 4.00 GiB / 2 ranks"
+    assert budget_source("--max-memory 2.00 GiB, capped by 1.50 GiB available", given, two, 0) == (
+        "per rank: --max-memory 4.00 GiB / 2 ranks, capped by 1.50 GiB available"
+    )
+    default = EngramOptions(rows=1000, tp_size=2)
+    assert budget_source("--max-memory 3.20 GiB", default, two, 8 << 30) == (
+        "per rank: 80% of 8.00 GiB available / 2 ranks"
+    )
+    assert budget_source("1.00 GiB free in /dev/shm", given, two, 0) == "1.00 GiB free in /dev/shm"
+
+
+def test_no_library_module_starts_a_dummyprof_command_line() -> None:
+    """Issue #18: ranks are started from Python with the options as data; only cli/ deals in command lines."""
+    package = Path(__file__).resolve().parent.parent / "dummyprof"
+    offenders = [
+        str(path.relative_to(package))
+        for path in package.rglob("*.py")
+        if path.parent.name != "cli"
+        and any(
+            word in path.read_text() for word in ("import subprocess", '"-m", "dummyprof"', "torch.distributed.run")
+        )
+    ]
+    assert offenders == []

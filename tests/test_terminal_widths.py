@@ -275,7 +275,7 @@ METHODS = ["random-convert", "random-scratch", "random-chunked", "random-fast", 
 
 def _ranks(world: int = 8) -> Results:
     """Eight ranks on two hosts, every default method: the widest multi-rank report."""
-    from dummyprof.scenarios.engram.ranks import aggregate
+    from dummyprof.scenarios.engram.ranks.rank import aggregate
 
     records = []
     for rank in range(world):
@@ -317,7 +317,7 @@ def test_ranks_fit_and_split_the_per_rank_times_only_when_narrow(width: int) -> 
 def _ranks_short_of_memory() -> Results:
     """The eight ranks, each needing its 61.47 GiB of tables and, for two methods, half as much again of scratch:
     gpu-node-00 (279.40 GiB free) cannot hold those two on its four ranks, gpu-node-01 (232.83 GiB) none."""
-    from dummyprof.scenarios.engram.ranks import aggregate
+    from dummyprof.scenarios.engram.ranks.rank import aggregate
 
     results = _ranks()
     for rec in results.ranks:

@@ -9,13 +9,11 @@ import typer
 from dummyprof.cli.html_option import HtmlOpt, html_reports
 from dummyprof.cli.output import EXIT_NOT_WRITTEN, check_outputs, emit, progress_bar
 from dummyprof.cli.output_options import ForceOpt, JsonOpt, QuietOpt
-from dummyprof.distributed.world import LaunchEnv, launch_env
 from dummyprof.errors import UsageError
+from dummyprof.scenarios.engram.ranks.world import launch_env
 from dummyprof.units import parse_bytes, parse_count, parse_float, parse_int
 
 if TYPE_CHECKING:
-    from dummyprof.distributed.world import World
-    from dummyprof.results.session import Results
     from dummyprof.scenarios.engram.options import EngramOptions
 
 # The default --method list, torch-free so that parsing flags imports no fill code; tests keep it equal
@@ -123,7 +121,7 @@ def engram(
         Optional[str],  # noqa: UP045
         typer.Option(
             metavar="INT",
-            help="Start INT ranks on this host through torch.distributed's launcher (as torchrun --standalone).",
+            help="Start INT ranks on this host (tp x dp must equal INT; a core and a process's memory each).",
         ),
     ] = None,
     dist_backend: Annotated[
@@ -139,9 +137,7 @@ def engram(
 ) -> int:
     params = dict(ctx.params)
     env = launch_env()
-    if nproc is not None:
-        return _launch(ctx, env, nproc)
-    if env is None:
+    if nproc is None and env is None:
         for flag, given in (("--all-ranks", all_ranks), ("--dist-backend", dist_backend != "auto")):
             if given:
                 raise UsageError(flag, "only applies to a multi-rank run: add --nproc N or start under torchrun")
@@ -153,53 +149,9 @@ def engram(
         with progress_bar(not quiet and not dry_run, "engram") as progress:
             results = scenario.run(options, progress=progress)
         return EXIT_NOT_WRITTEN if emit(results, json_path=json_path, quiet=quiet, force=force, reports=reports) else 0
-    from dummyprof.cli.ranks import run_on_ranks
+    from dummyprof.cli.ranks import engram_on_ranks
 
-    def prepare(world: World) -> EngramOptions:
-        from dummyprof.scenarios.engram.options import validate
-        from dummyprof.scenarios.engram.ranks import rank_options
-
-        options = _options(params)
-        validate(rank_options(options, world, available=0))
-        if world.rank == 0:  # only rank 0 writes the results file
-            check_outputs({"--json": json_path}, force=force)
-        return options
-
-    def body(options: EngramOptions, world: World) -> tuple[Results, Results | None]:
-        from dummyprof.scenarios.engram.ranks import run_ranks
-
-        return run_ranks(options, world)
-
-    device_type = "cuda" if not offload and device != "cpu" and _cuda() else "cpu"
-    return run_on_ranks(
-        env,
-        params,
-        prepare=prepare,
-        body=body,
-        backend=dist_backend,
-        device_type=device_type,
-        timeout=dist_timeout,
-        json_path=json_path,
-        force=force,
-        quiet=quiet,
-        all_ranks=all_ranks,
-    )
-
-
-def _cuda() -> bool:
-    import torch
-
-    return bool(torch.cuda.is_available())
-
-
-def _launch(ctx: typer.Context, env: LaunchEnv | None, nproc: str) -> int:
-    from dummyprof.cli.ranks import child_argv
-    from dummyprof.distributed.launch import launch
-
-    if env is not None:
-        raise UsageError("--nproc", f"this process is already rank {env.rank} of {env.world_size}; drop --nproc")
-    n = parse_int("--nproc", nproc, minimum=1, example="2")
-    return launch(n, ["engram", *child_argv(ctx, drop={"nproc"})])
+    return engram_on_ranks(params, env, lambda: _options(params))
 
 
 def _options(params: dict[str, Any]) -> EngramOptions:

@@ -14,6 +14,7 @@ FIELD_FLAGS = {
     "time_budget_s": "--time-budget",
     "repeat_auto": "--repeat",
     "deadline_s": "--deadline",
+    "dist_timeout_s": "--dist-timeout",
 }
 
 

@@ -1,98 +1,95 @@
-"""CLI plumbing of multi-rank runs: join the group, check every rank's flags, report on rank 0 only.
+"""``engram`` on several ranks: ``--nproc N`` starts them from here; under torchrun this process is one.
 
-A command under torchrun (or started by ``--nproc``) parses its flags after joining, so bad input on
-any rank is reported by rank on rank 0 (exit 2 on every rank), and flags that differ between ranks
-are named before anything is measured.
+``--nproc``: the options are parsed and checked here, before any rank starts, and the library runs the
+ranks and hands back the gathered Results. Under torchrun every rank parses its own flags after joining,
+so bad input on any rank is reported by rank on rank 0 (exit 2 on every rank), and flags that differ
+between ranks are named before anything is measured.
 """
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Collection
-from pathlib import Path
-from typing import Any, TypeVar
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import typer
 
-from dummyprof.cli.output import EXIT_NOT_WRITTEN, emit
-from dummyprof.distributed.world import LaunchEnv, RanksFailed, World, check_ranks, join, pick_backend, run_checked
-from dummyprof.errors import DummyprofError
-from dummyprof.results.session import Results
-from dummyprof.units import parse_float
+from dummyprof.cli.flags import error_text
+from dummyprof.cli.html_option import html_reports
+from dummyprof.cli.output import EXIT_NOT_WRITTEN, check_outputs, emit
+from dummyprof.errors import UsageError
+from dummyprof.scenarios.engram.ranks.world import LaunchEnv
+from dummyprof.units import parse_float, parse_int
 
-T = TypeVar("T")
-
-
-def child_argv(ctx: typer.Context, *, drop: Collection[str]) -> list[str]:
-    """The command's flags as given (defaults left out), to start the same command on every rank."""
-    out: list[str] = []
-    for param in ctx.command.params:
-        name = param.name or ""
-        value = ctx.params.get(name)
-        if name in drop or value is None or value == param.default or not param.opts:
-            continue
-        flag = next((o for o in param.opts if o.startswith("--")), param.opts[0])
-        if getattr(param, "is_flag", False):
-            if value:
-                out.append(flag)
-        elif getattr(param, "multiple", False):
-            for item in value:
-                out += [flag, str(item)]
-        else:
-            out += [flag, str(value)]
-    return out
+if TYPE_CHECKING:
+    from dummyprof.scenarios.engram.options import EngramOptions
+    from dummyprof.scenarios.engram.ranks.world import World
 
 
-def flag_values(params: dict[str, Any], *, ignore: Collection[str] = ()) -> dict[str, str]:
-    """Every flag's value as text, for comparing ranks."""
-    return {"--" + name.replace("_", "-"): str(value) for name, value in sorted(params.items()) if name not in ignore}
-
-
-def run_on_ranks(
-    env: LaunchEnv,
-    params: dict[str, Any],
-    *,
-    prepare: Callable[[World], T],
-    body: Callable[[T, World], tuple[Results, Results | None]],
-    backend: str,
-    device_type: str,
-    timeout: str,
-    json_path: Path | None,
-    force: bool,
-    quiet: bool,
-    all_ranks: bool,
-) -> int:
-    """Join, check, run ``body`` on this rank; rank 0 prints and saves the gathered Results. The exit code."""
-    timeout_s = parse_float("--dist-timeout", timeout, example="600")
+def engram_on_ranks(params: dict[str, Any], env: LaunchEnv | None, parse: Callable[[], EngramOptions]) -> int:
+    """The exit code; ``parse`` turns the flags into checked single-process options."""
+    timeout_s = parse_float("--dist-timeout", str(params["dist_timeout"]), example="600")
+    json_path, force, quiet = params["json_path"], params["force"], params["quiet"]
+    if env is None:
+        return _nproc(params, parse, timeout_s)
+    if params["nproc"] is not None:
+        raise UsageError("--nproc", f"this process is already rank {env.rank} of {env.world_size}; drop --nproc")
     if not timeout_s > 0:
-        raise typer.BadParameter("must be a positive number of seconds", param_hint="--dist-timeout")
-    world = join(env, pick_backend(backend, device_type), timeout_s)
-    try:
-        error: DummyprofError | None = None
-        options: T | None = None
-        try:
-            options = prepare(world)
-        except DummyprofError as exc:
-            error = exc
-        check_ranks(world, error, flag_values(params, ignore={"all_ranks"}))
-        assert options is not None
-        ready = options
-        mine, gathered = run_checked(world, lambda: body(ready, world))
-    except RanksFailed as exc:
-        if world.rank == 0:
-            sys.stderr.write(f"dummyprof: error: {exc}\n")
-            sys.stderr.flush()
-            world.reported()
-            raise typer.Exit(exc.exit_code) from None
-        told = exc.quiet and world.wait_reported()
-        if told and not all_ranks:
-            raise typer.Exit(exc.exit_code) from None
-        raise
-    finally:
-        world.close()
-    if gathered is not None:
-        return EXIT_NOT_WRITTEN if emit(gathered, json_path=json_path, quiet=quiet, force=force) else 0
-    if all_ranks:
+        raise UsageError("--dist-timeout", f"must be a positive number of seconds, got {timeout_s:g}")
+    from dummyprof.scenarios.engram.ranks.rank import run_rank
+    from dummyprof.scenarios.engram.ranks.world import pick_backend
+
+    def prepare(world: World) -> EngramOptions:
+        from dummyprof.scenarios.engram.options import validate
+        from dummyprof.scenarios.engram.ranks.rank import rank_options
+
+        options = parse()
+        validate(rank_options(options, world, available=0))
+        if world.rank == 0:  # only rank 0 writes the results files
+            check_outputs({"--json": json_path, "--html": params["html"]}, force=force)
+        return options
+
+    def report(message: str) -> None:
+        sys.stderr.write(f"dummyprof: error: {message}\n")
+        sys.stderr.flush()
+
+    backend = pick_backend(str(params["dist_backend"]), offload=bool(params["offload"]), device=str(params["device"]))
+    names = {"--" + k.replace("_", "-"): str(v) for k, v in sorted(params.items()) if k != "all_ranks"}
+    outcome = run_rank(
+        env, prepare, backend=backend, timeout_s=timeout_s, describe=error_text, names=names, report=report
+    )
+    if outcome.exit_code:
+        if outcome.error and outcome.rank != 0:
+            report(outcome.error)
+        raise typer.Exit(outcome.exit_code)
+    if outcome.gathered is not None:
+        reports = html_reports(params["html"])
+        failed = emit(outcome.gathered, json_path=json_path, quiet=quiet, force=force, reports=reports)
+        return EXIT_NOT_WRITTEN if failed else 0
+    if params["all_ranks"] and outcome.results is not None:
         sys.stdout.flush()
-        emit(mine, json_path=None, quiet=quiet)
+        emit(outcome.results, json_path=None, quiet=quiet)
     return 0
+
+
+def _nproc(params: dict[str, Any], parse: Callable[[], EngramOptions], timeout_s: float) -> int:
+    """Check everything, then start the ranks here; rank 0's gathered Results are printed and saved."""
+    import dataclasses
+
+    from dummyprof.scenarios.engram.ranks.run import EngramRanksOptions, launch_ranks
+
+    nproc = parse_int("--nproc", str(params["nproc"]), minimum=1, example="2")
+    single = parse()
+    fields = {f.name: getattr(single, f.name) for f in dataclasses.fields(single)}
+    options = EngramRanksOptions(
+        **fields, nproc=nproc, dist_timeout_s=timeout_s, dist_backend=str(params["dist_backend"])
+    )
+    json_path, force, quiet = params["json_path"], params["force"], params["quiet"]
+    check_outputs({"--json": json_path, "--html": params["html"]}, force=force)
+    reports = html_reports(params["html"])
+    run = launch_ranks(options, describe=error_text)
+    failed = emit(run.gathered, json_path=json_path, quiet=quiet, force=force, reports=reports)
+    if params["all_ranks"]:
+        for own in run.own[1:]:
+            emit(own, json_path=None, quiet=quiet)
+    return EXIT_NOT_WRITTEN if failed else 0

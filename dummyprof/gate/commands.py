@@ -100,13 +100,14 @@ def _engram_ranks() -> CommandSpec:
 
     return CommandSpec(
         name="engram-ranks",
-        module="dummyprof.scenarios.engram.ranks_launch",
+        module="dummyprof.scenarios.engram.ranks.run",
         options_class="EngramRanksOptions",
         extract=engram_ranks_metrics,
         metric_names=engram_ranks_metric_names,
         not_in_fingerprint=frozenset(
             {"repeat", "max_memory", "time_budget_s", "deadline_s", "device", "dist_timeout_s"}
         ),
+        options_module="dummyprof.scenarios.engram.ranks.options",
     )
 
 

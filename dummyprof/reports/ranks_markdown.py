@@ -12,6 +12,7 @@ from dummyprof.reports.ranks_terminal import (
     critical_rows,
     node_rows,
     rank_rows,
+    threads_note,
 )
 from dummyprof.results.session import Results
 
@@ -21,6 +22,9 @@ def ranks_markdown(results: Results) -> list[str]:
     header, rows = rank_rows(records)
     lines = [f"**Ranks ({len(records)}):** every rank in step (barrier per phase)", ""]
     lines += md_table(header, rows, align_right=range(3, len(header)))
+    threads = threads_note(records)
+    if threads is not None:
+        lines += ["", threads]
     agg = results.ranks_aggregate
     if agg is None:
         return lines

@@ -156,6 +156,22 @@ def rank_table(records: list[RankRecord]) -> Table:
     return table
 
 
+def threads_note(records: list[RankRecord]) -> str | None:
+    """How many torch threads each rank ran with, and who chose that: said once (None in older files)."""
+    if not records or not records[0].threads:
+        return None
+    first = records[0]
+    if any(
+        (r.threads, r.threads_source, r.cores) != (first.threads, first.threads_source, first.cores) for r in records
+    ):
+        return "threads: " + " ".join(f"r{r.rank}:{r.threads}" for r in records)
+    why = {
+        "cores": f"{first.cores} cores / {first.local_world_size} ranks",
+        "OMP_NUM_THREADS": "OMP_NUM_THREADS",
+    }.get(first.threads_source, "torch's default")
+    return f"threads: {first.threads} per rank ({why})"
+
+
 def time_tables(records: list[RankRecord], width: int) -> tuple[list[Table], str]:
     """Each phase's time on each rank: a column per phase, split into as many tables as the width needs."""
     methods = [f.method for f in records[0].fills] if records else []
@@ -250,6 +266,9 @@ def render_ranks(results: Results, console: Console) -> None:
     agg = results.ranks_aggregate
     records = sorted(results.ranks, key=lambda r: r.rank)
     console.print(rank_table(records))
+    threads = threads_note(records)
+    if threads is not None:
+        console.print(threads, style="dim")
     tables, note = time_tables(records, console.width)
     for table in tables:
         console.print(table)

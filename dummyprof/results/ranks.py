@@ -48,6 +48,9 @@ class RankRecord:
     fills: list[RankFill] = field(default_factory=list)
     peak_rss_bytes: int | None = None  # worst peak RSS of any measured step on this rank
     steps: list[str] = field(default_factory=list)  # barriers passed, in order (all ranks must agree)
+    threads: int = 0  # torch threads of this rank (0: not recorded, older files)
+    threads_source: str = ""  # who chose them: "cores" (cores / local ranks), "OMP_NUM_THREADS" or "torch"
+    cores: int = 0  # cores this rank's process may run on
     engram: EngramResult | None = None  # the rank's full engram section
 
     def fill(self, method: str) -> RankFill:

@@ -250,16 +250,25 @@ class World:
             dist.destroy_process_group()
 
 
-def pick_backend(requested: str, device_type: str) -> str:
+def pick_backend(requested: str, *, offload: bool, device: str) -> str:
+    """``auto``: nccl when the tables are on GPUs, gloo otherwise."""
     if requested not in BACKENDS:
-        raise UsageError("--dist-backend", f"unknown backend {requested!r}; choose from: {', '.join(BACKENDS)}")
-    if requested == "auto":
-        return "nccl" if device_type == "cuda" else "gloo"
-    return requested
+        raise UsageError.for_field("dist_backend", f"unknown backend {requested!r}; choose from: {', '.join(BACKENDS)}")
+    if requested != "auto":
+        return requested
+    if offload or device == "cpu":
+        return "gloo"
+    import torch
+
+    return "nccl" if torch.cuda.is_available() else "gloo"
 
 
-def join(env: LaunchEnv, backend: str, timeout_s: float) -> World:
-    """Rendezvous through the launcher's store and initialise the process group (bounded by ``timeout_s``)."""
+def join(env: LaunchEnv, backend: str, timeout_s: float, *, client: bool = False) -> World:
+    """Rendezvous and initialise the process group (bounded by ``timeout_s``).
+
+    Under torchrun through its store (``env://``); ``client``: started by ``launch.spawn``, whose parent
+    holds the store at ``MASTER_ADDR:MASTER_PORT``.
+    """
     import torch
     import torch.distributed as dist
 
@@ -267,15 +276,18 @@ def join(env: LaunchEnv, backend: str, timeout_s: float) -> World:
         raise UsageError(None, f"this torch {torch.__version__} was built without torch.distributed")
     if backend == "nccl":
         if not dist.is_nccl_available() or not torch.cuda.is_available():
-            raise UsageError("--dist-backend", "nccl needs CUDA GPUs; use --dist-backend gloo")
+            raise UsageError.for_field("dist_backend", "nccl needs CUDA GPUs; use gloo")
         torch.cuda.set_device(env.local_rank)
     elif backend == "gloo" and not dist.is_gloo_available():
-        raise UsageError("--dist-backend", f"this torch {torch.__version__} has no gloo; try --dist-backend nccl")
+        raise UsageError.for_field("dist_backend", f"this torch {torch.__version__} has no gloo; try nccl")
     timeout = datetime.timedelta(seconds=timeout_s)
-    store, rank, world_size = next(dist.rendezvous("env://", timeout=timeout))
-    store.set_timeout(timeout)
+    if client:
+        store = dist.TCPStore(env.master_addr, env.master_port, env.world_size, False, timeout=timeout)
+    else:
+        store, _, _ = next(dist.rendezvous("env://", timeout=timeout))
+        store.set_timeout(timeout)
     dist.init_process_group(
-        backend, store=dist.PrefixStore("pg/", store), rank=rank, world_size=world_size, timeout=timeout
+        backend, store=dist.PrefixStore("pg/", store), rank=env.rank, world_size=env.world_size, timeout=timeout
     )
     # The launcher's store is shared with torch's own keys and with earlier runs of the same job id.
     return World(env, dist.PrefixStore("dummyprof/", store), backend, timeout_s)
@@ -293,9 +305,9 @@ def _differing(flags: list[dict[str, str]]) -> list[str]:
     return out
 
 
-def check_ranks(world: World, error: DummyprofError | None, flags: dict[str, str]) -> None:
+def check_ranks(world: World, error: str | None, flags: dict[str, str]) -> None:
     """Every rank's bad input and flags, compared on every rank: one error on rank 0, exit 2 everywhere."""
-    seen = world.all_gather("check", (str(error) if error is not None else None, flags))
+    seen = world.all_gather("check", (error, flags))
     by_message: dict[str, list[int]] = {}
     for r, (message, _) in enumerate(seen):
         if message is not None:
@@ -315,7 +327,7 @@ def check_ranks(world: World, error: DummyprofError | None, flags: dict[str, str
         )
 
 
-def run_checked(world: World, body: Callable[[], T]) -> T:
+def run_checked(world: World, body: Callable[[], T], describe: Callable[[DummyprofError], str] = str) -> T:
     """Run ``body`` on this rank; on failure tell the others, so rank 0 reports it by rank and nobody hangs."""
     try:
         return body()
@@ -323,7 +335,7 @@ def run_checked(world: World, body: Callable[[], T]) -> T:
         raise
     except Exception as exc:
         usage = isinstance(exc, UsageError)
-        message = str(exc) if isinstance(exc, DummyprofError) else f"{type(exc).__name__}: {exc}"
+        message = describe(exc) if isinstance(exc, DummyprofError) else f"{type(exc).__name__}: {exc}"
         reported = world.fail(message, usage=usage)
         raise RanksFailed(
             f"rank {world.rank} ({world.host}) failed: {message}",

@@ -1,29 +1,31 @@
-"""The ``engram`` scenario on every rank of a torch.distributed run, in step, gathered on rank 0.
+"""What one rank of a multi-rank ``engram`` run does: join, check, run in step, gather on rank 0.
 
 A layer around the single-process run: each rank builds only its own shard (whole heads, as
 ``--rank`` would) and runs the same measurement, with a ``RankSync`` that makes every rank follow
 rank 0's plan and start each timed step together with the others, so they share the node's memory
 bandwidth and cores as a real start-up does. Then a contention check fills the same shards one
 rank at a time (the others waiting at a barrier) and all at once. Rank 0 gathers one record per
-rank and derives the aggregate.
+rank and derives the aggregate. ``run_rank`` is the whole of it for one process, under torchrun
+(the CLI calls it) or started by ``run.launch_ranks`` (``--nproc``, the gate, the Python API).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import os
 import statistics
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import TypeVar
 
 import torch
 
-from dummyprof.distributed.world import World
-from dummyprof.errors import UsageError
+from dummyprof.errors import DummyprofError, UsageError
 from dummyprof.loaders.fp8_methods import FillMethod, get_method
 from dummyprof.measure.budget import DEFAULT_SHARE
 from dummyprof.measure.device import resolve_device
-from dummyprof.measure.memory import available_memory_bytes
+from dummyprof.measure.memory import available_memory_bytes, cpu_count
 from dummyprof.models.backings import resolve_backing
 from dummyprof.models.engram import shard
 from dummyprof.results.common import Figure
@@ -32,12 +34,22 @@ from dummyprof.results.ranks import Contention, NodeMemory, PhaseCritical, RankF
 from dummyprof.results.session import Results
 from dummyprof.scenarios.engram.options import EngramOptions
 from dummyprof.scenarios.engram.plan import ALLOCATE, FIRST_TOUCH
+from dummyprof.scenarios.engram.ranks.world import (
+    LaunchEnv,
+    RanksFailed,
+    World,
+    check_ranks,
+    join,
+    run_checked,
+)
 from dummyprof.scenarios.engram.run import run
 from dummyprof.scenarios.engram.runner import Clock, Runner
+from dummyprof.units import format_bytes
 
 T = TypeVar("T")
 
 Samples = dict[str, tuple[list[float], list[float]]]  # method: (alone, together) seconds
+Describe = Callable[[DummyprofError], str]  # an error as the edge names it (a flag, a config key)
 
 
 class WorldSync:
@@ -53,23 +65,74 @@ class WorldSync:
         return self.world.broadcast("plan", value)
 
 
+@dataclass
+class RankOutcome:
+    """What one rank ends with: its own Results, rank 0 the gathered one, or the error to say."""
+
+    rank: int
+    results: Results | None = None
+    gathered: Results | None = None
+    error: str = ""  # rank 0: the one line; other ranks: only when rank 0 could not say it
+    exit_code: int = 0
+
+
+def run_rank(
+    env: LaunchEnv,
+    prepare: Callable[[World], EngramOptions],
+    *,
+    backend: str,
+    timeout_s: float,
+    describe: Describe = str,
+    names: dict[str, str] | None = None,
+    report: Callable[[str], None] | None = None,
+    client: bool = False,
+    threads_source: str = "",
+) -> RankOutcome:
+    """Join, check every rank's input (``prepare``) and ``names`` (values the ranks must share), run in step.
+
+    A failure on any rank ends every rank with the same exit code; rank 0 says what failed
+    (``report``, before the others may exit: torchrun stops every rank once one exits).
+    """
+    world = join(env, backend, timeout_s, client=client)
+    try:
+        error: str | None = None
+        options: EngramOptions | None = None
+        try:
+            options = prepare(world)
+        except DummyprofError as exc:
+            error = describe(exc)
+        check_ranks(world, error, names or {})
+        assert options is not None
+        ready = options
+        own, gathered = run_checked(world, lambda: run_ranks(ready, world, threads_source=threads_source), describe)
+    except RanksFailed as exc:
+        if world.rank == 0:
+            if report is not None:
+                report(str(exc))
+            world.reported()
+            return RankOutcome(0, error=str(exc), exit_code=exc.exit_code)
+        told = exc.quiet and world.wait_reported()
+        return RankOutcome(world.rank, error="" if told else str(exc), exit_code=exc.exit_code)
+    finally:
+        world.close()
+    return RankOutcome(world.rank, results=own, gathered=gathered)
+
+
 def rank_options(options: EngramOptions, world: World, available: int) -> EngramOptions:
     """This rank's options: its rank from torch.distributed, its share of the node's memory budget.
 
-    ``--max-memory`` (default 80% of available memory) is the node's: all of its ranks run at once.
+    ``max_memory`` (default 80% of available memory) is the node's: all of its ranks run at once.
     """
     ranks = options.tp_size * options.dp_size
     if ranks != world.world_size:
-        raise UsageError(
-            "--tp-size",
+        raise UsageError.for_field(
+            "tp_size",
             f"tp {options.tp_size} x dp {options.dp_size} = {ranks} ranks, but torch.distributed started "
-            f"{world.world_size} processes; use --tp-size {world.world_size} (with --dp-size 1) "
-            f"or start {ranks} processes",
+            f"{world.world_size} processes; use tp {world.world_size} (with dp 1) or start {ranks} processes",
         )
     if options.rank not in (0, world.rank):
-        raise UsageError(
-            "--rank",
-            f"under torch.distributed the rank comes from the launcher (this is rank {world.rank}); drop --rank",
+        raise UsageError.for_field(
+            "rank", f"under torch.distributed the rank comes from the launcher (this is rank {world.rank}); drop it"
         )
     node = options.max_memory if options.max_memory is not None else int(available * DEFAULT_SHARE)
     device = options.device
@@ -87,8 +150,24 @@ def rank_options(options: EngramOptions, world: World, available: int) -> Engram
     )
 
 
+def budget_source(plan_source: str, options: EngramOptions, world: World, available: int) -> str:
+    """Where this rank's memory budget comes from: its share of the node's, said per rank.
+
+    The single-process plan sees only the share (as ``--max-memory``); keep what capped it.
+    """
+    if not plan_source.startswith("--max-memory"):
+        return plan_source  # bounded by /dev/shm, the disk or the GPU: the plan's words are this rank's own
+    node = (
+        f"--max-memory {format_bytes(options.max_memory)}"
+        if options.max_memory is not None
+        else f"{DEFAULT_SHARE:.0%} of {format_bytes(available)} available"
+    )
+    capped = plan_source[plan_source.index(",") :] if "," in plan_source else ""
+    return f"per rank: {node} / {world.local_world_size} ranks{capped}"
+
+
 def run_ranks(
-    options: EngramOptions, world: World, *, clock: Clock = time.perf_counter
+    options: EngramOptions, world: World, *, clock: Clock = time.perf_counter, threads_source: str = ""
 ) -> tuple[Results, Results | None]:
     """Run this rank (in step with the others); returns its own Results and, on rank 0, the gathered one."""
     available = available_memory_bytes()
@@ -97,6 +176,7 @@ def run_ranks(
     results = run(mine, clock=clock, sync=WorldSync(world))
     section = results.engram
     assert section is not None
+    section.budget.memory_source = budget_source(section.budget.memory_source, options, world, available)
     samples: Samples = {}
     measured = [get_method(m.name) for m in section.methods if m.mode == MEASURED]
     if measured:
@@ -104,6 +184,8 @@ def run_ranks(
         samples = measure_contention(mine, world, measured, rounds, clock)
     record = rank_record(world, section, samples, available, mine.max_memory or 0)
     record.steps = list(world.steps)
+    record.threads, record.cores = torch.get_num_threads(), cpu_count()
+    record.threads_source = threads_source or ("OMP_NUM_THREADS" if "OMP_NUM_THREADS" in os.environ else "torch")
     records = world.gather("gather", record)
     if records is None:
         return results, None

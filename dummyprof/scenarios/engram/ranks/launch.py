@@ -1,0 +1,148 @@
+"""Start N ranks on this host as processes that call a function with data, and collect what each returns.
+
+The parent holds the rendezvous store (a ``TCPStore`` on a free port) and starts the ranks with
+``torch.multiprocessing`` (spawn); each rank joins as a client (``join(..., client=True)``), runs
+``entry(env, *args)`` and sends its return value back pickled, so options go in and Results come out
+as objects: no command line, no file read back. Every rank gets the environment torchrun would give
+it (``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK``, ...).
+
+Nothing is left behind: when the run ends, fails, passes its time limit or the parent is stopped
+(Ctrl-C: ``KeyboardInterrupt``; SIGTERM: ``Terminated``, exit 143), every rank still running is
+stopped (SIGTERM, then SIGKILL), and a rank whose parent dies gets SIGINT from the kernel
+(torch.multiprocessing sets ``PR_SET_PDEATHSIG``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import os
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from dummyprof.errors import DummyprofError
+from dummyprof.scenarios.engram.ranks.world import LaunchEnv, RanksFailed
+
+HOST = "127.0.0.1"
+POLL_S = 0.05
+STOP_GRACE_S = 5.0  # a rank told to stop (SIGTERM) gets this long before SIGKILL
+EXIT_TERMINATED = 128 + signal.SIGTERM
+
+
+class Terminated(DummyprofError):
+    """This process got SIGTERM while its ranks ran: they were stopped."""
+
+    exit_code = EXIT_TERMINATED
+
+
+Finished = Callable[[dict[int, Any]], bool]
+
+
+def spawn(
+    entry: Callable[..., Any], args: tuple[Any, ...], nproc: int, *, limit_s: float, finished: Finished | None = None
+) -> dict[int, Any]:
+    """Run ``entry(env, *args)`` on ``nproc`` local ranks; each rank's return value by rank.
+
+    Returns once every rank has returned, or earlier when ``finished(values so far)`` says so (the
+    ranks still running are stopped). Raises ``RanksFailed`` for a rank that died without returning
+    (killed by a signal, or exited), or when the ranks pass ``limit_s``.
+    """
+    import torch.distributed as dist
+    import torch.multiprocessing as mp
+
+    store = dist.TCPStore(HOST, 0, nproc, True, timeout=datetime.timedelta(seconds=limit_s), wait_for_workers=False)
+    queue = mp.get_context("spawn").SimpleQueue()
+    with _sigterm_raises():
+        context = mp.start_processes(
+            _main, args=(entry, args, nproc, store.port, queue), nprocs=nproc, join=False, start_method="spawn"
+        )
+        values: dict[int, Any] = {}
+        try:
+            values = _collect(context, queue, nproc, time.monotonic() + limit_s, limit_s, finished)
+        finally:  # ranks that all returned are exiting: let them; any other end stops them at once
+            _stop(context.processes, exit_s=STOP_GRACE_S if len(values) == nproc else 0.0)
+    return values
+
+
+def _main(local_rank: int, entry: Callable[..., Any], args: tuple[Any, ...], nproc: int, port: int, queue: Any) -> None:
+    env = LaunchEnv(local_rank, nproc, local_rank, nproc, HOST, port)
+    os.environ.update(
+        RANK=str(local_rank),
+        WORLD_SIZE=str(nproc),
+        LOCAL_RANK=str(local_rank),
+        LOCAL_WORLD_SIZE=str(nproc),
+        MASTER_ADDR=HOST,
+        MASTER_PORT=str(port),
+    )
+    queue.put((local_rank, entry(env, *args)))
+
+
+def _collect(
+    context: Any, queue: Any, nproc: int, deadline: float, limit_s: float, finished: Finished | None
+) -> dict[int, Any]:
+    from torch.multiprocessing import ProcessExitedException, ProcessRaisedException
+
+    values: dict[int, Any] = {}
+
+    def read() -> bool:
+        while not queue.empty():
+            rank, value = queue.get()
+            values[rank] = value
+        return len(values) == nproc or (finished is not None and finished(values))
+
+    while not read():
+        try:
+            context.join(timeout=POLL_S)
+        except ProcessExitedException as exc:
+            if read():  # it may have said why before dying
+                return values
+            how = f"was killed by {exc.signal_name}" if exc.signal_name else f"exited with {exc.exit_code}"
+            raise RanksFailed(f"rank {exc.error_index} {how}") from None
+        except ProcessRaisedException as exc:
+            last = str(exc).strip().splitlines()[-1]
+            raise RanksFailed(f"rank {exc.error_index} failed: {last}") from None
+        if read():
+            break
+        ended = [r for r in range(nproc) if r not in values and not context.processes[r].is_alive()]
+        if ended:
+            raise RanksFailed(f"rank {ended[0]} ended without a result (it was interrupted)")
+        if time.monotonic() > deadline:
+            raise RanksFailed(f"{nproc} ranks did not finish within {limit_s:g} s")
+    return values
+
+
+def _stop(processes: list[Any], *, exit_s: float = 0.0) -> None:
+    """After ``exit_s`` for them to exit, SIGTERM every rank still running, then SIGKILL; reap them all."""
+    end = time.monotonic() + exit_s
+    for process in processes:
+        process.join(max(0.0, end - time.monotonic()))
+    for process in processes:
+        if process.is_alive():
+            process.terminate()
+    end = time.monotonic() + STOP_GRACE_S
+    for process in processes:
+        process.join(max(0.0, end - time.monotonic()))
+    for process in processes:
+        if process.is_alive():
+            process.kill()
+            process.join()
+
+
+@contextlib.contextmanager
+def _sigterm_raises() -> Iterator[None]:
+    """SIGTERM raises ``Terminated`` here (as Ctrl-C raises KeyboardInterrupt), so the ranks are stopped."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: object) -> None:
+        raise Terminated("terminated (SIGTERM): every rank was stopped")
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)

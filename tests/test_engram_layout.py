@@ -10,7 +10,7 @@ import torch
 
 from dummyprof.errors import UsageError
 from dummyprof.loaders.fp8_methods import METHODS
-from dummyprof.models.backings import Arena, Backing, next_power_of_two, resolve_backing
+from dummyprof.allocation.backings import Arena, Backing, next_power_of_two, resolve_backing
 from dummyprof.models.engram import (
     EngramSpec,
     engram_table_bytes,

@@ -12,8 +12,8 @@ import torch
 import dummyprof
 from dummyprof.errors import DoesNotFitError
 from dummyprof.loaders.fp8_methods import METHODS
-from dummyprof.models import backings as host_memory
-from dummyprof.models.backings import Backing
+from dummyprof.allocation import backings as host_memory
+from dummyprof.allocation.backings import Backing
 from dummyprof.models.engram import EngramSpec
 from dummyprof.reports.summary import summary_line
 from dummyprof.scenarios.engram.plan import Calibration, plan_samples, time_plan

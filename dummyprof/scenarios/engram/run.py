@@ -20,7 +20,7 @@ from dummyprof.loaders import random_fast
 from dummyprof.loaders.fp8_methods import RANDOM_FAST, FillMethod
 from dummyprof.measure.device import resolve_device
 from dummyprof.measure.environment import collect_environment
-from dummyprof.models.backings import Backing, resolve_backing
+from dummyprof.allocation.backings import Backing, resolve_backing
 from dummyprof.models.engram import EngramSpec
 from dummyprof.results.common import Figure, MemoryUse
 from dummyprof.results.engram import PLANNED, PROJECTED, BackingInfo, Budget, EngramLayout, EngramResult, MethodResult

@@ -24,7 +24,7 @@ from dummyprof.measure.memory import (
 )
 from dummyprof.measure.projection import Sample, fastest_rate, fit_proportional, project, project_time
 from dummyprof.measure.roofline import generator_bound, share_of_floor
-from dummyprof.models.backings import Arena, Backing, anon_huge_page_bytes, pinned_reserved_bytes
+from dummyprof.allocation.backings import Arena, Backing, anon_huge_page_bytes, pinned_reserved_bytes
 from dummyprof.models.engram import EngramSpec, EngramTable
 from dummyprof.results.common import Figure, MemoryUse, Timing
 from dummyprof.results.engram import (

@@ -10,10 +10,10 @@ import pytest
 import torch
 
 import dummyprof
-from dummyprof.errors import DoesNotFitError
-from dummyprof.loaders.fp8_methods import METHODS
 from dummyprof.allocation import backings as host_memory
 from dummyprof.allocation.backings import Backing
+from dummyprof.errors import DoesNotFitError
+from dummyprof.loaders.fp8_methods import METHODS
 from dummyprof.models.engram import EngramSpec
 from dummyprof.reports.summary import summary_line
 from dummyprof.scenarios.engram.plan import Calibration, plan_samples, time_plan

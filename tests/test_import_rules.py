@@ -28,7 +28,17 @@ PACKAGE = Path(__file__).resolve().parent.parent / "dummyprof"
 #   results, reports              the torch-free data model | reporters that render it
 FORBIDDEN: dict[str, set[str]] = {
     "anatomy": {
-        "cli", "api", "gate", "scenarios", "loaders", "measure", "models", "allocation", "results", "reports", "usercode"
+        "cli",
+        "api",
+        "gate",
+        "scenarios",
+        "loaders",
+        "measure",
+        "models",
+        "allocation",
+        "results",
+        "reports",
+        "usercode",
     },
     "usercode": {"cli", "api", "gate", "scenarios", "loaders", "measure", "models", "anatomy", "reports"},
     "results": {"cli", "api", "gate", "scenarios", "loaders", "measure", "models", "anatomy", "reports"},
@@ -136,7 +146,16 @@ def test_folders_import_only_what_sits_below_them() -> None:
 
 def test_library_never_imports_the_cli_and_only_the_edges_choose_reporters() -> None:
     library = {
-        "anatomy", "usercode", "results", "models", "measure", "allocation", "loaders", "scenarios", "gate", "testing"
+        "anatomy",
+        "usercode",
+        "results",
+        "models",
+        "measure",
+        "allocation",
+        "loaders",
+        "scenarios",
+        "gate",
+        "testing",
     }
     found = all_imports()
     to_cli = [_where(i) for i in found if _folder(i.importer) in library | {"reports"} and _folder(i.target) == "cli"]

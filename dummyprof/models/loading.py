@@ -26,6 +26,7 @@ from dummyprof.anatomy import (
     walk,
 )
 from dummyprof.errors import UsageError, user_code_error
+from dummyprof.models.meta_bounds import BuildLimits, BuildStopped, bounded_build, build_stopped_error
 from dummyprof.models.source import ModelSource
 from dummyprof.usercode import resolve_callable
 
@@ -33,7 +34,9 @@ from dummyprof.usercode import resolve_callable
 def call_model_builder(fn: Callable[..., Any], args: dict[str, Any], *, spec: str, flag: str = "--model") -> nn.Module:
     try:
         model = fn(**args)
-    except (Exception, SystemExit) as exc:
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # user code: any other BaseException is its fault, one line
         raise user_code_error(flag, spec, exc) from exc
     if not isinstance(model, nn.Module):
         raise UsageError(flag, f"{spec} returned {type(model).__name__}, not a torch.nn.Module")
@@ -72,11 +75,18 @@ def materialize(model: nn.Module, device: torch.device) -> list[str]:
     return notes
 
 
-def _meta_probe(fn: Callable[..., Any], args: dict[str, Any], spec: str, flag: str) -> nn.Module:
+def _meta_probe(
+    fn: Callable[..., Any], args: dict[str, Any], spec: str, flag: str, limits: BuildLimits | None = None
+) -> nn.Module:
     try:
-        with torch.device("meta"):
+        with torch.device("meta"), bounded_build(limits):
             model = fn(**args)
-    except (Exception, SystemExit) as exc:
+    except BuildStopped as stop:
+        assert limits is not None
+        raise build_stopped_error(stop, limits, flag=flag, what=spec) from None
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # user code: any other BaseException is its fault, one line
         note = (
             " (it was called under torch.device('meta') first, to size the model before allocating it: "
             "avoid .item()/.tolist() on new tensors)"
@@ -96,9 +106,10 @@ def callable_source(
     description: str,
     flag: str = "--model",
     options: dict[str, Any] | None = None,
+    limits: BuildLimits | None = None,
 ) -> ModelSource:
-    """A ModelSource for any callable returning an ``nn.Module``, sized on the meta device first."""
-    probe = _meta_probe(fn, args, spec, flag)
+    """A ModelSource for any callable returning an ``nn.Module``, sized on the meta device first (within ``limits``)."""
+    probe = _meta_probe(fn, args, spec, flag, limits)
     estimated = model_bytes(probe)
     scratch = 3 * largest_low_precision_elements(probe)  # the v0.29 fp8 path: fp16 copy + fp8 copy
     del probe
@@ -124,9 +135,11 @@ def callable_source(
     )
 
 
-def model_source(spec: str, args: dict[str, Any] | None = None, *, flag: str = "--model") -> ModelSource:
+def model_source(
+    spec: str, args: dict[str, Any] | None = None, *, flag: str = "--model", limits: BuildLimits | None = None
+) -> ModelSource:
     """The ModelSource for ``--model SPEC`` with ``--model-arg`` values ``args``."""
     args = dict(args or {})
     fn = resolve_callable(spec, flag=flag)
     shown = ", ".join(f"{k}={v!r}" for k, v in args.items())
-    return callable_source(spec, fn, args, source=spec, description=f"{spec}({shown})", flag=flag)
+    return callable_source(spec, fn, args, source=spec, description=f"{spec}({shown})", flag=flag, limits=limits)

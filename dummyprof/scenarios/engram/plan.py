@@ -14,12 +14,12 @@ from typing import Protocol
 
 import torch
 
+from dummyprof.allocation.backings import Backing, backing_disk_free, shm_free_bytes
 from dummyprof.errors import DoesNotFitError
 from dummyprof.loaders.fp8_methods import FLOOR, FillMethod
 from dummyprof.measure.budget import DEFAULT_SHARE, HostMemory, host_memory
 from dummyprof.measure.memory import gpu_free_bytes
 from dummyprof.measure.projection import SamplingError, sample_sizes
-from dummyprof.allocation.backings import Backing, backing_disk_free, shm_free_bytes
 from dummyprof.models.engram import EngramSpec, rank_table_bytes, shard
 from dummyprof.results.engram import EngramLayout, RankPart
 from dummyprof.units import format_bytes, format_seconds

@@ -16,11 +16,11 @@ from collections.abc import Callable
 
 import torch
 
+from dummyprof.allocation.backings import Backing, resolve_backing
 from dummyprof.loaders import random_fast
 from dummyprof.loaders.fp8_methods import RANDOM_FAST, FillMethod
 from dummyprof.measure.device import resolve_device
 from dummyprof.measure.environment import collect_environment
-from dummyprof.allocation.backings import Backing, resolve_backing
 from dummyprof.models.engram import EngramSpec
 from dummyprof.results.common import Figure, MemoryUse
 from dummyprof.results.engram import PLANNED, PROJECTED, BackingInfo, Budget, EngramLayout, EngramResult, MethodResult

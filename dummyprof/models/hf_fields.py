@@ -45,6 +45,10 @@ def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
+def _whole(value: Any) -> int | None:
+    return value if _is_int(value) else None
+
+
 def field_error(name: str, value: Any, defaults: Mapping[str, Any]) -> str | None:
     """Why ``value`` cannot be the config's ``name``, or None when it can (or is not a size field)."""
     if not SIZE_FIELD.search(name) or value is None:
@@ -93,18 +97,18 @@ def check_shape(
     ``flag_of`` names the flag that set a field (``--model-arg``); other fields came from the config.
     """
     flag_of = flag_of or {}
-    hidden = fields.get("hidden_size")
-    heads = fields.get("num_attention_heads")
-    kv_heads = fields.get("num_key_value_heads")
+    hidden, heads, kv_heads = (
+        _whole(fields.get(k)) for k in ("hidden_size", "num_attention_heads", "num_key_value_heads")
+    )
     explicit_head_dim = fields.get("head_dim")
-    if _is_int(hidden) and _is_int(heads) and heads > 0 and not explicit_head_dim and hidden % heads:
+    if hidden is not None and heads and not explicit_head_dim and hidden % heads:
         flag = flag_of.get("num_attention_heads", flag_of.get("hidden_size", default_flag))
         raise UsageError(
             flag,
             f"{_named(where, 'num_attention_heads')}: {heads:,} heads do not divide hidden_size {hidden:,} "
             "(each head gets hidden_size / heads); give a divisor of hidden_size or set head_dim",
         )
-    if _is_int(heads) and _is_int(kv_heads) and kv_heads > 0 and heads % kv_heads:
+    if heads is not None and kv_heads and heads % kv_heads:
         flag = flag_of.get("num_key_value_heads", flag_of.get("num_attention_heads", default_flag))
         raise UsageError(
             flag,

@@ -152,7 +152,9 @@ class CompareResult:
     size: SizeDecision = field(default_factory=SizeDecision)
     noise: list[NoiseWarning] = field(default_factory=list)  # cold starts, outliers, uncertain speedups
     repeats_requested: int = 0  # --repeat N when the time budget cut it to ``repeat`` (0: not cut)
-    auto_stop: str = ""  # --repeat auto: why it stopped: tight | budget | max ('' when repeats were fixed)
+    # Why the rounds stopped before --repeat: tight | budget | max under --repeat auto; budget also when a fixed
+    # --repeat N ran out of --time-budget (repeats_requested then holds N). '' when every round ran.
+    auto_stop: str = ""
 
     @property
     def nothing_to_fill(self) -> bool:

@@ -55,7 +55,12 @@ def run(
     clock: Clock = time.perf_counter,
     progress: Progress | None = None,
 ) -> Results:
-    """Validate, size-check, measure and return the compare Results."""
+    """Validate, size-check, measure and return the compare Results, within ``options.time_budget`` of wall time.
+
+    Counting and calibration take their shares of the budget; the measured rounds stop at what is left
+    (one measured round at least: a fill that has started cannot be cut short).
+    """
+    started = clock()
     validate(options)
     from dummyprof.scenarios.loader_runs import apply_traces, load_loaders, loader_strategies
 
@@ -135,9 +140,10 @@ def run(
         progress=progress,
         auto=AutoRepeat(budget_s=options.time_budget) if options.repeat_auto else None,
         measure_overhead=not loaders,  # it would run each loader six more times
+        deadline=started + options.time_budget,
     )
     result.size = decision
-    if decision.reason == "reduced":
+    if decision.reason == "reduced" or (result.auto_stop == "budget" and not options.repeat_auto):
         result.repeats_requested = options.repeat
     for entry in result.strategies:
         entry.projection = projections.get(entry.name)  # set when calibrated: the projection next to the measurement

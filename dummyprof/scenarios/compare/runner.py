@@ -191,6 +191,7 @@ def run_compare(
     measure_overhead: bool = True,
     measure_floor: bool = True,
     auto: AutoRepeat | None = None,
+    deadline: float | None = None,
 ) -> CompareResult:
     """Time each strategy over ``warmup + repeat`` interleaved rounds (A, B, C, A, B, C, ...).
 
@@ -198,6 +199,10 @@ def run_compare(
     one already touched. Warm-up rounds are run and discarded. With ``measure_floor``
     each round ends with the memset floor on one more fresh model (see :class:`FloorResult`).
     With ``auto``, ``repeat`` is ignored: rounds go on until :func:`auto_stop` says why to stop.
+
+    ``deadline`` (a reading of ``clock``) bounds the whole call: once a round is measured, no round starts
+    that the slowest round so far says would end past it (``auto_stop`` is then ``budget``), and the
+    recording overhead is measured only when time is left for it.
     """
     if auto is not None:
         repeat = auto.max_rounds
@@ -213,7 +218,13 @@ def run_compare(
     memory: dict[str, MemoryUse | None] = {s.name: None for s in strategies}
     total = (warmup + repeat) * len(strategies)
     done = 0
+    slowest_round = 0.0
     for round_index in range(warmup + repeat):
+        round_start = clock()
+        measured = round_index - warmup
+        if deadline is not None and measured >= 1 and round_start + slowest_round > deadline:
+            result.repeat, result.auto_stop = measured, "budget"
+            break
         # Collect once a round, outside the clock; during a timed fill the collector is off (as timeit does).
         gc.collect()
         for strategy in strategies:
@@ -256,6 +267,7 @@ def run_compare(
             if round_index >= warmup:
                 floor.timing.samples_s.append(elapsed)
             del target
+        slowest_round = max(slowest_round, clock() - round_start)
         if auto is not None and round_index >= warmup:
             result.strategies = [results[s.name] for s in strategies]
             result.baseline_strategy = "legacy" if "legacy" in results else strategies[0].name
@@ -267,7 +279,7 @@ def run_compare(
         entry = results[strategy.name]
         summarize_recorder(entry, first_recorders[strategy.name])
         entry.memory = memory[strategy.name] or MemoryUse()
-        if measure_overhead:
+        if measure_overhead and (deadline is None or clock() + slowest_round <= deadline):
             entry.recording_overhead_s = _recording_overhead(build, strategy, clock)
     result.strategies = [results[s.name] for s in strategies]
     result.tensors = tensor_table(first_recorders)

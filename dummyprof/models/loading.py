@@ -75,6 +75,23 @@ def materialize(model: nn.Module, device: torch.device) -> list[str]:
     return notes
 
 
+def refuse_non_dense(model: nn.Module, spec: str, *, flag: str) -> None:
+    """A sparse (or nested) parameter or buffer has no storage to fill: refused, naming it, before any fill.
+
+    Refused rather than skipped: its bytes would be missing from every count and time, silently.
+    """
+    for kind, named in (("parameter", model.named_parameters()), ("buffer", model.named_buffers())):
+        for name, tensor in named:
+            layout = str(tensor.layout).removeprefix("torch.")
+            if tensor.layout != torch.strided or tensor.is_nested:
+                what = "nested" if tensor.is_nested else layout
+                raise UsageError(
+                    flag,
+                    f"{spec}: {kind} {name!r} is a {what} tensor; dummyprof fills dense (strided) tensors only: "
+                    "register it dense, or leave it out of the model it profiles",
+                )
+
+
 def _meta_probe(
     fn: Callable[..., Any], args: dict[str, Any], spec: str, flag: str, limits: BuildLimits | None = None
 ) -> nn.Module:
@@ -110,6 +127,7 @@ def callable_source(
 ) -> ModelSource:
     """A ModelSource for any callable returning an ``nn.Module``, sized on the meta device first (within ``limits``)."""
     probe = _meta_probe(fn, args, spec, flag, limits)
+    refuse_non_dense(probe, spec, flag=flag)
     estimated = model_bytes(probe)
     scratch = 3 * largest_low_precision_elements(probe)  # the v0.29 fp8 path: fp16 copy + fp8 copy
     del probe

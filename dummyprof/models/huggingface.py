@@ -24,7 +24,7 @@ from torch import nn
 from dummyprof.errors import DoesNotFitError, DummyprofError, UsageError
 from dummyprof.models.hf_fields import check_fields, check_shape
 from dummyprof.models.meta_bounds import BuildLimits, BuildStopped, bounded_build, build_stopped_error
-from dummyprof.models.source import ModelSource
+from dummyprof.models.source import FitHint, ModelSource
 
 PREFIX = "hf:"
 FLAG = "--model"
@@ -377,6 +377,6 @@ def hf_source(
         options=options,
         notes=notes,
         largest_scratch_bytes=3 * largest_low_precision_elements(meta_model),
-        fit_hint=lambda budget: "pass --model-arg num_hidden_layers=N (fewer layers) or raise --max-memory",
+        fit_hint=lambda budget: FitHint(LAYERS_FIELD, model_arg=True),
         size_flag=flag,
     )

@@ -17,7 +17,7 @@ from dummyprof.models.huggingface import hf_source, is_hf_spec
 from dummyprof.models.loading import model_source
 from dummyprof.models.meta_bounds import BYTES_PER_META_OBJECT, BuildLimits
 from dummyprof.models.presets import preset_source
-from dummyprof.models.source import ModelSource, synthetic_source
+from dummyprof.models.source import FitHint, ModelSource, synthetic_source
 from dummyprof.models.synthetic import TreeSpec
 from dummyprof.results.compare import ModelSummary
 from dummyprof.units import format_bytes
@@ -103,6 +103,19 @@ def model_summary(
     )
 
 
+def fit_words(hint: FitHint) -> str:
+    """A model source's FitHint as advice (flags named as the CLI spells them)."""
+    if hint.model_arg:
+        value = hint.fits if hint.fits is not None else "N"
+        return f"pass --model-arg {hint.field}={value} (smaller)"
+    also = "/".join(f"--{name}" for name in hint.also)
+    if hint.fits is None:
+        return f"lower --{hint.field}" + (f" or {also}" if also else "")
+    return f"--{hint.field} {hint.fits} fits" + (
+        f" at this {' and '.join(hint.also)} (or lower {also})" if also else ""
+    )
+
+
 def check_source_fits(source: ModelSource, device: torch.device, max_memory: int | None, *, flag: str) -> None:
     """Refuse before building when one model plus the biggest temporary would not fit."""
     if source.estimated_bytes is None or device.type == "meta":
@@ -111,7 +124,7 @@ def check_source_fits(source: ModelSource, device: torch.device, max_memory: int
     needed = source.estimated_bytes + source.largest_scratch_bytes
     if needed <= budget:
         return
-    smaller = source.fit_hint(budget) if source.fit_hint is not None else None
+    smaller = fit_words(source.fit_hint(budget)) if source.fit_hint is not None else None
     smaller = smaller or "pass smaller --model-arg values (fewer layers, smaller hidden)"
     available = device_available(device)
     what = f"{source.description} ({where})"

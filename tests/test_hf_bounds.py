@@ -109,7 +109,7 @@ def test_a_build_estimated_past_the_time_budget_is_refused_naming_it(tmp_path: P
     with pytest.raises(DoesNotFitError) as caught:
         hf_source(_config(tmp_path, num_hidden_layers=100_000), limits=limits)
     assert caught.value.field == "time_budget" and caught.value.flag is None
-    assert "over the time budget (10 s)" in caught.value.message
+    assert "over its share of the time budget (10 s)" in caught.value.message
     assert "raise the time budget" in caught.value.message
 
 

@@ -279,7 +279,7 @@ def _refuse_estimate(estimate: BuildEstimate, limits: BuildLimits, flag: str, ta
         )
     if limits.seconds is not None and estimate.seconds > limits.seconds:
         fit = _layers_that_fit(estimate, limits.seconds / max(estimate.seconds_per_object, 1e-12))
-        budget = "the time budget" if limits.time_field else "the limit for building on meta"
+        budget = "its share of the time budget" if limits.time_field else "the limit for building on meta"
         raise DoesNotFitError(
             flag if not limits.time_field else None,
             f"{what}, estimated at {estimate.seconds:,.0f} s, over {budget} ({limits.seconds:.0f} s); "

@@ -84,7 +84,7 @@ def build_stopped_error(
     got = f"{what}: building it on meta stopped after {stop.seconds:.1f} s with {stop.objects:,} modules and tensors"
     fix = fix or "build a smaller model (fewer layers or experts in --model-arg)"
     if stop.reason == STOP_TIME:
-        budget = "the time budget" if limits.time_field else "the limit for building on meta"
+        budget = "its share of the time budget" if limits.time_field else "the limit for building on meta"
         more = " or raise the time budget" if limits.time_field else ""
         return DoesNotFitError(
             None if limits.time_field else flag,

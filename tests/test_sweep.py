@@ -242,7 +242,7 @@ def test_a_sweep_whose_largest_point_overruns_the_budget_is_refused_before_the_f
         decision.mode, decision.reason = ("projected", "time") if over else ("measured", "fits")
         return decision, projections
 
-    monkeypatch.setattr(sizing, "decide", decide)
+    monkeypatch.setattr(compare_run, "decide", decide)
     monkeypatch.setattr(compare_run, "run", lambda *a, **k: ran.append(1))
     options = SweepOptions(
         parameter="width", values=[1, 2, 3, 4], compare=CompareOptions(depth=2, hidden=32, repeat=1, time_budget=60)

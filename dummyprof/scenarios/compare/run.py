@@ -16,12 +16,12 @@ from dummyprof.measure.device import resolve_device
 from dummyprof.measure.environment import collect_environment
 from dummyprof.measure.recorder import index_model
 from dummyprof.models.source import ModelSource
-from dummyprof.results.compare import StrategyResult
+from dummyprof.results.compare import Projection, SizeDecision, StrategyResult
 from dummyprof.results.session import Results
 from dummyprof.results.trace import StrategyTrace
 from dummyprof.scenarios.compare.options import DEFAULT_STRATEGIES, CompareOptions, validate
 from dummyprof.scenarios.compare.runner import AutoRepeat, Clock, Progress, run_compare
-from dummyprof.scenarios.compare.sizing import count_strategies, decide, projected_result
+from dummyprof.scenarios.compare.sizing import MetaCounts, count_strategies, decide, projected_result
 from dummyprof.scenarios.model_choice import check_source_fits, meta_build_limits, model_summary, source_or_tree
 from dummyprof.units import format_seconds
 
@@ -48,6 +48,32 @@ def _repeats_that_fit(predicted_s: float | None, rounds: int, options: CompareOp
     return repeat if repeat >= MIN_REDUCED_REPEATS else 0
 
 
+def size_up(
+    options: CompareOptions, device: torch.device, source: ModelSource | None = None
+) -> tuple[ModelSource, list[Strategy], MetaCounts, SizeDecision, dict[str, Projection]]:
+    """The first half of a run: the model, each strategy's exact counts on meta, measure or project."""
+    if source is None:
+        source = source_or_tree(
+            model=options.model,
+            preset=options.preset,
+            model_args=options.model_args,
+            tree=options.tree_spec(),
+            trust_remote_code=options.trust_remote_code,
+            limits=meta_build_limits(options.time_budget),
+        )
+    builtin = [get_strategy(name) for name in options.strategies]
+    meta = count_strategies(source, builtin, options.initializer, time_budget_s=options.time_budget)
+    decision, projections = decide(
+        source,
+        meta,
+        device,
+        max_memory=options.max_memory,
+        rounds=options.warmup + options.repeat,
+        time_budget_s=options.time_budget,
+    )
+    return source, builtin, meta, decision, projections
+
+
 def run(
     options: CompareOptions,
     *,
@@ -70,25 +96,7 @@ def run(
     if not options.time_budget > 0:
         raise UsageError("--time-budget", f"must be more than 0 seconds, got {options.time_budget}")
     device = resolve_device(options.device)
-    if source is None:
-        source = source_or_tree(
-            model=options.model,
-            preset=options.preset,
-            model_args=options.model_args,
-            tree=options.tree_spec(),
-            trust_remote_code=options.trust_remote_code,
-            limits=meta_build_limits(options.time_budget),
-        )
-    builtin = [get_strategy(name) for name in options.strategies]
-    meta = count_strategies(source, builtin, options.initializer, time_budget_s=options.time_budget)
-    decision, projections = decide(
-        source,
-        meta,
-        device,
-        max_memory=options.max_memory,
-        rounds=options.warmup + options.repeat,
-        time_budget_s=options.time_budget,
-    )
+    source, builtin, meta, decision, projections = size_up(options, device, source)
     repeat = options.repeat
     if decision.mode == "projected" and decision.reason == "time" and options.project and not options.repeat_auto:
         repeat = _repeats_that_fit(decision.predicted_s, options.warmup + options.repeat, options)

@@ -91,7 +91,9 @@ def _file_module(target: str, flag: str) -> Any:
     sys.modules[name] = module  # dataclasses and pickling look a module up by name while it executes
     try:
         spec.loader.exec_module(module)
-    except (Exception, SystemExit) as exc:
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # user code: any other BaseException is its fault, one line
         del sys.modules[name]
         raise user_code_error(flag, f"importing {str(path)!r}", exc) from exc
     return module
@@ -105,7 +107,9 @@ def _package_module(name: str, flag: str) -> Any:
         return importlib.import_module(name)
     except ModuleNotFoundError as exc:
         raise UsageError(flag, f"cannot import module {name!r}: {exc}; check the name or PYTHONPATH") from exc
-    except (Exception, SystemExit) as exc:
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # user code: any other BaseException is its fault, one line
         raise user_code_error(flag, f"importing module {name!r}", exc) from exc
 
 

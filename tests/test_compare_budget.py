@@ -138,3 +138,34 @@ def test_cli_repeat_auto_and_the_gate_keeps_fixed_repeats(cli: Cli) -> None:
 
     with pytest.raises(UsageError, match="fixed repeats"):
         validate(CompareOptions(repeat_auto=True, project=False))
+
+
+def test_a_fixed_repeat_stops_at_the_deadline_with_the_rounds_it_measured() -> None:
+    """#17.3: --repeat 1e9 --time-budget 5 ran for minutes; the deadline bounds the whole run_compare call."""
+    clock = FakeClock()
+    strategies = [
+        Strategy("a", "a", _scripted(clock, cycle([2.0]))),
+        Strategy("b", "b", _scripted(clock, cycle([1.0]))),
+    ]
+    spec = TreeSpec(depth=2, hidden=32)
+    result = run_compare(
+        lambda: build_tree(spec), ModelSummary(), strategies, torch.device("cpu"),
+        repeat=10**9, warmup=1, clock=clock, deadline=clock() + 20.0,
+    )  # fmt: skip
+    # 3 s a round: warm-up ends at 3 s, measured rounds at 6, 9, ..., 18; a seventh would end at 21 > 20
+    assert (result.repeat, result.auto_stop) == (5, "budget")
+    assert all(len(s.timing.samples_s) == 5 for s in result.strategies)
+    assert all(s.recording_overhead_s is None for s in result.strategies)  # no time was left for it
+    assert clock() - 1000.0 <= 20.0
+    result.repeats_requested = 10**9
+    assert "--repeat 1000000000: 5 measured rounds; stopped because one more round would overrun" in _text(result)
+
+
+def test_the_deadline_keeps_one_measured_round_however_late() -> None:
+    clock = FakeClock()
+    strategies = [Strategy("a", "a", _scripted(clock, cycle([50.0])))]
+    result = run_compare(
+        lambda: build_tree(TreeSpec(depth=1, hidden=32)), ModelSummary(), strategies, torch.device("cpu"),
+        repeat=5, warmup=1, clock=clock, deadline=clock() + 1.0, measure_overhead=False,
+    )  # fmt: skip
+    assert (result.repeat, result.auto_stop, len(result.strategies[0].timing.samples_s)) == (1, "budget", 1)

@@ -204,3 +204,24 @@ def test_counting_limit_is_half_the_budget_and_never_under_ten_seconds() -> None
     from dummyprof.scenarios.compare.sizing import counting_limit
 
     assert counting_limit(120) == 60 and counting_limit(4) == 10
+
+
+def test_projected_peak_rss_never_falls_below_the_model_it_fills() -> None:
+    """#17.7: calibration measured 0 RSS growth per byte and projected 0.40 GiB for a 14.96 GiB model."""
+    count = _count()
+    records = [r for r in count.recorder.records.values() if r.bytes_written]  # type: ignore[attr-defined]
+    touched = sum(r.nbytes for r in records)
+    scratch = count.recorder.peak_scratch_bytes  # type: ignore[attr-defined]
+    line = fit_line([1.0, 2.0], [1e-9, 2e-9])
+    dtypes = {str(v.dtype).removeprefix("torch.") for v in count.visits}  # type: ignore[attr-defined]
+    rules = {v.rule for v in count.visits}  # type: ignore[attr-defined]
+    for growth, expected in ((0.0, touched), (0.5, touched), (1.5, int(1.5 * touched))):
+        calibration = [
+            CalibrationClass(
+                initializer="v0.33", rule=r, dtype=d, fit=line, fit_low=line, fit_high=line, rss_growth_per_byte=growth
+            )
+            for r in rules
+            for d in dtypes
+        ]
+        p = project_strategy(count, calibration, memset_bytes_per_s=1e15, rss_now=1000)  # type: ignore[arg-type]
+        assert p.peak_rss_bytes == 1000 + expected + scratch

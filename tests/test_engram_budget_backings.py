@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 import torch
 
+from dummyprof.allocation import backings
+from dummyprof.allocation.backings import Arena, Backing, resolve_backing
 from dummyprof.errors import DoesNotFitError, UsageError
 from dummyprof.measure import cgroup
 from dummyprof.measure.budget import PSUTIL, host_memory
-from dummyprof.models import backings
-from dummyprof.models.backings import Arena, Backing, resolve_backing
 from dummyprof.scenarios.engram.run import EngramOptions, run, validate
 
 GIB = 1 << 30

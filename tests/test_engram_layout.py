@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 import torch
 
+from dummyprof.allocation.backings import Arena, Backing, next_power_of_two, resolve_backing
 from dummyprof.errors import UsageError
 from dummyprof.loaders.fp8_methods import METHODS
-from dummyprof.models.backings import Arena, Backing, next_power_of_two, resolve_backing
 from dummyprof.models.engram import (
     EngramSpec,
     engram_table_bytes,

@@ -10,10 +10,10 @@ import pytest
 import torch
 
 import dummyprof
+from dummyprof.allocation import backings as host_memory
+from dummyprof.allocation.backings import Backing
 from dummyprof.errors import DoesNotFitError
 from dummyprof.loaders.fp8_methods import METHODS
-from dummyprof.models import backings as host_memory
-from dummyprof.models.backings import Backing
 from dummyprof.models.engram import EngramSpec
 from dummyprof.reports.engram_words import plan_notes, reason_text
 from dummyprof.reports.summary import summary_line

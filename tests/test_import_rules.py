@@ -22,17 +22,32 @@ PACKAGE = Path(__file__).resolve().parent.parent / "dummyprof"
 #   gate                          runs scenarios, checks their Results
 #   scenarios                     one package per command: options, validate, run -> Results
 #   loaders | measure | models    fills | instruments | model sources
+#   allocation                    host memory allocated on purpose (backings, arenas), for scenarios
 #   anatomy, usercode             the tensor walk (torch only) | a user's code by spec (no torch)
 #   results, reports              the torch-free data model | reporters that render it
 #   files                         the user's files: bounded reads (for all), what a run reads and writes (edges only)
 FORBIDDEN: dict[str, set[str]] = {
-    "anatomy": {"cli", "api", "gate", "scenarios", "loaders", "measure", "models", "results", "reports", "usercode"},
+    "anatomy": {
+        "cli",
+        "api",
+        "gate",
+        "scenarios",
+        "loaders",
+        "measure",
+        "models",
+        "allocation",
+        "results",
+        "reports",
+        "usercode",
+    },
     "usercode": {"cli", "api", "gate", "scenarios", "loaders", "measure", "models", "anatomy", "reports"},
     "results": {"cli", "api", "gate", "scenarios", "loaders", "measure", "models", "anatomy", "reports"},
     "reports": {"cli", "api", "gate", "scenarios", "loaders", "measure", "models", "anatomy"},
-    "models": {"cli", "api", "gate", "scenarios", "loaders", "measure", "reports"},
-    "measure": {"cli", "api", "gate", "scenarios", "loaders", "models", "reports"},
-    "loaders": {"cli", "api", "gate", "scenarios", "models", "reports"},
+    "models": {"cli", "api", "gate", "scenarios", "loaders", "measure", "allocation", "reports"},
+    "measure": {"cli", "api", "gate", "scenarios", "loaders", "models", "allocation", "reports"},
+    "loaders": {"cli", "api", "gate", "scenarios", "models", "allocation", "reports"},
+    # Allocation sits beside measure: it reserves memory, it does not build models or time anything.
+    "allocation": {"cli", "api", "gate", "scenarios", "loaders", "measure", "models", "anatomy", "reports"},
     "scenarios": {"cli", "api", "gate", "reports"},
     "gate": {"cli", "api", "reports"},
     # Below everything: it may use only errors and units, so that any layer may read a file through it.
@@ -144,7 +159,18 @@ def test_folders_import_only_what_sits_below_them() -> None:
 
 
 def test_library_never_imports_the_cli_and_only_the_edges_choose_reporters() -> None:
-    library = {"anatomy", "usercode", "results", "models", "measure", "loaders", "scenarios", "gate", "testing"}
+    library = {
+        "anatomy",
+        "usercode",
+        "results",
+        "models",
+        "measure",
+        "allocation",
+        "loaders",
+        "scenarios",
+        "gate",
+        "testing",
+    }
     found = all_imports()
     to_cli = [_where(i) for i in found if _folder(i.importer) in library | {"reports"} and _folder(i.target) == "cli"]
     to_reports = [_where(i) for i in found if _folder(i.importer) in library and _folder(i.target) == "reports"]
@@ -245,3 +271,9 @@ def test_an_import_inside_a_function_closes_a_cycle() -> None:
     a, b = "dummyprof.a", "dummyprof.b"
     imports = [Import(a, b, (), module_level=True, line=1), Import(b, a, (), module_level=False, line=9)]
     assert [c for c in strongly_connected(_module_graph(imports, {a, b})) if len(c) > 1] == [[a, b]]
+
+
+def test_allocation_lives_outside_model_sources() -> None:
+    """Issue #18: backings reserve host memory; they are not a way to build a model."""
+    assert not (PACKAGE / "models" / "backings.py").exists()
+    assert (PACKAGE / "allocation" / "backings.py").exists()

@@ -189,3 +189,67 @@ def test_a_baseline_of_a_sweep_scenario_is_accepted_by_the_gate(tmp_path: Path, 
     assert "fit" in kinds
     gated = cli("gate", "--config", str(config_path), "--baseline", str(baseline), "-q")
     assert gated.exit_code == 0, gated.stderr + gated.stdout
+
+
+FAILS_AT_THREE = """
+import torch
+from torch import nn
+
+
+def make(n: int = 1) -> nn.Module:
+    if n >= 3 and torch.empty(0).device.type != "meta":  # sized on meta fine; fails only when really built
+        raise RuntimeError(f"cannot build {n} here")
+    return nn.Linear(8 * n, 8)
+"""
+
+
+def test_cli_a_sweep_failing_at_its_third_point_keeps_shows_and_saves_the_two_measured(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """#17.4: the points measured before a failure are shown and saved (--json); the exit is the failure's."""
+    model = tmp_path / "fails.py"
+    model.write_text(FAILS_AT_THREE)
+    out = tmp_path / "sweep.json"
+    args = ("--model-arg", "n=1:4", "--repeat", "1", "--warmup", "0", "--json", str(out))
+    result = cli("sweep", "--model", f"{model}:make", *args)
+    assert result.exit_code == 2
+    assert result.stderr.strip().splitlines()[-1].startswith("dummyprof: error: --model: ")
+    assert "cannot build 3 here" in result.stderr and "Traceback" not in result.stderr
+    assert "STOPPED at model argument n 3: 2 of 4 points measured and kept" in result.stdout
+    saved = load_results(out).sweep
+    assert saved is not None
+    assert [p.value for p in saved.points] == [1, 2] and saved.failed_at == 3
+    assert "RuntimeError: cannot build 3 here" in saved.failure
+    assert all(len(s.samples_s) == 1 for p in saved.points for s in p.series.values())
+
+
+def test_a_sweep_whose_largest_point_overruns_the_budget_is_refused_before_the_first(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """#17.4: `sweep --depth 4 --width 1:4` failed after 70 s at width 4; the plan is checked first."""
+    from dummyprof.errors import DoesNotFitError
+    from dummyprof.scenarios.compare import run as compare_run
+    from dummyprof.scenarios.compare import sizing
+
+    real = sizing.decide
+    ran: list[int] = []
+
+    def decide(source, meta, device, *, rounds, time_budget_s, **kwargs):  # type: ignore[no-untyped-def]
+        decision, projections = real(source, meta, device, rounds=rounds, time_budget_s=time_budget_s, **kwargs)
+        width = source.options["width"]
+        decision.predicted_s = 30.0 * width  # width 4: 120 s, over the 60 s each point may take
+        over = decision.predicted_s > time_budget_s
+        decision.mode, decision.reason = ("projected", "time") if over else ("measured", "fits")
+        return decision, projections
+
+    monkeypatch.setattr(compare_run, "decide", decide)
+    monkeypatch.setattr(compare_run, "run", lambda *a, **k: ran.append(1))
+    options = SweepOptions(
+        parameter="width", values=[1, 2, 3, 4], compare=CompareOptions(depth=2, hidden=32, repeat=1, time_budget=60)
+    )
+    with pytest.raises(DoesNotFitError) as caught:
+        run(options)
+    assert ran == []  # refused before the first point
+    assert caught.value.flag == "--time-budget"
+    assert "the sweep's largest point (width=4) is predicted at 120" in caught.value.message
+    assert "end the range before 4" in caught.value.message

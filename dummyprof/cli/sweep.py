@@ -171,6 +171,13 @@ def sweep(
     from dummyprof.scenarios.sweep import run as scenario
 
     scenario.validate(options)
+    failure = None
     with progress_bar(not quiet, "sweep") as progress, user_stdout_to_stderr(json_to_stdout(json_path)):
-        results = scenario.run(options, progress=progress)
-    return EXIT_NOT_WRITTEN if emit(results, json_path=json_path, quiet=quiet, force=force, reports=reports) else 0
+        try:
+            results = scenario.run(options, progress=progress)
+        except scenario.SweepStopped as stopped:  # the points measured are shown and saved, then the failure
+            results, failure = stopped.results, stopped.error
+    not_written = emit(results, json_path=json_path, quiet=quiet, force=force, reports=reports)
+    if failure is not None:
+        raise failure
+    return EXIT_NOT_WRITTEN if not_written else 0

@@ -40,7 +40,9 @@ class UserLoader:
             self.fn(model, **self.args)
         except UsageError:
             raise  # a named loader refusing this model already says why, naming the flag
-        except (Exception, SystemExit) as exc:
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:  # user code: any other BaseException is its fault, one line
             raise user_code_error("--loader", self.spec or self.name, exc) from exc
 
 

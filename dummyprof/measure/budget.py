@@ -72,6 +72,29 @@ def device_budget(device: torch.device, max_memory: int | None = None) -> tuple[
     return host_budget(max_memory), "host memory"
 
 
+# MemoryBudget.limit / HostMemory.limit values that no flag raises: what bounds memory there instead.
+LIMIT_FIXES = {
+    "disk": "the disk of the --backing mmap: file is the limit, not --max-memory: free space there or give "
+    "mmap:PATH on a disk with room",
+    "/dev/shm": "/dev/shm is the limit, not --max-memory: free space there or use another --backing",
+    "GPU": "the GPU's free memory is the limit, not --max-memory: free it or lower the size",
+}
+
+
+def limit_flag(limit: str) -> str:
+    """The flag an error about a budget bound by ``limit`` names: the one that can change it."""
+    return {"--max-memory": "--max-memory", "disk": "--backing", "/dev/shm": "--backing"}.get(limit, "--dim")
+
+
+def memory_fix(limit: str) -> str:
+    """The advice for a budget bound by ``limit``: only the user's own --max-memory is raised by a flag."""
+    if limit == "--max-memory":
+        return "raise --max-memory"
+    return LIMIT_FIXES.get(
+        limit, f"this machine's memory ({limit}) is the limit, not --max-memory: lower the size (--dim, --rows)"
+    )
+
+
 def ensure_fits(needed: int, budget: int, *, flag: str, what: str, fix: str) -> None:
     if needed > budget:
         raise DoesNotFitError(

@@ -21,6 +21,9 @@ MIN_FOR_OUTLIERS = 4  # quartiles of fewer samples say nothing
 FIRST_ROUND_SLOW = "first-round-slow"  # the first measured round is an outlier above the rest: a cold start
 OUTLIERS = "statistical-outliers"  # samples outside the IQR fences move the median
 SPEEDUP_UNCERTAIN = "speedup-uncertain"  # the speedup's interval includes 1.0
+# A fill's rate above the memset floor's, measured in the same run: physically impossible, so the floor
+# reading was the slow one (preempted under contention); the share is not a figure to believe.
+FASTER_THAN_FLOOR = "faster-than-floor"
 
 
 def quartile_fences(samples: Sequence[float]) -> tuple[float, float] | None:

@@ -28,7 +28,11 @@ LEVEL = 0.95  # of the prediction interval
 
 
 class SamplingError(ValueError):
-    """No sample size fits both the memory and the time budget."""
+    """No sample size fits both the memory and the time budget; ``binding``: memory, time or table size."""
+
+    def __init__(self, message: str, binding: str = "") -> None:
+        super().__init__(message)
+        self.binding = binding
 
 
 def fit_line(xs: Sequence[float], ys: Sequence[float]) -> LinearFit:
@@ -238,5 +242,7 @@ def sample_sizes(
         binding = "memory" if bytes_per_row > 0 and limits[-1] == step else "time"
         if step == limits[0]:
             binding = "table size"
-        raise SamplingError(f"no sample of {points} sizes fits the {binding} budget (largest step {step} rows)")
+        raise SamplingError(
+            f"no sample of {points} sizes fits the {binding} budget (largest step {step} rows)", binding
+        )
     return [k * step for k in range(1, points + 1)]

@@ -14,15 +14,18 @@ import difflib
 import json
 import logging
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
 from torch import nn
 
-from dummyprof.errors import UsageError
+from dummyprof.errors import DoesNotFitError, DummyprofError, UsageError
 from dummyprof.files.reading import HF_CONFIG, read_bounded, unique_keys
-from dummyprof.models.source import ModelSource
+from dummyprof.models.hf_fields import check_fields, check_shape
+from dummyprof.models.meta_bounds import BuildLimits, BuildStopped, bounded_build, build_stopped_error
+from dummyprof.models.source import FitHint, ModelSource
 
 PREFIX = "hf:"
 FLAG = "--model"
@@ -81,10 +84,18 @@ def _config_from_dict(data: dict[str, Any], target: str, folder: Path | None, tr
             FLAG,
             f"unknown model_type {model_type!r} for transformers {transformers.__version__}{hint}{remote}",
         )
+    check_fields(data, model_type, flag=FLAG, where=f"{PREFIX}{target}")
+    check_shape(data, default_flag=FLAG, where=f"{PREFIX}{target}")
     try:
         return CONFIG_MAPPING[model_type].from_dict(data)
     except Exception as exc:
-        raise UsageError(FLAG, f"transformers rejected {target!r}: {type(exc).__name__}: {exc}") from exc
+        raise UsageError(FLAG, f"transformers rejected {target!r}: {_one_line(exc)}") from exc
+
+
+def _one_line(exc: BaseException) -> str:
+    """The whole message on one line (transformers' validation errors put the field on the second)."""
+    text = " ".join(line.strip() for line in str(exc).strip().splitlines() if line.strip())
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 def _first_line(exc: BaseException) -> str:
@@ -188,6 +199,7 @@ def apply_overrides(config: Any, overrides: dict[str, Any], *, flag: str = "--mo
             )
         if isinstance(current, float) and isinstance(value, int):
             value = float(value)
+        check_fields({key: value}, config.model_type, flag=flag, where="")  # names the field, flag --model-arg
         setattr(config, key, value)
 
 
@@ -198,7 +210,7 @@ def _config_dtype(config: Any) -> torch.dtype:
     return dtype if isinstance(dtype, torch.dtype) else torch.float32
 
 
-def build_on_meta(config: Any, *, trust_remote_code: bool = False) -> nn.Module:
+def _build(config: Any, trust_remote_code: bool) -> nn.Module:
     """The causal-LM class for ``config`` (else the base model class), built on the meta device."""
     transformers = _transformers()
     dtype = _config_dtype(config)
@@ -210,6 +222,106 @@ def build_on_meta(config: Any, *, trust_remote_code: bool = False) -> nn.Module:
         except ValueError as exc:  # "Unrecognized configuration class ... for this kind of AutoModel"
             errors.append(_first_line(exc))
     raise UsageError(FLAG, f"transformers has no model class for {config.model_type!r}: {errors[-1]}")
+
+
+def _objects(model: nn.Module) -> int:
+    """Modules, parameters and buffers: what a meta build makes (as the registration hooks count them)."""
+    return sum(1 + len(m._parameters) + len(m._buffers) for m in model.modules())
+
+
+@dataclass(frozen=True)
+class BuildEstimate:
+    """A full meta build predicted from builds of one and two layers."""
+
+    layers: int
+    objects: int
+    seconds: float
+    objects_per_layer: int
+    fixed_objects: int
+    seconds_per_object: float
+
+
+def estimate_build(config: Any, trust_remote_code: bool, clock: Any) -> BuildEstimate | None:
+    """Modules plus tensors, and seconds, the full build would take; None without a whole layer count."""
+    layers = getattr(config, LAYERS_FIELD, None)
+    if not isinstance(layers, int) or isinstance(layers, bool) or layers < 2:
+        return None
+    made = []
+    for probe_layers in (1, 2):
+        small = copy.deepcopy(config)
+        setattr(small, LAYERS_FIELD, probe_layers)
+        t0 = clock()
+        model = _build(small, trust_remote_code)
+        made.append((_objects(model), clock() - t0))
+        del model
+    (one, _), (two, two_s) = made
+    per_layer = max(0, two - one)
+    fixed = one - per_layer
+    objects = fixed + per_layer * layers
+    per_object = two_s / two if two else 0.0  # the two-layer build: imports and caches are warm by then
+    return BuildEstimate(layers, objects, objects * per_object, per_layer, fixed, per_object)
+
+
+def _layers_that_fit(estimate: BuildEstimate, objects: float) -> int:
+    return max(0, int((objects - estimate.fixed_objects) // max(1, estimate.objects_per_layer)))
+
+
+def _refuse_estimate(estimate: BuildEstimate, limits: BuildLimits, flag: str, target: str) -> None:
+    """Before building: more objects than memory holds, or more seconds than the limit, is one line."""
+    what = (
+        f"{PREFIX}{target}: config field {LAYERS_FIELD}: {estimate.layers:,} layers would build about "
+        f"{estimate.objects:,} modules and tensors on meta"
+    )
+    if limits.max_objects is not None and estimate.objects > limits.max_objects:
+        fit = _layers_that_fit(estimate, limits.max_objects)
+        raise DoesNotFitError(
+            flag,
+            f"{what}, more than the {limits.max_objects:,} this machine's memory holds as Python objects; "
+            f"at most {fit:,} layers fit: pass --model-arg {LAYERS_FIELD}={fit}",
+        )
+    if limits.seconds is not None and estimate.seconds > limits.seconds:
+        fit = _layers_that_fit(estimate, limits.seconds / max(estimate.seconds_per_object, 1e-12))
+        budget = "its share of the time budget" if limits.time_field else "the limit for building on meta"
+        raise DoesNotFitError(
+            flag if not limits.time_field else None,
+            f"{what}, estimated at {estimate.seconds:,.0f} s, over {budget} ({limits.seconds:.0f} s); "
+            f"about {fit:,} layers fit: pass --model-arg {LAYERS_FIELD}={fit}"
+            + (" or raise the time budget" if limits.time_field else ""),
+            field=limits.time_field or None,
+        )
+
+
+def build_on_meta(
+    config: Any,
+    *,
+    trust_remote_code: bool = False,
+    limits: BuildLimits | None = None,
+    flag: str = FLAG,
+    target: str = "",
+) -> nn.Module:
+    """The model for ``config`` on meta; with ``limits``, refused before building or stopped while it builds.
+
+    Only what the layer count predicts is refused beforehand; whatever else makes a build huge (a
+    field the estimate cannot see) is stopped by the registration hooks, saying how far it got.
+    """
+    target = target or config.model_type
+    try:
+        if limits is not None:
+            estimate = estimate_build(config, trust_remote_code, limits.clock)
+            if estimate is not None:
+                _refuse_estimate(estimate, limits, flag, target)
+        with bounded_build(limits):
+            return _build(config, trust_remote_code)
+    except BuildStopped as stop:
+        assert limits is not None
+        layers = getattr(config, LAYERS_FIELD, None)
+        shown = f" ({LAYERS_FIELD}={layers:,})" if isinstance(layers, int) else ""
+        fix = f"build a smaller model (--model-arg {LAYERS_FIELD}=N)"
+        raise build_stopped_error(stop, limits, flag=flag, what=f"{PREFIX}{target}{shown}", fix=fix) from None
+    except DummyprofError:
+        raise
+    except Exception as exc:  # torch's size overflow, a division in a model's __init__: one line
+        raise UsageError(flag, f"transformers could not build {config.model_type} on meta: {_first_line(exc)}") from exc
 
 
 def _materialize_copy(meta_model: nn.Module, device: torch.device, notes: list[str]) -> nn.Module:
@@ -229,6 +341,7 @@ def hf_source(
     *,
     trust_remote_code: bool = False,
     flag: str = FLAG,
+    limits: BuildLimits | None = None,
 ) -> ModelSource:
     """A ModelSource for ``hf:TARGET`` with ``--model-arg`` config overrides."""
     from dummyprof.anatomy import largest_low_precision_elements, model_bytes
@@ -239,7 +352,13 @@ def hf_source(
     overrides = dict(overrides or {})
     config = load_config(target, trust_remote_code=trust_remote_code)
     apply_overrides(config, overrides)
-    meta_model = build_on_meta(config, trust_remote_code=trust_remote_code)
+    check_shape(
+        config.to_dict(),
+        flag_of={key: "--model-arg" for key in overrides},
+        default_flag=flag,
+        where=f"{PREFIX}{target}",
+    )
+    meta_model = build_on_meta(config, trust_remote_code=trust_remote_code, limits=limits, flag=flag, target=target)
     notes: list[str] = []
     shown = ", ".join(f"{k}={v!r}" for k, v in overrides.items())
     layers = getattr(config, LAYERS_FIELD, None)
@@ -260,6 +379,6 @@ def hf_source(
         options=options,
         notes=notes,
         largest_scratch_bytes=3 * largest_low_precision_elements(meta_model),
-        fit_hint=lambda budget: "pass --model-arg num_hidden_layers=N (fewer layers) or raise --max-memory",
+        fit_hint=lambda budget: FitHint(LAYERS_FIELD, model_arg=True),
         size_flag=flag,
     )

@@ -26,6 +26,7 @@ from dummyprof.anatomy import (
     walk,
 )
 from dummyprof.errors import UsageError, user_code_error
+from dummyprof.models.meta_bounds import BuildLimits, BuildStopped, bounded_build, build_stopped_error
 from dummyprof.models.source import ModelSource
 from dummyprof.usercode import resolve_callable
 
@@ -33,7 +34,9 @@ from dummyprof.usercode import resolve_callable
 def call_model_builder(fn: Callable[..., Any], args: dict[str, Any], *, spec: str, flag: str = "--model") -> nn.Module:
     try:
         model = fn(**args)
-    except (Exception, SystemExit) as exc:
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # user code: any other BaseException is its fault, one line
         raise user_code_error(flag, spec, exc) from exc
     if not isinstance(model, nn.Module):
         raise UsageError(flag, f"{spec} returned {type(model).__name__}, not a torch.nn.Module")
@@ -72,11 +75,35 @@ def materialize(model: nn.Module, device: torch.device) -> list[str]:
     return notes
 
 
-def _meta_probe(fn: Callable[..., Any], args: dict[str, Any], spec: str, flag: str) -> nn.Module:
+def refuse_non_dense(model: nn.Module, spec: str, *, flag: str) -> None:
+    """A sparse (or nested) parameter or buffer has no storage to fill: refused, naming it, before any fill.
+
+    Refused rather than skipped: its bytes would be missing from every count and time, silently.
+    """
+    for kind, named in (("parameter", model.named_parameters()), ("buffer", model.named_buffers())):
+        for name, tensor in named:
+            layout = str(tensor.layout).removeprefix("torch.")
+            if tensor.layout != torch.strided or tensor.is_nested:
+                what = "nested" if tensor.is_nested else layout
+                raise UsageError(
+                    flag,
+                    f"{spec}: {kind} {name!r} is a {what} tensor; dummyprof fills dense (strided) tensors only: "
+                    "register it dense, or leave it out of the model it profiles",
+                )
+
+
+def _meta_probe(
+    fn: Callable[..., Any], args: dict[str, Any], spec: str, flag: str, limits: BuildLimits | None = None
+) -> nn.Module:
     try:
-        with torch.device("meta"):
+        with torch.device("meta"), bounded_build(limits):
             model = fn(**args)
-    except (Exception, SystemExit) as exc:
+    except BuildStopped as stop:
+        assert limits is not None
+        raise build_stopped_error(stop, limits, flag=flag, what=spec) from None
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # user code: any other BaseException is its fault, one line
         note = (
             " (it was called under torch.device('meta') first, to size the model before allocating it: "
             "avoid .item()/.tolist() on new tensors)"
@@ -96,9 +123,11 @@ def callable_source(
     description: str,
     flag: str = "--model",
     options: dict[str, Any] | None = None,
+    limits: BuildLimits | None = None,
 ) -> ModelSource:
-    """A ModelSource for any callable returning an ``nn.Module``, sized on the meta device first."""
-    probe = _meta_probe(fn, args, spec, flag)
+    """A ModelSource for any callable returning an ``nn.Module``, sized on the meta device first (within ``limits``)."""
+    probe = _meta_probe(fn, args, spec, flag, limits)
+    refuse_non_dense(probe, spec, flag=flag)
     estimated = model_bytes(probe)
     scratch = 3 * largest_low_precision_elements(probe)  # the v0.29 fp8 path: fp16 copy + fp8 copy
     del probe
@@ -124,9 +153,11 @@ def callable_source(
     )
 
 
-def model_source(spec: str, args: dict[str, Any] | None = None, *, flag: str = "--model") -> ModelSource:
+def model_source(
+    spec: str, args: dict[str, Any] | None = None, *, flag: str = "--model", limits: BuildLimits | None = None
+) -> ModelSource:
     """The ModelSource for ``--model SPEC`` with ``--model-arg`` values ``args``."""
     args = dict(args or {})
     fn = resolve_callable(spec, flag=flag)
     shown = ", ".join(f"{k}={v!r}" for k, v in args.items())
-    return callable_source(spec, fn, args, source=spec, description=f"{spec}({shown})", flag=flag)
+    return callable_source(spec, fn, args, source=spec, description=f"{spec}({shown})", flag=flag, limits=limits)

@@ -22,6 +22,7 @@ from torch import nn
 from dummyprof.errors import UsageError
 from dummyprof.models.engram import EngramTable
 from dummyprof.models.loading import callable_source
+from dummyprof.models.meta_bounds import BuildLimits
 from dummyprof.models.source import ModelSource
 
 HAS_FP8 = hasattr(torch, "float8_e4m3fn")
@@ -278,7 +279,7 @@ def get_preset(name: str) -> Preset:
         raise UsageError("--preset", f"unknown preset {name!r}; choose from: {', '.join(PRESETS)}") from None
 
 
-def preset_source(name: str, args: dict[str, Any]) -> ModelSource:
+def preset_source(name: str, args: dict[str, Any], *, limits: BuildLimits | None = None) -> ModelSource:
     """The ModelSource for ``--preset NAME`` scaled by ``--model-arg`` values."""
     preset = get_preset(name)
     known = preset.parameters()
@@ -296,4 +297,5 @@ def preset_source(name: str, args: dict[str, Any]) -> ModelSource:
         description=f"preset {name}: {preset.description} ({shown})",
         flag="--preset",
         options=merged,  # every argument the preset was built with, defaults included
+        limits=limits,
     )

@@ -23,6 +23,21 @@ from dummyprof.models.synthetic import (
 )
 
 
+@dataclass(frozen=True)
+class FitHint:
+    """How a model that does not fit a budget could: data, worded by the scenario that refuses it.
+
+    ``field`` is an options field (``hidden``) or, with ``model_arg``, a --model-arg key
+    (``num_hidden_layers``); ``fits`` the largest value that fits (None: no value of it alone does);
+    ``also`` other fields that lowering helps.
+    """
+
+    field: str
+    fits: int | None = None
+    also: tuple[str, ...] = ()
+    model_arg: bool = False
+
+
 @dataclass
 class ModelSource:
     source: str
@@ -32,8 +47,8 @@ class ModelSource:
     options: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     largest_scratch_bytes: int = 0  # biggest per-tensor temporary any initializer may need
-    # What to suggest when the model does not fit a budget of N bytes.
-    fit_hint: Callable[[int], str] | None = None
+    # What would make it fit a budget of N bytes (None: nothing known beyond smaller --model-arg values).
+    fit_hint: Callable[[int], FitHint] | None = None
     size_flag: str = "--model"  # the flag an error about size should name
 
 
@@ -83,8 +98,8 @@ def _largest_fitting_hidden(spec: TreeSpec, budget: int) -> int | None:
     return best
 
 
-def _tree_fit_hint(spec: TreeSpec, budget: int) -> str:
+def _tree_fit_hint(spec: TreeSpec, budget: int) -> FitHint:
     fitting = _largest_fitting_hidden(spec, budget)
     if fitting is None:
-        return "lower --width or --depth"
-    return f"--hidden {fitting} fits at this depth and width (or lower --width/--depth)"
+        return FitHint("width", also=("depth",))
+    return FitHint("hidden", fitting, also=("width", "depth"))

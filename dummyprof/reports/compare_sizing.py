@@ -50,9 +50,8 @@ def size_lines(result: CompareResult) -> list[str]:
     elif size.calibration:
         lines.append(f"fill times and memory: measured ({need}{predicted}{budget})")
     if result.auto_stop:
-        lines.append(
-            f"--repeat auto: {result.repeat} measured rounds; {AUTO_STOPS.get(result.auto_stop, result.auto_stop)}"
-        )
+        asked = f"--repeat {result.repeats_requested}" if result.repeats_requested else "--repeat auto"
+        lines.append(f"{asked}: {result.repeat} measured rounds; {AUTO_STOPS.get(result.auto_stop, result.auto_stop)}")
     return lines
 
 

@@ -52,6 +52,12 @@ def noise_line(warning: NoiseWarning, baseline: str) -> str:
             f"warning: {warning.subject}: the speedup vs {baseline} is uncertain: its 95% interval "
             f"{warning.low:.2f}–{warning.high:.2f}x includes 1.0 (no difference); raise --repeat or quiet the machine"
         )
+    if warning.code == "faster-than-floor":
+        share = f" ({100 * warning.value:.0f}% of it)" if warning.value else ""
+        return (
+            f"warning: {warning.subject}: filled faster than the memset floor measured in this run{share}, which "
+            "no fill can: the floor's readings were slowed (contention), so its %memset is not shown; rerun quiet"
+        )
     return f"warning: {warning.subject}: {warning.code}"
 
 

@@ -117,6 +117,12 @@ def render_sweep(results: Results, console: Console) -> None:
         f"sweep of {result.scenario} over {label}: {len(result.values)} points "
         f"({', '.join(f'{v:,}' for v in result.values)}), {result.repeat} measured round(s) per point"
     )
+    if result.failed_at is not None:
+        console.print(
+            f"STOPPED at {label} {result.failed_at:,}: {len(result.points)} of {len(result.values)} points measured "
+            "and kept (the error is the last line)",
+            style="bold",
+        )
     if result.model_description:
         console.print(f"largest point: {result.model_description}", style="dim")
     for table in points_tables(result, console.width):

@@ -50,7 +50,7 @@ class Projection:
     high_s: float = 0.0  # every visit at its slowest
     floor_s: float = 0.0  # the bytes it writes at the memset rate measured in this run; never faster
     walk_s: float = 0.0  # the traversal itself, measured on the meta model with a no-op fill
-    peak_rss_bytes: int = 0  # RSS now + model pages first-touched + largest temporary
+    peak_rss_bytes: int = 0  # RSS now + model pages first-touched (at least 1 byte each) + largest temporary
     floor_bound: bool = False  # the floor, not the calibration, set ``seconds``
 
 
@@ -121,7 +121,7 @@ class TensorResult:
 
 @dataclass
 class FloorResult:
-    """The memset floor of this run: every distinct storage of a freshly built model zeroed once, per round.
+    """The memset floor of this run: every distinct storage of a freshly built model zeroed once, after each fill.
 
     Timed in the same interleaved rounds as the strategies, page faults of fresh memory included, so a
     strategy's rate over this one is its share of what the memory system did here.
@@ -152,7 +152,9 @@ class CompareResult:
     size: SizeDecision = field(default_factory=SizeDecision)
     noise: list[NoiseWarning] = field(default_factory=list)  # cold starts, outliers, uncertain speedups
     repeats_requested: int = 0  # --repeat N when the time budget cut it to ``repeat`` (0: not cut)
-    auto_stop: str = ""  # --repeat auto: why it stopped: tight | budget | max ('' when repeats were fixed)
+    # Why the rounds stopped before --repeat: tight | budget | max under --repeat auto; budget also when a fixed
+    # --repeat N ran out of --time-budget (repeats_requested then holds N). '' when every round ran.
+    auto_stop: str = ""
 
     @property
     def nothing_to_fill(self) -> bool:

@@ -64,6 +64,9 @@ class SweepResult:
     repeat: int = 0
     base_options: dict[str, Any] = field(default_factory=dict)  # the scenario's options other than the parameter
     model_description: str = ""  # of the largest point
+    # A sweep that failed at a point keeps the points before it: the value it failed at, and the error's message.
+    failed_at: int | None = None
+    failure: str = ""
 
     def fit(self, series: str, metric: str) -> GrowthFit | None:
         for f in self.fits:

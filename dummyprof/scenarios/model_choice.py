@@ -12,14 +12,33 @@ from typing import Any
 import torch
 
 from dummyprof.errors import UsageError
-from dummyprof.measure.budget import device_available, device_budget, ensure_fits
+from dummyprof.measure.budget import device_available, device_budget, ensure_fits, host_budget
 from dummyprof.models.huggingface import hf_source, is_hf_spec
 from dummyprof.models.loading import model_source
+from dummyprof.models.meta_bounds import BYTES_PER_META_OBJECT, BuildLimits
 from dummyprof.models.presets import preset_source
-from dummyprof.models.source import ModelSource, synthetic_source
+from dummyprof.models.source import FitHint, ModelSource, synthetic_source
 from dummyprof.models.synthetic import TreeSpec
 from dummyprof.results.compare import ModelSummary
 from dummyprof.units import format_bytes
+
+# Building on meta with no --time-budget to bound it (inspect, audit): DeepSeek-V3 builds in about 4 s.
+DEFAULT_META_BUILD_S = 60.0
+
+
+def meta_build_limits(time_budget_s: float | None = None) -> BuildLimits:
+    """Bounds on building a model on meta: the counting share of the time budget, and host memory as objects.
+
+    Not --max-memory: that bounds the model's tensors; the meta objects are the interpreter's own memory.
+    """
+    from dummyprof.scenarios.compare.sizing import counting_limit
+
+    seconds = DEFAULT_META_BUILD_S if time_budget_s is None else counting_limit(time_budget_s)
+    return BuildLimits(
+        seconds=seconds,
+        max_objects=max(1, host_budget() // BYTES_PER_META_OBJECT),
+        time_field="" if time_budget_s is None else "time_budget",
+    )
 
 
 def resolve_source(
@@ -28,18 +47,24 @@ def resolve_source(
     preset: str | None,
     model_args: dict[str, Any] | None,
     trust_remote_code: bool = False,
+    limits: BuildLimits | None = None,
 ) -> ModelSource | None:
-    """The source named by ``--model`` or ``--preset``; None means: the synthetic tree."""
+    """The source named by ``--model`` or ``--preset``; None means: the synthetic tree.
+
+    A model built on meta to size it is built within ``limits`` (default: :func:`meta_build_limits`).
+    """
+    if (model or preset) and limits is None:
+        limits = meta_build_limits()
     if model and preset:
         raise UsageError("--model", "give either --model or --preset, not both")
     if trust_remote_code and not is_hf_spec(model):
         raise UsageError("--trust-remote-code", "only applies to --model hf:...; drop it or give an hf: model")
     if model and is_hf_spec(model):
-        return hf_source(model, model_args or {}, trust_remote_code=trust_remote_code)
+        return hf_source(model, model_args or {}, trust_remote_code=trust_remote_code, limits=limits)
     if preset:
-        return preset_source(preset, model_args or {})
+        return preset_source(preset, model_args or {}, limits=limits)
     if model:
-        return model_source(model, model_args or {})
+        return model_source(model, model_args or {}, limits=limits)
     if model_args:
         raise UsageError("--model-arg", "needs --model or --preset; the synthetic tree takes --depth, --hidden...")
     return None
@@ -52,9 +77,12 @@ def source_or_tree(
     model_args: dict[str, Any] | None,
     tree: TreeSpec,
     trust_remote_code: bool = False,
+    limits: BuildLimits | None = None,
 ) -> ModelSource:
     """The source named by ``--model`` or ``--preset``, else the synthetic tree ``tree``."""
-    source = resolve_source(model=model, preset=preset, model_args=model_args, trust_remote_code=trust_remote_code)
+    source = resolve_source(
+        model=model, preset=preset, model_args=model_args, trust_remote_code=trust_remote_code, limits=limits
+    )
     return source if source is not None else synthetic_source(tree)
 
 
@@ -75,6 +103,19 @@ def model_summary(
     )
 
 
+def fit_words(hint: FitHint) -> str:
+    """A model source's FitHint as advice (flags named as the CLI spells them)."""
+    if hint.model_arg:
+        value = hint.fits if hint.fits is not None else "N"
+        return f"pass --model-arg {hint.field}={value} (smaller)"
+    also = "/".join(f"--{name}" for name in hint.also)
+    if hint.fits is None:
+        return f"lower --{hint.field}" + (f" or {also}" if also else "")
+    return f"--{hint.field} {hint.fits} fits" + (
+        f" at this {' and '.join(hint.also)} (or lower {also})" if also else ""
+    )
+
+
 def check_source_fits(source: ModelSource, device: torch.device, max_memory: int | None, *, flag: str) -> None:
     """Refuse before building when one model plus the biggest temporary would not fit."""
     if source.estimated_bytes is None or device.type == "meta":
@@ -83,7 +124,7 @@ def check_source_fits(source: ModelSource, device: torch.device, max_memory: int
     needed = source.estimated_bytes + source.largest_scratch_bytes
     if needed <= budget:
         return
-    smaller = source.fit_hint(budget) if source.fit_hint is not None else None
+    smaller = fit_words(source.fit_hint(budget)) if source.fit_hint is not None else None
     smaller = smaller or "pass smaller --model-arg values (fewer layers, smaller hidden)"
     available = device_available(device)
     what = f"{source.description} ({where})"

@@ -16,13 +16,13 @@ from dummyprof.measure.device import resolve_device
 from dummyprof.measure.environment import collect_environment
 from dummyprof.measure.recorder import index_model
 from dummyprof.models.source import ModelSource
-from dummyprof.results.compare import StrategyResult
+from dummyprof.results.compare import Projection, SizeDecision, StrategyResult
 from dummyprof.results.session import Results
 from dummyprof.results.trace import StrategyTrace
 from dummyprof.scenarios.compare.options import DEFAULT_STRATEGIES, CompareOptions, validate
 from dummyprof.scenarios.compare.runner import AutoRepeat, Clock, Progress, run_compare
-from dummyprof.scenarios.compare.sizing import count_strategies, decide, projected_result
-from dummyprof.scenarios.model_choice import check_source_fits, model_summary, source_or_tree
+from dummyprof.scenarios.compare.sizing import MetaCounts, count_strategies, decide, projected_result
+from dummyprof.scenarios.model_choice import check_source_fits, meta_build_limits, model_summary, source_or_tree
 from dummyprof.units import format_seconds
 
 if TYPE_CHECKING:
@@ -48,23 +48,10 @@ def _repeats_that_fit(predicted_s: float | None, rounds: int, options: CompareOp
     return repeat if repeat >= MIN_REDUCED_REPEATS else 0
 
 
-def run(
-    options: CompareOptions,
-    *,
-    source: ModelSource | None = None,
-    clock: Clock = time.perf_counter,
-    progress: Progress | None = None,
-) -> Results:
-    """Validate, size-check, measure and return the compare Results."""
-    validate(options)
-    from dummyprof.scenarios.loader_runs import apply_traces, load_loaders, loader_strategies
-
-    loaders = load_loaders(options.loaders, options.loader_args, options.strategies)
-    if options.repeat < 1:
-        raise UsageError("--repeat", f"must be at least 1, got {options.repeat}")
-    if not options.time_budget > 0:
-        raise UsageError("--time-budget", f"must be more than 0 seconds, got {options.time_budget}")
-    device = resolve_device(options.device)
+def size_up(
+    options: CompareOptions, device: torch.device, source: ModelSource | None = None
+) -> tuple[ModelSource, list[Strategy], MetaCounts, SizeDecision, dict[str, Projection]]:
+    """The first half of a run: the model, each strategy's exact counts on meta, measure or project."""
     if source is None:
         source = source_or_tree(
             model=options.model,
@@ -72,6 +59,7 @@ def run(
             model_args=options.model_args,
             tree=options.tree_spec(),
             trust_remote_code=options.trust_remote_code,
+            limits=meta_build_limits(options.time_budget),
         )
     builtin = [get_strategy(name) for name in options.strategies]
     meta = count_strategies(source, builtin, options.initializer, time_budget_s=options.time_budget)
@@ -83,6 +71,32 @@ def run(
         rounds=options.warmup + options.repeat,
         time_budget_s=options.time_budget,
     )
+    return source, builtin, meta, decision, projections
+
+
+def run(
+    options: CompareOptions,
+    *,
+    source: ModelSource | None = None,
+    clock: Clock = time.perf_counter,
+    progress: Progress | None = None,
+) -> Results:
+    """Validate, size-check, measure and return the compare Results, within ``options.time_budget`` of wall time.
+
+    Counting and calibration take their shares of the budget; the measured rounds stop at what is left
+    (one measured round at least: a fill that has started cannot be cut short).
+    """
+    started = clock()
+    validate(options)
+    from dummyprof.scenarios.loader_runs import apply_traces, load_loaders, loader_strategies
+
+    loaders = load_loaders(options.loaders, options.loader_args, options.strategies)
+    if options.repeat < 1:
+        raise UsageError("--repeat", f"must be at least 1, got {options.repeat}")
+    if not options.time_budget > 0:
+        raise UsageError("--time-budget", f"must be more than 0 seconds, got {options.time_budget}")
+    device = resolve_device(options.device)
+    source, builtin, meta, decision, projections = size_up(options, device, source)
     repeat = options.repeat
     if decision.mode == "projected" and decision.reason == "time" and options.project and not options.repeat_auto:
         repeat = _repeats_that_fit(decision.predicted_s, options.warmup + options.repeat, options)
@@ -134,9 +148,10 @@ def run(
         progress=progress,
         auto=AutoRepeat(budget_s=options.time_budget) if options.repeat_auto else None,
         measure_overhead=not loaders,  # it would run each loader six more times
+        deadline=started + options.time_budget,
     )
     result.size = decision
-    if decision.reason == "reduced":
+    if decision.reason == "reduced" or (result.auto_stop == "budget" and not options.repeat_auto):
         result.repeats_requested = options.repeat
     for entry in result.strategies:
         entry.projection = projections.get(entry.name)  # set when calibrated: the projection next to the measurement

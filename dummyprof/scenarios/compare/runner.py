@@ -150,6 +150,9 @@ def assess_noise(result: CompareResult) -> None:
     result.noise = []
     for s in result.strategies:
         result.noise.extend(noise.sample_warnings(s.name, s.timing.samples_s))
+        share = result.share_of_floor(s.name)
+        if share is not None and share > 1.0:
+            result.noise.append(NoiseWarning(noise.FASTER_THAN_FLOOR, s.name, value=share))
     try:
         base = result.strategy(result.baseline_strategy)
     except KeyError:
@@ -180,13 +183,18 @@ def run_compare(
     measure_overhead: bool = True,
     measure_floor: bool = True,
     auto: AutoRepeat | None = None,
+    deadline: float | None = None,
 ) -> CompareResult:
     """Time each strategy over ``warmup + repeat`` interleaved rounds (A, B, C, A, B, C, ...).
 
     Every run gets a freshly built model, so no strategy finds memory another
     one already touched. Warm-up rounds are run and discarded. With ``measure_floor``
-    each round ends with the memset floor on one more fresh model (see :class:`FloorResult`).
+    each fill is followed by the memset floor on one more fresh model (see :class:`FloorResult`).
     With ``auto``, ``repeat`` is ignored: rounds go on until :func:`auto_stop` says why to stop.
+
+    ``deadline`` (a reading of ``clock``) bounds the whole call: once a round is measured, no round starts
+    that the slowest round so far says would end past it (``auto_stop`` is then ``budget``), and the
+    recording overhead is measured only when time is left for it.
     """
     if auto is not None:
         repeat = auto.max_rounds
@@ -202,7 +210,13 @@ def run_compare(
     memory: dict[str, MemoryUse | None] = {s.name: None for s in strategies}
     total = (warmup + repeat) * len(strategies)
     done = 0
+    slowest_round = 0.0
     for round_index in range(warmup + repeat):
+        round_start = clock()
+        measured = round_index - warmup
+        if deadline is not None and measured >= 1 and round_start + slowest_round > deadline:
+            result.repeat, result.auto_stop = measured, "budget"
+            break
         # Collect once a round, outside the clock; during a timed fill the collector is off (as timeit does).
         gc.collect()
         for strategy in strategies:
@@ -236,15 +250,19 @@ def run_compare(
                     ),
                 )
             del target, recorder
+            if floor is not None:
+                # After every fill, not once a round: as many readings as fills, in the same memory state
+                # (a fresh model), so the fastest is as fast as the fills could be (a preempted memset only
+                # ever reads slower, and a fill faster than the floor is flagged, see assess_noise).
+                target = build()
+                floor.bytes_written, elapsed = _time_floor(target, device, clock)
+                if round_index >= warmup:
+                    floor.timing.samples_s.append(elapsed)
+                del target
             done += 1
             if progress is not None:
                 progress(done, total, f"round {round_index + 1}/{warmup + repeat}: {strategy.name}")
-        if floor is not None:
-            target = build()
-            floor.bytes_written, elapsed = _time_floor(target, device, clock)
-            if round_index >= warmup:
-                floor.timing.samples_s.append(elapsed)
-            del target
+        slowest_round = max(slowest_round, clock() - round_start)
         if auto is not None and round_index >= warmup:
             result.strategies = [results[s.name] for s in strategies]
             result.baseline_strategy = "legacy" if "legacy" in results else strategies[0].name
@@ -256,7 +274,7 @@ def run_compare(
         entry = results[strategy.name]
         summarize_recorder(entry, first_recorders[strategy.name])
         entry.memory = memory[strategy.name] or MemoryUse()
-        if measure_overhead:
+        if measure_overhead and (deadline is None or clock() + slowest_round <= deadline):
             entry.recording_overhead_s = _recording_overhead(build, strategy, clock)
     result.strategies = [results[s.name] for s in strategies]
     result.tensors = tensor_table(first_recorders)

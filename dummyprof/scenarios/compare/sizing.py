@@ -252,7 +252,9 @@ def project_strategy(
     touched = sum(r.nbytes for r in records)
     floor = written / memset_bytes_per_s if memset_bytes_per_s > 0 else 0.0
     growths = [c.rss_growth_per_byte for c in calibration if c.rss_growth_per_byte is not None]
-    growth = statistics.median(growths) if growths else 1.0
+    # At least one byte of RSS per byte the fill first-touches: the filled model holds them. A calibration
+    # that measured less (pages the allocator reused, 0 growth) must not project a peak below the model.
+    growth = max(1.0, statistics.median(growths)) if growths else 1.0
     seconds = count.walk_seconds + point
     return Projection(
         seconds=max(seconds, floor),

@@ -5,9 +5,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, fields
 
+from dummyprof.allocation.backings import BACKINGS, MMAP_PREFIX, check_mmap_path
 from dummyprof.errors import UsageError
 from dummyprof.loaders.fp8_methods import DEFAULT_CHUNK_ELEMENTS, DEFAULT_METHODS, FLOOR, FillMethod, get_method
-from dummyprof.models.backings import BACKINGS, MMAP_PREFIX, check_mmap_path
 from dummyprof.models.engram import EngramSpec, validate_engram_spec
 
 DEFAULT_TIME_BUDGET_S = 40.0

@@ -14,12 +14,12 @@ from typing import Protocol
 
 import torch
 
+from dummyprof.allocation.backings import Backing, backing_disk_free, shm_free_bytes
 from dummyprof.errors import DoesNotFitError
 from dummyprof.loaders.fp8_methods import FLOOR, FillMethod
-from dummyprof.measure.budget import DEFAULT_SHARE, HostMemory, host_memory
+from dummyprof.measure.budget import DEFAULT_SHARE, HostMemory, host_memory, limit_flag, memory_fix
 from dummyprof.measure.memory import gpu_free_bytes
 from dummyprof.measure.projection import SamplingError, sample_sizes
-from dummyprof.models.backings import Backing, backing_disk_free, shm_free_bytes
 from dummyprof.models.engram import EngramSpec, rank_table_bytes, shard
 from dummyprof.results.engram import FOR_MEMORY, FOR_TIME, EngramLayout, RankPart, RoundsCut
 from dummyprof.units import format_bytes
@@ -95,6 +95,9 @@ def needed_bytes(spec: EngramSpec, part_rows: int, method: FillMethod, backing: 
     return reserved_tables(spec, part_rows, backing) + method.scratch_bytes(part_rows * spec.dim, chunk)
 
 
+LIMIT = "--max-memory"  # MemoryBudget.limit when the user's own flag bounds the budget
+
+
 @dataclass(frozen=True)
 class MemoryBudget:
     """Bytes the run may use, what bounds them (``limit``) and the sentence that says so."""
@@ -153,14 +156,16 @@ class Calibration:
     seconds_per_row: dict[str, float]  # method name, ALLOCATE, FIRST_TOUCH
 
 
-def probe_rows(spec: EngramSpec, methods: Sequence[FillMethod], budget: int, backing: Backing, chunk: int) -> int:
+def probe_rows(
+    spec: EngramSpec, methods: Sequence[FillMethod], budget: int, backing: Backing, chunk: int, limit: str = LIMIT
+) -> int:
     rows = max(1, min(shard(spec).part_rows, PROBE_WEIGHT_BYTES // spec.dim))
     while rows > 1 and max(needed_bytes(spec, rows, m, backing, chunk) for m in methods) > budget:
         rows //= 2
     if max(needed_bytes(spec, rows, m, backing, chunk) for m in methods) > budget:
         raise DoesNotFitError(
-            "--max-memory",
-            f"even one row of every method needs more than the {format_bytes(budget)} budget; raise --max-memory",
+            limit_flag(limit),
+            f"even one row of every method needs more than the {format_bytes(budget)} budget; {memory_fix(limit)}",
         )
     return rows
 
@@ -260,6 +265,7 @@ def plan_samples(
     time_left: float,
     budget: int,
     backing: Backing,
+    limit: str = LIMIT,
 ) -> list[FillMethod]:
     """Sample sizes for the projected methods, planned after the full-size work with the time really left.
 
@@ -311,9 +317,9 @@ def plan_samples(
             groups.append(SampleGroup(slow, rows, rounds, memory_bound=False))
     except SamplingError as exc:
         names = ", ".join(m.name for m in plan.projected)
-        raise DoesNotFitError(
-            "--time-budget", f"cannot project {names}: {exc}; raise --time-budget or --max-memory"
-        ) from None
+        fix = memory_fix(limit) if exc.binding == "memory" else "raise --time-budget"
+        flag = limit_flag(limit) if exc.binding == "memory" else "--time-budget"
+        raise DoesNotFitError(flag, f"cannot project {names}: {exc}; {fix}") from None
     plan.sample_groups = groups
     return sampled
 

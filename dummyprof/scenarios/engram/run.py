@@ -16,11 +16,11 @@ from collections.abc import Callable
 
 import torch
 
+from dummyprof.allocation.backings import Backing, resolve_backing
 from dummyprof.loaders import random_fast
 from dummyprof.loaders.fp8_methods import RANDOM_FAST, FillMethod
 from dummyprof.measure.device import resolve_device
 from dummyprof.measure.environment import collect_environment
-from dummyprof.models.backings import Backing, resolve_backing
 from dummyprof.models.engram import EngramSpec
 from dummyprof.results.common import Figure, MemoryUse
 from dummyprof.results.engram import (
@@ -145,7 +145,7 @@ def run(
         return results
 
     runner = Runner(spec, backing, device, options.chunk_elements, clock, sync)
-    probe = probe_rows(spec, methods, budget, backing, options.chunk_elements)
+    probe = probe_rows(spec, methods, budget, backing, options.chunk_elements, plan_budget.limit)
     calibration = calibrate(runner, methods, probe)
     plan = time_plan(
         spec, methods, fits, calibration, options, options.time_budget_s - (clock() - started), budget, backing
@@ -174,7 +174,7 @@ def run(
                 rate[phase.name] = max(rate[phase.name], phase.seconds.value / max(1, result.layout.part_rows))
     if plan.projected:
         time_left = options.time_budget_s - (clock() - started)
-        sampled = plan_samples(spec, plan, methods, rate, options, time_left, budget, backing)
+        sampled = plan_samples(spec, plan, methods, rate, options, time_left, budget, backing, plan_budget.limit)
         plan.sample_groups = sync.agree(plan.sample_groups)  # rank 0's sizes, so every rank takes the same steps
         total_steps[0] += sum(group.steps for group in plan.sample_groups)
         measure_samples(runner, plan, result, sampled, step)

@@ -12,6 +12,7 @@ from typing import Protocol, TypeVar
 
 import torch
 
+from dummyprof.allocation.backings import Arena, Backing, anon_huge_page_bytes, pinned_reserved_bytes
 from dummyprof.loaders.fp8_methods import FillMethod, TablePair, sample_values
 from dummyprof.measure.device import synchronize
 from dummyprof.measure.memory import (
@@ -24,7 +25,6 @@ from dummyprof.measure.memory import (
 )
 from dummyprof.measure.projection import Sample, fastest_rate, fit_proportional, project, project_time
 from dummyprof.measure.roofline import generator_bound, share_of_floor
-from dummyprof.models.backings import Arena, Backing, anon_huge_page_bytes, pinned_reserved_bytes
 from dummyprof.models.engram import EngramSpec, EngramTable
 from dummyprof.results.common import Figure, MemoryUse, Timing
 from dummyprof.results.engram import (

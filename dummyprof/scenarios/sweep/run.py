@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from dummyprof.errors import DummyprofError
 from dummyprof.results.codec import to_jsonable
 from dummyprof.results.session import Results
 from dummyprof.results.sweep import SeriesPoint, SweepPoint, SweepResult
@@ -23,10 +24,11 @@ from dummyprof.scenarios.sweep.options import (
     engram_options,
     validate,
 )
+from dummyprof.scenarios.sweep.plan import check_compare_plan
 
 Progress = Callable[[int, int, str], None]
 
-__all__ = ["SweepOptions", "run", "validate"]
+__all__ = ["SweepOptions", "SweepStopped", "run", "validate"]
 
 COMPARE_METRICS = ("visits", "time", "bytes")
 ENGRAM_METRICS = ("time", "bytes")
@@ -68,9 +70,25 @@ def default_fit_from(values: list[int]) -> int:
     return values[(len(values) - 1) // 2]
 
 
+class SweepStopped(DummyprofError):
+    """A point failed after others were measured: ``results`` holds those (the CLI shows and saves them),
+    ``error`` the failure, whose exit code the run ends with."""
+
+    def __init__(self, results: Results, error: DummyprofError) -> None:
+        super().__init__(str(error))
+        self.results = results
+        self.error = error
+        self.exit_code = error.exit_code
+
+
 def run(options: SweepOptions, *, progress: Progress | None = None) -> Results:
-    """Validate, run the scenario at every value (smallest first), fit each series' growth."""
+    """Validate, check the plan, run the scenario at every value (smallest first), fit each series' growth.
+
+    A point that fails after others were measured raises :class:`SweepStopped` carrying those points.
+    """
     validate(options)
+    if options.scenario == "compare":
+        check_compare_plan(options)
     values = list(options.values)
     total = len(values)
     result = SweepResult(
@@ -80,24 +98,16 @@ def run(options: SweepOptions, *, progress: Progress | None = None) -> Results:
         fit_from=options.fit_from if options.fit_from is not None else default_fit_from(values),
     )
     notices: list[str] = []
-    environment = None
+    environment: Any = None
     for i, value in enumerate(values):
         point_progress = _point_progress(progress, i, total, f"{options.parameter}={value}")
-        if options.scenario == "engram":
-            from dummyprof.scenarios.engram import run as engram
-
-            point_results = engram.run(engram_options(options, value), progress=point_progress)
-            point = _engram_point(value, point_results)
-            result.repeat = point_results.engram.repeat if point_results.engram else 0
-            result.model_description = f"Engram tables, {value:,} rows"
-        else:
-            from dummyprof.scenarios.compare import run as compare
-
-            point_results = compare.run(compare_options(options, value), progress=point_progress)
-            point = _compare_point(value, point_results)
-            result.repeat = options.compare.repeat
-            assert point_results.compare is not None
-            result.model_description = point_results.compare.model.description
+        try:
+            point_results, point = _run_point(options, value, point_progress, result)
+        except DummyprofError as error:
+            if not result.points:
+                raise
+            result.failed_at, result.failure = value, str(error)
+            raise SweepStopped(_finish(options, result, notices, environment), error) from error
         for name in point.series:
             if name not in result.series:
                 result.series.append(name)
@@ -106,6 +116,31 @@ def run(options: SweepOptions, *, progress: Progress | None = None) -> Results:
                 notices.append(notice)
         environment = point_results.environment
         result.points.append(point)
+    return _finish(options, result, notices, environment)
+
+
+def _run_point(
+    options: SweepOptions, value: int, progress: Progress | None, result: SweepResult
+) -> tuple[Results, SweepPoint]:
+    if options.scenario == "engram":
+        from dummyprof.scenarios.engram import run as engram
+
+        point_results = engram.run(engram_options(options, value), progress=progress)
+        result.repeat = point_results.engram.repeat if point_results.engram else 0
+        result.model_description = f"Engram tables, {value:,} rows"
+        return point_results, _engram_point(value, point_results)
+    from dummyprof.scenarios.compare import run as compare
+
+    point_results = compare.run(compare_options(options, value), progress=progress)
+    result.repeat = options.compare.repeat
+    assert point_results.compare is not None
+    result.model_description = point_results.compare.model.description
+    return point_results, _compare_point(value, point_results)
+
+
+def _finish(options: SweepOptions, result: SweepResult, notices: list[str], environment: Any) -> Results:
+    """The fits over the points measured, and the Results."""
+    values = [p.value for p in result.points]
     base: Any = (options.engram or EngramOptions()) if options.scenario == "engram" else options.compare
     result.base_options = {k: v for k, v in to_jsonable(base).items() if k != options.parameter}
     metrics = ENGRAM_METRICS if options.scenario == "engram" else COMPARE_METRICS

@@ -21,12 +21,12 @@ from typing import TypeVar
 
 import torch
 
+from dummyprof.allocation.backings import resolve_backing
 from dummyprof.errors import DummyprofError, UsageError
 from dummyprof.loaders.fp8_methods import FillMethod, get_method
 from dummyprof.measure.budget import DEFAULT_SHARE
 from dummyprof.measure.device import resolve_device
 from dummyprof.measure.memory import available_memory_bytes, cpu_count
-from dummyprof.models.backings import resolve_backing
 from dummyprof.models.engram import shard
 from dummyprof.results.common import Figure
 from dummyprof.results.engram import MEASURED, EngramResult

@@ -1,0 +1,117 @@
+"""The size fields of a Hugging Face config, checked before transformers or torch sees them.
+
+transformers checks few of them, and late: a zero head count is a ZeroDivisionError, a vocabulary of
+10^20 a C++ "Storage size calculation overflowed", a float where an int belongs a two-line validation
+error. Each field is checked here by name, so the message names the field and the fix.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from functools import lru_cache
+from typing import Any
+
+from dummyprof.errors import UsageError
+
+# Fields sized in elements, layers, heads or experts: a name like these holds a count when it holds an int.
+SIZE_FIELD = re.compile(r"^(num_|n_)|(_size|_dim|_heads|_layers|_experts|_embeddings)$")
+# Fields every decoder needs to be at least 1 (a zero one divides by zero or builds nothing).
+POSITIVE = (
+    "hidden_size",
+    "num_attention_heads",
+    "num_hidden_layers",
+    "vocab_size",
+    "intermediate_size",
+    "num_key_value_heads",
+    "head_dim",
+)
+# One dimension past this is no model (and a product of two would overflow torch's int64 sizes).
+MAX_DIMENSION = 1 << 32
+
+
+@lru_cache(maxsize=64)
+def _class_defaults(model_type: str) -> dict[str, Any]:
+    """The config class's own defaults: which fields are ints, and which default to 0 (meaning 'derive it')."""
+    try:
+        from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+
+        return dict(CONFIG_MAPPING[model_type]().to_dict())
+    except Exception:  # an unknown or remote-code model type, or a class that needs arguments
+        return {}
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _whole(value: Any) -> int | None:
+    return value if _is_int(value) else None
+
+
+def field_error(name: str, value: Any, defaults: Mapping[str, Any]) -> str | None:
+    """Why ``value`` cannot be the config's ``name``, or None when it can (or is not a size field)."""
+    if not SIZE_FIELD.search(name) or value is None:
+        return None
+    default = defaults.get(name)
+    if isinstance(value, float) and (_is_int(default) or name in POSITIVE):
+        whole = f"; write {int(value)}" if value.is_integer() and abs(value) < MAX_DIMENSION else ""
+        return f"{value!r} is a float where a whole number belongs{whole}"
+    if not _is_int(value):
+        return None  # lists, bools and strings: transformers checks what it expects there
+    if value < 0:
+        return f"{value:,} is negative; a size is a whole number of at least 0"
+    if value == 0 and name in POSITIVE and default != 0:
+        return "0 builds nothing (or divides by zero); give at least 1"
+    if value > MAX_DIMENSION:
+        return f"{value:,} is beyond any model (at most {MAX_DIMENSION:,} per dimension)"
+    return None
+
+
+def _named(where: str, field: str) -> str:
+    return f"{where}: config field {field}" if where else f"config field {field}"
+
+
+def check_fields(data: Mapping[str, Any], model_type: str, *, flag: str, where: str, prefix: str = "") -> None:
+    """Refuse the first size field in ``data`` that no model can have, naming it (nested configs too).
+
+    ``where``: the config (``hf:./config.json``), '' for ``--model-arg`` values; ``prefix``: a nested config's path.
+    """
+    defaults = _class_defaults(model_type)
+    for name, value in data.items():
+        if isinstance(value, Mapping) and name.endswith("_config"):
+            nested_type = value.get("model_type")
+            nested = nested_type if isinstance(nested_type, str) else ""
+            check_fields(value, nested, flag=flag, where=where, prefix=f"{prefix}{name}.")
+            continue
+        problem = field_error(name, value, defaults)
+        if problem is not None:
+            raise UsageError(flag, f"{_named(where, prefix + name)}: {problem}")
+
+
+def check_shape(
+    fields: Mapping[str, Any], *, flag_of: Mapping[str, str] | None = None, default_flag: str, where: str
+) -> None:
+    """Heads that do not divide what they split: the hidden size, or the query heads among the KV heads.
+
+    ``flag_of`` names the flag that set a field (``--model-arg``); other fields came from the config.
+    """
+    flag_of = flag_of or {}
+    hidden, heads, kv_heads = (
+        _whole(fields.get(k)) for k in ("hidden_size", "num_attention_heads", "num_key_value_heads")
+    )
+    explicit_head_dim = fields.get("head_dim")
+    if hidden is not None and heads and not explicit_head_dim and hidden % heads:
+        flag = flag_of.get("num_attention_heads", flag_of.get("hidden_size", default_flag))
+        raise UsageError(
+            flag,
+            f"{_named(where, 'num_attention_heads')}: {heads:,} heads do not divide hidden_size {hidden:,} "
+            "(each head gets hidden_size / heads); give a divisor of hidden_size or set head_dim",
+        )
+    if heads is not None and kv_heads and heads % kv_heads:
+        flag = flag_of.get("num_key_value_heads", flag_of.get("num_attention_heads", default_flag))
+        raise UsageError(
+            flag,
+            f"{_named(where, 'num_key_value_heads')}: {kv_heads:,} key/value heads do not divide "
+            f"num_attention_heads {heads:,} (each serves a whole group of query heads); give a divisor",
+        )

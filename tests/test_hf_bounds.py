@@ -1,0 +1,159 @@
+"""Issue #17.3: every size field of an hf: config checked and named before building; the meta build bounded."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from torch import nn
+
+from dummyprof.errors import DoesNotFitError, UsageError
+from dummyprof.models.huggingface import hf_source
+from dummyprof.models.loading import callable_source
+from dummyprof.models.meta_bounds import BuildLimits, BuildStopped, bounded_build
+from tests.conftest import CliResult
+
+pytest.importorskip("transformers")
+
+LLAMA = Path("tests/data/Llama-3.1-8B.json")
+TINY = {"hidden_size": 64, "intermediate_size": 128, "num_attention_heads": 4, "num_key_value_heads": 2}
+TINY |= {"head_dim": 16, "vocab_size": 256, "num_hidden_layers": 2}
+
+
+def _config(tmp_path: Path, **changes: Any) -> str:
+    data = json.loads(LLAMA.read_text()) | TINY
+    for key, value in changes.items():
+        if value is None:
+            data.pop(key, None)
+        else:
+            data[key] = value
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(data))
+    return f"hf:{path}"
+
+
+@pytest.mark.parametrize(
+    ("changes", "field", "words"),
+    [
+        ({"num_attention_heads": 0}, "num_attention_heads", "0 builds nothing"),
+        ({"head_dim": 0}, "head_dim", "0 builds nothing"),
+        ({"hidden_size": -64}, "hidden_size", "-64 is negative"),
+        ({"intermediate_size": 0}, "intermediate_size", "0 builds nothing"),
+        ({"vocab_size": 1e20}, "vocab_size", "1e+20 is a float where a whole number belongs"),
+        ({"vocab_size": 10**20}, "vocab_size", "beyond any model"),
+        ({"hidden_size": 64.0}, "hidden_size", "a float where a whole number belongs; write 64"),
+        ({"num_attention_heads": 7, "head_dim": None}, "num_attention_heads", "7 heads do not divide hidden_size 64"),
+        ({"num_key_value_heads": 3}, "num_key_value_heads", "3 key/value heads do not divide num_attention_heads 4"),
+    ],
+)
+def test_each_bad_field_is_named_on_one_line(tmp_path: Path, changes: dict[str, Any], field: str, words: str) -> None:
+    spec = _config(tmp_path, **changes)
+    with pytest.raises(UsageError) as caught:
+        hf_source(spec)
+    assert caught.value.flag == "--model"
+    assert f"{spec}: config field {field}: " in caught.value.message
+    assert words in caught.value.message
+    assert "\n" not in str(caught.value)
+
+
+def test_a_bad_model_arg_names_the_field_under_model_arg(tmp_path: Path) -> None:
+    with pytest.raises(UsageError) as caught:
+        hf_source(_config(tmp_path), {"num_attention_heads": 0})
+    assert caught.value.flag == "--model-arg"
+    assert (
+        caught.value.message
+        == "config field num_attention_heads: 0 builds nothing (or divides by zero); give at least 1"
+    )
+    with pytest.raises(UsageError) as caught:
+        hf_source(_config(tmp_path), {"num_key_value_heads": 3})
+    assert caught.value.flag == "--model-arg"
+    assert "config field num_key_value_heads: 3 key/value heads do not divide" in caught.value.message
+
+
+def test_a_nested_config_field_is_named_with_its_path(tmp_path: Path) -> None:
+    path = tmp_path / "config.json"
+    data = json.loads(LLAMA.read_text()) | TINY | {"text_config": {"hidden_size": -1}}
+    path.write_text(json.dumps(data))
+    with pytest.raises(UsageError, match=r"config field text_config\.hidden_size: -1 is negative"):
+        hf_source(f"hf:{path}")
+
+
+def test_a_billion_layers_is_refused_before_building(tmp_path: Path) -> None:
+    """Estimated from builds of one and two layers (29 modules and tensors per Llama layer, 13 besides)."""
+    limits = BuildLimits(seconds=1e9, max_objects=10_000)
+    with pytest.raises(DoesNotFitError) as caught:
+        hf_source(_config(tmp_path, num_hidden_layers=10**9), limits=limits)
+    message = caught.value.message
+    assert ": config field num_hidden_layers: 1,000,000,000 layers would build about 29,000,000,013 modules" in message
+    assert "more than the 10,000 this machine's memory holds" in message
+    assert "at most 344 layers fit: pass --model-arg num_hidden_layers=344" in message  # 13 + 29 * 344 <= 10,000
+
+
+class FakeClock:
+    """Each reading is ``step`` seconds after the last."""
+
+    def __init__(self, step: float) -> None:
+        self.now = 0.0
+        self.step = step
+
+    def __call__(self) -> float:
+        self.now += self.step
+        return self.now
+
+
+def test_a_build_estimated_past_the_time_budget_is_refused_naming_it(tmp_path: Path) -> None:
+    limits = BuildLimits(seconds=10.0, max_objects=None, time_field="time_budget", clock=FakeClock(0.01))
+    with pytest.raises(DoesNotFitError) as caught:
+        hf_source(_config(tmp_path, num_hidden_layers=100_000), limits=limits)
+    assert caught.value.field == "time_budget" and caught.value.flag is None
+    assert "over its share of the time budget (10 s)" in caught.value.message
+    assert "raise the time budget" in caught.value.message
+
+
+def _layers(count: int) -> nn.Module:
+    return nn.Sequential(*(nn.Linear(2, 2) for _ in range(count)))
+
+
+def test_a_preset_or_factory_build_stops_within_the_limit_saying_how_far_it_got() -> None:
+    limits = BuildLimits(max_objects=300)
+    with pytest.raises(DoesNotFitError) as caught:
+        callable_source("big:fn", _layers, {"count": 10**9}, source="big:fn", description="big", limits=limits)
+    assert caught.value.flag == "--model"
+    assert "big:fn: building it on meta stopped after" in caught.value.message
+    assert "with 301 modules and tensors, more than the 300" in caught.value.message
+
+
+def test_the_time_limit_stops_a_build_from_inside() -> None:
+    limits = BuildLimits(seconds=5.0, clock=FakeClock(1.0))
+    with pytest.raises(BuildStopped) as caught, bounded_build(limits):
+        _layers(1000)
+    # the clock is read every 64 objects, one fake second each: the 6th reading is past 5 s
+    assert caught.value.reason == "time" and caught.value.objects == 6 * 64
+
+
+def test_hooks_are_removed_after_a_bounded_build() -> None:
+    with bounded_build(BuildLimits(max_objects=5)):
+        pass
+    _layers(10)  # 30 objects: would stop were a hook left behind
+
+
+@pytest.fixture
+def no_budget_memory(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    from dummyprof.scenarios import model_choice
+
+    monkeypatch.setattr(model_choice, "host_budget", lambda max_memory=None: 4096 * 1000)
+    yield
+
+
+def test_cli_a_billion_layers_via_model_arg_is_one_line_exit_2(
+    cli: Callable[..., CliResult], tmp_path: Path, no_budget_memory: None
+) -> None:
+    spec = _config(tmp_path)
+    result = cli("inspect", "--model", spec, "--model-arg", "num_hidden_layers=1000000000")
+    assert result.exit_code == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in result.stderr
+    assert "config field num_hidden_layers: 1,000,000,000 layers would build about" in lines[0]

@@ -26,18 +26,16 @@ from dummyprof.units import format_bytes
 DEFAULT_META_BUILD_S = 60.0
 
 
-def meta_build_limits(time_budget_s: float | None = None) -> BuildLimits:
-    """Bounds on building a model on meta: the counting share of the time budget, and host memory as objects.
+def meta_build_limits(seconds: float | None = None) -> BuildLimits:
+    """Bounds on building a model on meta: ``seconds`` (the counting share of the time budget, which names
+    ``time_budget`` when it stops the build; default a fixed bound), and host memory as objects.
 
     Not --max-memory: that bounds the model's tensors; the meta objects are the interpreter's own memory.
     """
-    from dummyprof.scenarios.compare.sizing import counting_limit
-
-    seconds = DEFAULT_META_BUILD_S if time_budget_s is None else counting_limit(time_budget_s)
     return BuildLimits(
-        seconds=seconds,
+        seconds=DEFAULT_META_BUILD_S if seconds is None else seconds,
         max_objects=max(1, host_budget() // BYTES_PER_META_OBJECT),
-        time_field="" if time_budget_s is None else "time_budget",
+        time_field="" if seconds is None else "time_budget",
     )
 
 

@@ -21,7 +21,7 @@ from dummyprof.results.session import Results
 from dummyprof.results.trace import StrategyTrace
 from dummyprof.scenarios.compare.options import DEFAULT_STRATEGIES, CompareOptions, validate
 from dummyprof.scenarios.compare.runner import AutoRepeat, Clock, Progress, run_compare
-from dummyprof.scenarios.compare.sizing import MetaCounts, count_strategies, decide, projected_result
+from dummyprof.scenarios.compare.sizing import MetaCounts, count_strategies, counting_limit, decide, projected_result
 from dummyprof.scenarios.model_choice import check_source_fits, meta_build_limits, model_summary, source_or_tree
 from dummyprof.units import format_seconds
 
@@ -59,7 +59,7 @@ def size_up(
             model_args=options.model_args,
             tree=options.tree_spec(),
             trust_remote_code=options.trust_remote_code,
-            limits=meta_build_limits(options.time_budget),
+            limits=meta_build_limits(counting_limit(options.time_budget)),
         )
     builtin = [get_strategy(name) for name in options.strategies]
     meta = count_strategies(source, builtin, options.initializer, time_budget_s=options.time_budget)

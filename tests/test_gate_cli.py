@@ -329,5 +329,5 @@ def test_a_bad_option_value_found_while_running_is_a_config_error(cli: Cli, tmp_
     result = cli("gate", "--config", str(config), "--baseline", str(baseline))
     assert result.exit_code == 2
     assert result.stderr == (
-        f"dummyprof: error: --config: {config}: scenarios.small.options: --repeat: must be at least 1, got 0\n"
+        f"dummyprof: error: --config: {config}: scenarios.small.options.repeat: must be at least 1, got 0\n"
     )

@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from dummyprof.errors import DummyprofError, UsageError
+from dummyprof.errors import DummyprofError, UsageError, flag_text
 
 T = TypeVar("T")
 
@@ -253,7 +253,7 @@ class World:
 
 def pick_backend(requested: str, device_type: str) -> str:
     if requested not in BACKENDS:
-        raise UsageError("--dist-backend", f"unknown backend {requested!r}; choose from: {', '.join(BACKENDS)}")
+        raise UsageError.for_field("dist_backend", f"unknown backend {requested!r}; choose from: {', '.join(BACKENDS)}")
     if requested == "auto":
         return "nccl" if device_type == "cuda" else "gloo"
     return requested
@@ -268,10 +268,10 @@ def join(env: LaunchEnv, backend: str, timeout_s: float) -> World:
         raise UsageError(None, f"this torch {torch.__version__} was built without torch.distributed")
     if backend == "nccl":
         if not dist.is_nccl_available() or not torch.cuda.is_available():
-            raise UsageError("--dist-backend", "nccl needs CUDA GPUs; use --dist-backend gloo")
+            raise UsageError.for_field("dist_backend", "nccl needs CUDA GPUs; use --dist-backend gloo")
         torch.cuda.set_device(env.local_rank)
     elif backend == "gloo" and not dist.is_gloo_available():
-        raise UsageError("--dist-backend", f"this torch {torch.__version__} has no gloo; try --dist-backend nccl")
+        raise UsageError.for_field("dist_backend", f"this torch {torch.__version__} has no gloo; try --dist-backend nccl")
     timeout = datetime.timedelta(seconds=timeout_s)
     store, rank, world_size = next(dist.rendezvous("env://", timeout=timeout))
     store.set_timeout(timeout)
@@ -296,7 +296,7 @@ def _differing(flags: list[dict[str, str]]) -> list[str]:
 
 def check_ranks(world: World, error: DummyprofError | None, flags: dict[str, str]) -> None:
     """Every rank's bad input and flags, compared on every rank: one error on rank 0, exit 2 everywhere."""
-    seen = world.all_gather("check", (str(error) if error is not None else None, flags))
+    seen = world.all_gather("check", (flag_text(error) if error is not None else None, flags))
     by_message: dict[str, list[int]] = {}
     for r, (message, _) in enumerate(seen):
         if message is not None:
@@ -324,7 +324,7 @@ def run_checked(world: World, body: Callable[[], T]) -> T:
         raise
     except Exception as exc:
         usage = isinstance(exc, UsageError)
-        message = str(exc) if isinstance(exc, DummyprofError) else f"{type(exc).__name__}: {exc}"
+        message = flag_text(exc) if isinstance(exc, DummyprofError) else f"{type(exc).__name__}: {exc}"
         reported = world.fail(message, usage=usage)
         raise RanksFailed(
             f"rank {world.rank} ({world.host}) failed: {message}",

@@ -75,7 +75,7 @@ class GateConfig:
         known = {s.name: s for s in self.scenarios}
         for name in names:
             if name not in known:
-                raise UsageError("--scenario", f"no scenario {name!r} in {self.path}; choose from: {', '.join(known)}")
+                raise UsageError.for_field("scenario", f"no scenario {name!r} in {self.path}; choose from: {', '.join(known)}")
         return [s for s in self.scenarios if s.name in names]
 
 
@@ -87,8 +87,8 @@ def find_config(path: Path | None) -> tuple[Path, dict[str, Any]]:
         elif Path("pyproject.toml").is_file() and "dummyprof" in _read(Path("pyproject.toml")).get("tool", {}):
             path = Path("pyproject.toml")
         else:
-            raise UsageError(
-                "--config",
+            raise UsageError.for_field(
+                "config",
                 "no dummyprof.toml here and no [tool.dummyprof] in pyproject.toml; "
                 "pass --config PATH (see docs/gate.md)",
             )
@@ -106,16 +106,16 @@ def _read(path: Path) -> dict[str, Any]:
         with open(path, "rb") as handle:
             return tomllib.load(handle)
     except FileNotFoundError:
-        raise UsageError("--config", f"{path}: no such file") from None
+        raise UsageError.for_field("config", f"{path}: no such file") from None
     except IsADirectoryError:
         example = path / "dummyprof.toml"
-        raise UsageError("--config", f"{path} is a directory; give the TOML file, e.g. {example}") from None
+        raise UsageError.for_field("config", f"{path} is a directory; give the TOML file, e.g. {example}") from None
     except OSError as exc:
-        raise UsageError("--config", f"{path}: cannot read ({exc.strerror})") from None
+        raise UsageError.for_field("config", f"{path}: cannot read ({exc.strerror})") from None
     except tomllib.TOMLDecodeError as exc:
-        raise UsageError("--config", f"{path}: not valid TOML: {exc}") from None
+        raise UsageError.for_field("config", f"{path}: not valid TOML: {exc}") from None
     except UnicodeDecodeError:
-        raise UsageError("--config", f"{path}: not valid TOML (not UTF-8 text)") from None
+        raise UsageError.for_field("config", f"{path}: not valid TOML (not UTF-8 text)") from None
 
 
 def load_config(path: Path | None = None) -> GateConfig:

@@ -42,7 +42,7 @@ def measure_scenario(
         if not isinstance(exc, DoesNotFitError):
             key = f"scenarios.{scenario.name}.options"
             where = f"{key}.{exc.field}: {exc.message}" if exc.field else f"{key}: {exc}"
-            raise UsageError("--config", f"{config.path}: {where}") from None
+            raise UsageError.for_field("config", f"{config.path}: {where}") from None
         # Valid options that this machine cannot hold: a measurement problem, not a config mistake.
         run.error = f"does not fit on this machine: {exc}"
     except Exception as exc:  # a crash inside a scenario is "could not measure", never a regression

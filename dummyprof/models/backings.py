@@ -305,8 +305,8 @@ class Arena:
         try:
             fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
         except FileExistsError:
-            raise UsageError(
-                "--backing", f"{path} already exists; dummyprof never overwrites a file: pick a new path"
+            raise UsageError.for_field(
+                "backing", f"{path} already exists; dummyprof never overwrites a file: pick a new path"
             ) from None
         self._files += 1
         return fd, path

@@ -60,10 +60,6 @@ def run(
     from dummyprof.scenarios.loader_runs import apply_traces, load_loaders, loader_strategies
 
     loaders = load_loaders(options.loaders, options.loader_args, options.strategies)
-    if options.repeat < 1:
-        raise UsageError("--repeat", f"must be at least 1, got {options.repeat}")
-    if not options.time_budget > 0:
-        raise UsageError("--time-budget", f"must be more than 0 seconds, got {options.time_budget}")
     device = resolve_device(options.device)
     if source is None:
         source = source_or_tree(
@@ -100,8 +96,8 @@ def run(
         )
     if decision.mode == "projected":
         if loaders:
-            raise UsageError(
-                "--loader",
+            raise UsageError.for_field(
+                "loaders",
                 f"{source.description} is projected, not filled, here ({decision.reason} budget); a loader's "
                 "writes are only seen by running it: shrink the model (--model-arg) or raise the budget",
             )

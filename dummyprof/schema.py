@@ -35,7 +35,7 @@ class Spec:
     example: str = ""
     metavar: str | None = None
     short: str | None = None  # e.g. "-s"
-    shown: str | None = None  # the default as the help shows it (and as it would be typed), e.g. "60s"
+    shown: str | None = None  # the default as the help shows it (and as it would be typed), e.g. "60s"; "": hidden
     auto: str | None = None  # the bool field that the text "auto" sets instead of this one (--repeat auto)
 
 

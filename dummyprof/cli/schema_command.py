@@ -38,7 +38,7 @@ def _parameter(field: dataclasses.Field[Any], spec: Spec, help: str) -> inspect.
     if shown is None and field.default is not dataclasses.MISSING and field.default is not None:
         shown = str(field.default)
     info = typer.Option(*names, metavar=spec.metavar, help=help)
-    return inspect.Parameter(param_name(field.name), inspect.Parameter.KEYWORD_ONLY, default=shown,
+    return inspect.Parameter(param_name(field.name), inspect.Parameter.KEYWORD_ONLY, default=shown or None,
                              annotation=Annotated[kind, info])
 
 
@@ -76,11 +76,16 @@ def with_options(
             if p.name not in ("options", "given", "ctx")
         ]
         takes_given = any(p.name == "given" for p in own)
+        # A command without an ``options`` parameter parses later itself (options_from(ctx.params)):
+        # a rank of a multi-rank run parses after joining, so rank 0 reports every rank's bad input.
+        takes_options = any(p.name == "options" for p in own)
         mine = {param_name(n) for n in fields}
 
         def command(**kwargs: Any) -> int:
-            options, given = options_from(cls, fields, kwargs)
             passed = {k: v for k, v in kwargs.items() if k not in mine}
+            if not takes_options:
+                return fn(**passed)
+            options, given = options_from(cls, fields, kwargs)
             if takes_given:
                 passed["given"] = given
             return fn(options, **passed)

@@ -19,7 +19,7 @@ class InspectOptions(ModelChoice, TreeOptions):
         None, unit="int", minimum=0, example="3", metavar="INT", help="Show modules at most this deep (0: the root only)."
     )
     min_bytes: int = option(
-        0, unit="bytes", minimum=0, example="1MiB", metavar="SIZE", help="Hide modules whose subtree holds fewer bytes, e.g. 1MiB."
+        0, unit="bytes", minimum=0, example="1MiB", metavar="SIZE", shown="", help="Hide modules whose subtree holds fewer bytes, e.g. 1MiB."
     )
 
 

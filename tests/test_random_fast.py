@@ -10,10 +10,10 @@ from collections.abc import Callable
 import pytest
 import torch
 
-from dummyprof.scenarios.engram.options import EngramOptions
 from dummyprof.loaders import random_fast as rf
 from dummyprof.loaders.fp8_methods import METHODS, TablePair, sample_values
 from dummyprof.loaders.initializers import SCALE_BYTE, FastInitializer, V033Initializer, get_initializer
+from dummyprof.scenarios.engram.options import EngramOptions
 from tests.conftest import CliResult
 
 STEP = rf.LANES * rf.WORD_BYTES  # bytes one generator step writes

@@ -58,7 +58,7 @@ LOADER_HELP = (
 )
 
 
-@with_options(AuditOptions, FIELDS, help={"loaders": LOADER_HELP})
+@with_options(AuditOptions, FIELDS, {"loaders": {"help": LOADER_HELP}})
 def audit(
     options: AuditOptions,
     given: frozenset[str],
@@ -69,9 +69,7 @@ def audit(
 ) -> int:
     if "strategies" not in given and options.loaders:
         options.strategies = []  # --loader alone audits the loaders, not the default strategies too
-    check_outputs(
-        {"--json": json_path, "--html": html}, force=force, inputs=code_files(options.model, options.loaders)
-    )
+    check_outputs({"--json": json_path, "--html": html}, force=force, inputs=code_files(options.model, options.loaders))
     reports = html_reports(html)
     from dummyprof.scenarios.audit import run as scenario
 

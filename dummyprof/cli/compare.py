@@ -61,8 +61,8 @@ FIELDS = (
     *("loaders", "loader_args"),
 )
 TREE_HELP = {
-    "width": "Child blocks per block (blocks grow as width^depth).",
-    "dtype": "Float dtype of the tree: float32, bfloat16 or float16.",
+    "width": {"help": "Child blocks per block (blocks grow as width^depth)."},
+    "dtype": {"help": "Float dtype of the tree: float32, bfloat16 or float16."},
 }
 
 
@@ -70,7 +70,7 @@ def register(app: typer.Typer) -> None:
     app.command("compare", help=HELP, no_args_is_help=False)(compare)
 
 
-@with_options(CompareOptions, FIELDS, help=TREE_HELP)
+@with_options(CompareOptions, FIELDS, TREE_HELP)
 def compare(
     options: CompareOptions,
     json_path: JsonOpt = None,

@@ -155,4 +155,4 @@ def _launch(ctx: typer.Context, env: LaunchEnv | None, nproc: str) -> int:
 
 def _options(params: dict[str, Any]) -> EngramOptions:
     """Parse every flag (no measuring); raises UsageError naming the field. The run validates once."""
-    return options_from(EngramOptions, FIELDS, params)[0]  # type: ignore[no-any-return]
+    return options_from(EngramOptions, FIELDS, params)[0]

@@ -42,7 +42,9 @@ FIELDS = (
 
 
 @with_options(InspectOptions, FIELDS)
-def inspect(options: InspectOptions, json_path: JsonOpt = None, force: ForceOpt = False, quiet: QuietOpt = False) -> int:
+def inspect(
+    options: InspectOptions, json_path: JsonOpt = None, force: ForceOpt = False, quiet: QuietOpt = False
+) -> int:
     check_outputs({"--json": json_path}, force=force, inputs=code_files(options.model))
     from dummyprof.scenarios.inspect import run as scenario
 

@@ -22,32 +22,47 @@ Command = Callable[..., int]
 
 
 def param_name(field: str) -> str:
-    """The Python name of a field's parameter: its flag's (``strategies`` -> ``strategy``), as ``ctx.params`` keys it."""
+    """A field's parameter name: its flag's (``strategies`` -> ``strategy``), as ``ctx.params`` keys it."""
     return flag_for(field)[2:].replace("-", "_")
 
 
-def _parameter(field: dataclasses.Field[Any], spec: Spec, help: str) -> inspect.Parameter:
+def _parameter(field: dataclasses.Field[Any], spec: Spec) -> inspect.Parameter:
+    help = spec.help
     names = [flag_for(field.name), *([spec.short] if spec.short else [])]
     if spec.unit == "flag":
         info = typer.Option(*names, help=help)
-        return inspect.Parameter(param_name(field.name), inspect.Parameter.KEYWORD_ONLY, default=field.default,
-                                 annotation=Annotated[bool, info])
+        return inspect.Parameter(
+            param_name(field.name),
+            inspect.Parameter.KEYWORD_ONLY,
+            default=field.default,
+            annotation=Annotated[bool, info],
+        )
     many = spec.unit in ("list", "args")
     kind: Any = Optional[list[str]] if many else Optional[str]  # noqa: UP045 - typer needs Optional on Python 3.10
     shown = spec.shown
     if shown is None and field.default is not dataclasses.MISSING and field.default is not None:
         shown = str(field.default)
     info = typer.Option(*names, metavar=spec.metavar, help=help)
-    return inspect.Parameter(param_name(field.name), inspect.Parameter.KEYWORD_ONLY, default=shown or None,
-                             annotation=Annotated[kind, info])
+    return inspect.Parameter(
+        param_name(field.name), inspect.Parameter.KEYWORD_ONLY, default=shown or None, annotation=Annotated[kind, info]
+    )
 
 
-def options_from(cls: type, fields: Sequence[str], params: Mapping[str, Any]) -> tuple[Any, frozenset[str]]:
+Overrides = Mapping[str, Mapping[str, Any]]  # field -> Spec fields this command states its own way (help, ...)
+
+
+def _declared(cls: type, fields: Sequence[str], overrides: Overrides | None) -> dict[str, tuple[Any, Spec]]:
+    every = specs(cls)
+    changes = overrides or {}
+    return {n: (every[n][0], dataclasses.replace(every[n][1], **changes.get(n, {}))) for n in fields if n in every}
+
+
+def options_from(
+    cls: type, fields: Sequence[str], params: Mapping[str, Any], overrides: Overrides | None = None
+) -> tuple[Any, frozenset[str]]:
     """``cls`` from the raw flag values in ``params`` (keyed as ``ctx.params``), and the fields the user gave."""
-    declared = specs(cls)
     values: dict[str, Any] = {}
-    for name in fields:
-        field, spec = declared[name]
+    for name, (_, spec) in _declared(cls, fields, overrides).items():
         raw = params.get(param_name(name))
         if raw is None or (spec.unit in ("list", "args") and not raw):
             continue
@@ -58,39 +73,39 @@ def options_from(cls: type, fields: Sequence[str], params: Mapping[str, Any]) ->
     return cls(**values), frozenset(values)
 
 
-def with_options(
-    cls: type, fields: Sequence[str], *, help: Mapping[str, str] | None = None
-) -> Callable[[Command], Command]:
-    """Generate ``fields``' Typer options (``help`` overrides a field's help for this command)."""
-    declared = specs(cls)
-    extra_help = dict(help or {})
+def with_options(cls: type, fields: Sequence[str], overrides: Overrides | None = None) -> Callable[[Command], Command]:
+    """Typer options for ``fields`` of ``cls``, in that order, before the command's own parameters.
+
+    ``fields`` may also name the command's own parameters, to place them among the generated ones.
+    The command receives what it declares: ``options`` (built and parsed), ``given`` (the fields
+    the user gave), ``raw`` (the generated options' text, to parse itself), and its own parameters.
+    """
+    declared = _declared(cls, fields, overrides)
 
     def wrap(fn: Command) -> Command:
-        own = inspect.signature(fn).parameters.values()
+        own = {p.name: p for p in inspect.signature(fn).parameters.values()}
         hints = typing.get_type_hints(fn, include_extras=True)
-        ctx_params = [p.replace(annotation=hints[p.name]) for p in own if p.name == "ctx"]
-        generated = [_parameter(declared[n][0], declared[n][1], extra_help.get(n, declared[n][1].help)) for n in fields]
-        rest = [
-            p.replace(annotation=hints[p.name], kind=inspect.Parameter.KEYWORD_ONLY)
-            for p in own
-            if p.name not in ("options", "given", "ctx")
-        ]
-        takes_given = any(p.name == "given" for p in own)
-        # A command without an ``options`` parameter parses later itself (options_from(ctx.params)):
-        # a rank of a multi-rank run parses after joining, so rank 0 reports every rank's bad input.
-        takes_options = any(p.name == "options" for p in own)
-        mine = {param_name(n) for n in fields}
+        special = ("options", "given", "raw", "ctx")
+
+        def mine(name: str) -> inspect.Parameter:
+            return own[name].replace(annotation=hints[name], kind=inspect.Parameter.KEYWORD_ONLY)
+
+        params = [mine("ctx")] if "ctx" in own else []
+        for name in fields:  # a parameter the command declares itself wins over the field of that name
+            params.append(mine(name) if name in own else _parameter(*declared[name]))
+        params += [mine(n) for n in own if n not in special and n not in fields]
+        generated = {param_name(n) for n in declared if n not in own}
 
         def command(**kwargs: Any) -> int:
-            passed = {k: v for k, v in kwargs.items() if k not in mine}
-            if not takes_options:
-                return fn(**passed)
-            options, given = options_from(cls, fields, kwargs)
-            if takes_given:
-                passed["given"] = given
-            return fn(options, **passed)
+            passed = {k: v for k, v in kwargs.items() if k not in generated}
+            if "raw" in own:
+                passed["raw"] = {k: v for k, v in kwargs.items() if k in generated}
+            if "options" in own:
+                passed["options"], given = options_from(cls, fields, kwargs, overrides)
+                if "given" in own:
+                    passed["given"] = given
+            return fn(**passed)
 
-        params = [*ctx_params, *generated, *rest]
         command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
         command.__annotations__ = {p.name: p.annotation for p in params}
         command.__name__ = fn.__name__

@@ -271,7 +271,9 @@ def join(env: LaunchEnv, backend: str, timeout_s: float) -> World:
             raise UsageError.for_field("dist_backend", "nccl needs CUDA GPUs; use --dist-backend gloo")
         torch.cuda.set_device(env.local_rank)
     elif backend == "gloo" and not dist.is_gloo_available():
-        raise UsageError.for_field("dist_backend", f"this torch {torch.__version__} has no gloo; try --dist-backend nccl")
+        raise UsageError.for_field(
+            "dist_backend", f"this torch {torch.__version__} has no gloo; try --dist-backend nccl"
+        )
     timeout = datetime.timedelta(seconds=timeout_s)
     store, rank, world_size = next(dist.rendezvous("env://", timeout=timeout))
     store.set_timeout(timeout)

@@ -75,7 +75,9 @@ class GateConfig:
         known = {s.name: s for s in self.scenarios}
         for name in names:
             if name not in known:
-                raise UsageError.for_field("scenario", f"no scenario {name!r} in {self.path}; choose from: {', '.join(known)}")
+                raise UsageError.for_field(
+                    "scenario", f"no scenario {name!r} in {self.path}; choose from: {', '.join(known)}"
+                )
         return [s for s in self.scenarios if s.name in names]
 
 

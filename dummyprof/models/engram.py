@@ -151,7 +151,9 @@ def validate_engram_spec(spec: EngramSpec) -> None:
             f"a whole head; use --heads {spec.ranks} or more, or fewer ranks",
         )
     if heads > spec.rows:
-        raise UsageError.for_field("heads", f"{heads} heads is more than the {spec.rows} rows; use at most --heads {spec.rows}")
+        raise UsageError.for_field(
+            "heads", f"{heads} heads is more than the {spec.rows} rows; use at most --heads {spec.rows}"
+        )
     total = spec.tables * engram_table_bytes(spec.rows, spec.dim, spec.block_size)
     if total > MAX_TABLE_BYTES:
         fitting = MAX_TABLE_BYTES // (spec.tables * spec.row_bytes)

@@ -76,7 +76,9 @@ def _packed_plotly_js() -> tuple[str, str]:
         raise UsageError.for_field("html", f"HTML reports need the optional plotly package: {INSTALL_HINT}") from None
     source = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
     if not source.is_file():
-        raise UsageError.for_field("html", f"this plotly install has no bundled plotly.min.js ({source}); {INSTALL_HINT}")
+        raise UsageError.for_field(
+            "html", f"this plotly install has no bundled plotly.min.js ({source}); {INSTALL_HINT}"
+        )
     packed = base64.b64encode(gzip.compress(source.read_bytes(), compresslevel=9, mtime=0)).decode("ascii")
     return packed, str(plotly.__version__)
 

@@ -41,7 +41,9 @@ def resolve_source(
     if model:
         return model_source(model, model_args or {})
     if model_args:
-        raise UsageError.for_field("model_args", "needs --model or --preset; the synthetic tree takes --depth, --hidden...")
+        raise UsageError.for_field(
+            "model_args", "needs --model or --preset; the synthetic tree takes --depth, --hidden..."
+        )
     return None
 
 

@@ -6,7 +6,6 @@ from dataclasses import dataclass
 
 from dummyprof.errors import UsageError
 from dummyprof.results.audit import FINDING_KINDS
-from dummyprof.schema import option
 from dummyprof.scenarios.options import (
     INITIALIZER_NAMES,
     MAX_MEMORY_HELP,
@@ -19,6 +18,7 @@ from dummyprof.scenarios.options import (
     loader_names,
     strategies_option,
 )
+from dummyprof.schema import option
 
 DEFAULT_STRATEGIES = ("per-layer", "unique")
 _NAMES = ", ".join(INITIALIZER_NAMES)

@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from dummyprof.errors import UsageError
-from dummyprof.schema import MAX_HIDDEN, option
 from dummyprof.scenarios.options import (
     INITIALIZER_NAMES,
     MAX_MEMORY_HELP,
@@ -18,6 +17,7 @@ from dummyprof.scenarios.options import (
     loader_names,
     strategies_option,
 )
+from dummyprof.schema import MAX_HIDDEN, option
 
 DEFAULT_STRATEGIES = ("legacy", "per-layer", "unique")
 DEVICE_HELP = "cpu, cuda, cuda:N or auto (CUDA when present)."
@@ -32,9 +32,16 @@ class CompareOptions(LoaderChoice, ModelChoice, TreeOptions):
     """Flat fields: the synthetic tree's, the model's, the loaders', then compare's own (bases in reverse)."""
 
     # compare measures time: a deeper, wider tree than audit and inspect build
-    depth: int = option(12, unit="int", minimum=1, example="12", metavar="INT", help="Levels of nested blocks below the root.")
+    depth: int = option(
+        12, unit="int", minimum=1, example="12", metavar="INT", help="Levels of nested blocks below the root."
+    )
     hidden: int = option(
-        512, unit="int", minimum=1, maximum=MAX_HIDDEN, example="512", metavar="INT",
+        512,
+        unit="int",
+        minimum=1,
+        maximum=MAX_HIDDEN,
+        example="512",
+        metavar="INT",
         help="Size of each weight (hidden x hidden); multiple of 32.",
     )
     strategies: list[str] = strategies_option(DEFAULT_STRATEGIES, "run")
@@ -49,7 +56,9 @@ class CompareOptions(LoaderChoice, ModelChoice, TreeOptions):
         "within 5% of it, or one more round would overrun --time-budget (at most 50).",
     )
     repeat_auto: bool = False  # --repeat auto: rounds until the speedups' intervals are tight or the budget is spent
-    warmup: int = option(1, unit="int", minimum=0, example="1", metavar="INT", help="Warm-up rounds run first and discarded.")
+    warmup: int = option(
+        1, unit="int", minimum=0, example="1", metavar="INT", help="Warm-up rounds run first and discarded."
+    )
     device: str = option("auto", help=DEVICE_HELP)
     initializer: str | None = option(None, help=INITIALIZER_HELP)
     max_memory: int | None = option(None, unit="bytes", metavar="SIZE", help=MAX_MEMORY_HELP)

@@ -29,7 +29,7 @@ def _default_chunk() -> int:
 
 
 def _size(default: int, example: str, help: str, minimum: int = 1) -> int:
-    return option(default, unit="int", minimum=minimum, example=example, metavar="INT", help=help)  # type: ignore[no-any-return]
+    return option(default, unit="int", minimum=minimum, example=example, metavar="INT", help=help)
 
 
 @dataclass
@@ -101,9 +101,7 @@ class EngramOptions:
         metavar="DURATION",
         help="Health-check deadline, e.g. 600: flags methods whose start-up passes it.",
     )
-    dry_run: bool = option(
-        False, unit="flag", help="Print the plan (sizes, measure vs project); allocate nothing."
-    )
+    dry_run: bool = option(False, unit="flag", help="Print the plan (sizes, measure vs project); allocate nothing.")
 
     def spec(self) -> EngramSpec:
         """The tables to build: EngramSpec's fields, read from these options by name."""
@@ -138,7 +136,9 @@ def validate(options: EngramOptions) -> list[FillMethod]:
             if problem is not None:
                 raise UsageError.for_field("backing", problem)
         elif options.backing not in BACKINGS:
-            raise UsageError.for_field("backing", f"unknown backing {options.backing!r}; choose from: {', '.join(BACKINGS)}")
+            raise UsageError.for_field(
+                "backing", f"unknown backing {options.backing!r}; choose from: {', '.join(BACKINGS)}"
+            )
         if not options.offload:
             raise UsageError.for_field(
                 "backing", "host memory kinds only apply with --offload; add --offload or drop --backing"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from dummyprof.schema import option
 from dummyprof.scenarios.options import ModelChoice, TreeOptions, check_common, check_strategies, strategies_option
+from dummyprof.schema import option
 
 DEFAULT_STRATEGIES = ("legacy", "per-layer", "unique")
 
@@ -16,10 +16,21 @@ class InspectOptions(ModelChoice, TreeOptions):
 
     strategies: list[str] = strategies_option(DEFAULT_STRATEGIES, "count")
     max_depth: int | None = option(
-        None, unit="int", minimum=0, example="3", metavar="INT", help="Show modules at most this deep (0: the root only)."
+        None,
+        unit="int",
+        minimum=0,
+        example="3",
+        metavar="INT",
+        help="Show modules at most this deep (0: the root only).",
     )
     min_bytes: int = option(
-        0, unit="bytes", minimum=0, example="1MiB", metavar="SIZE", shown="", help="Hide modules whose subtree holds fewer bytes, e.g. 1MiB."
+        0,
+        unit="bytes",
+        minimum=0,
+        example="1MiB",
+        metavar="SIZE",
+        shown="",
+        help="Hide modules whose subtree holds fewer bytes, e.g. 1MiB.",
     )
 
 

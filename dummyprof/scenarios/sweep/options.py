@@ -43,7 +43,9 @@ def validate(options: SweepOptions) -> None:
     """Check the parameter, its values and the largest point's options (and memory) before the first point runs."""
     known = [*TREE_PARAMETERS, ENGRAM_PARAMETER, f"{MODEL_ARG_PREFIX}NAME"]
     if options.parameter not in (*TREE_PARAMETERS, ENGRAM_PARAMETER) and not options.model_arg:
-        raise UsageError.for_field("parameter", f"cannot sweep {options.parameter!r}; choose one of: {', '.join(known)}")
+        raise UsageError.for_field(
+            "parameter", f"cannot sweep {options.parameter!r}; choose one of: {', '.join(known)}"
+        )
     swept = "model_args" if options.model_arg else options.parameter
     values = options.values
     if len(values) < 2:
@@ -60,7 +62,9 @@ def validate(options: SweepOptions) -> None:
     if options.model_arg and not (options.compare.model or options.compare.preset):
         raise UsageError.for_field("model_args", "a swept model argument needs --model or --preset")
     if options.parameter in TREE_PARAMETERS and (options.compare.model or options.compare.preset):
-        raise UsageError.for_field(swept, "sizes the synthetic tree; with --model/--preset sweep a --model-arg KEY=RANGE instead")
+        raise UsageError.for_field(
+            swept, "sizes the synthetic tree; with --model/--preset sweep a --model-arg KEY=RANGE instead"
+        )
     if options.scenario == "engram":
         from dummyprof.scenarios.engram.options import validate as validate_engram
 

@@ -60,15 +60,15 @@ def rank_options(options: EngramOptions, world: World, available: int) -> Engram
     """
     ranks = options.tp_size * options.dp_size
     if ranks != world.world_size:
-        raise UsageError.for_field(
-            "tp_size",
+        raise UsageError(
+            "--tp-size",
             f"tp {options.tp_size} x dp {options.dp_size} = {ranks} ranks, but torch.distributed started "
             f"{world.world_size} processes; use --tp-size {world.world_size} (with --dp-size 1) "
             f"or start {ranks} processes",
         )
     if options.rank not in (0, world.rank):
-        raise UsageError.for_field(
-            "rank",
+        raise UsageError(
+            "--rank",
             f"under torch.distributed the rank comes from the launcher (this is rank {world.rank}); drop --rank",
         )
     node = options.max_memory if options.max_memory is not None else int(available * DEFAULT_SHARE)

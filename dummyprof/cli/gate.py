@@ -38,7 +38,7 @@ written). A regression wins over a crash; a crash is never reported as a
 regression; a result that could not be recorded is never 0 or 1.
 """
 
-BASELINE_HELP = f"""\
+BASELINE_HELP = """\
 Measure every scenario of the gate config and save the metrics as a baseline.
 
 Review the file and commit it; dummyprof gate compares later runs with it.
@@ -49,7 +49,10 @@ threads). Nothing is written if a scenario cannot be measured (exit 3).
 
 Example: dummyprof baseline --config dummyprof.toml --output perf/baseline.json
 
-{EXIT_CODES}"""
+Exit codes: 0 the baseline was written, 2 usage or config error, 3 could not
+measure (a scenario crashed; nothing is written) or could not record (the
+baseline could not be written).
+"""
 
 GATE_HELP = f"""\
 Run the gate config's scenarios and check them against a baseline.

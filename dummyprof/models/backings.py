@@ -297,8 +297,8 @@ class Arena:
         path = base if self._files == 0 else f"{base}.{self._files}"
         free = disk_free_bytes(Path(path).parent)
         if free is not None and free < size:
-            raise DoesNotFitError(
-                "--backing",
+            raise DoesNotFitError.for_field(
+                "backing",
                 f"{format_bytes(size)} for a table file in {Path(path).parent} but only {format_bytes(free)} "
                 "free on that disk; choose a folder on a larger disk or lower --rows",
             )

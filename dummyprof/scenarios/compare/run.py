@@ -89,8 +89,8 @@ def run(
             decision.mode, decision.reason = "measured", "reduced"
     if decision.mode == "projected" and not options.project:
         check_source_fits(source, device, options.max_memory, flag="--preset" if options.preset else source.size_flag)
-        raise DoesNotFitError(
-            "--time-budget",
+        raise DoesNotFitError.for_field(
+            "time_budget",
             f"{source.description}: the measured rounds are predicted at {format_seconds(decision.predicted_s)}, "
             f"over the time budget of {format_seconds(options.time_budget)}; raise it or shrink the model",
         )

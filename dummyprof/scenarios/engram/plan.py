@@ -158,8 +158,8 @@ def probe_rows(spec: EngramSpec, methods: Sequence[FillMethod], budget: int, bac
     while rows > 1 and max(needed_bytes(spec, rows, m, backing, chunk) for m in methods) > budget:
         rows //= 2
     if max(needed_bytes(spec, rows, m, backing, chunk) for m in methods) > budget:
-        raise DoesNotFitError(
-            "--max-memory",
+        raise DoesNotFitError.for_field(
+            "max_memory",
             f"even one row of every method needs more than the {format_bytes(budget)} budget; raise --max-memory",
         )
     return rows
@@ -317,8 +317,8 @@ def plan_samples(
             groups.append(SampleGroup(slow, rows, rounds, memory_bound=False))
     except SamplingError as exc:
         names = ", ".join(m.name for m in plan.projected)
-        raise DoesNotFitError(
-            "--time-budget", f"cannot project {names}: {exc}; raise --time-budget or --max-memory"
+        raise DoesNotFitError.for_field(
+            "time_budget_s", f"cannot project {names}: {exc}; raise --time-budget or --max-memory"
         ) from None
     plan.sample_groups = groups
     return sampled

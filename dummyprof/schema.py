@@ -47,6 +47,12 @@ def option(default: Any = MISSING, *, factory: Callable[[], Any] | None = None, 
     return dataclasses.field(default=default, metadata=metadata)
 
 
+def integer(default: int | None, help: str, *, example: str = "", minimum: int = 1, **spec: Any) -> Any:
+    """A whole-number option (``INT``) at least ``minimum``; a refused value is offered ``example`` (the default)."""
+    example = example or str(default)
+    return option(default, unit="int", minimum=minimum, example=example, metavar="INT", help=help, **spec)
+
+
 def specs(cls: type) -> dict[str, tuple[dataclasses.Field[Any], Spec]]:
     """Every declared field of an options class, in declaration order."""
     return {f.name: (f, f.metadata["spec"]) for f in dataclasses.fields(cls) if "spec" in f.metadata}

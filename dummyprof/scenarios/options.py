@@ -14,7 +14,7 @@ from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any
 
 from dummyprof.errors import UsageError
-from dummyprof.schema import MAX_HIDDEN, check_values, option
+from dummyprof.schema import MAX_HIDDEN, check_values, integer, option
 
 if TYPE_CHECKING:
     from dummyprof.models.synthetic import TreeSpec
@@ -47,30 +47,13 @@ INITIALIZER_NAMES = ("v0.33", "v0.29", "fast")
 class TreeOptions:
     """The synthetic tree, built when neither ``model`` nor ``preset`` is given (see :class:`TreeSpec`)."""
 
-    depth: int = option(
-        3, unit="int", minimum=1, example="3", metavar="INT", help="Synthetic tree (no --model/--preset): levels."
-    )
-    width: int = option(
-        1, unit="int", minimum=1, example="1", metavar="INT", help="Synthetic tree: child blocks per block."
-    )
-    hidden: int = option(
-        64,
-        unit="int",
-        minimum=1,
-        maximum=MAX_HIDDEN,
-        example="64",
-        metavar="INT",
-        help="Synthetic tree: weight size; multiple of 32.",
-    )
+    depth: int = integer(3, "Synthetic tree (no --model/--preset): levels.")
+    width: int = integer(1, "Synthetic tree: child blocks per block.")
+    hidden: int = integer(64, "Synthetic tree: weight size; multiple of 32.", maximum=MAX_HIDDEN)
     dtype: str = option("float32", help="Synthetic tree: float32, bfloat16 or float16.")
     meta: bool = option(False, unit="flag", help="Add a tensor left on the meta device (never filled).")
-    engram_rows: int = option(
-        0,
-        unit="int",
-        minimum=0,
-        example="4096",
-        metavar="INT",
-        help="Add a small Engram-style fp8 table with this many rows (0: none).",
+    engram_rows: int = integer(
+        0, "Add a small Engram-style fp8 table with this many rows (0: none).", minimum=0, example="4096"
     )
 
     def tree_spec(self) -> TreeSpec:

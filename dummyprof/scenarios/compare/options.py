@@ -17,7 +17,7 @@ from dummyprof.scenarios.options import (
     loader_names,
     strategies_option,
 )
-from dummyprof.schema import MAX_HIDDEN, option
+from dummyprof.schema import MAX_HIDDEN, integer, option
 
 DEFAULT_STRATEGIES = ("legacy", "per-layer", "unique")
 DEVICE_HELP = "cpu, cuda, cuda:N or auto (CUDA when present)."
@@ -32,18 +32,8 @@ class CompareOptions(LoaderChoice, ModelChoice, TreeOptions):
     """Flat fields: the synthetic tree's, the model's, the loaders', then compare's own (bases in reverse)."""
 
     # compare measures time: a deeper, wider tree than audit and inspect build
-    depth: int = option(
-        12, unit="int", minimum=1, example="12", metavar="INT", help="Levels of nested blocks below the root."
-    )
-    hidden: int = option(
-        512,
-        unit="int",
-        minimum=1,
-        maximum=MAX_HIDDEN,
-        example="512",
-        metavar="INT",
-        help="Size of each weight (hidden x hidden); multiple of 32.",
-    )
+    depth: int = integer(12, "Levels of nested blocks below the root.")
+    hidden: int = integer(512, "Size of each weight (hidden x hidden); multiple of 32.", maximum=MAX_HIDDEN)
     strategies: list[str] = strategies_option(DEFAULT_STRATEGIES, "run")
     repeat: int = option(
         5,
@@ -56,9 +46,7 @@ class CompareOptions(LoaderChoice, ModelChoice, TreeOptions):
         "within 5% of it, or one more round would overrun --time-budget (at most 50).",
     )
     repeat_auto: bool = False  # --repeat auto: rounds until the speedups' intervals are tight or the budget is spent
-    warmup: int = option(
-        1, unit="int", minimum=0, example="1", metavar="INT", help="Warm-up rounds run first and discarded."
-    )
+    warmup: int = integer(1, "Warm-up rounds run first and discarded.", minimum=0)
     device: str = option("auto", help=DEVICE_HELP)
     initializer: str | None = option(None, help=INITIALIZER_HELP)
     max_memory: int | None = option(None, unit="bytes", metavar="SIZE", help=MAX_MEMORY_HELP)

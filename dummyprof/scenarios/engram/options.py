@@ -6,7 +6,7 @@ from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING
 
 from dummyprof.errors import UsageError
-from dummyprof.schema import option
+from dummyprof.schema import integer, option
 
 if TYPE_CHECKING:
     from dummyprof.loaders.fp8_methods import FillMethod
@@ -28,10 +28,6 @@ def _default_chunk() -> int:
     return DEFAULT_CHUNK_ELEMENTS
 
 
-def _size(default: int, example: str, help: str, minimum: int = 1) -> int:
-    return option(default, unit="int", minimum=minimum, example=example, metavar="INT", help=help)
-
-
 @dataclass
 class EngramOptions:
     """Plain data (the CI gate builds it from TOML); sizes are per deployment, the run builds one rank."""
@@ -45,19 +41,14 @@ class EngramOptions:
         shown="384M",
         help="Rows of one table, all ranks together: 2e9, 384M, 1.5G, 2_000_000_000.",
     )
-    dim: int = _size(256, "256", "Row width (fp8 elements).")
-    block_size: int = _size(32, "32", "Elements per scale byte; --dim must divide by it.")
-    tables: int = _size(1, "2", "Tables per model (DeepSeek V4.1 Flash has 2).")
-    tp_size: int = _size(1, "8", "Tensor-parallel size.")
-    dp_size: int = _size(1, "1", "Data-parallel size; tables shard over tp x dp ranks.")
-    rank: int = _size(0, "0", "Which rank to build (0 .. tp x dp - 1).", minimum=0)
-    heads: int | None = option(
-        None,
-        unit="int",
-        minimum=1,
-        example="8",
-        metavar="INT",
-        help="Hash heads per table, split whole over ranks. Default: one per rank.",
+    dim: int = integer(256, "Row width (fp8 elements).")
+    block_size: int = integer(32, "Elements per scale byte; --dim must divide by it.")
+    tables: int = integer(1, "Tables per model (DeepSeek V4.1 Flash has 2).", example="2")
+    tp_size: int = integer(1, "Tensor-parallel size.", example="8")
+    dp_size: int = integer(1, "Data-parallel size; tables shard over tp x dp ranks.")
+    rank: int = integer(0, "Which rank to build (0 .. tp x dp - 1).", minimum=0)
+    heads: int | None = integer(
+        None, "Hash heads per table, split whole over ranks. Default: one per rank.", example="8"
     )
     offload: bool = option(False, unit="flag", help="Keep the tables in host memory (pinned by default).")
     backing: str | None = option(
@@ -74,7 +65,7 @@ class EngramOptions:
         short="-m",
         help="Fill method (repeatable). Default: all; memset always runs as the floor.",
     )
-    repeat: int = _size(DEFAULT_REPEAT, "3", "Full-size rounds per method, interleaved.")
+    repeat: int = integer(DEFAULT_REPEAT, "Full-size rounds per method, interleaved.")
     chunk_elements: int = option(
         factory=_default_chunk,
         unit="count",

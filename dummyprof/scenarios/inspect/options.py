@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from dummyprof.scenarios.options import ModelChoice, TreeOptions, check_common, check_strategies, strategies_option
-from dummyprof.schema import option
+from dummyprof.schema import integer, option
 
 DEFAULT_STRATEGIES = ("legacy", "per-layer", "unique")
 
@@ -15,14 +15,7 @@ class InspectOptions(ModelChoice, TreeOptions):
     """Flat fields: the synthetic tree's, the model's, then inspect's own (bases in reverse)."""
 
     strategies: list[str] = strategies_option(DEFAULT_STRATEGIES, "count")
-    max_depth: int | None = option(
-        None,
-        unit="int",
-        minimum=0,
-        example="3",
-        metavar="INT",
-        help="Show modules at most this deep (0: the root only).",
-    )
+    max_depth: int | None = integer(None, "Show modules at most this deep (0: the root only).", minimum=0, example="3")
     min_bytes: int = option(
         0,
         unit="bytes",

@@ -13,7 +13,7 @@ from dummyprof.measure import cgroup
 from dummyprof.measure.budget import PSUTIL, host_memory
 from dummyprof.models import backings
 from dummyprof.models.backings import Arena, Backing, resolve_backing
-from dummyprof.scenarios.engram.run import EngramOptions, run, validate_options
+from dummyprof.scenarios.engram.run import EngramOptions, run, validate
 
 GIB = 1 << 30
 CPU = torch.device("cpu")
@@ -168,10 +168,10 @@ def test_mmap_backing_refuses_an_existing_file_and_bad_folders(tmp_path: Path) -
         (tmp_path / "no" / "such" / "t.bin", "does not exist"),
     ]:
         with pytest.raises(UsageError) as info:
-            validate_options(EngramOptions(rows=1000, dim=64, offload=True, backing=f"mmap:{path}"))
+            validate(EngramOptions(rows=1000, dim=64, offload=True, backing=f"mmap:{path}"))
         assert info.value.flag == "--backing" and message in info.value.message
     with pytest.raises(UsageError, match="give a file path"):
-        validate_options(EngramOptions(rows=1000, dim=64, offload=True, backing="mmap:"))
+        validate(EngramOptions(rows=1000, dim=64, offload=True, backing="mmap:"))
     assert existing.read_bytes() == b"keep me"
 
 

@@ -150,6 +150,3 @@ def validate(options: EngramOptions) -> list[FillMethod]:
             raise UsageError.for_field("methods", f"{name!r} is listed twice")
         methods.append(method)
     return [get_method(name) for name in methods_to_run([m.name for m in methods])]
-
-
-validate_options = validate  # the name the gate and older code use

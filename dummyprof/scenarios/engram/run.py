@@ -30,7 +30,6 @@ from dummyprof.scenarios.engram.options import (
     DEFAULT_TIME_BUDGET_S,
     EngramOptions,
     validate,
-    validate_options,
 )
 from dummyprof.scenarios.engram.plan import (
     ALLOCATE,
@@ -69,7 +68,6 @@ __all__ = [
     "reserved_tables",
     "run",
     "validate",
-    "validate_options",
 ]
 
 Progress = Callable[[int, int, str], None]

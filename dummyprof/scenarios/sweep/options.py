@@ -16,10 +16,6 @@ MODEL_ARG_PREFIX = "model-arg:"
 DEFAULT_SWEEP_REPEAT = 3
 
 
-def _compare_defaults() -> CompareOptions:
-    return CompareOptions(repeat=DEFAULT_SWEEP_REPEAT)
-
-
 @dataclass
 class SweepOptions:
     """Plain data (the CI gate builds it from TOML): the parameter, its values, and the swept scenario's options."""
@@ -27,7 +23,7 @@ class SweepOptions:
     parameter: str = "depth"  # depth, width, hidden (synthetic tree), rows (engram) or model-arg:NAME
     values: list[int] = field(default_factory=lambda: [1, 2, 4, 8, 16])
     fit_from: int | None = None  # smallest value the fits use; default: the middle value
-    compare: CompareOptions = field(default_factory=_compare_defaults)
+    compare: CompareOptions = field(default_factory=lambda: CompareOptions(repeat=DEFAULT_SWEEP_REPEAT))
     engram: EngramOptions | None = None  # the base options of an engram sweep (parameter "rows")
 
     @property

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import typer
 
-from dummyprof.cli.html_option import HtmlOpt, html_reports
 from dummyprof.cli.model_options import code_files
 from dummyprof.cli.output import (
     EXIT_NOT_WRITTEN,
@@ -13,7 +12,7 @@ from dummyprof.cli.output import (
     json_to_stdout,
     user_stdout_to_stderr,
 )
-from dummyprof.cli.output_options import ForceOpt, JsonOpt, QuietOpt
+from dummyprof.cli.output_options import ForceOpt, HtmlOpt, JsonOpt, QuietOpt, html_reports
 from dummyprof.cli.schema_command import with_options
 from dummyprof.scenarios.audit.options import AuditOptions
 

@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
-from dummyprof.cli.html_option import HtmlOpt, html_reports
 from dummyprof.cli.model_options import code_files
 from dummyprof.cli.output import (
     EXIT_NOT_WRITTEN,
@@ -19,7 +18,7 @@ from dummyprof.cli.output import (
     reporter,
     user_stdout_to_stderr,
 )
-from dummyprof.cli.output_options import ForceOpt, JsonOpt, QuietOpt
+from dummyprof.cli.output_options import ForceOpt, HtmlOpt, JsonOpt, QuietOpt, html_reports
 from dummyprof.cli.schema_command import with_options
 from dummyprof.results.outputs import Output
 from dummyprof.scenarios.compare.options import CompareOptions

@@ -6,9 +6,8 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
-from dummyprof.cli.html_option import HtmlOpt, html_reports
 from dummyprof.cli.output import EXIT_NOT_WRITTEN, check_outputs, emit, progress_bar
-from dummyprof.cli.output_options import ForceOpt, JsonOpt, QuietOpt
+from dummyprof.cli.output_options import ForceOpt, HtmlOpt, JsonOpt, QuietOpt, html_reports
 from dummyprof.cli.schema_command import options_from, with_options
 from dummyprof.distributed.world import LaunchEnv, launch_env
 from dummyprof.errors import UsageError

@@ -8,7 +8,6 @@ from typing import Annotated, Optional
 
 import typer
 
-from dummyprof.cli.html_option import HtmlOpt, html_reports
 from dummyprof.cli.output import (
     check_outputs,
     emit,
@@ -17,7 +16,7 @@ from dummyprof.cli.output import (
     reporter,
     user_stdout_to_stderr,
 )
-from dummyprof.cli.output_options import ForceOpt, JsonOpt, QuietOpt
+from dummyprof.cli.output_options import ForceOpt, HtmlOpt, JsonOpt, QuietOpt, html_reports
 from dummyprof.errors import UsageError
 from dummyprof.results.outputs import Output
 from dummyprof.results.session import Results

@@ -6,7 +6,6 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from dummyprof.cli.html_option import HtmlOpt, html_reports
 from dummyprof.cli.model_options import code_files
 from dummyprof.cli.output import (
     EXIT_NOT_WRITTEN,
@@ -16,7 +15,7 @@ from dummyprof.cli.output import (
     progress_bar,
     user_stdout_to_stderr,
 )
-from dummyprof.cli.output_options import ForceOpt, JsonOpt, QuietOpt
+from dummyprof.cli.output_options import ForceOpt, HtmlOpt, JsonOpt, QuietOpt, html_reports
 from dummyprof.cli.schema_command import options_from, with_options
 from dummyprof.errors import UsageError
 from dummyprof.scenarios.compare.options import CompareOptions

@@ -58,40 +58,26 @@ def specs(cls: type) -> dict[str, tuple[dataclasses.Field[Any], Spec]]:
     return {f.name: (f, f.metadata["spec"]) for f in dataclasses.fields(cls) if "spec" in f.metadata}
 
 
-_TEXT_PARSERS: dict[str, Callable[..., Any]] = {
-    "count": units.parse_count,
-    "bytes": units.parse_bytes,
-    "seconds": units.parse_seconds,
-}
-
-
 def parse(name: str, spec: Spec, text: Any) -> Any:
     """The value of field ``name`` from the command line's text, bounded as declared; errors name the field."""
     flag = flag_for(name)
+    example = {"example": spec.example} if spec.example else {}
+    bounds = {"maximum": spec.maximum or units.INT64_MAX, **example}
     try:
-        if spec.unit == "int":
-            low = int(spec.minimum) if spec.minimum is not None else -units.INT64_MAX
-            return units.parse_int(
-                flag, text, minimum=low, maximum=spec.maximum or units.INT64_MAX, example=spec.example
-            )
-        if spec.unit in ("count", "bytes"):
-            kwargs: dict[str, Any] = {"maximum": spec.maximum or units.INT64_MAX}
-            if spec.example:
-                kwargs["example"] = spec.example
-            if spec.unit == "count" and spec.minimum is not None:
-                kwargs["minimum"] = int(spec.minimum)
-            return _TEXT_PARSERS[spec.unit](flag, text, **kwargs)
+        if spec.unit in ("int", "count"):
+            parser = units.parse_int if spec.unit == "int" else units.parse_count
+            return parser(flag, text, **bounds, **({"minimum": int(spec.minimum)} if spec.minimum is not None else {}))
+        if spec.unit == "bytes":
+            return units.parse_bytes(flag, text, **bounds)
         if spec.unit == "seconds":
-            return units.parse_seconds(flag, text, **({"example": spec.example} if spec.example else {}))
+            return units.parse_seconds(flag, text, **example)
         if spec.unit == "args":
             from dummyprof.usercode import parse_call_args
 
             return parse_call_args(text or [], flag=flag)
-        if spec.unit == "list":
-            return list(text)
     except UsageError as exc:
         raise UsageError.for_field(name, exc.message) from None
-    return text
+    return list(text) if spec.unit == "list" else text
 
 
 def check_values(options: Any) -> None:

@@ -61,11 +61,11 @@ def specs(cls: type) -> dict[str, tuple[dataclasses.Field[Any], Spec]]:
 def parse(name: str, spec: Spec, text: Any) -> Any:
     """The value of field ``name`` from the command line's text, bounded as declared; errors name the field."""
     flag = flag_for(name)
-    example = {"example": spec.example} if spec.example else {}
-    bounds = {"maximum": spec.maximum or units.INT64_MAX, **example}
+    example: dict[str, Any] = {"example": spec.example} if spec.example else {}
+    bounds: dict[str, Any] = {"maximum": spec.maximum or units.INT64_MAX, **example}
     try:
         if spec.unit in ("int", "count"):
-            parser = units.parse_int if spec.unit == "int" else units.parse_count
+            parser: Callable[..., int] = units.parse_int if spec.unit == "int" else units.parse_count
             return parser(flag, text, **bounds, **({"minimum": int(spec.minimum)} if spec.minimum is not None else {}))
         if spec.unit == "bytes":
             return units.parse_bytes(flag, text, **bounds)

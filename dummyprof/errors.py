@@ -18,16 +18,49 @@ class UsageError(DummyprofError):
     """
 
     def __init__(self, flag: str | None, message: str, *, field: str | None = None) -> None:
-        self.flag = flag
+        self.given_flag = flag
         self.field = field
         self.message = message
         name = flag or field
         super().__init__(f"{name}: {message}" if name else message)
 
+    @property
+    def flag(self) -> str | None:
+        """The flag this error is about: the one given, else the field's (``depth`` -> ``--depth``)."""
+        if self.given_flag is not None:
+            return self.given_flag
+        return flag_for(self.field) if self.field is not None else None
+
     @classmethod
     def for_field(cls, field: str, message: str) -> UsageError:
         """A bad value of the options field ``field`` (e.g. ``depth``, ``strategies``)."""
         return cls(None, message, field=field)
+
+
+# Fields whose flag is not simply ``--`` + the field with dashes (list fields take one value per flag).
+FIELD_FLAGS = {
+    "strategies": "--strategy",
+    "loaders": "--loader",
+    "model_args": "--model-arg",
+    "loader_args": "--loader-arg",
+    "methods": "--method",
+    "time_budget_s": "--time-budget",
+    "repeat_auto": "--repeat",
+    "deadline_s": "--deadline",
+    "dist_timeout_s": "--dist-timeout",
+}
+
+
+def flag_for(field: str) -> str:
+    """``--max-depth`` for ``max_depth``, ``--strategy`` for ``strategies``."""
+    return FIELD_FLAGS.get(field, "--" + field.replace("_", "-"))
+
+
+def flag_text(exc: BaseException) -> str:
+    """The error as a command line shows it: an error about an options field names its flag."""
+    if isinstance(exc, UsageError) and exc.given_flag is None and exc.field is not None:
+        return f"{flag_for(exc.field)}: {exc.message}"
+    return str(exc)
 
 
 class DoesNotFitError(UsageError):

@@ -30,9 +30,9 @@ _BYTES_RE = re.compile(r"^\s*([0-9_]*\.?[0-9_]*(?:[eE][+-]?[0-9]+)?)\s*([KMGT]I?
 
 
 def _too_big(flag: str, text: object, maximum: int, example: str) -> UsageError:
-    limit = "int64" if maximum == INT64_MAX else f"{maximum:,}"
+    limit = " (int64)" if maximum == INT64_MAX else ""
     hint = f"; try {flag} {example}" if example else ""
-    return UsageError(flag, f"must be at most {maximum:,} ({limit}), got {text!r}{hint}")
+    return UsageError(flag, f"must be at most {maximum:,}{limit}, got {text!r}{hint}")
 
 
 def parse_count(flag: str, text: str, *, example: str = "2e9", minimum: int = 1, maximum: int = INT64_MAX) -> int:

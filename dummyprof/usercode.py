@@ -39,6 +39,8 @@ def parse_call_args(items: Iterable[str], *, flag: str = "--model-arg") -> dict[
     return parsed
 
 
+SHOWN_NAMES = 12  # of a module's callables, in a "has no attribute" error
+
 # A bare word (bfloat16, cuda:0, my-model) stays a string; anything with brackets or quotes
 # that is not a valid literal is a typo ([1,2 or 'bf16) and must not silently become a string.
 _BARE_WORD = re.compile(r"[A-Za-z_][\w.:/+-]*")
@@ -145,7 +147,8 @@ def resolve_callable(spec: str, *, flag: str = "--model") -> Callable[..., Any]:
     for part in attr.split("."):
         if not hasattr(value, part):
             public = sorted(n for n in dir(module) if not n.startswith("_") and callable(getattr(module, n, None)))
-            hint = f"; it defines: {', '.join(public[:12])}" if public else ""
+            more = f" and {len(public) - SHOWN_NAMES} more" if len(public) > SHOWN_NAMES else ""
+            hint = f"; it defines: {', '.join(public[:SHOWN_NAMES])}{more}" if public else ""
             raise UsageError(flag, f"{target!r} has no attribute {attr!r}{hint}")
         value = getattr(value, part)
     if not callable(value):

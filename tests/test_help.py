@@ -52,3 +52,30 @@ def test_prose_is_reflowed_and_tables_are_kept() -> None:
     assert keep_preformatted(text) == "A paragraph\nwrapped by hand.\n\n\bMethods:\n  a  first\n  b  second".replace(
         "\bMethods", "\b\nMethods"
     )
+
+
+def _help(cli: Cli, monkeypatch: pytest.MonkeyPatch, command: str) -> str:
+    monkeypatch.setenv("COLUMNS", "80")
+    result = cli(command, "--help")
+    assert result.exit_code == 0, result.stderr
+    return " ".join(result.stdout.split())
+
+
+def test_every_initializer_the_registry_accepts_is_named_where_it_is_taken(
+    cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dummyprof.loaders.initializers import INITIALIZERS
+    from dummyprof.scenarios.options import INITIALIZER_NAMES
+
+    assert tuple(INITIALIZERS) == INITIALIZER_NAMES
+    for command in ("compare", "sweep", "audit"):
+        text = _help(cli, monkeypatch, command)
+        initializer = text[text.index("--initializer TEXT") :].split(" --")[0]
+        assert all(name in initializer for name in INITIALIZERS), (command, initializer)
+
+
+def test_baseline_and_audit_say_what_they_do(cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    baseline = _help(cli, monkeypatch, "baseline")
+    assert "1 a regression" not in baseline and "Exit codes: 0 the baseline was written" in baseline
+    audit = _help(cli, monkeypatch, "audit")
+    assert "untraced" not in audit and "audit traces its writes" in audit

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 import sys
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 import torch
@@ -205,3 +206,65 @@ def test_a_max_memory_beyond_the_machine_never_says_raise_it(cli: Cli, monkeypat
 
 def test_meta_device_sizing_is_untouched() -> None:
     assert torch.empty(2, device="meta").is_meta
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("compare", "--hidden", "2147483648"),
+        ("audit", "--hidden", "2147483648"),
+        ("inspect", "--hidden", "2147483648"),
+        ("sweep", "--depth", "1:2", "--hidden", "2147483648"),
+    ],
+)
+def test_a_weight_too_big_to_count_is_refused_at_parse_time_on_every_command(cli: Cli, args: tuple[str, ...]) -> None:
+    result = cli(*args)
+    assert (result.exit_code, result.stdout) == (2, "")
+    assert result.stderr.startswith("dummyprof: error: --hidden: must be at most 1,048,576, got '2147483648'")
+    assert result.stderr.count("\n") == 1
+
+
+def test_the_python_api_and_the_gate_meet_the_same_bound(tmp_path: Path, cli: Cli) -> None:
+    from dummyprof.scenarios.compare.options import CompareOptions, validate
+
+    with pytest.raises(UsageError) as info:
+        validate(CompareOptions(hidden=2**31))
+    assert str(info.value) == "hidden: must be at most 1,048,576, got 2,147,483,648"
+    config = tmp_path / "dummyprof.toml"
+    config.write_text('[scenarios.t]\ncommand = "compare"\noptions = { hidden = 2147483648 }\n')
+    result = cli("gate", "--config", str(config), "--baseline", str(tmp_path / "b.json"))
+    assert result.exit_code == 2
+    assert result.stderr == (
+        f"dummyprof: error: --config: {config}: scenarios.t.options.hidden: must be at most 1,048,576, "
+        "got 2,147,483,648\n"
+    )
+
+
+@pytest.mark.parametrize("command", [("compare", "--depth", "1", "--hidden", "32"), ("engram", "--rows", "4M")])
+def test_durations_read_the_same_on_every_command(cli: Cli, command: tuple[str, ...]) -> None:
+    from dummyprof.cli.schema_command import options_from
+    from dummyprof.scenarios.compare.options import CompareOptions
+    from dummyprof.scenarios.engram.options import EngramOptions
+
+    assert options_from(CompareOptions, ["time_budget"], {"time_budget": "5m"})[0].time_budget == 300.0
+    assert options_from(EngramOptions, ["time_budget_s"], {"time_budget": "5m"})[0].time_budget_s == 300.0
+    assert options_from(EngramOptions, ["deadline_s"], {"deadline": "10m"})[0].deadline_s == 600.0
+    bad = cli(*command, "--time-budget", "5 fortnights")
+    assert bad.exit_code == 2 and bad.stderr.startswith("dummyprof: error: --time-budget: expected a duration")
+
+
+def test_engram_takes_minutes_as_compare_does(cli: Cli) -> None:
+    result = cli("engram", "--rows", "4M", "--dim", "64", "--time-budget", "5m", "--dry-run", "-q")
+    assert result.exit_code == 0, result.stderr
+
+
+def test_a_missing_attribute_says_how_many_names_it_left_out(tmp_path: Path) -> None:
+    from dummyprof.usercode import resolve_callable
+
+    module = tmp_path / "many.py"
+    module.write_text("".join(f"def f{i:02d}():\n    pass\n" for i in range(21)))
+    with pytest.raises(UsageError) as info:
+        resolve_callable(f"{module}:nada", flag="--model")
+    assert info.value.message.endswith(
+        "it defines: f00, f01, f02, f03, f04, f05, f06, f07, f08, f09, f10, f11 and 9 more"
+    )

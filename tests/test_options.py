@@ -146,3 +146,60 @@ def test_engram_always_runs_its_floor_once() -> None:
     assert methods_to_run(["constant"]) == ["constant", "memset"]
     assert methods_to_run(["memset", "constant"]) == ["memset", "constant"]
     assert EngramOptions().methods[-1] == "memset"
+
+
+OPTION_CLASSES = [CompareOptions, AuditOptions, InspectOptions, EngramOptions]
+
+
+@pytest.mark.parametrize("cls", OPTION_CLASSES, ids=lambda c: c.__name__)
+def test_the_default_the_help_shows_is_the_default_the_options_hold(cls: type) -> None:
+    from dummyprof.schema import parse, specs
+
+    defaults = cls()
+    for name, (_, spec) in specs(cls).items():
+        if spec.shown or (spec.shown is None and spec.unit in ("int", "count", "bytes", "seconds")):
+            shown = spec.shown or str(getattr(defaults, name))
+            if getattr(defaults, name) is not None:
+                assert parse(name, spec, shown) == getattr(defaults, name), name
+
+
+def test_options_are_declared_once_and_typer_reads_them() -> None:
+    from dummyprof.cli.app import _click_command
+    from dummyprof.errors import flag_for
+    from dummyprof.schema import specs
+
+    commands = _click_command().commands
+    for command, cls in (("compare", CompareOptions), ("audit", AuditOptions), ("inspect", InspectOptions)):
+        flags = {opt for param in commands[command].params for opt in param.opts}
+        for name in specs(cls):
+            if name not in ("meta", "engram_rows") or command == "compare":
+                assert flag_for(name) in flags, (command, name)
+        help_of = {opt: param.help for param in commands[command].params for opt in param.opts}
+        assert help_of["--depth"] == specs(cls)["depth"][1].help
+
+
+def test_the_library_raises_with_field_names_not_flags() -> None:
+    import ast
+
+    allowed = {ROOT / "dummyprof" / "scenarios" / "engram" / "ranks.py"}  # the multi-rank work converts it
+    found = []
+    for path in sorted((ROOT / "dummyprof").rglob("*.py")):
+        if "cli" in path.relative_to(ROOT / "dummyprof").parts or path in allowed:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", "")) in (
+                "UsageError",
+                "DoesNotFitError",
+            ):
+                first = node.args[0] if node.args else None
+                if isinstance(first, ast.Constant) and isinstance(first.value, str) and first.value.startswith("--"):
+                    found.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert found == []
+
+
+def test_a_field_error_reads_as_its_flag_at_the_cli_and_as_its_field_in_python() -> None:
+    from dummyprof.cli.flags import error_text
+
+    exc = UsageError.for_field("time_budget_s", "must be a positive number of seconds, got 0")
+    assert (exc.flag, str(exc)) == ("--time-budget", "time_budget_s: must be a positive number of seconds, got 0")
+    assert error_text(exc) == "--time-budget: must be a positive number of seconds, got 0"

@@ -10,10 +10,10 @@ from collections.abc import Callable
 import pytest
 import torch
 
-from dummyprof.cli.engram import METHOD_NAMES
 from dummyprof.loaders import random_fast as rf
 from dummyprof.loaders.fp8_methods import METHODS, TablePair, sample_values
 from dummyprof.loaders.initializers import SCALE_BYTE, FastInitializer, V033Initializer, get_initializer
+from dummyprof.scenarios.engram.options import EngramOptions
 from tests.conftest import CliResult
 
 STEP = rf.LANES * rf.WORD_BYTES  # bytes one generator step writes
@@ -340,8 +340,8 @@ def test_a_run_without_random_fast_records_no_engine(cli: Callable[..., CliResul
     assert json.loads(result.stdout)["environment"]["random_fast_engine"] == ""
 
 
-def test_the_cli_lists_every_engram_method_without_importing_them() -> None:
-    assert tuple(METHODS) == METHOD_NAMES
+def test_the_default_engram_methods_are_the_registry_s() -> None:
+    assert tuple(EngramOptions().methods) == tuple(METHODS)
 
 
 def test_engram_shows_random_fast_values_next_to_the_others(cli: Callable[..., CliResult]) -> None:

@@ -293,16 +293,16 @@ class Arena:
         path = base if self._files == 0 else f"{base}.{self._files}"
         free = disk_free_bytes(Path(path).parent)
         if free is not None and free < size:
-            raise DoesNotFitError(
-                "--backing",
+            raise DoesNotFitError.for_field(
+                "backing",
                 f"{format_bytes(size)} for a table file in {Path(path).parent} but only {format_bytes(free)} "
                 "free on that disk; choose a folder on a larger disk or lower --rows",
             )
         try:
             fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
         except FileExistsError:
-            raise UsageError(
-                "--backing", f"{path} already exists; dummyprof never overwrites a file: pick a new path"
+            raise UsageError.for_field(
+                "backing", f"{path} already exists; dummyprof never overwrites a file: pick a new path"
             ) from None
         self._files += 1
         return fd, path

@@ -2,25 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Optional
-
 import typer
 
-from dummyprof.cli.html_option import HtmlOpt, html_reports
-from dummyprof.cli.model_options import (
-    LoaderArgOpt,
-    LoaderOpt,
-    ModelArgOpt,
-    ModelOpt,
-    PresetOpt,
-    TreeDepthOpt,
-    TreeDtypeOpt,
-    TreeHiddenOpt,
-    TreeWidthOpt,
-    TrustRemoteCodeOpt,
-    parse_args_flag,
-    tree_fields,
-)
 from dummyprof.cli.output import (
     EXIT_NOT_WRITTEN,
     check_outputs,
@@ -28,9 +11,10 @@ from dummyprof.cli.output import (
     json_to_stdout,
     user_stdout_to_stderr,
 )
-from dummyprof.cli.output_options import ForceOpt, JsonOpt, QuietOpt
+from dummyprof.cli.output_options import ForceOpt, HtmlOpt, JsonOpt, QuietOpt, html_reports
+from dummyprof.cli.schema_command import with_options
 from dummyprof.files.inputs import run_inputs
-from dummyprof.units import parse_bytes
+from dummyprof.scenarios.audit.options import AuditOptions
 
 HELP = """\
 Trace every write each strategy or loader makes, and report what is wrong.
@@ -62,68 +46,33 @@ def register(app: typer.Typer) -> None:
     app.command("audit", help=HELP, no_args_is_help=False)(audit)
 
 
+FIELDS = (
+    *("model", "preset", "model_args", "trust_remote_code", "strategies", "loaders", "loader_args"),
+    *("loader_initializer", "initializer", "ignore", "depth", "width", "hidden", "dtype", "device", "max_memory"),
+)
+# audit times nothing: its loaders are only traced
+LOADER_HELP = (
+    "Your fill function fn(model, **args) as package.module:callable or ./file.py:callable (repeatable); "
+    "audit traces its writes."
+)
+
+
+@with_options(AuditOptions, FIELDS, {"loaders": {"help": LOADER_HELP}})
 def audit(
-    model: ModelOpt = None,
-    preset: PresetOpt = None,
-    model_arg: ModelArgOpt = None,
-    trust_remote_code: TrustRemoteCodeOpt = False,
-    strategy: Annotated[
-        Optional[list[str]],  # noqa: UP045 - typer needs Optional here on Python 3.10
-        typer.Option("--strategy", "-s", help="Strategy to audit (repeatable). Default: per-layer and unique."),
-    ] = None,
-    loader: LoaderOpt = None,
-    loader_arg: LoaderArgOpt = None,
-    loader_initializer: Annotated[
-        Optional[str],  # noqa: UP045
-        typer.Option(
-            metavar="NAME",
-            help="Declare that the loaders fill like this initializer (v0.33, v0.29, fast): their final bytes are then "
-            "compared with the strategies using it.",
-        ),
-    ] = None,
-    initializer: Annotated[
-        Optional[str],  # noqa: UP045
-        typer.Option(
-            help="Use this initializer (v0.33, v0.29 or fast) for every strategy, so all their values compare."
-        ),
-    ] = None,
-    ignore: Annotated[
-        Optional[list[str]],  # noqa: UP045
-        typer.Option("--ignore", metavar="KIND", help="A finding kind that should not fail the audit (repeatable)."),
-    ] = None,
-    depth: TreeDepthOpt = "3",
-    width: TreeWidthOpt = "1",
-    hidden: TreeHiddenOpt = "64",
-    dtype: TreeDtypeOpt = "float32",
-    device: Annotated[str, typer.Option(help="cpu, cuda, cuda:N or auto.")] = "cpu",
-    max_memory: Annotated[
-        Optional[str],  # noqa: UP045
-        typer.Option(metavar="SIZE", help="Memory the run may use, e.g. 8GiB. Default: 80% of available."),
-    ] = None,
+    options: AuditOptions,
+    given: frozenset[str],
     json_path: JsonOpt = None,
     html: HtmlOpt = None,
     force: ForceOpt = False,
     quiet: QuietOpt = False,
 ) -> int:
-    from dummyprof.scenarios.audit.options import DEFAULT_STRATEGIES, AuditOptions
-
-    strategies = list(strategy) if strategy else ([] if loader else list(DEFAULT_STRATEGIES))
-    options = AuditOptions(
-        **tree_fields(depth, width, hidden, dtype, examples=(3, 1, 64)),
-        strategies=strategies,
-        loaders=list(loader or []),
-        loader_args=parse_args_flag(loader_arg, "--loader-arg"),
-        loader_initializer=loader_initializer,
-        initializer=initializer,
-        model=model,
-        preset=preset,
-        model_args=parse_args_flag(model_arg, "--model-arg"),
-        trust_remote_code=trust_remote_code,
-        device=device,
-        max_memory=parse_bytes("--max-memory", max_memory) if max_memory is not None else None,
-        ignore=list(ignore or []),
+    if "strategies" not in given and options.loaders:
+        options.strategies = []  # --loader alone audits the loaders, not the default strategies too
+    check_outputs(
+        {"--json": json_path, "--html": html},
+        force=force,
+        inputs=run_inputs(model=options.model, loaders=options.loaders),
     )
-    check_outputs({"--json": json_path, "--html": html}, force=force, inputs=run_inputs(model=model, loaders=loader))
     reports = html_reports(html)
     from dummyprof.scenarios.audit import run as scenario
 

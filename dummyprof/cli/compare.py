@@ -8,17 +8,6 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
-from dummyprof.cli.html_option import HtmlOpt, html_reports
-from dummyprof.cli.model_options import (
-    LoaderArgOpt,
-    LoaderOpt,
-    ModelArgOpt,
-    ModelOpt,
-    PresetOpt,
-    TrustRemoteCodeOpt,
-    parse_args_flag,
-    tree_fields,
-)
 from dummyprof.cli.output import (
     EXIT_NOT_WRITTEN,
     check_outputs,
@@ -28,13 +17,14 @@ from dummyprof.cli.output import (
     reporter,
     user_stdout_to_stderr,
 )
-from dummyprof.cli.output_options import ForceOpt, JsonOpt, QuietOpt
+from dummyprof.cli.output_options import ForceOpt, HtmlOpt, JsonOpt, QuietOpt, html_reports
+from dummyprof.cli.schema_command import with_options
 from dummyprof.files.inputs import run_inputs
 from dummyprof.files.outputs import Output
+from dummyprof.scenarios.compare.options import CompareOptions
 
 if TYPE_CHECKING:
     from dummyprof.results.session import Results
-from dummyprof.units import parse_bytes, parse_int, parse_seconds
 
 HELP = """\
 Fill one model with several strategies, side by side, and show the cost of each.
@@ -64,63 +54,24 @@ words on every core):
 """
 
 
+FIELDS = (
+    *("depth", "width", "hidden", "dtype", "meta", "engram_rows", "strategies", "initializer", "repeat", "warmup"),
+    *("device", "time_budget", "max_memory", "model", "preset", "model_args", "trust_remote_code"),
+    *("loaders", "loader_args"),
+)
+TREE_HELP = {
+    "width": {"help": "Child blocks per block (blocks grow as width^depth)."},
+    "dtype": {"help": "Float dtype of the tree: float32, bfloat16 or float16."},
+}
+
+
 def register(app: typer.Typer) -> None:
     app.command("compare", help=HELP, no_args_is_help=False)(compare)
 
 
+@with_options(CompareOptions, FIELDS, TREE_HELP)
 def compare(
-    depth: Annotated[str, typer.Option(metavar="INT", help="Levels of nested blocks below the root.")] = "12",
-    width: Annotated[
-        str, typer.Option(metavar="INT", help="Child blocks per block (blocks grow as width^depth).")
-    ] = "1",
-    hidden: Annotated[
-        str, typer.Option(metavar="INT", help="Size of each weight (hidden x hidden); multiple of 32.")
-    ] = "512",
-    dtype: Annotated[str, typer.Option(help="Float dtype of the tree: float32, bfloat16 or float16.")] = "float32",
-    meta: Annotated[bool, typer.Option("--meta", help="Add a tensor left on the meta device (never filled).")] = False,
-    engram_rows: Annotated[
-        str, typer.Option(metavar="INT", help="Add a small Engram-style fp8 table with this many rows (0: none).")
-    ] = "0",
-    strategy: Annotated[
-        Optional[list[str]],  # noqa: UP045 - typer needs Optional here on Python 3.10
-        typer.Option("--strategy", "-s", help="Strategy to run (repeatable). Default: legacy, per-layer, unique."),
-    ] = None,
-    initializer: Annotated[
-        Optional[str],  # noqa: UP045
-        typer.Option(
-            help="Use this initializer for every strategy: v0.33, v0.29, or fast (v0.33's rules, random values "
-            "from masked random words on every core). Default: each strategy's own."
-        ),
-    ] = None,
-    repeat: Annotated[
-        str,
-        typer.Option(
-            metavar="INT|auto",
-            help="Measured rounds per strategy, or auto: at least 3, then until every speedup's 95% interval is "
-            "within 5% of it, or one more round would overrun --time-budget (at most 50).",
-        ),
-    ] = "5",
-    warmup: Annotated[str, typer.Option(metavar="INT", help="Warm-up rounds run first and discarded.")] = "1",
-    device: Annotated[str, typer.Option(help="cpu, cuda, cuda:N or auto (CUDA when present).")] = "auto",
-    time_budget: Annotated[
-        str,
-        typer.Option(
-            metavar="DURATION",
-            help="Seconds the measured rounds may take (e.g. 60, 5m). When the rounds are predicted to take "
-            "longer, fewer are measured (at least 3, said in the report); when even 3 do not fit, or the model "
-            "does not fit --max-memory, it is projected from calibration fills instead.",
-        ),
-    ] = "60s",
-    max_memory: Annotated[
-        Optional[str],  # noqa: UP045
-        typer.Option(metavar="SIZE", help="Memory the run may use, e.g. 8GiB. Default: 80% of available."),
-    ] = None,
-    model: ModelOpt = None,
-    preset: PresetOpt = None,
-    model_arg: ModelArgOpt = None,
-    trust_remote_code: TrustRemoteCodeOpt = False,
-    loader: LoaderOpt = None,
-    loader_arg: LoaderArgOpt = None,
+    options: CompareOptions,
     json_path: JsonOpt = None,
     export: Annotated[
         Optional[tuple[str, Path]],  # noqa: UP045
@@ -144,26 +95,7 @@ def compare(
     force: ForceOpt = False,
     quiet: QuietOpt = False,
 ) -> int:
-    from dummyprof.scenarios.compare.options import DEFAULT_STRATEGIES, CompareOptions
-
-    options = CompareOptions(
-        **tree_fields(depth, width, hidden, dtype, examples=(12, 1, 512), engram_rows=engram_rows, meta=meta),
-        strategies=list(strategy) if strategy else list(DEFAULT_STRATEGIES),
-        repeat=5 if repeat.strip().lower() == "auto" else parse_int("--repeat", repeat, minimum=1, example="5"),
-        repeat_auto=repeat.strip().lower() == "auto",
-        warmup=parse_int("--warmup", warmup, minimum=0, example="1"),
-        device=device,
-        initializer=initializer,
-        max_memory=parse_bytes("--max-memory", max_memory) if max_memory is not None else None,
-        model=model,
-        preset=preset,
-        model_args=parse_args_flag(model_arg, "--model-arg"),
-        trust_remote_code=trust_remote_code,
-        loaders=list(loader or []),
-        time_budget=parse_seconds("--time-budget", time_budget),
-        loader_args=parse_args_flag(loader_arg, "--loader-arg"),
-        trace=trace is not None,
-    )
+    options.trace = trace is not None
     reports: list[tuple[Output, Callable[[Results], str]]] = html_reports(html)  # no plotly: exit 2 now
     if export is not None:
         from dummyprof.reports.registry import get_reporter
@@ -177,7 +109,7 @@ def compare(
         "--trace": trace,
         "--html": html,
     }
-    check_outputs(outputs, force=force, inputs=run_inputs(model=model, loaders=loader))
+    check_outputs(outputs, force=force, inputs=run_inputs(model=options.model, loaders=options.loaders))
     from dummyprof.scenarios.compare import run as scenario
 
     with progress_bar(not quiet, "compare") as progress, user_stdout_to_stderr(json_to_stdout(json_path)):

@@ -8,7 +8,6 @@ from typing import Annotated, Optional
 
 import typer
 
-from dummyprof.cli.html_option import HtmlOpt, html_reports
 from dummyprof.cli.output import (
     check_outputs,
     emit,
@@ -17,7 +16,7 @@ from dummyprof.cli.output import (
     reporter,
     user_stdout_to_stderr,
 )
-from dummyprof.cli.output_options import ForceOpt, JsonOpt, QuietOpt
+from dummyprof.cli.output_options import ForceOpt, HtmlOpt, JsonOpt, QuietOpt, html_reports
 from dummyprof.errors import UsageError
 from dummyprof.files.inputs import run_inputs
 from dummyprof.files.outputs import Output, is_step_summary
@@ -39,7 +38,7 @@ written). A regression wins over a crash; a crash is never reported as a
 regression; a result that could not be recorded is never 0 or 1.
 """
 
-BASELINE_HELP = f"""\
+BASELINE_HELP = """\
 Measure every scenario of the gate config and save the metrics as a baseline.
 
 Review the file and commit it; dummyprof gate compares later runs with it.
@@ -50,7 +49,10 @@ threads). Nothing is written if a scenario cannot be measured (exit 3).
 
 Example: dummyprof baseline --config dummyprof.toml --output perf/baseline.json
 
-{EXIT_CODES}"""
+Exit codes: 0 the baseline was written, 2 usage or config error, 3 could not
+measure (a scenario crashed; nothing is written) or could not record (the
+baseline could not be written).
+"""
 
 GATE_HELP = f"""\
 Run the gate config's scenarios and check them against a baseline.

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from dummyprof.cli.flags import error_text
-from dummyprof.cli.html_option import html_reports
 from dummyprof.cli.output import EXIT_NOT_WRITTEN, check_outputs, emit
+from dummyprof.cli.output_options import html_reports
 from dummyprof.errors import UsageError
 from dummyprof.scenarios.engram.ranks.world import LaunchEnv
 from dummyprof.units import parse_float, parse_int

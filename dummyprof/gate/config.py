@@ -76,7 +76,9 @@ class GateConfig:
         known = {s.name: s for s in self.scenarios}
         for name in names:
             if name not in known:
-                raise UsageError("--scenario", f"no scenario {name!r} in {self.path}; choose from: {', '.join(known)}")
+                raise UsageError.for_field(
+                    "scenario", f"no scenario {name!r} in {self.path}; choose from: {', '.join(known)}"
+                )
         return [s for s in self.scenarios if s.name in names]
 
 
@@ -88,8 +90,8 @@ def find_config(path: Path | None) -> tuple[Path, dict[str, Any]]:
         elif Path("pyproject.toml").is_file() and "dummyprof" in _read(Path("pyproject.toml")).get("tool", {}):
             path = Path("pyproject.toml")
         else:
-            raise UsageError(
-                "--config",
+            raise UsageError.for_field(
+                "config",
                 "no dummyprof.toml here and no [tool.dummyprof] in pyproject.toml; "
                 "pass --config PATH (see docs/gate.md)",
             )
@@ -103,13 +105,13 @@ def find_config(path: Path | None) -> tuple[Path, dict[str, Any]]:
 
 
 def _read(path: Path) -> dict[str, Any]:
-    raw = read_bounded(path, GATE_CONFIG, refuse=lambda message: UsageError("--config", message))
+    raw = read_bounded(path, GATE_CONFIG, refuse=lambda message: UsageError.for_field("config", message))
     try:
         return tomllib.loads(raw.decode("utf-8"))
     except tomllib.TOMLDecodeError as exc:
-        raise UsageError("--config", f"{path}: not valid TOML: {exc}") from None
+        raise UsageError.for_field("config", f"{path}: not valid TOML: {exc}") from None
     except UnicodeDecodeError:
-        raise UsageError("--config", f"{path}: not valid TOML (not UTF-8 text)") from None
+        raise UsageError.for_field("config", f"{path}: not valid TOML (not UTF-8 text)") from None
 
 
 def load_config(path: Path | None = None) -> GateConfig:

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import fields
 from pathlib import Path
 
-from dummyprof.errors import DoesNotFitError, ResultsFileError, UsageError
+from dummyprof.errors import DoesNotFitError, ResultsFileError, UsageError, flag_text
 from dummyprof.files.reading import BASELINE
 from dummyprof.gate.checks import evaluate
 from dummyprof.gate.config import GateConfig, ScenarioConfig
@@ -44,9 +44,9 @@ def measure_scenario(
         if not isinstance(exc, DoesNotFitError):
             key = f"scenarios.{scenario.name}.options"
             where = f"{key}.{exc.field}: {exc.message}" if exc.field else f"{key}: {exc}"
-            raise UsageError("--config", f"{config.path}: {where}") from None
+            raise UsageError.for_field("config", f"{config.path}: {where}") from None
         # Valid options that this machine cannot hold: a measurement problem, not a config mistake.
-        run.error = f"does not fit on this machine: {exc}"
+        run.error = f"does not fit on this machine: {flag_text(exc)}"
     except Exception as exc:  # a crash inside a scenario is "could not measure", never a regression
         run.error = _crash_report(exc)
     if run.error is not None:

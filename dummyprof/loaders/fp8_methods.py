@@ -68,7 +68,7 @@ def fill_random_chunked(tables: Sequence[TablePair], chunk: int = DEFAULT_CHUNK_
     with a scratch of at most ``chunk`` elements.
     """
     if chunk < 1:
-        raise UsageError("--chunk-elements", f"must be at least 1, got {chunk}")
+        raise UsageError.for_field("chunk_elements", f"must be at least 1, got {chunk}")
     outcomes = []
     for t in tables:
         flat = t.weight.view(-1)
@@ -208,7 +208,7 @@ def get_method(name: str) -> FillMethod:
     try:
         return METHODS[name]
     except KeyError:
-        raise UsageError("--method", f"unknown method {name!r}; choose from: {', '.join(METHODS)}") from None
+        raise UsageError.for_field("methods", f"unknown method {name!r}; choose from: {', '.join(METHODS)}") from None
 
 
 @dataclass(frozen=True)

@@ -225,4 +225,4 @@ def get_initializer(name: str) -> Initializer:
         from dummyprof.errors import UsageError
 
         known = ", ".join(sorted(INITIALIZERS))
-        raise UsageError("--initializer", f"unknown initializer {name!r}; choose one of: {known}") from None
+        raise UsageError.for_field("initializer", f"unknown initializer {name!r}; choose one of: {known}") from None

@@ -117,15 +117,15 @@ MAX_TABLE_BYTES = 2**53
 def validate_engram_spec(spec: EngramSpec) -> None:
     """Raise UsageError naming the flag for anything that cannot be sharded as vLLM does."""
     if spec.rows < 1:
-        raise UsageError("--rows", f"must be at least 1, got {spec.rows}; try --rows 4M")
+        raise UsageError.for_field("rows", f"must be at least 1, got {spec.rows}; try --rows 4M")
     if spec.dim < 1:
-        raise UsageError("--dim", f"must be at least 1, got {spec.dim}; try --dim 256")
+        raise UsageError.for_field("dim", f"must be at least 1, got {spec.dim}; try --dim 256")
     if spec.block_size < 1:
-        raise UsageError("--block-size", f"must be at least 1, got {spec.block_size}; try --block-size 32")
+        raise UsageError.for_field("block_size", f"must be at least 1, got {spec.block_size}; try --block-size 32")
     if spec.dim % spec.block_size:
         fixed = max(spec.block_size, spec.dim // spec.block_size * spec.block_size)
-        raise UsageError(
-            "--dim",
+        raise UsageError.for_field(
+            "dim",
             f"{spec.dim} is not a multiple of --block-size {spec.block_size} (one scale byte per block); "
             f"try --dim {fixed}",
         )
@@ -133,26 +133,28 @@ def validate_engram_spec(spec: EngramSpec) -> None:
         if value < 1:
             raise UsageError(flag, f"must be at least 1, got {value}")
     if not 0 <= spec.rank < spec.ranks:
-        raise UsageError(
-            "--rank",
+        raise UsageError.for_field(
+            "rank",
             f"must be between 0 and {spec.ranks - 1} (tp {spec.tp_size} x dp {spec.dp_size} ranks), got {spec.rank}",
         )
     heads = spec.num_heads
     if heads < 1:
-        raise UsageError("--heads", f"must be at least 1, got {heads}")
+        raise UsageError.for_field("heads", f"must be at least 1, got {heads}")
     if heads < spec.ranks:
-        raise UsageError(
-            "--heads",
+        raise UsageError.for_field(
+            "heads",
             f"{heads} hash heads cannot give each of {spec.ranks} ranks (tp {spec.tp_size} x dp {spec.dp_size}) "
             f"a whole head; use --heads {spec.ranks} or more, or fewer ranks",
         )
     if heads > spec.rows:
-        raise UsageError("--heads", f"{heads} heads is more than the {spec.rows} rows; use at most --heads {spec.rows}")
+        raise UsageError.for_field(
+            "heads", f"{heads} heads is more than the {spec.rows} rows; use at most --heads {spec.rows}"
+        )
     total = spec.tables * engram_table_bytes(spec.rows, spec.dim, spec.block_size)
     if total > MAX_TABLE_BYTES:
         fitting = MAX_TABLE_BYTES // (spec.tables * spec.row_bytes)
-        raise UsageError(
-            "--rows",
+        raise UsageError.for_field(
+            "rows",
             f"{spec.rows:.3g} rows x {spec.tables} tables of {spec.row_bytes} bytes a row is {total:.3g} bytes, beyond "
             f"the {MAX_TABLE_BYTES:.3g} bytes (2^53, 8 PiB) whose sizes and projected times stay exact in "
             f"floating point; use --rows {fitting:.3g} or less (DeepSeek-scale tables are about 2e9 rows)",

@@ -276,7 +276,7 @@ def get_preset(name: str) -> Preset:
     try:
         return PRESETS[name]
     except KeyError:
-        raise UsageError("--preset", f"unknown preset {name!r}; choose from: {', '.join(PRESETS)}") from None
+        raise UsageError.for_field("preset", f"unknown preset {name!r}; choose from: {', '.join(PRESETS)}") from None
 
 
 def preset_source(name: str, args: dict[str, Any], *, limits: BuildLimits | None = None) -> ModelSource:
@@ -286,7 +286,7 @@ def preset_source(name: str, args: dict[str, Any], *, limits: BuildLimits | None
     unknown = sorted(set(args) - set(known))
     if unknown:
         choices = ", ".join(f"{k}={v!r}" for k, v in known.items())
-        raise UsageError("--model-arg", f"preset {name!r} takes no {', '.join(unknown)}; it takes: {choices}")
+        raise UsageError.for_field("model_args", f"preset {name!r} takes no {', '.join(unknown)}; it takes: {choices}")
     merged = {**known, **args}
     shown = ", ".join(f"{k}={v}" for k, v in merged.items())
     return callable_source(

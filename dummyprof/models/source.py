@@ -15,8 +15,8 @@ from torch import nn
 
 from dummyprof.models.synthetic import (
     SCALE_BLOCK,
+    SyntheticModel,
     TreeSpec,
-    build_tree,
     tree_bytes,
     tree_tensor_count,
     validate_spec,
@@ -66,7 +66,7 @@ def synthetic_source(spec: TreeSpec) -> ModelSource:
             + (", meta tensor" if spec.meta else "")
             + (f", engram {spec.engram_rows} rows" if spec.engram_rows else "")
         ),
-        build=lambda device: build_tree(spec, device),
+        build=lambda device: SyntheticModel(spec, device),  # checked once above, not again each round
         estimated_bytes=tree_bytes(spec),
         options={
             "depth": spec.depth,

@@ -73,10 +73,12 @@ def _packed_plotly_js() -> tuple[str, str]:
     try:
         import plotly
     except ImportError:
-        raise UsageError("--html", f"HTML reports need the optional plotly package: {INSTALL_HINT}") from None
+        raise UsageError.for_field("html", f"HTML reports need the optional plotly package: {INSTALL_HINT}") from None
     source = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
     if not source.is_file():
-        raise UsageError("--html", f"this plotly install has no bundled plotly.min.js ({source}); {INSTALL_HINT}")
+        raise UsageError.for_field(
+            "html", f"this plotly install has no bundled plotly.min.js ({source}); {INSTALL_HINT}"
+        )
     packed = base64.b64encode(gzip.compress(source.read_bytes(), compresslevel=9, mtime=0)).decode("ascii")
     return packed, str(plotly.__version__)
 
@@ -90,7 +92,7 @@ def render_html(results: Results) -> str:
     builder = SECTIONS.get(results.command)
     if builder is None:
         kinds = ", ".join(sorted(KINDS))
-        raise UsageError("--format", f"no HTML report for {results.command!r} results; HTML renders: {kinds}")
+        raise UsageError.for_field("format", f"no HTML report for {results.command!r} results; HTML renders: {kinds}")
     packed, plotly_version = _packed_plotly_js()
     sections = builder(results)
     figures: dict[str, str] = {}

@@ -22,7 +22,9 @@ def load_loaders(specs: Sequence[str], args: dict[str, Any], taken: Sequence[str
         if loader.name in names:
             from dummyprof.errors import UsageError
 
-            raise UsageError("--loader", f"{loader.name!r} is listed twice (or clashes with a --strategy name)")
+            raise UsageError.for_field(
+                "loaders", f"{loader.name!r} is listed twice (or clashes with a --strategy name)"
+            )
         names.add(loader.name)
         loaders.append(loader)
     return loaders

@@ -54,9 +54,9 @@ def resolve_source(
     if (model or preset) and limits is None:
         limits = meta_build_limits()
     if model and preset:
-        raise UsageError("--model", "give either --model or --preset, not both")
+        raise UsageError.for_field("model", "give either --model or --preset, not both")
     if trust_remote_code and not is_hf_spec(model):
-        raise UsageError("--trust-remote-code", "only applies to --model hf:...; drop it or give an hf: model")
+        raise UsageError.for_field("trust_remote_code", "only applies to --model hf:...; drop it or give an hf: model")
     if model and is_hf_spec(model):
         return hf_source(model, model_args or {}, trust_remote_code=trust_remote_code, limits=limits)
     if preset:
@@ -64,7 +64,9 @@ def resolve_source(
     if model:
         return model_source(model, model_args or {}, limits=limits)
     if model_args:
-        raise UsageError("--model-arg", "needs --model or --preset; the synthetic tree takes --depth, --hidden...")
+        raise UsageError.for_field(
+            "model_args", "needs --model or --preset; the synthetic tree takes --depth, --hidden..."
+        )
     return None
 
 

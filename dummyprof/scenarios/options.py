@@ -10,26 +10,56 @@ CLI turns it into a flag, the gate into a config key.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field, fields
-from typing import Any
+from dataclasses import dataclass, fields
+from typing import TYPE_CHECKING, Any
 
 from dummyprof.errors import UsageError
-from dummyprof.models.synthetic import TreeSpec, validate_spec
+from dummyprof.schema import MAX_HIDDEN, check_values, integer, option
+
+if TYPE_CHECKING:
+    from dummyprof.models.synthetic import TreeSpec
+
+PRESET_NAMES = "torch-transformer, dense-decoder, moe-decoder, deepseek-v4-like"
+MAX_MEMORY_HELP = "Memory the run may use, e.g. 8GiB. Default: 80% of available."
+
+
+def strategies_option(default: Sequence[str], verb: str) -> Any:
+    """``--strategy/-s``, repeatable, with this command's default list."""
+    shown = ", ".join(default) if len(default) > 2 else " and ".join(default)
+    return option(
+        factory=lambda: list(default),
+        unit="list",
+        short="-s",
+        help=f"Strategy to {verb} (repeatable). Default: {shown}.",
+    )
+
+
+def initializer_help(lead: str, tail: str) -> str:
+    """Help naming every registered initializer, so a new one is listed where it is accepted."""
+    return f"{lead} ({', '.join(INITIALIZER_NAMES)}){tail}"
+
+
+# The registry's names (loaders/initializers.INITIALIZERS), torch-free for the help; tests keep them equal.
+INITIALIZER_NAMES = ("v0.33", "v0.29", "fast")
 
 
 @dataclass
 class TreeOptions:
     """The synthetic tree, built when neither ``model`` nor ``preset`` is given (see :class:`TreeSpec`)."""
 
-    depth: int = 3
-    width: int = 1
-    hidden: int = 64
-    dtype: str = "float32"
-    meta: bool = False
-    engram_rows: int = 0
+    depth: int = integer(3, "Synthetic tree (no --model/--preset): levels.")
+    width: int = integer(1, "Synthetic tree: child blocks per block.")
+    hidden: int = integer(64, "Synthetic tree: weight size; multiple of 32.", maximum=MAX_HIDDEN)
+    dtype: str = option("float32", help="Synthetic tree: float32, bfloat16 or float16.")
+    meta: bool = option(False, unit="flag", help="Add a tensor left on the meta device (never filled).")
+    engram_rows: int = integer(
+        0, "Add a small Engram-style fp8 table with this many rows (0: none).", minimum=0, example="4096"
+    )
 
     def tree_spec(self) -> TreeSpec:
         """The spec to build: every field of this group, by name (TreeSpec's ``fp8`` keeps its default)."""
+        from dummyprof.models.synthetic import TreeSpec
+
         return TreeSpec(**{f.name: getattr(self, f.name) for f in fields(TreeOptions)})
 
 
@@ -37,15 +67,35 @@ class TreeOptions:
 class ModelChoice:
     """A model other than the synthetic tree: ``--model`` or ``--preset``, scaled by ``--model-arg``."""
 
-    model: str | None = None
-    preset: str | None = None
-    model_args: dict[str, Any] = field(default_factory=dict)
-    trust_remote_code: bool = False  # hf: models only
+    model: str | None = option(
+        None,
+        metavar="PATH",
+        help="Your model: package.module:callable or ./file.py:callable returning an nn.Module "
+        "(sized on the meta device first; meta models are materialized with to_empty), or a Hugging Face "
+        "config: hf:./config.json, hf:FOLDER, hf:ORG/NAME (config.json only; needs dummyprof[hf]).",
+    )
+    preset: str | None = option(
+        None, metavar="NAME", help=f"A ready-made model: {PRESET_NAMES}. Scale it with --model-arg."
+    )
+    model_args: dict[str, Any] = option(
+        factory=dict,
+        unit="args",
+        metavar="KEY=VALUE",
+        help="Keyword argument for --model or --preset, or a config field for hf: models (repeatable); values are "
+        "Python literals, e.g. layers=8 or num_hidden_layers=2.",
+    )
+    trust_remote_code: bool = option(
+        False,
+        unit="flag",
+        help="hf: models only: let transformers run the model's own Python code (auto_map). Off unless given.",
+    )
 
 
 def check_tree_if_built(options: TreeOptions, choice: ModelChoice) -> None:
     """The synthetic tree's fields, when the tree is what will be built (neither model nor preset)."""
     if not choice.model and not choice.preset:
+        from dummyprof.models.synthetic import validate_spec
+
         validate_spec(options.tree_spec())
 
 
@@ -53,8 +103,16 @@ def check_tree_if_built(options: TreeOptions, choice: ModelChoice) -> None:
 class LoaderChoice:
     """The user's own fill functions (``--loader``) and the keyword arguments passed to each."""
 
-    loaders: list[str] = field(default_factory=list)
-    loader_args: dict[str, Any] = field(default_factory=dict)
+    loaders: list[str] = option(
+        factory=list,
+        unit="list",
+        metavar="PATH",
+        help="Your fill function fn(model, **args) as package.module:callable or ./file.py:callable (repeatable); "
+        "its writes are traced in a separate run, its times come from untraced runs.",
+    )
+    loader_args: dict[str, Any] = option(
+        factory=dict, unit="args", metavar="KEY=VALUE", help="Keyword argument passed to every --loader (repeatable)."
+    )
 
 
 def check_strategies(names: Sequence[str], *, require_one: bool) -> None:
@@ -72,6 +130,12 @@ def check_strategies(names: Sequence[str], *, require_one: bool) -> None:
         if name in seen:
             raise UsageError.for_field("strategies", f"{name!r} is listed twice")
         seen.add(name)
+
+
+def check_common(options: Any) -> None:
+    """Each declared field within its bounds (``schema.check_values``), then the tree's own rules if it is built."""
+    check_values(options)
+    check_tree_if_built(options, options)
 
 
 def check_initializer(name: str | None, *, field: str = "initializer") -> None:

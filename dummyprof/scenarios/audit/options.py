@@ -2,33 +2,50 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from dummyprof.errors import UsageError
 from dummyprof.results.audit import FINDING_KINDS
 from dummyprof.scenarios.options import (
+    INITIALIZER_NAMES,
+    MAX_MEMORY_HELP,
     LoaderChoice,
     ModelChoice,
     TreeOptions,
+    check_common,
     check_initializer,
     check_strategies,
-    check_tree_if_built,
     loader_names,
+    strategies_option,
 )
+from dummyprof.schema import option
 
 DEFAULT_STRATEGIES = ("per-layer", "unique")
+_NAMES = ", ".join(INITIALIZER_NAMES)
 
 
 @dataclass
 class AuditOptions(LoaderChoice, ModelChoice, TreeOptions):
     """Flat fields: the synthetic tree's, the model's, the loaders', then audit's own (bases in reverse)."""
 
-    strategies: list[str] = field(default_factory=lambda: list(DEFAULT_STRATEGIES))
-    loader_initializer: str | None = None  # declared by the user: compare loaders' values with strategies using it
-    initializer: str | None = None  # every strategy uses this one instead of its own
-    device: str = "cpu"
-    max_memory: int | None = None
-    ignore: list[str] = field(default_factory=list)
+    strategies: list[str] = strategies_option(DEFAULT_STRATEGIES, "audit")
+    # declared by the user: compare loaders' values with strategies using it
+    loader_initializer: str | None = option(
+        None,
+        metavar="NAME",
+        help=f"Declare that the loaders fill like this initializer ({_NAMES}): their final bytes are then "
+        "compared with the strategies using it.",
+    )
+    initializer: str | None = option(  # every strategy uses this one instead of its own
+        None,
+        help=f"Use this initializer ({', '.join(INITIALIZER_NAMES[:-1])} or {INITIALIZER_NAMES[-1]}) for every "
+        "strategy, so all their values compare.",
+    )
+    device: str = option("cpu", help="cpu, cuda, cuda:N or auto.")
+    max_memory: int | None = option(None, unit="bytes", metavar="SIZE", help=MAX_MEMORY_HELP)
+    ignore: list[str] = option(
+        factory=list, unit="list", metavar="KIND", help="A finding kind that should not fail the audit (repeatable)."
+    )
 
 
 def validate(options: AuditOptions) -> list[str]:
@@ -44,5 +61,5 @@ def validate(options: AuditOptions) -> list[str]:
     names = loader_names(options.loaders, options.strategies)
     if not options.strategies and not options.loaders:
         raise UsageError.for_field("strategies", "give at least one --strategy or --loader to audit")
-    check_tree_if_built(options, options)
+    check_common(options)
     return names

@@ -2,36 +2,64 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from dummyprof.errors import UsageError
 from dummyprof.scenarios.options import (
+    INITIALIZER_NAMES,
+    MAX_MEMORY_HELP,
     LoaderChoice,
     ModelChoice,
     TreeOptions,
+    check_common,
     check_initializer,
     check_strategies,
-    check_tree_if_built,
     loader_names,
+    strategies_option,
 )
+from dummyprof.schema import MAX_HIDDEN, integer, option
 
 DEFAULT_STRATEGIES = ("legacy", "per-layer", "unique")
+DEVICE_HELP = "cpu, cuda, cuda:N or auto (CUDA when present)."
+INITIALIZER_HELP = (
+    f"Use this initializer for every strategy: {', '.join(INITIALIZER_NAMES[:-1])}, or {INITIALIZER_NAMES[-1]} "
+    "(v0.33's rules, random values from masked random words on every core). Default: each strategy's own."
+)
 
 
 @dataclass
 class CompareOptions(LoaderChoice, ModelChoice, TreeOptions):
     """Flat fields: the synthetic tree's, the model's, the loaders', then compare's own (bases in reverse)."""
 
-    depth: int = 12  # compare measures time: a deeper, wider tree than audit and inspect build
-    hidden: int = 512
-    strategies: list[str] = field(default_factory=lambda: list(DEFAULT_STRATEGIES))
-    repeat: int = 5
+    # compare measures time: a deeper, wider tree than audit and inspect build
+    depth: int = integer(12, "Levels of nested blocks below the root.")
+    hidden: int = integer(512, "Size of each weight (hidden x hidden); multiple of 32.", maximum=MAX_HIDDEN)
+    strategies: list[str] = strategies_option(DEFAULT_STRATEGIES, "run")
+    repeat: int = option(
+        5,
+        unit="int",
+        minimum=1,
+        example="5",
+        metavar="INT|auto",
+        auto="repeat_auto",
+        help="Measured rounds per strategy, or auto: at least 3, then until every speedup's 95% interval is "
+        "within 5% of it, or one more round would overrun --time-budget (at most 50).",
+    )
     repeat_auto: bool = False  # --repeat auto: rounds until the speedups' intervals are tight or the budget is spent
-    warmup: int = 1
-    device: str = "auto"
-    initializer: str | None = None
-    max_memory: int | None = None
-    time_budget: float = 60.0  # seconds the measured rounds may take; a run predicted to take longer is projected
+    warmup: int = integer(1, "Warm-up rounds run first and discarded.", minimum=0)
+    device: str = option("auto", help=DEVICE_HELP)
+    initializer: str | None = option(None, help=INITIALIZER_HELP)
+    max_memory: int | None = option(None, unit="bytes", metavar="SIZE", help=MAX_MEMORY_HELP)
+    # seconds the measured rounds may take; a run predicted to take longer is projected
+    time_budget: float = option(
+        60.0,
+        unit="seconds",
+        metavar="DURATION",
+        shown="60s",
+        help="Seconds the measured rounds may take (e.g. 60, 5m). When the rounds are predicted to take "
+        "longer, fewer are measured (at least 3, said in the report); when even 3 do not fit, or the model "
+        "does not fit --max-memory, it is projected from calibration fills instead.",
+    )
     project: bool = True  # False: refuse (DoesNotFitError) instead of projecting, as the perf gate needs
     # One instrumented round per strategy, after the timed rounds and apart from them (compare --trace).
     trace: bool = False
@@ -40,13 +68,13 @@ class CompareOptions(LoaderChoice, ModelChoice, TreeOptions):
 def validate(options: CompareOptions) -> list[str]:
     """Check what is to be measured, before anything is built or imported; returns the loaders' names.
 
-    How long and where to measure (``repeat``, ``device``, ``max_memory``) are checked
-    by the run, on the machine that measures.
+    Where to measure (``device``) and whether the model fits are checked by the run, on the
+    machine that measures.
     """
     check_strategies(options.strategies, require_one=bool(options.strategies) or not options.loaders)
     names = loader_names(options.loaders, options.strategies)
     check_initializer(options.initializer)
     if options.repeat_auto and not options.project:
         raise UsageError.for_field("repeat_auto", "the perf gate keeps fixed repeats; set repeat = N")
-    check_tree_if_built(options, options)
+    check_common(options)
     return names

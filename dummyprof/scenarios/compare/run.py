@@ -91,10 +91,6 @@ def run(
     from dummyprof.scenarios.loader_runs import apply_traces, load_loaders, loader_strategies
 
     loaders = load_loaders(options.loaders, options.loader_args, options.strategies)
-    if options.repeat < 1:
-        raise UsageError("--repeat", f"must be at least 1, got {options.repeat}")
-    if not options.time_budget > 0:
-        raise UsageError("--time-budget", f"must be more than 0 seconds, got {options.time_budget}")
     device = resolve_device(options.device)
     source, builtin, meta, decision, projections = size_up(options, device, source)
     repeat = options.repeat
@@ -107,15 +103,15 @@ def run(
             decision.mode, decision.reason = "measured", "reduced"
     if decision.mode == "projected" and not options.project:
         check_source_fits(source, device, options.max_memory, flag="--preset" if options.preset else source.size_flag)
-        raise DoesNotFitError(
-            "--time-budget",
+        raise DoesNotFitError.for_field(
+            "time_budget",
             f"{source.description}: the measured rounds are predicted at {format_seconds(decision.predicted_s)}, "
             f"over the time budget of {format_seconds(options.time_budget)}; raise it or shrink the model",
         )
     if decision.mode == "projected":
         if loaders:
-            raise UsageError(
-                "--loader",
+            raise UsageError.for_field(
+                "loaders",
                 f"{source.description} is projected, not filled, here ({decision.reason} budget); a loader's "
                 "writes are only seen by running it: shrink the model (--model-arg) or raise the budget",
             )

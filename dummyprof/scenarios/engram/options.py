@@ -2,44 +2,102 @@
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, fields
+from typing import TYPE_CHECKING
 
-from dummyprof.allocation.backings import BACKINGS, MMAP_PREFIX, check_mmap_path
 from dummyprof.errors import UsageError
-from dummyprof.loaders.fp8_methods import DEFAULT_CHUNK_ELEMENTS, DEFAULT_METHODS, FLOOR, FillMethod, get_method
-from dummyprof.models.engram import EngramSpec, validate_engram_spec
+from dummyprof.schema import integer, option
+
+if TYPE_CHECKING:
+    from dummyprof.loaders.fp8_methods import FillMethod
+    from dummyprof.models.engram import EngramSpec
 
 DEFAULT_TIME_BUDGET_S = 40.0
 DEFAULT_REPEAT = 3
+
+
+def _default_methods() -> list[str]:
+    from dummyprof.loaders.fp8_methods import DEFAULT_METHODS
+
+    return list(DEFAULT_METHODS)
+
+
+def _default_chunk() -> int:
+    from dummyprof.loaders.fp8_methods import DEFAULT_CHUNK_ELEMENTS
+
+    return DEFAULT_CHUNK_ELEMENTS
 
 
 @dataclass
 class EngramOptions:
     """Plain data (the CI gate builds it from TOML); sizes are per deployment, the run builds one rank."""
 
-    rows: int = 384_000_000
-    dim: int = 256
-    block_size: int = 32
-    tables: int = 1
-    tp_size: int = 1
-    dp_size: int = 1
-    rank: int = 0
-    heads: int | None = None
-    offload: bool = False
-    # pinned (default with --offload), pinned-copy, pinned-register, pageable, hugepages, shm or mmap:PATH
-    backing: str | None = None
-    device: str = "auto"
-    methods: list[str] = field(default_factory=lambda: list(DEFAULT_METHODS))
-    repeat: int = DEFAULT_REPEAT
-    chunk_elements: int = DEFAULT_CHUNK_ELEMENTS
-    max_memory: int | None = None
-    time_budget_s: float = DEFAULT_TIME_BUDGET_S
-    deadline_s: float | None = None
-    dry_run: bool = False
+    rows: int = option(
+        384_000_000,
+        unit="count",
+        minimum=1,
+        example="2e9",
+        metavar="COUNT",
+        shown="384M",
+        help="Rows of one table, all ranks together: 2e9, 384M, 1.5G, 2_000_000_000.",
+    )
+    dim: int = integer(256, "Row width (fp8 elements).")
+    block_size: int = integer(32, "Elements per scale byte; --dim must divide by it.")
+    tables: int = integer(1, "Tables per model (DeepSeek V4.1 Flash has 2).", example="2")
+    tp_size: int = integer(1, "Tensor-parallel size.", example="8")
+    dp_size: int = integer(1, "Data-parallel size; tables shard over tp x dp ranks.")
+    rank: int = integer(0, "Which rank to build (0 .. tp x dp - 1).", minimum=0)
+    heads: int | None = integer(
+        None, "Hash heads per table, split whole over ranks. Default: one per rank.", example="8"
+    )
+    offload: bool = option(False, unit="flag", help="Keep the tables in host memory (pinned by default).")
+    backing: str | None = option(
+        None,
+        metavar="KIND",
+        help="Host memory kind with --offload: pinned (torch.empty pin_memory=True), pinned-copy "
+        "(tensor.pin_memory()), pinned-register (cudaHostRegister), pageable, hugepages, shm, or mmap:PATH "
+        "(a new file on disk, mapped shared, removed at once).",
+    )
+    device: str = option("auto", help="Without --offload: cpu, cuda, cuda:N or auto.")
+    methods: list[str] = option(
+        factory=_default_methods,
+        unit="list",
+        short="-m",
+        help="Fill method (repeatable). Default: all; memset always runs as the floor.",
+    )
+    repeat: int = integer(DEFAULT_REPEAT, "Full-size rounds per method, interleaved.")
+    chunk_elements: int = option(
+        factory=_default_chunk,
+        unit="count",
+        example="64Mi",
+        metavar="COUNT",
+        shown="64Mi",
+        help="Chunk of random-chunked, e.g. 64Mi.",
+    )
+    max_memory: int | None = option(
+        None, unit="bytes", metavar="SIZE", help="Memory the run may use, e.g. 8GiB. Default: 80% of available."
+    )
+    time_budget_s: float = option(
+        DEFAULT_TIME_BUDGET_S,
+        unit="seconds",
+        example="40",
+        metavar="DURATION",
+        shown="40",
+        help="Time for all measuring; sizes and rounds are chosen to fit.",
+    )
+    deadline_s: float | None = option(
+        None,
+        unit="seconds",
+        example="600",
+        metavar="DURATION",
+        help="Health-check deadline, e.g. 600: flags methods whose start-up passes it.",
+    )
+    dry_run: bool = option(False, unit="flag", help="Print the plan (sizes, measure vs project); allocate nothing.")
 
     def spec(self) -> EngramSpec:
         """The tables to build: EngramSpec's fields, read from these options by name."""
+        from dummyprof.models.engram import EngramSpec
+
         return EngramSpec(**{f.name: getattr(self, f.name) for f in fields(EngramSpec)})
 
 
@@ -49,44 +107,46 @@ MIN_CHUNK_ELEMENTS = 2**20
 
 def methods_to_run(names: list[str]) -> list[str]:
     """The methods named, plus the memset floor when it is not among them: every run measures its own floor."""
+    from dummyprof.loaders.fp8_methods import FLOOR
+
     return names if FLOOR in names else [*names, FLOOR]
 
 
 def validate(options: EngramOptions) -> list[FillMethod]:
     """Check every option before anything is sized or allocated; returns the methods to run, floor included."""
+    from dummyprof.allocation.backings import BACKINGS, MMAP_PREFIX, check_mmap_path
+    from dummyprof.loaders.fp8_methods import DEFAULT_METHODS, get_method
+    from dummyprof.models.engram import validate_engram_spec
+    from dummyprof.schema import check_values
+
+    check_values(options)
     validate_engram_spec(options.spec())
     if options.backing is not None:
         if options.backing.startswith(MMAP_PREFIX):
             problem = check_mmap_path(options.backing[len(MMAP_PREFIX) :])
             if problem is not None:
-                raise UsageError("--backing", problem)
+                raise UsageError.for_field("backing", problem)
         elif options.backing not in BACKINGS:
-            raise UsageError("--backing", f"unknown backing {options.backing!r}; choose from: {', '.join(BACKINGS)}")
-        if not options.offload:
-            raise UsageError(
-                "--backing", "host memory kinds only apply with --offload; add --offload or drop --backing"
+            raise UsageError.for_field(
+                "backing", f"unknown backing {options.backing!r}; choose from: {', '.join(BACKINGS)}"
             )
-    if options.repeat < 1:
-        raise UsageError("--repeat", f"must be at least 1, got {options.repeat}; try --repeat 3")
+        if not options.offload:
+            raise UsageError.for_field(
+                "backing", "host memory kinds only apply with --offload; add --offload or drop --backing"
+            )
     if options.chunk_elements < MIN_CHUNK_ELEMENTS:
-        raise UsageError(
-            "--chunk-elements",
+        raise UsageError.for_field(
+            "chunk_elements",
             f"must be at least 1Mi ({MIN_CHUNK_ELEMENTS:,}), got {options.chunk_elements:,}: each chunk costs a "
             "Python loop step and a generator call, which below 1Mi elements outweigh the fill itself and "
             "run past the time budget; try --chunk-elements 64Mi",
         )
-    if not options.time_budget_s > 0 or not math.isfinite(options.time_budget_s):
-        raise UsageError("--time-budget", f"must be a positive number of seconds, got {options.time_budget_s}")
-    if options.deadline_s is not None and not options.deadline_s > 0:
-        raise UsageError("--deadline", f"must be a positive number of seconds, got {options.deadline_s}")
-    if options.max_memory is not None and options.max_memory < 1:
-        raise UsageError("--max-memory", f"must be positive, got {options.max_memory}")
     if not options.methods:
-        raise UsageError("--method", f"give at least one method; choose from: {', '.join(DEFAULT_METHODS)}")
+        raise UsageError.for_field("methods", f"give at least one method; choose from: {', '.join(DEFAULT_METHODS)}")
     methods: list[FillMethod] = []
     for name in options.methods:
         method = get_method(name)
         if method in methods:
-            raise UsageError("--method", f"{name!r} is listed twice")
+            raise UsageError.for_field("methods", f"{name!r} is listed twice")
         methods.append(method)
     return [get_method(name) for name in methods_to_run([m.name for m in methods])]

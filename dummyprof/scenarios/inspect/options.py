@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from dummyprof.errors import UsageError
-from dummyprof.scenarios.options import ModelChoice, TreeOptions, check_strategies, check_tree_if_built
+from dummyprof.scenarios.options import ModelChoice, TreeOptions, check_common, check_strategies, strategies_option
+from dummyprof.schema import integer, option
 
 DEFAULT_STRATEGIES = ("legacy", "per-layer", "unique")
 
@@ -14,13 +14,19 @@ DEFAULT_STRATEGIES = ("legacy", "per-layer", "unique")
 class InspectOptions(ModelChoice, TreeOptions):
     """Flat fields: the synthetic tree's, the model's, then inspect's own (bases in reverse)."""
 
-    strategies: list[str] = field(default_factory=lambda: list(DEFAULT_STRATEGIES))
-    max_depth: int | None = None
-    min_bytes: int = 0
+    strategies: list[str] = strategies_option(DEFAULT_STRATEGIES, "count")
+    max_depth: int | None = integer(None, "Show modules at most this deep (0: the root only).", minimum=0, example="3")
+    min_bytes: int = option(
+        0,
+        unit="bytes",
+        minimum=0,
+        example="1MiB",
+        metavar="SIZE",
+        shown="",
+        help="Hide modules whose subtree holds fewer bytes, e.g. 1MiB.",
+    )
 
 
 def validate(options: InspectOptions) -> None:
     check_strategies(options.strategies, require_one=False)
-    if options.max_depth is not None and options.max_depth < 0:
-        raise UsageError.for_field("max_depth", f"must be 0 or more, got {options.max_depth}")
-    check_tree_if_built(options, options)
+    check_common(options)

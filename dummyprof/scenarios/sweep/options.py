@@ -6,7 +6,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
-from dummyprof.errors import UsageError
+from dummyprof.errors import UsageError, flag_for
 from dummyprof.scenarios.compare.options import CompareOptions
 from dummyprof.scenarios.engram.options import EngramOptions
 
@@ -16,10 +16,6 @@ MODEL_ARG_PREFIX = "model-arg:"
 DEFAULT_SWEEP_REPEAT = 3
 
 
-def _compare_defaults() -> CompareOptions:
-    return CompareOptions(repeat=DEFAULT_SWEEP_REPEAT)
-
-
 @dataclass
 class SweepOptions:
     """Plain data (the CI gate builds it from TOML): the parameter, its values, and the swept scenario's options."""
@@ -27,7 +23,7 @@ class SweepOptions:
     parameter: str = "depth"  # depth, width, hidden (synthetic tree), rows (engram) or model-arg:NAME
     values: list[int] = field(default_factory=lambda: [1, 2, 4, 8, 16])
     fit_from: int | None = None  # smallest value the fits use; default: the middle value
-    compare: CompareOptions = field(default_factory=_compare_defaults)
+    compare: CompareOptions = field(default_factory=lambda: CompareOptions(repeat=DEFAULT_SWEEP_REPEAT))
     engram: EngramOptions | None = None  # the base options of an engram sweep (parameter "rows")
 
     @property
@@ -43,33 +39,34 @@ def validate(options: SweepOptions) -> None:
     """Check the parameter, its values and the largest point's options (and memory) before the first point runs."""
     known = [*TREE_PARAMETERS, ENGRAM_PARAMETER, f"{MODEL_ARG_PREFIX}NAME"]
     if options.parameter not in (*TREE_PARAMETERS, ENGRAM_PARAMETER) and not options.model_arg:
-        raise UsageError("parameter", f"cannot sweep {options.parameter!r}; choose one of: {', '.join(known)}")
-    flag = _flag(options)
+        raise UsageError.for_field(
+            "parameter", f"cannot sweep {options.parameter!r}; choose one of: {', '.join(known)}"
+        )
+    swept = "model_args" if options.model_arg else options.parameter
     values = options.values
     if len(values) < 2:
-        raise UsageError(flag, f"a sweep needs at least two values, got {values}; e.g. {flag} 1:16")
+        example = f"{flag_for(swept)} 1:16"
+        raise UsageError.for_field(swept, f"a sweep needs at least two values, got {values}; e.g. {example}")
     if any(v < 1 for v in values):
-        raise UsageError(flag, f"every value must be at least 1, got {min(values)}")
+        raise UsageError.for_field(swept, f"every value must be at least 1, got {min(values)}")
     if len(set(values)) != len(values):
-        raise UsageError(flag, f"values repeat: {values}; give each value once")
+        raise UsageError.for_field(swept, f"values repeat: {values}; give each value once")
     if sorted(values) != list(values):
-        raise UsageError(flag, f"values must increase, got {values}")
+        raise UsageError.for_field(swept, f"values must increase, got {values}")
     if options.fit_from is not None and sum(1 for v in values if v >= options.fit_from) < 2:
-        raise UsageError("--fit-from", f"leaves fewer than two of {values} to fit; use at most {values[-2]}")
+        raise UsageError.for_field("fit_from", f"leaves fewer than two of {values} to fit; use at most {values[-2]}")
     if options.model_arg and not (options.compare.model or options.compare.preset):
-        raise UsageError("--model-arg", "a swept model argument needs --model or --preset")
+        raise UsageError.for_field("model_args", "a swept model argument needs --model or --preset")
     if options.parameter in TREE_PARAMETERS and (options.compare.model or options.compare.preset):
-        raise UsageError(flag, "sizes the synthetic tree; with --model/--preset sweep a --model-arg KEY=RANGE instead")
+        raise UsageError.for_field(
+            swept, "sizes the synthetic tree; with --model/--preset sweep a --model-arg KEY=RANGE instead"
+        )
     if options.scenario == "engram":
         from dummyprof.scenarios.engram.options import validate as validate_engram
 
         validate_engram(engram_options(options, values[-1]))
     else:
         _check_compare(compare_options(options, values[-1]))
-
-
-def _flag(options: SweepOptions) -> str:
-    return "--model-arg" if options.model_arg else f"--{options.parameter}"
 
 
 def _check_compare(largest: CompareOptions) -> None:
@@ -79,8 +76,6 @@ def _check_compare(largest: CompareOptions) -> None:
     from dummyprof.scenarios.model_choice import check_source_fits, source_or_tree
 
     validate_compare(largest)
-    if largest.repeat < 1:
-        raise UsageError("--repeat", f"must be at least 1, got {largest.repeat}")
     device = resolve_device(largest.device)
     source = source_or_tree(
         model=largest.model, preset=largest.preset, model_args=largest.model_args, tree=largest.tree_spec()

@@ -1,0 +1,115 @@
+"""Typer parameters generated from an options dataclass's declarations (``dummyprof.schema``).
+
+A command names the fields it offers, in the order ``--help`` lists them; each becomes a Typer
+option with the field's flag, metavar, help and shown default. The command function receives
+the options built from them (``options``), ahead of its own CLI-only parameters (``--json``...).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import typing
+from collections.abc import Callable, Mapping, Sequence
+from typing import Annotated, Any, Optional
+
+import typer
+
+from dummyprof.errors import flag_for
+from dummyprof.schema import Spec, parse, specs
+
+Command = Callable[..., int]
+
+
+def param_name(field: str) -> str:
+    """A field's parameter name: its flag's (``strategies`` -> ``strategy``), as ``ctx.params`` keys it."""
+    return flag_for(field)[2:].replace("-", "_")
+
+
+def _parameter(field: dataclasses.Field[Any], spec: Spec) -> inspect.Parameter:
+    help = spec.help
+    names = [flag_for(field.name), *([spec.short] if spec.short else [])]
+    if spec.unit == "flag":
+        info = typer.Option(*names, help=help)
+        return inspect.Parameter(
+            param_name(field.name),
+            inspect.Parameter.KEYWORD_ONLY,
+            default=field.default,
+            annotation=Annotated[bool, info],
+        )
+    many = spec.unit in ("list", "args")
+    kind: Any = Optional[list[str]] if many else Optional[str]  # noqa: UP045 - typer needs Optional on Python 3.10
+    shown = spec.shown
+    if shown is None and field.default is not dataclasses.MISSING and field.default is not None:
+        shown = str(field.default)
+    info = typer.Option(*names, metavar=spec.metavar, help=help)
+    return inspect.Parameter(
+        param_name(field.name), inspect.Parameter.KEYWORD_ONLY, default=shown or None, annotation=Annotated[kind, info]
+    )
+
+
+Overrides = Mapping[str, Mapping[str, Any]]  # field -> Spec fields this command states its own way (help, ...)
+
+
+def _declared(cls: type, fields: Sequence[str], overrides: Overrides | None) -> dict[str, tuple[Any, Spec]]:
+    every = specs(cls)
+    changes = overrides or {}
+    return {n: (every[n][0], dataclasses.replace(every[n][1], **changes.get(n, {}))) for n in fields if n in every}
+
+
+def options_from(
+    cls: type, fields: Sequence[str], params: Mapping[str, Any], overrides: Overrides | None = None
+) -> tuple[Any, frozenset[str]]:
+    """``cls`` from the raw flag values in ``params`` (keyed as ``ctx.params``), and the fields the user gave."""
+    values: dict[str, Any] = {}
+    for name, (_, spec) in _declared(cls, fields, overrides).items():
+        raw = params.get(param_name(name))
+        if raw is None or (spec.unit in ("list", "args") and not raw):
+            continue
+        if spec.auto and str(raw).strip().lower() == "auto":
+            values[spec.auto] = True
+            continue
+        values[name] = parse(name, spec, raw)
+    return cls(**values), frozenset(values)
+
+
+def with_options(cls: type, fields: Sequence[str], overrides: Overrides | None = None) -> Callable[[Command], Command]:
+    """Typer options for ``fields`` of ``cls``, in that order, before the command's own parameters.
+
+    ``fields`` may also name the command's own parameters, to place them among the generated ones.
+    The command receives what it declares: ``options`` (built and parsed), ``given`` (the fields
+    the user gave), ``raw`` (the generated options' text, to parse itself), and its own parameters.
+    """
+    declared = _declared(cls, fields, overrides)
+
+    def wrap(fn: Command) -> Command:
+        own = {p.name: p for p in inspect.signature(fn).parameters.values()}
+        hints = typing.get_type_hints(fn, include_extras=True)
+        special = ("options", "given", "raw", "ctx")
+
+        def mine(name: str) -> inspect.Parameter:
+            return own[name].replace(annotation=hints[name], kind=inspect.Parameter.KEYWORD_ONLY)
+
+        params = [mine("ctx")] if "ctx" in own else []
+        for name in fields:  # a parameter the command declares itself wins over the field of that name
+            params.append(mine(name) if name in own else _parameter(*declared[name]))
+        params += [mine(n) for n in own if n not in special and n not in fields]
+        generated = {param_name(n) for n in declared if n not in own}
+
+        def command(**kwargs: Any) -> int:
+            passed = {k: v for k, v in kwargs.items() if k not in generated}
+            if "raw" in own:
+                passed["raw"] = {k: v for k, v in kwargs.items() if k in generated}
+            if "options" in own:
+                passed["options"], given = options_from(cls, fields, kwargs, overrides)
+                if "given" in own:
+                    passed["given"] = given
+            return fn(**passed)
+
+        command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+        command.__annotations__ = {p.name: p.annotation for p in params}
+        command.__name__ = fn.__name__
+        command.__doc__ = fn.__doc__
+        return command
+
+    return wrap

@@ -1,0 +1,100 @@
+"""Options declared once: each field's default, unit, bounds and help live on the options dataclass.
+
+``option(...)`` is a ``dataclasses.field`` carrying a :class:`Spec`. From it the CLI builds its
+Typer parameters (``cli/schema_command.py``), parses and bounds the flag's text (``parse``), and
+every entry point (CLI, gate TOML, Python API) checks typed values once, in the scenario's
+``validate`` (``check_values``). Errors name the options *field*; the edges turn it into a flag
+(``--depth``) or a config key (``scenarios.NAME.options.depth``).
+
+Torch-free: the CLI reads these declarations before anything heavy is imported.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable
+from dataclasses import MISSING, dataclass
+from typing import Any
+
+from dummyprof import units
+from dummyprof.errors import UsageError, flag_for
+
+# Every size a synthetic weight can take and torch can still count in int64 bytes (hidden x hidden x 8).
+MAX_HIDDEN = 2**20
+
+
+@dataclass(frozen=True)
+class Spec:
+    """How one options field is given: its unit (how text becomes a value), bounds and help."""
+
+    help: str = ""
+    unit: str = "text"  # text, int, count, bytes, seconds, flag, list, args
+    minimum: float | None = None
+    maximum: int | None = None
+    example: str = ""
+    metavar: str | None = None
+    short: str | None = None  # e.g. "-s"
+    shown: str | None = None  # the default as the help shows it (and as it would be typed), e.g. "60s"; "": hidden
+    auto: str | None = None  # the bool field that the text "auto" sets instead of this one (--repeat auto)
+
+
+def option(default: Any = MISSING, *, factory: Callable[[], Any] | None = None, **spec: Any) -> Any:
+    """A dataclass field with its :class:`Spec` (``help=``, ``unit=``, ``minimum=``, ...)."""
+    metadata = {"spec": Spec(**spec)}
+    if factory is not None:
+        return dataclasses.field(default_factory=factory, metadata=metadata)
+    return dataclasses.field(default=default, metadata=metadata)
+
+
+def integer(default: int | None, help: str, *, example: str = "", minimum: int = 1, **spec: Any) -> Any:
+    """A whole-number option (``INT``) at least ``minimum``; a refused value is offered ``example`` (the default)."""
+    example = example or str(default)
+    return option(default, unit="int", minimum=minimum, example=example, metavar="INT", help=help, **spec)
+
+
+def specs(cls: type) -> dict[str, tuple[dataclasses.Field[Any], Spec]]:
+    """Every declared field of an options class, in declaration order."""
+    return {f.name: (f, f.metadata["spec"]) for f in dataclasses.fields(cls) if "spec" in f.metadata}
+
+
+def parse(name: str, spec: Spec, text: Any) -> Any:
+    """The value of field ``name`` from the command line's text, bounded as declared; errors name the field."""
+    flag = flag_for(name)
+    example: dict[str, Any] = {"example": spec.example} if spec.example else {}
+    bounds: dict[str, Any] = {"maximum": spec.maximum or units.INT64_MAX, **example}
+    try:
+        if spec.unit in ("int", "count"):
+            parser: Callable[..., int] = units.parse_int if spec.unit == "int" else units.parse_count
+            return parser(flag, text, **bounds, **({"minimum": int(spec.minimum)} if spec.minimum is not None else {}))
+        if spec.unit == "bytes":
+            return units.parse_bytes(flag, text, **bounds)
+        if spec.unit == "seconds":
+            return units.parse_seconds(flag, text, **example)
+        if spec.unit == "args":
+            from dummyprof.usercode import parse_call_args
+
+            return parse_call_args(text or [], flag=flag)
+    except UsageError as exc:
+        raise UsageError.for_field(name, exc.message) from None
+    return list(text) if spec.unit == "list" else text
+
+
+def check_values(options: Any) -> None:
+    """Every declared bound of ``options``' typed values (the gate's TOML and the Python API give no text)."""
+    for name, (_, spec) in specs(type(options)).items():
+        value = getattr(options, name)
+        if value is None or isinstance(value, bool) or not isinstance(value, (int, float)):
+            continue
+        if isinstance(value, float) and not math.isfinite(value):
+            raise UsageError.for_field(name, f"must be a finite number, got {value}")
+        if spec.unit == "seconds" and value <= 0:
+            raise UsageError.for_field(name, f"must be a positive number of seconds, got {value}")
+        if spec.unit == "bytes" and spec.minimum is None and value < 1:
+            raise UsageError.for_field(name, f"must be positive, got {value}")
+        if spec.minimum is not None and value < spec.minimum:
+            low = int(spec.minimum)
+            bound = "be 0 or more" if low == 0 else f"be at least {low}"
+            raise UsageError.for_field(name, f"must {bound}, got {value}")
+        if spec.maximum is not None and value > spec.maximum:
+            raise UsageError.for_field(name, f"must be at most {spec.maximum:,}, got {value:,}")

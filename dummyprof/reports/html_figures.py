@@ -39,6 +39,8 @@ COLOURS = {
     "per-layer": "#1f77b4",
     "unique": "#2ca02c",
     "hf-init": "#ff7f0e",
+    "vllm": "#393b79",
+    "sglang": "#637939",
     "random-convert": "#8c564b",
     "random-scratch": "#9467bd",
     "random-chunked": "#e377c2",

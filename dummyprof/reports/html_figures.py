@@ -46,7 +46,7 @@ COLOURS = {
     "random-chunked": "#e377c2",
     "random-fast": "#17becf",
     "constant": "#bcbd22",
-    "memset": "#7f7f7f",
+    "memset": "#2f4f4f",
 }
 
 
@@ -441,7 +441,7 @@ def _time_errors(result: SweepResult, series: str) -> dict[str, Any] | None:
 
 # --- engram ---------------------------------------------------------------------------------------
 
-PHASE_COLOURS = {"allocate": "#c7c7c7", "first touch": "#8f8f8f"}
+PHASE_COLOURS = {"allocate": "#dcdcdc", "first touch": "#b5b5b5"}
 
 
 def engram_sections(results: Results) -> list[Section]:

@@ -344,3 +344,11 @@ def test_the_page_inflates_every_kind_of_deflate_block(tmp_path: Path) -> None:
     )
     report = open_page(page)
     assert report.errors == [] and report.charts == "drawn"
+
+
+def test_more_sections_go_in_as_given_after_the_charts() -> None:
+    from dummyprof.reports.html import render_html
+
+    page = render_html(_gate_results(), ["<section><h2>Memory</h2><table></table></section>"])
+    assert page.index('<div class="chart"') < page.index("<section><h2>Memory</h2><table></table></section>")
+    assert page.index("<h2>Memory</h2>") < page.index('<script type="application/json"')

@@ -378,8 +378,8 @@ def sweep_sections(results: Results) -> list[Section]:
                     line={"color": colour(series)},
                     error_y=_time_errors(result, series) if metric == "time" else None,
                     hovertext=[
-                        f"{name}<br>{text(label)} {x:,}<br>{axis} {y:.4g}"
-                        for x, y in zip(result.values, [y or 0.0 for y in ys], strict=True)
+                        f"{name}<br>{text(label)} {x:,}<br>{axis} " + ("n/a" if y is None else f"{y:.4g}")
+                        for x, y in zip(result.values, ys, strict=True)
                     ],
                     hoverinfo="text",
                 )

@@ -3,8 +3,13 @@
 Chromium is started with ``--remote-debugging-port`` on 127.0.0.1; this module
 speaks the protocol through ``websocket-client``. It collects every console
 message of level error, every uncaught exception and every browser log error,
-waits until the page sets ``document.body.dataset.charts`` (the HTML report sets
-``drawn`` or ``failed``), counts drawn charts, and can capture a PNG.
+records what the page holds at its load event (a listener installed before the
+page's own scripts run: ``data-charts``, chart placeholders, and how many of them
+hold a drawn plot with drawn traces), waits until the page sets
+``document.body.dataset.charts`` (the HTML report sets ``drawn`` or ``failed``),
+counts drawn charts, reads the page's visible text and whether a script set
+``window.__pwned``, and can capture a PNG. No virtual time: the page runs in real time,
+as it does for a plain ``chromium --headless --screenshot``.
 
 As a script: ``python tests/browser.py REPORT.html OUT.png [WIDTH]`` saves a full-page screenshot.
 """
@@ -43,6 +48,24 @@ class PageReport:
     errors: list[str] = field(default_factory=list)
     title: str = ""
     screenshot: bytes | None = None
+    at_load: dict[str, Any] = field(default_factory=dict)  # charts, divs, drawn: the page at its load event
+    pwned: bool = False  # a script of the page's data ran (window.__pwned was set)
+    text: str = ""  # document.body.innerText: what a reader sees
+    svg_text: list[str] = field(default_factory=list)  # every text the charts drew (ticks, legends, labels)
+
+
+# Installed before the page's scripts: what the page holds when its load event fires. A chart counts as
+# drawn when plotly's root svg holds at least one drawn trace (bars, lines, icicle slices).
+AT_LOAD = """
+window.addEventListener("load", () => {
+  const divs = [...document.querySelectorAll("div.chart")];
+  window.__atLoad = {
+    charts: document.body.dataset.charts || "",
+    divs: divs.length,
+    drawn: divs.filter((d) => d.querySelector("svg.main-svg") && d.querySelector("g.trace, g.slice")).length,
+  };
+});
+"""
 
 
 def _free_port() -> int:
@@ -153,12 +176,20 @@ def _drive(port: int, path: Path, timeout_s: float, screenshot: bool, width: int
     try:
         for domain in ("Runtime", "Log", "Page"):
             session.call(f"{domain}.enable")
+        session.call("Page.addScriptToEvaluateOnNewDocument", source=AT_LOAD)
         session.call("Page.navigate", url=path.resolve().as_uri())
         while time.monotonic() < deadline:
             state = session.evaluate("document.body ? document.body.dataset.charts || '' : ''")
-            if state in ("drawn", "failed"):
+            loaded = session.evaluate("window.__atLoad !== undefined")
+            if state in ("drawn", "failed") and loaded:
                 break
             time.sleep(0.25)
+        report.at_load = session.evaluate("window.__atLoad || {}") or {}
+        report.pwned = bool(session.evaluate("window.__pwned !== undefined"))
+        report.text = str(session.evaluate("document.body.innerText") or "")
+        report.svg_text = list(
+            session.evaluate("[...document.querySelectorAll('svg text')].map((t) => t.textContent)") or []
+        )
         report.charts = session.evaluate("document.body.dataset.charts || ''") or "pending"
         report.svg_charts = int(session.evaluate("document.querySelectorAll('svg.main-svg').length") or 0)
         report.chart_divs = int(session.evaluate("document.querySelectorAll('div.chart').length") or 0)

@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
 import subprocess
 import sys
+import typing
+import zlib
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from dummyprof.results.gate import CheckResult, GateResult
 from dummyprof.results.session import Results
 from dummyprof.results.store import load_results
 from tests.browser import find_chromium, open_page
@@ -70,12 +75,20 @@ def test_every_command_writes_one_self_contained_file_under_3_mib(reports: dict[
         assert len(text.encode()) < MAX_BYTES, name
         assert text.startswith("<!DOCTYPE html>") and f"<title>dummyprof {name}</title>" in text
         assert not EXTERNAL.search(text), f"{name}: refers to the network"
-        assert 'id="plotly-js-gzip"' in text and "DecompressionStream" in text
+        assert 'id="plotly-js"' in text and "inflateRaw" in text
+        assert "DecompressionStream" not in text  # asynchronous: it would finish after the load event
+
+
+def _figures(path: Path) -> dict[str, Any]:
+    text = path.read_text()
+    found = re.search(r'<script type="application/json" id="figures">(.*?)</script>', text, re.S)
+    assert found is not None
+    figures: dict[str, Any] = json.loads(found[1])
+    return figures
 
 
 def test_figures_carry_the_measured_data(reports: dict[str, Path]) -> None:
-    text = reports["sweep"].read_text()
-    figures = json.loads(re.search(r'<script type="application/json" id="figures">(.*?)</script>', text, re.S)[1])
+    figures = _figures(reports["sweep"])
     results = load_results(reports["sweep"].with_suffix(".json"))
     assert results.sweep is not None
     visits = next(f for f in figures.values() if f["layout"]["title"]["text"].startswith("visits"))
@@ -88,14 +101,20 @@ def test_figures_carry_the_measured_data(reports: dict[str, Path]) -> None:
 
 
 def test_compare_icicle_areas_are_bytes_and_colours_visits(reports: dict[str, Path]) -> None:
-    text = reports["compare"].read_text()
-    figures = json.loads(re.search(r'<script type="application/json" id="figures">(.*?)</script>', text, re.S)[1])
+    figures = _figures(reports["compare"])
     icicles = [f for f in figures.values() if f["data"][0]["type"] == "icicle"]
     assert [f["layout"]["title"]["text"] for f in icicles] == ["legacy", "per-layer", "unique"]
     legacy = icicles[0]["data"][0]
     node = dict(zip(legacy["ids"], zip(legacy["values"], legacy["marker"]["colors"], strict=True), strict=True))
     deepest = "t:" + ".".join(["child0"] * 4) + ".weight"
     assert node[deepest] == (32 * 32 * 4, 5)  # bytes of the deepest weight, visited depth + 1 times by legacy
+    # Labels say where a node is: the path's last parts, and a module's depth.
+    label = dict(zip(legacy["ids"], legacy["labels"], strict=True))
+    assert label[deepest] == "…child0.child0.weight"
+    assert label["m:" + ".".join(["child0"] * 4)] == "…child0.child0.child0 · depth 4"
+    assert label["m:child0"] == "child0 · depth 1"
+    # legacy fills the deepest weight 5 times: full size; per-layer and unique (at most twice) are compact.
+    assert [f["layout"]["height"] for f in icicles] == [520, 280, 280]
     results = load_results(reports["compare"].with_suffix(".json"))
     assert results.compare is not None
     assert node["m:"][0] == sum(t.nbytes for t in results.compare.tensors.values())
@@ -135,6 +154,9 @@ def test_page_loads_in_headless_chromium_without_console_errors_and_draws_its_ch
     assert page.errors == []
     assert page.charts == "drawn"
     assert page.chart_divs > 0 and page.svg_charts >= page.chart_divs  # every placeholder holds a drawn plot
+    # In real time, no virtual time: every chart holds drawn traces when the load event fires, so a plain
+    # `chromium --headless --screenshot` shows them (the page used to draw after load, asynchronously).
+    assert page.at_load == {"charts": "drawn", "divs": page.chart_divs, "drawn": page.chart_divs}
 
 
 def test_report_format_html_renders_a_saved_file(cli: Cli, reports: dict[str, Path], tmp_path: Path) -> None:
@@ -148,3 +170,185 @@ def test_gate_page_shows_each_verdict_with_baseline_and_now(reports: dict[str, P
     text = reports["gate"].read_text()
     assert "Gate verdicts" in text and "chain: counter per-layer.visits" in text
     assert "Now vs baseline" in text
+
+
+# -- colours, labels, the gate's figures --------------------------------------------------------------
+
+
+def test_each_strategy_has_the_same_colour_on_every_chart_of_every_page(reports: dict[str, Path]) -> None:
+    from dummyprof.reports.html_figures import COLOURS
+
+    compare = _figures(reports["compare"])
+    time_bars = next(f for f in compare.values() if f["layout"]["title"]["text"] == "Fill time per strategy")
+    assert time_bars["data"][0]["marker"]["color"] == [COLOURS[n] for n in ("legacy", "per-layer", "unique")]
+    visits = next(f for f in compare.values() if f["layout"]["title"]["text"] == "Visits per strategy")
+    assert all(t["marker"]["color"] == time_bars["data"][0]["marker"]["color"] for t in visits["data"])
+    for figure in _figures(reports["sweep"]).values():
+        lines = {t["name"]: t["line"]["color"] for t in figure["data"] if "fit" not in t["name"]}
+        assert lines == {"legacy": COLOURS["legacy"], "per-layer": COLOURS["per-layer"]}
+    audit = next(iter(_figures(reports["audit"]).values()))
+    assert {t["name"]: t["marker"]["color"] for t in audit["data"]} == {n: COLOURS[n] for n in ("per-layer", "unique")}
+
+
+def test_every_built_in_strategy_loader_and_fill_method_has_a_colour_of_its_own() -> None:
+    from dummyprof.loaders.fp8_methods import METHODS
+    from dummyprof.loaders.named import NAMED
+    from dummyprof.loaders.strategies import STRATEGIES
+    from dummyprof.reports.html_figures import COLOURS, colour
+
+    names = [*STRATEGIES, *NAMED, *METHODS]
+    assert sorted(names) == sorted(COLOURS)
+    assert len(set(COLOURS.values())) == len(COLOURS)
+    # Any other name: a colour from its name alone, so the same on every page.
+    assert colour("./my_loader.py:fill") == colour("./my_loader.py:fill") != colour("./my_loader.py:fill2")
+    assert re.fullmatch(r"#[0-9a-f]{6}", colour("./my_loader.py:fill"))
+
+
+def test_the_time_label_sits_above_the_whisker_never_under_it(reports: dict[str, Path]) -> None:
+    results = load_results(reports["compare"].with_suffix(".json"))
+    assert results.compare is not None
+    time_bars = next(f for f in _figures(reports["compare"]).values() if f["data"][0]["type"] == "bar")
+    bars, labels = time_bars["data"]
+    strategies = results.compare.strategies
+    assert bars["error_y"]["array"] == [s.timing.max - s.timing.median for s in strategies]  # type: ignore[operator]
+    assert labels["mode"] == "text" and labels["textposition"] == "top center"
+    assert labels["y"] == [s.timing.max for s in strategies]  # at the whisker's top
+    assert time_bars["layout"]["yaxis"]["range"][1] > max(labels["y"])  # and inside the plot
+
+
+def _gate_results() -> Results:
+    def check(name: str, unit: str, baseline: float, current: float, verdict: str = "pass") -> CheckResult:
+        return CheckResult("chain", name, "counter", unit, baseline, current, None, "== baseline", None, verdict, "")
+
+    checks = [
+        check("legacy.bytes_written", "bytes", 9602048, 9602048),
+        check("unique.redundant_visits", "visits", 0, 0),
+        check("per-layer.redundant_visits", "visits", 0, 3, "regressed"),
+        check("per-layer.visits", "visits", 110, 0, "regressed"),
+    ]
+    return Results(command="gate", gate=GateResult(config_path="dummyprof.toml", checks=checks))
+
+
+def test_gate_page_prints_whole_counters_and_marks_every_check_even_at_zero() -> None:
+    from dummyprof.reports.html import render_html
+
+    page = render_html(_gate_results())
+    tables = page[: page.index('<script type="application/json"')]
+    assert "9,602,048 B" in tables and not re.search(r"\de[+-]\d", tables)  # was 9.60205e+06
+    figure = next(iter(json.loads(re.search(r'id="figures">(.*?)</script>', page, re.S)[1]).values()))  # type: ignore[index]
+    marks = next(t for t in figure["data"] if t["type"] == "scatter")
+    # 0 = 0 is a ratio of 1; 0 -> 3 has no ratio (an x at 0, its values in the label); 110 -> 0 is a ratio of 0.
+    assert marks["x"] == [1.0, 1.0, 0.0, 0.0]
+    assert marks["marker"]["symbol"] == ["line-ns", "line-ns", "x-thin", "line-ns"]
+    assert marks["text"][2] == "3 (regressed); baseline 0" and marks["text"][3] == "0 (regressed)"
+    assert "e+" not in "".join(marks["text"])
+
+
+# -- hostile strings: every string field of a results file is data on the page --------------------------
+
+PAYLOAD = "<img src=x onerror=window.__pwned=1></script><script>window.__pwned=1</script><!--\u2028"
+SHOWN = "<img src=x onerror=window.__pwned=1>"  # what a reader must see, as text
+
+
+def _field_names(cls: type, seen: set[type]) -> set[str]:
+    names: set[str] = set()
+    for f in dataclasses.fields(cls):
+        names.add(f.name)
+        stack = [typing.get_type_hints(cls)[f.name]]
+        while stack:
+            tp = stack.pop()
+            stack += typing.get_args(tp)
+            if dataclasses.is_dataclass(tp) and isinstance(tp, type) and tp not in seen:
+                seen.add(tp)
+                names |= _field_names(tp, seen)
+    return names
+
+
+FIELD_NAMES = _field_names(Results, set())
+
+
+def _poison(value: Any, key: str = "") -> Any:
+    """The payload after every string value and every name used as a key (tensors, strategies, metrics...)."""
+    if isinstance(value, str):
+        return value if key == "command" else value + PAYLOAD
+    if isinstance(value, list):
+        return [_poison(v, key) for v in value]
+    if isinstance(value, dict):
+        return {(k if k in FIELD_NAMES else k + PAYLOAD): _poison(v, k) for k, v in value.items()}
+    return value
+
+
+@pytest.fixture(scope="module")
+def hostile(reports: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Each kind of results with the payload in every string field, rendered by `report --format html`."""
+    from dummyprof.cli.app import main
+
+    out = tmp_path_factory.mktemp("hostile")
+    sources = {name: path.with_suffix(".json") for name, path in reports.items()}
+    sources["baseline"] = reports["gate"].parent / "baseline.json"
+    pages = {}
+    for name, source in sources.items():
+        poisoned = out / f"{name}.json"
+        poisoned.write_text(json.dumps(_poison(json.loads(source.read_text()))))
+        pages[name] = out / f"{name}.html"
+        assert main(["report", str(poisoned), "--format", "html", "--output", str(pages[name])]) == 0, name
+    return pages
+
+
+def test_hostile_strings_reach_the_page_escaped_in_markup_charts_and_scripts(hostile: dict[str, Path]) -> None:
+    for name, path in hostile.items():
+        page = path.read_text()
+        ours = page[: page.index('<script type="application/octet-stream"')]  # all but plotly.js itself
+        assert "<img" not in ours and "window.__pwned=1</script>" not in ours and "<!--" not in ours, name
+        assert "&lt;img src=x onerror=window.__pwned=1&gt;" in ours, name  # shown as text
+        figures = re.search(r'id="figures">(.*?)</script>', ours, re.S)
+        assert figures is not None and not re.search("[<>&\u2028\u2029]", figures[1]), name
+        assert json.loads(figures[1]) is not None
+
+
+@pytest.mark.parametrize("name", ["compare", "sweep", "engram", "audit", "gate", "baseline"])
+def test_a_payload_in_every_field_runs_no_script_and_shows_as_text(hostile: dict[str, Path], name: str) -> None:
+    needs_chromium()
+    page = open_page(hostile[name])
+    assert not page.pwned
+    assert page.errors == []  # no <img src=x> was ever requested
+    assert page.at_load["charts"] == "drawn" and page.at_load["drawn"] == page.chart_divs
+    assert SHOWN in page.text  # the title, paragraphs and tables show it as typed
+    if page.chart_divs:
+        assert any(SHOWN in t for t in page.svg_text)  # so do the charts (plotly reads tags in its text)
+
+
+def test_the_page_inflates_every_kind_of_deflate_block(tmp_path: Path) -> None:
+    """Stored, fixed-code and dynamic-code blocks, and an empty stream, through the page's own decoder."""
+    needs_chromium()
+    import base64
+
+    from dummyprof.reports.html_script import INFLATE
+
+    data = bytes(range(256)) * 40 + b"dummyprof " * 500
+    cases = []
+    for level, strategy, sample in [(0, 0, data), (9, zlib.Z_FIXED, data), (9, 0, data), (9, 0, b"")]:
+        deflate = zlib.compressobj(level, zlib.DEFLATED, -15, 8, strategy)
+        packed = deflate.compress(sample) + deflate.flush()
+        cases.append([base64.b64encode(packed).decode(), base64.b64encode(sample).decode(), len(sample)])
+    page = tmp_path / "inflate.html"
+    page.write_text(
+        f"<!DOCTYPE html><html><body><script>{INFLATE}\n"
+        "const bytes = (b) => Uint8Array.from(atob(b), (c) => c.charCodeAt(0));\n"
+        f"const cases = {json.dumps(cases)};\n"
+        "const bad = cases.filter(([packed, plain, size]) =>\n"
+        "  inflateRaw(bytes(packed), size).join() !== bytes(plain).join());\n"
+        "if (bad.length) console.error('wrong output for ' + bad.length + ' case(s)');\n"
+        "document.body.dataset.charts = bad.length ? 'failed' : 'drawn';\n"
+        "</script></body></html>"
+    )
+    report = open_page(page)
+    assert report.errors == [] and report.charts == "drawn"
+
+
+def test_more_sections_go_in_as_given_after_the_charts() -> None:
+    from dummyprof.reports.html import render_html
+
+    page = render_html(_gate_results(), ["<section><h2>Memory</h2><table></table></section>"])
+    assert page.index('<div class="chart"') < page.index("<section><h2>Memory</h2><table></table></section>")
+    assert page.index("<h2>Memory</h2>") < page.index('<script type="application/json"')

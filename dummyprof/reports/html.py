@@ -1,22 +1,25 @@
-"""A self-contained HTML report: one file, no network, charts drawn by plotly.js.
+"""A self-contained HTML report: one file, no network, every chart drawn before the page's load event.
 
 plotly.js comes from the ``plotly`` Python package (the optional ``html`` extra),
-gzip-compressed and base64-encoded into the page (4.8 MB of JavaScript becomes
-about 2 MB), and unpacked in the browser with the standard ``DecompressionStream``
-before the charts are drawn. See docs/sweep-html-trace.md for why plotly and why
-this packing. Torch-free: a saved results file renders anywhere.
+DEFLATE-compressed and base64-encoded into the page (4.8 MB of JavaScript becomes
+about 2 MB) and unpacked synchronously by the page's script (``html_script.py``). See
+docs/sweep-html-trace.md for why plotly and why this packing. Every string from a
+results file is escaped (``html_escape.py``). Torch-free: a saved results file renders
+anywhere.
 """
 
 from __future__ import annotations
 
 import base64
-import gzip
-import html
+import zlib
+from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
 
 from dummyprof.errors import UsageError
-from dummyprof.reports.html_figures import SECTIONS, Section, figures_json
+from dummyprof.reports.html_escape import script_json, script_safe, text
+from dummyprof.reports.html_figures import SECTIONS, Chart, Section
+from dummyprof.reports.html_script import DRAW, INFLATE
 from dummyprof.reports.reporter import RenderOptions, Reporter
 from dummyprof.reports.summary import summary_line
 from dummyprof.results.session import Results
@@ -25,51 +28,23 @@ KINDS = frozenset(SECTIONS)
 INSTALL_HINT = "pip install 'dummyprof[html]' (plotly)"
 
 STYLE = """
-body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px auto;max-width:1200px;color:#222;
-padding:0 16px}
-h1{font-size:1.5em;margin-bottom:4px}h2{font-size:1.2em;margin-top:32px;border-bottom:1px solid #ddd}
-.meta,.note{color:#666;font-size:.9em}.notice{color:#8a6d00}
+body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:16px auto;max-width:1400px;color:#222;
+padding:0 16px;box-sizing:border-box}
+h1{font-size:1.5em;margin-bottom:4px}h2{font-size:1.2em;margin-top:28px;border-bottom:1px solid #ddd}
+.meta,.note{color:#555;font-size:.9em}.notice{color:#8a6d00}
 table{border-collapse:collapse;margin:12px 0;font-size:.85em}
 td,th{border:1px solid #ddd;padding:3px 8px;text-align:left;vertical-align:top}th{background:#f5f5f5}
+td.num{text-align:right;font-variant-numeric:tabular-nums}
 tr.verdict-regressed td{background:#fde0e0}tr.verdict-improved td{background:#e0ecfd}
 tr.verdict-not-comparable td,tr.verdict-could-not-measure td{background:#fff3d6}
-.chart{min-height:300px;margin:8px 0}#status{color:#a00}
-"""
-
-LOADER = """
-(async () => {
-  const status = document.getElementById("status");
-  try {
-    if (typeof DecompressionStream === "undefined") {
-      throw new Error("this browser has no DecompressionStream (Chrome 80+, Firefox 113+, Safari 16.4+)");
-    }
-    const packed = document.getElementById("plotly-js-gzip").textContent.trim();
-    const bytes = Uint8Array.from(atob(packed), (c) => c.charCodeAt(0));
-    const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
-    const script = document.createElement("script");
-    script.textContent = await new Response(stream).text();
-    document.head.appendChild(script);
-    const figures = JSON.parse(document.getElementById("figures").textContent);
-    for (const [id, figure] of Object.entries(figures)) {
-      // A fixed height: responsive re-layouts then change only the width, never overlap the next chart.
-      document.getElementById(id).style.height = (figure.layout.height || 450) + "px";
-      await Plotly.newPlot(id, figure.data, figure.layout, {displaylogo: false, responsive: true});
-    }
-    document.body.dataset.charts = "drawn";
-    status.textContent = "";
-  } catch (error) {
-    document.body.dataset.charts = "failed";
-    status.textContent = "The charts could not be drawn: " + error.message +
-      " (the tables below still hold every figure).";
-    console.error(error);
-  }
-})();
+.chart{width:100%;min-height:200px;margin:4px 0}.pair{display:grid;grid-template-columns:1fr 1fr;gap:12px}
+.pair>.chart{min-width:0}#status{color:#a00}
 """
 
 
 @lru_cache(maxsize=1)
-def _packed_plotly_js() -> tuple[str, str]:
-    """plotly.js from the installed plotly package, gzipped and base64-encoded, and its version."""
+def _packed_plotly_js() -> tuple[str, int, str]:
+    """plotly.js from the installed plotly package: raw DEFLATE in base64, its unpacked size, plotly's version."""
     try:
         import plotly
     except ImportError:
@@ -79,8 +54,10 @@ def _packed_plotly_js() -> tuple[str, str]:
         raise UsageError.for_field(
             "html", f"this plotly install has no bundled plotly.min.js ({source}); {INSTALL_HINT}"
         )
-    packed = base64.b64encode(gzip.compress(source.read_bytes(), compresslevel=9, mtime=0)).decode("ascii")
-    return packed, str(plotly.__version__)
+    code = source.read_bytes()
+    deflate = zlib.compressobj(9, zlib.DEFLATED, -15)  # raw DEFLATE: no header for the page's decoder to skip
+    packed = base64.b64encode(deflate.compress(code) + deflate.flush()).decode("ascii")
+    return packed, len(code), str(plotly.__version__)
 
 
 def require_plotly() -> None:
@@ -88,48 +65,66 @@ def require_plotly() -> None:
     _packed_plotly_js()
 
 
-def render_html(results: Results) -> str:
+def render_html(results: Results, more_sections: Sequence[str] = ()) -> str:
+    """The page for ``results``.
+
+    ``more_sections`` are HTML fragments placed after the charts, each already escaped by
+    whoever built it (e.g. ``<section><h2>…</h2><table>…</table></section>``): tables of
+    figures that have no chart.
+    """
     builder = SECTIONS.get(results.command)
     if builder is None:
         kinds = ", ".join(sorted(KINDS))
         raise UsageError.for_field("format", f"no HTML report for {results.command!r} results; HTML renders: {kinds}")
-    packed, plotly_version = _packed_plotly_js()
-    sections = builder(results)
+    packed, unpacked_size, plotly_version = _packed_plotly_js()
     figures: dict[str, str] = {}
-    body: list[str] = []
-    for section in sections:
-        body.append(_section_html(section, figures))
+    body = [_section_html(section, figures) for section in builder(results)]
+    body += more_sections
     env = results.environment
-    esc = html.escape
-    notices = "".join(f'<p class="notice">notice: {esc(n)}</p>' for n in results.notices)
+    notices = "".join(f'<p class="notice">notice: {text(n)}</p>' for n in results.notices)
+    figures_json = script_safe("{" + ",".join(f"{script_json(k)}:{v}" for k, v in figures.items()) + "}")
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="generator"
- content="dummyprof {esc(results.dummyprof_version)}; plotly.js from plotly {esc(plotly_version)}">
-<title>dummyprof {esc(results.command)}</title><style>{STYLE}</style></head>
+ content="dummyprof {text(results.dummyprof_version)}; plotly.js from plotly {text(plotly_version)}">
+<title>dummyprof {text(results.command)}</title><style>{STYLE}</style></head>
 <body data-charts="pending">
-<h1>dummyprof {esc(results.command)}</h1>
-<p><strong>{esc(summary_line(results))}</strong></p>
-<p class="meta">dummyprof {esc(results.dummyprof_version)}, torch {esc(env.torch_version)}, {esc(env.device)}
-({esc(env.device_name)}), CPU {esc(env.cpu_model)} x{env.cpu_count}, {results.created_at}</p>
+<h1>dummyprof {text(results.command)}</h1>
+<p><strong>{text(summary_line(results))}</strong></p>
+<p class="meta">dummyprof {text(results.dummyprof_version)}, torch {text(env.torch_version)}, Python
+{text(env.python_version)}, {text(env.device)} ({text(env.device_name)}), CPU {text(env.cpu_model)} x{env.cpu_count},
+{text(env.platform)}; {text(results.created_at)}</p>
 {notices}
-<p id="status">Drawing charts…</p>
+<p id="status"></p><noscript><p>The charts need JavaScript; the tables hold every figure.</p></noscript>
 {"".join(body)}
-<script type="application/json" id="figures">{figures_json(figures)}</script>
-<script type="application/octet-stream" id="plotly-js-gzip">{packed}</script>
-<script>{LOADER}</script>
+<script type="application/json" id="figures">{figures_json}</script>
+<script type="application/octet-stream" id="plotly-js" data-size="{unpacked_size}">{packed}</script>
+<script>{INFLATE}{DRAW}</script>
 </body></html>
 """
 
 
+def _chart_div(chart: Chart, figures: dict[str, str]) -> str:
+    fig_id = f"chart-{len(figures) + 1}"
+    figures[fig_id] = chart.figure
+    return f'<div class="chart" id="{fig_id}"></div>'
+
+
 def _section_html(section: Section, figures: dict[str, str]) -> str:
-    parts = [f"<section><h2>{html.escape(section.title)}</h2>"]
-    parts += [f'<p class="note">{html.escape(text)}</p>' for text in section.text]
-    for figure in section.figures:
-        fig_id = f"chart-{len(figures) + 1}"
-        figures[fig_id] = figure
-        parts.append(f'<div class="chart" id="{fig_id}"></div>')
+    parts = [f"<section><h2>{text(section.title)}</h2>"]
+    parts += [f'<p class="note">{text(paragraph)}</p>' for paragraph in section.text]
+    half: list[str] = []  # half-width charts go side by side, two to a row
+    for chart in section.figures:
+        if chart.half:
+            half.append(_chart_div(chart, figures))
+            continue
+        if half:
+            parts.append(f'<div class="pair">{"".join(half)}</div>')
+            half = []
+        parts.append(_chart_div(chart, figures))
+    if half:
+        parts.append(f'<div class="pair">{"".join(half)}</div>')
     parts += section.tables
     parts.append("</section>")
     return "\n".join(parts)

@@ -1,13 +1,16 @@
 """Plotly figures (as plain JSON dicts) and HTML tables for each kind of results: the content of the HTML report.
 
 Figures are built with ``plotly.graph_objects`` (validated attribute names) and
-handed to the page as JSON; the page draws them with plotly.js. Torch-free.
+handed to the page as JSON; the page draws them with plotly.js. Every string from the
+results is escaped before it goes into a figure or a table (``html_escape.py``):
+plotly reads HTML tags in its text. Each strategy, loader or fill method has one colour,
+the same on every chart of every page (:func:`colour`). Torch-free.
 """
 
 from __future__ import annotations
 
-import html
-import json
+import colorsys
+import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -15,35 +18,75 @@ from typing import Any
 from dummyprof.reports.audit_text import finding_subject, finding_text
 from dummyprof.reports.engram_words import reason_text
 from dummyprof.reports.format import format_bytes, format_seconds
-from dummyprof.results.compare import CompareResult
+from dummyprof.reports.gate_format import change_text, value_text
+from dummyprof.reports.html_escape import text
+from dummyprof.results.compare import CompareResult, StrategyResult
+from dummyprof.results.gate import CheckResult
 from dummyprof.results.session import Results
 from dummyprof.results.sweep import SweepResult
 
 MAX_TREE_NODES = 3000  # icicle nodes; past this the tree shows modules only, to a depth that fits
 TEMPLATE = "plotly_white"
+FULL_HEIGHT = 520  # an icicle worth reading closely
+COMPACT_HEIGHT = 280  # an icicle of one colour: every tensor filled at most twice
+PALE_MAX_VISITS = 2
+LABEL_PARTS = 3  # an icicle label keeps the last three parts of a dotted path
+WHISKER = "#444444"
+
+# Built-in strategies, the loader dummyprof names and Engram's fill methods, each its own colour.
+# Any other name (a user's strategy or loader) gets one from its name's hash: the same on every page.
+COLOURS = {
+    "legacy": "#d62728",
+    "per-layer": "#1f77b4",
+    "unique": "#2ca02c",
+    "hf-init": "#ff7f0e",
+    "vllm": "#393b79",
+    "sglang": "#637939",
+    "random-convert": "#8c564b",
+    "random-scratch": "#9467bd",
+    "random-chunked": "#e377c2",
+    "random-fast": "#17becf",
+    "constant": "#bcbd22",
+    "memset": "#2f4f4f",
+}
+
+
+def colour(name: str) -> str:
+    """The colour of a strategy, loader or fill method on every chart of every page."""
+    known = COLOURS.get(name)
+    if known is not None:
+        return known
+    hue = zlib.crc32(name.encode("utf-8", "surrogatepass")) % 360 / 360
+    red, green, blue = colorsys.hls_to_rgb(hue, 0.42, 0.6)
+    return f"#{round(red * 255):02x}{round(green * 255):02x}{round(blue * 255):02x}"
+
+
+@dataclass
+class Chart:
+    figure: str  # Plotly figure JSON
+    half: bool = False  # half the page width: two such charts side by side
 
 
 @dataclass
 class Section:
     title: str
-    text: list[str] = field(default_factory=list)  # paragraphs (escaped here)
-    figures: list[str] = field(default_factory=list)  # Plotly figure JSON
-    tables: list[str] = field(default_factory=list)  # ready HTML
+    text: list[str] = field(default_factory=list)  # paragraphs (escaped by the page)
+    figures: list[Chart] = field(default_factory=list)
+    tables: list[str] = field(default_factory=list)  # ready HTML, escaped by whoever built it
 
 
 def table(header: Sequence[str], rows: Sequence[Sequence[Any]], *, classes: Sequence[str] = ()) -> str:
-    """An HTML table; ``classes`` gives each row a CSS class (e.g. a gate verdict)."""
-    head = "".join(f"<th>{html.escape(str(h))}</th>" for h in header)
+    """An HTML table, every cell escaped; ``classes`` gives each row a CSS class (e.g. a gate verdict)."""
+    head = "".join(f"<th>{text(h)}</th>" for h in header)
     body = []
     for i, row in enumerate(rows):
-        cls = f' class="{html.escape(classes[i])}"' if i < len(classes) and classes[i] else ""
-        body.append(f"<tr{cls}>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in row) + "</tr>")
+        cls = f' class="{text(classes[i])}"' if i < len(classes) and classes[i] else ""
+        body.append(f"<tr{cls}>" + "".join(f"<td>{text(c)}</td>" for c in row) + "</tr>")
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
 
 
-def _figure_json(fig: Any) -> str:
-    text: str = fig.to_json()
-    return text
+def _chart(fig: Any, *, half: bool = False) -> Chart:
+    return Chart(str(fig.to_json()), half)
 
 
 def _go() -> Any:
@@ -52,50 +95,121 @@ def _go() -> Any:
     return go
 
 
+def _layout(fig: Any, title: str, height: int, subtitle: str = "", **more: Any) -> None:
+    """The look every chart shares: the title (escaped here), legend under the plot, margins that fit the labels."""
+    heading: dict[str, Any] = {"text": text(title), "x": 0.01}
+    if subtitle:
+        heading["subtitle"] = {"text": text(subtitle)}
+    fig.update_layout(
+        template=TEMPLATE,
+        title=heading,
+        height=height,
+        legend={"orientation": "h", "yanchor": "top", "y": -0.15, "x": 0},
+        margin={"t": 64, "l": 70, "r": 20, "b": 40},
+        **more,
+    )
+
+
+def tail(path: str, parts: int = LABEL_PARTS) -> str:
+    """A dotted path's last ``parts`` parts, ``…`` for the rest: ``…mlp.down_proj.weight`` keeps what tells it apart."""
+    pieces = path.split(".")
+    return path if len(pieces) <= parts else "…" + ".".join(pieces[-parts:])
+
+
 # --- compare --------------------------------------------------------------------------------------
+
+
+def _time_label(s: StrategyResult) -> str:
+    if s.timing.samples_s:
+        return format_seconds(s.timing.median)
+    return f"~{format_seconds(s.seconds)} projected" if s.seconds is not None else "n/a"
+
+
+def _time_range(s: StrategyResult) -> tuple[float, float] | None:
+    """The whisker: min–max of the measured rounds, or a projection's interval."""
+    if len(s.timing.samples_s) >= 2 and s.timing.min is not None and s.timing.max is not None:
+        return s.timing.min, s.timing.max
+    if not s.timing.samples_s and s.projection is not None:
+        return s.projection.low_s, s.projection.high_s
+    return None
 
 
 def compare_sections(results: Results) -> list[Section]:
     result = results.compare
     assert result is not None
     go = _go()
-    names = [s.name for s in result.strategies]
-    medians = [s.timing.median or 0.0 for s in result.strategies]
+    strategies = result.strategies
+    names = [text(s.name) for s in strategies]
+    seconds = [s.seconds or 0.0 for s in strategies]
+    ranges = [_time_range(s) or (y, y) for s, y in zip(strategies, seconds, strict=True)]
+    projected = any(not s.timing.samples_s and s.projection is not None for s in strategies)
     time_fig = go.Figure(
-        go.Bar(
-            x=names,
-            y=medians,
-            error_y={
-                "type": "data",
-                "symmetric": False,
-                "array": [(s.timing.max or 0) - (s.timing.median or 0) for s in result.strategies],
-                "arrayminus": [(s.timing.median or 0) - (s.timing.min or 0) for s in result.strategies],
-            },
-            text=[format_seconds(m) for m in medians],
-            textposition="outside",
-            hovertemplate="%{x}: median %{y:.4g} s<extra></extra>",
-        )
+        [
+            go.Bar(
+                x=names,
+                y=seconds,
+                marker={
+                    "color": [colour(s.name) for s in strategies],
+                    "pattern": {"shape": ["" if s.timing.samples_s else "/" for s in strategies]},
+                },
+                error_y={
+                    "type": "data",
+                    "symmetric": False,
+                    "array": [high - y for (_, high), y in zip(ranges, seconds, strict=True)],
+                    "arrayminus": [y - low for (low, _), y in zip(ranges, seconds, strict=True)],
+                    "color": WHISKER,
+                },
+                hovertext=[f"{n}: {text(_time_label(s))}" for n, s in zip(names, strategies, strict=True)],
+                hoverinfo="text",
+                showlegend=False,
+            ),
+            # The value sits above the whisker's top, so the bar's range never covers it.
+            go.Scatter(
+                x=names,
+                y=[high for _, high in ranges],
+                mode="text",
+                text=[text(_time_label(s)) for s in strategies],
+                textposition="top center",
+                hoverinfo="skip",
+                showlegend=False,
+            ),
+        ]
     )
-    time_fig.update_layout(
-        template=TEMPLATE,
-        title=f"Fill time per strategy: median of {result.repeat} interleaved rounds (bars: min–max)",
-        yaxis_title="seconds",
-        height=380,
+    top = max((high for _, high in ranges), default=0.0)
+    whiskers = "hatched: projected, whiskers its interval" if projected else "whiskers: min–max"
+    _layout(
+        time_fig,
+        "Fill time per strategy",
+        400,
+        subtitle=f"median of {result.repeat} interleaved rounds; {whiskers}",
+        yaxis={"title": "seconds", "range": [0, top * 1.18 or 1]},
     )
     visits_fig = go.Figure(
         [
-            go.Bar(name="first visit of a storage", x=names, y=[s.distinct_tensors for s in result.strategies]),
-            go.Bar(name="redundant visits", x=names, y=[s.redundant_visits for s in result.strategies]),
+            go.Bar(
+                name="first visit of a storage",
+                x=names,
+                y=[s.distinct_tensors for s in strategies],
+                marker={"color": [colour(s.name) for s in strategies]},
+            ),
+            go.Bar(
+                name="redundant visits (hatched)",
+                x=names,
+                y=[s.redundant_visits for s in strategies],
+                marker={
+                    "color": [colour(s.name) for s in strategies],
+                    "opacity": 0.55,
+                    "pattern": {"shape": "/", "fgcolor": "#ffffff"},
+                },
+            ),
         ]
     )
-    visits_fig.update_layout(
-        template=TEMPLATE, barmode="stack", title="Visits per strategy", yaxis_title="visits", height=380
-    )
+    _layout(visits_fig, "Visits per strategy", 400, barmode="stack", yaxis_title="visits")
     rows = [
         [
             s.name,
             s.initializer,
-            format_seconds(s.timing.median),
+            _time_label(s),
             f"{result.speedup(s.name):.2f}x" if result.speedup(s.name) else "n/a",
             f"{s.visits:,}",
             f"{s.redundant_visits:,}",
@@ -103,12 +217,12 @@ def compare_sections(results: Results) -> list[Section]:
             format_bytes(s.bytes_written),
             format_bytes(s.memory.rss_peak_bytes),
         ]
-        for s in result.strategies
+        for s in strategies
     ]
     overview = Section(
         "Strategies",
         [f"{result.model.description}: {result.model.tensors:,} tensors, {format_bytes(result.model.bytes)}."],
-        [_figure_json(time_fig), _figure_json(visits_fig)],
+        [_chart(time_fig, half=True), _chart(visits_fig, half=True)],
         [
             table(
                 [
@@ -129,20 +243,25 @@ def compare_sections(results: Results) -> list[Section]:
     tree = Section(
         "Module tree: area = bytes, colour = visits per tensor",
         [
-            "One icicle per strategy, root on top. A tensor's colour is how many times the strategy filled it; "
-            "a module's is the byte-weighted mean over its subtree. Hover for names and counts; click to zoom."
+            "One icicle per strategy, root on top; a module's label is its path (the last parts) and its depth. "
+            "A tensor's colour is how many times the strategy filled it; a module's is the byte-weighted mean over "
+            f"its subtree. Strategies that filled no tensor more than {PALE_MAX_VISITS} times get a smaller "
+            "picture. Hover for names and counts; click to zoom."
         ],
     )
     cmax = max((max(t.visits.values(), default=0) for t in result.tensors.values()), default=1)
-    for name in names:
-        fig, note = _icicle(result, name, cmax)
-        tree.figures.append(fig)
+    # The telling icicles first, full width; the pale ones after them, two to a row.
+    ordered = sorted(strategies, key=lambda s: s.max_visits <= PALE_MAX_VISITS)
+    for s in ordered:
+        compact = s.max_visits <= PALE_MAX_VISITS
+        fig, note = _icicle(result, s.name, cmax, COMPACT_HEIGHT if compact else FULL_HEIGHT)
+        tree.figures.append(Chart(fig, compact))
         if note:
             tree.text.append(note)
     return [overview, tree]
 
 
-def _icicle(result: CompareResult, strategy: str, cmax: int) -> tuple[str, str]:
+def _icicle(result: CompareResult, strategy: str, cmax: int, height: int) -> tuple[str, str]:
     """Nodes: modules (by path) and tensors (by qualified name); values are bytes, summed up the tree."""
     go = _go()
     own: dict[str, list[tuple[str, int, int]]] = {}  # module path -> [(tensor name, bytes, visits)]
@@ -183,21 +302,25 @@ def _icicle(result: CompareResult, strategy: str, cmax: int) -> tuple[str, str]:
         if depth(path) > max_depth:
             continue
         ids.append(f"m:{path}")
-        labels.append(path.rpartition(".")[2] if path else "<root>")
+        labels.append(text(f"{tail(path)} · depth {depth(path)}") if path else "model")
         parents.append("" if not path else f"m:{path.rpartition('.')[0]}")
         values.append(total[path])
         mean = weighted[path] / total[path] if total[path] else 0.0
         colours.append(mean)
-        hover.append(f"module {path or '<root>'}<br>{format_bytes(total[path])}<br>mean visits {mean:.2f}")
+        hover.append(
+            f"module {text(path or 'model (root)')}<br>depth {depth(path)}<br>{format_bytes(total[path])}"
+            f"<br>mean visits {mean:.2f}"
+        )
     if show_tensors:
         for path, tensors in own.items():
             for name, nbytes, visits in tensors:
                 ids.append(f"t:{name}")
-                labels.append(name.rpartition(".")[2])
+                labels.append(text(tail(name)))
                 parents.append(f"m:{path}")
                 values.append(float(nbytes))
                 colours.append(float(visits))
-                hover.append(f"{name}<br>{format_bytes(nbytes)}<br>{strategy}: {visits} visit(s)")
+                hover.append(f"{text(name)}<br>{format_bytes(nbytes)}<br>{text(strategy)}: {visits} visit(s)")
+    compact = height < FULL_HEIGHT
     fig = go.Figure(
         go.Icicle(
             ids=ids,
@@ -205,20 +328,22 @@ def _icicle(result: CompareResult, strategy: str, cmax: int) -> tuple[str, str]:
             parents=parents,
             values=values,
             branchvalues="total",
-            marker={"colors": colours, "colorscale": "Reds", "cmin": 0, "cmax": cmax, "showscale": True},
+            marker={"colors": colours, "colorscale": "Reds", "cmin": 0, "cmax": cmax, "showscale": not compact},
             hovertext=hover,
             hoverinfo="text",
             tiling={"orientation": "v"},
             maxdepth=-1,
         )
     )
-    fig.update_layout(template=TEMPLATE, title=f"{strategy}", height=520, margin={"t": 40, "l": 10, "r": 10, "b": 10})
-    return _figure_json(fig), note
+    _layout(fig, strategy, height)
+    fig.update_layout(margin={"t": 36, "l": 10, "r": 10, "b": 10})
+    return str(fig.to_json()), note
 
 
 # --- sweep ----------------------------------------------------------------------------------------
 
 SWEEP_METRICS = (("visits", "visits"), ("time", "median time (s)"), ("bytes", "bytes written"))
+MAX_TICKS = 20  # up to this many swept values, each is a tick of the log x axis
 
 
 def sweep_sections(results: Results) -> list[Section]:
@@ -231,28 +356,33 @@ def sweep_sections(results: Results) -> list[Section]:
         [
             f"{result.scenario} at {', '.join(f'{v:,}' for v in result.values)}; log-log axes, so a power law is a "
             f"straight line whose slope is its exponent. Dashed: least-squares fit over {label} "
-            f"{result.fit_from:,}–{result.values[-1]:,}, with its 95% interval and R² in the legend."
+            f"{result.fit_from:,}–{result.values[-1] if result.values else 0:,}, with its 95% interval and R² "
+            "in the legend."
         ],
     )
+    xaxis: dict[str, Any] = {"type": "log", "title": text(label)}
+    if 0 < len(result.values) <= MAX_TICKS:
+        xaxis.update(tickvals=result.values, ticktext=[f"{v:,}" for v in result.values])
     for metric, axis in SWEEP_METRICS:
         traces = []
-        for i, series in enumerate(result.series):
+        for series in result.series:
             ys = result.column(series, metric)
             if all(y is None for y in ys):
                 continue
-            colour = _COLOURS[i % len(_COLOURS)]
-            error = None
-            if metric == "time":
-                error = _time_errors(result, series)
+            name = text(series)
             traces.append(
                 go.Scatter(
                     x=result.values,
                     y=ys,
                     mode="lines+markers",
-                    name=series,
-                    line={"color": colour},
-                    error_y=error,
-                    hovertemplate=f"{series}<br>{label} %{{x}}<br>{axis} %{{y:.4g}}<extra></extra>",
+                    name=name,
+                    line={"color": colour(series)},
+                    error_y=_time_errors(result, series) if metric == "time" else None,
+                    hovertext=[
+                        f"{name}<br>{text(label)} {x:,}<br>{axis} " + ("n/a" if y is None else f"{y:.4g}")
+                        for x, y in zip(result.values, ys, strict=True)
+                    ],
+                    hoverinfo="text",
                 )
             )
             fit = result.fit(series, metric)
@@ -265,21 +395,16 @@ def sweep_sections(results: Results) -> list[Section]:
                         x=xs,
                         y=[fit.predict(x) for x in xs],
                         mode="lines",
-                        name=f"{series} fit: exponent {fit.exponent:.2f}{interval}{r2}",
-                        line={"color": colour, "dash": "dash"},
+                        name=f"{name} fit: exponent {fit.exponent:.2f}{interval}{r2}",
+                        line={"color": colour(series), "dash": "dash"},
+                        hoverinfo="name",
                     )
                 )
         if not traces:
             continue
         fig = go.Figure(traces)
-        fig.update_layout(
-            template=TEMPLATE,
-            title=f"{axis} vs {label}",
-            xaxis={"type": "log", "title": label},
-            yaxis={"type": "log", "title": axis},
-            height=460,
-        )
-        section.figures.append(_figure_json(fig))
+        _layout(fig, f"{axis} vs {label}", 480, xaxis=xaxis, yaxis={"type": "log", "title": axis})
+        section.figures.append(_chart(fig))
     rows = []
     for series in result.series:
         for metric, axis in SWEEP_METRICS:
@@ -315,10 +440,9 @@ def _time_errors(result: SweepResult, series: str) -> dict[str, Any] | None:
     return {"type": "data", "symmetric": False, "array": plus, "arrayminus": minus, "thickness": 1}
 
 
-_COLOURS = ("#d62728", "#1f77b4", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#7f7f7f")
-
-
 # --- engram ---------------------------------------------------------------------------------------
+
+PHASE_COLOURS = {"allocate": "#dcdcdc", "first touch": "#b5b5b5"}
 
 
 def engram_sections(results: Results) -> list[Section]:
@@ -327,29 +451,34 @@ def engram_sections(results: Results) -> list[Section]:
     go = _go()
     phases = {p.name: p for p in result.phases}
     methods = [m for m in result.methods if m.mode != "planned"]
-    names = [f"{m.name} (projected)" if m.seconds.projected else m.name for m in methods]
+    names = [text(f"{m.name} (projected)" if m.seconds.projected else m.name) for m in methods]
     traces = []
     for phase_name in ("allocate", "first touch"):
         phase = phases.get(phase_name)
         if phase is None or phase.seconds.value is None:
             continue
         label = f"{phase_name}{' (projected)' if phase.seconds.projected else ''}"
-        traces.append(go.Bar(name=label, x=names, y=[phase.seconds.value] * len(methods)))
+        traces.append(
+            go.Bar(name=label, x=names, y=[phase.seconds.value] * len(methods), marker_color=PHASE_COLOURS[phase_name])
+        )
     traces.append(
         go.Bar(
-            name="fill",
+            name="fill (colour: method; hatched: projected)",
             x=names,
             y=[m.seconds.value for m in methods],
-            marker_pattern_shape=["/" if m.seconds.projected else "" for m in methods],
+            marker={
+                "color": [colour(m.name) for m in methods],
+                "pattern": {"shape": ["/" if m.seconds.projected else "" for m in methods]},
+            },
         )
     )
     startup = go.Figure(traces)
-    startup.update_layout(
-        template=TEMPLATE,
+    _layout(
+        startup,
+        "Start-up per fill method: allocation + first touch + fill (hatched: projected)",
+        440,
         barmode="stack",
-        title="Start-up per fill method: allocation + first touch + fill (hatched: projected)",
         yaxis_title="seconds",
-        height=420,
     )
     if result.budget.deadline_s:
         startup.add_hline(y=result.budget.deadline_s, line_dash="dot", annotation_text="deadline")
@@ -359,12 +488,13 @@ def engram_sections(results: Results) -> list[Section]:
             f"{result.layout.tables} table(s) x {result.layout.rows:,} rows x dim {result.layout.dim}; "
             f"{format_bytes(result.layout.table_bytes_per_rank)} per rank."
         ],
-        [_figure_json(startup)],
+        [_chart(startup)],
     )
     for m in result.methods:
         if m.time_fit is None or not m.samples:
             continue
         fit = m.time_fit
+        method_colour = colour(m.name)
         # The fits are in bytes written (the sizes' rows times bytes per row), as the projection is.
         xs = [s.bytes_written for s in m.samples]
         full_size = m.bytes_written
@@ -388,40 +518,41 @@ def engram_sections(results: Results) -> list[Section]:
                     y=[y for _, y in readings],
                     mode="markers",
                     name="measured rounds at sample sizes",
-                    marker={"size": 6, "opacity": 0.6},
+                    marker={"size": 6, "opacity": 0.5, "color": method_colour},
                 ),
                 go.Scatter(
                     x=xs,
                     y=[s.seconds for s in m.samples],
                     mode="markers",
                     name="sample medians",
-                    marker={"size": 10, "symbol": "diamond"},
+                    marker={"size": 10, "symbol": "diamond", "color": method_colour},
                 ),
                 go.Scatter(
                     x=line_x,
                     y=[fit.predict(x) for x in line_x],
                     mode="lines",
-                    name=f"fit {fit.model}, R² {fit.r_squared:.3f}",
-                    line={"dash": "dash"},
+                    name=f"fit {text(fit.model)}, R² {fit.r_squared:.3f}",
+                    line={"dash": "dash", "color": method_colour},
                 ),
                 go.Scatter(
                     x=[full_size],
                     y=[m.seconds.value],
                     mode="markers",
-                    marker={"symbol": "x", "size": 12},
+                    marker={"symbol": "x", "size": 12, "color": WHISKER},
                     error_y=full_error,
-                    name=("projected at full size" if m.seconds.projected else "measured at full size") + interval_text,
+                    name=("projected at full size" if m.seconds.projected else "measured at full size")
+                    + text(interval_text),
                 ),
             ]
         )
-        fig.update_layout(
-            template=TEMPLATE,
-            title=f"{m.name}: {m.mode}{' (' + reason_text(m) + ')' if reason_text(m) else ''}",
+        _layout(
+            fig,
+            f"{m.name}: {m.mode}{' (' + reason_text(m) + ')' if reason_text(m) else ''}",
+            420,
             xaxis_title="bytes written on this rank",
             yaxis_title="seconds",
-            height=380,
         )
-        section.figures.append(_figure_json(fig))
+        section.figures.append(_chart(fig, half=True))
         spread = [s.seconds for s in m.samples]
         fallback = f"; the line was not used ({projection.fallback})" if projection and projection.fallback else ""
         bound = f"; raised to this run's {projection.ceiling_name} bound" if projection and projection.bounded else ""
@@ -440,9 +571,19 @@ VERDICT_COLOURS = {
     "pass": "#2ca02c",
     "improved": "#1f77b4",
     "regressed": "#d62728",
+    "not significant": "#8fbc8f",
     "not comparable": "#ff7f0e",
     "could not measure": "#7f7f7f",
 }
+
+
+def _ratio(check: CheckResult) -> float | None:
+    """Now over baseline; 1 when both are 0 (a counter that stayed at 0), None when only the baseline is 0."""
+    if check.baseline is None or check.current is None:
+        return None
+    if check.baseline == 0:
+        return 1.0 if check.current == 0 else None
+    return check.current / check.baseline
 
 
 def gate_sections(results: Results) -> list[Section]:
@@ -456,44 +597,69 @@ def gate_sections(results: Results) -> list[Section]:
     )
     compared = [c for c in checks if c.baseline is not None and c.current is not None]
     if compared:
+        ids = [text(c.check_id) for c in compared]
+        ratios = [_ratio(c) for c in compared]
+        now_text = [
+            f"{text(value_text(c.current, c.unit))} ({text(c.verdict)})"
+            + ("" if r is not None else f"; baseline {text(value_text(c.baseline, c.unit))}")
+            for c, r in zip(compared, ratios, strict=True)
+        ]
         fig = go.Figure(
             [
                 go.Bar(
                     name="baseline",
-                    y=[c.check_id for c in compared],
+                    y=ids,
                     x=[1.0] * len(compared),
                     orientation="h",
-                    marker_color="#bbbbbb",
-                    customdata=[[c.baseline] for c in compared],
-                    hovertemplate="baseline %{customdata[0]:.4g}<extra></extra>",
+                    marker_color="#d0d0d0",
+                    hovertext=[f"baseline {text(value_text(c.baseline, c.unit))}" for c in compared],
+                    hoverinfo="text",
                 ),
                 go.Bar(
                     name="now",
-                    y=[c.check_id for c in compared],
-                    x=[(c.current or 0) / c.baseline if c.baseline else 0 for c in compared],
+                    y=ids,
+                    x=[r or 0.0 for r in ratios],
                     orientation="h",
-                    marker_color=[VERDICT_COLOURS.get(c.verdict, "#333") for c in compared],
-                    customdata=[[c.current, c.verdict] for c in compared],
-                    hovertemplate="now %{customdata[0]:.4g} (%{customdata[1]})<extra></extra>",
+                    marker_color=[VERDICT_COLOURS.get(c.verdict, "#333333") for c in compared],
+                    hovertext=now_text,
+                    hoverinfo="text",
+                ),
+                # A mark at every check's ratio, so a check at 0 (or one with no ratio) still shows where it is.
+                go.Scatter(
+                    name="now (value)",
+                    y=ids,
+                    x=[r if r is not None else 0.0 for r in ratios],
+                    mode="markers+text",
+                    marker={
+                        "symbol": ["line-ns" if r is not None else "x-thin" for r in ratios],
+                        "size": 16,
+                        "line": {"width": 3, "color": [VERDICT_COLOURS.get(c.verdict, "#333333") for c in compared]},
+                    },
+                    text=now_text,
+                    textposition="middle right",
+                    hoverinfo="text",
+                    hovertext=now_text,
                 ),
             ]
         )
-        fig.update_layout(
-            template=TEMPLATE,
+        widest = max([r for r in ratios if r is not None] + [1.0])
+        _layout(
+            fig,
+            "Now vs baseline (baseline = 1; colour = verdict; a mark at each check's ratio)",
+            max(300, 34 * len(compared) + 140),
             barmode="group",
-            title="Now vs baseline (baseline = 1; colour = verdict)",
-            xaxis_title="now / baseline",
-            height=max(300, 40 * len(compared) + 120),
-            margin={"l": 380},
+            xaxis={"title": "now / baseline", "range": [0, widest * 1.6]},
+            yaxis={"automargin": True, "autorange": "reversed"},
         )
-        out.figures.append(_figure_json(fig))
+        out.figures.append(_chart(fig))
     rows = [
         [
             c.scenario,
             c.name,
             c.kind,
-            "n/a" if c.baseline is None else f"{c.baseline:.6g}",
-            "n/a" if c.current is None else f"{c.current:.6g}",
+            value_text(c.baseline, c.unit),
+            value_text(c.current, c.unit),
+            change_text(c),
             c.threshold,
             c.verdict,
             c.detail,
@@ -503,13 +669,13 @@ def gate_sections(results: Results) -> list[Section]:
     if rows:
         out.tables.append(
             table(
-                ["scenario", "check", "kind", "baseline", "now", "rule", "verdict", "detail"],
+                ["scenario", "check", "kind", "baseline", "now", "change", "rule", "verdict", "detail"],
                 rows,
                 classes=[f"verdict-{c.verdict.replace(' ', '-')}" for c in checks],
             )
         )
     metric_rows = [
-        [run.name, name, m.kind, f"{m.value:.6g}", m.unit]
+        [run.name, name, m.kind, value_text(m.value, m.unit), m.unit]
         for run in section.scenarios
         for name, m in run.metrics.items()
     ]
@@ -519,20 +685,25 @@ def gate_sections(results: Results) -> list[Section]:
 
 # --- audit ----------------------------------------------------------------------------------------
 
+AUDIT_COUNTS = ("tensors written", "writes", "tensors written more than once")
+
 
 def audit_sections(results: Results) -> list[Section]:
     result = results.audit
     assert result is not None
     go = _go()
-    names = [f.name for f in result.fillers]
     fig = go.Figure(
         [
-            go.Bar(name="tensors written", x=names, y=[f.tensors_written for f in result.fillers]),
-            go.Bar(name="writes", x=names, y=[f.writes for f in result.fillers]),
-            go.Bar(name="tensors written more than once", x=names, y=[f.repeated_tensors for f in result.fillers]),
+            go.Bar(
+                name=text(f.name),
+                x=list(AUDIT_COUNTS),
+                y=[f.tensors_written, f.writes, f.repeated_tensors],
+                marker_color=colour(f.name),
+            )
+            for f in result.fillers
         ]
     )
-    fig.update_layout(template=TEMPLATE, barmode="group", title="Writes per filler", height=380)
+    _layout(fig, "Writes per filler (colour: filler)", 400, barmode="group")
     findings = [
         [f.kind, finding_subject(f), ", ".join(f.fillers), finding_text(f), "ignored" if f.ignored else ""]
         for f in result.findings
@@ -540,7 +711,7 @@ def audit_sections(results: Results) -> list[Section]:
     section = Section(
         "Audit",
         [f"{len(result.failing)} failing finding(s), {len(result.findings)} in all."],
-        [_figure_json(fig)],
+        [_chart(fig)],
         [table(["kind", "tensor", "fillers", "message", ""], findings)],
     )
     return [section]
@@ -554,9 +725,3 @@ SECTIONS = {
     "baseline": gate_sections,
     "audit": audit_sections,
 }
-
-
-def figures_json(figures: dict[str, str]) -> str:
-    """One JSON object id -> figure, safe inside a <script> element."""
-    body = ",".join(f"{json.dumps(key)}:{value}" for key, value in figures.items())
-    return ("{" + body + "}").replace("</", "<\\/")

@@ -45,8 +45,8 @@ def test_a_skip_names_its_reason_and_only_its_command(tmp_path: Path) -> None:
     assert [(e.line, e.command, e.exit_code, e.skip) for e in found] == [
         (5, "dummyprof inspect --model hf:org/name", 0, "needs the network"),
         (6, "dummyprof audit --model m.py:build --json a.json", 1, None),
-        (10, "dummyprof compare --depth 0", 2, None),
-        (12, "dummyprof compare -q", 0, None),
+        (11, "dummyprof compare --depth 0", 2, None),
+        (13, "dummyprof compare -q", 0, None),
     ]
     assert found[2].shown == "dummyprof: error: --depth: must be at least 1, got 0; try --depth 12"
     assert found[3].shown is None

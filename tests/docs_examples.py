@@ -142,10 +142,16 @@ def _block_examples(
             parts.append(lines[row].strip())
         command, comment = _split_comment(" ".join(parts))
         shown = None
-        if prompt and row + 1 < end:
-            following = lines[row + 1].strip()
-            if following and not following.startswith("$ "):
-                shown = following
+        if prompt:
+            shown = next(
+                (
+                    line.strip()
+                    for line in lines[row + 1 : end]
+                    if any(c.isalpha() for c in line) or line.startswith("$ ")
+                ),
+                None,
+            )
+            shown = None if shown is None or shown.startswith("$ ") else shown
         wanted = EXIT.search(comment)
         exit_code = int(wanted.group(1)) if wanted else 2 if shown and shown.startswith("dummyprof: error") else 0
         skip = next((reason for pattern, reason in skips if pattern in command), None)

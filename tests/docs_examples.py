@@ -1,0 +1,255 @@
+"""Every ``dummyprof`` command shown in README.md and docs/*.md, read from the docs and run.
+
+A doc that drifts from the code fails CI: `.ci/run` runs ``python -m tests.docs_examples``,
+which runs each command as a user would (a fresh process, in a scratch copy of the files
+the examples name) and checks its exit code and a line of its output. The commands are
+read from fenced code blocks of the Markdown files: a line that starts with ``dummyprof ``
+(or ``$ dummyprof `` when the block shows output after it), joined with the lines its
+trailing ``\\`` continues.
+
+What a command must do is read from the doc too:
+
+- its exit code: ``exit N`` in the line's trailing ``# comment`` (``# clean: exit 0``),
+  else 2 when the output shown under it is an error (``dummyprof: error: ...``: bad input
+  exits 2), else 0;
+- a line of its output: when the block shows output under a ``$ dummyprof`` line, the
+  first line shown must appear in what the command prints, with numbers and runs of
+  spaces folded (figures differ between machines, words and layout do not); otherwise
+  it must print something and no traceback.
+
+A command that needs what CI does not have is left out by an HTML comment (invisible in
+the rendered page) right above its block, naming a part of the command and why::
+
+    <!-- docs-check: skip "hf:meta-llama" needs the network -->
+
+The commands of one block run in order in one scratch folder, as a reader would run
+them (``report sweep.json`` after the ``sweep --json sweep.json`` above it); blocks run
+in parallel, each in a fresh copy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = ("README.md", "docs")
+# What a scratch copy holds: the files the examples name (fixtures, configs, the gate's files).
+SCRATCH_FILES = ("tests", "dummyprof.toml", "perf")
+SKIP = re.compile(r'<!--\s*docs-check:\s*skip\s+"([^"]+)"\s+(.+?)\s*-->')
+FENCE = re.compile(r"^\s*```")
+EXIT = re.compile(r"\bexit (\d+)\b")
+NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+
+
+@dataclass
+class Example:
+    """One documented command and what the doc says it does."""
+
+    doc: str
+    line: int
+    command: str
+    exit_code: int = 0
+    shown: str | None = None  # the first output line the doc shows under it
+    skip: str | None = None  # why it is not run here
+    block: int = 0  # commands of one block run in order in one scratch folder (a later one reads what an earlier wrote)
+
+    @property
+    def where(self) -> str:
+        return f"{self.doc}:{self.line}"
+
+
+@dataclass
+class Outcome:
+    example: Example
+    ok: bool
+    seconds: float
+    problem: str = ""
+    output_tail: list[str] = field(default_factory=list)
+
+
+def doc_files(root: Path = ROOT) -> list[Path]:
+    files: list[Path] = []
+    for name in DOCS:
+        path = root / name
+        files.extend(sorted(path.glob("*.md")) if path.is_dir() else [path])
+    return files
+
+
+def _split_comment(line: str) -> tuple[str, str]:
+    """A shell line's command and its trailing ``# comment`` (a ``#`` inside quotes is kept)."""
+    quote: str | None = None
+    for index, char in enumerate(line):
+        if quote:
+            quote = None if char == quote else quote
+        elif char in "'\"":
+            quote = char
+        elif char == "#" and (index == 0 or line[index - 1].isspace()):
+            return line[:index].rstrip(), line[index + 1 :].strip()
+    return line.rstrip(), ""
+
+
+def examples_in(path: Path, root: Path = ROOT) -> Iterator[Example]:
+    """The commands of one Markdown file, in order, with the skips written above their blocks."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    doc = str(path.relative_to(root))
+    pending_skips: list[tuple[str, str]] = []
+    index = 0
+    while index < len(lines):
+        text = lines[index]
+        found = SKIP.search(text)
+        if found:
+            pending_skips.append((found.group(1), found.group(2)))
+            index += 1
+            continue
+        if not FENCE.match(text):
+            index += 1
+            continue
+        end = index + 1
+        while end < len(lines) and not FENCE.match(lines[end]):
+            end += 1
+        yield from _block_examples(doc, lines, index + 1, end, pending_skips, block=index + 1)
+        pending_skips = []
+        index = end + 1
+
+
+def _block_examples(
+    doc: str, lines: Sequence[str], start: int, end: int, skips: Sequence[tuple[str, str]], *, block: int
+) -> Iterator[Example]:
+    row = start
+    while row < end:
+        stripped = lines[row].strip()
+        prompt = stripped.startswith("$ dummyprof ")
+        if not (prompt or stripped.startswith("dummyprof ")):
+            row += 1
+            continue
+        first = row
+        parts = [stripped[2:] if prompt else stripped]
+        while parts[-1].endswith("\\") and row + 1 < end:
+            parts[-1] = parts[-1][:-1].rstrip()
+            row += 1
+            parts.append(lines[row].strip())
+        command, comment = _split_comment(" ".join(parts))
+        shown = None
+        if prompt:
+            shown = next(
+                (
+                    line.strip()
+                    for line in lines[row + 1 : end]
+                    if any(c.isalpha() for c in line) or line.startswith("$ ")
+                ),
+                None,
+            )
+            shown = None if shown is None or shown.startswith("$ ") else shown
+        wanted = EXIT.search(comment)
+        exit_code = int(wanted.group(1)) if wanted else 2 if shown and shown.startswith("dummyprof: error") else 0
+        skip = next((reason for pattern, reason in skips if pattern in command), None)
+        yield Example(doc, first + 1, command, exit_code, shown, skip, block)
+        row += 1
+
+
+def all_examples(root: Path = ROOT) -> list[Example]:
+    return [example for path in doc_files(root) for example in examples_in(path, root)]
+
+
+def fold(text: str) -> str:
+    """Numbers and runs of spaces folded: what stays the same from machine to machine."""
+    return " ".join(NUMBER.sub("#", text).split())
+
+
+def check(example: Example, returncode: int, output: str) -> str:
+    """What is wrong with a run of ``example`` (empty: nothing)."""
+    if returncode != example.exit_code:
+        return f"exit {returncode}, the doc says {example.exit_code}"
+    if "Traceback (most recent call last)" in output:
+        return "printed a traceback"
+    if example.shown is not None:
+        if fold(example.shown) not in fold(output):
+            return f"the doc shows {example.shown!r}, not in the output"
+    elif not output.strip():
+        return "printed nothing"
+    return ""
+
+
+def scratch_copy(root: Path, into: Path) -> Path:
+    for name in SCRATCH_FILES:
+        source = root / name
+        if source.is_dir():
+            shutil.copytree(source, into / name, ignore=shutil.ignore_patterns("__pycache__"))
+        elif source.exists():
+            shutil.copy2(source, into / name)
+    return into
+
+
+def run_example(example: Example, *, cwd: Path, root: Path, timeout: float) -> Outcome:
+    summary = cwd / "step-summary.md"  # as a CI runner provides it: the gate's --markdown "$GITHUB_STEP_SUMMARY"
+    summary.touch()
+    env = dict(os.environ, COLUMNS="80", PYTHONPATH=str(root), NO_COLOR="1", GITHUB_STEP_SUMMARY=str(summary))
+    words = [word.replace("$GITHUB_STEP_SUMMARY", str(summary)) for word in shlex.split(example.command)]
+    argv = [sys.executable, "-m", "dummyprof", *words[1:]]
+    started = time.monotonic()
+    try:
+        done = subprocess.run(
+            argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL
+        )
+    except subprocess.TimeoutExpired:
+        return Outcome(example, False, time.monotonic() - started, f"still running after {timeout:.0f} s")
+    output = done.stdout + done.stderr
+    problem = check(example, done.returncode, output)
+    return Outcome(example, not problem, time.monotonic() - started, problem, output.splitlines()[-6:])
+
+
+def run_block(examples: Sequence[Example], *, root: Path, timeout: float) -> list[Outcome]:
+    with tempfile.TemporaryDirectory(prefix="docs-check-") as scratch:
+        cwd = scratch_copy(root, Path(scratch))
+        return [run_example(example, cwd=cwd, root=root, timeout=timeout) for example in examples]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tests.docs_examples", description=__doc__.splitlines()[0])
+    parser.add_argument("--list", action="store_true", help="list the commands and their skips; run nothing")
+    parser.add_argument("--jobs", type=int, default=2, help="commands run at once (default 2)")
+    parser.add_argument("--timeout", type=float, default=300.0, help="seconds one command may take (default 300)")
+    parser.add_argument("-k", dest="match", default="", help="only commands containing this text")
+    args = parser.parse_args(argv)
+    examples = [example for example in all_examples() if args.match in example.command]
+    runnable = [example for example in examples if example.skip is None]
+    if args.list:
+        for example in examples:
+            why = f"  [skip: {example.skip}]" if example.skip else f"  [exit {example.exit_code}]"
+            print(f"{example.where}: {example.command}{why}")
+        return 0
+    started = time.monotonic()
+    blocks: dict[tuple[str, int], list[Example]] = {}
+    for example in runnable:
+        blocks.setdefault((example.doc, example.block), []).append(example)
+    with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        ran = pool.map(lambda block: run_block(block, root=ROOT, timeout=args.timeout), blocks.values())
+        outcomes = [outcome for block in ran for outcome in block]
+    for outcome in outcomes:
+        mark = "ok  " if outcome.ok else "FAIL"
+        print(f"{mark} {outcome.seconds:6.1f} s  {outcome.example.where}: {outcome.example.command}")
+        if not outcome.ok:
+            print(f"       {outcome.problem}")
+            for line in outcome.output_tail:
+                print(f"       | {line}")
+    failed = sum(not outcome.ok for outcome in outcomes)
+    skipped = len(examples) - len(runnable)
+    print(f"ran {len(outcomes)} documented commands in {time.monotonic() - started:.0f} s")
+    print(f"docs: {len(outcomes) - failed} passed, {failed} failed, {skipped} skipped")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

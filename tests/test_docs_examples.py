@@ -1,0 +1,80 @@
+"""The docs' commands, read from the docs: parsed here in the suite, run by ``.ci/run``.
+
+Running every example takes minutes (they measure), so the suite checks what is fast:
+each documented command names a real command and only flags it has, each with as
+many values as it takes. ``python -m tests.docs_examples`` (a step of ``.ci/run``) runs them all.
+"""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+
+import pytest
+
+from tests import docs_examples
+from tests.docs_examples import Example, check, examples_in, fold
+
+EXAMPLES = docs_examples.all_examples()
+
+
+def test_the_docs_show_commands() -> None:
+    docs = {example.doc for example in EXAMPLES}
+    assert {"README.md", "docs/engram.md", "docs/gate.md", "docs/sweep-html-trace.md"} <= docs
+    assert len([e for e in EXAMPLES if e.skip is None]) >= 30
+
+
+def test_a_skip_names_its_reason_and_only_its_command(tmp_path: Path) -> None:
+    page = tmp_path / "page.md"
+    page.write_text(
+        "Intro `dummyprof compare` in prose is not run.\n\n"
+        '<!-- docs-check: skip "hf:org/name" needs the network -->\n'
+        "```bash\n"
+        "dummyprof inspect --model hf:org/name   # a hub id\n"
+        "dummyprof audit --model m.py:build \\\n"
+        "    --json a.json       # findings: exit 1\n"
+        "```\n\n"
+        "```\n"
+        "$ dummyprof compare --depth 0\n"
+        "dummyprof: error: --depth: must be at least 1, got 0; try --depth 12\n"
+        "$ dummyprof compare -q\n"
+        "```\n",
+        encoding="utf-8",
+    )
+    found = list(examples_in(page, tmp_path))
+    assert [(e.line, e.command, e.exit_code, e.skip) for e in found] == [
+        (5, "dummyprof inspect --model hf:org/name", 0, "needs the network"),
+        (6, "dummyprof audit --model m.py:build --json a.json", 1, None),
+        (11, "dummyprof compare --depth 0", 2, None),
+        (13, "dummyprof compare -q", 0, None),
+    ]
+    assert found[2].shown == "dummyprof: error: --depth: must be at least 1, got 0; try --depth 12"
+    assert found[3].shown is None
+    assert found[0].block == found[1].block != found[2].block == found[3].block
+
+
+def test_a_run_is_checked_against_what_the_doc_shows() -> None:
+    shown = Example("d.md", 1, "dummyprof compare --depth 0", 2, "dummyprof: error: --depth: must be at least 1, got 0")
+    assert check(shown, 2, "dummyprof: error: --depth: must be at least 1, got 7\n") == ""
+    assert check(shown, 0, "") == "exit 0, the doc says 2"
+    assert "not in the output" in check(shown, 2, "dummyprof: error: --width: no\n")
+    plain = Example("d.md", 1, "dummyprof compare", 0)
+    assert check(plain, 0, "") == "printed nothing"
+    assert check(plain, 0, "Traceback (most recent call last):\n  boom") == "printed a traceback"
+    assert fold("1.18 s   ±61%") == fold("12.5 s ±7%") == "# s ±#%"
+
+
+@pytest.mark.parametrize("example", [e for e in EXAMPLES if e.skip is None], ids=lambda e: e.where)
+def test_each_documented_command_parses(example: Example) -> None:
+    """Its command and every flag exist, with the values shown (nothing is run)."""
+    from dummyprof.cli.app import _click_command
+
+    command = _click_command()
+    words = shlex.split(example.command)[1:]
+    try:
+        with command.make_context("dummyprof", list(words), resilient_parsing=False) as context:
+            sub = command.get_command(context, words[0])
+            assert sub is not None, f"{example.where}: no command {words[0]!r}"
+            sub.make_context(words[0], words[1:], parent=context)
+    except Exception as exc:  # click's usage errors: the doc names a flag or value the command refuses
+        raise AssertionError(f"{example.where}: {example.command}: {exc}") from None

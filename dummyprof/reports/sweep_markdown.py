@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dummyprof.reports.markdown_table import md_table
 from dummyprof.reports.sweep_format import (
     FIT_HEADER,
     METRIC_LABELS,
@@ -13,6 +12,8 @@ from dummyprof.reports.sweep_format import (
     point_cells,
     sparkline,
 )
+from dummyprof.reports.tables.escape import markdown_text
+from dummyprof.reports.tables.to_markdown import md_table
 from dummyprof.results.session import Results
 
 
@@ -20,7 +21,8 @@ def sweep_markdown(results: Results) -> list[str]:
     result = results.sweep
     assert result is not None
     label = parameter_label(result)
-    lines = [f"**Sweep** of `{result.scenario}` over {label}: {', '.join(f'{v:,}' for v in result.values)}", ""]
+    values = ", ".join(f"{v:,}" for v in result.values)
+    lines = ["**Sweep** of " + markdown_text(f"{result.scenario} over {label}: {values}"), ""]
     rows = [
         [series, METRIC_LABELS[metric], *fit_cells(fit), sparkline(result.column(series, metric))]
         for series in result.series
@@ -28,7 +30,7 @@ def sweep_markdown(results: Results) -> list[str]:
         if (fit := result.fit(series, metric)) is not None
     ]
     lines += md_table(["series", "metric", *FIT_HEADER, "log scale"], rows, align_right=range(2, 6))
-    lines += ["", f"_{fit_note(result)}_", ""]
+    lines += ["", f"_{markdown_text(fit_note(result))}_", ""]
     point_rows = [
         [f"{point.value:,}", name, *point_cells(point.series[name])]
         for point in result.points

@@ -6,9 +6,9 @@ import io
 from collections.abc import Callable
 
 from rich.console import Console
+from rich.text import Text
 
 from dummyprof.reports.audit_terminal import render_audit
-from dummyprof.reports.compare_terminal import render_compare
 from dummyprof.reports.engram_terminal import render_engram
 from dummyprof.reports.format import format_bytes
 from dummyprof.reports.gate_terminal import render_baseline, render_gate
@@ -17,13 +17,15 @@ from dummyprof.reports.notices import notices
 from dummyprof.reports.reporter import RenderOptions, Reporter
 from dummyprof.reports.summary import summary_line
 from dummyprof.reports.sweep_terminal import render_sweep
+from dummyprof.reports.tables.escape import visible_lines
+from dummyprof.reports.tables.kinds import BLOCKS
+from dummyprof.reports.tables.to_terminal import print_blocks, styled
 from dummyprof.results.session import Results
 
 Section = Callable[[Results, Console], None]
 
-# One section per Results kind; a kind listed here is a kind the terminal reporter renders.
+# One section per Results kind not yet built as blocks (tables/kinds.py); the reporter renders both.
 SECTIONS: dict[str, Section] = {
-    "compare": render_compare,
     "gate": render_gate,
     "baseline": render_baseline,
     "audit": render_audit,
@@ -48,21 +50,40 @@ def environment_line(results: Results) -> str:
     )
 
 
-def render(results: Results, console: Console, *, quiet: bool = False) -> None:
-    """Full tables, or with ``quiet`` only the summary line."""
-    if not quiet:
-        section = SECTIONS.get(results.command)
-        if section is None:
-            console.print(f"no terminal renderer for command {results.command!r}; use --json")
-        else:
-            section(results, console)
-        for notice in notices(results):
-            console.print(f"notice: {notice}", style="yellow")
-        console.print(environment_line(results), style="dim")
+class DataConsole(Console):
+    """A console for text that holds names from outside: no markup, no emoji codes, controls spelled out.
+
+    Styles come only from ``style=`` and ``Text``; a ``[red]`` or ``[link=...]`` in a name prints as typed.
+    """
+
+    def __init__(self, **kwargs: object) -> None:
+        super().__init__(markup=False, emoji=False, highlight=False, **kwargs)  # type: ignore[arg-type]
+
+    def render_str(self, text: str, **kwargs: object) -> Text:  # type: ignore[override]
+        return super().render_str(visible_lines(text), **kwargs)  # type: ignore[arg-type]
+
+
+def render(results: Results, console: Console, *, quiet: bool = False, detail: bool = False) -> None:
+    """Full tables, or with ``quiet`` only the summary line. A kind built as blocks leads with its summary."""
     summary = summary_line(results)
+    blocks = BLOCKS.get(results.command)
+    if not quiet:
+        if blocks is not None:
+            if summary:
+                console.print(styled(summary, "strong"))
+            print_blocks(console, blocks(results, detail))
+        elif results.command in SECTIONS:
+            SECTIONS[results.command](results, console)
+        else:
+            console.print(styled(f"no terminal renderer for command {results.command!r}; use --json"))
+        for notice in notices(results):
+            console.print(styled(f"notice: {notice}", "warn"))
+        console.print(styled(environment_line(results), "dim"))
+        if blocks is not None:
+            return
     if summary:
         # -q is one line for scripts, whatever the width: a line too long for the terminal is the terminal's to wrap.
-        console.print(summary, style="bold" if not quiet else None, soft_wrap=quiet)
+        console.print(styled(summary, "strong" if not quiet else ""), soft_wrap=quiet)
 
 
 def render_text(results: Results, options: RenderOptions) -> str:
@@ -71,21 +92,20 @@ def render_text(results: Results, options: RenderOptions) -> str:
     Colour still honours NO_COLOR (Rich reads it), as printing to a terminal does.
     """
     buffer = io.StringIO()
-    console = Console(
+    console = DataConsole(
         file=buffer,
         width=options.width,
         force_terminal=options.color,
         color_system="auto" if options.color else None,
-        highlight=False,
         soft_wrap=False,
     )
-    render(results, console, quiet=options.quiet)
+    render(results, console, quiet=options.quiet, detail=options.detail)
     return buffer.getvalue()
 
 
-def options_for(console: Console, *, quiet: bool = False) -> RenderOptions:
+def options_for(console: Console, *, quiet: bool = False, detail: bool = False) -> RenderOptions:
     """Options that make :func:`render_text` write what printing to ``console`` would."""
-    return RenderOptions(width=console.width, color=console.color_system is not None, quiet=quiet)
+    return RenderOptions(width=console.width, color=console.color_system is not None, quiet=quiet, detail=detail)
 
 
 def reads_tensor_rows(options: RenderOptions) -> bool:
@@ -94,5 +114,10 @@ def reads_tensor_rows(options: RenderOptions) -> bool:
 
 
 REPORTER = Reporter(
-    "terminal", ".txt", frozenset(SECTIONS), render_text, "Rich tables for a person at a terminal", reads_tensor_rows
+    "terminal",
+    ".txt",
+    frozenset(SECTIONS) | frozenset(BLOCKS),
+    render_text,
+    "Rich tables for a person at a terminal",
+    reads_tensor_rows,
 )

@@ -8,6 +8,7 @@ from rich.table import Table
 from dummyprof.reports.audit_text import finding_subject, finding_text
 from dummyprof.reports.format import format_bytes
 from dummyprof.reports.narrow import narrow_table, number_columns, text_column
+from dummyprof.reports.tables.to_terminal import styled
 from dummyprof.results.audit import FINDING_KINDS, INFO_KINDS, AuditResult, Finding
 from dummyprof.results.session import Results
 
@@ -36,7 +37,7 @@ def filler_table(result: AuditResult) -> Table:
             init,
             f"{f.writes:,}",
             f"{f.tensors_written:,}/{len(result.tensors):,}",
-            f"[red]{f.repeated_tensors:,}[/]" if f.repeated_tensors else "0",
+            styled(f"{f.repeated_tensors:,}", "bad") if f.repeated_tensors else "0",
             format_bytes(f.bytes_written),
             f"{f.outside_writes:,}",
         )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dummyprof.reports.gate_format import change_text, metric_text, value_text
 from dummyprof.reports.tables.escape import markdown_text
-from dummyprof.reports.tables.model import BAD, Cell
+from dummyprof.reports.tables.model import BAD, CODE, Cell
 from dummyprof.reports.tables.to_markdown import md_table
 from dummyprof.results.gate import REGRESSED
 from dummyprof.results.session import Results
@@ -24,7 +24,7 @@ def gate_markdown(results: Results) -> list[str]:
         rows.append(
             [
                 c.scenario,
-                c.name,
+                Cell(c.name, CODE),
                 c.kind,
                 value_text(c.baseline, c.unit),
                 value_text(c.current, c.unit),
@@ -49,5 +49,5 @@ def baseline_markdown(results: Results) -> list[str]:
     for run in section.scenarios:
         if run.error is not None:
             rows.append([run.name, "", "", f"could not measure: {run.error}"])
-        rows += [[run.name, name, m.kind, metric_text(m)] for name, m in run.metrics.items()]
+        rows += [[run.name, Cell(name, CODE), m.kind, metric_text(m)] for name, m in run.metrics.items()]
     return md_table(["scenario", "metric", "kind", "value"], rows, align_right=(3,))

@@ -389,7 +389,7 @@ def calibration_table(result: CompareResult) -> Table | None:
         return None
     table = Table(
         "Calibration fills (fresh tensors, real initializer, this run)",
-        [Column("init", WORD), Column("rule, dtype", WORD)]
+        [Column("init", WORD), Column("rule, dtype")]
         + [Column(h, NUMBER) for h in ("sizes", "trials", "GB/s", "R²", "tiny")],
     )
     for c in size.calibration:

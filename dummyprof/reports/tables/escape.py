@@ -32,14 +32,23 @@ def visible_lines(text: str) -> str:
     return _CONTROLS.sub(lambda m: m.group() if m.group() in "\n\t" else _spelled(m), text)
 
 
-# What would end a cell, open code, a link, an HTML tag or emphasis; ``_`` stays (names are full of it).
-_MARKDOWN = re.compile(r"([\\`*\[\]<>|])")
+# What would end a cell, open code, a link, emphasis or an HTML tag (``<`` before a letter, ``/``, ``!``
+# or ``?``; ``<= 2`` stays as typed); ``_`` stays too (names are full of it).
+_MARKDOWN = re.compile(r"([\\`*\[\]|]|<(?=[A-Za-z/!?]))")
 
 
 def markdown_text(text: str) -> str:
     """A string that shows literally in a Markdown paragraph or table cell, on one line."""
-    escaped = _MARKDOWN.sub(r"\\\1", visible(text))
-    return escaped.replace("&", "&amp;")
+    return _MARKDOWN.sub(r"\\\1", visible(text).replace("&", "&amp;"))
+
+
+def markdown_code(text: str) -> str:
+    """A code span showing ``text`` as typed: a fence longer than any run of backticks in it, ``|`` escaped."""
+    shown = visible(text)
+    runs = [len(run) for run in re.findall("`+", shown)]
+    fence = "`" * (max(runs, default=0) + 1)
+    pad = " " if shown.startswith("`") or shown.endswith("`") else ""
+    return f"{fence}{pad}{shown.replace('|', chr(92) + '|')}{pad}{fence}"
 
 
 # XML 1.0 allows tab, newline and carriage return from C0; anything else is spelled out.

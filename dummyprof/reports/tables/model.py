@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 NAME, WORD, NUMBER, TEXT, PATH = "name", "word", "number", "text", "path"
 
 # Emphasis: what a figure means to the reader, not how it looks; each backend picks the look.
-PLAIN, BAD, WARN, STRONG, DIM = "", "bad", "warn", "strong", "dim"
+# CODE: an identifier a reader may copy (a Markdown code span).
+PLAIN, BAD, WARN, STRONG, DIM, CODE = "", "bad", "warn", "strong", "dim", "code"
 
 
 @dataclass(frozen=True)

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from dummyprof.reports.tables.escape import markdown_text
-from dummyprof.reports.tables.model import BAD, NUMBER, STRONG, WARN, Block, Cell, Line, Table
+from dummyprof.reports.tables.escape import markdown_code, markdown_text
+from dummyprof.reports.tables.model import BAD, CODE, NUMBER, STRONG, WARN, Block, Cell, Line, Table
 
 
 def _cell(cell: Cell) -> str:
+    if cell.emphasis == CODE and cell.text:
+        return markdown_code(cell.text)
     text = markdown_text(cell.text)
     return f"**{text}**" if cell.emphasis in (BAD, STRONG) and text else text
 

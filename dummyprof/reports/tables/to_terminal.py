@@ -38,27 +38,29 @@ def elide_path(name: str, width: int) -> str:
     parts = name.split(".")
     if len(parts) < 3:
         return name
-    tail: list[str] = []
-    for part in reversed(parts[1:]):
-        if cell_len(".".join([parts[0], ELLIPSIS, part, *tail])) > width:
-            break
-        tail.insert(0, part)
-    if tail:
-        return ".".join([parts[0], ELLIPSIS, *tail])
-    for part in reversed(parts):
-        if cell_len(".".join([ELLIPSIS, part, *tail])) > width:
-            break
-        tail.insert(0, part)
-    return ".".join([ELLIPSIS, *tail]) if tail else name
+
+    def kept(head: list[str]) -> list[str]:
+        """As many last segments as fit after ``head`` and the ellipsis."""
+        tail: list[str] = []
+        for part in reversed(parts[len(head) :]):
+            if cell_len(".".join([*head, ELLIPSIS, part, *tail])) > width:
+                break
+            tail.insert(0, part)
+        return tail
+
+    with_head, alone = kept(parts[:1]), kept([])
+    if with_head and len(with_head) >= len(alone):  # the end tells tensors apart; the head only if it costs none
+        return ".".join([parts[0], ELLIPSIS, *with_head])
+    return ".".join([ELLIPSIS, *alone]) if alone else name
 
 
 _WIDE = Console(width=100_000)
 
 
 def _natural(columns: list[int], table: Table, texts: list[list[str]]) -> int:
-    """The width the table takes with no cell wrapped (its title left out: a title wraps)."""
+    """The least width the table takes: words wrapped, names and figures whole (a title wraps; it is left out)."""
     rich = _rich(table, columns, texts, None)
-    return Measurement.get(_WIDE, _WIDE.options, rich).maximum
+    return Measurement.get(_WIDE, _WIDE.options, rich).minimum
 
 
 def _rich(table: Table, columns: list[int], texts: list[list[str]], title: str | None) -> RichTable:

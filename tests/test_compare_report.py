@@ -42,7 +42,7 @@ def test_memory_columns_unavailable_everywhere_become_one_line() -> None:
 
 def test_markdown_table_escapes_pipes() -> None:
     assert md_table(["a", "b"], [["x|y", "1"]], align_right=[1]) == ["| a | b |", "| --- | ---: |", "| x\\|y | 1 |"]
-    assert md_table(["a"], [["`x`\n<b>"]]) == ["| a |", "| --- |", "| \\`x\\`\\\\n\\<b\\> |"]
+    assert md_table(["a"], [["`x`\n<b>"]]) == ["| a |", "| --- |", "| \\`x\\`\\\\n\\<b> |"]
 
 
 def test_share_of_floor_and_the_generator_bound_line() -> None:

@@ -102,11 +102,11 @@ def scenario_line(result: CompareResult) -> Line:
     rounds = (
         "no rounds at full size (projected)"
         if result.size.mode == "projected"
-        else f"{result.repeat} rounds measured, interleaved, after {result.warmup} warm-up"
+        else f"{result.repeat} rounds, interleaved, after {result.warmup} warm-up"
     )
     return Line(
         f"model: {model.description or model.source} on {model.device}: {model.modules:,} modules, "
-        f"{model.tensors:,} storages ({model.names:,} registered names), {format_bytes(model.bytes)}; {rounds}"
+        f"{model.tensors:,} storages ({model.names:,} names), {format_bytes(model.bytes)}; {rounds}"
     )
 
 
@@ -231,7 +231,7 @@ MEMORY_COLUMNS: list[tuple[str, Callable[[StrategyResult], Figure]]] = [
 
 
 def memory_table(result: CompareResult) -> tuple[Table, list[str]]:
-    """The memory table, plus one line per column that is unavailable everywhere (instead of the column)."""
+    """The memory table, and what is unavailable for every strategy (a note under it instead of a column)."""
     shown, missing = [], []
     for title, get in MEMORY_COLUMNS:
         reason = same_unavailable([get(s) for s in result.strategies])
@@ -240,7 +240,7 @@ def memory_table(result: CompareResult) -> tuple[Table, list[str]]:
         else:
             missing.append(f"{title}: unavailable: {reason}")
     table = Table(
-        "Memory (worst measured round; growth: during the fill; scratch: largest temporary)",
+        "Memory (worst measured round)",
         [Column("strategy", NAME)]
         + [Column(h, NUMBER) for h in ("RSS before", "RSS peak", "growth", "scratch")]
         + [Column(title) for title, _ in shown],
@@ -255,6 +255,7 @@ def memory_table(result: CompareResult) -> tuple[Table, list[str]]:
             format_bytes(s.peak_scratch_bytes),
             *[figure_bytes(get(s)) for _, get in shown],
         )
+    table.notes += ["growth: during the fill; scratch: largest temporary", *missing]
     return table, missing
 
 
@@ -439,16 +440,15 @@ def compare_blocks(result: CompareResult, *, detail: bool = True) -> list[Block]
     else:
         blocks += [strategy_table(result), work_table(result)]
         blocks += _lines(noise_lines(result), WARN)
-        blocks += _size_lines(result)
+        blocks += [line for line in _size_lines(result) if detail or line.emphasis == WARN]
     top = top_tensor_table(result, TOP_TENSORS if detail else TOP_TENSORS_SHORT)
     if top is not None:
         blocks.append(top)
     if not projected:
-        memory, missing = memory_table(result)
+        memory, _ = memory_table(result)
         blocks.append(memory)
         blocks += _lines([roofline_line(result)])
         if detail:
-            blocks += _lines(missing, DIM)
             if any(s.projection is not None for s in result.strategies):
                 blocks.append(projection_check_table(result))
     if detail or projected:

@@ -35,9 +35,10 @@ def test_memory_columns_unavailable_everywhere_become_one_line() -> None:
         s.memory.gpu_allocator_peak_bytes = Figure.missing("no GPU")
     table, missing = memory_table(CompareResult(strategies=strategies))
     assert missing == ["pinned host: unavailable: no CUDA", "GPU allocator peak: unavailable: no GPU"]
-    out = "\n".join(table_lines(table))
-    assert "GPU used (NVML)" in out and "1.00 KiB" in out
-    assert "pinned host" not in out
+    out = table_lines(table)
+    assert "GPU used (NVML)" in out[2] and "1.00 KiB" in "\n".join(out)
+    assert "pinned host" not in "\n".join(out[:-1])  # a note under the table, not a column
+    assert out[-1] == "_growth: during the fill; scratch: largest temporary; " + "; ".join(missing) + "_"
 
 
 def test_markdown_table_escapes_pipes() -> None:

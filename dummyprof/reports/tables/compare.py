@@ -448,9 +448,8 @@ def compare_blocks(result: CompareResult, *, detail: bool = True) -> list[Block]
         memory, _ = memory_table(result)
         blocks.append(memory)
         blocks += _lines([roofline_line(result)])
-        if detail:
-            if any(s.projection is not None for s in result.strategies):
-                blocks.append(projection_check_table(result))
+        if detail and any(s.projection is not None for s in result.strategies):
+            blocks.append(projection_check_table(result))
     if detail or projected:
         calibration = calibration_table(result)
         if calibration is not None:

@@ -262,8 +262,8 @@ def _sweep() -> Results:
 def test_sweep_fits_and_splits_its_points_only_when_narrow(width: int) -> None:
     headers = ("median", "min–max", "visits", "written", "peak RSS", "exponent", "95% interval", "R²", "points")
     out = fits(_sweep(), width, (*headers, "trend"))
-    assert ("Points: work" in out) == (width == 80)  # one table when it fits, time and work apart when not
-    assert re.search(r" 16 +1\.70 MiB +legacy", out)
+    assert ("(2/2)" in out) == (width == 80)  # one table when it fits, two parts when not
+    assert re.search(r" 16 +legacy +1\.70 MiB", out)
     assert "14.4 ms–22.4 ms" in out  # legacy at depth 16: 1 ms x 16², 0.9x to 1.4x
     assert re.search(r"legacy +visits +1\.70 +\[1\.13, 2\.27\] +0\.9987 +3 \(4–16\) ", out)
     quiet = render(_sweep(), "terminal", RenderOptions(width=width, quiet=True))

@@ -11,7 +11,6 @@ from dummyprof.reports.inspect_markdown import inspect_markdown
 from dummyprof.reports.notices import notices
 from dummyprof.reports.reporter import RenderOptions, Reporter
 from dummyprof.reports.summary import summary_line
-from dummyprof.reports.sweep_markdown import sweep_markdown
 from dummyprof.reports.tables.escape import markdown_text
 from dummyprof.reports.tables.kinds import BLOCKS
 from dummyprof.reports.tables.to_markdown import markdown_blocks, md_table
@@ -27,7 +26,6 @@ SECTIONS: dict[str, MarkdownSection] = {
     "baseline": baseline_markdown,
     "audit": audit_markdown,
     "inspect": inspect_markdown,
-    "sweep": sweep_markdown,
     "engram": engram_markdown,
 }
 
@@ -37,7 +35,7 @@ def render_markdown(results: Results) -> str:
     lines = [f"## dummyprof {results.command}", ""]
     blocks = BLOCKS.get(results.command)
     section = SECTIONS.get(results.command)
-    if blocks is not None:
+    if blocks is not None:  # the answer first, as on the terminal
         lines += [f"**{markdown_text(summary_line(results))}**", "", *markdown_blocks(blocks(results, True))]
     else:
         lines += section(results) if section else [f"_no Markdown renderer for {markdown_text(results.command)!r}_"]

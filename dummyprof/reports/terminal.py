@@ -16,9 +16,8 @@ from dummyprof.reports.inspect_terminal import render_inspect
 from dummyprof.reports.notices import notices
 from dummyprof.reports.reporter import RenderOptions, Reporter
 from dummyprof.reports.summary import summary_line
-from dummyprof.reports.sweep_terminal import render_sweep
 from dummyprof.reports.tables.escape import visible_lines
-from dummyprof.reports.tables.kinds import BLOCKS
+from dummyprof.reports.tables.kinds import BLOCKS, HEADLINE_FIRST
 from dummyprof.reports.tables.to_terminal import print_blocks, styled
 from dummyprof.results.session import Results
 
@@ -30,7 +29,6 @@ SECTIONS: dict[str, Section] = {
     "baseline": render_baseline,
     "audit": render_audit,
     "inspect": render_inspect,
-    "sweep": render_sweep,
     "engram": render_engram,
 }
 
@@ -64,13 +62,14 @@ class DataConsole(Console):
 
 
 def render(results: Results, console: Console, *, quiet: bool = False, detail: bool = False) -> None:
-    """Full tables, or with ``quiet`` only the summary line. A kind built as blocks leads with its summary."""
+    """Full tables, or with ``quiet`` only the summary line (first, for a kind in HEADLINE_FIRST)."""
     summary = summary_line(results)
     blocks = BLOCKS.get(results.command)
+    first = results.command in HEADLINE_FIRST
     if not quiet:
+        if first and summary:
+            console.print(styled(summary, "strong"))
         if blocks is not None:
-            if summary:
-                console.print(styled(summary, "strong"))
             print_blocks(console, blocks(results, detail))
         elif results.command in SECTIONS:
             SECTIONS[results.command](results, console)
@@ -79,7 +78,7 @@ def render(results: Results, console: Console, *, quiet: bool = False, detail: b
         for notice in notices(results):
             console.print(styled(f"notice: {notice}", "warn"))
         console.print(styled(environment_line(results), "dim"))
-        if blocks is not None:
+        if first:
             return
     if summary:
         # -q is one line for scripts, whatever the width: a line too long for the terminal is the terminal's to wrap.

@@ -10,6 +10,7 @@ from collections.abc import Callable
 
 from dummyprof.reports.tables.compare import compare_blocks
 from dummyprof.reports.tables.model import Block
+from dummyprof.reports.tables.sweep import sweep_blocks
 from dummyprof.results.session import Results
 
 
@@ -18,4 +19,11 @@ def _compare(results: Results, detail: bool) -> list[Block]:
     return compare_blocks(results.compare, detail=detail)
 
 
-BLOCKS: dict[str, Callable[[Results, bool], list[Block]]] = {"compare": _compare}
+def _sweep(results: Results, detail: bool) -> list[Block]:
+    assert results.sweep is not None
+    return sweep_blocks(results.sweep)
+
+
+BLOCKS: dict[str, Callable[[Results, bool], list[Block]]] = {"compare": _compare, "sweep": _sweep}
+# The kinds whose summary line leads their terminal report (the answer first, issue #20).
+HEADLINE_FIRST = frozenset({"compare"})

@@ -9,13 +9,12 @@ from __future__ import annotations
 
 from rich.cells import cell_len
 from rich.console import Console
-from rich.measure import Measurement
 from rich.table import Table as RichTable
 from rich.text import Text
 
 from dummyprof.reports.narrow import column_groups, narrow_table
 from dummyprof.reports.tables.escape import visible
-from dummyprof.reports.tables.model import BAD, DIM, NAME, NUMBER, PATH, STRONG, WARN, WORD, Block, Line, Table
+from dummyprof.reports.tables.model import BAD, DIM, NAME, NUMBER, PATH, STRONG, TEXT, WARN, WORD, Block, Line, Table
 
 STYLES = {BAD: "red", WARN: "yellow", STRONG: "bold", DIM: "dim"}
 ELLIPSIS = "…"
@@ -54,13 +53,19 @@ def elide_path(name: str, width: int) -> str:
     return ".".join([ELLIPSIS, *alone]) if alone else name
 
 
-_WIDE = Console(width=100_000)
+def _least(table: Table, i: int, texts: list[list[str]]) -> int:
+    """The narrowest column ``i`` can be: its longest word for words that wrap, else its longest cell."""
+    cells = [text[i] for text in texts]
+    if table.show_header:
+        cells.append(visible(table.columns[i].header))
+    if table.columns[i].kind == TEXT:
+        cells = [word for cell in cells for word in cell.split()]
+    return max((cell_len(cell) for cell in cells), default=0)
 
 
 def _natural(columns: list[int], table: Table, texts: list[list[str]]) -> int:
-    """The least width the table takes: words wrapped, names and figures whole (a title wraps; it is left out)."""
-    rich = _rich(table, columns, texts, None)
-    return Measurement.get(_WIDE, _WIDE.options, rich).minimum
+    """The least width the table takes (two columns a column: its padding), words wrapped, figures whole."""
+    return sum(_least(table, i, texts) + 2 for i in columns)
 
 
 def _rich(table: Table, columns: list[int], texts: list[list[str]], title: str | None) -> RichTable:
@@ -95,7 +100,7 @@ def rich_tables(table: Table, width: int) -> list[RichTable]:
     values = [i for i in shown if i >= table.keys]
     if _natural(shown, table, texts) <= width or len(values) < 2:
         return [_rich(table, shown, texts, table.title or None)]
-    widths = [max([cell_len(text[i]) for text in texts] + [cell_len(table.columns[i].header)]) for i in values]
+    widths = [_least(table, i, texts) for i in values]
     groups = column_groups(width, _natural(keys, table, texts) - 2, widths)
     parts = []
     for n, group in enumerate(groups, start=1):

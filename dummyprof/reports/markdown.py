@@ -39,7 +39,7 @@ def render_markdown(results: Results) -> str:
         lines += [f"**{markdown_text(summary_line(results))}**", "", *markdown_blocks(blocks(results, True))]
     else:
         lines += section(results) if section else [f"_no Markdown renderer for {markdown_text(results.command)!r}_"]
-        lines += ["", summary_line(results)]
+        lines += ["", markdown_text(summary_line(results))]
     footer = (
         f"dummyprof {results.dummyprof_version}, torch {env.torch_version}, {env.device} ({env.device_name}), "
         f"{env.cpu_count} CPUs, {results.created_at}"

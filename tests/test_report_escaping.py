@@ -1,0 +1,130 @@
+"""Every string from outside is data in every medium (issue #17, item 2).
+
+A hostile string goes into EVERY string field (and every string key) of a Results document of each
+kind, found by walking the dataclasses, and every reporter in the registry renders it: the terminal
+shows no raw control character and no interpreted markup, Markdown tables keep their cells, JUnit
+stays well-formed XML, JSON stays JSON, and HTML carries no live tag from the payload.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dummyprof.reports.registry import render, reporter_names
+from dummyprof.reports.reporter import RenderOptions
+from dummyprof.reports.tables.escape import markdown_text, visible, xml_text
+from dummyprof.results.session import Results
+from dummyprof.results.store import load_results
+from tests.test_terminal_widths import _compare, _ranks, _sweep
+
+SAVED = Path(__file__).parent / "fixtures" / "results_v1"
+KEEP = {"command"}  # which reporter renders a document; not data shown to anyone
+
+PAYLOADS = [
+    "\x1b[2J\x1b]0;owned\x07",  # clear screen, set the window title
+    "[red]x[/red]",
+    "[link=https://evil.example]click[/link]",
+    "<script>alert('dp')</script>",
+    "<img src=x onerror=alert('dp')>",
+    "a|b\nc`d`\\|",
+    "\x00\x08\x0b\x7f\x9b\u202e",
+    ":smile: &amp; **bold** _it_",
+]
+
+
+def _hostile(value: Any, payload: str) -> Any:
+    """``value`` with every string (field, list item, dict key) replaced by ``payload``; numbers kept."""
+    if isinstance(value, str):
+        return payload
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        changes = {
+            f.name: _hostile(getattr(value, f.name), payload) for f in dataclasses.fields(value) if f.name not in KEEP
+        }
+        return dataclasses.replace(value, **changes)
+    if isinstance(value, list):
+        return [_hostile(v, payload) for v in value]
+    if isinstance(value, dict):
+        return {
+            (f"{payload}{i}" if isinstance(k, str) else k): _hostile(v, payload)
+            for i, (k, v) in enumerate(value.items())
+        }
+    return value
+
+
+def _documents() -> dict[str, Results]:
+    docs = {path.stem: load_results(path) for path in sorted(SAVED.glob("*.json"))}
+    docs.update({"sweep": _sweep(), "ranks": _ranks(2), "compare-projected": _compare()})
+    return docs
+
+
+DOCUMENTS = _documents()
+SGR = re.compile(r"\x1b\[[0-9;]*m")  # Rich's own colours
+CONTROL = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u202e]")  # anything else is the payload's
+
+
+def _cells(row: str) -> int:
+    """Cells in a Markdown table row: pipes not escaped by an odd run of backslashes."""
+    return len(re.findall(r"(?<!\\)(?:\\\\)*\|", row)) - 1
+
+
+def _check_markdown(out: str) -> None:
+    assert not CONTROL.search(out)
+    lines = out.split("\n")
+    for i, line in enumerate(lines):
+        if line.startswith("| ") and i + 1 < len(lines) and re.fullmatch(r"\|( ---:? \|)+", lines[i + 1]):
+            width = _cells(line)
+            j = i + 1
+            while j < len(lines) and lines[j]:
+                assert lines[j].startswith("| ") and _cells(lines[j]) == width, (line, lines[j])
+                j += 1
+
+
+def _check(name: str, results: Results, payload: str) -> None:
+    for fmt in reporter_names(results.command):
+        if fmt == "html":
+            pytest.importorskip("plotly")
+        out = render(results, fmt)
+        if fmt == "terminal":
+            for options in (RenderOptions(width=80), RenderOptions(width=400, color=True, detail=True)):
+                text = render(results, fmt, options)
+                assert not CONTROL.search(SGR.sub("", text)), (name, text)
+                assert "\x1b]8;" not in text  # no OSC-8 hyperlink
+            wide = render(results, fmt, RenderOptions(width=400, detail=True))
+            if payload.startswith("["):  # markup shows as typed, wherever a whole name fits
+                assert payload in wide, (name, wide)
+        elif fmt == "markdown":
+            _check_markdown(out)
+        elif fmt == "junit":
+            ET.fromstring(out)  # well-formed, control characters and all
+        elif fmt in ("json", "benchmark-json", "pytorch-benchmark"):
+            json.loads(out)
+        elif fmt == "html":
+            assert "<script>alert(" not in out and "onerror=alert(" not in out, name
+
+
+@pytest.mark.parametrize("name", sorted(DOCUMENTS))
+def test_hostile_strings_in_every_field_render_as_data_in_every_format(name: str) -> None:
+    original = DOCUMENTS[name]
+
+    @settings(max_examples=12, deadline=None)
+    @given(payload=st.sampled_from(PAYLOADS), extra=st.text(st.characters(max_codepoint=0x3000), max_size=6))
+    def check(payload: str, extra: str) -> None:
+        _check(name, _hostile(original, payload + extra), payload + extra)
+
+    check()
+
+
+def test_the_escapes_spell_out_what_a_medium_cannot_carry() -> None:
+    assert visible("a\x1b[2Jb\n\u202e") == "a\\x1b[2Jb\\n\\u202e"
+    assert markdown_text("a|b`c<x>[l](u)*e*&") == "a\\|b\\`c\\<x>\\[l\\](u)\\*e\\*&amp;"
+    assert markdown_text("<= 2") == "<= 2"
+    assert xml_text("a\x00b\x1bc\td") == "a\\x00b\\x1bc\td"

@@ -61,7 +61,8 @@ def _stored(results: Results) -> list[str]:
     if not dry_run:
         return list(results.notices)
     return [
-        n.replace(MEASURED_INSTEAD, DRY_RUN_INSTEAD) if n.endswith(MEASURED_INSTEAD) else n for n in results.notices
+        n.removesuffix(MEASURED_INSTEAD) + DRY_RUN_INSTEAD if n.endswith(MEASURED_INSTEAD) else n
+        for n in results.notices
     ]
 
 

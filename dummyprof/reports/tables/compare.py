@@ -193,7 +193,8 @@ def work_table(result: CompareResult) -> Table:
     return table
 
 
-def top_tensor_table(result: CompareResult, limit: int = TOP_TENSORS) -> Table | None:
+def top_tensor_table(result: CompareResult, limit: int = TOP_TENSORS, *, detail: bool = True) -> Table | None:
+    """The most revisited tensors and each strategy's visits; ``detail`` adds their depth, dtype and bytes."""
     names = [s.name for s in result.strategies]
     ranked = sorted(
         result.tensors.items(),
@@ -213,9 +214,9 @@ def top_tensor_table(result: CompareResult, limit: int = TOP_TENSORS) -> Table |
         table.add(
             short_name(key),
             f"+{len(t.names) - 1}" if len(t.names) > 1 else "",
-            str(t.depth),
-            short_dtype(t.dtype),
-            format_bytes(t.nbytes),
+            str(t.depth) if detail else "",
+            short_dtype(t.dtype) if detail else "",
+            format_bytes(t.nbytes) if detail else "",
             *(Cell(str(v), BAD if v > 1 else "") for v in visits),
         )
     if any(len(t.names) > 1 for _, t in ranked):
@@ -441,7 +442,7 @@ def compare_blocks(result: CompareResult, *, detail: bool = True) -> list[Block]
         blocks += [strategy_table(result), work_table(result)]
         blocks += _lines(noise_lines(result), WARN)
         blocks += [line for line in _size_lines(result) if detail or line.emphasis == WARN]
-    top = top_tensor_table(result, TOP_TENSORS if detail else TOP_TENSORS_SHORT)
+    top = top_tensor_table(result, TOP_TENSORS if detail else TOP_TENSORS_SHORT, detail=detail)
     if top is not None:
         blocks.append(top)
     if not projected:

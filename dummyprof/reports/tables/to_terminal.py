@@ -53,6 +53,12 @@ def elide_path(name: str, width: int) -> str:
     return ".".join([ELLIPSIS, *alone]) if alone else name
 
 
+def _two_segments(name: str) -> int:
+    """The width of ``name`` shortened to its last two dotted parts: the least a tensor name is shown with."""
+    parts = name.split(".")
+    return cell_len(name) if len(parts) <= 3 else cell_len(".".join([ELLIPSIS, *parts[-2:]]))
+
+
 def _least(table: Table, i: int, texts: list[list[str]]) -> int:
     """The narrowest column ``i`` can be: its longest word for words that wrap, else its longest cell."""
     cells = [text[i] for text in texts]
@@ -93,7 +99,8 @@ def rich_tables(table: Table, width: int) -> list[RichTable]:
     paths = [i for i in shown if table.columns[i].kind == PATH]
     for i in paths:  # shorten the names only as far as the rest of the table needs
         others = _natural([j for j in shown if j != i], table, texts)
-        room = max(width - others - 2, PATH_FLOOR)
+        keep = max((_two_segments(text[i]) for text in texts), default=0)  # else split the table instead
+        room = max(width - others - 2, PATH_FLOOR, keep)
         for text in texts:
             text[i] = elide_path(text[i], room)
     keys = [i for i in shown if i < table.keys]

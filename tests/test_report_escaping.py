@@ -134,3 +134,15 @@ def test_the_escapes_spell_out_what_a_medium_cannot_carry() -> None:
     assert markdown_text("a|b`c<x>[l](u)*e*&") == "a\\|b\\`c\\<x>\\[l\\](u)\\*e\\*&amp;"
     assert markdown_text("<= 2") == "<= 2"
     assert xml_text("a\x00b\x1bc\td") == "a\\x00b\\x1bc\td"
+
+
+def test_html_table_escapes_every_cell_title_header_and_note() -> None:
+    from dummyprof.reports.tables.model import BAD, NAME, NUMBER, Cell, Column, Table
+    from dummyprof.reports.tables.to_html import html_table
+
+    table = Table("<b>t</b>", [Column("<i>h</i>", NAME), Column("n", NUMBER)], notes=["<script>x</script>"])
+    table.add("<img src=x onerror=alert(1)>\x1b", Cell("1", BAD))
+    out = html_table(table)
+    assert "<img" not in out and "<script" not in out and "<b>" not in out and "<i>" not in out
+    assert "&lt;img src=x onerror=alert(1)&gt;\\x1b" in out and '<td class="num bad">1</td>' in out
+    assert out.startswith('<table class="dp-table">') and out.endswith("</table>")

@@ -10,8 +10,6 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-import pytest
-
 from dummyprof.reports.registry import render
 from dummyprof.reports.reporter import RenderOptions
 from dummyprof.reports.summary import summary_line

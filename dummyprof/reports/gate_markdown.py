@@ -18,7 +18,7 @@ def gate_markdown(results: Results) -> list[str]:
         f"timing rule: slower than x{section.factor:g} and Mann-Whitney U p < {section.alpha:g}",
         "",
     ]
-    rows = []
+    rows: list[list[str | Cell]] = []
     for c in section.checks:
         verdict = Cell(c.verdict, BAD if c.verdict == REGRESSED else "")
         rows.append(
@@ -45,7 +45,7 @@ def gate_markdown(results: Results) -> list[str]:
 def baseline_markdown(results: Results) -> list[str]:
     section = results.gate
     assert section is not None
-    rows = []
+    rows: list[list[str | Cell]] = []
     for run in section.scenarios:
         if run.error is not None:
             rows.append([run.name, "", "", f"could not measure: {run.error}"])

@@ -7,7 +7,7 @@ table as captions or lines, not into cells.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from rich import box
 from rich.table import Table
@@ -106,7 +106,7 @@ def column_groups(width: int, key_width: int, widths: list[int]) -> list[list[in
 NAME, WORD, NUMBER, TEXT = "name", "word", "number", "text"
 
 
-def table_of(title: str, columns: list[tuple[str, str]], rows: list[list[str]]) -> Table:
+def table_of(title: str, columns: list[tuple[str, str]], rows: Sequence[Sequence[str | Text]]) -> Table:
     """A narrow table of ``(header, kind)`` columns, leaving out any column that is empty in every row."""
     keep = [i for i in range(len(columns)) if any(row[i] for row in rows)] if rows else list(range(len(columns)))
     table = narrow_table(title)

@@ -57,7 +57,7 @@ class DataConsole(Console):
     def __init__(self, **kwargs: object) -> None:
         super().__init__(markup=False, emoji=False, highlight=False, **kwargs)  # type: ignore[arg-type]
 
-    def render_str(self, text: str, **kwargs: object) -> Text:  # type: ignore[override]
+    def render_str(self, text: str, **kwargs: object) -> Text:
         return super().render_str(visible_lines(text), **kwargs)  # type: ignore[arg-type]
 
 

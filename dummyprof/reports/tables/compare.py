@@ -7,7 +7,7 @@ Files (Markdown, HTML) carry everything.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from dummyprof.reports.format import (
     GENERATOR_BOUND_WHY,
@@ -422,11 +422,11 @@ def calibration_line(result: CompareResult) -> str | None:
     )
 
 
-def _lines(texts: list[str | None], emphasis: str = "") -> list[Block]:
+def _lines(texts: Sequence[str | None], emphasis: str = "") -> list[Block]:
     return [Line(text, emphasis) for text in texts if text]
 
 
-def _size_lines(result: CompareResult) -> list[Block]:
+def _size_lines(result: CompareResult) -> list[Line]:
     """What was measured and what was projected: a warning where a figure is not what was asked for."""
     return [Line(text, WARN if "PROJECTED" in text or "REDUCED" in text else DIM) for text in size_lines(result)]
 

@@ -128,11 +128,20 @@ def scenario_table(result: CompareResult) -> Table:
     return table
 
 
+def _per_strategy(title: str, *figures: str) -> Table:
+    """A table of a row per strategy: its name, then figures."""
+    return Table(title, [Column("strategy", NAME), *(Column(h, NUMBER) for h in figures)])
+
+
 def strategy_table(result: CompareResult) -> Table:
     """Times: median, spread, range, speedup and its interval (about 75 columns)."""
-    table = Table(
+    table = _per_strategy(
         f"Strategies: time (speedup vs {result.baseline_strategy}, 95% bootstrap interval)",
-        [Column("strategy", NAME), *(Column(h, NUMBER) for h in ("median", "CV", "min–max", "speedup", "interval"))],
+        "median",
+        "CV",
+        "min–max",
+        "speedup",
+        "interval",
     )
     for s in result.strategies:
         table.add(
@@ -293,9 +302,13 @@ def _time_notes(result: CompareResult) -> list[str]:
 
 def projected_time_table(result: CompareResult) -> Table:
     """Projected mode: each strategy's time, its interval, speedup, memset floor and walk (about 70 columns)."""
-    table = Table(
+    table = _per_strategy(
         f"Strategies: projected time (speedup vs {result.baseline_strategy})",
-        [Column("strategy", NAME), *(Column(h, NUMBER) for h in ("time", "range", "speedup", "floor", "walk"))],
+        "time",
+        "range",
+        "speedup",
+        "floor",
+        "walk",
     )
     for s in result.strategies:
         p = s.projection
@@ -343,10 +356,7 @@ def projected_work_table(result: CompareResult) -> Table:
 
 def projection_check_table(result: CompareResult) -> Table:
     """Measured mode with a calibration: the projection next to the measured median (about 70 columns)."""
-    table = Table(
-        "Projected vs measured",
-        [Column("strategy", NAME), *(Column(h, NUMBER) for h in ("projected", "range", "measured", "floor", "walk"))],
-    )
+    table = _per_strategy("Projected vs measured", "projected", "range", "measured", "floor", "walk")
     rss = []
     for s in result.strategies:
         p = s.projection

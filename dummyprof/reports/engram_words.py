@@ -51,10 +51,6 @@ def projection_detail(p: TimeProjection, own: str = "") -> str:
     return how
 
 
-def interval_kind(p: TimeProjection) -> str:
-    return "95% prediction interval" if p.interval == "residuals" else "fastest to slowest reading"
-
-
 def startup_interval_text(interval: Interval | None) -> str:
     return "" if interval is None else interval_text(interval.low, interval.high)
 

@@ -18,24 +18,6 @@ from dummyprof.results.compare import CompareResult, StrategyResult
 from dummyprof.results.session import Results
 
 BENCHMARK_NAME = "dummyprof dummy-weight fill"
-FIELDS = {
-    "benchmark": ("name", "mode", "dtype", "extra_info"),
-    "model": ("name", "type", "backend", "origins", "extra_info"),
-    "metric": ("name", "benchmark_values", "target_value", "extra_info"),
-    "runner": (
-        "name",
-        "type",
-        "cpu_info",
-        "cpu_count",
-        "mem_info",
-        "avail_mem_in_gb",
-        "gpu_info",
-        "gpu_count",
-        "gpu_mem_info",
-        "avail_gpu_mem_in_gb",
-        "extra_info",
-    ),
-}
 
 
 def _runner(results: Results) -> dict[str, Any]:

@@ -137,3 +137,17 @@ def test_a_dry_run_says_what_a_run_would_measure_not_what_was_measured() -> None
         out = " ".join(render(plan, fmt, RenderOptions(width=200)).split())
         assert "measured pageable instead" not in out
         assert "a run would measure pageable instead (dry run: nothing was measured)" in out
+
+
+def test_audit_keeps_a_long_loader_name_whole() -> None:
+    from dummyprof.results.audit import FillerSummary
+
+    results = load_results(SAVED / "audit.json")
+    assert results.audit is not None
+    name = "fill_everything_with_a_very_long_loader_name"
+    results.audit.fillers.append(FillerSummary(name, "loader", None, 12_345, 6, 1_234_567_890, 3, 17))
+    out = render(results, "terminal", RenderOptions(width=80))
+    assert max(len(line) for line in out.splitlines()) <= 80 and "…" not in out
+    assert re.search(rf"^ {name} +loader +12,345 +6/7 ", out, re.M) and re.search(
+        rf"^ {name} +3 +1\.15 GiB +17 ", out, re.M
+    )

@@ -46,15 +46,17 @@ AUTO_STOPS = {
 }
 
 
-def size_lines(result: CompareResult) -> list[str]:
-    """What was measured and what was projected, and why: one line each."""
+def size_lines(result: CompareResult, *, detail: bool = True) -> list[str]:
+    """What was measured and what was projected, and why: one line each. Without ``detail``, a measured run
+    leaves out the lines that only confirm it (exact counts, measured fill times)."""
     size = result.size
     lines = []
-    if result.counts == "exact-meta":
+    confirm = detail or size.mode == "projected"
+    if confirm and result.counts == "exact-meta":
         lines.append(
             "counts: exact for the full model (each strategy's traversal run on the meta device; nothing allocated)"
         )
-    elif result.counts == "exact":
+    elif confirm and result.counts == "exact":
         lines.append("counts: exact (recorded in the real fills; equal to the counting pass on the meta device)")
     need = f"needs {format_bytes(size.needed_bytes)} of {format_bytes(size.budget_bytes)} allowed"
     predicted = f", measured rounds predicted at {format_seconds(size.predicted_s)}" if size.predicted_s else ""
@@ -70,7 +72,7 @@ def size_lines(result: CompareResult) -> list[str]:
             f"measured rounds predicted at {format_seconds(size.predicted_s)}{budget}; raise --time-budget "
             "for all of them"
         )
-    elif size.calibration:
+    elif size.calibration and confirm:
         lines.append(f"fill times and memory: measured ({need}{predicted}{budget})")
     if result.auto_stop:
         lines.append(
@@ -106,7 +108,7 @@ def scenario_line(result: CompareResult) -> Line:
     )
     return Line(
         f"model: {model.description or model.source} on {model.device}: {model.modules:,} modules, "
-        f"{model.tensors:,} storages ({model.names:,} names), {format_bytes(model.bytes)}; {rounds}"
+        f"{model.tensors:,} storages ({model.names:,} registered names), {format_bytes(model.bytes)}; {rounds}"
     )
 
 
@@ -436,9 +438,10 @@ def _lines(texts: Sequence[str | None], emphasis: str = "") -> list[Block]:
     return [Line(text, emphasis) for text in texts if text]
 
 
-def _size_lines(result: CompareResult) -> list[Line]:
+def _size_lines(result: CompareResult, detail: bool) -> list[Line]:
     """What was measured and what was projected: a warning where a figure is not what was asked for."""
-    return [Line(text, WARN if "PROJECTED" in text or "REDUCED" in text else DIM) for text in size_lines(result)]
+    lines = size_lines(result, detail=detail)
+    return [Line(text, WARN if "PROJECTED" in text or "REDUCED" in text else DIM) for text in lines]
 
 
 def compare_blocks(result: CompareResult, *, detail: bool = True) -> list[Block]:
@@ -446,12 +449,12 @@ def compare_blocks(result: CompareResult, *, detail: bool = True) -> list[Block]
     projected = result.size.mode == "projected"
     blocks: list[Block] = [scenario_table(result)] if detail else [scenario_line(result)]
     if projected:
-        blocks += _size_lines(result)
+        blocks += _size_lines(result, detail)
         blocks += [projected_time_table(result), projected_work_table(result)]
     else:
         blocks += [strategy_table(result), work_table(result)]
         blocks += _lines(noise_lines(result), WARN)
-        blocks += [line for line in _size_lines(result) if detail or line.emphasis == WARN]
+        blocks += _size_lines(result, detail)
     top = top_tensor_table(result, TOP_TENSORS if detail else TOP_TENSORS_SHORT, detail=detail)
     if top is not None:
         blocks.append(top)

@@ -146,3 +146,10 @@ def test_html_table_escapes_every_cell_title_header_and_note() -> None:
     assert "<img" not in out and "<script" not in out and "<b>" not in out and "<i>" not in out
     assert "&lt;img src=x onerror=alert(1)&gt;\\x1b" in out and '<td class="num bad">1</td>' in out
     assert out.startswith('<table class="dp-table">') and out.endswith("</table>")
+
+
+def test_the_cli_console_prints_a_path_as_typed(capsys: pytest.CaptureFixture[str]) -> None:
+    from dummyprof.reports.console import make_console
+
+    make_console().print("results written to [red]x[/red]:smile:\x1b[2J.json", style="dim")
+    assert capsys.readouterr().out == "results written to [red]x[/red]:smile:\\x1b[2J.json\n"

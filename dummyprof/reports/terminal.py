@@ -6,9 +6,9 @@ import io
 from collections.abc import Callable
 
 from rich.console import Console
-from rich.text import Text
 
 from dummyprof.reports.audit_terminal import render_audit
+from dummyprof.reports.console import DataConsole
 from dummyprof.reports.engram_terminal import render_engram
 from dummyprof.reports.format import format_bytes
 from dummyprof.reports.gate_terminal import render_baseline, render_gate
@@ -16,7 +16,6 @@ from dummyprof.reports.inspect_terminal import render_inspect
 from dummyprof.reports.notices import notices
 from dummyprof.reports.reporter import RenderOptions, Reporter
 from dummyprof.reports.summary import summary_line
-from dummyprof.reports.tables.escape import visible_lines
 from dummyprof.reports.tables.kinds import BLOCKS, HEADLINE_FIRST
 from dummyprof.reports.tables.to_terminal import print_blocks, styled
 from dummyprof.results.session import Results
@@ -46,19 +45,6 @@ def environment_line(results: Results) -> str:
         f"CPU {env.cpu_model} x{env.cpu_count}, {threads}, {format_bytes(env.total_memory_bytes)} RAM"
         + (engine if env.random_fast_engine else "")
     )
-
-
-class DataConsole(Console):
-    """A console for text that holds names from outside: no markup, no emoji codes, controls spelled out.
-
-    Styles come only from ``style=`` and ``Text``; a ``[red]`` or ``[link=...]`` in a name prints as typed.
-    """
-
-    def __init__(self, **kwargs: object) -> None:
-        super().__init__(markup=False, emoji=False, highlight=False, **kwargs)  # type: ignore[arg-type]
-
-    def render_str(self, text: str, **kwargs: object) -> Text:
-        return super().render_str(visible_lines(text), **kwargs)  # type: ignore[arg-type]
 
 
 def render(results: Results, console: Console, *, quiet: bool = False, detail: bool = False) -> None:

@@ -75,9 +75,8 @@ def size_lines(result: CompareResult, *, detail: bool = True) -> list[str]:
     elif size.calibration and confirm:
         lines.append(f"fill times and memory: measured ({need}{predicted}{budget})")
     if result.auto_stop:
-        lines.append(
-            f"--repeat auto: {result.repeat} measured rounds; {AUTO_STOPS.get(result.auto_stop, result.auto_stop)}"
-        )
+        asked = f"--repeat {result.repeats_requested}" if result.repeats_requested else "--repeat auto"
+        lines.append(f"{asked}: {result.repeat} measured rounds; {AUTO_STOPS.get(result.auto_stop, result.auto_stop)}")
     return lines
 
 
@@ -162,11 +161,15 @@ def floor_share_text(result: CompareResult, name: str) -> str:
     share = result.share_of_floor(name)
     if share is None:
         return "n/a"
+    if share > 1.0:
+        return "over!"  # faster than the floor cannot be: flagged (a faster-than-floor warning says why)
     return f"{100 * share:.1f}%" if share < 0.1 else f"{100 * share:.0f}%"
 
 
 def floor_share_cell(result: CompareResult, name: str) -> Cell:
-    return Cell(floor_share_text(result, name), WARN if result.generator_bound(name) else "")
+    share = result.share_of_floor(name)
+    flagged = BAD if share is not None and share > 1.0 else WARN if result.generator_bound(name) else ""
+    return Cell(floor_share_text(result, name), flagged)
 
 
 def floor_words(result: CompareResult) -> str | None:
@@ -175,7 +178,8 @@ def floor_words(result: CompareResult) -> str | None:
         return None
     return (
         f"rate over this run's memset floor ({result.floor.bytes_per_s / 1e9:.2f} GB/s: "
-        f"{format_bytes(result.floor.bytes_written)} of fresh storages zeroed once, fastest of the same rounds)"
+        f"{format_bytes(result.floor.bytes_written)} of fresh storages zeroed once, fastest of "
+        f"{len(result.floor.timing.samples_s)} readings interleaved with the fills)"
     )
 
 

@@ -55,9 +55,9 @@ def measure(a: Sequence[float], b: Sequence[float], build=None) -> CompareResult
     )
 
 
-def text(result: CompareResult, width: int = 120, reporter: str = "terminal") -> str:
+def text(result: CompareResult, width: int = 120, reporter: str = "terminal", detail: bool = False) -> str:
     results = Results(command="compare", compare=result)
-    return render(results, reporter, RenderOptions(width=width))
+    return render(results, reporter, RenderOptions(width=width, detail=detail))
 
 
 STEADY_A = [9.0, 2.0, 2.02, 1.98, 2.0, 2.01, 1.99]  # warm-up first (discarded)
@@ -141,7 +141,7 @@ def test_compare_tables_fit_80_and_120_columns(width: int) -> None:
     )  # fmt: skip
     for s, seconds in zip(result.strategies, (2.40, 0.51, 0.0123), strict=True):
         s.timing.samples_s = [seconds, seconds * 1.4, seconds * 0.9]
-    out = text(result, width)
+    out = text(result, width, detail=True)
     lines = out.splitlines()
     assert max(len(line) for line in lines) <= width, max(lines, key=len)
     assert "…" not in out

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import io
-
 import pytest
-from rich.console import Console
 
-from dummyprof.reports.compare_terminal import floor_share_cell, memory_table, roofline_line, short_name
-from dummyprof.reports.markdown import md_table
+from dummyprof.reports.tables.compare import floor_share_cell, floor_share_text, memory_table, roofline_line, short_name
+from dummyprof.reports.tables.to_markdown import md_table, table_lines
+from dummyprof.reports.tables.to_terminal import elide_path
 from dummyprof.results import CompareResult, Figure, StrategyResult
 from dummyprof.results.common import Timing
 from dummyprof.results.compare import FloorResult
@@ -18,7 +16,15 @@ def test_short_name_folds_repeated_segments_and_keeps_the_leaf() -> None:
     assert short_name("child0.child0.child0.weight") == "child0×3.weight"
     assert short_name("child0.child0.weight") == "child0.child0.weight"
     assert short_name("layers.0.mlp.experts.1.w") == "layers.0.mlp.experts.1.w"
-    assert short_name("a" * 60 + ".weight", width=20) == "…" + ("a" * 60 + ".weight")[-19:]
+
+
+def test_a_long_dotted_name_loses_middle_segments_never_part_of_a_word() -> None:
+    name = "model.layers.0.mlp.down_proj.weight"
+    assert elide_path(name, 80) == name
+    assert elide_path(name, 30) == "model.….0.mlp.down_proj.weight"
+    assert elide_path(name, 28) == "….0.mlp.down_proj.weight"  # the layer index is worth more than "model"
+    assert elide_path(name, 18) == "….down_proj.weight"
+    assert elide_path(name, 5) == name  # not even the last part fits: whole, for the column to fold
 
 
 def test_memory_columns_unavailable_everywhere_become_one_line() -> None:
@@ -29,14 +35,15 @@ def test_memory_columns_unavailable_everywhere_become_one_line() -> None:
         s.memory.gpu_allocator_peak_bytes = Figure.missing("no GPU")
     table, missing = memory_table(CompareResult(strategies=strategies))
     assert missing == ["pinned host: unavailable: no CUDA", "GPU allocator peak: unavailable: no GPU"]
-    out = io.StringIO()
-    Console(file=out, width=200).print(table)
-    assert "GPU used (NVML)" in out.getvalue() and "1.00 KiB" in out.getvalue()
-    assert "pinned host" not in out.getvalue()
+    out = table_lines(table)
+    assert "GPU used (NVML)" in out[2] and "1.00 KiB" in "\n".join(out)
+    assert "pinned host" not in "\n".join(out[:-1])  # a note under the table, not a column
+    assert out[-1] == "_growth: during the fill; scratch: largest temporary; " + "; ".join(missing) + "_"
 
 
 def test_markdown_table_escapes_pipes() -> None:
     assert md_table(["a", "b"], [["x|y", "1"]], align_right=[1]) == ["| a | b |", "| --- | ---: |", "| x\\|y | 1 |"]
+    assert md_table(["a"], [["`x`\n<b>"]]) == ["| a |", "| --- |", "| \\`x\\`\\\\n\\<b> |"]
 
 
 def test_share_of_floor_and_the_generator_bound_line() -> None:
@@ -51,16 +58,16 @@ def test_share_of_floor_and_the_generator_bound_line() -> None:
     assert result.share_of_floor("fast") == pytest.approx(0.8)
     assert result.share_of_floor("slow") == pytest.approx(0.01)
     assert result.generator_bound("fast") is False and result.generator_bound("slow") is True
-    assert floor_share_cell(result, "fast") == "80%"
+    assert floor_share_text(result, "fast") == "80%" and floor_share_cell(result, "slow").emphasis == "warn"
     line = roofline_line(result)
     assert line is not None and line.startswith("roofline: slow 1.0% of memset: bound by the random generator")
     result.floor = None  # files written before the floor was measured
-    assert result.share_of_floor("fast") is None and floor_share_cell(result, "fast") == "n/a"
+    assert result.share_of_floor("fast") is None and floor_share_text(result, "fast") == "n/a"
     assert roofline_line(result) is None
 
 
 def test_markdown_shows_each_strategys_share_of_the_memset_floor_and_the_roofline_line() -> None:
-    from dummyprof.reports.compare_markdown import compare_markdown
+    from dummyprof.reports.markdown import render_markdown
     from dummyprof.results.session import Results
 
     result = CompareResult(
@@ -71,11 +78,14 @@ def test_markdown_shows_each_strategys_share_of_the_memset_floor_and_the_rooflin
         floor=FloorResult(bytes_written=4_000, timing=Timing([0.5, 0.4, 0.6]), generator_bound_share=0.05),
         baseline_strategy="slow",
     )
-    lines = compare_markdown(Results(command="compare", compare=result))
-    header = next(line for line in lines if line.startswith("| strategy"))
-    cells = [c.strip() for c in header.strip("|").split("|")]
-    column = cells.index("% of memset")
-    rows = {r.strip("|").split("|")[0].strip(): [c.strip() for c in r.strip("|").split("|")] for r in lines[2:]}
+    lines = render_markdown(Results(command="compare", compare=result)).splitlines()
+    start = lines.index("**Strategies: work**") + 2
+    cells = [c.strip() for c in lines[start].strip("|").split("|")]
+    column = cells.index("%memset")
+    rows = {
+        r.strip("|").split("|")[0].strip(): [c.strip() for c in r.strip("|").split("|")]
+        for r in lines[start + 2 : start + 4]
+    }
     assert rows["fast"][column] == "80%" and rows["slow"][column] == "1.0%"
-    assert any(line.startswith("% of memset: rate over this run's memset floor (0.00 GB/s") for line in lines)
-    assert "> roofline: slow 1.0% of memset: bound by the random generator" in "\n".join(lines)
+    assert "%memset: rate over this run's memset floor (0.00 GB/s" in lines[start + 5]
+    assert "roofline: slow 1.0% of memset: bound by the random generator" in "\n".join(lines)

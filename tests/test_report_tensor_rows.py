@@ -103,22 +103,25 @@ def test_quiet_report_builds_no_tensor_row_and_prints_the_summary(cli: Cli, big:
     assert built[0] == 0
 
 
-@pytest.mark.parametrize("fmt", ["markdown", "pytorch-benchmark"])
+@pytest.mark.parametrize("fmt", ["pytorch-benchmark"])
 def test_formats_without_rows_build_none_and_match_a_full_load(cli: Cli, big: Path, built: list[int], fmt: str) -> None:
     result = cli("report", "-f", fmt, str(big))
     assert result.exit_code == 0 and built[0] == 0
     assert result.stdout == render(load_results(big), fmt)  # the full load renders the same document
 
 
-@pytest.mark.parametrize("args", [(), ("-f", "json")])
+@pytest.mark.parametrize("args", [(), ("-f", "json"), ("-f", "markdown")])
 def test_formats_with_rows_build_every_one(cli: Cli, big: Path, built: list[int], args: tuple[str, ...]) -> None:
     result = cli("report", *args, str(big))
     assert result.exit_code == 0
     assert built[0] == ROWS
-    if args:
+    if args == ("-f", "json"):
         assert len(json.loads(result.stdout)["compare"]["tensors"]) == ROWS
-    else:
-        assert "Most revisited tensors (top" in result.stdout and result.stdout.endswith(SUMMARY)
+    else:  # the summary leads the terminal report (issue #20); Markdown ranks the same tensors (issue #18)
+        assert (
+            "Most revisited tensors (top" in result.stdout
+            and SUMMARY.strip() in result.stdout.splitlines()[2 if args else 0]
+        )
 
 
 BAD_ROW = "layers.3.experts.5.weight"
@@ -137,7 +140,7 @@ def test_a_corrupt_row_is_one_line_and_exit_2_where_rows_are_read_and_ignored_wh
     cli: Cli, big: Path, change: Callable[[dict[str, Any]], None], field: str, message: str
 ) -> None:
     path = _edit(big, lambda d: change(d["compare"]["tensors"][BAD_ROW]))
-    for args in [(), ("-f", "json"), ("-f", "html")]:
+    for args in [(), ("-f", "json"), ("-f", "html"), ("-f", "markdown")]:
         result = cli("report", *args, str(path))
         assert result.exit_code == 2, args
         assert result.stdout == ""
@@ -146,7 +149,6 @@ def test_a_corrupt_row_is_one_line_and_exit_2_where_rows_are_read_and_ignored_wh
     # Formats that show no row do not read them, so they do not check them either (docs/promises.md).
     result = cli("report", "-q", str(path))
     assert (result.exit_code, result.stdout, result.stderr) == (0, SUMMARY, "")
-    assert cli("report", "-f", "markdown", str(path)).exit_code == 0
 
 
 def test_a_rows_section_that_is_not_an_object_is_refused_by_the_full_report_only(cli: Cli, big: Path) -> None:
@@ -173,8 +175,6 @@ def test_reporters_that_say_they_read_no_rows_render_the_same_without_them() -> 
             checked.append((reporter.name, options.quiet))
     assert checked == [
         ("terminal", True),
-        ("markdown", False),
-        ("markdown", True),
         ("pytorch-benchmark", False),
         ("pytorch-benchmark", True),
     ]

@@ -14,6 +14,7 @@ import dummyprof
 from dummyprof.errors import UsageError
 from dummyprof.reports import markdown, registry, terminal
 from dummyprof.reports.registry import RenderOptions, Reporter, get_reporter, register_reporter, render, reporter_names
+from dummyprof.reports.tables.kinds import BLOCKS
 from dummyprof.results.session import Results
 from dummyprof.results.store import load_results
 from tests.conftest import CliResult
@@ -24,9 +25,17 @@ FILES = sorted(OLD.glob("*.json"))
 
 def test_builtin_reporters_and_the_kinds_they_render() -> None:
     assert reporter_names() == ["terminal", "json", "markdown", "junit", "benchmark-json", "pytorch-benchmark", "html"]
-    assert get_reporter("terminal").kinds == frozenset(terminal.SECTIONS)
-    assert get_reporter("markdown").kinds == frozenset(markdown.SECTIONS)
-    assert set(terminal.SECTIONS) == {"compare", "audit", "inspect", "engram", "gate", "baseline", "sweep"}
+    assert get_reporter("terminal").kinds == frozenset(terminal.SECTIONS) | frozenset(BLOCKS)
+    assert get_reporter("markdown").kinds == frozenset(markdown.SECTIONS) | frozenset(BLOCKS)
+    assert set(terminal.SECTIONS) | set(BLOCKS) == {
+        "compare",
+        "audit",
+        "inspect",
+        "engram",
+        "gate",
+        "baseline",
+        "sweep",
+    }
     assert get_reporter("json").kinds is None  # every kind
     assert reporter_names("compare") == ["terminal", "json", "markdown", "pytorch-benchmark", "html"]
     assert reporter_names("gate") == ["terminal", "json", "markdown", "junit", "benchmark-json", "html"]

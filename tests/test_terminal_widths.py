@@ -36,9 +36,9 @@ SAVED = Path(__file__).parent / "fixtures" / "results_v1"
 WIDTHS = [80, 120]
 
 
-def fits(results: Results, width: int, headers: tuple[str, ...] = ()) -> str:
+def fits(results: Results, width: int, headers: tuple[str, ...] = (), *, detail: bool = False) -> str:
     """The report at ``width``, checked: no line over it, no '…', each header a word of its own, -q one line."""
-    out = render(results, "terminal", RenderOptions(width=width))
+    out = render(results, "terminal", RenderOptions(width=width, detail=detail))
     lines = out.splitlines()
     assert max(len(line) for line in lines) <= width, max(lines, key=len)
     assert "…" not in out
@@ -154,7 +154,7 @@ def test_compare_projected_fits(width: int) -> None:
 
 @pytest.mark.parametrize("width", WIDTHS)
 def test_compare_measured_with_its_projection_fits(width: int) -> None:
-    out = fits(_compare("measured"), width, ("projected", "range", "measured", "floor", "walk"))
+    out = fits(_compare("measured"), width, ("projected", "range", "measured", "floor", "walk"), detail=True)
     assert re.search(r"legacy +~920\.4 ms +725\.1 ms–930\.7 ms +1\.10 s +31\.8 ms +123\.4 ms ", out)
     assert re.search(r"per-layer +~205\.3 ms +184\.2 ms–225\.7 ms +213\.1 ms +57\.4 ms +45\.6 ms ", out)
     assert "projected peak RSS: ~153.70 GiB, every strategy" in flat(out)
@@ -262,8 +262,8 @@ def _sweep() -> Results:
 def test_sweep_fits_and_splits_its_points_only_when_narrow(width: int) -> None:
     headers = ("median", "min–max", "visits", "written", "peak RSS", "exponent", "95% interval", "R²", "points")
     out = fits(_sweep(), width, (*headers, "trend"))
-    assert ("Points: work" in out) == (width == 80)  # one table when it fits, time and work apart when not
-    assert re.search(r" 16 +1\.70 MiB +legacy", out)
+    assert ("(2/2)" in out) == (width == 80)  # one table when it fits, two parts when not
+    assert re.search(r" 16 +legacy +1\.70 MiB", out)
     assert "14.4 ms–22.4 ms" in out  # legacy at depth 16: 1 ms x 16², 0.9x to 1.4x
     assert re.search(r"legacy +visits +1\.70 +\[1\.13, 2\.27\] +0\.9987 +3 \(4–16\) ", out)
     quiet = render(_sweep(), "terminal", RenderOptions(width=width, quiet=True))

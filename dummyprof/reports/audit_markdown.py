@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from dummyprof.reports.audit_text import finding_text
 from dummyprof.reports.format import format_bytes
-from dummyprof.reports.markdown_table import md_table
+from dummyprof.reports.tables.escape import markdown_text
+from dummyprof.reports.tables.to_markdown import md_table
 from dummyprof.results.session import Results
 
 
@@ -12,8 +13,11 @@ def audit_markdown(results: Results) -> list[str]:
     result = results.audit
     assert result is not None
     lines = [
-        f"**Model:** {result.model.description or result.model.source}: {result.model.tensors:,} tensors, "
-        f"{format_bytes(result.model.bytes)}",
+        "**Model:** "
+        + markdown_text(
+            f"{result.model.description or result.model.source}: {result.model.tensors:,} tensors, "
+            f"{format_bytes(result.model.bytes)}"
+        ),
         "",
     ]
     lines += md_table(

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from rich.console import Console
-from rich.table import Table
+from rich.table import Table as RichTable
 
 from dummyprof.reports.audit_text import finding_subject, finding_text
 from dummyprof.reports.format import format_bytes
-from dummyprof.reports.narrow import narrow_table, number_columns, text_column
+from dummyprof.reports.narrow import narrow_table, text_column
+from dummyprof.reports.tables.model import BAD, NAME, NUMBER, Block, Cell, Column, Table
+from dummyprof.reports.tables.to_terminal import print_blocks
 from dummyprof.results.audit import FINDING_KINDS, INFO_KINDS, AuditResult, Finding
 from dummyprof.results.session import Results
 
@@ -16,27 +18,29 @@ GROUP_AFTER = 3  # more findings than this of one kind and filler are summarized
 NAMES_SHOWN = 4
 
 
-def filler_table(result: AuditResult) -> Table:
-    """One row per filler, in about 70 columns: short headers, explained in :func:`filler_note`.
+def filler_table(result: AuditResult) -> Block:
+    """One row per filler, in about 70 columns: short headers, explained in :func:`filler_note` under it.
 
     ``init`` says what a filler fills like: a strategy's initializer, ``loader`` for a loader's own values
     (compared with nothing), or ``v0.33 (loader)`` for a loader declared with --loader-initializer.
     """
-    table = narrow_table("Fillers (each traced once on a fresh model)")
-    text_column(table, "filler", style="bold")
-    text_column(table, "init")
-    number_columns(table, "writes", "tensors", "repeated", "written", "other")
+    table = Table(
+        "Fillers (each traced once on a fresh model)",
+        [Column("filler", NAME), Column("init")]
+        + [Column(h, NUMBER) for h in ("writes", "tensors", "repeated", "written", "other")],
+        notes=[filler_note(result)],
+    )
     for f in result.fillers:
         if f.kind == "loader":
             init = f"{f.initializer} (loader)" if f.initializer else "loader"
         else:
             init = f.initializer or f.kind
-        table.add_row(
+        table.add(
             f.name,
             init,
             f"{f.writes:,}",
             f"{f.tensors_written:,}/{len(result.tensors):,}",
-            f"[red]{f.repeated_tensors:,}[/]" if f.repeated_tensors else "0",
+            Cell(f"{f.repeated_tensors:,}", BAD) if f.repeated_tensors else "0",
             format_bytes(f.bytes_written),
             f"{f.outside_writes:,}",
         )
@@ -53,7 +57,7 @@ def filler_note(result: AuditResult) -> str:
     return note
 
 
-def findings_table(result: AuditResult, *, informational: bool) -> Table | None:
+def findings_table(result: AuditResult, *, informational: bool) -> RichTable | None:
     rows = [f for f in result.findings if f.informational == informational]
     if not rows:
         return None
@@ -98,8 +102,7 @@ def render_audit(results: Results, console: Console) -> None:
         f"model: {model.description or model.source} on {model.device}: {model.modules:,} modules, "
         f"{model.tensors:,} storages ({model.names:,} names), {format_bytes(model.bytes)}"
     )
-    console.print(filler_table(result))
-    console.print(filler_note(result), style="dim")
+    print_blocks(console, [filler_table(result)])
     for informational in (False, True):
         table = findings_table(result, informational=informational)
         if table is not None:

@@ -9,6 +9,9 @@ import unicodedata
 from typing import TextIO
 
 from rich.console import Console
+from rich.text import Text
+
+from dummyprof.reports.tables.escape import visible_lines
 
 PIPED_WIDTH = 160  # wide enough that tables written to files or CI logs do not wrap
 DEFAULT_WIDTH = 80  # a terminal whose size cannot be read
@@ -95,6 +98,19 @@ def terminal_width(stream: TextIO) -> int | None:
     return width if MIN_WIDTH <= width <= MAX_WIDTH else DEFAULT_WIDTH
 
 
+class DataConsole(Console):
+    """A console for text that holds names from outside: no markup, no emoji codes, controls spelled out.
+
+    Styles come only from ``style=`` and ``Text``; a ``[red]`` or ``[link=...]`` in a name prints as typed.
+    """
+
+    def __init__(self, **kwargs: object) -> None:
+        super().__init__(markup=False, emoji=False, highlight=False, **kwargs)  # type: ignore[arg-type]
+
+    def render_str(self, text: str, **kwargs: object) -> Text:
+        return super().render_str(visible_lines(text), **kwargs)  # type: ignore[arg-type]
+
+
 def make_console(*, stderr: bool = False) -> Console:
     """Rich drops colour codes when the stream is not a terminal and honours NO_COLOR itself.
 
@@ -102,4 +118,4 @@ def make_console(*, stderr: bool = False) -> Console:
     """
     stream = sys.stderr if stderr else sys.stdout
     encoding_safe(stream)
-    return Console(file=stream, highlight=False, soft_wrap=False, width=terminal_width(stream))
+    return DataConsole(file=stream, soft_wrap=False, width=terminal_width(stream))

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from dummyprof.reports.engram_words import dominant_text, generator_bound_line, interval_text, startup_interval_text
 from dummyprof.reports.format import figure_bytes, format_bytes, format_seconds
-from dummyprof.reports.markdown_table import md_table
+from dummyprof.reports.tables.escape import markdown_text
+from dummyprof.reports.tables.model import BAD, Cell
+from dummyprof.reports.tables.to_markdown import md_table
 from dummyprof.results.common import Figure
 from dummyprof.results.session import Results
 
@@ -20,10 +22,13 @@ def engram_markdown(results: Results) -> list[str]:
     assert result is not None
     lay = result.layout
     lines = [
-        f"**Engram:** {lay.tables} x {lay.rows:,} rows x dim {lay.dim}, {lay.heads} heads over "
-        f"tp {lay.tp_size} x dp {lay.dp_size}; rank {lay.rank}: {lay.part_rows:,} rows, "
-        f"{format_bytes(lay.table_bytes_per_rank)} requested, {format_bytes(lay.reserved_bytes_per_rank)} reserved "
-        f"({result.backing.used}); budget {format_bytes(result.budget.memory_bytes)}",
+        "**Engram:** "
+        + markdown_text(
+            f"{lay.tables} x {lay.rows:,} rows x dim {lay.dim}, {lay.heads} heads over "
+            f"tp {lay.tp_size} x dp {lay.dp_size}; rank {lay.rank}: {lay.part_rows:,} rows, "
+            f"{format_bytes(lay.table_bytes_per_rank)} requested, {format_bytes(lay.reserved_bytes_per_rank)} reserved "
+            f"({result.backing.used}); budget {format_bytes(result.budget.memory_bytes)}"
+        ),
         "",
     ]
     if results.ranks:  # a multi-rank run: every rank's figures side by side
@@ -46,7 +51,7 @@ def engram_markdown(results: Results) -> list[str]:
                 fill,
                 _cell(m.gb_per_s, f"{m.gb_per_s.value or 0:.2f} GB/s"),
                 _cell(m.percent_of_floor, f"{m.percent_of_floor.value or 0:.0f}%"),
-                start + (" **over deadline**" if m.over_deadline else ""),
+                Cell(start + " over deadline", BAD) if m.over_deadline else start,
                 format_bytes(m.needed_bytes),
                 "yes" if m.fits_in_memory else "no",
                 figure_bytes(m.peak_rss_bytes),
@@ -59,5 +64,5 @@ def engram_markdown(results: Results) -> list[str]:
     )
     bound = generator_bound_line(result.methods, result.floor_method)
     if bound is not None:
-        lines += ["", f"Roofline: {bound}."]
+        lines += ["", markdown_text(f"Roofline: {bound}.")]
     return lines

@@ -35,6 +35,7 @@ from dummyprof.reports.narrow import (
     table_of,
     text_column,
 )
+from dummyprof.reports.tables.to_terminal import styled
 from dummyprof.results.common import Figure, Timing
 from dummyprof.results.engram import (
     PLANNED,
@@ -240,7 +241,7 @@ def startup_table(result: EngramResult) -> tuple[Table, list[str]]:
                 _seconds(m.startup_seconds),
                 interval_text(interval.low, interval.high) if interval is not None else "",
                 dominant_text(m),
-                "[red]over[/]" if m.over_deadline and deadline is not None else over,
+                styled("over", "bad") if m.over_deadline and deadline is not None else over,
             ]
         )
     columns = [("method", NAME), ("start-up", NUMBER), ("range", NUMBER), ("largest term", WORD)]
@@ -274,7 +275,7 @@ def memory_table(result: EngramResult) -> tuple[Table, list[str]]:
             m.name,
             format_bytes(m.needed_bytes),
             format_bytes(m.peak_scratch_bytes),
-            "yes" if m.fits_in_memory else "[red]no[/]",
+            "yes" if m.fits_in_memory else styled("no", "bad"),
         ]
         if rss_reason is None:
             rss = m.peak_rss_bytes

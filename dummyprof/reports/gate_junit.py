@@ -6,6 +6,7 @@ import xml.etree.ElementTree as ET
 
 from dummyprof.reports.gate_format import change_text, value_text
 from dummyprof.reports.reporter import RenderOptions, Reporter
+from dummyprof.reports.tables.escape import xml_text
 from dummyprof.results.gate import NOT_COMPARABLE, NOT_MEASURED, REGRESSED, CheckResult
 from dummyprof.results.session import Results
 
@@ -20,20 +21,34 @@ def _message(check: CheckResult) -> str:
     return "; ".join(parts)
 
 
+def _element(parent: ET.Element | None, tag: str, text: str | None = None, **attributes: str) -> ET.Element:
+    """An element whose attributes and text XML 1.0 can carry (names from a config are data, issue #17)."""
+    clean = {key: xml_text(value) for key, value in attributes.items()}
+    element = ET.Element(tag, clean) if parent is None else ET.SubElement(parent, tag, clean)
+    if text is not None:
+        element.text = xml_text(text)
+    return element
+
+
 def gate_junit(results: Results) -> str:
     """Regressions are failures; checks that could not be measured or compared are errors (exit code 3)."""
     section = results.gate
     assert section is not None
     failures = sum(1 for c in section.checks if c.verdict == REGRESSED)
     errors = sum(1 for c in section.checks if c.verdict in (NOT_COMPARABLE, NOT_MEASURED))
-    suites = ET.Element(
-        "testsuites", name="dummyprof gate", tests=str(len(section.checks)), failures=str(failures), errors=str(errors)
+    suites = _element(
+        None,
+        "testsuites",
+        name="dummyprof gate",
+        tests=str(len(section.checks)),
+        failures=str(failures),
+        errors=str(errors),
     )
     by_scenario: dict[str, list[CheckResult]] = {}
     for check in section.checks:
         by_scenario.setdefault(check.scenario, []).append(check)
     for scenario, checks in by_scenario.items():
-        suite = ET.SubElement(
+        suite = _element(
             suites,
             "testsuite",
             name=f"dummyprof gate: {scenario}",
@@ -44,16 +59,16 @@ def gate_junit(results: Results) -> str:
             timestamp=results.created_at[:19],  # JUnit timestamps carry no time zone
         )
         for check in checks:
-            case = ET.SubElement(
+            case = _element(
                 suite, "testcase", classname=f"dummyprof.gate.{scenario}", name=f"{check.kind} {check.name}"
             )
             message = _message(check)
             if check.verdict == REGRESSED:
-                ET.SubElement(case, "failure", message=message, type="regression").text = message
+                _element(case, "failure", message, message=message, type="regression")
             elif check.verdict in (NOT_COMPARABLE, NOT_MEASURED):
-                ET.SubElement(case, "error", message=message, type=check.verdict.replace(" ", "-")).text = message
+                _element(case, "error", message, message=message, type=check.verdict.replace(" ", "-"))
             else:
-                ET.SubElement(case, "system-out").text = message
+                _element(case, "system-out", message)
     ET.indent(suites)
     return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
 

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from dummyprof.reports.gate_format import change_text, value_text
 from dummyprof.reports.narrow import narrow_table, number_columns, text_column
+from dummyprof.reports.tables.escape import visible
+from dummyprof.reports.tables.to_terminal import styled
 from dummyprof.results.gate import (
     IMPROVED,
     NOT_COMPARABLE,
@@ -59,16 +61,16 @@ def checks_table(section: GateResult, width: int = 120) -> Table:
     for c in section.checks:
         scenarios.setdefault(c.scenario, []).append(c)
     for scenario, checks in scenarios.items():
-        table.add_row(f"[bold]{escape(scenario)}[/]")
+        table.add_row(styled(scenario, "strong"))
         for i, c in enumerate(checks):
             style = STYLES.get(c.verdict, "")
             rule = _rule_line(c)
             table.add_row(
-                escape(c.name) + (f"\n[dim]{escape(rule)}[/]" if rule else ""),
+                Text.assemble(styled(c.name), *((Text("\n"), styled(rule, "dim")) if rule else ())),
                 _terminal_value(c.baseline, c.unit),
                 _terminal_value(c.current, c.unit),
                 change_text(c),
-                f"[{style}]{c.verdict}[/]" if style else c.verdict,
+                Text(visible(c.verdict), style=style),
                 end_section=i == len(checks) - 1,
             )
     return table
@@ -85,14 +87,14 @@ def metrics_table(section: GateResult) -> Table:
     table.add_column("kind", no_wrap=True)
     number_columns(table, "value", *(["rounds"] if timed else []))
     for run in section.scenarios:
-        table.add_row(f"[bold]{escape(run.name)}[/]", end_section=run.error is not None or not run.metrics)
+        table.add_row(styled(run.name, "strong"), end_section=run.error is not None or not run.metrics)
         if run.error is not None:
-            table.add_row(f"[bold magenta]could not measure: {escape(run.error)}[/]", end_section=True)
+            table.add_row(Text(visible(f"could not measure: {run.error}"), style="bold magenta"), end_section=True)
             continue
         names = list(run.metrics)
         for i, name in enumerate(names):
             metric = run.metrics[name]
-            cells = [escape(name), metric.kind, _terminal_value(metric.value, metric.unit)]
+            cells: list[str | Text] = [styled(name), metric.kind, _terminal_value(metric.value, metric.unit)]
             if timed:
                 cells.append(str(len(metric.samples)) if metric.kind == "time" else "")
             table.add_row(*cells, end_section=i == len(names) - 1)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dummyprof.reports.format import format_bytes
-from dummyprof.reports.markdown_table import md_table
+from dummyprof.reports.tables.to_markdown import md_table
 from dummyprof.results.session import Results
 
 

@@ -3,39 +3,41 @@
 from __future__ import annotations
 
 from rich.console import Console
-from rich.markup import escape
+from rich.text import Text
 from rich.tree import Tree
 
 from dummyprof.reports.format import format_bytes
+from dummyprof.reports.tables.escape import visible
+from dummyprof.reports.tables.to_terminal import styled
 from dummyprof.results.inspect import InspectResult, ModuleNode
 from dummyprof.results.session import Results
 
 
-def node_label(node: ModuleNode, strategies: list[str]) -> str:
+def node_label(node: ModuleNode, strategies: list[str]) -> Text:
     """``name Type · own 2 tensors 1.03 MiB · visits: legacy 8 (+6), per-layer 2``: (+N) counts redundant visits."""
     name = node.path.rpartition(".")[2] if node.path else "<root>"
-    parts = [f"[bold]{escape(name)}[/] [cyan]{escape(node.type)}[/]"]
+    parts = [Text.assemble(styled(name, "strong"), " ", Text(visible(node.type), style="cyan"))]
     if node.own_tensors:
         noun = "tensor" if node.own_tensors == 1 else "tensors"
-        parts.append(f"own {node.own_tensors:,} {noun} {format_bytes(node.own_bytes)}")
+        parts.append(Text(f"own {node.own_tensors:,} {noun} {format_bytes(node.own_bytes)}"))
     if node.children:
-        parts.append(f"subtree {format_bytes(node.subtree_bytes)}")
+        parts.append(Text(f"subtree {format_bytes(node.subtree_bytes)}"))
     visits = []
     for s in strategies:
         count = node.subtree_visits.get(s, 0) if node.children else node.visits.get(s, 0)
         redundant = node.subtree_redundant.get(s, 0) if node.children else node.redundant.get(s, 0)
         text = f"{s} {count:,}"
-        visits.append(f"[red]{escape(text)} (+{redundant:,})[/]" if redundant else escape(text))
+        visits.append(styled(f"{text} (+{redundant:,})", "bad") if redundant else styled(text))
     if visits and (node.own_tensors or node.children):
-        parts.append("visits: " + ", ".join(visits))
+        parts.append(Text.assemble("visits: ", Text(", ").join(visits)))
     if node.shared:
-        parts.append(f"[yellow]shares {escape(', '.join(node.shared))}[/]")
-    return " · ".join(parts)
+        parts.append(styled(f"shares {', '.join(node.shared)}", "warn"))
+    return Text(" · ").join(parts)
 
 
 def module_tree(result: InspectResult) -> Tree:
     nodes = result.nodes
-    root = Tree(node_label(nodes[0], result.strategies)) if nodes else Tree("empty model")
+    root = Tree(node_label(nodes[0], result.strategies)) if nodes else Tree(Text("empty model"))
     branches: dict[str, Tree] = {nodes[0].path: root} if nodes else {}
     for node in nodes[1:]:
         parent_path = node.path.rpartition(".")[0]

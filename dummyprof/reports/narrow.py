@@ -7,10 +7,11 @@ table as captions or lines, not into cells.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from rich import box
 from rich.table import Table
+from rich.text import Text
 
 from dummyprof.reports.figure_words import unavailable_text
 from dummyprof.results.common import Figure
@@ -20,7 +21,7 @@ PROJECTED_MARK = "~"
 PROJECTED_NOTE = "~: projected from smaller samples, not measured"
 
 
-def narrow_table(title: str | None = None, **kwargs: object) -> Table:
+def narrow_table(title: str | Text | None = None, **kwargs: object) -> Table:
     """A table with a left-aligned title, a rule under the header and no edge (about 2 columns a column)."""
     return Table(
         title=title,
@@ -106,7 +107,7 @@ def column_groups(width: int, key_width: int, widths: list[int]) -> list[list[in
 NAME, WORD, NUMBER, TEXT = "name", "word", "number", "text"
 
 
-def table_of(title: str, columns: list[tuple[str, str]], rows: list[list[str]]) -> Table:
+def table_of(title: str, columns: list[tuple[str, str]], rows: Sequence[Sequence[str | Text]]) -> Table:
     """A narrow table of ``(header, kind)`` columns, leaving out any column that is empty in every row."""
     keep = [i for i in range(len(columns)) if any(row[i] for row in rows)] if rows else list(range(len(columns)))
     table = narrow_table(title)

@@ -50,8 +50,24 @@ def _inspect_notices(results: Results) -> list[str]:
     ]
 
 
+# A backing note says what a run measured; a dry run measured nothing (issue #20). The note is words the
+# allocation wrote into the data (docs/architecture.md, "still words in the data"), so its tense is mended here.
+MEASURED_INSTEAD = "; measured pageable instead"
+DRY_RUN_INSTEAD = "; a run would measure pageable instead (dry run: nothing was measured)"
+
+
+def _stored(results: Results) -> list[str]:
+    dry_run = results.engram is not None and results.engram.dry_run
+    if not dry_run:
+        return list(results.notices)
+    return [
+        n.removesuffix(MEASURED_INSTEAD) + DRY_RUN_INSTEAD if n.endswith(MEASURED_INSTEAD) else n
+        for n in results.notices
+    ]
+
+
 def notices(results: Results) -> list[str]:
-    lines = list(results.notices)
+    lines = _stored(results)
     if results.command == "audit":
         lines += _audit_notices(results)
     if results.command == "inspect":

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dummyprof.reports.markdown_table import md_table
 from dummyprof.reports.ranks_terminal import (
     CONTENTION_CAPTION,
     CONTENTION_HEADER,
@@ -14,6 +13,7 @@ from dummyprof.reports.ranks_terminal import (
     rank_rows,
     threads_note,
 )
+from dummyprof.reports.tables.to_markdown import md_table
 from dummyprof.results.session import Results
 
 

@@ -20,6 +20,7 @@ from dummyprof.reports.narrow import (
     rank_ranges,
     text_column,
 )
+from dummyprof.reports.tables.to_terminal import styled
 from dummyprof.results.common import Figure
 from dummyprof.results.ranks import Contention, NodeMemory, PhaseCritical, RankRecord, RanksAggregate
 from dummyprof.results.session import Results
@@ -248,7 +249,7 @@ def node_table(agg: RanksAggregate) -> tuple[Table, str]:
             need if shared or not method else f"{need} ({method})",
             format_bytes(n.available_bytes),
             format_bytes(n.peak_rss_sum_bytes) if n.peak_rss_sum_bytes is not None else "n/a",
-            "[red]no[/]" if short else "yes",
+            styled("no", "bad") if short else "yes",
         )
     whose = f"{next(iter(worst.values()))}'s, " if shared else ""
     note = (

@@ -14,11 +14,12 @@ from dummyprof.results.session import Results
 
 @dataclass(frozen=True)
 class RenderOptions:
-    """How to lay a report out. Only the terminal reporter reads ``width`` and ``color``."""
+    """How to lay a report out. Only the terminal reporter reads these (files carry every table)."""
 
     width: int = 160  # columns of the terminal report (160: tables in files and CI logs do not wrap)
     color: bool = False  # ANSI colour and styles; False gives plain text
     quiet: bool = False  # terminal: only the summary line
+    detail: bool = False  # terminal: every table (files always carry them); the default fits one screen
 
 
 def always(options: RenderOptions) -> bool:

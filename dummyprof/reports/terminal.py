@@ -8,7 +8,7 @@ from collections.abc import Callable
 from rich.console import Console
 
 from dummyprof.reports.audit_terminal import render_audit
-from dummyprof.reports.compare_terminal import render_compare
+from dummyprof.reports.console import DataConsole
 from dummyprof.reports.engram_terminal import render_engram
 from dummyprof.reports.format import format_bytes
 from dummyprof.reports.gate_terminal import render_baseline, render_gate
@@ -16,19 +16,18 @@ from dummyprof.reports.inspect_terminal import render_inspect
 from dummyprof.reports.notices import notices
 from dummyprof.reports.reporter import RenderOptions, Reporter
 from dummyprof.reports.summary import summary_line
-from dummyprof.reports.sweep_terminal import render_sweep
+from dummyprof.reports.tables.kinds import BLOCKS, HEADLINE_FIRST
+from dummyprof.reports.tables.to_terminal import print_blocks, styled
 from dummyprof.results.session import Results
 
 Section = Callable[[Results, Console], None]
 
-# One section per Results kind; a kind listed here is a kind the terminal reporter renders.
+# One section per Results kind not yet built as blocks (tables/kinds.py); the reporter renders both.
 SECTIONS: dict[str, Section] = {
-    "compare": render_compare,
     "gate": render_gate,
     "baseline": render_baseline,
     "audit": render_audit,
     "inspect": render_inspect,
-    "sweep": render_sweep,
     "engram": render_engram,
 }
 
@@ -48,21 +47,28 @@ def environment_line(results: Results) -> str:
     )
 
 
-def render(results: Results, console: Console, *, quiet: bool = False) -> None:
-    """Full tables, or with ``quiet`` only the summary line."""
-    if not quiet:
-        section = SECTIONS.get(results.command)
-        if section is None:
-            console.print(f"no terminal renderer for command {results.command!r}; use --json")
-        else:
-            section(results, console)
-        for notice in notices(results):
-            console.print(f"notice: {notice}", style="yellow")
-        console.print(environment_line(results), style="dim")
+def render(results: Results, console: Console, *, quiet: bool = False, detail: bool = False) -> None:
+    """Full tables, or with ``quiet`` only the summary line (first, for a kind in HEADLINE_FIRST)."""
     summary = summary_line(results)
+    blocks = BLOCKS.get(results.command)
+    first = results.command in HEADLINE_FIRST
+    if not quiet:
+        if first and summary:
+            console.print(styled(summary, "strong"))
+        if blocks is not None:
+            print_blocks(console, blocks(results, detail))
+        elif results.command in SECTIONS:
+            SECTIONS[results.command](results, console)
+        else:
+            console.print(styled(f"no terminal renderer for command {results.command!r}; use --json"))
+        for notice in notices(results):
+            console.print(styled(f"notice: {notice}", "warn"))
+        console.print(styled(environment_line(results), "dim"))
+        if first:
+            return
     if summary:
         # -q is one line for scripts, whatever the width: a line too long for the terminal is the terminal's to wrap.
-        console.print(summary, style="bold" if not quiet else None, soft_wrap=quiet)
+        console.print(styled(summary, "strong" if not quiet else ""), soft_wrap=quiet)
 
 
 def render_text(results: Results, options: RenderOptions) -> str:
@@ -71,21 +77,20 @@ def render_text(results: Results, options: RenderOptions) -> str:
     Colour still honours NO_COLOR (Rich reads it), as printing to a terminal does.
     """
     buffer = io.StringIO()
-    console = Console(
+    console = DataConsole(
         file=buffer,
         width=options.width,
         force_terminal=options.color,
         color_system="auto" if options.color else None,
-        highlight=False,
         soft_wrap=False,
     )
-    render(results, console, quiet=options.quiet)
+    render(results, console, quiet=options.quiet, detail=options.detail)
     return buffer.getvalue()
 
 
-def options_for(console: Console, *, quiet: bool = False) -> RenderOptions:
+def options_for(console: Console, *, quiet: bool = False, detail: bool = False) -> RenderOptions:
     """Options that make :func:`render_text` write what printing to ``console`` would."""
-    return RenderOptions(width=console.width, color=console.color_system is not None, quiet=quiet)
+    return RenderOptions(width=console.width, color=console.color_system is not None, quiet=quiet, detail=detail)
 
 
 def reads_tensor_rows(options: RenderOptions) -> bool:
@@ -94,5 +99,10 @@ def reads_tensor_rows(options: RenderOptions) -> bool:
 
 
 REPORTER = Reporter(
-    "terminal", ".txt", frozenset(SECTIONS), render_text, "Rich tables for a person at a terminal", reads_tensor_rows
+    "terminal",
+    ".txt",
+    frozenset(SECTIONS) | frozenset(BLOCKS),
+    render_text,
+    "Rich tables for a person at a terminal",
+    reads_tensor_rows,
 )

@@ -1,0 +1,64 @@
+"""What a report is made of: tables (columns, cells with emphasis, notes under them) and lines.
+
+The model holds words and figures, never markup: a backend escapes every string it is given
+(names from a model or a file are data) and turns emphasis into its own syntax.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+# Column kinds. NAME: a row's name, bold, kept whole; WORD: a short word kept whole; NUMBER: a
+# right-aligned figure that never wraps; TEXT: words that wrap; PATH: a dotted tensor name that a
+# narrow terminal shortens by eliding its middle (``model.….mlp.down_proj.weight``).
+NAME, WORD, NUMBER, TEXT, PATH = "name", "word", "number", "text", "path"
+
+# Emphasis: what a figure means to the reader, not how it looks; each backend picks the look.
+# CODE: an identifier a reader may copy (a Markdown code span).
+PLAIN, BAD, WARN, STRONG, DIM, CODE = "", "bad", "warn", "strong", "dim", "code"
+
+
+@dataclass(frozen=True)
+class Cell:
+    text: str
+    emphasis: str = PLAIN
+
+
+@dataclass(frozen=True)
+class Column:
+    header: str
+    kind: str = TEXT
+
+
+@dataclass
+class Table:
+    """A titled table. ``keys`` leading columns are repeated in each part when a terminal splits it to fit."""
+
+    title: str
+    columns: list[Column]
+    rows: list[list[Cell]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # what the headers and marks mean, under the table
+    show_header: bool = True
+    keys: int = 1
+
+    def add(self, *cells: str | Cell) -> None:
+        if len(cells) != len(self.columns):
+            raise ValueError(f"{len(cells)} cells for {len(self.columns)} columns in {self.title!r}")
+        self.rows.append([c if isinstance(c, Cell) else Cell(c) for c in cells])
+
+    def shown(self) -> list[int]:
+        """The columns with a cell in some row (a column empty everywhere says nothing)."""
+        if not self.rows:
+            return list(range(len(self.columns)))
+        return [i for i in range(len(self.columns)) if any(row[i].text for row in self.rows)]
+
+
+@dataclass(frozen=True)
+class Line:
+    """A sentence between tables: ``WARN`` for a warning, ``STRONG`` for the answer, ``DIM`` for detail."""
+
+    text: str
+    emphasis: str = PLAIN
+
+
+Block = Table | Line

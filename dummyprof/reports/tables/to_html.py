@@ -1,0 +1,68 @@
+"""Blocks to HTML fragments, for a page to embed (the HTML page itself lives in ``reports/html.py``).
+
+:func:`html_table` returns one self-contained ``<table>``: every string escaped (:func:`html.escape`,
+quotes too), control characters spelled out, the title as its ``<caption>``, the notes in a
+``<tfoot>`` row. Classes, for the page's stylesheet: ``dp-table`` on the table, ``num`` on figure
+columns (right-aligned), ``name`` on row names, and ``bad``/``warn``/``strong``/``dim`` on emphasised
+cells; :data:`TABLE_CSS` is a stylesheet that gives them a plain look. :func:`html_blocks` renders a
+command's blocks (lines as ``<p>``), e.g. ``html_blocks(compare_blocks(results.compare, detail=True))``.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Sequence
+
+from dummyprof.reports.tables.escape import visible
+from dummyprof.reports.tables.model import NAME, NUMBER, Block, Line, Table
+
+TABLE_CSS = (
+    ".dp-table{border-collapse:collapse;margin:1em 0}"
+    ".dp-table caption{text-align:left;font-weight:bold}"
+    ".dp-table th,.dp-table td{padding:2px 8px;border-bottom:1px solid #ddd;text-align:left}"
+    ".dp-table .num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}"
+    ".dp-table .name,.strong{font-weight:bold}.bad{color:#b00}.warn{color:#a60}.dim{color:#666}"
+    ".dp-table tfoot td{color:#666;font-size:90%;border:0}"
+)
+
+
+def escape(text: str) -> str:
+    """``text`` as HTML character data or an attribute value: nothing in it is markup."""
+    return html.escape(visible(text), quote=True)
+
+
+def _classes(*names: str) -> str:
+    joined = " ".join(n for n in names if n)
+    return f' class="{joined}"' if joined else ""
+
+
+def html_table(table: Table) -> str:
+    shown = table.shown()
+    kinds = {NUMBER: "num", NAME: "name"}
+    out = ['<table class="dp-table">']
+    if table.title:
+        out.append(f"<caption>{escape(table.title)}</caption>")
+    if table.show_header:
+        heads = "".join(
+            f"<th{_classes(kinds.get(table.columns[i].kind, ''))}>{escape(table.columns[i].header)}</th>" for i in shown
+        )
+        out.append(f"<thead><tr>{heads}</tr></thead>")
+    out.append("<tbody>")
+    for row in table.rows:
+        cells = "".join(
+            f"<td{_classes(kinds.get(table.columns[i].kind, ''), row[i].emphasis)}>{escape(row[i].text)}</td>"
+            for i in shown
+        )
+        out.append(f"<tr>{cells}</tr>")
+    out.append("</tbody>")
+    if table.notes:
+        out.append(f'<tfoot><tr><td colspan="{len(shown)}">{escape("; ".join(table.notes))}</td></tr></tfoot>')
+    out.append("</table>")
+    return "\n".join(out)
+
+
+def html_blocks(blocks: Sequence[Block]) -> str:
+    return "\n".join(
+        f"<p{_classes(block.emphasis)}>{escape(block.text)}</p>" if isinstance(block, Line) else html_table(block)
+        for block in blocks
+    )

@@ -1,0 +1,61 @@
+"""Blocks to Markdown (a CI step summary, a pull request): the terminal's tables with Markdown row syntax.
+
+Every cell and line is escaped (:func:`markdown_text`): a name with ``|``, a newline or a backtick
+stays one cell that reads as typed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from dummyprof.reports.tables.escape import markdown_code, markdown_text
+from dummyprof.reports.tables.model import BAD, CODE, NUMBER, STRONG, WARN, Block, Cell, Line, Table
+
+
+def _cell(cell: Cell) -> str:
+    if cell.emphasis == CODE and cell.text:
+        return markdown_code(cell.text)
+    text = markdown_text(cell.text)
+    return f"**{text}**" if cell.emphasis in (BAD, STRONG) and text else text
+
+
+def md_table(header: Sequence[str], rows: Sequence[Sequence[str | Cell]], align_right: Sequence[int] = ()) -> list[str]:
+    """A Markdown table, every cell escaped."""
+
+    def text(cell: str | Cell) -> str:
+        return _cell(cell if isinstance(cell, Cell) else Cell(str(cell)))
+
+    lines = ["| " + " | ".join(text(h) for h in header) + " |"]
+    lines.append("| " + " | ".join("---:" if i in align_right else "---" for i in range(len(header))) + " |")
+    lines += ["| " + " | ".join(text(c) for c in row) + " |" for row in rows]
+    return lines
+
+
+def table_lines(table: Table) -> list[str]:
+    shown = table.shown()
+    lines = [f"**{markdown_text(table.title)}**", ""] if table.title else []
+    header = [table.columns[i].header if table.show_header else "" for i in shown]
+    right = [n for n, i in enumerate(shown) if table.columns[i].kind == NUMBER]
+    lines += md_table(header, [[row[i] for i in shown] for row in table.rows], right)
+    if table.notes:
+        lines += ["", f"_{markdown_text('; '.join(table.notes))}_"]
+    return lines
+
+
+def line_text(line: Line) -> str:
+    text = markdown_text(line.text)
+    if line.emphasis == WARN:
+        return f"> {text}"
+    if line.emphasis == STRONG:
+        return f"**{text}**"
+    return text
+
+
+def markdown_blocks(blocks: Sequence[Block]) -> list[str]:
+    """Each block a paragraph of its own (a blank line between), so lines never run together."""
+    lines: list[str] = []
+    for block in blocks:
+        if lines:
+            lines.append("")
+        lines += [line_text(block)] if isinstance(block, Line) else table_lines(block)
+    return lines

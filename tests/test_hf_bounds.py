@@ -108,7 +108,7 @@ def test_a_build_estimated_past_the_time_budget_is_refused_naming_it(tmp_path: P
     limits = BuildLimits(seconds=10.0, max_objects=None, time_field="time_budget", clock=FakeClock(0.01))
     with pytest.raises(DoesNotFitError) as caught:
         hf_source(_config(tmp_path, num_hidden_layers=100_000), limits=limits)
-    assert caught.value.field == "time_budget" and caught.value.flag is None
+    assert caught.value.field == "time_budget" and caught.value.flag == "--time-budget"
     assert "over its share of the time budget (10 s)" in caught.value.message
     assert "raise the time budget" in caught.value.message
 

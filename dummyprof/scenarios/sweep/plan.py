@@ -25,8 +25,8 @@ def check_compare_plan(options: SweepOptions) -> None:
     _, _, _, decision, _ = size_up(largest, resolve_device(largest.device))
     if decision.mode == "projected" and decision.reason == "time":
         point = f"{options.model_arg or options.parameter}={largest_value}"
-        raise DoesNotFitError(
-            "--time-budget",
+        raise DoesNotFitError.for_field(
+            "time_budget",
             f"the sweep's largest point ({point}) is predicted at {format_seconds(decision.predicted_s)} for "
             f"its {largest.warmup + largest.repeat} rounds, over the {format_seconds(largest.time_budget)} each "
             f"point may take (a sweep never projects); raise --time-budget past "

@@ -261,6 +261,7 @@ def online_quantize(
     """
     _check(scale, mode, block)
     work = copy.deepcopy(model)  # the caller's meta model stays meta; deepcopy keeps ties
+    _copy_declared_values(model, work)
     state = _Pass(scale, block, initializer, execute, clock)
     t0 = clock()
     largest = ("", 0)
@@ -308,3 +309,12 @@ def online_quantize(
         work,
     )
 
+
+
+def _copy_declared_values(source: nn.Module, copy_: nn.Module) -> None:
+    """``copy.deepcopy`` drops a Parameter's Python attributes: carry ``dummy_weight_value`` over by name."""
+    copied = dict(copy_.named_parameters(remove_duplicate=False)) | dict(copy_.named_buffers(remove_duplicate=False))
+    for name, tensor in (*source.named_parameters(remove_duplicate=False), *source.named_buffers(remove_duplicate=False)):
+        value = getattr(tensor, "dummy_weight_value", None)
+        if value is not None and name in copied:
+            copied[name].dummy_weight_value = value  # type: ignore[attr-defined]

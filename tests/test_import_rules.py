@@ -35,6 +35,7 @@ FORBIDDEN: dict[str, set[str]] = {
     "loaders": {"cli", "api", "gate", "scenarios", "models", "reports"},
     "scenarios": {"cli", "api", "gate", "reports"},
     "gate": {"cli", "api", "reports"},
+    "deploy": {"cli", "api", "gate", "scenarios", "reports"},  # per-rank shards: on loaders, models, anatomy
     # torch.distributed plumbing (join, barriers, --nproc launcher): used by cli and scenarios, knows neither.
     "distributed": {"cli", "api", "gate", "scenarios", "loaders", "measure", "models", "anatomy", "results", "reports"},
 }

@@ -89,11 +89,19 @@ def _signature(shard: RankShard) -> tuple[Any, ...]:
     """Everything the counts depend on: names (the tree), shapes, dtypes, declared values, ties, persistence."""
     parts: list[Any] = []
     for path, module in shard.module.named_modules():
-        non_persistent = getattr(module, "_non_persistent_buffers_set", set())
+        non_persistent: set[str] = getattr(module, "_non_persistent_buffers_set", set())
         for local, t in (*module._parameters.items(), *module._buffers.items()):
             if t is not None:
                 parts.append(
-                    (path, local, tuple(t.shape), t.dtype, getattr(t, "dummy_weight_value", None), id(t), local in non_persistent)
+                    (
+                        path,
+                        local,
+                        tuple(t.shape),
+                        t.dtype,
+                        getattr(t, "dummy_weight_value", None),
+                        id(t),
+                        local in non_persistent,
+                    )
                 )
     ids: dict[int, int] = {}
     return tuple((*p[:5], ids.setdefault(p[5], len(ids)), p[6]) for p in parts)

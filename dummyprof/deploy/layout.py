@@ -87,7 +87,9 @@ class ParallelLayout:
         """Every rank, stage-major then dp then tp (vLLM's order: tp fastest, pp slowest)."""
         per_stage = self.tp * self.dp
         return [
-            RankCoord(rank=stage * per_stage + dp_rank * self.tp + tp_rank, stage=stage, dp_rank=dp_rank, tp_rank=tp_rank)
+            RankCoord(
+                rank=stage * per_stage + dp_rank * self.tp + tp_rank, stage=stage, dp_rank=dp_rank, tp_rank=tp_rank
+            )
             for stage in range(self.pp)
             for dp_rank in range(self.dp)
             for tp_rank in range(self.tp)

@@ -218,7 +218,7 @@ class _Pass:
                 with torch.no_grad():
                     matrices = [(weight, q, scales)] if weight.dim() == 2 else zip(weight, q, scales, strict=True)
                     for w2, q2, s2 in matrices:
-                        _quantize_matrix(w2, q2, s2.view(-1, *s2.shape[-1:]) if s2.dim() >= 2 else s2, staging, self.scale, self.block)  # fmt: skip
+                        _quantize_matrix(w2, q2, s2, staging, self.scale, self.block)
                 del staging
                 self.quant_s += self.clock() - t0
             self.ledger.free(stage_bytes)
@@ -310,11 +310,13 @@ def online_quantize(
     )
 
 
-
 def _copy_declared_values(source: nn.Module, copy_: nn.Module) -> None:
     """``copy.deepcopy`` drops a Parameter's Python attributes: carry ``dummy_weight_value`` over by name."""
     copied = dict(copy_.named_parameters(remove_duplicate=False)) | dict(copy_.named_buffers(remove_duplicate=False))
-    for name, tensor in (*source.named_parameters(remove_duplicate=False), *source.named_buffers(remove_duplicate=False)):
+    for name, tensor in (
+        *source.named_parameters(remove_duplicate=False),
+        *source.named_buffers(remove_duplicate=False),
+    ):
         value = getattr(tensor, "dummy_weight_value", None)
         if value is not None and name in copied:
-            copied[name].dummy_weight_value = value  # type: ignore[attr-defined]
+            setattr(copied[name], "dummy_weight_value", value)  # noqa: B010 - torch's types do not declare it

@@ -36,7 +36,9 @@ VLLM = "vllm"  # vLLM's layer for a module of this name (the model declares noth
 DEFAULT = "default"  # nothing declared, no vLLM layer by that name: replicated
 
 # Module names vLLM builds as column- or row-parallel linears (Llama, Qwen, Mixtral, DeepSeek families).
-_VLLM_COLUMN = frozenset({"q_proj", "qkv_proj", "gate_proj", "up_proj", "gate_up_proj", "q_b_proj", "kv_b_proj", "w1", "w3"})
+_VLLM_COLUMN = frozenset(
+    {"q_proj", "qkv_proj", "gate_proj", "up_proj", "gate_up_proj", "q_b_proj", "kv_b_proj", "w1", "w3"}
+)
 _VLLM_KV = frozenset({"k_proj", "v_proj"})
 _VLLM_ROW = frozenset({"o_proj", "down_proj", "w2"})
 _VLLM_VOCAB = frozenset({"embed_tokens", "lm_head"})
@@ -180,9 +182,9 @@ class Planner:
             if tensor.dim() == 1:
                 return Placement(full, REPLICATED, DECLARED if style else DEFAULT, style or "expert bias")
             return Placement(full, _expert_rule(local, name), DECLARED if style else VLLM, style or "FusedMoE")
-        style = self._declared(self.tp_plan, full, path)
-        if style is not None:
-            return Placement(full, _style_rule(style, local, tensor, name), DECLARED, style)
+        declared = self._declared(self.tp_plan, full, path)
+        if declared is not None:
+            return Placement(full, _style_rule(declared, local, tensor, name), DECLARED, declared)
         if name in _VLLM_VOCAB and tensor.dim() == 2:
             return Placement(full, VOCAB, VLLM, "VocabParallelEmbedding")
         if name in _VLLM_KV:

@@ -121,16 +121,23 @@ class Sharder:
         if not isinstance(weight, torch.Tensor):
             return False
         return any(
-            p is weight for path, m in self.model.named_modules() if path.endswith("embed_tokens") for p in m.parameters()
+            p is weight
+            for path, m in self.model.named_modules()
+            if path.endswith("embed_tokens")
+            for p in m.parameters()
         )
 
     def _check_heads(self) -> None:
         tp, heads, kv = self.layout.tp, self.dims.heads, self.dims.kv_heads
         if heads is not None and heads % tp:
-            raise UsageError.for_field("tp", f"{heads} attention heads do not split over {tp} ranks; choose a tp that divides {heads}")
+            raise UsageError.for_field(
+                "tp", f"{heads} attention heads do not split over {tp} ranks; choose a tp that divides {heads}"
+            )
         if kv is not None and (kv % tp if tp <= kv else tp % kv):
             raise UsageError.for_field(
-                "tp", f"{kv} kv heads and tp {tp}: vLLM needs one to divide the other; choose a tp that divides {kv} or a multiple of it"
+                "tp",
+                f"{kv} kv heads and tp {tp}: vLLM needs one to divide the other; "
+                f"choose a tp that divides {kv} or a multiple of it",
             )
 
     def stage_layers(self, stage: int) -> tuple[int, int]:
@@ -142,7 +149,7 @@ class Sharder:
         """Whether this rank holds the child module at ``path`` (stage and expert placement)."""
         parent_path, _, last = path.rpartition(".")
         if id(parent) in self.planner.expert_lists and last.isdigit() and self.layout.expert_parallel:
-            start, end = expert_range(len(parent), self.layout.ep, coord.moe_rank(self.layout.tp))
+            start, end = expert_range(len(parent._modules), self.layout.ep, coord.moe_rank(self.layout.tp))
             if not start <= int(last) < end:
                 return False
         if self.layout.pp == 1:
@@ -201,7 +208,9 @@ class Sharder:
             return tuple(dims), 0, 1
         raise ValueError(f"unknown rule {rule!r}")
 
-    def _scale_shape(self, place: Placement, scale: torch.Tensor, weight: torch.Tensor, coord: RankCoord) -> tuple[int, ...]:
+    def _scale_shape(
+        self, place: Placement, scale: torch.Tensor, weight: torch.Tensor, coord: RankCoord
+    ) -> tuple[int, ...]:
         """A block scale follows its weight: ceil(rows held / block) per dimension."""
         held, _, _ = self._shape(place, tuple(weight.shape), coord)
         if scale.dim() != weight.dim():
@@ -244,7 +253,7 @@ class Sharder:
 
         def shell(module: nn.Module, path: str) -> nn.Module:
             out = nn.Module()
-            non_persistent = getattr(module, "_non_persistent_buffers_set", set())
+            non_persistent: set[str] = getattr(module, "_non_persistent_buffers_set", set())
             for local, param in module._parameters.items():
                 if param is not None:
                     out.register_parameter(local, tensor(module, path, local, param))  # type: ignore[arg-type]
@@ -288,7 +297,9 @@ class Sharder:
             if any(s is None for s in sources):
                 continue
             places = [self.planner.placements[(qualified_name(path, m), local)] for m in members]
-            parts = [self._shape(p, tuple(s.shape), coord) for p, s in zip(places, sources, strict=True) if s is not None]
+            parts = [
+                self._shape(p, tuple(s.shape), coord) for p, s in zip(places, sources, strict=True) if s is not None
+            ]
             first = sources[0]
             assert first is not None
             rows = sum(shape[0] for shape, _, _ in parts)

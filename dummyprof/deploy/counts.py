@@ -75,6 +75,8 @@ class DeploymentCounts:
     ranks: tuple[RankCounts, ...]
     rules: tuple[RuleUse, ...]
     shards_walked: int  # distinct shards counted (the rest shared their figures)
+    heads: int | None  # attention heads and kv heads the split used; None: not known, k/v split as plain columns
+    kv_heads: int | None
     seconds: float  # building every shard and counting them
 
     @property
@@ -170,5 +172,7 @@ def count_deployment(
         ranks=tuple(ranks),
         rules=tuple(RuleUse(r, s, st, n) for (r, s, st), n in sorted(uses.items())),
         shards_walked=len(walked),
+        heads=sharder.dims.heads,
+        kv_heads=sharder.dims.kv_heads,
         seconds=clock() - t0,
     )

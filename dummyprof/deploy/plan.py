@@ -60,6 +60,7 @@ class Placement:
     source: str  # DECLARED, VLLM or DEFAULT
     style: str  # the declared style word, or the vLLM layer followed
     scale_of: str | None = None  # a block-scale tensor: the local name of the weight whose split it follows
+    experts_first: bool = False  # dimension 0 indexes the experts (one tensor for all of them, as FusedMoE holds)
 
 
 @dataclass(frozen=True)
@@ -179,9 +180,8 @@ class Planner:
             ep_style = self._declared(self.ep_plan, full, path)
             tp_style = self._declared(self.tp_plan, full, path)
             style = "; ".join(f"{k} {v}" for k, v in (("tp", tp_style), ("ep", ep_style)) if v)
-            if tensor.dim() == 1:
-                return Placement(full, REPLICATED, DECLARED if style else DEFAULT, style or "expert bias")
-            return Placement(full, _expert_rule(local, name), DECLARED if style else VLLM, style or "FusedMoE")
+            source = DECLARED if style else VLLM
+            return Placement(full, _expert_rule(local, name), source, style or "FusedMoE", experts_first=name == "experts")
         declared = self._declared(self.tp_plan, full, path)
         if declared is not None:
             return Placement(full, _style_rule(declared, local, tensor, name), DECLARED, declared)

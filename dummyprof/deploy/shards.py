@@ -199,13 +199,16 @@ class Sharder:
             dims[0] = end - start
             return tuple(dims), 0, 1
         if rule in (EXPERTS_COLUMN, EXPERTS_ROW):
-            moe_rank = coord.moe_rank(tp)
-            if len(dims) == 3:  # one tensor for all experts: [experts, out, in]
-                start, end = expert_range(dims[0], layout.ep, moe_rank if layout.expert_parallel else 0)
+            first = 1 if place.experts_first else 0  # [experts, out, in] / [experts, out] for all experts at once
+            if first:
+                start, end = expert_range(dims[0], layout.ep, coord.moe_rank(tp) if layout.expert_parallel else 0)
                 dims[0] = end - start
-            axis = out if rule == EXPERTS_COLUMN else len(dims) - 1
-            dims[axis] = _divide(dims[axis], layout.moe_tp, place.name)
-            return tuple(dims), 0, 1
+            inner = len(dims) - first
+            if inner >= 2 or (inner == 1 and rule == EXPERTS_COLUMN):  # a row bias is whole on every rank
+                axis = len(dims) - 2 if inner >= 2 and rule == EXPERTS_COLUMN else len(dims) - 1
+                dims[axis] = _divide(dims[axis], layout.moe_tp, place.name)
+                return tuple(dims), 0, 1
+            return tuple(dims), 0, 1 if layout.expert_parallel else layout.moe_tp
         raise ValueError(f"unknown rule {rule!r}")
 
     def _scale_shape(

@@ -181,7 +181,9 @@ class Planner:
             tp_style = self._declared(self.tp_plan, full, path)
             style = "; ".join(f"{k} {v}" for k, v in (("tp", tp_style), ("ep", ep_style)) if v)
             source = DECLARED if style else VLLM
-            return Placement(full, _expert_rule(local, name), source, style or "FusedMoE", experts_first=name == "experts")
+            return Placement(
+                full, _expert_rule(local, name), source, style or "FusedMoE", experts_first=name == "experts"
+            )
         declared = self._declared(self.tp_plan, full, path)
         if declared is not None:
             return Placement(full, _style_rule(declared, local, tensor, name), DECLARED, declared)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ import torch
 from torch import nn
 
 from dummyprof.deploy import (
+    ModelDims,
     ParallelLayout,
     Sharder,
     count_deployment,
@@ -318,3 +320,38 @@ def test_nothing_below_deploy_imports_it() -> None:
         if i.importer.split(".")[1:2] and i.importer.split(".")[1] in below and i.target.startswith("dummyprof.deploy")
     ]
     assert wrong == []
+
+
+@pytest.mark.parametrize(
+    ("build", "sizes"),
+    [
+        (
+            lambda: dense_decoder(layers=3, hidden=64, heads=4, kv_heads=2, intermediate=96, vocab=100),
+            {"tp": 4, "pp": 2},
+        ),
+        (lambda: moe_decoder(layers=1, hidden=64, experts=6, expert_intermediate=32, vocab=100), {"tp": 2, "ep": 4}),
+    ],
+)
+def test_a_real_fill_of_each_shard_does_what_the_meta_count_says(
+    build: Callable[[], nn.Module], sizes: dict[str, int]
+) -> None:
+    from dummyprof.loaders.strategies import STRATEGIES, run_strategy
+    from dummyprof.measure.recorder import VisitRecorder
+    from dummyprof.models.loading import materialize
+
+    with META:
+        model = build()
+    layout = ParallelLayout.from_sizes(**sizes)
+    counts = count_deployment(model, layout, options={"heads": 4, "kv_heads": 2})
+    sharder = Sharder(model, layout, ModelDims(heads=4, kv_heads=2))
+    for coord, rank in zip(layout.coords(), counts.ranks, strict=True):
+        shard = sharder.build(coord).module
+        materialize(shard, torch.device("cpu"))
+        for strategy in STRATEGIES.values():
+            recorder = VisitRecorder(shard)
+            run_strategy(shard, strategy, recorder=recorder)
+            visited = [r for r in recorder.records.values() if r.visits]
+            want = rank.strategy(strategy.name)
+            assert recorder.visits == want.visits
+            assert sum(r.bytes_written for r in visited) == want.bytes_written
+            assert sum(r.visits - 1 for r in visited) == want.redundant_visits

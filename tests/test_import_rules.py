@@ -64,6 +64,7 @@ FORBIDDEN: dict[str, set[str]] = {
         "reports",
         "usercode",
     },
+    "deploy": {"cli", "api", "gate", "scenarios", "reports"},  # per-rank shards: on loaders, models, anatomy
 }
 # File policy at the edge (issue #18): only these folders decide what a run reads and how its outputs are written.
 EDGE_ONLY = {"dummyprof.files.inputs": {"cli", "api", "gate"}, "dummyprof.files.outputs": {"cli", "api", "gate"}}

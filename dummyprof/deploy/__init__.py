@@ -1,0 +1,38 @@
+"""Deployments: per-rank shards of a model (tp, ep, pp, dp) on meta, their exact counts, online quantization.
+
+- :mod:`.layout`: the parallel layout and vLLM's placement arithmetic (torch-free).
+- :mod:`.plan`: which rule splits each tensor (the model's declared plan, else vLLM's layer names).
+- :mod:`.shards`: a rank's shard built on the meta device.
+- :mod:`.counts`: every strategy's exact counts on every rank.
+- :mod:`.online_quant`: vLLM's online fp8 path, per layer or whole model, with exact live-byte accounting.
+
+See docs/deployments.md.
+"""
+
+from __future__ import annotations
+
+from dummyprof.deploy.counts import DeploymentCounts, RankCounts, RuleUse, StrategyCounts, count_deployment
+from dummyprof.deploy.layout import ParallelLayout, RankCoord, expert_range, pad_vocab, pp_partition, pp_range
+from dummyprof.deploy.plan import ModelDims, Placement, declared_plan
+from dummyprof.deploy.shards import RankShard, Sharder, ShardTensor, shard_all
+
+__all__ = [
+    "DeploymentCounts",
+    "ModelDims",
+    "ParallelLayout",
+    "Placement",
+    "RankCoord",
+    "RankCounts",
+    "RankShard",
+    "RuleUse",
+    "ShardTensor",
+    "Sharder",
+    "StrategyCounts",
+    "count_deployment",
+    "declared_plan",
+    "expert_range",
+    "pad_vocab",
+    "pp_partition",
+    "pp_range",
+    "shard_all",
+]

@@ -1,0 +1,178 @@
+"""Exact per-rank counts: every strategy's counting pass (``loaders/counting.py``) on each rank's meta shard.
+
+Counts depend only on the module tree, shapes, dtypes and attributes, so ranks whose shards
+are alike in all of those (every tp rank of a stage, usually) are counted once and the
+figures are shared; ``counted_as`` names the rank whose walk they came from.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from torch import nn
+
+from dummyprof.anatomy import model_bytes
+from dummyprof.deploy.layout import ParallelLayout
+from dummyprof.deploy.plan import REPLICATED, ModelDims
+from dummyprof.deploy.shards import RankShard, Sharder
+from dummyprof.loaders.counting import count_on_meta
+from dummyprof.loaders.strategies import STRATEGIES, Strategy, get_strategy
+
+
+@dataclass(frozen=True)
+class StrategyCounts:
+    """One strategy's exact work on one rank's shard."""
+
+    strategy: str
+    initializer: str
+    visits: int
+    redundant_visits: int  # visits beyond the first of each storage
+    bytes_written: int
+    redundant_bytes_written: int  # bytes written beyond each storage's size
+    largest_scratch_bytes: int
+
+
+@dataclass(frozen=True)
+class RankCounts:
+    """What one rank holds and what each strategy does to it."""
+
+    rank: int
+    stage: int
+    dp_rank: int
+    tp_rank: int
+    layers: tuple[int, int]  # [start, end) of the decoder layers it holds
+    storages: int
+    held_bytes: int  # every storage it holds (padding included)
+    replicated_bytes: int  # storages every tp x dp rank of its stage holds whole
+    padding_bytes: int  # padded vocabulary rows
+    strategies: tuple[StrategyCounts, ...]
+    counted_as: int  # the rank whose identical shard was walked for these counts
+
+    def strategy(self, name: str) -> StrategyCounts:
+        return next(s for s in self.strategies if s.strategy == name)
+
+
+@dataclass(frozen=True)
+class RuleUse:
+    """How many of the whole model's tensors one rule split, and where the rule came from."""
+
+    rule: str
+    source: str
+    style: str
+    tensors: int
+
+
+@dataclass(frozen=True)
+class DeploymentCounts:
+    """Per-rank exact counts for a layout, and the whole model they were cut from."""
+
+    layout: ParallelLayout
+    model_bytes: int
+    layer_count: int
+    ranks: tuple[RankCounts, ...]
+    rules: tuple[RuleUse, ...]
+    shards_walked: int  # distinct shards counted (the rest shared their figures)
+    heads: int | None  # attention heads and kv heads the split used; None: not known, k/v split as plain columns
+    kv_heads: int | None
+    seconds: float  # building every shard and counting them
+
+    @property
+    def held_bytes(self) -> int:
+        return sum(r.held_bytes for r in self.ranks)
+
+    def largest_rank(self) -> RankCounts:
+        return max(self.ranks, key=lambda r: (r.held_bytes, -r.rank))
+
+
+def _signature(shard: RankShard) -> tuple[Any, ...]:
+    """Everything the counts depend on: names (the tree), shapes, dtypes, declared values, ties, persistence."""
+    parts: list[Any] = []
+    for path, module in shard.module.named_modules():
+        non_persistent: set[str] = getattr(module, "_non_persistent_buffers_set", set())
+        for local, t in (*module._parameters.items(), *module._buffers.items()):
+            if t is not None:
+                parts.append(
+                    (
+                        path,
+                        local,
+                        tuple(t.shape),
+                        t.dtype,
+                        getattr(t, "dummy_weight_value", None),
+                        id(t),
+                        local in non_persistent,
+                    )
+                )
+    ids: dict[int, int] = {}
+    return tuple((*p[:5], ids.setdefault(p[5], len(ids)), p[6]) for p in parts)
+
+
+def _strategy_counts(model: nn.Module, strategy: Strategy) -> StrategyCounts:
+    counted = count_on_meta(model, strategy)
+    visited = [r for r in counted.recorder.records.values() if r.visits]
+    return StrategyCounts(
+        strategy=strategy.name,
+        initializer=counted.initializer,
+        visits=counted.recorder.visits,
+        redundant_visits=sum(r.visits - 1 for r in visited),
+        bytes_written=sum(r.bytes_written for r in visited),
+        redundant_bytes_written=sum(max(0, r.bytes_written - r.nbytes) for r in visited),
+        largest_scratch_bytes=counted.recorder.peak_scratch_bytes,
+    )
+
+
+def count_deployment(
+    model: nn.Module,
+    layout: ParallelLayout,
+    *,
+    options: dict[str, Any] | None = None,
+    strategies: Sequence[str] | None = None,
+    clock: Callable[[], float] = time.perf_counter,
+) -> DeploymentCounts:
+    """Build every rank's shard of ``model`` (a meta model) and count ``strategies`` (default: all) on each.
+
+    ``options`` are the model source's options (a preset's ``heads``/``kv_heads``); a transformers
+    model's own config is read first.
+    """
+    t0 = clock()
+    chosen = [get_strategy(s, flag="--strategies") for s in (strategies or list(STRATEGIES))]
+    sharder = Sharder(model, layout, ModelDims.of(model, options))
+    walked: dict[tuple[Any, ...], tuple[int, tuple[StrategyCounts, ...]]] = {}
+    ranks = []
+    for coord in layout.coords():
+        shard = sharder.build(coord)
+        key = _signature(shard)
+        if key not in walked:
+            walked[key] = (coord.rank, tuple(_strategy_counts(shard.module, s) for s in chosen))
+        counted_as, figures = walked[key]
+        ranks.append(
+            RankCounts(
+                rank=coord.rank,
+                stage=coord.stage,
+                dp_rank=coord.dp_rank,
+                tp_rank=coord.tp_rank,
+                layers=shard.layers,
+                storages=len(shard.tensors),
+                held_bytes=shard.nbytes,
+                replicated_bytes=sum(t.nbytes for t in shard.tensors if t.rule == REPLICATED),
+                padding_bytes=sum(t.padding_bytes for t in shard.tensors),
+                strategies=figures,
+                counted_as=counted_as,
+            )
+        )
+    uses: dict[tuple[str, str, str], int] = {}
+    for place in sharder.planner.placements.values():
+        uses[(place.rule, place.source, place.style)] = uses.get((place.rule, place.source, place.style), 0) + 1
+    return DeploymentCounts(
+        layout=layout,
+        model_bytes=model_bytes(model),
+        layer_count=sharder.layer_count,
+        ranks=tuple(ranks),
+        rules=tuple(RuleUse(r, s, st, n) for (r, s, st), n in sorted(uses.items())),
+        shards_walked=len(walked),
+        heads=sharder.dims.heads,
+        kv_heads=sharder.dims.kv_heads,
+        seconds=clock() - t0,
+    )

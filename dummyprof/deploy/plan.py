@@ -1,0 +1,208 @@
+"""Which rule splits each tensor: the model's declared plan where it has one, vLLM's layer names elsewhere.
+
+transformers models declare their tensor-parallel intent (``model._tp_plan``, built from
+``config.base_model_tp_plan`` and the class's own ``_tp_plan``; ``_ep_plan`` likewise), as
+module-path patterns mapped to styles (``colwise``, ``rowwise``, ``packed_colwise``,
+``embedding_rowwise``, ``moe_tp_experts`` ...). Where a model declares nothing for a tensor
+(presets, user models, DeepSeek-V3's latent attention), the rule comes from the layer vLLM
+builds for a module of that name (``q_proj`` is a column of ``QKVParallelLinear``, ``o_proj``
+a ``RowParallelLinear`` ...); anything else is replicated, as vLLM replicates norms, routers
+and small tensors. Where vLLM's layout differs from a declared plan (fused q/k/v, merged
+gate/up, padded vocabulary) the shards follow vLLM: see docs/deployments.md.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch import nn
+
+from dummyprof.anatomy import qualified_name
+
+REPLICATED = "replicated"  # every rank of the stage holds it whole
+COLUMN = "column"  # output dimension split by tp (ColumnParallelLinear)
+KV_COLUMN = "kv-column"  # k/v heads split by tp; once tp > kv heads, one head per rank (replicated tp / kv times)
+ROW = "row"  # input dimension split by tp (RowParallelLinear); a row bias is replicated
+VOCAB = "vocab"  # rows padded to a multiple of 64, then split by tp (VocabParallelEmbedding, ParallelLMHead)
+EXPERTS_COLUMN = "experts-column"  # experts divided by ep; each expert's output dimension by the MoE tp
+EXPERTS_ROW = "experts-row"  # experts divided by ep; each expert's input dimension by the MoE tp
+ROWS = "rows"  # Engram tables: rows divided as evenly as whole rows allow over the tp x dp ranks
+
+DECLARED = "declared"  # the model's own plan (transformers' tp/ep plan)
+VLLM = "vllm"  # vLLM's layer for a module of this name (the model declares nothing for it)
+DEFAULT = "default"  # nothing declared, no vLLM layer by that name: replicated
+
+# Module names vLLM builds as column- or row-parallel linears (Llama, Qwen, Mixtral, DeepSeek families).
+_VLLM_COLUMN = frozenset(
+    {"q_proj", "qkv_proj", "gate_proj", "up_proj", "gate_up_proj", "q_b_proj", "kv_b_proj", "w1", "w3"}
+)
+_VLLM_KV = frozenset({"k_proj", "v_proj"})
+_VLLM_ROW = frozenset({"o_proj", "down_proj", "w2"})
+_VLLM_VOCAB = frozenset({"embed_tokens", "lm_head"})
+_EXPERT_COLUMN_NAMES = ("gate_up", "w13", "gate", "up", "w1", "w3")
+# vLLM fuses these sibling linears into one tensor: (fused module name, members in order).
+FUSIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("qkv_proj", ("q_proj", "k_proj", "v_proj")),  # QKVParallelLinear
+    ("gate_up_proj", ("gate_proj", "up_proj")),  # MergedColumnParallelLinear
+    ("fused_qkv_a_proj", ("q_a_proj", "kv_a_proj_with_mqa")),  # DeepSeek MLA: MergedReplicatedLinear
+)
+
+
+@dataclass(frozen=True)
+class Placement:
+    """How one tensor of the whole model is split, and where the rule came from."""
+
+    name: str
+    rule: str
+    source: str  # DECLARED, VLLM or DEFAULT
+    style: str  # the declared style word, or the vLLM layer followed
+    scale_of: str | None = None  # a block-scale tensor: the local name of the weight whose split it follows
+    experts_first: bool = False  # dimension 0 indexes the experts (one tensor for all of them, as FusedMoE holds)
+
+
+@dataclass(frozen=True)
+class ModelDims:
+    """The few config numbers a split needs beyond the shapes: attention and kv heads."""
+
+    heads: int | None = None
+    kv_heads: int | None = None
+
+    @classmethod
+    def of(cls, model: nn.Module, options: dict[str, Any] | None = None) -> ModelDims:
+        """From a transformers model's ``config`` (``num_attention_heads``, ``num_key_value_heads``), else a
+        preset's options (``heads``, ``kv_heads``); unknown heads leave k/v split as plain columns."""
+        config = getattr(model, "config", None)
+        if config is not None:
+            heads = getattr(config, "num_attention_heads", None)
+            kv = getattr(config, "num_key_value_heads", None) or heads
+            return cls(heads if isinstance(heads, int) else None, kv if isinstance(kv, int) else None)
+        opts = options or {}
+        heads, kv = opts.get("heads"), opts.get("kv_heads")
+        return cls(heads if isinstance(heads, int) else None, kv if isinstance(kv, int) else heads)
+
+
+def _pattern(key: str) -> re.Pattern[str]:
+    return re.compile(re.escape(key).replace(r"\*", r"[^.]+") + r"$")
+
+
+def _prefixed(plan: dict[str, str], prefix: str) -> dict[str, str]:
+    return {qualified_name(prefix, k): v for k, v in plan.items()}
+
+
+def declared_plan(model: nn.Module, kind: str) -> dict[str, str]:
+    """The model's declared ``kind`` plan ("tp" or "ep") with full module paths, or {} when it has none.
+
+    transformers puts the merged plan on the instance (``model._tp_plan``); a config that carries
+    ``base_model_tp_plan`` on a model without it is read with the model's ``base_model_prefix``.
+    """
+    plan = getattr(model, f"_{kind}_plan", None)
+    if isinstance(plan, dict) and plan:
+        return {str(k): str(v) for k, v in plan.items()}
+    config = getattr(model, "config", None)
+    base = getattr(config, f"base_model_{kind}_plan", None)
+    if isinstance(base, dict) and base:
+        prefix = getattr(model, "base_model_prefix", "")
+        has_prefix = bool(prefix) and isinstance(getattr(model, prefix, None), nn.Module)
+        return _prefixed({str(k): str(v) for k, v in base.items()}, prefix if has_prefix else "")
+    return {}
+
+
+def _style_rule(style: str, local: str, tensor: torch.Tensor, module_name: str) -> str:
+    """A declared style word as one of this module's rules."""
+    if style in ("embedding_rowwise", "colwise_gather_output") or module_name in _VLLM_VOCAB:
+        return VOCAB
+    if "colwise" in style:
+        return KV_COLUMN if module_name in _VLLM_KV else COLUMN
+    if "rowwise" in style:
+        return ROW if tensor.dim() >= 2 else REPLICATED
+    return REPLICATED
+
+
+def _expert_rule(local: str, module_name: str) -> str:
+    """Inside an experts block: gate/up (w1, w3, w13) split their output dimension, down (w2) its input."""
+    name = local if local not in ("weight", "bias") else module_name
+    return EXPERTS_COLUMN if name.startswith(_EXPERT_COLUMN_NAMES) else EXPERTS_ROW
+
+
+class Planner:
+    """Placements for every tensor of one whole model, and the sibling linears vLLM fuses."""
+
+    def __init__(self, model: nn.Module) -> None:
+        self.model = model
+        self.tp_plan = [(_pattern(k), k, v) for k, v in declared_plan(model, "tp").items()]
+        self.ep_plan = [(_pattern(k), k, v) for k, v in declared_plan(model, "ep").items()]
+        self.expert_lists: set[int] = set()  # ModuleLists of whole expert modules (one module per expert)
+        self.placements: dict[tuple[str, str], Placement] = {}
+        self.fusions: dict[int, list[tuple[str, tuple[str, ...]]]] = {}
+        self._walk()
+
+    def _declared(self, plan: list[tuple[re.Pattern[str], str, str]], *names: str) -> str | None:
+        for name in names:
+            for pattern, _key, style in plan:
+                if pattern.match(name):
+                    return style
+        return None
+
+    def _walk(self) -> None:
+        for path, module in self.model.named_modules():
+            name = path.rpartition(".")[2]
+            if name == "experts" and isinstance(module, nn.ModuleList):
+                self.expert_lists.add(id(module))
+            self._find_fusions(module)
+            in_experts = ".experts." in f".{path}." or name == "experts"
+            for local, tensor in (*module._parameters.items(), *module._buffers.items()):
+                if tensor is not None and (path, local) not in self.placements:
+                    self.placements[(path, local)] = self._place(path, name, local, tensor, module, in_experts)
+
+    def _find_fusions(self, module: nn.Module) -> None:
+        for fused, members in FUSIONS:
+            children = [module._modules.get(m) for m in members]
+            if all(c is not None and _plain_linear(c) for c in children):
+                weights = [c._parameters["weight"] for c in children if c is not None]
+                same = len({(w.dtype, w.shape[1]) for w in weights if w is not None}) == 1
+                biases = {c._parameters.get("bias") is None for c in children if c is not None}
+                if same and len(biases) == 1 and fused not in module._modules:
+                    self.fusions.setdefault(id(module), []).append((fused, members))
+
+    def _place(
+        self, path: str, name: str, local: str, tensor: torch.Tensor, module: nn.Module, in_experts: bool
+    ) -> Placement:
+        full = qualified_name(path, local)
+        if "scale" in local and local != "weight" and isinstance(module._parameters.get("weight"), torch.Tensor):
+            weight = self._place(path, name, "weight", module._parameters["weight"], module, in_experts)  # type: ignore[arg-type]
+            return Placement(full, weight.rule, weight.source, weight.style, scale_of="weight")
+        if any(part.startswith("engram") for part in path.split(".")):
+            return Placement(full, ROWS, VLLM, "ParallelEngramEmbedding")
+        if in_experts:
+            ep_style = self._declared(self.ep_plan, full, path)
+            tp_style = self._declared(self.tp_plan, full, path)
+            style = "; ".join(f"{k} {v}" for k, v in (("tp", tp_style), ("ep", ep_style)) if v)
+            source = DECLARED if style else VLLM
+            return Placement(
+                full, _expert_rule(local, name), source, style or "FusedMoE", experts_first=name == "experts"
+            )
+        declared = self._declared(self.tp_plan, full, path)
+        if declared is not None:
+            return Placement(full, _style_rule(declared, local, tensor, name), DECLARED, declared)
+        if name in _VLLM_VOCAB and tensor.dim() == 2:
+            return Placement(full, VOCAB, VLLM, "VocabParallelEmbedding")
+        if name in _VLLM_KV:
+            return Placement(full, KV_COLUMN, VLLM, "QKVParallelLinear")
+        if name in _VLLM_COLUMN:
+            return Placement(full, COLUMN, VLLM, "ColumnParallelLinear")
+        if name in _VLLM_ROW:
+            rule = ROW if tensor.dim() >= 2 else REPLICATED
+            return Placement(full, rule, VLLM, "RowParallelLinear")
+        return Placement(full, REPLICATED, DEFAULT, "replicated")
+
+
+def _plain_linear(module: nn.Module) -> bool:
+    """A leaf holding a 2-D ``weight`` and at most a ``bias``: what vLLM can fuse with its siblings."""
+    weight = module._parameters.get("weight")
+    own = {k for k, v in module._parameters.items() if v is not None} | {
+        k for k, v in module._buffers.items() if v is not None
+    }
+    return isinstance(weight, torch.Tensor) and weight.dim() == 2 and own <= {"weight", "bias"} and not module._modules

@@ -1,0 +1,326 @@
+"""One rank's shard of a model, built on the meta device with the shapes that rank holds.
+
+The shard mirrors the whole model's module tree (same paths, so a strategy walks it as it
+walks the whole model), with vLLM's differences: sibling q/k/v, gate/up and DeepSeek's
+q_a/kv_a linears become one fused module (``qkv_proj``, ``gate_up_proj``,
+``fused_qkv_a_proj``), the vocabulary is padded, a pipeline stage holds only its layers,
+and an expert-parallel rank only its experts. Ties survive (one shard tensor per storage),
+so do ``dummy_weight_value`` and buffer persistence. Nothing is allocated.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from dummyprof.anatomy import dtype_name, qualified_name
+from dummyprof.deploy.layout import ParallelLayout, RankCoord, even_range, expert_range, pad_vocab, pp_range
+from dummyprof.deploy.plan import (
+    COLUMN,
+    EXPERTS_COLUMN,
+    EXPERTS_ROW,
+    KV_COLUMN,
+    REPLICATED,
+    ROW,
+    ROWS,
+    VLLM,
+    VOCAB,
+    ModelDims,
+    Placement,
+    Planner,
+)
+from dummyprof.errors import UsageError
+
+META = torch.device("meta")
+
+
+@dataclass(frozen=True)
+class ShardTensor:
+    """One storage of a rank's shard: what it was in the whole model and what this rank holds."""
+
+    name: str  # its name in the shard (the fused module's name for fused linears)
+    members: tuple[str, ...]  # the whole model's names it holds a part of (several when fused)
+    rule: str
+    source: str
+    style: str
+    full_shape: tuple[int, ...]  # the whole model's shape (fused: the members' rows added up)
+    shape: tuple[int, ...]
+    dtype: str
+    nbytes: int
+    padding_bytes: int  # bytes of padded vocabulary rows (no token maps to them)
+    copies: int  # ranks of this stage holding this very piece (tp x dp for a replicated tensor)
+
+
+@dataclass
+class RankShard:
+    """A rank's meta module and one entry per storage it holds."""
+
+    coord: RankCoord
+    layers: tuple[int, int]  # [start, end) of the decoder layers on this rank's stage
+    module: nn.Module
+    tensors: list[ShardTensor]
+
+    @property
+    def nbytes(self) -> int:
+        return sum(t.nbytes for t in self.tensors)
+
+
+def _divide(size: int, parts: int, name: str) -> int:
+    if size % parts:
+        raise UsageError.for_field(
+            "tp",
+            f"{name} has {size} along the split dimension, which {parts} ranks cannot share evenly "
+            "(vLLM requires it); choose a tp that divides it",
+        )
+    return size // parts
+
+
+def _empty_like(tensor: torch.Tensor, shape: tuple[int, ...]) -> torch.Tensor:
+    made = torch.empty(shape, dtype=tensor.dtype, device=META)
+    value = getattr(tensor, "dummy_weight_value", None)
+    if isinstance(tensor, nn.Parameter):
+        made = nn.Parameter(made, requires_grad=False)
+    if value is not None:
+        made.dummy_weight_value = value  # type: ignore[attr-defined]
+    return made
+
+
+class Sharder:
+    """Builds each rank's shard of ``model`` (on meta) under ``layout``."""
+
+    def __init__(self, model: nn.Module, layout: ParallelLayout, dims: ModelDims | None = None) -> None:
+        self.model = model
+        self.layout = layout
+        self.dims = dims or ModelDims.of(model)
+        self.planner = Planner(model)
+        self.layer_list, self.layer_count = self._find_layers()
+        self._tied_head = self._embedding_tied_to_head()
+        self._check_heads()
+
+    # ---- where things live -------------------------------------------------------------
+    def _find_layers(self) -> tuple[str, int]:
+        """The decoder layer list: the ModuleList the pipeline plan names, else the longest ``*layers`` list."""
+        lists = [(p, len(m)) for p, m in self.model.named_modules() if isinstance(m, nn.ModuleList) and len(m)]
+        pp_plan = getattr(self.model, "_pp_plan", None) or {}
+        declared = [(p, n) for p, n in lists if p in pp_plan]
+        candidates = declared or [(p, n) for p, n in lists if p.rpartition(".")[2] == "layers"]
+        if self.layout.pp > 1 and len(candidates) != 1:
+            names = ", ".join(p for p, _ in candidates) or "none"
+            raise UsageError.for_field(
+                "pp", f"pipeline stages need one decoder layer list; this model has {names}: use pp 1"
+            )
+        if not candidates:
+            return "", 0
+        return candidates[0]
+
+    def _embedding_tied_to_head(self) -> bool:
+        head = getattr(self.model, "lm_head", None)
+        weight = getattr(head, "weight", None)
+        if not isinstance(weight, torch.Tensor):
+            return False
+        return any(
+            p is weight
+            for path, m in self.model.named_modules()
+            if path.endswith("embed_tokens")
+            for p in m.parameters()
+        )
+
+    def _check_heads(self) -> None:
+        tp, heads, kv = self.layout.tp, self.dims.heads, self.dims.kv_heads
+        if heads is not None and heads % tp:
+            raise UsageError.for_field(
+                "tp", f"{heads} attention heads do not split over {tp} ranks; choose a tp that divides {heads}"
+            )
+        if kv is not None and (kv % tp if tp <= kv else tp % kv):
+            raise UsageError.for_field(
+                "tp",
+                f"{kv} kv heads and tp {tp}: vLLM needs one to divide the other; "
+                f"choose a tp that divides {kv} or a multiple of it",
+            )
+
+    def stage_layers(self, stage: int) -> tuple[int, int]:
+        if not self.layer_count:
+            return 0, 0
+        return pp_range(self.layer_count, self.layout.pp, stage)
+
+    def _keeps(self, parent: nn.Module, path: str, coord: RankCoord) -> bool:
+        """Whether this rank holds the child module at ``path`` (stage and expert placement)."""
+        parent_path, _, last = path.rpartition(".")
+        if id(parent) in self.planner.expert_lists and last.isdigit() and self.layout.expert_parallel:
+            start, end = expert_range(len(parent._modules), self.layout.ep, coord.moe_rank(self.layout.tp))
+            if not start <= int(last) < end:
+                return False
+        if self.layout.pp == 1:
+            return True
+        if parent_path == self.layer_list and last.isdigit():
+            start, end = self.stage_layers(coord.stage)
+            return start <= int(last) < end
+        if self.layer_list.startswith(path + ".") or path == self.layer_list or path.startswith(self.layer_list + "."):
+            return True
+        first, last_stage = coord.stage == 0, coord.stage == self.layout.pp - 1
+        if "embed" in last:
+            return first or (last_stage and self._tied_head)
+        if last == "lm_head" or "norm" in last:
+            return last_stage
+        return True
+
+    # ---- shapes -----------------------------------------------------------------------
+    def _shape(self, place: Placement, shape: tuple[int, ...], coord: RankCoord) -> tuple[tuple[int, ...], int, int]:
+        """(shape this rank holds, padded rows among them, copies of this piece in the stage)."""
+        layout, tp = self.layout, self.layout.tp
+        per_stage = tp * layout.dp
+        dims = list(shape)
+        rule = place.rule
+        if rule == REPLICATED or not dims:
+            return tuple(dims), 0, per_stage
+        out = len(dims) - 2 if len(dims) >= 2 else 0
+        if rule == COLUMN:
+            dims[out] = _divide(dims[out], tp, place.name)
+            return tuple(dims), 0, layout.dp
+        if rule == KV_COLUMN:
+            kv = self.dims.kv_heads
+            if kv is not None and tp > kv:
+                dims[out] = _divide(dims[out], kv, place.name)
+                return tuple(dims), 0, layout.dp * (tp // kv)
+            dims[out] = _divide(dims[out], tp, place.name)
+            return tuple(dims), 0, layout.dp
+        if rule == ROW:
+            dims[-1] = _divide(dims[-1], tp, place.name)
+            return tuple(dims), 0, layout.dp
+        if rule == VOCAB:
+            per = _divide(pad_vocab(dims[0]), tp, place.name)
+            real = min(per, max(0, dims[0] - coord.tp_rank * per))
+            dims[0] = per
+            return tuple(dims), per - real, layout.dp
+        if rule == ROWS:
+            start, end = even_range(dims[0], per_stage, coord.moe_rank(tp))
+            dims[0] = end - start
+            return tuple(dims), 0, 1
+        if rule in (EXPERTS_COLUMN, EXPERTS_ROW):
+            first = 1 if place.experts_first else 0  # [experts, out, in] / [experts, out] for all experts at once
+            if first:
+                start, end = expert_range(dims[0], layout.ep, coord.moe_rank(tp) if layout.expert_parallel else 0)
+                dims[0] = end - start
+            inner = len(dims) - first
+            if inner >= 2 or (inner == 1 and rule == EXPERTS_COLUMN):  # a row bias is whole on every rank
+                axis = len(dims) - 2 if inner >= 2 and rule == EXPERTS_COLUMN else len(dims) - 1
+                dims[axis] = _divide(dims[axis], layout.moe_tp, place.name)
+                return tuple(dims), 0, 1
+            return tuple(dims), 0, 1 if layout.expert_parallel else layout.moe_tp
+        raise ValueError(f"unknown rule {rule!r}")
+
+    def _scale_shape(
+        self, place: Placement, scale: torch.Tensor, weight: torch.Tensor, coord: RankCoord
+    ) -> tuple[int, ...]:
+        """A block scale follows its weight: ceil(rows held / block) per dimension."""
+        held, _, _ = self._shape(place, tuple(weight.shape), coord)
+        if scale.dim() != weight.dim():
+            return tuple(scale.shape)
+        dims = []
+        for full, part, s in zip(weight.shape, held, scale.shape, strict=True):
+            block = -(-full // s) if s else 1
+            dims.append(s if part == full else -(-part // block))
+        return tuple(dims)
+
+    # ---- building ---------------------------------------------------------------------
+    def build(self, coord: RankCoord) -> RankShard:
+        made: dict[int, torch.Tensor] = {}
+        entries: list[ShardTensor] = []
+        modules: dict[int, nn.Module] = {}
+
+        def tensor(module: nn.Module, path: str, local: str, source: torch.Tensor) -> torch.Tensor:
+            if id(source) in made:
+                return made[id(source)]
+            place = self.planner.placements[(path, local)]
+            copies = 1
+            padding = 0
+            if place.scale_of is not None:
+                weight = module._parameters[place.scale_of]
+                assert weight is not None
+                shape = self._scale_shape(place, source, weight, coord)
+                _, _, copies = self._shape(place, tuple(weight.shape), coord)
+            else:
+                shape, padding, copies = self._shape(place, tuple(source.shape), coord)
+            new = _empty_like(source, shape)
+            made[id(source)] = new
+            row_bytes = new.nbytes // shape[0] if shape and shape[0] else 0
+            entries.append(
+                ShardTensor(
+                    qualified_name(path, local), (place.name,), place.rule, place.source, place.style,
+                    tuple(source.shape), shape, dtype_name(source.dtype), new.nbytes, padding * row_bytes, copies,
+                )
+            )  # fmt: skip
+            return new
+
+        def shell(module: nn.Module, path: str) -> nn.Module:
+            out = nn.Module()
+            non_persistent: set[str] = getattr(module, "_non_persistent_buffers_set", set())
+            for local, param in module._parameters.items():
+                if param is not None:
+                    out.register_parameter(local, tensor(module, path, local, param))  # type: ignore[arg-type]
+            for local, buf in module._buffers.items():
+                if buf is not None:
+                    out.register_buffer(local, tensor(module, path, local, buf), persistent=local not in non_persistent)
+            fusions = self.planner.fusions.get(id(module), [])
+            fused_at = {members[0]: (name, members) for name, members in fusions}
+            skipped = {m for _, members in fusions for m in members}
+            for name, child in module._modules.items():
+                if name in fused_at:
+                    fused_name, members = fused_at[name]
+                    out.add_module(fused_name, self._fused(module, path, fused_name, members, coord, entries))
+                if child is None or name in skipped:
+                    continue
+                child_path = qualified_name(path, name)
+                if not self._keeps(module, child_path, coord):
+                    continue
+                if id(child) not in modules:
+                    modules[id(child)] = shell(child, child_path)
+                out.add_module(name, modules[id(child)])
+            return out
+
+        root = shell(self.model, "")
+        return RankShard(coord, self.stage_layers(coord.stage), root, entries)
+
+    def _fused(
+        self,
+        parent: nn.Module,
+        path: str,
+        fused_name: str,
+        members: tuple[str, ...],
+        coord: RankCoord,
+        entries: list[ShardTensor],
+    ) -> nn.Module:
+        """vLLM's fused linear: the members' shards stacked along the output dimension."""
+        out = nn.Module()
+        fused_path = qualified_name(path, fused_name)
+        for local in ("weight", "bias"):
+            sources = [parent._modules[m]._parameters.get(local) for m in members]  # type: ignore[union-attr]
+            if any(s is None for s in sources):
+                continue
+            places = [self.planner.placements[(qualified_name(path, m), local)] for m in members]
+            parts = [
+                self._shape(p, tuple(s.shape), coord) for p, s in zip(places, sources, strict=True) if s is not None
+            ]
+            first = sources[0]
+            assert first is not None
+            rows = sum(shape[0] for shape, _, _ in parts)
+            shape = (rows, *parts[0][0][1:])
+            full = (sum(s.shape[0] for s in sources if s is not None), *first.shape[1:])
+            new = _empty_like(first, shape)
+            out.register_parameter(local, new)  # type: ignore[arg-type]
+            rules = sorted({p.rule for p in places})
+            entries.append(
+                ShardTensor(
+                    qualified_name(fused_path, local), tuple(p.name for p in places), "+".join(rules), VLLM,
+                    fused_name, full, shape, dtype_name(first.dtype), new.nbytes, 0, min(c for _, _, c in parts),
+                )
+            )  # fmt: skip
+        return out
+
+
+def shard_all(model: nn.Module, layout: ParallelLayout, dims: ModelDims | None = None) -> list[RankShard]:
+    """Every rank's shard of ``model`` (a meta model) under ``layout``."""
+    sharder = Sharder(model, layout, dims)
+    return [sharder.build(coord) for coord in layout.coords()]

@@ -1,0 +1,357 @@
+"""Per-rank shards on meta: vLLM's placement arithmetic, shapes against formulas from the config numbers, the
+bytes identity, exact per-rank counts, and one-line errors for layouts vLLM refuses."""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import torch
+from torch import nn
+
+from dummyprof.deploy import (
+    ModelDims,
+    ParallelLayout,
+    Sharder,
+    count_deployment,
+    expert_range,
+    pad_vocab,
+    pp_partition,
+    shard_all,
+)
+from dummyprof.errors import UsageError
+from dummyprof.models.presets import dense_decoder, moe_decoder, torch_transformer
+from tests.fakes import FakeClock
+
+META = torch.device("meta")
+DATA = Path("tests/data")
+
+
+@functools.cache
+def _hf(name: str) -> nn.Module:
+    """A published config built on meta, once per test session (sharding only reads it)."""
+    pytest.importorskip("transformers")
+    from dummyprof.models.huggingface import hf_source
+
+    return hf_source(f"hf:{DATA}/{name}.json").build(META)
+
+
+def _shapes(model: nn.Module) -> dict[str, tuple[int, ...]]:
+    return {n: tuple(t.shape) for n, t in (*model.named_parameters(), *model.named_buffers())}
+
+
+# ---- vLLM's arithmetic ----------------------------------------------------------------------
+
+
+def test_pipeline_partition_is_vllms() -> None:
+    assert pp_partition(20, 4) == [5, 5, 5, 5]
+    assert pp_partition(61, 4) == [15, 15, 16, 15]  # the remainder goes before the last stage
+    assert pp_partition(32, 3) == [11, 11, 10]
+    assert pp_partition(5, 4) == [1, 1, 2, 1]
+
+
+def test_vocab_padding_and_expert_placement_are_vllms() -> None:
+    assert [pad_vocab(v) for v in (1000, 1024, 128256, 129280)] == [1024, 1024, 128256, 129280]
+    assert [expert_range(256, 3, r) for r in range(3)] == [(0, 86), (86, 171), (171, 256)]
+    assert [expert_range(10, 4, r) for r in range(4)] == [(0, 3), (3, 6), (6, 8), (8, 10)]
+
+
+def test_ep_alone_is_data_parallel_attention_with_expert_parallel() -> None:
+    layout = ParallelLayout.from_sizes(ep=8)
+    assert (layout.tp, layout.dp, layout.ep, layout.moe_tp, layout.world) == (1, 8, 8, 1, 8)
+    both = ParallelLayout.from_sizes(tp=8, ep=8)
+    assert (both.tp, both.dp, both.ep, both.moe_tp) == (8, 1, 8, 1)
+    dense = ParallelLayout.from_sizes(tp=2, dp=2)
+    assert (dense.ep, dense.moe_tp) == (1, 4)  # vLLM flattens the MoE tp across dp
+    with pytest.raises(UsageError, match=r"^ep: 4 experts ranks but tp 2 x dp 4 = 8") as err:
+        ParallelLayout.from_sizes(tp=2, ep=4, dp=4)
+    assert err.value.field == "ep"
+    with pytest.raises(UsageError, match=r"^tp: must be a whole number of ranks >= 1, got 0"):
+        ParallelLayout.from_sizes(tp=0)
+
+
+# ---- shapes against formulas written from the config numbers ----------------------------
+
+
+def test_llama_tp2_shapes() -> None:
+    h, heads, kv, hd, inter, vocab, tp = 4096, 32, 8, 128, 14336, 128256, 2
+    for shard in shard_all(_hf("Llama-3.1-8B"), ParallelLayout(tp=tp)):
+        got = _shapes(shard.module)
+        attn, mlp = "model.layers.7.self_attn", "model.layers.7.mlp"
+        assert got[f"{attn}.qkv_proj.weight"] == ((heads // tp + 2 * kv // tp) * hd, h)
+        assert got[f"{attn}.o_proj.weight"] == (h, heads * hd // tp)
+        assert got[f"{mlp}.gate_up_proj.weight"] == (2 * inter // tp, h)
+        assert got[f"{mlp}.down_proj.weight"] == (h, inter // tp)
+        assert got["model.embed_tokens.weight"] == got["lm_head.weight"] == (vocab // tp, h)
+        assert got["model.layers.7.input_layernorm.weight"] == got["model.norm.weight"] == (h,)
+        assert not any(re.search(r"\.(q|k|v|gate|up)_proj\.", n) for n in got)  # fused as vLLM fuses them
+
+
+def test_qwen3_moe_tp8_holds_one_kv_head_and_splits_each_expert() -> None:
+    h, heads, hd, experts, inter, vocab, tp = 2048, 32, 128, 128, 768, 151936, 8
+    shards = shard_all(_hf("Qwen3-30B-A3B"), ParallelLayout(tp=tp))
+    got = _shapes(shards[5].module)
+    layer = "model.layers.20"
+    assert got[f"{layer}.self_attn.qkv_proj.weight"] == ((heads // tp + 2 * 1) * hd, h)  # tp 8 > 4 kv heads
+    assert got[f"{layer}.self_attn.o_proj.weight"] == (h, heads * hd // tp)
+    assert got[f"{layer}.mlp.experts.gate_up_proj"] == (experts, 2 * inter // tp, h)
+    assert got[f"{layer}.mlp.experts.down_proj"] == (experts, h, inter // tp)
+    assert got[f"{layer}.mlp.gate.weight"] == (experts, h)
+    assert got[f"{layer}.self_attn.k_norm.weight"] == (hd,)
+    assert got["model.embed_tokens.weight"] == (vocab // tp, h)
+    qkv = next(t for t in shards[5].tensors if t.name.endswith("20.self_attn.qkv_proj.weight"))
+    assert qkv.members == tuple(f"{layer}.self_attn.{p}_proj.weight" for p in "qkv")
+
+
+def test_qwen3_moe_tp8_ep8_holds_whole_experts() -> None:
+    h, experts, inter, tp = 2048, 128, 768, 8
+    shards = shard_all(_hf("Qwen3-30B-A3B"), ParallelLayout.from_sizes(tp=tp, ep=8))
+    for shard in shards:
+        got = _shapes(shard.module)
+        assert got["model.layers.0.mlp.experts.gate_up_proj"] == (experts // 8, 2 * inter, h)
+        assert got["model.layers.0.mlp.experts.down_proj"] == (experts // 8, h, inter)
+        assert got["model.layers.0.self_attn.o_proj.weight"] == (h, 32 * 128 // tp)
+
+
+@pytest.mark.parametrize("ep", [False, True])
+def test_deepseek_v3_tp8_and_ep8_shapes(ep: bool) -> None:
+    h, heads, q_rank, kv_rank, nope, rope, v_dim = 7168, 128, 1536, 512, 128, 64, 128
+    inter, experts, moe_inter, vocab, dense = 18432, 256, 2048, 129280, 3
+    layout = ParallelLayout.from_sizes(ep=8) if ep else ParallelLayout(tp=8)
+    tp = layout.tp
+    clock = FakeClock()
+    counts = count_deployment(_hf("DeepSeek-V3"), layout, clock=clock)
+    assert len(counts.ranks) == 8
+    shard = Sharder(_hf("DeepSeek-V3"), layout).build(layout.coords()[3])
+    got = _shapes(shard.module)
+    attn = "model.layers.40.self_attn"
+    assert got[f"{attn}.fused_qkv_a_proj.weight"] == (q_rank + kv_rank + rope, h)  # replicated, as vLLM
+    assert got[f"{attn}.q_b_proj.weight"] == (heads // tp * (nope + rope), q_rank)
+    assert got[f"{attn}.kv_b_proj.weight"] == (heads // tp * (nope + v_dim), kv_rank)
+    assert got[f"{attn}.o_proj.weight"] == (h, heads // tp * v_dim)
+    assert got["model.layers.0.mlp.gate_up_proj.weight"] == (2 * inter // tp, h)
+    assert got["model.layers.0.mlp.down_proj.weight"] == (h, inter // tp)
+    per_rank, moe_tp = (experts // 8, 1) if ep else (experts, 8)
+    assert got["model.layers.40.mlp.experts.gate_up_proj"] == (per_rank, 2 * moe_inter // moe_tp, h)
+    assert got["model.layers.40.mlp.experts.down_proj"] == (per_rank, h, moe_inter // moe_tp)
+    assert got["model.layers.40.mlp.shared_experts.gate_up_proj.weight"] == (2 * moe_inter // tp, h)
+    assert got["model.layers.40.mlp.gate.weight"] == (experts, h)
+    assert got["model.layers.40.mlp.gate.e_score_correction_bias"] == (experts,)
+    assert got["model.embed_tokens.weight"] == (vocab // tp, h)
+    assert sum(1 for n in got if ".mlp.experts." in n) == 2 * (61 - dense)
+
+
+# ---- the bytes identity -----------------------------------------------------------------
+
+# Written here from the names, not from the library's rules: what every rank of a stage holds whole.
+_REPLICATED = re.compile(r"norm|rotary|\.mlp\.gate\.|q_a_proj|kv_a_proj_with_mqa")
+
+
+def _expected_total(model: nn.Module, layout: ParallelLayout, kv_heads: int | None = None) -> int:
+    """The whole model, plus every replicated tensor once per extra rank of its stage, plus duplicated kv heads."""
+    total = 0
+    per_stage = layout.tp * layout.dp
+    for name, t in (*model.named_parameters(), *model.named_buffers()):
+        if _REPLICATED.search(name):
+            total += t.nbytes * per_stage * (layout.pp if "rotary" in name else 1)
+        elif kv_heads and re.search(r"\.(k|v)_proj\.", name) and layout.tp > kv_heads:
+            total += t.nbytes * layout.tp // kv_heads
+        else:
+            total += t.nbytes * (layout.dp if ".mlp.experts." not in name else 1)
+    return total
+
+
+@pytest.mark.parametrize(
+    ("config", "sizes", "kv"),
+    [
+        ("Llama-3.1-8B", {"tp": 2}, 8),
+        ("Llama-3.1-8B", {"tp": 4, "pp": 2}, 8),
+        ("Qwen3-30B-A3B", {"tp": 8}, 4),
+        ("Qwen3-30B-A3B", {"tp": 2, "ep": 4}, 4),
+        ("DeepSeek-V3", {"ep": 8}, None),
+    ],
+)
+def test_ranks_add_up_to_the_model_plus_replicated_copies(config: str, sizes: dict[str, int], kv: int | None) -> None:
+    model = _hf(config)
+    layout = ParallelLayout.from_sizes(**sizes)
+    shards = shard_all(model, layout)
+    assert sum(s.nbytes for s in shards) == _expected_total(model, layout, kv)
+    assert all(t.padding_bytes == 0 for s in shards for t in s.tensors)  # these vocabularies are multiples of 64
+
+
+def test_padded_vocabulary_is_counted_as_padding() -> None:
+    with META:
+        model = dense_decoder(layers=2, vocab=1000, tie=False)
+    layout = ParallelLayout(tp=4)
+    shards = shard_all(model, layout, None)
+    rows = [dict((t.name, t.shape) for t in s.tensors)["model.embed_tokens.weight"][0] for s in shards]
+    assert rows == [256] * 4  # 1000 padded to 1024, then split
+    padding = [sum(t.padding_bytes for t in s.tensors) for s in shards]
+    row_bytes = 256 * 2  # hidden 256, bfloat16
+    assert padding == [0, 0, 0, 2 * 24 * row_bytes]  # embed and head: the last rank holds 24 padded rows of each
+    whole = sum(t.nbytes for t in model.parameters())
+    replicated = sum(t.nbytes for n, t in model.named_parameters() if "norm" in n)
+    buffers = sum(b.nbytes for b in model.buffers())
+    assert sum(s.nbytes for s in shards) == whole + 3 * replicated + 4 * buffers + sum(padding)
+
+
+# ---- pipeline stages, ties and expert modules ----------------------------------------------
+
+
+def test_pipeline_stages_hold_contiguous_layers_embedding_first_head_last() -> None:
+    with META:
+        model = dense_decoder(layers=5, tie=True)
+    shards = shard_all(model, ParallelLayout(pp=4))
+    layers = [sorted({int(m) for m in re.findall(r"layers\.(\d+)\.", " ".join(_shapes(s.module)))}) for s in shards]
+    assert layers == [[0], [1], [2, 3], [4]]
+    assert [s.layers for s in shards] == [(0, 1), (1, 2), (2, 4), (4, 5)]
+    names = [set(_shapes(s.module)) for s in shards]
+    assert "model.embed_tokens.weight" in names[0] and "lm_head.weight" not in names[0]
+    assert "model.norm.weight" in names[3] and "model.norm.weight" not in names[1]
+    # Tied: the last stage holds the embedding too (vLLM builds it there), one storage with two owners.
+    last = shards[3].module
+    assert last.lm_head.weight is last.model.embed_tokens.weight
+    assert "model.embed_tokens.weight" not in names[1]
+
+
+def test_expert_parallel_keeps_whole_expert_modules() -> None:
+    with META:
+        model = moe_decoder(layers=1, experts=10, hidden=128, heads=4, kv_heads=2)
+    layout = ParallelLayout.from_sizes(ep=4)
+    kept = [
+        sorted({int(i) for i in re.findall(r"experts\.(\d+)\.", " ".join(_shapes(s.module)))})
+        for s in shard_all(model, layout, None)
+    ]
+    assert kept == [[0, 1, 2], [3, 4, 5], [6, 7], [8, 9]]
+    tp = shard_all(model, ParallelLayout(tp=2), None)[1]
+    got = _shapes(tp.module)
+    assert got["model.layers.0.mlp.experts.9.gate_up_proj.weight"] == (2 * 64 // 2, 128)
+    assert got["model.layers.0.mlp.experts.9.down_proj.weight"] == (128, 64 // 2)
+
+
+def test_fp8_block_scales_follow_their_weight() -> None:
+    pytest.importorskip("torch", reason="fp8")
+    from dummyprof.models.presets import HAS_FP8, deepseek_v4_like
+
+    if not HAS_FP8:
+        pytest.skip("no float8_e4m3fn")
+    with META:
+        model = deepseek_v4_like(hidden=256, expert_intermediate=256, engram_rows=1001, engram_tables=1)
+    shard = shard_all(model, ParallelLayout(tp=2), None)[1]
+    got = _shapes(shard.module)
+    assert got["model.layers.0.mlp.gate_up_proj.weight"] == (2 * 1024 // 2, 256)
+    assert got["model.layers.0.mlp.gate_up_proj.weight_scale_inv"] == (1024 // 128, 2)
+    assert got["model.layers.0.mlp.down_proj.weight_scale_inv"] == (2, 1024 // 2 // 128)
+    assert got["model.engram.0.weight"] == (500, 256) and got["model.engram.0.weight_scale_inv"] == (500, 8)
+    assert getattr(shard.module.model.engram, "0").weight.dummy_weight_value == 1.0  # declared values survive
+
+
+# ---- exact counts -----------------------------------------------------------------------------
+
+
+def test_per_rank_counts_are_exact_for_llama_tp2() -> None:
+    layout = ParallelLayout(tp=2)
+    counts = count_deployment(_hf("Llama-3.1-8B"), layout, clock=FakeClock())
+    assert counts.shards_walked == 1 and [r.counted_as for r in counts.ranks] == [0, 0]
+    rank = counts.ranks[1]
+    h, kv_rows, inter, vocab, layers = 4096, (16 + 8) * 128, 14336, 128256, 32
+    per_layer_tensors = 6  # qkv, o, gate_up, down, two norms
+    per_layer_bytes = 2 * (kv_rows * h + h * h // 2 + 2 * inter // 2 * h + h * inter // 2 + 2 * h)
+    expected_bytes = layers * per_layer_bytes + 2 * 2 * (vocab // 2 * h) + 2 * h
+    per_layer = rank.strategy("per-layer")
+    assert (per_layer.visits, per_layer.redundant_visits) == (layers * per_layer_tensors + 3, 0)
+    assert per_layer.bytes_written == expected_bytes
+    # legacy: a tensor k modules deep is visited k + 1 times (model.layers.N.self_attn.qkv_proj: depth 5)
+    legacy = rank.strategy("legacy")
+    depth_visits = layers * (4 * 6 + 2 * 5) + 3 + 3 + 2
+    assert legacy.visits == depth_visits
+    assert legacy.redundant_visits == depth_visits - per_layer.visits
+    assert rank.held_bytes == expected_bytes + 2 * 64 * 4  # plus the two rotary float32 buffers
+    assert rank.replicated_bytes == 2 * (layers * 2 * h + h) + 2 * 64 * 4
+
+
+def test_counting_reuses_identical_shards_only() -> None:
+    with META:
+        model = moe_decoder(layers=2, experts=10)
+    counts = count_deployment(model, ParallelLayout.from_sizes(ep=4), options={"heads": 4, "kv_heads": 2})
+    visits = [r.strategy("per-layer").visits for r in counts.ranks]
+    per_expert = 2  # gate_up, down
+    rest = visits[0] - 2 * 3 * per_expert
+    assert visits == [rest + 2 * n * per_expert for n in (3, 3, 2, 2)]
+    assert counts.shards_walked == 4
+
+
+# ---- errors -----------------------------------------------------------------------------------
+
+
+def test_a_tp_vllm_refuses_is_one_line_naming_tp() -> None:
+    with pytest.raises(UsageError, match=r"^tp: 32 attention heads do not split over 3 ranks") as err:
+        Sharder(_hf("Llama-3.1-8B"), ParallelLayout(tp=3))
+    assert err.value.field == "tp"
+    with META:
+        model = dense_decoder(heads=8, kv_heads=8, intermediate=600)
+    with pytest.raises(
+        UsageError, match=r"^tp: model\.layers\.0\.mlp\.down_proj\.weight has 600 along .* choose a tp that divides it$"
+    ):
+        shard_all(model, ParallelLayout(tp=16), None)
+
+
+def test_pipeline_needs_one_layer_list() -> None:
+    with META:
+        model = torch_transformer()
+    with pytest.raises(UsageError, match=r"^pp: pipeline stages need one decoder layer list; this model has"):
+        Sharder(model, ParallelLayout(pp=2))
+    with META:
+        four = dense_decoder(layers=4)
+    with pytest.raises(UsageError, match=r"^pp: 8 pipeline stages for 4 layers; give at most 4"):
+        shard_all(four, ParallelLayout(pp=8))
+
+
+def test_nothing_below_deploy_imports_it() -> None:
+    from tests.test_import_rules import all_imports
+
+    below = {"loaders", "measure", "models", "anatomy", "usercode", "results", "reports", "distributed"}
+    wrong = [
+        f"{i.importer} imports {i.target}"
+        for i in all_imports()
+        if i.importer.split(".")[1:2] and i.importer.split(".")[1] in below and i.target.startswith("dummyprof.deploy")
+    ]
+    assert wrong == []
+
+
+@pytest.mark.parametrize(
+    ("build", "sizes"),
+    [
+        (
+            lambda: dense_decoder(layers=3, hidden=64, heads=4, kv_heads=2, intermediate=96, vocab=100),
+            {"tp": 4, "pp": 2},
+        ),
+        (lambda: moe_decoder(layers=1, hidden=64, experts=6, expert_intermediate=32, vocab=100), {"tp": 2, "ep": 4}),
+    ],
+)
+def test_a_real_fill_of_each_shard_does_what_the_meta_count_says(
+    build: Callable[[], nn.Module], sizes: dict[str, int]
+) -> None:
+    from dummyprof.loaders.strategies import STRATEGIES, run_strategy
+    from dummyprof.measure.recorder import VisitRecorder
+    from dummyprof.models.loading import materialize
+
+    with META:
+        model = build()
+    layout = ParallelLayout.from_sizes(**sizes)
+    counts = count_deployment(model, layout, options={"heads": 4, "kv_heads": 2})
+    sharder = Sharder(model, layout, ModelDims(heads=4, kv_heads=2))
+    for coord, rank in zip(layout.coords(), counts.ranks, strict=True):
+        shard = sharder.build(coord).module
+        materialize(shard, torch.device("cpu"))
+        for strategy in STRATEGIES.values():
+            recorder = VisitRecorder(shard)
+            run_strategy(shard, strategy, recorder=recorder)
+            visited = [r for r in recorder.records.values() if r.visits]
+            want = rank.strategy(strategy.name)
+            assert recorder.visits == want.visits
+            assert sum(r.bytes_written for r in visited) == want.bytes_written
+            assert sum(r.visits - 1 for r in visited) == want.redundant_visits

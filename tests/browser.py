@@ -122,7 +122,7 @@ def open_page(path: Path, *, timeout_s: float = 90.0, screenshot: bool = False, 
     if chromium is None:
         raise FileNotFoundError("no chromium on PATH")
     port = _free_port()
-    with tempfile.TemporaryDirectory() as profile:
+    with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as profile:
         process = subprocess.Popen(
             [
                 chromium,

@@ -1,7 +1,7 @@
 """Blocks to HTML fragments, for a page to embed (the HTML page itself lives in ``reports/html.py``).
 
-:func:`html_table` returns one self-contained ``<table>``: every string escaped (:func:`html.escape`,
-quotes too), control characters spelled out, the title as its ``<caption>``, the notes in a
+:func:`html_table` returns one self-contained ``<table>``: every string escaped (``html_escape.text``:
+quotes and ``=`` too, control characters spelled out), the title as its ``<caption>``, the notes in a
 ``<tfoot>`` row. Classes, for the page's stylesheet: ``dp-table`` on the table, ``num`` on figure
 columns (right-aligned), ``name`` on row names, and ``bad``/``warn``/``strong``/``dim`` on emphasised
 cells; :data:`TABLE_CSS` is a stylesheet that gives them a plain look. :func:`html_blocks` renders a
@@ -10,10 +10,9 @@ command's blocks (lines as ``<p>``), e.g. ``html_blocks(compare_blocks(results.c
 
 from __future__ import annotations
 
-import html
 from collections.abc import Sequence
 
-from dummyprof.reports.tables.escape import visible
+from dummyprof.reports.html_escape import text as escape
 from dummyprof.reports.tables.model import NAME, NUMBER, Block, Line, Table
 
 TABLE_CSS = (
@@ -24,11 +23,6 @@ TABLE_CSS = (
     ".dp-table .name,.strong{font-weight:bold}.bad{color:#b00}.warn{color:#a60}.dim{color:#666}"
     ".dp-table tfoot td{color:#666;font-size:90%;border:0}"
 )
-
-
-def escape(text: str) -> str:
-    """``text`` as HTML character data or an attribute value: nothing in it is markup."""
-    return html.escape(visible(text), quote=True)
 
 
 def _classes(*names: str) -> str:

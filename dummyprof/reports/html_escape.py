@@ -21,7 +21,9 @@ from typing import Any
 from dummyprof.reports.tables.escape import visible
 
 _MARKUP_SAFE = str.maketrans({"=": "&#61;"})
-_SCRIPT_SAFE = str.maketrans({"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "=": "\\u003d", "\u2028": "\\u2028", "\u2029": "\\u2029"})
+_SCRIPT_SAFE = str.maketrans(
+    {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "=": "\\u003d", "\u2028": "\\u2028", "\u2029": "\\u2029"}
+)
 
 
 def text(value: object) -> str:

@@ -86,7 +86,7 @@ def render_html(results: Results) -> str:
     figures: dict[str, str] = {}
     body = [_section_html(section, figures, tables=build_blocks is None) for section in sections]
     if build_blocks is not None:
-        heading = "Every figure" if sections else "Report"
+        heading = "Every figure: the terminal report with --detail" if sections else "Report"
         body.append(f"<section><h2>{heading}</h2>\n{html_blocks(build_blocks(results, True))}\n</section>")
     notes = "".join(f'<p class="notice">notice: {text(n)}</p>' for n in notices(results))
     figures_json = script_safe("{" + ",".join(f"{script_json(k)}:{v}" for k, v in figures.items()) + "}")

@@ -22,6 +22,8 @@ TABLE_CSS = (
     ".dp-table .num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}"
     ".dp-table .name,.strong{font-weight:bold}.bad{color:#b00}.warn{color:#a60}.dim{color:#666}"
     ".dp-table tfoot td{color:#666;font-size:90%;border:0}"
+    # Notes wrap within the columns' width: a long note never stretches the table across the page.
+    ".dp-table .notes{contain:inline-size}"
 )
 
 
@@ -50,7 +52,8 @@ def html_table(table: Table) -> str:
         out.append(f"<tr>{cells}</tr>")
     out.append("</tbody>")
     if table.notes:
-        out.append(f'<tfoot><tr><td colspan="{len(shown)}">{escape("; ".join(table.notes))}</td></tr></tfoot>')
+        notes = escape("; ".join(table.notes))
+        out.append(f'<tfoot><tr><td colspan="{len(shown)}"><div class="notes">{notes}</div></td></tr></tfoot>')
     out.append("</table>")
     return "\n".join(out)
 

@@ -20,7 +20,7 @@ TABLE_CSS = (
     ".dp-table caption{text-align:left;font-weight:bold}"
     ".dp-table th,.dp-table td{padding:2px 8px;border-bottom:1px solid #ddd;text-align:left}"
     ".dp-table .num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}"
-    ".dp-table .name,.strong{font-weight:bold}.bad{color:#b00}.warn{color:#a60}.dim{color:#666}"
+    ".dp-table .name,.strong{font-weight:bold}.bad{color:#b00}.warn{color:#a60}.dim{color:#666}.good{color:#070}"
     ".dp-table tfoot td{color:#666;font-size:90%;border:0}"
     # Notes wrap within the columns' width: a long note never stretches the table across the page.
     ".dp-table .notes{contain:inline-size}"

@@ -26,7 +26,7 @@ IMAGES = ROOT / "docs" / "img"
 WIDTH = 1400  # px: the page's full width
 # picture name -> (the dummyprof command that measures its results, window height in px)
 EXAMPLES: dict[str, tuple[list[str], int]] = {
-    "compare-html": (["compare", "--depth", "12"], 1750),
+    "compare-html": (["compare", "--depth", "12"], 2860),  # the whole page: charts, then every table
     "sweep-html": (["sweep", "--depth", "1:16"], 1900),
 }
 CHROMIUM = ("chromium", "chromium-browser", "google-chrome", "chrome")

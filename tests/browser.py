@@ -9,7 +9,8 @@ hold a drawn plot with drawn traces), waits until the page sets
 ``document.body.dataset.charts`` (the HTML report sets ``drawn`` or ``failed``),
 counts drawn charts, reads the page's visible text and whether a script set
 ``window.__pwned``, and can capture a PNG. No virtual time: the page runs in real time,
-as it does for a plain ``chromium --headless --screenshot``.
+as it does for a plain ``chromium --headless --screenshot``. :class:`Browser` keeps one Chromium
+for many pages (a tab each), so a test module starts it once.
 
 As a script: ``python tests/browser.py REPORT.html OUT.png [WIDTH]`` saves a full-page screenshot.
 """
@@ -17,6 +18,7 @@ As a script: ``python tests/browser.py REPORT.html OUT.png [WIDTH]`` saves a ful
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import shutil
 import socket
@@ -117,13 +119,17 @@ def _errors(events: list[dict[str, Any]]) -> list[str]:
     return found
 
 
-def open_page(path: Path, *, timeout_s: float = 90.0, screenshot: bool = False, width: int = 1280) -> PageReport:
-    chromium = find_chromium()
-    if chromium is None:
-        raise FileNotFoundError("no chromium on PATH")
-    port = _free_port()
-    with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as profile:
-        process = subprocess.Popen(
+class Browser:
+    """One headless Chromium for many pages: each page opens in a fresh tab (its own document and listeners)."""
+
+    def __init__(self, *, width: int = 1280, timeout_s: float = 60.0) -> None:
+        chromium = find_chromium()
+        if chromium is None:
+            raise FileNotFoundError("no chromium on PATH")
+        self.port = _free_port()
+        self.width = width
+        self._profile = tempfile.TemporaryDirectory(ignore_cleanup_errors=True)
+        self.process = subprocess.Popen(
             [
                 chromium,
                 "--headless",
@@ -134,8 +140,8 @@ def open_page(path: Path, *, timeout_s: float = 90.0, screenshot: bool = False, 
                 "--disable-extensions",
                 "--disable-background-networking",
                 "--remote-debugging-address=127.0.0.1",
-                f"--remote-debugging-port={port}",
-                f"--user-data-dir={profile}",
+                f"--remote-debugging-port={self.port}",
+                f"--user-data-dir={self._profile.name}",
                 f"--window-size={width},1000",
                 "about:blank",
             ],
@@ -143,14 +149,43 @@ def open_page(path: Path, *, timeout_s: float = 90.0, screenshot: bool = False, 
             stderr=subprocess.DEVNULL,
         )
         try:
-            return _drive(port, path, timeout_s, screenshot, width)
+            _page_ws(self.port, time.monotonic() + timeout_s)  # the DevTools port answers
+        except BaseException:
+            self.close()
+            raise
+
+    def open(self, path: Path, *, timeout_s: float = 90.0, screenshot: bool = False) -> PageReport:
+        """Load ``path`` in a new tab, in real time, and report what it holds; the tab is closed after."""
+        base = f"http://127.0.0.1:{self.port}/json"
+        request = urllib.request.Request(f"{base}/new?about:blank", method="PUT")
+        with urllib.request.urlopen(request, timeout=10) as response:
+            target = json.loads(response.read())
+        try:
+            return _drive(target["webSocketDebuggerUrl"], path, timeout_s, screenshot, self.width)
         finally:
-            process.terminate()
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+            with contextlib.suppress(OSError):
+                urllib.request.urlopen(f"{base}/close/{target['id']}", timeout=10).close()
+
+    def close(self) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        self._profile.cleanup()
+
+    def __enter__(self) -> Browser:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def open_page(path: Path, *, timeout_s: float = 90.0, screenshot: bool = False, width: int = 1280) -> PageReport:
+    """``path`` in a Chromium of its own (see :class:`Browser` to open many pages in one)."""
+    with Browser(width=width) as browser:
+        return browser.open(path, timeout_s=timeout_s, screenshot=screenshot)
 
 
 def _page_ws(port: int, deadline: float) -> str:
@@ -169,9 +204,9 @@ def _page_ws(port: int, deadline: float) -> str:
         time.sleep(0.2)
 
 
-def _drive(port: int, path: Path, timeout_s: float, screenshot: bool, width: int) -> PageReport:
+def _drive(ws_url: str, path: Path, timeout_s: float, screenshot: bool, width: int) -> PageReport:
     deadline = time.monotonic() + timeout_s
-    session = _Session(_page_ws(port, deadline))
+    session = _Session(ws_url)
     report = PageReport()
     try:
         for domain in ("Runtime", "Log", "Page"):

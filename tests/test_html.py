@@ -19,7 +19,7 @@ import pytest
 from dummyprof.results.gate import CheckResult, GateResult
 from dummyprof.results.session import Results
 from dummyprof.results.store import load_results
-from tests.browser import find_chromium, open_page
+from tests.browser import Browser, find_chromium
 from tests.conftest import CliResult
 
 pytest.importorskip("plotly", reason="the HTML report needs the optional plotly package (pip install -e '.[html]')")
@@ -37,6 +37,14 @@ def needs_chromium() -> str:
             pytest.fail("CI must have chromium: .ci/run installs Debian's chromium")
         pytest.skip("no chromium on PATH (CI installs Debian's; apt-get install chromium to run this locally)")
     return path
+
+
+@pytest.fixture(scope="module")
+def browser() -> typing.Iterator[Browser]:
+    """One headless Chromium for the module's pages (a tab each): starting it is most of a page's cost."""
+    needs_chromium()
+    with Browser() as opened:
+        yield opened
 
 
 @pytest.fixture(scope="module")
@@ -147,10 +155,9 @@ def test_html_renders_from_a_saved_file_without_torch(reports: dict[str, Path], 
 
 @pytest.mark.parametrize("name", ["compare", "sweep", "engram", "audit", "gate"])
 def test_page_loads_in_headless_chromium_without_console_errors_and_draws_its_charts(
-    reports: dict[str, Path], name: str
+    reports: dict[str, Path], browser: Browser, name: str
 ) -> None:
-    needs_chromium()
-    page = open_page(reports[name])
+    page = browser.open(reports[name])
     assert page.errors == []
     assert page.charts == "drawn"
     assert page.chart_divs > 0 and page.svg_charts >= page.chart_divs  # every placeholder holds a drawn plot
@@ -300,16 +307,18 @@ def test_hostile_strings_reach_the_page_escaped_in_markup_charts_and_scripts(hos
         page = path.read_text()
         ours = page[: page.index('<script type="application/octet-stream"')]  # all but plotly.js itself
         assert "<img" not in ours and "window.__pwned=1</script>" not in ours and "<!--" not in ours, name
-        assert "&lt;img src=x onerror=window.__pwned=1&gt;" in ours, name  # shown as text
+        assert "&lt;img src&#61;x onerror&#61;window.__pwned&#61;1&gt;" in ours, name  # shown as text
+        assert "onerror=" not in ours, name  # no payload appears verbatim, even escaped
         figures = re.search(r'id="figures">(.*?)</script>', ours, re.S)
         assert figures is not None and not re.search("[<>&\u2028\u2029]", figures[1]), name
         assert json.loads(figures[1]) is not None
 
 
 @pytest.mark.parametrize("name", ["compare", "sweep", "engram", "audit", "gate", "baseline"])
-def test_a_payload_in_every_field_runs_no_script_and_shows_as_text(hostile: dict[str, Path], name: str) -> None:
-    needs_chromium()
-    page = open_page(hostile[name])
+def test_a_payload_in_every_field_runs_no_script_and_shows_as_text(
+    hostile: dict[str, Path], browser: Browser, name: str
+) -> None:
+    page = browser.open(hostile[name])
     assert not page.pwned
     assert page.errors == []  # no <img src=x> was ever requested
     assert page.at_load["charts"] == "drawn" and page.at_load["drawn"] == page.chart_divs
@@ -318,9 +327,8 @@ def test_a_payload_in_every_field_runs_no_script_and_shows_as_text(hostile: dict
         assert any(SHOWN in t for t in page.svg_text)  # so do the charts (plotly reads tags in its text)
 
 
-def test_the_page_inflates_every_kind_of_deflate_block(tmp_path: Path) -> None:
+def test_the_page_inflates_every_kind_of_deflate_block(browser: Browser, tmp_path: Path) -> None:
     """Stored, fixed-code and dynamic-code blocks, and an empty stream, through the page's own decoder."""
-    needs_chromium()
     import base64
 
     from dummyprof.reports.html_script import INFLATE
@@ -342,13 +350,78 @@ def test_the_page_inflates_every_kind_of_deflate_block(tmp_path: Path) -> None:
         "document.body.dataset.charts = bad.length ? 'failed' : 'drawn';\n"
         "</script></body></html>"
     )
-    report = open_page(page)
+    report = browser.open(page)
     assert report.errors == [] and report.charts == "drawn"
 
 
-def test_more_sections_go_in_as_given_after_the_charts() -> None:
-    from dummyprof.reports.html import render_html
+# -- the page holds every figure of the terminal report ---------------------------------------------------
 
-    page = render_html(_gate_results(), ["<section><h2>Memory</h2><table></table></section>"])
-    assert page.index('<div class="chart"') < page.index("<section><h2>Memory</h2><table></table></section>")
-    assert page.index("<h2>Memory</h2>") < page.index('<script type="application/json"')
+# A figure as the terminal prints it: a whitespace-separated word with a digit, less the punctuation around it.
+FIGURE = re.compile(r"\S*\d\S*")
+EDGES = ",;:()[]"
+
+
+def _terminal_figures(results: Results) -> list[str]:
+    from dummyprof.reports.registry import render
+    from dummyprof.reports.reporter import RenderOptions
+
+    text = render(results, "terminal", RenderOptions(width=400, detail=True))  # wide: nothing wraps or is elided
+    return sorted({word.strip(EDGES) for word in FIGURE.findall(text)} - {""})
+
+
+def _built_as_blocks() -> list[str]:
+    """The report kinds the table model builds (tables/kinds.py): their pages hold the terminal's blocks."""
+    from dummyprof.reports.tables.kinds import BLOCKS
+
+    return [name for name in ("compare", "sweep", "engram", "audit", "gate") if name in BLOCKS]
+
+
+@pytest.mark.parametrize("name", _built_as_blocks())
+def test_the_page_shows_every_figure_and_warning_of_the_terminal_report_drawn_at_load(
+    reports: dict[str, Path], browser: Browser, name: str
+) -> None:
+    from dummyprof.reports.registry import render
+    from dummyprof.reports.reporter import RenderOptions
+
+    results = load_results(reports[name].with_suffix(".json"))
+    page = browser.open(reports[name])  # real time, no virtual time budget
+    assert page.errors == [] and page.at_load == {"charts": "drawn", "divs": page.chart_divs, "drawn": page.chart_divs}
+    figures = _terminal_figures(results)
+    assert len(figures) > 10  # times, CVs, ranges, speedups, intervals, %memset, bytes, visits, the environment
+    assert [f for f in figures if f not in page.text] == []
+    terminal = render(results, "terminal", RenderOptions(width=400, detail=True)).splitlines()
+    sentences = [line.strip() for line in terminal if line.startswith(("warning:", "notice:", "note:", "roofline:"))]
+    assert [line for line in sentences if line not in page.text] == []
+
+
+def test_the_compare_page_carries_the_detail_and_the_most_revisited_tensors(reports: dict[str, Path]) -> None:
+    results = load_results(reports["compare"].with_suffix(".json"))
+    assert results.compare is not None
+    page = reports["compare"].read_text()
+    for caption in ("Scenario", "Strategies: time", "Strategies: work", "Most revisited tensors", "Memory"):
+        assert f"<caption>{caption}" in page, caption
+    assert "child0×4.weight" in page  # the deepest weight, refilled depth + 1 times by legacy
+    assert "max visits/tensor" not in page  # the charts' own table, a duplicate of the blocks, is gone
+
+
+def test_the_page_renders_whatever_the_table_model_holds_for_its_kind(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A kind added to tables/kinds.py BLOCKS is on the page as it is, in place of the charts' own tables."""
+    from dummyprof.reports.html import render_html
+    from dummyprof.reports.tables.kinds import BLOCKS
+    from dummyprof.reports.tables.model import NUMBER, Column, Line, Table
+
+    table = Table("From the blocks", [Column("check"), Column("now", NUMBER)])
+    table.add("per-layer.visits", "1,234,567")
+    asked: list[bool] = []
+
+    def blocks(results: Results, detail: bool) -> list[Table | Line]:
+        asked.append(detail)
+        return [Line("a line <b>of</b> the report"), table]
+
+    monkeypatch.setitem(BLOCKS, "gate", blocks)
+    page = render_html(_gate_results())
+    assert asked == [True]  # files carry the detail
+    assert "<caption>From the blocks</caption>" in page and '<td class="num">1,234,567</td>' in page
+    assert "<p>a line &lt;b&gt;of&lt;/b&gt; the report</p>" in page
+    assert page.index('<div class="chart"') < page.index("From the blocks") < page.index('id="figures"')
+    assert "<th>verdict</th>" not in page  # the charts' own table

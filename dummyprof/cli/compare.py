@@ -17,7 +17,7 @@ from dummyprof.cli.output import (
     reporter,
     user_stdout_to_stderr,
 )
-from dummyprof.cli.output_options import ForceOpt, HtmlOpt, JsonOpt, QuietOpt, html_reports
+from dummyprof.cli.output_options import DetailOpt, ForceOpt, HtmlOpt, JsonOpt, QuietOpt, html_reports
 from dummyprof.cli.schema_command import with_options
 from dummyprof.files.inputs import run_inputs
 from dummyprof.files.outputs import Output
@@ -39,7 +39,11 @@ Strategies (--strategy, repeatable; default all three):
 Rounds are interleaved (A, B, C, A, B, C, ...) on freshly built models; one
 warm-up round is discarded. Speedup is a ratio of medians.
 
+The report leads with the answer (speedups, visits, the floor) and fits
+one screen; --detail prints every table, --json and --html keep them all.
+
 Example: dummyprof compare --depth 12 --repeat 5 --json results.json
+  dummyprof compare --depth 12 --detail
   dummyprof compare --depth 12 --trace fill.json  (ui.perfetto.dev)
 
 Any model, any loader (the synthetic-tree flags are then ignored):
@@ -94,6 +98,7 @@ def compare(
     html: HtmlOpt = None,
     force: ForceOpt = False,
     quiet: QuietOpt = False,
+    detail: DetailOpt = False,
 ) -> int:
     options.trace = trace is not None
     reports: list[tuple[Output, Callable[[Results], str]]] = html_reports(html)  # no plotly: exit 2 now
@@ -118,5 +123,5 @@ def compare(
         from dummyprof.reports.trace_formats import trace_renderer
 
         reports.append((Output("--trace", trace), trace_renderer(trace)))
-    failures = emit(results, json_path=json_path, quiet=quiet, force=force, reports=reports)
+    failures = emit(results, json_path=json_path, quiet=quiet, force=force, reports=reports, detail=detail)
     return EXIT_NOT_WRITTEN if failures else 0

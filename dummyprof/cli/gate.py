@@ -132,11 +132,8 @@ def baseline(
     assert results.gate is not None
     # Nothing is saved when a scenario could not be measured (exit 3).
     reports = [(Output("--output", output), reporter("json", flag="--output"))] if results.gate.exit_code == 0 else []
-    failures = emit(results, json_path=None, quiet=quiet, force=force, reports=reports, on_failure=not_recorded)
-    if results.gate.exit_code == 0 and not failures and not quiet:
-        from dummyprof.reports.console import make_console
-
-        make_console().print(f"baseline written to {output}; review it and commit it", style="dim")
+    confirm = {"--output": "baseline written to {path}; review it and commit it"}
+    emit(results, json_path=None, quiet=quiet, force=force, reports=reports, on_failure=not_recorded, confirm=confirm)
     return results.gate.exit_code
 
 

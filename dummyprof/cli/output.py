@@ -35,15 +35,34 @@ def reporter(name: str, *, flag: str, append: bool = False) -> Render:
     return render_file
 
 
-def print_terminal(results: Results, *, quiet: bool, stderr: bool = False) -> None:
-    """The terminal report, laid out for the stream it goes to (width, colour, NO_COLOR)."""
+def print_terminal(results: Results, *, quiet: bool, stderr: bool = False, detail: bool = False) -> None:
+    """The terminal report, laid out for the stream it goes to (width, colour, NO_COLOR); ``detail``: every table."""
     from dummyprof.reports.console import make_console
     from dummyprof.reports.registry import render
     from dummyprof.reports.terminal import options_for
 
     console = make_console(stderr=stderr)
-    console.file.write(render(results, "terminal", options_for(console, quiet=quiet)))
+    console.file.write(render(results, "terminal", options_for(console, quiet=quiet, detail=detail)))
     console.file.flush()
+
+
+# What each output flag writes, for the line that confirms it: "HTML report written to r.html".
+WRITTEN = {
+    "--json": "results",
+    "--html": "HTML report",
+    "--trace": "trace",
+    "--export": "export",
+    "--markdown": "Markdown report",
+    "--junit": "JUnit XML",
+    "--benchmark-json": "benchmark JSON",
+    "--output": "output",
+}
+
+
+def written_line(output: Output) -> str:
+    """One line confirming a file that was written (appended, for the CI step summary)."""
+    verb = "appended to" if output.append else "written to"
+    return f"{WRITTEN.get(output.flag, output.flag)} {verb} {output.path}"
 
 
 # The output flags whose help says '-' is standard output; for any other, '-' is refused (files/outputs.py).
@@ -82,29 +101,41 @@ def emit(
     force: bool = False,
     reports: Sequence[tuple[Output, Render]] = (),
     on_failure: Callable[[Results, list[str]], None] | None = None,
+    detail: bool = False,
+    confirm: Mapping[str, str] | None = None,
 ) -> list[str]:
-    """Write every output file, then show the results, then one line per file that could not be written.
+    """Write every output file, then show the results, a line per file written, one per file that could not be.
 
-    Returns those lines; the command exits 2 (the gate 3) when there are any, never 1.
-    ``reports`` pairs an output with the reporter that renders it (see :func:`reporter`).
+    Returns the lines of files not written; the command exits 2 (the gate 3) when there are any, never 1.
+    ``reports`` pairs an output with the reporter that renders it (see :func:`reporter`). ``confirm``
+    replaces the line confirming a flag's file (``{path}`` is its path). ``detail``: the terminal's every table.
     """
     from dummyprof.reports.console import make_console
 
-    to_stdout = json_path is not None and str(json_path) == "-"
+    to_stdout = json_to_stdout(json_path)
     files: list[tuple[Output, Render]] = []
     if json_path is not None and not to_stdout:
         files.append((output_for("--json", json_path), reporter("json", flag="--json")))
     files.extend(reports)
-    failures = write_outputs([(output, render_file(results)) for output, render_file in files], force=force)
+    failures: list[str] = []
+    written: list[Output] = []
+    for output, render_file in files:
+        failed = write_outputs([(output, render_file(results))], force=force)
+        failures += failed
+        if not failed:
+            written.append(output)
     if failures and on_failure is not None:
         on_failure(results, failures)  # e.g. the gate's verdict becomes "could not record" before it is shown
     try:
         if to_stdout:
             sys.stdout.write(reporter("json", flag="--json")(results))
             sys.stdout.flush()
-        print_terminal(results, quiet=quiet, stderr=to_stdout)
-        if json_path is not None and not to_stdout and not quiet and not failures:
-            make_console(stderr=to_stdout).print(f"results written to {json_path}", style="dim")
+        print_terminal(results, quiet=quiet, stderr=to_stdout, detail=detail)
+        if not quiet:
+            console = make_console(stderr=to_stdout)  # stdout carries the JSON: the lines go to stderr
+            for output in written:
+                line = (confirm or {}).get(output.flag)
+                console.print(line.format(path=output.path) if line else written_line(output), style="dim")
     except BrokenPipeError:  # | head: the reader has seen enough; the files are written, the exit code stands
         silence_stdout()
     for message in failures:
@@ -163,7 +194,7 @@ def progress_bar(enabled: bool, description: str) -> Iterator[Callable[[int, int
     from dummyprof.reports.console import make_console
 
     with Progress(
-        TextColumn("{task.description}"),
+        TextColumn("{task.description}", markup=False),  # a model's or loader's name is shown as typed
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),

@@ -1,4 +1,4 @@
-"""``--json``, ``--html``, ``--force``, ``--quiet``: declared once, the same in every command that writes results."""
+"""``--json``, ``--html``, ``--force``, ``--quiet``, ``--detail``: declared once, the same in every command."""
 
 from __future__ import annotations
 
@@ -26,6 +26,12 @@ HtmlOpt = Annotated[
 ]
 ForceOpt = Annotated[bool, typer.Option("--force", help=FORCE_HELP)]
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help=QUIET_HELP)]
+DETAIL_HELP = (
+    "Print every table: the scenario, the ten most revisited tensors with their depth, dtype and bytes, "
+    "the projection check, the calibration and the recording cost. Without it the report leads with the "
+    "answer and fits a 50-line screen; --json, --html and Markdown always carry the detail."
+)
+DetailOpt = Annotated[bool, typer.Option("--detail", help=DETAIL_HELP)]
 
 
 def html_reports(path: Path | None) -> list[tuple[Output, Callable[[Results], str]]]:

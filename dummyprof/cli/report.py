@@ -17,7 +17,11 @@ Formats: terminal (default), json, markdown, html (one self-contained page with
 charts; needs the html extra); gate results also junit and benchmark-json; compare
 results also pytorch-benchmark. --format with an unknown name lists every registered one.
 
+The terminal report of compare results fits one screen; --detail prints
+every table (the Markdown and HTML reports always carry them).
+
 Example: dummyprof report results.json --format markdown --output summary.md
+  dummyprof report results.json --detail
 """
 
 
@@ -45,6 +49,9 @@ def report(
     ] = None,
     force: Annotated[bool, typer.Option("--force", help="Overwrite --output if it exists.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Terminal: only the summary line.")] = False,
+    detail: Annotated[
+        bool, typer.Option("--detail", help="Terminal: every table (the other formats always carry them).")
+    ] = False,
 ) -> int:
     from dummyprof.cli.output import EXIT_NOT_WRITTEN, check_outputs, print_terminal, report_error
     from dummyprof.files.inputs import run_inputs
@@ -53,6 +60,8 @@ def report(
     from dummyprof.results.store import load_results
 
     chosen = get_reporter(format)  # an unknown name fails before anything is read or probed
+    if detail and format != "terminal":
+        raise UsageError("--detail", f"the {format} format always carries every table; drop --detail")
     if output is not None and str(output) == "-":
         output = None  # standard output, as without --output
     if output is not None:
@@ -64,7 +73,7 @@ def report(
     results = load_results(path, tensor_rows=rows)
     if format == "terminal":
         get_reporter(format, results.command)
-        print_terminal(results, quiet=quiet)
+        print_terminal(results, quiet=quiet, detail=detail)
         return 0
     text = render(results, format)  # a format that cannot render this kind fails here, before anything is written
     if output is None:
@@ -73,4 +82,8 @@ def report(
     failures = write_outputs([(Output("--output", output), text)], force=force)
     for message in failures:
         report_error(message)
+    if not failures and not quiet:
+        from dummyprof.reports.console import make_console
+
+        make_console().print(f"{chosen.name} report written to {output}", style="dim")
     return EXIT_NOT_WRITTEN if failures else 0

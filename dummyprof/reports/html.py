@@ -6,13 +6,16 @@ about 2 MB) and unpacked synchronously by the page's script (``html_script.py``)
 docs/sweep-html-trace.md for why plotly and why this packing. Every string from a
 results file is escaped (``html_escape.py``). Torch-free: a saved results file renders
 anywhere.
+
+The page holds every figure the terminal shows: the charts come first, then the command's blocks
+from the one table model (``tables/kinds.py``, with the detail), which replace the chart builder's
+own tables for any kind that has blocks; the notices and the environment line are the terminal's.
 """
 
 from __future__ import annotations
 
 import base64
 import zlib
-from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
 
@@ -20,11 +23,17 @@ from dummyprof.errors import UsageError
 from dummyprof.reports.html_escape import script_json, script_safe, text
 from dummyprof.reports.html_figures import SECTIONS, Chart, Section
 from dummyprof.reports.html_script import DRAW, INFLATE
+from dummyprof.reports.notices import notices
 from dummyprof.reports.reporter import RenderOptions, Reporter
 from dummyprof.reports.summary import summary_line
+from dummyprof.reports.tables.kinds import BLOCKS
+from dummyprof.reports.tables.to_html import TABLE_CSS, html_blocks
+from dummyprof.reports.terminal import environment_line
 from dummyprof.results.session import Results
 
-KINDS = frozenset(SECTIONS)
+# Kinds with charts, kinds built as blocks, and inspect (no chart: its page is its blocks once
+# tables/kinds.py lists it, until then its summary, notices and environment).
+KINDS = frozenset(SECTIONS) | frozenset(BLOCKS) | {"inspect"}
 INSTALL_HINT = "pip install 'dummyprof[html]' (plotly)"
 
 STYLE = """
@@ -39,6 +48,7 @@ tr.verdict-regressed td{background:#fde0e0}tr.verdict-improved td{background:#e0
 tr.verdict-not-comparable td,tr.verdict-could-not-measure td{background:#fff3d6}
 .chart{width:100%;min-height:200px;margin:4px 0}.pair{display:grid;grid-template-columns:1fr 1fr;gap:12px}
 .pair>.chart{min-width:0}#status{color:#a00}
+.dp-table caption{font-size:1.1em;padding:6px 0}p.warn{color:#8a4b00}p.dim{color:#555}
 """
 
 
@@ -65,37 +75,33 @@ def require_plotly() -> None:
     _packed_plotly_js()
 
 
-def render_html(results: Results, more_sections: Sequence[str] = ()) -> str:
-    """The page for ``results``.
-
-    ``more_sections`` are HTML fragments placed after the charts, each already escaped by
-    whoever built it (e.g. ``<section><h2>…</h2><table>…</table></section>``): tables of
-    figures that have no chart.
-    """
-    builder = SECTIONS.get(results.command)
-    if builder is None:
+def render_html(results: Results) -> str:
+    """The page for ``results``: its charts, then every figure of its terminal report (with the detail)."""
+    if results.command not in KINDS:
         kinds = ", ".join(sorted(KINDS))
         raise UsageError.for_field("format", f"no HTML report for {results.command!r} results; HTML renders: {kinds}")
     packed, unpacked_size, plotly_version = _packed_plotly_js()
+    build_blocks = BLOCKS.get(results.command)
+    sections = SECTIONS[results.command](results) if results.command in SECTIONS else []
     figures: dict[str, str] = {}
-    body = [_section_html(section, figures) for section in builder(results)]
-    body += more_sections
-    env = results.environment
-    notices = "".join(f'<p class="notice">notice: {text(n)}</p>' for n in results.notices)
+    body = [_section_html(section, figures, tables=build_blocks is None) for section in sections]
+    if build_blocks is not None:
+        heading = "Every figure: the terminal report with --detail" if sections else "Report"
+        body.append(f"<section><h2>{heading}</h2>\n{html_blocks(build_blocks(results, True))}\n</section>")
+    notes = "".join(f'<p class="notice">notice: {text(n)}</p>' for n in notices(results))
     figures_json = script_safe("{" + ",".join(f"{script_json(k)}:{v}" for k, v in figures.items()) + "}")
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="generator"
  content="dummyprof {text(results.dummyprof_version)}; plotly.js from plotly {text(plotly_version)}">
-<title>dummyprof {text(results.command)}</title><style>{STYLE}</style></head>
+<title>dummyprof {text(results.command)}</title><style>{STYLE}{TABLE_CSS}</style></head>
 <body data-charts="pending">
 <h1>dummyprof {text(results.command)}</h1>
 <p><strong>{text(summary_line(results))}</strong></p>
-<p class="meta">dummyprof {text(results.dummyprof_version)}, torch {text(env.torch_version)}, Python
-{text(env.python_version)}, {text(env.device)} ({text(env.device_name)}), CPU {text(env.cpu_model)} x{env.cpu_count},
-{text(env.platform)}; {text(results.created_at)}</p>
-{notices}
+<p class="meta">{text(environment_line(results))}; Python {text(results.environment.python_version)},
+{text(results.environment.platform)}; {text(results.created_at)}</p>
+{notes}
 <p id="status"></p><noscript><p>The charts need JavaScript; the tables hold every figure.</p></noscript>
 {"".join(body)}
 <script type="application/json" id="figures">{figures_json}</script>
@@ -111,7 +117,8 @@ def _chart_div(chart: Chart, figures: dict[str, str]) -> str:
     return f'<div class="chart" id="{fig_id}"></div>'
 
 
-def _section_html(section: Section, figures: dict[str, str]) -> str:
+def _section_html(section: Section, figures: dict[str, str], *, tables: bool) -> str:
+    """A chart section; ``tables``: with the builder's own tables (a kind with no blocks yet)."""
     parts = [f"<section><h2>{text(section.title)}</h2>"]
     parts += [f'<p class="note">{text(paragraph)}</p>' for paragraph in section.text]
     half: list[str] = []  # half-width charts go side by side, two to a row
@@ -125,7 +132,8 @@ def _section_html(section: Section, figures: dict[str, str]) -> str:
         parts.append(_chart_div(chart, figures))
     if half:
         parts.append(f'<div class="pair">{"".join(half)}</div>')
-    parts += section.tables
+    if tables:
+        parts += section.tables
     parts.append("</section>")
     return "\n".join(parts)
 

@@ -1,4 +1,7 @@
-"""Plotly figures (as plain JSON dicts) and HTML tables for each kind of results: the content of the HTML report.
+"""Plotly figures (as plain JSON dicts) for each kind of results, the charts of the HTML report.
+
+The figures a chart shows are in the page's tables too: the command's blocks (``tables/kinds.py``),
+or, for a kind not built as blocks yet, the tables built here.
 
 Figures are built with ``plotly.graph_objects`` (validated attribute names) and
 handed to the page as JSON; the page draws them with plotly.js. Every string from the
@@ -205,40 +208,10 @@ def compare_sections(results: Results) -> list[Section]:
         ]
     )
     _layout(visits_fig, "Visits per strategy", 400, barmode="stack", yaxis_title="visits")
-    rows = [
-        [
-            s.name,
-            s.initializer,
-            _time_label(s),
-            f"{result.speedup(s.name):.2f}x" if result.speedup(s.name) else "n/a",
-            f"{s.visits:,}",
-            f"{s.redundant_visits:,}",
-            s.max_visits,
-            format_bytes(s.bytes_written),
-            format_bytes(s.memory.rss_peak_bytes),
-        ]
-        for s in strategies
-    ]
     overview = Section(
         "Strategies",
         [f"{result.model.description}: {result.model.tensors:,} tensors, {format_bytes(result.model.bytes)}."],
         [_chart(time_fig, half=True), _chart(visits_fig, half=True)],
-        [
-            table(
-                [
-                    "strategy",
-                    "initializer",
-                    "time median",
-                    f"speedup vs {result.baseline_strategy}",
-                    "visits",
-                    "redundant",
-                    "max visits/tensor",
-                    "bytes written",
-                    "peak RSS",
-                ],
-                rows,
-            )
-        ],
     )
     tree = Section(
         "Module tree: area = bytes, colour = visits per tensor",
@@ -405,23 +378,6 @@ def sweep_sections(results: Results) -> list[Section]:
         fig = go.Figure(traces)
         _layout(fig, f"{axis} vs {label}", 480, xaxis=xaxis, yaxis={"type": "log", "title": axis})
         section.figures.append(_chart(fig))
-    rows = []
-    for series in result.series:
-        for metric, axis in SWEEP_METRICS:
-            fit = result.fit(series, metric)
-            if fit is None:
-                continue
-            rows.append(
-                [
-                    series,
-                    axis,
-                    f"{fit.exponent:.3f}",
-                    f"[{fit.ci_low:.3f}, {fit.ci_high:.3f}]" if fit.ci_low is not None else "n/a",
-                    f"{fit.r_squared:.4f}" if fit.r_squared is not None else "n/a",
-                    f"{fit.points} ({fit.x_from:g}–{fit.x_to:g})",
-                ]
-            )
-    section.tables.append(table(["series", "metric", "exponent", "95% interval", "R²", "points"], rows))
     return [section]
 
 

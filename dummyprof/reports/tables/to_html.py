@@ -1,7 +1,7 @@
 """Blocks to HTML fragments, for a page to embed (the HTML page itself lives in ``reports/html.py``).
 
-:func:`html_table` returns one self-contained ``<table>``: every string escaped (:func:`html.escape`,
-quotes too), control characters spelled out, the title as its ``<caption>``, the notes in a
+:func:`html_table` returns one self-contained ``<table>``: every string escaped (``html_escape.text``:
+quotes and ``=`` too, control characters spelled out), the title as its ``<caption>``, the notes in a
 ``<tfoot>`` row. Classes, for the page's stylesheet: ``dp-table`` on the table, ``num`` on figure
 columns (right-aligned), ``name`` on row names, and ``bad``/``warn``/``strong``/``dim`` on emphasised
 cells; :data:`TABLE_CSS` is a stylesheet that gives them a plain look. :func:`html_blocks` renders a
@@ -10,10 +10,9 @@ command's blocks (lines as ``<p>``), e.g. ``html_blocks(compare_blocks(results.c
 
 from __future__ import annotations
 
-import html
 from collections.abc import Sequence
 
-from dummyprof.reports.tables.escape import visible
+from dummyprof.reports.html_escape import text as escape
 from dummyprof.reports.tables.model import NAME, NUMBER, Block, Line, Table
 
 TABLE_CSS = (
@@ -21,14 +20,11 @@ TABLE_CSS = (
     ".dp-table caption{text-align:left;font-weight:bold}"
     ".dp-table th,.dp-table td{padding:2px 8px;border-bottom:1px solid #ddd;text-align:left}"
     ".dp-table .num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}"
-    ".dp-table .name,.strong{font-weight:bold}.bad{color:#b00}.warn{color:#a60}.dim{color:#666}"
+    ".dp-table .name,.strong{font-weight:bold}.bad{color:#b00}.warn{color:#a60}.dim{color:#666}.good{color:#070}"
     ".dp-table tfoot td{color:#666;font-size:90%;border:0}"
+    # Notes wrap within the columns' width: a long note never stretches the table across the page.
+    ".dp-table .notes{contain:inline-size}"
 )
-
-
-def escape(text: str) -> str:
-    """``text`` as HTML character data or an attribute value: nothing in it is markup."""
-    return html.escape(visible(text), quote=True)
 
 
 def _classes(*names: str) -> str:
@@ -56,7 +52,8 @@ def html_table(table: Table) -> str:
         out.append(f"<tr>{cells}</tr>")
     out.append("</tbody>")
     if table.notes:
-        out.append(f'<tfoot><tr><td colspan="{len(shown)}">{escape("; ".join(table.notes))}</td></tr></tfoot>')
+        notes = escape("; ".join(table.notes))
+        out.append(f'<tfoot><tr><td colspan="{len(shown)}"><div class="notes">{notes}</div></td></tr></tfoot>')
     out.append("</table>")
     return "\n".join(out)
 

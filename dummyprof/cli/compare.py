@@ -22,6 +22,7 @@ from dummyprof.cli.schema_command import with_options
 from dummyprof.files.inputs import run_inputs
 from dummyprof.files.outputs import Output
 from dummyprof.scenarios.compare.options import CompareOptions
+from dummyprof.scenarios.deployment.options import DEPLOYMENT_FIELDS, ONLINE_QUANT_FIELDS
 
 if TYPE_CHECKING:
     from dummyprof.results.session import Results
@@ -58,6 +59,8 @@ FIELDS = (
     *("depth", "width", "hidden", "dtype", "meta", "engram_rows", "strategies", "initializer", "repeat", "warmup"),
     *("device", "time_budget", "max_memory", "model", "preset", "model_args", "trust_remote_code"),
     *("loaders", "loader_args"),
+    *DEPLOYMENT_FIELDS,
+    *ONLINE_QUANT_FIELDS,
 )
 TREE_HELP = {
     "width": {"help": "Child blocks per block (blocks grow as width^depth)."},

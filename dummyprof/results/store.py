@@ -32,6 +32,7 @@ SECTIONS = {
     "baseline": "gate",
     "gate": "gate",
     "sweep": "sweep",
+    "deployment": "deployment",
 }
 
 

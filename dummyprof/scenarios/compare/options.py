@@ -5,6 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from dummyprof.errors import UsageError
+from dummyprof.scenarios.deployment.options import (
+    DeploymentChoice,
+    OnlineQuantChoice,
+    check_deployment,
+    check_online_quant,
+)
 from dummyprof.scenarios.options import (
     INITIALIZER_NAMES,
     MAX_MEMORY_HELP,
@@ -28,7 +34,7 @@ INITIALIZER_HELP = (
 
 
 @dataclass
-class CompareOptions(LoaderChoice, ModelChoice, TreeOptions):
+class CompareOptions(OnlineQuantChoice, DeploymentChoice, LoaderChoice, ModelChoice, TreeOptions):
     """Flat fields: the synthetic tree's, the model's, the loaders', then compare's own (bases in reverse)."""
 
     # compare measures time: a deeper, wider tree than audit and inspect build
@@ -77,4 +83,6 @@ def validate(options: CompareOptions) -> list[str]:
     if options.repeat_auto and not options.project:
         raise UsageError.for_field("repeat_auto", "the perf gate keeps fixed repeats; set repeat = N")
     check_common(options)
+    check_deployment(options)
+    check_online_quant(options)
     return names

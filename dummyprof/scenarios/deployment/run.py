@@ -243,7 +243,10 @@ def _fill_shards(
     """compare on each distinct shard, the largest first: measured where it fits, projected where not."""
     from dummyprof.scenarios.compare import run as compare
 
-    distinct = sorted({r.counted_as: r for r in result.ranks}.values(), key=lambda r: (-r.held_bytes, r.rank))
+    firsts: dict[int, RankEntry] = {}
+    for r in result.ranks:
+        firsts.setdefault(r.counted_as, r)
+    distinct = sorted(firsts.values(), key=lambda r: (-r.held_bytes, r.rank))
     filled = distinct[:MAX_FILLED_SHARDS]
     share = options.time_budget / len(filled)
     single = dataclasses.replace(

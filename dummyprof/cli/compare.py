@@ -99,12 +99,18 @@ def compare(
     quiet: QuietOpt = False,
 ) -> int:
     options.trace = trace is not None
+    if (options.deployed or options.online_quant) and (html is not None or trace is not None):
+        from dummyprof.errors import UsageError
+
+        flag = "--html" if html is not None else "--trace"
+        raise UsageError(f"{flag}: not written for a deployment or --online-quant yet; use --json or --export")
     reports: list[tuple[Output, Callable[[Results], str]]] = html_reports(html)  # no plotly: exit 2 now
     if export is not None:
         from dummyprof.reports.registry import get_reporter
 
         export_format, export_path = export
-        get_reporter(export_format, "compare", flag="--export")  # an unknown format fails before measuring
+        kind = "deployment" if options.deployed or options.online_quant else "compare"
+        get_reporter(export_format, kind, flag="--export")  # an unknown format fails before measuring
         reports.append((Output("--export", export_path), reporter(export_format, flag="--export")))
     outputs = {
         "--json": json_path,

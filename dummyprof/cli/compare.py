@@ -103,7 +103,7 @@ def compare(
         from dummyprof.errors import UsageError
 
         flag = "--html" if html is not None else "--trace"
-        raise UsageError(f"{flag}: not written for a deployment or --online-quant yet; use --json or --export")
+        raise UsageError(flag, "not written for a deployment or --online-quant yet; use --json or --export")
     reports: list[tuple[Output, Callable[[Results], str]]] = html_reports(html)  # no plotly: exit 2 now
     if export is not None:
         from dummyprof.reports.registry import get_reporter

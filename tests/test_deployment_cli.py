@@ -1,0 +1,164 @@
+"""compare, inspect and audit with --tp/--ep/--pp/--dp: one entry per rank, equal to count_deployment (issue #19)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import torch
+
+from dummyprof.deploy import ParallelLayout, count_deployment
+from dummyprof.deploy.online_quant import PER_LAYER, WHOLE_MODEL, online_quantize
+from dummyprof.models.presets import dense_decoder
+from tests.conftest import CliResult
+
+Cli = Callable[..., CliResult]
+LLAMA = "hf:tests/data/Llama-3.1-8B.json"
+SMALL = (
+    *("--model-arg", "num_hidden_layers=2", "--model-arg", "hidden_size=256", "--model-arg", "vocab_size=2048"),
+    *("--model-arg", "intermediate_size=512"),
+)
+PRESET = (
+    "--preset",
+    "dense-decoder",
+    "--model-arg",
+    "layers=2",
+    "--model-arg",
+    "hidden=128",
+    "--model-arg",
+    "vocab=256",
+)
+
+
+def _small_llama() -> torch.nn.Module:
+    pytest.importorskip("transformers")
+    from dummyprof.models.huggingface import hf_source
+
+    args = {"num_hidden_layers": 2, "hidden_size": 256, "vocab_size": 2048, "intermediate_size": 512}
+    return hf_source(LLAMA, args).build(torch.device("meta"))
+
+
+def _json(cli: Cli, tmp_path: Path, *args: str) -> dict:
+    out = tmp_path / "r.json"
+    result = cli(*args, "--json", str(out))
+    assert result.exit_code == 0, result.stderr
+    return json.loads(out.read_text())
+
+
+def test_inspect_tp2_has_one_entry_per_rank_equal_to_count_deployment(cli: Cli, tmp_path: Path) -> None:
+    data = _json(cli, tmp_path, "inspect", "--model", LLAMA, *SMALL, "--tp", "2")
+    assert data["command"] == "deployment"
+    section = data["deployment"]
+    expected = count_deployment(_small_llama(), ParallelLayout(tp=2), strategies=["legacy", "per-layer", "unique"])
+    assert [r["rank"] for r in section["ranks"]] == [0, 1]
+    for entry, rank in zip(section["ranks"], expected.ranks, strict=True):
+        assert entry["held_bytes"] == rank.held_bytes
+        assert entry["replicated_bytes"] == rank.replicated_bytes
+        assert entry["tp_rank"] == rank.tp_rank
+        for s in entry["strategies"]:
+            want = rank.strategy(s["strategy"])
+            assert (s["visits"], s["redundant_visits"], s["bytes_written"]) == (
+                want.visits,
+                want.redundant_visits,
+                want.bytes_written,
+            )
+            assert s["fill"] == "" and s["seconds"] is None  # inspect counts, never fills
+    # the identity: the ranks' bytes = the whole model + replicated tensors once per extra rank (no padding here)
+    held = sum(r["held_bytes"] for r in section["ranks"])
+    assert section["model_bytes"] == expected.model_bytes
+    assert held == section["model_bytes"] + section["replicated_extra_bytes"]
+    assert section["replicated_extra_bytes"] == expected.ranks[0].replicated_bytes
+
+
+def test_node_view_fit_verdicts(cli: Cli, tmp_path: Path) -> None:
+    data = _json(
+        cli, tmp_path, "inspect", "--model", LLAMA, *SMALL, "--tp", "2", "--ranks-per-node", "1",
+        "--device-memory", "4MiB", "--host-memory", "1GiB",
+    )  # fmt: skip
+    section = data["deployment"]
+    held = section["ranks"][0]["held_bytes"]
+    assert [n["ranks"] for n in section["nodes"]] == [[0], [1]]
+    assert [r["node"] for r in section["ranks"]] == [0, 1]
+    for r in section["ranks"]:
+        assert r["device_fits"] is False
+        assert r["device_room_bytes"] == 4 * 2**20 - held
+    roomy = _json(cli, tmp_path, "inspect", "--model", LLAMA, *SMALL, "--tp", "2", "--device-memory", "1GiB", "--force")
+    assert all(r["device_fits"] and r["device_room_bytes"] == 2**30 - held for r in roomy["deployment"]["ranks"])
+
+
+def test_compare_tp2_measures_the_shard_and_exports_per_rank_records(cli: Cli, tmp_path: Path) -> None:
+    export = tmp_path / "bench.json"
+    args = ("compare", *PRESET, "--tp", "2", "--repeat", "1", "--warmup", "0", "--export", "pytorch-benchmark")
+    data = _json(cli, tmp_path, *args, str(export))
+    section = data["deployment"]
+    meta = dense_decoder(layers=2, hidden=128, vocab=256, heads=8, kv_heads=2)
+    layout = ParallelLayout(tp=2)
+    with torch.device("meta"):
+        meta = dense_decoder(layers=2, hidden=128, vocab=256)
+    expected = count_deployment(
+        meta, layout, options={"heads": 8, "kv_heads": 2}, strategies=["legacy", "per-layer", "unique"]
+    )
+    for entry, rank in zip(section["ranks"], expected.ranks, strict=True):
+        assert entry["held_bytes"] == rank.held_bytes
+        assert entry["filled_as"] == 0
+        for s in entry["strategies"]:
+            assert s["visits"] == rank.strategy(s["strategy"]).visits
+            assert s["fill"] == "measured" and len(s["samples_s"]) == 1
+    assert section["slowest_rank"] in (0, 1) and section["slowest_strategy"] == "per-layer"
+    records = json.loads(export.read_text())
+    assert len(records) == 2 * 3 * 5  # ranks x strategies x metrics
+    visits = {
+        (r["benchmark"]["extra_info"]["rank"], r["benchmark"]["extra_info"]["strategy"]): r["metric"][
+            "benchmark_values"
+        ]
+        for r in records
+        if r["metric"]["name"] == "visits"
+    }
+    assert visits[(1, "legacy")] == [float(expected.ranks[1].strategy("legacy").visits)]
+
+
+def test_quiet_summary_fits_80_columns(cli: Cli) -> None:
+    result = cli("inspect", "--model", LLAMA, *SMALL, "--tp", "2", "--device-memory", "1GiB", "-q")
+    assert result.exit_code == 0
+    line = result.stdout.strip()
+    assert "\n" not in line and len(line) <= 80
+    assert line.startswith("tp 2: 2 ranks, up to ")
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("inspect", "--model", LLAMA, *SMALL, "--tp", "3"), "--tp: 32 attention heads do not split over 3 ranks"),
+        (("inspect", "--model", LLAMA, *SMALL, "--tp", "2", "--ranks-per-node", "4"), "--ranks-per-node: 4 ranks"),
+        (("audit", "--model", LLAMA, *SMALL, "--ep", "3", "--tp", "2"), "--ep: 3 experts ranks but tp 2"),
+        (("compare", *PRESET, "--online-quant", "int4"), "--online-quant: unknown format 'int4'"),
+        (("compare", *PRESET, "--online-quant", "fp8", "--max-memory", "64KiB"), "--max-memory: online fp8 per layer"),
+        (("compare", *PRESET, "--tp", "2", "--html", "x.html"), "--html: not written for a deployment"),
+    ],
+)
+def test_bad_deployment_input_is_one_line_exit_2(cli: Cli, args: tuple[str, ...], message: str) -> None:
+    result = cli(*args)
+    assert result.exit_code == 2, result.stderr
+    assert message in result.stderr
+    assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
+
+
+def test_online_quant_peaks_are_the_exact_accounting(cli: Cli, tmp_path: Path) -> None:
+    data = _json(cli, tmp_path, "compare", *PRESET, "--online-quant", "fp8", "--repeat", "1", "--warmup", "0")
+    entries = {q["mode"]: q for q in data["deployment"]["online_quant"]}
+    with torch.device("meta"):
+        meta = dense_decoder(layers=2, hidden=128, vocab=256)
+    for mode in (PER_LAYER, WHOLE_MODEL):
+        want, _ = online_quantize(meta, mode=mode, scale="tensor", execute=False)
+        got = entries[mode]
+        assert got["peak_bytes"] == want.peak_bytes
+        assert (got["fp8_bytes"], got["scale_bytes"], got["quantized"]) == (
+            want.fp8_bytes,
+            want.scale_bytes,
+            want.quantized,
+        )
+        assert got["executed"] and got["seconds"] is not None
+    assert entries[PER_LAYER]["peak_bytes"] < entries[WHOLE_MODEL]["peak_bytes"]
+    assert data["deployment"]["online_quant_target"] == "whole model"

@@ -100,17 +100,17 @@ def ranks_table(result: DeploymentResult) -> Table:
 def work_table(result: DeploymentResult) -> Table:
     timed = any(s.seconds is not None for r in result.ranks for s in r.strategies)
     table = Table(
-        "Work per rank (counts exact" + ("; time: median fill, ~ projected)" if timed else ")"),
+        "Work per rank",
         [
             Column("ranks", NAME),
             Column("strategy", WORD),
-            Column("visits (redundant)", NUMBER),
+            Column("visits", NUMBER),
             Column("written", NUMBER),
             Column("fill", NUMBER),
             Column("range", NUMBER),
             Column("peak", NUMBER),
         ],
-        keys=1,
+        keys=2,
     )
     for group in rank_groups(result):
         for i, s in enumerate(group[0].strategies):
@@ -123,12 +123,15 @@ def work_table(result: DeploymentResult) -> Table:
                 _interval(s),
                 format_bytes(s.peak_bytes) if s.peak_bytes is not None else "",
             )
+    table.notes.append("counts exact; visits (n): n redundant")
     if timed:
         filled = sorted({r.filled_as for r in result.ranks if r.filled_as is not None})
+        measured = any(s.fill == MEASURED for r in result.ranks for s in r.strategies)
+        how = "filled" if measured else "calibrated"
         table.notes.append(
-            f"fill: rank {', '.join(map(str, filled))}'s shard filled on {result.device} with the real initializers "
-            "(ranks alike share its figures); ~ projected from calibration fills (interval in range, never below "
-            "this run's memset floor; peak never below the shard's bytes)"
+            f"fill: median; rank {', '.join(map(str, filled))}'s shard {how} on {result.device} with the real "
+            "initializers (ranks alike share its figures); ~ projected from calibration fills (interval in range, "
+            "never below this run's memset floor; peak never below the shard's bytes)"
         )
     return table
 

@@ -50,7 +50,7 @@ def layout_of(options: Any) -> ParallelLayout:
 
 def _offloaded(shard: RankShard) -> list[int]:
     """Bytes of each CPU-offloaded table the shard holds: Engram rows that declare their value (vLLM offloads those)."""
-    tensors = dict(shard.module.named_parameters(remove_duplicate=False))
+    tensors: dict[str, torch.Tensor] = dict(shard.module.named_parameters(remove_duplicate=False))
     tensors.update(shard.module.named_buffers(remove_duplicate=False))
     return [
         t.nbytes

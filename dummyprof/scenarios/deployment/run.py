@@ -147,6 +147,7 @@ def run_deployment(
     strategies: list[str],
     source: ModelSource | None = None,
     progress: Any = None,
+    fill: Callable[..., Results] | None = None,
     clock: Clock = time.perf_counter,
 ) -> Results:
     """Per-rank answers for ``options`` (compare's, inspect's or audit's, with the deployment fields)."""
@@ -220,8 +221,8 @@ def run_deployment(
             )
         )
     notes = list(source.notes)
-    if command == "compare":
-        notes += _fill_shards(result, source, sharder, coords, options, progress)
+    if fill is not None:  # compare's run, handed in (compare's module imports this one)
+        notes += _fill_shards(result, source, sharder, coords, options, progress, fill)
         _slowest(result)
     _node_view(result, offloaded, options)
     if quant_plan is not None:
@@ -239,10 +240,9 @@ def _fill_shards(
     coords: dict[int, RankCoord],
     options: Any,
     progress: Any,
+    fill: Callable[..., Results],
 ) -> list[str]:
     """compare on each distinct shard, the largest first: measured where it fits, projected where not."""
-    from dummyprof.scenarios.compare import run as compare
-
     firsts: dict[int, RankEntry] = {}
     for r in result.ranks:
         firsts.setdefault(r.counted_as, r)
@@ -256,7 +256,7 @@ def _fill_shards(
     memset: list[float] = []
     for rank in filled:
         shard = shard_source(source, sharder, coords[rank.rank], rank.held_bytes)
-        run = compare.run(single, source=shard, progress=progress)
+        run = fill(single, source=shard, progress=progress)
         assert run.compare is not None
         notes += run.notices
         part: CompareResult = run.compare

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -162,3 +163,26 @@ def test_online_quant_peaks_are_the_exact_accounting(cli: Cli, tmp_path: Path) -
         assert got["executed"] and got["seconds"] is not None
     assert entries[PER_LAYER]["peak_bytes"] < entries[WHOLE_MODEL]["peak_bytes"]
     assert data["deployment"]["online_quant_target"] == "whole model"
+
+
+def test_strings_from_the_model_are_data_in_every_medium() -> None:
+    from dummyprof.reports.registry import RenderOptions, get_reporter
+    from dummyprof.results.deployment import DeploymentResult, RankEntry, RankStrategy
+    from dummyprof.results.session import Results
+
+    hostile = "\x1b[31m|`<b>*x*</b>"
+    strategy = RankStrategy(strategy=hostile, visits=3, bytes_written=6, fill="projected", seconds=1.0)
+    result = DeploymentResult(description=hostile, source=hostile, world=1, ranks=[RankEntry(strategies=[strategy])])
+    results = Results(command="deployment", deployment=result)
+    text = get_reporter("terminal", "deployment").render(results, RenderOptions(width=80))
+    assert "\x1b" not in text and "\\x1b" in text
+    md = get_reporter("markdown", "deployment").render(results, RenderOptions())
+    assert re.search(r"(?<!\\)<b>", md) is None and "\x1b" not in md  # every tag opener escaped
+
+
+def test_the_gate_refuses_a_layout() -> None:
+    from dummyprof.errors import UsageError
+    from dummyprof.scenarios.compare.options import CompareOptions, validate
+
+    with pytest.raises(UsageError, match="tp: the perf gate measures one process"):
+        validate(CompareOptions(tp=2, project=False))

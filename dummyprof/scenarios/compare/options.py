@@ -85,4 +85,11 @@ def validate(options: CompareOptions) -> list[str]:
     check_common(options)
     check_deployment(options)
     check_online_quant(options)
+    if (options.deployed or options.online_quant) and not options.project:
+        name = (
+            "online_quant"
+            if options.online_quant
+            else next(f for f in ("tp", "ep", "pp", "dp") if getattr(options, f) > 1)
+        )
+        raise UsageError.for_field(name, "the perf gate measures one process on the whole model; drop it here")
     return names

@@ -65,6 +65,14 @@ def _room(r: RankEntry) -> Cell:
     return Cell(f"short {format_bytes(-r.device_room_bytes)}", BAD)
 
 
+def _peak(r: RankEntry) -> str:
+    peaks = [s for s in r.strategies if s.peak_bytes is not None]
+    if not peaks:
+        return ""
+    top = max(peaks, key=lambda s: s.peak_bytes or 0)
+    return (PROJECTED_MARK if top.fill == PROJECTED else "") + format_bytes(top.peak_bytes)
+
+
 def ranks_table(result: DeploymentResult) -> Table:
     table = Table(
         "Ranks (each shard built on meta; bytes exact)",
@@ -77,6 +85,7 @@ def ranks_table(result: DeploymentResult) -> Table:
             Column("replicated", NUMBER),
             Column("offloaded", NUMBER),
             Column("device room", WORD),
+            Column("fill peak", NUMBER),
         ],
         keys=1,
     )
@@ -91,7 +100,10 @@ def ranks_table(result: DeploymentResult) -> Table:
             format_bytes(r.replicated_bytes),
             format_bytes(r.offloaded_bytes) if r.offloaded_bytes else "",
             _room(r),
+            _peak(r),
         )
+    if any(_peak(r) for r in result.ranks):
+        table.notes.append("fill peak: the largest of the strategies' RSS peaks (~ projected, never below held)")
     if result.device_memory_bytes is not None:
         table.notes.append(f"device room: {format_bytes(result.device_memory_bytes)} per rank less its device bytes")
     return table
@@ -108,7 +120,6 @@ def work_table(result: DeploymentResult) -> Table:
             Column("written", NUMBER),
             Column("fill", NUMBER),
             Column("range", NUMBER),
-            Column("peak", NUMBER),
         ],
         keys=2,
     )
@@ -121,7 +132,6 @@ def work_table(result: DeploymentResult) -> Table:
                 format_bytes(s.bytes_written),
                 fill_text(s),
                 _interval(s),
-                format_bytes(s.peak_bytes) if s.peak_bytes is not None else "",
             )
     table.notes.append("counts exact; visits (n): n redundant")
     if timed:
@@ -248,13 +258,25 @@ def deployment_summary(result: DeploymentResult) -> str:
     head = f"{layout_text(result)}: {result.world} ranks"
     held = f", up to {format_bytes(largest.held_bytes)}/rank" if largest else ""
     short = [r.rank for r in result.ranks if r.device_fits is False]
-    fit = f", {len(short)} over device memory" if short else (", all fit" if result.device_memory_bytes else "")
-    slow = ""
+    fit = (
+        f", {len(short)} over device memory"
+        if short
+        else (", all fit the device" if result.device_memory_bytes else "")
+    )
+    slow = short_slow = ""
     if result.slowest_rank is not None:
         s = result.rank(result.slowest_rank).strategy(result.slowest_strategy)
         slow = f"; slowest rank {result.slowest_rank} {result.slowest_strategy} {fill_text(s)}"
+        short_slow = f"; slowest rank {result.slowest_rank} {fill_text(s)}"
     quant = ""
     if result.online_quant:
         quant = "; online fp8 peak " + " vs ".join(format_bytes(q.peak_bytes) for q in result.online_quant)
-    lines = [head + held + fit + slow + quant, head + held + fit + slow, head + held + slow, head + slow]
+    lines = [
+        head + held + fit + slow + quant,
+        head + held + fit + slow,
+        head + held + fit + short_slow,
+        head + fit + short_slow,
+        head + held + short_slow,
+        head + short_slow,
+    ]
     return next((line for line in lines if len(line) <= 80), min(lines, key=len))

@@ -186,3 +186,24 @@ def test_the_gate_refuses_a_layout() -> None:
 
     with pytest.raises(UsageError, match="tp: the perf gate measures one process"):
         validate(CompareOptions(tp=2, project=False))
+
+
+def test_two_real_gloo_ranks_record_the_meta_counts(cli: Cli, tmp_path: Path) -> None:
+    """Part 3: each real rank's own fill records exactly what count_deployment computed on meta for it."""
+    args = ("compare", *PRESET, "--tp", "2", "--nproc", "2", "--repeat", "1", "--warmup", "0", "-s", "legacy")
+    section = _json(cli, tmp_path, *args, "-s", "per-layer")["deployment"]
+    assert (section["nproc"], section["backend"]) == (2, "gloo")
+    with torch.device("meta"):
+        meta = dense_decoder(layers=2, hidden=128, vocab=256)
+    expected = count_deployment(meta, ParallelLayout(tp=2), options={"heads": 8, "kv_heads": 2})
+    for entry, rank in zip(section["ranks"], expected.ranks, strict=True):
+        for s in entry["strategies"]:
+            want = rank.strategy(s["strategy"])
+            assert (s["rank_visits"], s["rank_bytes_written"]) == (want.visits, want.bytes_written)
+            assert s["rank_seconds"] > 0
+
+
+def test_nproc_must_equal_the_layout(cli: Cli) -> None:
+    result = cli("compare", *PRESET, "--ep", "4", "--tp", "2", "--nproc", "2")
+    assert result.exit_code == 2
+    assert "--nproc: 2 processes for a layout of 4 ranks; give --nproc 4" in result.stderr

@@ -29,6 +29,10 @@ class RankStrategy:
     high_s: float | None = None
     floor_s: float | None = None  # bytes written at this run's memset rate: nothing is projected faster
     peak_bytes: int | None = None  # measured RSS peak, or projected (never below what the shard holds)
+    # --nproc: this rank's own fill, measured in its own process while every rank filled at once
+    rank_seconds: float | None = None
+    rank_visits: int | None = None  # recorded by that real fill (equal to ``visits`` when the meta count holds)
+    rank_bytes_written: int | None = None
 
 
 @dataclass
@@ -133,6 +137,8 @@ class DeploymentResult:
     slowest_rank: int | None = None
     slowest_strategy: str = ""
     online_quant: list[OnlineQuantEntry] = field(default_factory=list)
+    nproc: int = 0  # real ranks run (--nproc); 0: none
+    backend: str = ""
     online_quant_target: str = ""  # the model or the rank whose shard the online path ran on
 
     @property

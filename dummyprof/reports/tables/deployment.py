@@ -24,7 +24,7 @@ def layout_text(result: DeploymentResult) -> str:
 
 
 def _key(r: RankEntry) -> tuple[object, ...]:
-    figures = tuple((s.strategy, s.fill, s.seconds) for s in r.strategies)
+    figures = tuple((s.strategy, s.fill, s.seconds, s.rank_seconds) for s in r.strategies)
     return (r.counted_as, r.filled_as, r.stage, r.node, r.device_fits, r.held_bytes, r.offloaded_bytes, figures)
 
 
@@ -120,6 +120,7 @@ def work_table(result: DeploymentResult) -> Table:
             Column("written", NUMBER),
             Column("fill", NUMBER),
             Column("range", NUMBER),
+            Column("own rank", NUMBER),
         ],
         keys=2,
     )
@@ -132,8 +133,14 @@ def work_table(result: DeploymentResult) -> Table:
                 format_bytes(s.bytes_written),
                 fill_text(s),
                 _interval(s),
+                format_seconds(s.rank_seconds) if s.rank_seconds is not None else "",
             )
     table.notes.append("counts exact; visits (n): n redundant")
+    if result.nproc:
+        table.notes.append(
+            f"own rank: each rank's fill in its own process, {result.nproc} ranks ({result.backend}) filling at "
+            "once on this host; fill: one rank alone (the model of the deployment from one rank)"
+        )
     if timed:
         filled = sorted({r.filled_as for r in result.ranks if r.filled_as is not None})
         measured = any(s.fill == MEASURED for r in result.ranks for s in r.strategies)

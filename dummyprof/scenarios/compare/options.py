@@ -8,8 +8,10 @@ from dummyprof.errors import UsageError
 from dummyprof.scenarios.deployment.options import (
     DeploymentChoice,
     OnlineQuantChoice,
+    RealRanksChoice,
     check_deployment,
     check_online_quant,
+    check_real_ranks,
 )
 from dummyprof.scenarios.options import (
     INITIALIZER_NAMES,
@@ -34,7 +36,7 @@ INITIALIZER_HELP = (
 
 
 @dataclass
-class CompareOptions(OnlineQuantChoice, DeploymentChoice, LoaderChoice, ModelChoice, TreeOptions):
+class CompareOptions(RealRanksChoice, OnlineQuantChoice, DeploymentChoice, LoaderChoice, ModelChoice, TreeOptions):
     """Flat fields: the synthetic tree's, the model's, the loaders', then compare's own (bases in reverse)."""
 
     # compare measures time: a deeper, wider tree than audit and inspect build
@@ -85,6 +87,7 @@ def validate(options: CompareOptions) -> list[str]:
     check_common(options)
     check_deployment(options)
     check_online_quant(options)
+    check_real_ranks(options)
     if (options.deployed or options.online_quant) and not options.project:
         name = (
             "online_quant"

@@ -7,6 +7,7 @@ flags, the gate's TOML keys and the Python API's fields are the same on every co
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from dummyprof.errors import UsageError
 from dummyprof.schema import integer, option
@@ -14,7 +15,7 @@ from dummyprof.schema import integer, option
 LAYOUT_FIELDS = ("tp", "ep", "pp", "dp")
 NODE_FIELDS = ("ranks_per_node", "device_memory", "host_memory")
 DEPLOYMENT_FIELDS = (*LAYOUT_FIELDS, *NODE_FIELDS)  # in the order --help lists them
-ONLINE_QUANT_FIELDS = ("online_quant", "online_quant_scale")
+ONLINE_QUANT_FIELDS = ("online_quant", "online_quant_scale", "nproc")  # compare's own
 ONLINE_QUANT_FORMATS = ("fp8",)
 ONLINE_QUANT_SCALES = ("tensor", "block")
 
@@ -66,6 +67,32 @@ class OnlineQuantChoice:
         "timed and its peak accounted next to whole-model materialization (fp8).",
     )
     online_quant_scale: str = option("tensor", metavar="SCALE", help="fp8 scales: tensor (one per matrix) or block.")
+
+
+@dataclass
+class RealRanksChoice:
+    """compare ``--nproc``: every rank of the layout as a real process on this host (gloo), filled at once."""
+
+    nproc: int | None = integer(
+        None,
+        "Also run every rank as a process on this host (gloo), each filling its own shard with every strategy at "
+        "once; must equal the layout's ranks (tp x dp x pp).",
+        minimum=2,
+        example="2",
+    )
+
+
+def check_real_ranks(options: Any) -> None:
+    """``--nproc`` equals the layout's ranks (its world, after ``--ep`` set dp)."""
+    if options.nproc is None:
+        return
+    from dummyprof.deploy.layout import ParallelLayout
+
+    world = ParallelLayout.from_sizes(tp=options.tp, ep=options.ep, pp=options.pp, dp=options.dp).world
+    if options.nproc != world:
+        raise UsageError.for_field(
+            "nproc", f"{options.nproc} processes for a layout of {world} ranks; give --nproc {world} (tp x dp x pp)"
+        )
 
 
 def check_deployment(options: DeploymentChoice) -> None:

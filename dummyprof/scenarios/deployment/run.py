@@ -223,6 +223,8 @@ def run_deployment(
     notes = list(source.notes)
     if fill is not None:  # compare's run, handed in (compare's module imports this one)
         notes += _fill_shards(result, source, sharder, coords, options, progress, fill)
+    if getattr(options, "nproc", None):
+        _real_ranks(result, options, strategies)
         _slowest(result)
     _node_view(result, offloaded, options)
     if quant_plan is not None:
@@ -250,7 +252,7 @@ def _fill_shards(
     filled = distinct[:MAX_FILLED_SHARDS]
     share = options.time_budget / len(filled)
     single = dataclasses.replace(
-        options, tp=1, ep=1, pp=1, dp=1, ranks_per_node=None, online_quant=None, time_budget=share
+        options, tp=1, ep=1, pp=1, dp=1, ranks_per_node=None, online_quant=None, nproc=None, time_budget=share
     )
     notes: list[str] = []
     memset: list[float] = []
@@ -280,3 +282,18 @@ def check_no_loaders_when_deployed(options: Any) -> None:
         raise UsageError.for_field(
             "loaders", "a deployment (--tp/--ep/--pp/--dp) fills shards with the built-in strategies; drop --loader"
         )
+
+
+def _real_ranks(result: DeploymentResult, options: Any, strategies: list[str]) -> None:
+    """Every rank as a process, filling its shard at once with the others; its own figures onto its entry."""
+    from dummyprof.scenarios.deployment.ranks import BACKEND, run_ranks
+
+    figures = run_ranks(options, strategies, options.time_budget)
+    result.nproc, result.backend = options.nproc, BACKEND
+    for entry in result.ranks:
+        mine = figures[entry.rank]["strategies"]
+        for s in entry.strategies:
+            if s.strategy in mine:
+                s.rank_seconds = mine[s.strategy]["seconds"]
+                s.rank_visits = mine[s.strategy]["visits"]
+                s.rank_bytes_written = mine[s.strategy]["bytes_written"]

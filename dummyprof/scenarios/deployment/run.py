@@ -225,7 +225,7 @@ def run_deployment(
         notes += _fill_shards(result, source, sharder, coords, options, progress, fill)
     if getattr(options, "nproc", None):
         _real_ranks(result, options, strategies)
-        _slowest(result)
+    _slowest(result)
     _node_view(result, offloaded, options)
     if quant_plan is not None:
         result.online_quant = online_quant_entries(quant_plan, options)

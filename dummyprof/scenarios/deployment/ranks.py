@@ -14,11 +14,12 @@ from typing import Any
 
 import torch
 
-from dummyprof.deploy import ParallelLayout, Sharder
+from dummyprof.deploy import Sharder
 from dummyprof.deploy.plan import ModelDims
 from dummyprof.loaders.initializers import get_initializer
 from dummyprof.loaders.strategies import get_strategy
 from dummyprof.measure.recorder import VisitRecorder
+from dummyprof.scenarios.deployment.source import chosen_source, layout_of
 from dummyprof.scenarios.engram.ranks.world import LaunchEnv, join
 
 BACKEND = "gloo"  # CPU shards; nccl would need a GPU per rank
@@ -26,20 +27,11 @@ BACKEND = "gloo"  # CPU shards; nccl would need a GPU per rank
 
 def rank_main(env: LaunchEnv, options: Any, strategies: list[str], limit_s: float) -> dict[str, Any]:
     """One rank: its shard filled by every strategy between barriers; its counts and seconds."""
-    from dummyprof.scenarios.model_choice import meta_build_limits, source_or_tree
-
     world = join(env, BACKEND, limit_s, client=True)
     try:
-        source = source_or_tree(
-            model=options.model,
-            preset=options.preset,
-            model_args=options.model_args,
-            tree=options.tree_spec(),
-            trust_remote_code=options.trust_remote_code,
-            limits=meta_build_limits(),
-        )
+        source = chosen_source(options)
         meta = source.build(torch.device("meta"))
-        layout = ParallelLayout.from_sizes(tp=options.tp, ep=options.ep, pp=options.pp, dp=options.dp)
+        layout = layout_of(options)
         sharder = Sharder(meta, layout, ModelDims.of(meta, source.options))
         coord = layout.coords()[env.rank]
         figures: dict[str, dict[str, Any]] = {}

@@ -18,7 +18,7 @@ from typing import Any
 import torch
 
 from dummyprof.allocation.backings import next_power_of_two
-from dummyprof.deploy import DeploymentCounts, ParallelLayout, RankCoord, Sharder, count_deployment
+from dummyprof.deploy import DeploymentCounts, RankCoord, Sharder, count_deployment
 from dummyprof.deploy.plan import ROWS, ModelDims
 from dummyprof.deploy.shards import RankShard
 from dummyprof.errors import UsageError
@@ -37,15 +37,11 @@ from dummyprof.results.deployment import (
 from dummyprof.results.session import Results
 from dummyprof.scenarios.compare.sizing import counting_limit
 from dummyprof.scenarios.deployment.online import online_quant_entries, plan_online_quant
-from dummyprof.scenarios.model_choice import meta_build_limits, source_or_tree
+from dummyprof.scenarios.deployment.source import chosen_source, layout_of
 
 META = torch.device("meta")
 MAX_FILLED_SHARDS = 4  # distinct shards filled or projected; more (deep pipelines) would split the budget too thin
 Clock = Callable[[], float]
-
-
-def layout_of(options: Any) -> ParallelLayout:
-    return ParallelLayout.from_sizes(tp=options.tp, ep=options.ep, pp=options.pp, dp=options.dp)
 
 
 def _offloaded(shard: RankShard) -> list[int]:
@@ -157,14 +153,7 @@ def run_deployment(
     layout = layout_of(options)
     check_no_loaders_when_deployed(options)
     budget_s = getattr(options, "time_budget", None)
-    source = source or source_or_tree(
-        model=options.model,
-        preset=options.preset,
-        model_args=options.model_args,
-        tree=options.tree_spec(),
-        trust_remote_code=options.trust_remote_code,
-        limits=meta_build_limits(counting_limit(budget_s) if budget_s else None),
-    )
+    source = source or chosen_source(options, counting_limit(budget_s) if budget_s else None)
     t0 = clock()
     meta = source.build(META)
     build_s = clock() - t0

@@ -207,3 +207,29 @@ def test_nproc_must_equal_the_layout(cli: Cli) -> None:
     result = cli("compare", *PRESET, "--ep", "4", "--tp", "2", "--nproc", "2")
     assert result.exit_code == 2
     assert "--nproc: 2 processes for a layout of 4 ranks; give --nproc 4" in result.stderr
+
+
+def test_offloaded_engram_tables_are_pinned_per_node_rounded_to_powers_of_two(cli: Cli, tmp_path: Path) -> None:
+    args = ("inspect", "--preset", "deepseek-v4-like", "--model-arg", "engram_rows=3000", "--tp", "2")
+    data = _json(cli, tmp_path, *args, "--ranks-per-node", "1", "--host-memory", "1MiB")
+    section = data["deployment"]
+    # per rank: 2 tables of 1,500 of their 3,000 rows: 1,500 x 256 fp8 bytes and 1,500 x 8 scale bytes each
+    weights, scales = 1500 * 256, 1500 * 8
+    assert [r["offloaded_bytes"] for r in section["ranks"]] == [2 * (weights + scales)] * 2
+    pinned = 2 * (2**19 + 2**14)  # 384,000 -> 512 KiB, 12,000 -> 16 KiB
+    assert [(n["ranks"], n["pinned_bytes"], n["host_fits"]) for n in section["nodes"]] == [
+        ([0], pinned, False),
+        ([1], pinned, False),
+    ]
+
+
+def test_a_projected_peak_is_never_below_the_shard() -> None:
+    from dummyprof.results.compare import Projection, StrategyResult
+    from dummyprof.results.deployment import RankStrategy
+    from dummyprof.scenarios.deployment.run import _fill_figures
+
+    entry = RankStrategy(strategy="per-layer")
+    projection = Projection(seconds=2.0, low_s=1.5, high_s=3.0, floor_s=1.0, peak_rss_bytes=100)
+    _fill_figures(entry, StrategyResult(name="per-layer", projection=projection), held=1000)
+    assert (entry.fill, entry.seconds, entry.low_s, entry.high_s, entry.floor_s) == ("projected", 2.0, 1.5, 3.0, 1.0)
+    assert entry.peak_bytes == 1000

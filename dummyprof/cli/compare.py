@@ -49,6 +49,11 @@ Any model, any loader (the synthetic-tree flags are then ignored):
   dummyprof compare --preset dense-decoder -s per-layer \\
     --loader ./fill.py:fill
 
+Per rank of a deployment (shards as vLLM builds them, on meta; exact counts,
+fill time measured or projected per shard; docs/deployments.md):
+  dummyprof compare --preset dense-decoder --tp 2 --device-memory 141GiB
+  dummyprof compare --preset dense-decoder --online-quant fp8
+
 Random values at memory speed (v0.33's rules and ranges, masked random
 words on every core):
   dummyprof compare --preset dense-decoder --initializer fast

@@ -217,6 +217,11 @@ def online_table(result: DeploymentResult) -> Table | None:
         f"{first.largest_layer or 'root'} {format_bytes(first.largest_layer_bytes)}; B/param: peak per "
         "2-byte element"
     )
+    if any(q.rss_growth_bytes is not None for q in result.online_quant):
+        table.notes.append(
+            "RSS growth: the process's peak over its RSS before the pass, measured; pages freed by an earlier "
+            "pass are reused by the next, so it is not the pass's own memory (peak is)"
+        )
     return table
 
 

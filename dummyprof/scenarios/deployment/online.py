@@ -23,6 +23,7 @@ from dummyprof.units import format_bytes
 
 PROBE_SHAPE = (512, 1024)  # one bf16 linear quantized to time the path per byte
 SAFETY = 1.25
+PROBE_TRIALS = 3
 
 
 @dataclass
@@ -36,8 +37,11 @@ class OnlinePlan:
 def _probe_rate(scale: str, initializer: str) -> float:
     probe = nn.Module()
     probe.proj = nn.Linear(PROBE_SHAPE[1], PROBE_SHAPE[0], bias=False, device="meta", dtype=torch.bfloat16)
-    done, _ = online_quantize(probe, mode=PER_LAYER, scale=scale, initializer=initializer)
-    return done.high_precision_bytes / max(done.seconds, 1e-9)
+    best = float("inf")
+    for _ in range(PROBE_TRIALS):  # the first pass pays one-time costs (the initializer's set-up): keep the fastest
+        done, _ = online_quantize(probe, mode=PER_LAYER, scale=scale, initializer=initializer)
+        best = min(best, done.seconds)
+    return done.high_precision_bytes / max(best, 1e-9)
 
 
 def plan_online_quant(model: nn.Module, options: Any, *, budget: int) -> OnlinePlan:

@@ -26,6 +26,9 @@ Cli = Callable[..., CliResult]
 ROOT = Path(__file__).resolve().parent.parent
 # compare's options before they were composed of shared groups: the gate's TOML keys and fingerprints.
 COMPARE_FIELDS = {
+    # the deployment fields (issue #19), shared with inspect and audit
+    **{"tp": 1, "ep": 1, "pp": 1, "dp": 1, "ranks_per_node": None, "device_memory": None, "host_memory": None},
+    **{"online_quant": None, "online_quant_scale": "tensor", "nproc": None},
     "depth": 12,
     "width": 1,
     "hidden": 512,

@@ -35,6 +35,7 @@ def test_builtin_reporters_and_the_kinds_they_render() -> None:
         "gate",
         "baseline",
         "sweep",
+        "deployment",
     }
     assert get_reporter("json").kinds is None  # every kind
     assert reporter_names("compare") == ["terminal", "json", "markdown", "pytorch-benchmark", "html"]

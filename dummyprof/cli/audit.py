@@ -15,6 +15,7 @@ from dummyprof.cli.output_options import ForceOpt, HtmlOpt, JsonOpt, QuietOpt, h
 from dummyprof.cli.schema_command import with_options
 from dummyprof.files.inputs import run_inputs
 from dummyprof.scenarios.audit.options import AuditOptions
+from dummyprof.scenarios.deployment.options import DEPLOYMENT_FIELDS
 
 HELP = """\
 Trace every write each strategy or loader makes, and report what is wrong.
@@ -49,6 +50,7 @@ def register(app: typer.Typer) -> None:
 FIELDS = (
     *("model", "preset", "model_args", "trust_remote_code", "strategies", "loaders", "loader_args"),
     *("loader_initializer", "initializer", "ignore", "depth", "width", "hidden", "dtype", "device", "max_memory"),
+    *DEPLOYMENT_FIELDS,
 )
 # audit times nothing: its loaders are only traced
 LOADER_HELP = (

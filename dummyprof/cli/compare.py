@@ -22,6 +22,7 @@ from dummyprof.cli.schema_command import with_options
 from dummyprof.files.inputs import run_inputs
 from dummyprof.files.outputs import Output
 from dummyprof.scenarios.compare.options import CompareOptions
+from dummyprof.scenarios.deployment.options import DEPLOYMENT_FIELDS, ONLINE_QUANT_FIELDS
 
 if TYPE_CHECKING:
     from dummyprof.results.session import Results
@@ -52,6 +53,11 @@ Any model, any loader (the synthetic-tree flags are then ignored):
   dummyprof compare --preset dense-decoder -s per-layer \\
     --loader ./fill.py:fill
 
+Per rank of a deployment (shards as vLLM builds them, on meta; exact counts,
+fill time measured or projected per shard; docs/deployments.md):
+  dummyprof compare --preset dense-decoder --tp 2 --device-memory 141GiB
+  dummyprof compare --preset dense-decoder --online-quant fp8
+
 Random values at memory speed (v0.33's rules and ranges, masked random
 words on every core):
   dummyprof compare --preset dense-decoder --initializer fast
@@ -62,6 +68,8 @@ FIELDS = (
     *("depth", "width", "hidden", "dtype", "meta", "engram_rows", "strategies", "initializer", "repeat", "warmup"),
     *("device", "time_budget", "max_memory", "model", "preset", "model_args", "trust_remote_code"),
     *("loaders", "loader_args"),
+    *DEPLOYMENT_FIELDS,
+    *ONLINE_QUANT_FIELDS,
 )
 TREE_HELP = {
     "width": {"help": "Child blocks per block (blocks grow as width^depth)."},
@@ -101,12 +109,18 @@ def compare(
     detail: DetailOpt = False,
 ) -> int:
     options.trace = trace is not None
+    if (options.deployed or options.online_quant) and (html is not None or trace is not None):
+        from dummyprof.errors import UsageError
+
+        flag = "--html" if html is not None else "--trace"
+        raise UsageError(flag, "not written for a deployment or --online-quant yet; use --json or --export")
     reports: list[tuple[Output, Callable[[Results], str]]] = html_reports(html)  # no plotly: exit 2 now
     if export is not None:
         from dummyprof.reports.registry import get_reporter
 
         export_format, export_path = export
-        get_reporter(export_format, "compare", flag="--export")  # an unknown format fails before measuring
+        kind = "deployment" if options.deployed or options.online_quant else "compare"
+        get_reporter(export_format, kind, flag="--export")  # an unknown format fails before measuring
         reports.append((Output("--export", export_path), reporter(export_format, flag="--export")))
     outputs = {
         "--json": json_path,

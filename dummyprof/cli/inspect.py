@@ -14,6 +14,7 @@ from dummyprof.cli.output import (
 from dummyprof.cli.output_options import ForceOpt, JsonOpt, QuietOpt
 from dummyprof.cli.schema_command import with_options
 from dummyprof.files.inputs import run_inputs
+from dummyprof.scenarios.deployment.options import DEPLOYMENT_FIELDS
 from dummyprof.scenarios.inspect.options import InspectOptions
 
 HELP = """\
@@ -38,6 +39,7 @@ def register(app: typer.Typer) -> None:
 FIELDS = (
     *("model", "preset", "model_args", "trust_remote_code", "strategies", "max_depth", "min_bytes"),
     *("depth", "width", "hidden", "dtype"),
+    *DEPLOYMENT_FIELDS,
 )
 
 

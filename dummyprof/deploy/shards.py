@@ -77,8 +77,8 @@ def _divide(size: int, parts: int, name: str) -> int:
     return size // parts
 
 
-def _empty_like(tensor: torch.Tensor, shape: tuple[int, ...]) -> torch.Tensor:
-    made = torch.empty(shape, dtype=tensor.dtype, device=META)
+def _empty_like(tensor: torch.Tensor, shape: tuple[int, ...], device: torch.device = META) -> torch.Tensor:
+    made = torch.empty(shape, dtype=tensor.dtype, device=device)
     value = getattr(tensor, "dummy_weight_value", None)
     if isinstance(tensor, nn.Parameter):
         made = nn.Parameter(made, requires_grad=False)
@@ -225,7 +225,8 @@ class Sharder:
         return tuple(dims)
 
     # ---- building ---------------------------------------------------------------------
-    def build(self, coord: RankCoord) -> RankShard:
+    def build(self, coord: RankCoord, device: torch.device = META) -> RankShard:
+        """Rank ``coord``'s shard, on meta by default; on a real ``device`` its tensors are allocated, unfilled."""
         made: dict[int, torch.Tensor] = {}
         entries: list[ShardTensor] = []
         modules: dict[int, nn.Module] = {}
@@ -243,7 +244,7 @@ class Sharder:
                 _, _, copies = self._shape(place, tuple(weight.shape), coord)
             else:
                 shape, padding, copies = self._shape(place, tuple(source.shape), coord)
-            new = _empty_like(source, shape)
+            new = _empty_like(source, shape, device)
             made[id(source)] = new
             row_bytes = new.nbytes // shape[0] if shape and shape[0] else 0
             entries.append(
@@ -269,7 +270,7 @@ class Sharder:
             for name, child in module._modules.items():
                 if name in fused_at:
                     fused_name, members = fused_at[name]
-                    out.add_module(fused_name, self._fused(module, path, fused_name, members, coord, entries))
+                    out.add_module(fused_name, self._fused(module, path, fused_name, members, coord, entries, device))
                 if child is None or name in skipped:
                     continue
                 child_path = qualified_name(path, name)
@@ -291,6 +292,7 @@ class Sharder:
         members: tuple[str, ...],
         coord: RankCoord,
         entries: list[ShardTensor],
+        device: torch.device = META,
     ) -> nn.Module:
         """vLLM's fused linear: the members' shards stacked along the output dimension."""
         out = nn.Module()
@@ -308,7 +310,7 @@ class Sharder:
             rows = sum(shape[0] for shape, _, _ in parts)
             shape = (rows, *parts[0][0][1:])
             full = (sum(s.shape[0] for s in sources if s is not None), *first.shape[1:])
-            new = _empty_like(first, shape)
+            new = _empty_like(first, shape, device)
             out.register_parameter(local, new)  # type: ignore[arg-type]
             rules = sorted({p.rule for p in places})
             entries.append(

@@ -15,6 +15,7 @@ from typing import Any
 
 from dummyprof.reports.reporter import RenderOptions, Reporter, never
 from dummyprof.results.compare import CompareResult, StrategyResult
+from dummyprof.results.deployment import RankStrategy
 from dummyprof.results.session import Results
 
 BENCHMARK_NAME = "dummyprof dummy-weight fill"
@@ -109,14 +110,85 @@ def benchmark_records(results: Results) -> list[dict[str, Any]]:
     return records
 
 
+def _rank_metrics(s: RankStrategy) -> list[tuple[str, list[float], dict[str, Any]]]:
+    if s.fill == "measured":
+        time = (list(s.samples_s), {"unit": "s", "projected": False, "rounds": len(s.samples_s)})
+    elif s.fill == "projected":
+        interval = [s.low_s, s.high_s]
+        time = (
+            [s.seconds or 0.0],
+            {"unit": "s", "projected": True, "interval_s": interval, "memset_floor_s": s.floor_s},
+        )
+    else:
+        time = ([], {"unit": "s"})
+    peak = [float(s.peak_bytes)] if s.peak_bytes is not None else []
+    return [
+        ("fill_time_s", *time),
+        ("peak_rss_bytes", peak, {"unit": "bytes", "projected": s.fill == "projected"}),
+        ("visits", [float(s.visits)], {"unit": "count", "counts": "exact-meta"}),
+        ("redundant_visits", [float(s.redundant_visits)], {"unit": "count", "counts": "exact-meta"}),
+        ("bytes_written", [float(s.bytes_written)], {"unit": "bytes", "counts": "exact-meta"}),
+    ]
+
+
+def deployment_records(results: Results) -> list[dict[str, Any]]:
+    """One record per rank, strategy and metric; the rank and its place in the layout in benchmark.extra_info."""
+    result = results.deployment
+    assert result is not None
+    runner = _runner(results)
+    dependencies = {"torch": results.environment.torch_version, "dummyprof": results.dummyprof_version}
+    layout = {"tp": result.tp, "ep": result.ep, "pp": result.pp, "dp": result.dp, "world": result.world}
+    records = []
+    for r in result.ranks:
+        place = {"rank": r.rank, "stage": r.stage, "dp_rank": r.dp_rank, "tp_rank": r.tp_rank, "ep_rank": r.ep_rank}
+        for s in r.strategies:
+            for name, values, extra in _rank_metrics(s):
+                records.append(
+                    {
+                        "benchmark": {
+                            "name": BENCHMARK_NAME,
+                            "mode": "inference",
+                            "dtype": "",
+                            "extra_info": {
+                                **place,
+                                **layout,
+                                "node": r.node,
+                                "strategy": s.strategy,
+                                "initializer": s.initializer,
+                                "fill": s.fill,
+                                "filled_as": r.filled_as,
+                                "device": result.device,
+                            },
+                        },
+                        "model": {
+                            "name": result.source,
+                            "type": "dummy-weights",
+                            "backend": s.strategy,
+                            "origins": ["dummyprof"],
+                            "extra_info": {
+                                "description": result.description,
+                                "bytes": result.model_bytes,
+                                "rank_bytes": r.held_bytes,
+                                "storages": r.storages,
+                            },
+                        },
+                        "metric": {"name": name, "benchmark_values": values, "target_value": None, "extra_info": extra},
+                        "runners": [runner],
+                        "dependencies": dependencies,
+                    }
+                )
+    return records
+
+
 def render(results: Results, options: RenderOptions) -> str:
-    return json.dumps(benchmark_records(results), indent=2, default=str) + "\n"
+    records = deployment_records(results) if results.command == "deployment" else benchmark_records(results)
+    return json.dumps(records, indent=2, default=str) + "\n"
 
 
 REPORTER = Reporter(
     "pytorch-benchmark",
     ".json",
-    frozenset({"compare"}),
+    frozenset({"compare", "deployment"}),
     render,
     "PyTorch OSS benchmark-database v3 records (one per metric), as vllm bench startup writes them",
     never,  # per strategy, never per tensor

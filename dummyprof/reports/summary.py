@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from dummyprof.reports.tables.deployment import deployment_summary
 from dummyprof.results.audit import AuditResult
 from dummyprof.results.compare import CompareResult
 from dummyprof.results.engram import EngramResult, MethodResult
@@ -167,6 +168,7 @@ SUMMARIES: dict[str, Callable[[Any], str]] = {
     "baseline": baseline_summary,
     "gate": gate_summary,
     "sweep": sweep_summary,
+    "deployment": deployment_summary,
 }
 
 

@@ -9,6 +9,7 @@ from dummyprof._version import __version__
 from dummyprof.results.audit import AuditResult
 from dummyprof.results.common import Environment
 from dummyprof.results.compare import CompareResult
+from dummyprof.results.deployment import DeploymentResult
 from dummyprof.results.engram import EngramResult
 from dummyprof.results.gate import GateResult
 from dummyprof.results.inspect import InspectResult
@@ -51,3 +52,4 @@ class Results:
     ranks: list[RankRecord] = field(default_factory=list)
     ranks_aggregate: RanksAggregate | None = None
     sweep: SweepResult | None = None
+    deployment: DeploymentResult | None = None  # compare/inspect/audit with --tp/--ep/--pp/--dp or --online-quant

@@ -33,6 +33,7 @@ SECTIONS = {
     "baseline": "gate",
     "gate": "gate",
     "sweep": "sweep",
+    "deployment": "deployment",
 }
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from dummyprof.reports.tables.compare import compare_blocks
+from dummyprof.reports.tables.deployment import deployment_blocks
 from dummyprof.reports.tables.model import Block
 from dummyprof.reports.tables.sweep import sweep_blocks
 from dummyprof.results.session import Results
@@ -24,6 +25,15 @@ def _sweep(results: Results, detail: bool) -> list[Block]:
     return sweep_blocks(results.sweep)
 
 
-BLOCKS: dict[str, Callable[[Results, bool], list[Block]]] = {"compare": _compare, "sweep": _sweep}
+def _deployment(results: Results, detail: bool) -> list[Block]:
+    assert results.deployment is not None
+    return deployment_blocks(results.deployment, detail=detail)
+
+
+BLOCKS: dict[str, Callable[[Results, bool], list[Block]]] = {
+    "compare": _compare,
+    "sweep": _sweep,
+    "deployment": _deployment,
+}
 # The kinds whose summary line leads their terminal report (the answer first, issue #20).
-HEADLINE_FIRST = frozenset({"compare"})
+HEADLINE_FIRST = frozenset({"compare", "deployment"})

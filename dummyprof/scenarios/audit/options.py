@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from dummyprof.errors import UsageError
 from dummyprof.results.audit import FINDING_KINDS
+from dummyprof.scenarios.deployment.options import DeploymentChoice, check_deployment
 from dummyprof.scenarios.options import (
     INITIALIZER_NAMES,
     MAX_MEMORY_HELP,
@@ -25,7 +26,7 @@ _NAMES = ", ".join(INITIALIZER_NAMES)
 
 
 @dataclass
-class AuditOptions(LoaderChoice, ModelChoice, TreeOptions):
+class AuditOptions(DeploymentChoice, LoaderChoice, ModelChoice, TreeOptions):
     """Flat fields: the synthetic tree's, the model's, the loaders', then audit's own (bases in reverse)."""
 
     strategies: list[str] = strategies_option(DEFAULT_STRATEGIES, "audit")
@@ -62,4 +63,5 @@ def validate(options: AuditOptions) -> list[str]:
     if not options.strategies and not options.loaders:
         raise UsageError.for_field("strategies", "give at least one --strategy or --loader to audit")
     check_common(options)
+    check_deployment(options)
     return names

@@ -263,6 +263,10 @@ def _model_summary(
 def run(options: AuditOptions, *, source: ModelSource | None = None) -> Results:
     """Validate, size-check, trace every filler and return the audit Results."""
     validate(options)
+    if options.deployed:  # per-rank shards and their exact counts; findings per shard are not audited yet
+        from dummyprof.scenarios.deployment.run import run_deployment
+
+        return run_deployment(options, "audit", strategies=list(options.strategies), source=source)
     fillers = _fillers(options)
     device = resolve_device(options.device)
     if source is None:

@@ -5,6 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from dummyprof.errors import UsageError
+from dummyprof.scenarios.deployment.options import (
+    DeploymentChoice,
+    OnlineQuantChoice,
+    RealRanksChoice,
+    check_deployment,
+    check_online_quant,
+    check_real_ranks,
+)
 from dummyprof.scenarios.options import (
     INITIALIZER_NAMES,
     MAX_MEMORY_HELP,
@@ -28,7 +36,7 @@ INITIALIZER_HELP = (
 
 
 @dataclass
-class CompareOptions(LoaderChoice, ModelChoice, TreeOptions):
+class CompareOptions(RealRanksChoice, OnlineQuantChoice, DeploymentChoice, LoaderChoice, ModelChoice, TreeOptions):
     """Flat fields: the synthetic tree's, the model's, the loaders', then compare's own (bases in reverse)."""
 
     # compare measures time: a deeper, wider tree than audit and inspect build
@@ -77,4 +85,14 @@ def validate(options: CompareOptions) -> list[str]:
     if options.repeat_auto and not options.project:
         raise UsageError.for_field("repeat_auto", "the perf gate keeps fixed repeats; set repeat = N")
     check_common(options)
+    check_deployment(options)
+    check_online_quant(options)
+    check_real_ranks(options)
+    if (options.deployed or options.online_quant) and not options.project:
+        name = (
+            "online_quant"
+            if options.online_quant
+            else next(f for f in ("tp", "ep", "pp", "dp") if getattr(options, f) > 1)
+        )
+        raise UsageError.for_field(name, "the perf gate measures one process on the whole model; drop it here")
     return names

@@ -88,6 +88,12 @@ def run(
     """
     started = clock()
     validate(options)
+    if options.deployed or options.online_quant:  # per-rank answers (issue #19); one rank is the path below
+        from dummyprof.scenarios.deployment.run import run_deployment
+
+        return run_deployment(
+            options, "compare", strategies=options.strategies, source=source, progress=progress, fill=run
+        )
     from dummyprof.scenarios.loader_runs import apply_traces, load_loaders, loader_strategies
 
     loaders = load_loaders(options.loaders, options.loader_args, options.strategies)

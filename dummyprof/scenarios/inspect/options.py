@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from dummyprof.scenarios.deployment.options import DeploymentChoice, check_deployment
 from dummyprof.scenarios.options import ModelChoice, TreeOptions, check_common, check_strategies, strategies_option
 from dummyprof.schema import integer, option
 
@@ -11,7 +12,7 @@ DEFAULT_STRATEGIES = ("legacy", "per-layer", "unique")
 
 
 @dataclass
-class InspectOptions(ModelChoice, TreeOptions):
+class InspectOptions(DeploymentChoice, ModelChoice, TreeOptions):
     """Flat fields: the synthetic tree's, the model's, then inspect's own (bases in reverse)."""
 
     strategies: list[str] = strategies_option(DEFAULT_STRATEGIES, "count")
@@ -30,3 +31,4 @@ class InspectOptions(ModelChoice, TreeOptions):
 def validate(options: InspectOptions) -> None:
     check_strategies(options.strategies, require_one=False)
     check_common(options)
+    check_deployment(options)

@@ -129,6 +129,10 @@ def _prune(nodes: list[ModuleNode], max_depth: int | None, min_bytes: int) -> tu
 def run(options: InspectOptions, *, source: ModelSource | None = None) -> Results:
     """Build on meta, count visits per strategy, and return the inspect Results."""
     validate(options)
+    if options.deployed:  # per-rank shards and their counts (issue #19)
+        from dummyprof.scenarios.deployment.run import run_deployment
+
+        return run_deployment(options, "inspect", strategies=list(options.strategies), source=source)
     if source is None:
         source = _source(options)
     model = source.build(META)

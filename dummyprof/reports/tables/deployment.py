@@ -1,0 +1,294 @@
+"""A deployment's report, built once from its Results: ranks, their work per strategy, nodes, online fp8.
+
+Ranks whose figures are all alike (one shard walked, the same fit) share a row ("0-7"); the JSON
+keeps one entry per rank. Every backend renders these blocks.
+"""
+
+from __future__ import annotations
+
+from dummyprof.reports.narrow import PROJECTED_MARK
+from dummyprof.reports.tables.model import BAD, DIM, NAME, NUMBER, STRONG, WORD, Block, Cell, Column, Line, Table
+from dummyprof.results.deployment import MEASURED, PROJECTED, DeploymentResult, RankEntry, RankStrategy
+from dummyprof.units import format_bytes, format_seconds
+
+
+def layout_text(result: DeploymentResult) -> str:
+    parts = [f"tp {result.tp}"]
+    if result.expert_parallel:
+        parts.append(f"ep {result.ep}")
+    if result.dp > 1:
+        parts.append(f"dp {result.dp}")
+    if result.pp > 1:
+        parts.append(f"pp {result.pp}")
+    return ", ".join(parts)
+
+
+def _key(r: RankEntry) -> tuple[object, ...]:
+    figures = tuple((s.strategy, s.fill, s.seconds, s.rank_seconds) for s in r.strategies)
+    return (r.counted_as, r.filled_as, r.stage, r.node, r.device_fits, r.held_bytes, r.offloaded_bytes, figures)
+
+
+def rank_groups(result: DeploymentResult) -> list[list[RankEntry]]:
+    """Consecutive ranks with the same figures, as one row each."""
+    groups: list[list[RankEntry]] = []
+    for r in result.ranks:
+        if groups and _key(groups[-1][-1]) == _key(r) and groups[-1][-1].rank == r.rank - 1:
+            groups[-1].append(r)
+        else:
+            groups.append([r])
+    return groups
+
+
+def _ranks(group: list[RankEntry]) -> str:
+    return str(group[0].rank) if len(group) == 1 else f"{group[0].rank}-{group[-1].rank}"
+
+
+def fill_text(s: RankStrategy) -> str:
+    if s.seconds is None:
+        return ""
+    return (PROJECTED_MARK if s.fill == PROJECTED else "") + format_seconds(s.seconds)
+
+
+def _interval(s: RankStrategy) -> str:
+    if s.fill == PROJECTED and s.low_s is not None and s.high_s is not None:
+        return f"{format_seconds(s.low_s)}–{format_seconds(s.high_s)}"
+    if s.fill == MEASURED and len(s.samples_s) > 1:
+        return f"{format_seconds(min(s.samples_s))}–{format_seconds(max(s.samples_s))}"
+    return ""
+
+
+def _room(r: RankEntry) -> Cell:
+    if r.device_fits is None or r.device_room_bytes is None:
+        return Cell("")
+    if r.device_fits:
+        return Cell(f"{format_bytes(r.device_room_bytes)} left")
+    return Cell(f"short {format_bytes(-r.device_room_bytes)}", BAD)
+
+
+def _peak(r: RankEntry) -> str:
+    peaks = [s for s in r.strategies if s.peak_bytes is not None]
+    if not peaks:
+        return ""
+    top = max(peaks, key=lambda s: s.peak_bytes or 0)
+    return (PROJECTED_MARK if top.fill == PROJECTED else "") + format_bytes(top.peak_bytes)
+
+
+def ranks_table(result: DeploymentResult) -> Table:
+    table = Table(
+        "Ranks (each shard built on meta; bytes exact)",
+        [
+            Column("ranks", NAME),
+            Column("stage", NUMBER),
+            Column("layers", NUMBER),
+            Column("node", NUMBER),
+            Column("held", NUMBER),
+            Column("replicated", NUMBER),
+            Column("offloaded", NUMBER),
+            Column("device room", WORD),
+            Column("fill peak", NUMBER),
+        ],
+        keys=1,
+    )
+    for group in rank_groups(result):
+        r = group[0]
+        table.add(
+            _ranks(group),
+            str(r.stage) if result.pp > 1 else "",
+            f"{r.layers[0]}-{r.layers[1] - 1}" if r.layers[1] > r.layers[0] else "",
+            str(r.node) if len(result.nodes) > 1 else "",
+            format_bytes(r.held_bytes),
+            format_bytes(r.replicated_bytes),
+            format_bytes(r.offloaded_bytes) if r.offloaded_bytes else "",
+            _room(r),
+            _peak(r),
+        )
+    if any(_peak(r) for r in result.ranks):
+        table.notes.append("fill peak: the largest of the strategies' RSS peaks (~ projected, never below held)")
+    if result.device_memory_bytes is not None:
+        table.notes.append(f"device room: {format_bytes(result.device_memory_bytes)} per rank less its device bytes")
+    return table
+
+
+def work_table(result: DeploymentResult) -> Table:
+    timed = any(s.seconds is not None for r in result.ranks for s in r.strategies)
+    table = Table(
+        "Work per rank",
+        [
+            Column("ranks", NAME),
+            Column("strategy", WORD),
+            Column("visits", NUMBER),
+            Column("written", NUMBER),
+            Column("fill", NUMBER),
+            Column("range", NUMBER),
+            Column("own rank", NUMBER),
+        ],
+        keys=2,
+    )
+    for group in rank_groups(result):
+        for i, s in enumerate(group[0].strategies):
+            table.add(
+                Cell(_ranks(group) if i == 0 else ""),
+                s.strategy,
+                f"{s.visits:,} ({s.redundant_visits:,})",
+                format_bytes(s.bytes_written),
+                fill_text(s),
+                _interval(s),
+                format_seconds(s.rank_seconds) if s.rank_seconds is not None else "",
+            )
+    table.notes.append("counts exact; visits (n): n redundant")
+    if result.nproc:
+        table.notes.append(
+            f"own rank: each rank's fill in its own process, {result.nproc} ranks ({result.backend}) filling at "
+            "once on this host; fill: one rank alone (the model of the deployment from one rank)"
+        )
+    if timed:
+        filled = sorted({r.filled_as for r in result.ranks if r.filled_as is not None})
+        measured = any(s.fill == MEASURED for r in result.ranks for s in r.strategies)
+        how = "filled" if measured else "calibrated"
+        table.notes.append(
+            f"fill: median; rank {', '.join(map(str, filled))}'s shard {how} on {result.device} with the real "
+            "initializers (ranks alike share its figures); ~ projected from calibration fills (interval in range, "
+            "never below this run's memset floor; peak never below the shard's bytes)"
+        )
+    return table
+
+
+def nodes_table(result: DeploymentResult) -> Table | None:
+    if len(result.nodes) < 2 and not any(n.offloaded_bytes for n in result.nodes):
+        return None
+    table = Table(
+        "Nodes",
+        [
+            Column("node", NAME),
+            Column("ranks", NUMBER),
+            Column("held", NUMBER),
+            Column("offloaded", NUMBER),
+            Column("pinned", NUMBER),
+            Column("host", NUMBER),
+            Column("fits", WORD),
+        ],
+    )
+    for n in result.nodes:
+        fits = Cell("") if n.host_fits is None else Cell("yes") if n.host_fits else Cell("no", BAD)
+        table.add(
+            str(n.node),
+            f"{n.ranks[0]}-{n.ranks[-1]}",
+            format_bytes(n.held_bytes),
+            format_bytes(n.offloaded_bytes) if n.offloaded_bytes else "",
+            format_bytes(n.pinned_bytes) if n.offloaded_bytes else "",
+            format_bytes(n.host_memory_bytes),
+            fits,
+        )
+    table.notes.append("pinned: offloaded tables as the pinned allocator reserves them (next power of two each)")
+    return table
+
+
+def online_table(result: DeploymentResult) -> Table | None:
+    if not result.online_quant:
+        return None
+    table = Table(
+        f"Online fp8 ({result.online_quant_target}; peak by exact accounting)",
+        [
+            Column("path", NAME),
+            Column("peak", NUMBER),
+            Column("B/param", NUMBER),
+            Column("RSS growth", NUMBER),
+            Column("fill", NUMBER),
+            Column("quantize", NUMBER),
+            Column("total", NUMBER),
+        ],
+    )
+    for q in result.online_quant:
+        elements = q.high_precision_bytes / 2 if q.high_precision_bytes else 0
+        not_run = f"not run ({q.not_run})" if q.not_run else ""
+        table.add(
+            q.mode,
+            format_bytes(q.peak_bytes),
+            f"{q.peak_bytes / elements:.2f}" if elements else "",
+            format_bytes(q.rss_growth_bytes) if q.rss_growth_bytes is not None else "",
+            format_seconds(q.fill_s) if q.fill_s is not None else not_run,
+            format_seconds(q.quantize_s) if q.quantize_s is not None else "",
+            format_seconds(q.seconds) if q.seconds is not None else "",
+        )
+    first = result.online_quant[0]
+    table.notes.append(
+        f"{first.quantized} weights to fp8 ({first.scale} scales), {format_bytes(first.fp8_bytes)} fp8 + "
+        f"{format_bytes(first.scale_bytes)} scales + {format_bytes(first.kept_bytes)} kept; largest layer "
+        f"{first.largest_layer or 'root'} {format_bytes(first.largest_layer_bytes)}; B/param: peak per "
+        "2-byte element"
+    )
+    if any(q.rss_growth_bytes is not None for q in result.online_quant):
+        table.notes.append(
+            "RSS growth: the process's peak over its RSS before the pass, measured; pages freed by an earlier "
+            "pass are reused by the next, so it is not the pass's own memory (peak is)"
+        )
+    return table
+
+
+def identity_line(result: DeploymentResult) -> Line:
+    parts = [f"model {format_bytes(result.model_bytes)}", f"replicated {format_bytes(result.replicated_extra_bytes)}"]
+    if result.padding_bytes:
+        parts.append(f"padding {format_bytes(result.padding_bytes)}")
+    if result.other_extra_bytes:
+        parts.append(f"other copies {format_bytes(result.other_extra_bytes)}")
+    return Line(
+        f"{result.world} ranks hold {format_bytes(result.held_bytes)} in all = " + " + ".join(parts)
+        + " (held more than once, beyond the first copy)",
+        DIM,
+    )  # fmt: skip
+
+
+def slowest_line(result: DeploymentResult) -> Line | None:
+    if result.slowest_rank is None:
+        return None
+    s = result.rank(result.slowest_rank).strategy(result.slowest_strategy)
+    kind = "projected" if s.fill == PROJECTED else "measured"
+    interval = f" ({_interval(s)})" if _interval(s) else ""
+    return Line(
+        f"slowest rank: {result.slowest_rank}, {result.slowest_strategy} dummy start-up "
+        f"{format_seconds(s.seconds)} {kind}{interval}",
+        STRONG,
+    )
+
+
+def deployment_blocks(result: DeploymentResult, *, detail: bool = True) -> list[Block]:
+    head = Line(
+        f"{result.description}: {layout_text(result)} = {result.world} ranks, {result.layer_count} layers; "
+        f"{result.shards_walked} distinct shard(s) counted in {format_seconds(result.count_s)}",
+        DIM,
+    )
+    blocks: list[Block] = [head, ranks_table(result), identity_line(result), work_table(result)]
+    for extra in (nodes_table(result), online_table(result), slowest_line(result)):
+        if extra is not None:
+            blocks.append(extra)
+    return blocks
+
+
+def deployment_summary(result: DeploymentResult) -> str:
+    """One line of at most 80 columns: layout, the largest rank's bytes, the slowest rank's fill."""
+    largest = max(result.ranks, key=lambda r: r.held_bytes, default=None)
+    head = f"{layout_text(result)}: {result.world} ranks"
+    held = f", up to {format_bytes(largest.held_bytes)}/rank" if largest else ""
+    short = [r.rank for r in result.ranks if r.device_fits is False]
+    fit = (
+        f", {len(short)} over device memory"
+        if short
+        else (", all fit the device" if result.device_memory_bytes else "")
+    )
+    slow = short_slow = ""
+    if result.slowest_rank is not None:
+        s = result.rank(result.slowest_rank).strategy(result.slowest_strategy)
+        slow = f"; slowest rank {result.slowest_rank} {result.slowest_strategy} {fill_text(s)}"
+        short_slow = f"; slowest rank {result.slowest_rank} {fill_text(s)}"
+    quant = ""
+    if result.online_quant:
+        quant = "; online fp8 peak " + " vs ".join(format_bytes(q.peak_bytes) for q in result.online_quant)
+    lines = [
+        head + held + fit + slow + quant,
+        head + held + fit + slow,
+        head + held + fit + short_slow,
+        head + fit + short_slow,
+        head + held + short_slow,
+        head + short_slow,
+    ]
+    return next((line for line in lines if len(line) <= 80), min(lines, key=len))

@@ -1,0 +1,119 @@
+"""The deployment fields compare, inspect and audit share (``--tp``, ``--ep``, ``--pp``, ``--dp``, the node view).
+
+Torch-free: the CLI reads these declarations to build ``--help``. Declared once here, so the
+flags, the gate's TOML keys and the Python API's fields are the same on every command.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from dummyprof.errors import UsageError
+from dummyprof.schema import integer, option
+
+LAYOUT_FIELDS = ("tp", "ep", "pp", "dp")
+NODE_FIELDS = ("ranks_per_node", "device_memory", "host_memory")
+DEPLOYMENT_FIELDS = (*LAYOUT_FIELDS, *NODE_FIELDS)  # in the order --help lists them
+ONLINE_QUANT_FIELDS = ("online_quant", "online_quant_scale", "nproc")  # compare's own
+ONLINE_QUANT_FORMATS = ("fp8",)
+ONLINE_QUANT_SCALES = ("tensor", "block")
+
+
+@dataclass
+class DeploymentChoice:
+    """How the model is deployed: ranks per parallel dimension (vLLM's), and the nodes they run on."""
+
+    tp: int = integer(1, "Tensor-parallel ranks: each rank's shard is built on meta as vLLM splits it.")
+    ep: int = integer(
+        1,
+        "Expert-parallel ranks (vLLM --enable-expert-parallel over the tp x dp ranks of a stage: ep = tp x dp; "
+        "--ep 8 alone sets dp 8).",
+    )
+    pp: int = integer(1, "Pipeline stages: contiguous decoder layer ranges (vLLM's get_pp_indices).")
+    dp: int = integer(1, "Data-parallel replicas (attention and dense layers whole on each).")
+    ranks_per_node: int | None = integer(
+        None, "Ranks on one node, for the node view (default: every rank on one node).", example="8"
+    )
+    device_memory: int | None = option(
+        None,
+        unit="bytes",
+        metavar="SIZE",
+        example="141GiB",
+        help="Each rank's device memory, e.g. 141GiB (an H200): says whether each shard fits, with the room left.",
+    )
+    host_memory: int | None = option(
+        None,
+        unit="bytes",
+        metavar="SIZE",
+        example="2TiB",
+        help="One node's host memory, for CPU-offloaded tables (default: this machine's).",
+    )
+
+    @property
+    def deployed(self) -> bool:
+        """A layout other than one rank: the run answers per rank."""
+        return any(getattr(self, name) > 1 for name in LAYOUT_FIELDS)
+
+
+@dataclass
+class OnlineQuantChoice:
+    """compare's ``--online-quant``: vLLM's online fp8 path, per layer, next to whole-model materialization."""
+
+    online_quant: str | None = option(
+        None,
+        metavar="FORMAT",
+        help="Run vLLM's online-quantization path: per layer materialize, fill, quantize to fp8, release; "
+        "timed and its peak accounted next to whole-model materialization (fp8).",
+    )
+    online_quant_scale: str = option("tensor", metavar="SCALE", help="fp8 scales: tensor (one per matrix) or block.")
+
+
+@dataclass
+class RealRanksChoice:
+    """compare ``--nproc``: every rank of the layout as a real process on this host (gloo), filled at once."""
+
+    nproc: int | None = integer(
+        None,
+        "Also run every rank as a process on this host (gloo), each filling its own shard with every strategy at "
+        "once; must equal the layout's ranks (tp x dp x pp).",
+        minimum=2,
+        example="2",
+    )
+
+
+def check_real_ranks(options: Any) -> None:
+    """``--nproc`` equals the layout's ranks (its world, after ``--ep`` set dp)."""
+    if options.nproc is None:
+        return
+    from dummyprof.deploy.layout import ParallelLayout
+
+    world = ParallelLayout.from_sizes(tp=options.tp, ep=options.ep, pp=options.pp, dp=options.dp).world
+    if options.nproc != world:
+        raise UsageError.for_field(
+            "nproc", f"{options.nproc} processes for a layout of {world} ranks; give --nproc {world} (tp x dp x pp)"
+        )
+
+
+def check_deployment(options: DeploymentChoice) -> None:
+    """The rules across fields: a node view needs ranks, ranks per node at most the world."""
+    from dummyprof.deploy.layout import ParallelLayout
+
+    layout = ParallelLayout.from_sizes(tp=options.tp, ep=options.ep, pp=options.pp, dp=options.dp)
+    if options.ranks_per_node is not None and options.ranks_per_node > layout.world:
+        raise UsageError.for_field(
+            "ranks_per_node",
+            f"{options.ranks_per_node} ranks per node for a world of {layout.world}; give at most {layout.world}",
+        )
+
+
+def check_online_quant(options: OnlineQuantChoice) -> None:
+    if options.online_quant is not None and options.online_quant not in ONLINE_QUANT_FORMATS:
+        raise UsageError.for_field(
+            "online_quant", f"unknown format {options.online_quant!r}; choose {', '.join(ONLINE_QUANT_FORMATS)}"
+        )
+    if options.online_quant_scale not in ONLINE_QUANT_SCALES:
+        raise UsageError.for_field(
+            "online_quant_scale",
+            f"unknown scale {options.online_quant_scale!r}; choose {' or '.join(ONLINE_QUANT_SCALES)}",
+        )

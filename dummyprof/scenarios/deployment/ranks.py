@@ -1,0 +1,65 @@
+"""Real ranks for a deployment (issue #19, part 3): ``compare --tp N ... --nproc WORLD``.
+
+Each rank is a process on this host (``scenarios/engram/ranks/launch.spawn``: options in as
+data, figures back as objects), joins a gloo group, builds the model on meta and its own shard
+(``deploy.Sharder``), and fills a fresh copy of it with every strategy, the ranks passing a
+barrier before and after each strategy so they fill at once (contention shows). Each rank
+records its own visits and bytes written (``VisitRecorder`` on the real fill) and its seconds.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import torch
+
+from dummyprof.deploy import Sharder
+from dummyprof.deploy.plan import ModelDims
+from dummyprof.loaders.initializers import get_initializer
+from dummyprof.loaders.strategies import get_strategy
+from dummyprof.measure.recorder import VisitRecorder
+from dummyprof.scenarios.deployment.source import chosen_source, layout_of
+from dummyprof.scenarios.engram.ranks.world import LaunchEnv, join
+
+BACKEND = "gloo"  # CPU shards; nccl would need a GPU per rank
+
+
+def rank_main(env: LaunchEnv, options: Any, strategies: list[str], limit_s: float) -> dict[str, Any]:
+    """One rank: its shard filled by every strategy between barriers; its counts and seconds."""
+    world = join(env, BACKEND, limit_s, client=True)
+    try:
+        source = chosen_source(options)
+        meta = source.build(torch.device("meta"))
+        layout = layout_of(options)
+        sharder = Sharder(meta, layout, ModelDims.of(meta, source.options))
+        coord = layout.coords()[env.rank]
+        figures: dict[str, dict[str, Any]] = {}
+        for name in strategies:
+            strategy = get_strategy(name)
+            init = get_initializer(options.initializer or strategy.initializer)
+            shard = sharder.build(coord, torch.device("cpu")).module
+            recorder = VisitRecorder(shard)
+            world.barrier(f"fill {name}")
+            t0 = time.perf_counter()
+            with torch.no_grad():
+                for local, tensor in strategy.traverse(shard):
+                    recorder.record(tensor, init(tensor, local))
+            seconds = time.perf_counter() - t0
+            world.barrier(f"filled {name}")
+            figures[name] = {
+                "visits": recorder.visits,
+                "bytes_written": sum(r.bytes_written for r in recorder.records.values()),
+                "seconds": seconds,
+            }
+            del shard, recorder
+        return {"rank": env.rank, "strategies": figures}
+    finally:
+        world.close()
+
+
+def run_ranks(options: Any, strategies: list[str], limit_s: float) -> dict[int, dict[str, Any]]:
+    """Every rank of the layout as a local process; each rank's figures by rank."""
+    from dummyprof.scenarios.engram.ranks.launch import spawn
+
+    return spawn(rank_main, (options, strategies, limit_s), options.nproc, limit_s=limit_s)

@@ -1,0 +1,288 @@
+"""A deployment on the CLI: every rank's shard on meta with exact counts, fill time per distinct shard, nodes.
+
+``compare``, ``inspect`` and ``audit`` come here when a layout other than one rank is given
+(``--tp/--ep/--pp/--dp``), and ``compare`` also with ``--online-quant``. Counts come from
+``deploy.count_deployment`` (every rank, every strategy, exact). compare then runs its own
+scenario on each distinct shard (the largest first): filled and timed where the shard fits the
+memory and time budgets, projected otherwise by compare's rules (calibration fills, an
+interval, never below this run's memset floor, peak never below what the shard holds).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from dummyprof.allocation.backings import next_power_of_two
+from dummyprof.deploy import DeploymentCounts, RankCoord, Sharder, count_deployment
+from dummyprof.deploy.plan import ROWS, ModelDims
+from dummyprof.deploy.shards import RankShard
+from dummyprof.errors import UsageError
+from dummyprof.measure.budget import host_budget
+from dummyprof.measure.memory import total_memory_bytes
+from dummyprof.models.source import ModelSource
+from dummyprof.results.compare import CompareResult, StrategyResult
+from dummyprof.results.deployment import (
+    MEASURED,
+    PROJECTED,
+    DeploymentResult,
+    NodeEntry,
+    RankEntry,
+    RankStrategy,
+)
+from dummyprof.results.session import Results
+from dummyprof.scenarios.compare.sizing import counting_limit
+from dummyprof.scenarios.deployment.online import online_quant_entries, plan_online_quant
+from dummyprof.scenarios.deployment.source import chosen_source, layout_of
+
+META = torch.device("meta")
+MAX_FILLED_SHARDS = 4  # distinct shards filled or projected; more (deep pipelines) would split the budget too thin
+Clock = Callable[[], float]
+
+
+def _offloaded(shard: RankShard) -> list[int]:
+    """Bytes of each CPU-offloaded table the shard holds: Engram rows that declare their value (vLLM offloads those)."""
+    tensors: dict[str, torch.Tensor] = dict(shard.module.named_parameters(remove_duplicate=False))
+    tensors.update(shard.module.named_buffers(remove_duplicate=False))
+    return [
+        t.nbytes
+        for t in shard.tensors
+        if t.rule == ROWS and getattr(tensors.get(t.name), "dummy_weight_value", None) is not None
+    ]
+
+
+def shard_source(whole: ModelSource, sharder: Sharder, coord: RankCoord, nbytes: int) -> ModelSource:
+    """Rank ``coord``'s shard as a model source: compare builds, counts and fills it as any model."""
+    return ModelSource(
+        source=whole.source,
+        description=f"{whole.description}, rank {coord.rank} of {sharder.layout.describe()}",
+        build=lambda device: sharder.build(coord, device).module,
+        estimated_bytes=nbytes,
+        options=dict(whole.options),
+        largest_scratch_bytes=whole.largest_scratch_bytes,
+        size_flag=whole.size_flag,
+    )
+
+
+def _rank_strategies(counts: DeploymentCounts, index: int) -> list[RankStrategy]:
+    rank = counts.ranks[index]
+    return [
+        RankStrategy(
+            strategy=s.strategy,
+            initializer=s.initializer,
+            visits=s.visits,
+            redundant_visits=s.redundant_visits,
+            bytes_written=s.bytes_written,
+            redundant_bytes_written=s.redundant_bytes_written,
+            largest_scratch_bytes=s.largest_scratch_bytes,
+        )
+        for s in rank.strategies
+    ]
+
+
+def _fill_figures(entry: RankStrategy, s: StrategyResult, held: int) -> None:
+    """The filled shard's time (measured rounds, or compare's projection) onto a rank's strategy."""
+    if s.timing.samples_s:
+        entry.fill, entry.seconds, entry.samples_s = MEASURED, s.timing.median, list(s.timing.samples_s)
+        entry.peak_bytes = s.memory.rss_peak_bytes
+    elif s.projection is not None:
+        p = s.projection
+        entry.fill, entry.seconds = PROJECTED, p.seconds
+        entry.low_s, entry.high_s, entry.floor_s = p.low_s, p.high_s, p.floor_s
+        entry.peak_bytes = max(p.peak_rss_bytes, held)  # the filled shard holds at least its bytes
+
+
+def _replicated_extra(counts: DeploymentCounts) -> int:
+    """Replicated tensors beyond their first copy in each stage: every rank of a stage holds them whole."""
+    per_stage: dict[int, list[int]] = {}
+    for r in counts.ranks:
+        per_stage.setdefault(r.stage, []).append(r.replicated_bytes)
+    return sum(sum(v) - max(v) for v in per_stage.values())
+
+
+def _node_view(result: DeploymentResult, offloaded: dict[int, list[int]], options: Any) -> None:
+    per_node = options.ranks_per_node or result.world
+    host = options.host_memory if options.host_memory is not None else total_memory_bytes()
+    result.ranks_per_node, result.device_memory_bytes = per_node, options.device_memory
+    nodes: dict[int, NodeEntry] = {}
+    for r in result.ranks:
+        r.node = r.rank // per_node
+        node = nodes.setdefault(r.node, NodeEntry(node=r.node, host_memory_bytes=host))
+        node.ranks.append(r.rank)
+        node.held_bytes += r.held_bytes
+        node.offloaded_bytes += r.offloaded_bytes
+        # the pinned allocator rounds each allocation up to a power of two (REFERENCE.md, vLLM #56410)
+        node.pinned_bytes += sum(next_power_of_two(n) for n in offloaded[r.counted_as])
+        if options.device_memory is not None:
+            r.device_room_bytes = options.device_memory - r.device_bytes
+            r.device_fits = r.device_room_bytes >= 0
+    for node in nodes.values():
+        node.host_fits = node.pinned_bytes <= node.host_memory_bytes if node.offloaded_bytes else None
+    result.nodes = list(nodes.values())
+
+
+def _slowest(result: DeploymentResult) -> None:
+    """The rank whose fill takes longest (ranks fill at once: the deployment's dummy start-up), per-layer first."""
+    timed = [r for r in result.ranks if any(s.seconds is not None for s in r.strategies)]
+    if not timed:
+        return
+    names = [s.strategy for s in timed[0].strategies if s.seconds is not None]
+    name = "per-layer" if "per-layer" in names else names[0]
+    slowest = max(timed, key=lambda r: (r.strategy(name).seconds or 0.0, -r.rank))
+    result.slowest_rank, result.slowest_strategy = slowest.rank, name
+
+
+def run_deployment(
+    options: Any,
+    command: str,
+    *,
+    strategies: list[str],
+    source: ModelSource | None = None,
+    progress: Any = None,
+    fill: Callable[..., Results] | None = None,
+    clock: Clock = time.perf_counter,
+) -> Results:
+    """Per-rank answers for ``options`` (compare's, inspect's or audit's, with the deployment fields)."""
+    from dummyprof.measure.device import resolve_device
+    from dummyprof.measure.environment import collect_environment
+
+    layout = layout_of(options)
+    check_no_loaders_when_deployed(options)
+    budget_s = getattr(options, "time_budget", None)
+    source = source or chosen_source(options, counting_limit(budget_s) if budget_s else None)
+    t0 = clock()
+    meta = source.build(META)
+    build_s = clock() - t0
+    sharder = Sharder(meta, layout, ModelDims.of(meta, source.options))  # refuses a tp vLLM cannot split first
+    online = getattr(options, "online_quant", None)
+    quant_plan = None
+    if online:
+        largest = max(layout.coords(), key=lambda c: (sharder.build(c).nbytes, -c.rank))
+        target = sharder.build(largest).module if layout.world > 1 else meta
+        quant_plan = plan_online_quant(target, options, budget=host_budget(options.max_memory))  # refuses first
+        quant_target = f"rank {largest.rank}" if layout.world > 1 else "whole model"
+    counts = count_deployment(meta, layout, options=source.options, strategies=strategies, clock=clock)
+    device = resolve_device(getattr(options, "device", "cpu")) if command == "compare" else torch.device("cpu")
+    result = DeploymentResult(
+        command=command,
+        source=source.source,
+        description=source.description,
+        device=str(device),
+        tp=layout.tp,
+        ep=layout.ep,
+        pp=layout.pp,
+        dp=layout.dp,
+        world=layout.world,
+        expert_parallel=layout.expert_parallel,
+        layer_count=counts.layer_count,
+        heads=counts.heads,
+        kv_heads=counts.kv_heads,
+        model_bytes=counts.model_bytes,
+        replicated_extra_bytes=_replicated_extra(counts),
+        shards_walked=counts.shards_walked,
+        count_s=counts.seconds,
+        build_s=build_s,
+    )
+    coords = {c.rank: c for c in layout.coords()}
+    offloaded: dict[int, list[int]] = {}
+    for i, r in enumerate(counts.ranks):
+        if r.counted_as not in offloaded:
+            offloaded[r.counted_as] = _offloaded(sharder.build(coords[r.counted_as]))
+        result.ranks.append(
+            RankEntry(
+                rank=r.rank,
+                stage=r.stage,
+                dp_rank=r.dp_rank,
+                tp_rank=r.tp_rank,
+                ep_rank=coords[r.rank].moe_rank(layout.tp) if layout.expert_parallel else None,
+                layers=list(r.layers),
+                storages=r.storages,
+                held_bytes=r.held_bytes,
+                replicated_bytes=r.replicated_bytes,
+                padding_bytes=r.padding_bytes,
+                offloaded_bytes=sum(offloaded[r.counted_as]),
+                counted_as=r.counted_as,
+                strategies=_rank_strategies(counts, i),
+            )
+        )
+    notes = list(source.notes)
+    if fill is not None:  # compare's run, handed in (compare's module imports this one)
+        notes += _fill_shards(result, source, sharder, coords, options, progress, fill)
+    if getattr(options, "nproc", None):
+        _real_ranks(result, options, strategies)
+    _slowest(result)
+    _node_view(result, offloaded, options)
+    if quant_plan is not None:
+        result.online_quant = online_quant_entries(quant_plan, options)
+        result.online_quant_target = quant_target
+    results = Results(command="deployment", environment=collect_environment(device), deployment=result)
+    results.notices.extend(dict.fromkeys(notes))
+    return results
+
+
+def _fill_shards(
+    result: DeploymentResult,
+    source: ModelSource,
+    sharder: Sharder,
+    coords: dict[int, RankCoord],
+    options: Any,
+    progress: Any,
+    fill: Callable[..., Results],
+) -> list[str]:
+    """compare on each distinct shard, the largest first: measured where it fits, projected where not."""
+    firsts: dict[int, RankEntry] = {}
+    for r in result.ranks:
+        firsts.setdefault(r.counted_as, r)
+    distinct = sorted(firsts.values(), key=lambda r: (-r.held_bytes, r.rank))
+    filled = distinct[:MAX_FILLED_SHARDS]
+    share = options.time_budget / len(filled)
+    single = dataclasses.replace(
+        options, tp=1, ep=1, pp=1, dp=1, ranks_per_node=None, online_quant=None, nproc=None, time_budget=share
+    )
+    notes: list[str] = []
+    memset: list[float] = []
+    for rank in filled:
+        shard = shard_source(source, sharder, coords[rank.rank], rank.held_bytes)
+        run = fill(single, source=shard, progress=progress)
+        assert run.compare is not None
+        notes += run.notices
+        part: CompareResult = run.compare
+        if part.size.memset_bytes_per_s:
+            memset.append(part.size.memset_bytes_per_s)
+        for entry in result.ranks:
+            if entry.counted_as != rank.counted_as:
+                continue
+            entry.filled_as = rank.rank
+            for s in entry.strategies:
+                found = [x for x in part.strategies if x.name == s.strategy]
+                if found:
+                    _fill_figures(s, found[0], entry.held_bytes)
+    result.shards_filled = len(filled)
+    result.memset_bytes_per_s = max(memset) if memset else None
+    return notes
+
+
+def check_no_loaders_when_deployed(options: Any) -> None:
+    if getattr(options, "loaders", None):
+        raise UsageError.for_field(
+            "loaders", "a deployment (--tp/--ep/--pp/--dp) fills shards with the built-in strategies; drop --loader"
+        )
+
+
+def _real_ranks(result: DeploymentResult, options: Any, strategies: list[str]) -> None:
+    """Every rank as a process, filling its shard at once with the others; its own figures onto its entry."""
+    from dummyprof.scenarios.deployment.ranks import BACKEND, run_ranks
+
+    figures = run_ranks(options, strategies, options.time_budget)
+    result.nproc, result.backend = options.nproc, BACKEND
+    for entry in result.ranks:
+        mine = figures[entry.rank]["strategies"]
+        for s in entry.strategies:
+            if s.strategy in mine:
+                s.rank_seconds = mine[s.strategy]["seconds"]
+                s.rank_visits = mine[s.strategy]["visits"]
+                s.rank_bytes_written = mine[s.strategy]["bytes_written"]

@@ -1,0 +1,235 @@
+"""compare, inspect and audit with --tp/--ep/--pp/--dp: one entry per rank, equal to count_deployment (issue #19)."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import torch
+
+from dummyprof.deploy import ParallelLayout, count_deployment
+from dummyprof.deploy.online_quant import PER_LAYER, WHOLE_MODEL, online_quantize
+from dummyprof.models.presets import dense_decoder
+from tests.conftest import CliResult
+
+Cli = Callable[..., CliResult]
+LLAMA = "hf:tests/data/Llama-3.1-8B.json"
+SMALL = (
+    *("--model-arg", "num_hidden_layers=2", "--model-arg", "hidden_size=256", "--model-arg", "vocab_size=2048"),
+    *("--model-arg", "intermediate_size=512"),
+)
+PRESET = (
+    "--preset",
+    "dense-decoder",
+    "--model-arg",
+    "layers=2",
+    "--model-arg",
+    "hidden=128",
+    "--model-arg",
+    "vocab=256",
+)
+
+
+def _small_llama() -> torch.nn.Module:
+    pytest.importorskip("transformers")
+    from dummyprof.models.huggingface import hf_source
+
+    args = {"num_hidden_layers": 2, "hidden_size": 256, "vocab_size": 2048, "intermediate_size": 512}
+    return hf_source(LLAMA, args).build(torch.device("meta"))
+
+
+def _json(cli: Cli, tmp_path: Path, *args: str) -> dict:
+    out = tmp_path / "r.json"
+    result = cli(*args, "--json", str(out))
+    assert result.exit_code == 0, result.stderr
+    return json.loads(out.read_text())
+
+
+def test_inspect_tp2_has_one_entry_per_rank_equal_to_count_deployment(cli: Cli, tmp_path: Path) -> None:
+    data = _json(cli, tmp_path, "inspect", "--model", LLAMA, *SMALL, "--tp", "2")
+    assert data["command"] == "deployment"
+    section = data["deployment"]
+    expected = count_deployment(_small_llama(), ParallelLayout(tp=2), strategies=["legacy", "per-layer", "unique"])
+    assert [r["rank"] for r in section["ranks"]] == [0, 1]
+    for entry, rank in zip(section["ranks"], expected.ranks, strict=True):
+        assert entry["held_bytes"] == rank.held_bytes
+        assert entry["replicated_bytes"] == rank.replicated_bytes
+        assert entry["tp_rank"] == rank.tp_rank
+        for s in entry["strategies"]:
+            want = rank.strategy(s["strategy"])
+            assert (s["visits"], s["redundant_visits"], s["bytes_written"]) == (
+                want.visits,
+                want.redundant_visits,
+                want.bytes_written,
+            )
+            assert s["fill"] == "" and s["seconds"] is None  # inspect counts, never fills
+    # the identity: the ranks' bytes = the whole model + replicated tensors once per extra rank (no padding here)
+    held = sum(r["held_bytes"] for r in section["ranks"])
+    assert section["model_bytes"] == expected.model_bytes
+    assert held == section["model_bytes"] + section["replicated_extra_bytes"]
+    assert section["replicated_extra_bytes"] == expected.ranks[0].replicated_bytes
+
+
+def test_node_view_fit_verdicts(cli: Cli, tmp_path: Path) -> None:
+    data = _json(
+        cli, tmp_path, "inspect", "--model", LLAMA, *SMALL, "--tp", "2", "--ranks-per-node", "1",
+        "--device-memory", "4MiB", "--host-memory", "1GiB",
+    )  # fmt: skip
+    section = data["deployment"]
+    held = section["ranks"][0]["held_bytes"]
+    assert [n["ranks"] for n in section["nodes"]] == [[0], [1]]
+    assert [r["node"] for r in section["ranks"]] == [0, 1]
+    for r in section["ranks"]:
+        assert r["device_fits"] is False
+        assert r["device_room_bytes"] == 4 * 2**20 - held
+    roomy = _json(cli, tmp_path, "inspect", "--model", LLAMA, *SMALL, "--tp", "2", "--device-memory", "1GiB", "--force")
+    assert all(r["device_fits"] and r["device_room_bytes"] == 2**30 - held for r in roomy["deployment"]["ranks"])
+
+
+def test_compare_tp2_measures_the_shard_and_exports_per_rank_records(cli: Cli, tmp_path: Path) -> None:
+    export = tmp_path / "bench.json"
+    args = ("compare", *PRESET, "--tp", "2", "--repeat", "1", "--warmup", "0", "--export", "pytorch-benchmark")
+    data = _json(cli, tmp_path, *args, str(export))
+    section = data["deployment"]
+    meta = dense_decoder(layers=2, hidden=128, vocab=256, heads=8, kv_heads=2)
+    layout = ParallelLayout(tp=2)
+    with torch.device("meta"):
+        meta = dense_decoder(layers=2, hidden=128, vocab=256)
+    expected = count_deployment(
+        meta, layout, options={"heads": 8, "kv_heads": 2}, strategies=["legacy", "per-layer", "unique"]
+    )
+    for entry, rank in zip(section["ranks"], expected.ranks, strict=True):
+        assert entry["held_bytes"] == rank.held_bytes
+        assert entry["filled_as"] == 0
+        for s in entry["strategies"]:
+            assert s["visits"] == rank.strategy(s["strategy"]).visits
+            assert s["fill"] == "measured" and len(s["samples_s"]) == 1
+    assert section["slowest_rank"] in (0, 1) and section["slowest_strategy"] == "per-layer"
+    records = json.loads(export.read_text())
+    assert len(records) == 2 * 3 * 5  # ranks x strategies x metrics
+    visits = {
+        (r["benchmark"]["extra_info"]["rank"], r["benchmark"]["extra_info"]["strategy"]): r["metric"][
+            "benchmark_values"
+        ]
+        for r in records
+        if r["metric"]["name"] == "visits"
+    }
+    assert visits[(1, "legacy")] == [float(expected.ranks[1].strategy("legacy").visits)]
+
+
+def test_quiet_summary_fits_80_columns(cli: Cli) -> None:
+    result = cli("inspect", "--model", LLAMA, *SMALL, "--tp", "2", "--device-memory", "1GiB", "-q")
+    assert result.exit_code == 0
+    line = result.stdout.strip()
+    assert "\n" not in line and len(line) <= 80
+    assert line.startswith("tp 2: 2 ranks, up to ")
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("inspect", "--model", LLAMA, *SMALL, "--tp", "3"), "--tp: 32 attention heads do not split over 3 ranks"),
+        (("inspect", "--model", LLAMA, *SMALL, "--tp", "2", "--ranks-per-node", "4"), "--ranks-per-node: 4 ranks"),
+        (("audit", "--model", LLAMA, *SMALL, "--ep", "3", "--tp", "2"), "--ep: 3 experts ranks but tp 2"),
+        (("compare", *PRESET, "--online-quant", "int4"), "--online-quant: unknown format 'int4'"),
+        (("compare", *PRESET, "--online-quant", "fp8", "--max-memory", "64KiB"), "--max-memory: online fp8 per layer"),
+        (("compare", *PRESET, "--tp", "2", "--html", "x.html"), "--html: not written for a deployment"),
+    ],
+)
+def test_bad_deployment_input_is_one_line_exit_2(cli: Cli, args: tuple[str, ...], message: str) -> None:
+    result = cli(*args)
+    assert result.exit_code == 2, result.stderr
+    assert message in result.stderr
+    assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
+
+
+def test_online_quant_peaks_are_the_exact_accounting(cli: Cli, tmp_path: Path) -> None:
+    data = _json(cli, tmp_path, "compare", *PRESET, "--online-quant", "fp8", "--repeat", "1", "--warmup", "0")
+    entries = {q["mode"]: q for q in data["deployment"]["online_quant"]}
+    with torch.device("meta"):
+        meta = dense_decoder(layers=2, hidden=128, vocab=256)
+    for mode in (PER_LAYER, WHOLE_MODEL):
+        want, _ = online_quantize(meta, mode=mode, scale="tensor", execute=False)
+        got = entries[mode]
+        assert got["peak_bytes"] == want.peak_bytes
+        assert (got["fp8_bytes"], got["scale_bytes"], got["quantized"]) == (
+            want.fp8_bytes,
+            want.scale_bytes,
+            want.quantized,
+        )
+        assert got["executed"] and got["seconds"] is not None
+    assert entries[PER_LAYER]["peak_bytes"] < entries[WHOLE_MODEL]["peak_bytes"]
+    assert data["deployment"]["online_quant_target"] == "whole model"
+
+
+def test_strings_from_the_model_are_data_in_every_medium() -> None:
+    from dummyprof.reports.registry import RenderOptions, get_reporter
+    from dummyprof.results.deployment import DeploymentResult, RankEntry, RankStrategy
+    from dummyprof.results.session import Results
+
+    hostile = "\x1b[31m|`<b>*x*</b>"
+    strategy = RankStrategy(strategy=hostile, visits=3, bytes_written=6, fill="projected", seconds=1.0)
+    result = DeploymentResult(description=hostile, source=hostile, world=1, ranks=[RankEntry(strategies=[strategy])])
+    results = Results(command="deployment", deployment=result)
+    text = get_reporter("terminal", "deployment").render(results, RenderOptions(width=80))
+    assert "\x1b" not in text and "\\x1b" in text
+    md = get_reporter("markdown", "deployment").render(results, RenderOptions())
+    assert re.search(r"(?<!\\)<b>", md) is None and "\x1b" not in md  # every tag opener escaped
+
+
+def test_the_gate_refuses_a_layout() -> None:
+    from dummyprof.errors import UsageError
+    from dummyprof.scenarios.compare.options import CompareOptions, validate
+
+    with pytest.raises(UsageError, match="tp: the perf gate measures one process"):
+        validate(CompareOptions(tp=2, project=False))
+
+
+def test_two_real_gloo_ranks_record_the_meta_counts(cli: Cli, tmp_path: Path) -> None:
+    """Part 3: each real rank's own fill records exactly what count_deployment computed on meta for it."""
+    args = ("compare", *PRESET, "--tp", "2", "--nproc", "2", "--repeat", "1", "--warmup", "0", "-s", "legacy")
+    section = _json(cli, tmp_path, *args, "-s", "per-layer")["deployment"]
+    assert (section["nproc"], section["backend"]) == (2, "gloo")
+    with torch.device("meta"):
+        meta = dense_decoder(layers=2, hidden=128, vocab=256)
+    expected = count_deployment(meta, ParallelLayout(tp=2), options={"heads": 8, "kv_heads": 2})
+    for entry, rank in zip(section["ranks"], expected.ranks, strict=True):
+        for s in entry["strategies"]:
+            want = rank.strategy(s["strategy"])
+            assert (s["rank_visits"], s["rank_bytes_written"]) == (want.visits, want.bytes_written)
+            assert s["rank_seconds"] > 0
+
+
+def test_nproc_must_equal_the_layout(cli: Cli) -> None:
+    result = cli("compare", *PRESET, "--ep", "4", "--tp", "2", "--nproc", "2")
+    assert result.exit_code == 2
+    assert "--nproc: 2 processes for a layout of 4 ranks; give --nproc 4" in result.stderr
+
+
+def test_offloaded_engram_tables_are_pinned_per_node_rounded_to_powers_of_two(cli: Cli, tmp_path: Path) -> None:
+    args = ("inspect", "--preset", "deepseek-v4-like", "--model-arg", "engram_rows=3000", "--tp", "2")
+    data = _json(cli, tmp_path, *args, "--ranks-per-node", "1", "--host-memory", "1MiB")
+    section = data["deployment"]
+    # per rank: 2 tables of 1,500 of their 3,000 rows: 1,500 x 256 fp8 bytes and 1,500 x 8 scale bytes each
+    weights, scales = 1500 * 256, 1500 * 8
+    assert [r["offloaded_bytes"] for r in section["ranks"]] == [2 * (weights + scales)] * 2
+    pinned = 2 * (2**19 + 2**14)  # 384,000 -> 512 KiB, 12,000 -> 16 KiB
+    assert [(n["ranks"], n["pinned_bytes"], n["host_fits"]) for n in section["nodes"]] == [
+        ([0], pinned, False),
+        ([1], pinned, False),
+    ]
+
+
+def test_a_projected_peak_is_never_below_the_shard() -> None:
+    from dummyprof.results.compare import Projection, StrategyResult
+    from dummyprof.results.deployment import RankStrategy
+    from dummyprof.scenarios.deployment.run import _fill_figures
+
+    entry = RankStrategy(strategy="per-layer")
+    projection = Projection(seconds=2.0, low_s=1.5, high_s=3.0, floor_s=1.0, peak_rss_bytes=100)
+    _fill_figures(entry, StrategyResult(name="per-layer", projection=projection), held=1000)
+    assert (entry.fill, entry.seconds, entry.low_s, entry.high_s, entry.floor_s) == ("projected", 2.0, 1.5, 3.0, 1.0)
+    assert entry.peak_bytes == 1000

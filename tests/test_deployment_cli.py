@@ -136,7 +136,7 @@ def test_quiet_summary_fits_80_columns(cli: Cli) -> None:
         (("audit", "--model", LLAMA, *SMALL, "--ep", "3", "--tp", "2"), "--ep: 3 experts ranks but tp 2"),
         (("compare", *PRESET, "--online-quant", "int4"), "--online-quant: unknown format 'int4'"),
         (("compare", *PRESET, "--online-quant", "fp8", "--max-memory", "64KiB"), "--max-memory: online fp8 per layer"),
-        (("compare", *PRESET, "--tp", "2", "--html", "x.html"), "--html: not written for a deployment"),
+        (("compare", *PRESET, "--tp", "2", "--trace", "x.json"), "--trace: traces one model's fill, not a deployment"),
     ],
 )
 def test_bad_deployment_input_is_one_line_exit_2(cli: Cli, args: tuple[str, ...], message: str) -> None:
@@ -233,3 +233,17 @@ def test_a_projected_peak_is_never_below_the_shard() -> None:
     _fill_figures(entry, StrategyResult(name="per-layer", projection=projection), held=1000)
     assert (entry.fill, entry.seconds, entry.low_s, entry.high_s, entry.floor_s) == ("projected", 2.0, 1.5, 3.0, 1.0)
     assert entry.peak_bytes == 1000
+
+
+def test_a_deployment_renders_to_html_with_its_per_rank_table(cli: Cli, tmp_path: Path) -> None:
+    pytest.importorskip("plotly")
+    page, out = tmp_path / "d.html", tmp_path / "d.json"
+    result = cli("inspect", "--model", LLAMA, *SMALL, "--tp", "2", "--json", str(out))
+    assert result.exit_code == 0, result.stderr
+    result = cli("report", str(out), "--format", "html", "--output", str(page))
+    assert result.exit_code == 0, result.stderr
+    text = page.read_text()
+    terminal = cli("report", str(out)).stdout
+    sizes = set(re.findall(r"\d+(?:\.\d+)? [KMG]iB", terminal))
+    assert sizes and "<table" in text
+    assert {size for size in sizes if size not in text} == set()  # every size the terminal shows is on the page

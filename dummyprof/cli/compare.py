@@ -109,11 +109,11 @@ def compare(
     detail: DetailOpt = False,
 ) -> int:
     options.trace = trace is not None
-    if (options.deployed or options.online_quant) and (html is not None or trace is not None):
+    if (options.deployed or options.online_quant) and trace is not None:
         from dummyprof.errors import UsageError
 
-        flag = "--html" if html is not None else "--trace"
-        raise UsageError(flag, "not written for a deployment or --online-quant yet; use --json or --export")
+        # A trace is one model's fill, module by module; a deployment fills many shards (and --nproc ranks).
+        raise UsageError("--trace", "traces one model's fill, not a deployment's; drop --tp/--ep/--pp/--online-quant")
     reports: list[tuple[Output, Callable[[Results], str]]] = html_reports(html)  # no plotly: exit 2 now
     if export is not None:
         from dummyprof.reports.registry import get_reporter

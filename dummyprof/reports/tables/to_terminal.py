@@ -11,12 +11,29 @@ from rich.cells import cell_len
 from rich.console import Console
 from rich.table import Table as RichTable
 from rich.text import Text
+from rich.tree import Tree
 
 from dummyprof.reports.narrow import column_groups, narrow_table
 from dummyprof.reports.tables.escape import visible
-from dummyprof.reports.tables.model import BAD, DIM, NAME, NUMBER, PATH, STRONG, TEXT, WARN, WORD, Block, Line, Table
+from dummyprof.reports.tables.model import (
+    BAD,
+    CODE,
+    DIM,
+    GOOD,
+    NAME,
+    NUMBER,
+    PATH,
+    STRONG,
+    TEXT,
+    WARN,
+    WORD,
+    Block,
+    Cell,
+    Line,
+    Table,
+)
 
-STYLES = {BAD: "red", WARN: "yellow", STRONG: "bold", DIM: "dim"}
+STYLES = {BAD: "red", WARN: "yellow", STRONG: "bold", DIM: "dim", GOOD: "green", CODE: "cyan"}
 ELLIPSIS = "…"
 PATH_FLOOR = 24  # a tensor name is never shortened below this; the table is split instead
 
@@ -87,9 +104,33 @@ def _rich(table: Table, columns: list[int], texts: list[list[str]], title: str |
             rich.add_column(header, no_wrap=kind == WORD, overflow="fold")
         else:
             rich.add_column(header, overflow="fold")
-    for row, text in zip(table.rows, texts, strict=True):
-        rich.add_row(*(Text(text[i], style=STYLES.get(row[i].emphasis, "")) for i in columns))
+    for n, (row, text) in enumerate(zip(table.rows, texts, strict=True)):
+        rich.add_row(*(_text(row[i], text[i]) for i in columns), end_section=n in table.section_ends)
     return rich
+
+
+def _text(cell: Cell, text: str) -> Text:
+    """A cell's (escaped) text in its style, and the dim line under it if it has one."""
+    shown = Text(text, style=STYLES.get(cell.emphasis, ""))
+    return Text.assemble(shown, "\n", styled(cell.under, DIM)) if cell.under else shown
+
+
+def rich_tree(table: Table) -> Tree:
+    """A table whose rows carry depths, as a tree: each row's cells joined by `` · ``, the first in bold."""
+    assert table.depths is not None
+    shown = table.shown()
+    labels = [
+        Text(" · ").join(
+            styled(row[i].text, STRONG if i == shown[0] else row[i].emphasis) for i in shown if row[i].text
+        )
+        for row in table.rows
+    ]
+    root = Tree(labels[0] if labels else Text("empty"))
+    parents = [root]
+    for label, depth in zip(labels[1:], table.depths[1:], strict=True):
+        del parents[max(depth, 1) :]
+        parents.append(parents[-1].add(label))
+    return root
 
 
 def rich_tables(table: Table, width: int) -> list[RichTable]:
@@ -121,7 +162,9 @@ def print_blocks(console: Console, blocks: list[Block]) -> None:
         if isinstance(block, Line):
             console.print(styled(block.text, block.emphasis))
             continue
-        for part in rich_tables(block, console.width):
+        if block.title and block.depths is not None:
+            console.print(styled(block.title))
+        for part in [rich_tree(block)] if block.depths is not None else rich_tables(block, console.width):
             console.print(part)
         if block.notes:
             console.print(styled("; ".join(block.notes), DIM))

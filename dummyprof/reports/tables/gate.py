@@ -30,7 +30,7 @@ def _rule_line(c: CheckResult) -> str:
 
 def checks_table(section: GateResult) -> Table:
     """A row per check under a row naming its scenario; the rule and the detail on a dim line under the check."""
-    columns = [("check", TEXT), ("baseline", NUMBER), ("current", NUMBER), ("change", NUMBER), ("verdict", TEXT)]
+    columns = [("check", TEXT), ("baseline", NUMBER), ("current", NUMBER), ("change", NUMBER), ("verdict", TEXT, 11)]
     table = Table.of(f"Gate checks (baseline {section.baseline_path})", columns, [], notes=[GATE_NOTE])
     scenarios: dict[str, list[CheckResult]] = {}
     for c in section.checks:

@@ -30,6 +30,7 @@ class Cell:
 class Column:
     header: str
     kind: str = TEXT
+    tight: int | None = None  # TEXT only: the width its words wrap to first where a terminal is short of room
 
 
 @dataclass
@@ -47,10 +48,14 @@ class Table:
 
     @classmethod
     def of(
-        cls, title: str, columns: list[tuple[str, str]], rows: Sequence[Sequence[str | Cell]], **kwargs: object
+        cls,
+        title: str,
+        columns: Sequence[tuple[str, str] | tuple[str, str, int]],
+        rows: Sequence[Sequence[str | Cell]],
+        **kwargs: object,
     ) -> Table:
         """A table of ``(header, kind)`` columns and its rows at once."""
-        table = cls(title, [Column(header, kind) for header, kind in columns], **kwargs)  # type: ignore[arg-type]
+        table = cls(title, [Column(*column) for column in columns], **kwargs)  # type: ignore[arg-type]
         for row in rows:
             table.add(*row)
         return table

@@ -91,7 +91,7 @@ def _natural(columns: list[int], table: Table, texts: list[list[str]]) -> int:
     return sum(_least(table, i, texts) + 2 for i in columns)
 
 
-def _rich(table: Table, columns: list[int], texts: list[list[str]], title: str | None) -> RichTable:
+def _rich(table: Table, columns: list[int], texts: list[list[str]], title: str | None, tight: bool) -> RichTable:
     rich = narrow_table(Text(visible(title)) if title else None, show_header=table.show_header)
     for i in columns:
         kind = table.columns[i].kind
@@ -103,7 +103,7 @@ def _rich(table: Table, columns: list[int], texts: list[list[str]], title: str |
         elif kind in (WORD, PATH):
             rich.add_column(header, no_wrap=kind == WORD, overflow="fold")
         else:
-            rich.add_column(header, overflow="fold")
+            rich.add_column(header, overflow="fold", max_width=table.columns[i].tight if tight else None)
     for n, (row, text) in enumerate(zip(table.rows, texts, strict=True)):
         rich.add_row(*(_text(row[i], text[i]) for i in columns), end_section=n in table.section_ends)
     return rich
@@ -116,15 +116,13 @@ def _text(cell: Cell, text: str) -> Text:
 
 
 def rich_tree(table: Table) -> Tree:
-    """A table whose rows carry depths, as a tree: each row's cells joined by `` · ``, the first in bold."""
+    """A table whose rows carry depths, as a tree: a row's name (bold) and kind, then its other cells (`` · ``)."""
     assert table.depths is not None
     shown = table.shown()
-    labels = [
-        Text(" · ").join(
-            styled(row[i].text, STRONG if i == shown[0] else row[i].emphasis) for i in shown if row[i].text
-        )
-        for row in table.rows
-    ]
+    labels = []
+    for row in table.rows:
+        cells = [styled(row[i].text, STRONG if n == 0 else row[i].emphasis) for n, i in enumerate(shown) if row[i].text]
+        labels.append(Text(" · ").join([Text(" ").join(cells[:2]), *cells[2:]]))
     root = Tree(labels[0] if labels else Text("empty"))
     parents = [root]
     for label, depth in zip(labels[1:], table.depths[1:], strict=True):
@@ -146,14 +144,17 @@ def rich_tables(table: Table, width: int) -> list[RichTable]:
             text[i] = elide_path(text[i], room)
     keys = [i for i in shown if i < table.keys]
     values = [i for i in shown if i >= table.keys]
+    # Short of room for every cell on one line: the columns with a ``tight`` width wrap to it first.
+    longest = [max((cell_len(visible(row[i].under or row[i].text)) for row in table.rows), default=0) for i in shown]
+    tight = sum(longest) + 2 * len(shown) > width
     if _natural(shown, table, texts) <= width or len(values) < 2:
-        return [_rich(table, shown, texts, table.title or None)]
+        return [_rich(table, shown, texts, table.title or None, tight)]
     widths = [_least(table, i, texts) for i in values]
     groups = column_groups(width, _natural(keys, table, texts) - 2, widths)
     parts = []
     for n, group in enumerate(groups, start=1):
         title = f"{table.title} ({n}/{len(groups)})" if table.title else None
-        parts.append(_rich(table, keys + [values[j] for j in group], texts, title))
+        parts.append(_rich(table, keys + [values[j] for j in group], texts, title, tight))
     return parts
 
 

@@ -3,7 +3,21 @@
 from __future__ import annotations
 
 from dummyprof.reports.gate_format import change_text, value_text
-from dummyprof.reports.tables.model import BAD, DIM, GOOD, NUMBER, STRONG, TEXT, WARN, WORD, Block, Cell, Line, Table
+from dummyprof.reports.tables.model import (
+    BAD,
+    DIM,
+    GOOD,
+    NUMBER,
+    STRONG,
+    TEXT,
+    WARN,
+    WORD,
+    Block,
+    Cell,
+    Column,
+    Line,
+    Table,
+)
 from dummyprof.results.gate import (
     IMPROVED,
     NOT_COMPARABLE,
@@ -30,7 +44,8 @@ def _rule_line(c: CheckResult) -> str:
 
 def checks_table(section: GateResult) -> Table:
     """A row per check under a row naming its scenario; the rule and the detail on a dim line under the check."""
-    columns = [("check", TEXT), ("baseline", NUMBER), ("current", NUMBER), ("change", NUMBER), ("verdict", TEXT, 11)]
+    columns: list[tuple[str, str] | Column] = [("check", TEXT), ("baseline", NUMBER), ("current", NUMBER)]
+    columns += [("change", NUMBER), Column("verdict", TEXT, tight=11)]
     table = Table.of(f"Gate checks (baseline {section.baseline_path})", columns, [], notes=[GATE_NOTE])
     scenarios: dict[str, list[CheckResult]] = {}
     for c in section.checks:

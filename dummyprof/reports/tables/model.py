@@ -50,12 +50,13 @@ class Table:
     def of(
         cls,
         title: str,
-        columns: Sequence[tuple[str, str] | tuple[str, str, int]],
+        columns: Sequence[tuple[str, str] | Column],
         rows: Sequence[Sequence[str | Cell]],
         **kwargs: object,
     ) -> Table:
-        """A table of ``(header, kind)`` columns and its rows at once."""
-        table = cls(title, [Column(*column) for column in columns], **kwargs)  # type: ignore[arg-type]
+        """A table of ``(header, kind)`` columns (or Columns) and its rows at once."""
+        shaped = [c if isinstance(c, Column) else Column(*c) for c in columns]
+        table = cls(title, shaped, **kwargs)  # type: ignore[arg-type]
         for row in rows:
             table.add(*row)
         return table

@@ -11,6 +11,7 @@ from collections.abc import Iterable
 
 from rich import box
 from rich.table import Table
+from rich.text import Text
 
 from dummyprof.reports.figure_words import unavailable_text
 from dummyprof.results.common import Figure
@@ -20,7 +21,7 @@ PROJECTED_MARK = "~"
 PROJECTED_NOTE = "~: projected from smaller samples, not measured"
 
 
-def narrow_table(title: object = None, **kwargs: object) -> Table:
+def narrow_table(title: str | Text | None = None, **kwargs: object) -> Table:
     """A table with a left-aligned title, a rule under the header and no edge (about 2 columns a column)."""
     return Table(
         title=title,

@@ -18,18 +18,17 @@ from dummyprof.reports.tables.model import (
     Line,
     Table,
 )
-from dummyprof.results.gate import (
-    IMPROVED,
-    NOT_COMPARABLE,
-    NOT_MEASURED,
-    NOT_SIGNIFICANT,
-    PASS,
-    REGRESSED,
-    CheckResult,
-    GateResult,
-)
+from dummyprof.results import gate as verdicts
+from dummyprof.results.gate import CheckResult, GateResult
 
-VERDICTS = {PASS: GOOD, IMPROVED: GOOD, REGRESSED: BAD, NOT_MEASURED: BAD, NOT_SIGNIFICANT: WARN, NOT_COMPARABLE: WARN}
+VERDICTS = {
+    verdicts.PASS: GOOD,
+    verdicts.IMPROVED: GOOD,
+    verdicts.REGRESSED: BAD,
+    verdicts.NOT_MEASURED: BAD,
+    verdicts.NOT_SIGNIFICANT: WARN,
+    verdicts.NOT_COMPARABLE: WARN,
+}
 GATE_NOTE = "a check without a rule line is a counter, exact against the baseline"
 BASELINE_NOTE = "value: a timing's median over its rounds"
 

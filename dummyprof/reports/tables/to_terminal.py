@@ -14,26 +14,12 @@ from rich.text import Text
 from rich.tree import Tree
 
 from dummyprof.reports.narrow import column_groups, narrow_table
+from dummyprof.reports.tables import model
 from dummyprof.reports.tables.escape import visible
-from dummyprof.reports.tables.model import (
-    BAD,
-    CODE,
-    DIM,
-    GOOD,
-    NAME,
-    NUMBER,
-    PATH,
-    STRONG,
-    TEXT,
-    WARN,
-    WORD,
-    Block,
-    Cell,
-    Line,
-    Table,
-)
+from dummyprof.reports.tables.model import NAME, NUMBER, PATH, TEXT, WORD, Block, Cell, Line, Table
 
-STYLES = {BAD: "red", WARN: "yellow", STRONG: "bold", DIM: "dim", GOOD: "green", CODE: "cyan"}
+STYLES = {model.BAD: "red", model.WARN: "yellow", model.STRONG: "bold", model.DIM: "dim", model.GOOD: "green"}
+STYLES[model.CODE] = "cyan"  # a type name, as Rich draws one
 ELLIPSIS = "…"
 PATH_FLOOR = 24  # a tensor name is never shortened below this; the table is split instead
 
@@ -112,7 +98,7 @@ def _rich(table: Table, columns: list[int], texts: list[list[str]], title: str |
 def _text(cell: Cell, text: str) -> Text:
     """A cell's (escaped) text in its style, and the dim line under it if it has one."""
     shown = Text(text, style=STYLES.get(cell.emphasis, ""))
-    return Text.assemble(shown, "\n", styled(cell.under, DIM)) if cell.under else shown
+    return Text.assemble(shown, "\n", styled(cell.under, model.DIM)) if cell.under else shown
 
 
 def rich_tree(table: Table) -> Tree:
@@ -121,7 +107,9 @@ def rich_tree(table: Table) -> Tree:
     shown = table.shown()
     labels = []
     for row in table.rows:
-        cells = [styled(row[i].text, STRONG if n == 0 else row[i].emphasis) for n, i in enumerate(shown) if row[i].text]
+        cells = [
+            styled(row[i].text, model.STRONG if n == 0 else row[i].emphasis) for n, i in enumerate(shown) if row[i].text
+        ]
         labels.append(Text(" · ").join([Text(" ").join(cells[:2]), *cells[2:]]))
     root = Tree(labels[0] if labels else Text("empty"))
     parents = [root]
@@ -168,4 +156,4 @@ def print_blocks(console: Console, blocks: list[Block]) -> None:
         for part in [rich_tree(block)] if block.depths is not None else rich_tables(block, console.width):
             console.print(part)
         if block.notes:
-            console.print(styled("; ".join(block.notes), DIM))
+            console.print(styled("; ".join(block.notes), model.DIM))

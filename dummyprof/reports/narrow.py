@@ -15,6 +15,7 @@ from rich.text import Text
 
 from dummyprof.reports.figure_words import unavailable_text
 from dummyprof.results.common import Figure
+from dummyprof.units import format_seconds
 
 # A projected figure (from smaller samples, not measured at full size) is shown as ``~1.23 s``.
 PROJECTED_MARK = "~"
@@ -37,6 +38,11 @@ def narrow_table(title: str | Text | None = None, **kwargs: object) -> Table:
 def projected(text: str, figure: Figure) -> str:
     """``~text`` for a projected figure, ``text`` for a measured one."""
     return f"{PROJECTED_MARK}{text}" if figure.projected else text
+
+
+def projected_seconds(figure: Figure) -> str:
+    """A time as a cell: ``~1.23 s`` when projected, ``n/a`` when unavailable."""
+    return projected(format_seconds(figure.value), figure) if figure.value is not None else "n/a"
 
 
 def any_projected(figures: Iterable[Figure]) -> bool:

@@ -18,7 +18,7 @@ from dummyprof.reports.engram_words import (
     sample_group_note,
 )
 from dummyprof.reports.format import figure_bytes, format_bytes, format_seconds, range_cell
-from dummyprof.reports.narrow import PROJECTED_NOTE, any_projected, projected, same_unavailable
+from dummyprof.reports.narrow import PROJECTED_NOTE, any_projected, projected, projected_seconds, same_unavailable
 from dummyprof.reports.tables.model import BAD, DIM, NAME, NUMBER, TEXT, WORD, Block, Cell, Line, Table
 from dummyprof.reports.tables.ranks import ranks_blocks
 from dummyprof.results.common import Figure, Timing
@@ -35,12 +35,6 @@ from dummyprof.results.session import Results
 
 MAX_RANK_ROWS = 16
 PLAN_WORDS = {True: "to measure", False: "to project"}  # a dry run: what a real run would do, by fits_in_memory
-
-
-def _seconds(figure: Figure) -> str:
-    if figure.value is None:
-        return "n/a"
-    return projected(format_seconds(figure.value), figure)
 
 
 def _number(figure: Figure, fmt: str, unit: str = "") -> str:
@@ -145,7 +139,7 @@ def phase_table(result: EngramResult) -> Table | None:
             if p.seconds.value and p.name != "allocate"  # allocation maps address space; a rate means nothing
             else ""
         )
-        rows.append([p.name, format_bytes(p.bytes), _seconds(p.seconds), _range(p.projection, p.timing), rate])
+        rows.append([p.name, format_bytes(p.bytes), projected_seconds(p.seconds), _range(p.projection, p.timing), rate])
     columns = [("phase", NAME), ("bytes", NUMBER), ("time", NUMBER), ("range", NUMBER), ("rate", NUMBER)]
     notes = []
     if any_projected(p.seconds for p in result.phases):
@@ -180,7 +174,7 @@ def method_table(result: EngramResult) -> Table:
         [
             m.name,
             _how_word(m),
-            _seconds(m.seconds),
+            projected_seconds(m.seconds),
             _range(m.projection, m.timing),
             _rate(m.gb_per_s),
             _percent(m.percent_of_floor),
@@ -211,7 +205,7 @@ def startup_table(result: EngramResult) -> Table:
         rows.append(
             [
                 m.name,
-                _seconds(m.startup_seconds),
+                projected_seconds(m.startup_seconds),
                 interval_text(interval.low, interval.high) if interval is not None else "",
                 dominant_text(m),
                 Cell("over", BAD) if m.over_deadline and deadline is not None else over,

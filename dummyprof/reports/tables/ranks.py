@@ -6,21 +6,15 @@ splits into as many tables as the width needs (the rank repeated in each).
 
 from __future__ import annotations
 
-from dummyprof.reports.format import format_bytes, format_seconds
-from dummyprof.reports.narrow import PROJECTED_MARK, PROJECTED_NOTE, projected, rank_ranges
+from dummyprof.reports.format import format_bytes
+from dummyprof.reports.narrow import PROJECTED_MARK, PROJECTED_NOTE, projected_seconds, rank_ranges
 from dummyprof.reports.tables.model import BAD, DIM, NUMBER, TEXT, WARN, WORD, Block, Cell, Line, Table
-from dummyprof.results.common import Figure
 from dummyprof.results.ranks import RankRecord, RanksAggregate
 from dummyprof.results.session import Results
 
 CONTENTION_CAPTION = (
     "the same shards filled one rank at a time (the others waiting at a barrier), then by every rank at once"
 )
-
-
-def _time(figure: Figure) -> str:
-    """``~1.23 s`` when projected."""
-    return projected(format_seconds(figure.value), figure) if figure.value is not None else "n/a"
 
 
 def _short_method(name: str) -> str:
@@ -87,8 +81,10 @@ def time_table(records: list[RankRecord]) -> Table:
     rows = []
     for r in records:
         filled = {f.method for f in r.fills}
-        fills = [_time(r.fill(m).seconds) if m in filled else "n/a" for m in methods]
-        rows.append([f"{r.rank}/{r.world_size}", _time(r.allocate_s), _time(r.first_touch_s), *fills])
+        fills = [projected_seconds(r.fill(m).seconds) if m in filled else "n/a" for m in methods]
+        rows.append(
+            [f"{r.rank}/{r.world_size}", projected_seconds(r.allocate_s), projected_seconds(r.first_touch_s), *fills]
+        )
     note = "times per rank: every rank in step (a barrier per phase); the other columns are fill methods"
     shortened = [_short_method(m) for m in methods if _short_method(m) != m]
     if shortened:
@@ -104,8 +100,8 @@ def critical_table(agg: RanksAggregate) -> Table:
         [
             p.phase,
             str(p.slowest_rank) if p.slowest_rank is not None else "n/a",
-            _time(p.seconds),
-            _time(p.fastest_seconds),
+            projected_seconds(p.seconds),
+            projected_seconds(p.fastest_seconds),
         ]
         for p in agg.critical_path
     ]
@@ -125,7 +121,9 @@ def contention_table(agg: RanksAggregate, records: list[RankRecord]) -> Table:
             f"r{r.rank}:x{(r.fill(c.method).together_s.value or 0) / (r.fill(c.method).alone_s.value or 1):.2f}"
             for r in records
         )
-        table.add(c.method, _time(c.alone_s), _time(c.together_s), f"x{c.ratio.value:.2f}", per_rank)
+        table.add(
+            c.method, projected_seconds(c.alone_s), projected_seconds(c.together_s), f"x{c.ratio.value:.2f}", per_rank
+        )
     return table
 
 

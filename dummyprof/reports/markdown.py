@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dummyprof.reports.notices import notices
+from dummyprof.reports.notices import environment_line, notices
 from dummyprof.reports.reporter import RenderOptions, Reporter
 from dummyprof.reports.summary import summary_line
 from dummyprof.reports.tables.escape import markdown_text
@@ -14,19 +14,13 @@ __all__ = ["REPORTER", "md_table", "render_markdown"]
 
 
 def render_markdown(results: Results) -> str:
-    env = results.environment
     lines = [f"## dummyprof {results.command}", ""]
     blocks = BLOCKS.get(results.command)
     if blocks is not None:  # the answer first
         lines += [f"**{markdown_text(summary_line(results))}**", "", *markdown_blocks(blocks(results, True))]
     else:
         lines += [f"_no Markdown renderer for {markdown_text(results.command)!r}_"]
-    footer = (
-        f"dummyprof {results.dummyprof_version}, torch {env.torch_version}, {env.device} ({env.device_name}), "
-        f"{env.cpu_count} CPUs, {results.created_at}"
-        + (f", random-fast engine: {env.random_fast_engine}" if env.random_fast_engine else "")
-    )
-    lines += ["", f"<sub>{markdown_text(footer)}</sub>"]
+    lines += ["", f"<sub>{markdown_text(f'{environment_line(results)}, {results.created_at}')}</sub>"]
     for notice in notices(results):
         lines.append(f"> notice: {markdown_text(notice)}")
     return "\n".join(lines).rstrip() + "\n"

@@ -7,27 +7,12 @@ import io
 from rich.console import Console
 
 from dummyprof.reports.console import DataConsole
-from dummyprof.reports.format import format_bytes
-from dummyprof.reports.notices import notices
+from dummyprof.reports.notices import environment_line, notices
 from dummyprof.reports.reporter import RenderOptions, Reporter
 from dummyprof.reports.summary import summary_line
 from dummyprof.reports.tables.kinds import BLOCKS, HEADLINE_FIRST
 from dummyprof.reports.tables.to_terminal import print_blocks, styled
 from dummyprof.results.session import Results
-
-# Which engine wrote random-fast's values: the numpy one is about five times slower (no C compiler at install).
-RANDOM_FAST_ENGINES = {"kernel": "C kernel", "numpy": "numpy engine (no C kernel built: slower, see BENCHMARKS.md)"}
-
-
-def environment_line(results: Results) -> str:
-    env = results.environment
-    threads = f"{env.torch_threads} torch threads" if env.torch_threads else ""
-    engine = f", random-fast: {RANDOM_FAST_ENGINES.get(env.random_fast_engine, env.random_fast_engine)}"
-    return (
-        f"dummyprof {results.dummyprof_version}, torch {env.torch_version}, {env.device} ({env.device_name}), "
-        f"CPU {env.cpu_model} x{env.cpu_count}, {threads}, {format_bytes(env.total_memory_bytes)} RAM"
-        + (engine if env.random_fast_engine else "")
-    )
 
 
 def render(results: Results, console: Console, *, quiet: bool = False, detail: bool = False) -> None:

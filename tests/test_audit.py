@@ -233,7 +233,7 @@ def test_cli_errors_and_json(cli: Cli, tmp_path: Path) -> None:
     assert data["command"] == "audit"
     assert data["audit"]["findings"][0]["kind"] in {"repeated", "shared-storage", "untouched"}
     rendered = cli("report", str(path), "--format", "markdown")
-    assert rendered.exit_code == 0 and "| repeated | per-layer writes embed.weight 2 times |" in rendered.stdout
+    assert rendered.exit_code == 0 and "| **repeated** | per-layer writes embed.weight 2 times |" in rendered.stdout
 
 
 def test_meta_tensors_are_never_counted_as_written() -> None:

@@ -131,16 +131,15 @@ def test_junit_is_xml_with_one_testcase_per_check() -> None:
 def test_markdown_renders_a_table_row_per_check() -> None:
     text = render_markdown(gate_results())
     lines = text.splitlines()
-    header = lines.index("| scenario | check | kind | baseline | current | change | rule | verdict | detail |")
-    assert lines[header + 1] == "| --- | --- | --- | ---: | ---: | ---: | --- | --- | --- |"
-    rows = lines[header + 2 : header + 9]
-    assert all(r.startswith("| ") and r.endswith(" |") and r.count(" | ") == 8 for r in rows)
-    assert (
-        rows[1]
-        == "| tree | `per-layer.max_visits` | limit | 2 | 13 | +11 | <= 2 | **regressed** | 13 is over the limit 2 |"
-    )
-    assert rows[3].startswith("| tree | `unique.bytes_written` | counter | 2,048 B | 1,024 B | -1,024 |")
+    header = lines.index("| check | baseline | current | change | verdict |")
+    assert lines[header + 1] == "| --- | ---: | ---: | ---: | --- |"
+    rows = lines[header + 2 : header + 11]  # a row per scenario, then its checks, as on the terminal
+    assert all(r.startswith("| ") and r.endswith(" |") and r.count(" | ") == 4 for r in rows)
+    assert rows[0] == "| **tree** |  |  |  |  |" and rows[7] == "| **gone** |  |  |  |  |"
+    assert rows[2] == "| per-layer.max_visits<br>_limit <= 2; 13 is over the limit 2_ | 2 | 13 | +11 | **regressed** |"
+    assert rows[4].startswith("| unique.bytes_written | 2,048 B | 1,024 B | -1,024 |")
     assert lines[0] == "## dummyprof gate"
+    assert "config: dummyprof.toml; timing rule: slower than x1.1 and Mann-Whitney U p < 0.05" in lines
 
 
 def test_benchmark_export_is_custom_smaller_is_better() -> None:
@@ -169,4 +168,4 @@ def test_gate_results_round_trip_and_render_without_measuring(tmp_path: Path, cl
     assert loaded.gate == gate_results().gate
     result = cli("report", str(path), "--format", "markdown")
     assert result.exit_code == 0
-    assert "| tree | `per-layer.visits` | counter | 110 | 110 | = | == baseline | pass |  |" in result.stdout
+    assert "| per-layer.visits | 110 | 110 | = | pass |" in result.stdout

@@ -77,7 +77,7 @@ def test_cli_tree_json_and_errors(cli: Cli, tmp_path: Path) -> None:
     data = json.loads(path.read_text())["inspect"]
     assert data["strategies"] == ["legacy"] and data["nodes"][0]["subtree_visits"] == {"legacy": 40}
     rendered = cli("report", str(path), "--format", "markdown")
-    assert rendered.exit_code == 0 and "| legacy visits (+redundant) |" in rendered.stdout
+    assert rendered.exit_code == 0 and "| **visits: legacy 40 (+27)** |" in rendered.stdout
     bad = cli("inspect", "--max-depth", "-1")
     assert bad.exit_code == 2 and "--max-depth: must be at least 0" in bad.stderr
     bad_size = cli("inspect", "--min-bytes", "lots")

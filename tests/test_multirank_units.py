@@ -240,7 +240,7 @@ def test_reports_show_every_rank_and_the_ratio() -> None:
     assert "x1.50" in text and "r0:x1.50 r1:x1.50" in text
     assert re.search(r" a +0-1 +.* no +\n", text) and "; a cannot hold memset\n" in text  # the names under the table
     md = render_markdown(_gathered())
-    assert "**Ranks (2):**" in md and "| memset | 2.00 s | 3.00 s | x1.50 |" in md
+    assert "**Ranks (2)**" in md and "| memset | 2.00 s | 3.00 s | x1.50 |" in md
 
 
 # --- checked before any rank starts (issue #17 item 3) ---------------------------------------------------

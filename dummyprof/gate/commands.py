@@ -1,7 +1,8 @@
 """Scenario commands the gate can run: where each one's options and ``run`` live, and its metrics.
 
 Modules are named, not imported, so reading a config stays light until a
-scenario actually runs. To gate a new scenario, add one ``register_command``.
+scenario actually runs. To gate a new scenario, add a row to ``_BUILTIN`` (code outside the
+package calls ``register_command``).
 """
 
 from __future__ import annotations
@@ -12,7 +13,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from dummyprof.gate.engram_metrics import engram_metric_names, engram_metrics
+from dummyprof.gate.engram_ranks_metrics import engram_ranks_metric_names, engram_ranks_metrics
 from dummyprof.gate.metrics import Extractor, MetricSpec, Namer, compare_metric_names, compare_metrics
+from dummyprof.gate.sweep_metrics import sweep_metric_names, sweep_metrics
 from dummyprof.results.session import Results
 
 
@@ -65,67 +69,29 @@ def register_command(spec: CommandSpec) -> CommandSpec:
     return spec
 
 
-register_command(
-    CommandSpec(
-        name="compare",
-        module="dummyprof.scenarios.compare.run",
-        options_class="CompareOptions",
-        extract=compare_metrics,
-        metric_names=compare_metric_names,
-        not_in_fingerprint=frozenset({"repeat", "warmup", "max_memory", "device", "trace"}),
-        options_module="dummyprof.scenarios.compare.options",
+# Options that change how long or how often a scenario measures, not what it measures.
+_COMPARE_TIMING = "repeat warmup max_memory device trace"
+_ENGRAM_TIMING = "repeat max_memory time_budget_s deadline_s device"
+_RANKS_TIMING = f"{_ENGRAM_TIMING} dist_timeout_s"
+_RANKS_METRICS = (engram_ranks_metrics, engram_ranks_metric_names)
+
+# name, package under dummyprof.scenarios (its ``run.py`` and ``options.py``), options class, its
+# metrics and their names, the options left out of the fingerprint.
+_BUILTIN: list[tuple[str, str, str, Extractor, Namer, str]] = [
+    ("compare", "compare", "CompareOptions", compare_metrics, compare_metric_names, _COMPARE_TIMING),
+    ("engram", "engram", "EngramOptions", engram_metrics, engram_metric_names, _ENGRAM_TIMING),
+    ("engram-ranks", "engram.ranks", "EngramRanksOptions", *_RANKS_METRICS, _RANKS_TIMING),
+    ("sweep", "sweep", "SweepOptions", sweep_metrics, sweep_metric_names, "fit_from"),
+]
+for _name, _package, _options, _extract, _names, _unfingerprinted in _BUILTIN:
+    register_command(
+        CommandSpec(
+            _name,
+            f"dummyprof.scenarios.{_package}.run",
+            _options,
+            _extract,
+            _names,
+            frozenset(_unfingerprinted.split()),
+            f"dummyprof.scenarios.{_package}.options",
+        )
     )
-)
-
-
-def _engram() -> CommandSpec:
-    from dummyprof.gate.engram_metrics import engram_metric_names, engram_metrics
-
-    return CommandSpec(
-        name="engram",
-        module="dummyprof.scenarios.engram.run",
-        options_class="EngramOptions",
-        extract=engram_metrics,
-        metric_names=engram_metric_names,
-        not_in_fingerprint=frozenset({"repeat", "max_memory", "time_budget_s", "deadline_s", "device"}),
-        options_module="dummyprof.scenarios.engram.options",
-    )
-
-
-register_command(_engram())
-
-
-def _engram_ranks() -> CommandSpec:
-    from dummyprof.gate.engram_ranks_metrics import engram_ranks_metric_names, engram_ranks_metrics
-
-    return CommandSpec(
-        name="engram-ranks",
-        module="dummyprof.scenarios.engram.ranks.run",
-        options_class="EngramRanksOptions",
-        extract=engram_ranks_metrics,
-        metric_names=engram_ranks_metric_names,
-        not_in_fingerprint=frozenset(
-            {"repeat", "max_memory", "time_budget_s", "deadline_s", "device", "dist_timeout_s"}
-        ),
-        options_module="dummyprof.scenarios.engram.ranks.options",
-    )
-
-
-register_command(_engram_ranks())
-
-
-def _sweep() -> CommandSpec:
-    from dummyprof.gate.sweep_metrics import sweep_metric_names, sweep_metrics
-
-    return CommandSpec(
-        name="sweep",
-        module="dummyprof.scenarios.sweep.run",
-        options_class="SweepOptions",
-        extract=sweep_metrics,
-        metric_names=sweep_metric_names,
-        not_in_fingerprint=frozenset({"fit_from"}),
-        options_module="dummyprof.scenarios.sweep.options",
-    )
-
-
-register_command(_sweep())

@@ -16,7 +16,6 @@ from dummyprof.results.engram import (
     FOR_TIME,
     PLANNED,
     EngramResult,
-    Interval,
     MethodResult,
     SampleGroupInfo,
     TimeProjection,
@@ -54,10 +53,6 @@ def projection_detail(p: TimeProjection, own: str = "") -> str:
     elif p.bounded:
         how += ", bounded"
     return how
-
-
-def startup_interval_text(interval: Interval | None) -> str:
-    return "" if interval is None else interval_text(interval.low, interval.high)
 
 
 def dominant_text(m: MethodResult) -> str:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dummyprof.results.gate import CheckResult, Metric
+from dummyprof.results.gate import CheckResult
 from dummyprof.units import format_seconds
 
 
@@ -25,10 +25,3 @@ def change_text(check: CheckResult) -> str:
         delta = check.current - check.baseline
         return "=" if delta == 0 else f"{delta:+,.0f}"
     return f"x{check.change:.2f}" if check.change is not None else ""
-
-
-def metric_text(metric: Metric) -> str:
-    text = value_text(metric.value, metric.unit)
-    if metric.kind == "time":
-        text += f" (median of {len(metric.samples)})"
-    return text

@@ -1,14 +1,8 @@
-"""The Markdown reporter (e.g. for a CI step summary): a heading, the command's section, summary and footer."""
+"""The Markdown reporter (e.g. for a CI step summary): a heading, the summary, the command's blocks, a footer."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
-from dummyprof.reports.audit_markdown import audit_markdown
-from dummyprof.reports.engram_markdown import engram_markdown
-from dummyprof.reports.gate_markdown import baseline_markdown, gate_markdown
-from dummyprof.reports.inspect_markdown import inspect_markdown
-from dummyprof.reports.notices import notices
+from dummyprof.reports.notices import environment_line, notices
 from dummyprof.reports.reporter import RenderOptions, Reporter
 from dummyprof.reports.summary import summary_line
 from dummyprof.reports.tables.escape import markdown_text
@@ -16,36 +10,17 @@ from dummyprof.reports.tables.kinds import BLOCKS
 from dummyprof.reports.tables.to_markdown import markdown_blocks, md_table
 from dummyprof.results.session import Results
 
-__all__ = ["REPORTER", "SECTIONS", "md_table", "render_markdown"]
-
-MarkdownSection = Callable[[Results], list[str]]
-
-# One section per Results kind not yet built as blocks (tables/kinds.py); the reporter renders both.
-SECTIONS: dict[str, MarkdownSection] = {
-    "gate": gate_markdown,
-    "baseline": baseline_markdown,
-    "audit": audit_markdown,
-    "inspect": inspect_markdown,
-    "engram": engram_markdown,
-}
+__all__ = ["REPORTER", "md_table", "render_markdown"]
 
 
 def render_markdown(results: Results) -> str:
-    env = results.environment
     lines = [f"## dummyprof {results.command}", ""]
     blocks = BLOCKS.get(results.command)
-    section = SECTIONS.get(results.command)
-    if blocks is not None:  # the answer first, as on the terminal
+    if blocks is not None:  # the answer first
         lines += [f"**{markdown_text(summary_line(results))}**", "", *markdown_blocks(blocks(results, True))]
     else:
-        lines += section(results) if section else [f"_no Markdown renderer for {markdown_text(results.command)!r}_"]
-        lines += ["", markdown_text(summary_line(results))]
-    footer = (
-        f"dummyprof {results.dummyprof_version}, torch {env.torch_version}, {env.device} ({env.device_name}), "
-        f"{env.cpu_count} CPUs, {results.created_at}"
-        + (f", random-fast engine: {env.random_fast_engine}" if env.random_fast_engine else "")
-    )
-    lines += ["", f"<sub>{markdown_text(footer)}</sub>"]
+        lines += [f"_no Markdown renderer for {markdown_text(results.command)!r}_"]
+    lines += ["", f"<sub>{markdown_text(f'{environment_line(results)}, {results.created_at}')}</sub>"]
     for notice in notices(results):
         lines.append(f"> notice: {markdown_text(notice)}")
     return "\n".join(lines).rstrip() + "\n"
@@ -63,7 +38,7 @@ def reads_tensor_rows(options: RenderOptions) -> bool:
 REPORTER = Reporter(
     "markdown",
     ".md",
-    frozenset(SECTIONS) | frozenset(BLOCKS),
+    frozenset(BLOCKS),
     render,
     "tables for a CI step summary or a pull request",
     reads_tensor_rows,

@@ -7,7 +7,7 @@ table as captions or lines, not into cells.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 
 from rich import box
 from rich.table import Table
@@ -15,6 +15,7 @@ from rich.text import Text
 
 from dummyprof.reports.figure_words import unavailable_text
 from dummyprof.results.common import Figure
+from dummyprof.units import format_seconds
 
 # A projected figure (from smaller samples, not measured at full size) is shown as ``~1.23 s``.
 PROJECTED_MARK = "~"
@@ -34,20 +35,14 @@ def narrow_table(title: str | Text | None = None, **kwargs: object) -> Table:
     )
 
 
-def number_columns(table: Table, *headers: str) -> None:
-    """Right-aligned columns that never wrap (figures are short by design)."""
-    for header in headers:
-        table.add_column(header, justify="right", no_wrap=True)
-
-
-def text_column(table: Table, header: str, **kwargs: object) -> None:
-    """A column of words: wraps on spaces and folds a word longer than the column, never '…'."""
-    table.add_column(header, overflow="fold", **kwargs)  # type: ignore[arg-type]
-
-
 def projected(text: str, figure: Figure) -> str:
     """``~text`` for a projected figure, ``text`` for a measured one."""
     return f"{PROJECTED_MARK}{text}" if figure.projected else text
+
+
+def projected_seconds(figure: Figure) -> str:
+    """A time as a cell: ``~1.23 s`` when projected, ``n/a`` when unavailable."""
+    return projected(format_seconds(figure.value), figure) if figure.value is not None else "n/a"
 
 
 def any_projected(figures: Iterable[Figure]) -> bool:
@@ -100,27 +95,3 @@ def column_groups(width: int, key_width: int, widths: list[int]) -> list[list[in
     size = -(-len(widths) // count)  # as even as the count allows, if that still fits
     even = [list(range(start, min(start + size, len(widths)))) for start in range(0, len(widths), size)]
     return even if len(even) == count and all(fits(g) for g in even) else greedy
-
-
-# Column kinds for :func:`table_of`: a row's name (bold), a word that never wraps, a right-aligned
-# figure that never wraps, and words that wrap (a word longer than the column folds).
-NAME, WORD, NUMBER, TEXT = "name", "word", "number", "text"
-
-
-def table_of(title: str, columns: list[tuple[str, str]], rows: Sequence[Sequence[str | Text]]) -> Table:
-    """A narrow table of ``(header, kind)`` columns, leaving out any column that is empty in every row."""
-    keep = [i for i in range(len(columns)) if any(row[i] for row in rows)] if rows else list(range(len(columns)))
-    table = narrow_table(title)
-    for i in keep:
-        header, kind = columns[i]
-        if kind == NAME:
-            table.add_column(header, style="bold", no_wrap=True)
-        elif kind == WORD:
-            table.add_column(header, no_wrap=True)
-        elif kind == NUMBER:
-            number_columns(table, header)
-        else:
-            text_column(table, header)
-    for row in rows:
-        table.add_row(*(row[i] for i in keep))
-    return table

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dummyprof.reports.format import format_bytes
 from dummyprof.results.session import Results
 
 
@@ -75,3 +76,19 @@ def notices(results: Results) -> list[str]:
     if results.command in ("gate", "baseline"):
         lines += _gate_notices(results)
     return lines
+
+
+# Which engine wrote random-fast's values: the numpy one is about five times slower (no C compiler at install).
+RANDOM_FAST_ENGINES = {"kernel": "C kernel", "numpy": "numpy engine (no C kernel built: slower, see BENCHMARKS.md)"}
+
+
+def environment_line(results: Results) -> str:
+    """Where and with what the run was made: every report's last line."""
+    env = results.environment
+    threads = f"{env.torch_threads} torch threads" if env.torch_threads else ""
+    engine = f", random-fast: {RANDOM_FAST_ENGINES.get(env.random_fast_engine, env.random_fast_engine)}"
+    return (
+        f"dummyprof {results.dummyprof_version}, torch {env.torch_version}, {env.device} ({env.device_name}), "
+        f"CPU {env.cpu_model} x{env.cpu_count}, {threads}, {format_bytes(env.total_memory_bytes)} RAM"
+        + (engine if env.random_fast_engine else "")
+    )

@@ -3,48 +3,16 @@
 from __future__ import annotations
 
 import io
-from collections.abc import Callable
 
 from rich.console import Console
 
-from dummyprof.reports.audit_terminal import render_audit
 from dummyprof.reports.console import DataConsole
-from dummyprof.reports.engram_terminal import render_engram
-from dummyprof.reports.format import format_bytes
-from dummyprof.reports.gate_terminal import render_baseline, render_gate
-from dummyprof.reports.inspect_terminal import render_inspect
-from dummyprof.reports.notices import notices
+from dummyprof.reports.notices import environment_line, notices
 from dummyprof.reports.reporter import RenderOptions, Reporter
 from dummyprof.reports.summary import summary_line
 from dummyprof.reports.tables.kinds import BLOCKS, HEADLINE_FIRST
 from dummyprof.reports.tables.to_terminal import print_blocks, styled
 from dummyprof.results.session import Results
-
-Section = Callable[[Results, Console], None]
-
-# One section per Results kind not yet built as blocks (tables/kinds.py); the reporter renders both.
-SECTIONS: dict[str, Section] = {
-    "gate": render_gate,
-    "baseline": render_baseline,
-    "audit": render_audit,
-    "inspect": render_inspect,
-    "engram": render_engram,
-}
-
-
-# Which engine wrote random-fast's values: the numpy one is about five times slower (no C compiler at install).
-RANDOM_FAST_ENGINES = {"kernel": "C kernel", "numpy": "numpy engine (no C kernel built: slower, see BENCHMARKS.md)"}
-
-
-def environment_line(results: Results) -> str:
-    env = results.environment
-    threads = f"{env.torch_threads} torch threads" if env.torch_threads else ""
-    engine = f", random-fast: {RANDOM_FAST_ENGINES.get(env.random_fast_engine, env.random_fast_engine)}"
-    return (
-        f"dummyprof {results.dummyprof_version}, torch {env.torch_version}, {env.device} ({env.device_name}), "
-        f"CPU {env.cpu_model} x{env.cpu_count}, {threads}, {format_bytes(env.total_memory_bytes)} RAM"
-        + (engine if env.random_fast_engine else "")
-    )
 
 
 def render(results: Results, console: Console, *, quiet: bool = False, detail: bool = False) -> None:
@@ -57,8 +25,6 @@ def render(results: Results, console: Console, *, quiet: bool = False, detail: b
             console.print(styled(summary, "strong"))
         if blocks is not None:
             print_blocks(console, blocks(results, detail))
-        elif results.command in SECTIONS:
-            SECTIONS[results.command](results, console)
         else:
             console.print(styled(f"no terminal renderer for command {results.command!r}; use --json"))
         for notice in notices(results):
@@ -101,7 +67,7 @@ def reads_tensor_rows(options: RenderOptions) -> bool:
 REPORTER = Reporter(
     "terminal",
     ".txt",
-    frozenset(SECTIONS) | frozenset(BLOCKS),
+    frozenset(BLOCKS),
     render_text,
     "Rich tables for a person at a terminal",
     reads_tensor_rows,

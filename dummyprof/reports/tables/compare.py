@@ -136,14 +136,8 @@ def _per_strategy(title: str, *figures: str) -> Table:
 
 def strategy_table(result: CompareResult) -> Table:
     """Times: median, spread, range, speedup and its interval (about 75 columns)."""
-    table = _per_strategy(
-        f"Strategies: time (speedup vs {result.baseline_strategy}, 95% bootstrap interval)",
-        "median",
-        "CV",
-        "min–max",
-        "speedup",
-        "interval",
-    )
+    title = f"Strategies: time (speedup vs {result.baseline_strategy}, 95% bootstrap interval)"
+    table = _per_strategy(title, "median", "CV", "min–max", "speedup", "interval")
     for s in result.strategies:
         table.add(
             s.name,
@@ -183,24 +177,22 @@ def floor_words(result: CompareResult) -> str | None:
     )
 
 
+def _work(title: str, *figures: str) -> Table:
+    """A row per strategy: its name, initializer and exact counts (:func:`_work_cells`), then ``figures``."""
+    counts = ("visits", "redund.", "max/t", "written", *figures)
+    return Table(title, [Column("strategy", NAME), Column("init", WORD)] + [Column(h, NUMBER) for h in counts])
+
+
+def _work_cells(s: StrategyResult) -> list[str | Cell]:
+    written = format_bytes(s.bytes_written)
+    return [s.name, s.initializer, f"{s.visits:,}", _count(s.redundant_visits), str(s.max_visits), written]
+
+
 def work_table(result: CompareResult) -> Table:
     """What each strategy did: visits, bytes, rate against this run's memset floor (about 75 columns)."""
-    table = Table(
-        "Strategies: work",
-        [Column("strategy", NAME), Column("init", WORD)]
-        + [Column(h, NUMBER) for h in ("visits", "redund.", "max/t", "written", "rate", "%memset")],
-    )
+    table = _work("Strategies: work", "rate", "%memset")
     for s in result.strategies:
-        table.add(
-            s.name,
-            s.initializer,
-            f"{s.visits:,}",
-            _count(s.redundant_visits),
-            str(s.max_visits),
-            format_bytes(s.bytes_written),
-            rate(s.bytes_written, s.timing.median),
-            floor_share_cell(result, s.name),
-        )
+        table.add(*_work_cells(s), rate(s.bytes_written, s.timing.median), floor_share_cell(result, s.name))
     table.notes.append(WORK_NOTE)
     floor = floor_words(result)
     if floor:
@@ -308,14 +300,8 @@ def _time_notes(result: CompareResult) -> list[str]:
 
 def projected_time_table(result: CompareResult) -> Table:
     """Projected mode: each strategy's time, its interval, speedup, memset floor and walk (about 70 columns)."""
-    table = _per_strategy(
-        f"Strategies: projected time (speedup vs {result.baseline_strategy})",
-        "time",
-        "range",
-        "speedup",
-        "floor",
-        "walk",
-    )
+    title = f"Strategies: projected time (speedup vs {result.baseline_strategy})"
+    table = _per_strategy(title, "time", "range", "speedup", "floor", "walk")
     for s in result.strategies:
         p = s.projection
         if p is None:
@@ -335,24 +321,10 @@ def projected_time_table(result: CompareResult) -> Table:
 
 def projected_work_table(result: CompareResult) -> Table:
     """Projected mode: exact counts for the full model, and the projected peak RSS (about 70 columns)."""
-    table = Table(
-        "Strategies: work (exact counts, full model)",
-        [Column("strategy", NAME), Column("init", WORD)]
-        + [Column(h, NUMBER) for h in ("visits", "redund.", "max/t", "written", "peak RSS")],
-    )
+    table = _work("Strategies: work (exact counts, full model)", "peak RSS")
     for s in result.strategies:
-        p = s.projection
-        if p is None:
-            continue
-        table.add(
-            s.name,
-            s.initializer,
-            f"{s.visits:,}",
-            _count(s.redundant_visits),
-            str(s.max_visits),
-            format_bytes(s.bytes_written),
-            f"{PROJECTED_MARK}{format_bytes(p.peak_rss_bytes)}",
-        )
+        if s.projection is not None:
+            table.add(*_work_cells(s), f"{PROJECTED_MARK}{format_bytes(s.projection.peak_rss_bytes)}")
     table.notes += [
         WORK_NOTE,
         f"peak RSS ({PROJECTED_MARK}: projected): RSS now + the pages its writes touch + its largest temporary",

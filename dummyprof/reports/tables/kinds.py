@@ -1,39 +1,40 @@
 """Which Results kinds are built as blocks (one table model for every format), and by what.
 
-A kind listed here is rendered by every backend from the same blocks; the terminal passes
-``detail`` (its default report is one screen), files always ask for the detail.
+Every kind is rendered by every backend from the same blocks; the terminal passes ``detail``
+(its default report is one screen), files always ask for the detail.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TypeVar
 
+from dummyprof.reports.tables.audit import audit_blocks
 from dummyprof.reports.tables.compare import compare_blocks
 from dummyprof.reports.tables.deployment import deployment_blocks
+from dummyprof.reports.tables.engram import engram_blocks
+from dummyprof.reports.tables.gate import baseline_blocks, gate_blocks
+from dummyprof.reports.tables.inspect import inspect_blocks
 from dummyprof.reports.tables.model import Block
 from dummyprof.reports.tables.sweep import sweep_blocks
 from dummyprof.results.session import Results
 
-
-def _compare(results: Results, detail: bool) -> list[Block]:
-    assert results.compare is not None
-    return compare_blocks(results.compare, detail=detail)
-
-
-def _sweep(results: Results, detail: bool) -> list[Block]:
-    assert results.sweep is not None
-    return sweep_blocks(results.sweep)
-
-
-def _deployment(results: Results, detail: bool) -> list[Block]:
-    assert results.deployment is not None
-    return deployment_blocks(results.deployment, detail=detail)
-
-
 BLOCKS: dict[str, Callable[[Results, bool], list[Block]]] = {
-    "compare": _compare,
-    "sweep": _sweep,
-    "deployment": _deployment,
+    "compare": lambda results, detail: compare_blocks(_part(results.compare), detail=detail),
+    "sweep": lambda results, detail: sweep_blocks(_part(results.sweep)),
+    "audit": lambda results, detail: audit_blocks(_part(results.audit)),
+    "inspect": lambda results, detail: inspect_blocks(_part(results.inspect)),
+    "engram": lambda results, detail: engram_blocks(results),
+    "gate": lambda results, detail: gate_blocks(_part(results.gate)),
+    "baseline": lambda results, detail: baseline_blocks(_part(results.gate)),
+    "deployment": lambda results, detail: deployment_blocks(_part(results.deployment), detail=detail),
 }
 # The kinds whose summary line leads their terminal report (the answer first, issue #20).
 HEADLINE_FIRST = frozenset({"compare", "deployment"})
+T = TypeVar("T")
+
+
+def _part(section: T | None) -> T:
+    """The kind's section of the Results (a document of that kind always has it)."""
+    assert section is not None
+    return section

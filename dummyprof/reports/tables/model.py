@@ -6,6 +6,7 @@ The model holds words and figures, never markup: a backend escapes every string 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 # Column kinds. NAME: a row's name, bold, kept whole; WORD: a short word kept whole; NUMBER: a
@@ -14,20 +15,22 @@ from dataclasses import dataclass, field
 NAME, WORD, NUMBER, TEXT, PATH = "name", "word", "number", "text", "path"
 
 # Emphasis: what a figure means to the reader, not how it looks; each backend picks the look.
-# CODE: an identifier a reader may copy (a Markdown code span).
-PLAIN, BAD, WARN, STRONG, DIM, CODE = "", "bad", "warn", "strong", "dim", "code"
+# CODE: an identifier a reader may copy (a Markdown code span); GOOD: a verdict that passed.
+PLAIN, BAD, WARN, STRONG, DIM, CODE, GOOD = "", "bad", "warn", "strong", "dim", "code", "good"
 
 
 @dataclass(frozen=True)
 class Cell:
     text: str
     emphasis: str = PLAIN
+    under: str = ""  # a dim second line under the text (a gate check's rule), kept out of the cell's width
 
 
 @dataclass(frozen=True)
 class Column:
     header: str
     kind: str = TEXT
+    tight: int | None = None  # TEXT only: the width its words wrap to first where a terminal is short of room
 
 
 @dataclass
@@ -40,11 +43,33 @@ class Table:
     notes: list[str] = field(default_factory=list)  # what the headers and marks mean, under the table
     show_header: bool = True
     keys: int = 1
+    section_ends: set[int] = field(default_factory=set)  # rows a rule follows (the last check of a scenario)
+    depths: list[int] | None = None  # a tree: each row's depth; the terminal draws the rows as a tree
+
+    @classmethod
+    def of(
+        cls,
+        title: str,
+        columns: Sequence[tuple[str, str] | Column],
+        rows: Sequence[Sequence[str | Cell]],
+        **kwargs: object,
+    ) -> Table:
+        """A table of ``(header, kind)`` columns (or Columns) and its rows at once."""
+        shaped = [c if isinstance(c, Column) else Column(*c) for c in columns]
+        table = cls(title, shaped, **kwargs)  # type: ignore[arg-type]
+        for row in rows:
+            table.add(*row)
+        return table
 
     def add(self, *cells: str | Cell) -> None:
         if len(cells) != len(self.columns):
             raise ValueError(f"{len(cells)} cells for {len(self.columns)} columns in {self.title!r}")
         self.rows.append([c if isinstance(c, Cell) else Cell(c) for c in cells])
+
+    def end_section(self) -> None:
+        """A rule under the last row added (terminal only: the other formats group by the cells)."""
+        if self.rows:
+            self.section_ends.add(len(self.rows) - 1)
 
     def shown(self) -> list[int]:
         """The columns with a cell in some row (a column empty everywhere says nothing)."""

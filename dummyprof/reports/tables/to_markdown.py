@@ -16,7 +16,8 @@ def _cell(cell: Cell) -> str:
     if cell.emphasis == CODE and cell.text:
         return markdown_code(cell.text)
     text = markdown_text(cell.text)
-    return f"**{text}**" if cell.emphasis in (BAD, STRONG) and text else text
+    text = f"**{text}**" if cell.emphasis in (BAD, STRONG) and text else text
+    return f"{text}<br>_{markdown_text(cell.under)}_" if cell.under else text
 
 
 def md_table(header: Sequence[str], rows: Sequence[Sequence[str | Cell]], align_right: Sequence[int] = ()) -> list[str]:
@@ -36,7 +37,10 @@ def table_lines(table: Table) -> list[str]:
     lines = [f"**{markdown_text(table.title)}**", ""] if table.title else []
     header = [table.columns[i].header if table.show_header else "" for i in shown]
     right = [n for n, i in enumerate(shown) if table.columns[i].kind == NUMBER]
-    lines += md_table(header, [[row[i] for i in shown] for row in table.rows], right)
+    rows = [[row[i] for i in shown] for row in table.rows]
+    for row, depth in zip(rows, table.depths or [], strict=False):  # a tree: the first cell indented
+        row[0] = Cell("\u00a0\u00a0" * depth + row[0].text, row[0].emphasis)
+    lines += md_table(header, rows, right)
     if table.notes:
         lines += ["", f"_{markdown_text('; '.join(table.notes))}_"]
     return lines

@@ -11,12 +11,15 @@ from rich.cells import cell_len
 from rich.console import Console
 from rich.table import Table as RichTable
 from rich.text import Text
+from rich.tree import Tree
 
 from dummyprof.reports.narrow import column_groups, narrow_table
+from dummyprof.reports.tables import model
 from dummyprof.reports.tables.escape import visible
-from dummyprof.reports.tables.model import BAD, DIM, NAME, NUMBER, PATH, STRONG, TEXT, WARN, WORD, Block, Line, Table
+from dummyprof.reports.tables.model import NAME, NUMBER, PATH, TEXT, WORD, Block, Cell, Line, Table
 
-STYLES = {BAD: "red", WARN: "yellow", STRONG: "bold", DIM: "dim"}
+STYLES = {model.BAD: "red", model.WARN: "yellow", model.STRONG: "bold", model.DIM: "dim", model.GOOD: "green"}
+STYLES[model.CODE] = "cyan"  # a type name, as Rich draws one
 ELLIPSIS = "…"
 PATH_FLOOR = 24  # a tensor name is never shortened below this; the table is split instead
 
@@ -74,7 +77,7 @@ def _natural(columns: list[int], table: Table, texts: list[list[str]]) -> int:
     return sum(_least(table, i, texts) + 2 for i in columns)
 
 
-def _rich(table: Table, columns: list[int], texts: list[list[str]], title: str | None) -> RichTable:
+def _rich(table: Table, columns: list[int], texts: list[list[str]], title: str | None, tight: bool) -> RichTable:
     rich = narrow_table(Text(visible(title)) if title else None, show_header=table.show_header)
     for i in columns:
         kind = table.columns[i].kind
@@ -86,10 +89,34 @@ def _rich(table: Table, columns: list[int], texts: list[list[str]], title: str |
         elif kind in (WORD, PATH):
             rich.add_column(header, no_wrap=kind == WORD, overflow="fold")
         else:
-            rich.add_column(header, overflow="fold")
-    for row, text in zip(table.rows, texts, strict=True):
-        rich.add_row(*(Text(text[i], style=STYLES.get(row[i].emphasis, "")) for i in columns))
+            rich.add_column(header, overflow="fold", max_width=table.columns[i].tight if tight else None)
+    for n, (row, text) in enumerate(zip(table.rows, texts, strict=True)):
+        rich.add_row(*(_text(row[i], text[i]) for i in columns), end_section=n in table.section_ends)
     return rich
+
+
+def _text(cell: Cell, text: str) -> Text:
+    """A cell's (escaped) text in its style, and the dim line under it if it has one."""
+    shown = Text(text, style=STYLES.get(cell.emphasis, ""))
+    return Text.assemble(shown, "\n", styled(cell.under, model.DIM)) if cell.under else shown
+
+
+def rich_tree(table: Table) -> Tree:
+    """A table whose rows carry depths, as a tree: a row's name (bold) and kind, then its other cells (`` · ``)."""
+    assert table.depths is not None
+    shown = table.shown()
+    labels = []
+    for row in table.rows:
+        cells = [
+            styled(row[i].text, model.STRONG if n == 0 else row[i].emphasis) for n, i in enumerate(shown) if row[i].text
+        ]
+        labels.append(Text(" · ").join([Text(" ").join(cells[:2]), *cells[2:]]))
+    root = Tree(labels[0] if labels else Text("empty"))
+    parents = [root]
+    for label, depth in zip(labels[1:], table.depths[1:], strict=True):
+        del parents[max(depth, 1) :]
+        parents.append(parents[-1].add(label))
+    return root
 
 
 def rich_tables(table: Table, width: int) -> list[RichTable]:
@@ -105,14 +132,17 @@ def rich_tables(table: Table, width: int) -> list[RichTable]:
             text[i] = elide_path(text[i], room)
     keys = [i for i in shown if i < table.keys]
     values = [i for i in shown if i >= table.keys]
+    # Short of room for every cell on one line: the columns with a ``tight`` width wrap to it first.
+    longest = [max((cell_len(visible(row[i].under or row[i].text)) for row in table.rows), default=0) for i in shown]
+    tight = sum(longest) + 2 * len(shown) > width
     if _natural(shown, table, texts) <= width or len(values) < 2:
-        return [_rich(table, shown, texts, table.title or None)]
+        return [_rich(table, shown, texts, table.title or None, tight)]
     widths = [_least(table, i, texts) for i in values]
     groups = column_groups(width, _natural(keys, table, texts) - 2, widths)
     parts = []
     for n, group in enumerate(groups, start=1):
         title = f"{table.title} ({n}/{len(groups)})" if table.title else None
-        parts.append(_rich(table, keys + [values[j] for j in group], texts, title))
+        parts.append(_rich(table, keys + [values[j] for j in group], texts, title, tight))
     return parts
 
 
@@ -121,7 +151,9 @@ def print_blocks(console: Console, blocks: list[Block]) -> None:
         if isinstance(block, Line):
             console.print(styled(block.text, block.emphasis))
             continue
-        for part in rich_tables(block, console.width):
+        if block.title and block.depths is not None:
+            console.print(styled(block.title))
+        for part in [rich_tree(block)] if block.depths is not None else rich_tables(block, console.width):
             console.print(part)
         if block.notes:
-            console.print(styled("; ".join(block.notes), DIM))
+            console.print(styled("; ".join(block.notes), model.DIM))

@@ -1,4 +1,4 @@
-"""Terminal (Rich) rendering of ``engram`` results: sizes per rank, phases, methods, memory.
+"""The engram report as blocks: sizes per rank, phases, methods, memory (a multi-rank run: tables/ranks.py).
 
 Sized for 80 columns (issue #13): numbers in short columns (an interval has its own column), a
 projected figure marked ``~``, and the long words (how a projection was made, why a method was
@@ -6,9 +6,6 @@ projected) in lines under the tables instead of in cells.
 """
 
 from __future__ import annotations
-
-from rich.console import Console
-from rich.table import Table
 
 from dummyprof.reports.engram_words import (
     dominant_text,
@@ -21,21 +18,9 @@ from dummyprof.reports.engram_words import (
     sample_group_note,
 )
 from dummyprof.reports.format import figure_bytes, format_bytes, format_seconds, range_cell
-from dummyprof.reports.narrow import (
-    NAME,
-    NUMBER,
-    PROJECTED_NOTE,
-    TEXT,
-    WORD,
-    any_projected,
-    narrow_table,
-    number_columns,
-    projected,
-    same_unavailable,
-    table_of,
-    text_column,
-)
-from dummyprof.reports.tables.to_terminal import styled
+from dummyprof.reports.narrow import PROJECTED_NOTE, any_projected, projected, projected_seconds, same_unavailable
+from dummyprof.reports.tables.model import BAD, DIM, NAME, NUMBER, TEXT, WORD, Block, Cell, Line, Table
+from dummyprof.reports.tables.ranks import ranks_blocks
 from dummyprof.results.common import Figure, Timing
 from dummyprof.results.engram import (
     PLANNED,
@@ -50,12 +35,6 @@ from dummyprof.results.session import Results
 
 MAX_RANK_ROWS = 16
 PLAN_WORDS = {True: "to measure", False: "to project"}  # a dry run: what a real run would do, by fits_in_memory
-
-
-def _seconds(figure: Figure) -> str:
-    if figure.value is None:
-        return "n/a"
-    return projected(format_seconds(figure.value), figure)
 
 
 def _number(figure: Figure, fmt: str, unit: str = "") -> str:
@@ -92,52 +71,40 @@ def _fit(fit: LinearFit | None) -> str:
     return f"R² {fit.r_squared:.3f}, {fit.points} sizes{through}"
 
 
-def _print(console: Console, noted: tuple[Table, list[str]] | None) -> None:
-    """A table, then its notes on one dim line at the console's full width (a caption wraps at the table's)."""
-    if noted is None:
-        return
-    table, notes = noted
-    console.print(table)
-    if notes:
-        console.print("; ".join(notes), style="dim")
-
-
 def layout_table(result: EngramResult) -> Table:
     lay = result.layout
-    table = narrow_table("Engram tables", show_header=False)
-    table.add_column("what", style="bold", no_wrap=True)
-    text_column(table, "value")
-    table.add_row(
+    table = Table.of("Engram tables", [("what", NAME), ("value", TEXT)], [], show_header=False)
+    table.add(
         "tables", f"{lay.tables} x {lay.rows:,} rows x dim {lay.dim} (fp8 e4m3 + uint8 scale per {lay.block_size})"
     )
-    table.add_row("all ranks", format_bytes(lay.total_bytes))
-    table.add_row(
+    table.add("all ranks", format_bytes(lay.total_bytes))
+    table.add(
         "sharding",
         f"{_plural(lay.heads, 'hash head')} over {_plural(lay.tp_size * lay.dp_size, 'rank')} "
         f"(tp {lay.tp_size} x dp {lay.dp_size}), whole heads per rank",
     )
-    table.add_row("this rank", f"rank {lay.rank}: {lay.part_rows:,} rows per table")
-    table.add_row("requested per rank", format_bytes(lay.table_bytes_per_rank))
+    table.add("this rank", f"rank {lay.rank}: {lay.part_rows:,} rows per table")
+    table.add("requested per rank", format_bytes(lay.table_bytes_per_rank))
     b = result.backing
     reserved = format_bytes(lay.reserved_bytes_per_rank) + f" (computed: {b.rounding})"
-    table.add_row("reserved per rank", reserved)
+    table.add("reserved per rank", reserved)
     if b.reserved_measured_bytes.available or b.used in ("pinned", "pinned-copy"):
-        table.add_row("reserved, measured", figure_bytes(b.reserved_measured_bytes))
+        table.add("reserved, measured", figure_bytes(b.reserved_measured_bytes))
     where = f"{b.used} host memory" if b.device == "cpu" else f"device memory on {b.device}"
     if b.requested not in (b.used, "device"):
         where += f" (asked for {b.requested})"
-    table.add_row("memory", where)
+    table.add("memory", where)
     if b.used == "hugepages" or b.huge_page_bytes.available:
-        table.add_row("huge-page backed", figure_bytes(b.huge_page_bytes))
-    table.add_row("pinned allocator", figure_bytes(result.gpu.pinned_bytes))
-    table.add_row("GPU used (NVML)", figure_bytes(result.gpu.gpu_used_bytes))
-    table.add_row("GPU allocator peak", figure_bytes(result.gpu.gpu_allocator_peak_bytes))
+        table.add("huge-page backed", figure_bytes(b.huge_page_bytes))
+    table.add("pinned allocator", figure_bytes(result.gpu.pinned_bytes))
+    table.add("GPU used (NVML)", figure_bytes(result.gpu.gpu_used_bytes))
+    table.add("GPU allocator peak", figure_bytes(result.gpu.gpu_allocator_peak_bytes))
     budget = result.budget
-    table.add_row("memory budget", f"{format_bytes(budget.memory_bytes)} ({budget.memory_source})")
+    table.add("memory budget", f"{format_bytes(budget.memory_bytes)} ({budget.memory_source})")
     time_text = f"{format_seconds(budget.time_s)}"
     if budget.deadline_s is not None:
         time_text += f"; deadline {format_seconds(budget.deadline_s)}"
-    table.add_row("time budget", time_text)
+    table.add("time budget", time_text)
     return table
 
 
@@ -146,22 +113,22 @@ def ranks_table(result: EngramResult) -> Table | None:
     if len(parts) <= 1:
         return None
     distinct = sorted({(p.heads, p.part_rows) for p in parts})
-    table = narrow_table("Per rank")
-    number_columns(table, "rank", "heads", "rows per table", "bytes (all tables)")
+    columns = [("rank", NUMBER), ("heads", NUMBER), ("rows per table", NUMBER), ("bytes (all tables)", NUMBER)]
+    table = Table.of("Per rank", columns, [])
     shown = parts if len(parts) <= MAX_RANK_ROWS else parts[: MAX_RANK_ROWS // 2] + parts[-MAX_RANK_ROWS // 2 :]
     for p in shown:
-        table.add_row(
+        table.add(
             str(p.rank),
             f"{p.first_head}..{p.first_head + p.heads - 1}",
             f"{p.part_rows:,}",
             format_bytes(p.table_bytes),
         )
     if len(distinct) > 1:
-        table.caption = "uneven: the first ranks take one more head, and the first heads one more row"
+        table.notes.append("uneven: the first ranks take one more head, and the first heads one more row")
     return table
 
 
-def phase_table(result: EngramResult) -> tuple[Table, list[str]] | None:
+def phase_table(result: EngramResult) -> Table | None:
     """Allocation and first touch of the full tables: time, its range, rate (how each was projected: lines below)."""
     if not result.phases:
         return None
@@ -172,7 +139,7 @@ def phase_table(result: EngramResult) -> tuple[Table, list[str]] | None:
             if p.seconds.value and p.name != "allocate"  # allocation maps address space; a rate means nothing
             else ""
         )
-        rows.append([p.name, format_bytes(p.bytes), _seconds(p.seconds), _range(p.projection, p.timing), rate])
+        rows.append([p.name, format_bytes(p.bytes), projected_seconds(p.seconds), _range(p.projection, p.timing), rate])
     columns = [("phase", NAME), ("bytes", NUMBER), ("time", NUMBER), ("range", NUMBER), ("rate", NUMBER)]
     notes = []
     if any_projected(p.seconds for p in result.phases):
@@ -181,7 +148,7 @@ def phase_table(result: EngramResult) -> tuple[Table, list[str]] | None:
         notes.append("range: the projection's interval (see the note on intervals)")
     elif any(len(p.timing.samples_s) > 1 for p in result.phases):
         notes.append("range: fastest–slowest round")
-    return table_of("Phases (full tables)", columns, rows), notes
+    return Table.of("Phases (full tables)", columns, rows, notes=notes)
 
 
 def phase_lines(result: EngramResult) -> list[str]:
@@ -201,13 +168,13 @@ def _how_word(m: MethodResult) -> str:
     return m.mode
 
 
-def method_table(result: EngramResult) -> tuple[Table, list[str]]:
+def method_table(result: EngramResult) -> Table:
     """Fill time per method: measured or projected, its range, rate and share of the memset floor."""
     rows = [
         [
             m.name,
             _how_word(m),
-            _seconds(m.seconds),
+            projected_seconds(m.seconds),
             _range(m.projection, m.timing),
             _rate(m.gb_per_s),
             _percent(m.percent_of_floor),
@@ -224,10 +191,10 @@ def method_table(result: EngramResult) -> tuple[Table, list[str]]:
     elif any(len(m.timing.samples_s) > 1 for m in result.methods):
         notes.append("range: fastest–slowest round")
     notes.append("rate: the bytes each method writes; %memset: of the floor measured in this run")
-    return table_of("Fill methods (per rank)", columns, rows), notes
+    return Table.of("Fill methods (per rank)", columns, rows, notes=notes)
 
 
-def startup_table(result: EngramResult) -> tuple[Table, list[str]]:
+def startup_table(result: EngramResult) -> Table:
     """Start-up = allocation + first touch + fill: its value, its interval, its largest term, the deadline."""
     deadline = result.budget.deadline_s
     title = "Start-up per rank" + (f" (deadline {format_seconds(deadline)})" if deadline is not None else "")
@@ -238,10 +205,10 @@ def startup_table(result: EngramResult) -> tuple[Table, list[str]]:
         rows.append(
             [
                 m.name,
-                _seconds(m.startup_seconds),
+                projected_seconds(m.startup_seconds),
                 interval_text(interval.low, interval.high) if interval is not None else "",
                 dominant_text(m),
-                styled("over", "bad") if m.over_deadline and deadline is not None else over,
+                Cell("over", BAD) if m.over_deadline and deadline is not None else over,
             ]
         )
     columns = [("method", NAME), ("start-up", NUMBER), ("range", NUMBER), ("largest term", WORD)]
@@ -251,31 +218,29 @@ def startup_table(result: EngramResult) -> tuple[Table, list[str]]:
         notes.append(PROJECTED_NOTE)
     if any(m.startup_interval is not None for m in result.methods):
         notes.append("range: the sum of the terms' ranges")
-    return table_of(title, columns, rows), notes
+    return Table.of(title, columns, rows, notes=notes)
 
 
-def memory_table(result: EngramResult) -> tuple[Table, list[str]]:
+def memory_table(result: EngramResult) -> Table:
     """Need, scratch, fit and peak RSS per method; a column unavailable for every method becomes a line instead."""
     budget = format_bytes(result.budget.memory_bytes)
-    table = narrow_table(f"Memory per rank (budget {budget})")
-    table.add_column("method", style="bold", no_wrap=True)
-    number_columns(table, "needs", "scratch")
-    table.add_column("fits", no_wrap=True)
+    columns = [("method", NAME), ("needs", NUMBER), ("scratch", NUMBER), ("fits", WORD)]
     missing = []
     rss_reason = same_unavailable([m.peak_rss_bytes for m in result.methods])
     if rss_reason is None:
-        number_columns(table, "peak RSS")
+        columns.append(("peak RSS", NUMBER))
     else:
         missing.append(f"peak RSS: unavailable: {rss_reason}")
     fitted = any(m.memory_fit is not None for m in result.methods)
     if fitted:
-        number_columns(table, "RSS/need", "n", "R²")
+        columns += [("RSS/need", NUMBER), ("n", NUMBER), ("R²", NUMBER)]
+    table = Table.of(f"Memory per rank (budget {budget})", columns, [])
     for m in result.methods:
-        row = [
+        row: list[str | Cell] = [
             m.name,
             format_bytes(m.needed_bytes),
             format_bytes(m.peak_scratch_bytes),
-            "yes" if m.fits_in_memory else styled("no", "bad"),
+            "yes" if m.fits_in_memory else Cell("no", BAD),
         ]
         if rss_reason is None:
             rss = m.peak_rss_bytes
@@ -283,13 +248,14 @@ def memory_table(result: EngramResult) -> tuple[Table, list[str]]:
         if fitted:
             fit = m.memory_fit
             row += [f"x{fit.slope:.3f}", str(fit.points), f"{fit.r_squared:.3f}"] if fit else ["", "", ""]
-        table.add_row(*row)
+        table.add(*row)
     notes = ["needs: tables (allocator-rounded) + scratch"]
     if rss_reason is None and any_projected(m.peak_rss_bytes for m in result.methods):
         notes.append(PROJECTED_NOTE)
     if fitted:
         notes.append("RSS/need: slope of RSS growth against the need over n samples (R²: of that fit)")
-    return table, notes + missing
+    table.notes += notes + missing
+    return table
 
 
 def _spread(low: float | None, high: float | None) -> str:
@@ -303,7 +269,7 @@ def _spread(low: float | None, high: float | None) -> str:
     return f"{low:g}..{high:g}"
 
 
-def values_table(result: EngramResult) -> tuple[Table, list[str]]:
+def values_table(result: EngramResult) -> Table:
     """Where each method comes from, and what it wrote (a sample of the filled tables)."""
     sampled = any(m.values is not None for m in result.methods)
     rows = []
@@ -321,7 +287,7 @@ def values_table(result: EngramResult) -> tuple[Table, list[str]]:
     notes = ["scales: the scale bytes seen"] if sampled else []
     if any(row[4] and row[4] != "n/a" for row in rows):
         notes.insert(0, "weights: smallest and largest value sampled (±1: -1..1)")
-    return table_of(title, columns, rows), notes
+    return Table.of(title, columns, rows, notes=notes)
 
 
 def _times_in_one_unit(seconds: list[float]) -> str:
@@ -334,28 +300,26 @@ def _times_in_one_unit(seconds: list[float]) -> str:
     return " ".join(f"{x * 1e6:.0f}" for x in seconds) + " µs"
 
 
-def samples_table(result: EngramResult) -> tuple[Table, list[str]] | None:
+def samples_table(result: EngramResult) -> Table | None:
     """The smaller sizes each projection was made from: rows per table and the median time at each."""
     projected_methods = [m for m in result.methods if m.samples]
     phases = [p for p in result.phases if p.samples]
     if not projected_methods:
         return None
-    table = narrow_table("Samples behind the projections (measured)")
-    table.add_column("what", style="bold", no_wrap=True)
-    text_column(table, "rows per table")
-    text_column(table, "median time")
-    text_column(table, "n", justify="right")
+    columns = [("what", NAME), ("rows per table", TEXT), ("median time", TEXT), ("n", NUMBER)]
+    notes = ["samples: one figure per size, in order; n: readings at each size (the median is shown)"]
+    table = Table.of("Samples behind the projections (measured)", columns, [], notes=notes)
     named: list[tuple[str, list[SamplePoint]]] = [(m.name, m.samples) for m in projected_methods]
     named += [(p.name, p.samples) for p in phases]
     for name, points in named:
         rounds = sorted({max(1, len(p.readings_s)) for p in points})
-        table.add_row(
+        table.add(
             name,
             " ".join(f"{p.part_rows:,}" for p in points),
             _times_in_one_unit([p.seconds for p in points]),
             str(rounds[0]) if len(rounds) == 1 else " ".join(str(max(1, len(p.readings_s))) for p in points),
         )
-    return table, ["samples: one figure per size, in order; n: readings at each size (the median is shown)"]
+    return table
 
 
 def method_lines(result: EngramResult) -> list[str]:
@@ -379,52 +343,40 @@ def method_lines(result: EngramResult) -> list[str]:
     return [f"{', '.join(names)}: {reason}" for reason, names in planned.items()] + lines
 
 
-def render_engram(results: Results, console: Console) -> None:
+def engram_blocks(results: Results) -> list[Block]:
     result = results.engram
     assert result is not None
-    console.print(layout_table(result))
+    blocks: list[Block] = [layout_table(result)]
     if results.ranks:  # a multi-rank run: every rank's figures side by side instead of rank 0's alone
-        from dummyprof.reports.ranks_terminal import render_ranks
-
-        render_ranks(results, console)
-        for note in plan_notes(result):
-            console.print(f"note (rank 0): {note}", style="dim")
-        return
-    ranks = ranks_table(result)
-    if ranks is not None:
-        console.print(ranks)
-    _print(console, phase_table(result))
-    for line in phase_lines(result):
-        console.print(line, style="dim")
+        return blocks + ranks_blocks(results) + [Line(f"note (rank 0): {note}", DIM) for note in plan_notes(result)]
+    blocks += [t for t in (ranks_table(result), phase_table(result)) if t is not None]
+    blocks += [Line(line, DIM) for line in phase_lines(result)]
     unmeasured = same_unavailable([m.seconds for m in result.methods])
     if unmeasured is None:
-        _print(console, method_table(result))
-        _print(console, startup_table(result))
+        blocks += [method_table(result), startup_table(result)]
     else:  # a dry run: nothing was filled, so no times at all
-        console.print(f"fill and start-up times: unavailable: {unmeasured}", style="dim")
-    _print(console, memory_table(result))
-    _print(console, values_table(result))
-    _print(console, samples_table(result))
-    for line in method_lines(result):
-        console.print(line, style="dim")
+        blocks.append(Line(f"fill and start-up times: unavailable: {unmeasured}", DIM))
+    blocks += [t for t in (memory_table(result), values_table(result), samples_table(result)) if t is not None]
+    blocks += [Line(line, DIM) for line in method_lines(result)]
     bound = generator_bound_line(result.methods, result.floor_method)
     if bound is not None:
-        console.print(f"roofline: {bound}")
+        blocks.append(Line(f"roofline: {bound}"))
     if any(m.projection is not None for m in result.methods):
-        console.print(
-            "note: intervals are 95% prediction intervals from the line's residuals, or, where the line was "
-            "too poor to use, the fastest to slowest per-byte reading of any sample; no projection is faster "
-            "than this run's memset floor (first touch: nor than its own fastest sample)",
-            style="dim",
-        )
-    for group in result.sample_groups:
-        if group.rows:
-            console.print(f"note: {sample_group_note(group, result.layout.part_rows)}", style="dim")
-    for note in plan_notes(result):
-        console.print(f"note: {note}", style="dim")
+        blocks.append(Line(INTERVALS_NOTE, DIM))
+    blocks += [
+        Line(f"note: {sample_group_note(group, result.layout.part_rows)}", DIM)
+        for group in result.sample_groups
+        if group.rows
+    ]
+    blocks += [Line(f"note: {note}", DIM) for note in plan_notes(result)]
     if result.run_peak_rss_bytes is not None:
-        console.print(
-            f"peak RSS of this run: {format_bytes(result.run_peak_rss_bytes)} "
-            f"(memory budget {format_bytes(result.budget.memory_bytes)})",
-            style="dim",
-        )
+        rss, budget = format_bytes(result.run_peak_rss_bytes), format_bytes(result.budget.memory_bytes)
+        blocks.append(Line(f"peak RSS of this run: {rss} (memory budget {budget})", DIM))
+    return blocks
+
+
+INTERVALS_NOTE = (
+    "note: intervals are 95% prediction intervals from the line's residuals, or, where the line was "
+    "too poor to use, the fastest to slowest per-byte reading of any sample; no projection is faster "
+    "than this run's memset floor (first touch: nor than its own fastest sample)"
+)

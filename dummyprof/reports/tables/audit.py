@@ -1,24 +1,18 @@
-"""Terminal (Rich) rendering of ``audit`` results, sized for 80 columns (issue #13)."""
+"""The audit report as blocks: the model, a row per filler, the findings grouped by kind, what was compared."""
 
 from __future__ import annotations
 
-from rich.console import Console
-from rich.table import Table as RichTable
-
 from dummyprof.reports.audit_text import finding_subject, finding_text
 from dummyprof.reports.format import format_bytes
-from dummyprof.reports.narrow import narrow_table, text_column
-from dummyprof.reports.tables.model import BAD, NAME, NUMBER, Block, Cell, Column, Table
-from dummyprof.reports.tables.to_terminal import print_blocks
+from dummyprof.reports.tables.model import BAD, DIM, NAME, NUMBER, TEXT, WARN, WORD, Block, Cell, Column, Line, Table
 from dummyprof.results.audit import FINDING_KINDS, INFO_KINDS, AuditResult, Finding
-from dummyprof.results.session import Results
 
 MAX_ROWS = 40
 GROUP_AFTER = 3  # more findings than this of one kind and filler are summarized in one row
 NAMES_SHOWN = 4
 
 
-def filler_table(result: AuditResult) -> Block:
+def filler_table(result: AuditResult) -> Table:
     """One row per filler, in about 70 columns: short headers, explained in :func:`filler_note` under it.
 
     ``init`` says what a filler fills like: a strategy's initializer, ``loader`` for a loader's own values
@@ -26,7 +20,7 @@ def filler_table(result: AuditResult) -> Block:
     """
     table = Table(
         "Fillers (each traced once on a fresh model)",
-        [Column("filler", NAME), Column("init")]
+        [Column("filler", NAME), Column("init", WORD)]
         + [Column(h, NUMBER) for h in ("writes", "tensors", "repeated", "written", "other")],
         notes=[filler_note(result)],
     )
@@ -57,14 +51,13 @@ def filler_note(result: AuditResult) -> str:
     return note
 
 
-def findings_table(result: AuditResult, *, informational: bool) -> RichTable | None:
+def findings_table(result: AuditResult, *, informational: bool) -> Table | None:
     rows = [f for f in result.findings if f.informational == informational]
     if not rows:
         return None
     title = "Notes (never fail the audit)" if informational else f"Findings ({len(result.failing)} failing)"
-    table = narrow_table(title)
-    text_column(table, "kind", style="yellow" if informational else "red")
-    text_column(table, "detail")
+    table = Table(title, [Column("kind", TEXT), Column("detail", TEXT)])
+    emphasis = WARN if informational else BAD
     groups: dict[tuple[str, tuple[str, ...], bool], list[Finding]] = {}
     for f in rows:
         groups.setdefault((f.kind, tuple(f.fillers), f.ignored), []).append(f)
@@ -72,18 +65,20 @@ def findings_table(result: AuditResult, *, informational: bool) -> RichTable | N
     for (kind, _fillers, ignored), members in groups.items():
         label = f"{kind} (ignored)" if ignored else kind
         if shown >= MAX_ROWS:
-            table.add_row("...", "more findings; see --json for all")
+            table.add(Cell("...", emphasis), "more findings; see --json for all")
             break
         if len(members) <= GROUP_AFTER:
             for f in members:
-                table.add_row(label, finding_text(f))
+                table.add(Cell(label, emphasis), finding_text(f))
             shown += len(members)
             continue
         # One row per (kind, filler) once it repeats: a deep tree would otherwise print a row per tensor.
         others = [finding_subject(f) for f in members[1 : 1 + NAMES_SHOWN]]
         more = len(members) - 1 - len(others)
         tail = f" ... and {more} more (see --json)" if more else ""
-        table.add_row(f"{label} x{len(members)}", f"{finding_text(members[0])}; also {', '.join(others)}{tail}")
+        table.add(
+            Cell(f"{label} x{len(members)}", emphasis), f"{finding_text(members[0])}; also {', '.join(others)}{tail}"
+        )
         shown += 1
     return table
 
@@ -94,23 +89,21 @@ def legend(result: AuditResult) -> str:
     return "; ".join(f"{k}: {described[k]}" for k in sorted(kinds) if k in described)
 
 
-def render_audit(results: Results, console: Console) -> None:
-    result = results.audit
-    assert result is not None
+def audit_blocks(result: AuditResult) -> list[Block]:
     model = result.model
-    console.print(
-        f"model: {model.description or model.source} on {model.device}: {model.modules:,} modules, "
-        f"{model.tensors:,} storages ({model.names:,} names), {format_bytes(model.bytes)}"
-    )
-    print_blocks(console, [filler_table(result)])
-    for informational in (False, True):
-        table = findings_table(result, informational=informational)
-        if table is not None:
-            console.print(table)
+    blocks: list[Block] = [
+        Line(
+            f"model: {model.description or model.source} on {model.device}: {model.modules:,} modules, "
+            f"{model.tensors:,} storages ({model.names:,} names), {format_bytes(model.bytes)}"
+        ),
+        filler_table(result),
+    ]
+    blocks += [t for t in (findings_table(result, informational=i) for i in (False, True)) if t is not None]
     if result.value_groups:
         groups = "; ".join(", ".join(g) for g in result.value_groups)
-        console.print(f"final values compared bitwise within: {groups}", style="dim")
+        blocks.append(Line(f"final values compared bitwise within: {groups}", DIM))
     else:
-        console.print("final values compared: none (no two fillers share an initializer)", style="dim")
+        blocks.append(Line("final values compared: none (no two fillers share an initializer)", DIM))
     if result.findings:
-        console.print(legend(result), style="dim")
+        blocks.append(Line(legend(result), DIM))
+    return blocks

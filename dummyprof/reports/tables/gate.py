@@ -1,0 +1,87 @@
+"""The gate and baseline reports as blocks: a row per check (or metric), grouped under its scenario."""
+
+from __future__ import annotations
+
+from dummyprof.reports.gate_format import change_text, value_text
+from dummyprof.reports.tables.model import (
+    BAD,
+    DIM,
+    GOOD,
+    NUMBER,
+    STRONG,
+    TEXT,
+    WARN,
+    WORD,
+    Block,
+    Cell,
+    Column,
+    Line,
+    Table,
+)
+from dummyprof.results import gate as verdicts
+from dummyprof.results.gate import CheckResult, GateResult
+
+VERDICTS = {
+    verdicts.PASS: GOOD,
+    verdicts.IMPROVED: GOOD,
+    verdicts.REGRESSED: BAD,
+    verdicts.NOT_MEASURED: BAD,
+    verdicts.NOT_SIGNIFICANT: WARN,
+    verdicts.NOT_COMPARABLE: WARN,
+}
+GATE_NOTE = "a check without a rule line is a counter, exact against the baseline"
+BASELINE_NOTE = "value: a timing's median over its rounds"
+
+
+def _rule_line(c: CheckResult) -> str:
+    """The line under a check: its kind and rule (a counter's is always '== baseline'), then the detail."""
+    parts = [] if c.kind == "counter" else [f"{c.kind} {c.threshold}".strip()]
+    if c.detail:
+        parts.append(c.detail)
+    return "; ".join(parts)
+
+
+def checks_table(section: GateResult) -> Table:
+    """A row per check under a row naming its scenario; the rule and the detail on a dim line under the check."""
+    columns: list[tuple[str, str] | Column] = [("check", TEXT), ("baseline", NUMBER), ("current", NUMBER)]
+    columns += [("change", NUMBER), Column("verdict", TEXT, tight=11)]
+    table = Table.of(f"Gate checks (baseline {section.baseline_path})", columns, [], notes=[GATE_NOTE])
+    scenarios: dict[str, list[CheckResult]] = {}
+    for c in section.checks:
+        scenarios.setdefault(c.scenario, []).append(c)
+    for scenario, checks in scenarios.items():
+        table.add(Cell(scenario, STRONG), "", "", "", "")
+        for c in checks:
+            table.add(
+                Cell(c.name, under=_rule_line(c)),
+                value_text(c.baseline, c.unit),
+                value_text(c.current, c.unit),
+                change_text(c),
+                Cell(c.verdict, VERDICTS.get(c.verdict, "")),
+            )
+        table.end_section()
+    return table
+
+
+def metrics_table(section: GateResult) -> Table:
+    """Every metric of every scenario, grouped under its scenario; a timing's rounds in their own column."""
+    columns = [("metric", TEXT), ("kind", WORD), ("value", NUMBER), ("rounds", NUMBER)]
+    table = Table.of("Baseline metrics", columns, [], notes=[BASELINE_NOTE])
+    for run in section.scenarios:
+        table.add(Cell(run.name, STRONG), "", "", "")
+        if run.error is not None:
+            table.add(Cell(f"could not measure: {run.error}", BAD), "", "", "")
+        for name, metric in run.metrics.items():
+            rounds = str(len(metric.samples)) if metric.kind == "time" else ""
+            table.add(name, metric.kind, value_text(metric.value, metric.unit), rounds)
+        table.end_section()
+    return table
+
+
+def gate_blocks(section: GateResult) -> list[Block]:
+    rule = f"slower than x{section.factor:g} and Mann-Whitney U p < {section.alpha:g}"
+    return [checks_table(section), Line(f"config: {section.config_path}; timing rule: {rule}", DIM)]
+
+
+def baseline_blocks(section: GateResult) -> list[Block]:
+    return [metrics_table(section)]

@@ -1,0 +1,57 @@
+"""The inspect report as blocks: the module tree, a row per shown module (the terminal draws it as a tree)."""
+
+from __future__ import annotations
+
+from dummyprof.reports.format import format_bytes
+from dummyprof.reports.tables.model import BAD, CODE, DIM, NAME, TEXT, WARN, WORD, Block, Cell, Line, Table
+from dummyprof.results.inspect import InspectResult, ModuleNode
+
+
+def _visits(node: ModuleNode, strategies: list[str]) -> Cell:
+    """``visits: legacy 8 (+6), per-layer 2``: a module's subtree, a leaf's own tensors; (+N): N redundant."""
+    if not strategies or not (node.own_tensors or node.children):
+        return Cell("")
+    parts = []
+    for s in strategies:
+        count = node.subtree_visits.get(s, 0) if node.children else node.visits.get(s, 0)
+        redundant = node.subtree_redundant.get(s, 0) if node.children else node.redundant.get(s, 0)
+        parts.append((f"{s} {count:,}" + (f" (+{redundant:,})" if redundant else ""), redundant))
+    return Cell("visits: " + ", ".join(text for text, _ in parts), BAD if any(r for _, r in parts) else "")
+
+
+def tree_table(result: InspectResult) -> Table:
+    """A row per module: name, type, own tensors, subtree bytes, visits per strategy, storages shared."""
+    columns = [("module", NAME), ("type", WORD), ("own", TEXT), ("subtree", TEXT), ("visits", TEXT), ("shares", TEXT)]
+    table = Table.of("", columns, [], depths=[])
+    for n, node in enumerate(result.nodes):
+        noun = "tensor" if node.own_tensors == 1 else "tensors"
+        table.add(
+            node.path.rpartition(".")[2] if n else "<root>",
+            Cell(node.type, CODE),
+            f"own {node.own_tensors:,} {noun} {format_bytes(node.own_bytes)}" if node.own_tensors else "",
+            f"subtree {format_bytes(node.subtree_bytes)}" if node.children else "",
+            _visits(node, result.strategies),
+            Cell(f"shares {', '.join(node.shared)}", WARN) if node.shared else "",
+        )
+        assert table.depths is not None
+        table.depths.append(node.depth)
+    return table
+
+
+def inspect_blocks(result: InspectResult) -> list[Block]:
+    model = result.model
+    blocks: list[Block] = [
+        Line(f"model: {model.description or model.source}: {model.modules:,} modules, {model.tensors:,} tensors"),
+        Line("visits: a module's subtree, a leaf's own tensors; (+N): N redundant", DIM),
+        tree_table(result) if result.nodes else Line("empty model"),
+    ]
+    if result.hidden_modules:
+        limits = []
+        if result.max_depth is not None:
+            limits.append(f"--max-depth {result.max_depth}")
+        if result.min_bytes:
+            limits.append(f"--min-bytes {format_bytes(result.min_bytes)}")
+        blocks.append(
+            Line(f"{result.hidden_modules:,} module(s) hidden by {' and '.join(limits)} (still counted above)", DIM)
+        )
+    return blocks

@@ -1,0 +1,171 @@
+"""A multi-rank run as blocks: a row per rank, the times per rank, the critical path, contention, nodes.
+
+Sized for 80 columns (issue #13): the per-rank times get a column per phase, which a narrow terminal
+splits into as many tables as the width needs (the rank repeated in each).
+"""
+
+from __future__ import annotations
+
+from dummyprof.reports.format import format_bytes
+from dummyprof.reports.narrow import PROJECTED_MARK, PROJECTED_NOTE, projected_seconds, rank_ranges
+from dummyprof.reports.tables.model import BAD, DIM, NUMBER, TEXT, WARN, WORD, Block, Cell, Line, Table
+from dummyprof.results.ranks import RankRecord, RanksAggregate
+from dummyprof.results.session import Results
+
+CONTENTION_CAPTION = (
+    "the same shards filled one rank at a time (the others waiting at a barrier), then by every rank at once"
+)
+
+
+def _short_method(name: str) -> str:
+    """A fill method's name as a column header: ``random-convert`` -> ``convert`` (the note says so)."""
+    return name.removeprefix("random-")
+
+
+def _reserved_cells(records: list[RankRecord]) -> tuple[list[str], str]:
+    """Reserved bytes per rank, measured where the allocator said, and the note that says which."""
+    measured = [r.reserved_measured_bytes.value is not None for r in records]
+    cells = [
+        format_bytes(r.reserved_measured_bytes.value) if m else format_bytes(r.reserved_bytes)
+        for r, m in zip(records, measured, strict=True)
+    ]
+    if all(measured):
+        return cells, "reserved: measured (read back from the allocator)"
+    if not any(measured):
+        return cells, "reserved: computed (the backing's rounding)"
+    cells = [c + "*" if m else c for c, m in zip(cells, measured, strict=True)]
+    return cells, "reserved: computed; *: measured (read back from the allocator)"
+
+
+def rank_table(records: list[RankRecord]) -> Table:
+    """Who each rank is and what it holds (its times are in the next table)."""
+    reserved, note = _reserved_cells(records)
+    columns = [("rank", NUMBER), ("host", TEXT), ("local", NUMBER), ("rows", NUMBER), ("bytes", NUMBER)]
+    columns += [("reserved", NUMBER), ("peak RSS", NUMBER)]
+    rows = [
+        [
+            f"{rec.rank}/{rec.world_size}",
+            rec.host,
+            f"{rec.local_rank}/{rec.local_world_size}",
+            f"{rec.part_rows:,}",
+            format_bytes(rec.table_bytes),
+            res,
+            format_bytes(rec.peak_rss_bytes) if rec.peak_rss_bytes is not None else "n/a",
+        ]
+        for rec, res in zip(records, reserved, strict=True)
+    ]
+    return Table.of(f"Ranks ({len(records)})", columns, rows, notes=[note])
+
+
+def threads_note(records: list[RankRecord]) -> str | None:
+    """How many torch threads each rank ran with, and who chose that: said once (None in older files)."""
+    if not records or not records[0].threads:
+        return None
+    first = records[0]
+    if any(
+        (r.threads, r.threads_source, r.cores) != (first.threads, first.threads_source, first.cores) for r in records
+    ):
+        return "threads: " + " ".join(f"r{r.rank}:{r.threads}" for r in records)
+    why = {
+        "cores": f"{first.cores} cores / {first.local_world_size} ranks",
+        "OMP_NUM_THREADS": "OMP_NUM_THREADS",
+    }.get(first.threads_source, "torch's default")
+    return f"threads: {first.threads} per rank ({why})"
+
+
+def time_table(records: list[RankRecord]) -> Table:
+    """Each phase's time on each rank: a column per phase (a narrow terminal splits the table)."""
+    methods = [f.method for f in records[0].fills] if records else []
+    columns = [("rank", NUMBER), ("allocate", NUMBER), ("first touch", NUMBER)]
+    columns += [(_short_method(m), NUMBER) for m in methods]
+    rows = []
+    for r in records:
+        filled = {f.method for f in r.fills}
+        fills = [projected_seconds(r.fill(m).seconds) if m in filled else "n/a" for m in methods]
+        rows.append(
+            [f"{r.rank}/{r.world_size}", projected_seconds(r.allocate_s), projected_seconds(r.first_touch_s), *fills]
+        )
+    note = "times per rank: every rank in step (a barrier per phase); the other columns are fill methods"
+    shortened = [_short_method(m) for m in methods if _short_method(m) != m]
+    if shortened:
+        note += f" ({', '.join(shortened)}: random-*)"
+    if any(cell.startswith(PROJECTED_MARK) for row in rows for cell in row):
+        note += f"; {PROJECTED_NOTE}"
+    return Table.of("Times per rank", columns, rows, notes=[note])
+
+
+def critical_table(agg: RanksAggregate) -> Table:
+    columns = [("phase", WORD), ("slowest rank", NUMBER), ("its time", NUMBER), ("fastest rank's time", NUMBER)]
+    rows = [
+        [
+            p.phase,
+            str(p.slowest_rank) if p.slowest_rank is not None else "n/a",
+            projected_seconds(p.seconds),
+            projected_seconds(p.fastest_seconds),
+        ]
+        for p in agg.critical_path
+    ]
+    return Table.of("Critical path (slowest rank per phase)", columns, rows)
+
+
+def contention_table(agg: RanksAggregate, records: list[RankRecord]) -> Table:
+    """Alone against together, for the slowest rank; every rank's own ratio folds onto as many lines as it needs."""
+    columns = [("method", WORD), ("alone", NUMBER), ("together", NUMBER), ("ratio", NUMBER), ("per rank", TEXT)]
+    table = Table.of("Contention (fill time of the slowest rank)", columns, [])
+    table.notes.append(f"contention: {CONTENTION_CAPTION}; ratio: together / alone")
+    for c in agg.contention:
+        if c.ratio.value is None:
+            table.add(c.method, "", "", "", f"not checked: {c.unavailable}" if c.unavailable else "n/a")
+            continue
+        per_rank = " ".join(
+            f"r{r.rank}:x{(r.fill(c.method).together_s.value or 0) / (r.fill(c.method).alone_s.value or 1):.2f}"
+            for r in records
+        )
+        table.add(
+            c.method, projected_seconds(c.alone_s), projected_seconds(c.together_s), f"x{c.ratio.value:.2f}", per_rank
+        )
+    return table
+
+
+def node_table(agg: RanksAggregate) -> Table:
+    """Memory per host; which method needs most goes in the note when it is the same on every host."""
+    worst = {n.host: max(n.needed_bytes, key=lambda k: n.needed_bytes[k]) if n.needed_bytes else "" for n in agg.nodes}
+    shared = len(set(worst.values())) == 1 and "" not in worst.values()
+    columns = [("host", TEXT), ("ranks", NUMBER), ("tables", NUMBER), ("largest need", NUMBER)]
+    columns += [("available", NUMBER), ("peak RSS", NUMBER), ("all fit", TEXT)]
+    table = Table.of("Host memory per node", columns, [])
+    for n in agg.nodes:
+        method = worst[n.host]
+        need = format_bytes(n.needed_bytes.get(method, 0)) if method else "n/a"
+        short = [k for k, ok in n.fits.items() if not ok]
+        table.add(
+            n.host,
+            rank_ranges(n.ranks),
+            format_bytes(n.table_bytes),
+            need if shared or not method else f"{need} ({method})",
+            format_bytes(n.available_bytes),
+            format_bytes(n.peak_rss_sum_bytes) if n.peak_rss_sum_bytes is not None else "n/a",
+            Cell("no", BAD) if short else "yes",
+        )
+    whose = f"{next(iter(worst.values()))}'s, " if shared else ""
+    note = (
+        f"largest need: {whose}all the host's ranks together (tables + scratch); peak RSS: the sum of the "
+        "ranks' peaks (an upper bound); all fit: every method fits at once"
+    )
+    for n in agg.nodes:  # the methods a host cannot hold: words, so under the table, not in a cell
+        short = [k for k, ok in n.fits.items() if not ok]
+        if short:
+            note += f"; {n.host} cannot hold {', '.join(short)}"
+    table.notes.append(note)
+    return table
+
+
+def ranks_blocks(results: Results) -> list[Block]:
+    agg = results.ranks_aggregate
+    records = sorted(results.ranks, key=lambda r: r.rank)
+    threads = threads_note(records)
+    blocks: list[Block] = [rank_table(records), *([Line(threads, DIM)] if threads else []), time_table(records)]
+    if agg is None:
+        return blocks
+    blocks += [critical_table(agg), contention_table(agg, records), node_table(agg)]
+    return blocks + [Line(f"note: {note}", WARN) for note in agg.notes]

@@ -34,25 +34,29 @@ def loader_strategies(loaders: Sequence[UserLoader]) -> list[Strategy]:
     return [loader_strategy(loader) for loader in loaders]
 
 
-def trace_loaders(loaders: Sequence[UserLoader], build: Callable[[], nn.Module]) -> list[tuple[UserLoader, TraceResult]]:
+Traced = tuple[UserLoader, TraceResult, VisitRecorder]
+
+
+def trace_loaders(loaders: Sequence[UserLoader], build: Callable[[], nn.Module]) -> list[Traced]:
     """Trace each loader once on a fresh model (before the timed rounds: its time is then inside the budget)."""
     traced = []
     for loader in loaders:
         model = build()
-        traced.append((loader, trace_writes(model, loader)))
+        trace = trace_writes(model, loader)
+        recorder = VisitRecorder(model)
+        recorder.records = trace.records
+        recorder.visits = sum(r.visits for r in trace.records.values())
+        traced.append((loader, trace, recorder))
         del model
     return traced
 
 
-def apply_traces(result: CompareResult, traced: Sequence[tuple[UserLoader, TraceResult]]) -> list[str]:
+def apply_traces(result: CompareResult, traced: Sequence[Traced]) -> list[str]:
     """Fill in each traced loader's per-tensor writes; returns report notes."""
     from dummyprof.scenarios.compare.runner import add_to_tensor_table, summarize_recorder
 
     notes = []
-    for loader, trace in traced:
-        recorder = VisitRecorder(model)
-        recorder.records = trace.records
-        recorder.visits = sum(r.visits for r in trace.records.values())
+    for loader, trace, recorder in traced:
         entry = result.strategy(loader.name)
         summarize_recorder(entry, recorder)
         entry.initializer = LOADER_INITIALIZER

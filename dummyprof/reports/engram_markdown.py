@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 from dummyprof.reports.engram_words import dominant_text, generator_bound_line, interval_text, startup_interval_text
+from dummyprof.reports.figure_words import unavailable_text
 from dummyprof.reports.format import figure_bytes, format_bytes, format_seconds
 from dummyprof.reports.tables.escape import markdown_text
 from dummyprof.reports.tables.model import BAD, Cell
 from dummyprof.reports.tables.to_markdown import md_table
 from dummyprof.results.common import Figure
+from dummyprof.results.engram import FASTER_THAN_FLOOR
 from dummyprof.results.session import Results
 
 
 def _cell(figure: Figure, text: str) -> str:
+    if figure.unavailable == FASTER_THAN_FLOOR:
+        return "over!"
     if figure.value is None:
         return "n/a"
     return f"{text} (projected)" if figure.projected else text
@@ -62,6 +66,8 @@ def engram_markdown(results: Results) -> list[str]:
         rows,
         align_right=(2, 3, 4, 5, 6, 8),
     )
+    if any(m.percent_of_floor.unavailable == FASTER_THAN_FLOOR for m in result.methods):
+        lines += ["", markdown_text(unavailable_text(FASTER_THAN_FLOOR))]
     bound = generator_bound_line(result.methods, result.floor_method)
     if bound is not None:
         lines += ["", markdown_text(f"Roofline: {bound}.")]

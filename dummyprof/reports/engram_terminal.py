@@ -20,6 +20,7 @@ from dummyprof.reports.engram_words import (
     reason_text,
     sample_group_note,
 )
+from dummyprof.reports.figure_words import unavailable_text
 from dummyprof.reports.format import figure_bytes, format_bytes, format_seconds, range_cell
 from dummyprof.reports.narrow import (
     NAME,
@@ -38,6 +39,7 @@ from dummyprof.reports.narrow import (
 from dummyprof.reports.tables.to_terminal import styled
 from dummyprof.results.common import Figure, Timing
 from dummyprof.results.engram import (
+    FASTER_THAN_FLOOR,
     PLANNED,
     PROJECTED,
     EngramResult,
@@ -73,6 +75,8 @@ def _plural(n: int, noun: str) -> str:
 
 
 def _percent(figure: Figure) -> str:
+    if figure.unavailable == FASTER_THAN_FLOOR:
+        return "over!"
     if figure.value is None:
         return "n/a"
     return _number(figure, ".1f" if figure.value < 10 else ".0f", "%")
@@ -223,7 +227,9 @@ def method_table(result: EngramResult) -> tuple[Table, list[str]]:
         notes.append("range: the projected interval, or the fastest–slowest measured round")
     elif any(len(m.timing.samples_s) > 1 for m in result.methods):
         notes.append("range: fastest–slowest round")
-    notes.append("rate: the bytes each method writes; %memset: of the floor measured in this run")
+    notes.append("rate: the bytes each method writes; %memset: of the fastest memset round of this run")
+    if any(m.percent_of_floor.unavailable == FASTER_THAN_FLOOR for m in result.methods):
+        notes.append(unavailable_text(FASTER_THAN_FLOOR))
     return table_of("Fill methods (per rank)", columns, rows), notes
 
 

@@ -15,7 +15,8 @@ def inspect_markdown(results: Results) -> list[str]:
         name = node.path.rpartition(".")[2] if node.path else "(root)"
         rows.append(
             [
-                "\u00a0\u00a0" * node.depth + name,
+                # Indented by the path's own levels: a depth read from an edited file could be 10**18.
+                "\u00a0\u00a0" * min(node.depth, node.path.count(".") + 1 if node.path else 0) + name,
                 node.type,
                 format_bytes(node.subtree_bytes),
                 *[

@@ -67,7 +67,9 @@ _register_commands()
 
 
 def _error(message: str) -> None:
-    sys.stderr.write(f"dummyprof: error: {message}\n")
+    from dummyprof.reports.tables.escape import visible
+
+    sys.stderr.write(f"dummyprof: error: {visible(message)}\n")  # a user's exception text is data: one line, inert
 
 
 @functools.cache

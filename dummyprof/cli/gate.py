@@ -136,7 +136,7 @@ def baseline(
     if results.gate.exit_code == 0 and not failures and not quiet:
         from dummyprof.reports.console import make_console
 
-        make_console().print(f"baseline written to {output}; review it and commit it", style="dim")
+        make_console().print(f"baseline written to {output}; review it and commit it", style="dim", markup=False)
     return results.gate.exit_code
 
 

@@ -71,7 +71,9 @@ def check_outputs(
 
 
 def report_error(message: str) -> None:
-    sys.stderr.write(f"dummyprof: error: {message}\n")
+    from dummyprof.reports.tables.escape import visible
+
+    sys.stderr.write(f"dummyprof: error: {visible(message)}\n")  # a user's exception text is data: one line, inert
 
 
 def emit(
@@ -104,7 +106,7 @@ def emit(
             sys.stdout.flush()
         print_terminal(results, quiet=quiet, stderr=to_stdout)
         if json_path is not None and not to_stdout and not quiet and not failures:
-            make_console(stderr=to_stdout).print(f"results written to {json_path}", style="dim")
+            make_console(stderr=to_stdout).print(f"results written to {json_path}", style="dim", markup=False)
     except BrokenPipeError:  # | head: the reader has seen enough; the files are written, the exit code stands
         silence_stdout()
     for message in failures:

@@ -94,3 +94,13 @@ def test_hostile_names_in_a_user_model_are_shown_inert_by_every_command(cli: Cli
     _inert(result.stdout + result.stderr)
     if command == "inspect":  # the tree shows every module's name
         assert SHOWN in result.stdout  # markup shown literally, controls spelled out
+
+
+def test_a_huge_model_arg_that_does_not_parse_is_quoted_short(cli: Cli) -> None:
+    value = "[" * 50_000 + "]" * 49_999
+    result = cli("inspect", "--preset", "dense-decoder", "--model-arg", f"layers={value}")
+    assert result.exit_code == 2
+    assert result.stderr == (
+        f"dummyprof: error: --model-arg: layers={value[:60]!r}... (99,999 characters) is not a Python literal "
+        "(an unclosed bracket or quote?); write e.g. layers=[1, 2] or layers='text'\n"
+    )

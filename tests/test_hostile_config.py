@@ -67,4 +67,7 @@ def test_a_hugging_face_config_nested_deeper_than_json_recurses_is_one_line(tmp_
     config.write_text('{"model_type": "llama", "x": ' + "[" * 100_000 + "]" * 100_000 + "}")
     result = cli("inspect", "--model", f"hf:{config}")
     assert result.exit_code == 2, result.stderr
-    assert result.stderr == f"dummyprof: error: --model: {str(config)!r} is nested too deep to be a Hugging Face config.json\n"
+    assert (
+        result.stderr
+        == f"dummyprof: error: --model: {str(config)!r} is nested too deep to be a Hugging Face config.json\n"
+    )

@@ -13,7 +13,7 @@ Cli = Callable[..., CliResult]
 
 NAME = "e\x1b[2J\x1b]0;T\x07[red]R[/red][link=http://x]L[/link]<b>&amp;</b>\u202e|x"
 SHOWN = "e\\x1b[2J\\x1b]0;T\\x07[red]R[/red][link=http://x]L[/link]<b>&amp;</b>\\u202e|x"
-CODE = f'''
+CODE = f"""
 import torch
 from torch import nn
 
@@ -45,7 +45,7 @@ def loader_generator_exit(model: nn.Module) -> None:
 
 def loader_custom(model: nn.Module) -> None:
     raise Custom(NAME)
-'''
+"""
 
 
 @pytest.fixture
@@ -71,10 +71,19 @@ def _inert(text: str) -> None:
             "--loader: ./hostile.py:loader_custom raised Custom: ",
         ),
         (
-            ("compare", "--depth", "1", "--hidden", "32", "--repeat", "1", "--loader",
-             "./hostile.py:loader_generator_exit"),
+            (
+                "compare",
+                "--depth",
+                "1",
+                "--hidden",
+                "32",
+                "--repeat",
+                "1",
+                "--loader",
+                "./hostile.py:loader_generator_exit",
+            ),
             "--loader: ./hostile.py:loader_generator_exit raised GeneratorExit: ",
-        ),  # fmt: skip
+        ),
     ],
 )
 def test_a_user_exception_text_is_one_inert_line(cli: Cli, hostile: Path, args: tuple[str, ...], raised: str) -> None:

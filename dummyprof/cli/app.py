@@ -106,7 +106,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         encoding_safe(stream)  # PYTHONIOENCODING=ascii: µ becomes u, never a UnicodeEncodeError
     try:
         with sigterm_interrupts() as sigterm:
-            rv = command.main(args=list(argv) if argv is not None else None, prog_name="dummyprof", standalone_mode=False)
+            rv = command.main(
+                args=list(argv) if argv is not None else None, prog_name="dummyprof", standalone_mode=False
+            )
     except DummyprofError as exc:
         _error(error_text(exc))
         return exc.exit_code
@@ -117,7 +119,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except click_exceptions.ClickException as exc:
         _error(exc.format_message())
         return exc.exit_code
-    except (KeyboardInterrupt, typer.Abort) as exc:
+    except (KeyboardInterrupt, typer.Abort):
         if sigterm.received:
             _error(TERMINATED_MESSAGE)
             return EXIT_TERMINATED

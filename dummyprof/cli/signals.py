@@ -3,7 +3,8 @@
 The handler raises :class:`TerminatedBySignal`, a ``KeyboardInterrupt``: every place that lets Ctrl-C
 through user code (and cleans up on the way: temporary files, mapped backings) lets SIGTERM through too,
 and no ``except Exception`` in a user's factory or loader swallows it. Typer turns a KeyboardInterrupt
-into exit 130, so ``main`` asks :class:`Sigterm` whether one came, and says so in one line, exit 143. ``engram --nproc`` installs its own handler while its ranks run (they are stopped first).
+into exit 130, so ``main`` asks :class:`Sigterm` whether one came, and says so in one line, exit 143.
+``engram --nproc`` installs its own handler while its ranks run (they are stopped first).
 """
 
 from __future__ import annotations

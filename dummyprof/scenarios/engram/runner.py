@@ -28,12 +28,12 @@ from dummyprof.measure.roofline import generator_bound, share_of_floor
 from dummyprof.models.engram import EngramSpec, EngramTable
 from dummyprof.results.common import Figure, MemoryUse, Timing
 from dummyprof.results.engram import (
+    FASTER_THAN_FLOOR,
     MEASURED,
     NO_ANON_HUGE_PAGES,
     NO_HOST_MEMORY_STATS,
     NOT_ALLOCATED_PROJECTED,
     PROJECTED,
-    FASTER_THAN_FLOOR,
     EngramResult,
     Interval,
     MethodResult,

@@ -71,30 +71,22 @@ def test_a_projected_compare_refuses_trace_in_one_line(monkeypatch: pytest.Monke
     assert "is projected, not filled, here (time budget); a trace is recorded from a real fill" in str(caught.value)
 
 
-def _strategies(clock: FakeClock, seconds: float) -> list[Strategy]:
-    return [Strategy("a", "a", _scripted(clock, cycle([seconds])))]
-
-
-def test_a_warm_up_that_leaves_no_room_for_a_measured_round_is_dropped() -> None:
+@pytest.mark.parametrize(
+    ("budget", "warmed", "spent"),
+    [
+        (8.0, 0, 5.0),  # warm-up (5 s) + one measured round (5 s) would end at 10 s > 8 s: no warm-up
+        (14.0, 1, 10.0),  # the first warm-up ends at 5 s; a second would leave 4 s < one 5 s round
+    ],
+)
+def test_a_warm_up_that_leaves_no_room_for_a_measured_round_is_dropped(
+    budget: float, warmed: int, spent: float
+) -> None:
     clock = FakeClock()
+    strategies = [Strategy("a", "a", _scripted(clock, cycle([5.0])))]
     result = run_compare(
-        lambda: build_tree(TreeSpec(depth=1, hidden=32)), ModelSummary(), _strategies(clock, 5.0),
-        torch.device("cpu"), repeat=5, warmup=2, clock=clock, deadline=clock() + 8.0,
-        round_estimate_s=5.0, measure_overhead=False,
+        lambda: build_tree(TreeSpec(depth=1, hidden=32)), ModelSummary(), strategies, torch.device("cpu"),
+        repeat=5, warmup=2, clock=clock, deadline=clock() + budget, round_estimate_s=5.0, measure_overhead=False,
     )  # fmt: skip
-    # warm-up (5 s) + one measured round (5 s) would end at 10 s > 8 s: the warm-up goes, one round is measured
-    assert (result.warmup, result.repeat, result.auto_stop) == (0, 1, "budget")
+    assert (result.warmup, result.repeat, result.auto_stop) == (warmed, 1, "budget")
     assert result.strategies[0].timing.samples_s == [5.0]
-    assert clock() - 1000.0 == 5.0
-
-
-def test_warm_ups_that_fit_are_kept_and_the_second_one_dropped_when_short() -> None:
-    clock = FakeClock()
-    result = run_compare(
-        lambda: build_tree(TreeSpec(depth=1, hidden=32)), ModelSummary(), _strategies(clock, 5.0),
-        torch.device("cpu"), repeat=5, warmup=2, clock=clock, deadline=clock() + 14.0,
-        round_estimate_s=5.0, measure_overhead=False,
-    )  # fmt: skip
-    # first warm-up ends at 5 s; a second would leave 4 s < one 5 s round: dropped; one measured round ends at 10 s
-    assert (result.warmup, result.repeat) == (1, 1)
-    assert clock() - 1000.0 == 10.0
+    assert clock() - 1000.0 == spent

@@ -46,6 +46,15 @@ SHOWN_NAMES = 12  # of a module's callables, in a "has no attribute" error
 _BARE_WORD = re.compile(r"[A-Za-z_][\w.:/+-]*")
 
 
+QUOTED_CHARS = 60  # of a value echoed in an error: a 100 kB argument is not repeated in full
+
+
+def _quoted(text: str) -> str:
+    if len(text) <= QUOTED_CHARS:
+        return repr(text)
+    return f"{text[:QUOTED_CHARS]!r}... ({len(text):,} characters)"
+
+
 def _literal(flag: str, key: str, text: str) -> Any:
     try:
         value = ast.literal_eval(text)
@@ -54,7 +63,7 @@ def _literal(flag: str, key: str, text: str) -> Any:
             return text
         raise UsageError(
             flag,
-            f"{key}={text!r} is not a Python literal (an unclosed bracket or quote?); "
+            f"{key}={_quoted(text)} is not a Python literal (an unclosed bracket or quote?); "
             f"write e.g. {key}=[1, 2] or {key}='text'",
         ) from None
     _check_literal(flag, key, value)

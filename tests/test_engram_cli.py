@@ -98,7 +98,8 @@ def test_small_table_is_measured_in_full(cli: Cli, tmp_path: Path) -> None:
     assert engram.method("random-convert").values is not None
     assert engram.method("random-convert").measured_scratch_bytes == 3 * 4096 * 64
     assert engram.method("random-scratch").measured_scratch_bytes == engram.method("random-scratch").peak_scratch_bytes
-    assert engram.method("memset").percent_of_floor.value == pytest.approx(100.0)
+    floor = engram.method("memset")  # %memset is of the floor's fastest round: its own median reads at most 100%
+    assert floor.percent_of_floor.value == pytest.approx(100 * min(floor.timing.samples_s) / (floor.timing.median or 0))
     assert engram.run_peak_rss_bytes is not None
     assert "Fill methods" in result.stdout and "results written to" in result.stdout
 

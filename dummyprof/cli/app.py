@@ -16,6 +16,7 @@ import typer
 
 from dummyprof.cli.flags import error_text
 from dummyprof.cli.output import silence_stdout
+from dummyprof.cli.signals import EXIT_TERMINATED, TERMINATED_MESSAGE, sigterm_interrupts
 from dummyprof.errors import DummyprofError
 from dummyprof.reports.console import encoding_safe
 
@@ -67,7 +68,9 @@ _register_commands()
 
 
 def _error(message: str) -> None:
-    sys.stderr.write(f"dummyprof: error: {message}\n")
+    from dummyprof.reports.tables.escape import visible
+
+    sys.stderr.write(f"dummyprof: error: {visible(message)}\n")  # a user's exception text is data: one line, inert
 
 
 @functools.cache
@@ -102,7 +105,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     for stream in (sys.stdout, sys.stderr):
         encoding_safe(stream)  # PYTHONIOENCODING=ascii: µ becomes u, never a UnicodeEncodeError
     try:
-        rv = command.main(args=list(argv) if argv is not None else None, prog_name="dummyprof", standalone_mode=False)
+        with sigterm_interrupts() as sigterm:
+            rv = command.main(
+                args=list(argv) if argv is not None else None, prog_name="dummyprof", standalone_mode=False
+            )
     except DummyprofError as exc:
         _error(error_text(exc))
         return exc.exit_code
@@ -114,12 +120,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         _error(exc.format_message())
         return exc.exit_code
     except (KeyboardInterrupt, typer.Abort):
+        if sigterm.received:
+            _error(TERMINATED_MESSAGE)
+            return EXIT_TERMINATED
         sys.stderr.write("dummyprof: interrupted\n")
         return EXIT_INTERRUPTED
     except BrokenPipeError:  # the reader went away (| head): not an error of ours
         silence_stdout()
         return EXIT_OK
     code = rv if isinstance(rv, int) else EXIT_OK
+    if code == EXIT_INTERRUPTED and sigterm.received:
+        _error(TERMINATED_MESSAGE)
+        return EXIT_TERMINATED
     if code == EXIT_INTERRUPTED:
         sys.stderr.write("dummyprof: interrupted\n")
     return code

@@ -90,7 +90,9 @@ def check_outputs(
 
 
 def report_error(message: str) -> None:
-    sys.stderr.write(f"dummyprof: error: {message}\n")
+    from dummyprof.reports.tables.escape import visible
+
+    sys.stderr.write(f"dummyprof: error: {visible(message)}\n")  # a user's exception text is data: one line, inert
 
 
 def emit(
@@ -135,7 +137,9 @@ def emit(
             console = make_console(stderr=to_stdout)  # stdout carries the JSON: the lines go to stderr
             for output in written:
                 line = (confirm or {}).get(output.flag)
-                console.print(line.format(path=output.path) if line else written_line(output), style="dim")
+                console.print(
+                    line.format(path=output.path) if line else written_line(output), style="dim", markup=False
+                )
     except BrokenPipeError:  # | head: the reader has seen enough; the files are written, the exit code stands
         silence_stdout()
     for message in failures:

@@ -50,7 +50,9 @@ def engram_on_ranks(params: dict[str, Any], env: LaunchEnv | None, parse: Callab
         return options
 
     def report(message: str) -> None:
-        sys.stderr.write(f"dummyprof: error: {message}\n")
+        from dummyprof.reports.tables.escape import visible
+
+        sys.stderr.write(f"dummyprof: error: {visible(message)}\n")
         sys.stderr.flush()
 
     backend = pick_backend(str(params["dist_backend"]), offload=bool(params["offload"]), device=str(params["device"]))

@@ -112,6 +112,8 @@ def _read(path: Path) -> dict[str, Any]:
         raise UsageError.for_field("config", f"{path}: not valid TOML: {exc}") from None
     except UnicodeDecodeError:
         raise UsageError.for_field("config", f"{path}: not valid TOML (not UTF-8 text)") from None
+    except RecursionError:  # tomllib recurses once per nested array or inline table
+        raise UsageError.for_field("config", f"{path}: nested too deep to be a dummyprof config (corrupt?)") from None
 
 
 def load_config(path: Path | None = None) -> GateConfig:
@@ -234,9 +236,15 @@ def _code_file(folder: Path, spec: Any) -> Any:
 
 
 def _relative_to_config(path: Path, table: dict[str, Any]) -> dict[str, Any]:
-    """``model`` and ``loaders`` files are found next to the config, as a user reading it expects, not in the cwd."""
+    """``model`` and ``loaders`` files are found next to the config, as a user reading it expects, not in the cwd.
+
+    At every level: a sweep's options nest the swept command's (``[scenarios.S.options.compare]``).
+    """
     folder = path.parent
-    table = dict(table)
+    table = {
+        k: _relative_to_config(path, v) if isinstance(v, dict) and not k.endswith("_args") else v
+        for k, v in table.items()
+    }
     if "model" in table:
         table["model"] = _code_file(folder, table["model"])
     if isinstance(table.get("loaders"), list):

@@ -55,6 +55,8 @@ def _read_config_dict(path: Path, target: str) -> dict[str, Any]:
         data = json.loads(raw.decode("utf-8"), object_pairs_hook=unique_keys)
     except (UnicodeDecodeError, ValueError) as exc:  # not JSON, or a key given twice
         raise UsageError(FLAG, f"{str(file)!r} is not JSON ({exc}); give a Hugging Face config.json") from exc
+    except RecursionError:  # json recurses once per nested array or object
+        raise UsageError(FLAG, f"{str(file)!r} is nested too deep to be a Hugging Face config.json") from None
     if not isinstance(data, dict):
         raise UsageError(FLAG, f"{str(file)!r} holds a JSON {type(data).__name__}, not an object; give a config.json")
     return data

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dummyprof.results.engram import (
     DRY_RUN,
+    FASTER_THAN_FLOOR,
     NO_ANON_HUGE_PAGES,
     NO_HOST_MEMORY_STATS,
     NO_HUGE_PAGES_ASKED,
@@ -20,6 +21,8 @@ REASONS = {
     NOT_ALLOCATED_PROJECTED: "full tables not allocated here (projected run)",
     NO_HOST_MEMORY_STATS: "torch.cuda.host_memory_stats() reports no bytes",
     NO_ANON_HUGE_PAGES: "/proc/self/smaps_rollup has no AnonHugePages",
+    FASTER_THAN_FLOOR: "over!: measured faster than this run's fastest memset floor, which no fill can be: "
+    "the floor readings were disturbed (CPU contention?); rerun on a quiet machine",
 }
 OF_A_BACKING = {  # CODE:KIND, the kind of memory used
     NO_RESERVED_FIGURE: "{} memory: only torch's CUDA pinned allocator reports reserved bytes",

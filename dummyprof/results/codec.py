@@ -162,6 +162,9 @@ def _convert(tp: Any, value: Any, where: str, strict: bool = False) -> Any:
     if tp is float:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise TypeError(f"{where}: expected a number, got {_show(value)}")
+        # An integer literal is held to int64 here too: 10**30 would pass as a finite float, an edited counter.
+        if isinstance(value, int) and not -INT_LIMIT <= value < INT_LIMIT:
+            raise TypeError(f"{where}: {_show(value)} is too large (beyond int64)")
         try:
             number = float(value)
         except OverflowError:

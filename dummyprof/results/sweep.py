@@ -49,7 +49,10 @@ class GrowthFit:
     def predict(self, x: float) -> float:
         import math
 
-        return math.exp(self.intercept) * x**self.exponent
+        try:
+            return math.exp(self.intercept) * x**self.exponent
+        except OverflowError:  # a fit read from an edited file can hold any finite exponent
+            return math.inf
 
 
 @dataclass

@@ -10,7 +10,7 @@ from torch import nn
 from dummyprof.loaders.strategies import Strategy
 from dummyprof.loaders.user_loader import LOADER_INITIALIZER, TRACING_NOTE, UserLoader, load_loader, loader_strategy
 from dummyprof.measure.recorder import VisitRecorder
-from dummyprof.measure.write_tracer import trace_writes
+from dummyprof.measure.write_tracer import TraceResult, trace_writes
 from dummyprof.results.compare import CompareResult
 
 
@@ -34,17 +34,29 @@ def loader_strategies(loaders: Sequence[UserLoader]) -> list[Strategy]:
     return [loader_strategy(loader) for loader in loaders]
 
 
-def apply_traces(result: CompareResult, loaders: Sequence[UserLoader], build: Callable[[], nn.Module]) -> list[str]:
-    """Trace each loader once on a fresh model and fill in its per-tensor writes; returns report notes."""
-    from dummyprof.scenarios.compare.runner import add_to_tensor_table, summarize_recorder
+Traced = tuple[UserLoader, TraceResult, VisitRecorder]
 
-    notes = []
+
+def trace_loaders(loaders: Sequence[UserLoader], build: Callable[[], nn.Module]) -> list[Traced]:
+    """Trace each loader once on a fresh model (before the timed rounds: its time is then inside the budget)."""
+    traced = []
     for loader in loaders:
         model = build()
         trace = trace_writes(model, loader)
         recorder = VisitRecorder(model)
         recorder.records = trace.records
         recorder.visits = sum(r.visits for r in trace.records.values())
+        traced.append((loader, trace, recorder))
+        del model
+    return traced
+
+
+def apply_traces(result: CompareResult, traced: Sequence[Traced]) -> list[str]:
+    """Fill in each traced loader's per-tensor writes; returns report notes."""
+    from dummyprof.scenarios.compare.runner import add_to_tensor_table, summarize_recorder
+
+    notes = []
+    for loader, trace, recorder in traced:
         entry = result.strategy(loader.name)
         summarize_recorder(entry, recorder)
         entry.initializer = LOADER_INITIALIZER
@@ -62,5 +74,4 @@ def apply_traces(result: CompareResult, loaders: Sequence[UserLoader], build: Ca
             notes.append(
                 f"loader {loader.name} replaced {len(trace.replaced)} tensor(s) instead of writing them: {shown}"
             )
-        del model
     return notes

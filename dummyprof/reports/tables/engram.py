@@ -17,12 +17,14 @@ from dummyprof.reports.engram_words import (
     reason_text,
     sample_group_note,
 )
+from dummyprof.reports.figure_words import unavailable_text
 from dummyprof.reports.format import figure_bytes, format_bytes, format_seconds, range_cell
 from dummyprof.reports.narrow import PROJECTED_NOTE, any_projected, projected, projected_seconds, same_unavailable
 from dummyprof.reports.tables.model import BAD, DIM, NAME, NUMBER, TEXT, WORD, Block, Cell, Line, Table
 from dummyprof.reports.tables.ranks import ranks_blocks
 from dummyprof.results.common import Figure, Timing
 from dummyprof.results.engram import (
+    FASTER_THAN_FLOOR,
     PLANNED,
     PROJECTED,
     EngramResult,
@@ -52,6 +54,8 @@ def _plural(n: int, noun: str) -> str:
 
 
 def _percent(figure: Figure) -> str:
+    if figure.unavailable == FASTER_THAN_FLOOR:
+        return "over!"
     if figure.value is None:
         return "n/a"
     return _number(figure, ".1f" if figure.value < 10 else ".0f", "%")
@@ -190,7 +194,9 @@ def method_table(result: EngramResult) -> Table:
         notes.append("range: the projected interval, or the fastest–slowest measured round")
     elif any(len(m.timing.samples_s) > 1 for m in result.methods):
         notes.append("range: fastest–slowest round")
-    notes.append("rate: the bytes each method writes; %memset: of the floor measured in this run")
+    notes.append("rate: the bytes each method writes; %memset: of the fastest memset round of this run")
+    if any(m.percent_of_floor.unavailable == FASTER_THAN_FLOOR for m in result.methods):
+        notes.append(unavailable_text(FASTER_THAN_FLOOR))
     return Table.of("Fill methods (per rank)", columns, rows, notes=notes)
 
 

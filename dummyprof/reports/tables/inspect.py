@@ -34,7 +34,8 @@ def tree_table(result: InspectResult) -> Table:
             Cell(f"shares {', '.join(node.shared)}", WARN) if node.shared else "",
         )
         assert table.depths is not None
-        table.depths.append(node.depth)
+        # A node is as deep as its path's own levels: a depth read from an edited file could be 10**18.
+        table.depths.append(min(node.depth, node.path.count(".") + 1 if node.path else 0))
     return table
 
 

@@ -94,7 +94,7 @@ def run(
         return run_deployment(
             options, "compare", strategies=options.strategies, source=source, progress=progress, fill=run
         )
-    from dummyprof.scenarios.loader_runs import apply_traces, load_loaders, loader_strategies
+    from dummyprof.scenarios.loader_runs import apply_traces, load_loaders, loader_strategies, trace_loaders
 
     loaders = load_loaders(options.loaders, options.loader_args, options.strategies)
     device = resolve_device(options.device)
@@ -115,6 +115,12 @@ def run(
             f"over the time budget of {format_seconds(options.time_budget)}; raise it or shrink the model",
         )
     if decision.mode == "projected":
+        if options.trace:
+            raise UsageError.for_field(
+                "trace",
+                f"{source.description} is projected, not filled, here ({decision.reason} budget); a trace is "
+                "recorded from a real fill: shrink the model (--model-arg) or raise the budget",
+            )
         if loaders:
             raise UsageError.for_field(
                 "loaders",
@@ -138,6 +144,11 @@ def run(
     )
     del probe
     strategies = builtin + loader_strategies(loaders)
+    # The write tracing and the --trace fills run before the timed rounds, so their time comes out of
+    # the rounds' share of the budget instead of running past its end.
+    traced = trace_loaders(loaders, lambda: build(device))
+    traces = _instrumented_rounds(build, device, builtin, options.initializer) if options.trace else None
+    rounds = options.warmup + (repeat or options.repeat)  # what decision.predicted_s is for
     result = run_compare(
         lambda: build(device),
         summary,
@@ -151,6 +162,7 @@ def run(
         auto=AutoRepeat(budget_s=options.time_budget) if options.repeat_auto else None,
         measure_overhead=not loaders,  # it would run each loader six more times
         deadline=started + options.time_budget,
+        round_estimate_s=(decision.predicted_s or 0.0) / rounds,
     )
     result.size = decision
     if decision.reason == "reduced" or (result.auto_stop == "budget" and not options.repeat_auto):
@@ -159,9 +171,8 @@ def run(
         entry.projection = projections.get(entry.name)  # set when calibrated: the projection next to the measurement
     if builtin and all(_same_counts(result.strategy(s.name), meta.counts[s.name]) for s in builtin):
         result.counts = "exact"  # the real fills recorded what the counting pass on meta predicted
-    loader_notes = apply_traces(result, loaders, lambda: build(device))
-    if options.trace:
-        result.trace = _instrumented_rounds(build, device, strategies[: len(options.strategies)], options.initializer)
+    loader_notes = apply_traces(result, traced)
+    result.trace = traces or []
     engine = random_fast.default_engine() if options.initializer == FastInitializer.name else ""
     environment = collect_environment(device, random_fast_engine=engine)
     results = Results(command="compare", environment=environment, compare=result)

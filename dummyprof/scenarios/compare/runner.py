@@ -184,6 +184,7 @@ def run_compare(
     measure_floor: bool = True,
     auto: AutoRepeat | None = None,
     deadline: float | None = None,
+    round_estimate_s: float = 0.0,
 ) -> CompareResult:
     """Time each strategy over ``warmup + repeat`` interleaved rounds (A, B, C, A, B, C, ...).
 
@@ -192,9 +193,13 @@ def run_compare(
     each fill is followed by the memset floor on one more fresh model (see :class:`FloorResult`).
     With ``auto``, ``repeat`` is ignored: rounds go on until :func:`auto_stop` says why to stop.
 
-    ``deadline`` (a reading of ``clock``) bounds the whole call: once a round is measured, no round starts
-    that the slowest round so far says would end past it (``auto_stop`` is then ``budget``), and the
-    recording overhead is measured only when time is left for it.
+    ``deadline`` (a reading of ``clock``) bounds the whole call. A round is expected to take as long as the
+    slowest round so far (before the first: ``round_estimate_s``, the calibrated prediction, 0 when unknown).
+    A warm-up round is run only when it and one measured round are expected to end by the deadline (the
+    warm-ups run are in ``result.warmup``); a measured round, once one is measured, only when it is (else
+    ``auto_stop`` is ``budget``). So the call ends by the deadline, or at most one round after it when not
+    even one measured round fits: a fill that has started is not cut. The recording overhead is measured
+    only when time is left for it.
     """
     if auto is not None:
         repeat = auto.max_rounds
@@ -211,12 +216,20 @@ def run_compare(
     total = (warmup + repeat) * len(strategies)
     done = 0
     slowest_round = 0.0
-    for round_index in range(warmup + repeat):
+    warmed = measured = 0
+    while measured < repeat:
         round_start = clock()
-        measured = round_index - warmup
-        if deadline is not None and measured >= 1 and round_start + slowest_round > deadline:
+        expected = slowest_round or round_estimate_s
+        warming = warmed < warmup
+        if deadline is not None and warming and expected and round_start + 2 * expected > deadline:
+            # A warm-up that leaves no time for a measured round is dropped (the report says how many ran).
+            result.warmup = warmup = warmed
+            total = (warmup + repeat) * len(strategies)
+            warming = False
+        if deadline is not None and not warming and measured >= 1 and round_start + expected > deadline:
             result.repeat, result.auto_stop = measured, "budget"
             break
+        label = f"warm-up {warmed + 1}/{warmup}" if warming else f"round {measured + 1}/{repeat}"
         # Collect once a round, outside the clock; during a timed fill the collector is off (as timeit does).
         gc.collect()
         for strategy in strategies:
@@ -234,7 +247,7 @@ def run_compare(
                 first_recorders[strategy.name] = recorder
             elif recorder.visits != first_recorders[strategy.name].visits:
                 raise RuntimeError(f"strategy {strategy.name!r} visited a different number of tensors between rounds")
-            if round_index >= warmup:
+            if not warming:
                 results[strategy.name].timing.samples_s.append(elapsed)
                 reading = peak.reading
                 assert reading is not None
@@ -256,19 +269,23 @@ def run_compare(
                 # ever reads slower, and a fill faster than the floor is flagged, see assess_noise).
                 target = build()
                 floor.bytes_written, elapsed = _time_floor(target, device, clock)
-                if round_index >= warmup:
+                if not warming:
                     floor.timing.samples_s.append(elapsed)
                 del target
             done += 1
             if progress is not None:
-                progress(done, total, f"round {round_index + 1}/{warmup + repeat}: {strategy.name}")
+                progress(done, total, f"{label}: {strategy.name}")
         slowest_round = max(slowest_round, clock() - round_start)
-        if auto is not None and round_index >= warmup:
+        if warming:
+            warmed += 1
+            continue
+        measured += 1
+        if auto is not None:
             result.strategies = [results[s.name] for s in strategies]
             result.baseline_strategy = "legacy" if "legacy" in results else strategies[0].name
-            result.auto_stop = auto_stop(result, auto, round_index + 1 - warmup, clock() - started)
+            result.auto_stop = auto_stop(result, auto, measured, clock() - started)
             if result.auto_stop:
-                result.repeat = round_index + 1 - warmup
+                result.repeat = measured
                 break
     for strategy in strategies:
         entry = results[strategy.name]

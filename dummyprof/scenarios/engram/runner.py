@@ -28,6 +28,7 @@ from dummyprof.measure.roofline import generator_bound, share_of_floor
 from dummyprof.models.engram import EngramSpec, EngramTable
 from dummyprof.results.common import Figure, MemoryUse, Timing
 from dummyprof.results.engram import (
+    FASTER_THAN_FLOOR,
     MEASURED,
     NO_ANON_HUGE_PAGES,
     NO_HOST_MEMORY_STATS,
@@ -454,16 +455,23 @@ def derive(result: EngramResult) -> None:
             assert median is not None
             m.seconds = Figure(median)
     floor = next((m for m in result.methods if m.name == result.floor_method), None)
+    # The floor is its fastest round (a preempted memset only reads slower), as compare's is: a fill still
+    # faster than that is flagged, never shown as a share above 100%.
+    floor_s = min(floor.timing.samples_s) if floor and floor.mode == MEASURED and floor.timing.samples_s else None
+    if floor is not None and floor_s is None:
+        floor_s = floor.seconds.value
     setup = [p.seconds for p in result.phases]
     for m in result.methods:
         if m.seconds.value is None:
             continue
         if m.seconds.value > 0:
             m.gb_per_s = Figure(m.bytes_written / m.seconds.value / 1e9, projected=m.seconds.projected)
-        if floor is not None and floor.seconds.value:
-            share = share_of_floor(m.bytes_written, m.seconds.value, floor.bytes_written, floor.seconds.value)
+        if floor is not None and floor_s:
+            share = share_of_floor(m.bytes_written, m.seconds.value, floor.bytes_written, floor_s)
             if share is not None:
                 m.percent_of_floor = Figure(100 * share, projected=m.seconds.projected or floor.seconds.projected)
+                if share > 1.0:
+                    m.percent_of_floor = Figure.missing(FASTER_THAN_FLOOR)
                 m.generator_bound = generator_bound(share)
         if setup and all(s.value is not None for s in setup):
             terms = {p.name: p.seconds.value or 0.0 for p in result.phases}

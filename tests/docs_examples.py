@@ -51,6 +51,9 @@ SKIP = re.compile(r'<!--\s*docs-check:\s*skip\s+"([^"]+)"\s+(.+?)\s*-->')
 FENCE = re.compile(r"^\s*```")
 EXIT = re.compile(r"\bexit (\d+)\b")
 NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+# A command's first word is a subcommand or a flag; an output line such as the environment
+# line ("dummyprof 0.1.0, torch 2.13.0 ...") starts with "dummyprof" too and is not run.
+COMMAND = re.compile(r"^(?:\$ )?dummyprof (?:-|[a-z][a-z-]*(?:\s|$))")
 
 
 @dataclass
@@ -131,7 +134,7 @@ def _block_examples(
     while row < end:
         stripped = lines[row].strip()
         prompt = stripped.startswith("$ dummyprof ")
-        if not (prompt or stripped.startswith("dummyprof ")):
+        if not COMMAND.match(stripped):
             row += 1
             continue
         first = row

@@ -7,6 +7,7 @@ many values as it takes. ``python -m tests.docs_examples`` (a step of ``.ci/run`
 
 from __future__ import annotations
 
+import re
 import shlex
 from pathlib import Path
 
@@ -38,6 +39,7 @@ def test_a_skip_names_its_reason_and_only_its_command(tmp_path: Path) -> None:
         "$ dummyprof compare --depth 0\n"
         "dummyprof: error: --depth: must be at least 1, got 0; try --depth 12\n"
         "$ dummyprof compare -q\n"
+        "dummyprof 0.1.0, torch 2.13.0+cpu, cpu\n"
         "```\n",
         encoding="utf-8",
     )
@@ -49,7 +51,7 @@ def test_a_skip_names_its_reason_and_only_its_command(tmp_path: Path) -> None:
         (13, "dummyprof compare -q", 0, None),
     ]
     assert found[2].shown == "dummyprof: error: --depth: must be at least 1, got 0; try --depth 12"
-    assert found[3].shown is None
+    assert found[3].shown == "dummyprof 0.1.0, torch 2.13.0+cpu, cpu"  # output, though it starts with "dummyprof"
     assert found[0].block == found[1].block != found[2].block == found[3].block
 
 
@@ -78,3 +80,33 @@ def test_each_documented_command_parses(example: Example) -> None:
             sub.make_context(words[0], words[1:], parent=context)
     except Exception as exc:  # click's usage errors: the doc names a flag or value the command refuses
         raise AssertionError(f"{example.where}: {example.command}: {exc}") from None
+
+
+def _command_table(readme: str) -> dict[str, list[list[str]]]:
+    """README's command table: each command's rows, each row's flags (its third column)."""
+    rows: dict[str, list[list[str]]] = {}
+    for line in readme.splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if len(cells) == 3 and re.fullmatch(r"`[a-z]+`", cells[0]):
+            rows.setdefault(cells[0].strip("`"), []).append(re.findall(r"--[a-z][a-z-]*", cells[2]))
+    return rows
+
+
+def test_the_readme_command_table_has_one_row_per_command_with_every_flag() -> None:
+    """The table's flag lists are the CLI's own (a new flag, or a removed one, fails here)."""
+    from dummyprof.cli.app import _click_command
+
+    command = _click_command()
+    context = command.make_context("dummyprof", ["report", "x"], resilient_parsing=True)
+    table = _command_table((docs_examples.ROOT / "README.md").read_text(encoding="utf-8"))
+    assert sorted(table) == sorted(command.list_commands(context))
+    for name, rows in table.items():
+        assert len(rows) == 1, f"README's command table has {len(rows)} rows for {name}"
+        sub = command.get_command(context, name)
+        assert sub is not None
+        flags = [
+            next(opt for opt in param.opts if opt.startswith("--"))
+            for param in sub.params
+            if param.param_type_name == "option" and any(opt.startswith("--") for opt in param.opts)
+        ]
+        assert sorted(rows[0]) == sorted(flags), f"README's {name} row differs from `dummyprof {name} --help`"

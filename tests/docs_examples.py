@@ -39,7 +39,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -219,6 +219,15 @@ def run_block(examples: Sequence[Example], *, root: Path, timeout: float) -> lis
         return [run_example(example, cwd=cwd, root=root, timeout=timeout) for example in examples]
 
 
+def _print_outcome(outcome: Outcome) -> None:
+    mark = "ok  " if outcome.ok else "FAIL"
+    print(f"{mark} {outcome.seconds:6.1f} s  {outcome.example.where}: {outcome.example.command}", flush=True)
+    if not outcome.ok:
+        print(f"       {outcome.problem}")
+        for line in outcome.output_tail:
+            print(f"       | {line}", flush=True)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.docs_examples", description=__doc__.splitlines()[0])
     parser.add_argument("--list", action="store_true", help="list the commands and their skips; run nothing")
@@ -237,16 +246,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     blocks: dict[tuple[str, int], list[Example]] = {}
     for example in runnable:
         blocks.setdefault((example.doc, example.block), []).append(example)
+    outcomes: list[Outcome] = []
     with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-        ran = pool.map(lambda block: run_block(block, root=ROOT, timeout=args.timeout), blocks.values())
-        outcomes = [outcome for block in ran for outcome in block]
-    for outcome in outcomes:
-        mark = "ok  " if outcome.ok else "FAIL"
-        print(f"{mark} {outcome.seconds:6.1f} s  {outcome.example.where}: {outcome.example.command}")
-        if not outcome.ok:
-            print(f"       {outcome.problem}")
-            for line in outcome.output_tail:
-                print(f"       | {line}")
+        running = [pool.submit(run_block, block, root=ROOT, timeout=args.timeout) for block in blocks.values()]
+        for done in as_completed(running):  # printed as each block ends: a slow or killed run still shows the rest
+            for outcome in done.result():
+                outcomes.append(outcome)
+                _print_outcome(outcome)
     failed = sum(not outcome.ok for outcome in outcomes)
     skipped = len(examples) - len(runnable)
     print(f"ran {len(outcomes)} documented commands in {time.monotonic() - started:.0f} s")

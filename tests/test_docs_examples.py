@@ -110,3 +110,18 @@ def test_the_readme_command_table_has_one_row_per_command_with_every_flag() -> N
             if param.param_type_name == "option" and any(opt.startswith("--") for opt in param.opts)
         ]
         assert sorted(rows[0]) == sorted(flags), f"README's {name} row differs from `dummyprof {name} --help`"
+
+
+NUMBER_WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8}
+
+
+def test_docs_gate_md_counts_the_scenarios_and_checks_of_dummyprof_toml() -> None:
+    from dummyprof.gate.checks import planned_checks
+    from dummyprof.gate.config import load_config
+
+    config = load_config(docs_examples.ROOT / "dummyprof.toml")
+    checks = sum(len(planned_checks(scenario)) for scenario in config.scenarios)
+    page = " ".join((docs_examples.ROOT / "docs" / "gate.md").read_text(encoding="utf-8").split())
+    stated = re.findall(r"\b([A-Z][a-z]+) scenarios, (\d+) checks\b", page)
+    assert stated == [(stated[0][0], str(checks))] and NUMBER_WORDS[stated[0][0].lower()] == len(config.scenarios)
+    assert re.findall(r"all (\d+) checks pass", page) == [str(checks)]

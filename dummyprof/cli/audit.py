@@ -35,6 +35,11 @@ every in-place write (fill_, uniform_, copy_, out= ...). Findings (exit 1):
 Tied and aliased storages, tensors nobody writes and persistence questions are
 shown as notes and never fail. Exit codes: 0 clean, 1 findings, 2 bad input.
 
+Plain `dummyprof audit` (a depth-3 synthetic tree, per-layer and unique) exits 1
+on purpose: it shows the finding vLLM's fill makes on every tied model, per-layer
+writing the tied embedding twice, which unique writes once. Accept a known
+finding with --ignore KIND (then it exits 0).
+
 Examples:
   dummyprof audit --preset dense-decoder
   dummyprof audit --model tests/fixtures/models.py:build

@@ -6,8 +6,12 @@ writes are traced like any ``--loader`` (:mod:`dummyprof.loaders.user_loader`).
 - ``hf-init`` runs transformers' own weight initialization on the materialized model:
   ``post_init()``, the call ``from_config`` ends with, which reaches ``init_weights`` ->
   ``initialize_weights`` -> ``_init_weights`` per module, skipping modules marked
-  ``_is_hf_initialized`` and tying weights. Building on meta skips that step, so here it
-  runs on real memory, where it would have run.
+  ``_is_hf_initialized``, and then ties weights. Building on meta skips that step, so here it
+  runs on real memory, where it would have run. In ``from_config`` a tied target
+  (``lm_head.weight``) is still its own tensor while ``_init_weights`` runs, and tying then
+  discards it; the materialized model arrives already tied, so each target is first given
+  a meta placeholder and ``post_init`` ties it back. The one difference from ``from_config``:
+  the discarded tensor is never allocated, so its draw is neither timed nor a model write.
 - ``vllm`` and ``sglang`` run those engines' dummy-weight initialization, when the
   package is importable in this Python.
 """
@@ -46,7 +50,40 @@ def hf_init(model: nn.Module) -> None:
             f"hf-init runs transformers' own weight init and needs a transformers model (--model hf:CONFIG, or "
             f"a callable returning a PreTrainedModel); this model is a {type(model).__name__}",
         )
-    model.post_init()
+    tied = _untie_onto_meta(model)
+    try:
+        model.post_init()
+    finally:
+        _retie(model, tied)  # post_init ties them; this only matters when it raised half-way
+
+
+def _untie_onto_meta(model: nn.Module) -> dict[str, str]:
+    """Give each tied target a meta placeholder, as ``from_config``'s init sees it untied; returns target -> source."""
+    import torch
+    from torch import nn
+
+    tied: dict[str, str] = {}
+    for target, source in model.get_expanded_tied_weights_keys(all_submodels=True).items():  # type: ignore[operator]
+        try:
+            shared = model.get_parameter(source)
+            if model.get_parameter(target) is not shared:
+                continue  # not tied in this model (tie_word_embeddings=False): init writes both, as from_config does
+        except AttributeError:
+            continue
+        owner, _, name = target.rpartition(".")
+        placeholder = torch.empty_like(shared, device="meta")
+        setattr(model.get_submodule(owner), name, nn.Parameter(placeholder, requires_grad=shared.requires_grad))
+        tied[target] = source
+    return tied
+
+
+def _retie(model: nn.Module, tied: dict[str, str]) -> None:
+    for target, source in tied.items():
+        owner, _, name = target.rpartition(".")
+        module = model.get_submodule(owner)
+        shared = model.get_parameter(source)
+        if getattr(module, name) is not shared:
+            setattr(module, name, shared)
 
 
 def vllm(model: nn.Module) -> None:

@@ -1,7 +1,7 @@
 """One-off differential check of dummyprof's per-layer strategy against vLLM's own loader.
 
 Not part of CI or of the project's dependencies. It needs vLLM installed in a
-separate environment (see REFERENCE.md section 7), e.g.::
+separate environment (see docs/semantics.md, "vLLM in its own environment"), e.g.::
 
     python3 -m venv /tmp/vllm-venv && /tmp/vllm-venv/bin/pip install vllm==0.33.0 typer rich psutil
     PYTHONPATH=. /tmp/vllm-venv/bin/python benchmarks/vllm_differential.py

@@ -1,7 +1,7 @@
 """vLLM's own dummy loader as a dummyprof ``--loader``: trace and time the real thing.
 
 Not part of CI or of the project's dependencies: run dummyprof with a Python
-that has vLLM installed (REFERENCE.md section 7), e.g.::
+that has vLLM installed (docs/semantics.md, "vLLM in its own environment"), e.g.::
 
     PYTHONPATH=. /tmp/vllm-venv/bin/python -m dummyprof audit --preset dense-decoder \
         -s per-layer --loader benchmarks/vllm_loader.py:fill --loader-initializer v0.33

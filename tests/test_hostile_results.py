@@ -34,6 +34,7 @@ def test_an_int_literal_beyond_int64_in_a_float_field_is_refused(cli: Cli, tmp_p
 
 def test_a_huge_module_depth_from_a_file_is_not_a_huge_indent() -> None:
     """'\\u00a0\\u00a0' * depth: a depth of 9e18 raised OverflowError (10**9 would have built gigabytes)."""
+
     def page(depth: int, name: str) -> str:
         node = ModuleNode(path="layers.0", type="Linear", depth=depth)
         return render(Results(command="inspect", inspect=InspectResult(nodes=[node])), name, RenderOptions(width=120))

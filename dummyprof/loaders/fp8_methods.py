@@ -2,7 +2,7 @@
 
 Every method works on the same tensors: per table an fp8 e4m3 ``weight`` and a
 uint8 ``weight_scale_inv``. The random methods are vLLM's own initializers
-(REFERENCE.md sections 2 and 5), so their bytes and temporaries are the real ones.
+(docs/semantics.md, "Initializers" and "Engram tables"), so their bytes and temporaries are the real ones.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Per-tensor dummy initializers, faithful to vLLM (see REFERENCE.md section 2).
+"""Per-tensor dummy initializers, faithful to vLLM (see docs/semantics.md, "Initializers").
 
 An initializer takes a tensor and its local name, writes dummy values in place
 and returns a :class:`FillOutcome` saying how many bytes it wrote and how large a

@@ -1,4 +1,4 @@
-"""Engram-style tables (DeepSeek V4.1 ``ParallelEngramEmbedding``, REFERENCE.md section 4)."""
+"""Engram-style tables (DeepSeek V4.1 ``ParallelEngramEmbedding``, docs/semantics.md, "Engram tables")."""
 
 from __future__ import annotations
 

@@ -115,7 +115,7 @@ def _node_view(result: DeploymentResult, offloaded: dict[int, list[int]], option
         node.ranks.append(r.rank)
         node.held_bytes += r.held_bytes
         node.offloaded_bytes += r.offloaded_bytes
-        # the pinned allocator rounds each allocation up to a power of two (REFERENCE.md, vLLM #56410)
+        # the pinned allocator rounds each allocation up to a power of two (vLLM #56410; docs/semantics.md)
         node.pinned_bytes += sum(next_power_of_two(n) for n in offloaded[r.counted_as])
         if options.device_memory is not None:
             r.device_room_bytes = options.device_memory - r.device_bytes

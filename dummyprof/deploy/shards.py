@@ -16,7 +16,7 @@ import torch
 from torch import nn
 
 from dummyprof.anatomy import dtype_name, qualified_name
-from dummyprof.deploy.layout import ParallelLayout, RankCoord, even_range, expert_range, pad_vocab, pp_range
+from dummyprof.deploy.layout import ParallelLayout, RankCoord, expert_range, pad_vocab, pp_range
 from dummyprof.deploy.plan import (
     COLUMN,
     EXPERTS_COLUMN,
@@ -77,7 +77,8 @@ def _divide(size: int, parts: int, name: str) -> int:
     return size // parts
 
 
-def _empty_like(tensor: torch.Tensor, shape: tuple[int, ...], device: torch.device = META) -> torch.Tensor:
+def empty_copy(tensor: torch.Tensor, shape: tuple[int, ...], device: torch.device = META) -> torch.Tensor:
+    """An unfilled tensor of ``shape`` like ``tensor``: its dtype, a Parameter if it is one, its declared value."""
     made = torch.empty(shape, dtype=tensor.dtype, device=device)
     value = getattr(tensor, "dummy_weight_value", None)
     if isinstance(tensor, nn.Parameter):
@@ -195,7 +196,7 @@ class Sharder:
             dims[0] = per
             return tuple(dims), per - real, layout.dp
         if rule == ROWS:
-            start, end = even_range(dims[0], per_stage, coord.moe_rank(tp))
+            start, end = expert_range(dims[0], per_stage, coord.moe_rank(tp))  # as evenly as whole rows allow
             dims[0] = end - start
             return tuple(dims), 0, 1
         if rule in (EXPERTS_COLUMN, EXPERTS_ROW):
@@ -244,7 +245,7 @@ class Sharder:
                 _, _, copies = self._shape(place, tuple(weight.shape), coord)
             else:
                 shape, padding, copies = self._shape(place, tuple(source.shape), coord)
-            new = _empty_like(source, shape, device)
+            new = empty_copy(source, shape, device)
             made[id(source)] = new
             row_bytes = new.nbytes // shape[0] if shape and shape[0] else 0
             entries.append(
@@ -310,7 +311,7 @@ class Sharder:
             rows = sum(shape[0] for shape, _, _ in parts)
             shape = (rows, *parts[0][0][1:])
             full = (sum(s.shape[0] for s in sources if s is not None), *first.shape[1:])
-            new = _empty_like(first, shape, device)
+            new = empty_copy(first, shape, device)
             out.register_parameter(local, new)  # type: ignore[arg-type]
             rules = sorted({p.rule for p in places})
             entries.append(

@@ -50,10 +50,6 @@ class OnlineQuantResult(OnlineQuantEntry):
     seconds: float = 0.0
     largest_staging_bytes: int = 0
 
-    @property
-    def final_bytes(self) -> int:
-        return self.kept_bytes + self.fp8_bytes + self.scale_bytes
-
 
 def quantizable(path: str, local: str, tensor: torch.Tensor) -> bool:
     """What vLLM's online fp8 quantizes: linear weights (2-D) and fused expert weights (3-D) in 16/32-bit floats.

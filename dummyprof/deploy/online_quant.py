@@ -120,7 +120,8 @@ class _Pass:
     """The state of one pass: live bytes, the result it counts into, the tensors made so far (ties share them)."""
 
     def __init__(self, result: OnlineQuantResult, execute: bool, clock: Callable[[], float]) -> None:
-        self.r, self.scale, self.block, self.execute, self.clock = result, result.scale, result.block, execute, clock
+        self.r, self.execute, self.clock = result, execute, clock
+        self.scale, self.block = result.scale, result.block
         self.init = get_initializer(result.initializer)
         self.device = torch.device("cpu") if execute else torch.device("meta")
         self.live = 0

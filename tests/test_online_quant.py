@@ -7,7 +7,7 @@ import pytest
 import torch
 from torch import nn
 
-from dummyprof.deploy.online_quant import BLOCK, PER_LAYER, PER_TENSOR, WHOLE_MODEL, online_quantize
+from dummyprof.deploy.online_quant import BLOCK, PER_LAYER, PER_TENSOR, WHOLE_MODEL, OnlineQuantResult, online_quantize
 from dummyprof.errors import UsageError
 from dummyprof.loaders.initializers import V033Initializer
 from dummyprof.models.presets import dense_decoder
@@ -23,6 +23,11 @@ def _linears() -> nn.Module:
         return nn.Sequential(*(nn.Linear(COLS, ROWS, bias=False, dtype=torch.bfloat16) for _ in range(N)))
 
 
+def _final(result: OnlineQuantResult) -> tuple[int, int, int]:
+    """What a pass leaves: high-precision tensors kept, fp8 weights, scales."""
+    return result.kept_bytes, result.fp8_bytes, result.scale_bytes
+
+
 def test_per_layer_peak_is_one_layer_in_high_precision_plus_the_fp8_model() -> None:
     result, _ = online_quantize(_linears(), mode=PER_LAYER, scale=PER_TENSOR, clock=FakeClock())
     elems = ROWS * COLS
@@ -33,7 +38,7 @@ def test_per_layer_peak_is_one_layer_in_high_precision_plus_the_fp8_model() -> N
     assert result.peak_at == f"{N - 1}.weight"
     assert (result.layers, result.tensors, result.quantized) == (N, N, N)
     assert (result.high_precision_bytes, result.fp8_bytes, result.scale_bytes) == (N * 2 * elems, N * elems, N * 4)
-    assert (result.kept_bytes, result.final_bytes) == (0, N * (elems + 4))
+    assert (result.kept_bytes, result.fp8_bytes + result.scale_bytes) == (0, N * (elems + 4))
     assert (result.largest_layer_bytes, result.largest_staging_bytes) == (2 * elems, staging)
 
 
@@ -43,7 +48,7 @@ def test_whole_model_peak_is_three_bytes_per_bf16_element() -> None:
     assert result.peak_bytes == N * 2 * elems + N * (elems + 4) + 128 * COLS * 4
     assert 3.0 < result.peak_bytes / (N * elems) < 3.5  # 2 (bf16) + 1 (fp8) + scales and one staging band
     per_layer, _ = online_quantize(_linears(), mode=PER_LAYER, scale=PER_TENSOR, clock=FakeClock())
-    assert per_layer.final_bytes == result.final_bytes
+    assert _final(per_layer) == _final(result)
 
 
 def test_block_scales_are_one_float_per_128x128_tile() -> None:
@@ -86,15 +91,15 @@ def test_per_layer_accounting_on_a_decoder_and_the_same_without_allocating(scale
         model = dense_decoder(layers=2, hidden=256, heads=4, kv_heads=2, intermediate=320, vocab=1000, tie=False)
     result, done = online_quantize(model, mode=PER_LAYER, scale=scale, clock=FakeClock())
     peak, kept = _expected_peak(model, scale)
-    assert (result.peak_bytes, result.final_bytes) == (peak, kept)
+    assert (result.peak_bytes, result.kept_bytes + result.fp8_bytes + result.scale_bytes) == (peak, kept)
     assert result.quantized == 2 * 6  # q, k, v, o, gate_up, down per layer
     assert result.layers == 2 * 9 + 3  # per layer: 2 norms, q, k, v, o, rotary, gate_up, down; embed, norm, head
     dry, untouched = online_quantize(model, mode=PER_LAYER, scale=scale, execute=False)
     assert dry.executed is False and dry.seconds == 0.0
-    assert (dry.peak_bytes, dry.peak_at, dry.final_bytes, dry.quantized) == (
+    assert (dry.peak_bytes, dry.peak_at, _final(dry), dry.quantized) == (
         result.peak_bytes,
         result.peak_at,
-        result.final_bytes,
+        _final(result),
         result.quantized,
     )
     assert all(t.device.type == "meta" for t in (*untouched.parameters(), *model.parameters()))

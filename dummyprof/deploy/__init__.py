@@ -11,7 +11,7 @@ See docs/deployments.md.
 
 from __future__ import annotations
 
-from dummyprof.deploy.counts import DeploymentCounts, RankCounts, RuleUse, StrategyCounts, count_deployment
+from dummyprof.deploy.counts import DeploymentCounts, RuleUse, count_deployment
 from dummyprof.deploy.layout import ParallelLayout, RankCoord, expert_range, pad_vocab, pp_partition, pp_range
 from dummyprof.deploy.plan import ModelDims, Placement, declared_plan
 from dummyprof.deploy.shards import RankShard, Sharder, ShardTensor, shard_all
@@ -22,12 +22,10 @@ __all__ = [
     "ParallelLayout",
     "Placement",
     "RankCoord",
-    "RankCounts",
     "RankShard",
     "RuleUse",
     "ShardTensor",
     "Sharder",
-    "StrategyCounts",
     "count_deployment",
     "declared_plan",
     "expert_range",

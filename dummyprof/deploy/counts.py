@@ -2,12 +2,15 @@
 
 Counts depend only on the module tree, shapes, dtypes and attributes, so ranks whose shards
 are alike in all of those (every tp rank of a stage, usually) are counted once and the
-figures are shared; ``counted_as`` names the rank whose walk they came from.
+figures are shared; ``counted_as`` names the rank whose walk they came from. Each rank is a
+Results ``RankEntry`` with one ``RankStrategy`` per strategy, its counts filled in.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -20,39 +23,7 @@ from dummyprof.deploy.plan import REPLICATED, ModelDims
 from dummyprof.deploy.shards import RankShard, Sharder
 from dummyprof.loaders.counting import count_on_meta
 from dummyprof.loaders.strategies import STRATEGIES, Strategy, get_strategy
-
-
-@dataclass(frozen=True)
-class StrategyCounts:
-    """One strategy's exact work on one rank's shard."""
-
-    strategy: str
-    initializer: str
-    visits: int
-    redundant_visits: int  # visits beyond the first of each storage
-    bytes_written: int
-    redundant_bytes_written: int  # bytes written beyond each storage's size
-    largest_scratch_bytes: int
-
-
-@dataclass(frozen=True)
-class RankCounts:
-    """What one rank holds and what each strategy does to it."""
-
-    rank: int
-    stage: int
-    dp_rank: int
-    tp_rank: int
-    layers: tuple[int, int]  # [start, end) of the decoder layers it holds
-    storages: int
-    held_bytes: int  # every storage it holds (padding included)
-    replicated_bytes: int  # storages every tp x dp rank of its stage holds whole
-    padding_bytes: int  # padded vocabulary rows
-    strategies: tuple[StrategyCounts, ...]
-    counted_as: int  # the rank whose identical shard was walked for these counts
-
-    def strategy(self, name: str) -> StrategyCounts:
-        return next(s for s in self.strategies if s.strategy == name)
+from dummyprof.results.deployment import RankEntry, RankStrategy
 
 
 @dataclass(frozen=True)
@@ -72,19 +43,12 @@ class DeploymentCounts:
     layout: ParallelLayout
     model_bytes: int
     layer_count: int
-    ranks: tuple[RankCounts, ...]
+    ranks: tuple[RankEntry, ...]  # each rank's own entry (its strategies are its own objects too)
     rules: tuple[RuleUse, ...]
     shards_walked: int  # distinct shards counted (the rest shared their figures)
     heads: int | None  # attention heads and kv heads the split used; None: not known, k/v split as plain columns
     kv_heads: int | None
     seconds: float  # building every shard and counting them
-
-    @property
-    def held_bytes(self) -> int:
-        return sum(r.held_bytes for r in self.ranks)
-
-    def largest_rank(self) -> RankCounts:
-        return max(self.ranks, key=lambda r: (r.held_bytes, -r.rank))
 
 
 def _signature(shard: RankShard) -> tuple[Any, ...]:
@@ -109,10 +73,11 @@ def _signature(shard: RankShard) -> tuple[Any, ...]:
     return tuple((*p[:5], ids.setdefault(p[5], len(ids)), p[6]) for p in parts)
 
 
-def _strategy_counts(model: nn.Module, strategy: Strategy) -> StrategyCounts:
+def _strategy_counts(model: nn.Module, strategy: Strategy) -> RankStrategy:
+    """One strategy's exact work on one rank's shard."""
     counted = count_on_meta(model, strategy)
     visited = [r for r in counted.recorder.records.values() if r.visits]
-    return StrategyCounts(
+    return RankStrategy(
         strategy=strategy.name,
         initializer=counted.initializer,
         visits=counted.recorder.visits,
@@ -139,7 +104,7 @@ def count_deployment(
     t0 = clock()
     chosen = [get_strategy(s, flag="--strategies") for s in (strategies or list(STRATEGIES))]
     sharder = Sharder(model, layout, ModelDims.of(model, options))
-    walked: dict[tuple[Any, ...], tuple[int, tuple[StrategyCounts, ...]]] = {}
+    walked: dict[tuple[Any, ...], tuple[int, tuple[RankStrategy, ...]]] = {}
     ranks = []
     for coord in layout.coords():
         shard = sharder.build(coord)
@@ -148,23 +113,19 @@ def count_deployment(
             walked[key] = (coord.rank, tuple(_strategy_counts(shard.module, s) for s in chosen))
         counted_as, figures = walked[key]
         ranks.append(
-            RankCounts(
-                rank=coord.rank,
-                stage=coord.stage,
-                dp_rank=coord.dp_rank,
-                tp_rank=coord.tp_rank,
-                layers=shard.layers,
+            RankEntry(
+                **dataclasses.asdict(coord),
+                ep_rank=coord.moe_rank(layout.tp) if layout.expert_parallel else None,
+                layers=list(shard.layers),
                 storages=len(shard.tensors),
                 held_bytes=shard.nbytes,
                 replicated_bytes=sum(t.nbytes for t in shard.tensors if t.rule == REPLICATED),
                 padding_bytes=sum(t.padding_bytes for t in shard.tensors),
-                strategies=figures,
                 counted_as=counted_as,
+                strategies=[dataclasses.replace(s) for s in figures],
             )
         )
-    uses: dict[tuple[str, str, str], int] = {}
-    for place in sharder.planner.placements.values():
-        uses[(place.rule, place.source, place.style)] = uses.get((place.rule, place.source, place.style), 0) + 1
+    uses = Counter((p.rule, p.source, p.style) for p in sharder.planner.placements.values())
     return DeploymentCounts(
         layout=layout,
         model_bytes=model_bytes(model),

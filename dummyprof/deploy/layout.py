@@ -14,6 +14,12 @@ from dummyprof.errors import UsageError
 VOCAB_PADDING = 64  # vLLM's DEFAULT_VOCAB_PADDING_SIZE
 
 
+def _check_ranks(**sizes: int) -> None:
+    for name, value in sizes.items():
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise UsageError.for_field(name, f"must be a whole number of ranks >= 1, got {value!r}")
+
+
 @dataclass(frozen=True)
 class RankCoord:
     """One rank of the deployment: its global index and its place in each group."""
@@ -43,10 +49,7 @@ class ParallelLayout:
     expert_parallel: bool = False
 
     def __post_init__(self) -> None:
-        for name in ("tp", "pp", "dp"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise UsageError.for_field(name, f"must be a whole number of ranks >= 1, got {value!r}")
+        _check_ranks(tp=self.tp, pp=self.pp, dp=self.dp)
 
     @classmethod
     def from_sizes(cls, *, tp: int = 1, ep: int = 1, pp: int = 1, dp: int = 1) -> ParallelLayout:
@@ -56,9 +59,7 @@ class ParallelLayout:
         ``tp * dp``; given with ``dp`` 1 and a multiple of ``tp``, ``dp`` becomes ``ep / tp``
         (``--ep 8`` alone is vLLM's ``--data-parallel-size 8 --enable-expert-parallel``).
         """
-        for name, value in (("tp", tp), ("ep", ep), ("pp", pp), ("dp", dp)):
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise UsageError.for_field(name, f"must be a whole number of ranks >= 1, got {value!r}")
+        _check_ranks(tp=tp, ep=ep, pp=pp, dp=dp)
         if ep > 1 and dp == 1 and ep % tp == 0:
             dp = ep // tp
         if ep > 1 and ep != tp * dp:
@@ -95,16 +96,6 @@ class ParallelLayout:
             for tp_rank in range(self.tp)
         ]
 
-    def describe(self) -> str:
-        parts = [f"tp {self.tp}"]
-        if self.expert_parallel:
-            parts.append(f"ep {self.ep}")
-        if self.dp > 1:
-            parts.append(f"dp {self.dp}")
-        if self.pp > 1:
-            parts.append(f"pp {self.pp}")
-        return ", ".join(parts)
-
 
 def pp_partition(layers: int, pp: int) -> list[int]:
     """Layers per stage as vLLM's ``get_pp_indices`` splits them (no ``VLLM_PP_LAYER_PARTITION``).
@@ -140,8 +131,3 @@ def expert_range(experts: int, ep: int, ep_rank: int) -> tuple[int, int]:
     base, extra = divmod(experts, ep)
     start = ep_rank * base + min(ep_rank, extra)
     return start, start + base + (1 if ep_rank < extra else 0)
-
-
-def even_range(size: int, parts: int, index: int) -> tuple[int, int]:
-    """``[start, end)`` of part ``index`` when ``size`` rows are split as evenly as whole rows allow."""
-    return expert_range(size, parts, index)

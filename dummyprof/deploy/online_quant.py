@@ -25,8 +25,10 @@ import torch
 from torch import nn
 
 from dummyprof.anatomy import qualified_name
+from dummyprof.deploy.shards import empty_copy
 from dummyprof.errors import UsageError
 from dummyprof.loaders.initializers import get_initializer
+from dummyprof.results.deployment import OnlineQuantEntry
 
 FP8 = getattr(torch, "float8_e4m3fn", None)
 FP8_MAX = 448.0  # largest finite float8_e4m3fn
@@ -38,50 +40,15 @@ WHOLE_MODEL = "whole-model"
 _NOT_QUANTIZED = ("embed", "lm_head")  # vLLM's online fp8 leaves embeddings and the head in high precision
 
 
-@dataclass(frozen=True)
-class OnlineQuantResult:
-    """Counts, bytes and the live-byte peak of one online-quantization pass."""
+@dataclass
+class OnlineQuantResult(OnlineQuantEntry):
+    """One pass: the Results' entry (counts, bytes, the live-byte peak, times), and its largest staging band.
 
-    mode: str  # PER_LAYER or WHOLE_MODEL
-    scale: str  # PER_TENSOR or BLOCK
-    block: int
-    initializer: str
-    executed: bool  # False: accounted on meta, nothing allocated, no time measured
-    layers: int  # modules that had tensors on meta
-    tensors: int  # tensors materialized
-    quantized: int  # of those, weights quantized to fp8
-    high_precision_bytes: int  # every tensor materialized, before quantization
-    quantized_source_bytes: int  # the high-precision bytes of the quantized weights (released)
-    fp8_bytes: int
-    scale_bytes: int
-    kept_bytes: int  # high-precision tensors that stay (norms, embeddings, head, biases, buffers)
-    peak_bytes: int
-    peak_at: str  # the tensor being quantized (or materialized) when the peak was reached
-    largest_layer: str
-    largest_layer_bytes: int  # its high-precision bytes
-    largest_staging_bytes: int
-    fill_seconds: float
-    quantize_seconds: float
-    seconds: float
+    Accounted without executing (``executed`` False), nothing is allocated and every time is 0.0.
+    """
 
-    @property
-    def final_bytes(self) -> int:
-        return self.kept_bytes + self.fp8_bytes + self.scale_bytes
-
-
-class _Ledger:
-    def __init__(self) -> None:
-        self.live = 0
-        self.peak = 0
-        self.peak_at = ""
-
-    def alloc(self, nbytes: int, where: str) -> None:
-        self.live += nbytes
-        if self.live > self.peak:
-            self.peak, self.peak_at = self.live, where
-
-    def free(self, nbytes: int) -> None:
-        self.live -= nbytes
+    seconds: float = 0.0
+    largest_staging_bytes: int = 0
 
 
 def quantizable(path: str, local: str, tensor: torch.Tensor) -> bool:
@@ -150,42 +117,41 @@ def _check(scale: str, mode: str, block: int) -> None:
 
 
 class _Pass:
-    """The state of one pass: the ledger, the counts, the tensors made so far (ties share them)."""
+    """The state of one pass: live bytes, the result it counts into, the tensors made so far (ties share them)."""
 
-    def __init__(self, scale: str, block: int, initializer: str, execute: bool, clock: Callable[[], float]) -> None:
-        self.scale, self.block, self.execute, self.clock = scale, block, execute, clock
-        self.init = get_initializer(initializer)
+    def __init__(self, result: OnlineQuantResult, execute: bool, clock: Callable[[], float]) -> None:
+        self.r, self.execute, self.clock = result, execute, clock
+        self.scale, self.block = result.scale, result.block
+        self.init = get_initializer(result.initializer)
         self.device = torch.device("cpu") if execute else torch.device("meta")
-        self.ledger = _Ledger()
+        self.live = 0
         # id of a meta tensor -> (that tensor, kept alive so its id is never reused; what replaced it)
         self.made: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
         self.quantized_ids: set[int] = set()
-        self.tensors = self.quantized = 0
-        self.hp = self.hp_quantized = self.fp8 = self.scales = self.staging = 0
         self.fill_s = self.quant_s = 0.0
+
+    def alloc(self, nbytes: int, where: str) -> None:
+        self.live += nbytes
+        if self.live > self.r.peak_bytes:
+            self.r.peak_bytes, self.r.peak_at = self.live, where
 
     def materialize(self, module: nn.Module, path: str) -> list[tuple[str, torch.Tensor]]:
         """Put the module's own meta tensors on the CPU (or new meta tensors when not executing); count them."""
         made = []
-        holders = ((module._parameters, True), (module._buffers, False))
-        for table, is_param in holders:
+        for table in (module._parameters, module._buffers):
             for local, tensor in list(table.items()):
                 if tensor is None or tensor.device.type != "meta":
                     continue
                 if id(tensor) in self.made:  # tied: a second owner of a tensor already made
                     table[local] = self.made[id(tensor)][1]  # type: ignore[assignment]
                     continue
-                new = torch.empty(tensor.shape, dtype=tensor.dtype, device=self.device)
-                value = getattr(tensor, "dummy_weight_value", None)
-                if is_param:
-                    new = nn.Parameter(new, requires_grad=False)
-                if value is not None:
-                    new.dummy_weight_value = value  # type: ignore[attr-defined]
+                new = empty_copy(tensor, tuple(tensor.shape), self.device)
                 self.made[id(tensor)] = (tensor, new)
                 table[local] = new  # type: ignore[assignment]
-                self.ledger.alloc(new.nbytes, qualified_name(path, local))
-                self.tensors += 1
-                self.hp += new.nbytes
+                self.alloc(new.nbytes, qualified_name(path, local))
+                self.r.tensors += 1
+                self.r.high_precision_bytes += new.nbytes
+                self.r.kept_bytes += new.nbytes  # until it is quantized
                 made.append((local, new))
         return made
 
@@ -207,11 +173,11 @@ class _Pass:
             name = qualified_name(path, local)
             shape = tuple(weight.shape)
             q = torch.empty(shape, dtype=FP8, device=self.device)
-            self.ledger.alloc(q.nbytes, name)
+            self.alloc(q.nbytes, name)
             scales = torch.empty(scale_shape(shape, self.scale, self.block), dtype=SCALE_DTYPE, device=self.device)
-            self.ledger.alloc(scales.nbytes, name)
+            self.alloc(scales.nbytes, name)
             stage_bytes = staging_bytes(shape, self.scale, self.block)
-            self.ledger.alloc(stage_bytes, name)
+            self.alloc(stage_bytes, name)
             if self.execute:
                 t0 = self.clock()
                 staging = torch.empty(stage_bytes // 4, dtype=torch.float32).view(min(self.block, shape[-2]), -1)
@@ -221,22 +187,21 @@ class _Pass:
                         _quantize_matrix(w2, q2, s2, staging, self.scale, self.block)
                 del staging
                 self.quant_s += self.clock() - t0
-            self.ledger.free(stage_bytes)
-            self.staging = max(self.staging, stage_bytes)
+            self.live -= stage_bytes
+            self.r.largest_staging_bytes = max(self.r.largest_staging_bytes, stage_bytes)
             suffix = "_scale_inv" if self.scale == BLOCK else "_scale"
             module._parameters[local] = nn.Parameter(q, requires_grad=False)
             module._parameters[f"{local}{suffix}"] = nn.Parameter(scales, requires_grad=False)
             self.quantized_ids.add(id(weight))
-            self.quantized += 1
-            self.fp8 += q.nbytes
-            self.scales += scales.nbytes
-            self.hp_quantized += weight.nbytes
+            self.r.quantized += 1
+            self.r.fp8_bytes += q.nbytes
+            self.r.scale_bytes += scales.nbytes
+            self.r.kept_bytes -= weight.nbytes
             dropped.append(weight)
         return dropped
 
     def release(self, dropped: list[torch.Tensor]) -> None:
-        for weight in dropped:
-            self.ledger.free(weight.nbytes)
+        self.live -= sum(weight.nbytes for weight in dropped)
 
 
 def online_quantize(
@@ -262,52 +227,28 @@ def online_quantize(
     _check(scale, mode, block)
     work = copy.deepcopy(model)  # the caller's meta model stays meta; deepcopy keeps ties
     _copy_declared_values(model, work)
-    state = _Pass(scale, block, initializer, execute, clock)
+    result = OnlineQuantResult(mode=mode, scale=scale, block=block, initializer=initializer, executed=execute)
+    state = _Pass(result, execute, clock)
+    result.initializer = str(getattr(state.init, "name", initializer))
     t0 = clock()
-    largest = ("", 0)
-    layers = 0
     pending: list[tuple[nn.Module, str, list[tuple[str, torch.Tensor]]]] = []
     for path, module in work.named_modules():
-        before = state.hp
+        before = result.high_precision_bytes
         made = state.materialize(module, path)
         if not made:
             continue
-        layers += 1
-        if state.hp - before > largest[1]:
-            largest = (path, state.hp - before)
+        result.layers += 1
+        if result.high_precision_bytes - before > result.largest_layer_bytes:
+            result.largest_layer, result.largest_layer_bytes = path, result.high_precision_bytes - before
         state.fill(made)
         if mode == PER_LAYER:
             state.release(state.quantize(module, path, made))
         else:
             pending.append((module, path, made))
-    dropped = [w for module, path, made in pending for w in state.quantize(module, path, made)]
-    state.release(dropped)
-    return (
-        OnlineQuantResult(
-            mode=mode,
-            scale=scale,
-            block=block,
-            initializer=str(getattr(state.init, "name", initializer)),
-            executed=execute,
-            layers=layers,
-            tensors=state.tensors,
-            quantized=state.quantized,
-            high_precision_bytes=state.hp,
-            quantized_source_bytes=state.hp_quantized,
-            fp8_bytes=state.fp8,
-            scale_bytes=state.scales,
-            kept_bytes=state.hp - state.hp_quantized,
-            peak_bytes=state.ledger.peak,
-            peak_at=state.ledger.peak_at,
-            largest_layer=largest[0],
-            largest_layer_bytes=largest[1],
-            largest_staging_bytes=state.staging,
-            fill_seconds=state.fill_s,
-            quantize_seconds=state.quant_s,
-            seconds=clock() - t0 if execute else 0.0,
-        ),
-        work,
-    )
+    state.release([w for module, path, made in pending for w in state.quantize(module, path, made)])
+    result.fill_s, result.quantize_s = state.fill_s, state.quant_s
+    result.seconds = clock() - t0 if execute else 0.0
+    return result, work
 
 
 def _copy_declared_values(source: nn.Module, copy_: nn.Module) -> None:

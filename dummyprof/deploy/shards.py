@@ -16,7 +16,7 @@ import torch
 from torch import nn
 
 from dummyprof.anatomy import dtype_name, qualified_name
-from dummyprof.deploy.layout import ParallelLayout, RankCoord, even_range, expert_range, pad_vocab, pp_range
+from dummyprof.deploy.layout import ParallelLayout, RankCoord, expert_range, pad_vocab, pp_range
 from dummyprof.deploy.plan import (
     COLUMN,
     EXPERTS_COLUMN,
@@ -45,12 +45,10 @@ class ShardTensor:
     rule: str
     source: str
     style: str
-    full_shape: tuple[int, ...]  # the whole model's shape (fused: the members' rows added up)
     shape: tuple[int, ...]
     dtype: str
     nbytes: int
     padding_bytes: int  # bytes of padded vocabulary rows (no token maps to them)
-    copies: int  # ranks of this stage holding this very piece (tp x dp for a replicated tensor)
 
 
 @dataclass
@@ -77,7 +75,8 @@ def _divide(size: int, parts: int, name: str) -> int:
     return size // parts
 
 
-def _empty_like(tensor: torch.Tensor, shape: tuple[int, ...], device: torch.device = META) -> torch.Tensor:
+def empty_copy(tensor: torch.Tensor, shape: tuple[int, ...], device: torch.device = META) -> torch.Tensor:
+    """An unfilled tensor of ``shape`` like ``tensor``: its dtype, a Parameter if it is one, its declared value."""
     made = torch.empty(shape, dtype=tensor.dtype, device=device)
     value = getattr(tensor, "dummy_weight_value", None)
     if isinstance(tensor, nn.Parameter):
@@ -167,38 +166,30 @@ class Sharder:
         return True
 
     # ---- shapes -----------------------------------------------------------------------
-    def _shape(self, place: Placement, shape: tuple[int, ...], coord: RankCoord) -> tuple[tuple[int, ...], int, int]:
-        """(shape this rank holds, padded rows among them, copies of this piece in the stage)."""
+    def _shape(self, place: Placement, shape: tuple[int, ...], coord: RankCoord) -> tuple[tuple[int, ...], int]:
+        """(shape this rank holds, padded rows among them)."""
         layout, tp = self.layout, self.layout.tp
-        per_stage = tp * layout.dp
         dims = list(shape)
         rule = place.rule
         if rule == REPLICATED or not dims:
-            return tuple(dims), 0, per_stage
+            return tuple(dims), 0
         out = len(dims) - 2 if len(dims) >= 2 else 0
-        if rule == COLUMN:
-            dims[out] = _divide(dims[out], tp, place.name)
-            return tuple(dims), 0, layout.dp
-        if rule == KV_COLUMN:
+        if rule in (COLUMN, KV_COLUMN):
             kv = self.dims.kv_heads
-            if kv is not None and tp > kv:
-                dims[out] = _divide(dims[out], kv, place.name)
-                return tuple(dims), 0, layout.dp * (tp // kv)
-            dims[out] = _divide(dims[out], tp, place.name)
-            return tuple(dims), 0, layout.dp
-        if rule == ROW:
+            # once tp > kv heads, each rank holds one kv head (replicated tp / kv times)
+            parts = kv if rule == KV_COLUMN and kv is not None and tp > kv else tp
+            dims[out] = _divide(dims[out], parts, place.name)
+        elif rule == ROW:
             dims[-1] = _divide(dims[-1], tp, place.name)
-            return tuple(dims), 0, layout.dp
-        if rule == VOCAB:
+        elif rule == VOCAB:
             per = _divide(pad_vocab(dims[0]), tp, place.name)
             real = min(per, max(0, dims[0] - coord.tp_rank * per))
             dims[0] = per
-            return tuple(dims), per - real, layout.dp
-        if rule == ROWS:
-            start, end = even_range(dims[0], per_stage, coord.moe_rank(tp))
+            return tuple(dims), per - real
+        elif rule == ROWS:  # as evenly as whole rows allow over the tp x dp ranks
+            start, end = expert_range(dims[0], tp * layout.dp, coord.moe_rank(tp))
             dims[0] = end - start
-            return tuple(dims), 0, 1
-        if rule in (EXPERTS_COLUMN, EXPERTS_ROW):
+        elif rule in (EXPERTS_COLUMN, EXPERTS_ROW):
             first = 1 if place.experts_first else 0  # [experts, out, in] / [experts, out] for all experts at once
             if first:
                 start, end = expert_range(dims[0], layout.ep, coord.moe_rank(tp) if layout.expert_parallel else 0)
@@ -207,15 +198,15 @@ class Sharder:
             if inner >= 2 or (inner == 1 and rule == EXPERTS_COLUMN):  # a row bias is whole on every rank
                 axis = len(dims) - 2 if inner >= 2 and rule == EXPERTS_COLUMN else len(dims) - 1
                 dims[axis] = _divide(dims[axis], layout.moe_tp, place.name)
-                return tuple(dims), 0, 1
-            return tuple(dims), 0, 1 if layout.expert_parallel else layout.moe_tp
-        raise ValueError(f"unknown rule {rule!r}")
+        else:
+            raise ValueError(f"unknown rule {rule!r}")
+        return tuple(dims), 0
 
     def _scale_shape(
         self, place: Placement, scale: torch.Tensor, weight: torch.Tensor, coord: RankCoord
     ) -> tuple[int, ...]:
         """A block scale follows its weight: ceil(rows held / block) per dimension."""
-        held, _, _ = self._shape(place, tuple(weight.shape), coord)
+        held, _ = self._shape(place, tuple(weight.shape), coord)
         if scale.dim() != weight.dim():
             return tuple(scale.shape)
         dims = []
@@ -235,22 +226,20 @@ class Sharder:
             if id(source) in made:
                 return made[id(source)]
             place = self.planner.placements[(path, local)]
-            copies = 1
             padding = 0
             if place.scale_of is not None:
                 weight = module._parameters[place.scale_of]
                 assert weight is not None
                 shape = self._scale_shape(place, source, weight, coord)
-                _, _, copies = self._shape(place, tuple(weight.shape), coord)
             else:
-                shape, padding, copies = self._shape(place, tuple(source.shape), coord)
-            new = _empty_like(source, shape, device)
+                shape, padding = self._shape(place, tuple(source.shape), coord)
+            new = empty_copy(source, shape, device)
             made[id(source)] = new
             row_bytes = new.nbytes // shape[0] if shape and shape[0] else 0
             entries.append(
                 ShardTensor(
                     qualified_name(path, local), (place.name,), place.rule, place.source, place.style,
-                    tuple(source.shape), shape, dtype_name(source.dtype), new.nbytes, padding * row_bytes, copies,
+                    shape, dtype_name(source.dtype), new.nbytes, padding * row_bytes,
                 )
             )  # fmt: skip
             return new
@@ -307,16 +296,14 @@ class Sharder:
             ]
             first = sources[0]
             assert first is not None
-            rows = sum(shape[0] for shape, _, _ in parts)
-            shape = (rows, *parts[0][0][1:])
-            full = (sum(s.shape[0] for s in sources if s is not None), *first.shape[1:])
-            new = _empty_like(first, shape, device)
+            shape = (sum(held[0] for held, _ in parts), *parts[0][0][1:])
+            new = empty_copy(first, shape, device)
             out.register_parameter(local, new)  # type: ignore[arg-type]
             rules = sorted({p.rule for p in places})
             entries.append(
                 ShardTensor(
                     qualified_name(fused_path, local), tuple(p.name for p in places), "+".join(rules), VLLM,
-                    fused_name, full, shape, dtype_name(first.dtype), new.nbytes, 0, min(c for _, _, c in parts),
+                    fused_name, shape, dtype_name(first.dtype), new.nbytes, 0,
                 )
             )  # fmt: skip
         return out

@@ -156,3 +156,15 @@ class DeploymentResult:
 
     def rank(self, index: int) -> RankEntry:
         return next(r for r in self.ranks if r.rank == index)
+
+
+def layout_text(result: DeploymentResult) -> str:
+    """The layout in vLLM's terms ("tp 2, ep 8, dp 4"): for the reports, and a shard's description in notices."""
+    parts = [f"tp {result.tp}"]
+    if result.expert_parallel:
+        parts.append(f"ep {result.ep}")
+    if result.dp > 1:
+        parts.append(f"dp {result.dp}")
+    if result.pp > 1:
+        parts.append(f"pp {result.pp}")
+    return ", ".join(parts)

@@ -7,20 +7,9 @@ keeps one entry per rank. Every backend renders these blocks.
 from __future__ import annotations
 
 from dummyprof.reports.narrow import PROJECTED_MARK
-from dummyprof.reports.tables.model import BAD, DIM, NAME, NUMBER, STRONG, WORD, Block, Cell, Column, Line, Table
-from dummyprof.results.deployment import MEASURED, PROJECTED, DeploymentResult, RankEntry, RankStrategy
+from dummyprof.reports.tables.model import BAD, DIM, NAME, NUMBER, STRONG, WORD, Block, Cell, Line, Table
+from dummyprof.results.deployment import MEASURED, PROJECTED, DeploymentResult, RankEntry, RankStrategy, layout_text
 from dummyprof.units import format_bytes, format_seconds
-
-
-def layout_text(result: DeploymentResult) -> str:
-    parts = [f"tp {result.tp}"]
-    if result.expert_parallel:
-        parts.append(f"ep {result.ep}")
-    if result.dp > 1:
-        parts.append(f"dp {result.dp}")
-    if result.pp > 1:
-        parts.append(f"pp {result.pp}")
-    return ", ".join(parts)
 
 
 def _key(r: RankEntry) -> tuple[object, ...]:
@@ -74,21 +63,9 @@ def _peak(r: RankEntry) -> str:
 
 
 def ranks_table(result: DeploymentResult) -> Table:
-    table = Table(
-        "Ranks (each shard built on meta; bytes exact)",
-        [
-            Column("ranks", NAME),
-            Column("stage", NUMBER),
-            Column("layers", NUMBER),
-            Column("node", NUMBER),
-            Column("held", NUMBER),
-            Column("replicated", NUMBER),
-            Column("offloaded", NUMBER),
-            Column("device room", WORD),
-            Column("fill peak", NUMBER),
-        ],
-        keys=1,
-    )
+    columns = [("ranks", NAME), *((h, NUMBER) for h in ("stage", "layers", "node", "held", "replicated", "offloaded"))]
+    columns += [("device room", WORD), ("fill peak", NUMBER)]
+    table = Table.of("Ranks (each shard built on meta; bytes exact)", columns, [])
     for group in rank_groups(result):
         r = group[0]
         table.add(
@@ -111,19 +88,8 @@ def ranks_table(result: DeploymentResult) -> Table:
 
 def work_table(result: DeploymentResult) -> Table:
     timed = any(s.seconds is not None for r in result.ranks for s in r.strategies)
-    table = Table(
-        "Work per rank",
-        [
-            Column("ranks", NAME),
-            Column("strategy", WORD),
-            Column("visits", NUMBER),
-            Column("written", NUMBER),
-            Column("fill", NUMBER),
-            Column("range", NUMBER),
-            Column("own rank", NUMBER),
-        ],
-        keys=2,
-    )
+    columns = [("ranks", NAME), ("strategy", WORD), *((h, NUMBER) for h in ("visits", "written", "fill", "range"))]
+    table = Table.of("Work per rank", [*columns, ("own rank", NUMBER)], [], keys=2)
     for group in rank_groups(result):
         for i, s in enumerate(group[0].strategies):
             table.add(
@@ -156,18 +122,8 @@ def work_table(result: DeploymentResult) -> Table:
 def nodes_table(result: DeploymentResult) -> Table | None:
     if len(result.nodes) < 2 and not any(n.offloaded_bytes for n in result.nodes):
         return None
-    table = Table(
-        "Nodes",
-        [
-            Column("node", NAME),
-            Column("ranks", NUMBER),
-            Column("held", NUMBER),
-            Column("offloaded", NUMBER),
-            Column("pinned", NUMBER),
-            Column("host", NUMBER),
-            Column("fits", WORD),
-        ],
-    )
+    figures = [(h, NUMBER) for h in ("ranks", "held", "offloaded", "pinned", "host")]
+    table = Table.of("Nodes", [("node", NAME), *figures, ("fits", WORD)], [])
     for n in result.nodes:
         fits = Cell("") if n.host_fits is None else Cell("yes") if n.host_fits else Cell("no", BAD)
         table.add(
@@ -186,17 +142,9 @@ def nodes_table(result: DeploymentResult) -> Table | None:
 def online_table(result: DeploymentResult) -> Table | None:
     if not result.online_quant:
         return None
-    table = Table(
-        f"Online fp8 ({result.online_quant_target}; peak by exact accounting)",
-        [
-            Column("path", NAME),
-            Column("peak", NUMBER),
-            Column("B/param", NUMBER),
-            Column("RSS growth", NUMBER),
-            Column("fill", NUMBER),
-            Column("quantize", NUMBER),
-            Column("total", NUMBER),
-        ],
+    figures = [(h, NUMBER) for h in ("peak", "B/param", "RSS growth", "fill", "quantize", "total")]
+    table = Table.of(
+        f"Online fp8 ({result.online_quant_target}; peak by exact accounting)", [("path", NAME), *figures], []
     )
     for q in result.online_quant:
         elements = q.high_precision_bytes / 2 if q.high_precision_bytes else 0

@@ -8,8 +8,7 @@ probe predicts it fits the time budget, and is reported as accounted otherwise.
 
 from __future__ import annotations
 
-import time
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 import torch
@@ -64,30 +63,12 @@ def plan_online_quant(model: nn.Module, options: Any, *, budget: int) -> OnlineP
     return OnlinePlan(model, budget, accounted, _probe_rate(options.online_quant_scale, initializer))
 
 
-def _entry(done: OnlineQuantResult, rss_growth: int | None) -> OnlineQuantEntry:
-    executed = done.executed
-    return OnlineQuantEntry(
-        mode=done.mode,
-        scale=done.scale,
-        block=done.block,
-        initializer=done.initializer,
-        executed=executed,
-        layers=done.layers,
-        tensors=done.tensors,
-        quantized=done.quantized,
-        high_precision_bytes=done.high_precision_bytes,
-        fp8_bytes=done.fp8_bytes,
-        scale_bytes=done.scale_bytes,
-        kept_bytes=done.kept_bytes,
-        peak_bytes=done.peak_bytes,
-        peak_at=done.peak_at,
-        largest_layer=done.largest_layer,
-        largest_layer_bytes=done.largest_layer_bytes,
-        fill_s=done.fill_seconds if executed else None,
-        quantize_s=done.quantize_seconds if executed else None,
-        seconds=done.seconds if executed else None,
-        rss_growth_bytes=rss_growth,
-    )
+def _entry(done: OnlineQuantResult, **extra: Any) -> OnlineQuantEntry:
+    """The pass as the Results keep it (``extra``: the run's own fields): no staging band, no times unless it ran."""
+    entry = OnlineQuantEntry(**{f.name: getattr(done, f.name) for f in fields(OnlineQuantEntry)} | extra)
+    if not done.executed:
+        entry.fill_s = entry.quantize_s = entry.seconds = None
+    return entry
 
 
 def online_quant_entries(plan: OnlinePlan, options: Any) -> list[OnlineQuantEntry]:
@@ -96,21 +77,15 @@ def online_quant_entries(plan: OnlinePlan, options: Any) -> list[OnlineQuantEntr
     for mode, accounted in plan.accounted.items():
         predicted = SAFETY * accounted.high_precision_bytes / plan.bytes_per_s
         if accounted.peak_bytes > plan.budget or predicted > options.time_budget:
-            entry = _entry(accounted, None)
-            entry.not_run = "memory" if accounted.peak_bytes > plan.budget else "time"
-            entry.predicted_s = predicted
-            entries.append(entry)
+            why = "memory" if accounted.peak_bytes > plan.budget else "time"
+            entries.append(_entry(accounted, not_run=why, predicted_s=predicted))
             continue
         sampler = PeakRss()
         with sampler.measure():
             done, model = online_quantize(
-                plan.model,
-                mode=mode,
-                scale=options.online_quant_scale,
-                initializer=options.initializer or "v0.33",
-                clock=time.perf_counter,
+                plan.model, mode=mode, scale=options.online_quant_scale, initializer=options.initializer or "v0.33"
             )
             del model
         reading = sampler.reading
-        entries.append(_entry(done, reading.peak - reading.before if reading is not None else None))
+        entries.append(_entry(done, rss_growth_bytes=reading.peak - reading.before if reading is not None else None))
     return entries

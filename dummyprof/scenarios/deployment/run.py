@@ -33,6 +33,7 @@ from dummyprof.results.deployment import (
     NodeEntry,
     RankEntry,
     RankStrategy,
+    layout_text,
 )
 from dummyprof.results.session import Results
 from dummyprof.scenarios.compare.sizing import counting_limit
@@ -55,33 +56,17 @@ def _offloaded(shard: RankShard) -> list[int]:
     ]
 
 
-def shard_source(whole: ModelSource, sharder: Sharder, coord: RankCoord, nbytes: int) -> ModelSource:
-    """Rank ``coord``'s shard as a model source: compare builds, counts and fills it as any model."""
+def shard_source(whole: ModelSource, sharder: Sharder, coord: RankCoord, nbytes: int, layout: str) -> ModelSource:
+    """Rank ``coord``'s shard (of ``layout``, in words) as a model source: compare builds, counts and fills it."""
     return ModelSource(
         source=whole.source,
-        description=f"{whole.description}, rank {coord.rank} of {sharder.layout.describe()}",
+        description=f"{whole.description}, rank {coord.rank} of {layout}",
         build=lambda device: sharder.build(coord, device).module,
         estimated_bytes=nbytes,
         options=dict(whole.options),
         largest_scratch_bytes=whole.largest_scratch_bytes,
         size_flag=whole.size_flag,
     )
-
-
-def _rank_strategies(counts: DeploymentCounts, index: int) -> list[RankStrategy]:
-    rank = counts.ranks[index]
-    return [
-        RankStrategy(
-            strategy=s.strategy,
-            initializer=s.initializer,
-            visits=s.visits,
-            redundant_visits=s.redundant_visits,
-            bytes_written=s.bytes_written,
-            redundant_bytes_written=s.redundant_bytes_written,
-            largest_scratch_bytes=s.largest_scratch_bytes,
-        )
-        for s in rank.strategies
-    ]
 
 
 def _fill_figures(entry: RankStrategy, s: StrategyResult, held: int) -> None:
@@ -189,26 +174,11 @@ def run_deployment(
     )
     coords = {c.rank: c for c in layout.coords()}
     offloaded: dict[int, list[int]] = {}
-    for i, r in enumerate(counts.ranks):
+    for r in counts.ranks:
         if r.counted_as not in offloaded:
             offloaded[r.counted_as] = _offloaded(sharder.build(coords[r.counted_as]))
-        result.ranks.append(
-            RankEntry(
-                rank=r.rank,
-                stage=r.stage,
-                dp_rank=r.dp_rank,
-                tp_rank=r.tp_rank,
-                ep_rank=coords[r.rank].moe_rank(layout.tp) if layout.expert_parallel else None,
-                layers=list(r.layers),
-                storages=r.storages,
-                held_bytes=r.held_bytes,
-                replicated_bytes=r.replicated_bytes,
-                padding_bytes=r.padding_bytes,
-                offloaded_bytes=sum(offloaded[r.counted_as]),
-                counted_as=r.counted_as,
-                strategies=_rank_strategies(counts, i),
-            )
-        )
+        r.offloaded_bytes = sum(offloaded[r.counted_as])
+    result.ranks = list(counts.ranks)
     notes = list(source.notes)
     if fill is not None:  # compare's run, handed in (compare's module imports this one)
         notes += _fill_shards(result, source, sharder, coords, options, progress, fill)
@@ -246,7 +216,7 @@ def _fill_shards(
     notes: list[str] = []
     memset: list[float] = []
     for rank in filled:
-        shard = shard_source(source, sharder, coords[rank.rank], rank.held_bytes)
+        shard = shard_source(source, sharder, coords[rank.rank], rank.held_bytes, layout_text(result))
         run = fill(single, source=shard, progress=progress)
         assert run.compare is not None
         notes += run.notices

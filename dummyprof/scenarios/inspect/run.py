@@ -28,8 +28,9 @@ from dummyprof.measure.recorder import VisitRecorder
 from dummyprof.models.source import ModelSource
 from dummyprof.results.inspect import InspectResult, ModuleNode
 from dummyprof.results.session import Results
+from dummyprof.scenarios.deployment.source import chosen_source
 from dummyprof.scenarios.inspect.options import DEFAULT_STRATEGIES, InspectOptions, validate
-from dummyprof.scenarios.model_choice import model_summary, source_or_tree
+from dummyprof.scenarios.model_choice import model_summary
 
 __all__ = ["DEFAULT_STRATEGIES", "InspectOptions", "run", "validate"]
 
@@ -38,16 +39,6 @@ META = torch.device("meta")
 
 def _no_fill(tensor: torch.Tensor, local_name: str) -> FillOutcome:
     return NOT_WRITTEN
-
-
-def _source(options: InspectOptions) -> ModelSource:
-    return source_or_tree(
-        model=options.model,
-        preset=options.preset,
-        model_args=options.model_args,
-        tree=options.tree_spec(),
-        trust_remote_code=options.trust_remote_code,
-    )
 
 
 def _visits(model: nn.Module, strategies: list[str]) -> dict[str, dict[int, int]]:
@@ -134,7 +125,7 @@ def run(options: InspectOptions, *, source: ModelSource | None = None) -> Result
 
         return run_deployment(options, "inspect", strategies=list(options.strategies), source=source)
     if source is None:
-        source = _source(options)
+        source = chosen_source(options)
     model = source.build(META)
     nodes = _nodes(model, list(options.strategies))
     kept, hidden = _prune(nodes, options.max_depth, options.min_bytes)

@@ -193,31 +193,35 @@ def disk_full(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(outputs, "open", full_append, raising=False)
 
 
-@pytest.mark.usefixtures("disk_full")
+@pytest.fixture
+def failed_write(cli: Cli, writer: Writer, tmp_path: Path, disk_full: None) -> tuple[str, Path, CliResult]:
+    """The writer's output to a disk that filled up while measuring: its flag, its target and the result."""
+    args, flag = writer
+    target = tmp_path / "out.json"
+    return flag, target, cli(*args, flag, str(target))
+
+
 @pytest.mark.parametrize(
     "writer", ["inspect --json", "compare --json", "audit --json", "report --output"], indirect=True
 )
-def test_a_failed_write_shows_the_results_then_one_line_and_exits_2(cli: Cli, writer: Writer, tmp_path: Path) -> None:
-    args, flag = writer
-    target = tmp_path / "out.json"
-    result = cli(*args, flag, str(target))
+def test_a_failed_write_shows_the_results_then_one_line_and_exits_2(
+    failed_write: tuple[str, Path, CliResult], writer: Writer, tmp_path: Path
+) -> None:
+    flag, target, result = failed_write
     assert result.exit_code == 2
     assert result.stderr.endswith(f"dummyprof: error: {flag}: could not write {target}: No space left on device\n")
     assert "Traceback" not in result.stderr
-    if args[0] != "report":
+    if writer[0][0] != "report":
         assert result.stdout.strip(), "the measured results must still be shown"
     assert not target.exists()
     assert [p.name for p in tmp_path.iterdir()] == []
 
 
-@pytest.mark.usefixtures("disk_full")
 @pytest.mark.parametrize(
     "writer", ["gate --json", "gate --junit", "gate --benchmark-json", "gate --markdown"], indirect=True
 )
-def test_a_gate_that_cannot_record_exits_3_and_never_says_pass(cli: Cli, writer: Writer, tmp_path: Path) -> None:
-    args, flag = writer
-    target = tmp_path / "out.txt"
-    result = cli(*args, flag, str(target))
+def test_a_gate_that_cannot_record_exits_3_and_never_says_pass(failed_write: tuple[str, Path, CliResult]) -> None:
+    flag, target, result = failed_write
     assert result.exit_code == 3
     assert "PASS" not in result.stdout and "exit 0" not in result.stdout
     assert result.stdout.startswith("gate COULD NOT RECORD: measured but a report could not be written")

@@ -17,6 +17,7 @@ from tests.fixtures import loaders, models
 Cli = Callable[..., CliResult]
 M = "tests/fixtures/models.py"
 L = "tests/fixtures/loaders.py"
+ONE_CPU_ROUND = ("--repeat", "1", "--warmup", "0", "--device", "cpu")
 
 
 def test_import_is_light_and_entry_points_resolve() -> None:
@@ -76,23 +77,8 @@ def test_helper_failures_name_each_tensor() -> None:
 
 
 def test_compare_with_a_loader(cli: Cli) -> None:
-    outcome = cli(
-        "compare",
-        "--model",
-        f"{M}:tied",
-        "-s",
-        "per-layer",
-        "--loader",
-        f"{L}:fill_everything",
-        "--repeat",
-        "1",
-        "--warmup",
-        "0",
-        "--device",
-        "cpu",
-        "--json",
-        "-",
-    )
+    tied_with_loader = ("--model", f"{M}:tied", "-s", "per-layer", "--loader", f"{L}:fill_everything")
+    outcome = cli("compare", *tied_with_loader, *ONE_CPU_ROUND, "--json", "-")
     assert outcome.exit_code == 0, outcome.stderr
     import json
 
@@ -110,21 +96,8 @@ def test_compare_with_a_loader(cli: Cli) -> None:
 
 
 def test_compare_preset_torch_transformer(cli: Cli) -> None:
-    outcome = cli(
-        "compare",
-        "--preset",
-        "torch-transformer",
-        "--model-arg",
-        "encoder_layers=1",
-        "--model-arg",
-        "decoder_layers=1",
-        "--repeat",
-        "1",
-        "--warmup",
-        "0",
-        "--device",
-        "cpu",
-    )
+    one_layer_each = ("--model-arg", "encoder_layers=1", "--model-arg", "decoder_layers=1")
+    outcome = cli("compare", "--preset", "torch-transformer", *one_layer_each, *ONE_CPU_ROUND)
     assert outcome.exit_code == 0, outcome.stderr
     assert "preset torch-transformer" in outcome.stdout
     assert "Most revisited tensors" in outcome.stdout

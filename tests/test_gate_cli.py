@@ -18,6 +18,7 @@ from dummyprof.loaders.strategies import STRATEGIES, Strategy, legacy_traversal,
 from tests.conftest import CliResult
 
 Cli = Callable[..., CliResult]
+EditedGate = Callable[[str, str], tuple[Path, CliResult, Path]]
 REPO = Path(__file__).resolve().parent.parent
 
 CONFIG = """
@@ -76,6 +77,21 @@ def crashing_strategy() -> Iterator[str]:
         yield "test-crash"
     finally:
         STRATEGIES.pop("test-crash", None)
+
+
+@pytest.fixture
+def edited_gate(cli: Cli, tmp_path: Path, baseline: Path) -> EditedGate:
+    """The gate on CONFIG with one text replaced, against the module's baseline: the config, the result, its --json."""
+
+    def run(old: str, new: str) -> tuple[Path, CliResult, Path]:
+        assert old in CONFIG
+        config = tmp_path / "edited.toml"
+        config.write_text(CONFIG.replace(old, new))
+        gate_json = tmp_path / "gate.json"
+        result = cli("gate", "--config", str(config), "--baseline", str(baseline), "--json", str(gate_json))
+        return config, result, gate_json
+
+    return run
 
 
 def check_verdicts(json_path: Path) -> dict[str, str]:
@@ -169,12 +185,9 @@ def test_gate_catches_an_injected_revisiting_strategy(
 
 
 def test_a_crash_inside_a_scenario_is_exit_3_never_a_regression(
-    cli: Cli, tmp_path: Path, baseline: Path, crashing_strategy: str
+    cli: Cli, tmp_path: Path, edited_gate: EditedGate, crashing_strategy: str
 ) -> None:
-    config = tmp_path / "crash.toml"
-    config.write_text(CONFIG.replace('"unique"]', f'"unique", "{crashing_strategy}"]'))
-    gate_json = tmp_path / "gate.json"
-    result = cli("gate", "--config", str(config), "--baseline", str(baseline), "--json", str(gate_json))
+    config, result, gate_json = edited_gate('"unique"]', f'"unique", "{crashing_strategy}"]')
     assert result.exit_code == 3
     verdicts = check_verdicts(gate_json)
     assert set(verdicts.values()) == {"could not measure"}
@@ -187,11 +200,8 @@ def test_a_crash_inside_a_scenario_is_exit_3_never_a_regression(
     assert "baseline NOT written: could not measure small" in result.stdout
 
 
-def test_a_baseline_from_other_flags_is_not_comparable(cli: Cli, tmp_path: Path, baseline: Path) -> None:
-    config = tmp_path / "deeper.toml"
-    config.write_text(CONFIG.replace("depth = 4", "depth = 5"))
-    gate_json = tmp_path / "gate.json"
-    result = cli("gate", "--config", str(config), "--baseline", str(baseline), "--json", str(gate_json))
+def test_a_baseline_from_other_flags_is_not_comparable(edited_gate: EditedGate) -> None:
+    _, result, gate_json = edited_gate("depth = 4", "depth = 5")
     assert result.exit_code == 3
     verdicts = check_verdicts(gate_json)
     assert verdicts["counter per-layer.visits"] == "not comparable"
@@ -314,11 +324,8 @@ def test_committed_gate_fails_when_the_refill_comes_back(
     assert verdicts["limit per-layer.max_visits"] == "regressed"
 
 
-def test_a_scenario_too_big_for_this_machine_is_exit_3(cli: Cli, tmp_path: Path, baseline: Path) -> None:
-    config = tmp_path / "big.toml"
-    config.write_text(CONFIG.replace('device = "cpu"', 'device = "cpu"\nmax_memory = 4096'))
-    gate_json = tmp_path / "gate.json"
-    result = cli("gate", "--config", str(config), "--baseline", str(baseline), "--json", str(gate_json))
+def test_a_scenario_too_big_for_this_machine_is_exit_3(edited_gate: EditedGate) -> None:
+    _, result, gate_json = edited_gate('device = "cpu"', 'device = "cpu"\nmax_memory = 4096')
     assert result.exit_code == 3
     checks = json.loads(gate_json.read_text())["gate"]["checks"]
     assert {c["verdict"] for c in checks} == {"could not measure"}

@@ -15,95 +15,10 @@ from dummyprof.reports.gate_benchmark import benchmark_entries
 from dummyprof.reports.gate_junit import gate_junit
 from dummyprof.reports.markdown import render_markdown
 from dummyprof.reports.terminal import render
-from dummyprof.results.gate import (
-    IMPROVED,
-    NOT_COMPARABLE,
-    NOT_MEASURED,
-    NOT_SIGNIFICANT,
-    PASS,
-    REGRESSED,
-    CheckResult,
-    GateResult,
-    Metric,
-    ScenarioRun,
-)
-from dummyprof.results.session import Results
+from dummyprof.results.gate import VERDICTS
 from dummyprof.results.store import load_results
 from tests.conftest import CliResult
-
-
-def gate_results() -> Results:
-    checks = [
-        CheckResult("tree", "per-layer.visits", "counter", "visits", 110, 110, 1.0, "== baseline", verdict=PASS),
-        CheckResult(
-            "tree",
-            "per-layer.max_visits",
-            "limit",
-            "visits",
-            2,
-            13,
-            6.5,
-            "<= 2",
-            verdict=REGRESSED,
-            detail="13 is over the limit 2",
-        ),
-        CheckResult(
-            "tree",
-            "per-layer.time / legacy.time",
-            "ratio",
-            "x",
-            0.15,
-            0.97,
-            None,
-            "<= 0.6",
-            verdict=REGRESSED,
-            detail="ratio 0.97 is over 0.6",
-        ),
-        CheckResult(
-            "tree", "unique.bytes_written", "counter", "bytes", 2048, 1024, 0.5, "== baseline", verdict=IMPROVED
-        ),
-        CheckResult(
-            "tree",
-            "legacy.time",
-            "timing",
-            "s",
-            1.0,
-            1.2,
-            1.2,
-            "> x1.1 and p < 0.05",
-            0.3,
-            NOT_SIGNIFICANT,
-            "slower but p=0.3 >= 0.05: within noise",
-        ),
-        CheckResult(
-            "tree",
-            "unique.time",
-            "timing",
-            "s",
-            verdict=NOT_COMPARABLE,
-            detail="fingerprint differs: cpu_model: 'A' (baseline: 'B <&> \"quoted\"')",
-        ),
-        CheckResult("gone", "per-layer.visits", "counter", verdict=NOT_MEASURED, detail="RuntimeError: boom"),
-    ]
-    scenarios = [
-        ScenarioRun(
-            "tree",
-            "compare",
-            metrics={
-                "per-layer.visits": Metric("counter", "visits", 110.0),
-                "legacy.time": Metric("time", "s", 1.2, [1.1, 1.2, 1.3]),
-            },
-        ),
-        ScenarioRun("gone", "compare", error="RuntimeError: boom"),
-    ]
-    section = GateResult(
-        config_path="dummyprof.toml",
-        baseline_path="perf/baseline.json",
-        scenarios=scenarios,
-        checks=checks,
-        exit_code=1,
-    )
-    return Results(command="gate", gate=section, created_at="2026-01-02T03:04:05+00:00")
+from tests.fixtures.results import gate_results
 
 
 def test_junit_is_xml_with_one_testcase_per_check() -> None:
@@ -155,7 +70,7 @@ def test_terminal_table_shows_every_verdict() -> None:
     buffer = io.StringIO()
     render(gate_results(), Console(file=buffer, width=250, no_color=True))
     text = buffer.getvalue()
-    for verdict in (PASS, REGRESSED, IMPROVED, NOT_SIGNIFICANT, NOT_COMPARABLE, NOT_MEASURED):
+    for verdict in VERDICTS:
         assert verdict in text
     # every kind of verdict at once: the summary keeps to 80 columns with the outcome's word and what failed
     assert "gate FAIL (7 checks: 2 regressed, 1 not comparable, 1 could not measure); exit 1" in text

@@ -23,24 +23,16 @@ from dummyprof.cli.app import main
 from dummyprof.gate import runner
 from dummyprof.results.common import Environment
 from tests.conftest import CliResult
+from tests.fixtures.gate_configs import tiny_config
 
 Cli = Callable[..., CliResult]
 
-CONFIG = """
-[scenarios.tiny]
-command = "compare"
-counters = "all"
-ratios = [{ numerator = "unique.visits", denominator = "per-layer.visits", max = 1.0 }]
-timings = ["unique.time"]
-
-[scenarios.tiny.options]
-depth = 2
-hidden = 32
-strategies = ["per-layer", "unique"]
-repeat = 2
-warmup = 0
-device = "cpu"
-"""
+# One check of each kind the files carry: counters, a ratio and a timing (two rounds).
+CONFIG = tiny_config(
+    checks='ratios = [{ numerator = "unique.visits", denominator = "per-layer.visits", max = 1.0 }]\n'
+    'timings = ["unique.time"]\n',
+    repeat=2,
+)
 
 
 @pytest.fixture(scope="module")

@@ -26,20 +26,10 @@ PACKAGE = Path(__file__).resolve().parent.parent / "dummyprof"
 #   anatomy, usercode             the tensor walk (torch only) | a user's code by spec (no torch)
 #   results, reports              the torch-free data model | reporters that render it
 #   files                         the user's files: bounded reads (for all), what a run reads and writes (edges only)
+# Every folder of the package, and the modules that rank as one.
+LAYERS = frozenset({p.name for p in PACKAGE.iterdir() if p.is_dir() and p.name != "__pycache__"} | {"api", "usercode"})
 FORBIDDEN: dict[str, set[str]] = {
-    "anatomy": {
-        "cli",
-        "api",
-        "gate",
-        "scenarios",
-        "loaders",
-        "measure",
-        "models",
-        "allocation",
-        "results",
-        "reports",
-        "usercode",
-    },
+    "anatomy": set(LAYERS - {"anatomy"}),  # imports no other dummyprof package
     "usercode": {"cli", "api", "gate", "scenarios", "loaders", "measure", "models", "anatomy", "reports"},
     "results": {"cli", "api", "gate", "scenarios", "loaders", "measure", "models", "anatomy", "reports"},
     "reports": {"cli", "api", "gate", "scenarios", "loaders", "measure", "models", "anatomy"},
@@ -51,19 +41,7 @@ FORBIDDEN: dict[str, set[str]] = {
     "scenarios": {"cli", "api", "gate", "reports"},
     "gate": {"cli", "api", "reports"},
     # Below everything: it may use only errors and units, so that any layer may read a file through it.
-    "files": {
-        "cli",
-        "api",
-        "gate",
-        "scenarios",
-        "loaders",
-        "measure",
-        "models",
-        "anatomy",
-        "results",
-        "reports",
-        "usercode",
-    },
+    "files": set(LAYERS - {"files"}),
     "deploy": {"cli", "api", "gate", "scenarios", "reports"},  # per-rank shards: on loaders, models, anatomy
 }
 # File policy at the edge (issue #18): only these folders decide what a run reads and how its outputs are written.

@@ -19,6 +19,7 @@ from dummyprof.models.synthetic import TreeSpec, build_tree, max_depth, validate
 from dummyprof.units import INT64_MAX, parse_bytes, parse_count, parse_int
 from dummyprof.usercode import parse_call_args as parse_model_args
 from tests.conftest import CliResult
+from tests.fixtures.gate_configs import gate_refusal
 
 Cli = Callable[..., CliResult]
 MODELS = "tests/fixtures/models.py"
@@ -230,13 +231,8 @@ def test_the_python_api_and_the_gate_meet_the_same_bound(tmp_path: Path, cli: Cl
     with pytest.raises(UsageError) as info:
         validate(CompareOptions(hidden=2**31))
     assert str(info.value) == "hidden: must be at most 1,048,576, got 2,147,483,648"
-    config = tmp_path / "dummyprof.toml"
-    config.write_text('[scenarios.t]\ncommand = "compare"\noptions = { hidden = 2147483648 }\n')
-    result = cli("gate", "--config", str(config), "--baseline", str(tmp_path / "b.json"))
-    assert result.exit_code == 2
-    assert result.stderr == (
-        f"dummyprof: error: --config: {config}: scenarios.t.options.hidden: must be at most 1,048,576, "
-        "got 2,147,483,648\n"
+    assert gate_refusal(cli, tmp_path, "hidden = 2147483648") == (
+        "scenarios.t.options.hidden: must be at most 1,048,576, got 2,147,483,648\n"
     )
 
 

@@ -21,6 +21,7 @@ from dummyprof.scenarios.engram.options import EngramOptions, methods_to_run
 from dummyprof.scenarios.inspect.options import InspectOptions
 from dummyprof.scenarios.inspect.options import validate as validate_inspect
 from tests.conftest import CliResult
+from tests.fixtures.gate_configs import gate_refusal
 
 Cli = Callable[..., CliResult]
 ROOT = Path(__file__).resolve().parent.parent
@@ -118,12 +119,9 @@ def test_the_cli_names_the_flag_of_a_field(cli: Cli, args: list[str], line: str)
 
 
 def test_the_gate_names_the_config_key_of_a_field(tmp_path: Path, cli: Cli) -> None:
-    path = tmp_path / "dummyprof.toml"
-    path.write_text('[scenarios.t]\ncommand = "compare"\noptions = { engram_rows = -1 }\n')
-    result = cli("gate", "--config", str(path), "--baseline", str(tmp_path / "b.json"))
-    assert result.exit_code == 2
-    assert result.stderr == (
-        f"dummyprof: error: --config: {path}: scenarios.t.options.engram_rows: must be 0 or more, got -1\n"
+    assert (
+        gate_refusal(cli, tmp_path, "engram_rows = -1")
+        == "scenarios.t.options.engram_rows: must be 0 or more, got -1\n"
     )
 
 

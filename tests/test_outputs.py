@@ -23,23 +23,10 @@ from dummyprof.cli.app import main
 from dummyprof.files import outputs
 from dummyprof.files.outputs import Output, check_outputs, write_outputs
 from tests.conftest import CliResult
+from tests.fixtures.gate_configs import tiny_config
 
 Cli = Callable[..., CliResult]
 MODELS = "tests/fixtures/models.py"
-
-CONFIG = """
-[scenarios.tiny]
-command = "compare"
-counters = "all"
-
-[scenarios.tiny.options]
-depth = 2
-hidden = 32
-strategies = ["per-layer", "unique"]
-repeat = 1
-warmup = 0
-device = "cpu"
-"""
 
 # (command line before the output flag, the output flag); each writes through the shared mechanism.
 INSPECT = ("inspect", "--depth", "2", "--hidden", "32", "-q")
@@ -51,28 +38,13 @@ AUDIT = ("audit", "--depth", "2", "--hidden", "32", "--device", "cpu", "-s", "pe
 def gate_files(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     folder = tmp_path_factory.mktemp("gate-io")
     config = folder / "dummyprof.toml"
-    config.write_text(CONFIG)
+    config.write_text(tiny_config())
     baseline = folder / "baseline.json"
     assert main(["baseline", "--config", str(config), "--output", str(baseline), "-q"]) == 0
     return config, baseline
 
 
-def commands(gate_files: tuple[Path, Path], results_file: Path) -> dict[str, tuple[tuple[str, ...], str]]:
-    config, baseline = gate_files
-    gate = ("gate", "--config", str(config), "--baseline", str(baseline), "-q")
-    return {
-        "inspect --json": (INSPECT, "--json"),
-        "compare --json": (COMPARE, "--json"),
-        "audit --json": (AUDIT, "--json"),
-        "report --output": (("report", str(results_file), "--format", "json"), "--output"),
-        "baseline --output": (("baseline", "--config", str(config), "-q"), "--output"),
-        "gate --json": (gate, "--json"),
-        "gate --junit": (gate, "--junit"),
-        "gate --benchmark-json": (gate, "--benchmark-json"),
-        "gate --markdown": (gate, "--markdown"),
-    }
-
-
+Writer = tuple[tuple[str, ...], str]
 WRITERS = [
     "inspect --json",
     "compare --json",
@@ -84,6 +56,25 @@ WRITERS = [
     "gate --benchmark-json",
     "gate --markdown",
 ]
+
+
+@pytest.fixture
+def writer(request: pytest.FixtureRequest, gate_files: tuple[Path, Path], results_file: Path) -> Writer:
+    """The writer named by the test's parameter: its command line before the output flag, and the flag."""
+    config, baseline = gate_files
+    gate = ("gate", "--config", str(config), "--baseline", str(baseline), "-q")
+    writers: dict[str, Writer] = {
+        "inspect --json": (INSPECT, "--json"),
+        "compare --json": (COMPARE, "--json"),
+        "audit --json": (AUDIT, "--json"),
+        "report --output": (("report", str(results_file), "--format", "json"), "--output"),
+        "baseline --output": (("baseline", "--config", str(config), "-q"), "--output"),
+        "gate --json": (gate, "--json"),
+        "gate --junit": (gate, "--junit"),
+        "gate --benchmark-json": (gate, "--benchmark-json"),
+        "gate --markdown": (gate, "--markdown"),
+    }
+    return writers[request.param]
 
 
 @pytest.fixture(scope="module")
@@ -114,15 +105,10 @@ def measuring_is_an_error(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 # -- probed before measuring -------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("writer", WRITERS)
+@pytest.mark.usefixtures("measuring_is_an_error")
+@pytest.mark.parametrize("writer", WRITERS, indirect=True)
 def test_an_unwritable_folder_is_refused_before_measuring(
-    cli: Cli,
-    writer: str,
-    gate_files: tuple[Path, Path],
-    results_file: Path,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    measuring_is_an_error: None,
+    cli: Cli, writer: Writer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     folder = tmp_path / "locked"
     folder.mkdir()
@@ -131,7 +117,7 @@ def test_an_unwritable_folder_is_refused_before_measuring(
     monkeypatch.setattr(
         os, "access", lambda p, mode: False if Path(p) == folder and mode & os.W_OK else real_access(p, mode)
     )
-    args, flag = commands(gate_files, results_file)[writer]
+    args, flag = writer
     result = cli(*args, flag, str(folder / "out.txt"))
     assert result.exit_code == 2, result.stderr
     assert (
@@ -140,21 +126,18 @@ def test_an_unwritable_folder_is_refused_before_measuring(
     )
 
 
-@pytest.mark.parametrize("writer", ["compare --json", "gate --junit", "baseline --output", "report --output"])
+@pytest.mark.usefixtures("measuring_is_an_error")
+@pytest.mark.parametrize(
+    "writer", ["compare --json", "gate --junit", "baseline --output", "report --output"], indirect=True
+)
 def test_a_folder_that_refuses_new_files_is_found_by_really_creating_one(
-    cli: Cli,
-    writer: str,
-    gate_files: tuple[Path, Path],
-    results_file: Path,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    measuring_is_an_error: None,
+    cli: Cli, writer: Writer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     def read_only(*args: object, **kwargs: object) -> tuple[int, str]:
         raise OSError(errno.EROFS, "Read-only file system")
 
     monkeypatch.setattr(outputs.tempfile, "mkstemp", read_only)
-    args, flag = commands(gate_files, results_file)[writer]
+    args, flag = writer
     result = cli(*args, flag, str(tmp_path / "out.txt"))
     assert result.exit_code == 2
     assert result.stderr == f"dummyprof: error: {flag}: cannot create {tmp_path / 'out.txt'}: Read-only file system\n"
@@ -210,29 +193,35 @@ def disk_full(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(outputs, "open", full_append, raising=False)
 
 
-@pytest.mark.parametrize("writer", ["inspect --json", "compare --json", "audit --json", "report --output"])
-def test_a_failed_write_shows_the_results_then_one_line_and_exits_2(
-    cli: Cli, writer: str, gate_files: tuple[Path, Path], results_file: Path, tmp_path: Path, disk_full: None
-) -> None:
-    args, flag = commands(gate_files, results_file)[writer]
+@pytest.fixture
+def failed_write(cli: Cli, writer: Writer, tmp_path: Path, disk_full: None) -> tuple[str, Path, CliResult]:
+    """The writer's output to a disk that filled up while measuring: its flag, its target and the result."""
+    args, flag = writer
     target = tmp_path / "out.json"
-    result = cli(*args, flag, str(target))
+    return flag, target, cli(*args, flag, str(target))
+
+
+@pytest.mark.parametrize(
+    "writer", ["inspect --json", "compare --json", "audit --json", "report --output"], indirect=True
+)
+def test_a_failed_write_shows_the_results_then_one_line_and_exits_2(
+    failed_write: tuple[str, Path, CliResult], writer: Writer, tmp_path: Path
+) -> None:
+    flag, target, result = failed_write
     assert result.exit_code == 2
     assert result.stderr.endswith(f"dummyprof: error: {flag}: could not write {target}: No space left on device\n")
     assert "Traceback" not in result.stderr
-    if writer != "report --output":
+    if writer[0][0] != "report":
         assert result.stdout.strip(), "the measured results must still be shown"
     assert not target.exists()
     assert [p.name for p in tmp_path.iterdir()] == []
 
 
-@pytest.mark.parametrize("writer", ["gate --json", "gate --junit", "gate --benchmark-json", "gate --markdown"])
-def test_a_gate_that_cannot_record_exits_3_and_never_says_pass(
-    cli: Cli, writer: str, gate_files: tuple[Path, Path], results_file: Path, tmp_path: Path, disk_full: None
-) -> None:
-    args, flag = commands(gate_files, results_file)[writer]
-    target = tmp_path / "out.txt"
-    result = cli(*args, flag, str(target))
+@pytest.mark.parametrize(
+    "writer", ["gate --json", "gate --junit", "gate --benchmark-json", "gate --markdown"], indirect=True
+)
+def test_a_gate_that_cannot_record_exits_3_and_never_says_pass(failed_write: tuple[str, Path, CliResult]) -> None:
+    flag, target, result = failed_write
     assert result.exit_code == 3
     assert "PASS" not in result.stdout and "exit 0" not in result.stdout
     assert result.stdout.startswith("gate COULD NOT RECORD: measured but a report could not be written")
@@ -408,18 +397,12 @@ def test_new_files_respect_the_umask_and_replaced_files_keep_their_mode(
 
 # -- what the run reads is never written (issue #17, class 1) ---------------------------------------
 
+# Never measured (every case is refused first): the run settings are left to their defaults but one round.
 GATE_MODEL_CONFIG = """
 [scenarios.mine]
 command = "compare"
 counters = "all"
-
-[scenarios.mine.options]
-model = "./model.py:build"
-loaders = ["./fill.py:fill"]
-strategies = ["per-layer"]
-repeat = 1
-warmup = 0
-device = "cpu"
+options = { model = "./model.py:build", loaders = ["./fill.py:fill"], strategies = ["per-layer"], repeat = 1 }
 """
 
 

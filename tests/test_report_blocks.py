@@ -20,7 +20,7 @@ from dummyprof.reports.tables.to_markdown import markdown_blocks
 from dummyprof.reports.tables.to_terminal import print_blocks
 from dummyprof.results.session import Results
 from dummyprof.results.store import load_results
-from tests.test_gate_reports import gate_results
+from tests.fixtures.results import gate_results
 from tests.test_multirank_units import _gathered
 
 SAVED = Path(__file__).parent / "fixtures" / "results_v1"

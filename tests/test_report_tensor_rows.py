@@ -19,17 +19,15 @@ import pytest
 from dummyprof.api import save_results
 from dummyprof.reports.registry import BUILTIN, RenderOptions, render
 from dummyprof.results import (
-    CompareResult,
     ModelSummary,
     Results,
-    StrategyResult,
     TensorResult,
-    Timing,
     load_results,
     results_from_dict,
 )
 from dummyprof.results import compare as compare_module
 from tests.conftest import CliResult
+from tests.fixtures.results import legacy_and_per_layer
 
 Cli = Callable[..., CliResult]
 
@@ -56,16 +54,8 @@ def _rows(n: int) -> dict[str, TensorResult]:
 
 
 def _compare(n: int = ROWS) -> Results:
-    compare = CompareResult(
-        model=ModelSummary(description="many rows", tensors=n, names=n, bytes=4096 * n),
-        repeat=3,
-        strategies=[
-            StrategyResult(name="legacy", timing=Timing([0.4, 0.4, 0.4]), visits=2 * n, redundant_visits=n),
-            StrategyResult(name="per-layer", timing=Timing([0.2, 0.2, 0.2]), visits=n),
-        ],
-        tensors=_rows(n),
-    )
-    return Results(command="compare", compare=compare)
+    model = ModelSummary(description="many rows", tensors=n, names=n, bytes=4096 * n)
+    return legacy_and_per_layer(model, _rows(n), [0.4] * 3, [0.2] * 3, visits=n, redundant=n)
 
 
 @pytest.fixture

@@ -16,32 +16,24 @@ from dummyprof.files import outputs
 from dummyprof.files.outputs import Output, probe_output
 from dummyprof.results import (
     SCHEMA_VERSION,
-    CompareResult,
     Figure,
     ModelSummary,
     Results,
-    StrategyResult,
     TensorResult,
-    Timing,
     load_results,
     results_from_dict,
     results_to_json,
     store,
 )
+from tests.fixtures.results import legacy_and_per_layer
 
 
 def sample() -> Results:
-    compare = CompareResult(
-        model=ModelSummary(description="tree", tensors=2, bytes=64, options={"depth": 2}),
-        repeat=2,
-        strategies=[
-            StrategyResult(name="legacy", timing=Timing([0.4, 0.2]), visits=3, redundant_visits=1, max_visits=2),
-            StrategyResult(name="per-layer", timing=Timing([0.1, 0.1]), visits=2),
-        ],
-        tensors={"a.weight": TensorResult(names=["a.weight"], depth=1, shape=[4, 4], visits={"legacy": 2})},
-    )
-    compare.strategies[0].memory.pinned_bytes = Figure.missing("no CUDA")
-    return Results(command="compare", compare=compare)
+    model = ModelSummary(description="tree", tensors=2, bytes=64, options={"depth": 2})
+    tensors = {"a.weight": TensorResult(names=["a.weight"], depth=1, shape=[4, 4], visits={"legacy": 2})}
+    results = legacy_and_per_layer(model, tensors, [0.4, 0.2], [0.1, 0.1], visits=2, redundant=1, max_visits=2)
+    results.compare.strategies[0].memory.pinned_bytes = Figure.missing("no CUDA")
+    return results
 
 
 def test_round_trip_keeps_every_field(tmp_path: Path) -> None:

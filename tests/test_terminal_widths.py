@@ -30,7 +30,7 @@ from dummyprof.results.ranks import RankFill, RankRecord
 from dummyprof.results.session import Results
 from dummyprof.results.store import load_results
 from dummyprof.results.sweep import GrowthFit, SeriesPoint, SweepPoint, SweepResult
-from tests.test_gate_reports import gate_results
+from tests.fixtures.results import gate_results
 
 SAVED = Path(__file__).parent / "fixtures" / "results_v1"
 WIDTHS = [80, 120]

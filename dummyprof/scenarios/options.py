@@ -14,13 +14,14 @@ from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any
 
 from dummyprof.errors import UsageError
-from dummyprof.schema import MAX_HIDDEN, check_values, integer, option
+from dummyprof.scenarios.deployment.options import check_deployment
+from dummyprof.schema import check_values, integer, option, size
+from dummyprof.shapes import MAX_HIDDEN, TreeShape
 
 if TYPE_CHECKING:
     from dummyprof.models.synthetic import TreeSpec
 
 PRESET_NAMES = "torch-transformer, dense-decoder, moe-decoder, deepseek-v4-like"
-MAX_MEMORY_HELP = "Memory the run may use, e.g. 8GiB. Default: 80% of available."
 
 
 def strategies_option(default: Sequence[str], verb: str) -> Any:
@@ -34,33 +35,31 @@ def strategies_option(default: Sequence[str], verb: str) -> Any:
     )
 
 
-def initializer_help(lead: str, tail: str) -> str:
-    """Help naming every registered initializer, so a new one is listed where it is accepted."""
-    return f"{lead} ({', '.join(INITIALIZER_NAMES)}){tail}"
-
-
 # The registry's names (loaders/initializers.INITIALIZERS), torch-free for the help; tests keep them equal.
 INITIALIZER_NAMES = ("v0.33", "v0.29", "fast")
 
 
-@dataclass
-class TreeOptions:
-    """The synthetic tree, built when neither ``model`` nor ``preset`` is given (see :class:`TreeSpec`)."""
+def max_memory_option() -> Any:
+    return size(None, "Memory the run may use, e.g. 8GiB. Default: 80% of available.")
 
-    depth: int = integer(3, "Synthetic tree (no --model/--preset): levels.")
-    width: int = integer(1, "Synthetic tree: child blocks per block.")
-    hidden: int = integer(64, "Synthetic tree: weight size; multiple of 32.", maximum=MAX_HIDDEN)
-    dtype: str = option("float32", help="Synthetic tree: float32, bfloat16 or float16.")
-    meta: bool = option(False, unit="flag", help="Add a tensor left on the meta device (never filled).")
-    engram_rows: int = integer(
-        0, "Add a small Engram-style fp8 table with this many rows (0: none).", minimum=0, example="4096"
-    )
+
+@dataclass
+class TreeOptions(TreeShape):
+    """The synthetic tree, built when neither ``model`` nor ``preset`` is given, at compare's size."""
 
     def tree_spec(self) -> TreeSpec:
-        """The spec to build: every field of this group, by name (TreeSpec's ``fp8`` keeps its default)."""
+        """The spec to build: every field of the tree, by name (TreeSpec's ``fp8`` keeps its default)."""
         from dummyprof.models.synthetic import TreeSpec
 
-        return TreeSpec(**{f.name: getattr(self, f.name) for f in fields(TreeOptions)})
+        return TreeSpec(**{f.name: getattr(self, f.name) for f in fields(TreeShape)})
+
+
+@dataclass
+class SmallTreeOptions(TreeOptions):
+    """audit's and inspect's tree: they time nothing, so a smaller one than compare's."""
+
+    depth: int = integer(3, "Synthetic tree (no --model/--preset): levels.")
+    hidden: int = integer(64, "Synthetic tree: weight size; multiple of 32.", maximum=MAX_HIDDEN)
 
 
 @dataclass
@@ -89,14 +88,6 @@ class ModelChoice:
         unit="flag",
         help="hf: models only: let transformers run the model's own Python code (auto_map). Off unless given.",
     )
-
-
-def check_tree_if_built(options: TreeOptions, choice: ModelChoice) -> None:
-    """The synthetic tree's fields, when the tree is what will be built (neither model nor preset)."""
-    if not choice.model and not choice.preset:
-        from dummyprof.models.synthetic import validate_spec
-
-        validate_spec(options.tree_spec())
 
 
 @dataclass
@@ -132,10 +123,22 @@ def check_strategies(names: Sequence[str], *, require_one: bool) -> None:
         seen.add(name)
 
 
+def check_fillers(options: Any, *, require_one: bool) -> list[str]:
+    """The strategies, the initializer every strategy uses, and the loaders: returns the loaders' names."""
+    check_strategies(options.strategies, require_one=require_one)
+    check_initializer(options.initializer)
+    return loader_names(options.loaders, options.strategies)
+
+
 def check_common(options: Any) -> None:
-    """Each declared field within its bounds (``schema.check_values``), then the tree's own rules if it is built."""
+    """Each declared field within its bounds (``schema.check_values``), the tree's own rules if it is built (neither
+    model nor preset), and the deployment's."""
     check_values(options)
-    check_tree_if_built(options, options)
+    if not options.model and not options.preset:
+        from dummyprof.models.synthetic import validate_spec
+
+        validate_spec(options.tree_spec())
+    check_deployment(options)
 
 
 def check_initializer(name: str | None, *, field: str = "initializer") -> None:

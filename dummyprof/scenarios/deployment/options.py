@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dummyprof.errors import UsageError
-from dummyprof.schema import integer, option
+from dummyprof.schema import integer, option, size
 
 LAYOUT_FIELDS = ("tp", "ep", "pp", "dp")
 NODE_FIELDS = ("ranks_per_node", "device_memory", "host_memory")
@@ -35,19 +35,13 @@ class DeploymentChoice:
     ranks_per_node: int | None = integer(
         None, "Ranks on one node, for the node view (default: every rank on one node).", example="8"
     )
-    device_memory: int | None = option(
+    device_memory: int | None = size(
         None,
-        unit="bytes",
-        metavar="SIZE",
+        "Each rank's device memory, e.g. 141GiB (an H200): says whether each shard fits, with the room left.",
         example="141GiB",
-        help="Each rank's device memory, e.g. 141GiB (an H200): says whether each shard fits, with the room left.",
     )
-    host_memory: int | None = option(
-        None,
-        unit="bytes",
-        metavar="SIZE",
-        example="2TiB",
-        help="One node's host memory, for CPU-offloaded tables (default: this machine's).",
+    host_memory: int | None = size(
+        None, "One node's host memory, for CPU-offloaded tables (default: this machine's).", example="2TiB"
     )
 
     @property
@@ -82,14 +76,17 @@ class RealRanksChoice:
     )
 
 
-def check_real_ranks(options: Any) -> None:
-    """``--nproc`` equals the layout's ranks (its world, after ``--ep`` set dp)."""
-    if options.nproc is None:
-        return
+def _world(options: DeploymentChoice) -> int:
+    """The layout's ranks (after ``--ep`` set dp)."""
     from dummyprof.deploy.layout import ParallelLayout
 
-    world = ParallelLayout.from_sizes(tp=options.tp, ep=options.ep, pp=options.pp, dp=options.dp).world
-    if options.nproc != world:
+    return ParallelLayout.from_sizes(tp=options.tp, ep=options.ep, pp=options.pp, dp=options.dp).world
+
+
+def check_real_ranks(options: Any) -> None:
+    """``--nproc`` equals the layout's ranks (its world, after ``--ep`` set dp)."""
+    world = _world(options)
+    if options.nproc is not None and options.nproc != world:
         raise UsageError.for_field(
             "nproc", f"{options.nproc} processes for a layout of {world} ranks; give --nproc {world} (tp x dp x pp)"
         )
@@ -97,13 +94,10 @@ def check_real_ranks(options: Any) -> None:
 
 def check_deployment(options: DeploymentChoice) -> None:
     """The rules across fields: a node view needs ranks, ranks per node at most the world."""
-    from dummyprof.deploy.layout import ParallelLayout
-
-    layout = ParallelLayout.from_sizes(tp=options.tp, ep=options.ep, pp=options.pp, dp=options.dp)
-    if options.ranks_per_node is not None and options.ranks_per_node > layout.world:
+    world = _world(options)
+    if options.ranks_per_node is not None and options.ranks_per_node > world:
         raise UsageError.for_field(
-            "ranks_per_node",
-            f"{options.ranks_per_node} ranks per node for a world of {layout.world}; give at most {layout.world}",
+            "ranks_per_node", f"{options.ranks_per_node} ranks per node for a world of {world}; give at most {world}"
         )
 
 

@@ -9,7 +9,7 @@ CLI turns it into a flag, the gate into a config key.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any
 
@@ -106,21 +106,25 @@ class LoaderChoice:
     )
 
 
+def check_listed(field: str, names: Sequence[str], lookup: Callable[[str], object], *, none: str | None) -> None:
+    """Each name known to ``lookup`` (its refusal said of ``field``) and listed once; ``none``: the error if empty."""
+    if none is not None and not names:
+        raise UsageError.for_field(field, none)
+    for i, name in enumerate(names):
+        try:
+            lookup(name)
+        except UsageError as exc:
+            raise UsageError.for_field(field, exc.message) from None
+        if name in names[:i]:
+            raise UsageError.for_field(field, f"{name!r} is listed twice")
+
+
 def check_strategies(names: Sequence[str], *, require_one: bool) -> None:
     """Known, each once, and (with ``require_one``) at least one."""
     from dummyprof.loaders.strategies import STRATEGIES, get_strategy
 
-    if require_one and not names:
-        raise UsageError.for_field("strategies", f"give at least one strategy; choose from: {', '.join(STRATEGIES)}")
-    seen: set[str] = set()
-    for name in names:
-        try:
-            get_strategy(name)
-        except UsageError as exc:
-            raise UsageError.for_field("strategies", exc.message) from None
-        if name in seen:
-            raise UsageError.for_field("strategies", f"{name!r} is listed twice")
-        seen.add(name)
+    none = f"give at least one strategy; choose from: {', '.join(STRATEGIES)}" if require_one else None
+    check_listed("strategies", names, get_strategy, none=none)
 
 
 def check_fillers(options: Any, *, require_one: bool) -> list[str]:
@@ -131,8 +135,7 @@ def check_fillers(options: Any, *, require_one: bool) -> list[str]:
 
 
 def check_common(options: Any) -> None:
-    """Each declared field within its bounds (``schema.check_values``), the tree's own rules if it is built (neither
-    model nor preset), and the deployment's."""
+    """Each declared field within its bounds, the tree's own rules if it is built, then the deployment's."""
     check_values(options)
     if not options.model and not options.preset:
         from dummyprof.models.synthetic import validate_spec

@@ -7,11 +7,9 @@ from dataclasses import dataclass
 from dummyprof.errors import UsageError
 from dummyprof.scenarios.deployment.options import (
     LAYOUT_FIELDS,
+    CompareDeploymentChoice,
     DeploymentChoice,
-    OnlineQuantChoice,
-    RealRanksChoice,
-    check_online_quant,
-    check_real_ranks,
+    check_compare_deployment,
 )
 from dummyprof.scenarios.options import (
     INITIALIZER_NAMES,
@@ -34,7 +32,7 @@ INITIALIZER_HELP = (
 
 
 @dataclass
-class CompareOptions(RealRanksChoice, OnlineQuantChoice, DeploymentChoice, LoaderChoice, ModelChoice, TreeOptions):
+class CompareOptions(CompareDeploymentChoice, DeploymentChoice, LoaderChoice, ModelChoice, TreeOptions):
     """Flat fields: the synthetic tree's, the model's, the loaders', then compare's own (bases in reverse)."""
 
     strategies: list[str] = strategies_option(DEFAULT_STRATEGIES, "run")
@@ -73,8 +71,7 @@ def validate(options: CompareOptions) -> list[str]:
     if options.repeat_auto and not options.project:
         raise UsageError.for_field("repeat_auto", "the perf gate keeps fixed repeats; set repeat = N")
     check_common(options)
-    check_online_quant(options)
-    check_real_ranks(options)
+    check_compare_deployment(options)
     if (options.deployed or options.online_quant) and not options.project:
         name = "online_quant" if options.online_quant else next(f for f in LAYOUT_FIELDS if getattr(options, f) > 1)
         raise UsageError.for_field(name, "the perf gate measures one process on the whole model; drop it here")

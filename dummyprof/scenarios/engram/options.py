@@ -6,7 +6,7 @@ from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING
 
 from dummyprof.errors import UsageError
-from dummyprof.scenarios.options import max_memory_option
+from dummyprof.scenarios.options import check_listed, max_memory_option
 from dummyprof.schema import check_values, duration, integer, option
 from dummyprof.shapes import EngramShape
 
@@ -108,12 +108,6 @@ def validate(options: EngramOptions) -> list[FillMethod]:
             "Python loop step and a generator call, which below 1Mi elements outweigh the fill itself and "
             "run past the time budget; try --chunk-elements 64Mi",
         )
-    if not options.methods:
-        raise UsageError.for_field("methods", f"give at least one method; choose from: {', '.join(DEFAULT_METHODS)}")
-    methods: list[FillMethod] = []
-    for name in options.methods:
-        method = get_method(name)
-        if method in methods:
-            raise UsageError.for_field("methods", f"{name!r} is listed twice")
-        methods.append(method)
-    return [get_method(name) for name in methods_to_run([m.name for m in methods])]
+    none = f"give at least one method; choose from: {', '.join(DEFAULT_METHODS)}"
+    check_listed("methods", options.methods, get_method, none=none)
+    return [get_method(name) for name in methods_to_run(list(options.methods))]

@@ -37,7 +37,7 @@ class Spec:
 
 
 # The metavar each unit shows in --help, unless a field states its own.
-METAVARS = {"int": "INT", "count": "COUNT", "bytes": "SIZE", "seconds": "DURATION"}
+METAVARS = {"int": "INT", "count": "COUNT", "bytes": "SIZE", "seconds": "DURATION", "args": "KEY=VALUE"}
 
 
 def option(default: Any = MISSING, *, factory: Callable[[], Any] | None = None, **spec: Any) -> Any:

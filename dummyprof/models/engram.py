@@ -37,7 +37,6 @@ class EngramTable(nn.Module):
         *,
         device: torch.device | str = "cpu",
         declare_constant: bool = True,
-        pin_memory: bool = False,
         empty: Empty | None = None,
     ) -> None:
         super().__init__()
@@ -46,7 +45,7 @@ class EngramTable(nn.Module):
         if empty is None:
 
             def empty(shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
-                return torch.empty(shape, dtype=dtype, device=device, pin_memory=pin_memory)
+                return torch.empty(shape, dtype=dtype, device=device)
 
         self.weight = nn.Parameter(empty((rows, dim), torch.float8_e4m3fn), requires_grad=False)
         self.weight_scale_inv = nn.Parameter(empty((rows, dim // block_size), torch.uint8), requires_grad=False)

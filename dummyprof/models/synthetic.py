@@ -119,7 +119,7 @@ def tree_tensor_count(spec: TreeSpec) -> int:
 class SyntheticBlock(nn.Module):
     """One level of the tree: the tensor kinds real decoder layers hold."""
 
-    def __init__(self, spec: TreeSpec, level: int, device: torch.device) -> None:
+    def __init__(self, spec: TreeSpec, device: torch.device) -> None:
         """One block, without its children: ``add_blocks`` attaches those without recursing."""
         super().__init__()
         h, dtype = spec.hidden, spec.torch_dtype
@@ -152,7 +152,7 @@ def add_blocks(root: nn.Module, spec: TreeSpec, device: torch.device) -> None:
     pending: list[tuple[nn.Module, str, int]] = [(root, f"child{i}", 1) for i in reversed(range(spec.width))]
     while pending:
         parent, name, level = pending.pop()
-        block = SyntheticBlock(spec, level, device)
+        block = SyntheticBlock(spec, device)
         parent.add_module(name, block)
         if level < spec.depth:
             pending.extend((block, f"child{i}", level + 1) for i in reversed(range(spec.width)))

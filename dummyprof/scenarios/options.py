@@ -79,7 +79,6 @@ class ModelChoice:
     model_args: dict[str, Any] = option(
         factory=dict,
         unit="args",
-        metavar="KEY=VALUE",
         help="Keyword argument for --model or --preset, or a config field for hf: models (repeatable); values are "
         "Python literals, e.g. layers=8 or num_hidden_layers=2.",
     )
@@ -102,7 +101,7 @@ class LoaderChoice:
         "its writes are traced in a separate run, its times come from untraced runs.",
     )
     loader_args: dict[str, Any] = option(
-        factory=dict, unit="args", metavar="KEY=VALUE", help="Keyword argument passed to every --loader (repeatable)."
+        factory=dict, unit="args", help="Keyword argument passed to every --loader (repeatable)."
     )
 
 

@@ -24,11 +24,6 @@ from dummyprof.scenarios.options import (
 from dummyprof.schema import duration, integer, option
 
 DEFAULT_STRATEGIES = ("legacy", "per-layer", "unique")
-DEVICE_HELP = "cpu, cuda, cuda:N or auto (CUDA when present)."
-INITIALIZER_HELP = (
-    f"Use this initializer for every strategy: {', '.join(INITIALIZER_NAMES[:-1])}, or {INITIALIZER_NAMES[-1]} "
-    "(v0.33's rules, random values from masked random words on every core). Default: each strategy's own."
-)
 
 
 @dataclass
@@ -45,8 +40,13 @@ class CompareOptions(CompareDeploymentChoice, DeploymentChoice, LoaderChoice, Mo
     )
     repeat_auto: bool = False  # --repeat auto: rounds until the speedups' intervals are tight or the budget is spent
     warmup: int = integer(1, "Warm-up rounds run first and discarded.", minimum=0)
-    device: str = option("auto", help=DEVICE_HELP)
-    initializer: str | None = option(None, help=INITIALIZER_HELP)
+    device: str = option("auto", help="cpu, cuda, cuda:N or auto (CUDA when present).")
+    initializer: str | None = option(
+        None,
+        help=f"Use this initializer for every strategy: {', '.join(INITIALIZER_NAMES[:-1])}, or "
+        f"{INITIALIZER_NAMES[-1]} (v0.33's rules, random values from masked random words on every core). "
+        "Default: each strategy's own.",
+    )
     max_memory: int | None = max_memory_option()
     # seconds the measured rounds may take; a run predicted to take longer is projected
     time_budget: float = duration(

@@ -20,9 +20,6 @@ from typing import Any
 from dummyprof import units
 from dummyprof.errors import UsageError, flag_for
 
-# Every size a synthetic weight can take and torch can still count in int64 bytes (hidden x hidden x 8).
-MAX_HIDDEN = 2**20
-
 
 @dataclass(frozen=True)
 class Spec:
@@ -39,18 +36,30 @@ class Spec:
     auto: str | None = None  # the bool field that the text "auto" sets instead of this one (--repeat auto)
 
 
+# The metavar each unit shows in --help, unless a field states its own.
+METAVARS = {"int": "INT", "count": "COUNT", "bytes": "SIZE", "seconds": "DURATION", "args": "KEY=VALUE"}
+
+
 def option(default: Any = MISSING, *, factory: Callable[[], Any] | None = None, **spec: Any) -> Any:
     """A dataclass field with its :class:`Spec` (``help=``, ``unit=``, ``minimum=``, ...)."""
-    metadata = {"spec": Spec(**spec)}
-    if factory is not None:
-        return dataclasses.field(default_factory=factory, metadata=metadata)
-    return dataclasses.field(default=default, metadata=metadata)
+    spec.setdefault("metavar", METAVARS.get(spec.get("unit", "text")))
+    factory_or_missing: Any = MISSING if factory is None else factory
+    return dataclasses.field(default=default, default_factory=factory_or_missing, metadata={"spec": Spec(**spec)})
 
 
 def integer(default: int | None, help: str, *, example: str = "", minimum: int = 1, **spec: Any) -> Any:
     """A whole-number option (``INT``) at least ``minimum``; a refused value is offered ``example`` (the default)."""
-    example = example or str(default)
-    return option(default, unit="int", minimum=minimum, example=example, metavar="INT", help=help, **spec)
+    return option(default, unit="int", minimum=minimum, example=example or str(default), help=help, **spec)
+
+
+def size(default: int | None, help: str, **spec: Any) -> Any:
+    """A number of bytes (``SIZE``: 8GiB, 1e9)."""
+    return option(default, unit="bytes", help=help, **spec)
+
+
+def duration(default: float | None, help: str, **spec: Any) -> Any:
+    """A number of seconds (``DURATION``: 60, 5m)."""
+    return option(default, unit="seconds", help=help, **spec)
 
 
 def specs(cls: type) -> dict[str, tuple[dataclasses.Field[Any], Spec]]:

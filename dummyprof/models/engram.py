@@ -9,6 +9,8 @@ import torch
 from torch import nn
 
 from dummyprof.errors import UsageError
+from dummyprof.schema import check_values
+from dummyprof.shapes import EngramShape
 
 FP8_WEIGHT_VALUE = 1.0
 SCALE_BYTE_ONE = 127  # UE8M0 exponent byte for a scale of 1.0
@@ -35,7 +37,6 @@ class EngramTable(nn.Module):
         *,
         device: torch.device | str = "cpu",
         declare_constant: bool = True,
-        pin_memory: bool = False,
         empty: Empty | None = None,
     ) -> None:
         super().__init__()
@@ -44,7 +45,7 @@ class EngramTable(nn.Module):
         if empty is None:
 
             def empty(shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
-                return torch.empty(shape, dtype=dtype, device=device, pin_memory=pin_memory)
+                return torch.empty(shape, dtype=dtype, device=device)
 
         self.weight = nn.Parameter(empty((rows, dim), torch.float8_e4m3fn), requires_grad=False)
         self.weight_scale_inv = nn.Parameter(empty((rows, dim // block_size), torch.uint8), requires_grad=False)
@@ -71,18 +72,9 @@ def engram_table_bytes(rows: int, dim: int, block_size: int = 32) -> int:
 # spirit (plain ints) so plans and dry runs never allocate.
 
 
-@dataclass(frozen=True)
-class EngramSpec:
-    """The whole deployment's tables and which rank this process plays."""
-
-    rows: int  # rows of one table, all ranks together
-    dim: int = 256
-    block_size: int = 32
-    tables: int = 1
-    tp_size: int = 1
-    dp_size: int = 1
-    rank: int = 0
-    heads: int | None = None  # hash heads per table; None: one per rank
+@dataclass
+class EngramSpec(EngramShape):
+    """The whole deployment's tables and which rank this process plays (fields: ``shapes.EngramShape``)."""
 
     @property
     def ranks(self) -> int:
@@ -115,13 +107,12 @@ MAX_TABLE_BYTES = 2**53
 
 
 def validate_engram_spec(spec: EngramSpec) -> None:
-    """Raise UsageError naming the flag for anything that cannot be sharded as vLLM does."""
-    if spec.rows < 1:
-        raise UsageError.for_field("rows", f"must be at least 1, got {spec.rows}; try --rows 4M")
-    if spec.dim < 1:
-        raise UsageError.for_field("dim", f"must be at least 1, got {spec.dim}; try --dim 256")
-    if spec.block_size < 1:
-        raise UsageError.for_field("block_size", f"must be at least 1, got {spec.block_size}; try --block-size 32")
+    """Raise UsageError naming the field for anything that cannot be sharded as vLLM does.
+
+    Each declared bound first (``schema.check_values``: given options, every option of theirs), then the rules
+    across fields.
+    """
+    check_values(spec)
     if spec.dim % spec.block_size:
         fixed = max(spec.block_size, spec.dim // spec.block_size * spec.block_size)
         raise UsageError.for_field(
@@ -129,17 +120,12 @@ def validate_engram_spec(spec: EngramSpec) -> None:
             f"{spec.dim} is not a multiple of --block-size {spec.block_size} (one scale byte per block); "
             f"try --dim {fixed}",
         )
-    for flag, value in (("--tables", spec.tables), ("--tp-size", spec.tp_size), ("--dp-size", spec.dp_size)):
-        if value < 1:
-            raise UsageError(flag, f"must be at least 1, got {value}")
-    if not 0 <= spec.rank < spec.ranks:
+    if not spec.rank < spec.ranks:
         raise UsageError.for_field(
             "rank",
             f"must be between 0 and {spec.ranks - 1} (tp {spec.tp_size} x dp {spec.dp_size} ranks), got {spec.rank}",
         )
     heads = spec.num_heads
-    if heads < 1:
-        raise UsageError.for_field("heads", f"must be at least 1, got {heads}")
     if heads < spec.ranks:
         raise UsageError.for_field(
             "heads",

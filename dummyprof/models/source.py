@@ -7,7 +7,7 @@ same whether the model is synthetic, a preset or the user's own.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import torch
@@ -68,17 +68,7 @@ def synthetic_source(spec: TreeSpec) -> ModelSource:
         ),
         build=lambda device: SyntheticModel(spec, device),  # checked once above, not again each round
         estimated_bytes=tree_bytes(spec),
-        options={
-            "depth": spec.depth,
-            "width": spec.width,
-            "hidden": spec.hidden,
-            "dtype": spec.dtype,
-            "meta": spec.meta,
-            "engram_rows": spec.engram_rows,
-            "fp8": spec.fp8,
-            "blocks": spec.blocks,
-            "expected_tensors": tree_tensor_count(spec),
-        },
+        options={**asdict(spec), "blocks": spec.blocks, "expected_tensors": tree_tensor_count(spec)},
         notes=notes,
         largest_scratch_bytes=3 * fp8_elements,
         fit_hint=lambda budget: _tree_fit_hint(spec, budget),
@@ -86,20 +76,13 @@ def synthetic_source(spec: TreeSpec) -> ModelSource:
     )
 
 
-def _largest_fitting_hidden(spec: TreeSpec, budget: int) -> int | None:
-    best = None
-    hidden = SCALE_BLOCK
-    while hidden <= spec.hidden:
-        candidate = replace(spec, hidden=hidden)
-        if tree_bytes(candidate) + 3 * hidden * hidden > budget:
-            break
-        best = hidden
-        hidden *= 2
-    return best
-
-
 def _tree_fit_hint(spec: TreeSpec, budget: int) -> FitHint:
-    fitting = _largest_fitting_hidden(spec, budget)
+    """The largest power-of-two multiple of the scale block that fits as ``hidden``; else lower width or depth."""
+    fitting = None
+    hidden = SCALE_BLOCK
+    while hidden <= spec.hidden and tree_bytes(replace(spec, hidden=hidden)) + 3 * hidden * hidden <= budget:
+        fitting = hidden
+        hidden *= 2
     if fitting is None:
         return FitHint("width", also=("depth",))
     return FitHint("hidden", fitting, also=("width", "depth"))

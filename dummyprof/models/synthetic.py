@@ -15,6 +15,8 @@ from torch import nn
 
 from dummyprof.errors import UsageError
 from dummyprof.models.engram import EngramTable, engram_table_bytes
+from dummyprof.schema import check_values
+from dummyprof.shapes import TreeShape
 
 DTYPES: dict[str, torch.dtype] = {
     "float32": torch.float32,
@@ -38,16 +40,10 @@ def max_depth() -> int:
     return (sys.getrecursionlimit() - RECURSION_HEADROOM) // FRAMES_PER_LEVEL
 
 
-@dataclass(frozen=True)
-class TreeSpec:
-    """What to build: see ``dummyprof compare --help`` for each field."""
+@dataclass
+class TreeSpec(TreeShape):
+    """What to build (fields: ``shapes.TreeShape``; see ``dummyprof compare --help``)."""
 
-    depth: int = 12
-    width: int = 1
-    hidden: int = 512
-    dtype: str = "float32"
-    meta: bool = False
-    engram_rows: int = 0
     fp8: bool = HAS_FP8
 
     @property
@@ -64,11 +60,13 @@ class TreeSpec:
 
 
 def validate_spec(spec: TreeSpec) -> None:
-    """Check a spec before anything is allocated; raise UsageError naming the field (``depth``, ...)."""
+    """Check a spec before anything is allocated; raise UsageError naming the field (``depth``, ...).
+
+    Each declared bound first (``schema.check_values``), then what the bounds cannot say.
+    """
+    check_values(spec)
     if spec.dtype not in DTYPES:
         raise UsageError.for_field("dtype", f"unknown dtype {spec.dtype!r}; choose one of: {', '.join(DTYPES)}")
-    if spec.depth < 1:
-        raise UsageError.for_field("depth", f"must be at least 1, got {spec.depth}; try --depth 12")
     if spec.depth > max_depth():
         raise UsageError.for_field(
             "depth",
@@ -76,8 +74,6 @@ def validate_spec(spec: TreeSpec) -> None:
             f"(one Python frame per level, recursion limit {sys.getrecursionlimit()}); "
             f"use --depth {max_depth()} or less",
         )
-    if spec.width < 1:
-        raise UsageError.for_field("width", f"must be at least 1, got {spec.width}; try --width 1")
     if spec.hidden < SCALE_BLOCK or spec.hidden % SCALE_BLOCK:
         raise UsageError.for_field(
             "hidden", f"must be a positive multiple of {SCALE_BLOCK} (the fp8 scale block), got {spec.hidden}"
@@ -88,8 +84,6 @@ def validate_spec(spec: TreeSpec) -> None:
             f"--depth {spec.depth} --width {spec.width} makes {spec.blocks:,} blocks (limit {MAX_BLOCKS:,}); "
             "lower --width or --depth",
         )
-    if spec.engram_rows < 0:
-        raise UsageError.for_field("engram_rows", f"must be 0 or more, got {spec.engram_rows}")
 
 
 def block_bytes(spec: TreeSpec) -> int:
@@ -125,7 +119,7 @@ def tree_tensor_count(spec: TreeSpec) -> int:
 class SyntheticBlock(nn.Module):
     """One level of the tree: the tensor kinds real decoder layers hold."""
 
-    def __init__(self, spec: TreeSpec, level: int, device: torch.device) -> None:
+    def __init__(self, spec: TreeSpec, device: torch.device) -> None:
         """One block, without its children: ``add_blocks`` attaches those without recursing."""
         super().__init__()
         h, dtype = spec.hidden, spec.torch_dtype
@@ -158,7 +152,7 @@ def add_blocks(root: nn.Module, spec: TreeSpec, device: torch.device) -> None:
     pending: list[tuple[nn.Module, str, int]] = [(root, f"child{i}", 1) for i in reversed(range(spec.width))]
     while pending:
         parent, name, level = pending.pop()
-        block = SyntheticBlock(spec, level, device)
+        block = SyntheticBlock(spec, device)
         parent.add_module(name, block)
         if level < spec.depth:
             pending.extend((block, f"child{i}", level + 1) for i in reversed(range(spec.width)))

@@ -9,18 +9,19 @@ CLI turns it into a flag, the gate into a config key.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any
 
 from dummyprof.errors import UsageError
-from dummyprof.schema import MAX_HIDDEN, check_values, integer, option
+from dummyprof.scenarios.deployment.options import check_deployment
+from dummyprof.schema import check_values, integer, option, size
+from dummyprof.shapes import MAX_HIDDEN, TreeShape
 
 if TYPE_CHECKING:
     from dummyprof.models.synthetic import TreeSpec
 
 PRESET_NAMES = "torch-transformer, dense-decoder, moe-decoder, deepseek-v4-like"
-MAX_MEMORY_HELP = "Memory the run may use, e.g. 8GiB. Default: 80% of available."
 
 
 def strategies_option(default: Sequence[str], verb: str) -> Any:
@@ -34,33 +35,31 @@ def strategies_option(default: Sequence[str], verb: str) -> Any:
     )
 
 
-def initializer_help(lead: str, tail: str) -> str:
-    """Help naming every registered initializer, so a new one is listed where it is accepted."""
-    return f"{lead} ({', '.join(INITIALIZER_NAMES)}){tail}"
-
-
 # The registry's names (loaders/initializers.INITIALIZERS), torch-free for the help; tests keep them equal.
 INITIALIZER_NAMES = ("v0.33", "v0.29", "fast")
 
 
-@dataclass
-class TreeOptions:
-    """The synthetic tree, built when neither ``model`` nor ``preset`` is given (see :class:`TreeSpec`)."""
+def max_memory_option() -> Any:
+    return size(None, "Memory the run may use, e.g. 8GiB. Default: 80% of available.")
 
-    depth: int = integer(3, "Synthetic tree (no --model/--preset): levels.")
-    width: int = integer(1, "Synthetic tree: child blocks per block.")
-    hidden: int = integer(64, "Synthetic tree: weight size; multiple of 32.", maximum=MAX_HIDDEN)
-    dtype: str = option("float32", help="Synthetic tree: float32, bfloat16 or float16.")
-    meta: bool = option(False, unit="flag", help="Add a tensor left on the meta device (never filled).")
-    engram_rows: int = integer(
-        0, "Add a small Engram-style fp8 table with this many rows (0: none).", minimum=0, example="4096"
-    )
+
+@dataclass
+class TreeOptions(TreeShape):
+    """The synthetic tree, built when neither ``model`` nor ``preset`` is given, at compare's size."""
 
     def tree_spec(self) -> TreeSpec:
-        """The spec to build: every field of this group, by name (TreeSpec's ``fp8`` keeps its default)."""
+        """The spec to build: every field of the tree, by name (TreeSpec's ``fp8`` keeps its default)."""
         from dummyprof.models.synthetic import TreeSpec
 
-        return TreeSpec(**{f.name: getattr(self, f.name) for f in fields(TreeOptions)})
+        return TreeSpec(**{f.name: getattr(self, f.name) for f in fields(TreeShape)})
+
+
+@dataclass
+class SmallTreeOptions(TreeOptions):
+    """audit's and inspect's tree: they time nothing, so a smaller one than compare's."""
+
+    depth: int = integer(3, "Synthetic tree (no --model/--preset): levels.")
+    hidden: int = integer(64, "Synthetic tree: weight size; multiple of 32.", maximum=MAX_HIDDEN)
 
 
 @dataclass
@@ -80,7 +79,6 @@ class ModelChoice:
     model_args: dict[str, Any] = option(
         factory=dict,
         unit="args",
-        metavar="KEY=VALUE",
         help="Keyword argument for --model or --preset, or a config field for hf: models (repeatable); values are "
         "Python literals, e.g. layers=8 or num_hidden_layers=2.",
     )
@@ -89,14 +87,6 @@ class ModelChoice:
         unit="flag",
         help="hf: models only: let transformers run the model's own Python code (auto_map). Off unless given.",
     )
-
-
-def check_tree_if_built(options: TreeOptions, choice: ModelChoice) -> None:
-    """The synthetic tree's fields, when the tree is what will be built (neither model nor preset)."""
-    if not choice.model and not choice.preset:
-        from dummyprof.models.synthetic import validate_spec
-
-        validate_spec(options.tree_spec())
 
 
 @dataclass
@@ -111,31 +101,46 @@ class LoaderChoice:
         "its writes are traced in a separate run, its times come from untraced runs.",
     )
     loader_args: dict[str, Any] = option(
-        factory=dict, unit="args", metavar="KEY=VALUE", help="Keyword argument passed to every --loader (repeatable)."
+        factory=dict, unit="args", help="Keyword argument passed to every --loader (repeatable)."
     )
+
+
+def check_listed(field: str, names: Sequence[str], lookup: Callable[[str], object], *, none: str | None) -> None:
+    """Each name known to ``lookup`` (its refusal said of ``field``) and listed once; ``none``: the error if empty."""
+    if none is not None and not names:
+        raise UsageError.for_field(field, none)
+    for i, name in enumerate(names):
+        try:
+            lookup(name)
+        except UsageError as exc:
+            raise UsageError.for_field(field, exc.message) from None
+        if name in names[:i]:
+            raise UsageError.for_field(field, f"{name!r} is listed twice")
 
 
 def check_strategies(names: Sequence[str], *, require_one: bool) -> None:
     """Known, each once, and (with ``require_one``) at least one."""
     from dummyprof.loaders.strategies import STRATEGIES, get_strategy
 
-    if require_one and not names:
-        raise UsageError.for_field("strategies", f"give at least one strategy; choose from: {', '.join(STRATEGIES)}")
-    seen: set[str] = set()
-    for name in names:
-        try:
-            get_strategy(name)
-        except UsageError as exc:
-            raise UsageError.for_field("strategies", exc.message) from None
-        if name in seen:
-            raise UsageError.for_field("strategies", f"{name!r} is listed twice")
-        seen.add(name)
+    none = f"give at least one strategy; choose from: {', '.join(STRATEGIES)}" if require_one else None
+    check_listed("strategies", names, get_strategy, none=none)
+
+
+def check_fillers(options: Any, *, require_one: bool) -> list[str]:
+    """The strategies, the initializer every strategy uses, and the loaders: returns the loaders' names."""
+    check_strategies(options.strategies, require_one=require_one)
+    check_initializer(options.initializer)
+    return loader_names(options.loaders, options.strategies)
 
 
 def check_common(options: Any) -> None:
-    """Each declared field within its bounds (``schema.check_values``), then the tree's own rules if it is built."""
+    """Each declared field within its bounds, the tree's own rules if it is built, then the deployment's."""
     check_values(options)
-    check_tree_if_built(options, options)
+    if not options.model and not options.preset:
+        from dummyprof.models.synthetic import validate_spec
+
+        validate_spec(options.tree_spec())
+    check_deployment(options)
 
 
 def check_initializer(name: str | None, *, field: str = "initializer") -> None:

@@ -6,17 +6,16 @@ from dataclasses import dataclass
 
 from dummyprof.errors import UsageError
 from dummyprof.results.audit import FINDING_KINDS
-from dummyprof.scenarios.deployment.options import DeploymentChoice, check_deployment
+from dummyprof.scenarios.deployment.options import DeploymentChoice
 from dummyprof.scenarios.options import (
     INITIALIZER_NAMES,
-    MAX_MEMORY_HELP,
     LoaderChoice,
     ModelChoice,
-    TreeOptions,
+    SmallTreeOptions,
     check_common,
+    check_fillers,
     check_initializer,
-    check_strategies,
-    loader_names,
+    max_memory_option,
     strategies_option,
 )
 from dummyprof.schema import option
@@ -26,7 +25,7 @@ _NAMES = ", ".join(INITIALIZER_NAMES)
 
 
 @dataclass
-class AuditOptions(DeploymentChoice, LoaderChoice, ModelChoice, TreeOptions):
+class AuditOptions(DeploymentChoice, LoaderChoice, ModelChoice, SmallTreeOptions):
     """Flat fields: the synthetic tree's, the model's, the loaders', then audit's own (bases in reverse)."""
 
     strategies: list[str] = strategies_option(DEFAULT_STRATEGIES, "audit")
@@ -43,7 +42,7 @@ class AuditOptions(DeploymentChoice, LoaderChoice, ModelChoice, TreeOptions):
         "strategy, so all their values compare.",
     )
     device: str = option("cpu", help="cpu, cuda, cuda:N or auto.")
-    max_memory: int | None = option(None, unit="bytes", metavar="SIZE", help=MAX_MEMORY_HELP)
+    max_memory: int | None = max_memory_option()
     ignore: list[str] = option(
         factory=list, unit="list", metavar="KIND", help="A finding kind that should not fail the audit (repeatable)."
     )
@@ -56,12 +55,9 @@ def validate(options: AuditOptions) -> list[str]:
             raise UsageError.for_field(
                 "ignore", f"unknown finding kind {kind!r}; choose from: {', '.join(FINDING_KINDS)}"
             )
-    check_initializer(options.initializer)
+    names = check_fillers(options, require_one=False)
     check_initializer(options.loader_initializer, field="loader_initializer")
-    check_strategies(options.strategies, require_one=False)
-    names = loader_names(options.loaders, options.strategies)
     if not options.strategies and not options.loaders:
         raise UsageError.for_field("strategies", "give at least one --strategy or --loader to audit")
     check_common(options)
-    check_deployment(options)
     return names

@@ -6,67 +6,55 @@ from dataclasses import dataclass
 
 from dummyprof.errors import UsageError
 from dummyprof.scenarios.deployment.options import (
+    LAYOUT_FIELDS,
+    CompareDeploymentChoice,
     DeploymentChoice,
-    OnlineQuantChoice,
-    RealRanksChoice,
-    check_deployment,
-    check_online_quant,
-    check_real_ranks,
+    check_compare_deployment,
 )
 from dummyprof.scenarios.options import (
     INITIALIZER_NAMES,
-    MAX_MEMORY_HELP,
     LoaderChoice,
     ModelChoice,
     TreeOptions,
     check_common,
-    check_initializer,
-    check_strategies,
-    loader_names,
+    check_fillers,
+    max_memory_option,
     strategies_option,
 )
-from dummyprof.schema import MAX_HIDDEN, integer, option
+from dummyprof.schema import duration, integer, option
 
 DEFAULT_STRATEGIES = ("legacy", "per-layer", "unique")
-DEVICE_HELP = "cpu, cuda, cuda:N or auto (CUDA when present)."
-INITIALIZER_HELP = (
-    f"Use this initializer for every strategy: {', '.join(INITIALIZER_NAMES[:-1])}, or {INITIALIZER_NAMES[-1]} "
-    "(v0.33's rules, random values from masked random words on every core). Default: each strategy's own."
-)
 
 
 @dataclass
-class CompareOptions(RealRanksChoice, OnlineQuantChoice, DeploymentChoice, LoaderChoice, ModelChoice, TreeOptions):
+class CompareOptions(CompareDeploymentChoice, DeploymentChoice, LoaderChoice, ModelChoice, TreeOptions):
     """Flat fields: the synthetic tree's, the model's, the loaders', then compare's own (bases in reverse)."""
 
-    # compare measures time: a deeper, wider tree than audit and inspect build
-    depth: int = integer(12, "Levels of nested blocks below the root.")
-    hidden: int = integer(512, "Size of each weight (hidden x hidden); multiple of 32.", maximum=MAX_HIDDEN)
     strategies: list[str] = strategies_option(DEFAULT_STRATEGIES, "run")
-    repeat: int = option(
+    repeat: int = integer(
         5,
-        unit="int",
-        minimum=1,
-        example="5",
+        "Measured rounds per strategy, or auto: at least 3, then until every speedup's 95% interval is "
+        "within 5% of it, or one more round would overrun --time-budget (at most 50).",
         metavar="INT|auto",
         auto="repeat_auto",
-        help="Measured rounds per strategy, or auto: at least 3, then until every speedup's 95% interval is "
-        "within 5% of it, or one more round would overrun --time-budget (at most 50).",
     )
     repeat_auto: bool = False  # --repeat auto: rounds until the speedups' intervals are tight or the budget is spent
     warmup: int = integer(1, "Warm-up rounds run first and discarded.", minimum=0)
-    device: str = option("auto", help=DEVICE_HELP)
-    initializer: str | None = option(None, help=INITIALIZER_HELP)
-    max_memory: int | None = option(None, unit="bytes", metavar="SIZE", help=MAX_MEMORY_HELP)
+    device: str = option("auto", help="cpu, cuda, cuda:N or auto (CUDA when present).")
+    initializer: str | None = option(
+        None,
+        help=f"Use this initializer for every strategy: {', '.join(INITIALIZER_NAMES[:-1])}, or "
+        f"{INITIALIZER_NAMES[-1]} (v0.33's rules, random values from masked random words on every core). "
+        "Default: each strategy's own.",
+    )
+    max_memory: int | None = max_memory_option()
     # seconds the measured rounds may take; a run predicted to take longer is projected
-    time_budget: float = option(
+    time_budget: float = duration(
         60.0,
-        unit="seconds",
-        metavar="DURATION",
-        shown="60s",
-        help="Seconds the measured rounds may take (e.g. 60, 5m). When the rounds are predicted to take "
+        "Seconds the measured rounds may take (e.g. 60, 5m). When the rounds are predicted to take "
         "longer, fewer are measured (at least 3, said in the report); when even 3 do not fit, or the model "
         "does not fit --max-memory, it is projected from calibration fills instead.",
+        shown="60s",
     )
     project: bool = True  # False: refuse (DoesNotFitError) instead of projecting, as the perf gate needs
     # One instrumented round per strategy, after the timed rounds and apart from them (compare --trace).
@@ -79,20 +67,12 @@ def validate(options: CompareOptions) -> list[str]:
     Where to measure (``device``) and whether the model fits are checked by the run, on the
     machine that measures.
     """
-    check_strategies(options.strategies, require_one=bool(options.strategies) or not options.loaders)
-    names = loader_names(options.loaders, options.strategies)
-    check_initializer(options.initializer)
+    names = check_fillers(options, require_one=bool(options.strategies) or not options.loaders)
     if options.repeat_auto and not options.project:
         raise UsageError.for_field("repeat_auto", "the perf gate keeps fixed repeats; set repeat = N")
     check_common(options)
-    check_deployment(options)
-    check_online_quant(options)
-    check_real_ranks(options)
+    check_compare_deployment(options)
     if (options.deployed or options.online_quant) and not options.project:
-        name = (
-            "online_quant"
-            if options.online_quant
-            else next(f for f in ("tp", "ep", "pp", "dp") if getattr(options, f) > 1)
-        )
+        name = "online_quant" if options.online_quant else next(f for f in LAYOUT_FIELDS if getattr(options, f) > 1)
         raise UsageError.for_field(name, "the perf gate measures one process on the whole model; drop it here")
     return names

@@ -6,16 +6,13 @@ flags, the gate's TOML keys and the Python API's fields are the same on every co
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 from dummyprof.errors import UsageError
-from dummyprof.schema import integer, option
+from dummyprof.schema import integer, option, size
 
 LAYOUT_FIELDS = ("tp", "ep", "pp", "dp")
-NODE_FIELDS = ("ranks_per_node", "device_memory", "host_memory")
-DEPLOYMENT_FIELDS = (*LAYOUT_FIELDS, *NODE_FIELDS)  # in the order --help lists them
-ONLINE_QUANT_FIELDS = ("online_quant", "online_quant_scale", "nproc")  # compare's own
 ONLINE_QUANT_FORMATS = ("fp8",)
 ONLINE_QUANT_SCALES = ("tensor", "block")
 
@@ -35,19 +32,13 @@ class DeploymentChoice:
     ranks_per_node: int | None = integer(
         None, "Ranks on one node, for the node view (default: every rank on one node).", example="8"
     )
-    device_memory: int | None = option(
+    device_memory: int | None = size(
         None,
-        unit="bytes",
-        metavar="SIZE",
+        "Each rank's device memory, e.g. 141GiB (an H200): says whether each shard fits, with the room left.",
         example="141GiB",
-        help="Each rank's device memory, e.g. 141GiB (an H200): says whether each shard fits, with the room left.",
     )
-    host_memory: int | None = option(
-        None,
-        unit="bytes",
-        metavar="SIZE",
-        example="2TiB",
-        help="One node's host memory, for CPU-offloaded tables (default: this machine's).",
+    host_memory: int | None = size(
+        None, "One node's host memory, for CPU-offloaded tables (default: this machine's).", example="2TiB"
     )
 
     @property
@@ -57,8 +48,9 @@ class DeploymentChoice:
 
 
 @dataclass
-class OnlineQuantChoice:
-    """compare's ``--online-quant``: vLLM's online fp8 path, per layer, next to whole-model materialization."""
+class CompareDeploymentChoice:
+    """compare's own: ``--online-quant`` (vLLM's online fp8 path, per layer, next to whole-model materialization)
+    and ``--nproc`` (every rank of the layout as a real process on this host, gloo, filled at once)."""
 
     online_quant: str | None = option(
         None,
@@ -67,12 +59,6 @@ class OnlineQuantChoice:
         "timed and its peak accounted next to whole-model materialization (fp8).",
     )
     online_quant_scale: str = option("tensor", metavar="SCALE", help="fp8 scales: tensor (one per matrix) or block.")
-
-
-@dataclass
-class RealRanksChoice:
-    """compare ``--nproc``: every rank of the layout as a real process on this host (gloo), filled at once."""
-
     nproc: int | None = integer(
         None,
         "Also run every rank as a process on this host (gloo), each filling its own shard with every strategy at "
@@ -82,32 +68,29 @@ class RealRanksChoice:
     )
 
 
-def check_real_ranks(options: Any) -> None:
-    """``--nproc`` equals the layout's ranks (its world, after ``--ep`` set dp)."""
-    if options.nproc is None:
-        return
+# The fields in the order --help lists them.
+DEPLOYMENT_FIELDS = tuple(f.name for f in fields(DeploymentChoice))
+ONLINE_QUANT_FIELDS = tuple(f.name for f in fields(CompareDeploymentChoice))  # compare's own
+
+
+def _world(options: DeploymentChoice) -> int:
+    """The layout's ranks (after ``--ep`` set dp)."""
     from dummyprof.deploy.layout import ParallelLayout
 
-    world = ParallelLayout.from_sizes(tp=options.tp, ep=options.ep, pp=options.pp, dp=options.dp).world
-    if options.nproc != world:
-        raise UsageError.for_field(
-            "nproc", f"{options.nproc} processes for a layout of {world} ranks; give --nproc {world} (tp x dp x pp)"
-        )
+    return ParallelLayout.from_sizes(tp=options.tp, ep=options.ep, pp=options.pp, dp=options.dp).world
 
 
 def check_deployment(options: DeploymentChoice) -> None:
     """The rules across fields: a node view needs ranks, ranks per node at most the world."""
-    from dummyprof.deploy.layout import ParallelLayout
-
-    layout = ParallelLayout.from_sizes(tp=options.tp, ep=options.ep, pp=options.pp, dp=options.dp)
-    if options.ranks_per_node is not None and options.ranks_per_node > layout.world:
+    world = _world(options)
+    if options.ranks_per_node is not None and options.ranks_per_node > world:
         raise UsageError.for_field(
-            "ranks_per_node",
-            f"{options.ranks_per_node} ranks per node for a world of {layout.world}; give at most {layout.world}",
+            "ranks_per_node", f"{options.ranks_per_node} ranks per node for a world of {world}; give at most {world}"
         )
 
 
-def check_online_quant(options: OnlineQuantChoice) -> None:
+def check_compare_deployment(options: Any) -> None:
+    """A known format and scale; ``--nproc`` equals the layout's ranks (its world, after ``--ep`` set dp)."""
     if options.online_quant is not None and options.online_quant not in ONLINE_QUANT_FORMATS:
         raise UsageError.for_field(
             "online_quant", f"unknown format {options.online_quant!r}; choose {', '.join(ONLINE_QUANT_FORMATS)}"
@@ -116,4 +99,8 @@ def check_online_quant(options: OnlineQuantChoice) -> None:
         raise UsageError.for_field(
             "online_quant_scale",
             f"unknown scale {options.online_quant_scale!r}; choose {' or '.join(ONLINE_QUANT_SCALES)}",
+        )
+    if options.nproc is not None and options.nproc != (world := _world(options)):
+        raise UsageError.for_field(
+            "nproc", f"{options.nproc} processes for a layout of {world} ranks; give --nproc {world} (tp x dp x pp)"
         )

@@ -6,7 +6,9 @@ from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING
 
 from dummyprof.errors import UsageError
-from dummyprof.schema import integer, option
+from dummyprof.scenarios.options import check_listed, max_memory_option
+from dummyprof.schema import check_values, duration, integer, option
+from dummyprof.shapes import EngramShape
 
 if TYPE_CHECKING:
     from dummyprof.loaders.fp8_methods import FillMethod
@@ -29,27 +31,9 @@ def _default_chunk() -> int:
 
 
 @dataclass
-class EngramOptions:
+class EngramOptions(EngramShape):
     """Plain data (the CI gate builds it from TOML); sizes are per deployment, the run builds one rank."""
 
-    rows: int = option(
-        384_000_000,
-        unit="count",
-        minimum=1,
-        example="2e9",
-        metavar="COUNT",
-        shown="384M",
-        help="Rows of one table, all ranks together: 2e9, 384M, 1.5G, 2_000_000_000.",
-    )
-    dim: int = integer(256, "Row width (fp8 elements).")
-    block_size: int = integer(32, "Elements per scale byte; --dim must divide by it.")
-    tables: int = integer(1, "Tables per model (DeepSeek V4.1 Flash has 2).", example="2")
-    tp_size: int = integer(1, "Tensor-parallel size.", example="8")
-    dp_size: int = integer(1, "Data-parallel size; tables shard over tp x dp ranks.")
-    rank: int = integer(0, "Which rank to build (0 .. tp x dp - 1).", minimum=0)
-    heads: int | None = integer(
-        None, "Hash heads per table, split whole over ranks. Default: one per rank.", example="8"
-    )
     offload: bool = option(False, unit="flag", help="Keep the tables in host memory (pinned by default).")
     backing: str | None = option(
         None,
@@ -67,38 +51,22 @@ class EngramOptions:
     )
     repeat: int = integer(DEFAULT_REPEAT, "Full-size rounds per method, interleaved.")
     chunk_elements: int = option(
-        factory=_default_chunk,
-        unit="count",
-        example="64Mi",
-        metavar="COUNT",
-        shown="64Mi",
-        help="Chunk of random-chunked, e.g. 64Mi.",
+        factory=_default_chunk, unit="count", example="64Mi", shown="64Mi", help="Chunk of random-chunked, e.g. 64Mi."
     )
-    max_memory: int | None = option(
-        None, unit="bytes", metavar="SIZE", help="Memory the run may use, e.g. 8GiB. Default: 80% of available."
+    max_memory: int | None = max_memory_option()
+    time_budget_s: float = duration(
+        DEFAULT_TIME_BUDGET_S, "Time for all measuring; sizes and rounds are chosen to fit.", example="40", shown="40"
     )
-    time_budget_s: float = option(
-        DEFAULT_TIME_BUDGET_S,
-        unit="seconds",
-        example="40",
-        metavar="DURATION",
-        shown="40",
-        help="Time for all measuring; sizes and rounds are chosen to fit.",
-    )
-    deadline_s: float | None = option(
-        None,
-        unit="seconds",
-        example="600",
-        metavar="DURATION",
-        help="Health-check deadline, e.g. 600: flags methods whose start-up passes it.",
+    deadline_s: float | None = duration(
+        None, "Health-check deadline, e.g. 600: flags methods whose start-up passes it.", example="600"
     )
     dry_run: bool = option(False, unit="flag", help="Print the plan (sizes, measure vs project); allocate nothing.")
 
     def spec(self) -> EngramSpec:
-        """The tables to build: EngramSpec's fields, read from these options by name."""
+        """The tables to build: the shape's fields, read from these options by name."""
         from dummyprof.models.engram import EngramSpec
 
-        return EngramSpec(**{f.name: getattr(self, f.name) for f in fields(EngramSpec)})
+        return EngramSpec(**{f.name: getattr(self, f.name) for f in fields(EngramShape)})
 
 
 # Smallest chunk for random-chunked: 2 MiB of fp16 scratch, so the per-chunk overhead stays small.
@@ -117,7 +85,6 @@ def validate(options: EngramOptions) -> list[FillMethod]:
     from dummyprof.allocation.backings import BACKINGS, MMAP_PREFIX, check_mmap_path
     from dummyprof.loaders.fp8_methods import DEFAULT_METHODS, get_method
     from dummyprof.models.engram import validate_engram_spec
-    from dummyprof.schema import check_values
 
     check_values(options)
     validate_engram_spec(options.spec())
@@ -141,12 +108,6 @@ def validate(options: EngramOptions) -> list[FillMethod]:
             "Python loop step and a generator call, which below 1Mi elements outweigh the fill itself and "
             "run past the time budget; try --chunk-elements 64Mi",
         )
-    if not options.methods:
-        raise UsageError.for_field("methods", f"give at least one method; choose from: {', '.join(DEFAULT_METHODS)}")
-    methods: list[FillMethod] = []
-    for name in options.methods:
-        method = get_method(name)
-        if method in methods:
-            raise UsageError.for_field("methods", f"{name!r} is listed twice")
-        methods.append(method)
-    return [get_method(name) for name in methods_to_run([m.name for m in methods])]
+    none = f"give at least one method; choose from: {', '.join(DEFAULT_METHODS)}"
+    check_listed("methods", options.methods, get_method, none=none)
+    return [get_method(name) for name in methods_to_run(list(options.methods))]

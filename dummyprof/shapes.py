@@ -1,0 +1,52 @@
+"""What a run builds, each field declared once and torch-free: the synthetic tree and the Engram tables.
+
+``models.synthetic.TreeSpec`` and ``models.engram.EngramSpec`` add what is built from these fields;
+the options of compare, audit, inspect, sweep and engram inherit them, so a field's default, bounds
+and help are the same for the Python API, the CLI and the gate.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from dummyprof.schema import integer, option
+
+# Every size a synthetic weight can take and torch can still count in int64 bytes (hidden x hidden x 8).
+MAX_HIDDEN = 2**20
+
+
+@dataclass
+class TreeShape:
+    """The synthetic tree, as compare builds it by default (audit and inspect build a smaller one)."""
+
+    depth: int = integer(12, "Levels of nested blocks below the root.")
+    width: int = integer(1, "Synthetic tree: child blocks per block.")
+    hidden: int = integer(512, "Size of each weight (hidden x hidden); multiple of 32.", maximum=MAX_HIDDEN)
+    dtype: str = option("float32", help="Synthetic tree: float32, bfloat16 or float16.")
+    meta: bool = option(False, unit="flag", help="Add a tensor left on the meta device (never filled).")
+    engram_rows: int = integer(
+        0, "Add a small Engram-style fp8 table with this many rows (0: none).", minimum=0, example="4096"
+    )
+
+
+@dataclass
+class EngramShape:
+    """The whole deployment's Engram tables and which rank this process plays."""
+
+    rows: int = option(
+        384_000_000,
+        unit="count",
+        minimum=1,
+        example="2e9",
+        shown="384M",
+        help="Rows of one table, all ranks together: 2e9, 384M, 1.5G, 2_000_000_000.",
+    )
+    dim: int = integer(256, "Row width (fp8 elements).")
+    block_size: int = integer(32, "Elements per scale byte; --dim must divide by it.")
+    tables: int = integer(1, "Tables per model (DeepSeek V4.1 Flash has 2).", example="2")
+    tp_size: int = integer(1, "Tensor-parallel size.", example="8")
+    dp_size: int = integer(1, "Data-parallel size; tables shard over tp x dp ranks.")
+    rank: int = integer(0, "Which rank to build (0 .. tp x dp - 1).", minimum=0)
+    heads: int | None = integer(
+        None, "Hash heads per table, split whole over ranks. Default: one per rank.", example="8"
+    )

@@ -30,3 +30,14 @@ def cli(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> 
 
     assert "dummyprof" in sys.modules
     return run
+
+
+@pytest.fixture
+def two_kernel_workers(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Projected Engram plans size their samples to fit --max-memory with the fill's scratch, which
+    depends on the worker count and on whether the C kernel is built: pin both so exact projected
+    figures hold on any machine."""
+    from dummyprof.loaders import random_fast
+
+    monkeypatch.setattr(random_fast, "default_workers", lambda: 2)
+    monkeypatch.setattr(random_fast, "default_engine", lambda: random_fast.KERNEL)

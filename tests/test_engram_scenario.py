@@ -112,6 +112,7 @@ def test_refuses_when_no_sample_fits_the_time_budget() -> None:
     assert "raise --time-budget" in info.value.message
 
 
+@pytest.mark.usefixtures("two_kernel_workers")
 def test_projected_figures_are_labelled_and_summarised() -> None:
     options = EngramOptions(rows=400_000, dim=64, max_memory=8 * 1024 * 1024, time_budget_s=10**6)
     results = run(options, clock=counter_clock())

@@ -176,14 +176,8 @@ def _engram(kind: str) -> Results:
 
 @pytest.mark.parametrize("width", WIDTHS)
 @pytest.mark.parametrize("kind", ["engram", "engram-projected", "engram-plan", "fake-measured", "fake-projected"])
-def test_engram_fits(width: int, kind: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    # The projected plan sizes its samples to fit --max-memory with the fill's scratch, which
-    # depends on the worker count and on whether the C kernel is built: pin both so the figures
-    # below hold on any machine.
-    from dummyprof.loaders import random_fast
-
-    monkeypatch.setattr(random_fast, "default_workers", lambda: 2)
-    monkeypatch.setattr(random_fast, "default_engine", lambda: random_fast.KERNEL)
+@pytest.mark.usefixtures("two_kernel_workers")
+def test_engram_fits(width: int, kind: str) -> None:
     results = _engram(kind)
     engram = results.engram
     assert engram is not None

@@ -18,8 +18,8 @@ from dummyprof.models.engram import EngramSpec
 from dummyprof.reports.engram_words import plan_notes, reason_text
 from dummyprof.reports.summary import summary_line
 from dummyprof.results.engram import EngramResult, MethodResult, RoundsCut
-from dummyprof.scenarios.engram.plan import Calibration, plan_samples, time_plan
-from dummyprof.scenarios.engram.run import ALLOCATE, FIRST_TOUCH, EngramOptions, run
+from dummyprof.scenarios.engram.plan import ALLOCATE, FIRST_TOUCH, Calibration, plan_samples, time_plan
+from dummyprof.scenarios.engram.run import EngramOptions, run
 
 ALL = list(METHODS.values())
 PAGEABLE = Backing("pageable", "pageable")

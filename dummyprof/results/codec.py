@@ -12,6 +12,7 @@ field, never a crash deep inside a reporter.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import types
 import typing
@@ -31,15 +32,6 @@ def to_jsonable(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [to_jsonable(v) for v in value]
     return value
-
-
-_HINTS: dict[type, dict[str, Any]] = {}
-
-
-def _hints(cls: type) -> dict[str, Any]:
-    if cls not in _HINTS:
-        _HINTS[cls] = get_type_hints(cls)
-    return _HINTS[cls]
 
 
 def _show(value: Any) -> str:
@@ -72,24 +64,9 @@ def check_free_value(value: Any, where: str) -> None:
             stack.extend((v, f"{at}[{i}]", depth + 1) for i, v in enumerate(item))
 
 
-_ORIGINS: dict[Any, Any] = {}
-_ARGS: dict[Any, tuple[Any, ...]] = {}
-
-
-def _origin(tp: Any) -> Any:
-    try:
-        return _ORIGINS[tp]
-    except KeyError:
-        _ORIGINS[tp] = origin = get_origin(tp)
-        return origin
-
-
-def _args(tp: Any) -> tuple[Any, ...]:
-    try:
-        return _ARGS[tp]
-    except KeyError:
-        _ARGS[tp] = args = get_args(tp)
-        return args
+# Every type a field declares, looked up once: a large file converts millions of values.
+_origin = functools.cache(get_origin)
+_args = functools.cache(get_args)
 
 
 _LEAVES = (str, int, float)
@@ -192,29 +169,25 @@ class _Field(typing.NamedTuple):
     item: Any
 
 
-_PLANS: dict[type, tuple[tuple[_Field, ...], frozenset[str]]] = {}
-
-
+@functools.cache
 def _plan(cls: type) -> tuple[tuple[_Field, ...], frozenset[str]]:
-    if cls not in _PLANS:
-        hints = _hints(cls)
-        plan = []
-        for f in dataclasses.fields(cls):
-            tp = hints[f.name]
-            origin, args = _origin(tp), _args(tp)
-            item = args[-1] if origin in (list, dict) and args else None
-            plan.append(
-                _Field(
-                    f.name,
-                    tp,
-                    f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING,
-                    tp if tp in _LEAVES else None,
-                    origin if item in _LEAVES else None,
-                    item,
-                )
+    hints = get_type_hints(cls)
+    plan = []
+    for f in dataclasses.fields(cls):
+        tp = hints[f.name]
+        origin, args = _origin(tp), _args(tp)
+        item = args[-1] if origin in (list, dict) and args else None
+        plan.append(
+            _Field(
+                f.name,
+                tp,
+                f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING,
+                tp if tp in _LEAVES else None,
+                origin if item in _LEAVES else None,
+                item,
             )
-        _PLANS[cls] = tuple(plan), frozenset(f.name for f in plan)
-    return _PLANS[cls]
+        )
+    return tuple(plan), frozenset(f.name for f in plan)
 
 
 def from_jsonable(cls: type[T], data: Any, where: str = "$", *, strict: bool = False) -> T:

@@ -22,7 +22,7 @@ from dummyprof.loaders.fp8_methods import RANDOM_FAST, FillMethod
 from dummyprof.measure.device import resolve_device
 from dummyprof.measure.environment import collect_environment
 from dummyprof.models.engram import EngramSpec
-from dummyprof.results.common import Figure, MemoryUse
+from dummyprof.results.common import Figure, MemoryUse, copied
 from dummyprof.results.engram import (
     DRY_RUN,
     FITS,
@@ -40,23 +40,14 @@ from dummyprof.results.engram import (
     MethodResult,
 )
 from dummyprof.results.session import Results
-from dummyprof.scenarios.engram.options import (
-    DEFAULT_REPEAT,
-    DEFAULT_TIME_BUDGET_S,
-    EngramOptions,
-    validate,
-)
+from dummyprof.scenarios.engram.options import EngramOptions, validate
 from dummyprof.scenarios.engram.plan import (
-    ALLOCATE,
-    FIRST_TOUCH,
     MemoryBudget,
     build_layout,
     memory_budget,
     memory_plan,
-    needed_bytes,
     plan_samples,
     probe_rows,
-    reserved_tables,
     time_plan,
 )
 from dummyprof.scenarios.engram.runner import (
@@ -71,19 +62,7 @@ from dummyprof.scenarios.engram.runner import (
     unallocated_device_figures,
 )
 
-__all__ = [
-    "ALLOCATE",
-    "DEFAULT_REPEAT",
-    "DEFAULT_TIME_BUDGET_S",
-    "FIRST_TOUCH",
-    "EngramOptions",
-    "build_layout",
-    "memory_budget",
-    "needed_bytes",
-    "reserved_tables",
-    "run",
-    "validate",
-]
+__all__ = ["EngramOptions", "run", "validate"]
 
 Progress = Callable[[int, int, str], None]
 
@@ -155,16 +134,16 @@ def run(
         entry = result.method(projected.name)
         entry.mode, entry.reason = PROJECTED, plan.reasons[projected.name]
         entry.one_fill_s = plan.one_fill_s.get(projected.name)
-    total_steps = [1 + sum(plan.full_rounds.values())]
-    done = [1]
+    total = 1 + sum(plan.full_rounds.values())  # grows once the samples are planned
+    done = 0
 
     def step(label: str) -> None:
-        done[0] += 1
+        nonlocal done
+        done += 1
         if progress is not None:
-            progress(done[0], total_steps[0], label)
+            progress(done, total, label)
 
-    if progress is not None:
-        progress(1, total_steps[0], f"calibrated on {probe:,} rows")
+    step(f"calibrated on {probe:,} rows")
     rate = dict(calibration.seconds_per_row)
     if plan.full:
         measure_full(runner, plan, result, step)
@@ -176,7 +155,7 @@ def run(
         time_left = options.time_budget_s - (clock() - started)
         sampled = plan_samples(spec, plan, methods, rate, options, time_left, budget, backing, plan_budget.limit)
         plan.sample_groups = sync.agree(plan.sample_groups)  # rank 0's sizes, so every rank takes the same steps
-        total_steps[0] += sum(group.steps for group in plan.sample_groups)
+        total += sum(group.steps for group in plan.sample_groups)
         measure_samples(runner, plan, result, sampled, step)
     if not plan.full:
         result.gpu = unallocated_device_figures(device)
@@ -210,14 +189,8 @@ def _backing_info(backing: Backing) -> BackingInfo:
     else:
         reserved = Figure.missing(f"{NO_RESERVED_FIGURE}:{backing.used}")
     huge = Figure.missing(NOT_ALLOCATED if backing.used == "hugepages" else f"{NO_HUGE_PAGES_ASKED}:{backing.used}")
-    return BackingInfo(
-        backing.requested,
-        backing.used,
-        backing.device,
-        backing.note,
-        backing.rounding,
-        reserved_measured_bytes=reserved,
-        huge_page_bytes=huge,
+    return copied(
+        BackingInfo, backing, rounding=backing.rounding, reserved_measured_bytes=reserved, huge_page_bytes=huge
     )
 
 

@@ -31,7 +31,6 @@ from dummyprof.measure.environment import collect_environment
 from dummyprof.measure.recorder import VisitRecorder
 from dummyprof.measure.write_tracer import trace_writes
 from dummyprof.models.source import ModelSource, synthetic_source
-from dummyprof.models.synthetic import TreeSpec
 from dummyprof.results.audit import (
     FINDING_KINDS,
     INFO_KINDS,
@@ -93,7 +92,7 @@ def _fillers(options: AuditOptions) -> list[_Filler]:
     return fillers + [_loader_filler(loader, options.loader_initializer) for loader in loaders]
 
 
-def _source(options: AuditOptions, device: torch.device) -> tuple[ModelSource, TreeSpec | None]:
+def _source(options: AuditOptions, device: torch.device) -> ModelSource:
     source = resolve_source(
         model=options.model,
         preset=options.preset,
@@ -102,11 +101,10 @@ def _source(options: AuditOptions, device: torch.device) -> tuple[ModelSource, T
     )
     if source is not None:
         check_source_fits(source, device, options.max_memory, flag="--preset" if options.preset else "--model")
-        return source, None
-    spec = options.tree_spec()
-    source = synthetic_source(spec)
+        return source
+    source = synthetic_source(options.tree_spec())
     check_source_fits(source, device, options.max_memory, flag="--hidden")
-    return source, spec
+    return source
 
 
 class _Audit:
@@ -270,7 +268,7 @@ def run(options: AuditOptions, *, source: ModelSource | None = None) -> Results:
     fillers = _fillers(options)
     device = resolve_device(options.device)
     if source is None:
-        source, _ = _source(options, device)
+        source = _source(options, device)
     result = AuditResult()
     audit = _Audit(result, options.ignore)
     probe = source.build(device)
@@ -284,6 +282,3 @@ def run(options: AuditOptions, *, source: ModelSource | None = None) -> Results:
     results = Results(command="audit", environment=collect_environment(device), audit=result)
     results.notices.extend(source.notes)  # the loader-tracing notice is the reporters' (from the fillers)
     return results
-
-
-__all__ = ["DEFAULT_STRATEGIES", "AuditOptions", "run", "tensor_digest"]

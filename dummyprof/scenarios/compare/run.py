@@ -14,15 +14,14 @@ from dummyprof.loaders.initializers import FastInitializer
 from dummyprof.loaders.strategies import Strategy, get_strategy
 from dummyprof.measure.device import resolve_device
 from dummyprof.measure.environment import collect_environment
-from dummyprof.measure.recorder import index_model
 from dummyprof.models.source import ModelSource
 from dummyprof.results.compare import Projection, SizeDecision, StrategyResult
 from dummyprof.results.session import Results
 from dummyprof.results.trace import StrategyTrace
 from dummyprof.scenarios.compare.options import DEFAULT_STRATEGIES, CompareOptions, validate
-from dummyprof.scenarios.compare.runner import AutoRepeat, Clock, Progress, run_compare
+from dummyprof.scenarios.compare.runner import AutoRepeat, Clock, Progress, run_compare, summarize_model
 from dummyprof.scenarios.compare.sizing import MetaCounts, count_strategies, counting_limit, decide, projected_result
-from dummyprof.scenarios.model_choice import check_source_fits, meta_build_limits, model_summary, source_or_tree
+from dummyprof.scenarios.model_choice import check_source_fits, meta_build_limits, source_or_tree
 from dummyprof.units import format_seconds
 
 if TYPE_CHECKING:
@@ -133,15 +132,7 @@ def run(
         return results
     build = source.build
     probe = build(device)
-    records = index_model(probe)
-    summary = model_summary(
-        source,
-        str(device),
-        modules=sum(1 for _ in probe.modules()),
-        tensors=len(records),
-        names=sum(len(r.names) for r in records.values()),
-        nbytes=allocated_bytes(probe),
-    )
+    summary = summarize_model(source, probe, device, allocated_bytes(probe))
     del probe
     strategies = builtin + loader_strategies(loaders)
     # The write tracing and the --trace fills run before the timed rounds, so their time comes out of

@@ -23,10 +23,12 @@ from dummyprof.measure.memory import (
     pinned_memory_figure,
     reset_gpu_peak,
 )
-from dummyprof.measure.recorder import StorageRecord, VisitRecorder
+from dummyprof.measure.recorder import StorageRecord, VisitRecorder, index_model
 from dummyprof.measure.roofline import GENERATOR_BOUND_SHARE
+from dummyprof.models.source import ModelSource
 from dummyprof.results.common import MemoryUse, NoiseWarning
 from dummyprof.results.compare import CompareResult, FloorResult, ModelSummary, StrategyResult, TensorResult
+from dummyprof.scenarios.model_choice import model_summary
 
 Clock = Callable[[], float]
 Progress = Callable[[int, int, str], None]  # done, total, label
@@ -101,6 +103,19 @@ def add_to_tensor_table(table: dict[str, TensorResult], column: str, records: It
             )
         entry.visits[column] = record.visits
         entry.bytes_written[column] = record.bytes_written
+
+
+def summarize_model(source: ModelSource, model: nn.Module, device: torch.device | str, nbytes: int) -> ModelSummary:
+    """The model as the report names it: its modules, distinct storages and registered names, and ``nbytes``."""
+    records = index_model(model)
+    return model_summary(
+        source,
+        str(device),
+        modules=sum(1 for _ in model.modules()),
+        tensors=len(records),
+        names=sum(len(r.names) for r in records.values()),
+        nbytes=nbytes,
+    )
 
 
 def tensor_table(recorders: dict[str, VisitRecorder]) -> dict[str, TensorResult]:

@@ -16,6 +16,7 @@ from dummyprof.allocation.backings import Arena, Backing, anon_huge_page_bytes, 
 from dummyprof.loaders.fp8_methods import FillMethod, TablePair, sample_values
 from dummyprof.measure.device import synchronize
 from dummyprof.measure.memory import (
+    PeakReading,
     PeakRss,
     gpu_allocator_peak_figure,
     gpu_used_figure,
@@ -115,63 +116,52 @@ class Runner:
         self.clock = clock
         self.run_peak = 0
 
-    def _sync(self) -> None:
-        synchronize(self.device)
-
-    def _note_peak(self, peak: PeakRss) -> tuple[int, int, str]:
-        reading = peak.reading
-        assert reading is not None
-        self.run_peak = max(self.run_peak, reading.peak)
-        return reading.before, reading.peak, reading.method
-
-    def allocate(self, part_rows: int) -> tuple[Tables, float]:
-        self.sync.phase("allocate")
-        before = rss_bytes()
-        arena = Arena(self.backing)
+    def _timed(self, label: str, work: Callable[[], T]) -> tuple[T, float, PeakReading]:
+        """``work()`` once every rank reaches ``label``: its result, seconds (device synchronized), peak RSS."""
+        self.sync.phase(label)
         peak = PeakRss()
         with peak.measure():
             t0 = self.clock()
-            # The model's own tables, built in the backing's memory: what a model declares is what is measured.
-            modules = [
-                EngramTable(part_rows, self.spec.dim, self.spec.block_size, empty=arena.empty)
-                for _ in range(self.spec.tables)
-            ]
-            self._sync()
+            value = work()
+            synchronize(self.device)
             seconds = self.clock() - t0
-        self._note_peak(peak)
+        reading = peak.reading
+        assert reading is not None
+        self.run_peak = max(self.run_peak, reading.peak)
+        return value, seconds, reading
+
+    def allocate(self, part_rows: int) -> tuple[Tables, float]:
+        before = rss_bytes()
+        arena = Arena(self.backing)
+
+        def build() -> list[EngramTable]:
+            # The model's own tables, built in the backing's memory: what a model declares is what is measured.
+            spec = self.spec
+            return [EngramTable(part_rows, spec.dim, spec.block_size, empty=arena.empty) for _ in range(spec.tables)]
+
+        modules, seconds, _ = self._timed("allocate", build)
         pairs = [TablePair(m.weight, m.weight_scale_inv) for m in modules]
         return Tables(arena, modules, pairs, before), seconds
 
     def first_touch(self, tables: Tables) -> float:
         """The first write to fresh pages: page faults (and zeroing by the kernel) on top of a memset."""
-        self.sync.phase("first touch")
-        peak = PeakRss()
-        with peak.measure():
-            t0 = self.clock()
+
+        def touch() -> None:
             for pair in tables.pairs:
                 pair.weight.view(torch.uint8).fill_(0)
                 pair.scale.fill_(0)
-            self._sync()
-            seconds = self.clock() - t0
-        self._note_peak(peak)
-        return seconds
+
+        return self._timed("first touch", touch)[1]
 
     def fill(self, method: FillMethod, tables: Tables) -> Step:
         # No gc.collect() here: a full collection costs ~0.2 s with torch loaded, and fills create no cycles.
-        self.sync.phase(f"fill {method.name}")
         # `constant` fills the tables as offloaded tables declare them (dummy_weight_value, read by the
         # initializer); the other methods fill the same tables undeclared, as without offload.
         tables.declare(method.declared)
-        self._sync()
+        synchronize(self.device)
         reset_gpu_peak(self.device)
-        peak = PeakRss()
-        with peak.measure():
-            t0 = self.clock()
-            outcome = method.fill(tables.pairs, self.chunk)
-            self._sync()
-            seconds = self.clock() - t0
-        before, top, how = self._note_peak(peak)
-        return Step(seconds, outcome.bytes_written, outcome.scratch_bytes, before, top, how)
+        outcome, seconds, peak = self._timed(f"fill {method.name}", lambda: method.fill(tables.pairs, self.chunk))
+        return Step(seconds, outcome.bytes_written, outcome.scratch_bytes, peak.before, peak.peak, peak.method)
 
     def release(self, tables: Tables) -> None:
         tables.pairs.clear()

@@ -114,7 +114,7 @@ def _convert(tp: Any, value: Any, where: str, strict: bool = False) -> Any:
         raise TypeError(f"{where}: {_show(value)} matches none of {tp}")
     if value is None:
         raise TypeError(f"{where}: must not be null")
-    if origin in (list, typing.List):  # noqa: UP006
+    if origin is list:  # typing.List[int] too
         (item,) = _args(tp) or (Any,)
         if not isinstance(value, list):
             raise TypeError(f"{where}: expected a list, got {type(value).__name__}")

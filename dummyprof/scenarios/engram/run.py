@@ -72,10 +72,9 @@ Progress = Callable[[int, int, str], None]
 def _method_result(
     method: FillMethod, spec: EngramSpec, layout: EngramLayout, need: int, fits: bool, chunk: int
 ) -> MethodResult:
-    return MethodResult(
-        name=method.name,
-        origin=method.origin,
-        description=method.description,
+    return copied(
+        MethodResult,
+        method,  # name, origin, description
         fits_in_memory=fits,
         needed_bytes=need,
         peak_scratch_bytes=method.scratch_bytes(layout.part_rows * spec.dim, chunk),

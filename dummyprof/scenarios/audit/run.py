@@ -40,10 +40,10 @@ from dummyprof.results.audit import (
     Finding,
     UnregisteredTensor,
 )
-from dummyprof.results.compare import ModelSummary
 from dummyprof.results.session import Results
 from dummyprof.scenarios.audit.options import DEFAULT_STRATEGIES, AuditOptions, validate
-from dummyprof.scenarios.model_choice import check_source_fits, model_summary, resolve_source
+from dummyprof.scenarios.compare.runner import summarize_model
+from dummyprof.scenarios.model_choice import check_source_fits, resolve_source
 
 __all__ = ["DEFAULT_STRATEGIES", "AuditOptions", "run", "tensor_digest", "validate"]
 
@@ -245,19 +245,6 @@ def _cross_check(fillers: list[_Filler], rows: dict[str, AuditTensor], audit: _A
     return compared
 
 
-def _model_summary(
-    source: ModelSource, model: nn.Module, rows: dict[str, AuditTensor], device: torch.device
-) -> ModelSummary:
-    return model_summary(
-        source,
-        str(device),
-        modules=sum(1 for _ in model.modules()),
-        tensors=len(rows),
-        names=sum(len(r.names) for r in rows.values()),
-        nbytes=sum(r.nbytes for r in rows.values()),
-    )
-
-
 def run(options: AuditOptions, *, source: ModelSource | None = None) -> Results:
     """Validate, size-check, trace every filler and return the audit Results."""
     validate(options)
@@ -273,7 +260,7 @@ def run(options: AuditOptions, *, source: ModelSource | None = None) -> Results:
     audit = _Audit(result, options.ignore)
     probe = source.build(device)
     rows = _structure(probe, audit)
-    result.model = _model_summary(source, probe, rows, device)
+    result.model = summarize_model(source, probe, device, sum(r.nbytes for r in rows.values()), rows)
     del probe
     for filler in fillers:
         result.fillers.append(_run_filler(filler, lambda: source.build(device), rows, audit))

@@ -114,18 +114,16 @@ def run(
             f"over the time budget of {format_seconds(options.time_budget)}; raise it or shrink the model",
         )
     if decision.mode == "projected":
-        if options.trace:
-            raise UsageError.for_field(
-                "trace",
-                f"{source.description} is projected, not filled, here ({decision.reason} budget); a trace is "
-                "recorded from a real fill: shrink the model (--model-arg) or raise the budget",
-            )
-        if loaders:
-            raise UsageError.for_field(
-                "loaders",
-                f"{source.description} is projected, not filled, here ({decision.reason} budget); a loader's "
-                "writes are only seen by running it: shrink the model (--model-arg) or raise the budget",
-            )
+        for field, wanted, why in (
+            ("trace", options.trace, "a trace is recorded from a real fill"),
+            ("loaders", loaders, "a loader's writes are only seen by running it"),
+        ):
+            if wanted:
+                raise UsageError.for_field(
+                    field,
+                    f"{source.description} is projected, not filled, here ({decision.reason} budget); {why}: "
+                    "shrink the model (--model-arg) or raise the budget",
+                )
         result = projected_result(source, meta, builtin, projections, decision, str(device))
         results = Results(command="compare", environment=collect_environment(device), compare=result)
         results.notices.extend(source.notes)

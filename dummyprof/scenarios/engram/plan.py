@@ -296,9 +296,11 @@ def plan_samples(
             spent = per_row * sum(rows)
     except SamplingError as exc:
         names = ", ".join(m.name for m in plan.projected)
-        fix = memory_fix(limit) if exc.binding == "memory" else "raise --time-budget"
-        flag = limit_flag(limit) if exc.binding == "memory" else "--time-budget"
-        raise DoesNotFitError(flag, f"cannot project {names}: {exc}; {fix}") from None
+        if exc.binding == "memory":
+            raise DoesNotFitError(limit_flag(limit), f"cannot project {names}: {exc}; {memory_fix(limit)}") from None
+        raise DoesNotFitError.for_field(
+            "time_budget_s", f"cannot project {names}: {exc}; raise --time-budget"
+        ) from None
     plan.sample_groups = groups
     return sampled
 

@@ -64,9 +64,15 @@ def check_free_value(value: Any, where: str) -> None:
             stack.extend((v, f"{at}[{i}]", depth + 1) for i, v in enumerate(item))
 
 
-# Every type a field declares, looked up once: a large file converts millions of values.
-_origin = functools.cache(get_origin)
-_args = functools.cache(get_args)
+# Every type a field declares is looked up once: a large file converts millions of values.
+@functools.cache
+def _origin(tp: Any) -> Any:
+    return get_origin(tp)
+
+
+@functools.cache
+def _args(tp: Any) -> tuple[Any, ...]:
+    return get_args(tp)
 
 
 _LEAVES = (str, int, float)
@@ -169,25 +175,29 @@ class _Field(typing.NamedTuple):
     item: Any
 
 
-@functools.cache
+_PLANS: dict[type, tuple[tuple[_Field, ...], frozenset[str]]] = {}
+
+
 def _plan(cls: type) -> tuple[tuple[_Field, ...], frozenset[str]]:
-    hints = get_type_hints(cls)
-    plan = []
-    for f in dataclasses.fields(cls):
-        tp = hints[f.name]
-        origin, args = _origin(tp), _args(tp)
-        item = args[-1] if origin in (list, dict) and args else None
-        plan.append(
-            _Field(
-                f.name,
-                tp,
-                f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING,
-                tp if tp in _LEAVES else None,
-                origin if item in _LEAVES else None,
-                item,
+    if cls not in _PLANS:
+        hints = get_type_hints(cls)
+        plan = []
+        for f in dataclasses.fields(cls):
+            tp = hints[f.name]
+            origin, args = _origin(tp), _args(tp)
+            item = args[-1] if origin in (list, dict) and args else None
+            plan.append(
+                _Field(
+                    f.name,
+                    tp,
+                    f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING,
+                    tp if tp in _LEAVES else None,
+                    origin if item in _LEAVES else None,
+                    item,
+                )
             )
-        )
-    return tuple(plan), frozenset(f.name for f in plan)
+        _PLANS[cls] = tuple(plan), frozenset(f.name for f in plan)
+    return _PLANS[cls]
 
 
 def from_jsonable(cls: type[T], data: Any, where: str = "$", *, strict: bool = False) -> T:

@@ -21,7 +21,8 @@ def named(items: Iterable[T], name: str, key: str = "name") -> T:
 def copied(cls: type[T], source: Any, **given: Any) -> T:
     """A ``cls`` of ``given`` and, for each of its other fields, ``source``'s field of the same name (dataclasses)."""
     shared = {f.name for f in fields(source)} - given.keys()
-    return cls(**given, **{f.name: getattr(source, f.name) for f in fields(cls) if f.name in shared})  # type: ignore[call-arg]
+    values = {f.name: getattr(source, f.name) for f in fields(cls) if f.name in shared}  # type: ignore[arg-type]
+    return cls(**given, **values)
 
 
 @dataclass

@@ -259,7 +259,9 @@ def plan_samples(
     repeated; generator-bound methods get what the rest of the time budget allows, once each.
     """
     floor_rate = rate[FLOOR]
-    sampled = _sampled_methods(plan.projected, methods, plan.full)
+    # The projected methods, and the floor when it is not measured in full (percent of floor needs it).
+    floor = [m for m in methods if m.name == FLOOR and m not in plan.full and m not in plan.projected]
+    sampled = plan.projected + floor
     fast = [m for m in sampled if rate[m.name] <= CHEAP_FACTOR * floor_rate]
     slow = [m for m in sampled if m not in fast]
     total = max(time_left, MIN_SAMPLE_SHARE * options.time_budget_s)
@@ -267,7 +269,7 @@ def plan_samples(
     # Bytes of one row of every table. Rounding is per allocation, not per row (rounding one row alone would
     # count a 4 KiB page a row): the slack covers a unit per allocation; pinned rounding can double a request.
     table_row = spec.tables * spec.row_bytes * (2 if backing.caching_host_allocator else 1)
-    slack = _rounding_slack(spec, backing)
+    slack = 2 * spec.tables * backing.reserved_bytes(1)  # weights and scales: one allocation each per table
     part_rows = shard(spec).part_rows
     groups: list[SampleGroup] = []
     spent = 0.0
@@ -303,16 +305,3 @@ def plan_samples(
         ) from None
     plan.sample_groups = groups
     return sampled
-
-
-def _rounding_slack(spec: EngramSpec, backing: Backing) -> int:
-    """Rounding a small sample can add up to one unit per allocation; pinned rounding is checked per size."""
-    return 2 * spec.tables * backing.reserved_bytes(1)
-
-
-def _sampled_methods(
-    projected: Sequence[FillMethod], methods: Sequence[FillMethod], full: Sequence[FillMethod]
-) -> list[FillMethod]:
-    """Projected methods, plus the floor when it is not measured in full (percent of floor needs it)."""
-    floor = [m for m in methods if m.name == FLOOR and m not in full and m not in projected]
-    return list(projected) + floor

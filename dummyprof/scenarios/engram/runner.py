@@ -81,10 +81,6 @@ class Tables:
     pairs: list[TablePair]
     rss_before: int
 
-    def declare(self, constant: bool) -> None:
-        for module in self.modules:
-            module.declare(constant)
-
 
 @dataclass
 class Step:
@@ -157,7 +153,8 @@ class Runner:
         # No gc.collect() here: a full collection costs ~0.2 s with torch loaded, and fills create no cycles.
         # `constant` fills the tables as offloaded tables declare them (dummy_weight_value, read by the
         # initializer); the other methods fill the same tables undeclared, as without offload.
-        tables.declare(method.declared)
+        for module in tables.modules:
+            module.declare(method.declared)
         synchronize(self.device)
         reset_gpu_peak(self.device)
         outcome, seconds, peak = self._timed(f"fill {method.name}", lambda: method.fill(tables.pairs, self.chunk))

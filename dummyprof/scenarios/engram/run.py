@@ -97,8 +97,7 @@ def run(
     started = clock()
     methods = validate(options)
     spec = options.spec()
-    device = resolve_device(options.device) if not options.offload else torch.device("cpu")
-    backing = resolve_backing(options.backing or "pinned", offload=options.offload, device=device)
+    device, backing = placement(options)
     layout = build_layout(spec, backing)
     plan_budget = memory_budget(options, backing, device)
     budget = plan_budget.bytes
@@ -163,6 +162,12 @@ def run(
     result.rounds_cut = plan.rounds_cut
     result.run_peak_rss_bytes = runner.run_peak or None
     return results
+
+
+def placement(options: EngramOptions) -> tuple[torch.device, Backing]:
+    """Where the tables live: the device (the CPU with offload) and the backing memory."""
+    device = resolve_device(options.device) if not options.offload else torch.device("cpu")
+    return device, resolve_backing(options.backing or "pinned", offload=options.offload, device=device)
 
 
 def _budget(plan_budget: MemoryBudget, options: EngramOptions) -> Budget:

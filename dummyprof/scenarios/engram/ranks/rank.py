@@ -20,11 +20,9 @@ from dataclasses import dataclass
 
 import torch
 
-from dummyprof.allocation.backings import resolve_backing
 from dummyprof.errors import DummyprofError, UsageError
 from dummyprof.loaders.fp8_methods import FillMethod, get_method
 from dummyprof.measure.budget import DEFAULT_SHARE
-from dummyprof.measure.device import resolve_device
 from dummyprof.measure.memory import available_memory_bytes, cpu_count
 from dummyprof.models.engram import shard
 from dummyprof.results.common import Figure, copied
@@ -41,7 +39,7 @@ from dummyprof.scenarios.engram.ranks.world import (
     join,
     run_checked,
 )
-from dummyprof.scenarios.engram.run import run
+from dummyprof.scenarios.engram.run import placement, run
 from dummyprof.scenarios.engram.runner import Clock, Runner
 from dummyprof.units import format_bytes
 
@@ -181,8 +179,7 @@ def measure_contention(
     options: EngramOptions, world: World, methods: Sequence[FillMethod], rounds: dict[str, int], clock: Clock
 ) -> Samples:
     """Fill the same shard alone (one rank at a time, the others at a barrier), then every rank at once."""
-    device = resolve_device(options.device) if not options.offload else torch.device("cpu")
-    backing = resolve_backing(options.backing or "pinned", offload=options.offload, device=device)
+    device, backing = placement(options)
     spec = options.spec()
     runner = Runner(spec, backing, device, options.chunk_elements, clock)
     world.barrier("contention: allocate")

@@ -193,8 +193,6 @@ def time_plan(
     calibration: Calibration,
     options: EngramOptions,
     time_left: float,
-    budget: int,
-    backing: Backing,
 ) -> Plan:
     """Measure in full what fits memory, unless one round would overrun the time budget by half or more.
 
@@ -237,7 +235,6 @@ def time_plan(
             plan.rounds = options.repeat
         # Memory-bound fills take milliseconds; repeating them costs little and steadies the floor.
         plan.full_rounds = {m.name: options.repeat if m.name in cheap else plan.rounds for m in full}
-        time_left -= setup + sum(rate[m] * part_rows * n for m, n in plan.full_rounds.items())
     return plan
 
 

@@ -124,9 +124,7 @@ def run(
     runner = Runner(spec, backing, device, options.chunk_elements, clock, sync)
     probe = probe_rows(spec, methods, budget, backing, options.chunk_elements, plan_budget.limit)
     calibration = calibrate(runner, methods, probe)
-    plan = time_plan(
-        spec, methods, fits, calibration, options, options.time_budget_s - (clock() - started), budget, backing
-    )
+    plan = time_plan(spec, methods, fits, calibration, options, options.time_budget_s - (clock() - started))
     plan = sync.agree(plan)
     for projected in plan.projected:
         entry = result.method(projected.name)

@@ -19,7 +19,7 @@ from dummyprof.models.engram import (
     shard,
     validate_engram_spec,
 )
-from dummyprof.scenarios.engram.run import build_layout, needed_bytes, reserved_tables
+from dummyprof.scenarios.engram.plan import build_layout, needed_bytes, reserved_tables
 
 GiB = 1024**3
 CPU = torch.device("cpu")

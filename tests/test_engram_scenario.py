@@ -18,8 +18,8 @@ from dummyprof.models.engram import EngramSpec
 from dummyprof.reports.engram_words import plan_notes, reason_text
 from dummyprof.reports.summary import summary_line
 from dummyprof.results.engram import EngramResult, MethodResult, RoundsCut
-from dummyprof.scenarios.engram.plan import Calibration, plan_samples, time_plan
-from dummyprof.scenarios.engram.run import ALLOCATE, FIRST_TOUCH, EngramOptions, run
+from dummyprof.scenarios.engram.plan import ALLOCATE, FIRST_TOUCH, Calibration, plan_samples, time_plan
+from dummyprof.scenarios.engram.run import EngramOptions, run
 
 ALL = list(METHODS.values())
 PAGEABLE = Backing("pageable", "pageable")
@@ -61,7 +61,7 @@ def test_slow_methods_that_fit_memory_are_projected_slowest_first() -> None:
     spec = EngramSpec(rows=1_000_000, dim=64)
     cal = _calibration(1_000_000, random_convert=1e-4, random_scratch=5e-5, random_chunked=5e-5)
     fits = {m.name: True for m in ALL}
-    plan = time_plan(spec, ALL, fits, cal, EngramOptions(rows=1_000_000, dim=64), 40.0, 10**12, PAGEABLE)
+    plan = time_plan(spec, ALL, fits, cal, EngramOptions(rows=1_000_000, dim=64), 40.0)
     assert [m.name for m in plan.full] == ["random-fast", "constant", "memset"]
     assert [m.name for m in plan.projected] == ["random-convert", "random-scratch", "random-chunked"]
     assert plan.reasons == {"random-convert": "time", "random-scratch": "time", "random-chunked": "time"}
@@ -76,7 +76,7 @@ def test_rounds_are_cut_to_the_time_budget_and_say_so() -> None:
     # one costly round: 3 x 1e-6 x 1e6 = 3 s per method... 10 s for scratch alone below
     cal = _calibration(1_000_000, random_convert=4e-6, random_scratch=3e-6, random_chunked=3e-6)
     fits = {m.name: True for m in ALL}
-    plan = time_plan(spec, ALL, fits, cal, EngramOptions(rows=1_000_000, dim=64, repeat=3), 25.0, 10**12, PAGEABLE)
+    plan = time_plan(spec, ALL, fits, cal, EngramOptions(rows=1_000_000, dim=64, repeat=3), 25.0)
     assert plan.projected == []
     assert plan.rounds == 2  # 10 s a round, 25 s budget
     assert plan.full_rounds["random-convert"] == 2 and plan.full_rounds["memset"] == 3
@@ -92,7 +92,7 @@ def test_methods_that_do_not_fit_memory_are_projected_for_that_reason() -> None:
     spec = EngramSpec(rows=1_000_000, dim=64)
     cal = _calibration(1_000_000, random_convert=1e-8, random_scratch=1e-8, random_chunked=1e-8)
     fits = {m.name: m.name in ("constant", "memset", "random-chunked", "random-fast") for m in ALL}
-    plan = time_plan(spec, ALL, fits, cal, EngramOptions(rows=1_000_000, dim=64), 40.0, 10**12, PAGEABLE)
+    plan = time_plan(spec, ALL, fits, cal, EngramOptions(rows=1_000_000, dim=64), 40.0)
     assert [m.name for m in plan.projected] == ["random-convert", "random-scratch"]
     assert plan.reasons == {"random-convert": "memory", "random-scratch": "memory"} and plan.one_fill_s == {}
     assert reason_text(MethodResult("random-convert", mode="projected", reason="memory")) == "does not fit in memory"
@@ -205,7 +205,7 @@ def test_memory_bound_methods_get_large_repeated_samples_and_random_ones_small()
     cal.seconds_per_row[FIRST_TOUCH] = 2e-7
     options = EngramOptions(rows=spec.rows, dim=256, offload=True)
     fits = {m.name: False for m in ALL}
-    plan = time_plan(spec, ALL, fits, cal, options, 40.0, 4 * 2**30, PAGEABLE)
+    plan = time_plan(spec, ALL, fits, cal, options, 40.0)
     plan_samples(spec, plan, ALL, cal.seconds_per_row, options, 40.0, 4 * 2**30, PAGEABLE)
     fast, slow = plan.sample_groups
     assert fast.memory_bound and {m.name for m in fast.methods} >= {"memset", "constant"}

@@ -12,6 +12,7 @@ field, never a crash deep inside a reporter.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import types
 import typing
@@ -31,15 +32,6 @@ def to_jsonable(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [to_jsonable(v) for v in value]
     return value
-
-
-_HINTS: dict[type, dict[str, Any]] = {}
-
-
-def _hints(cls: type) -> dict[str, Any]:
-    if cls not in _HINTS:
-        _HINTS[cls] = get_type_hints(cls)
-    return _HINTS[cls]
 
 
 def _show(value: Any) -> str:
@@ -72,24 +64,15 @@ def check_free_value(value: Any, where: str) -> None:
             stack.extend((v, f"{at}[{i}]", depth + 1) for i, v in enumerate(item))
 
 
-_ORIGINS: dict[Any, Any] = {}
-_ARGS: dict[Any, tuple[Any, ...]] = {}
-
-
+# Every type a field declares is looked up once: a large file converts millions of values.
+@functools.cache
 def _origin(tp: Any) -> Any:
-    try:
-        return _ORIGINS[tp]
-    except KeyError:
-        _ORIGINS[tp] = origin = get_origin(tp)
-        return origin
+    return get_origin(tp)
 
 
+@functools.cache
 def _args(tp: Any) -> tuple[Any, ...]:
-    try:
-        return _ARGS[tp]
-    except KeyError:
-        _ARGS[tp] = args = get_args(tp)
-        return args
+    return get_args(tp)
 
 
 _LEAVES = (str, int, float)
@@ -137,7 +120,7 @@ def _convert(tp: Any, value: Any, where: str, strict: bool = False) -> Any:
         raise TypeError(f"{where}: {_show(value)} matches none of {tp}")
     if value is None:
         raise TypeError(f"{where}: must not be null")
-    if origin in (list, typing.List):  # noqa: UP006
+    if origin is list:  # typing.List[int] too
         (item,) = _args(tp) or (Any,)
         if not isinstance(value, list):
             raise TypeError(f"{where}: expected a list, got {type(value).__name__}")
@@ -197,7 +180,7 @@ _PLANS: dict[type, tuple[tuple[_Field, ...], frozenset[str]]] = {}
 
 def _plan(cls: type) -> tuple[tuple[_Field, ...], frozenset[str]]:
     if cls not in _PLANS:
-        hints = _hints(cls)
+        hints = get_type_hints(cls)
         plan = []
         for f in dataclasses.fields(cls):
             tp = hints[f.name]

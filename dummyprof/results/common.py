@@ -3,7 +3,26 @@
 from __future__ import annotations
 
 import statistics
-from dataclasses import dataclass, field
+from collections.abc import Iterable
+from dataclasses import dataclass, field, fields
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+
+def named(items: Iterable[T], name: str, key: str = "name") -> T:
+    """The item whose ``key`` attribute is ``name``; KeyError when there is none."""
+    for item in items:
+        if getattr(item, key) == name:
+            return item
+    raise KeyError(name)
+
+
+def copied(cls: type[T], source: Any, **given: Any) -> T:
+    """A ``cls`` of ``given`` and, for each of its other fields, ``source``'s field of the same name (dataclasses)."""
+    shared = {f.name for f in fields(source)} - given.keys()
+    values = {f.name: getattr(source, f.name) for f in fields(cls) if f.name in shared}  # type: ignore[arg-type]
+    return cls(**given, **values)
 
 
 @dataclass

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from dummyprof.results.common import MemoryUse, NoiseWarning, Timing
+from dummyprof.results.common import MemoryUse, NoiseWarning, Timing, named
 from dummyprof.results.engram import LinearFit
 from dummyprof.results.trace import StrategyTrace
 
@@ -175,10 +175,7 @@ class CompareResult:
     trace: list[StrategyTrace] = field(default_factory=list)
 
     def strategy(self, name: str) -> StrategyResult:
-        for s in self.strategies:
-            if s.name == name:
-                return s
-        raise KeyError(name)
+        return named(self.strategies, name)
 
     def speedup(self, name: str) -> float | None:
         """Median time of the baseline strategy over this one's (a ratio of medians); None with nothing filled."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from dummyprof.results.common import Figure, MemoryUse, Timing
+from dummyprof.results.common import Figure, MemoryUse, Timing, named
 
 MEASURED = "measured"
 PROJECTED = "projected"
@@ -255,13 +255,11 @@ class EngramResult:
     sample_groups: list[SampleGroupInfo] = field(default_factory=list)  # empty when nothing was projected
 
     def method(self, name: str) -> MethodResult:
-        for m in self.methods:
-            if m.name == name:
-                return m
-        raise KeyError(name)
+        return named(self.methods, name)
 
     def phase(self, name: str) -> PhaseResult:
-        for p in self.phases:
-            if p.name == name:
-                return p
-        raise KeyError(name)
+        return named(self.phases, name)
+
+    def floor(self) -> MethodResult | None:
+        """The memset floor's method, when it ran."""
+        return next((m for m in self.methods if m.name == self.floor_method), None)

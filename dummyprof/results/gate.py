@@ -91,10 +91,7 @@ class GateResult:
     unrecorded: list[str] = field(default_factory=list)  # reports or the baseline that could not be written, and why
 
     def scenario(self, name: str) -> ScenarioRun | None:
-        for run in self.scenarios:
-            if run.name == name:
-                return run
-        return None
+        return next((run for run in self.scenarios if run.name == name), None)
 
     def counts(self) -> dict[str, int]:
         counts = dict.fromkeys(VERDICTS, 0)

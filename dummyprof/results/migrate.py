@@ -47,9 +47,7 @@ def _from_2(data: dict[str, Any]) -> dict[str, Any]:
     engram = data.get("engram")
     if not isinstance(engram, dict):
         return data
-    engram = data["engram"] = dict(engram)
-    if "plan_notes" in engram:
-        engram["legacy_plan_notes"] = engram.pop("plan_notes")
+    engram = data["engram"] = _renamed(engram, "plan_notes", "legacy_plan_notes")
     if isinstance(engram.get("methods"), list):
         engram["methods"] = [_method_from_2(m) for m in engram["methods"]]
     return data
@@ -71,7 +69,7 @@ def _from_1(data: dict[str, Any]) -> dict[str, Any]:
     audit = data.get("audit")
     if isinstance(audit, dict) and isinstance(audit.get("findings"), list):
         audit = data["audit"] = dict(audit)
-        audit["findings"] = [_finding_from_1(f) for f in audit["findings"]]
+        audit["findings"] = [_renamed(f, "message", "legacy_message") for f in audit["findings"]]
     inspect = data.get("inspect")
     meta = [n for n in kept if isinstance(n, str) and n.startswith(META_NOTICE)]
     if isinstance(inspect, dict) and meta:
@@ -98,13 +96,14 @@ def _from_1(data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
-def _finding_from_1(finding: Any) -> Any:
-    if not isinstance(finding, dict):
-        return finding
-    finding = dict(finding)
-    if "message" in finding:
-        finding["legacy_message"] = finding.pop("message")
-    return finding
+def _renamed(data: Any, old: str, new: str) -> Any:
+    """A copy of the object ``data`` with its key ``old`` called ``new``; anything else as it is."""
+    if not isinstance(data, dict):
+        return data
+    renamed = {key: value for key, value in data.items() if key != old}
+    if old in data:
+        renamed[new] = data[old]
+    return renamed
 
 
 def _without_summary(run: Any) -> Any:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from dummyprof.results.common import Figure
+from dummyprof.results.common import Figure, named
 from dummyprof.results.engram import EngramResult
 
 
@@ -54,10 +54,7 @@ class RankRecord:
     engram: EngramResult | None = None  # the rank's full engram section
 
     def fill(self, method: str) -> RankFill:
-        for f in self.fills:
-            if f.method == method:
-                return f
-        raise KeyError(method)
+        return named(self.fills, method, key="method")
 
 
 @dataclass

@@ -24,17 +24,9 @@ def results_to_json(results: Results) -> str:
     return json.dumps(to_jsonable(results), indent=2, sort_keys=False, allow_nan=False) + "\n"
 
 
-# The section each command fills; a file that names a command but lacks its section cannot be rendered.
-SECTIONS = {
-    "compare": "compare",
-    "audit": "audit",
-    "inspect": "inspect",
-    "engram": "engram",
-    "baseline": "gate",
-    "gate": "gate",
-    "sweep": "sweep",
-    "deployment": "deployment",
-}
+# The section each command fills (its own; a baseline the gate's); a file without it cannot be rendered.
+SECTIONS = {name: name for name in ("compare", "audit", "inspect", "engram", "gate", "sweep", "deployment")}
+SECTIONS["baseline"] = "gate"
 
 
 def _without_tensor_rows(data: dict[str, Any]) -> dict[str, Any]:

@@ -11,6 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+# The SeriesPoint field behind each metric a column is read for.
+METRIC_FIELDS = {"time": "seconds", "visits": "visits", "bytes": "bytes_written", "peak_rss": "peak_rss_bytes"}
+
 
 @dataclass
 class SeriesPoint:
@@ -72,26 +75,13 @@ class SweepResult:
     failure: str = ""
 
     def fit(self, series: str, metric: str) -> GrowthFit | None:
-        for f in self.fits:
-            if f.series == series and f.metric == metric:
-                return f
-        return None
+        return next((f for f in self.fits if f.series == series and f.metric == metric), None)
 
     def column(self, series: str, metric: str) -> list[float | None]:
         """One figure of one series at every point, in the order of ``values``."""
         out: list[float | None] = []
         for point in self.points:
             entry = point.series.get(series)
-            if entry is None:
-                out.append(None)
-            elif metric == "time":
-                out.append(entry.seconds)
-            elif metric == "visits":
-                out.append(None if entry.visits is None else float(entry.visits))
-            elif metric == "bytes":
-                out.append(float(entry.bytes_written))
-            elif metric == "peak_rss":
-                out.append(None if entry.peak_rss_bytes is None else float(entry.peak_rss_bytes))
-            else:
-                raise KeyError(metric)
+            value = None if entry is None else getattr(entry, METRIC_FIELDS[metric])
+            out.append(None if value is None else float(value))
         return out

@@ -31,7 +31,6 @@ from dummyprof.measure.environment import collect_environment
 from dummyprof.measure.recorder import VisitRecorder
 from dummyprof.measure.write_tracer import trace_writes
 from dummyprof.models.source import ModelSource, synthetic_source
-from dummyprof.models.synthetic import TreeSpec
 from dummyprof.results.audit import (
     FINDING_KINDS,
     INFO_KINDS,
@@ -41,10 +40,10 @@ from dummyprof.results.audit import (
     Finding,
     UnregisteredTensor,
 )
-from dummyprof.results.compare import ModelSummary
 from dummyprof.results.session import Results
 from dummyprof.scenarios.audit.options import DEFAULT_STRATEGIES, AuditOptions, validate
-from dummyprof.scenarios.model_choice import check_source_fits, model_summary, resolve_source
+from dummyprof.scenarios.compare.runner import summarize_model
+from dummyprof.scenarios.model_choice import check_source_fits, resolve_source
 
 __all__ = ["DEFAULT_STRATEGIES", "AuditOptions", "run", "tensor_digest", "validate"]
 
@@ -93,7 +92,7 @@ def _fillers(options: AuditOptions) -> list[_Filler]:
     return fillers + [_loader_filler(loader, options.loader_initializer) for loader in loaders]
 
 
-def _source(options: AuditOptions, device: torch.device) -> tuple[ModelSource, TreeSpec | None]:
+def _source(options: AuditOptions, device: torch.device) -> ModelSource:
     source = resolve_source(
         model=options.model,
         preset=options.preset,
@@ -102,11 +101,10 @@ def _source(options: AuditOptions, device: torch.device) -> tuple[ModelSource, T
     )
     if source is not None:
         check_source_fits(source, device, options.max_memory, flag="--preset" if options.preset else "--model")
-        return source, None
-    spec = options.tree_spec()
-    source = synthetic_source(spec)
+        return source
+    source = synthetic_source(options.tree_spec())
     check_source_fits(source, device, options.max_memory, flag="--hidden")
-    return source, spec
+    return source
 
 
 class _Audit:
@@ -247,19 +245,6 @@ def _cross_check(fillers: list[_Filler], rows: dict[str, AuditTensor], audit: _A
     return compared
 
 
-def _model_summary(
-    source: ModelSource, model: nn.Module, rows: dict[str, AuditTensor], device: torch.device
-) -> ModelSummary:
-    return model_summary(
-        source,
-        str(device),
-        modules=sum(1 for _ in model.modules()),
-        tensors=len(rows),
-        names=sum(len(r.names) for r in rows.values()),
-        nbytes=sum(r.nbytes for r in rows.values()),
-    )
-
-
 def run(options: AuditOptions, *, source: ModelSource | None = None) -> Results:
     """Validate, size-check, trace every filler and return the audit Results."""
     validate(options)
@@ -270,12 +255,12 @@ def run(options: AuditOptions, *, source: ModelSource | None = None) -> Results:
     fillers = _fillers(options)
     device = resolve_device(options.device)
     if source is None:
-        source, _ = _source(options, device)
+        source = _source(options, device)
     result = AuditResult()
     audit = _Audit(result, options.ignore)
     probe = source.build(device)
     rows = _structure(probe, audit)
-    result.model = _model_summary(source, probe, rows, device)
+    result.model = summarize_model(source, probe, device, sum(r.nbytes for r in rows.values()), rows)
     del probe
     for filler in fillers:
         result.fillers.append(_run_filler(filler, lambda: source.build(device), rows, audit))
@@ -284,6 +269,3 @@ def run(options: AuditOptions, *, source: ModelSource | None = None) -> Results:
     results = Results(command="audit", environment=collect_environment(device), audit=result)
     results.notices.extend(source.notes)  # the loader-tracing notice is the reporters' (from the fillers)
     return results
-
-
-__all__ = ["DEFAULT_STRATEGIES", "AuditOptions", "run", "tensor_digest"]

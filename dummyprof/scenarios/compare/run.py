@@ -14,15 +14,14 @@ from dummyprof.loaders.initializers import FastInitializer
 from dummyprof.loaders.strategies import Strategy, get_strategy
 from dummyprof.measure.device import resolve_device
 from dummyprof.measure.environment import collect_environment
-from dummyprof.measure.recorder import index_model
 from dummyprof.models.source import ModelSource
 from dummyprof.results.compare import Projection, SizeDecision, StrategyResult
 from dummyprof.results.session import Results
 from dummyprof.results.trace import StrategyTrace
 from dummyprof.scenarios.compare.options import DEFAULT_STRATEGIES, CompareOptions, validate
-from dummyprof.scenarios.compare.runner import AutoRepeat, Clock, Progress, run_compare
+from dummyprof.scenarios.compare.runner import AutoRepeat, Clock, Progress, run_compare, summarize_model
 from dummyprof.scenarios.compare.sizing import MetaCounts, count_strategies, counting_limit, decide, projected_result
-from dummyprof.scenarios.model_choice import check_source_fits, meta_build_limits, model_summary, source_or_tree
+from dummyprof.scenarios.model_choice import check_source_fits, meta_build_limits, source_or_tree
 from dummyprof.units import format_seconds
 
 if TYPE_CHECKING:
@@ -115,33 +114,23 @@ def run(
             f"over the time budget of {format_seconds(options.time_budget)}; raise it or shrink the model",
         )
     if decision.mode == "projected":
-        if options.trace:
-            raise UsageError.for_field(
-                "trace",
-                f"{source.description} is projected, not filled, here ({decision.reason} budget); a trace is "
-                "recorded from a real fill: shrink the model (--model-arg) or raise the budget",
-            )
-        if loaders:
-            raise UsageError.for_field(
-                "loaders",
-                f"{source.description} is projected, not filled, here ({decision.reason} budget); a loader's "
-                "writes are only seen by running it: shrink the model (--model-arg) or raise the budget",
-            )
+        for field, wanted, why in (
+            ("trace", options.trace, "a trace is recorded from a real fill"),
+            ("loaders", loaders, "a loader's writes are only seen by running it"),
+        ):
+            if wanted:
+                raise UsageError.for_field(
+                    field,
+                    f"{source.description} is projected, not filled, here ({decision.reason} budget); {why}: "
+                    "shrink the model (--model-arg) or raise the budget",
+                )
         result = projected_result(source, meta, builtin, projections, decision, str(device))
         results = Results(command="compare", environment=collect_environment(device), compare=result)
         results.notices.extend(source.notes)
         return results
     build = source.build
     probe = build(device)
-    records = index_model(probe)
-    summary = model_summary(
-        source,
-        str(device),
-        modules=sum(1 for _ in probe.modules()),
-        tensors=len(records),
-        names=sum(len(r.names) for r in records.values()),
-        nbytes=allocated_bytes(probe),
-    )
+    summary = summarize_model(source, probe, device, allocated_bytes(probe))
     del probe
     strategies = builtin + loader_strategies(loaders)
     # The write tracing and the --trace fills run before the timed rounds, so their time comes out of

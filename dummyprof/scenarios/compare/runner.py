@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import gc
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any, Protocol
 
 import torch
 from torch import nn
@@ -23,12 +24,20 @@ from dummyprof.measure.memory import (
     pinned_memory_figure,
     reset_gpu_peak,
 )
-from dummyprof.measure.recorder import StorageRecord, VisitRecorder
+from dummyprof.measure.recorder import StorageRecord, VisitRecorder, index_model
 from dummyprof.measure.roofline import GENERATOR_BOUND_SHARE
+from dummyprof.models.source import ModelSource
 from dummyprof.results.common import MemoryUse, NoiseWarning
 from dummyprof.results.compare import CompareResult, FloorResult, ModelSummary, StrategyResult, TensorResult
+from dummyprof.scenarios.model_choice import model_summary
 
 Clock = Callable[[], float]
+
+
+class Named(Protocol):
+    names: list[str]  # every registered name of one storage: a recorder's record, an audit row
+
+
 Progress = Callable[[int, int, str], None]  # done, total, label
 
 
@@ -101,6 +110,25 @@ def add_to_tensor_table(table: dict[str, TensorResult], column: str, records: It
             )
         entry.visits[column] = record.visits
         entry.bytes_written[column] = record.bytes_written
+
+
+def summarize_model(
+    source: ModelSource,
+    model: nn.Module,
+    device: torch.device | str,
+    nbytes: int,
+    records: Mapping[Any, Named] | None = None,
+) -> ModelSummary:
+    """The model's modules, storages (``records``, by default its index) and their names, and ``nbytes``."""
+    records = index_model(model) if records is None else records
+    return model_summary(
+        source,
+        str(device),
+        modules=sum(1 for _ in model.modules()),
+        tensors=len(records),
+        names=sum(len(r.names) for r in records.values()),
+        nbytes=nbytes,
+    )
 
 
 def tensor_table(recorders: dict[str, VisitRecorder]) -> dict[str, TensorResult]:

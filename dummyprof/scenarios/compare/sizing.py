@@ -317,19 +317,9 @@ def projected_result(
     device: str,
 ) -> CompareResult:
     """Results of a run that filled nothing at full size: exact meta counts, projected times and memory."""
-    from dummyprof.measure.recorder import index_model
-    from dummyprof.scenarios.compare.runner import summarize_recorder, tensor_table
-    from dummyprof.scenarios.model_choice import model_summary
+    from dummyprof.scenarios.compare.runner import summarize_model, summarize_recorder, tensor_table
 
-    records = index_model(meta.model)
-    summary = model_summary(
-        source,
-        device,
-        modules=sum(1 for _ in meta.model.modules()),
-        tensors=len(records),
-        names=sum(len(r.names) for r in records.values()),
-        nbytes=model_bytes(meta.model),
-    )
+    summary = summarize_model(source, meta.model, device, model_bytes(meta.model))
     result = CompareResult(model=summary, repeat=0, warmup=0, counts="exact-meta", size=decision)
     for strategy in strategies:
         count = meta.counts[strategy.name]

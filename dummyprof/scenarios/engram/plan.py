@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
 
 import torch
 
@@ -21,7 +20,9 @@ from dummyprof.measure.budget import DEFAULT_SHARE, HostMemory, host_memory, lim
 from dummyprof.measure.memory import gpu_free_bytes
 from dummyprof.measure.projection import SamplingError, sample_sizes
 from dummyprof.models.engram import EngramSpec, rank_table_bytes, shard
+from dummyprof.results.common import copied
 from dummyprof.results.engram import FOR_MEMORY, FOR_TIME, EngramLayout, RankPart, RoundsCut
+from dummyprof.scenarios.engram.options import EngramOptions
 from dummyprof.units import format_bytes
 
 # Calibration probe: past glibc's largest mmap threshold (32 MiB), so scratch tensors fault in fresh pages
@@ -43,17 +44,6 @@ FULL_ROUND_OVERRUN = 1.5  # one full-size round may overrun the time budget by t
 ALLOCATE, FIRST_TOUCH, FILL = "allocate", "first touch", "fill"  # the terms of start-up
 
 
-class PlanOptions(Protocol):
-    """What planning reads from ``EngramOptions`` (kept in ``scenarios/engram.py``, which imports this module)."""
-
-    @property
-    def repeat(self) -> int: ...
-    @property
-    def time_budget_s(self) -> float: ...
-    @property
-    def max_memory(self) -> int | None: ...
-
-
 # --- layout and memory (no allocation) -------------------------------------------------------------
 
 
@@ -66,15 +56,10 @@ def build_layout(spec: EngramSpec, backing: Backing) -> EngramLayout:
         for r in range(spec.ranks):
             s = shard(spec, r)
             parts.append(RankPart(r, s.first_head, s.heads, s.part_rows, rank_table_bytes(spec, r)))
-    return EngramLayout(
-        rows=spec.rows,
-        dim=spec.dim,
-        block_size=spec.block_size,
-        tables=spec.tables,
+    return copied(
+        EngramLayout,
+        spec,  # rows, dim, block_size, tables, tp_size, dp_size, rank
         heads=spec.num_heads,
-        tp_size=spec.tp_size,
-        dp_size=spec.dp_size,
-        rank=spec.rank,
         part_rows=mine.part_rows,
         weight_bytes_per_table=weight,
         scale_bytes_per_table=scale,
@@ -108,7 +93,7 @@ class MemoryBudget:
     host: HostMemory | None = None
 
 
-def memory_budget(options: PlanOptions, backing: Backing, device: torch.device) -> MemoryBudget:
+def memory_budget(options: EngramOptions, backing: Backing, device: torch.device) -> MemoryBudget:
     if backing.used == "device":
         free = gpu_free_bytes(device) or 0
         if options.max_memory is not None and options.max_memory <= free:
@@ -206,10 +191,8 @@ def time_plan(
     methods: Sequence[FillMethod],
     fits: dict[str, bool],
     calibration: Calibration,
-    options: PlanOptions,
+    options: EngramOptions,
     time_left: float,
-    budget: int,
-    backing: Backing,
 ) -> Plan:
     """Measure in full what fits memory, unless one round would overrun the time budget by half or more.
 
@@ -252,7 +235,6 @@ def time_plan(
             plan.rounds = options.repeat
         # Memory-bound fills take milliseconds; repeating them costs little and steadies the floor.
         plan.full_rounds = {m.name: options.repeat if m.name in cheap else plan.rounds for m in full}
-        time_left -= setup + sum(rate[m] * part_rows * n for m, n in plan.full_rounds.items())
     return plan
 
 
@@ -261,7 +243,7 @@ def plan_samples(
     plan: Plan,
     methods: Sequence[FillMethod],
     rate: dict[str, float],
-    options: PlanOptions,
+    options: EngramOptions,
     time_left: float,
     budget: int,
     backing: Backing,
@@ -274,7 +256,9 @@ def plan_samples(
     repeated; generator-bound methods get what the rest of the time budget allows, once each.
     """
     floor_rate = rate[FLOOR]
-    sampled = _sampled_methods(plan.projected, methods, plan.full)
+    # The projected methods, and the floor when it is not measured in full (percent of floor needs it).
+    floor = [m for m in methods if m.name == FLOOR and m not in plan.full and m not in plan.projected]
+    sampled = plan.projected + floor
     fast = [m for m in sampled if rate[m.name] <= CHEAP_FACTOR * floor_rate]
     slow = [m for m in sampled if m not in fast]
     total = max(time_left, MIN_SAMPLE_SHARE * options.time_budget_s)
@@ -282,56 +266,39 @@ def plan_samples(
     # Bytes of one row of every table. Rounding is per allocation, not per row (rounding one row alone would
     # count a 4 KiB page a row): the slack covers a unit per allocation; pinned rounding can double a request.
     table_row = spec.tables * spec.row_bytes * (2 if backing.caching_host_allocator else 1)
-    slack = _rounding_slack(spec, backing)
+    slack = 2 * spec.tables * backing.reserved_bytes(1)  # weights and scales: one allocation each per table
     part_rows = shard(spec).part_rows
     groups: list[SampleGroup] = []
     spent = 0.0
     try:
-        if fast:
-            rounds = {m.name: options.repeat for m in fast}
-            per_row = (setup + sum(rate[m.name] * rounds[m.name] for m in fast)) * SAMPLE_TIME_SAFETY
-            share = FAST_SAMPLE_SHARE if slow else 1.0
-            scratch = max(m.scratch_per_element for m in fast) * spec.dim
+        for group, memory_bound in ((fast, True), (slow, False)):
+            if not group:
+                continue
+            rounds = {m.name: options.repeat if memory_bound else 1 for m in group}
+            per_row = (setup + sum(rate[m.name] * rounds[m.name] for m in group)) * SAMPLE_TIME_SAFETY
+            scratch = max(m.scratch_per_element for m in group) * spec.dim
+            if memory_bound:
+                # FAST_SAMPLE_BYTES bounds the tables of the largest sample; scratch, if any, comes on top
+                memory = min(budget, slack + FAST_SAMPLE_BYTES * (table_row + scratch) // table_row)
+                seconds = (FAST_SAMPLE_SHARE if slow else 1.0) * total
+            else:
+                memory, seconds = budget, max(total - spent, MIN_SAMPLE_SHARE * total)
             rows = sample_sizes(
                 part_rows,
                 seconds_per_row=per_row,
                 bytes_per_row=table_row + scratch,
-                fixed_bytes=slack + max(m.fixed_scratch_bytes for m in fast),
-                # FAST_SAMPLE_BYTES bounds the tables of the largest sample; scratch, if any, comes on top
-                memory_budget=min(budget, slack + FAST_SAMPLE_BYTES * (table_row + scratch) // table_row),
-                time_budget=share * total,
+                fixed_bytes=slack + max(m.fixed_scratch_bytes for m in group),  # random-fast's lanes: not per row
+                memory_budget=memory,
+                time_budget=seconds,
             )
-            groups.append(SampleGroup(fast, rows, rounds, memory_bound=True))
+            groups.append(SampleGroup(group, rows, rounds, memory_bound))
             spent = per_row * sum(rows)
-        if slow:
-            rounds = {m.name: 1 for m in slow}
-            per_row = (setup + sum(rate[m.name] for m in slow)) * SAMPLE_TIME_SAFETY
-            rows = sample_sizes(
-                part_rows,
-                seconds_per_row=per_row,
-                bytes_per_row=table_row + max(m.scratch_per_element for m in slow) * spec.dim,
-                fixed_bytes=slack + max(m.fixed_scratch_bytes for m in slow),  # random-fast's lanes: not per row
-                memory_budget=budget,
-                time_budget=max(total - spent, MIN_SAMPLE_SHARE * total),
-            )
-            groups.append(SampleGroup(slow, rows, rounds, memory_bound=False))
     except SamplingError as exc:
         names = ", ".join(m.name for m in plan.projected)
-        fix = memory_fix(limit) if exc.binding == "memory" else "raise --time-budget"
-        flag = limit_flag(limit) if exc.binding == "memory" else "--time-budget"
-        raise DoesNotFitError(flag, f"cannot project {names}: {exc}; {fix}") from None
+        if exc.binding == "memory":
+            raise DoesNotFitError(limit_flag(limit), f"cannot project {names}: {exc}; {memory_fix(limit)}") from None
+        raise DoesNotFitError.for_field(
+            "time_budget_s", f"cannot project {names}: {exc}; raise --time-budget"
+        ) from None
     plan.sample_groups = groups
     return sampled
-
-
-def _rounding_slack(spec: EngramSpec, backing: Backing) -> int:
-    """Rounding a small sample can add up to one unit per allocation; pinned rounding is checked per size."""
-    return 2 * spec.tables * backing.reserved_bytes(1)
-
-
-def _sampled_methods(
-    projected: Sequence[FillMethod], methods: Sequence[FillMethod], full: Sequence[FillMethod]
-) -> list[FillMethod]:
-    """Projected methods, plus the floor when it is not measured in full (percent of floor needs it)."""
-    floor = [m for m in methods if m.name == FLOOR and m not in full and m not in projected]
-    return list(projected) + floor

@@ -22,7 +22,7 @@ from dummyprof.loaders.fp8_methods import RANDOM_FAST, FillMethod
 from dummyprof.measure.device import resolve_device
 from dummyprof.measure.environment import collect_environment
 from dummyprof.models.engram import EngramSpec
-from dummyprof.results.common import Figure, MemoryUse
+from dummyprof.results.common import Figure, MemoryUse, copied
 from dummyprof.results.engram import (
     DRY_RUN,
     FITS,
@@ -40,23 +40,14 @@ from dummyprof.results.engram import (
     MethodResult,
 )
 from dummyprof.results.session import Results
-from dummyprof.scenarios.engram.options import (
-    DEFAULT_REPEAT,
-    DEFAULT_TIME_BUDGET_S,
-    EngramOptions,
-    validate,
-)
+from dummyprof.scenarios.engram.options import EngramOptions, validate
 from dummyprof.scenarios.engram.plan import (
-    ALLOCATE,
-    FIRST_TOUCH,
     MemoryBudget,
     build_layout,
     memory_budget,
     memory_plan,
-    needed_bytes,
     plan_samples,
     probe_rows,
-    reserved_tables,
     time_plan,
 )
 from dummyprof.scenarios.engram.runner import (
@@ -71,19 +62,7 @@ from dummyprof.scenarios.engram.runner import (
     unallocated_device_figures,
 )
 
-__all__ = [
-    "ALLOCATE",
-    "DEFAULT_REPEAT",
-    "DEFAULT_TIME_BUDGET_S",
-    "FIRST_TOUCH",
-    "EngramOptions",
-    "build_layout",
-    "memory_budget",
-    "needed_bytes",
-    "reserved_tables",
-    "run",
-    "validate",
-]
+__all__ = ["EngramOptions", "run", "validate"]
 
 Progress = Callable[[int, int, str], None]
 
@@ -93,10 +72,9 @@ Progress = Callable[[int, int, str], None]
 def _method_result(
     method: FillMethod, spec: EngramSpec, layout: EngramLayout, need: int, fits: bool, chunk: int
 ) -> MethodResult:
-    return MethodResult(
-        name=method.name,
-        origin=method.origin,
-        description=method.description,
+    return copied(
+        MethodResult,
+        method,  # name, origin, description
         fits_in_memory=fits,
         needed_bytes=need,
         peak_scratch_bytes=method.scratch_bytes(layout.part_rows * spec.dim, chunk),
@@ -119,8 +97,7 @@ def run(
     started = clock()
     methods = validate(options)
     spec = options.spec()
-    device = resolve_device(options.device) if not options.offload else torch.device("cpu")
-    backing = resolve_backing(options.backing or "pinned", offload=options.offload, device=device)
+    device, backing = placement(options)
     layout = build_layout(spec, backing)
     plan_budget = memory_budget(options, backing, device)
     budget = plan_budget.bytes
@@ -147,24 +124,22 @@ def run(
     runner = Runner(spec, backing, device, options.chunk_elements, clock, sync)
     probe = probe_rows(spec, methods, budget, backing, options.chunk_elements, plan_budget.limit)
     calibration = calibrate(runner, methods, probe)
-    plan = time_plan(
-        spec, methods, fits, calibration, options, options.time_budget_s - (clock() - started), budget, backing
-    )
+    plan = time_plan(spec, methods, fits, calibration, options, options.time_budget_s - (clock() - started))
     plan = sync.agree(plan)
     for projected in plan.projected:
         entry = result.method(projected.name)
         entry.mode, entry.reason = PROJECTED, plan.reasons[projected.name]
         entry.one_fill_s = plan.one_fill_s.get(projected.name)
-    total_steps = [1 + sum(plan.full_rounds.values())]
-    done = [1]
+    total = 1 + sum(plan.full_rounds.values())  # grows once the samples are planned
+    done = 0
 
     def step(label: str) -> None:
-        done[0] += 1
+        nonlocal done
+        done += 1
         if progress is not None:
-            progress(done[0], total_steps[0], label)
+            progress(done, total, label)
 
-    if progress is not None:
-        progress(1, total_steps[0], f"calibrated on {probe:,} rows")
+    step(f"calibrated on {probe:,} rows")
     rate = dict(calibration.seconds_per_row)
     if plan.full:
         measure_full(runner, plan, result, step)
@@ -176,7 +151,7 @@ def run(
         time_left = options.time_budget_s - (clock() - started)
         sampled = plan_samples(spec, plan, methods, rate, options, time_left, budget, backing, plan_budget.limit)
         plan.sample_groups = sync.agree(plan.sample_groups)  # rank 0's sizes, so every rank takes the same steps
-        total_steps[0] += sum(group.steps for group in plan.sample_groups)
+        total += sum(group.steps for group in plan.sample_groups)
         measure_samples(runner, plan, result, sampled, step)
     if not plan.full:
         result.gpu = unallocated_device_figures(device)
@@ -185,6 +160,12 @@ def run(
     result.rounds_cut = plan.rounds_cut
     result.run_peak_rss_bytes = runner.run_peak or None
     return results
+
+
+def placement(options: EngramOptions) -> tuple[torch.device, Backing]:
+    """Where the tables live: the device (the CPU with offload) and the backing memory."""
+    device = resolve_device(options.device) if not options.offload else torch.device("cpu")
+    return device, resolve_backing(options.backing or "pinned", offload=options.offload, device=device)
 
 
 def _budget(plan_budget: MemoryBudget, options: EngramOptions) -> Budget:
@@ -210,14 +191,8 @@ def _backing_info(backing: Backing) -> BackingInfo:
     else:
         reserved = Figure.missing(f"{NO_RESERVED_FIGURE}:{backing.used}")
     huge = Figure.missing(NOT_ALLOCATED if backing.used == "hugepages" else f"{NO_HUGE_PAGES_ASKED}:{backing.used}")
-    return BackingInfo(
-        backing.requested,
-        backing.used,
-        backing.device,
-        backing.note,
-        backing.rounding,
-        reserved_measured_bytes=reserved,
-        huge_page_bytes=huge,
+    return copied(
+        BackingInfo, backing, rounding=backing.rounding, reserved_measured_bytes=reserved, huge_page_bytes=huge
     )
 
 

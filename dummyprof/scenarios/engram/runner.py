@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import torch
 
@@ -16,6 +16,7 @@ from dummyprof.allocation.backings import Arena, Backing, anon_huge_page_bytes, 
 from dummyprof.loaders.fp8_methods import FillMethod, TablePair, sample_values
 from dummyprof.measure.device import synchronize
 from dummyprof.measure.memory import (
+    PeakReading,
     PeakRss,
     gpu_allocator_peak_figure,
     gpu_used_figure,
@@ -26,7 +27,7 @@ from dummyprof.measure.memory import (
 from dummyprof.measure.projection import Sample, fastest_rate, fit_proportional, project, project_time
 from dummyprof.measure.roofline import generator_bound, share_of_floor
 from dummyprof.models.engram import EngramSpec, EngramTable
-from dummyprof.results.common import Figure, MemoryUse, Timing
+from dummyprof.results.common import Figure, MemoryUse, Timing, copied
 from dummyprof.results.engram import (
     FASTER_THAN_FLOOR,
     MEASURED,
@@ -80,10 +81,6 @@ class Tables:
     pairs: list[TablePair]
     rss_before: int
 
-    def declare(self, constant: bool) -> None:
-        for module in self.modules:
-            module.declare(constant)
-
 
 @dataclass
 class Step:
@@ -115,73 +112,58 @@ class Runner:
         self.clock = clock
         self.run_peak = 0
 
-    def _sync(self) -> None:
-        synchronize(self.device)
-
-    def _note_peak(self, peak: PeakRss) -> tuple[int, int, str]:
-        reading = peak.reading
-        assert reading is not None
-        self.run_peak = max(self.run_peak, reading.peak)
-        return reading.before, reading.peak, reading.method
-
-    def allocate(self, part_rows: int) -> tuple[Tables, float]:
-        self.sync.phase("allocate")
-        before = rss_bytes()
-        arena = Arena(self.backing)
+    def _timed(self, label: str, work: Callable[[], T]) -> tuple[T, float, PeakReading]:
+        """``work()`` once every rank reaches ``label``: its result, seconds (device synchronized), peak RSS."""
+        self.sync.phase(label)
         peak = PeakRss()
         with peak.measure():
             t0 = self.clock()
-            # The model's own tables, built in the backing's memory: what a model declares is what is measured.
-            modules = [
-                EngramTable(part_rows, self.spec.dim, self.spec.block_size, empty=arena.empty)
-                for _ in range(self.spec.tables)
-            ]
-            self._sync()
+            value = work()
+            synchronize(self.device)
             seconds = self.clock() - t0
-        self._note_peak(peak)
+        reading = peak.reading
+        assert reading is not None
+        self.run_peak = max(self.run_peak, reading.peak)
+        return value, seconds, reading
+
+    def allocate(self, part_rows: int) -> tuple[Tables, float]:
+        before = rss_bytes()
+        arena = Arena(self.backing)
+
+        def build() -> list[EngramTable]:
+            # The model's own tables, built in the backing's memory: what a model declares is what is measured.
+            spec = self.spec
+            return [EngramTable(part_rows, spec.dim, spec.block_size, empty=arena.empty) for _ in range(spec.tables)]
+
+        modules, seconds, _ = self._timed("allocate", build)
         pairs = [TablePair(m.weight, m.weight_scale_inv) for m in modules]
         return Tables(arena, modules, pairs, before), seconds
 
     def first_touch(self, tables: Tables) -> float:
         """The first write to fresh pages: page faults (and zeroing by the kernel) on top of a memset."""
-        self.sync.phase("first touch")
-        peak = PeakRss()
-        with peak.measure():
-            t0 = self.clock()
+
+        def touch() -> None:
             for pair in tables.pairs:
                 pair.weight.view(torch.uint8).fill_(0)
                 pair.scale.fill_(0)
-            self._sync()
-            seconds = self.clock() - t0
-        self._note_peak(peak)
-        return seconds
+
+        return self._timed("first touch", touch)[1]
 
     def fill(self, method: FillMethod, tables: Tables) -> Step:
         # No gc.collect() here: a full collection costs ~0.2 s with torch loaded, and fills create no cycles.
-        self.sync.phase(f"fill {method.name}")
         # `constant` fills the tables as offloaded tables declare them (dummy_weight_value, read by the
         # initializer); the other methods fill the same tables undeclared, as without offload.
-        tables.declare(method.declared)
-        self._sync()
+        for module in tables.modules:
+            module.declare(method.declared)
+        synchronize(self.device)
         reset_gpu_peak(self.device)
-        peak = PeakRss()
-        with peak.measure():
-            t0 = self.clock()
-            outcome = method.fill(tables.pairs, self.chunk)
-            self._sync()
-            seconds = self.clock() - t0
-        before, top, how = self._note_peak(peak)
-        return Step(seconds, outcome.bytes_written, outcome.scratch_bytes, before, top, how)
+        outcome, seconds, peak = self._timed(f"fill {method.name}", lambda: method.fill(tables.pairs, self.chunk))
+        return Step(seconds, outcome.bytes_written, outcome.scratch_bytes, peak.before, peak.peak, peak.method)
 
     def release(self, tables: Tables) -> None:
         tables.pairs.clear()
         tables.modules.clear()
         tables.arena.release()  # collects once, so mapped buffers are unmapped before the next allocation
-
-
-def _stepped(s: Step, step: Callable[[str], None], label: str) -> Step:
-    step(label)
-    return s
 
 
 def _median_step(steps: Sequence[Step]) -> Step:
@@ -196,14 +178,16 @@ def _median_step(steps: Sequence[Step]) -> Step:
 
 def _values(tables: Tables) -> ValueStats:
     v = sample_values(tables.pairs)
-    return ValueStats(
-        v.sampled,
-        v.weight_zero_share,
-        v.weight_distinct,
-        list(v.scale_values),
-        v.scale_distinct,
-        v.weight_min,
-        v.weight_max,
+    return copied(ValueStats, v, scale_values=list(v.scale_values))
+
+
+def _device_memory(device: torch.device, **rss: Any) -> MemoryUse:
+    """Pinned and GPU memory as they stand now, beside the RSS figures given."""
+    return MemoryUse(
+        pinned_bytes=pinned_memory_figure(),
+        gpu_used_bytes=gpu_used_figure(device),
+        gpu_allocator_peak_bytes=gpu_allocator_peak_figure(device),
+        **rss,
     )
 
 
@@ -257,20 +241,11 @@ def measure_full(runner: Runner, plan: Plan, result: EngramResult, step: Callabl
             step(f"round {round_index + 1}/{plan.full_rounds[method.name]}: {method.name}")
     for name, s in worst.items():
         entry = result.method(name)
-        entry.memory = MemoryUse(
-            rss_before_bytes=s.rss_before,
-            rss_peak_bytes=s.rss_peak,
-            rss_peak_method=s.method,
-            pinned_bytes=pinned_memory_figure(),
-            gpu_used_bytes=gpu_used_figure(runner.device),
-            gpu_allocator_peak_bytes=gpu_allocator_peak_figure(runner.device),
+        entry.memory = _device_memory(
+            runner.device, rss_before_bytes=s.rss_before, rss_peak_bytes=s.rss_peak, rss_peak_method=s.method
         )
         entry.peak_rss_bytes = Figure(float(s.rss_peak))
-    result.gpu = MemoryUse(
-        pinned_bytes=pinned_memory_figure(),
-        gpu_used_bytes=gpu_used_figure(runner.device),
-        gpu_allocator_peak_bytes=gpu_allocator_peak_figure(runner.device),
-    )
+    result.gpu = _device_memory(runner.device)
     runner.release(tables)
 
 
@@ -301,14 +276,10 @@ def measure_samples(
                 continue
             k = group.rows.index(rows) + 1
             for method in group.methods:
-                readings = [
-                    _stepped(
-                        runner.fill(method, tables),
-                        step,
-                        f"sample {k}/{len(group.rows)} ({rows:,} rows): {method.name}",
-                    )
-                    for _ in range(group.rounds[method.name])
-                ]
+                readings = []
+                for _ in range(group.rounds[method.name]):
+                    readings.append(runner.fill(method, tables))
+                    step(f"sample {k}/{len(group.rows)} ({rows:,} rows): {method.name}")
                 s = _median_step(readings)
                 need = reserved + method.scratch_bytes(rows * spec.dim, runner.chunk)
                 points[method.name].append(
@@ -358,21 +329,18 @@ def _samples(points: Sequence[SamplePoint]) -> list[Sample]:
     return [Sample(p.bytes_written, p.readings_s or [p.seconds]) for p in points]
 
 
-def floor_rate(result: EngramResult) -> float | None:
-    """Bytes per second of the memset floor at full size: measured (median of the rounds) or projected."""
-    floor = next((m for m in result.methods if m.name == result.floor_method), None)
+def floor_rate(result: EngramResult, *, slow: bool = False) -> float | None:
+    """Bytes per second of the memset floor at full size: measured (median of the rounds) or projected.
+
+    ``slow``: at the slow end of the floor's interval (a projected floor) or its slowest round.
+    """
+    floor = result.floor()
     if floor is None:
         return None
-    seconds = floor.timing.median if floor.mode == MEASURED else floor.seconds.value
-    return floor.bytes_written / seconds if seconds else None
-
-
-def floor_slow_rate(result: EngramResult) -> float | None:
-    """Bytes per second at the slow end of the floor's interval (a projected floor) or its slowest round."""
-    floor = next((m for m in result.methods if m.name == result.floor_method), None)
-    if floor is None:
-        return None
-    seconds = floor.projection.high_s if floor.projection is not None else floor.timing.max
+    if slow:
+        seconds = floor.projection.high_s if floor.projection is not None else floor.timing.max
+    else:
+        seconds = floor.timing.median if floor.mode == MEASURED else floor.seconds.value
     return floor.bytes_written / seconds if seconds else None
 
 
@@ -392,7 +360,7 @@ def project_samples(
         if method.name == result.floor_method:
             ceiling, slow = fastest_rate(samples), None
         else:
-            ceiling, slow = floor_rate(result), floor_slow_rate(result)
+            ceiling, slow = floor_rate(result), floor_rate(result, slow=True)
         entry.time_fit, entry.projection = project_time(
             samples,
             entry.bytes_written,
@@ -417,7 +385,7 @@ def project_samples(
             samples,
             table_bytes,
             ceiling_bytes_per_s=bound[0],
-            ceiling_slow_bytes_per_s=floor_slow_rate(result) if bound[1] == result.floor_method else None,
+            ceiling_slow_bytes_per_s=floor_rate(result, slow=True) if bound[1] == result.floor_method else None,
             ceiling_name=bound[1],
             size_independent=phase == ALLOCATE,  # pageable allocation maps address space: no bytes move
         )
@@ -437,14 +405,11 @@ def project_samples(
 def unallocated_device_figures(device: torch.device) -> MemoryUse:
     """Pinned and GPU figures describe the full tables; say why there are none rather than print 0."""
 
-    def why(figure: Figure) -> Figure:
-        return figure if figure.value is None else Figure.missing(NOT_ALLOCATED_PROJECTED)
-
-    return MemoryUse(
-        pinned_bytes=why(pinned_memory_figure()),
-        gpu_used_bytes=why(gpu_used_figure(device)),
-        gpu_allocator_peak_bytes=why(gpu_allocator_peak_figure(device)),
-    )
+    memory = _device_memory(device)
+    for name in ("pinned_bytes", "gpu_used_bytes", "gpu_allocator_peak_bytes"):
+        if getattr(memory, name).value is not None:
+            setattr(memory, name, Figure.missing(NOT_ALLOCATED_PROJECTED))
+    return memory
 
 
 def derive(result: EngramResult) -> None:
@@ -454,7 +419,7 @@ def derive(result: EngramResult) -> None:
             median = m.timing.median
             assert median is not None
             m.seconds = Figure(median)
-    floor = next((m for m in result.methods if m.name == result.floor_method), None)
+    floor = result.floor()
     # The floor is its fastest round (a preempted memset only reads slower), as compare's is: a fill still
     # faster than that is flagged, never shown as a share above 100%.
     floor_s = min(floor.timing.samples_s) if floor and floor.mode == MEASURED and floor.timing.samples_s else None

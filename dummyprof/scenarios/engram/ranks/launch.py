@@ -21,6 +21,7 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Iterator
+from multiprocessing.process import BaseProcess
 from typing import Any
 
 from dummyprof.errors import DummyprofError
@@ -116,19 +117,15 @@ def _collect(
 
 def _stop(processes: list[Any], *, exit_s: float = 0.0) -> None:
     """After ``exit_s`` for them to exit, SIGTERM every rank still running, then SIGKILL; reap them all."""
-    end = time.monotonic() + exit_s
+    for wait_s, stop in ((exit_s, BaseProcess.terminate), (STOP_GRACE_S, BaseProcess.kill)):
+        end = time.monotonic() + wait_s
+        for process in processes:
+            process.join(max(0.0, end - time.monotonic()))
+        for process in processes:
+            if process.is_alive():
+                stop(process)
     for process in processes:
-        process.join(max(0.0, end - time.monotonic()))
-    for process in processes:
-        if process.is_alive():
-            process.terminate()
-    end = time.monotonic() + STOP_GRACE_S
-    for process in processes:
-        process.join(max(0.0, end - time.monotonic()))
-    for process in processes:
-        if process.is_alive():
-            process.kill()
-            process.join()
+        process.join()
 
 
 @contextlib.contextmanager

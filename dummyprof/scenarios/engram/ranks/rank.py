@@ -17,18 +17,15 @@ import statistics
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TypeVar
 
 import torch
 
-from dummyprof.allocation.backings import resolve_backing
 from dummyprof.errors import DummyprofError, UsageError
 from dummyprof.loaders.fp8_methods import FillMethod, get_method
 from dummyprof.measure.budget import DEFAULT_SHARE
-from dummyprof.measure.device import resolve_device
 from dummyprof.measure.memory import available_memory_bytes, cpu_count
 from dummyprof.models.engram import shard
-from dummyprof.results.common import Figure
+from dummyprof.results.common import Figure, copied
 from dummyprof.results.engram import MEASURED, EngramResult
 from dummyprof.results.ranks import Contention, NodeMemory, PhaseCritical, RankFill, RankRecord, RanksAggregate
 from dummyprof.results.session import Results
@@ -42,27 +39,12 @@ from dummyprof.scenarios.engram.ranks.world import (
     join,
     run_checked,
 )
-from dummyprof.scenarios.engram.run import run
+from dummyprof.scenarios.engram.run import placement, run
 from dummyprof.scenarios.engram.runner import Clock, Runner
 from dummyprof.units import format_bytes
 
-T = TypeVar("T")
-
 Samples = dict[str, tuple[list[float], list[float]]]  # method: (alone, together) seconds
 Describe = Callable[[DummyprofError], str]  # an error as the edge names it (a flag, a config key)
-
-
-class WorldSync:
-    """``RankSync`` over a ``World``: a failure-aware barrier per step, rank 0's plan for everyone."""
-
-    def __init__(self, world: World) -> None:
-        self.world = world
-
-    def phase(self, label: str) -> None:
-        self.world.barrier(label)
-
-    def agree(self, value: T) -> T:
-        return self.world.broadcast("plan", value)
 
 
 @dataclass
@@ -173,7 +155,7 @@ def run_ranks(
     available = available_memory_bytes()
     mine = rank_options(options, world, available)
     world.barrier("start")
-    results = run(mine, clock=clock, sync=WorldSync(world))
+    results = run(mine, clock=clock, sync=world)
     section = results.engram
     assert section is not None
     section.budget.memory_source = budget_source(section.budget.memory_source, options, world, available)
@@ -197,8 +179,7 @@ def measure_contention(
     options: EngramOptions, world: World, methods: Sequence[FillMethod], rounds: dict[str, int], clock: Clock
 ) -> Samples:
     """Fill the same shard alone (one rank at a time, the others at a barrier), then every rank at once."""
-    device = resolve_device(options.device) if not options.offload else torch.device("cpu")
-    backing = resolve_backing(options.backing or "pinned", offload=options.offload, device=device)
+    device, backing = placement(options)
     spec = options.spec()
     runner = Runner(spec, backing, device, options.chunk_elements, clock)
     world.barrier("contention: allocate")
@@ -235,23 +216,18 @@ def rank_record(world: World, section: EngramResult, samples: Samples, available
         alone, together = samples.get(m.name, ([], []))
         not_checked = "dry run" if section.dry_run else f"{m.mode}: not filled at full size on every rank"
         fills.append(
-            RankFill(
+            copied(
+                RankFill,
+                m,
                 method=m.name,
-                mode=m.mode,
-                seconds=m.seconds,
-                needed_bytes=m.needed_bytes,
-                fits_in_memory=m.fits_in_memory,
-                peak_rss_bytes=m.peak_rss_bytes,
                 alone_s=_median(alone, not_checked),
                 together_s=_median(together, not_checked),
                 contention_rounds=len(together),
             )
         )
-    return RankRecord(
-        rank=world.rank,
-        world_size=world.world_size,
-        local_rank=world.local_rank,
-        local_world_size=world.local_world_size,
+    return copied(
+        RankRecord,
+        world.env,  # rank, world_size, local_rank, local_world_size
         host=world.host,
         part_rows=lay.part_rows,
         table_bytes=lay.table_bytes_per_rank,

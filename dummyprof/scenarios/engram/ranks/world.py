@@ -176,6 +176,14 @@ class World:
 
     # --- barriers and exchange ----------------------------------------------------------------------
 
+    # --- ``RankSync`` (runner.py): every timed step starts together, rank 0's plan for everyone -------
+
+    def phase(self, label: str) -> None:
+        self.barrier(label)
+
+    def agree(self, value: T) -> T:
+        return self.broadcast("plan", value)
+
     def barrier(self, label: str) -> None:
         """Wait until every rank reaches this step (same label, same count), or raise naming who did not."""
         self._count += 1

@@ -155,15 +155,8 @@ def resolve_backing(
     return Backing("pageable", "pageable")
 
 
-def shm_free_bytes(shm_dir: Path = SHM_DIR) -> int | None:
-    try:
-        st = os.statvfs(shm_dir)
-    except OSError:
-        return None
-    return st.f_bavail * st.f_frsize
-
-
 def disk_free_bytes(directory: Path) -> int | None:
+    """Bytes free on the file system of ``directory`` (``SHM_DIR``: /dev/shm), None when it cannot be read."""
     try:
         st = os.statvfs(directory)
     except OSError:

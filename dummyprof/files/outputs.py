@@ -170,10 +170,7 @@ def probe_output(output: Output, *, force: bool) -> None:
         return
     if stat.S_ISDIR(st.st_mode):
         raise UsageError(flag, f"{path} is a directory; give a file name such as {path / 'results.json'}")
-    if _is_stream(st.st_mode):
-        _probe_open(flag, path)
-        return
-    if output.append:
+    if _is_stream(st.st_mode) or output.append:
         _probe_open(flag, path)
         return
     if not force:
@@ -294,14 +291,11 @@ def write_output(output: Output, text: str, *, force: bool) -> None:
     """Write ``text`` to ``output`` by the rules above; raises OSError (see ``write_outputs``)."""
     real = Path(os.path.realpath(output.path))  # through symlinks: the link stays, its target is written
     st = _stat(real)
-    if output.append:
-        with open(real, "a", encoding="utf-8") as handle:
-            handle.write(text)
-        return
     if st is not None and stat.S_ISDIR(st.st_mode):
         raise IsADirectoryError(21, "Is a directory", str(output.path))
-    if st is not None and not stat.S_ISREG(st.st_mode):  # FIFO or device: write into it, never replace it
-        with open(real, "w", encoding="utf-8") as handle:
+    # Appended to (the step summary), or a FIFO or device: written into, never replaced.
+    if output.append or (st is not None and not stat.S_ISREG(st.st_mode)):
+        with open(real, "a" if output.append else "w", encoding="utf-8") as handle:
             handle.write(text)
         return
     if force:

@@ -16,7 +16,9 @@ from dummyprof.results.gate import Fingerprint
 
 # Counters compare torch releases only: a +cpu or +cu128 build walks modules the same way.
 COUNTER_FIELDS = ("command", "options", "torch_release")
-TIMING_FIELDS = ("command", "options", "torch_version", "device", "cpu_model", "torch_threads")
+# Copied from the run's Environment: timings compare only on the same machine and torch build.
+MACHINE_FIELDS = ("torch_version", "device", "cpu_model", "torch_threads")
+TIMING_FIELDS = ("command", "options", *MACHINE_FIELDS)
 
 
 def make_fingerprint(
@@ -24,15 +26,8 @@ def make_fingerprint(
 ) -> Fingerprint:
     skipped = set(ignore)
     flags = {k: v for k, v in to_jsonable(options).items() if k not in skipped}
-    return Fingerprint(
-        scenario=scenario,
-        command=command,
-        options=flags,
-        torch_version=environment.torch_version,
-        device=environment.device,
-        cpu_model=environment.cpu_model,
-        torch_threads=environment.torch_threads,
-    )
+    machine = {name: getattr(environment, name) for name in MACHINE_FIELDS}
+    return Fingerprint(scenario=scenario, command=command, options=flags, **machine)
 
 
 def option_defaults(options_type: type) -> dict[str, Any]:

@@ -49,23 +49,15 @@ def measure_scenario(
         run.error = f"does not fit on this machine: {flag_text(exc)}"
     except Exception as exc:  # a crash inside a scenario is "could not measure", never a regression
         run.error = _crash_report(exc)
-    if run.error is not None:
-        run.fingerprint = make_fingerprint(
-            scenario.name,
-            scenario.command.name,
-            _options_dict(scenario.options),
-            Environment(),
-            ignore=scenario.command.not_in_fingerprint,
-        )
-        return run, None
+    environment = None if run.error is not None else results.environment
     run.fingerprint = make_fingerprint(
         scenario.name,
         scenario.command.name,
         _options_dict(scenario.options),
-        results.environment,
+        environment or Environment(),
         ignore=scenario.command.not_in_fingerprint,
     )
-    return run, results.environment
+    return run, environment
 
 
 def measure_all(

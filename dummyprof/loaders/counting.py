@@ -45,14 +45,16 @@ class CountResult:
     walk_seconds: float  # the traversal with the recorder and a no-op fill (Python cost only)
 
 
+@dataclass
 class CountingTooLong(Exception):
     """The walk passed its deadline: ``visits`` counted in ``seconds`` and it was not done."""
 
-    def __init__(self, strategy: str, visits: int, seconds: float) -> None:
-        super().__init__(f"{strategy}: {visits} visits in {seconds:.1f} s, not done")
-        self.strategy = strategy
-        self.visits = visits
-        self.seconds = seconds
+    strategy: str
+    visits: int
+    seconds: float
+
+    def __str__(self) -> str:
+        return f"{self.strategy}: {self.visits} visits in {self.seconds:.1f} s, not done"
 
 
 # The clock is read once per this many visits: cheap next to a visit, and a deadline is still

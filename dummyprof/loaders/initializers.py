@@ -13,6 +13,8 @@ from typing import Protocol
 
 import torch
 
+from dummyprof.errors import UsageError
+from dummyprof.loaders import random_fast
 from dummyprof.loaders.outcome import DEFAULT_SEED, NOT_WRITTEN, FillOutcome
 
 DEFAULT_RANGE = 1e-3
@@ -158,15 +160,8 @@ class PlannedInitializer(Protocol):
 
 def _v033_handles(tensor: torch.Tensor, local_name: str) -> bool:
     """What the fast initializer leaves to v0.33: declared values, scale bytes, dtypes without a bit rule."""
-    from dummyprof.loaders import random_fast
-
-    dtype = tensor.dtype
-    constant = (
-        getattr(tensor, "dummy_weight_value", None) is not None
-        or (_FP8_E8M0 is not None and dtype == _FP8_E8M0)
-        or (dtype == torch.uint8 and "scale" in local_name)
-    )
-    return constant or random_fast.rule_for(dtype) is None
+    rule, _ = V033Initializer().plan(tensor, local_name)
+    return rule in (RULE_DECLARED, RULE_SCALE) or tensor.dtype not in random_fast.RULES
 
 
 @dataclass(frozen=True)
@@ -186,8 +181,6 @@ class FastInitializer:
 
     def plan(self, tensor: torch.Tensor, local_name: str) -> tuple[str, FillOutcome]:
         """The rule and outcome as if ``tensor`` were a real CPU tensor; writes nothing."""
-        from dummyprof.loaders import random_fast
-
         if _v033_handles(tensor, local_name):
             return V033Initializer(self.seed).plan(tensor, local_name)
         size = tensor.nbytes
@@ -196,8 +189,6 @@ class FastInitializer:
         return RULE_RANDOM_FAST, FillOutcome(size, staging + scratch)
 
     def __call__(self, tensor: torch.Tensor, local_name: str) -> FillOutcome:
-        from dummyprof.loaders import random_fast
-
         if tensor.device.type == "meta":
             return NOT_WRITTEN
         if _v033_handles(tensor, local_name):
@@ -222,7 +213,5 @@ def get_initializer(name: str) -> Initializer:
     try:
         return INITIALIZERS[name]
     except KeyError:
-        from dummyprof.errors import UsageError
-
         known = ", ".join(sorted(INITIALIZERS))
         raise UsageError.for_field("initializer", f"unknown initializer {name!r}; choose one of: {known}") from None

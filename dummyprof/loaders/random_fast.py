@@ -44,7 +44,6 @@ LANES = 16384  # words per lane array: 128 KiB, so a worker's two arrays stay in
 STEPS = 32  # generator steps per chunk: seeding (10 passes over the lanes) is paid once per 32 steps
 WORD_BYTES = 8
 CHUNK_BYTES = LANES * STEPS * WORD_BYTES  # 4 MiB of output per chunk, fixed: it defines the bytes
-TORCH_CHUNK_BYTES = CHUNK_BYTES  # scratch of the device fallback
 
 _MASK64 = (1 << 64) - 1
 GAMMA = 0x9E3779B97F4A7C15  # SplitMix64's increment
@@ -121,10 +120,6 @@ RULES: dict[torch.dtype, BitRule] = {
 _FP4_X2 = getattr(torch, "float4_e2m1fn_x2", None)
 if _FP4_X2 is not None:  # packed fp4 has no NaN or Inf: any byte is two valid values
     RULES[_FP4_X2] = BitRule(1, 0xFF, 0, "uniform bytes (two e2m1 values each)")
-
-
-def rule_for(dtype: torch.dtype) -> BitRule | None:
-    return RULES.get(dtype)
 
 
 def default_workers() -> int:
@@ -297,7 +292,7 @@ def _signed(word: int) -> int:
     return word - (1 << 64) if word >= 1 << 63 else word
 
 
-def fill_torch(flat: torch.Tensor, rule: BitRule, seed: int, chunk_bytes: int = TORCH_CHUNK_BYTES) -> int:
+def fill_torch(flat: torch.Tensor, rule: BitRule, seed: int, chunk_bytes: int = CHUNK_BYTES) -> int:
     """Device fallback: words from torch's generator on the tensor's device, masked the same way, chunk by chunk."""
     dst = flat.view(torch.uint8)
     gen = torch.Generator(device=flat.device).manual_seed(seed)
@@ -322,7 +317,7 @@ def fill(
     Raises ``ValueError`` for a dtype without a rule (see ``RULES``), a non-contiguous tensor or an
     engine this install lacks.
     """
-    rule = rule_for(tensor.dtype)
+    rule = RULES.get(tensor.dtype)
     if rule is None:
         raise ValueError(f"random-fast has no bit rule for {tensor.dtype}; supported: {', '.join(map(str, RULES))}")
     if not tensor.is_contiguous():

@@ -62,8 +62,7 @@ def load_loader(spec: str, args: dict[str, Any] | None = None) -> UserLoader:
 def _fills_itself(loader: UserLoader) -> Callable[[nn.Module], Iterator[tuple[str, torch.Tensor]]]:
     def traverse(model: nn.Module) -> Iterator[tuple[str, torch.Tensor]]:
         loader(model)
-        return
-        yield  # a generator that fills the model and hands nothing to the initializer
+        yield from ()  # a generator that fills the model and hands nothing to the initializer
 
     return traverse
 

@@ -82,10 +82,7 @@ def cgroup_memory_limit(root: Path = CGROUP_ROOT, proc_cgroup: Path = PROC_CGROU
         limit_file = directory / "memory.max"
         if not limit_file.is_file():
             continue
-        text = limit_file.read_text(encoding="ascii").strip()
-        if text == "max":
-            return None
-        limit = _read_int(limit_file)
+        limit = _read_int(limit_file)  # None for "max" (no limit) as for anything unreadable
         current = _read_int(directory / "memory.current")
         if limit is None or current is None:
             return None

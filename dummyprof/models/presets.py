@@ -140,14 +140,7 @@ def torch_transformer(
     d_model: int = 128, nhead: int = 4, encoder_layers: int = 2, decoder_layers: int = 2, dim_feedforward: int = 256
 ) -> nn.Module:
     """PyTorch's ``nn.Transformer`` (encoder-decoder), batch_first."""
-    return nn.Transformer(
-        d_model=d_model,
-        nhead=nhead,
-        num_encoder_layers=encoder_layers,
-        num_decoder_layers=decoder_layers,
-        dim_feedforward=dim_feedforward,
-        batch_first=True,
-    )
+    return nn.Transformer(d_model, nhead, encoder_layers, decoder_layers, dim_feedforward, batch_first=True)
 
 
 def dense_decoder(

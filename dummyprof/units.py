@@ -11,17 +11,7 @@ from decimal import Decimal, DecimalException, Overflow
 
 from dummyprof.errors import UsageError
 
-_SUFFIXES = {
-    "": 1,
-    "K": 10**3,
-    "M": 10**6,
-    "G": 10**9,
-    "T": 10**12,
-    "KI": 2**10,
-    "MI": 2**20,
-    "GI": 2**30,
-    "TI": 2**40,
-}
+_SUFFIXES = {"": 1, "K": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "KI": 2**10, "MI": 2**20, "GI": 2**30, "TI": 2**40}
 # Every count and size a flag can give must fit the int64 that torch, NumPy and the JSON readers of
 # our results hold it in; bigger is refused at parse time (a scenario may bound it further).
 INT64_MAX = 2**63 - 1

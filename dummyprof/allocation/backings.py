@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import math
 import mmap
 import os
 import re
@@ -235,10 +236,7 @@ class Arena:
     _files: int = 0  # table files created for an mmap backing
 
     def empty(self, shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
-        numel = 1
-        for n in shape:
-            numel *= n
-        nbytes = numel * torch.empty((), dtype=dtype).element_size()
+        nbytes = math.prod(shape) * torch.empty((), dtype=dtype).element_size()
         used = self.backing.used
         if used in ("hugepages", "shm", "mmap"):
             tensor = self._mapped(nbytes, used).view(dtype).view(shape)

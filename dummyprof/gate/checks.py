@@ -103,14 +103,8 @@ def _timing(
     config: GateConfig, scenario: ScenarioConfig, run: ScenarioRun, base: ScenarioRun | None, name: str
 ) -> CheckResult:
     metric = run.metrics[name]
-    check = CheckResult(
-        scenario.name,
-        name,
-        "timing",
-        metric.unit,
-        current=metric.value,
-        threshold=f"> x{config.factor:g} and p < {config.alpha:g}",
-    )
+    threshold = f"> x{config.factor:g} and p < {config.alpha:g}"
+    check = CheckResult(scenario.name, name, "timing", metric.unit, current=metric.value, threshold=threshold)
     problem = _baseline_problem(scenario, run, base, name, TIMING_FIELDS)
     if problem is not None:
         check.verdict, check.detail = NOT_COMPARABLE, problem
@@ -119,12 +113,8 @@ def _timing(
     then = base.metrics[name]
     check.baseline = then.value
     outcome = compare_timings(metric.samples, then.samples, factor=config.factor, alpha=config.alpha)
-    check.change, check.p_value, check.verdict, check.detail = (
-        outcome.change,
-        outcome.p_value,
-        outcome.verdict,
-        outcome.detail,
-    )
+    check.change, check.p_value = outcome.change, outcome.p_value
+    check.verdict, check.detail = outcome.verdict, outcome.detail
     return check
 
 

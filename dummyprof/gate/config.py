@@ -179,17 +179,8 @@ def _scenario(path: Path, name: str, table: dict[str, Any]) -> ScenarioConfig:
         ratios.append(RatioCheck(ratio["numerator"], ratio["denominator"], bound))
     if not (counter_names or limits or ratios or timing_names):
         raise ConfigError(path, key, 'has no checks; set counters = "all" or add limits, ratios or timings')
-    return ScenarioConfig(
-        name,
-        command,
-        options,
-        metrics,
-        counter_names,
-        limits,
-        ratios,
-        timing_names,
-        defaults=option_defaults(command.options_type()),
-    )
+    defaults = option_defaults(command.options_type())
+    return ScenarioConfig(name, command, options, metrics, counter_names, limits, ratios, timing_names, defaults)
 
 
 def _options(path: Path, key: str, command: CommandSpec, table: dict[str, Any]) -> Any:

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from dummyprof.gate.metrics import MetricSpec, section_of
-from dummyprof.results.engram import EngramResult
+from dummyprof.gate.metrics import BYTES, TIME, MetricSpec, section_of
+from dummyprof.results.engram import EngramResult, MethodResult
 from dummyprof.results.gate import Metric
 from dummyprof.results.session import Results
 
@@ -22,23 +22,34 @@ MEASURED = "measured"  # MethodResult.mode of a method timed at full size
 
 
 def engram_metric_names(options: Any) -> dict[str, MetricSpec]:
-    names = {name: MetricSpec("counter", "bytes") for name in LAYOUT_COUNTERS}
     from dummyprof.scenarios.engram.options import methods_to_run
 
+    names = {name: BYTES for name in LAYOUT_COUNTERS}
     for method in methods_to_run(list(options.methods)):
-        for counter in METHOD_COUNTERS:
-            names[f"{method}.{counter}"] = MetricSpec("counter", "bytes")
-        names[f"{method}.{MEASURED_SCRATCH}"] = MetricSpec("counter", "bytes")
-        names[f"{method}.time"] = MetricSpec("time", "s")
+        names.update({f"{method}.{counter}": BYTES for counter in (*METHOD_COUNTERS, MEASURED_SCRATCH)})
+        names[f"{method}.time"] = TIME
     return names
+
+
+def layout_counters(section: EngramResult, prefix: str = "") -> dict[str, Metric]:
+    """The table bytes held and reserved; ``prefix`` names one rank of several (``rank1.``)."""
+    layout = section.layout
+    return {f"{prefix}{name}": Metric("counter", "bytes", float(getattr(layout, name))) for name in LAYOUT_COUNTERS}
+
+
+def method_counters(method: MethodResult, prefix: str = "") -> dict[str, Metric]:
+    """A fill method's exact bytes, computed from shapes; ``prefix`` as for :func:`layout_counters`."""
+    return {
+        f"{prefix}{method.name}.{counter}": Metric("counter", "bytes", float(getattr(method, counter)))
+        for counter in METHOD_COUNTERS
+    }
 
 
 def engram_metrics(results: Results) -> dict[str, Metric]:
     section: EngramResult = section_of(results, "engram")
-    metrics = {name: Metric("counter", "bytes", float(getattr(section.layout, name))) for name in LAYOUT_COUNTERS}
+    metrics = layout_counters(section)
     for method in section.methods:
-        for counter in METHOD_COUNTERS:
-            metrics[f"{method.name}.{counter}"] = Metric("counter", "bytes", float(getattr(method, counter)))
+        metrics.update(method_counters(method))
         if method.measured_scratch_bytes is not None:
             metrics[f"{method.name}.{MEASURED_SCRATCH}"] = Metric(
                 "counter", "bytes", float(method.measured_scratch_bytes)

@@ -10,8 +10,8 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
-from dummyprof.gate.engram_metrics import LAYOUT_COUNTERS, MEASURED, METHOD_COUNTERS
-from dummyprof.gate.metrics import MetricSpec
+from dummyprof.gate.engram_metrics import LAYOUT_COUNTERS, MEASURED, METHOD_COUNTERS, layout_counters, method_counters
+from dummyprof.gate.metrics import BYTES, TIME, MetricSpec
 from dummyprof.results.gate import Metric
 from dummyprof.results.session import Results
 
@@ -24,15 +24,12 @@ def _methods(options: Any) -> list[str]:
 
 
 def engram_ranks_metric_names(options: Any) -> dict[str, MetricSpec]:
+    methods = _methods(options)
     names: dict[str, MetricSpec] = {}
     for rank in range(options.nproc):
-        for counter in LAYOUT_COUNTERS:
-            names[f"rank{rank}.{counter}"] = MetricSpec("counter", "bytes")
-        for method in _methods(options):
-            for counter in METHOD_COUNTERS:
-                names[f"rank{rank}.{method}.{counter}"] = MetricSpec("counter", "bytes")
-    for method in _methods(options):
-        names[f"{method}.time"] = MetricSpec("time", "s")
+        names.update({f"rank{rank}.{counter}": BYTES for counter in LAYOUT_COUNTERS})
+        names.update({f"rank{rank}.{m}.{counter}": BYTES for m in methods for counter in METHOD_COUNTERS})
+    names.update({f"{method}.time": TIME for method in methods})
     return names
 
 
@@ -45,14 +42,9 @@ def engram_ranks_metrics(results: Results) -> dict[str, Metric]:
         section = record.engram
         if section is None:
             raise ValueError(f"rank {record.rank} returned no engram section")
-        for counter in LAYOUT_COUNTERS:
-            value = float(getattr(section.layout, counter))
-            metrics[f"rank{record.rank}.{counter}"] = Metric("counter", "bytes", value)
+        metrics.update(layout_counters(section, f"rank{record.rank}."))
         for method in section.methods:
-            for counter in METHOD_COUNTERS:
-                metrics[f"rank{record.rank}.{method.name}.{counter}"] = Metric(
-                    "counter", "bytes", float(getattr(method, counter))
-                )
+            metrics.update(method_counters(method, f"rank{record.rank}."))
             if method.mode == MEASURED and method.timing.samples_s:
                 rounds.setdefault(method.name, []).append(list(method.timing.samples_s))
     for name, per_rank in rounds.items():

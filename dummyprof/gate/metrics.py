@@ -32,6 +32,7 @@ class MetricSpec:
 
 
 TIME = MetricSpec("time", "s")
+BYTES = MetricSpec("counter", "bytes")
 
 Extractor = Callable[[Results], dict[str, Metric]]
 Namer = Callable[[Any], dict[str, MetricSpec]]

@@ -141,10 +141,7 @@ def _config_from_hub(repo_id: str, trust_remote_code: bool) -> Any:
     except ValueError as exc:
         raise UsageError(FLAG, f"transformers rejected the config of {repo_id!r}: {_first_line(exc)}") from exc
     except Exception as exc:
-        raise UsageError(
-            FLAG,
-            f"cannot fetch config.json for hub id {repo_id!r} ({_first_line(exc)}); {fix}",
-        ) from exc
+        raise UsageError(FLAG, f"cannot fetch config.json for hub id {repo_id!r} ({_first_line(exc)}); {fix}") from exc
     finally:
         hub_logger.setLevel(level)
 

@@ -31,31 +31,28 @@ class CgroupLimit:
         return max(0, self.limit_bytes - self.usage_bytes)
 
 
-def _read_int(path: Path) -> int | None:
+def _text(path: Path) -> str:
+    """The file's text, '' when it cannot be read (no such controller, not ASCII)."""
     try:
-        text = path.read_text(encoding="ascii").strip()
+        return path.read_text(encoding="ascii")
     except (OSError, UnicodeDecodeError):
-        return None
+        return ""
+
+
+def _read_int(path: Path) -> int | None:
+    text = _text(path).strip()
     return int(text) if text.isdigit() else None
 
 
 def _stat(path: Path, key: str) -> int:
-    try:
-        text = path.read_text(encoding="ascii")
-    except (OSError, UnicodeDecodeError):
-        return 0
-    match = re.search(rf"^{key} (\d+)$", text, re.MULTILINE)
+    match = re.search(rf"^{key} (\d+)$", _text(path), re.MULTILINE)
     return int(match.group(1)) if match else 0
 
 
 def _own_paths(proc_cgroup: Path) -> tuple[str | None, str | None]:
     """This process's cgroup path under the v2 hierarchy and under the v1 memory controller."""
     v2 = v1 = None
-    try:
-        lines = proc_cgroup.read_text(encoding="ascii").splitlines()
-    except (OSError, UnicodeDecodeError):
-        return None, None
-    for line in lines:
+    for line in _text(proc_cgroup).splitlines():
         parts = line.split(":", 2)
         if len(parts) != 3:
             continue

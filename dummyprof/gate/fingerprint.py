@@ -22,8 +22,9 @@ TIMING_FIELDS = ("command", "options", *MACHINE_FIELDS)
 
 
 def make_fingerprint(
-    scenario: str, command: str, options: dict[str, Any], environment: Environment, *, ignore: Iterable[str] = ()
+    scenario: str, command: str, options: Any, environment: Environment, *, ignore: Iterable[str] = ()
 ) -> Fingerprint:
+    """``options``: the scenario's options dataclass (or its fields as a dict); ``ignore``: fields left out."""
     skipped = set(ignore)
     flags = {k: v for k, v in to_jsonable(options).items() if k not in skipped}
     machine = {name: getattr(environment, name) for name in MACHINE_FIELDS}

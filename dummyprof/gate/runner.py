@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import traceback
 from collections.abc import Callable
-from dataclasses import fields
 from pathlib import Path
 
 from dummyprof.errors import DoesNotFitError, ResultsFileError, UsageError, flag_text
@@ -20,10 +19,6 @@ from dummyprof.results.store import load_results
 from dummyprof.units import INT64_MAX
 
 Progress = Callable[[int, int, str], None]
-
-
-def _options_dict(options: object) -> dict[str, object]:
-    return {f.name: getattr(options, f.name) for f in fields(options)}  # type: ignore[arg-type]
 
 
 def _crash_report(exc: BaseException) -> str:
@@ -53,7 +48,7 @@ def measure_scenario(
     run.fingerprint = make_fingerprint(
         scenario.name,
         scenario.command.name,
-        _options_dict(scenario.options),
+        scenario.options,
         environment or Environment(),
         ignore=scenario.command.not_in_fingerprint,
     )

@@ -21,7 +21,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from dummyprof.errors import DoesNotFitError, DummyprofError, UsageError
+from dummyprof.errors import DummyprofError, UsageError
 from dummyprof.files.reading import HF_CONFIG, read_bounded, unique_keys
 from dummyprof.models.hf_fields import check_fields, check_shape
 from dummyprof.models.meta_bounds import BuildLimits, BuildStopped, bounded_build, build_stopped_error
@@ -273,21 +273,11 @@ def _refuse_estimate(estimate: BuildEstimate, limits: BuildLimits, flag: str, ta
     )
     if limits.max_objects is not None and estimate.objects > limits.max_objects:
         fit = _layers_that_fit(estimate, limits.max_objects)
-        raise DoesNotFitError(
-            flag,
-            f"{what}, more than the {limits.max_objects:,} this machine's memory holds as Python objects; "
-            f"at most {fit:,} layers fit: pass --model-arg {LAYERS_FIELD}={fit}",
-        )
+        raise limits.too_many_objects(flag, what, f"at most {fit:,} layers fit: pass --model-arg {LAYERS_FIELD}={fit}")
     if limits.seconds is not None and estimate.seconds > limits.seconds:
         fit = _layers_that_fit(estimate, limits.seconds / max(estimate.seconds_per_object, 1e-12))
-        budget = "its share of the time budget" if limits.time_field else "the limit for building on meta"
-        raise DoesNotFitError(
-            flag if not limits.time_field else None,
-            f"{what}, estimated at {estimate.seconds:,.0f} s, over {budget} ({limits.seconds:.0f} s); "
-            f"about {fit:,} layers fit: pass --model-arg {LAYERS_FIELD}={fit}"
-            + (" or raise the time budget" if limits.time_field else ""),
-            field=limits.time_field or None,
-        )
+        fix = f"about {fit:,} layers fit: pass --model-arg {LAYERS_FIELD}={fit}"
+        raise limits.past_time(flag, f"{what}, estimated at {estimate.seconds:,.0f} s, over", fix)
 
 
 def build_on_meta(

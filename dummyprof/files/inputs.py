@@ -11,6 +11,7 @@ without running its package.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import os
 import sys
 from collections.abc import Iterable, Iterator, Mapping
@@ -57,13 +58,8 @@ def _module_file(dotted: str) -> Path | None:
 
 
 def _folder_files(folder: Path) -> Iterator[Path]:
-    count = 0
-    for root, _, names in os.walk(folder):
-        for name in names:
-            yield Path(root) / name
-            count += 1
-            if count >= MAX_FOLDER_FILES:
-                return
+    every = (Path(root) / name for root, _, names in os.walk(folder) for name in names)
+    return itertools.islice(every, MAX_FOLDER_FILES)
 
 
 def _spec_files(flag: str, spec: str) -> Iterator[RunInput]:

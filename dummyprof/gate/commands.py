@@ -13,10 +13,18 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from dummyprof.gate.engram_metrics import engram_metric_names, engram_metrics
-from dummyprof.gate.engram_ranks_metrics import engram_ranks_metric_names, engram_ranks_metrics
-from dummyprof.gate.metrics import Extractor, Namer, compare_metric_names, compare_metrics
-from dummyprof.gate.sweep_metrics import sweep_metric_names, sweep_metrics
+from dummyprof.gate.metrics import (
+    Extractor,
+    Namer,
+    compare_metric_names,
+    compare_metrics,
+    engram_metric_names,
+    engram_metrics,
+    engram_ranks_metric_names,
+    engram_ranks_metrics,
+    sweep_metric_names,
+    sweep_metrics,
+)
 from dummyprof.results.session import Results
 
 

@@ -11,7 +11,7 @@ from dummyprof.files.reading import BASELINE
 from dummyprof.gate.checks import evaluate
 from dummyprof.gate.config import GateConfig, ScenarioConfig
 from dummyprof.gate.fingerprint import make_fingerprint
-from dummyprof.gate.sweep_metrics import FIT
+from dummyprof.gate.metrics import FIT
 from dummyprof.results.common import Environment
 from dummyprof.results.gate import EXIT_INCOMPLETE, GateResult, Metric, ScenarioRun, gate_exit_code
 from dummyprof.results.session import Results

@@ -313,17 +313,6 @@ def build_on_meta(
         raise UsageError(flag, f"transformers could not build {config.model_type} on meta: {_first_line(exc)}") from exc
 
 
-def _materialize_copy(meta_model: nn.Module, device: torch.device, notes: list[str]) -> nn.Module:
-    from dummyprof.models.loading import materialize
-
-    model = copy.deepcopy(meta_model)  # deepcopy keeps tied parameters tied
-    if device.type != "meta":
-        made = materialize(model, device)
-        if not notes:
-            notes.extend(made)
-    return model
-
-
 def hf_source(
     spec: str,
     overrides: dict[str, Any] | None = None,
@@ -334,6 +323,7 @@ def hf_source(
 ) -> ModelSource:
     """A ModelSource for ``hf:TARGET`` with ``--model-arg`` config overrides."""
     from dummyprof.anatomy import largest_low_precision_elements, model_bytes
+    from dummyprof.models.loading import materialize_meta
 
     target = spec.removeprefix(PREFIX)
     if not target:
@@ -363,7 +353,7 @@ def hf_source(
     return ModelSource(
         source=spec,
         description=f"{type(meta_model).__name__} from {target}" + (f" ({shown})" if shown else ""),
-        build=lambda device: _materialize_copy(meta_model, device, notes),
+        build=lambda device: materialize_meta(copy.deepcopy(meta_model), device, notes),  # deepcopy keeps ties
         estimated_bytes=model_bytes(meta_model),
         options=options,
         notes=notes,

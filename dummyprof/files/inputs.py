@@ -20,11 +20,12 @@ from importlib.machinery import PathFinder
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from dummyprof.files.reading import STDIN
+
 if TYPE_CHECKING:
     from dummyprof.gate.config import GateConfig
 
 HF_PREFIX = "hf:"
-STDIN = "-"
 # An hf: folder is a model's snapshot; a folder with more files than this is not one, and is not walked further.
 MAX_FOLDER_FILES = 10_000
 

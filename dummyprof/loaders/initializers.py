@@ -32,10 +32,6 @@ def _generator(device: torch.device, seed: int) -> torch.Generator:
     return torch.Generator(device=device).manual_seed(seed)
 
 
-def float_bits(dtype: torch.dtype) -> int:
-    return torch.finfo(dtype).bits
-
-
 # Rules an initializer applies to a tensor; calibration fills group tensors by (initializer, rule, dtype).
 RULE_SKIP = "skip"  # not written (integer indices, meta tensors)
 RULE_DECLARED = "declared"  # fill_ with the tensor's dummy_weight_value
@@ -59,7 +55,7 @@ def _float_rule(tensor: torch.Tensor, *, fp16_scratch: int) -> tuple[str, FillOu
     """Floats of 16 bits and more uniform in place, narrower ones through fp16 temporaries; other dtypes skipped."""
     if not tensor.dtype.is_floating_point:
         return RULE_SKIP, NOT_WRITTEN
-    if float_bits(tensor.dtype) < 16:
+    if torch.finfo(tensor.dtype).bits < 16:
         return RULE_UNIFORM_VIA_FP16, FillOutcome(tensor.nbytes, fp16_scratch)
     return RULE_UNIFORM, FillOutcome(tensor.nbytes, 0)
 

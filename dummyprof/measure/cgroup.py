@@ -65,11 +65,7 @@ def _own_paths(proc_cgroup: Path) -> tuple[str | None, str | None]:
 
 def _candidates(base: Path, own: str | None) -> list[Path]:
     """The process's own cgroup directory first (a host mount), then the mount root (a container's view)."""
-    dirs = []
-    if own and own != "/":
-        dirs.append(base / own.lstrip("/"))
-    dirs.append(base)
-    return dirs
+    return [base / own.lstrip("/"), base] if own and own != "/" else [base]
 
 
 def cgroup_memory_limit(root: Path = CGROUP_ROOT, proc_cgroup: Path = PROC_CGROUP) -> CgroupLimit | None:

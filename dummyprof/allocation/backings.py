@@ -240,17 +240,12 @@ class Arena:
         used = self.backing.used
         if used in ("hugepages", "shm", "mmap"):
             tensor = self._mapped(nbytes, used).view(dtype).view(shape)
-        elif used == "pinned":
-            tensor = torch.empty(shape, dtype=dtype, device="cpu", pin_memory=True)
-        elif used == "pinned-copy":
-            tensor = torch.empty(shape, dtype=dtype, device="cpu").pin_memory()
-        elif used == "pinned-register":
-            tensor = torch.empty(shape, dtype=dtype, device="cpu")
-            self._register(tensor)
-        elif used == "device":
-            tensor = torch.empty(shape, dtype=dtype, device=self.backing.device)
-        else:
-            tensor = torch.empty(shape, dtype=dtype, device="cpu")
+        else:  # on the backing's device: "cpu" for every host kind
+            tensor = torch.empty(shape, dtype=dtype, device=self.backing.device, pin_memory=used == "pinned")
+            if used == "pinned-copy":
+                tensor = tensor.pin_memory()
+            elif used == "pinned-register":
+                self._register(tensor)
         self.tensors.append(tensor)
         self.requested_bytes += nbytes
         self.reserved_bytes += self.backing.reserved_bytes(nbytes)

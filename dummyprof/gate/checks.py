@@ -62,7 +62,8 @@ def _limit(
 ) -> CheckResult:
     metric = run.metrics[name]
     check = CheckResult(scenario.name, name, "limit", metric.unit, current=metric.value, threshold=f"<= {bound:g}")
-    if _baseline_problem(scenario, run, base, name, _fields(metric)) is None and base is not None:
+    fields = TIMING_FIELDS if metric.kind == "time" else COUNTER_FIELDS
+    if _baseline_problem(scenario, run, base, name, fields) is None and base is not None:
         check.baseline = base.metrics[name].value
         check.change = metric.value / check.baseline if check.baseline else None
     if metric.value > bound:
@@ -116,10 +117,6 @@ def _timing(
     check.change, check.p_value = outcome.change, outcome.p_value
     check.verdict, check.detail = outcome.verdict, outcome.detail
     return check
-
-
-def _fields(metric: Metric) -> tuple[str, ...]:
-    return TIMING_FIELDS if metric.kind == "time" else COUNTER_FIELDS
 
 
 def planned_checks(scenario: ScenarioConfig) -> list[tuple[str, str]]:

@@ -30,6 +30,7 @@ DEFAULT_FACTOR = 1.10
 DEFAULT_ALPHA = 0.05
 SCENARIO_KEYS = ("command", "options", "counters", "limits", "ratios", "timings")
 RATIO_KEYS = ("numerator", "denominator", "max")
+RATIO_EXAMPLE = '{ numerator = "per-layer.time", denominator = "legacy.time", max = 0.6 }'
 
 
 class ConfigError(UsageError):
@@ -165,12 +166,7 @@ def _scenario(path: Path, name: str, table: dict[str, Any]) -> ScenarioConfig:
         _only(path, where, ratio, RATIO_KEYS)
         for part in RATIO_KEYS:
             if part not in ratio:
-                raise ConfigError(
-                    path,
-                    where,
-                    f'missing {part!r}; e.g. {{ numerator = "per-layer.time", '
-                    'denominator = "legacy.time", max = 0.6 }',
-                )
+                raise ConfigError(path, where, f"missing {part!r}; e.g. {RATIO_EXAMPLE}")
         for part in ("numerator", "denominator"):
             _names(path, f"{where}.{part}", [ratio[part]], metrics, kind=None)
         bound = _number(path, f"{where}.max", ratio["max"])

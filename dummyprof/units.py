@@ -11,17 +11,7 @@ from decimal import Decimal, DecimalException, Overflow
 
 from dummyprof.errors import UsageError
 
-_SUFFIXES = {
-    "": 1,
-    "K": 10**3,
-    "M": 10**6,
-    "G": 10**9,
-    "T": 10**12,
-    "KI": 2**10,
-    "MI": 2**20,
-    "GI": 2**30,
-    "TI": 2**40,
-}
+_SUFFIXES = {"": 1, "K": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "KI": 2**10, "MI": 2**20, "GI": 2**30, "TI": 2**40}
 # Every count and size a flag can give must fit the int64 that torch, NumPy and the JSON readers of
 # our results hold it in; bigger is refused at parse time (a scenario may bound it further).
 INT64_MAX = 2**63 - 1
@@ -35,22 +25,26 @@ def _too_big(flag: str, text: object, maximum: int, example: str) -> UsageError:
     return UsageError(flag, f"must be at most {maximum:,}{limit}, got {text!r}{hint}")
 
 
+def _scaled(flag: str, text: object, match: re.Match[str], maximum: int, example: str, expected: str) -> Decimal:
+    """The number and suffix ``match`` found, multiplied out; too large for Decimal is too large for a flag."""
+    suffix = (match.group(2) or "").upper()
+    try:
+        return Decimal(match.group(1).replace("_", "")) * _SUFFIXES[suffix]
+    except Overflow:
+        raise _too_big(flag, text, maximum, example) from None
+    except DecimalException:
+        raise UsageError(flag, f"expected {expected} such as {example}, got {text!r}") from None
+
+
 def parse_count(flag: str, text: str, *, example: str = "2e9", minimum: int = 1, maximum: int = INT64_MAX) -> int:
     """Parse an integral count such as ``2e9``, ``2_000_000_000``, ``384M`` or ``1.5G``.
 
     Suffixes K/M/G/T are powers of ten; Ki/Mi/Gi/Ti are powers of two.
     """
     match = _COUNT_RE.match(str(text))
-    number = match.group(1) if match else ""
-    if not match or not number.strip("_.+-"):
+    if not match or not match.group(1).strip("_.+-"):
         raise UsageError(flag, f"expected a whole number such as {example}, 384M or 1_000_000, got {text!r}")
-    suffix = (match.group(2) or "").upper()
-    try:
-        value = Decimal(number.replace("_", "")) * _SUFFIXES[suffix]
-    except Overflow:
-        raise _too_big(flag, text, maximum, example) from None
-    except DecimalException:
-        raise UsageError(flag, f"expected a whole number such as {example}, got {text!r}") from None
+    value = _scaled(flag, text, match, maximum, example, "a whole number")
     if value > maximum:  # before to_integral_value: 1e999999 would take forever to expand
         raise _too_big(flag, text, maximum, example)
     if value != value.to_integral_value():
@@ -120,13 +114,7 @@ def parse_bytes(flag: str, text: str, *, example: str = "16GiB", maximum: int = 
     match = _BYTES_RE.match(str(text))
     if not match or not match.group(1).strip("_."):
         raise UsageError(flag, f"expected a size such as {example}, 20G or 512MiB, got {text!r}")
-    suffix = (match.group(2) or "").upper()
-    try:
-        value = Decimal(match.group(1).replace("_", "")) * _SUFFIXES[suffix]
-    except Overflow:
-        raise _too_big(flag, text, maximum, example) from None
-    except DecimalException:
-        raise UsageError(flag, f"expected a size such as {example}, got {text!r}") from None
+    value = _scaled(flag, text, match, maximum, example, "a size")
     if value <= 0:
         raise UsageError(flag, f"must be positive, got {text!r}; try {flag} {example}")
     if value > maximum:

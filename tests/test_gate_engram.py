@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from dummyprof.gate.engram_metrics import engram_metric_names, engram_metrics
+from dummyprof.gate.metrics import engram_metric_names, engram_metrics
 from dummyprof.loaders import fp8_methods as fp8_fill
 from dummyprof.results.common import Timing
 from dummyprof.results.engram import EngramLayout, EngramResult, MethodResult

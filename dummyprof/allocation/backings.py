@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import math
 import mmap
 import os
 import re
@@ -155,15 +156,8 @@ def resolve_backing(
     return Backing("pageable", "pageable")
 
 
-def shm_free_bytes(shm_dir: Path = SHM_DIR) -> int | None:
-    try:
-        st = os.statvfs(shm_dir)
-    except OSError:
-        return None
-    return st.f_bavail * st.f_frsize
-
-
 def disk_free_bytes(directory: Path) -> int | None:
+    """Bytes free on the file system of ``directory`` (``SHM_DIR``: /dev/shm), None when it cannot be read."""
     try:
         st = os.statvfs(directory)
     except OSError:
@@ -242,24 +236,16 @@ class Arena:
     _files: int = 0  # table files created for an mmap backing
 
     def empty(self, shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
-        numel = 1
-        for n in shape:
-            numel *= n
-        nbytes = numel * torch.empty((), dtype=dtype).element_size()
+        nbytes = math.prod(shape) * torch.empty((), dtype=dtype).element_size()
         used = self.backing.used
         if used in ("hugepages", "shm", "mmap"):
             tensor = self._mapped(nbytes, used).view(dtype).view(shape)
-        elif used == "pinned":
-            tensor = torch.empty(shape, dtype=dtype, device="cpu", pin_memory=True)
-        elif used == "pinned-copy":
-            tensor = torch.empty(shape, dtype=dtype, device="cpu").pin_memory()
-        elif used == "pinned-register":
-            tensor = torch.empty(shape, dtype=dtype, device="cpu")
-            self._register(tensor)
-        elif used == "device":
-            tensor = torch.empty(shape, dtype=dtype, device=self.backing.device)
-        else:
-            tensor = torch.empty(shape, dtype=dtype, device="cpu")
+        else:  # on the backing's device: "cpu" for every host kind
+            tensor = torch.empty(shape, dtype=dtype, device=self.backing.device, pin_memory=used == "pinned")
+            if used == "pinned-copy":
+                tensor = tensor.pin_memory()
+            elif used == "pinned-register":
+                self._register(tensor)
         self.tensors.append(tensor)
         self.requested_bytes += nbytes
         self.reserved_bytes += self.backing.reserved_bytes(nbytes)

@@ -2,12 +2,6 @@
 
 Torch only: no other dummyprof package is imported here, so models, loaders,
 instruments and scenarios can all build on it without importing each other.
-
-- :mod:`.tensors`: storage keys, dtype names, qualified names, module depth.
-- :mod:`.walk`: each module's own parameters and buffers, persistence by the module's rule.
-- :mod:`.storages`: names grouped by storage, canonical names, model bytes.
-- :mod:`.persistence`: persistence as ``state_dict()`` really returns it (hooks included).
-- :mod:`.unregistered`: tensors held outside the registries.
 """
 
 from __future__ import annotations

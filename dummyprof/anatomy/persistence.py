@@ -40,12 +40,7 @@ def buffer_persistence(model: nn.Module) -> Persistence:
             name = qualified_name(path, local)
             by_private = None if private is None else local in private
             by_state_dict = None if saved is None else name not in saved
-            if by_state_dict is not None:
-                non_persistent = by_state_dict
-            elif by_private is not None:
-                non_persistent = by_private
-            else:
-                non_persistent = False
+            non_persistent = by_state_dict if by_state_dict is not None else bool(by_private)
             if by_private is None and by_state_dict is not None and not missing_private_noted:
                 result.notes.append(
                     f"{path or '<root>'} ({type(module).__name__}) has no _non_persistent_buffers_set; "

@@ -11,6 +11,7 @@ without running its package.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import os
 import sys
 from collections.abc import Iterable, Iterator, Mapping
@@ -19,11 +20,12 @@ from importlib.machinery import PathFinder
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from dummyprof.files.reading import STDIN
+
 if TYPE_CHECKING:
     from dummyprof.gate.config import GateConfig
 
 HF_PREFIX = "hf:"
-STDIN = "-"
 # An hf: folder is a model's snapshot; a folder with more files than this is not one, and is not walked further.
 MAX_FOLDER_FILES = 10_000
 
@@ -57,13 +59,8 @@ def _module_file(dotted: str) -> Path | None:
 
 
 def _folder_files(folder: Path) -> Iterator[Path]:
-    count = 0
-    for root, _, names in os.walk(folder):
-        for name in names:
-            yield Path(root) / name
-            count += 1
-            if count >= MAX_FOLDER_FILES:
-                return
+    every = (Path(root) / name for root, _, names in os.walk(folder) for name in names)
+    return itertools.islice(every, MAX_FOLDER_FILES)
 
 
 def _spec_files(flag: str, spec: str) -> Iterator[RunInput]:

@@ -1,30 +1,12 @@
 """Output files: checked before measuring, written without clobbering, failures returned rather than raised.
 
-One mechanism for every file a command writes (``--json``, ``--output``,
-``--junit``, ``--markdown``, ...), so a rule holds for all of them:
-
-- before anything is measured, each path is probed the way it will really be
-  written (a temporary file is created and removed next to it, so a read-only
-  folder, a read-only file system or a missing permission shows up now, as
-  root too; a file to be replaced must not be immutable or append-only), and
-  no output may be a file the run reads (:mod:`dummyprof.files.inputs`) or
-  another output (compared by device and inode, else by real path), with or
-  without ``--force``;
-- ``-`` is standard output only for a flag that says so (``Output.stdout``);
-  for any other flag it is refused, never turned into a file named ``-``;
-- without ``--force`` a file is published exclusively (``os.link`` of a
-  finished temporary file; ``O_EXCL`` where links are not supported), so a
-  file that appeared while measuring is never replaced;
-- with ``--force`` a regular file is replaced atomically (temporary file plus
-  rename, keeping the old file's permissions); a symlink is written through
-  to its target; a FIFO or a device (``/dev/null``, ``/dev/stdout``) is
-  written to directly and never replaced by a regular file; a directory is
-  refused;
-- an existing file is appended to only where the user asked for appending:
-  the CI step summary named by ``$GITHUB_STEP_SUMMARY`` (:func:`is_step_summary`);
-- new files get ``0o666`` less the umask, as ``open()`` would give them;
-- a write that still fails (full disk, EACCES) comes back as a message; the
-  caller shows the results, then the message, and exits 2 (the gate: 3).
+One mechanism for every file a command writes (``--json``, ``--output``, ``--junit``, ``--markdown``, ...),
+so each rule of docs/promises.md ("Files: never clobbered, never lost") holds for all of them: each path is
+probed as it will be written before anything is measured; no output is an input of the run
+(:mod:`dummyprof.files.inputs`) or another output; ``-`` is standard output only where a flag says so;
+without ``--force`` a file is published exclusively, with it a regular file is replaced atomically (a
+symlink written through, a FIFO or device written into); only the CI step summary is appended to; a
+write that still fails comes back as a message (the caller exits 2, the gate 3).
 """
 
 from __future__ import annotations
@@ -170,10 +152,7 @@ def probe_output(output: Output, *, force: bool) -> None:
         return
     if stat.S_ISDIR(st.st_mode):
         raise UsageError(flag, f"{path} is a directory; give a file name such as {path / 'results.json'}")
-    if _is_stream(st.st_mode):
-        _probe_open(flag, path)
-        return
-    if output.append:
+    if _is_stream(st.st_mode) or output.append:
         _probe_open(flag, path)
         return
     if not force:
@@ -294,14 +273,11 @@ def write_output(output: Output, text: str, *, force: bool) -> None:
     """Write ``text`` to ``output`` by the rules above; raises OSError (see ``write_outputs``)."""
     real = Path(os.path.realpath(output.path))  # through symlinks: the link stays, its target is written
     st = _stat(real)
-    if output.append:
-        with open(real, "a", encoding="utf-8") as handle:
-            handle.write(text)
-        return
     if st is not None and stat.S_ISDIR(st.st_mode):
         raise IsADirectoryError(21, "Is a directory", str(output.path))
-    if st is not None and not stat.S_ISREG(st.st_mode):  # FIFO or device: write into it, never replace it
-        with open(real, "w", encoding="utf-8") as handle:
+    # Appended to (the step summary), or a FIFO or device: written into, never replaced.
+    if output.append or (st is not None and not stat.S_ISREG(st.st_mode)):
+        with open(real, "a" if output.append else "w", encoding="utf-8") as handle:
             handle.write(text)
         return
     if force:

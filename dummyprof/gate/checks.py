@@ -62,7 +62,8 @@ def _limit(
 ) -> CheckResult:
     metric = run.metrics[name]
     check = CheckResult(scenario.name, name, "limit", metric.unit, current=metric.value, threshold=f"<= {bound:g}")
-    if _baseline_problem(scenario, run, base, name, _fields(metric)) is None and base is not None:
+    fields = TIMING_FIELDS if metric.kind == "time" else COUNTER_FIELDS
+    if _baseline_problem(scenario, run, base, name, fields) is None and base is not None:
         check.baseline = base.metrics[name].value
         check.change = metric.value / check.baseline if check.baseline else None
     if metric.value > bound:
@@ -103,14 +104,8 @@ def _timing(
     config: GateConfig, scenario: ScenarioConfig, run: ScenarioRun, base: ScenarioRun | None, name: str
 ) -> CheckResult:
     metric = run.metrics[name]
-    check = CheckResult(
-        scenario.name,
-        name,
-        "timing",
-        metric.unit,
-        current=metric.value,
-        threshold=f"> x{config.factor:g} and p < {config.alpha:g}",
-    )
+    threshold = f"> x{config.factor:g} and p < {config.alpha:g}"
+    check = CheckResult(scenario.name, name, "timing", metric.unit, current=metric.value, threshold=threshold)
     problem = _baseline_problem(scenario, run, base, name, TIMING_FIELDS)
     if problem is not None:
         check.verdict, check.detail = NOT_COMPARABLE, problem
@@ -119,17 +114,9 @@ def _timing(
     then = base.metrics[name]
     check.baseline = then.value
     outcome = compare_timings(metric.samples, then.samples, factor=config.factor, alpha=config.alpha)
-    check.change, check.p_value, check.verdict, check.detail = (
-        outcome.change,
-        outcome.p_value,
-        outcome.verdict,
-        outcome.detail,
-    )
+    check.change, check.p_value = outcome.change, outcome.p_value
+    check.verdict, check.detail = outcome.verdict, outcome.detail
     return check
-
-
-def _fields(metric: Metric) -> tuple[str, ...]:
-    return TIMING_FIELDS if metric.kind == "time" else COUNTER_FIELDS
 
 
 def planned_checks(scenario: ScenarioConfig) -> list[tuple[str, str]]:

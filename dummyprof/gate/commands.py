@@ -13,10 +13,18 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from dummyprof.gate.engram_metrics import engram_metric_names, engram_metrics
-from dummyprof.gate.engram_ranks_metrics import engram_ranks_metric_names, engram_ranks_metrics
-from dummyprof.gate.metrics import Extractor, MetricSpec, Namer, compare_metric_names, compare_metrics
-from dummyprof.gate.sweep_metrics import sweep_metric_names, sweep_metrics
+from dummyprof.gate.metrics import (
+    Extractor,
+    Namer,
+    compare_metric_names,
+    compare_metrics,
+    engram_metric_names,
+    engram_metrics,
+    engram_ranks_metric_names,
+    engram_ranks_metrics,
+    sweep_metric_names,
+    sweep_metrics,
+)
 from dummyprof.results.session import Results
 
 
@@ -32,9 +40,6 @@ class CommandSpec:
     # Has the options dataclass and, if it can check them, ``validate(options)``: the same check the
     # CLI and the Python API run. Default: ``module``.
     options_module: str | None = None
-
-    def _module(self) -> Any:
-        return importlib.import_module(self.module)
 
     def _options_module(self) -> Any:
         return importlib.import_module(self.options_module or self.module)
@@ -54,11 +59,8 @@ class CommandSpec:
         if self.name == "compare":
             # A gate compares measurements: a model too big or slow to fill here could not be measured.
             options = dataclasses.replace(options, project=False)
-        result: Results = self._module().run(options, progress=progress)
+        result: Results = importlib.import_module(self.module).run(options, progress=progress)
         return result
-
-    def metrics_for(self, options: Any) -> dict[str, MetricSpec]:
-        return self.metric_names(options)
 
 
 COMMANDS: dict[str, CommandSpec] = {}

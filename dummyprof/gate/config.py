@@ -30,6 +30,7 @@ DEFAULT_FACTOR = 1.10
 DEFAULT_ALPHA = 0.05
 SCENARIO_KEYS = ("command", "options", "counters", "limits", "ratios", "timings")
 RATIO_KEYS = ("numerator", "denominator", "max")
+RATIO_EXAMPLE = '{ numerator = "per-layer.time", denominator = "legacy.time", max = 0.6 }'
 
 
 class ConfigError(UsageError):
@@ -146,20 +147,11 @@ def _scenario(path: Path, name: str, table: dict[str, Any]) -> ScenarioConfig:
     command = COMMANDS[command_name]
     options = _options(path, f"{key}.options", command, _table(path, f"{key}.options", table.get("options", {})))
     try:
-        metrics = command.metrics_for(options)
+        metrics = command.metric_names(options)
     except UsageError as exc:  # e.g. a --loader spec that cannot be imported
         raise ConfigError(path, f"{key}.options.{option_key(exc)}".rstrip("."), exc.message) from None
-    counters_key = f"{key}.counters"
-    counters = table.get("counters", "all")
-    if counters == "all":
-        counter_names = [m for m, spec in metrics.items() if spec.kind == "counter"]
-    else:
-        counter_names = _names(path, counters_key, counters, metrics, kind="counter")
-    timings = table.get("timings", [])
-    if timings == "all":
-        timing_names = [m for m, spec in metrics.items() if spec.kind == "time"]
-    else:
-        timing_names = _names(path, f"{key}.timings", timings, metrics, kind="time")
+    counter_names = _names_or_all(path, f"{key}.counters", table.get("counters", "all"), metrics, kind="counter")
+    timing_names = _names_or_all(path, f"{key}.timings", table.get("timings", []), metrics, kind="time")
     limits: dict[str, float] = {}
     for metric, bound in _table(path, f"{key}.limits", table.get("limits", {})).items():
         _names(path, f"{key}.limits", [metric], metrics, kind=None)
@@ -174,31 +166,17 @@ def _scenario(path: Path, name: str, table: dict[str, Any]) -> ScenarioConfig:
         _only(path, where, ratio, RATIO_KEYS)
         for part in RATIO_KEYS:
             if part not in ratio:
-                raise ConfigError(
-                    path,
-                    where,
-                    f'missing {part!r}; e.g. {{ numerator = "per-layer.time", '
-                    'denominator = "legacy.time", max = 0.6 }',
-                )
-        _names(path, f"{where}.numerator", [ratio["numerator"]], metrics, kind=None)
-        _names(path, f"{where}.denominator", [ratio["denominator"]], metrics, kind=None)
+                raise ConfigError(path, where, f"missing {part!r}; e.g. {RATIO_EXAMPLE}")
+        for part in ("numerator", "denominator"):
+            _names(path, f"{where}.{part}", [ratio[part]], metrics, kind=None)
         bound = _number(path, f"{where}.max", ratio["max"])
         if bound <= 0:
             raise ConfigError(path, f"{where}.max", f"must be positive, got {bound:g}")
         ratios.append(RatioCheck(ratio["numerator"], ratio["denominator"], bound))
     if not (counter_names or limits or ratios or timing_names):
         raise ConfigError(path, key, 'has no checks; set counters = "all" or add limits, ratios or timings')
-    return ScenarioConfig(
-        name,
-        command,
-        options,
-        metrics,
-        counter_names,
-        limits,
-        ratios,
-        timing_names,
-        defaults=option_defaults(command.options_type()),
-    )
+    defaults = option_defaults(command.options_type())
+    return ScenarioConfig(name, command, options, metrics, counter_names, limits, ratios, timing_names, defaults)
 
 
 def _options(path: Path, key: str, command: CommandSpec, table: dict[str, Any]) -> Any:
@@ -268,6 +246,13 @@ def _names(path: Path, key: str, value: Any, metrics: dict[str, MetricSpec], *, 
         if kind is not None and spec.kind != kind:
             raise ConfigError(path, key, f"{name!r} is a {spec.kind}, not a {kind}; choose from: {', '.join(wanted)}")
     return list(value)
+
+
+def _names_or_all(path: Path, key: str, value: Any, metrics: dict[str, MetricSpec], *, kind: str) -> list[str]:
+    """``"all"``: every metric of ``kind`` the scenario measures; else a list of names, checked."""
+    if value == "all":
+        return [m for m, spec in metrics.items() if spec.kind == kind]
+    return _names(path, key, value, metrics, kind=kind)
 
 
 def _only(path: Path, key: str, table: dict[str, Any], allowed: tuple[str, ...]) -> None:

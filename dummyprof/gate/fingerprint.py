@@ -16,23 +16,19 @@ from dummyprof.results.gate import Fingerprint
 
 # Counters compare torch releases only: a +cpu or +cu128 build walks modules the same way.
 COUNTER_FIELDS = ("command", "options", "torch_release")
-TIMING_FIELDS = ("command", "options", "torch_version", "device", "cpu_model", "torch_threads")
+# Copied from the run's Environment: timings compare only on the same machine and torch build.
+MACHINE_FIELDS = ("torch_version", "device", "cpu_model", "torch_threads")
+TIMING_FIELDS = ("command", "options", *MACHINE_FIELDS)
 
 
 def make_fingerprint(
-    scenario: str, command: str, options: dict[str, Any], environment: Environment, *, ignore: Iterable[str] = ()
+    scenario: str, command: str, options: Any, environment: Environment, *, ignore: Iterable[str] = ()
 ) -> Fingerprint:
+    """``options``: the scenario's options dataclass (or its fields as a dict); ``ignore``: fields left out."""
     skipped = set(ignore)
     flags = {k: v for k, v in to_jsonable(options).items() if k not in skipped}
-    return Fingerprint(
-        scenario=scenario,
-        command=command,
-        options=flags,
-        torch_version=environment.torch_version,
-        device=environment.device,
-        cpu_model=environment.cpu_model,
-        torch_threads=environment.torch_threads,
-    )
+    machine = {name: getattr(environment, name) for name in MACHINE_FIELDS}
+    return Fingerprint(scenario=scenario, command=command, options=flags, **machine)
 
 
 def option_defaults(options_type: type) -> dict[str, Any]:

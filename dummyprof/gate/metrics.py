@@ -2,17 +2,32 @@
 
 One registry entry per command, so a new scenario plugs in without touching the checks.
 Torch-free: extraction reads only the Results model.
+
+- ``compare``: each strategy's exact counters and its median time.
+- ``sweep``: ``SERIES.visits.exponent`` is fitted to exact visit counts, so it is the same on every
+  machine: a gate can bound it (``limits``) or compare two series in one run (``ratios``).
+  ``SERIES.time.exponent`` is fitted to medians and carries the machine's noise. ``SERIES.visits``
+  and ``SERIES.bytes_written`` are the exact counts at the largest point.
+- ``engram``: per-rank table bytes, and per fill method its exact bytes and time. Only full-size
+  measured rounds become ``METHOD.time``; a projected method has no time metric, so its timing and
+  ratio checks say "could not measure" instead of comparing a projection as if it were a measurement.
+- ``engram-ranks``: counters are per rank (``rank1.table_bytes``, ``rank1.memset.bytes_written``),
+  computed from each rank's shard, so any change is real. ``METHOD.time`` is the start-up critical
+  path of a fill: per full-size round, the slowest rank's time (all ranks filled in step).
 """
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from dummyprof.results.compare import CompareResult
+from dummyprof.results.engram import EngramResult, MethodResult
 from dummyprof.results.gate import Metric
 from dummyprof.results.session import Results
+from dummyprof.results.sweep import SweepResult
 
 # Counters of every strategy, with their units. All are exact and smaller is better.
 COMPARE_COUNTERS = {
@@ -32,6 +47,7 @@ class MetricSpec:
 
 
 TIME = MetricSpec("time", "s")
+BYTES = MetricSpec("counter", "bytes")
 
 Extractor = Callable[[Results], dict[str, Metric]]
 Namer = Callable[[Any], dict[str, MetricSpec]]
@@ -70,4 +86,126 @@ def compare_metrics(results: Results) -> dict[str, Metric]:
         median = s.timing.median
         if median is not None:
             metrics[f"{s.name}.time"] = Metric("time", "s", float(median), list(s.timing.samples_s))
+    return metrics
+
+
+FIT = "fit"  # a metric kind of its own: not an exact counter, not a timing with samples
+
+
+def _series(options: Any) -> tuple[list[str], tuple[str, ...]]:
+    if options.parameter == "rows":
+        from dummyprof.scenarios.engram.options import EngramOptions, methods_to_run
+
+        return methods_to_run(list((options.engram or EngramOptions()).methods)), ("time",)
+    return list(options.compare.strategies), ("visits", "time")
+
+
+def sweep_metric_names(options: Any) -> dict[str, MetricSpec]:
+    series, fitted = _series(options)
+    names: dict[str, MetricSpec] = {}
+    for name in series:
+        for metric in fitted:
+            names[f"{name}.{metric}.exponent"] = MetricSpec(FIT, "exponent")
+        if "visits" in fitted:
+            names[f"{name}.visits"] = MetricSpec("counter", "visits")
+        names[f"{name}.bytes_written"] = MetricSpec("counter", "bytes")
+    return names
+
+
+def sweep_metrics(results: Results) -> dict[str, Metric]:
+    section: SweepResult = section_of(results, "sweep")
+    metrics: dict[str, Metric] = {}
+    for fit in section.fits:
+        if fit.metric in ("visits", "time"):
+            metrics[f"{fit.series}.{fit.metric}.exponent"] = Metric(FIT, "exponent", fit.exponent)
+    largest = section.points[-1] if section.points else None
+    for name, entry in (largest.series if largest else {}).items():
+        if entry.visits is not None:
+            metrics[f"{name}.visits"] = Metric("counter", "visits", float(entry.visits))
+        metrics[f"{name}.bytes_written"] = Metric("counter", "bytes", float(entry.bytes_written))
+    return metrics
+
+
+LAYOUT_COUNTERS = ("table_bytes_per_rank", "reserved_bytes_per_rank")
+METHOD_COUNTERS = ("bytes_written", "peak_scratch_bytes", "needed_bytes")  # computed from shapes, before filling
+# What the fill itself reported at full size: catches a method whose code changed but whose declaration did not.
+MEASURED_SCRATCH = "measured_scratch_bytes"
+MEASURED = "measured"  # MethodResult.mode of a method timed at full size
+
+
+def engram_metric_names(options: Any) -> dict[str, MetricSpec]:
+    from dummyprof.scenarios.engram.options import methods_to_run
+
+    names = {name: BYTES for name in LAYOUT_COUNTERS}
+    for method in methods_to_run(list(options.methods)):
+        names.update({f"{method}.{counter}": BYTES for counter in (*METHOD_COUNTERS, MEASURED_SCRATCH)})
+        names[f"{method}.time"] = TIME
+    return names
+
+
+def layout_counters(section: EngramResult, prefix: str = "") -> dict[str, Metric]:
+    """The table bytes held and reserved; ``prefix`` names one rank of several (``rank1.``)."""
+    layout = section.layout
+    return {f"{prefix}{name}": Metric("counter", "bytes", float(getattr(layout, name))) for name in LAYOUT_COUNTERS}
+
+
+def method_counters(method: MethodResult, prefix: str = "") -> dict[str, Metric]:
+    """A fill method's exact bytes, computed from shapes; ``prefix`` as for :func:`layout_counters`."""
+    return {
+        f"{prefix}{method.name}.{counter}": Metric("counter", "bytes", float(getattr(method, counter)))
+        for counter in METHOD_COUNTERS
+    }
+
+
+def engram_metrics(results: Results) -> dict[str, Metric]:
+    section: EngramResult = section_of(results, "engram")
+    metrics = layout_counters(section)
+    for method in section.methods:
+        metrics.update(method_counters(method))
+        if method.measured_scratch_bytes is not None:
+            metrics[f"{method.name}.{MEASURED_SCRATCH}"] = Metric(
+                "counter", "bytes", float(method.measured_scratch_bytes)
+            )
+        median = method.timing.median  # None without samples
+        if method.mode == MEASURED and median is not None:
+            metrics[f"{method.name}.time"] = Metric("time", "s", median, list(method.timing.samples_s))
+    return metrics
+
+
+def _methods(options: Any) -> list[str]:
+    from dummyprof.loaders.fp8_methods import FLOOR
+
+    names = list(options.methods)
+    return names if FLOOR in names else [*names, FLOOR]
+
+
+def engram_ranks_metric_names(options: Any) -> dict[str, MetricSpec]:
+    methods = _methods(options)
+    names: dict[str, MetricSpec] = {}
+    for rank in range(options.nproc):
+        names.update({f"rank{rank}.{counter}": BYTES for counter in LAYOUT_COUNTERS})
+        names.update({f"rank{rank}.{m}.{counter}": BYTES for m in methods for counter in METHOD_COUNTERS})
+    names.update({f"{method}.time": TIME for method in methods})
+    return names
+
+
+def engram_ranks_metrics(results: Results) -> dict[str, Metric]:
+    if not results.ranks:
+        raise ValueError("the multi-rank engram scenario returned no ranks")
+    metrics: dict[str, Metric] = {}
+    rounds: dict[str, list[list[float]]] = {}
+    for record in sorted(results.ranks, key=lambda r: r.rank):
+        section = record.engram
+        if section is None:
+            raise ValueError(f"rank {record.rank} returned no engram section")
+        metrics.update(layout_counters(section, f"rank{record.rank}."))
+        for method in section.methods:
+            metrics.update(method_counters(method, f"rank{record.rank}."))
+            if method.mode == MEASURED and method.timing.samples_s:
+                rounds.setdefault(method.name, []).append(list(method.timing.samples_s))
+    for name, per_rank in rounds.items():
+        if len(per_rank) != len(results.ranks) or len({len(s) for s in per_rank}) != 1:
+            continue  # not measured in full on every rank, or not in step: no critical path to gate
+        slowest = [max(values) for values in zip(*per_rank, strict=True)]
+        metrics[f"{name}.time"] = Metric("time", "s", statistics.median(slowest), slowest)
     return metrics

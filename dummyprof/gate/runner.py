@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import traceback
 from collections.abc import Callable
-from dataclasses import fields
 from pathlib import Path
 
 from dummyprof.errors import DoesNotFitError, ResultsFileError, UsageError, flag_text
@@ -12,7 +11,7 @@ from dummyprof.files.reading import BASELINE
 from dummyprof.gate.checks import evaluate
 from dummyprof.gate.config import GateConfig, ScenarioConfig
 from dummyprof.gate.fingerprint import make_fingerprint
-from dummyprof.gate.sweep_metrics import FIT
+from dummyprof.gate.metrics import FIT
 from dummyprof.results.common import Environment
 from dummyprof.results.gate import EXIT_INCOMPLETE, GateResult, Metric, ScenarioRun, gate_exit_code
 from dummyprof.results.session import Results
@@ -20,10 +19,6 @@ from dummyprof.results.store import load_results
 from dummyprof.units import INT64_MAX
 
 Progress = Callable[[int, int, str], None]
-
-
-def _options_dict(options: object) -> dict[str, object]:
-    return {f.name: getattr(options, f.name) for f in fields(options)}  # type: ignore[arg-type]
 
 
 def _crash_report(exc: BaseException) -> str:
@@ -49,23 +44,15 @@ def measure_scenario(
         run.error = f"does not fit on this machine: {flag_text(exc)}"
     except Exception as exc:  # a crash inside a scenario is "could not measure", never a regression
         run.error = _crash_report(exc)
-    if run.error is not None:
-        run.fingerprint = make_fingerprint(
-            scenario.name,
-            scenario.command.name,
-            _options_dict(scenario.options),
-            Environment(),
-            ignore=scenario.command.not_in_fingerprint,
-        )
-        return run, None
+    environment = None if run.error is not None else results.environment
     run.fingerprint = make_fingerprint(
         scenario.name,
         scenario.command.name,
-        _options_dict(scenario.options),
-        results.environment,
+        scenario.options,
+        environment or Environment(),
         ignore=scenario.command.not_in_fingerprint,
     )
-    return run, results.environment
+    return run, environment
 
 
 def measure_all(

@@ -48,13 +48,9 @@ def compare_timings(current: list[float], baseline: list[float], *, factor: floa
         return TimingComparison(PASS, change, None, f"within x{factor:g} of the baseline")
     floor = smallest_p_value(len(current), len(baseline))
     if floor >= alpha:
-        return TimingComparison(
-            NOT_SIGNIFICANT,
-            change,
-            None,
-            f"too few samples ({len(current)} now, {len(baseline)} in the baseline): the rank test cannot go below "
-            f"p={floor:.3g}, and p < {alpha:g} is needed; raise repeat",
-        )
+        few = f"too few samples ({len(current)} now, {len(baseline)} in the baseline)"
+        detail = f"{few}: the rank test cannot go below p={floor:.3g}, and p < {alpha:g} is needed; raise repeat"
+        return TimingComparison(NOT_SIGNIFICANT, change, None, detail)
     slower = change > factor
     p = mann_whitney_p(current, baseline, "greater" if slower else "less")
     direction = "slower" if slower else "faster"

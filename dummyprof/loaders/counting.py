@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 from torch import nn
@@ -45,14 +45,16 @@ class CountResult:
     walk_seconds: float  # the traversal with the recorder and a no-op fill (Python cost only)
 
 
+@dataclass
 class CountingTooLong(Exception):
     """The walk passed its deadline: ``visits`` counted in ``seconds`` and it was not done."""
 
-    def __init__(self, strategy: str, visits: int, seconds: float) -> None:
-        super().__init__(f"{strategy}: {visits} visits in {seconds:.1f} s, not done")
-        self.strategy = strategy
-        self.visits = visits
-        self.seconds = seconds
+    strategy: str
+    visits: int
+    seconds: float
+
+    def __str__(self) -> str:
+        return f"{self.strategy}: {self.visits} visits in {self.seconds:.1f} s, not done"
 
 
 # The clock is read once per this many visits: cheap next to a visit, and a deadline is still
@@ -60,19 +62,14 @@ class CountingTooLong(Exception):
 _CHECK_EVERY = 1024
 
 
+@dataclass
 class _Planner:
     """An initializer stand-in: records each visit's plan and writes nothing."""
 
-    def __init__(
-        self,
-        initializer: PlannedInitializer,
-        deadline: float | None = None,
-        clock: Callable[[], float] = time.perf_counter,
-    ) -> None:
-        self.initializer = initializer
-        self.visits: list[VisitPlan] = []
-        self.deadline = deadline
-        self.clock = clock
+    initializer: PlannedInitializer
+    deadline: float | None = None
+    clock: Callable[[], float] = time.perf_counter
+    visits: list[VisitPlan] = field(default_factory=list)
 
     def __call__(self, tensor: torch.Tensor, local_name: str) -> FillOutcome:
         if self.deadline is not None and len(self.visits) % _CHECK_EVERY == 0 and self.clock() > self.deadline:

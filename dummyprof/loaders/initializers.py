@@ -13,6 +13,8 @@ from typing import Protocol
 
 import torch
 
+from dummyprof.errors import UsageError
+from dummyprof.loaders import random_fast
 from dummyprof.loaders.outcome import DEFAULT_SEED, NOT_WRITTEN, FillOutcome
 
 DEFAULT_RANGE = 1e-3
@@ -28,10 +30,6 @@ Initializer = Callable[[torch.Tensor, str], FillOutcome]
 
 def _generator(device: torch.device, seed: int) -> torch.Generator:
     return torch.Generator(device=device).manual_seed(seed)
-
-
-def float_bits(dtype: torch.dtype) -> int:
-    return torch.finfo(dtype).bits
 
 
 # Rules an initializer applies to a tensor; calibration fills group tensors by (initializer, rule, dtype).
@@ -57,7 +55,7 @@ def _float_rule(tensor: torch.Tensor, *, fp16_scratch: int) -> tuple[str, FillOu
     """Floats of 16 bits and more uniform in place, narrower ones through fp16 temporaries; other dtypes skipped."""
     if not tensor.dtype.is_floating_point:
         return RULE_SKIP, NOT_WRITTEN
-    if float_bits(tensor.dtype) < 16:
+    if torch.finfo(tensor.dtype).bits < 16:
         return RULE_UNIFORM_VIA_FP16, FillOutcome(tensor.nbytes, fp16_scratch)
     return RULE_UNIFORM, FillOutcome(tensor.nbytes, 0)
 
@@ -158,15 +156,8 @@ class PlannedInitializer(Protocol):
 
 def _v033_handles(tensor: torch.Tensor, local_name: str) -> bool:
     """What the fast initializer leaves to v0.33: declared values, scale bytes, dtypes without a bit rule."""
-    from dummyprof.loaders import random_fast
-
-    dtype = tensor.dtype
-    constant = (
-        getattr(tensor, "dummy_weight_value", None) is not None
-        or (_FP8_E8M0 is not None and dtype == _FP8_E8M0)
-        or (dtype == torch.uint8 and "scale" in local_name)
-    )
-    return constant or random_fast.rule_for(dtype) is None
+    rule, _ = V033Initializer().plan(tensor, local_name)
+    return rule in (RULE_DECLARED, RULE_SCALE) or tensor.dtype not in random_fast.RULES
 
 
 @dataclass(frozen=True)
@@ -186,8 +177,6 @@ class FastInitializer:
 
     def plan(self, tensor: torch.Tensor, local_name: str) -> tuple[str, FillOutcome]:
         """The rule and outcome as if ``tensor`` were a real CPU tensor; writes nothing."""
-        from dummyprof.loaders import random_fast
-
         if _v033_handles(tensor, local_name):
             return V033Initializer(self.seed).plan(tensor, local_name)
         size = tensor.nbytes
@@ -196,8 +185,6 @@ class FastInitializer:
         return RULE_RANDOM_FAST, FillOutcome(size, staging + scratch)
 
     def __call__(self, tensor: torch.Tensor, local_name: str) -> FillOutcome:
-        from dummyprof.loaders import random_fast
-
         if tensor.device.type == "meta":
             return NOT_WRITTEN
         if _v033_handles(tensor, local_name):
@@ -222,7 +209,5 @@ def get_initializer(name: str) -> Initializer:
     try:
         return INITIALIZERS[name]
     except KeyError:
-        from dummyprof.errors import UsageError
-
         known = ", ".join(sorted(INITIALIZERS))
         raise UsageError.for_field("initializer", f"unknown initializer {name!r}; choose one of: {known}") from None

@@ -32,10 +32,7 @@ FLAG = "--loader"
 
 
 def _missing(package: str, extra: str) -> UsageError:
-    return UsageError(
-        FLAG,
-        f"{package} is not installed in this Python ({sys.executable}); {extra}",
-    )
+    return UsageError(FLAG, f"{package} is not installed in this Python ({sys.executable}); {extra}")
 
 
 def hf_init(model: nn.Module) -> None:

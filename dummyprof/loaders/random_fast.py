@@ -1,28 +1,12 @@
 """Random dummy values at memory speed: random machine words on every core, masked into valid values per dtype.
 
-Why: torch's CPU ``uniform_`` is serial (one thread holding the generator's mutex) and vLLM's fp8
-path draws into a float16 temporary first, so every random fill runs at well under 1% of a memset.
-
-How (CPU): the tensor's bytes are cut into fixed chunks of ``CHUNK_BYTES`` (never derived from the
-thread count). Chunk ``c`` seeds ``LANES`` lanes with SplitMix64 of (seed, c, lane); each lane then
-runs ``STEPS`` steps of a 64-bit multiplicative congruential generator (``x *= MULTIPLIER``), and
-each step's word ``x ^ (x >> 32)`` is ANDed (and for floats ORed) with a per-dtype mask, straight
-into the tensor: the masks pin sign, exponent and mantissa bits so every value is finite and within
-the v0.33 range (the way oneDNN's ``fill_random`` makes fp8 values). Every byte is a pure function of
-(seed, byte offset), so any number of workers gives the same bytes. Workers are threads pulling chunk
-indices from a shared counter and writing each chunk with the GIL released, so they run on every core.
-
-Two engines write those same bytes (tested byte for byte):
-
-- ``kernel``: ``_random_fast_kernel.c``, built at install when a C compiler is there. One pass per
-  word (multiply, shift, xor, masks, store), so the fill runs at memory speed. Scratch: one lane
-  array per worker (``LANES * 8`` bytes).
-- ``numpy``: the same arithmetic as whole-array ufuncs over the lanes (four or five passes per word),
-  used when the kernel was not built; compute-bound at about a fifth of a memset. Scratch: two lane
-  arrays per worker plus one shared read-only array.
-
-Other devices: the same masks over 64-bit words drawn by torch's own generator on that device, one
-chunk at a time (a bounded scratch); the rules and ranges are those of the CPU path, the bytes are not.
+Why and how: docs/engram.md, "random-fast". Torch's CPU ``uniform_`` is serial, so every random fill ran at
+under 1% of a memset. Here chunk ``c`` of ``CHUNK_BYTES`` seeds ``LANES`` lanes with SplitMix64 of
+(seed, c, lane), each lane steps a 64-bit multiplicative congruential generator and each word
+``x ^ (x >> 32)`` is masked into finite values within the v0.33 range (``RULES``). Every byte is a pure
+function of (seed, byte offset), so any number of worker threads, and either engine (the C ``kernel``, or
+``numpy`` when it was not built), writes the same bytes. Other devices draw their words from torch's
+generator there, chunk by chunk: the same rules and ranges, not the same bytes.
 """
 
 from __future__ import annotations
@@ -44,7 +28,6 @@ LANES = 16384  # words per lane array: 128 KiB, so a worker's two arrays stay in
 STEPS = 32  # generator steps per chunk: seeding (10 passes over the lanes) is paid once per 32 steps
 WORD_BYTES = 8
 CHUNK_BYTES = LANES * STEPS * WORD_BYTES  # 4 MiB of output per chunk, fixed: it defines the bytes
-TORCH_CHUNK_BYTES = CHUNK_BYTES  # scratch of the device fallback
 
 _MASK64 = (1 << 64) - 1
 GAMMA = 0x9E3779B97F4A7C15  # SplitMix64's increment
@@ -121,10 +104,6 @@ RULES: dict[torch.dtype, BitRule] = {
 _FP4_X2 = getattr(torch, "float4_e2m1fn_x2", None)
 if _FP4_X2 is not None:  # packed fp4 has no NaN or Inf: any byte is two valid values
     RULES[_FP4_X2] = BitRule(1, 0xFF, 0, "uniform bytes (two e2m1 values each)")
-
-
-def rule_for(dtype: torch.dtype) -> BitRule | None:
-    return RULES.get(dtype)
 
 
 def default_workers() -> int:
@@ -297,7 +276,7 @@ def _signed(word: int) -> int:
     return word - (1 << 64) if word >= 1 << 63 else word
 
 
-def fill_torch(flat: torch.Tensor, rule: BitRule, seed: int, chunk_bytes: int = TORCH_CHUNK_BYTES) -> int:
+def fill_torch(flat: torch.Tensor, rule: BitRule, seed: int, chunk_bytes: int = CHUNK_BYTES) -> int:
     """Device fallback: words from torch's generator on the tensor's device, masked the same way, chunk by chunk."""
     dst = flat.view(torch.uint8)
     gen = torch.Generator(device=flat.device).manual_seed(seed)
@@ -322,7 +301,7 @@ def fill(
     Raises ``ValueError`` for a dtype without a rule (see ``RULES``), a non-contiguous tensor or an
     engine this install lacks.
     """
-    rule = rule_for(tensor.dtype)
+    rule = RULES.get(tensor.dtype)
     if rule is None:
         raise ValueError(f"random-fast has no bit rule for {tensor.dtype}; supported: {', '.join(map(str, RULES))}")
     if not tensor.is_contiguous():

@@ -101,20 +101,12 @@ def get_strategy(name: str, *, flag: str = "--strategy") -> Strategy:
         raise UsageError(flag, f"unknown strategy {name!r}; choose from: {known}") from None
 
 
-register_strategy(
-    Strategy(
-        "legacy",
-        "vLLM <= 0.29: modules() x recursive state_dict(), old initializer",
-        legacy_traversal,
-        initializer="v0.29",
-    )
-)
-register_strategy(
-    Strategy("per-layer", "vLLM >= 0.30: each module's own parameters and persistent buffers", per_layer_traversal)
-)
-register_strategy(
-    Strategy("unique", "per-layer, each storage exactly once (tied and aliased included)", unique_traversal)
-)
+for _builtin in (
+    Strategy("legacy", "vLLM <= 0.29: modules() x recursive state_dict(), old initializer", legacy_traversal, "v0.29"),
+    Strategy("per-layer", "vLLM >= 0.30: each module's own parameters and persistent buffers", per_layer_traversal),
+    Strategy("unique", "per-layer, each storage exactly once (tied and aliased included)", unique_traversal),
+):
+    register_strategy(_builtin)
 
 
 def run_strategy(

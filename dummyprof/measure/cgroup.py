@@ -31,31 +31,28 @@ class CgroupLimit:
         return max(0, self.limit_bytes - self.usage_bytes)
 
 
-def _read_int(path: Path) -> int | None:
+def _text(path: Path) -> str:
+    """The file's text, '' when it cannot be read (no such controller, not ASCII)."""
     try:
-        text = path.read_text(encoding="ascii").strip()
+        return path.read_text(encoding="ascii")
     except (OSError, UnicodeDecodeError):
-        return None
+        return ""
+
+
+def _read_int(path: Path) -> int | None:
+    text = _text(path).strip()
     return int(text) if text.isdigit() else None
 
 
 def _stat(path: Path, key: str) -> int:
-    try:
-        text = path.read_text(encoding="ascii")
-    except (OSError, UnicodeDecodeError):
-        return 0
-    match = re.search(rf"^{key} (\d+)$", text, re.MULTILINE)
+    match = re.search(rf"^{key} (\d+)$", _text(path), re.MULTILINE)
     return int(match.group(1)) if match else 0
 
 
 def _own_paths(proc_cgroup: Path) -> tuple[str | None, str | None]:
     """This process's cgroup path under the v2 hierarchy and under the v1 memory controller."""
     v2 = v1 = None
-    try:
-        lines = proc_cgroup.read_text(encoding="ascii").splitlines()
-    except (OSError, UnicodeDecodeError):
-        return None, None
-    for line in lines:
+    for line in _text(proc_cgroup).splitlines():
         parts = line.split(":", 2)
         if len(parts) != 3:
             continue
@@ -68,11 +65,7 @@ def _own_paths(proc_cgroup: Path) -> tuple[str | None, str | None]:
 
 def _candidates(base: Path, own: str | None) -> list[Path]:
     """The process's own cgroup directory first (a host mount), then the mount root (a container's view)."""
-    dirs = []
-    if own and own != "/":
-        dirs.append(base / own.lstrip("/"))
-    dirs.append(base)
-    return dirs
+    return [base / own.lstrip("/"), base] if own and own != "/" else [base]
 
 
 def cgroup_memory_limit(root: Path = CGROUP_ROOT, proc_cgroup: Path = PROC_CGROUP) -> CgroupLimit | None:
@@ -82,10 +75,7 @@ def cgroup_memory_limit(root: Path = CGROUP_ROOT, proc_cgroup: Path = PROC_CGROU
         limit_file = directory / "memory.max"
         if not limit_file.is_file():
             continue
-        text = limit_file.read_text(encoding="ascii").strip()
-        if text == "max":
-            return None
-        limit = _read_int(limit_file)
+        limit = _read_int(limit_file)  # None for "max" (no limit) as for anything unreadable
         current = _read_int(directory / "memory.current")
         if limit is None or current is None:
             return None

@@ -11,21 +11,17 @@ from dummyprof.errors import UsageError
 DEVICE_CHOICES = "cpu, cuda, cuda:N or auto"
 
 
-def cuda_available() -> bool:
-    return torch.cuda.is_available()
-
-
 def resolve_device(spec: str, *, flag: str = "--device") -> torch.device:
     """``cpu``, ``cuda``, ``cuda:N`` or ``auto`` (CUDA when present) to a torch.device."""
     text = spec.strip().lower()
     if text == "auto":
-        return torch.device("cuda", torch.cuda.current_device()) if cuda_available() else torch.device("cpu")
+        return torch.device("cuda", torch.cuda.current_device()) if torch.cuda.is_available() else torch.device("cpu")
     if text == "cpu":
         return torch.device("cpu")
     match = re.fullmatch(r"cuda(?::(\d+))?", text)
     if not match:
         raise UsageError(flag, f"unknown device {spec!r}; choose {DEVICE_CHOICES}")
-    if not cuda_available():
+    if not torch.cuda.is_available():
         raise UsageError(
             flag, f"{spec!r} asked for CUDA but this torch ({torch.__version__}) sees no CUDA GPU; use {flag} cpu"
         )

@@ -68,8 +68,8 @@ def ratio_interval(base: Sequence[float], mine: Sequence[float]) -> tuple[float,
         vectorized=True,
         random_state=np.random.default_rng(SEED),
     )
-    low, high = float(found.confidence_interval.low), float(found.confidence_interval.high)
-    return low, high
+    interval = found.confidence_interval
+    return float(interval.low), float(interval.high)
 
 
 def sample_warnings(name: str, samples: Sequence[float]) -> list[NoiseWarning]:

@@ -15,6 +15,7 @@ rate measured in the same run for what bounds it.
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -126,9 +127,7 @@ class Sample:
 
     @property
     def median_s(self) -> float:
-        ordered = sorted(self.readings_s)
-        mid = len(ordered) // 2
-        return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+        return statistics.median(self.readings_s)
 
 
 def project_time(
@@ -162,7 +161,7 @@ def project_time(
     fallback = FALLBACK_FLAT if line.slope <= 0 else FALLBACK_POOR_FIT if line.r_squared < min_r_squared else ""
     if fallback and size_independent:
         readings = sorted(r for s in samples for r in s.readings_s)
-        point = Sample(0.0, readings).median_s
+        point = statistics.median(readings)
         fit = LinearFit(intercept=point, r_squared=line.r_squared, points=len(readings), x_max=largest.bytes, model="a")
         low, high = readings[0], readings[-1]
         interval = "readings"

@@ -21,7 +21,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from dummyprof.errors import DoesNotFitError, DummyprofError, UsageError
+from dummyprof.errors import DummyprofError, UsageError
 from dummyprof.files.reading import HF_CONFIG, read_bounded, unique_keys
 from dummyprof.models.hf_fields import check_fields, check_shape
 from dummyprof.models.meta_bounds import BuildLimits, BuildStopped, bounded_build, build_stopped_error
@@ -141,10 +141,7 @@ def _config_from_hub(repo_id: str, trust_remote_code: bool) -> Any:
     except ValueError as exc:
         raise UsageError(FLAG, f"transformers rejected the config of {repo_id!r}: {_first_line(exc)}") from exc
     except Exception as exc:
-        raise UsageError(
-            FLAG,
-            f"cannot fetch config.json for hub id {repo_id!r} ({_first_line(exc)}); {fix}",
-        ) from exc
+        raise UsageError(FLAG, f"cannot fetch config.json for hub id {repo_id!r} ({_first_line(exc)}); {fix}") from exc
     finally:
         hub_logger.setLevel(level)
 
@@ -276,21 +273,11 @@ def _refuse_estimate(estimate: BuildEstimate, limits: BuildLimits, flag: str, ta
     )
     if limits.max_objects is not None and estimate.objects > limits.max_objects:
         fit = _layers_that_fit(estimate, limits.max_objects)
-        raise DoesNotFitError(
-            flag,
-            f"{what}, more than the {limits.max_objects:,} this machine's memory holds as Python objects; "
-            f"at most {fit:,} layers fit: pass --model-arg {LAYERS_FIELD}={fit}",
-        )
+        raise limits.too_many_objects(flag, what, f"at most {fit:,} layers fit: pass --model-arg {LAYERS_FIELD}={fit}")
     if limits.seconds is not None and estimate.seconds > limits.seconds:
         fit = _layers_that_fit(estimate, limits.seconds / max(estimate.seconds_per_object, 1e-12))
-        budget = "its share of the time budget" if limits.time_field else "the limit for building on meta"
-        raise DoesNotFitError(
-            flag if not limits.time_field else None,
-            f"{what}, estimated at {estimate.seconds:,.0f} s, over {budget} ({limits.seconds:.0f} s); "
-            f"about {fit:,} layers fit: pass --model-arg {LAYERS_FIELD}={fit}"
-            + (" or raise the time budget" if limits.time_field else ""),
-            field=limits.time_field or None,
-        )
+        fix = f"about {fit:,} layers fit: pass --model-arg {LAYERS_FIELD}={fit}"
+        raise limits.past_time(flag, f"{what}, estimated at {estimate.seconds:,.0f} s, over", fix)
 
 
 def build_on_meta(
@@ -326,17 +313,6 @@ def build_on_meta(
         raise UsageError(flag, f"transformers could not build {config.model_type} on meta: {_first_line(exc)}") from exc
 
 
-def _materialize_copy(meta_model: nn.Module, device: torch.device, notes: list[str]) -> nn.Module:
-    from dummyprof.models.loading import materialize
-
-    model = copy.deepcopy(meta_model)  # deepcopy keeps tied parameters tied
-    if device.type != "meta":
-        made = materialize(model, device)
-        if not notes:
-            notes.extend(made)
-    return model
-
-
 def hf_source(
     spec: str,
     overrides: dict[str, Any] | None = None,
@@ -347,6 +323,7 @@ def hf_source(
 ) -> ModelSource:
     """A ModelSource for ``hf:TARGET`` with ``--model-arg`` config overrides."""
     from dummyprof.anatomy import largest_low_precision_elements, model_bytes
+    from dummyprof.models.loading import materialize_meta
 
     target = spec.removeprefix(PREFIX)
     if not target:
@@ -376,7 +353,7 @@ def hf_source(
     return ModelSource(
         source=spec,
         description=f"{type(meta_model).__name__} from {target}" + (f" ({shown})" if shown else ""),
-        build=lambda device: _materialize_copy(meta_model, device, notes),
+        build=lambda device: materialize_meta(copy.deepcopy(meta_model), device, notes),  # deepcopy keeps ties
         estimated_bytes=model_bytes(meta_model),
         options=options,
         notes=notes,

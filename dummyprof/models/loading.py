@@ -75,6 +75,15 @@ def materialize(model: nn.Module, device: torch.device) -> list[str]:
     return notes
 
 
+def materialize_meta(model: nn.Module, device: torch.device, notes: list[str]) -> nn.Module:
+    """``model``, its meta tensors materialized on ``device`` (not meta); ``notes`` gets the first build's notes."""
+    if has_meta(model) and device.type != "meta":
+        made = materialize(model, device)
+        if not notes:
+            notes.extend(made)
+    return model
+
+
 def refuse_non_dense(model: nn.Module, spec: str, *, flag: str) -> None:
     """A sparse (or nested) parameter or buffer has no storage to fill: refused, naming it, before any fill.
 
@@ -136,11 +145,7 @@ def callable_source(
     def build(device: torch.device) -> nn.Module:
         with torch.device(device):
             model = call_model_builder(fn, args, spec=spec, flag=flag)
-        if has_meta(model) and device.type != "meta":
-            made = materialize(model, device)
-            if not notes:
-                notes.extend(made)
-        return model
+        return materialize_meta(model, device, notes)
 
     return ModelSource(
         source=source,

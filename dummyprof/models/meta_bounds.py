@@ -36,6 +36,18 @@ class BuildLimits:
     time_field: str = ""  # the options field that set ``seconds`` (``time_budget``), '' for a default
     clock: Clock = time.perf_counter
 
+    def past_time(self, flag: str, got: str, fix: str) -> DoesNotFitError:
+        """``got`` (ending "past" or "over") went beyond ``seconds``: names the time budget when it set them."""
+        budget = "its share of the time budget" if self.time_field else "the limit for building on meta"
+        more = " or raise the time budget" if self.time_field else ""
+        message = f"{got} {budget} ({self.seconds or 0:.0f} s); {fix}{more}"
+        return DoesNotFitError(None if self.time_field else flag, message, field=self.time_field or None)
+
+    def too_many_objects(self, flag: str, got: str, fix: str) -> DoesNotFitError:
+        """``got`` makes more modules and tensors than ``max_objects``."""
+        held = f"more than the {self.max_objects or 0:,} this machine's memory holds as Python objects"
+        return DoesNotFitError(flag, f"{got}, {held}; {fix}")
+
 
 class BuildStopped(Exception):
     """A bounded build ran past a limit: why (time | objects), and how far it got."""
@@ -84,13 +96,5 @@ def build_stopped_error(
     got = f"{what}: building it on meta stopped after {stop.seconds:.1f} s with {stop.objects:,} modules and tensors"
     fix = fix or "build a smaller model (fewer layers or experts in --model-arg)"
     if stop.reason == STOP_TIME:
-        budget = "its share of the time budget" if limits.time_field else "the limit for building on meta"
-        more = " or raise the time budget" if limits.time_field else ""
-        return DoesNotFitError(
-            None if limits.time_field else flag,
-            f"{got}, past {budget} ({limits.seconds or 0:.0f} s); {fix}{more}",
-            field=limits.time_field or None,
-        )
-    return DoesNotFitError(
-        flag, f"{got}, more than the {limits.max_objects or 0:,} this machine's memory holds as Python objects; {fix}"
-    )
+        return limits.past_time(flag, f"{got}, past", fix)
+    return limits.too_many_objects(flag, got, fix)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import torch
@@ -26,6 +27,7 @@ from dummyprof.models.meta_bounds import BuildLimits
 from dummyprof.models.source import ModelSource
 
 HAS_FP8 = hasattr(torch, "float8_e4m3fn")
+MlpFactory = Callable[[torch.dtype], nn.Module]  # a layer's MLP (dense or experts) in a dtype
 _DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 
@@ -136,18 +138,22 @@ class CausalLM(nn.Module):
             self.lm_head.weight = self.model.embed_tokens.weight
 
 
+def _gqa_decoder(
+    layers: int, hidden: int, heads: int, kv_heads: int, vocab: int, dtype: str, tie: bool, mlp: MlpFactory
+) -> nn.Module:
+    """``layers`` blocks of grouped-query attention and ``mlp(dtype)`` between an embedding and an lm_head."""
+    dt = _dtype(dtype)
+    blocks: list[nn.Module] = [
+        DecoderLayer(Attention(hidden, heads, kv_heads, dt), mlp(dt), hidden, dt) for _ in range(layers)
+    ]
+    return CausalLM(blocks, vocab, hidden, dt, tie=tie)
+
+
 def torch_transformer(
     d_model: int = 128, nhead: int = 4, encoder_layers: int = 2, decoder_layers: int = 2, dim_feedforward: int = 256
 ) -> nn.Module:
     """PyTorch's ``nn.Transformer`` (encoder-decoder), batch_first."""
-    return nn.Transformer(
-        d_model=d_model,
-        nhead=nhead,
-        num_encoder_layers=encoder_layers,
-        num_decoder_layers=decoder_layers,
-        dim_feedforward=dim_feedforward,
-        batch_first=True,
-    )
+    return nn.Transformer(d_model, nhead, encoder_layers, decoder_layers, dim_feedforward, batch_first=True)
 
 
 def dense_decoder(
@@ -161,12 +167,7 @@ def dense_decoder(
     tie: bool = True,
 ) -> nn.Module:
     """A Llama/Qwen-style dense decoder (grouped-query attention, gated MLP, RMSNorm, rotary)."""
-    dt = _dtype(dtype)
-    blocks: list[nn.Module] = [
-        DecoderLayer(Attention(hidden, heads, kv_heads, dt), MLP(hidden, intermediate, dt), hidden, dt)
-        for _ in range(layers)
-    ]
-    return CausalLM(blocks, vocab, hidden, dt, tie=tie)
+    return _gqa_decoder(layers, hidden, heads, kv_heads, vocab, dtype, tie, partial(MLP, hidden, intermediate))
 
 
 def moe_decoder(
@@ -182,17 +183,8 @@ def moe_decoder(
     tie: bool = False,
 ) -> nn.Module:
     """A Qwen-MoE/Mixtral-style decoder: a router and many small experts per layer."""
-    dt = _dtype(dtype)
-    blocks: list[nn.Module] = [
-        DecoderLayer(
-            Attention(hidden, heads, kv_heads, dt),
-            MoE(hidden, experts, expert_intermediate, shared_experts, dt),
-            hidden,
-            dt,
-        )
-        for _ in range(layers)
-    ]
-    return CausalLM(blocks, vocab, hidden, dt, tie=tie)
+    moe = partial(MoE, hidden, experts, expert_intermediate, shared_experts)  # MoE(..., dtype)
+    return _gqa_decoder(layers, hidden, heads, kv_heads, vocab, dtype, tie, moe)
 
 
 class LatentAttention(nn.Module):

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import torch
 
-from dummyprof.allocation.backings import Backing, backing_disk_free, shm_free_bytes
+from dummyprof.allocation.backings import SHM_DIR, Backing, backing_disk_free, disk_free_bytes
 from dummyprof.errors import DoesNotFitError
 from dummyprof.loaders.fp8_methods import FLOOR, FillMethod
 from dummyprof.measure.budget import DEFAULT_SHARE, HostMemory, host_memory, limit_flag, memory_fix
@@ -113,7 +113,7 @@ def memory_budget(options: EngramOptions, backing: Backing, device: torch.device
         budget, limit = int(available * DEFAULT_SHARE), host.limit
         source = f"{DEFAULT_SHARE:.0%} of {host.describe()}"
     if backing.used == "shm":
-        shm_free = shm_free_bytes()
+        shm_free = disk_free_bytes(SHM_DIR)
         if shm_free is not None and shm_free < budget:
             budget, source, limit = shm_free, f"{format_bytes(shm_free)} free in /dev/shm", "/dev/shm"
     if backing.used == "mmap":

@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Optional
-
 import typer
 
-from dummyprof.cli.output import EXIT_NOT_WRITTEN, check_outputs, emit, progress_bar
-from dummyprof.cli.output_options import ForceOpt, HtmlOpt, JsonOpt, QuietOpt, html_reports
-from dummyprof.cli.schema_command import options_from, with_options
+from dummyprof.cli.output import ForceOpt, HtmlOpt, JsonOpt, QuietOpt, check_outputs, emit, progress_bar
+from dummyprof.cli.schema_command import options_from, with_flags, with_options
 from dummyprof.errors import UsageError
 from dummyprof.scenarios.engram.options import EngramOptions
 from dummyprof.scenarios.engram.ranks.world import launch_env
+from dummyprof.schema import Spec
 
 HELP = """\
 Size, fill and time one rank's Engram tables (DeepSeek V4.1 ParallelEngramEmbedding).
@@ -57,30 +55,29 @@ FIELDS = (
 )
 
 
+# Multi-rank only (--nproc, or under torchrun): read from the context's params by cli/ranks.py.
+FLAGS = {
+    "nproc": Spec(
+        metavar="INT", help="Start INT ranks on this host (tp x dp must equal INT; a core and a process's memory each)."
+    ),
+    "dist_backend": Spec(help="Multi-rank: auto (nccl for tables on GPUs, else gloo), gloo or nccl."),
+    "dist_timeout": Spec(metavar="SECONDS", help="Multi-rank: how long a rank waits for the others at any step."),
+    "all_ranks": Spec(unit="flag", help="Multi-rank: every rank prints its own report too (rank 0 always)."),
+}
+
+
 @with_options(EngramOptions, FIELDS)
+@with_flags(FLAGS)
 def engram(
     ctx: typer.Context,
     json_path: JsonOpt = None,
     html: HtmlOpt = None,
     force: ForceOpt = False,
     quiet: QuietOpt = False,
-    nproc: Annotated[
-        Optional[str],  # noqa: UP045 - typer needs Optional on Python 3.10
-        typer.Option(
-            metavar="INT",
-            help="Start INT ranks on this host (tp x dp must equal INT; a core and a process's memory each).",
-        ),
-    ] = None,
-    dist_backend: Annotated[
-        str, typer.Option(help="Multi-rank: auto (nccl for tables on GPUs, else gloo), gloo or nccl.")
-    ] = "auto",
-    dist_timeout: Annotated[
-        str,
-        typer.Option(metavar="SECONDS", help="Multi-rank: how long a rank waits for the others at any step."),
-    ] = "600",
-    all_ranks: Annotated[
-        bool, typer.Option("--all-ranks", help="Multi-rank: every rank prints its own report too (rank 0 always).")
-    ] = False,
+    nproc: str | None = None,
+    dist_backend: str = "auto",
+    dist_timeout: str = "600",  # parsed by cli/ranks.py, from ctx.params
+    all_ranks: bool = False,
 ) -> int:
     params = dict(ctx.params)
     env = launch_env()
@@ -88,28 +85,21 @@ def engram(
         for flag, given in (("--all-ranks", all_ranks), ("--dist-backend", dist_backend != "auto")):
             if given:
                 raise UsageError(flag, "only applies to a multi-rank run: add --nproc N or start under torchrun")
-        options = _options(params)
-        check_outputs({"--json": json_path, "--html": html}, force=force)
-        reports = html_reports(html)
+        options = options_from(EngramOptions, FIELDS, params)[0]  # the run validates once
+        reports = check_outputs({"--json": json_path, "--html": html}, force=force)
         from dummyprof.scenarios.engram import run as scenario
 
         with progress_bar(not quiet and not options.dry_run, "engram") as progress:
             results = scenario.run(options, progress=progress)
-        return EXIT_NOT_WRITTEN if emit(results, json_path=json_path, quiet=quiet, force=force, reports=reports) else 0
+        return emit(results, json_path=json_path, quiet=quiet, force=force, reports=reports)
     from dummyprof.cli.ranks import engram_on_ranks
 
-    return engram_on_ranks(params, env, lambda: _checked_options(params))
+    def checked() -> EngramOptions:
+        """The options, checked here: ranks start only on options that pass (raises UsageError naming the field)."""
+        from dummyprof.scenarios.engram.options import validate
 
+        options = options_from(EngramOptions, FIELDS, params)[0]
+        validate(options)
+        return options
 
-def _options(params: dict[str, Any]) -> EngramOptions:
-    """Parse every flag (no measuring); raises UsageError naming the field. The run validates once."""
-    return options_from(EngramOptions, FIELDS, params)[0]
-
-
-def _checked_options(params: dict[str, Any]) -> EngramOptions:
-    """The options, checked here: ranks start only on options that pass (the single-process run checks its own)."""
-    from dummyprof.scenarios.engram.options import validate
-
-    options = _options(params)
-    validate(options)
-    return options
+    return engram_on_ranks(params, env, checked)

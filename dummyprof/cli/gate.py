@@ -4,30 +4,26 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Optional
 
 import typer
 
 from dummyprof.cli.output import (
+    ForceOpt,
+    HtmlOpt,
+    JsonOpt,
+    Progress,
+    QuietOpt,
     check_outputs,
     emit,
-    json_to_stdout,
-    progress_bar,
+    measuring,
     reporter,
-    user_stdout_to_stderr,
 )
-from dummyprof.cli.output_options import ForceOpt, HtmlOpt, JsonOpt, QuietOpt, html_reports
+from dummyprof.cli.schema_command import with_flags
 from dummyprof.errors import UsageError
 from dummyprof.files.inputs import run_inputs
 from dummyprof.files.outputs import Output, is_step_summary
-from dummyprof.results.session import Results
+from dummyprof.schema import Spec
 from dummyprof.units import parse_float
-
-CONFIG_HELP = (
-    "TOML config with a table per scenario (scenarios.NAME). "
-    "Default: ./dummyprof.toml, else the tool.dummyprof table of pyproject.toml."
-)
-SCENARIO_HELP = "Run only this scenario of the config (repeatable). Default: all."
 
 EXIT_CODES = """\
 Exit codes: 0 every check passed (improved and not significant count as
@@ -87,33 +83,51 @@ def register(app: typer.Typer) -> None:
     app.command("gate", help=GATE_HELP, no_args_is_help=False)(gate)
 
 
-def _per_scenario(update: Callable[[int, int, str], None] | None) -> Callable[[str], Callable[..., None] | None]:
-    def for_scenario(name: str) -> Callable[..., None] | None:
+REFUSES = "Refuses to overwrite without --force."
+FLAGS = {
+    "baseline": Spec(unit="path", metavar="PATH", short="-b", help="Baseline written by dummyprof baseline."),
+    "config": Spec(
+        unit="path",
+        metavar="PATH",
+        short="-c",
+        help="TOML config with a table per scenario (scenarios.NAME). "
+        "Default: ./dummyprof.toml, else the tool.dummyprof table of pyproject.toml.",
+    ),
+    "scenario": Spec(
+        unit="list", metavar="NAME", help="Run only this scenario of the config (repeatable). Default: all."
+    ),
+    "output": Spec(unit="path", metavar="PATH", short="-o", help="Baseline file to write, e.g. perf/baseline.json."),
+    "markdown": Spec(
+        unit="path",
+        metavar="PATH",
+        help="Write a Markdown report to PATH. Appended when PATH is $GITHUB_STEP_SUMMARY (the CI step summary); "
+        "any other existing file is refused without --force.",
+    ),
+    "junit": Spec(unit="path", metavar="PATH", help=f"Write JUnit XML, one test case per check. {REFUSES}"),
+    "benchmark_json": Spec(
+        unit="path",
+        metavar="PATH",
+        help=f"Write metrics for github-action-benchmark (tool: customSmallerIsBetter). {REFUSES}",
+    ),
+    "factor": Spec(metavar="FLOAT", help="Timing change that can count as a regression. Default: config, else 1.10."),
+    "alpha": Spec(metavar="FLOAT", help="Significance level of the rank test. Default: config, else 0.05."),
+}
+
+
+def _per_scenario(update: Progress | None) -> Callable[[str], Progress | None]:
+    def for_scenario(name: str) -> Progress | None:
         if update is None:
             return None
-
-        def progress(done: int, total: int, label: str) -> None:
-            update(done, total, f"{name}: {label}")
-
-        return progress
+        return lambda done, total, label: update(done, total, f"{name}: {label}")
 
     return for_scenario
 
 
-ConfigOption = Annotated[Optional[Path], typer.Option("--config", "-c", metavar="PATH", help=CONFIG_HELP)]  # noqa: UP045
-ScenarioOption = Annotated[
-    Optional[list[str]],  # noqa: UP045 - typer needs Optional here on Python 3.10
-    typer.Option("--scenario", metavar="NAME", help=SCENARIO_HELP),
-]
-
-
+@with_flags(FLAGS)
 def baseline(
-    config: ConfigOption = None,
-    output: Annotated[
-        Optional[Path],  # noqa: UP045
-        typer.Option("--output", "-o", metavar="PATH", help="Baseline file to write, e.g. perf/baseline.json."),
-    ] = None,
-    scenario: ScenarioOption = None,
+    config: Path | None = None,
+    output: Path | None = None,
+    scenario: list[str] | None = None,
     force: ForceOpt = False,
     quiet: QuietOpt = False,
 ) -> int:
@@ -127,7 +141,7 @@ def baseline(
     cfg = load_config(config)
     check_outputs({"--output": output}, force=force, inputs=run_inputs(gate=cfg))
     scenarios = cfg.select(scenario)
-    with progress_bar(not quiet, "baseline") as update:
+    with measuring("baseline", quiet=quiet, json_path=None) as update:
         results = make_baseline(cfg, scenarios, _per_scenario(update))
     assert results.gate is not None
     # Nothing is saved when a scenario could not be measured (exit 3).
@@ -137,49 +151,22 @@ def baseline(
     return results.gate.exit_code
 
 
+@with_flags(FLAGS)
 def gate(
-    baseline_path: Annotated[
-        Optional[Path],  # noqa: UP045
-        typer.Option("--baseline", "-b", metavar="PATH", help="Baseline written by dummyprof baseline."),
-    ] = None,
-    config: ConfigOption = None,
-    scenario: ScenarioOption = None,
+    baseline: Path | None = None,
+    config: Path | None = None,
+    scenario: list[str] | None = None,
     json_path: JsonOpt = None,
-    markdown: Annotated[
-        Optional[Path],  # noqa: UP045
-        typer.Option(
-            metavar="PATH",
-            help="Write a Markdown report to PATH. Appended when PATH is $GITHUB_STEP_SUMMARY (the CI step summary); "
-            "any other existing file is refused without --force.",
-        ),
-    ] = None,
-    junit: Annotated[
-        Optional[Path],  # noqa: UP045
-        typer.Option(
-            metavar="PATH", help="Write JUnit XML, one test case per check. Refuses to overwrite without --force."
-        ),
-    ] = None,
-    benchmark_json: Annotated[
-        Optional[Path],  # noqa: UP045
-        typer.Option(
-            metavar="PATH",
-            help="Write metrics for github-action-benchmark (tool: customSmallerIsBetter). "
-            "Refuses to overwrite without --force.",
-        ),
-    ] = None,
-    factor: Annotated[
-        Optional[str],  # noqa: UP045
-        typer.Option(metavar="FLOAT", help="Timing change that can count as a regression. Default: config, else 1.10."),
-    ] = None,
-    alpha: Annotated[
-        Optional[str],  # noqa: UP045
-        typer.Option(metavar="FLOAT", help="Significance level of the rank test. Default: config, else 0.05."),
-    ] = None,
+    markdown: Path | None = None,
+    junit: Path | None = None,
+    benchmark_json: Path | None = None,
+    factor: str | None = None,
+    alpha: str | None = None,
     html: HtmlOpt = None,
     force: ForceOpt = False,
     quiet: QuietOpt = False,
 ) -> int:
-    if baseline_path is None:
+    if baseline is None:
         raise UsageError("--baseline", "give the baseline to compare with, e.g. --baseline perf/baseline.json")
     factor_value = parse_float("--factor", factor, minimum=1.0, example="1.10") if factor is not None else None
     alpha_value = parse_float("--alpha", alpha, minimum=0.0, example="0.05") if alpha is not None else None
@@ -190,47 +177,26 @@ def gate(
 
     cfg = load_config(config)
     append = markdown is not None and is_step_summary(markdown)  # appended only to the CI step summary
-    check_outputs(
+    html_files = check_outputs(
         {"--json": json_path, "--junit": junit, "--benchmark-json": benchmark_json, "--html": html}
         | ({} if append else {"--markdown": markdown}),
         force=force,
-        inputs=run_inputs(files={"--baseline": baseline_path}, gate=cfg),
+        inputs=run_inputs(files={"--baseline": baseline}, gate=cfg),
         append={"--markdown": markdown} if append else None,
     )
-    html_files = html_reports(html)  # no plotly: exit 2 now, not after measuring
-
     if factor_value is not None:
         cfg.factor = factor_value
     if alpha_value is not None:
         cfg.alpha = alpha_value
     scenarios = cfg.select(scenario)
-    base = load_baseline(baseline_path)  # a bad baseline fails here, before anything is measured
-    with progress_bar(not quiet, "gate") as update, user_stdout_to_stderr(json_to_stdout(json_path)):
-        results = run_gate(cfg, scenarios, base, baseline_path, _per_scenario(update))
+    base = load_baseline(baseline)  # a bad baseline fails here, before anything is measured
+    with measuring("gate", quiet=quiet, json_path=json_path) as update:
+        results = run_gate(cfg, scenarios, base, baseline, _per_scenario(update))
     assert results.gate is not None
-    emit(
-        results,
-        json_path=json_path,
-        quiet=quiet,
-        force=force,
-        reports=_reports(markdown=markdown, append=append, junit=junit, benchmark_json=benchmark_json) + html_files,
-        on_failure=not_recorded,
-    )
+    reports = []  # each file flag is rendered by the registered reporter of its name
+    for flag, path in {"--markdown": markdown, "--junit": junit, "--benchmark-json": benchmark_json}.items():
+        add = flag == "--markdown" and append  # only the CI step summary is appended to
+        if path is not None:
+            reports.append((Output(flag, path, append=add), reporter(flag[2:], flag=flag, append=add)))
+    emit(results, json_path=json_path, quiet=quiet, force=force, reports=reports + html_files, on_failure=not_recorded)
     return results.gate.exit_code
-
-
-def _reports(
-    *, markdown: Path | None, append: bool, junit: Path | None, benchmark_json: Path | None
-) -> list[tuple[Output, Callable[[Results], str]]]:
-    reports: list[tuple[Output, Callable[[Results], str]]] = []
-    if markdown is not None:
-        reports.append(
-            (Output("--markdown", markdown, append=append), reporter("markdown", flag="--markdown", append=append))
-        )
-    if junit is not None:
-        reports.append((Output("--junit", junit), reporter("junit", flag="--junit")))
-    if benchmark_json is not None:
-        reports.append(
-            (Output("--benchmark-json", benchmark_json), reporter("benchmark-json", flag="--benchmark-json"))
-        )
-    return reports

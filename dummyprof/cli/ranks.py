@@ -14,10 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from dummyprof.cli.flags import error_text
-from dummyprof.cli.output import EXIT_NOT_WRITTEN, check_outputs, emit
-from dummyprof.cli.output_options import html_reports
-from dummyprof.errors import UsageError
+from dummyprof.cli.output import check_outputs, emit, html_reports, report_error
+from dummyprof.errors import UsageError, flag_text
 from dummyprof.scenarios.engram.ranks.world import LaunchEnv
 from dummyprof.units import parse_float, parse_int
 
@@ -49,25 +47,18 @@ def engram_on_ranks(params: dict[str, Any], env: LaunchEnv | None, parse: Callab
             check_outputs({"--json": json_path, "--html": params["html"]}, force=force)
         return options
 
-    def report(message: str) -> None:
-        from dummyprof.reports.tables.escape import visible
-
-        sys.stderr.write(f"dummyprof: error: {visible(message)}\n")
-        sys.stderr.flush()
-
     backend = pick_backend(str(params["dist_backend"]), offload=bool(params["offload"]), device=str(params["device"]))
     names = {"--" + k.replace("_", "-"): str(v) for k, v in sorted(params.items()) if k != "all_ranks"}
     outcome = run_rank(
-        env, prepare, backend=backend, timeout_s=timeout_s, describe=error_text, names=names, report=report
+        env, prepare, backend=backend, timeout_s=timeout_s, describe=flag_text, names=names, report=report_error
     )
     if outcome.exit_code:
         if outcome.error and outcome.rank != 0:
-            report(outcome.error)
+            report_error(outcome.error)
         raise typer.Exit(outcome.exit_code)
     if outcome.gathered is not None:
         reports = html_reports(params["html"])
-        failed = emit(outcome.gathered, json_path=json_path, quiet=quiet, force=force, reports=reports)
-        return EXIT_NOT_WRITTEN if failed else 0
+        return emit(outcome.gathered, json_path=json_path, quiet=quiet, force=force, reports=reports)
     if params["all_ranks"] and outcome.results is not None:
         sys.stdout.flush()
         emit(outcome.results, json_path=None, quiet=quiet)
@@ -87,11 +78,10 @@ def _nproc(params: dict[str, Any], parse: Callable[[], EngramOptions], timeout_s
         **fields, nproc=nproc, dist_timeout_s=timeout_s, dist_backend=str(params["dist_backend"])
     )
     json_path, force, quiet = params["json_path"], params["force"], params["quiet"]
-    check_outputs({"--json": json_path, "--html": params["html"]}, force=force)
-    reports = html_reports(params["html"])
-    run = launch_ranks(options, describe=error_text)
-    failed = emit(run.gathered, json_path=json_path, quiet=quiet, force=force, reports=reports)
+    reports = check_outputs({"--json": json_path, "--html": params["html"]}, force=force)
+    run = launch_ranks(options, describe=flag_text)
+    code = emit(run.gathered, json_path=json_path, quiet=quiet, force=force, reports=reports)
     if params["all_ranks"]:
         for own in run.own[1:]:
             emit(own, json_path=None, quiet=quiet)
-    return EXIT_NOT_WRITTEN if failed else 0
+    return code

@@ -3,6 +3,8 @@
 A command names the fields it offers, in the order ``--help`` lists them; each becomes a Typer
 option with the field's flag, metavar, help and shown default. The command function receives
 the options built from them (``options``), ahead of its own CLI-only parameters (``--json``...).
+A command's own flags are declared the same way, as a :class:`~dummyprof.schema.Spec` per
+parameter (:func:`with_flags`).
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import dataclasses
 import inspect
 import typing
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Annotated, Any, Optional
 
 import typer
@@ -26,26 +29,35 @@ def param_name(field: str) -> str:
     return flag_for(field)[2:].replace("-", "_")
 
 
-def _parameter(field: dataclasses.Field[Any], spec: Spec) -> inspect.Parameter:
-    help = spec.help
-    names = [flag_for(field.name), *([spec.short] if spec.short else [])]
+# The type Typer parses a flag's text to, by unit (typer needs Optional on Python 3.10); anything else is text.
+KINDS: dict[str, Any] = {
+    "flag": bool,
+    "list": Optional[list[str]],  # noqa: UP045
+    "args": Optional[list[str]],  # noqa: UP045
+    "path": Optional[Path],  # noqa: UP045 - a command's own file flags (--output, --trace, ...)
+}
+
+
+def _parameter(name: str, spec: Spec, default: Any) -> inspect.Parameter:
+    names = [flag_for(name), *([spec.short] if spec.short else [])]
+    kind = KINDS.get(spec.unit, Optional[str])  # noqa: UP045
+    info = (
+        typer.Option(*names, help=spec.help)
+        if kind is bool
+        else typer.Option(*names, metavar=spec.metavar, help=spec.help)
+    )
+    return inspect.Parameter(
+        param_name(name), inspect.Parameter.KEYWORD_ONLY, default=default, annotation=Annotated[kind, info]
+    )
+
+
+def _field_parameter(field: dataclasses.Field[Any], spec: Spec) -> inspect.Parameter:
     if spec.unit == "flag":
-        info = typer.Option(*names, help=help)
-        return inspect.Parameter(
-            param_name(field.name),
-            inspect.Parameter.KEYWORD_ONLY,
-            default=field.default,
-            annotation=Annotated[bool, info],
-        )
-    many = spec.unit in ("list", "args")
-    kind: Any = Optional[list[str]] if many else Optional[str]  # noqa: UP045 - typer needs Optional on Python 3.10
+        return _parameter(field.name, spec, field.default)
     shown = spec.shown
     if shown is None and field.default is not dataclasses.MISSING and field.default is not None:
         shown = str(field.default)
-    info = typer.Option(*names, metavar=spec.metavar, help=help)
-    return inspect.Parameter(
-        param_name(field.name), inspect.Parameter.KEYWORD_ONLY, default=shown or None, annotation=Annotated[kind, info]
-    )
+    return _parameter(field.name, spec, shown or None)
 
 
 Overrides = Mapping[str, Mapping[str, Any]]  # field -> Spec fields this command states its own way (help, ...)
@@ -92,7 +104,7 @@ def with_options(cls: type, fields: Sequence[str], overrides: Overrides | None =
 
         params = [mine("ctx")] if "ctx" in own else []
         for name in fields:  # a parameter the command declares itself wins over the field of that name
-            params.append(mine(name) if name in own else _parameter(*declared[name]))
+            params.append(mine(name) if name in own else _field_parameter(*declared[name]))
         params += [mine(n) for n in own if n not in special and n not in fields]
         generated = {param_name(n) for n in declared if n not in own}
 
@@ -111,5 +123,28 @@ def with_options(cls: type, fields: Sequence[str], overrides: Overrides | None =
         command.__name__ = fn.__name__
         command.__doc__ = fn.__doc__
         return command
+
+    return wrap
+
+
+def with_flags(flags: Mapping[str, Spec]) -> Callable[[Command], Command]:
+    """Typer options for the command's own parameters named in ``flags``, declared as options fields are.
+
+    Each keeps its name (its flag: ``benchmark_json`` is ``--benchmark-json``) and default; the
+    :class:`~dummyprof.schema.Spec` gives its unit (``text``, ``flag``, ``list``, ``path``), metavar,
+    short name and help. The command receives the text (or path) as typed, parsing it itself.
+    """
+
+    def wrap(fn: Command) -> Command:
+        hints = typing.get_type_hints(fn, include_extras=True)
+        params = [
+            _parameter(p.name, flags[p.name], p.default).replace(kind=p.kind)
+            if p.name in flags
+            else p.replace(annotation=hints[p.name])
+            for p in inspect.signature(fn).parameters.values()
+        ]
+        fn.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+        fn.__annotations__ = {p.name: p.annotation for p in params}
+        return fn
 
     return wrap

@@ -2,24 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Optional
+from typing import Any
 
 import typer
 
-from dummyprof.cli.output import (
-    EXIT_NOT_WRITTEN,
-    check_outputs,
-    emit,
-    json_to_stdout,
-    progress_bar,
-    user_stdout_to_stderr,
-)
-from dummyprof.cli.output_options import ForceOpt, HtmlOpt, JsonOpt, QuietOpt, html_reports
-from dummyprof.cli.schema_command import options_from, with_options
+from dummyprof.cli.output import ForceOpt, HtmlOpt, JsonOpt, QuietOpt, check_outputs, emit, measuring
+from dummyprof.cli.schema_command import options_from, with_flags, with_options
 from dummyprof.errors import UsageError
 from dummyprof.files.inputs import run_inputs
 from dummyprof.scenarios.compare.options import CompareOptions
 from dummyprof.scenarios.sweep.options import DEFAULT_SWEEP_REPEAT, SweepOptions
+from dummyprof.schema import Spec
 from dummyprof.units import parse_count, parse_int, parse_seconds
 
 HELP = """\
@@ -69,32 +62,29 @@ OVERRIDES: dict[str, dict[str, object]] = {
     "warmup": {"help": "Warm-up rounds per point, discarded."},
     "max_memory": {"help": "Memory each point may use, e.g. 4GiB. Default: 80% of available."},
 }
+# The sweep's own flags: an engram sweep's, and time and fits per point (parsed by the sweep, not by compare)
+FLAGS = {
+    "rows": Spec(metavar="RANGE", help="Sweep engram table rows instead of compare, e.g. 1M,2M,4M,8M."),
+    "dim": Spec(metavar="INT", help="With --rows: row width (fp8 elements)."),
+    "method": Spec(unit="list", short="-m", help="With --rows: fill method (repeatable). Default: all."),
+    "time_budget": Spec(
+        metavar="DURATION",
+        help="Time for measuring at each point (default: compare's 60 s; with --rows, 10 s). A compare point "
+        "predicted to take longer is an error, never projected.",
+    ),
+    "fit_from": Spec(metavar="VALUE", help="Smallest value the growth fits use. Default: the middle value."),
+}
 
 
 @with_options(CompareOptions, FIELDS, OVERRIDES)
+@with_flags(FLAGS)
 def sweep(
     raw: dict[str, Any],
-    rows: Annotated[
-        Optional[str],  # noqa: UP045
-        typer.Option(metavar="RANGE", help="Sweep engram table rows instead of compare, e.g. 1M,2M,4M,8M."),
-    ] = None,
-    dim: Annotated[str, typer.Option(metavar="INT", help="With --rows: row width (fp8 elements).")] = "256",
-    method: Annotated[
-        Optional[list[str]],  # noqa: UP045
-        typer.Option("--method", "-m", help="With --rows: fill method (repeatable). Default: all."),
-    ] = None,
-    time_budget: Annotated[
-        Optional[str],  # noqa: UP045
-        typer.Option(
-            metavar="DURATION",
-            help="Time for measuring at each point (default: compare's 60 s; with --rows, 10 s). A compare point "
-            "predicted to take longer is an error, never projected.",
-        ),
-    ] = None,
-    fit_from: Annotated[
-        Optional[str],  # noqa: UP045
-        typer.Option(metavar="VALUE", help="Smallest value the growth fits use. Default: the middle value."),
-    ] = None,
+    rows: str | None = None,
+    dim: str = "256",
+    method: list[str] | None = None,
+    time_budget: str | None = None,
+    fit_from: str | None = None,
     json_path: JsonOpt = None,
     html: HtmlOpt = None,
     force: ForceOpt = False,
@@ -144,17 +134,16 @@ def sweep(
             max_memory=compare.max_memory,
             time_budget_s=parse_seconds("--time-budget", time_budget, example="10") if time_budget else 10.0,
         )
-    check_outputs({"--json": json_path, "--html": html}, force=force, inputs=run_inputs(model=compare.model))
-    reports = html_reports(html)
+    reports = check_outputs({"--json": json_path, "--html": html}, force=force, inputs=run_inputs(model=compare.model))
     from dummyprof.scenarios.sweep import run as scenario
 
     failure = None
-    with progress_bar(not quiet, "sweep") as progress, user_stdout_to_stderr(json_to_stdout(json_path)):
+    with measuring("sweep", quiet=quiet, json_path=json_path) as progress:
         try:
             results = scenario.run(options, progress=progress)
         except scenario.SweepStopped as stopped:  # the points measured are shown and saved, then the failure
             results, failure = stopped.results, stopped.error
-    not_written = emit(results, json_path=json_path, quiet=quiet, force=force, reports=reports)
+    code = emit(results, json_path=json_path, quiet=quiet, force=force, reports=reports)
     if failure is not None:
         raise failure
-    return EXIT_NOT_WRITTEN if not_written else 0
+    return code

@@ -54,13 +54,18 @@ app = typer.Typer(
 def _register_commands() -> None:
     from dummyprof.cli import audit, compare, engram, gate, inspect, report, sweep
 
-    audit.register(app)
-    compare.register(app)
-    engram.register(app)
-    gate.register(app)
-    inspect.register(app)
-    report.register(app)
-    sweep.register(app)
+    commands = (
+        ("audit", audit.audit, audit.HELP),
+        ("compare", compare.compare, compare.HELP),
+        ("engram", engram.engram, engram.HELP),
+        ("baseline", gate.baseline, gate.BASELINE_HELP),
+        ("gate", gate.gate, gate.GATE_HELP),
+        ("inspect", inspect.inspect, inspect.HELP),
+        ("report", report.report, report.HELP),
+        ("sweep", sweep.sweep, sweep.HELP),
+    )
+    for name, command, help in commands:
+        app.command(name, help=help)(command)
 
 
 _register_commands()

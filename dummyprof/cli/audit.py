@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import typer
-
 from dummyprof.cli.output import ForceOpt, HtmlOpt, JsonOpt, QuietOpt, check_outputs, emit, measuring
 from dummyprof.cli.schema_command import with_options
 from dummyprof.files.inputs import run_inputs
@@ -39,10 +37,6 @@ Examples:
   dummyprof audit --model ./m.py:build -s per-layer --loader ./fill.py:fill
   dummyprof audit --preset moe-decoder -s legacy --ignore repeated
 """
-
-
-def register(app: typer.Typer) -> None:
-    app.command("audit", help=HELP, no_args_is_help=False)(audit)
 
 
 FIELDS = (

@@ -77,10 +77,6 @@ TRACE = Spec(
 )
 
 
-def register(app: typer.Typer) -> None:
-    app.command("compare", help=HELP, no_args_is_help=False)(compare)
-
-
 @with_options(CompareOptions, FIELDS, TREE_HELP)
 @with_flags({"trace": TRACE, "detail": DETAIL})
 def compare(

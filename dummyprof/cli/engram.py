@@ -45,10 +45,6 @@ Every rank at once (one gathered report on rank 0; docs/multi-rank.md):
 """
 
 
-def register(app: typer.Typer) -> None:
-    app.command("engram", help=HELP, no_args_is_help=False)(engram)
-
-
 FIELDS = (
     *("rows", "dim", "block_size", "tables", "tp_size", "dp_size", "rank", "heads", "offload", "backing"),
     *("device", "methods", "repeat", "chunk_elements", "max_memory", "time_budget_s", "deadline_s", "dry_run"),

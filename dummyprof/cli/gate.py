@@ -5,8 +5,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-import typer
-
 from dummyprof.cli.output import (
     ForceOpt,
     HtmlOpt,
@@ -76,11 +74,6 @@ Example (GitHub Actions):
       --markdown "$GITHUB_STEP_SUMMARY" --junit perf/junit.xml
 
 {EXIT_CODES}"""
-
-
-def register(app: typer.Typer) -> None:
-    app.command("baseline", help=BASELINE_HELP, no_args_is_help=False)(baseline)
-    app.command("gate", help=GATE_HELP, no_args_is_help=False)(gate)
 
 
 REFUSES = "Refuses to overwrite without --force."

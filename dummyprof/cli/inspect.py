@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import typer
-
 from dummyprof.cli.output import ForceOpt, JsonOpt, QuietOpt, check_outputs, emit, measuring
 from dummyprof.cli.schema_command import with_options
 from dummyprof.files.inputs import run_inputs
@@ -23,10 +21,6 @@ Examples:
     --min-bytes 1MiB
   dummyprof inspect --preset torch-transformer -s legacy --json tree.json
 """
-
-
-def register(app: typer.Typer) -> None:
-    app.command("inspect", help=HELP, no_args_is_help=False)(inspect)
 
 
 FIELDS = (

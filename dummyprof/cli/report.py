@@ -27,10 +27,6 @@ Example: dummyprof report results.json --format markdown --output summary.md
 """
 
 
-def register(app: typer.Typer) -> None:
-    app.command("report", help=HELP)(report)
-
-
 FLAGS = {
     "format": Spec(short="-f", help="terminal, json, markdown, html, junit, benchmark-json or pytorch-benchmark."),
     "output": Spec(

@@ -41,11 +41,7 @@ KINDS: dict[str, Any] = {
 def _parameter(name: str, spec: Spec, default: Any) -> inspect.Parameter:
     names = [flag_for(name), *([spec.short] if spec.short else [])]
     kind = KINDS.get(spec.unit, Optional[str])  # noqa: UP045
-    info = (
-        typer.Option(*names, help=spec.help)
-        if kind is bool
-        else typer.Option(*names, metavar=spec.metavar, help=spec.help)
-    )
+    info = typer.Option(*names, metavar=spec.metavar, help=spec.help)
     return inspect.Parameter(
         param_name(name), inspect.Parameter.KEYWORD_ONLY, default=default, annotation=Annotated[kind, info]
     )

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import typer
-
 from dummyprof.cli.output import ForceOpt, HtmlOpt, JsonOpt, QuietOpt, check_outputs, emit, measuring
 from dummyprof.cli.schema_command import options_from, with_flags, with_options
 from dummyprof.errors import UsageError
@@ -32,10 +30,6 @@ Examples:
   dummyprof sweep --preset dense-decoder --model-arg layers=1:8
   dummyprof sweep --rows 1M,2M,4M,8M --method constant  (engram tables)
 """
-
-
-def register(app: typer.Typer) -> None:
-    app.command("sweep", help=HELP)(sweep)
 
 
 FIELDS = (

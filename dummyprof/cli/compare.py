@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from dummyprof.cli.output import ForceOpt, HtmlOpt, JsonOpt, QuietOpt, check_outputs, emit, measuring, reporter
-from dummyprof.cli.schema_command import with_flags, with_options
+from dummyprof.cli.schema_command import with_options
 from dummyprof.files.inputs import run_inputs
 from dummyprof.files.outputs import Output
 from dummyprof.scenarios.compare.options import CompareOptions
@@ -77,8 +77,7 @@ TRACE = Spec(
 )
 
 
-@with_options(CompareOptions, FIELDS, TREE_HELP)
-@with_flags({"trace": TRACE, "detail": DETAIL})
+@with_options(CompareOptions, FIELDS, TREE_HELP, flags={"trace": TRACE, "detail": DETAIL})
 def compare(
     options: CompareOptions,
     json_path: JsonOpt = None,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from dummyprof.cli.output import ForceOpt, HtmlOpt, JsonOpt, QuietOpt, check_outputs, emit, progress_bar
-from dummyprof.cli.schema_command import options_from, with_flags, with_options
+from dummyprof.cli.schema_command import options_from, with_options
 from dummyprof.errors import UsageError
 from dummyprof.scenarios.engram.options import EngramOptions
 from dummyprof.scenarios.engram.ranks.world import launch_env
@@ -62,8 +62,7 @@ FLAGS = {
 }
 
 
-@with_options(EngramOptions, FIELDS)
-@with_flags(FLAGS)
+@with_options(EngramOptions, FIELDS, flags=FLAGS)
 def engram(
     ctx: typer.Context,
     json_path: JsonOpt = None,

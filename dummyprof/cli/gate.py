@@ -16,7 +16,7 @@ from dummyprof.cli.output import (
     measuring,
     reporter,
 )
-from dummyprof.cli.schema_command import with_flags
+from dummyprof.cli.schema_command import with_options
 from dummyprof.errors import UsageError
 from dummyprof.files.inputs import run_inputs
 from dummyprof.files.outputs import Output, is_step_summary
@@ -116,7 +116,7 @@ def _per_scenario(update: Progress | None) -> Callable[[str], Progress | None]:
     return for_scenario
 
 
-@with_flags(FLAGS)
+@with_options(None, flags=FLAGS)
 def baseline(
     config: Path | None = None,
     output: Path | None = None,
@@ -144,7 +144,7 @@ def baseline(
     return results.gate.exit_code
 
 
-@with_flags(FLAGS)
+@with_options(None, flags=FLAGS)
 def gate(
     baseline: Path | None = None,
     config: Path | None = None,

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from dummyprof.cli.schema_command import with_flags
+from dummyprof.cli.schema_command import with_options
 from dummyprof.errors import UsageError
 from dummyprof.schema import Spec
 
@@ -38,7 +38,7 @@ FLAGS = {
 }
 
 
-@with_flags(FLAGS)
+@with_options(None, flags=FLAGS)
 def report(
     path: Annotated[
         Path, typer.Argument(metavar="RESULTS.json", help="A file written by --json ('-': standard input).")

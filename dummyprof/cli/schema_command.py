@@ -3,8 +3,8 @@
 A command names the fields it offers, in the order ``--help`` lists them; each becomes a Typer
 option with the field's flag, metavar, help and shown default. The command function receives
 the options built from them (``options``), ahead of its own CLI-only parameters (``--json``...).
-A command's own flags are declared the same way, as a :class:`~dummyprof.schema.Spec` per
-parameter (:func:`with_flags`).
+A command's own flags are declared the same way, a :class:`~dummyprof.schema.Spec` per parameter
+(``flags``); the command parses their text itself.
 """
 
 from __future__ import annotations
@@ -41,7 +41,8 @@ KINDS: dict[str, Any] = {
 def _parameter(name: str, spec: Spec, default: Any) -> inspect.Parameter:
     names = [flag_for(name), *([spec.short] if spec.short else [])]
     kind = KINDS.get(spec.unit, Optional[str])  # noqa: UP045
-    info = typer.Option(*names, metavar=spec.metavar, help=spec.help)
+    metavar = spec.metavar or (None if kind is bool else "TEXT")  # a flag shows none
+    info = typer.Option(*names, metavar=metavar, help=spec.help)
     return inspect.Parameter(
         param_name(name), inspect.Parameter.KEYWORD_ONLY, default=default, annotation=Annotated[kind, info]
     )
@@ -59,8 +60,8 @@ def _field_parameter(field: dataclasses.Field[Any], spec: Spec) -> inspect.Param
 Overrides = Mapping[str, Mapping[str, Any]]  # field -> Spec fields this command states its own way (help, ...)
 
 
-def _declared(cls: type, fields: Sequence[str], overrides: Overrides | None) -> dict[str, tuple[Any, Spec]]:
-    every = specs(cls)
+def _declared(cls: type | None, fields: Sequence[str], overrides: Overrides | None) -> dict[str, tuple[Any, Spec]]:
+    every = specs(cls) if cls is not None else {}
     changes = overrides or {}
     return {n: (every[n][0], dataclasses.replace(every[n][1], **changes.get(n, {}))) for n in fields if n in every}
 
@@ -81,12 +82,19 @@ def options_from(
     return cls(**values), frozenset(values)
 
 
-def with_options(cls: type, fields: Sequence[str], overrides: Overrides | None = None) -> Callable[[Command], Command]:
+def with_options(
+    cls: type | None,
+    fields: Sequence[str] = (),
+    overrides: Overrides | None = None,
+    flags: Mapping[str, Spec] | None = None,
+) -> Callable[[Command], Command]:
     """Typer options for ``fields`` of ``cls``, in that order, before the command's own parameters.
 
     ``fields`` may also name the command's own parameters, to place them among the generated ones.
     The command receives what it declares: ``options`` (built and parsed), ``given`` (the fields
     the user gave), ``raw`` (the generated options' text, to parse itself), and its own parameters.
+    An own parameter named in ``flags`` keeps its name (``benchmark_json`` is ``--benchmark-json``) and
+    default; its Spec gives the unit (``text``, ``flag``, ``list``, ``path``), metavar, short name and help.
     """
     declared = _declared(cls, fields, overrides)
 
@@ -96,6 +104,8 @@ def with_options(cls: type, fields: Sequence[str], overrides: Overrides | None =
         special = ("options", "given", "raw", "ctx")
 
         def mine(name: str) -> inspect.Parameter:
+            if flags and name in flags:
+                return _parameter(name, flags[name], own[name].default)
             return own[name].replace(annotation=hints[name], kind=inspect.Parameter.KEYWORD_ONLY)
 
         params = [mine("ctx")] if "ctx" in own else []
@@ -108,7 +118,7 @@ def with_options(cls: type, fields: Sequence[str], overrides: Overrides | None =
             passed = {k: v for k, v in kwargs.items() if k not in generated}
             if "raw" in own:
                 passed["raw"] = {k: v for k, v in kwargs.items() if k in generated}
-            if "options" in own:
+            if "options" in own and cls is not None:
                 passed["options"], given = options_from(cls, fields, kwargs, overrides)
                 if "given" in own:
                     passed["given"] = given
@@ -119,28 +129,5 @@ def with_options(cls: type, fields: Sequence[str], overrides: Overrides | None =
         command.__name__ = fn.__name__
         command.__doc__ = fn.__doc__
         return command
-
-    return wrap
-
-
-def with_flags(flags: Mapping[str, Spec]) -> Callable[[Command], Command]:
-    """Typer options for the command's own parameters named in ``flags``, declared as options fields are.
-
-    Each keeps its name (its flag: ``benchmark_json`` is ``--benchmark-json``) and default; the
-    :class:`~dummyprof.schema.Spec` gives its unit (``text``, ``flag``, ``list``, ``path``), metavar,
-    short name and help. The command receives the text (or path) as typed, parsing it itself.
-    """
-
-    def wrap(fn: Command) -> Command:
-        hints = typing.get_type_hints(fn, include_extras=True)
-        params = [
-            _parameter(p.name, flags[p.name], p.default).replace(kind=p.kind)
-            if p.name in flags
-            else p.replace(annotation=hints[p.name])
-            for p in inspect.signature(fn).parameters.values()
-        ]
-        fn.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
-        fn.__annotations__ = {p.name: p.annotation for p in params}
-        return fn
 
     return wrap

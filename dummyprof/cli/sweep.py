@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from dummyprof.cli.output import ForceOpt, HtmlOpt, JsonOpt, QuietOpt, check_outputs, emit, measuring
-from dummyprof.cli.schema_command import options_from, with_flags, with_options
+from dummyprof.cli.schema_command import options_from, with_options
 from dummyprof.errors import UsageError
 from dummyprof.files.inputs import run_inputs
 from dummyprof.scenarios.compare.options import CompareOptions
@@ -70,8 +70,7 @@ FLAGS = {
 }
 
 
-@with_options(CompareOptions, FIELDS, OVERRIDES)
-@with_flags(FLAGS)
+@with_options(CompareOptions, FIELDS, OVERRIDES, FLAGS)
 def sweep(
     raw: dict[str, Any],
     rows: str | None = None,

@@ -9,6 +9,7 @@ import typer
 
 from dummyprof.cli.output import ForceOpt, HtmlOpt, JsonOpt, QuietOpt, check_outputs, emit, measuring, reporter
 from dummyprof.cli.schema_command import with_options
+from dummyprof.errors import UsageError
 from dummyprof.files.inputs import run_inputs
 from dummyprof.files.outputs import Output
 from dummyprof.scenarios.compare.options import CompareOptions
@@ -98,8 +99,6 @@ def compare(
 ) -> int:
     options.trace = trace is not None
     if (options.deployed or options.online_quant) and trace is not None:
-        from dummyprof.errors import UsageError
-
         # A trace is one model's fill, module by module; a deployment fills many shards (and --nproc ranks).
         raise UsageError("--trace", "traces one model's fill, not a deployment's; drop --tp/--ep/--pp/--online-quant")
     if export is not None:

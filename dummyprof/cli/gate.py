@@ -23,15 +23,6 @@ from dummyprof.files.outputs import Output, is_step_summary
 from dummyprof.schema import Spec
 from dummyprof.units import parse_float
 
-EXIT_CODES = """\
-Exit codes: 0 every check passed (improved and not significant count as
-passing), 1 a regression, 2 usage, config or baseline-file error, 3 could not
-measure (a scenario crashed), not comparable (baseline from another
-fingerprint) or could not record (a report or the baseline could not be
-written). A regression wins over a crash; a crash is never reported as a
-regression; a result that could not be recorded is never 0 or 1.
-"""
-
 BASELINE_HELP = """\
 Measure every scenario of the gate config and save the metrics as a baseline.
 
@@ -48,7 +39,7 @@ measure (a scenario crashed; nothing is written) or could not record (the
 baseline could not be written).
 """
 
-GATE_HELP = f"""\
+GATE_HELP = """\
 Run the gate config's scenarios and check them against a baseline.
 
 Checks (per scenario, in the config): counters, exact against the baseline
@@ -64,16 +55,22 @@ Verdicts: pass, regressed, improved, not significant, not comparable, could not 
 Config (dummyprof.toml; full reference in docs/gate.md):
   [scenarios.deep-chain]
   command = "compare"
-  options = {{ depth = 12, hidden = 128, initializer = "v0.33" }}
+  options = { depth = 12, hidden = 128, initializer = "v0.33" }
   counters = "all"
-  ratios = [{{ numerator = "per-layer.time", denominator = "legacy.time",
-             max = 0.6 }}]
+  ratios = [{ numerator = "per-layer.time", denominator = "legacy.time",
+             max = 0.6 }]
 
 Example (GitHub Actions):
   dummyprof gate --config dummyprof.toml --baseline perf/baseline.json \\
       --markdown "$GITHUB_STEP_SUMMARY" --junit perf/junit.xml
 
-{EXIT_CODES}"""
+Exit codes: 0 every check passed (improved and not significant count as
+passing), 1 a regression, 2 usage, config or baseline-file error, 3 could not
+measure (a scenario crashed), not comparable (baseline from another
+fingerprint) or could not record (a report or the baseline could not be
+written). A regression wins over a crash; a crash is never reported as a
+regression; a result that could not be recorded is never 0 or 1.
+"""
 
 
 REFUSES = "Refuses to overwrite without --force."

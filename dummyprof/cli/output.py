@@ -78,12 +78,6 @@ WRITTEN = {
 }
 
 
-def written_line(output: Output) -> str:
-    """One line confirming a file that was written (appended, for the CI step summary)."""
-    verb = "appended to" if output.append else "written to"
-    return f"{WRITTEN.get(output.flag, output.flag)} {verb} {output.path}"
-
-
 # The output flags whose help says '-' is standard output; for any other, '-' is refused (files/outputs.py).
 STDOUT_FLAGS = frozenset({"--json"})
 
@@ -168,11 +162,10 @@ def emit(
         print_terminal(results, quiet=quiet, stderr=to_stdout, detail=detail)
         if not quiet:
             console = make_console(stderr=to_stdout)  # stdout carries the JSON: the lines go to stderr
-            for output in written:
-                line = (confirm or {}).get(output.flag)
-                console.print(
-                    line.format(path=output.path) if line else written_line(output), style="dim", markup=False
-                )
+            for output in written:  # "HTML report written to r.html" ("appended to" for the CI step summary)
+                verb = "appended to" if output.append else "written to"
+                line = (confirm or {}).get(output.flag, f"{WRITTEN.get(output.flag, output.flag)} {verb} {{path}}")
+                console.print(line.format(path=output.path), style="dim", markup=False)
     except BrokenPipeError:  # | head: the reader has seen enough; the files are written, the exit code stands
         silence_stdout()
     for message in failures:

@@ -14,6 +14,7 @@ from typing import Annotated, Any
 
 import typer
 
+from dummyprof.cli import audit, compare, engram, gate, inspect, report, sweep
 from dummyprof.cli.output import report_error, silence_stdout
 from dummyprof.cli.signals import EXIT_TERMINATED, TERMINATED_MESSAGE, sigterm_interrupts
 from dummyprof.errors import DummyprofError, flag_text
@@ -51,24 +52,18 @@ app = typer.Typer(
 )
 
 
-def _register_commands() -> None:
-    from dummyprof.cli import audit, compare, engram, gate, inspect, report, sweep
-
-    commands = (
-        ("audit", audit.audit, audit.HELP),
-        ("compare", compare.compare, compare.HELP),
-        ("engram", engram.engram, engram.HELP),
-        ("baseline", gate.baseline, gate.BASELINE_HELP),
-        ("gate", gate.gate, gate.GATE_HELP),
-        ("inspect", inspect.inspect, inspect.HELP),
-        ("report", report.report, report.HELP),
-        ("sweep", sweep.sweep, sweep.HELP),
-    )
-    for name, command, help in commands:
-        app.command(name, help=help)(command)
-
-
-_register_commands()
+COMMANDS = (  # name, function, help; --help lists them in this order
+    ("audit", audit.audit, audit.HELP),
+    ("compare", compare.compare, compare.HELP),
+    ("engram", engram.engram, engram.HELP),
+    ("baseline", gate.baseline, gate.BASELINE_HELP),
+    ("gate", gate.gate, gate.GATE_HELP),
+    ("inspect", inspect.inspect, inspect.HELP),
+    ("report", report.report, report.HELP),
+    ("sweep", sweep.sweep, sweep.HELP),
+)
+for name, command, text in COMMANDS:
+    app.command(name, help=text)(command)
 
 
 @functools.cache

@@ -142,10 +142,9 @@ def emit(
     from dummyprof.reports.console import make_console
 
     to_stdout = json_to_stdout(json_path)
-    files: list[tuple[Output, Render]] = []
+    files = list(reports)
     if json_path is not None and not to_stdout:
-        files.append((output_for("--json", json_path), reporter("json", flag="--json")))
-    files.extend(reports)
+        files.insert(0, (output_for("--json", json_path), reporter("json", flag="--json")))
     failures: list[str] = []
     written: list[Output] = []
     for output, render_file in files:

@@ -1,15 +1,29 @@
-"""``dummyprof engram``: Engram tables per rank, fp8 fill methods, memory, measured or projected."""
+"""``dummyprof engram``: Engram tables per rank, fp8 fill methods, memory, measured or projected.
+
+On several ranks, ``--nproc N`` starts them from here; under torchrun this process is one. ``--nproc``:
+the options are parsed and checked here, before any rank starts, and the library runs the ranks and
+hands back the gathered Results. Under torchrun every rank parses its own flags after joining, so bad
+input on any rank is reported by rank on rank 0 (exit 2 on every rank), and flags that differ between
+ranks are named before anything is measured.
+"""
 
 from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from dummyprof.cli.output import ForceOpt, HtmlOpt, JsonOpt, QuietOpt, check_outputs, emit, progress_bar
 from dummyprof.cli.schema_command import options_from, with_options
-from dummyprof.errors import UsageError
+from dummyprof.errors import UsageError, flag_text
 from dummyprof.scenarios.engram.options import EngramOptions
-from dummyprof.scenarios.engram.ranks.world import launch_env
+from dummyprof.scenarios.engram.ranks.world import LaunchEnv, launch_env
 from dummyprof.schema import Spec
+from dummyprof.units import parse_float, parse_int
+
+if TYPE_CHECKING:
+    from dummyprof.scenarios.engram.ranks.world import World
 
 HELP = """\
 Size, fill and time one rank's Engram tables (DeepSeek V4.1 ParallelEngramEmbedding).
@@ -51,7 +65,7 @@ FIELDS = (
 )
 
 
-# Multi-rank only (--nproc, or under torchrun): read from the context's params by cli/ranks.py.
+# Multi-rank only: --nproc, or under torchrun
 FLAGS = {
     "nproc": Spec(
         metavar="INT", help="Start INT ranks on this host (tp x dp must equal INT; a core and a process's memory each)."
@@ -71,7 +85,7 @@ def engram(
     quiet: QuietOpt = False,
     nproc: str | None = None,
     dist_backend: str = "auto",
-    dist_timeout: str = "600",  # parsed by cli/ranks.py, from ctx.params
+    dist_timeout: str = "600",
     all_ranks: bool = False,
 ) -> int:
     params = dict(ctx.params)
@@ -87,14 +101,71 @@ def engram(
         with progress_bar(not quiet and not options.dry_run, "engram") as progress:
             results = scenario.run(options, progress=progress)
         return emit(results, json_path=json_path, quiet=quiet, force=force, reports=reports)
-    from dummyprof.cli.ranks import engram_on_ranks
+    timeout_s = parse_float("--dist-timeout", dist_timeout, example="600")
+    if env is not None:
+        return _torchrun_rank(params, env, timeout_s)
+    # --nproc: check everything, then start the ranks here; rank 0's gathered Results are printed and saved
+    import dataclasses
 
-    def checked() -> EngramOptions:
-        """The options, checked here: ranks start only on options that pass (raises UsageError naming the field)."""
+    from dummyprof.scenarios.engram.ranks.run import EngramRanksOptions, launch_ranks
+
+    count = parse_int("--nproc", str(nproc), minimum=1, example="2")
+    single = _checked(params)
+    fields = {f.name: getattr(single, f.name) for f in dataclasses.fields(single)}
+    options = EngramRanksOptions(**fields, nproc=count, dist_timeout_s=timeout_s, dist_backend=dist_backend)
+    reports = check_outputs({"--json": json_path, "--html": html}, force=force)
+    run = launch_ranks(options, describe=flag_text)
+    code = emit(run.gathered, json_path=json_path, quiet=quiet, force=force, reports=reports)
+    if all_ranks:
+        for own in run.own[1:]:
+            emit(own, json_path=None, quiet=quiet)
+    return code
+
+
+def _checked(params: dict[str, Any]) -> EngramOptions:
+    """The options, checked here: ranks start only on options that pass (raises UsageError naming the field)."""
+    from dummyprof.scenarios.engram.options import validate
+
+    options = options_from(EngramOptions, FIELDS, params)[0]
+    validate(options)
+    return options
+
+
+def _torchrun_rank(params: dict[str, Any], env: LaunchEnv, timeout_s: float) -> int:
+    """This process as one rank under torchrun: every rank parses its own flags after joining."""
+    from dummyprof.cli.output import html_reports, report_error
+
+    json_path, force, quiet = params["json_path"], params["force"], params["quiet"]
+    if params["nproc"] is not None:
+        raise UsageError("--nproc", f"this process is already rank {env.rank} of {env.world_size}; drop --nproc")
+    if not timeout_s > 0:
+        raise UsageError("--dist-timeout", f"must be a positive number of seconds, got {timeout_s:g}")
+    from dummyprof.scenarios.engram.ranks.rank import run_rank
+    from dummyprof.scenarios.engram.ranks.world import pick_backend
+
+    def prepare(world: World) -> EngramOptions:
         from dummyprof.scenarios.engram.options import validate
+        from dummyprof.scenarios.engram.ranks.rank import rank_options
 
-        options = options_from(EngramOptions, FIELDS, params)[0]
-        validate(options)
+        options = _checked(params)
+        validate(rank_options(options, world, available=0))
+        if world.rank == 0:  # only rank 0 writes the results files
+            check_outputs({"--json": json_path, "--html": params["html"]}, force=force)
         return options
 
-    return engram_on_ranks(params, env, checked)
+    backend = pick_backend(str(params["dist_backend"]), offload=bool(params["offload"]), device=str(params["device"]))
+    names = {"--" + k.replace("_", "-"): str(v) for k, v in sorted(params.items()) if k != "all_ranks"}
+    outcome = run_rank(
+        env, prepare, backend=backend, timeout_s=timeout_s, describe=flag_text, names=names, report=report_error
+    )
+    if outcome.exit_code:
+        if outcome.error and outcome.rank != 0:
+            report_error(outcome.error)
+        raise typer.Exit(outcome.exit_code)
+    if outcome.gathered is not None:
+        reports = html_reports(params["html"])
+        return emit(outcome.gathered, json_path=json_path, quiet=quiet, force=force, reports=reports)
+    if params["all_ranks"] and outcome.results is not None:
+        sys.stdout.flush()
+        emit(outcome.results, json_path=None, quiet=quiet)
+    return 0

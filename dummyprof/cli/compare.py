@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
-
-import typer
 
 from dummyprof.cli.output import ForceOpt, HtmlOpt, JsonOpt, QuietOpt, check_outputs, emit, measuring, reporter
 from dummyprof.cli.schema_command import with_options
@@ -70,27 +67,24 @@ DETAIL = Spec(
     "the projection check, the calibration and the recording cost. Without it the report leads with the "
     "answer and fits a 50-line screen; --json, --html and Markdown always carry the detail.",
 )
+EXPORT = Spec(
+    unit="pair",
+    metavar="FORMAT PATH",
+    help="Also write the results in another format, e.g. --export pytorch-benchmark startup.json "
+    "(PyTorch OSS benchmark-database records, one per metric) or --export markdown summary.md.",
+)
 TRACE = Spec(
     unit="path",
-    metavar="PATH",
     help="Write a Chrome trace (Perfetto, chrome://tracing) of one extra, untimed instrumented round per "
     "strategy: a span per module and per tensor fill. PATH ending in .speedscope.json: speedscope format.",
 )
 
 
-@with_options(CompareOptions, FIELDS, TREE_HELP, flags={"trace": TRACE, "detail": DETAIL})
+@with_options(CompareOptions, FIELDS, TREE_HELP, flags={"export": EXPORT, "trace": TRACE, "detail": DETAIL})
 def compare(
     options: CompareOptions,
     json_path: JsonOpt = None,
-    export: Annotated[
-        Optional[tuple[str, Path]],  # noqa: UP045
-        typer.Option(
-            "--export",
-            metavar="FORMAT PATH",
-            help="Also write the results in another format, e.g. --export pytorch-benchmark startup.json "
-            "(PyTorch OSS benchmark-database records, one per metric) or --export markdown summary.md.",
-        ),
-    ] = None,
+    export: tuple[str, Path] | None = None,
     trace: Path | None = None,
     html: HtmlOpt = None,
     force: ForceOpt = False,

@@ -5,17 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from dummyprof.cli.output import (
-    ForceOpt,
-    HtmlOpt,
-    JsonOpt,
-    Progress,
-    QuietOpt,
-    check_outputs,
-    emit,
-    measuring,
-    reporter,
-)
+from dummyprof.cli.output import ForceOpt, HtmlOpt, JsonOpt, QuietOpt, Update, check_outputs, emit, measuring, reporter
 from dummyprof.cli.schema_command import with_options
 from dummyprof.errors import UsageError
 from dummyprof.files.inputs import run_inputs
@@ -73,12 +63,10 @@ regression; a result that could not be recorded is never 0 or 1.
 """
 
 
-REFUSES = "Refuses to overwrite without --force."
 FLAGS = {
-    "baseline": Spec(unit="path", metavar="PATH", short="-b", help="Baseline written by dummyprof baseline."),
+    "baseline": Spec(unit="path", short="-b", help="Baseline written by dummyprof baseline."),
     "config": Spec(
         unit="path",
-        metavar="PATH",
         short="-c",
         help="TOML config with a table per scenario (scenarios.NAME). "
         "Default: ./dummyprof.toml, else the tool.dummyprof table of pyproject.toml.",
@@ -86,26 +74,25 @@ FLAGS = {
     "scenario": Spec(
         unit="list", metavar="NAME", help="Run only this scenario of the config (repeatable). Default: all."
     ),
-    "output": Spec(unit="path", metavar="PATH", short="-o", help="Baseline file to write, e.g. perf/baseline.json."),
+    "output": Spec(unit="path", short="-o", help="Baseline file to write, e.g. perf/baseline.json."),
     "markdown": Spec(
         unit="path",
-        metavar="PATH",
         help="Write a Markdown report to PATH. Appended when PATH is $GITHUB_STEP_SUMMARY (the CI step summary); "
         "any other existing file is refused without --force.",
     ),
-    "junit": Spec(unit="path", metavar="PATH", help=f"Write JUnit XML, one test case per check. {REFUSES}"),
+    "junit": Spec(unit="path", help="Write JUnit XML, one test case per check. Refuses to overwrite without --force."),
     "benchmark_json": Spec(
         unit="path",
-        metavar="PATH",
-        help=f"Write metrics for github-action-benchmark (tool: customSmallerIsBetter). {REFUSES}",
+        help="Write metrics for github-action-benchmark (tool: customSmallerIsBetter). "
+        "Refuses to overwrite without --force.",
     ),
     "factor": Spec(metavar="FLOAT", help="Timing change that can count as a regression. Default: config, else 1.10."),
     "alpha": Spec(metavar="FLOAT", help="Significance level of the rank test. Default: config, else 0.05."),
 }
 
 
-def _per_scenario(update: Progress | None) -> Callable[[str], Progress | None]:
-    def for_scenario(name: str) -> Progress | None:
+def _per_scenario(update: Update | None) -> Callable[[str], Update | None]:
+    def for_scenario(name: str) -> Update | None:
         if update is None:
             return None
         return lambda done, total, label: update(done, total, f"{name}: {label}")

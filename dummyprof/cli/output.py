@@ -39,7 +39,7 @@ QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="Print only the su
 EXIT_NOT_WRITTEN = 2  # results shown, but a file could not be written (the gate uses 3, "could not record")
 
 Render = Callable[[Results], str]
-Progress = Callable[[int, int, str], None]  # done, total, label
+Update = Callable[[int, int, str], None]  # a progress update: done, total, label
 
 
 def reporter(name: str, *, flag: str, append: bool = False) -> Render:
@@ -213,7 +213,7 @@ def json_to_stdout(json_path: Path | None) -> bool:
 
 
 @contextmanager
-def measuring(description: str | None, *, quiet: bool, json_path: Path | None) -> Iterator[Progress | None]:
+def measuring(description: str | None, *, quiet: bool, json_path: Path | None) -> Iterator[Update | None]:
     """While a scenario runs: its progress bar (none for ``description`` None), user code kept off ``--json -``."""
     enabled = description is not None and not quiet
     with progress_bar(enabled, description or "") as update, user_stdout_to_stderr(json_to_stdout(json_path)):
@@ -221,7 +221,7 @@ def measuring(description: str | None, *, quiet: bool, json_path: Path | None) -
 
 
 @contextmanager
-def progress_bar(enabled: bool, description: str) -> Iterator[Progress | None]:
+def progress_bar(enabled: bool, description: str) -> Iterator[Update | None]:
     """A transient Rich progress bar on the terminal (stderr); nothing when piped or quiet."""
     if not enabled or not sys.stderr.isatty():
         yield None

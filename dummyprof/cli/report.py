@@ -29,9 +29,7 @@ Example: dummyprof report results.json --format markdown --output summary.md
 
 FLAGS = {
     "format": Spec(short="-f", help="terminal, json, markdown, html, junit, benchmark-json or pytorch-benchmark."),
-    "output": Spec(
-        unit="path", metavar="PATH", short="-o", help="Write to PATH instead of stdout ('-': stdout; not for terminal)."
-    ),
+    "output": Spec(unit="path", short="-o", help="Write to PATH instead of stdout ('-': stdout; not for terminal)."),
     "force": Spec(unit="flag", help="Overwrite --output if it exists."),
     "quiet": Spec(unit="flag", short="-q", help="Terminal: only the summary line."),
     "detail": Spec(unit="flag", help="Terminal: every table (the other formats always carry them)."),

@@ -1,10 +1,5 @@
-"""Typer parameters generated from an options dataclass's declarations (``dummyprof.schema``).
-
-A command names the fields it offers, in the order ``--help`` lists them; each becomes a Typer
-option with the field's flag, metavar, help and shown default. The command function receives
-the options built from them (``options``), ahead of its own CLI-only parameters (``--json``...).
-A command's own flags are declared the same way, a :class:`~dummyprof.schema.Spec` per parameter
-(``flags``); the command parses their text itself.
+"""Typer parameters generated from declarations (``dummyprof.schema``): an options dataclass's fields,
+and a command's own flags, each a :class:`~dummyprof.schema.Spec` (see :func:`with_options`).
 """
 
 from __future__ import annotations
@@ -35,13 +30,14 @@ KINDS: dict[str, Any] = {
     "list": Optional[list[str]],  # noqa: UP045
     "args": Optional[list[str]],  # noqa: UP045
     "path": Optional[Path],  # noqa: UP045 - a command's own file flags (--output, --trace, ...)
+    "pair": Optional[tuple[str, Path]],  # noqa: UP045 - FORMAT PATH (--export)
 }
 
 
 def _parameter(name: str, spec: Spec, default: Any) -> inspect.Parameter:
     names = [flag_for(name), *([spec.short] if spec.short else [])]
     kind = KINDS.get(spec.unit, Optional[str])  # noqa: UP045
-    metavar = spec.metavar or (None if kind is bool else "TEXT")  # a flag shows none
+    metavar = spec.metavar or {"flag": None, "path": "PATH"}.get(spec.unit, "TEXT")  # a flag shows none
     info = typer.Option(*names, metavar=metavar, help=spec.help)
     return inspect.Parameter(
         param_name(name), inspect.Parameter.KEYWORD_ONLY, default=default, annotation=Annotated[kind, info]
@@ -94,7 +90,7 @@ def with_options(
     The command receives what it declares: ``options`` (built and parsed), ``given`` (the fields
     the user gave), ``raw`` (the generated options' text, to parse itself), and its own parameters.
     An own parameter named in ``flags`` keeps its name (``benchmark_json`` is ``--benchmark-json``) and
-    default; its Spec gives the unit (``text``, ``flag``, ``list``, ``path``), metavar, short name and help.
+    default; its Spec gives the unit (``text``, ``flag``, ``list``, ``path``, ``pair``), metavar, short name and help.
     """
     declared = _declared(cls, fields, overrides)
 

@@ -9,7 +9,7 @@ from dummyprof.cli.schema_command import options_from, with_options
 from dummyprof.errors import UsageError
 from dummyprof.files.inputs import run_inputs
 from dummyprof.scenarios.compare.options import CompareOptions
-from dummyprof.scenarios.sweep.options import DEFAULT_SWEEP_REPEAT, SweepOptions
+from dummyprof.scenarios.sweep.options import DEFAULT_SWEEP_REPEAT, MODEL_ARG_PREFIX, TREE_PARAMETERS, SweepOptions
 from dummyprof.schema import Spec
 from dummyprof.units import parse_count, parse_int, parse_seconds
 
@@ -36,7 +36,6 @@ FIELDS = (
     *("depth", "width", "hidden", "rows", "dtype", "strategies", "initializer", "model", "preset", "model_args"),
     *("dim", "method", "time_budget", "repeat", "warmup", "fit_from", "device", "max_memory"),
 )
-TREE = ("depth", "width", "hidden")
 # compare's declarations, stated the sweep's way: ranges for the tree, its own help and rounds
 OVERRIDES: dict[str, dict[str, object]] = {
     "depth": {"metavar": "RANGE", "help": "Levels of nested blocks, or a range: 1:16."},
@@ -86,7 +85,7 @@ def sweep(
     from dummyprof.cli.ranges import is_sweep, parse_values
 
     axes: list[tuple[str, str, list[int]]] = []  # (parameter, flag, values)
-    for name in TREE:
+    for name in TREE_PARAMETERS:
         if is_sweep(raw[name]):
             axes.append((name, f"--{name}", parse_values(f"--{name}", raw[name])))
     if rows is not None:
@@ -95,7 +94,7 @@ def sweep(
     for item in raw["model_arg"] or []:
         key, sep, value = item.partition("=")
         if sep and is_sweep(value):
-            axes.append((f"model-arg:{key.strip()}", "--model-arg", parse_values("--model-arg", value)))
+            axes.append((f"{MODEL_ARG_PREFIX}{key.strip()}", "--model-arg", parse_values("--model-arg", value)))
         else:
             fixed_args.append(item)
     if not axes:
@@ -106,7 +105,7 @@ def sweep(
         flags = ", ".join(flag for _, flag, _ in axes)
         raise UsageError(axes[1][1], f"sweep one parameter at a time; got ranges for {flags}")
     parameter, _, values = axes[0]
-    fixed = {**raw, "model_arg": fixed_args, **({parameter: "1"} if parameter in TREE else {})}
+    fixed = {**raw, "model_arg": fixed_args, **({parameter: "1"} if parameter in TREE_PARAMETERS else {})}
     compare, _ = options_from(CompareOptions, [f for f in FIELDS if f != "time_budget"], fixed, OVERRIDES)
     if time_budget is not None and parameter != "rows":
         compare.time_budget = parse_seconds("--time-budget", time_budget, example="60")

@@ -61,26 +61,28 @@ TREE_HELP = {
     "width": {"help": "Child blocks per block (blocks grow as width^depth)."},
     "dtype": {"help": "Float dtype of the tree: float32, bfloat16 or float16."},
 }
-DETAIL = Spec(
-    unit="flag",
-    help="Print every table: the scenario, the ten most revisited tensors with their depth, dtype and bytes, "
-    "the projection check, the calibration and the recording cost. Without it the report leads with the "
-    "answer and fits a 50-line screen; --json, --html and Markdown always carry the detail.",
-)
-EXPORT = Spec(
-    unit="pair",
-    metavar="FORMAT PATH",
-    help="Also write the results in another format, e.g. --export pytorch-benchmark startup.json "
-    "(PyTorch OSS benchmark-database records, one per metric) or --export markdown summary.md.",
-)
-TRACE = Spec(
-    unit="path",
-    help="Write a Chrome trace (Perfetto, chrome://tracing) of one extra, untimed instrumented round per "
-    "strategy: a span per module and per tensor fill. PATH ending in .speedscope.json: speedscope format.",
-)
+FLAGS = {
+    "export": Spec(
+        unit="pair",
+        metavar="FORMAT PATH",
+        help="Also write the results in another format, e.g. --export pytorch-benchmark startup.json "
+        "(PyTorch OSS benchmark-database records, one per metric) or --export markdown summary.md.",
+    ),
+    "trace": Spec(
+        unit="path",
+        help="Write a Chrome trace (Perfetto, chrome://tracing) of one extra, untimed instrumented round per "
+        "strategy: a span per module and per tensor fill. PATH ending in .speedscope.json: speedscope format.",
+    ),
+    "detail": Spec(
+        unit="flag",
+        help="Print every table: the scenario, the ten most revisited tensors with their depth, dtype and bytes, "
+        "the projection check, the calibration and the recording cost. Without it the report leads with the "
+        "answer and fits a 50-line screen; --json, --html and Markdown always carry the detail.",
+    ),
+}
 
 
-@with_options(CompareOptions, FIELDS, TREE_HELP, flags={"export": EXPORT, "trace": TRACE, "detail": DETAIL})
+@with_options(CompareOptions, FIELDS, TREE_HELP, flags=FLAGS)
 def compare(
     options: CompareOptions,
     json_path: JsonOpt = None,

@@ -52,19 +52,20 @@ OVERRIDES: dict[str, dict[str, object]] = {
         "shown": str(DEFAULT_SWEEP_REPEAT),
         "help": "Measured rounds per strategy at each point.",
     },
+    "time_budget": {  # parsed by the sweep: its default depends on the scenario swept
+        "metavar": "DURATION",
+        "shown": "",
+        "help": "Time for measuring at each point (default: compare's 60 s; with --rows, 10 s). A compare point "
+        "predicted to take longer is an error, never projected.",
+    },
     "warmup": {"help": "Warm-up rounds per point, discarded."},
     "max_memory": {"help": "Memory each point may use, e.g. 4GiB. Default: 80% of available."},
 }
-# The sweep's own flags: an engram sweep's, and time and fits per point (parsed by the sweep, not by compare)
+# The sweep's own flags: an engram sweep's, and where the fits start
 FLAGS = {
     "rows": Spec(metavar="RANGE", help="Sweep engram table rows instead of compare, e.g. 1M,2M,4M,8M."),
     "dim": Spec(metavar="INT", help="With --rows: row width (fp8 elements)."),
     "method": Spec(unit="list", short="-m", help="With --rows: fill method (repeatable). Default: all."),
-    "time_budget": Spec(
-        metavar="DURATION",
-        help="Time for measuring at each point (default: compare's 60 s; with --rows, 10 s). A compare point "
-        "predicted to take longer is an error, never projected.",
-    ),
     "fit_from": Spec(metavar="VALUE", help="Smallest value the growth fits use. Default: the middle value."),
 }
 
@@ -75,7 +76,6 @@ def sweep(
     rows: str | None = None,
     dim: str = "256",
     method: list[str] | None = None,
-    time_budget: str | None = None,
     fit_from: str | None = None,
     json_path: JsonOpt = None,
     html: HtmlOpt = None,
@@ -105,6 +105,7 @@ def sweep(
         flags = ", ".join(flag for _, flag, _ in axes)
         raise UsageError(axes[1][1], f"sweep one parameter at a time; got ranges for {flags}")
     parameter, _, values = axes[0]
+    time_budget = raw["time_budget"]
     fixed = {**raw, "model_arg": fixed_args, **({parameter: "1"} if parameter in TREE_PARAMETERS else {})}
     compare, _ = options_from(CompareOptions, [f for f in FIELDS if f != "time_budget"], fixed, OVERRIDES)
     if time_budget is not None and parameter != "rows":

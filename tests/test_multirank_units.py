@@ -10,8 +10,7 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from dummyprof.cli.flags import error_text
-from dummyprof.errors import UsageError
+from dummyprof.errors import UsageError, flag_text
 from dummyprof.reports.markdown import render_markdown
 from dummyprof.reports.summary import ranks_summary
 from dummyprof.reports.terminal import render
@@ -160,7 +159,7 @@ def test_rank_options_take_the_rank_and_a_share_of_the_node_budget() -> None:
 def test_tp_times_dp_must_equal_the_world_size() -> None:
     with pytest.raises(UsageError) as caught:
         rank_options(EngramOptions(rows=1000, tp_size=4), world(0, 2), available=10_000)
-    assert error_text(caught.value) == (
+    assert flag_text(caught.value) == (
         "--tp-size: tp 4 x dp 1 = 4 ranks, but torch.distributed started 2 processes; "
         "use tp 2 (with dp 1) or start 4 processes"
     )
@@ -299,7 +298,7 @@ def test_more_ranks_than_cores_or_memory_are_refused_before_any_rank_starts(
     machine.set(64, 3 << 30, 1 << 30)
     with pytest.raises(UsageError) as caught:
         validate(EngramRanksOptions(rows=4096, nproc=4, tp_size=4, offload=True))
-    assert error_text(caught.value) == (
+    assert flag_text(caught.value) == (
         "--nproc: 4 ranks need at least 4.00 GiB for their processes alone (1.00 GiB each, this process's own "
         "memory with torch loaded), more than the 3.00 GiB available; use 3 or fewer"
     )
@@ -312,7 +311,7 @@ def test_other_rank_options_are_named_by_field() -> None:
     assert (caught.value.field, caught.value.message) == ("rank", "every rank takes its own (0 to 1); drop it")
     with pytest.raises(UsageError) as caught:
         validate(EngramRanksOptions(rows=4096, nproc=2, tp_size=2, dist_backend="mpi"))
-    assert error_text(caught.value) == "--dist-backend: unknown backend 'mpi'; choose from: auto, gloo, nccl"
+    assert flag_text(caught.value) == "--dist-backend: unknown backend 'mpi'; choose from: auto, gloo, nccl"
 
 
 # --- threads and the memory budget, said per rank (issue #20) --------------------------------------------

@@ -199,8 +199,8 @@ def test_the_library_raises_with_field_names_not_flags() -> None:
 
 
 def test_a_field_error_reads_as_its_flag_at_the_cli_and_as_its_field_in_python() -> None:
-    from dummyprof.cli.flags import error_text
+    from dummyprof.errors import flag_text
 
     exc = UsageError.for_field("time_budget_s", "must be a positive number of seconds, got 0")
     assert (exc.flag, str(exc)) == ("--time-budget", "time_budget_s: must be a positive number of seconds, got 0")
-    assert error_text(exc) == "--time-budget: must be a positive number of seconds, got 0"
+    assert flag_text(exc) == "--time-budget: must be a positive number of seconds, got 0"

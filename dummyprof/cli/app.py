@@ -14,10 +14,10 @@ from typing import Annotated, Any
 
 import typer
 
-from dummyprof.cli.flags import error_text
-from dummyprof.cli.output import silence_stdout
+from dummyprof.cli import audit, compare, engram, gate, inspect, report, sweep
+from dummyprof.cli.output import report_error, silence_stdout
 from dummyprof.cli.signals import EXIT_TERMINATED, TERMINATED_MESSAGE, sigterm_interrupts
-from dummyprof.errors import DummyprofError
+from dummyprof.errors import DummyprofError, flag_text
 from dummyprof.reports.console import encoding_safe
 
 try:  # typer >= 0.20 vendors click; older releases use the click package
@@ -52,25 +52,18 @@ app = typer.Typer(
 )
 
 
-def _register_commands() -> None:
-    from dummyprof.cli import audit, compare, engram, gate, inspect, report, sweep
-
-    audit.register(app)
-    compare.register(app)
-    engram.register(app)
-    gate.register(app)
-    inspect.register(app)
-    report.register(app)
-    sweep.register(app)
-
-
-_register_commands()
-
-
-def _error(message: str) -> None:
-    from dummyprof.reports.tables.escape import visible
-
-    sys.stderr.write(f"dummyprof: error: {visible(message)}\n")  # a user's exception text is data: one line, inert
+COMMANDS = (  # name, function, help; --help lists them in this order
+    ("audit", audit.audit, audit.HELP),
+    ("compare", compare.compare, compare.HELP),
+    ("engram", engram.engram, engram.HELP),
+    ("baseline", gate.baseline, gate.BASELINE_HELP),
+    ("gate", gate.gate, gate.GATE_HELP),
+    ("inspect", inspect.inspect, inspect.HELP),
+    ("report", report.report, report.HELP),
+    ("sweep", sweep.sweep, sweep.HELP),
+)
+for name, command, text in COMMANDS:
+    app.command(name, help=text)(command)
 
 
 @functools.cache
@@ -110,27 +103,23 @@ def main(argv: Sequence[str] | None = None) -> int:
                 args=list(argv) if argv is not None else None, prog_name="dummyprof", standalone_mode=False
             )
     except DummyprofError as exc:
-        _error(error_text(exc))
+        report_error(flag_text(exc))
         return exc.exit_code
     except click_exceptions.UsageError as exc:
         where = exc.ctx.command_path if exc.ctx is not None else "dummyprof"
-        _error(f"{exc.format_message()} (see '{where} --help')")
+        report_error(f"{exc.format_message()} (see '{where} --help')")
         return EXIT_USAGE
     except click_exceptions.ClickException as exc:
-        _error(exc.format_message())
+        report_error(exc.format_message())
         return exc.exit_code
     except (KeyboardInterrupt, typer.Abort):
-        if sigterm.received:
-            _error(TERMINATED_MESSAGE)
-            return EXIT_TERMINATED
-        sys.stderr.write("dummyprof: interrupted\n")
-        return EXIT_INTERRUPTED
+        rv = EXIT_INTERRUPTED
     except BrokenPipeError:  # the reader went away (| head): not an error of ours
         silence_stdout()
         return EXIT_OK
     code = rv if isinstance(rv, int) else EXIT_OK
     if code == EXIT_INTERRUPTED and sigterm.received:
-        _error(TERMINATED_MESSAGE)
+        report_error(TERMINATED_MESSAGE)
         return EXIT_TERMINATED
     if code == EXIT_INTERRUPTED:
         sys.stderr.write("dummyprof: interrupted\n")

@@ -2,16 +2,7 @@
 
 from __future__ import annotations
 
-import typer
-
-from dummyprof.cli.output import (
-    EXIT_NOT_WRITTEN,
-    check_outputs,
-    emit,
-    json_to_stdout,
-    user_stdout_to_stderr,
-)
-from dummyprof.cli.output_options import ForceOpt, HtmlOpt, JsonOpt, QuietOpt, html_reports
+from dummyprof.cli.output import ForceOpt, HtmlOpt, JsonOpt, QuietOpt, check_outputs, emit, measuring
 from dummyprof.cli.schema_command import with_options
 from dummyprof.files.inputs import run_inputs
 from dummyprof.scenarios.audit.options import AuditOptions
@@ -48,10 +39,6 @@ Examples:
 """
 
 
-def register(app: typer.Typer) -> None:
-    app.command("audit", help=HELP, no_args_is_help=False)(audit)
-
-
 FIELDS = (
     *("model", "preset", "model_args", "trust_remote_code", "strategies", "loaders", "loader_args"),
     *("loader_initializer", "initializer", "ignore", "depth", "width", "hidden", "dtype", "device", "max_memory"),
@@ -75,17 +62,13 @@ def audit(
 ) -> int:
     if "strategies" not in given and options.loaders:
         options.strategies = []  # --loader alone audits the loaders, not the default strategies too
-    check_outputs(
-        {"--json": json_path, "--html": html},
-        force=force,
-        inputs=run_inputs(model=options.model, loaders=options.loaders),
-    )
-    reports = html_reports(html)
+    inputs = run_inputs(model=options.model, loaders=options.loaders)
+    reports = check_outputs({"--json": json_path, "--html": html}, force=force, inputs=inputs)
     from dummyprof.scenarios.audit import run as scenario
 
-    with user_stdout_to_stderr(json_to_stdout(json_path)):
+    with measuring(None, quiet=quiet, json_path=json_path):
         results = scenario.run(options)
-    if emit(results, json_path=json_path, quiet=quiet, force=force, reports=reports):
-        return EXIT_NOT_WRITTEN  # never 1: a finding that was not recorded is not a verdict CI can trust
+    if code := emit(results, json_path=json_path, quiet=quiet, force=force, reports=reports):
+        return code  # never 1: a finding that was not recorded is not a verdict CI can trust
     assert results.audit is not None
     return 0 if results.audit.clean else 1

@@ -2,30 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Optional
 
-import typer
-
-from dummyprof.cli.output import (
-    EXIT_NOT_WRITTEN,
-    check_outputs,
-    emit,
-    json_to_stdout,
-    progress_bar,
-    reporter,
-    user_stdout_to_stderr,
-)
-from dummyprof.cli.output_options import DetailOpt, ForceOpt, HtmlOpt, JsonOpt, QuietOpt, html_reports
+from dummyprof.cli.output import ForceOpt, HtmlOpt, JsonOpt, QuietOpt, check_outputs, emit, measuring, reporter
 from dummyprof.cli.schema_command import with_options
+from dummyprof.errors import UsageError
 from dummyprof.files.inputs import run_inputs
 from dummyprof.files.outputs import Output
 from dummyprof.scenarios.compare.options import CompareOptions
 from dummyprof.scenarios.deployment.options import DEPLOYMENT_FIELDS, ONLINE_QUANT_FIELDS
-
-if TYPE_CHECKING:
-    from dummyprof.results.session import Results
+from dummyprof.schema import Spec
 
 HELP = """\
 Fill one model with several strategies, side by side, and show the cost of each.
@@ -75,67 +61,57 @@ TREE_HELP = {
     "width": {"help": "Child blocks per block (blocks grow as width^depth)."},
     "dtype": {"help": "Float dtype of the tree: float32, bfloat16 or float16."},
 }
+FLAGS = {
+    "export": Spec(
+        unit="pair",
+        metavar="FORMAT PATH",
+        help="Also write the results in another format, e.g. --export pytorch-benchmark startup.json "
+        "(PyTorch OSS benchmark-database records, one per metric) or --export markdown summary.md.",
+    ),
+    "trace": Spec(
+        unit="path",
+        help="Write a Chrome trace (Perfetto, chrome://tracing) of one extra, untimed instrumented round per "
+        "strategy: a span per module and per tensor fill. PATH ending in .speedscope.json: speedscope format.",
+    ),
+    "detail": Spec(
+        unit="flag",
+        help="Print every table: the scenario, the ten most revisited tensors with their depth, dtype and bytes, "
+        "the projection check, the calibration and the recording cost. Without it the report leads with the "
+        "answer and fits a 50-line screen; --json, --html and Markdown always carry the detail.",
+    ),
+}
 
 
-def register(app: typer.Typer) -> None:
-    app.command("compare", help=HELP, no_args_is_help=False)(compare)
-
-
-@with_options(CompareOptions, FIELDS, TREE_HELP)
+@with_options(CompareOptions, FIELDS, TREE_HELP, flags=FLAGS)
 def compare(
     options: CompareOptions,
     json_path: JsonOpt = None,
-    export: Annotated[
-        Optional[tuple[str, Path]],  # noqa: UP045
-        typer.Option(
-            "--export",
-            metavar="FORMAT PATH",
-            help="Also write the results in another format, e.g. --export pytorch-benchmark startup.json "
-            "(PyTorch OSS benchmark-database records, one per metric) or --export markdown summary.md.",
-        ),
-    ] = None,
-    trace: Annotated[
-        Optional[Path],  # noqa: UP045
-        typer.Option(
-            "--trace",
-            metavar="PATH",
-            help="Write a Chrome trace (Perfetto, chrome://tracing) of one extra, untimed instrumented round per "
-            "strategy: a span per module and per tensor fill. PATH ending in .speedscope.json: speedscope format.",
-        ),
-    ] = None,
+    export: tuple[str, Path] | None = None,
+    trace: Path | None = None,
     html: HtmlOpt = None,
     force: ForceOpt = False,
     quiet: QuietOpt = False,
-    detail: DetailOpt = False,
+    detail: bool = False,
 ) -> int:
     options.trace = trace is not None
     if (options.deployed or options.online_quant) and trace is not None:
-        from dummyprof.errors import UsageError
-
         # A trace is one model's fill, module by module; a deployment fills many shards (and --nproc ranks).
         raise UsageError("--trace", "traces one model's fill, not a deployment's; drop --tp/--ep/--pp/--online-quant")
-    reports: list[tuple[Output, Callable[[Results], str]]] = html_reports(html)  # no plotly: exit 2 now
     if export is not None:
         from dummyprof.reports.registry import get_reporter
 
-        export_format, export_path = export
         kind = "deployment" if options.deployed or options.online_quant else "compare"
-        get_reporter(export_format, kind, flag="--export")  # an unknown format fails before measuring
-        reports.append((Output("--export", export_path), reporter(export_format, flag="--export")))
-    outputs = {
-        "--json": json_path,
-        "--export": export[1] if export is not None else None,
-        "--trace": trace,
-        "--html": html,
-    }
-    check_outputs(outputs, force=force, inputs=run_inputs(model=options.model, loaders=options.loaders))
+        get_reporter(export[0], kind, flag="--export")  # an unknown format fails before measuring
+    outputs = {"--json": json_path, "--export": export[1] if export else None, "--trace": trace, "--html": html}
+    reports = check_outputs(outputs, force=force, inputs=run_inputs(model=options.model, loaders=options.loaders))
+    if export is not None:
+        reports.append((Output("--export", export[1]), reporter(export[0], flag="--export")))
     from dummyprof.scenarios.compare import run as scenario
 
-    with progress_bar(not quiet, "compare") as progress, user_stdout_to_stderr(json_to_stdout(json_path)):
+    with measuring("compare", quiet=quiet, json_path=json_path) as progress:
         results = scenario.run(options, progress=progress)
     if trace is not None:
         from dummyprof.reports.trace_formats import trace_renderer
 
         reports.append((Output("--trace", trace), trace_renderer(trace)))
-    failures = emit(results, json_path=json_path, quiet=quiet, force=force, reports=reports, detail=detail)
-    return EXIT_NOT_WRITTEN if failures else 0
+    return emit(results, json_path=json_path, quiet=quiet, force=force, reports=reports, detail=detail)

@@ -1,17 +1,29 @@
-"""``dummyprof engram``: Engram tables per rank, fp8 fill methods, memory, measured or projected."""
+"""``dummyprof engram``: Engram tables per rank, fp8 fill methods, memory, measured or projected.
+
+On several ranks, ``--nproc N`` starts them from here; under torchrun this process is one. ``--nproc``:
+the options are parsed and checked here, before any rank starts, and the library runs the ranks and
+hands back the gathered Results. Under torchrun every rank parses its own flags after joining, so bad
+input on any rank is reported by rank on rank 0 (exit 2 on every rank), and flags that differ between
+ranks are named before anything is measured.
+"""
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Optional
+import sys
+from typing import TYPE_CHECKING, Any
 
 import typer
 
-from dummyprof.cli.output import EXIT_NOT_WRITTEN, check_outputs, emit, progress_bar
-from dummyprof.cli.output_options import ForceOpt, HtmlOpt, JsonOpt, QuietOpt, html_reports
+from dummyprof.cli.output import ForceOpt, HtmlOpt, JsonOpt, QuietOpt, check_outputs, emit, progress_bar
 from dummyprof.cli.schema_command import options_from, with_options
-from dummyprof.errors import UsageError
+from dummyprof.errors import UsageError, flag_text
 from dummyprof.scenarios.engram.options import EngramOptions
-from dummyprof.scenarios.engram.ranks.world import launch_env
+from dummyprof.scenarios.engram.ranks.world import LaunchEnv, launch_env
+from dummyprof.schema import Spec
+from dummyprof.units import parse_float, parse_int
+
+if TYPE_CHECKING:
+    from dummyprof.scenarios.engram.ranks.world import World
 
 HELP = """\
 Size, fill and time one rank's Engram tables (DeepSeek V4.1 ParallelEngramEmbedding).
@@ -47,40 +59,34 @@ Every rank at once (one gathered report on rank 0; docs/multi-rank.md):
 """
 
 
-def register(app: typer.Typer) -> None:
-    app.command("engram", help=HELP, no_args_is_help=False)(engram)
-
-
 FIELDS = (
     *("rows", "dim", "block_size", "tables", "tp_size", "dp_size", "rank", "heads", "offload", "backing"),
     *("device", "methods", "repeat", "chunk_elements", "max_memory", "time_budget_s", "deadline_s", "dry_run"),
 )
 
 
-@with_options(EngramOptions, FIELDS)
+# Multi-rank only: --nproc, or under torchrun
+FLAGS = {
+    "nproc": Spec(
+        metavar="INT", help="Start INT ranks on this host (tp x dp must equal INT; a core and a process's memory each)."
+    ),
+    "dist_backend": Spec(help="Multi-rank: auto (nccl for tables on GPUs, else gloo), gloo or nccl."),
+    "dist_timeout": Spec(metavar="SECONDS", help="Multi-rank: how long a rank waits for the others at any step."),
+    "all_ranks": Spec(unit="flag", help="Multi-rank: every rank prints its own report too (rank 0 always)."),
+}
+
+
+@with_options(EngramOptions, FIELDS, flags=FLAGS)
 def engram(
     ctx: typer.Context,
     json_path: JsonOpt = None,
     html: HtmlOpt = None,
     force: ForceOpt = False,
     quiet: QuietOpt = False,
-    nproc: Annotated[
-        Optional[str],  # noqa: UP045 - typer needs Optional on Python 3.10
-        typer.Option(
-            metavar="INT",
-            help="Start INT ranks on this host (tp x dp must equal INT; a core and a process's memory each).",
-        ),
-    ] = None,
-    dist_backend: Annotated[
-        str, typer.Option(help="Multi-rank: auto (nccl for tables on GPUs, else gloo), gloo or nccl.")
-    ] = "auto",
-    dist_timeout: Annotated[
-        str,
-        typer.Option(metavar="SECONDS", help="Multi-rank: how long a rank waits for the others at any step."),
-    ] = "600",
-    all_ranks: Annotated[
-        bool, typer.Option("--all-ranks", help="Multi-rank: every rank prints its own report too (rank 0 always).")
-    ] = False,
+    nproc: str | None = None,
+    dist_backend: str = "auto",
+    dist_timeout: str = "600",
+    all_ranks: bool = False,
 ) -> int:
     params = dict(ctx.params)
     env = launch_env()
@@ -88,28 +94,78 @@ def engram(
         for flag, given in (("--all-ranks", all_ranks), ("--dist-backend", dist_backend != "auto")):
             if given:
                 raise UsageError(flag, "only applies to a multi-rank run: add --nproc N or start under torchrun")
-        options = _options(params)
-        check_outputs({"--json": json_path, "--html": html}, force=force)
-        reports = html_reports(html)
+        options = options_from(EngramOptions, FIELDS, params)[0]  # the run validates once
+        reports = check_outputs({"--json": json_path, "--html": html}, force=force)
         from dummyprof.scenarios.engram import run as scenario
 
         with progress_bar(not quiet and not options.dry_run, "engram") as progress:
             results = scenario.run(options, progress=progress)
-        return EXIT_NOT_WRITTEN if emit(results, json_path=json_path, quiet=quiet, force=force, reports=reports) else 0
-    from dummyprof.cli.ranks import engram_on_ranks
+        return emit(results, json_path=json_path, quiet=quiet, force=force, reports=reports)
+    timeout_s = parse_float("--dist-timeout", dist_timeout, example="600")
+    if env is not None:
+        return _torchrun_rank(params, env, timeout_s)
+    # --nproc: check everything, then start the ranks here; rank 0's gathered Results are printed and saved
+    import dataclasses
 
-    return engram_on_ranks(params, env, lambda: _checked_options(params))
+    from dummyprof.scenarios.engram.ranks.run import EngramRanksOptions, launch_ranks
+
+    count = parse_int("--nproc", str(nproc), minimum=1, example="2")
+    single = _checked(params)
+    fields = {f.name: getattr(single, f.name) for f in dataclasses.fields(single)}
+    options = EngramRanksOptions(**fields, nproc=count, dist_timeout_s=timeout_s, dist_backend=dist_backend)
+    reports = check_outputs({"--json": json_path, "--html": html}, force=force)
+    run = launch_ranks(options, describe=flag_text)
+    code = emit(run.gathered, json_path=json_path, quiet=quiet, force=force, reports=reports)
+    if all_ranks:
+        for own in run.own[1:]:
+            emit(own, json_path=None, quiet=quiet)
+    return code
 
 
-def _options(params: dict[str, Any]) -> EngramOptions:
-    """Parse every flag (no measuring); raises UsageError naming the field. The run validates once."""
-    return options_from(EngramOptions, FIELDS, params)[0]
-
-
-def _checked_options(params: dict[str, Any]) -> EngramOptions:
-    """The options, checked here: ranks start only on options that pass (the single-process run checks its own)."""
+def _checked(params: dict[str, Any]) -> EngramOptions:
+    """The options, checked here: ranks start only on options that pass (raises UsageError naming the field)."""
     from dummyprof.scenarios.engram.options import validate
 
-    options = _options(params)
+    options = options_from(EngramOptions, FIELDS, params)[0]
     validate(options)
     return options
+
+
+def _torchrun_rank(params: dict[str, Any], env: LaunchEnv, timeout_s: float) -> int:
+    """This process as one rank under torchrun: every rank parses its own flags after joining."""
+    from dummyprof.cli.output import html_reports, report_error
+
+    json_path, force, quiet = params["json_path"], params["force"], params["quiet"]
+    if params["nproc"] is not None:
+        raise UsageError("--nproc", f"this process is already rank {env.rank} of {env.world_size}; drop --nproc")
+    if not timeout_s > 0:
+        raise UsageError("--dist-timeout", f"must be a positive number of seconds, got {timeout_s:g}")
+    from dummyprof.scenarios.engram.ranks.rank import run_rank
+    from dummyprof.scenarios.engram.ranks.world import pick_backend
+
+    def prepare(world: World) -> EngramOptions:
+        from dummyprof.scenarios.engram.options import validate
+        from dummyprof.scenarios.engram.ranks.rank import rank_options
+
+        options = _checked(params)
+        validate(rank_options(options, world, available=0))
+        if world.rank == 0:  # only rank 0 writes the results files
+            check_outputs({"--json": json_path, "--html": params["html"]}, force=force)
+        return options
+
+    backend = pick_backend(str(params["dist_backend"]), offload=bool(params["offload"]), device=str(params["device"]))
+    names = {"--" + k.replace("_", "-"): str(v) for k, v in sorted(params.items()) if k != "all_ranks"}
+    outcome = run_rank(
+        env, prepare, backend=backend, timeout_s=timeout_s, describe=flag_text, names=names, report=report_error
+    )
+    if outcome.exit_code:
+        if outcome.error and outcome.rank != 0:
+            report_error(outcome.error)
+        raise typer.Exit(outcome.exit_code)
+    if outcome.gathered is not None:
+        reports = html_reports(params["html"])
+        return emit(outcome.gathered, json_path=json_path, quiet=quiet, force=force, reports=reports)
+    if params["all_ranks"] and outcome.results is not None:
+        sys.stdout.flush()
+        emit(outcome.results, json_path=None, quiet=quiet)
+    return 0

@@ -4,8 +4,8 @@
 brackets is taken for markup (``[part_rows, dim]`` stays), boolean flags show no metavar,
 and prose paragraphs are reflowed to the terminal instead of being cut mid-sentence.
 Here, once for every command: a paragraph with indented lines (a list of methods,
-``Examples:``) is marked ``\\b`` so click keeps its lines, and an option that names no
-metavar gets one from its type instead of typer's ``<str>`` or ``<list[str]>``.
+``Examples:``) is marked ``\\b`` so click keeps its lines. (Every option names its metavar,
+``TEXT`` by default: ``cli/schema_command.py``; typer would show ``<str>``.)
 """
 
 from __future__ import annotations
@@ -29,23 +29,11 @@ def keep_preformatted(text: str | None) -> str | None:
     return "\n\n".join(kept)
 
 
-def type_metavar(param: Any) -> str:
-    """A metavar from the option's annotation (str: TEXT, int: INT, float: NUMBER, Path: PATH)."""
-    descriptor = getattr(param, "type_descriptor", None)
-    annotation = repr(getattr(descriptor, "annotation", "")).lower()
-    for word, metavar in (("path", "PATH"), ("int", "INT"), ("float", "NUMBER")):
-        if word in annotation:
-            return metavar
-    return "TEXT"
-
-
 def tidy(command: Any) -> Any:
-    """Apply both fixes to ``command`` and every subcommand; returns ``command``."""
+    """Keep the preformatted paragraphs of ``command`` and every subcommand; returns ``command``."""
     command.help = keep_preformatted(command.help)
     for param in command.params:
         # duck-typed: typer vendors its own click, whose classes differ from the click package's
-        if param.param_type_name == "option" and not param.is_flag and param.metavar is None:
-            param.metavar = type_metavar(param)
         if param.param_type_name == "argument" and param.metavar:
             param.display_type_rich = lambda ctx: ""  # its metavar names it; typer would add "<path>"
     for sub in getattr(command, "commands", {}).values():

@@ -2,16 +2,7 @@
 
 from __future__ import annotations
 
-import typer
-
-from dummyprof.cli.output import (
-    EXIT_NOT_WRITTEN,
-    check_outputs,
-    emit,
-    json_to_stdout,
-    user_stdout_to_stderr,
-)
-from dummyprof.cli.output_options import ForceOpt, JsonOpt, QuietOpt
+from dummyprof.cli.output import ForceOpt, JsonOpt, QuietOpt, check_outputs, emit, measuring
 from dummyprof.cli.schema_command import with_options
 from dummyprof.files.inputs import run_inputs
 from dummyprof.scenarios.deployment.options import DEPLOYMENT_FIELDS
@@ -32,10 +23,6 @@ Examples:
 """
 
 
-def register(app: typer.Typer) -> None:
-    app.command("inspect", help=HELP, no_args_is_help=False)(inspect)
-
-
 FIELDS = (
     *("model", "preset", "model_args", "trust_remote_code", "strategies", "max_depth", "min_bytes"),
     *("depth", "width", "hidden", "dtype"),
@@ -50,6 +37,6 @@ def inspect(
     check_outputs({"--json": json_path}, force=force, inputs=run_inputs(model=options.model))
     from dummyprof.scenarios.inspect import run as scenario
 
-    with user_stdout_to_stderr(json_to_stdout(json_path)):
+    with measuring(None, quiet=quiet, json_path=json_path):
         results = scenario.run(options)
-    return EXIT_NOT_WRITTEN if emit(results, json_path=json_path, quiet=quiet, force=force) else 0
+    return emit(results, json_path=json_path, quiet=quiet, force=force)

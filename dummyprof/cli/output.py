@@ -1,4 +1,4 @@
-"""Shared output plumbing for commands: reporters, JSON files, progress."""
+"""Shared output plumbing for commands: the output flags, reporters, JSON files, progress."""
 
 from __future__ import annotations
 
@@ -7,20 +7,39 @@ import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, redirect_stdout, suppress
 from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
 
 from dummyprof.files.inputs import RunInput
 from dummyprof.files.outputs import Output, write_outputs
 from dummyprof.files.outputs import check_outputs as check_outputs_of
 from dummyprof.results.session import Results
 
-JSON_HELP = "Write every figure as JSON to PATH ('-' for stdout). Refuses to overwrite without --force."
-FORCE_HELP = "Overwrite output files that already exist."
-QUIET_HELP = "Print only the summary line."
-
+# --json, --html, --force, --quiet: declared once, the same in every command.
+JsonOpt = Annotated[
+    Optional[Path],  # noqa: UP045 - typer needs Optional on Python 3.10
+    typer.Option(
+        "--json",
+        metavar="PATH",
+        help="Write every figure as JSON to PATH ('-' for stdout). Refuses to overwrite without --force.",
+    ),
+]
+HtmlOpt = Annotated[
+    Optional[Path],  # noqa: UP045
+    typer.Option(
+        "--html",
+        metavar="PATH",
+        help="Also write a self-contained HTML report with charts (one file, no network; needs the html extra).",
+    ),
+]
+ForceOpt = Annotated[bool, typer.Option("--force", help="Overwrite output files that already exist.")]
+QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="Print only the summary line.")]
 
 EXIT_NOT_WRITTEN = 2  # results shown, but a file could not be written (the gate uses 3, "could not record")
 
 Render = Callable[[Results], str]
+Update = Callable[[int, int, str], None]  # a progress update: done, total, label
 
 
 def reporter(name: str, *, flag: str, append: bool = False) -> Render:
@@ -59,12 +78,6 @@ WRITTEN = {
 }
 
 
-def written_line(output: Output) -> str:
-    """One line confirming a file that was written (appended, for the CI step summary)."""
-    verb = "appended to" if output.append else "written to"
-    return f"{WRITTEN.get(output.flag, output.flag)} {verb} {output.path}"
-
-
 # The output flags whose help says '-' is standard output; for any other, '-' is refused (files/outputs.py).
 STDOUT_FLAGS = frozenset({"--json"})
 
@@ -79,20 +92,33 @@ def check_outputs(
     force: bool,
     inputs: Iterable[RunInput] = (),
     append: Mapping[str, Path | None] | None = None,
-) -> None:
+) -> list[tuple[Output, Render]]:
     """Probe every output path before measuring, so a long run never ends in a write error (see files/outputs.py).
 
-    ``inputs``: what the run reads (``files.inputs.run_inputs``), never an output.
+    ``inputs``: what the run reads (``files.inputs.run_inputs``), never an output. Returns the ``--html``
+    report for ``emit`` (checked that it can be made: no plotly is exit 2 now, not after measuring).
     """
     outputs = [output_for(flag, path) for flag, path in paths.items() if path is not None]
     outputs += [output_for(flag, path, append=True) for flag, path in (append or {}).items() if path is not None]
     check_outputs_of(outputs, force=force, inputs=inputs)
+    return html_reports(paths.get("--html"))
+
+
+def html_reports(path: Path | None) -> list[tuple[Output, Render]]:
+    """The HTML output for ``emit``; checks before anything is measured that the report can be made."""
+    if path is None:
+        return []
+    from dummyprof.reports.html import require_plotly
+
+    require_plotly()
+    return [(Output("--html", path), reporter("html", flag="--html"))]
 
 
 def report_error(message: str) -> None:
     from dummyprof.reports.tables.escape import visible
 
     sys.stderr.write(f"dummyprof: error: {visible(message)}\n")  # a user's exception text is data: one line, inert
+    sys.stderr.flush()
 
 
 def emit(
@@ -105,20 +131,20 @@ def emit(
     on_failure: Callable[[Results, list[str]], None] | None = None,
     detail: bool = False,
     confirm: Mapping[str, str] | None = None,
-) -> list[str]:
+) -> int:
     """Write every output file, then show the results, a line per file written, one per file that could not be.
 
-    Returns the lines of files not written; the command exits 2 (the gate 3) when there are any, never 1.
+    Returns the exit code: ``EXIT_NOT_WRITTEN`` when a file was not written (never 1; the gate's
+    ``on_failure`` makes its own 3), else 0.
     ``reports`` pairs an output with the reporter that renders it (see :func:`reporter`). ``confirm``
     replaces the line confirming a flag's file (``{path}`` is its path). ``detail``: the terminal's every table.
     """
     from dummyprof.reports.console import make_console
 
     to_stdout = json_to_stdout(json_path)
-    files: list[tuple[Output, Render]] = []
+    files = list(reports)
     if json_path is not None and not to_stdout:
-        files.append((output_for("--json", json_path), reporter("json", flag="--json")))
-    files.extend(reports)
+        files.insert(0, (output_for("--json", json_path), reporter("json", flag="--json")))
     failures: list[str] = []
     written: list[Output] = []
     for output, render_file in files:
@@ -135,16 +161,15 @@ def emit(
         print_terminal(results, quiet=quiet, stderr=to_stdout, detail=detail)
         if not quiet:
             console = make_console(stderr=to_stdout)  # stdout carries the JSON: the lines go to stderr
-            for output in written:
-                line = (confirm or {}).get(output.flag)
-                console.print(
-                    line.format(path=output.path) if line else written_line(output), style="dim", markup=False
-                )
+            for output in written:  # "HTML report written to r.html" ("appended to" for the CI step summary)
+                verb = "appended to" if output.append else "written to"
+                line = (confirm or {}).get(output.flag, f"{WRITTEN.get(output.flag, output.flag)} {verb} {{path}}")
+                console.print(line.format(path=output.path), style="dim", markup=False)
     except BrokenPipeError:  # | head: the reader has seen enough; the files are written, the exit code stands
         silence_stdout()
     for message in failures:
         report_error(message)
-    return failures
+    return EXIT_NOT_WRITTEN if failures else 0
 
 
 def silence_stdout() -> None:
@@ -188,7 +213,15 @@ def json_to_stdout(json_path: Path | None) -> bool:
 
 
 @contextmanager
-def progress_bar(enabled: bool, description: str) -> Iterator[Callable[[int, int, str], None] | None]:
+def measuring(description: str | None, *, quiet: bool, json_path: Path | None) -> Iterator[Update | None]:
+    """While a scenario runs: its progress bar (none for ``description`` None), user code kept off ``--json -``."""
+    enabled = description is not None and not quiet
+    with progress_bar(enabled, description or "") as update, user_stdout_to_stderr(json_to_stdout(json_path)):
+        yield update
+
+
+@contextmanager
+def progress_bar(enabled: bool, description: str) -> Iterator[Update | None]:
     """A transient Rich progress bar on the terminal (stderr); nothing when piped or quiet."""
     if not enabled or not sys.stderr.isatty():
         yield None

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
+from dummyprof.cli.schema_command import with_options
 from dummyprof.errors import UsageError
+from dummyprof.schema import Spec
 
 HELP = """\
 Render a saved results file (from --json) with any reporter. Needs no torch.
@@ -25,33 +27,25 @@ Example: dummyprof report results.json --format markdown --output summary.md
 """
 
 
-def register(app: typer.Typer) -> None:
-    app.command("report", help=HELP)(report)
+FLAGS = {
+    "format": Spec(short="-f", help="terminal, json, markdown, html, junit, benchmark-json or pytorch-benchmark."),
+    "output": Spec(unit="path", short="-o", help="Write to PATH instead of stdout ('-': stdout; not for terminal)."),
+    "force": Spec(unit="flag", help="Overwrite --output if it exists."),
+    "quiet": Spec(unit="flag", short="-q", help="Terminal: only the summary line."),
+    "detail": Spec(unit="flag", help="Terminal: every table (the other formats always carry them)."),
+}
 
 
+@with_options(None, flags=FLAGS)
 def report(
     path: Annotated[
         Path, typer.Argument(metavar="RESULTS.json", help="A file written by --json ('-': standard input).")
     ],
-    format: Annotated[
-        str,
-        typer.Option(
-            "--format",
-            "-f",
-            help="terminal, json, markdown, html, junit, benchmark-json or pytorch-benchmark.",
-        ),
-    ] = "terminal",
-    output: Annotated[
-        Optional[Path],  # noqa: UP045
-        typer.Option(
-            "--output", "-o", metavar="PATH", help="Write to PATH instead of stdout ('-': stdout; not for terminal)."
-        ),
-    ] = None,
-    force: Annotated[bool, typer.Option("--force", help="Overwrite --output if it exists.")] = False,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Terminal: only the summary line.")] = False,
-    detail: Annotated[
-        bool, typer.Option("--detail", help="Terminal: every table (the other formats always carry them).")
-    ] = False,
+    format: str = "terminal",
+    output: Path | None = None,
+    force: bool = False,
+    quiet: bool = False,
+    detail: bool = False,
 ) -> int:
     from dummyprof.cli.output import EXIT_NOT_WRITTEN, check_outputs, print_terminal, report_error
     from dummyprof.files.inputs import run_inputs

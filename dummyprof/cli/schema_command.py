@@ -1,8 +1,5 @@
-"""Typer parameters generated from an options dataclass's declarations (``dummyprof.schema``).
-
-A command names the fields it offers, in the order ``--help`` lists them; each becomes a Typer
-option with the field's flag, metavar, help and shown default. The command function receives
-the options built from them (``options``), ahead of its own CLI-only parameters (``--json``...).
+"""Typer parameters generated from declarations (``dummyprof.schema``): an options dataclass's fields,
+and a command's own flags, each a :class:`~dummyprof.schema.Spec` (see :func:`with_options`).
 """
 
 from __future__ import annotations
@@ -11,6 +8,7 @@ import dataclasses
 import inspect
 import typing
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Annotated, Any, Optional
 
 import typer
@@ -26,33 +24,40 @@ def param_name(field: str) -> str:
     return flag_for(field)[2:].replace("-", "_")
 
 
-def _parameter(field: dataclasses.Field[Any], spec: Spec) -> inspect.Parameter:
-    help = spec.help
-    names = [flag_for(field.name), *([spec.short] if spec.short else [])]
+# The type Typer parses a flag's text to, by unit (typer needs Optional on Python 3.10); anything else is text.
+KINDS: dict[str, Any] = {
+    "flag": bool,
+    "list": Optional[list[str]],  # noqa: UP045
+    "args": Optional[list[str]],  # noqa: UP045
+    "path": Optional[Path],  # noqa: UP045 - a command's own file flags (--output, --trace, ...)
+    "pair": Optional[tuple[str, Path]],  # noqa: UP045 - FORMAT PATH (--export)
+}
+
+
+def _parameter(name: str, spec: Spec, default: Any) -> inspect.Parameter:
+    names = [flag_for(name), *([spec.short] if spec.short else [])]
+    kind = KINDS.get(spec.unit, Optional[str])  # noqa: UP045
+    metavar = spec.metavar or {"flag": None, "path": "PATH"}.get(spec.unit, "TEXT")  # a flag shows none
+    info = typer.Option(*names, metavar=metavar, help=spec.help)
+    return inspect.Parameter(
+        param_name(name), inspect.Parameter.KEYWORD_ONLY, default=default, annotation=Annotated[kind, info]
+    )
+
+
+def _field_parameter(field: dataclasses.Field[Any], spec: Spec) -> inspect.Parameter:
     if spec.unit == "flag":
-        info = typer.Option(*names, help=help)
-        return inspect.Parameter(
-            param_name(field.name),
-            inspect.Parameter.KEYWORD_ONLY,
-            default=field.default,
-            annotation=Annotated[bool, info],
-        )
-    many = spec.unit in ("list", "args")
-    kind: Any = Optional[list[str]] if many else Optional[str]  # noqa: UP045 - typer needs Optional on Python 3.10
+        return _parameter(field.name, spec, field.default)
     shown = spec.shown
     if shown is None and field.default is not dataclasses.MISSING and field.default is not None:
         shown = str(field.default)
-    info = typer.Option(*names, metavar=spec.metavar, help=help)
-    return inspect.Parameter(
-        param_name(field.name), inspect.Parameter.KEYWORD_ONLY, default=shown or None, annotation=Annotated[kind, info]
-    )
+    return _parameter(field.name, spec, shown or None)
 
 
 Overrides = Mapping[str, Mapping[str, Any]]  # field -> Spec fields this command states its own way (help, ...)
 
 
-def _declared(cls: type, fields: Sequence[str], overrides: Overrides | None) -> dict[str, tuple[Any, Spec]]:
-    every = specs(cls)
+def _declared(cls: type | None, fields: Sequence[str], overrides: Overrides | None) -> dict[str, tuple[Any, Spec]]:
+    every = specs(cls) if cls is not None else {}
     changes = overrides or {}
     return {n: (every[n][0], dataclasses.replace(every[n][1], **changes.get(n, {}))) for n in fields if n in every}
 
@@ -73,12 +78,19 @@ def options_from(
     return cls(**values), frozenset(values)
 
 
-def with_options(cls: type, fields: Sequence[str], overrides: Overrides | None = None) -> Callable[[Command], Command]:
+def with_options(
+    cls: type | None,
+    fields: Sequence[str] = (),
+    overrides: Overrides | None = None,
+    flags: Mapping[str, Spec] | None = None,
+) -> Callable[[Command], Command]:
     """Typer options for ``fields`` of ``cls``, in that order, before the command's own parameters.
 
     ``fields`` may also name the command's own parameters, to place them among the generated ones.
     The command receives what it declares: ``options`` (built and parsed), ``given`` (the fields
     the user gave), ``raw`` (the generated options' text, to parse itself), and its own parameters.
+    An own parameter named in ``flags`` keeps its name (``benchmark_json`` is ``--benchmark-json``) and
+    default; its Spec gives the unit (``text``, ``flag``, ``list``, ``path``, ``pair``), metavar, short name and help.
     """
     declared = _declared(cls, fields, overrides)
 
@@ -88,11 +100,13 @@ def with_options(cls: type, fields: Sequence[str], overrides: Overrides | None =
         special = ("options", "given", "raw", "ctx")
 
         def mine(name: str) -> inspect.Parameter:
+            if flags and name in flags:
+                return _parameter(name, flags[name], own[name].default)
             return own[name].replace(annotation=hints[name], kind=inspect.Parameter.KEYWORD_ONLY)
 
         params = [mine("ctx")] if "ctx" in own else []
         for name in fields:  # a parameter the command declares itself wins over the field of that name
-            params.append(mine(name) if name in own else _parameter(*declared[name]))
+            params.append(mine(name) if name in own else _field_parameter(*declared[name]))
         params += [mine(n) for n in own if n not in special and n not in fields]
         generated = {param_name(n) for n in declared if n not in own}
 
@@ -100,7 +114,7 @@ def with_options(cls: type, fields: Sequence[str], overrides: Overrides | None =
             passed = {k: v for k, v in kwargs.items() if k not in generated}
             if "raw" in own:
                 passed["raw"] = {k: v for k, v in kwargs.items() if k in generated}
-            if "options" in own:
+            if "options" in own and cls is not None:
                 passed["options"], given = options_from(cls, fields, kwargs, overrides)
                 if "given" in own:
                     passed["given"] = given

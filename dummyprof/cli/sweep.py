@@ -2,24 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Optional
+from typing import Any
 
-import typer
-
-from dummyprof.cli.output import (
-    EXIT_NOT_WRITTEN,
-    check_outputs,
-    emit,
-    json_to_stdout,
-    progress_bar,
-    user_stdout_to_stderr,
-)
-from dummyprof.cli.output_options import ForceOpt, HtmlOpt, JsonOpt, QuietOpt, html_reports
+from dummyprof.cli.output import ForceOpt, HtmlOpt, JsonOpt, QuietOpt, check_outputs, emit, measuring
 from dummyprof.cli.schema_command import options_from, with_options
 from dummyprof.errors import UsageError
 from dummyprof.files.inputs import run_inputs
 from dummyprof.scenarios.compare.options import CompareOptions
-from dummyprof.scenarios.sweep.options import DEFAULT_SWEEP_REPEAT, SweepOptions
+from dummyprof.scenarios.sweep.options import DEFAULT_SWEEP_REPEAT, MODEL_ARG_PREFIX, TREE_PARAMETERS, SweepOptions
+from dummyprof.schema import Spec
 from dummyprof.units import parse_count, parse_int, parse_seconds
 
 HELP = """\
@@ -41,15 +32,10 @@ Examples:
 """
 
 
-def register(app: typer.Typer) -> None:
-    app.command("sweep", help=HELP)(sweep)
-
-
 FIELDS = (
     *("depth", "width", "hidden", "rows", "dtype", "strategies", "initializer", "model", "preset", "model_args"),
     *("dim", "method", "time_budget", "repeat", "warmup", "fit_from", "device", "max_memory"),
 )
-TREE = ("depth", "width", "hidden")
 # compare's declarations, stated the sweep's way: ranges for the tree, its own help and rounds
 OVERRIDES: dict[str, dict[str, object]] = {
     "depth": {"metavar": "RANGE", "help": "Levels of nested blocks, or a range: 1:16."},
@@ -66,35 +52,31 @@ OVERRIDES: dict[str, dict[str, object]] = {
         "shown": str(DEFAULT_SWEEP_REPEAT),
         "help": "Measured rounds per strategy at each point.",
     },
+    "time_budget": {  # parsed by the sweep: its default depends on the scenario swept
+        "metavar": "DURATION",
+        "shown": "",
+        "help": "Time for measuring at each point (default: compare's 60 s; with --rows, 10 s). A compare point "
+        "predicted to take longer is an error, never projected.",
+    },
     "warmup": {"help": "Warm-up rounds per point, discarded."},
     "max_memory": {"help": "Memory each point may use, e.g. 4GiB. Default: 80% of available."},
 }
+# The sweep's own flags: an engram sweep's, and where the fits start
+FLAGS = {
+    "rows": Spec(metavar="RANGE", help="Sweep engram table rows instead of compare, e.g. 1M,2M,4M,8M."),
+    "dim": Spec(metavar="INT", help="With --rows: row width (fp8 elements)."),
+    "method": Spec(unit="list", short="-m", help="With --rows: fill method (repeatable). Default: all."),
+    "fit_from": Spec(metavar="VALUE", help="Smallest value the growth fits use. Default: the middle value."),
+}
 
 
-@with_options(CompareOptions, FIELDS, OVERRIDES)
+@with_options(CompareOptions, FIELDS, OVERRIDES, FLAGS)
 def sweep(
     raw: dict[str, Any],
-    rows: Annotated[
-        Optional[str],  # noqa: UP045
-        typer.Option(metavar="RANGE", help="Sweep engram table rows instead of compare, e.g. 1M,2M,4M,8M."),
-    ] = None,
-    dim: Annotated[str, typer.Option(metavar="INT", help="With --rows: row width (fp8 elements).")] = "256",
-    method: Annotated[
-        Optional[list[str]],  # noqa: UP045
-        typer.Option("--method", "-m", help="With --rows: fill method (repeatable). Default: all."),
-    ] = None,
-    time_budget: Annotated[
-        Optional[str],  # noqa: UP045
-        typer.Option(
-            metavar="DURATION",
-            help="Time for measuring at each point (default: compare's 60 s; with --rows, 10 s). A compare point "
-            "predicted to take longer is an error, never projected.",
-        ),
-    ] = None,
-    fit_from: Annotated[
-        Optional[str],  # noqa: UP045
-        typer.Option(metavar="VALUE", help="Smallest value the growth fits use. Default: the middle value."),
-    ] = None,
+    rows: str | None = None,
+    dim: str = "256",
+    method: list[str] | None = None,
+    fit_from: str | None = None,
     json_path: JsonOpt = None,
     html: HtmlOpt = None,
     force: ForceOpt = False,
@@ -103,7 +85,7 @@ def sweep(
     from dummyprof.cli.ranges import is_sweep, parse_values
 
     axes: list[tuple[str, str, list[int]]] = []  # (parameter, flag, values)
-    for name in TREE:
+    for name in TREE_PARAMETERS:
         if is_sweep(raw[name]):
             axes.append((name, f"--{name}", parse_values(f"--{name}", raw[name])))
     if rows is not None:
@@ -112,7 +94,7 @@ def sweep(
     for item in raw["model_arg"] or []:
         key, sep, value = item.partition("=")
         if sep and is_sweep(value):
-            axes.append((f"model-arg:{key.strip()}", "--model-arg", parse_values("--model-arg", value)))
+            axes.append((f"{MODEL_ARG_PREFIX}{key.strip()}", "--model-arg", parse_values("--model-arg", value)))
         else:
             fixed_args.append(item)
     if not axes:
@@ -123,7 +105,8 @@ def sweep(
         flags = ", ".join(flag for _, flag, _ in axes)
         raise UsageError(axes[1][1], f"sweep one parameter at a time; got ranges for {flags}")
     parameter, _, values = axes[0]
-    fixed = {**raw, "model_arg": fixed_args, **({parameter: "1"} if parameter in TREE else {})}
+    time_budget = raw["time_budget"]
+    fixed = {**raw, "model_arg": fixed_args, **({parameter: "1"} if parameter in TREE_PARAMETERS else {})}
     compare, _ = options_from(CompareOptions, [f for f in FIELDS if f != "time_budget"], fixed, OVERRIDES)
     if time_budget is not None and parameter != "rows":
         compare.time_budget = parse_seconds("--time-budget", time_budget, example="60")
@@ -144,17 +127,16 @@ def sweep(
             max_memory=compare.max_memory,
             time_budget_s=parse_seconds("--time-budget", time_budget, example="10") if time_budget else 10.0,
         )
-    check_outputs({"--json": json_path, "--html": html}, force=force, inputs=run_inputs(model=compare.model))
-    reports = html_reports(html)
+    reports = check_outputs({"--json": json_path, "--html": html}, force=force, inputs=run_inputs(model=compare.model))
     from dummyprof.scenarios.sweep import run as scenario
 
     failure = None
-    with progress_bar(not quiet, "sweep") as progress, user_stdout_to_stderr(json_to_stdout(json_path)):
+    with measuring("sweep", quiet=quiet, json_path=json_path) as progress:
         try:
             results = scenario.run(options, progress=progress)
         except scenario.SweepStopped as stopped:  # the points measured are shown and saved, then the failure
             results, failure = stopped.results, stopped.error
-    not_written = emit(results, json_path=json_path, quiet=quiet, force=force, reports=reports)
+    code = emit(results, json_path=json_path, quiet=quiet, force=force, reports=reports)
     if failure is not None:
         raise failure
-    return EXIT_NOT_WRITTEN if not_written else 0
+    return code

@@ -51,8 +51,6 @@ def parse_count(flag: str, text: str, *, example: str = "2e9", minimum: int = 1,
         raise UsageError(flag, f"must be a whole number, got {text!r} = {value.normalize()}; try {example}")
     if value < minimum:
         raise UsageError(flag, f"must be at least {minimum}, got {text!r}; try {example}")
-    if value > maximum:
-        raise _too_big(flag, text, maximum, example)
     return int(value)
 
 

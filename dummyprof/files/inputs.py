@@ -112,7 +112,7 @@ def run_inputs(
     for flag, path in (files or {}).items():
         if path is not None and str(path) != STDIN:
             found.append(RunInput(f"the {flag} input", Path(path)))
-    if gate is not None:  # the config file, and every model and loader file its scenarios name
+    if gate is not None:  # the config file, and every model and loader file its scenarios name (relative to it)
         found.append(RunInput("the --config input", Path(gate.path)))
         for scenario in gate.scenarios:
             found.extend(_options_files(f"scenarios.{scenario.name}.options.", scenario.options))

@@ -58,11 +58,6 @@ def _module_file(dotted: str) -> Path | None:
     return Path(origin) if origin and os.path.isfile(origin) else None
 
 
-def _folder_files(folder: Path) -> Iterator[Path]:
-    every = (Path(root) / name for root, _, names in os.walk(folder) for name in names)
-    return itertools.islice(every, MAX_FOLDER_FILES)
-
-
 def _spec_files(flag: str, spec: str) -> Iterator[RunInput]:
     """The files a ``--model``/``--loader`` value reads: hf: config or folder, ./file.py, or a package module."""
     if spec.startswith(HF_PREFIX):
@@ -70,7 +65,8 @@ def _spec_files(flag: str, spec: str) -> Iterator[RunInput]:
         if local.is_dir():
             yield RunInput(f"the {flag} input", local)
             what = f"a file of the {flag} folder {str(local)!r}"
-            yield from (RunInput(what, path) for path in _folder_files(local))
+            every = (Path(root) / name for root, _, names in os.walk(local) for name in names)
+            yield from (RunInput(what, path) for path in itertools.islice(every, MAX_FOLDER_FILES))
         elif local.exists():  # a hub id (ORG/NAME) is not read from here
             yield RunInput(f"the {flag} input", local)
         return
@@ -91,13 +87,6 @@ def _specs(label: str, model: str | None, loaders: Iterable[str] | None) -> Iter
     for i, spec in enumerate(loaders or []):
         flag = f"{label}loaders[{i}]" if label else ("--loader" if i == 0 else f"--loader #{i + 1}")
         yield from _spec_files(flag, spec)
-
-
-def _gate_files(config: GateConfig) -> Iterator[RunInput]:
-    """The config file, and every model and loader file its scenarios name (relative to the config)."""
-    yield RunInput("the --config input", Path(config.path))
-    for scenario in config.scenarios:
-        yield from _options_files(f"scenarios.{scenario.name}.options.", scenario.options)
 
 
 def _options_files(label: str, options: Any) -> Iterator[RunInput]:
@@ -123,6 +112,8 @@ def run_inputs(
     for flag, path in (files or {}).items():
         if path is not None and str(path) != STDIN:
             found.append(RunInput(f"the {flag} input", Path(path)))
-    if gate is not None:
-        found.extend(_gate_files(gate))
+    if gate is not None:  # the config file, and every model and loader file its scenarios name (relative to it)
+        found.append(RunInput("the --config input", Path(gate.path)))
+        for scenario in gate.scenarios:
+            found.extend(_options_files(f"scenarios.{scenario.name}.options.", scenario.options))
     return found

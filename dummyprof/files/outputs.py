@@ -233,15 +233,14 @@ def _write_temp(folder: Path, name: str, text: str, mode: int) -> str:
     return tmp
 
 
-def replace_atomic(path: Path, text: str, mode: int | None = None) -> None:
-    """Write via a temporary file in the same folder and rename it into place.
+def replace_atomic(path: Path, text: str) -> None:
+    """Write via a temporary file in the same folder and rename it into place, keeping a regular file's mode.
 
     A crash or Ctrl-C leaves either the old file or the new one, never half of one.
     """
     path = Path(path)
-    if mode is None:
-        st = _stat(path)
-        mode = stat.S_IMODE(st.st_mode) if st is not None and stat.S_ISREG(st.st_mode) else new_file_mode()
+    st = _stat(path)
+    mode = stat.S_IMODE(st.st_mode) if st is not None and stat.S_ISREG(st.st_mode) else new_file_mode()
     tmp = _write_temp(path.parent, path.name, text, mode)
     try:
         os.replace(tmp, path)

@@ -6,6 +6,7 @@ A figure that cannot be measured here is reported with the reason, never as 0.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import re
 import threading
@@ -100,39 +101,33 @@ def pinned_memory_figure() -> Figure:
     return Figure.missing("host_memory_stats() reports no byte counts")
 
 
-_NVML_STATE: dict[str, object] = {}
-
-
-def _nvml_handle(index: int) -> tuple[object | None, str | None]:
+@functools.cache
+def _nvml_init() -> str | None:
+    """None once NVML is initialized (tried once per process), else why there are no GPU figures."""
     try:
         import pynvml
     except ImportError:
-        return None, "pynvml not installed (pip install nvidia-ml-py)"
-    if "error" in _NVML_STATE:
-        return None, str(_NVML_STATE["error"])
-    if "init" not in _NVML_STATE:
-        try:
-            pynvml.nvmlInit()
-        except Exception as exc:  # NVMLError has many subclasses; any means no figures
-            _NVML_STATE["error"] = f"no GPU (nvmlInit: {exc})"
-            return None, str(_NVML_STATE["error"])
-        _NVML_STATE["init"] = True
+        return "pynvml not installed (pip install nvidia-ml-py)"
     try:
-        return pynvml.nvmlDeviceGetHandleByIndex(index), None
-    except Exception as exc:
-        return None, f"nvml has no device {index} ({exc})"
+        pynvml.nvmlInit()
+    except Exception as exc:  # NVMLError has many subclasses; any means no figures
+        return f"no GPU (nvmlInit: {exc})"
+    return None
 
 
 def gpu_used_figure(device: torch.device | None = None) -> Figure:
     """Device memory in use (all processes) from NVML; unavailable without a GPU."""
     index = device.index if device is not None and device.type == "cuda" and device.index is not None else 0
-    handle, error = _nvml_handle(index)
-    if handle is None:
-        return Figure.missing(error or "no GPU")
+    error = _nvml_init()
+    if error is not None:
+        return Figure.missing(error)
     import pynvml
 
-    info = pynvml.nvmlDeviceGetMemoryInfo(handle)
-    return Figure(float(info.used))
+    try:
+        handle = pynvml.nvmlDeviceGetHandleByIndex(index)
+    except Exception as exc:
+        return Figure.missing(f"nvml has no device {index} ({exc})")
+    return Figure(float(pynvml.nvmlDeviceGetMemoryInfo(handle).used))
 
 
 def gpu_allocator_peak_figure(device: torch.device) -> Figure:

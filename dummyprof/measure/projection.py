@@ -40,31 +40,9 @@ def fit_line(xs: Sequence[float], ys: Sequence[float]) -> LinearFit:
     """Ordinary least squares; needs two or more distinct x values."""
     if len(xs) != len(ys):
         raise ValueError(f"{len(xs)} x values but {len(ys)} y values")
-    n = len(xs)
-    if n < 2:
+    if len(xs) < 2:
         raise ValueError("a line needs at least two points")
-    mean_x = sum(xs) / n
-    mean_y = sum(ys) / n
-    sxx = sum((x - mean_x) ** 2 for x in xs)
-    if sxx == 0:
-        raise ValueError("all sample sizes are equal; a line needs two distinct sizes")
-    sxy = sum((x - mean_x) * (y - mean_y) for x, y in zip(xs, ys, strict=True))
-    slope = sxy / sxx
-    intercept = mean_y - slope * mean_x
-    ss_tot = sum((y - mean_y) ** 2 for y in ys)
-    ss_res = sum((y - (intercept + slope * x)) ** 2 for x, y in zip(xs, ys, strict=True))
-    r_squared = 1.0 if ss_tot == 0 else max(0.0, 1.0 - ss_res / ss_tot)
-    residual = math.sqrt(ss_res / (n - 2)) if n > 2 else 0.0
-    return LinearFit(
-        intercept=intercept,
-        slope=slope,
-        r_squared=r_squared,
-        points=n,
-        x_max=max(xs),
-        residual_s=residual,
-        mean_x=mean_x,
-        sxx=sxx,
-    )
+    return _least_squares(xs, ys, through_origin=False)
 
 
 def fit_proportional(xs: Sequence[float], ys: Sequence[float]) -> LinearFit:
@@ -74,24 +52,34 @@ def fit_proportional(xs: Sequence[float], ys: Sequence[float]) -> LinearFit:
     """
     if len(xs) != len(ys) or not xs:
         raise ValueError("need the same number (one or more) of x and y values")
-    sxx = sum(x * x for x in xs)
-    if sxx == 0:
-        raise ValueError("all x values are zero")
-    slope = sum(x * y for x, y in zip(xs, ys, strict=True)) / sxx
-    mean_y = sum(ys) / len(ys)
-    ss_tot = sum((y - mean_y) ** 2 for y in ys)
-    ss_res = sum((y - slope * x) ** 2 for x, y in zip(xs, ys, strict=True))
-    r_squared = 1.0 if ss_tot == 0 else max(0.0, 1.0 - ss_res / ss_tot)
+    return _least_squares(xs, ys, through_origin=True)
+
+
+def _least_squares(xs: Sequence[float], ys: Sequence[float], *, through_origin: bool) -> LinearFit:
+    """The fit about the means (``a + b x``) or about the origin (``b x``), with its R² and residual error."""
     n = len(xs)
-    residual = math.sqrt(ss_res / (n - 1)) if n > 1 else 0.0
+    mean_y = sum(ys) / n
+    # The point the line pivots on: the means, or the origin for a line through it.
+    cx, cy = (0.0, 0.0) if through_origin else (sum(xs) / n, mean_y)
+    sxx = sum((x - cx) ** 2 for x in xs)
+    if sxx == 0:
+        raise ValueError(
+            "all x values are zero" if through_origin else "all sample sizes are equal; a line needs two distinct sizes"
+        )
+    slope = sum((x - cx) * (y - cy) for x, y in zip(xs, ys, strict=True)) / sxx
+    intercept = cy - slope * cx
+    ss_tot = sum((y - mean_y) ** 2 for y in ys)
+    ss_res = sum((y - (intercept + slope * x)) ** 2 for x, y in zip(xs, ys, strict=True))
+    fitted = 1 if through_origin else 2  # parameters, for the residuals' degrees of freedom
     return LinearFit(
-        intercept=0.0,
+        intercept=intercept,
         slope=slope,
-        r_squared=r_squared,
+        r_squared=1.0 if ss_tot == 0 else max(0.0, 1.0 - ss_res / ss_tot),
         points=n,
         x_max=max(xs),
-        model="b x",
-        residual_s=residual,
+        model="b x" if through_origin else "a + b x",
+        residual_s=math.sqrt(ss_res / (n - fitted)) if n > fitted else 0.0,
+        mean_x=cx,
         sxx=sxx,
     )
 

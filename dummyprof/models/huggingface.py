@@ -153,8 +153,7 @@ def load_config(target: str, *, trust_remote_code: bool = False) -> Any:
         return _config_from_dict(
             _read_config_dict(path, target), target, path if path.is_dir() else None, trust_remote_code
         )
-    looks_local = target.startswith((".", "/", "~")) or target.endswith(".json") or target.count("/") != 1
-    if looks_local or not _HUB_ID.match(target):
+    if target.endswith(".json") or not _HUB_ID.match(target):  # a path that does not exist, not a hub id
         raise UsageError(FLAG, f"no such config {target!r}; give hf:./config.json, hf:FOLDER or hf:ORG/NAME")
     return _config_from_hub(target, trust_remote_code)
 
@@ -265,7 +264,7 @@ def _layers_that_fit(estimate: BuildEstimate, objects: float) -> int:
     return max(0, int((objects - estimate.fixed_objects) // max(1, estimate.objects_per_layer)))
 
 
-def _refuse_estimate(estimate: BuildEstimate, limits: BuildLimits, flag: str, target: str) -> None:
+def _refuse_estimate(estimate: BuildEstimate, limits: BuildLimits, target: str) -> None:
     """Before building: more objects than memory holds, or more seconds than the limit, is one line."""
     what = (
         f"{PREFIX}{target}: config field {LAYERS_FIELD}: {estimate.layers:,} layers would build about "
@@ -273,32 +272,24 @@ def _refuse_estimate(estimate: BuildEstimate, limits: BuildLimits, flag: str, ta
     )
     if limits.max_objects is not None and estimate.objects > limits.max_objects:
         fit = _layers_that_fit(estimate, limits.max_objects)
-        raise limits.too_many_objects(flag, what, f"at most {fit:,} layers fit: pass --model-arg {LAYERS_FIELD}={fit}")
+        raise limits.too_many_objects(FLAG, what, f"at most {fit:,} layers fit: pass --model-arg {LAYERS_FIELD}={fit}")
     if limits.seconds is not None and estimate.seconds > limits.seconds:
         fit = _layers_that_fit(estimate, limits.seconds / max(estimate.seconds_per_object, 1e-12))
         fix = f"about {fit:,} layers fit: pass --model-arg {LAYERS_FIELD}={fit}"
-        raise limits.past_time(flag, f"{what}, estimated at {estimate.seconds:,.0f} s, over", fix)
+        raise limits.past_time(FLAG, f"{what}, estimated at {estimate.seconds:,.0f} s, over", fix)
 
 
-def build_on_meta(
-    config: Any,
-    *,
-    trust_remote_code: bool = False,
-    limits: BuildLimits | None = None,
-    flag: str = FLAG,
-    target: str = "",
-) -> nn.Module:
+def build_on_meta(config: Any, *, trust_remote_code: bool, limits: BuildLimits | None, target: str) -> nn.Module:
     """The model for ``config`` on meta; with ``limits``, refused before building or stopped while it builds.
 
     Only what the layer count predicts is refused beforehand; whatever else makes a build huge (a
     field the estimate cannot see) is stopped by the registration hooks, saying how far it got.
     """
-    target = target or config.model_type
     try:
         if limits is not None:
             estimate = estimate_build(config, trust_remote_code, limits.clock)
             if estimate is not None:
-                _refuse_estimate(estimate, limits, flag, target)
+                _refuse_estimate(estimate, limits, target)
         with bounded_build(limits):
             return _build(config, trust_remote_code)
     except BuildStopped as stop:
@@ -306,11 +297,11 @@ def build_on_meta(
         layers = getattr(config, LAYERS_FIELD, None)
         shown = f" ({LAYERS_FIELD}={layers:,})" if isinstance(layers, int) else ""
         fix = f"build a smaller model (--model-arg {LAYERS_FIELD}=N)"
-        raise build_stopped_error(stop, limits, flag=flag, what=f"{PREFIX}{target}{shown}", fix=fix) from None
+        raise build_stopped_error(stop, limits, flag=FLAG, what=f"{PREFIX}{target}{shown}", fix=fix) from None
     except DummyprofError:
         raise
     except Exception as exc:  # torch's size overflow, a division in a model's __init__: one line
-        raise UsageError(flag, f"transformers could not build {config.model_type} on meta: {_first_line(exc)}") from exc
+        raise UsageError(FLAG, f"transformers could not build {config.model_type} on meta: {_first_line(exc)}") from exc
 
 
 def hf_source(
@@ -318,7 +309,6 @@ def hf_source(
     overrides: dict[str, Any] | None = None,
     *,
     trust_remote_code: bool = False,
-    flag: str = FLAG,
     limits: BuildLimits | None = None,
 ) -> ModelSource:
     """A ModelSource for ``hf:TARGET`` with ``--model-arg`` config overrides."""
@@ -327,17 +317,17 @@ def hf_source(
 
     target = spec.removeprefix(PREFIX)
     if not target:
-        raise UsageError(flag, "hf: needs a config: hf:./config.json, hf:FOLDER or hf:ORG/NAME")
+        raise UsageError(FLAG, "hf: needs a config: hf:./config.json, hf:FOLDER or hf:ORG/NAME")
     overrides = dict(overrides or {})
     config = load_config(target, trust_remote_code=trust_remote_code)
     apply_overrides(config, overrides)
     check_shape(
         config.to_dict(),
         flag_of={key: "--model-arg" for key in overrides},
-        default_flag=flag,
+        default_flag=FLAG,
         where=f"{PREFIX}{target}",
     )
-    meta_model = build_on_meta(config, trust_remote_code=trust_remote_code, limits=limits, flag=flag, target=target)
+    meta_model = build_on_meta(config, trust_remote_code=trust_remote_code, limits=limits, target=target)
     notes: list[str] = []
     shown = ", ".join(f"{k}={v!r}" for k, v in overrides.items())
     layers = getattr(config, LAYERS_FIELD, None)
@@ -359,5 +349,4 @@ def hf_source(
         notes=notes,
         largest_scratch_bytes=3 * largest_low_precision_elements(meta_model),
         fit_hint=lambda budget: FitHint(LAYERS_FIELD, model_arg=True),
-        size_flag=flag,
     )

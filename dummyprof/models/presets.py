@@ -25,17 +25,16 @@ from dummyprof.models.engram import EngramTable
 from dummyprof.models.loading import callable_source
 from dummyprof.models.meta_bounds import BuildLimits
 from dummyprof.models.source import ModelSource
+from dummyprof.models.synthetic import DTYPES, HAS_FP8
 
-HAS_FP8 = hasattr(torch, "float8_e4m3fn")
 MlpFactory = Callable[[torch.dtype], nn.Module]  # a layer's MLP (dense or experts) in a dtype
-_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 
 def _dtype(name: str) -> torch.dtype:
     try:
-        return _DTYPES[name]
+        return DTYPES[name]
     except KeyError:
-        raise ValueError(f"dtype must be one of {', '.join(_DTYPES)}, got {name!r}") from None
+        raise ValueError(f"dtype must be one of {', '.join(DTYPES)}, got {name!r}") from None
 
 
 def _weight(*shape: int, dtype: torch.dtype) -> nn.Parameter:

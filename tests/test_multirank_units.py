@@ -367,3 +367,14 @@ def test_no_library_module_starts_a_dummyprof_command_line() -> None:
         )
     ]
     assert offenders == []
+
+
+@pytest.mark.parametrize(
+    ("flag", "value"), [("--all-ranks", None), ("--dist-backend", "gloo"), ("--dist-timeout", "30")]
+)
+def test_multi_rank_flags_are_refused_on_a_single_process_run(cli: Any, flag: str, value: str | None) -> None:
+    result = cli("engram", "--rows", "4096", "--dry-run", flag, *([] if value is None else [value]))
+    assert (result.exit_code, result.stderr.splitlines()) == (
+        2,
+        [f"dummyprof: error: {flag}: only applies to a multi-rank run: add --nproc N or start under torchrun"],
+    )

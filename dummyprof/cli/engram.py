@@ -91,7 +91,8 @@ def engram(
     params = dict(ctx.params)
     env = launch_env()
     if nproc is None and env is None:
-        for flag, given in (("--all-ranks", all_ranks), ("--dist-backend", dist_backend != "auto")):
+        single_process = (("--all-ranks", all_ranks), ("--dist-backend", dist_backend != "auto"))
+        for flag, given in (*single_process, ("--dist-timeout", dist_timeout != "600")):
             if given:
                 raise UsageError(flag, "only applies to a multi-rank run: add --nproc N or start under torchrun")
         options = options_from(EngramOptions, FIELDS, params)[0]  # the run validates once

@@ -1,7 +1,6 @@
 """Plotly figures (as plain JSON dicts) for each kind of results, the charts of the HTML report.
 
-The figures a chart shows are in the page's tables too: the command's blocks (``tables/kinds.py``),
-or, for a kind not built as blocks yet, the tables built here.
+The figures a chart shows are in the page's tables too: the command's blocks (``tables/kinds.py``).
 
 Figures are built with ``plotly.graph_objects`` (validated attribute names) and
 handed to the page as JSON; the page draws them with plotly.js. Every string from the
@@ -14,14 +13,12 @@ from __future__ import annotations
 
 import colorsys
 import zlib
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from dummyprof.reports.audit_text import finding_subject, finding_text
 from dummyprof.reports.engram_words import reason_text
 from dummyprof.reports.format import format_bytes, format_seconds
-from dummyprof.reports.gate_format import change_text, value_text
+from dummyprof.reports.gate_format import value_text
 from dummyprof.reports.html_escape import text
 from dummyprof.results.compare import CompareResult, StrategyResult
 from dummyprof.results.gate import CheckResult
@@ -75,17 +72,6 @@ class Section:
     title: str
     text: list[str] = field(default_factory=list)  # paragraphs (escaped by the page)
     figures: list[Chart] = field(default_factory=list)
-    tables: list[str] = field(default_factory=list)  # ready HTML, escaped by whoever built it
-
-
-def table(header: Sequence[str], rows: Sequence[Sequence[Any]], *, classes: Sequence[str] = ()) -> str:
-    """An HTML table, every cell escaped; ``classes`` gives each row a CSS class (e.g. a gate verdict)."""
-    head = "".join(f"<th>{text(h)}</th>" for h in header)
-    body = []
-    for i, row in enumerate(rows):
-        cls = f' class="{text(classes[i])}"' if i < len(classes) and classes[i] else ""
-        body.append(f"<tr{cls}>" + "".join(f"<td>{text(c)}</td>" for c in row) + "</tr>")
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
 
 
 def _chart(fig: Any, *, half: bool = False) -> Chart:
@@ -608,34 +594,6 @@ def gate_sections(results: Results) -> list[Section]:
             yaxis={"automargin": True, "autorange": "reversed"},
         )
         out.figures.append(_chart(fig))
-    rows = [
-        [
-            c.scenario,
-            c.name,
-            c.kind,
-            value_text(c.baseline, c.unit),
-            value_text(c.current, c.unit),
-            change_text(c),
-            c.threshold,
-            c.verdict,
-            c.detail,
-        ]
-        for c in checks
-    ]
-    if rows:
-        out.tables.append(
-            table(
-                ["scenario", "check", "kind", "baseline", "now", "change", "rule", "verdict", "detail"],
-                rows,
-                classes=[f"verdict-{c.verdict.replace(' ', '-')}" for c in checks],
-            )
-        )
-    metric_rows = [
-        [run.name, name, m.kind, value_text(m.value, m.unit), m.unit]
-        for run in section.scenarios
-        for name, m in run.metrics.items()
-    ]
-    out.tables.append(table(["scenario", "metric", "kind", "value", "unit"], metric_rows))
     return [out]
 
 
@@ -660,17 +618,8 @@ def audit_sections(results: Results) -> list[Section]:
         ]
     )
     _layout(fig, "Writes per filler (colour: filler)", 400, barmode="group")
-    findings = [
-        [f.kind, finding_subject(f), ", ".join(f.fillers), finding_text(f), "ignored" if f.ignored else ""]
-        for f in result.findings
-    ]
-    section = Section(
-        "Audit",
-        [f"{len(result.failing)} failing finding(s), {len(result.findings)} in all."],
-        [_chart(fig)],
-        [table(["kind", "tensor", "fillers", "message", ""], findings)],
-    )
-    return [section]
+    summary = f"{len(result.failing)} failing finding(s), {len(result.findings)} in all."
+    return [Section("Audit", [summary], [_chart(fig)])]
 
 
 SECTIONS = {

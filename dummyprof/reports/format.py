@@ -6,17 +6,6 @@ from dummyprof.reports.figure_words import unavailable_text
 from dummyprof.results.common import Figure, Timing
 from dummyprof.units import format_bytes, format_seconds
 
-__all__ = [
-    "GENERATOR_BOUND_WHY",
-    "figure_bytes",
-    "format_bytes",
-    "format_seconds",
-    "range_cell",
-    "rate",
-    "short_dtype",
-    "timing_cell",
-]
-
 # Short dtype names for narrow tables (the JSON keeps torch's names).
 DTYPE_ABBREVIATIONS = {
     "float64": "f64",
@@ -59,14 +48,6 @@ def figure_bytes(figure: Figure) -> str:
         return f"unavailable: {unavailable_text(figure.unavailable)}" if figure.unavailable else "unavailable"
     text = format_bytes(figure.value)
     return f"{text} (projected)" if figure.projected else text
-
-
-def timing_cell(timing: Timing) -> str:
-    if not timing.samples_s:
-        return "n/a"
-    if len(timing.samples_s) == 1:
-        return format_seconds(timing.median)
-    return f"{format_seconds(timing.median)} [{format_seconds(timing.min)}–{format_seconds(timing.max)}]"
 
 
 def range_cell(timing: Timing) -> str:

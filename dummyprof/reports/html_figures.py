@@ -17,13 +17,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dummyprof.reports.engram_words import reason_text
-from dummyprof.reports.format import format_bytes, format_seconds
-from dummyprof.reports.gate_format import value_text
 from dummyprof.reports.html_escape import text
+from dummyprof.reports.tables.gate import value_text
 from dummyprof.results.compare import CompareResult, StrategyResult
 from dummyprof.results.gate import CheckResult
 from dummyprof.results.session import Results
 from dummyprof.results.sweep import SweepResult
+from dummyprof.units import format_bytes, format_seconds
 
 MAX_TREE_NODES = 3000  # icicle nodes; past this the tree shows modules only, to a depth that fits
 TEMPLATE = "plotly_white"

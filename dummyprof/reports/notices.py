@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from dummyprof.reports.format import format_bytes
 from dummyprof.results.session import Results
+from dummyprof.units import format_bytes
 
 
 def _audit_notices(results: Results) -> list[str]:

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from dummyprof.reports.audit_text import finding_subject, finding_text
-from dummyprof.reports.format import format_bytes
 from dummyprof.reports.tables.model import BAD, DIM, NAME, NUMBER, TEXT, WARN, WORD, Block, Cell, Column, Line, Table
 from dummyprof.results.audit import FINDING_KINDS, INFO_KINDS, AuditResult, Finding
+from dummyprof.units import format_bytes
 
 MAX_ROWS = 40
 GROUP_AFTER = 3  # more findings than this of one kind and filler are summarized in one row

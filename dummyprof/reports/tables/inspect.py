@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from dummyprof.reports.format import format_bytes
 from dummyprof.reports.tables.model import BAD, CODE, DIM, NAME, TEXT, WARN, WORD, Block, Cell, Line, Table
 from dummyprof.results.inspect import InspectResult, ModuleNode
+from dummyprof.units import format_bytes
 
 
 def _visits(node: ModuleNode, strategies: list[str]) -> Cell:

@@ -341,37 +341,37 @@ def roofline_line(result: CompareResult) -> str | None:
     return f"roofline: {shares} of memset: {GENERATOR_BOUND_WHY}"
 
 
-def _projected_seconds(seconds: float) -> str:
-    return f"{PROJECTED_MARK}{format_seconds(seconds)}"
+def _projected_bytes(value: int) -> str:
+    return f"{PROJECTED_MARK}{format_bytes(value)}"
 
 
-def _time_notes(result: CompareResult) -> list[str]:
-    notes = [PROJECTED_NOTE, RANGE_NOTE, FLOOR_NOTE, WALK_NOTE]
+def _projection_table(
+    result: CompareResult, title: str, headers: tuple[str, str], third: Callable[[StrategyResult], str]
+) -> Table:
+    """A row per strategy with a projection: its time, its interval, ``third``, the memset floor and the walk."""
+    table = _per_strategy(title, headers[0], "range", headers[1], "floor", "walk")
+    for s in result.strategies:
+        if (p := s.projection) is not None:
+            time, low, high, floor, walk = (
+                format_seconds(x) for x in (p.seconds, p.low_s, p.high_s, p.floor_s, p.walk_s)
+            )
+            table.add(s.name, PROJECTED_MARK + time, f"{low}–{high}", third(s), floor, walk)
+    table.notes += [PROJECTED_NOTE, RANGE_NOTE, FLOOR_NOTE, WALK_NOTE]
     bound = [s.name for s in result.strategies if s.projection is not None and s.projection.floor_bound]
     if bound:
-        notes.append(f"at the floor: {', '.join(bound)} (calibrated faster than memset)")
-    return notes
+        table.notes.append(f"at the floor: {', '.join(bound)} (calibrated faster than memset)")
+    return table
 
 
 def projected_time_table(result: CompareResult) -> Table:
     """Projected mode: each strategy's time, its interval, speedup, memset floor and walk (about 70 columns)."""
+
+    def speedup(s: StrategyResult) -> str:
+        ratio = result.speedup(s.name)
+        return f"{PROJECTED_MARK}{ratio:.2f}x" if ratio is not None else "n/a"
+
     title = f"Strategies: projected time (speedup vs {result.baseline_strategy})"
-    table = _per_strategy(title, "time", "range", "speedup", "floor", "walk")
-    for s in result.strategies:
-        p = s.projection
-        if p is None:
-            continue
-        speedup = result.speedup(s.name)
-        table.add(
-            s.name,
-            _projected_seconds(p.seconds),
-            f"{format_seconds(p.low_s)}–{format_seconds(p.high_s)}",
-            f"{PROJECTED_MARK}{speedup:.2f}x" if speedup is not None else "n/a",
-            format_seconds(p.floor_s),
-            format_seconds(p.walk_s),
-        )
-    table.notes += _time_notes(result)
-    return table
+    return _projection_table(result, title, ("time", "speedup"), speedup)
 
 
 def projected_work_table(result: CompareResult) -> Table:
@@ -379,7 +379,7 @@ def projected_work_table(result: CompareResult) -> Table:
     table = _work("Strategies: work (exact counts, full model)", "peak RSS")
     for s in result.strategies:
         if s.projection is not None:
-            table.add(*_work_cells(s), f"{PROJECTED_MARK}{format_bytes(s.projection.peak_rss_bytes)}")
+            table.add(*_work_cells(s), _projected_bytes(s.projection.peak_rss_bytes))
     table.notes += [
         WORK_NOTE,
         f"peak RSS ({PROJECTED_MARK}: projected): RSS now + the pages its writes touch + its largest temporary",
@@ -389,29 +389,19 @@ def projected_work_table(result: CompareResult) -> Table:
 
 def projection_check_table(result: CompareResult) -> Table:
     """Measured mode with a calibration: the projection next to the measured median (about 70 columns)."""
-    table = _per_strategy("Projected vs measured", "projected", "range", "measured", "floor", "walk")
-    rss = []
-    for s in result.strategies:
-        p = s.projection
-        if p is None:
-            continue
-        table.add(
-            s.name,
-            _projected_seconds(p.seconds),
-            f"{format_seconds(p.low_s)}–{format_seconds(p.high_s)}",
-            format_seconds(s.timing.median) if s.timing.samples_s else "n/a",
-            format_seconds(p.floor_s),
-            format_seconds(p.walk_s),
-        )
-        rss.append((s.name, f"{PROJECTED_MARK}{format_bytes(p.peak_rss_bytes)}"))
-    notes = _time_notes(result)
-    notes.insert(1, "measured: the median round (its min–max: Strategies: time)")
+    table = _projection_table(
+        result,
+        "Projected vs measured",
+        ("projected", "measured"),
+        lambda s: format_seconds(s.timing.median) if s.timing.samples_s else "n/a",
+    )
+    table.notes.insert(1, "measured: the median round (its min–max: Strategies: time)")
+    rss = [(s.name, _projected_bytes(s.projection.peak_rss_bytes)) for s in result.strategies if s.projection]
     if len({text for _, text in rss}) == 1:
-        notes.append(f"projected peak RSS: {rss[0][1]}, every strategy (measured: the Memory table's RSS peak)")
+        table.notes.append(f"projected peak RSS: {rss[0][1]}, every strategy (measured: the Memory table's RSS peak)")
     elif rss:
         each = ", ".join(f"{name} {text}" for name, text in rss)
-        notes.append(f"projected peak RSS: {each} (measured: the Memory table's RSS peak)")
-    table.notes += notes
+        table.notes.append(f"projected peak RSS: {each} (measured: the Memory table's RSS peak)")
     return table
 
 

@@ -73,7 +73,7 @@ def require_plotly() -> None:
     _packed_plotly_js()
 
 
-def render_html(results: Results) -> str:
+def render_html(results: Results, options: RenderOptions | None = None) -> str:
     """The page for ``results``: its charts, then every figure of its terminal report (with the detail)."""
     if results.command not in KINDS:
         kinds = ", ".join(sorted(KINDS))
@@ -131,14 +131,10 @@ def _section_html(section: Section, figures: dict[str, str]) -> str:
     return "\n".join(parts)
 
 
-def _render(results: Results, options: RenderOptions) -> str:
-    return render_html(results)
-
-
 REPORTER = Reporter(
     "html",
     ".html",
     KINDS,
-    _render,
+    render_html,
     "one self-contained page with interactive charts (plotly.js inlined; needs the html extra)",
 )

@@ -4,7 +4,7 @@ plotly.js comes from the ``plotly`` Python package (the optional ``html`` extra)
 DEFLATE-compressed and base64-encoded into the page (4.8 MB of JavaScript becomes
 about 2 MB) and unpacked synchronously by the page's script (``html_script.py``). See
 docs/sweep-html-trace.md for why plotly and why this packing. Every string from a
-results file is escaped (``html_escape.py``). Torch-free: a saved results file renders
+results file is escaped (``tables/escape.py``). Torch-free: a saved results file renders
 anywhere.
 
 The page holds every figure the terminal shows: the charts come first, then the command's blocks
@@ -20,12 +20,13 @@ from functools import lru_cache
 from pathlib import Path
 
 from dummyprof.errors import UsageError
-from dummyprof.reports.html_escape import script_json, script_safe, text
 from dummyprof.reports.html_figures import SECTIONS, Chart, Section
 from dummyprof.reports.html_script import DRAW, INFLATE
 from dummyprof.reports.notices import notices
 from dummyprof.reports.reporter import RenderOptions, Reporter
 from dummyprof.reports.summary import summary_line
+from dummyprof.reports.tables.escape import html_text as text
+from dummyprof.reports.tables.escape import script_json, script_safe
 from dummyprof.reports.tables.kinds import BLOCKS
 from dummyprof.reports.tables.to_html import TABLE_CSS, html_blocks
 from dummyprof.reports.terminal import environment_line

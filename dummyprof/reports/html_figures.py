@@ -4,7 +4,7 @@ The figures a chart shows are in the page's tables too: the command's blocks (``
 
 Figures are built with ``plotly.graph_objects`` (validated attribute names) and
 handed to the page as JSON; the page draws them with plotly.js. Every string from the
-results is escaped before it goes into a figure or a table (``html_escape.py``):
+results is escaped before it goes into a figure or a table (``tables/escape.py``):
 plotly reads HTML tags in its text. Each strategy, loader or fill method has one colour,
 the same on every chart of every page (:func:`colour`). Torch-free.
 """
@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dummyprof.reports.engram_words import reason_text
-from dummyprof.reports.html_escape import text
+from dummyprof.reports.tables.escape import html_text as text
 from dummyprof.reports.tables.gate import value_text
 from dummyprof.results.compare import CompareResult, StrategyResult
 from dummyprof.results.gate import CheckResult

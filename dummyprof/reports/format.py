@@ -1,8 +1,11 @@
-"""Formatting of figures shared by the terminal and Markdown reporters."""
+"""Figures as words, shared by every command's tables: units, short dtypes, why a figure is unavailable.
+
+Results store a code for an unavailable figure (see results/engram.py); :func:`unavailable_text` says it.
+"""
 
 from __future__ import annotations
 
-from dummyprof.reports.figure_words import unavailable_text
+from dummyprof.results import engram as codes
 from dummyprof.results.common import Figure, Timing
 from dummyprof.units import format_bytes, format_seconds
 
@@ -61,3 +64,27 @@ def rate(bytes_: int | float, seconds: float | None) -> str:
     if not seconds:
         return "n/a"
     return f"{bytes_ / seconds / 1e9:.2f} GB/s"
+
+
+UNAVAILABLE = {
+    codes.DRY_RUN: "dry run: nothing allocated",
+    codes.NOT_ALLOCATED: "full tables not allocated here",
+    codes.NOT_ALLOCATED_COMPUTED: "full tables not allocated here (see the computed figure)",
+    codes.NOT_ALLOCATED_PROJECTED: "full tables not allocated here (projected run)",
+    codes.NO_HOST_MEMORY_STATS: "torch.cuda.host_memory_stats() reports no bytes",
+    codes.NO_ANON_HUGE_PAGES: "/proc/self/smaps_rollup has no AnonHugePages",
+    codes.FASTER_THAN_FLOOR: "over!: measured faster than this run's fastest memset floor, which no fill can be: "
+    "the floor readings were disturbed (CPU contention?); rerun on a quiet machine",
+}
+OF_A_BACKING = {  # CODE:KIND, the kind of memory used
+    codes.NO_RESERVED_FIGURE: "{} memory: only torch's CUDA pinned allocator reports reserved bytes",
+    codes.NO_HUGE_PAGES_ASKED: "{} memory: no huge pages asked",
+}
+
+
+def unavailable_text(reason: str) -> str:
+    """The words for a code; anything else (an older file's sentence, a probe's own message) as it is."""
+    code, _, kind = reason.partition(":")
+    if kind and code in OF_A_BACKING:
+        return OF_A_BACKING[code].format(kind)
+    return UNAVAILABLE.get(reason, reason)

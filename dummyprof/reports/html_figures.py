@@ -16,7 +16,7 @@ import zlib
 from dataclasses import dataclass, field
 from typing import Any
 
-from dummyprof.reports.engram_words import reason_text
+from dummyprof.reports.tables.engram import reason_text
 from dummyprof.reports.tables.escape import html_text as text
 from dummyprof.reports.tables.gate import value_text
 from dummyprof.results.compare import CompareResult, StrategyResult

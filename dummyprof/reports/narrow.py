@@ -13,7 +13,7 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
-from dummyprof.reports.figure_words import unavailable_text
+from dummyprof.reports.format import unavailable_text
 from dummyprof.results.common import Figure
 from dummyprof.units import format_seconds
 

@@ -1,9 +1,13 @@
-"""Figures as words, shared by every command's tables: units, short dtypes, why a figure is unavailable.
+"""Figures as words, shared by every command's tables: units, short dtypes, projected figures (``~``), why a
+figure is unavailable.
 
 Results store a code for an unavailable figure (see results/engram.py); :func:`unavailable_text` says it.
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterable
+from itertools import groupby
 
 from dummyprof.results import engram as codes
 from dummyprof.results.common import Figure, Timing
@@ -88,3 +92,36 @@ def unavailable_text(reason: str) -> str:
     if kind and code in OF_A_BACKING:
         return OF_A_BACKING[code].format(kind)
     return UNAVAILABLE.get(reason, reason)
+
+
+# A projected figure (from smaller samples, not measured at full size) is shown as ``~1.23 s``.
+PROJECTED_MARK = "~"
+PROJECTED_NOTE = "~: projected from smaller samples, not measured"
+
+
+def projected(text: str, figure: Figure) -> str:
+    """``~text`` for a projected figure, ``text`` for a measured one."""
+    return f"{PROJECTED_MARK}{text}" if figure.projected else text
+
+
+def projected_seconds(figure: Figure) -> str:
+    """A time as a cell: ``~1.23 s`` when projected, ``n/a`` when unavailable."""
+    return projected(format_seconds(figure.value), figure) if figure.value is not None else "n/a"
+
+
+def any_projected(figures: Iterable[Figure]) -> bool:
+    return any(f.projected and f.value is not None for f in figures)
+
+
+def same_unavailable(figures: list[Figure]) -> str | None:
+    """The shared reason when a figure is unavailable for every row, else None."""
+    reasons = {f.unavailable for f in figures}
+    if figures and all(f.value is None for f in figures) and len(reasons) == 1:
+        return unavailable_text(next(iter(reasons)) or "unavailable")
+    return None
+
+
+def rank_ranges(ranks: list[int]) -> str:
+    """``0-3,6`` for ranks 0, 1, 2, 3 and 6: short, and one word (it never wraps)."""
+    runs = [[r for _, r in run] for _, run in groupby(enumerate(sorted(ranks)), lambda pair: pair[1] - pair[0])]
+    return ",".join(str(run[0]) if len(run) == 1 else f"{run[0]}-{run[-1]}" for run in runs)

@@ -9,8 +9,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from dummyprof.reports.format import GENERATOR_BOUND_WHY, figure_bytes, range_cell, rate, short_dtype
-from dummyprof.reports.narrow import PROJECTED_MARK, PROJECTED_NOTE, same_unavailable
+from dummyprof.reports.format import (
+    GENERATOR_BOUND_WHY,
+    PROJECTED_MARK,
+    PROJECTED_NOTE,
+    figure_bytes,
+    range_cell,
+    rate,
+    same_unavailable,
+    short_dtype,
+)
 from dummyprof.reports.tables.model import BAD, DIM, NAME, NUMBER, PATH, WARN, WORD, Block, Cell, Column, Line, Table
 from dummyprof.results.common import Figure, NoiseWarning, Timing
 from dummyprof.results.compare import CompareResult, StrategyResult

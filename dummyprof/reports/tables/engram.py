@@ -10,8 +10,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from dummyprof.reports.format import GENERATOR_BOUND_WHY, figure_bytes, range_cell, unavailable_text
-from dummyprof.reports.narrow import PROJECTED_NOTE, any_projected, projected, projected_seconds, same_unavailable
+from dummyprof.reports.format import (
+    GENERATOR_BOUND_WHY,
+    PROJECTED_NOTE,
+    any_projected,
+    figure_bytes,
+    projected,
+    projected_seconds,
+    range_cell,
+    same_unavailable,
+    unavailable_text,
+)
 from dummyprof.reports.tables.model import BAD, DIM, NAME, NUMBER, TEXT, WORD, Block, Cell, Line, Table
 from dummyprof.reports.tables.ranks import ranks_blocks
 from dummyprof.results.common import Figure, Timing

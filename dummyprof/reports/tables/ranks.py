@@ -6,7 +6,7 @@ splits into as many tables as the width needs (the rank repeated in each).
 
 from __future__ import annotations
 
-from dummyprof.reports.narrow import PROJECTED_MARK, PROJECTED_NOTE, projected_seconds, rank_ranges
+from dummyprof.reports.format import PROJECTED_MARK, PROJECTED_NOTE, projected_seconds, rank_ranges
 from dummyprof.reports.tables.model import BAD, DIM, NUMBER, TEXT, WARN, WORD, Block, Cell, Line, Table
 from dummyprof.results.ranks import RankRecord, RanksAggregate
 from dummyprof.results.session import Results

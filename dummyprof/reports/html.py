@@ -17,6 +17,7 @@ from __future__ import annotations
 import base64
 import zlib
 from functools import lru_cache
+from itertools import groupby
 from pathlib import Path
 
 from dummyprof.errors import UsageError
@@ -117,17 +118,9 @@ def _chart_div(chart: Chart, figures: dict[str, str]) -> str:
 def _section_html(section: Section, figures: dict[str, str]) -> str:
     parts = [f"<section><h2>{text(section.title)}</h2>"]
     parts += [f'<p class="note">{text(paragraph)}</p>' for paragraph in section.text]
-    half: list[str] = []  # half-width charts go side by side, two to a row
-    for chart in section.figures:
-        if chart.half:
-            half.append(_chart_div(chart, figures))
-            continue
-        if half:
-            parts.append(f'<div class="pair">{"".join(half)}</div>')
-            half = []
-        parts.append(_chart_div(chart, figures))
-    if half:
-        parts.append(f'<div class="pair">{"".join(half)}</div>')
+    for half, charts in groupby(section.figures, key=lambda chart: chart.half):
+        divs = [_chart_div(chart, figures) for chart in charts]
+        parts += [f'<div class="pair">{"".join(divs)}</div>'] if half else divs  # half width: side by side
     parts.append("</section>")
     return "\n".join(parts)
 

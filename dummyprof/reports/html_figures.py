@@ -19,6 +19,7 @@ from typing import Any
 from dummyprof.reports.tables.engram import reason_text
 from dummyprof.reports.tables.escape import html_text as text
 from dummyprof.reports.tables.gate import value_text
+from dummyprof.reports.tables.sweep import parameter_label
 from dummyprof.results.compare import CompareResult, StrategyResult
 from dummyprof.results.gate import CheckResult
 from dummyprof.results.session import Results
@@ -99,6 +100,11 @@ def _layout(fig: Any, title: str, height: int, subtitle: str = "", **more: Any) 
     )
 
 
+def _whiskers(plus: list[float], minus: list[float], **look: Any) -> dict[str, Any]:
+    """Error bars from each point up by ``plus`` and down by ``minus``."""
+    return {"type": "data", "symmetric": False, "array": plus, "arrayminus": minus, **look}
+
+
 def tail(path: str, parts: int = LABEL_PARTS) -> str:
     """A dotted path's last ``parts`` parts, ``…`` for the rest: ``…mlp.down_proj.weight`` keeps what tells it apart."""
     pieces = path.split(".")
@@ -141,13 +147,11 @@ def compare_sections(results: Results) -> list[Section]:
                     "color": [colour(s.name) for s in strategies],
                     "pattern": {"shape": ["" if s.timing.samples_s else "/" for s in strategies]},
                 },
-                error_y={
-                    "type": "data",
-                    "symmetric": False,
-                    "array": [high - y for (_, high), y in zip(ranges, seconds, strict=True)],
-                    "arrayminus": [y - low for (low, _), y in zip(ranges, seconds, strict=True)],
-                    "color": WHISKER,
-                },
+                error_y=_whiskers(
+                    [high - y for (_, high), y in zip(ranges, seconds, strict=True)],
+                    [y - low for (low, _), y in zip(ranges, seconds, strict=True)],
+                    color=WHISKER,
+                ),
                 hovertext=[f"{n}: {text(_time_label(s))}" for n, s in zip(names, strategies, strict=True)],
                 hoverinfo="text",
                 showlegend=False,
@@ -220,17 +224,19 @@ def compare_sections(results: Results) -> list[Section]:
     return [overview, tree]
 
 
+def _ancestors(path: str) -> list[str]:
+    """A module's path and every path above it, the root ("") first."""
+    parts = path.split(".") if path else []
+    return [".".join(parts[:i]) for i in range(len(parts) + 1)]
+
+
 def _icicle(result: CompareResult, strategy: str, cmax: int, height: int) -> tuple[str, str]:
     """Nodes: modules (by path) and tensors (by qualified name); values are bytes, summed up the tree."""
     go = _go()
     own: dict[str, list[tuple[str, int, int]]] = {}  # module path -> [(tensor name, bytes, visits)]
     for name, t in result.tensors.items():
         own.setdefault(t.module, []).append((name, t.nbytes, t.visits.get(strategy, 0)))
-    modules: set[str] = {""}
-    for path in list(own):
-        parts = path.split(".") if path else []
-        for i in range(len(parts) + 1):
-            modules.add(".".join(parts[:i]))
+    modules: set[str] = {""}.union(*(_ancestors(path) for path in own))
     node_count = len(modules) + len(result.tensors)
     max_depth = max((m.count(".") + 1 for m in modules if m), default=0)
     note = ""
@@ -247,9 +253,7 @@ def _icicle(result: CompareResult, strategy: str, cmax: int, height: int) -> tup
     weighted: dict[str, float] = dict.fromkeys(modules, 0.0)
     for path, tensors in own.items():
         for _, nbytes, visits in tensors:
-            parts = path.split(".") if path else []
-            for i in range(len(parts) + 1):
-                ancestor = ".".join(parts[:i])
+            for ancestor in _ancestors(path):
                 total[ancestor] += nbytes
                 weighted[ancestor] += nbytes * visits
 
@@ -309,7 +313,7 @@ def sweep_sections(results: Results) -> list[Section]:
     result = results.sweep
     assert result is not None
     go = _go()
-    label = result.parameter.replace("model-arg:", "model argument ")
+    label = parameter_label(result)
     section = Section(
         f"Growth over {label}",
         [
@@ -379,7 +383,7 @@ def _time_errors(result: SweepResult, series: str) -> dict[str, Any] | None:
             minus.append(entry.seconds - min(entry.samples_s))
     if not any(plus) and not any(minus):
         return None
-    return {"type": "data", "symmetric": False, "array": plus, "arrayminus": minus, "thickness": 1}
+    return _whiskers(plus, minus, thickness=1)
 
 
 # --- engram ---------------------------------------------------------------------------------------
@@ -446,12 +450,9 @@ def engram_sections(results: Results) -> list[Section]:
         full_error = None
         interval_text = ""
         if projection is not None and m.seconds.value is not None:
-            full_error = {
-                "type": "data",
-                "symmetric": False,
-                "array": [max(0.0, projection.high_s - m.seconds.value)],
-                "arrayminus": [max(0.0, m.seconds.value - projection.low_s)],
-            }
+            full_error = _whiskers(
+                [max(0.0, projection.high_s - m.seconds.value)], [max(0.0, m.seconds.value - projection.low_s)]
+            )
             interval_text = f", 95% interval {projection.low_s:.3g}–{projection.high_s:.3g} s ({projection.interval})"
         fig = go.Figure(
             [

@@ -7,6 +7,7 @@ from typing import Any
 
 from dummyprof.reports.format import projected
 from dummyprof.reports.tables.deployment import deployment_summary
+from dummyprof.reports.tables.inspect import visit_counts
 from dummyprof.results.audit import AuditResult
 from dummyprof.results.compare import CompareResult
 from dummyprof.results.engram import EngramResult
@@ -70,11 +71,8 @@ def inspect_summary(result: InspectResult) -> str:
     root = result.nodes[0] if result.nodes else None
     if root is None:
         return "empty model"
-    parts = []
-    for s in result.strategies:
-        redundant = root.subtree_redundant.get(s, 0)
-        parts.append(f"{s} {root.subtree_visits.get(s, 0):,}" + (f" (+{redundant:,})" if redundant else ""))
-    return f"{result.model.tensors:,} tensors, {format_bytes(root.subtree_bytes)}; visits: " + ", ".join(parts)
+    visits = visit_counts(root.subtree_visits, root.subtree_redundant, result.strategies)
+    return f"{result.model.tensors:,} tensors, {format_bytes(root.subtree_bytes)}; visits: {visits}"
 
 
 def engram_summary(result: EngramResult) -> str:
@@ -98,15 +96,15 @@ def engram_summary(result: EngramResult) -> str:
 
     fastest = min(timed, key=lambda m: m.startup_seconds.value or 0.0)
     slowest = max(timed, key=lambda m: m.startup_seconds.value or 0.0)
-    low, high = (projected(format_seconds(m.startup_seconds.value), m.startup_seconds) for m in (fastest, slowest))
+    quick, slow = (projected(format_seconds(m.startup_seconds.value), m.startup_seconds) for m in (fastest, slowest))
     over = sum(1 for m in timed if m.over_deadline)
     deadline = [f"{over} over deadline {format_seconds(result.budget.deadline_s)}"] if over else []
     short_deadline = [f"{over} over deadline"] if over else []
-    if low == high:
+    if quick == slow:
         every = f"all {len(timed)} methods" if len(timed) > 1 else fastest.name
-        named, span = f"start-up per rank {low} ({every})", low
+        named, span = f"start-up per rank {quick} ({every})", quick
     else:
-        named, span = f"start-up per rank {low} ({fastest.name}) to {high} ({slowest.name})", f"{low} to {high}"
+        named, span = f"start-up per rank {quick} ({fastest.name}) to {slow} ({slowest.name})", f"{quick} to {slow}"
     short = f"start-up {span}"
     lines = [head + "; ".join([start, fits, *deadline]) for start in (named, f"start-up per rank {span}", short)]
     lines.append(head + "; ".join([short, fits, *short_deadline]))

@@ -109,8 +109,9 @@ def projected_seconds(figure: Figure) -> str:
     return projected(format_seconds(figure.value), figure) if figure.value is not None else "n/a"
 
 
-def any_projected(figures: Iterable[Figure]) -> bool:
-    return any(f.projected and f.value is not None for f in figures)
+def projected_note(figures: Iterable[Figure]) -> list[str]:
+    """The note that explains ``~``, for a table where some figure carries it."""
+    return [PROJECTED_NOTE] if any(f.projected and f.value is not None for f in figures) else []
 
 
 def same_unavailable(figures: list[Figure]) -> str | None:

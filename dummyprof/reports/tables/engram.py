@@ -12,10 +12,9 @@ from collections.abc import Sequence
 
 from dummyprof.reports.format import (
     GENERATOR_BOUND_WHY,
-    PROJECTED_NOTE,
-    any_projected,
     figure_bytes,
     projected,
+    projected_note,
     projected_seconds,
     range_cell,
     same_unavailable,
@@ -249,9 +248,7 @@ def phase_table(result: EngramResult) -> Table | None:
         )
         rows.append([p.name, format_bytes(p.bytes), projected_seconds(p.seconds), _range(p.projection, p.timing), rate])
     columns = [("phase", NAME), ("bytes", NUMBER), ("time", NUMBER), ("range", NUMBER), ("rate", NUMBER)]
-    notes = []
-    if any_projected(p.seconds for p in result.phases):
-        notes.append(PROJECTED_NOTE)
+    notes = projected_note(p.seconds for p in result.phases)
     if any(p.projection is not None for p in result.phases):
         notes.append("range: the projection's interval (see the note on intervals)")
     elif any(len(p.timing.samples_s) > 1 for p in result.phases):
@@ -291,9 +288,7 @@ def method_table(result: EngramResult) -> Table:
     ]
     columns = [("method", NAME), ("how", WORD), ("fill", NUMBER), ("range", NUMBER), ("rate", NUMBER)]
     columns.append(("%memset", NUMBER))
-    notes = []
-    if any_projected(f for m in result.methods for f in (m.seconds, m.gb_per_s)):
-        notes.append(PROJECTED_NOTE)
+    notes = projected_note(f for m in result.methods for f in (m.seconds, m.gb_per_s))
     if any(m.projection is not None for m in result.methods):
         notes.append("range: the projected interval, or the fastest–slowest measured round")
     elif any(len(m.timing.samples_s) > 1 for m in result.methods):
@@ -323,9 +318,7 @@ def startup_table(result: EngramResult) -> Table:
         )
     columns = [("method", NAME), ("start-up", NUMBER), ("range", NUMBER), ("largest term", WORD)]
     columns.append(("deadline", WORD))
-    notes = ["start-up: allocation + first touch + fill"]
-    if any_projected(m.startup_seconds for m in result.methods):
-        notes.append(PROJECTED_NOTE)
+    notes = ["start-up: allocation + first touch + fill", *projected_note(m.startup_seconds for m in result.methods)]
     if any(m.startup_interval is not None for m in result.methods):
         notes.append("range: the sum of the terms' ranges")
     return Table.of(title, columns, rows, notes=notes)
@@ -360,8 +353,8 @@ def memory_table(result: EngramResult) -> Table:
             row += [f"x{fit.slope:.3f}", str(fit.points), f"{fit.r_squared:.3f}"] if fit else ["", "", ""]
         table.add(*row)
     notes = ["needs: tables (allocator-rounded) + scratch"]
-    if rss_reason is None and any_projected(m.peak_rss_bytes for m in result.methods):
-        notes.append(PROJECTED_NOTE)
+    if rss_reason is None:
+        notes += projected_note(m.peak_rss_bytes for m in result.methods)
     if fitted:
         notes.append("RSS/need: slope of RSS growth against the need over n samples (R²: of that fit)")
     table.notes += notes + missing

@@ -15,8 +15,8 @@ from dummyprof.allocation.backings import Backing
 from dummyprof.errors import DoesNotFitError
 from dummyprof.loaders.fp8_methods import METHODS
 from dummyprof.models.engram import EngramSpec
-from dummyprof.reports.engram_words import plan_notes, reason_text
 from dummyprof.reports.summary import summary_line
+from dummyprof.reports.tables.engram import plan_notes, reason_text
 from dummyprof.results.engram import EngramResult, MethodResult, RoundsCut
 from dummyprof.scenarios.engram.plan import ALLOCATE, FIRST_TOUCH, Calibration, plan_samples, time_plan
 from dummyprof.scenarios.engram.run import EngramOptions, run

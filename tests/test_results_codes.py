@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 import dummyprof
-from dummyprof.reports.engram_words import plan_notes, reason_text
-from dummyprof.reports.figure_words import unavailable_text
+from dummyprof.reports.format import unavailable_text
+from dummyprof.reports.tables.engram import plan_notes, reason_text
 from dummyprof.results.common import Figure
 from dummyprof.results.engram import BackingInfo, EngramResult, MethodResult
 from dummyprof.scenarios.engram.run import EngramOptions, run

@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 
 import dummyprof
-from dummyprof.reports.audit_text import SENTENCES, finding_text
-from dummyprof.reports.engram_words import plan_notes, reason_text
 from dummyprof.reports.notices import DRY_RUN_INSTEAD, MEASURED_INSTEAD, notices
 from dummyprof.reports.summary import summary_line
+from dummyprof.reports.tables.audit import SENTENCES, finding_text
+from dummyprof.reports.tables.engram import plan_notes, reason_text
 from dummyprof.results.audit import FINDING_KINDS, INFO_KINDS
 from dummyprof.results.engram import EngramResult, RoundsCut
 from dummyprof.results.session import SCHEMA_VERSION

@@ -1,21 +1,17 @@
-"""Formatting of figures shared by the terminal and Markdown reporters."""
+"""Figures as words, shared by every command's tables: units, short dtypes, projected figures (``~``), why a
+figure is unavailable.
+
+Results store a code for an unavailable figure (see results/engram.py); :func:`unavailable_text` says it.
+"""
 
 from __future__ import annotations
 
-from dummyprof.reports.figure_words import unavailable_text
+from collections.abc import Iterable
+from itertools import groupby
+
+from dummyprof.results import engram as codes
 from dummyprof.results.common import Figure, Timing
 from dummyprof.units import format_bytes, format_seconds
-
-__all__ = [
-    "GENERATOR_BOUND_WHY",
-    "figure_bytes",
-    "format_bytes",
-    "format_seconds",
-    "range_cell",
-    "rate",
-    "short_dtype",
-    "timing_cell",
-]
 
 # Short dtype names for narrow tables (the JSON keeps torch's names).
 DTYPE_ABBREVIATIONS = {
@@ -61,14 +57,6 @@ def figure_bytes(figure: Figure) -> str:
     return f"{text} (projected)" if figure.projected else text
 
 
-def timing_cell(timing: Timing) -> str:
-    if not timing.samples_s:
-        return "n/a"
-    if len(timing.samples_s) == 1:
-        return format_seconds(timing.median)
-    return f"{format_seconds(timing.median)} [{format_seconds(timing.min)}–{format_seconds(timing.max)}]"
-
-
 def range_cell(timing: Timing) -> str:
     """min–max of the samples; '' for a single sample."""
     if len(timing.samples_s) < 2:
@@ -80,3 +68,61 @@ def rate(bytes_: int | float, seconds: float | None) -> str:
     if not seconds:
         return "n/a"
     return f"{bytes_ / seconds / 1e9:.2f} GB/s"
+
+
+UNAVAILABLE = {
+    codes.DRY_RUN: "dry run: nothing allocated",
+    codes.NOT_ALLOCATED: "full tables not allocated here",
+    codes.NOT_ALLOCATED_COMPUTED: "full tables not allocated here (see the computed figure)",
+    codes.NOT_ALLOCATED_PROJECTED: "full tables not allocated here (projected run)",
+    codes.NO_HOST_MEMORY_STATS: "torch.cuda.host_memory_stats() reports no bytes",
+    codes.NO_ANON_HUGE_PAGES: "/proc/self/smaps_rollup has no AnonHugePages",
+    codes.FASTER_THAN_FLOOR: "over!: measured faster than this run's fastest memset floor, which no fill can be: "
+    "the floor readings were disturbed (CPU contention?); rerun on a quiet machine",
+}
+OF_A_BACKING = {  # CODE:KIND, the kind of memory used
+    codes.NO_RESERVED_FIGURE: "{} memory: only torch's CUDA pinned allocator reports reserved bytes",
+    codes.NO_HUGE_PAGES_ASKED: "{} memory: no huge pages asked",
+}
+
+
+def unavailable_text(reason: str) -> str:
+    """The words for a code; anything else (an older file's sentence, a probe's own message) as it is."""
+    code, _, kind = reason.partition(":")
+    if kind and code in OF_A_BACKING:
+        return OF_A_BACKING[code].format(kind)
+    return UNAVAILABLE.get(reason, reason)
+
+
+# A projected figure (from smaller samples, not measured at full size) is shown as ``~1.23 s``.
+PROJECTED_MARK = "~"
+PROJECTED_NOTE = "~: projected from smaller samples, not measured"
+
+
+def projected(text: str, figure: Figure) -> str:
+    """``~text`` for a projected figure, ``text`` for a measured one."""
+    return f"{PROJECTED_MARK}{text}" if figure.projected else text
+
+
+def projected_seconds(figure: Figure) -> str:
+    """A time as a cell: ``~1.23 s`` when projected, ``n/a`` when unavailable."""
+    return projected(format_seconds(figure.value), figure) if figure.value is not None else "n/a"
+
+
+def projected_note(figures: Iterable[Figure]) -> list[str]:
+    """The note that explains ``~``, for a table where some figure carries it."""
+    return [PROJECTED_NOTE] if any(f.projected and f.value is not None for f in figures) else []
+
+
+def same_unavailable(figures: list[Figure]) -> str | None:
+    """The shared reason when a figure is unavailable for every row, else None."""
+    reasons = {f.unavailable for f in figures}
+    if figures and all(f.value is None for f in figures) and len(reasons) == 1:
+        return unavailable_text(next(iter(reasons)) or "unavailable")
+    return None
+
+
+def rank_ranges(ranks: list[int]) -> str:
+    """``0-3,6`` for ranks 0, 1, 2, 3 and 6: short, and one word (it never wraps)."""
+    runs = [[r for _, r in run] for _, run in groupby(enumerate(sorted(ranks)), lambda pair: pair[1] - pair[0])]
+    return ",".join(str(run[0]) if len(run) == 1 else f"{run[0]}-{run[-1]}" for run in runs)

@@ -47,12 +47,8 @@ def benchmark_entries(results: Results) -> list[dict[str, object]]:
     return entries
 
 
-def gate_benchmark_json(results: Results) -> str:
-    return json.dumps(benchmark_entries(results), indent=2, allow_nan=False) + "\n"
-
-
 def render(results: Results, options: RenderOptions) -> str:
-    return gate_benchmark_json(results)
+    return json.dumps(benchmark_entries(results), indent=2, allow_nan=False) + "\n"
 
 
 REPORTER = Reporter(

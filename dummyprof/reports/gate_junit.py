@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
-from dummyprof.reports.gate_format import change_text, value_text
 from dummyprof.reports.reporter import RenderOptions, Reporter
 from dummyprof.reports.tables.escape import xml_text
+from dummyprof.reports.tables.gate import change_text, value_text
 from dummyprof.results.gate import NOT_COMPARABLE, NOT_MEASURED, REGRESSED, CheckResult
 from dummyprof.results.session import Results
 
@@ -30,20 +30,17 @@ def _element(parent: ET.Element | None, tag: str, text: str | None = None, **att
     return element
 
 
-def gate_junit(results: Results) -> str:
+def _tally(checks: list[CheckResult]) -> dict[str, str]:
     """Regressions are failures; checks that could not be measured or compared are errors (exit code 3)."""
+    failures = sum(1 for c in checks if c.verdict == REGRESSED)
+    errors = sum(1 for c in checks if c.verdict in (NOT_COMPARABLE, NOT_MEASURED))
+    return {"tests": str(len(checks)), "failures": str(failures), "errors": str(errors)}
+
+
+def gate_junit(results: Results, options: RenderOptions | None = None) -> str:
     section = results.gate
     assert section is not None
-    failures = sum(1 for c in section.checks if c.verdict == REGRESSED)
-    errors = sum(1 for c in section.checks if c.verdict in (NOT_COMPARABLE, NOT_MEASURED))
-    suites = _element(
-        None,
-        "testsuites",
-        name="dummyprof gate",
-        tests=str(len(section.checks)),
-        failures=str(failures),
-        errors=str(errors),
-    )
+    suites = _element(None, "testsuites", name="dummyprof gate", **_tally(section.checks))
     by_scenario: dict[str, list[CheckResult]] = {}
     for check in section.checks:
         by_scenario.setdefault(check.scenario, []).append(check)
@@ -52,9 +49,7 @@ def gate_junit(results: Results) -> str:
             suites,
             "testsuite",
             name=f"dummyprof gate: {scenario}",
-            tests=str(len(checks)),
-            failures=str(sum(1 for c in checks if c.verdict == REGRESSED)),
-            errors=str(sum(1 for c in checks if c.verdict in (NOT_COMPARABLE, NOT_MEASURED))),
+            **_tally(checks),
             skipped="0",
             timestamp=results.created_at[:19],  # JUnit timestamps carry no time zone
         )
@@ -73,8 +68,4 @@ def gate_junit(results: Results) -> str:
     return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
 
 
-def render(results: Results, options: RenderOptions) -> str:
-    return gate_junit(results)
-
-
-REPORTER = Reporter("junit", ".xml", frozenset({"gate"}), render, "JUnit XML, one test case per gate check")
+REPORTER = Reporter("junit", ".xml", frozenset({"gate"}), gate_junit, "JUnit XML, one test case per gate check")

@@ -4,12 +4,12 @@ plotly.js comes from the ``plotly`` Python package (the optional ``html`` extra)
 DEFLATE-compressed and base64-encoded into the page (4.8 MB of JavaScript becomes
 about 2 MB) and unpacked synchronously by the page's script (``html_script.py``). See
 docs/sweep-html-trace.md for why plotly and why this packing. Every string from a
-results file is escaped (``html_escape.py``). Torch-free: a saved results file renders
+results file is escaped (``tables/escape.py``). Torch-free: a saved results file renders
 anywhere.
 
 The page holds every figure the terminal shows: the charts come first, then the command's blocks
-from the one table model (``tables/kinds.py``, with the detail), which replace the chart builder's
-own tables for any kind that has blocks; the notices and the environment line are the terminal's.
+from the one table model (``tables/kinds.py``, with the detail); the notices and the environment line are
+the terminal's.
 """
 
 from __future__ import annotations
@@ -17,23 +17,23 @@ from __future__ import annotations
 import base64
 import zlib
 from functools import lru_cache
+from itertools import groupby
 from pathlib import Path
 
 from dummyprof.errors import UsageError
-from dummyprof.reports.html_escape import script_json, script_safe, text
 from dummyprof.reports.html_figures import SECTIONS, Chart, Section
 from dummyprof.reports.html_script import DRAW, INFLATE
 from dummyprof.reports.notices import notices
 from dummyprof.reports.reporter import RenderOptions, Reporter
 from dummyprof.reports.summary import summary_line
+from dummyprof.reports.tables.escape import html_text as text
+from dummyprof.reports.tables.escape import script_json, script_safe
 from dummyprof.reports.tables.kinds import BLOCKS
 from dummyprof.reports.tables.to_html import TABLE_CSS, html_blocks
 from dummyprof.reports.terminal import environment_line
 from dummyprof.results.session import Results
 
-# Kinds with charts, kinds built as blocks, and inspect (no chart: its page is its blocks once
-# tables/kinds.py lists it, until then its summary, notices and environment).
-KINDS = frozenset(SECTIONS) | frozenset(BLOCKS) | {"inspect"}
+KINDS = frozenset(BLOCKS)  # every kind built as blocks; SECTIONS adds charts to some
 INSTALL_HINT = "pip install 'dummyprof[html]' (plotly)"
 
 STYLE = """
@@ -75,19 +75,17 @@ def require_plotly() -> None:
     _packed_plotly_js()
 
 
-def render_html(results: Results) -> str:
+def render_html(results: Results, options: RenderOptions | None = None) -> str:
     """The page for ``results``: its charts, then every figure of its terminal report (with the detail)."""
     if results.command not in KINDS:
         kinds = ", ".join(sorted(KINDS))
         raise UsageError.for_field("format", f"no HTML report for {results.command!r} results; HTML renders: {kinds}")
     packed, unpacked_size, plotly_version = _packed_plotly_js()
-    build_blocks = BLOCKS.get(results.command)
     sections = SECTIONS[results.command](results) if results.command in SECTIONS else []
     figures: dict[str, str] = {}
-    body = [_section_html(section, figures, tables=build_blocks is None) for section in sections]
-    if build_blocks is not None:
-        heading = "Every figure: the terminal report with --detail" if sections else "Report"
-        body.append(f"<section><h2>{heading}</h2>\n{html_blocks(build_blocks(results, True))}\n</section>")
+    body = [_section_html(section, figures) for section in sections]
+    heading = "Every figure: the terminal report with --detail" if sections else "Report"
+    body.append(f"<section><h2>{heading}</h2>\n{html_blocks(BLOCKS[results.command](results, True))}\n</section>")
     notes = "".join(f'<p class="notice">notice: {text(n)}</p>' for n in notices(results))
     figures_json = script_safe("{" + ",".join(f"{script_json(k)}:{v}" for k, v in figures.items()) + "}")
     return f"""<!DOCTYPE html>
@@ -117,35 +115,20 @@ def _chart_div(chart: Chart, figures: dict[str, str]) -> str:
     return f'<div class="chart" id="{fig_id}"></div>'
 
 
-def _section_html(section: Section, figures: dict[str, str], *, tables: bool) -> str:
-    """A chart section; ``tables``: with the builder's own tables (a kind with no blocks yet)."""
+def _section_html(section: Section, figures: dict[str, str]) -> str:
     parts = [f"<section><h2>{text(section.title)}</h2>"]
     parts += [f'<p class="note">{text(paragraph)}</p>' for paragraph in section.text]
-    half: list[str] = []  # half-width charts go side by side, two to a row
-    for chart in section.figures:
-        if chart.half:
-            half.append(_chart_div(chart, figures))
-            continue
-        if half:
-            parts.append(f'<div class="pair">{"".join(half)}</div>')
-            half = []
-        parts.append(_chart_div(chart, figures))
-    if half:
-        parts.append(f'<div class="pair">{"".join(half)}</div>')
-    if tables:
-        parts += section.tables
+    for half, charts in groupby(section.figures, key=lambda chart: chart.half):
+        divs = [_chart_div(chart, figures) for chart in charts]
+        parts += [f'<div class="pair">{"".join(divs)}</div>'] if half else divs  # half width: side by side
     parts.append("</section>")
     return "\n".join(parts)
-
-
-def _render(results: Results, options: RenderOptions) -> str:
-    return render_html(results)
 
 
 REPORTER = Reporter(
     "html",
     ".html",
     KINDS,
-    _render,
+    render_html,
     "one self-contained page with interactive charts (plotly.js inlined; needs the html extra)",
 )

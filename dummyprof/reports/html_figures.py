@@ -1,11 +1,10 @@
 """Plotly figures (as plain JSON dicts) for each kind of results, the charts of the HTML report.
 
-The figures a chart shows are in the page's tables too: the command's blocks (``tables/kinds.py``),
-or, for a kind not built as blocks yet, the tables built here.
+The figures a chart shows are in the page's tables too: the command's blocks (``tables/kinds.py``).
 
 Figures are built with ``plotly.graph_objects`` (validated attribute names) and
 handed to the page as JSON; the page draws them with plotly.js. Every string from the
-results is escaped before it goes into a figure or a table (``html_escape.py``):
+results is escaped before it goes into a figure or a table (``tables/escape.py``):
 plotly reads HTML tags in its text. Each strategy, loader or fill method has one colour,
 the same on every chart of every page (:func:`colour`). Torch-free.
 """
@@ -14,19 +13,18 @@ from __future__ import annotations
 
 import colorsys
 import zlib
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from dummyprof.reports.audit_text import finding_subject, finding_text
-from dummyprof.reports.engram_words import reason_text
-from dummyprof.reports.format import format_bytes, format_seconds
-from dummyprof.reports.gate_format import change_text, value_text
-from dummyprof.reports.html_escape import text
+from dummyprof.reports.tables.engram import reason_text
+from dummyprof.reports.tables.escape import html_text as text
+from dummyprof.reports.tables.gate import value_text
+from dummyprof.reports.tables.sweep import parameter_label
 from dummyprof.results.compare import CompareResult, StrategyResult
 from dummyprof.results.gate import CheckResult
 from dummyprof.results.session import Results
 from dummyprof.results.sweep import SweepResult
+from dummyprof.units import format_bytes, format_seconds
 
 MAX_TREE_NODES = 3000  # icicle nodes; past this the tree shows modules only, to a depth that fits
 TEMPLATE = "plotly_white"
@@ -75,17 +73,6 @@ class Section:
     title: str
     text: list[str] = field(default_factory=list)  # paragraphs (escaped by the page)
     figures: list[Chart] = field(default_factory=list)
-    tables: list[str] = field(default_factory=list)  # ready HTML, escaped by whoever built it
-
-
-def table(header: Sequence[str], rows: Sequence[Sequence[Any]], *, classes: Sequence[str] = ()) -> str:
-    """An HTML table, every cell escaped; ``classes`` gives each row a CSS class (e.g. a gate verdict)."""
-    head = "".join(f"<th>{text(h)}</th>" for h in header)
-    body = []
-    for i, row in enumerate(rows):
-        cls = f' class="{text(classes[i])}"' if i < len(classes) and classes[i] else ""
-        body.append(f"<tr{cls}>" + "".join(f"<td>{text(c)}</td>" for c in row) + "</tr>")
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
 
 
 def _chart(fig: Any, *, half: bool = False) -> Chart:
@@ -111,6 +98,11 @@ def _layout(fig: Any, title: str, height: int, subtitle: str = "", **more: Any) 
         margin={"t": 64, "l": 70, "r": 20, "b": 40},
         **more,
     )
+
+
+def _whiskers(plus: list[float], minus: list[float], **look: Any) -> dict[str, Any]:
+    """Error bars from each point up by ``plus`` and down by ``minus``."""
+    return {"type": "data", "symmetric": False, "array": plus, "arrayminus": minus, **look}
 
 
 def tail(path: str, parts: int = LABEL_PARTS) -> str:
@@ -155,13 +147,11 @@ def compare_sections(results: Results) -> list[Section]:
                     "color": [colour(s.name) for s in strategies],
                     "pattern": {"shape": ["" if s.timing.samples_s else "/" for s in strategies]},
                 },
-                error_y={
-                    "type": "data",
-                    "symmetric": False,
-                    "array": [high - y for (_, high), y in zip(ranges, seconds, strict=True)],
-                    "arrayminus": [y - low for (low, _), y in zip(ranges, seconds, strict=True)],
-                    "color": WHISKER,
-                },
+                error_y=_whiskers(
+                    [high - y for (_, high), y in zip(ranges, seconds, strict=True)],
+                    [y - low for (low, _), y in zip(ranges, seconds, strict=True)],
+                    color=WHISKER,
+                ),
                 hovertext=[f"{n}: {text(_time_label(s))}" for n, s in zip(names, strategies, strict=True)],
                 hoverinfo="text",
                 showlegend=False,
@@ -234,17 +224,19 @@ def compare_sections(results: Results) -> list[Section]:
     return [overview, tree]
 
 
+def _ancestors(path: str) -> list[str]:
+    """A module's path and every path above it, the root ("") first."""
+    parts = path.split(".") if path else []
+    return [".".join(parts[:i]) for i in range(len(parts) + 1)]
+
+
 def _icicle(result: CompareResult, strategy: str, cmax: int, height: int) -> tuple[str, str]:
     """Nodes: modules (by path) and tensors (by qualified name); values are bytes, summed up the tree."""
     go = _go()
     own: dict[str, list[tuple[str, int, int]]] = {}  # module path -> [(tensor name, bytes, visits)]
     for name, t in result.tensors.items():
         own.setdefault(t.module, []).append((name, t.nbytes, t.visits.get(strategy, 0)))
-    modules: set[str] = {""}
-    for path in list(own):
-        parts = path.split(".") if path else []
-        for i in range(len(parts) + 1):
-            modules.add(".".join(parts[:i]))
+    modules: set[str] = {""}.union(*(_ancestors(path) for path in own))
     node_count = len(modules) + len(result.tensors)
     max_depth = max((m.count(".") + 1 for m in modules if m), default=0)
     note = ""
@@ -261,9 +253,7 @@ def _icicle(result: CompareResult, strategy: str, cmax: int, height: int) -> tup
     weighted: dict[str, float] = dict.fromkeys(modules, 0.0)
     for path, tensors in own.items():
         for _, nbytes, visits in tensors:
-            parts = path.split(".") if path else []
-            for i in range(len(parts) + 1):
-                ancestor = ".".join(parts[:i])
+            for ancestor in _ancestors(path):
                 total[ancestor] += nbytes
                 weighted[ancestor] += nbytes * visits
 
@@ -323,7 +313,7 @@ def sweep_sections(results: Results) -> list[Section]:
     result = results.sweep
     assert result is not None
     go = _go()
-    label = result.parameter.replace("model-arg:", "model argument ")
+    label = parameter_label(result)
     section = Section(
         f"Growth over {label}",
         [
@@ -393,7 +383,7 @@ def _time_errors(result: SweepResult, series: str) -> dict[str, Any] | None:
             minus.append(entry.seconds - min(entry.samples_s))
     if not any(plus) and not any(minus):
         return None
-    return {"type": "data", "symmetric": False, "array": plus, "arrayminus": minus, "thickness": 1}
+    return _whiskers(plus, minus, thickness=1)
 
 
 # --- engram ---------------------------------------------------------------------------------------
@@ -460,12 +450,9 @@ def engram_sections(results: Results) -> list[Section]:
         full_error = None
         interval_text = ""
         if projection is not None and m.seconds.value is not None:
-            full_error = {
-                "type": "data",
-                "symmetric": False,
-                "array": [max(0.0, projection.high_s - m.seconds.value)],
-                "arrayminus": [max(0.0, m.seconds.value - projection.low_s)],
-            }
+            full_error = _whiskers(
+                [max(0.0, projection.high_s - m.seconds.value)], [max(0.0, m.seconds.value - projection.low_s)]
+            )
             interval_text = f", 95% interval {projection.low_s:.3g}–{projection.high_s:.3g} s ({projection.interval})"
         fig = go.Figure(
             [
@@ -608,34 +595,6 @@ def gate_sections(results: Results) -> list[Section]:
             yaxis={"automargin": True, "autorange": "reversed"},
         )
         out.figures.append(_chart(fig))
-    rows = [
-        [
-            c.scenario,
-            c.name,
-            c.kind,
-            value_text(c.baseline, c.unit),
-            value_text(c.current, c.unit),
-            change_text(c),
-            c.threshold,
-            c.verdict,
-            c.detail,
-        ]
-        for c in checks
-    ]
-    if rows:
-        out.tables.append(
-            table(
-                ["scenario", "check", "kind", "baseline", "now", "change", "rule", "verdict", "detail"],
-                rows,
-                classes=[f"verdict-{c.verdict.replace(' ', '-')}" for c in checks],
-            )
-        )
-    metric_rows = [
-        [run.name, name, m.kind, value_text(m.value, m.unit), m.unit]
-        for run in section.scenarios
-        for name, m in run.metrics.items()
-    ]
-    out.tables.append(table(["scenario", "metric", "kind", "value", "unit"], metric_rows))
     return [out]
 
 
@@ -660,17 +619,8 @@ def audit_sections(results: Results) -> list[Section]:
         ]
     )
     _layout(fig, "Writes per filler (colour: filler)", 400, barmode="group")
-    findings = [
-        [f.kind, finding_subject(f), ", ".join(f.fillers), finding_text(f), "ignored" if f.ignored else ""]
-        for f in result.findings
-    ]
-    section = Section(
-        "Audit",
-        [f"{len(result.failing)} failing finding(s), {len(result.findings)} in all."],
-        [_chart(fig)],
-        [table(["kind", "tensor", "fillers", "message", ""], findings)],
-    )
-    return [section]
+    summary = f"{len(result.failing)} failing finding(s), {len(result.findings)} in all."
+    return [Section("Audit", [summary], [_chart(fig)])]
 
 
 SECTIONS = {

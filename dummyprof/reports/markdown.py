@@ -7,13 +7,11 @@ from dummyprof.reports.reporter import RenderOptions, Reporter
 from dummyprof.reports.summary import summary_line
 from dummyprof.reports.tables.escape import markdown_text
 from dummyprof.reports.tables.kinds import BLOCKS
-from dummyprof.reports.tables.to_markdown import markdown_blocks, md_table
+from dummyprof.reports.tables.to_markdown import markdown_blocks
 from dummyprof.results.session import Results
 
-__all__ = ["REPORTER", "md_table", "render_markdown"]
 
-
-def render_markdown(results: Results) -> str:
+def render_markdown(results: Results, options: RenderOptions | None = None) -> str:
     lines = [f"## dummyprof {results.command}", ""]
     blocks = BLOCKS.get(results.command)
     if blocks is not None:  # the answer first
@@ -26,20 +24,10 @@ def render_markdown(results: Results) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
-def render(results: Results, options: RenderOptions) -> str:
-    return render_markdown(results)
-
-
-def reads_tensor_rows(options: RenderOptions) -> bool:
-    """compare's section ranks the most revisited tensors, as the terminal's does."""
-    return True
-
-
 REPORTER = Reporter(
     "markdown",
     ".md",
     frozenset(BLOCKS),
-    render,
-    "tables for a CI step summary or a pull request",
-    reads_tensor_rows,
+    render_markdown,
+    "tables for a CI step summary or a pull request",  # reads compare's tensor rows: it ranks the most revisited
 )

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from dummyprof.reports.format import format_bytes
 from dummyprof.results.session import Results
+from dummyprof.units import format_bytes
 
 
 def _audit_notices(results: Results) -> list[str]:
@@ -57,25 +57,17 @@ MEASURED_INSTEAD = "; measured pageable instead"
 DRY_RUN_INSTEAD = "; a run would measure pageable instead (dry run: nothing was measured)"
 
 
-def _stored(results: Results) -> list[str]:
+def notices(results: Results) -> list[str]:
     dry_run = results.engram is not None and results.engram.dry_run
-    if not dry_run:
-        return list(results.notices)
-    return [
-        n.removesuffix(MEASURED_INSTEAD) + DRY_RUN_INSTEAD if n.endswith(MEASURED_INSTEAD) else n
+    lines = [
+        n.removesuffix(MEASURED_INSTEAD) + DRY_RUN_INSTEAD if dry_run and n.endswith(MEASURED_INSTEAD) else n
         for n in results.notices
     ]
+    derived = DERIVED.get(results.command)
+    return lines + derived(results) if derived is not None else lines
 
 
-def notices(results: Results) -> list[str]:
-    lines = _stored(results)
-    if results.command == "audit":
-        lines += _audit_notices(results)
-    if results.command == "inspect":
-        lines += _inspect_notices(results)
-    if results.command in ("gate", "baseline"):
-        lines += _gate_notices(results)
-    return lines
+DERIVED = {"audit": _audit_notices, "inspect": _inspect_notices, "gate": _gate_notices, "baseline": _gate_notices}
 
 
 # Which engine wrote random-fast's values: the numpy one is about five times slower (no C compiler at install).

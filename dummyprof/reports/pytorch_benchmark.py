@@ -11,11 +11,12 @@ are exact either way.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from typing import Any
 
 from dummyprof.reports.reporter import RenderOptions, Reporter, never
 from dummyprof.results.compare import CompareResult, StrategyResult
-from dummyprof.results.deployment import RankStrategy
+from dummyprof.results.deployment import MEASURED, PROJECTED, RankStrategy
 from dummyprof.results.session import Results
 
 BENCHMARK_NAME = "dummyprof dummy-weight fill"
@@ -39,25 +40,85 @@ def _runner(results: Results) -> dict[str, Any]:
     }
 
 
-def _metrics(result: CompareResult, s: StrategyResult) -> list[tuple[str, list[float], dict[str, Any]]]:
-    counts = {"counts": result.counts}
+Metric = tuple[str, list[float], dict[str, Any]]  # name, benchmark_values, extra_info
+
+
+def _time(
+    fill: str,
+    samples: list[float],
+    seconds: float = 0.0,
+    interval: list[float | None] | None = None,
+    floor: float | None = None,
+) -> Metric:
+    """The fill time: the measured rounds, or the projected point with its interval and memset floor."""
+    if fill == MEASURED:
+        return "fill_time_s", list(samples), {"unit": "s", "projected": False, "rounds": len(samples)}
+    if fill == PROJECTED:
+        return (
+            "fill_time_s",
+            [seconds],
+            {"unit": "s", "projected": True, "interval_s": interval, "memset_floor_s": floor},
+        )
+    return "fill_time_s", [], {"unit": "s"}
+
+
+def _peak(peak: int | None, projected: bool | None) -> Metric:
+    extra: dict[str, Any] = {"unit": "bytes"} if projected is None else {"unit": "bytes", "projected": projected}
+    return "peak_rss_bytes", [float(peak)] if peak is not None else [], extra
+
+
+def _counts(visits: int, redundant: int, written: int, counts: str) -> list[Metric]:
+    return [
+        ("visits", [float(visits)], {"unit": "count", "counts": counts}),
+        ("redundant_visits", [float(redundant)], {"unit": "count", "counts": counts}),
+        ("bytes_written", [float(written)], {"unit": "bytes", "counts": counts}),
+    ]
+
+
+def _metrics(result: CompareResult, s: StrategyResult) -> list[Metric]:
     p = s.projection
     if s.timing.samples_s:
-        time = (s.timing.samples_s, {"unit": "s", "projected": False, "rounds": len(s.timing.samples_s)})
-        peak = s.memory.rss_peak_bytes
-        memory = ([float(peak)] if peak is not None else [], {"unit": "bytes", "projected": False})
+        time, peak = _time(MEASURED, s.timing.samples_s), _peak(s.memory.rss_peak_bytes, False)
     elif p is not None:
-        interval = [p.low_s, p.high_s]
-        time = ([p.seconds], {"unit": "s", "projected": True, "interval_s": interval, "memset_floor_s": p.floor_s})
-        memory = ([float(p.peak_rss_bytes)], {"unit": "bytes", "projected": True})
+        time = _time(PROJECTED, [], p.seconds, [p.low_s, p.high_s], p.floor_s)
+        peak = _peak(p.peak_rss_bytes, True)
     else:
-        time, memory = ([], {"unit": "s"}), ([], {"unit": "bytes"})
+        time, peak = _time("", []), _peak(None, None)
+    return [time, peak, *_counts(s.visits, s.redundant_visits, s.bytes_written, result.counts)]
+
+
+def _rank_metrics(s: RankStrategy) -> list[Metric]:
     return [
-        ("fill_time_s", time[0], time[1]),
-        ("peak_rss_bytes", memory[0], memory[1]),
-        ("visits", [float(s.visits)], {"unit": "count", **counts}),
-        ("redundant_visits", [float(s.redundant_visits)], {"unit": "count", **counts}),
-        ("bytes_written", [float(s.bytes_written)], {"unit": "bytes", **counts}),
+        _time(s.fill, s.samples_s, s.seconds or 0.0, [s.low_s, s.high_s], s.floor_s),
+        _peak(s.peak_bytes, s.fill == PROJECTED),
+        *_counts(s.visits, s.redundant_visits, s.bytes_written, "exact-meta"),
+    ]
+
+
+# One record's parts: the benchmark's dtype and extra_info, the model's name, backend and extra_info, its metrics.
+Entry = tuple[str, dict[str, Any], str, str, dict[str, Any], list[Metric]]
+
+
+def _records(results: Results, entries: Iterable[Entry]) -> list[dict[str, Any]]:
+    """One record per metric of each entry."""
+    runner = _runner(results)
+    dependencies = {"torch": results.environment.torch_version, "dummyprof": results.dummyprof_version}
+    return [
+        {
+            "benchmark": {"name": BENCHMARK_NAME, "mode": "inference", "dtype": dtype, "extra_info": bench_extra},
+            "model": {
+                "name": model,
+                "type": "dummy-weights",
+                "backend": backend,
+                "origins": ["dummyprof"],
+                "extra_info": model_extra,
+            },
+            "metric": {"name": name, "benchmark_values": values, "target_value": None, "extra_info": extra},
+            "runners": [runner],
+            "dependencies": dependencies,
+        }
+        for dtype, bench_extra, model, backend, model_extra, metrics in entries
+        for name, values, extra in metrics
     ]
 
 
@@ -65,119 +126,39 @@ def benchmark_records(results: Results) -> list[dict[str, Any]]:
     result = results.compare
     assert result is not None
     model = result.model
-    runner = _runner(results)
-    dependencies = {"torch": results.environment.torch_version, "dummyprof": results.dummyprof_version}
-    records = []
-    for s in result.strategies:
-        for name, values, extra in _metrics(result, s):
-            records.append(
-                {
-                    "benchmark": {
-                        "name": BENCHMARK_NAME,
-                        "mode": "inference",
-                        "dtype": str(model.options.get("dtype", "")),
-                        "extra_info": {
-                            "strategy": s.name,
-                            "initializer": s.initializer,
-                            "fill": result.size.mode,
-                            "device": model.device,
-                            "repeat": result.repeat,
-                            "warmup": result.warmup,
-                        },
-                    },
-                    "model": {
-                        "name": model.source,
-                        "type": "dummy-weights",
-                        "backend": s.name,
-                        "origins": ["dummyprof"],
-                        "extra_info": {
-                            "description": model.description,
-                            "tensors": model.tensors,
-                            "bytes": model.bytes,
-                            "options": model.options,
-                        },
-                    },
-                    "metric": {
-                        "name": name,
-                        "benchmark_values": values,
-                        "target_value": None,
-                        "extra_info": extra,
-                    },
-                    "runners": [runner],
-                    "dependencies": dependencies,
-                }
+    about = {"description": model.description, "tensors": model.tensors, "bytes": model.bytes, "options": model.options}
+    run = {"fill": result.size.mode, "device": model.device, "repeat": result.repeat, "warmup": result.warmup}
+    return _records(
+        results,
+        (
+            (
+                str(model.options.get("dtype", "")),
+                {"strategy": s.name, "initializer": s.initializer, **run},
+                model.source,
+                s.name,
+                about,
+                _metrics(result, s),
             )
-    return records
-
-
-def _rank_metrics(s: RankStrategy) -> list[tuple[str, list[float], dict[str, Any]]]:
-    if s.fill == "measured":
-        time = (list(s.samples_s), {"unit": "s", "projected": False, "rounds": len(s.samples_s)})
-    elif s.fill == "projected":
-        interval = [s.low_s, s.high_s]
-        time = (
-            [s.seconds or 0.0],
-            {"unit": "s", "projected": True, "interval_s": interval, "memset_floor_s": s.floor_s},
-        )
-    else:
-        time = ([], {"unit": "s"})
-    peak = [float(s.peak_bytes)] if s.peak_bytes is not None else []
-    return [
-        ("fill_time_s", *time),
-        ("peak_rss_bytes", peak, {"unit": "bytes", "projected": s.fill == "projected"}),
-        ("visits", [float(s.visits)], {"unit": "count", "counts": "exact-meta"}),
-        ("redundant_visits", [float(s.redundant_visits)], {"unit": "count", "counts": "exact-meta"}),
-        ("bytes_written", [float(s.bytes_written)], {"unit": "bytes", "counts": "exact-meta"}),
-    ]
+            for s in result.strategies
+        ),
+    )
 
 
 def deployment_records(results: Results) -> list[dict[str, Any]]:
     """One record per rank, strategy and metric; the rank and its place in the layout in benchmark.extra_info."""
     result = results.deployment
     assert result is not None
-    runner = _runner(results)
-    dependencies = {"torch": results.environment.torch_version, "dummyprof": results.dummyprof_version}
     layout = {"tp": result.tp, "ep": result.ep, "pp": result.pp, "dp": result.dp, "world": result.world}
-    records = []
+    entries: list[Entry] = []
     for r in result.ranks:
         place = {"rank": r.rank, "stage": r.stage, "dp_rank": r.dp_rank, "tp_rank": r.tp_rank, "ep_rank": r.ep_rank}
+        about = {"description": result.description, "bytes": result.model_bytes, "rank_bytes": r.held_bytes}
         for s in r.strategies:
-            for name, values, extra in _rank_metrics(s):
-                records.append(
-                    {
-                        "benchmark": {
-                            "name": BENCHMARK_NAME,
-                            "mode": "inference",
-                            "dtype": "",
-                            "extra_info": {
-                                **place,
-                                **layout,
-                                "node": r.node,
-                                "strategy": s.strategy,
-                                "initializer": s.initializer,
-                                "fill": s.fill,
-                                "filled_as": r.filled_as,
-                                "device": result.device,
-                            },
-                        },
-                        "model": {
-                            "name": result.source,
-                            "type": "dummy-weights",
-                            "backend": s.strategy,
-                            "origins": ["dummyprof"],
-                            "extra_info": {
-                                "description": result.description,
-                                "bytes": result.model_bytes,
-                                "rank_bytes": r.held_bytes,
-                                "storages": r.storages,
-                            },
-                        },
-                        "metric": {"name": name, "benchmark_values": values, "target_value": None, "extra_info": extra},
-                        "runners": [runner],
-                        "dependencies": dependencies,
-                    }
-                )
-    return records
+            run = {"strategy": s.strategy, "initializer": s.initializer, "fill": s.fill, "filled_as": r.filled_as}
+            bench_extra = {**place, **layout, "node": r.node, **run, "device": result.device}
+            model_extra = {**about, "storages": r.storages}
+            entries.append(("", bench_extra, result.source, s.strategy, model_extra, _rank_metrics(s)))
+    return _records(results, entries)
 
 
 def render(results: Results, options: RenderOptions) -> str:

@@ -1,21 +1,8 @@
 """The one table of reporters: every command, ``dummyprof report`` and ``dummyprof.render`` pick formats here.
 
-Adding a reporter (HTML, a trace export, ...) is one registration:
-
-1. write ``dummyprof/reports/<name>.py`` with a function
-   ``render(results: Results, options: RenderOptions) -> str`` and a
-   ``REPORTER = Reporter(name, suffix, kinds, render, description)``
-   (``kinds``: the ``Results.command`` values it renders, ``None`` for all);
-2. add that ``REPORTER`` to ``BUILTIN`` below.
-
-``dummyprof report --format NAME`` and ``dummyprof.render(results, NAME)``
-then offer it; a command that writes it to a file (``gate --junit PATH``) calls
-:func:`render` with its name. Code outside the package can call
-:func:`register_reporter` at run time instead. Reporters import no torch: a saved
-results file renders anywhere.
-
-Unknown names and kinds a reporter cannot render are refused here, and only here,
-with one message that lists what would work.
+Adding a reporter is one entry in ``BUILTIN`` below (or :func:`register_reporter` at run time); the recipe is
+in docs/architecture.md, "Reporters". Unknown names and kinds a reporter cannot render are refused here, and
+only here, with one message that lists what would work.
 """
 
 from __future__ import annotations

@@ -5,10 +5,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from dummyprof.reports.format import projected
 from dummyprof.reports.tables.deployment import deployment_summary
+from dummyprof.reports.tables.inspect import visit_counts
 from dummyprof.results.audit import AuditResult
 from dummyprof.results.compare import CompareResult
-from dummyprof.results.engram import EngramResult, MethodResult
+from dummyprof.results.engram import EngramResult
 from dummyprof.results.gate import EXIT_INCOMPLETE, NOT_COMPARABLE, NOT_MEASURED, REGRESSED, GateResult
 from dummyprof.results.inspect import InspectResult
 from dummyprof.results.ranks import RanksAggregate
@@ -69,11 +71,8 @@ def inspect_summary(result: InspectResult) -> str:
     root = result.nodes[0] if result.nodes else None
     if root is None:
         return "empty model"
-    parts = []
-    for s in result.strategies:
-        redundant = root.subtree_redundant.get(s, 0)
-        parts.append(f"{s} {root.subtree_visits.get(s, 0):,}" + (f" (+{redundant:,})" if redundant else ""))
-    return f"{result.model.tensors:,} tensors, {format_bytes(root.subtree_bytes)}; visits: " + ", ".join(parts)
+    visits = visit_counts(root.subtree_visits, root.subtree_redundant, result.strategies)
+    return f"{result.model.tensors:,} tensors, {format_bytes(root.subtree_bytes)}; visits: {visits}"
 
 
 def engram_summary(result: EngramResult) -> str:
@@ -95,25 +94,19 @@ def engram_summary(result: EngramResult) -> str:
         need = format_bytes(low) if low == high else f"{format_bytes(low)} to {format_bytes(high)}"
         return head + f"need {need} per rank; {fits} in {format_bytes(result.budget.memory_bytes)}"
 
-    def startup(m: MethodResult) -> str:
-        figure = m.startup_seconds
-        return ("~" if figure.projected else "") + format_seconds(figure.value)
-
     fastest = min(timed, key=lambda m: m.startup_seconds.value or 0.0)
     slowest = max(timed, key=lambda m: m.startup_seconds.value or 0.0)
+    quick, slow = (projected(format_seconds(m.startup_seconds.value), m.startup_seconds) for m in (fastest, slowest))
     over = sum(1 for m in timed if m.over_deadline)
     deadline = [f"{over} over deadline {format_seconds(result.budget.deadline_s)}"] if over else []
     short_deadline = [f"{over} over deadline"] if over else []
-    if startup(fastest) == startup(slowest):
+    if quick == slow:
         every = f"all {len(timed)} methods" if len(timed) > 1 else fastest.name
-        named = f"start-up per rank {startup(fastest)} ({every})"
-        plain = f"start-up per rank {startup(fastest)}"
-        short = f"start-up {startup(fastest)}"
+        named, span = f"start-up per rank {quick} ({every})", quick
     else:
-        named = f"start-up per rank {startup(fastest)} ({fastest.name}) to {startup(slowest)} ({slowest.name})"
-        plain = f"start-up per rank {startup(fastest)} to {startup(slowest)}"
-        short = f"start-up {startup(fastest)} to {startup(slowest)}"
-    lines = [head + "; ".join([start, fits, *deadline]) for start in (named, plain, short)]
+        named, span = f"start-up per rank {quick} ({fastest.name}) to {slow} ({slowest.name})", f"{quick} to {slow}"
+    short = f"start-up {span}"
+    lines = [head + "; ".join([start, fits, *deadline]) for start in (named, f"start-up per rank {span}", short)]
     lines.append(head + "; ".join([short, fits, *short_deadline]))
     return _first_that_fits(lines)
 

@@ -27,7 +27,7 @@ INFO_KINDS: dict[str, str] = {
 
 @dataclass
 class Finding:
-    """What the audit found, as data: reporters write the sentence (``reports/audit_text.py``).
+    """What the audit found, as data: reporters write the sentence (``reports/tables/audit.py``).
 
     Which fields a kind fills is listed beside each field; the rest keep their defaults.
     """

@@ -21,7 +21,7 @@ FOR_MEMORY = "memory"  # it does not fit in memory (projected, or planned to be)
 FOR_TIME = "time"  # one full-size fill would overrun the time budget (``one_fill_s``)
 FITS = "fits"  # planned: it fits and will be measured in full unless calibration says it is too slow
 
-# Why an engram figure is unavailable (``Figure.unavailable``); reports/figure_words.py says each. A code
+# Why an engram figure is unavailable (``Figure.unavailable``); reports/format.py says each. A code
 # followed by ``:KIND`` names the backing used.
 DRY_RUN = "dry-run"  # nothing was allocated
 NOT_ALLOCATED = "not-allocated"  # the full tables were not allocated (the run projected them)

@@ -11,18 +11,18 @@ from collections.abc import Callable, Sequence
 
 from dummyprof.reports.format import (
     GENERATOR_BOUND_WHY,
+    PROJECTED_MARK,
+    PROJECTED_NOTE,
     figure_bytes,
-    format_bytes,
-    format_seconds,
     range_cell,
     rate,
+    same_unavailable,
     short_dtype,
 )
-from dummyprof.reports.narrow import PROJECTED_MARK, PROJECTED_NOTE, same_unavailable
-from dummyprof.reports.noise_words import interval_cell, noise_lines, speedup_cell, spread_cell
 from dummyprof.reports.tables.model import BAD, DIM, NAME, NUMBER, PATH, WARN, WORD, Block, Cell, Column, Line, Table
-from dummyprof.results.common import Figure
+from dummyprof.results.common import Figure, NoiseWarning, Timing
 from dummyprof.results.compare import CompareResult, StrategyResult
+from dummyprof.units import format_bytes, format_seconds
 
 TOP_TENSORS = 10  # the most revisited tensors a file shows
 TOP_TENSORS_SHORT = 5  # ... and the terminal by default
@@ -77,6 +77,69 @@ def size_lines(result: CompareResult, *, detail: bool = True) -> list[str]:
     if result.auto_stop:
         asked = f"--repeat {result.repeats_requested}" if result.repeats_requested else "--repeat auto"
         lines.append(f"{asked}: {result.repeat} measured rounds; {AUTO_STOPS.get(result.auto_stop, result.auto_stop)}")
+    return lines
+
+
+NOTHING_TO_FILL = (
+    "speedup: n/a: nothing was filled (the model has no tensor with bytes to write), so each time is only the "
+    "walk's overhead and a ratio of them says nothing about filling"
+)
+
+
+def spread_cell(timing: Timing) -> str:
+    """The coefficient of variation, e.g. '±4%'; 'n/a' under two samples."""
+    cv = timing.cv
+    return "n/a" if cv is None else f"±{100 * cv:.0f}%"
+
+
+def speedup_cell(result: CompareResult, name: str) -> str:
+    speedup = result.speedup(name)
+    return "n/a" if speedup is None else f"{speedup:.2f}x"
+
+
+def interval_cell(result: CompareResult, name: str) -> str:
+    """The speedup's 95% bootstrap interval, e.g. '2.1–3.4x'; '' for the baseline, 'n/a' when unknown."""
+    if name == result.baseline_strategy:
+        return ""
+    interval = result.strategy(name).speedup_interval
+    if len(interval) != 2:
+        return "n/a"
+    return f"{interval[0]:.2f}–{interval[1]:.2f}x"
+
+
+def noise_line(warning: NoiseWarning, baseline: str) -> str:
+    """hyperfine's warnings, adapted: what was seen and what to do about it."""
+    if warning.code == "first-round-slow":
+        times = f" ({warning.value:.1f}x its median)" if warning.value else ""
+        return (
+            f"warning: {warning.subject}: the first measured round was significantly slower than the rest{times}: "
+            "a cold start (caches, page faults, lazy initialization) that warm-up did not absorb; "
+            "raise --warmup"
+        )
+    if warning.code == "statistical-outliers":
+        moved = f"; with them the median is {warning.value:.2f}x the median without" if warning.value else ""
+        return (
+            f"warning: {warning.subject}: statistical outliers were detected ({warning.count} outside 1.5 IQR of "
+            f"the quartiles{moved}); consider re-running on a quiet machine without other programs competing"
+        )
+    if warning.code == "speedup-uncertain":
+        return (
+            f"warning: {warning.subject}: the speedup vs {baseline} is uncertain: its 95% interval "
+            f"{warning.low:.2f}–{warning.high:.2f}x includes 1.0 (no difference); raise --repeat or quiet the machine"
+        )
+    if warning.code == "faster-than-floor":
+        share = f" ({100 * warning.value:.0f}% of it)" if warning.value else ""
+        return (
+            f"warning: {warning.subject}: filled faster than the memset floor measured in this run{share}, which "
+            "no fill can: the floor's readings were slowed (contention), so its %memset is not shown; rerun quiet"
+        )
+    return f"warning: {warning.subject}: {warning.code}"
+
+
+def noise_lines(result: CompareResult) -> list[str]:
+    lines = [noise_line(w, result.baseline_strategy) for w in result.noise]
+    if result.nothing_to_fill:
+        lines.append(NOTHING_TO_FILL)
     return lines
 
 
@@ -286,37 +349,37 @@ def roofline_line(result: CompareResult) -> str | None:
     return f"roofline: {shares} of memset: {GENERATOR_BOUND_WHY}"
 
 
-def _projected_seconds(seconds: float) -> str:
-    return f"{PROJECTED_MARK}{format_seconds(seconds)}"
+def _projected_bytes(value: int) -> str:
+    return f"{PROJECTED_MARK}{format_bytes(value)}"
 
 
-def _time_notes(result: CompareResult) -> list[str]:
-    notes = [PROJECTED_NOTE, RANGE_NOTE, FLOOR_NOTE, WALK_NOTE]
+def _projection_table(
+    result: CompareResult, title: str, headers: tuple[str, str], third: Callable[[StrategyResult], str]
+) -> Table:
+    """A row per strategy with a projection: its time, its interval, ``third``, the memset floor and the walk."""
+    table = _per_strategy(title, headers[0], "range", headers[1], "floor", "walk")
+    for s in result.strategies:
+        if (p := s.projection) is not None:
+            time, low, high, floor, walk = (
+                format_seconds(x) for x in (p.seconds, p.low_s, p.high_s, p.floor_s, p.walk_s)
+            )
+            table.add(s.name, PROJECTED_MARK + time, f"{low}–{high}", third(s), floor, walk)
+    table.notes += [PROJECTED_NOTE, RANGE_NOTE, FLOOR_NOTE, WALK_NOTE]
     bound = [s.name for s in result.strategies if s.projection is not None and s.projection.floor_bound]
     if bound:
-        notes.append(f"at the floor: {', '.join(bound)} (calibrated faster than memset)")
-    return notes
+        table.notes.append(f"at the floor: {', '.join(bound)} (calibrated faster than memset)")
+    return table
 
 
 def projected_time_table(result: CompareResult) -> Table:
     """Projected mode: each strategy's time, its interval, speedup, memset floor and walk (about 70 columns)."""
+
+    def speedup(s: StrategyResult) -> str:
+        ratio = result.speedup(s.name)
+        return f"{PROJECTED_MARK}{ratio:.2f}x" if ratio is not None else "n/a"
+
     title = f"Strategies: projected time (speedup vs {result.baseline_strategy})"
-    table = _per_strategy(title, "time", "range", "speedup", "floor", "walk")
-    for s in result.strategies:
-        p = s.projection
-        if p is None:
-            continue
-        speedup = result.speedup(s.name)
-        table.add(
-            s.name,
-            _projected_seconds(p.seconds),
-            f"{format_seconds(p.low_s)}–{format_seconds(p.high_s)}",
-            f"{PROJECTED_MARK}{speedup:.2f}x" if speedup is not None else "n/a",
-            format_seconds(p.floor_s),
-            format_seconds(p.walk_s),
-        )
-    table.notes += _time_notes(result)
-    return table
+    return _projection_table(result, title, ("time", "speedup"), speedup)
 
 
 def projected_work_table(result: CompareResult) -> Table:
@@ -324,7 +387,7 @@ def projected_work_table(result: CompareResult) -> Table:
     table = _work("Strategies: work (exact counts, full model)", "peak RSS")
     for s in result.strategies:
         if s.projection is not None:
-            table.add(*_work_cells(s), f"{PROJECTED_MARK}{format_bytes(s.projection.peak_rss_bytes)}")
+            table.add(*_work_cells(s), _projected_bytes(s.projection.peak_rss_bytes))
     table.notes += [
         WORK_NOTE,
         f"peak RSS ({PROJECTED_MARK}: projected): RSS now + the pages its writes touch + its largest temporary",
@@ -334,29 +397,19 @@ def projected_work_table(result: CompareResult) -> Table:
 
 def projection_check_table(result: CompareResult) -> Table:
     """Measured mode with a calibration: the projection next to the measured median (about 70 columns)."""
-    table = _per_strategy("Projected vs measured", "projected", "range", "measured", "floor", "walk")
-    rss = []
-    for s in result.strategies:
-        p = s.projection
-        if p is None:
-            continue
-        table.add(
-            s.name,
-            _projected_seconds(p.seconds),
-            f"{format_seconds(p.low_s)}–{format_seconds(p.high_s)}",
-            format_seconds(s.timing.median) if s.timing.samples_s else "n/a",
-            format_seconds(p.floor_s),
-            format_seconds(p.walk_s),
-        )
-        rss.append((s.name, f"{PROJECTED_MARK}{format_bytes(p.peak_rss_bytes)}"))
-    notes = _time_notes(result)
-    notes.insert(1, "measured: the median round (its min–max: Strategies: time)")
+    table = _projection_table(
+        result,
+        "Projected vs measured",
+        ("projected", "measured"),
+        lambda s: format_seconds(s.timing.median) if s.timing.samples_s else "n/a",
+    )
+    table.notes.insert(1, "measured: the median round (its min–max: Strategies: time)")
+    rss = [(s.name, _projected_bytes(s.projection.peak_rss_bytes)) for s in result.strategies if s.projection]
     if len({text for _, text in rss}) == 1:
-        notes.append(f"projected peak RSS: {rss[0][1]}, every strategy (measured: the Memory table's RSS peak)")
+        table.notes.append(f"projected peak RSS: {rss[0][1]}, every strategy (measured: the Memory table's RSS peak)")
     elif rss:
         each = ", ".join(f"{name} {text}" for name, text in rss)
-        notes.append(f"projected peak RSS: {each} (measured: the Memory table's RSS peak)")
-    table.notes += notes
+        table.notes.append(f"projected peak RSS: {each} (measured: the Memory table's RSS peak)")
     return table
 
 

@@ -6,7 +6,7 @@ keeps one entry per rank. Every backend renders these blocks.
 
 from __future__ import annotations
 
-from dummyprof.reports.narrow import PROJECTED_MARK
+from dummyprof.reports.format import PROJECTED_MARK
 from dummyprof.reports.tables.model import BAD, DIM, NAME, NUMBER, STRONG, WORD, Block, Cell, Line, Table
 from dummyprof.results.deployment import MEASURED, PROJECTED, DeploymentResult, RankEntry, RankStrategy, layout_text
 from dummyprof.units import format_bytes, format_seconds

@@ -2,41 +2,144 @@
 
 Sized for 80 columns (issue #13): numbers in short columns (an interval has its own column), a
 projected figure marked ``~``, and the long words (how a projection was made, why a method was
-projected) in lines under the tables instead of in cells.
+projected) in lines under the tables instead of in cells. Results carry the data (fits, intervals, bounds,
+codes); the words for them are written here (``reason_text``, ``plan_notes``, ...).
 """
 
 from __future__ import annotations
 
-from dummyprof.reports.engram_words import (
-    dominant_text,
-    generator_bound_line,
-    interval_text,
-    plan_notes,
-    projection_detail,
-    projection_how,
-    reason_text,
-    sample_group_note,
+from collections.abc import Sequence
+
+from dummyprof.reports.format import (
+    GENERATOR_BOUND_WHY,
+    figure_bytes,
+    projected,
+    projected_note,
+    projected_seconds,
+    range_cell,
+    same_unavailable,
+    unavailable_text,
 )
-from dummyprof.reports.figure_words import unavailable_text
-from dummyprof.reports.format import figure_bytes, format_bytes, format_seconds, range_cell
-from dummyprof.reports.narrow import PROJECTED_NOTE, any_projected, projected, projected_seconds, same_unavailable
 from dummyprof.reports.tables.model import BAD, DIM, NAME, NUMBER, TEXT, WORD, Block, Cell, Line, Table
 from dummyprof.reports.tables.ranks import ranks_blocks
 from dummyprof.results.common import Figure, Timing
 from dummyprof.results.engram import (
+    FALLBACK_FLAT,
+    FALLBACK_POOR_FIT,
     FASTER_THAN_FLOOR,
+    FITS,
+    FOR_MEMORY,
+    FOR_TIME,
     PLANNED,
     PROJECTED,
     EngramResult,
     LinearFit,
     MethodResult,
+    SampleGroupInfo,
     SamplePoint,
     TimeProjection,
 )
 from dummyprof.results.session import Results
+from dummyprof.units import format_bytes, format_seconds
 
 MAX_RANK_ROWS = 16
 PLAN_WORDS = {True: "to measure", False: "to project"}  # a dry run: what a real run would do, by fits_in_memory
+
+
+def interval_text(low: float, high: float) -> str:
+    return f"{format_seconds(low)}–{format_seconds(high)}"
+
+
+def projection_how(p: TimeProjection | None, own: str = "") -> str:
+    """How a projection was made: line or fallback, R², extrapolation, and the bound when it applied."""
+    if p is None:
+        return "projected"
+    return f"projected ({projection_detail(p, own)})"
+
+
+def projection_detail(p: TimeProjection, own: str = "") -> str:
+    """The words inside :func:`projection_how`'s parentheses."""
+    line = p.line
+    r2 = f"R² {line.r_squared:.3f}" if line is not None else ""
+    if p.fallback and not p.rate_bytes:
+        how = f"no growth with size ({r2}): median reading"
+    elif p.fallback == FALLBACK_POOR_FIT:
+        how = f"{r2} under {p.min_r_squared:g}: rate of the largest sample ({format_bytes(p.rate_bytes)})"
+    elif p.fallback == FALLBACK_FLAT:
+        how = f"line not rising ({r2}): rate of the largest sample ({format_bytes(p.rate_bytes)})"
+    else:
+        how = f"line, {r2}, {line.points if line else 0} sizes"
+    how += f", x{p.extrapolation:,.0f}"
+    if p.bounded and p.ceiling_bytes_per_s:
+        whose = "its own fastest sample" if p.ceiling_name == own else f"the {p.ceiling_name} floor"
+        how += f", raised to {whose} ({p.ceiling_bytes_per_s / 1e9:.2f} GB/s)"
+    elif p.bounded:
+        how += ", bounded"
+    return how
+
+
+def dominant_text(m: MethodResult) -> str:
+    if not m.startup_dominant or m.startup_dominant_share is None:
+        return ""
+    return f"{m.startup_dominant} {m.startup_dominant_share:.0%}"
+
+
+def generator_bound_line(methods: Sequence[MethodResult], floor: str) -> str | None:
+    """One line naming the fills that reach under a few percent of the floor, and why."""
+    flagged = [m for m in methods if m.generator_bound and m.name != floor]
+    if not flagged:
+        return None
+    shares = ", ".join(
+        f"{m.name} {m.percent_of_floor.value:.1f}%" for m in flagged if m.percent_of_floor.value is not None
+    )
+    return f"{shares} of {floor}: {GENERATOR_BOUND_WHY}"
+
+
+def sample_group_note(group: SampleGroupInfo, part_rows: int) -> str:
+    kind = "memory-bound" if group.memory_bound else "generator-bound"
+    rounds = f", {group.rounds} readings each" if group.rounds > 1 else ""
+    return (
+        f"{kind} methods ({', '.join(group.methods)}) projected from {len(group.rows)} sample sizes of "
+        f"{group.rows[0]:,} to {group.rows[-1]:,} rows per table{rounds} "
+        f"({part_rows / group.rows[-1]:,.0f}x extrapolation to {part_rows:,} rows)"
+    )
+
+
+PLANNED_REASONS = {
+    FITS: "fits: measured in full unless the calibration at start-up says one round exceeds the time budget",
+    FOR_MEMORY: "does not fit in memory: will be projected from samples",
+}
+
+
+def reason_text(m: MethodResult) -> str:
+    """Why a method was projected, or how a dry run plans it; empty when it was measured."""
+    if m.legacy_reason:
+        return m.legacy_reason
+    if m.mode == PLANNED:
+        return PLANNED_REASONS.get(m.reason, m.reason)
+    if m.reason == FOR_MEMORY:
+        return "does not fit in memory"
+    if m.reason == FOR_TIME:
+        about = f"about {format_seconds(m.one_fill_s)}" if m.one_fill_s is not None else "longer than that"
+        return f"one full-size fill would take {about}, over the time budget"
+    return m.reason  # a code this version does not know (a newer file): shown as it is
+
+
+def plan_notes(result: EngramResult) -> list[str]:
+    """What the plan changed, and the backing's own note when the backing asked for was the one used."""
+    notes = list(result.legacy_plan_notes)
+    if result.huge_pages_from_sample:
+        notes.append("huge-page bytes were read back on the largest sample, not the full table")
+    cut = result.rounds_cut
+    if cut is not None:
+        notes.append(
+            f"measured {cut.rounds} of {cut.repeat} rounds at full size for {', '.join(cut.methods)}: one round "
+            f"takes about {format_seconds(cut.round_s)} and the time budget is {format_seconds(cut.time_budget_s)}"
+        )
+    backing = result.backing
+    if backing.note and backing.used == backing.requested and not result.dry_run and backing.note not in notes:
+        notes.append(backing.note)  # a different backing's note is a notice of the run instead
+    return notes
 
 
 def _number(figure: Figure, fmt: str, unit: str = "") -> str:
@@ -145,9 +248,7 @@ def phase_table(result: EngramResult) -> Table | None:
         )
         rows.append([p.name, format_bytes(p.bytes), projected_seconds(p.seconds), _range(p.projection, p.timing), rate])
     columns = [("phase", NAME), ("bytes", NUMBER), ("time", NUMBER), ("range", NUMBER), ("rate", NUMBER)]
-    notes = []
-    if any_projected(p.seconds for p in result.phases):
-        notes.append(PROJECTED_NOTE)
+    notes = projected_note(p.seconds for p in result.phases)
     if any(p.projection is not None for p in result.phases):
         notes.append("range: the projection's interval (see the note on intervals)")
     elif any(len(p.timing.samples_s) > 1 for p in result.phases):
@@ -187,9 +288,7 @@ def method_table(result: EngramResult) -> Table:
     ]
     columns = [("method", NAME), ("how", WORD), ("fill", NUMBER), ("range", NUMBER), ("rate", NUMBER)]
     columns.append(("%memset", NUMBER))
-    notes = []
-    if any_projected(f for m in result.methods for f in (m.seconds, m.gb_per_s)):
-        notes.append(PROJECTED_NOTE)
+    notes = projected_note(f for m in result.methods for f in (m.seconds, m.gb_per_s))
     if any(m.projection is not None for m in result.methods):
         notes.append("range: the projected interval, or the fastest–slowest measured round")
     elif any(len(m.timing.samples_s) > 1 for m in result.methods):
@@ -219,9 +318,7 @@ def startup_table(result: EngramResult) -> Table:
         )
     columns = [("method", NAME), ("start-up", NUMBER), ("range", NUMBER), ("largest term", WORD)]
     columns.append(("deadline", WORD))
-    notes = ["start-up: allocation + first touch + fill"]
-    if any_projected(m.startup_seconds for m in result.methods):
-        notes.append(PROJECTED_NOTE)
+    notes = ["start-up: allocation + first touch + fill", *projected_note(m.startup_seconds for m in result.methods)]
     if any(m.startup_interval is not None for m in result.methods):
         notes.append("range: the sum of the terms' ranges")
     return Table.of(title, columns, rows, notes=notes)
@@ -256,8 +353,8 @@ def memory_table(result: EngramResult) -> Table:
             row += [f"x{fit.slope:.3f}", str(fit.points), f"{fit.r_squared:.3f}"] if fit else ["", "", ""]
         table.add(*row)
     notes = ["needs: tables (allocator-rounded) + scratch"]
-    if rss_reason is None and any_projected(m.peak_rss_bytes for m in result.methods):
-        notes.append(PROJECTED_NOTE)
+    if rss_reason is None:
+        notes += projected_note(m.peak_rss_bytes for m in result.methods)
     if fitted:
         notes.append("RSS/need: slope of RSS growth against the need over n samples (R²: of that fit)")
     table.notes += notes + missing

@@ -2,12 +2,24 @@
 
 Every backend passes them through one of these before they reach its medium (issue #17): a terminal
 sees control characters spelled out, Markdown sees its syntax characters escaped, XML sees only the
-characters XML 1.0 allows. HTML uses :func:`html.escape` (see ``to_html.py``).
+characters XML 1.0 allows. On an HTML page a string can reach three places, each with its own rule:
+
+- page markup (headings, paragraphs, table cells, attributes): :func:`html_text`, which also spells
+  out control characters (as the terminal does) and writes ``=`` as ``&#61;``, so no attribute a
+  payload carries (``onerror=...``) appears verbatim anywhere in the file;
+- text that plotly.js draws (axis ticks, legends, labels, hover, titles): plotly reads a subset of HTML
+  in those strings (``<br>``, ``<b>``, ``<a href>``) and decodes entities, so a name is escaped with
+  :func:`html_text` before it is handed to a figure, and shows as typed;
+- JSON inside a ``<script>`` element: :func:`script_json` (a ``</script>``, ``<!--`` or U+2028/U+2029
+  inside a string must not end or change the script).
 """
 
 from __future__ import annotations
 
+import html
+import json
 import re
+from typing import Any
 
 # C0 and C1 controls, DEL, and the bidirectional overrides that reorder what a reader sees (Trojan Source).
 _CONTROLS = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029]")
@@ -58,3 +70,31 @@ _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ufffe\uffff\ud800-\udfff]
 def xml_text(text: str) -> str:
     """A string XML 1.0 can carry (ElementTree escapes ``<&"`` itself): forbidden characters spelled out."""
     return _NOT_XML.sub(_spelled, text)
+
+
+_MARKUP_SAFE = str.maketrans({"=": "&#61;"})
+_SCRIPT_SAFE = str.maketrans(
+    {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "=": "\\u003d", "\u2028": "\\u2028", "\u2029": "\\u2029"}
+)
+
+
+def html_text(value: object) -> str:
+    """Any value as HTML text: ``& < > " ' =`` escaped and controls spelled out, so it is shown, never interpreted.
+
+    plotly.js decodes these character references in the text it draws, so a chart shows the string as typed.
+    """
+    return html.escape(visible(str(value)), quote=True).translate(_MARKUP_SAFE)
+
+
+def script_safe(json_text: str) -> str:
+    """JSON text made safe inside ``<script>``: ``< > & =`` and U+2028/9 as ``\\uXXXX`` escapes.
+
+    These characters occur in JSON only inside strings, where the escape means the same
+    character, so the JSON parses to the same value.
+    """
+    return json_text.translate(_SCRIPT_SAFE)
+
+
+def script_json(value: Any) -> str:
+    """A value as JSON, safe inside ``<script>``."""
+    return script_safe(json.dumps(value, ensure_ascii=False, allow_nan=False))

@@ -2,21 +2,28 @@
 
 from __future__ import annotations
 
-from dummyprof.reports.format import format_bytes
 from dummyprof.reports.tables.model import BAD, CODE, DIM, NAME, TEXT, WARN, WORD, Block, Cell, Line, Table
 from dummyprof.results.inspect import InspectResult, ModuleNode
+from dummyprof.units import format_bytes
+
+
+def visit_counts(visits: dict[str, int], redundant: dict[str, int], strategies: list[str]) -> str:
+    """``legacy 8 (+6), per-layer 2``: each strategy's visits; (+N): N of them redundant."""
+    return ", ".join(
+        f"{s} {visits.get(s, 0):,}" + (f" (+{redundant.get(s, 0):,})" if redundant.get(s, 0) else "")
+        for s in strategies
+    )
 
 
 def _visits(node: ModuleNode, strategies: list[str]) -> Cell:
-    """``visits: legacy 8 (+6), per-layer 2``: a module's subtree, a leaf's own tensors; (+N): N redundant."""
+    """``visits: legacy 8 (+6), per-layer 2``: a module's subtree, a leaf's own tensors."""
     if not strategies or not (node.own_tensors or node.children):
         return Cell("")
-    parts = []
-    for s in strategies:
-        count = node.subtree_visits.get(s, 0) if node.children else node.visits.get(s, 0)
-        redundant = node.subtree_redundant.get(s, 0) if node.children else node.redundant.get(s, 0)
-        parts.append((f"{s} {count:,}" + (f" (+{redundant:,})" if redundant else ""), redundant))
-    return Cell("visits: " + ", ".join(text for text, _ in parts), BAD if any(r for _, r in parts) else "")
+    visits, redundant = (
+        (node.subtree_visits, node.subtree_redundant) if node.children else (node.visits, node.redundant)
+    )
+    bad = any(redundant.get(s, 0) for s in strategies)
+    return Cell("visits: " + visit_counts(visits, redundant, strategies), BAD if bad else "")
 
 
 def tree_table(result: InspectResult) -> Table:

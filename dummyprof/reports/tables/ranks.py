@@ -6,11 +6,11 @@ splits into as many tables as the width needs (the rank repeated in each).
 
 from __future__ import annotations
 
-from dummyprof.reports.format import format_bytes
-from dummyprof.reports.narrow import PROJECTED_MARK, PROJECTED_NOTE, projected_seconds, rank_ranges
+from dummyprof.reports.format import PROJECTED_MARK, PROJECTED_NOTE, projected_seconds, rank_ranges
 from dummyprof.reports.tables.model import BAD, DIM, NUMBER, TEXT, WARN, WORD, Block, Cell, Line, Table
 from dummyprof.results.ranks import RankRecord, RanksAggregate
 from dummyprof.results.session import Results
+from dummyprof.units import format_bytes
 
 CONTENTION_CAPTION = (
     "the same shards filled one rank at a time (the others waiting at a barrier), then by every rank at once"

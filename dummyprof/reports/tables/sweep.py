@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 
-from dummyprof.reports.narrow import PROJECTED_MARK, PROJECTED_NOTE
+from dummyprof.reports.format import PROJECTED_MARK, PROJECTED_NOTE
 from dummyprof.reports.tables.model import DIM, NAME, NUMBER, STRONG, WORD, Block, Column, Line, Table
 from dummyprof.results.sweep import GrowthFit, SeriesPoint, SweepResult
 from dummyprof.units import format_bytes, format_seconds

@@ -1,18 +1,15 @@
 """Blocks to HTML fragments, for a page to embed (the HTML page itself lives in ``reports/html.py``).
 
-:func:`html_table` returns one self-contained ``<table>``: every string escaped (``html_escape.text``:
-quotes and ``=`` too, control characters spelled out), the title as its ``<caption>``, the notes in a
-``<tfoot>`` row. Classes, for the page's stylesheet: ``dp-table`` on the table, ``num`` on figure
-columns (right-aligned), ``name`` on row names, and ``bad``/``warn``/``strong``/``dim`` on emphasised
-cells; :data:`TABLE_CSS` is a stylesheet that gives them a plain look. :func:`html_blocks` renders a
-command's blocks (lines as ``<p>``), e.g. ``html_blocks(compare_blocks(results.compare, detail=True))``.
+:func:`html_table` returns one self-contained ``<table class="dp-table">``, every string escaped
+(``escape.html_text``), the title as its ``<caption>`` and the notes in a ``<tfoot>`` row; :data:`TABLE_CSS`
+styles its classes (``num``, ``name`` and the emphases). :func:`html_blocks` renders a command's blocks.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from dummyprof.reports.html_escape import text as escape
+from dummyprof.reports.tables.escape import html_text as escape
 from dummyprof.reports.tables.model import NAME, NUMBER, Block, Line, Table
 
 TABLE_CSS = (

@@ -1,19 +1,21 @@
 """Blocks to a Rich console, at any width from 80 columns (issue #20).
 
-Names stay whole: a table too wide for the console is split into parts that each repeat its key
-columns, a dotted tensor name is shortened by eliding its middle segments, and figures never wrap.
+No outer edge and no vertical rules: a table costs two spaces a column and nothing else. Names stay
+whole: a table too wide for the console is split into parts that each repeat its key columns, a dotted
+tensor name is shortened by eliding its middle segments, and figures never wrap; words fold or wrap,
+nothing is cut with '…', and long sentences go under the table, not into cells.
 Every string is escaped first (control characters spelled out) and printed as ``Text``, never as markup.
 """
 
 from __future__ import annotations
 
+from rich import box
 from rich.cells import cell_len
 from rich.console import Console
 from rich.table import Table as RichTable
 from rich.text import Text
 from rich.tree import Tree
 
-from dummyprof.reports.narrow import column_groups, narrow_table
 from dummyprof.reports.tables import model
 from dummyprof.reports.tables.escape import visible
 from dummyprof.reports.tables.model import NAME, NUMBER, PATH, TEXT, WORD, Block, Cell, Line, Table
@@ -78,7 +80,15 @@ def _natural(columns: list[int], table: Table, texts: list[list[str]]) -> int:
 
 
 def _rich(table: Table, columns: list[int], texts: list[list[str]], title: str | None, tight: bool) -> RichTable:
-    rich = narrow_table(Text(visible(title)) if title else None, show_header=table.show_header)
+    rich = RichTable(
+        title=Text(visible(title)) if title else None,
+        title_justify="left",
+        box=box.SIMPLE_HEAD,  # a rule under the header, no edge: about two columns a column
+        show_edge=False,
+        collapse_padding=True,
+        caption_justify="left",
+        show_header=table.show_header,
+    )
     for i in columns:
         kind = table.columns[i].kind
         header = visible(table.columns[i].header)
@@ -117,6 +127,30 @@ def rich_tree(table: Table) -> Tree:
         del parents[max(depth, 1) :]
         parents.append(parents[-1].add(label))
     return root
+
+
+def column_groups(width: int, key_width: int, widths: list[int]) -> list[list[int]]:
+    """Split value columns (their text widths) into as few groups as fit ``width`` beside the key column.
+
+    A table costs two columns a column (padding and the space between) and two at its ends. The groups
+    are as even as the widths allow (no lone last column); a column wider than the line gets its own.
+    """
+
+    def fits(group: list[int]) -> bool:
+        return key_width + 2 + sum(widths[i] + 2 for i in group) <= width
+
+    greedy: list[list[int]] = []
+    for i in range(len(widths)):
+        if greedy and fits([*greedy[-1], i]):
+            greedy[-1].append(i)
+        else:
+            greedy.append([i])
+    count = len(greedy)
+    if count <= 1:
+        return greedy
+    size = -(-len(widths) // count)  # as even as the count allows, if that still fits
+    even = [list(range(start, min(start + size, len(widths)))) for start in range(0, len(widths), size)]
+    return even if len(even) == count and all(fits(g) for g in even) else greedy
 
 
 def rich_tables(table: Table, width: int) -> list[RichTable]:

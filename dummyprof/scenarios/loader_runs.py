@@ -7,8 +7,7 @@ from typing import Any
 
 from torch import nn
 
-from dummyprof.loaders.strategies import Strategy
-from dummyprof.loaders.user_loader import LOADER_INITIALIZER, TRACING_NOTE, UserLoader, load_loader, loader_strategy
+from dummyprof.loaders.user_loader import LOADER_INITIALIZER, TRACING_NOTE, UserLoader, load_loader
 from dummyprof.measure.recorder import VisitRecorder
 from dummyprof.measure.write_tracer import TraceResult, trace_writes
 from dummyprof.results.compare import CompareResult
@@ -28,10 +27,6 @@ def load_loaders(specs: Sequence[str], args: dict[str, Any], taken: Sequence[str
         names.add(loader.name)
         loaders.append(loader)
     return loaders
-
-
-def loader_strategies(loaders: Sequence[UserLoader]) -> list[Strategy]:
-    return [loader_strategy(loader) for loader in loaders]
 
 
 Traced = tuple[UserLoader, TraceResult, VisitRecorder]

@@ -23,14 +23,14 @@ from dummyprof.anatomy import (
     storage_owners,
     unregistered_tensors,
 )
-from dummyprof.loaders.initializers import vllm_fills
+from dummyprof.loaders.initializers import Initializer, get_initializer, vllm_fills
 from dummyprof.loaders.strategies import Strategy, get_strategy, run_strategy
-from dummyprof.loaders.user_loader import UserLoader
+from dummyprof.loaders.user_loader import loader_strategy
 from dummyprof.measure.device import resolve_device
 from dummyprof.measure.environment import collect_environment
 from dummyprof.measure.recorder import VisitRecorder
 from dummyprof.measure.write_tracer import trace_writes
-from dummyprof.models.source import ModelSource, synthetic_source
+from dummyprof.models.source import ModelSource
 from dummyprof.results.audit import (
     FINDING_KINDS,
     INFO_KINDS,
@@ -43,7 +43,8 @@ from dummyprof.results.audit import (
 from dummyprof.results.session import Results
 from dummyprof.scenarios.audit.options import DEFAULT_STRATEGIES, AuditOptions, validate
 from dummyprof.scenarios.compare.runner import summarize_model
-from dummyprof.scenarios.model_choice import check_source_fits, resolve_source
+from dummyprof.scenarios.deployment.source import chosen_source
+from dummyprof.scenarios.model_choice import check_source_fits
 
 __all__ = ["DEFAULT_STRATEGIES", "AuditOptions", "run", "tensor_digest", "validate"]
 
@@ -52,8 +53,9 @@ __all__ = ["DEFAULT_STRATEGIES", "AuditOptions", "run", "tensor_digest", "valida
 class _Filler:
     name: str
     kind: str
-    initializer: str | None
-    fill: Callable[[nn.Module, VisitRecorder | None], None]
+    initializer: str | None  # the strategy's, or the one a loader was declared to fill like
+    strategy: Strategy  # a loader runs as one (loader_strategy), its initializer never called
+    init: Initializer | None = None
 
 
 def tensor_digest(tensor: torch.Tensor) -> str:
@@ -64,46 +66,22 @@ def tensor_digest(tensor: torch.Tensor) -> str:
     return hashlib.blake2b(flat.numpy().tobytes(), digest_size=16).hexdigest()
 
 
-def _strategy_filler(strategy: Strategy, initializer: str | None) -> _Filler:
-    from dummyprof.loaders.initializers import get_initializer
-
-    name = initializer or strategy.initializer
-    init = get_initializer(name)
-
-    def fill(model: nn.Module, recorder: VisitRecorder | None) -> None:
-        run_strategy(model, strategy, initializer=init, recorder=recorder)
-
-    return _Filler(strategy.name, "strategy", name, fill)
-
-
-def _loader_filler(loader: UserLoader, initializer: str | None) -> _Filler:
-    def fill(model: nn.Module, recorder: VisitRecorder | None) -> None:
-        with torch.no_grad():
-            loader(model)
-
-    return _Filler(loader.name, "loader", initializer, fill)
-
-
 def _fillers(options: AuditOptions) -> list[_Filler]:
     from dummyprof.scenarios.loader_runs import load_loaders
 
-    fillers = [_strategy_filler(get_strategy(name), options.initializer) for name in options.strategies]
+    fillers = []
+    for strategy in map(get_strategy, options.strategies):
+        name = options.initializer or strategy.initializer
+        fillers.append(_Filler(strategy.name, "strategy", name, strategy, get_initializer(name)))
     loaders = load_loaders(options.loaders, options.loader_args, options.strategies)
-    return fillers + [_loader_filler(loader, options.loader_initializer) for loader in loaders]
+    init = options.loader_initializer
+    return fillers + [_Filler(loader.name, "loader", init, loader_strategy(loader)) for loader in loaders]
 
 
 def _source(options: AuditOptions, device: torch.device) -> ModelSource:
-    source = resolve_source(
-        model=options.model,
-        preset=options.preset,
-        model_args=options.model_args,
-        trust_remote_code=options.trust_remote_code,
-    )
-    if source is not None:
-        check_source_fits(source, device, options.max_memory, flag="--preset" if options.preset else "--model")
-        return source
-    source = synthetic_source(options.tree_spec())
-    check_source_fits(source, device, options.max_memory, flag="--hidden")
+    source = chosen_source(options)
+    flag = "--preset" if options.preset else "--model" if options.model else "--hidden"
+    check_source_fits(source, device, options.max_memory, flag=flag)
     return source
 
 
@@ -169,7 +147,7 @@ def _run_filler(
     model = build()
     names, tensors, only_non_persistent = _name_by_key(model)
     recorder = VisitRecorder(model) if filler.kind == "strategy" else None
-    trace = trace_writes(model, lambda m: filler.fill(m, recorder))
+    trace = trace_writes(model, lambda m: run_strategy(m, filler.strategy, initializer=filler.init, recorder=recorder))
     summary = FillerSummary(filler.name, filler.kind, filler.initializer, outside_writes=trace.outside_writes)
     written: dict[str, int] = {}
     for key, record in trace.records.items():

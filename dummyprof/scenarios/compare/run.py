@@ -12,6 +12,7 @@ from dummyprof.loaders import random_fast
 from dummyprof.loaders.counting import CountResult
 from dummyprof.loaders.initializers import FastInitializer
 from dummyprof.loaders.strategies import Strategy, get_strategy
+from dummyprof.loaders.user_loader import loader_strategy
 from dummyprof.measure.device import resolve_device
 from dummyprof.measure.environment import collect_environment
 from dummyprof.models.source import ModelSource
@@ -21,7 +22,8 @@ from dummyprof.results.trace import StrategyTrace
 from dummyprof.scenarios.compare.options import DEFAULT_STRATEGIES, CompareOptions, validate
 from dummyprof.scenarios.compare.runner import AutoRepeat, Clock, Progress, run_compare, summarize_model
 from dummyprof.scenarios.compare.sizing import MetaCounts, count_strategies, counting_limit, decide, projected_result
-from dummyprof.scenarios.model_choice import check_source_fits, meta_build_limits, source_or_tree
+from dummyprof.scenarios.deployment.source import chosen_source
+from dummyprof.scenarios.model_choice import check_source_fits
 from dummyprof.units import format_seconds
 
 if TYPE_CHECKING:
@@ -52,14 +54,7 @@ def size_up(
 ) -> tuple[ModelSource, list[Strategy], MetaCounts, SizeDecision, dict[str, Projection]]:
     """The first half of a run: the model, each strategy's exact counts on meta, measure or project."""
     if source is None:
-        source = source_or_tree(
-            model=options.model,
-            preset=options.preset,
-            model_args=options.model_args,
-            tree=options.tree_spec(),
-            trust_remote_code=options.trust_remote_code,
-            limits=meta_build_limits(counting_limit(options.time_budget)),
-        )
+        source = chosen_source(options, counting_limit(options.time_budget))
     builtin = [get_strategy(name) for name in options.strategies]
     meta = count_strategies(source, builtin, options.initializer, time_budget_s=options.time_budget)
     decision, projections = decide(
@@ -93,7 +88,7 @@ def run(
         return run_deployment(
             options, "compare", strategies=options.strategies, source=source, progress=progress, fill=run
         )
-    from dummyprof.scenarios.loader_runs import apply_traces, load_loaders, loader_strategies, trace_loaders
+    from dummyprof.scenarios.loader_runs import apply_traces, load_loaders, trace_loaders
 
     loaders = load_loaders(options.loaders, options.loader_args, options.strategies)
     device = resolve_device(options.device)
@@ -132,18 +127,18 @@ def run(
     probe = build(device)
     summary = summarize_model(source, probe, device, allocated_bytes(probe))
     del probe
-    strategies = builtin + loader_strategies(loaders)
+    strategies = builtin + [loader_strategy(loader) for loader in loaders]
     # The write tracing and the --trace fills run before the timed rounds, so their time comes out of
     # the rounds' share of the budget instead of running past its end.
     traced = trace_loaders(loaders, lambda: build(device))
     traces = _instrumented_rounds(build, device, builtin, options.initializer) if options.trace else None
-    rounds = options.warmup + (repeat or options.repeat)  # what decision.predicted_s is for
+    rounds = options.warmup + repeat  # what decision.predicted_s is for
     result = run_compare(
         lambda: build(device),
         summary,
         strategies,
         device,
-        repeat=repeat or options.repeat,
+        repeat=repeat,
         warmup=options.warmup,
         initializer=options.initializer,
         clock=clock,

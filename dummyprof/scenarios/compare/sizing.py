@@ -93,13 +93,13 @@ def count_strategies(
     strategies: Sequence[Strategy],
     initializer: str | None,
     *,
-    time_budget_s: float | None = None,
+    time_budget_s: float,
     clock: Clock = time.perf_counter,
 ) -> MetaCounts:
     """Build on meta and count every strategy; past its share of the time budget, stop and say so."""
     t0 = clock()
-    limit = None if time_budget_s is None else counting_limit(time_budget_s)
-    deadline = None if limit is None else t0 + limit
+    limit = counting_limit(time_budget_s)
+    deadline = t0 + limit
     model = source.build(META)
     built = clock() - t0
     counts = {}
@@ -137,16 +137,11 @@ def _classes(counts: dict[str, CountResult]) -> dict[_ClassKey, tuple[str, int]]
     return found
 
 
-def _fresh(elements: int, key: _ClassKey, device: torch.device) -> torch.Tensor:
-    tensor = torch.empty(elements, dtype=key.dtype, device=device)
-    if key.rule == RULE_DECLARED:
-        tensor.dummy_weight_value = 1.0  # type: ignore[attr-defined]  # the value does not change the cost
-    return tensor
-
-
 def _timed_fill(key: _ClassKey, local_name: str, elements: int, device: torch.device, clock: Clock) -> float:
     init = planned_initializer(key.initializer)
-    tensor = _fresh(elements, key, device)  # fresh memory: a real fill first-touches its pages too
+    tensor = torch.empty(elements, dtype=key.dtype, device=device)  # fresh memory: a real fill first-touches too
+    if key.rule == RULE_DECLARED:
+        tensor.dummy_weight_value = 1.0  # type: ignore[attr-defined]  # the value does not change the cost
     synchronize(device)
     t0 = clock()
     init(tensor, local_name)

@@ -52,14 +52,7 @@ def _visits(model: nn.Module, strategies: list[str]) -> dict[str, dict[int, int]
 
 def _nodes(model: nn.Module, strategies: list[str]) -> list[ModuleNode]:
     storages = storage_owners(model, buffer_persistence(model))
-    owner: dict[int, str] = {}
-    size: dict[int, int] = {}
-    canonical: dict[int, str] = {}
-    for key, entries in storages.items():
-        name = canonical_name(entries)
-        canonical[key] = name
-        owner[key] = name.rpartition(".")[0]
-        size[key] = max(e.tensor.numel() * e.tensor.element_size() for e in entries)
+    canonical = {key: canonical_name(entries) for key, entries in storages.items()}
     visits = _visits(model, strategies)
     nodes: dict[str, ModuleNode] = {}
     for path, module in model.named_modules():
@@ -71,33 +64,21 @@ def _nodes(model: nn.Module, strategies: list[str]) -> list[ModuleNode]:
             if canonical[key] != qualified_name(path, local):
                 node.shared.append(f"{local} = {canonical[key]}")
         nodes[path] = node
-    for key, path in owner.items():
+    # Each storage adds to its owner, and to the subtree of its owner and of every ancestor, once.
+    for key, entries in storages.items():
+        size = max(e.tensor.numel() * e.tensor.element_size() for e in entries)
+        path = canonical[key].rpartition(".")[0]
         home = nodes.get(path)
-        if home is None:  # owned by a module reached only through a duplicate path
-            continue
-        home.own_bytes += size[key]
-        _add_visits(home.visits, home.redundant, visits, key)
-    _subtree_totals(model, nodes, owner, size, visits, strategies)
-    return list(nodes.values())
-
-
-def _subtree_totals(
-    model: nn.Module,
-    nodes: dict[str, ModuleNode],
-    owner: dict[int, str],
-    size: dict[int, int],
-    visits: dict[str, dict[int, int]],
-    strategies: list[str],
-) -> None:
-    """Each storage adds to its owner and every ancestor of it, once."""
-    for key, path in owner.items():
+        if home is not None:  # else owned by a module reached only through a duplicate path
+            home.own_bytes += size
+            _add_visits(home.visits, home.redundant, visits, key)
         parts = path.split(".") if path else []
         for cut in range(len(parts), -1, -1):
             node = nodes.get(".".join(parts[:cut]))
-            if node is None:
-                continue
-            node.subtree_bytes += size[key]
-            _add_visits(node.subtree_visits, node.subtree_redundant, visits, key)
+            if node is not None:
+                node.subtree_bytes += size
+                _add_visits(node.subtree_visits, node.subtree_redundant, visits, key)
+    return list(nodes.values())
 
 
 def _add_visits(total: dict[str, int], redundant: dict[str, int], visits: dict[str, dict[int, int]], key: int) -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from dummyprof.anatomy import allocated_bytes
@@ -18,10 +17,10 @@ from dummyprof.measure.environment import collect_environment
 from dummyprof.models.source import ModelSource
 from dummyprof.results.compare import Projection, SizeDecision, StrategyResult
 from dummyprof.results.session import Results
-from dummyprof.results.trace import StrategyTrace
 from dummyprof.scenarios.compare.options import DEFAULT_STRATEGIES, CompareOptions, validate
 from dummyprof.scenarios.compare.runner import AutoRepeat, Clock, Progress, run_compare, summarize_model
 from dummyprof.scenarios.compare.sizing import MetaCounts, count_strategies, counting_limit, decide, projected_result
+from dummyprof.scenarios.compare.trace import trace_fills
 from dummyprof.scenarios.deployment.source import chosen_source
 from dummyprof.scenarios.model_choice import check_source_fits
 from dummyprof.units import format_seconds
@@ -131,7 +130,7 @@ def run(
     # The write tracing and the --trace fills run before the timed rounds, so their time comes out of
     # the rounds' share of the budget instead of running past its end.
     traced = trace_loaders(loaders, lambda: build(device))
-    traces = _instrumented_rounds(build, device, builtin, options.initializer) if options.trace else None
+    traces = trace_fills(build, device, builtin, options.initializer) if options.trace else None
     rounds = options.warmup + repeat  # what decision.predicted_s is for
     result = run_compare(
         lambda: build(device),
@@ -163,22 +162,3 @@ def run(
     results.notices.extend(source.notes)
     results.notices.extend(loader_notes)
     return results
-
-
-def _instrumented_rounds(
-    build: Callable[[torch.device], torch.nn.Module],
-    device: torch.device,
-    strategies: list[Strategy],
-    initializer: str | None,
-) -> list[StrategyTrace]:
-    """A fresh model per strategy, filled once with a span per module and per fill; never timed."""
-    from dummyprof.loaders.initializers import get_initializer
-    from dummyprof.scenarios.compare.trace import trace_fill
-
-    traces = []
-    for strategy in strategies:
-        name = initializer or strategy.initializer
-        model = build(device)
-        traces.append(trace_fill(model, strategy, get_initializer(name), name, device))
-        del model
-    return traces

@@ -238,6 +238,8 @@ def run_compare(
         s.name: StrategyResult(name=s.name, description=s.description, initializer=initializer or s.initializer)
         for s in strategies
     }
+    if strategies and "legacy" not in results:
+        result.baseline_strategy = strategies[0].name
     inits = {s.name: get_initializer(initializer or s.initializer) for s in strategies}
     first_recorders: dict[str, VisitRecorder] = {}
     memory: dict[str, MemoryUse | None] = {s.name: None for s in strategies}
@@ -310,7 +312,6 @@ def run_compare(
         measured += 1
         if auto is not None:
             result.strategies = [results[s.name] for s in strategies]
-            result.baseline_strategy = "legacy" if "legacy" in results else strategies[0].name
             result.auto_stop = auto_stop(result, auto, measured, clock() - started)
             if result.auto_stop:
                 result.repeat = measured
@@ -324,8 +325,6 @@ def run_compare(
     result.strategies = [results[s.name] for s in strategies]
     result.tensors = tensor_table(first_recorders)
     result.floor = floor
-    if strategies and "legacy" not in results:
-        result.baseline_strategy = strategies[0].name
     assess_noise(result)
     gc.collect()
     return result

@@ -8,7 +8,6 @@ from typing import Any
 from torch import nn
 
 from dummyprof.loaders.user_loader import LOADER_INITIALIZER, TRACING_NOTE, UserLoader, load_loader
-from dummyprof.measure.recorder import VisitRecorder
 from dummyprof.measure.write_tracer import TraceResult, trace_writes
 from dummyprof.results.compare import CompareResult
 
@@ -29,31 +28,22 @@ def load_loaders(specs: Sequence[str], args: dict[str, Any], taken: Sequence[str
     return loaders
 
 
-Traced = tuple[UserLoader, TraceResult, VisitRecorder]
+Traced = tuple[UserLoader, TraceResult]
 
 
 def trace_loaders(loaders: Sequence[UserLoader], build: Callable[[], nn.Module]) -> list[Traced]:
     """Trace each loader once on a fresh model (before the timed rounds: its time is then inside the budget)."""
-    traced = []
-    for loader in loaders:
-        model = build()
-        trace = trace_writes(model, loader)
-        recorder = VisitRecorder(model)
-        recorder.records = trace.records
-        recorder.visits = sum(r.visits for r in trace.records.values())
-        traced.append((loader, trace, recorder))
-        del model
-    return traced
+    return [(loader, trace_writes(build(), loader)) for loader in loaders]
 
 
 def apply_traces(result: CompareResult, traced: Sequence[Traced]) -> list[str]:
     """Fill in each traced loader's per-tensor writes; returns report notes."""
-    from dummyprof.scenarios.compare.runner import add_to_tensor_table, summarize_recorder
+    from dummyprof.scenarios.compare.runner import add_to_tensor_table, summarize_records
 
     notes = []
-    for loader, trace, recorder in traced:
+    for loader, trace in traced:
         entry = result.strategy(loader.name)
-        summarize_recorder(entry, recorder)
+        summarize_records(entry, trace.records.values())
         entry.initializer = LOADER_INITIALIZER
         entry.recording_overhead_s = None
         add_to_tensor_table(result.tensors, loader.name, trace.records.values())

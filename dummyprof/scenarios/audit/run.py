@@ -85,12 +85,12 @@ def _source(options: AuditOptions, device: torch.device) -> ModelSource:
     return source
 
 
+@dataclass
 class _Audit:
-    """Accumulates per-tensor rows and findings across fillers."""
+    """Accumulates findings across fillers."""
 
-    def __init__(self, result: AuditResult, ignore: list[str]) -> None:
-        self.result = result
-        self.ignore = set(ignore)
+    result: AuditResult
+    ignore: list[str]
 
     def find(self, kind: str, tensor: str, fillers: Sequence[str] = (), **data: Any) -> None:
         """Record a finding as data (``data``: the Finding fields its kind uses); reporters write the sentence."""

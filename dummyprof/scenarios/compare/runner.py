@@ -83,15 +83,15 @@ def _time_floor(model: nn.Module, device: torch.device, clock: Clock) -> tuple[i
     return sum(s.nbytes() for s in storages), elapsed
 
 
-def summarize_recorder(result: StrategyResult, recorder: VisitRecorder) -> None:
-    visited = [r for r in recorder.records.values() if r.visits]
-    result.visits = recorder.visits
+def summarize_records(result: StrategyResult, records: Iterable[StorageRecord], peak_scratch_bytes: int = 0) -> None:
+    visited = [r for r in records if r.visits]
+    result.visits = sum(r.visits for r in visited)
     result.distinct_tensors = len(visited)
     result.redundant_visits = sum(r.visits - 1 for r in visited)
     result.max_visits = max((r.visits for r in visited), default=0)
     result.bytes_written = sum(r.bytes_written for r in visited)
     result.redundant_bytes_written = sum(max(0, r.bytes_written - r.nbytes) for r in visited)
-    result.peak_scratch_bytes = recorder.peak_scratch_bytes
+    result.peak_scratch_bytes = peak_scratch_bytes
 
 
 def add_to_tensor_table(table: dict[str, TensorResult], column: str, records: Iterable[StorageRecord]) -> None:
@@ -318,7 +318,8 @@ def run_compare(
                 break
     for strategy in strategies:
         entry = results[strategy.name]
-        summarize_recorder(entry, first_recorders[strategy.name])
+        recorder = first_recorders[strategy.name]
+        summarize_records(entry, recorder.records.values(), recorder.peak_scratch_bytes)
         entry.memory = memory[strategy.name] or MemoryUse()
         if measure_overhead and (deadline is None or clock() + slowest_round <= deadline):
             entry.recording_overhead_s = _recording_overhead(build, strategy, clock)

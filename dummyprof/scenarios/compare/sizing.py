@@ -312,14 +312,14 @@ def projected_result(
     device: str,
 ) -> CompareResult:
     """Results of a run that filled nothing at full size: exact meta counts, projected times and memory."""
-    from dummyprof.scenarios.compare.runner import summarize_model, summarize_recorder, tensor_table
+    from dummyprof.scenarios.compare.runner import summarize_model, summarize_records, tensor_table
 
     summary = summarize_model(source, meta.model, device, model_bytes(meta.model))
     result = CompareResult(model=summary, repeat=0, warmup=0, counts="exact-meta", size=decision)
     for strategy in strategies:
         count = meta.counts[strategy.name]
         entry = StrategyResult(name=strategy.name, description=strategy.description, initializer=count.initializer)
-        summarize_recorder(entry, count.recorder)
+        summarize_records(entry, count.recorder.records.values(), count.recorder.peak_scratch_bytes)
         entry.projection = projections[strategy.name]
         result.strategies.append(entry)
     result.tensors = tensor_table({name: c.recorder for name, c in meta.counts.items()})

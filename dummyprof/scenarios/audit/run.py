@@ -78,13 +78,6 @@ def _fillers(options: AuditOptions) -> list[_Filler]:
     return fillers + [_Filler(loader.name, "loader", init, loader_strategy(loader)) for loader in loaders]
 
 
-def _source(options: AuditOptions, device: torch.device) -> ModelSource:
-    source = chosen_source(options)
-    flag = "--preset" if options.preset else "--model" if options.model else "--hidden"
-    check_source_fits(source, device, options.max_memory, flag=flag)
-    return source
-
-
 @dataclass
 class _Audit:
     """Accumulates findings across fillers."""
@@ -173,8 +166,7 @@ def _run_filler(
         if name in only_non_persistent:
             audit.find("non-persistent-written", name, [filler.name])
     for key in trace.untraced:
-        name = names.get(key, "")
-        audit.find("untraced-write", name, [filler.name])
+        audit.find("untraced-write", names.get(key, ""), [filler.name])
     for name in trace.replaced:
         audit.find("replaced", name, [filler.name])
     if recorder is not None:
@@ -233,7 +225,9 @@ def run(options: AuditOptions, *, source: ModelSource | None = None) -> Results:
     fillers = _fillers(options)
     device = resolve_device(options.device)
     if source is None:
-        source = _source(options, device)
+        source = chosen_source(options)
+        flag = "--preset" if options.preset else "--model" if options.model else "--hidden"
+        check_source_fits(source, device, options.max_memory, flag=flag)
     result = AuditResult()
     audit = _Audit(result, options.ignore)
     probe = source.build(device)
@@ -244,6 +238,5 @@ def run(options: AuditOptions, *, source: ModelSource | None = None) -> Results:
         result.fillers.append(_run_filler(filler, lambda: source.build(device), rows, audit))
     result.value_groups = _cross_check(fillers, rows, audit)
     result.tensors = rows
-    results = Results(command="audit", environment=collect_environment(device), audit=result)
-    results.notices.extend(source.notes)  # the loader-tracing notice is the reporters' (from the fillers)
-    return results
+    # the loader-tracing notice is the reporters' (from the fillers)
+    return Results(command="audit", environment=collect_environment(device), audit=result, notices=list(source.notes))

@@ -119,9 +119,9 @@ def run(
                     "shrink the model (--model-arg) or raise the budget",
                 )
         result = projected_result(source, meta, builtin, projections, decision, str(device))
-        results = Results(command="compare", environment=collect_environment(device), compare=result)
-        results.notices.extend(source.notes)
-        return results
+        return Results(
+            command="compare", environment=collect_environment(device), compare=result, notices=list(source.notes)
+        )
     build = source.build
     probe = build(device)
     summary = summarize_model(source, probe, device, allocated_bytes(probe))
@@ -158,7 +158,4 @@ def run(
     result.trace = traces or []
     engine = random_fast.default_engine() if options.initializer == FastInitializer.name else ""
     environment = collect_environment(device, random_fast_engine=engine)
-    results = Results(command="compare", environment=environment, compare=result)
-    results.notices.extend(source.notes)
-    results.notices.extend(loader_notes)
-    return results
+    return Results(command="compare", environment=environment, compare=result, notices=source.notes + loader_notes)

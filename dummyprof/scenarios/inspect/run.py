@@ -74,10 +74,10 @@ def _nodes(model: nn.Module, strategies: list[str]) -> list[ModuleNode]:
             _add_visits(home.visits, home.redundant, visits, key)
         parts = path.split(".") if path else []
         for cut in range(len(parts), -1, -1):
-            node = nodes.get(".".join(parts[:cut]))
-            if node is not None:
-                node.subtree_bytes += size
-                _add_visits(node.subtree_visits, node.subtree_redundant, visits, key)
+            above = nodes.get(".".join(parts[:cut]))
+            if above is not None:
+                above.subtree_bytes += size
+                _add_visits(above.subtree_visits, above.subtree_redundant, visits, key)
     return list(nodes.values())
 
 
@@ -127,7 +127,6 @@ def run(options: InspectOptions, *, source: ModelSource | None = None) -> Result
         hidden_modules=hidden,
         real_device_tensors=sum(1 for t in registered_tensors(model) if t.device.type != "meta"),
     )
-    results = Results(command="inspect", environment=collect_environment(torch.device("cpu")), inspect=result)
-    results.notices.extend(source.notes)
+    environment = collect_environment(torch.device("cpu"))
     # the meta-device notice is the reporters' (from real_device_tensors)
-    return results
+    return Results(command="inspect", environment=environment, inspect=result, notices=list(source.notes))

@@ -29,37 +29,6 @@ COMPARE_METRICS = ("visits", "time", "bytes")
 ENGRAM_METRICS = ("time", "bytes")
 
 
-def _compare_point(value: int, results: Results) -> SweepPoint:
-    section = results.compare
-    assert section is not None
-    point = SweepPoint(value=value, model_bytes=section.model.bytes)
-    for s in section.strategies:
-        point.series[s.name] = SeriesPoint(
-            seconds=s.timing.median,
-            samples_s=list(s.timing.samples_s),
-            visits=s.visits,
-            bytes_written=s.bytes_written,
-            peak_rss_bytes=s.memory.rss_peak_bytes,
-        )
-    return point
-
-
-def _engram_point(value: int, results: Results) -> SweepPoint:
-    section = results.engram
-    assert section is not None
-    point = SweepPoint(value=value, model_bytes=section.layout.table_bytes_per_rank)
-    for m in section.methods:
-        peak = m.peak_rss_bytes.value
-        point.series[m.name] = SeriesPoint(
-            seconds=m.seconds.value,
-            samples_s=list(m.timing.samples_s),
-            projected=m.seconds.projected,
-            bytes_written=m.bytes_written,
-            peak_rss_bytes=None if peak is None else int(peak),
-        )
-    return point
-
-
 class SweepStopped(DummyprofError):
     """A point failed after others were measured: ``results`` holds those (the CLI shows and saves them),
     ``error`` the failure, whose exit code the run ends with."""
@@ -144,16 +113,38 @@ def _run_point(
         from dummyprof.scenarios.engram import run as engram
 
         point_results = engram.run(engram_options(options, value), progress=progress)
-        result.repeat = point_results.engram.repeat if point_results.engram else 0
+        tables = point_results.engram
+        assert tables is not None
+        result.repeat = tables.repeat
         result.model_description = f"Engram tables, {value:,} rows"
-        return point_results, _engram_point(value, point_results)
+        point = SweepPoint(value=value, model_bytes=tables.layout.table_bytes_per_rank)
+        for m in tables.methods:
+            peak = m.peak_rss_bytes.value
+            point.series[m.name] = SeriesPoint(
+                seconds=m.seconds.value,
+                samples_s=list(m.timing.samples_s),
+                projected=m.seconds.projected,
+                bytes_written=m.bytes_written,
+                peak_rss_bytes=None if peak is None else int(peak),
+            )
+        return point_results, point
     from dummyprof.scenarios.compare import run as compare
 
     point_results = compare.run(compare_options(options, value), progress=progress)
+    compared = point_results.compare
+    assert compared is not None
     result.repeat = options.compare.repeat
-    assert point_results.compare is not None
-    result.model_description = point_results.compare.model.description
-    return point_results, _compare_point(value, point_results)
+    result.model_description = compared.model.description
+    point = SweepPoint(value=value, model_bytes=compared.model.bytes)
+    for s in compared.strategies:
+        point.series[s.name] = SeriesPoint(
+            seconds=s.timing.median,
+            samples_s=list(s.timing.samples_s),
+            visits=s.visits,
+            bytes_written=s.bytes_written,
+            peak_rss_bytes=s.memory.rss_peak_bytes,
+        )
+    return point_results, point
 
 
 def _finish(options: SweepOptions, result: SweepResult, notices: list[str], environment: Any) -> Results:

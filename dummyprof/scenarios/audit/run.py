@@ -123,22 +123,18 @@ def _structure(model: nn.Module, audit: _Audit) -> dict[str, AuditTensor]:
     return rows
 
 
-def _name_by_key(model: nn.Module) -> tuple[dict[int, str], dict[int, torch.Tensor], set[str]]:
-    persistence = buffer_persistence(model)
-    storages = storage_owners(model, persistence)
-    only_non_persistent = {
-        canonical_name(entries) for entries in storages.values() if all(e.kind == NON_PERSISTENT for e in entries)
-    }
+def _name_by_key(model: nn.Module) -> tuple[dict[int, str], dict[int, torch.Tensor]]:
+    storages = storage_owners(model, buffer_persistence(model))
     names = {key: canonical_name(entries) for key, entries in storages.items()}
     tensors = {key: next(e.tensor for e in entries if e.name == names[key]) for key, entries in storages.items()}
-    return names, tensors, only_non_persistent
+    return names, tensors
 
 
 def _run_filler(
     filler: _Filler, build: Callable[[], nn.Module], rows: dict[str, AuditTensor], audit: _Audit
 ) -> FillerSummary:
     model = build()
-    names, tensors, only_non_persistent = _name_by_key(model)
+    names, tensors = _name_by_key(model)
     recorder = VisitRecorder(model) if filler.kind == "strategy" else None
     trace = trace_writes(model, lambda m: run_strategy(m, filler.strategy, initializer=filler.init, recorder=recorder))
     summary = FillerSummary(filler.name, filler.kind, filler.initializer, outside_writes=trace.outside_writes)
@@ -163,7 +159,7 @@ def _run_filler(
     for name, count in written.items():
         if count > 1:
             audit.find("repeated", name, [filler.name], count=count)
-        if name in only_non_persistent:
+        if all(k == NON_PERSISTENT for k in rows[name].kinds):
             audit.find("non-persistent-written", name, [filler.name])
     for key in trace.untraced:
         audit.find("untraced-write", names.get(key, ""), [filler.name])
@@ -189,7 +185,7 @@ def _cross_check(fillers: list[_Filler], rows: dict[str, AuditTensor], audit: _A
     names = [f.name for f in fillers]
     for tensor, row in rows.items():
         wrote = [n for n in names if row.writes.get(n, 0)]
-        if all(k == "non-persistent buffer" for k in row.kinds):
+        if all(k == NON_PERSISTENT for k in row.kinds):
             continue  # writing a non-persistent buffer is the finding; leaving it alone is right
         if not wrote and not row.vllm_fills:
             continue  # nobody fills it, and vLLM would not either: 'untouched' notes it

@@ -209,7 +209,6 @@ def run_compare(
     clock: Clock = time.perf_counter,
     progress: Progress | None = None,
     measure_overhead: bool = True,
-    measure_floor: bool = True,
     auto: AutoRepeat | None = None,
     deadline: float | None = None,
     round_estimate_s: float = 0.0,
@@ -217,8 +216,8 @@ def run_compare(
     """Time each strategy over ``warmup + repeat`` interleaved rounds (A, B, C, A, B, C, ...).
 
     Every run gets a freshly built model, so no strategy finds memory another
-    one already touched. Warm-up rounds are run and discarded. With ``measure_floor``
-    each fill is followed by the memset floor on one more fresh model (see :class:`FloorResult`).
+    one already touched. Warm-up rounds are run and discarded. Each fill is followed by the
+    memset floor on one more fresh model (see :class:`FloorResult`).
     With ``auto``, ``repeat`` is ignored: rounds go on until :func:`auto_stop` says why to stop.
 
     ``deadline`` (a reading of ``clock``) bounds the whole call. A round is expected to take as long as the
@@ -233,7 +232,7 @@ def run_compare(
         repeat = auto.max_rounds
     started = clock()
     result = CompareResult(model=model, repeat=repeat, warmup=warmup)
-    floor = FloorResult(generator_bound_share=GENERATOR_BOUND_SHARE) if measure_floor else None
+    floor = FloorResult(generator_bound_share=GENERATOR_BOUND_SHARE)
     results = {
         s.name: StrategyResult(name=s.name, description=s.description, initializer=initializer or s.initializer)
         for s in strategies
@@ -293,15 +292,14 @@ def run_compare(
                     ),
                 )
             del target, recorder
-            if floor is not None:
-                # After every fill, not once a round: as many readings as fills, in the same memory state
-                # (a fresh model), so the fastest is as fast as the fills could be (a preempted memset only
-                # ever reads slower, and a fill faster than the floor is flagged, see assess_noise).
-                target = build()
-                floor.bytes_written, elapsed = _time_floor(target, device, clock)
-                if not warming:
-                    floor.timing.samples_s.append(elapsed)
-                del target
+            # After every fill, not once a round: as many readings as fills, in the same memory state
+            # (a fresh model), so the fastest is as fast as the fills could be (a preempted memset only
+            # ever reads slower, and a fill faster than the floor is flagged, see assess_noise).
+            target = build()
+            floor.bytes_written, elapsed = _time_floor(target, device, clock)
+            if not warming:
+                floor.timing.samples_s.append(elapsed)
+            del target
             done += 1
             if progress is not None:
                 progress(done, total, f"{label}: {strategy.name}")

@@ -115,8 +115,7 @@ def _structure(model: nn.Module, audit: _Audit) -> dict[str, AuditTensor]:
         if len(entries) > 1:
             same_object = all(e.tensor is entries[0].tensor for e in entries)
             audit.find("shared-storage", name, names=[e.name for e in entries], tied=same_object)
-    keys = set(storages)
-    for stray_name, tensor in unregistered_tensors(model, keys):
+    for stray_name, tensor in unregistered_tensors(model, set(storages)):
         shape, dtype, nbytes = describe(tensor)
         audit.result.unregistered.append(UnregisteredTensor(stray_name, shape, dtype, nbytes))
         audit.find("unregistered", stray_name, dtype=dtype, shape=shape, nbytes=nbytes)
@@ -228,7 +227,7 @@ def run(options: AuditOptions, *, source: ModelSource | None = None) -> Results:
     audit = _Audit(result, options.ignore)
     probe = source.build(device)
     rows = _structure(probe, audit)
-    result.model = summarize_model(source, probe, device, sum(r.nbytes for r in rows.values()), rows)
+    result.model = summarize_model(source, probe, device, sum(r.nbytes for r in rows.values()))
     del probe
     for filler in fillers:
         result.fillers.append(_run_filler(filler, lambda: source.build(device), rows, audit))

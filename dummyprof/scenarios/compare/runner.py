@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import gc
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
 
 import torch
 from torch import nn
@@ -32,10 +31,6 @@ from dummyprof.results.compare import CompareResult, FloorResult, ModelSummary, 
 from dummyprof.scenarios.model_choice import model_summary
 
 Clock = Callable[[], float]
-
-
-class Named(Protocol):
-    names: list[str]  # every registered name of one storage: a recorder's record, an audit row
 
 
 Progress = Callable[[int, int, str], None]  # done, total, label
@@ -112,15 +107,9 @@ def add_to_tensor_table(table: dict[str, TensorResult], column: str, records: It
         entry.bytes_written[column] = record.bytes_written
 
 
-def summarize_model(
-    source: ModelSource,
-    model: nn.Module,
-    device: torch.device | str,
-    nbytes: int,
-    records: Mapping[Any, Named] | None = None,
-) -> ModelSummary:
-    """The model's modules, storages (``records``, by default its index) and their names, and ``nbytes``."""
-    records = index_model(model) if records is None else records
+def summarize_model(source: ModelSource, model: nn.Module, device: torch.device | str, nbytes: int) -> ModelSummary:
+    """The model's modules, storages and their names, and ``nbytes``."""
+    records = index_model(model)
     return model_summary(
         source,
         str(device),

@@ -7,6 +7,7 @@ from typing import Any
 
 from torch import nn
 
+from dummyprof.errors import UsageError
 from dummyprof.loaders.user_loader import LOADER_INITIALIZER, TRACING_NOTE, UserLoader, load_loader
 from dummyprof.measure.write_tracer import TraceResult, trace_writes
 from dummyprof.results.compare import CompareResult
@@ -18,8 +19,6 @@ def load_loaders(specs: Sequence[str], args: dict[str, Any], taken: Sequence[str
     for spec in specs:
         loader = load_loader(spec, args)
         if loader.name in names:
-            from dummyprof.errors import UsageError
-
             raise UsageError.for_field(
                 "loaders", f"{loader.name!r} is listed twice (or clashes with a --strategy name)"
             )

@@ -21,7 +21,7 @@ from dummyprof.anatomy import (
     storage_key,
     storage_owners,
 )
-from dummyprof.loaders.initializers import NOT_WRITTEN, FillOutcome
+from dummyprof.loaders.initializers import NOT_WRITTEN
 from dummyprof.loaders.strategies import get_strategy, run_strategy
 from dummyprof.measure.environment import collect_environment
 from dummyprof.measure.recorder import VisitRecorder
@@ -37,15 +37,11 @@ __all__ = ["DEFAULT_STRATEGIES", "InspectOptions", "run", "validate"]
 META = torch.device("meta")
 
 
-def _no_fill(tensor: torch.Tensor, local_name: str) -> FillOutcome:
-    return NOT_WRITTEN
-
-
 def _visits(model: nn.Module, strategies: list[str]) -> dict[str, dict[int, int]]:
     counts: dict[str, dict[int, int]] = {}
     for name in strategies:
         recorder = VisitRecorder(model)
-        run_strategy(model, get_strategy(name), initializer=_no_fill, recorder=recorder)
+        run_strategy(model, get_strategy(name), initializer=lambda tensor, name: NOT_WRITTEN, recorder=recorder)
         counts[name] = {key: record.visits for key, record in recorder.records.items()}
     return counts
 
@@ -89,15 +85,6 @@ def _add_visits(total: dict[str, int], redundant: dict[str, int], visits: dict[s
         redundant[strategy] = redundant.get(strategy, 0) + max(0, count - 1)
 
 
-def _prune(nodes: list[ModuleNode], max_depth: int | None, min_bytes: int) -> tuple[list[ModuleNode], int]:
-    kept = [
-        n
-        for n in nodes
-        if (max_depth is None or n.depth <= max_depth) and (n.depth == 0 or n.subtree_bytes >= min_bytes)
-    ]
-    return kept, len(nodes) - len(kept)
-
-
 def run(options: InspectOptions, *, source: ModelSource | None = None) -> Results:
     """Build on meta, count visits per strategy, and return the inspect Results."""
     validate(options)
@@ -109,7 +96,12 @@ def run(options: InspectOptions, *, source: ModelSource | None = None) -> Result
         source = chosen_source(options)
     model = source.build(META)
     nodes = _nodes(model, list(options.strategies))
-    kept, hidden = _prune(nodes, options.max_depth, options.min_bytes)
+    kept = [
+        n
+        for n in nodes
+        if (options.max_depth is None or n.depth <= options.max_depth)
+        and (n.depth == 0 or n.subtree_bytes >= options.min_bytes)
+    ]
     root = nodes[0]
     result = InspectResult(
         model=model_summary(
@@ -124,7 +116,7 @@ def run(options: InspectOptions, *, source: ModelSource | None = None) -> Result
         nodes=kept,
         max_depth=options.max_depth,
         min_bytes=options.min_bytes,
-        hidden_modules=hidden,
+        hidden_modules=len(nodes) - len(kept),
         real_device_tensors=sum(1 for t in registered_tensors(model) if t.device.type != "meta"),
     )
     environment = collect_environment(torch.device("cpu"))

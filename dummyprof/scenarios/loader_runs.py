@@ -11,6 +11,7 @@ from dummyprof.errors import UsageError
 from dummyprof.loaders.user_loader import LOADER_INITIALIZER, TRACING_NOTE, UserLoader, load_loader
 from dummyprof.measure.write_tracer import TraceResult, trace_writes
 from dummyprof.results.compare import CompareResult
+from dummyprof.scenarios.compare.runner import add_to_tensor_table, summarize_records
 
 
 def load_loaders(specs: Sequence[str], args: dict[str, Any], taken: Sequence[str]) -> list[UserLoader]:
@@ -37,8 +38,6 @@ def trace_loaders(loaders: Sequence[UserLoader], build: Callable[[], nn.Module])
 
 def apply_traces(result: CompareResult, traced: Sequence[Traced]) -> list[str]:
     """Fill in each traced loader's per-tensor writes; returns report notes."""
-    from dummyprof.scenarios.compare.runner import add_to_tensor_table, summarize_records
-
     notes = []
     for loader, trace in traced:
         entry = result.strategy(loader.name)

@@ -42,6 +42,7 @@ from dummyprof.results.compare import (
     StrategyResult,
 )
 from dummyprof.results.engram import LinearFit
+from dummyprof.scenarios.compare.runner import summarize_model, summarize_records, tensor_table
 
 META = torch.device("meta")
 CALIBRATION_SHARE = 0.15  # of the time budget, for all calibration fills together
@@ -312,8 +313,6 @@ def projected_result(
     device: str,
 ) -> CompareResult:
     """Results of a run that filled nothing at full size: exact meta counts, projected times and memory."""
-    from dummyprof.scenarios.compare.runner import summarize_model, summarize_records, tensor_table
-
     summary = summarize_model(source, meta.model, device, model_bytes(meta.model))
     result = CompareResult(model=summary, repeat=0, warmup=0, counts="exact-meta", size=decision)
     for strategy in strategies:

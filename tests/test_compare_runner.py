@@ -100,5 +100,3 @@ def test_each_round_measures_the_memset_floor_on_a_fresh_model() -> None:
     assert len(built) == 3 * 2 + 1  # per round: the strategy's model and the floor's, plus the overhead probe
     floored = built[-2]  # the last round's floor model (the overhead probe was built after it)
     assert all(not t.any() for t in floored.state_dict().values() if t.dtype != torch.bool)
-    off = run_compare(build, ModelSummary(), strategies, torch.device("cpu"), repeat=1, measure_floor=False)
-    assert off.floor is None and off.share_of_floor("per-layer") is None

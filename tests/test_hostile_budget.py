@@ -41,7 +41,7 @@ def test_trace_fills_come_out_of_the_budget_not_after_it(monkeypatch: pytest.Mon
         return []
 
     monkeypatch.setattr(runner, "run_strategy", one_second_fill)
-    monkeypatch.setattr(compare_run, "_instrumented_rounds", four_second_trace)
+    monkeypatch.setattr(compare_run, "trace_fills", four_second_trace)
     options = CompareOptions(depth=1, hidden=32, repeat=1000, warmup=1, device="cpu", time_budget=10.0, trace=True)
     start = clock()
     result = compare_run.run(options, clock=clock).compare

@@ -7,11 +7,11 @@ from typing import Any
 
 from torch import nn
 
-from dummyprof.loaders.strategies import Strategy
-from dummyprof.loaders.user_loader import LOADER_INITIALIZER, TRACING_NOTE, UserLoader, load_loader, loader_strategy
-from dummyprof.measure.recorder import VisitRecorder
+from dummyprof.errors import UsageError
+from dummyprof.loaders.user_loader import LOADER_INITIALIZER, TRACING_NOTE, UserLoader, load_loader
 from dummyprof.measure.write_tracer import TraceResult, trace_writes
 from dummyprof.results.compare import CompareResult
+from dummyprof.scenarios.compare.runner import add_to_tensor_table, summarize_records
 
 
 def load_loaders(specs: Sequence[str], args: dict[str, Any], taken: Sequence[str]) -> list[UserLoader]:
@@ -20,8 +20,6 @@ def load_loaders(specs: Sequence[str], args: dict[str, Any], taken: Sequence[str
     for spec in specs:
         loader = load_loader(spec, args)
         if loader.name in names:
-            from dummyprof.errors import UsageError
-
             raise UsageError.for_field(
                 "loaders", f"{loader.name!r} is listed twice (or clashes with a --strategy name)"
             )
@@ -30,35 +28,20 @@ def load_loaders(specs: Sequence[str], args: dict[str, Any], taken: Sequence[str
     return loaders
 
 
-def loader_strategies(loaders: Sequence[UserLoader]) -> list[Strategy]:
-    return [loader_strategy(loader) for loader in loaders]
-
-
-Traced = tuple[UserLoader, TraceResult, VisitRecorder]
+Traced = tuple[UserLoader, TraceResult]
 
 
 def trace_loaders(loaders: Sequence[UserLoader], build: Callable[[], nn.Module]) -> list[Traced]:
     """Trace each loader once on a fresh model (before the timed rounds: its time is then inside the budget)."""
-    traced = []
-    for loader in loaders:
-        model = build()
-        trace = trace_writes(model, loader)
-        recorder = VisitRecorder(model)
-        recorder.records = trace.records
-        recorder.visits = sum(r.visits for r in trace.records.values())
-        traced.append((loader, trace, recorder))
-        del model
-    return traced
+    return [(loader, trace_writes(build(), loader)) for loader in loaders]
 
 
 def apply_traces(result: CompareResult, traced: Sequence[Traced]) -> list[str]:
     """Fill in each traced loader's per-tensor writes; returns report notes."""
-    from dummyprof.scenarios.compare.runner import add_to_tensor_table, summarize_recorder
-
     notes = []
-    for loader, trace, recorder in traced:
+    for loader, trace in traced:
         entry = result.strategy(loader.name)
-        summarize_recorder(entry, recorder)
+        summarize_records(entry, trace.records.values())
         entry.initializer = LOADER_INITIALIZER
         entry.recording_overhead_s = None
         add_to_tensor_table(result.tensors, loader.name, trace.records.values())

@@ -23,14 +23,14 @@ from dummyprof.anatomy import (
     storage_owners,
     unregistered_tensors,
 )
-from dummyprof.loaders.initializers import vllm_fills
+from dummyprof.loaders.initializers import Initializer, get_initializer, vllm_fills
 from dummyprof.loaders.strategies import Strategy, get_strategy, run_strategy
-from dummyprof.loaders.user_loader import UserLoader
+from dummyprof.loaders.user_loader import loader_strategy
 from dummyprof.measure.device import resolve_device
 from dummyprof.measure.environment import collect_environment
 from dummyprof.measure.recorder import VisitRecorder
 from dummyprof.measure.write_tracer import trace_writes
-from dummyprof.models.source import ModelSource, synthetic_source
+from dummyprof.models.source import ModelSource
 from dummyprof.results.audit import (
     FINDING_KINDS,
     INFO_KINDS,
@@ -43,7 +43,8 @@ from dummyprof.results.audit import (
 from dummyprof.results.session import Results
 from dummyprof.scenarios.audit.options import DEFAULT_STRATEGIES, AuditOptions, validate
 from dummyprof.scenarios.compare.runner import summarize_model
-from dummyprof.scenarios.model_choice import check_source_fits, resolve_source
+from dummyprof.scenarios.deployment.source import chosen_source
+from dummyprof.scenarios.model_choice import check_source_fits
 
 __all__ = ["DEFAULT_STRATEGIES", "AuditOptions", "run", "tensor_digest", "validate"]
 
@@ -52,8 +53,9 @@ __all__ = ["DEFAULT_STRATEGIES", "AuditOptions", "run", "tensor_digest", "valida
 class _Filler:
     name: str
     kind: str
-    initializer: str | None
-    fill: Callable[[nn.Module, VisitRecorder | None], None]
+    initializer: str | None  # the strategy's, or the one a loader was declared to fill like
+    strategy: Strategy  # a loader runs as one (loader_strategy), its initializer never called
+    init: Initializer | None = None
 
 
 def tensor_digest(tensor: torch.Tensor) -> str:
@@ -64,55 +66,24 @@ def tensor_digest(tensor: torch.Tensor) -> str:
     return hashlib.blake2b(flat.numpy().tobytes(), digest_size=16).hexdigest()
 
 
-def _strategy_filler(strategy: Strategy, initializer: str | None) -> _Filler:
-    from dummyprof.loaders.initializers import get_initializer
-
-    name = initializer or strategy.initializer
-    init = get_initializer(name)
-
-    def fill(model: nn.Module, recorder: VisitRecorder | None) -> None:
-        run_strategy(model, strategy, initializer=init, recorder=recorder)
-
-    return _Filler(strategy.name, "strategy", name, fill)
-
-
-def _loader_filler(loader: UserLoader, initializer: str | None) -> _Filler:
-    def fill(model: nn.Module, recorder: VisitRecorder | None) -> None:
-        with torch.no_grad():
-            loader(model)
-
-    return _Filler(loader.name, "loader", initializer, fill)
-
-
 def _fillers(options: AuditOptions) -> list[_Filler]:
     from dummyprof.scenarios.loader_runs import load_loaders
 
-    fillers = [_strategy_filler(get_strategy(name), options.initializer) for name in options.strategies]
+    fillers = []
+    for strategy in map(get_strategy, options.strategies):
+        name = options.initializer or strategy.initializer
+        fillers.append(_Filler(strategy.name, "strategy", name, strategy, get_initializer(name)))
     loaders = load_loaders(options.loaders, options.loader_args, options.strategies)
-    return fillers + [_loader_filler(loader, options.loader_initializer) for loader in loaders]
+    init = options.loader_initializer
+    return fillers + [_Filler(loader.name, "loader", init, loader_strategy(loader)) for loader in loaders]
 
 
-def _source(options: AuditOptions, device: torch.device) -> ModelSource:
-    source = resolve_source(
-        model=options.model,
-        preset=options.preset,
-        model_args=options.model_args,
-        trust_remote_code=options.trust_remote_code,
-    )
-    if source is not None:
-        check_source_fits(source, device, options.max_memory, flag="--preset" if options.preset else "--model")
-        return source
-    source = synthetic_source(options.tree_spec())
-    check_source_fits(source, device, options.max_memory, flag="--hidden")
-    return source
-
-
+@dataclass
 class _Audit:
-    """Accumulates per-tensor rows and findings across fillers."""
+    """Accumulates findings across fillers."""
 
-    def __init__(self, result: AuditResult, ignore: list[str]) -> None:
-        self.result = result
-        self.ignore = set(ignore)
+    result: AuditResult
+    ignore: list[str]
 
     def find(self, kind: str, tensor: str, fillers: Sequence[str] = (), **data: Any) -> None:
         """Record a finding as data (``data``: the Finding fields its kind uses); reporters write the sentence."""
@@ -144,32 +115,27 @@ def _structure(model: nn.Module, audit: _Audit) -> dict[str, AuditTensor]:
         if len(entries) > 1:
             same_object = all(e.tensor is entries[0].tensor for e in entries)
             audit.find("shared-storage", name, names=[e.name for e in entries], tied=same_object)
-    keys = set(storages)
-    for stray_name, tensor in unregistered_tensors(model, keys):
+    for stray_name, tensor in unregistered_tensors(model, set(storages)):
         shape, dtype, nbytes = describe(tensor)
         audit.result.unregistered.append(UnregisteredTensor(stray_name, shape, dtype, nbytes))
         audit.find("unregistered", stray_name, dtype=dtype, shape=shape, nbytes=nbytes)
     return rows
 
 
-def _name_by_key(model: nn.Module) -> tuple[dict[int, str], dict[int, torch.Tensor], set[str]]:
-    persistence = buffer_persistence(model)
-    storages = storage_owners(model, persistence)
-    only_non_persistent = {
-        canonical_name(entries) for entries in storages.values() if all(e.kind == NON_PERSISTENT for e in entries)
-    }
+def _name_by_key(model: nn.Module) -> tuple[dict[int, str], dict[int, torch.Tensor]]:
+    storages = storage_owners(model, buffer_persistence(model))
     names = {key: canonical_name(entries) for key, entries in storages.items()}
     tensors = {key: next(e.tensor for e in entries if e.name == names[key]) for key, entries in storages.items()}
-    return names, tensors, only_non_persistent
+    return names, tensors
 
 
 def _run_filler(
     filler: _Filler, build: Callable[[], nn.Module], rows: dict[str, AuditTensor], audit: _Audit
 ) -> FillerSummary:
     model = build()
-    names, tensors, only_non_persistent = _name_by_key(model)
+    names, tensors = _name_by_key(model)
     recorder = VisitRecorder(model) if filler.kind == "strategy" else None
-    trace = trace_writes(model, lambda m: filler.fill(m, recorder))
+    trace = trace_writes(model, lambda m: run_strategy(m, filler.strategy, initializer=filler.init, recorder=recorder))
     summary = FillerSummary(filler.name, filler.kind, filler.initializer, outside_writes=trace.outside_writes)
     written: dict[str, int] = {}
     for key, record in trace.records.items():
@@ -192,11 +158,10 @@ def _run_filler(
     for name, count in written.items():
         if count > 1:
             audit.find("repeated", name, [filler.name], count=count)
-        if name in only_non_persistent:
+        if all(k == NON_PERSISTENT for k in rows[name].kinds):
             audit.find("non-persistent-written", name, [filler.name])
     for key in trace.untraced:
-        name = names.get(key, "")
-        audit.find("untraced-write", name, [filler.name])
+        audit.find("untraced-write", names.get(key, ""), [filler.name])
     for name in trace.replaced:
         audit.find("replaced", name, [filler.name])
     if recorder is not None:
@@ -219,7 +184,7 @@ def _cross_check(fillers: list[_Filler], rows: dict[str, AuditTensor], audit: _A
     names = [f.name for f in fillers]
     for tensor, row in rows.items():
         wrote = [n for n in names if row.writes.get(n, 0)]
-        if all(k == "non-persistent buffer" for k in row.kinds):
+        if all(k == NON_PERSISTENT for k in row.kinds):
             continue  # writing a non-persistent buffer is the finding; leaving it alone is right
         if not wrote and not row.vllm_fills:
             continue  # nobody fills it, and vLLM would not either: 'untouched' notes it
@@ -255,17 +220,18 @@ def run(options: AuditOptions, *, source: ModelSource | None = None) -> Results:
     fillers = _fillers(options)
     device = resolve_device(options.device)
     if source is None:
-        source = _source(options, device)
+        source = chosen_source(options)
+        flag = "--preset" if options.preset else "--model" if options.model else "--hidden"
+        check_source_fits(source, device, options.max_memory, flag=flag)
     result = AuditResult()
     audit = _Audit(result, options.ignore)
     probe = source.build(device)
     rows = _structure(probe, audit)
-    result.model = summarize_model(source, probe, device, sum(r.nbytes for r in rows.values()), rows)
+    result.model = summarize_model(source, probe, device, sum(r.nbytes for r in rows.values()))
     del probe
     for filler in fillers:
         result.fillers.append(_run_filler(filler, lambda: source.build(device), rows, audit))
     result.value_groups = _cross_check(fillers, rows, audit)
     result.tensors = rows
-    results = Results(command="audit", environment=collect_environment(device), audit=result)
-    results.notices.extend(source.notes)  # the loader-tracing notice is the reporters' (from the fillers)
-    return results
+    # the loader-tracing notice is the reporters' (from the fillers)
+    return Results(command="audit", environment=collect_environment(device), audit=result, notices=list(source.notes))

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from dummyprof.anatomy import allocated_bytes
@@ -12,16 +11,18 @@ from dummyprof.loaders import random_fast
 from dummyprof.loaders.counting import CountResult
 from dummyprof.loaders.initializers import FastInitializer
 from dummyprof.loaders.strategies import Strategy, get_strategy
+from dummyprof.loaders.user_loader import loader_strategy
 from dummyprof.measure.device import resolve_device
 from dummyprof.measure.environment import collect_environment
 from dummyprof.models.source import ModelSource
 from dummyprof.results.compare import Projection, SizeDecision, StrategyResult
 from dummyprof.results.session import Results
-from dummyprof.results.trace import StrategyTrace
 from dummyprof.scenarios.compare.options import DEFAULT_STRATEGIES, CompareOptions, validate
 from dummyprof.scenarios.compare.runner import AutoRepeat, Clock, Progress, run_compare, summarize_model
 from dummyprof.scenarios.compare.sizing import MetaCounts, count_strategies, counting_limit, decide, projected_result
-from dummyprof.scenarios.model_choice import check_source_fits, meta_build_limits, source_or_tree
+from dummyprof.scenarios.compare.trace import trace_fills
+from dummyprof.scenarios.deployment.source import chosen_source
+from dummyprof.scenarios.model_choice import check_source_fits
 from dummyprof.units import format_seconds
 
 if TYPE_CHECKING:
@@ -52,14 +53,7 @@ def size_up(
 ) -> tuple[ModelSource, list[Strategy], MetaCounts, SizeDecision, dict[str, Projection]]:
     """The first half of a run: the model, each strategy's exact counts on meta, measure or project."""
     if source is None:
-        source = source_or_tree(
-            model=options.model,
-            preset=options.preset,
-            model_args=options.model_args,
-            tree=options.tree_spec(),
-            trust_remote_code=options.trust_remote_code,
-            limits=meta_build_limits(counting_limit(options.time_budget)),
-        )
+        source = chosen_source(options, counting_limit(options.time_budget))
     builtin = [get_strategy(name) for name in options.strategies]
     meta = count_strategies(source, builtin, options.initializer, time_budget_s=options.time_budget)
     decision, projections = decide(
@@ -93,7 +87,7 @@ def run(
         return run_deployment(
             options, "compare", strategies=options.strategies, source=source, progress=progress, fill=run
         )
-    from dummyprof.scenarios.loader_runs import apply_traces, load_loaders, loader_strategies, trace_loaders
+    from dummyprof.scenarios.loader_runs import apply_traces, load_loaders, trace_loaders
 
     loaders = load_loaders(options.loaders, options.loader_args, options.strategies)
     device = resolve_device(options.device)
@@ -125,25 +119,25 @@ def run(
                     "shrink the model (--model-arg) or raise the budget",
                 )
         result = projected_result(source, meta, builtin, projections, decision, str(device))
-        results = Results(command="compare", environment=collect_environment(device), compare=result)
-        results.notices.extend(source.notes)
-        return results
+        return Results(
+            command="compare", environment=collect_environment(device), compare=result, notices=list(source.notes)
+        )
     build = source.build
     probe = build(device)
     summary = summarize_model(source, probe, device, allocated_bytes(probe))
     del probe
-    strategies = builtin + loader_strategies(loaders)
+    strategies = builtin + [loader_strategy(loader) for loader in loaders]
     # The write tracing and the --trace fills run before the timed rounds, so their time comes out of
     # the rounds' share of the budget instead of running past its end.
     traced = trace_loaders(loaders, lambda: build(device))
-    traces = _instrumented_rounds(build, device, builtin, options.initializer) if options.trace else None
-    rounds = options.warmup + (repeat or options.repeat)  # what decision.predicted_s is for
+    traces = trace_fills(build, device, builtin, options.initializer) if options.trace else None
+    rounds = options.warmup + repeat  # what decision.predicted_s is for
     result = run_compare(
         lambda: build(device),
         summary,
         strategies,
         device,
-        repeat=repeat or options.repeat,
+        repeat=repeat,
         warmup=options.warmup,
         initializer=options.initializer,
         clock=clock,
@@ -164,26 +158,4 @@ def run(
     result.trace = traces or []
     engine = random_fast.default_engine() if options.initializer == FastInitializer.name else ""
     environment = collect_environment(device, random_fast_engine=engine)
-    results = Results(command="compare", environment=environment, compare=result)
-    results.notices.extend(source.notes)
-    results.notices.extend(loader_notes)
-    return results
-
-
-def _instrumented_rounds(
-    build: Callable[[torch.device], torch.nn.Module],
-    device: torch.device,
-    strategies: list[Strategy],
-    initializer: str | None,
-) -> list[StrategyTrace]:
-    """A fresh model per strategy, filled once with a span per module and per fill; never timed."""
-    from dummyprof.loaders.initializers import get_initializer
-    from dummyprof.scenarios.compare.trace import trace_fill
-
-    traces = []
-    for strategy in strategies:
-        name = initializer or strategy.initializer
-        model = build(device)
-        traces.append(trace_fill(model, strategy, get_initializer(name), name, device))
-        del model
-    return traces
+    return Results(command="compare", environment=environment, compare=result, notices=source.notes + loader_notes)

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import gc
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
 
 import torch
 from torch import nn
@@ -32,10 +31,6 @@ from dummyprof.results.compare import CompareResult, FloorResult, ModelSummary, 
 from dummyprof.scenarios.model_choice import model_summary
 
 Clock = Callable[[], float]
-
-
-class Named(Protocol):
-    names: list[str]  # every registered name of one storage: a recorder's record, an audit row
 
 
 Progress = Callable[[int, int, str], None]  # done, total, label
@@ -83,15 +78,15 @@ def _time_floor(model: nn.Module, device: torch.device, clock: Clock) -> tuple[i
     return sum(s.nbytes() for s in storages), elapsed
 
 
-def summarize_recorder(result: StrategyResult, recorder: VisitRecorder) -> None:
-    visited = [r for r in recorder.records.values() if r.visits]
-    result.visits = recorder.visits
+def summarize_records(result: StrategyResult, records: Iterable[StorageRecord], peak_scratch_bytes: int = 0) -> None:
+    visited = [r for r in records if r.visits]
+    result.visits = sum(r.visits for r in visited)
     result.distinct_tensors = len(visited)
     result.redundant_visits = sum(r.visits - 1 for r in visited)
     result.max_visits = max((r.visits for r in visited), default=0)
     result.bytes_written = sum(r.bytes_written for r in visited)
     result.redundant_bytes_written = sum(max(0, r.bytes_written - r.nbytes) for r in visited)
-    result.peak_scratch_bytes = recorder.peak_scratch_bytes
+    result.peak_scratch_bytes = peak_scratch_bytes
 
 
 def add_to_tensor_table(table: dict[str, TensorResult], column: str, records: Iterable[StorageRecord]) -> None:
@@ -112,15 +107,9 @@ def add_to_tensor_table(table: dict[str, TensorResult], column: str, records: It
         entry.bytes_written[column] = record.bytes_written
 
 
-def summarize_model(
-    source: ModelSource,
-    model: nn.Module,
-    device: torch.device | str,
-    nbytes: int,
-    records: Mapping[Any, Named] | None = None,
-) -> ModelSummary:
-    """The model's modules, storages (``records``, by default its index) and their names, and ``nbytes``."""
-    records = index_model(model) if records is None else records
+def summarize_model(source: ModelSource, model: nn.Module, device: torch.device | str, nbytes: int) -> ModelSummary:
+    """The model's modules, storages and their names, and ``nbytes``."""
+    records = index_model(model)
     return model_summary(
         source,
         str(device),
@@ -209,7 +198,6 @@ def run_compare(
     clock: Clock = time.perf_counter,
     progress: Progress | None = None,
     measure_overhead: bool = True,
-    measure_floor: bool = True,
     auto: AutoRepeat | None = None,
     deadline: float | None = None,
     round_estimate_s: float = 0.0,
@@ -217,8 +205,8 @@ def run_compare(
     """Time each strategy over ``warmup + repeat`` interleaved rounds (A, B, C, A, B, C, ...).
 
     Every run gets a freshly built model, so no strategy finds memory another
-    one already touched. Warm-up rounds are run and discarded. With ``measure_floor``
-    each fill is followed by the memset floor on one more fresh model (see :class:`FloorResult`).
+    one already touched. Warm-up rounds are run and discarded. Each fill is followed by the
+    memset floor on one more fresh model (see :class:`FloorResult`).
     With ``auto``, ``repeat`` is ignored: rounds go on until :func:`auto_stop` says why to stop.
 
     ``deadline`` (a reading of ``clock``) bounds the whole call. A round is expected to take as long as the
@@ -233,11 +221,13 @@ def run_compare(
         repeat = auto.max_rounds
     started = clock()
     result = CompareResult(model=model, repeat=repeat, warmup=warmup)
-    floor = FloorResult(generator_bound_share=GENERATOR_BOUND_SHARE) if measure_floor else None
+    floor = FloorResult(generator_bound_share=GENERATOR_BOUND_SHARE)
     results = {
         s.name: StrategyResult(name=s.name, description=s.description, initializer=initializer or s.initializer)
         for s in strategies
     }
+    if strategies and "legacy" not in results:
+        result.baseline_strategy = strategies[0].name
     inits = {s.name: get_initializer(initializer or s.initializer) for s in strategies}
     first_recorders: dict[str, VisitRecorder] = {}
     memory: dict[str, MemoryUse | None] = {s.name: None for s in strategies}
@@ -291,15 +281,14 @@ def run_compare(
                     ),
                 )
             del target, recorder
-            if floor is not None:
-                # After every fill, not once a round: as many readings as fills, in the same memory state
-                # (a fresh model), so the fastest is as fast as the fills could be (a preempted memset only
-                # ever reads slower, and a fill faster than the floor is flagged, see assess_noise).
-                target = build()
-                floor.bytes_written, elapsed = _time_floor(target, device, clock)
-                if not warming:
-                    floor.timing.samples_s.append(elapsed)
-                del target
+            # After every fill, not once a round: as many readings as fills, in the same memory state
+            # (a fresh model), so the fastest is as fast as the fills could be (a preempted memset only
+            # ever reads slower, and a fill faster than the floor is flagged, see assess_noise).
+            target = build()
+            floor.bytes_written, elapsed = _time_floor(target, device, clock)
+            if not warming:
+                floor.timing.samples_s.append(elapsed)
+            del target
             done += 1
             if progress is not None:
                 progress(done, total, f"{label}: {strategy.name}")
@@ -310,22 +299,20 @@ def run_compare(
         measured += 1
         if auto is not None:
             result.strategies = [results[s.name] for s in strategies]
-            result.baseline_strategy = "legacy" if "legacy" in results else strategies[0].name
             result.auto_stop = auto_stop(result, auto, measured, clock() - started)
             if result.auto_stop:
                 result.repeat = measured
                 break
     for strategy in strategies:
         entry = results[strategy.name]
-        summarize_recorder(entry, first_recorders[strategy.name])
+        recorder = first_recorders[strategy.name]
+        summarize_records(entry, recorder.records.values(), recorder.peak_scratch_bytes)
         entry.memory = memory[strategy.name] or MemoryUse()
         if measure_overhead and (deadline is None or clock() + slowest_round <= deadline):
             entry.recording_overhead_s = _recording_overhead(build, strategy, clock)
     result.strategies = [results[s.name] for s in strategies]
     result.tensors = tensor_table(first_recorders)
     result.floor = floor
-    if strategies and "legacy" not in results:
-        result.baseline_strategy = strategies[0].name
     assess_noise(result)
     gc.collect()
     return result

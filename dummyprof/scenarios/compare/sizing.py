@@ -42,6 +42,7 @@ from dummyprof.results.compare import (
     StrategyResult,
 )
 from dummyprof.results.engram import LinearFit
+from dummyprof.scenarios.compare.runner import summarize_model, summarize_records, tensor_table
 
 META = torch.device("meta")
 CALIBRATION_SHARE = 0.15  # of the time budget, for all calibration fills together
@@ -93,13 +94,13 @@ def count_strategies(
     strategies: Sequence[Strategy],
     initializer: str | None,
     *,
-    time_budget_s: float | None = None,
+    time_budget_s: float,
     clock: Clock = time.perf_counter,
 ) -> MetaCounts:
     """Build on meta and count every strategy; past its share of the time budget, stop and say so."""
     t0 = clock()
-    limit = None if time_budget_s is None else counting_limit(time_budget_s)
-    deadline = None if limit is None else t0 + limit
+    limit = counting_limit(time_budget_s)
+    deadline = t0 + limit
     model = source.build(META)
     built = clock() - t0
     counts = {}
@@ -137,16 +138,11 @@ def _classes(counts: dict[str, CountResult]) -> dict[_ClassKey, tuple[str, int]]
     return found
 
 
-def _fresh(elements: int, key: _ClassKey, device: torch.device) -> torch.Tensor:
-    tensor = torch.empty(elements, dtype=key.dtype, device=device)
-    if key.rule == RULE_DECLARED:
-        tensor.dummy_weight_value = 1.0  # type: ignore[attr-defined]  # the value does not change the cost
-    return tensor
-
-
 def _timed_fill(key: _ClassKey, local_name: str, elements: int, device: torch.device, clock: Clock) -> float:
     init = planned_initializer(key.initializer)
-    tensor = _fresh(elements, key, device)  # fresh memory: a real fill first-touches its pages too
+    tensor = torch.empty(elements, dtype=key.dtype, device=device)  # fresh memory: a real fill first-touches too
+    if key.rule == RULE_DECLARED:
+        tensor.dummy_weight_value = 1.0  # type: ignore[attr-defined]  # the value does not change the cost
     synchronize(device)
     t0 = clock()
     init(tensor, local_name)
@@ -317,14 +313,12 @@ def projected_result(
     device: str,
 ) -> CompareResult:
     """Results of a run that filled nothing at full size: exact meta counts, projected times and memory."""
-    from dummyprof.scenarios.compare.runner import summarize_model, summarize_recorder, tensor_table
-
     summary = summarize_model(source, meta.model, device, model_bytes(meta.model))
     result = CompareResult(model=summary, repeat=0, warmup=0, counts="exact-meta", size=decision)
     for strategy in strategies:
         count = meta.counts[strategy.name]
         entry = StrategyResult(name=strategy.name, description=strategy.description, initializer=count.initializer)
-        summarize_recorder(entry, count.recorder)
+        summarize_records(entry, count.recorder.records.values(), count.recorder.peak_scratch_bytes)
         entry.projection = projections[strategy.name]
         result.strategies.append(entry)
     result.tensors = tensor_table({name: c.recorder for name, c in meta.counts.items()})

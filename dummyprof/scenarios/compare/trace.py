@@ -10,12 +10,12 @@ why the instrumented round is run apart from the timed rounds and never timed.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 
 import torch
 from torch import nn
 
-from dummyprof.loaders.initializers import Initializer
+from dummyprof.loaders.initializers import get_initializer
 from dummyprof.loaders.strategies import Strategy
 from dummyprof.measure.device import synchronize
 from dummyprof.measure.recorder import VisitRecorder, storage_key
@@ -51,16 +51,20 @@ class _ModuleWatch:
             self._open = None
 
 
-def trace_fill(
-    model: nn.Module,
-    strategy: Strategy,
-    initializer: Initializer,
-    initializer_name: str,
+def trace_fills(
+    build: Callable[[torch.device], nn.Module],
     device: torch.device,
-    *,
-    clock: Clock = time.perf_counter,
+    strategies: Sequence[Strategy],
+    initializer: str | None,
+) -> list[StrategyTrace]:
+    """A fresh model per strategy, filled once with a span per module and per fill; never timed."""
+    return [_trace_fill(build(device), s, initializer or s.initializer, device) for s in strategies]
+
+
+def _trace_fill(
+    model: nn.Module, strategy: Strategy, initializer_name: str, device: torch.device, clock: Clock = time.perf_counter
 ) -> StrategyTrace:
-    """Fill ``model`` once with ``strategy``, recording a span per module and per fill."""
+    initializer = get_initializer(initializer_name)
     recorder = VisitRecorder(model)
     spans: list[Span] = []
     synchronize(device)

@@ -21,7 +21,7 @@ from dummyprof.anatomy import (
     storage_key,
     storage_owners,
 )
-from dummyprof.loaders.initializers import NOT_WRITTEN, FillOutcome
+from dummyprof.loaders.initializers import NOT_WRITTEN
 from dummyprof.loaders.strategies import get_strategy, run_strategy
 from dummyprof.measure.environment import collect_environment
 from dummyprof.measure.recorder import VisitRecorder
@@ -37,29 +37,18 @@ __all__ = ["DEFAULT_STRATEGIES", "InspectOptions", "run", "validate"]
 META = torch.device("meta")
 
 
-def _no_fill(tensor: torch.Tensor, local_name: str) -> FillOutcome:
-    return NOT_WRITTEN
-
-
 def _visits(model: nn.Module, strategies: list[str]) -> dict[str, dict[int, int]]:
     counts: dict[str, dict[int, int]] = {}
     for name in strategies:
         recorder = VisitRecorder(model)
-        run_strategy(model, get_strategy(name), initializer=_no_fill, recorder=recorder)
+        run_strategy(model, get_strategy(name), initializer=lambda tensor, name: NOT_WRITTEN, recorder=recorder)
         counts[name] = {key: record.visits for key, record in recorder.records.items()}
     return counts
 
 
 def _nodes(model: nn.Module, strategies: list[str]) -> list[ModuleNode]:
     storages = storage_owners(model, buffer_persistence(model))
-    owner: dict[int, str] = {}
-    size: dict[int, int] = {}
-    canonical: dict[int, str] = {}
-    for key, entries in storages.items():
-        name = canonical_name(entries)
-        canonical[key] = name
-        owner[key] = name.rpartition(".")[0]
-        size[key] = max(e.tensor.numel() * e.tensor.element_size() for e in entries)
+    canonical = {key: canonical_name(entries) for key, entries in storages.items()}
     visits = _visits(model, strategies)
     nodes: dict[str, ModuleNode] = {}
     for path, module in model.named_modules():
@@ -71,33 +60,21 @@ def _nodes(model: nn.Module, strategies: list[str]) -> list[ModuleNode]:
             if canonical[key] != qualified_name(path, local):
                 node.shared.append(f"{local} = {canonical[key]}")
         nodes[path] = node
-    for key, path in owner.items():
+    # Each storage adds to its owner, and to the subtree of its owner and of every ancestor, once.
+    for key, entries in storages.items():
+        size = max(e.tensor.numel() * e.tensor.element_size() for e in entries)
+        path = canonical[key].rpartition(".")[0]
         home = nodes.get(path)
-        if home is None:  # owned by a module reached only through a duplicate path
-            continue
-        home.own_bytes += size[key]
-        _add_visits(home.visits, home.redundant, visits, key)
-    _subtree_totals(model, nodes, owner, size, visits, strategies)
-    return list(nodes.values())
-
-
-def _subtree_totals(
-    model: nn.Module,
-    nodes: dict[str, ModuleNode],
-    owner: dict[int, str],
-    size: dict[int, int],
-    visits: dict[str, dict[int, int]],
-    strategies: list[str],
-) -> None:
-    """Each storage adds to its owner and every ancestor of it, once."""
-    for key, path in owner.items():
+        if home is not None:  # else owned by a module reached only through a duplicate path
+            home.own_bytes += size
+            _add_visits(home.visits, home.redundant, visits, key)
         parts = path.split(".") if path else []
         for cut in range(len(parts), -1, -1):
-            node = nodes.get(".".join(parts[:cut]))
-            if node is None:
-                continue
-            node.subtree_bytes += size[key]
-            _add_visits(node.subtree_visits, node.subtree_redundant, visits, key)
+            above = nodes.get(".".join(parts[:cut]))
+            if above is not None:
+                above.subtree_bytes += size
+                _add_visits(above.subtree_visits, above.subtree_redundant, visits, key)
+    return list(nodes.values())
 
 
 def _add_visits(total: dict[str, int], redundant: dict[str, int], visits: dict[str, dict[int, int]], key: int) -> None:
@@ -106,15 +83,6 @@ def _add_visits(total: dict[str, int], redundant: dict[str, int], visits: dict[s
         count = counts.get(key, 0)
         total[strategy] = total.get(strategy, 0) + count
         redundant[strategy] = redundant.get(strategy, 0) + max(0, count - 1)
-
-
-def _prune(nodes: list[ModuleNode], max_depth: int | None, min_bytes: int) -> tuple[list[ModuleNode], int]:
-    kept = [
-        n
-        for n in nodes
-        if (max_depth is None or n.depth <= max_depth) and (n.depth == 0 or n.subtree_bytes >= min_bytes)
-    ]
-    return kept, len(nodes) - len(kept)
 
 
 def run(options: InspectOptions, *, source: ModelSource | None = None) -> Results:
@@ -128,7 +96,12 @@ def run(options: InspectOptions, *, source: ModelSource | None = None) -> Result
         source = chosen_source(options)
     model = source.build(META)
     nodes = _nodes(model, list(options.strategies))
-    kept, hidden = _prune(nodes, options.max_depth, options.min_bytes)
+    kept = [
+        n
+        for n in nodes
+        if (options.max_depth is None or n.depth <= options.max_depth)
+        and (n.depth == 0 or n.subtree_bytes >= options.min_bytes)
+    ]
     root = nodes[0]
     result = InspectResult(
         model=model_summary(
@@ -143,10 +116,9 @@ def run(options: InspectOptions, *, source: ModelSource | None = None) -> Result
         nodes=kept,
         max_depth=options.max_depth,
         min_bytes=options.min_bytes,
-        hidden_modules=hidden,
+        hidden_modules=len(nodes) - len(kept),
         real_device_tensors=sum(1 for t in registered_tensors(model) if t.device.type != "meta"),
     )
-    results = Results(command="inspect", environment=collect_environment(torch.device("cpu")), inspect=result)
-    results.notices.extend(source.notes)
+    environment = collect_environment(torch.device("cpu"))
     # the meta-device notice is the reporters' (from real_device_tensors)
-    return results
+    return Results(command="inspect", environment=environment, inspect=result, notices=list(source.notes))

@@ -12,19 +12,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from dummyprof.errors import DummyprofError
+from dummyprof.errors import DoesNotFitError, DummyprofError
 from dummyprof.results.codec import to_jsonable
 from dummyprof.results.session import Results
 from dummyprof.results.sweep import SeriesPoint, SweepPoint, SweepResult
 from dummyprof.scenarios.engram.options import EngramOptions
 from dummyprof.scenarios.sweep.fit import fit_growth
-from dummyprof.scenarios.sweep.options import (
-    SweepOptions,
-    compare_options,
-    engram_options,
-    validate,
-)
-from dummyprof.scenarios.sweep.plan import check_compare_plan
+from dummyprof.scenarios.sweep.options import SweepOptions, compare_options, engram_options, validate
+from dummyprof.units import format_seconds
 
 Progress = Callable[[int, int, str], None]
 
@@ -32,42 +27,6 @@ __all__ = ["SweepOptions", "SweepStopped", "run", "validate"]
 
 COMPARE_METRICS = ("visits", "time", "bytes")
 ENGRAM_METRICS = ("time", "bytes")
-
-
-def _compare_point(value: int, results: Results) -> SweepPoint:
-    section = results.compare
-    assert section is not None
-    point = SweepPoint(value=value, model_bytes=section.model.bytes)
-    for s in section.strategies:
-        point.series[s.name] = SeriesPoint(
-            seconds=s.timing.median,
-            samples_s=list(s.timing.samples_s),
-            visits=s.visits,
-            bytes_written=s.bytes_written,
-            peak_rss_bytes=s.memory.rss_peak_bytes,
-        )
-    return point
-
-
-def _engram_point(value: int, results: Results) -> SweepPoint:
-    section = results.engram
-    assert section is not None
-    point = SweepPoint(value=value, model_bytes=section.layout.table_bytes_per_rank)
-    for m in section.methods:
-        peak = m.peak_rss_bytes.value
-        point.series[m.name] = SeriesPoint(
-            seconds=m.seconds.value,
-            samples_s=list(m.timing.samples_s),
-            projected=m.seconds.projected,
-            bytes_written=m.bytes_written,
-            peak_rss_bytes=None if peak is None else int(peak),
-        )
-    return point
-
-
-def default_fit_from(values: list[int]) -> int:
-    """The middle value: small sizes carry lower-order terms (constant set-up, linear work) that bend the curve."""
-    return values[(len(values) - 1) // 2]
 
 
 class SweepStopped(DummyprofError):
@@ -88,14 +47,15 @@ def run(options: SweepOptions, *, progress: Progress | None = None) -> Results:
     """
     validate(options)
     if options.scenario == "compare":
-        check_compare_plan(options)
+        _check_compare_plan(options)
     values = list(options.values)
     total = len(values)
     result = SweepResult(
         scenario=options.scenario,
         parameter=options.parameter,
         values=values,
-        fit_from=options.fit_from if options.fit_from is not None else default_fit_from(values),
+        # default: the middle value, as small sizes carry lower-order terms (set-up, linear work) that bend the curve
+        fit_from=options.fit_from if options.fit_from is not None else values[(len(values) - 1) // 2],
     )
     notices: list[str] = []
     environment: Any = None
@@ -119,6 +79,33 @@ def run(options: SweepOptions, *, progress: Progress | None = None) -> Results:
     return _finish(options, result, notices, environment)
 
 
+def _check_compare_plan(options: SweepOptions) -> None:
+    """Refuse, naming --time-budget, when the largest point's measured rounds are predicted past it.
+
+    A sweep never projects a point, and each point is a compare run that refuses rounds predicted past
+    ``--time-budget``. The largest point is the slowest, so it is predicted here, the way compare
+    predicts it (the same counting pass and calibration), and a sweep that would fail there is refused
+    before the smaller points spend minutes.
+    """
+    from dummyprof.measure.device import resolve_device
+    from dummyprof.scenarios.compare.run import size_up
+
+    largest_value = options.values[-1]
+    largest = compare_options(options, largest_value)
+    if largest.repeat_auto:
+        return  # --repeat auto stops at the budget by itself
+    _, _, _, decision, _ = size_up(largest, resolve_device(largest.device))
+    if decision.mode == "projected" and decision.reason == "time":
+        point = f"{options.model_arg or options.parameter}={largest_value}"
+        raise DoesNotFitError.for_field(
+            "time_budget",
+            f"the sweep's largest point ({point}) is predicted at {format_seconds(decision.predicted_s)} for "
+            f"its {largest.warmup + largest.repeat} rounds, over the {format_seconds(largest.time_budget)} each "
+            f"point may take (a sweep never projects); raise --time-budget past "
+            f"{format_seconds(decision.predicted_s)}, end the range before {largest_value}, or lower --repeat",
+        )
+
+
 def _run_point(
     options: SweepOptions, value: int, progress: Progress | None, result: SweepResult
 ) -> tuple[Results, SweepPoint]:
@@ -126,16 +113,38 @@ def _run_point(
         from dummyprof.scenarios.engram import run as engram
 
         point_results = engram.run(engram_options(options, value), progress=progress)
-        result.repeat = point_results.engram.repeat if point_results.engram else 0
+        tables = point_results.engram
+        assert tables is not None
+        result.repeat = tables.repeat
         result.model_description = f"Engram tables, {value:,} rows"
-        return point_results, _engram_point(value, point_results)
+        point = SweepPoint(value=value, model_bytes=tables.layout.table_bytes_per_rank)
+        for m in tables.methods:
+            peak = m.peak_rss_bytes.value
+            point.series[m.name] = SeriesPoint(
+                seconds=m.seconds.value,
+                samples_s=list(m.timing.samples_s),
+                projected=m.seconds.projected,
+                bytes_written=m.bytes_written,
+                peak_rss_bytes=None if peak is None else int(peak),
+            )
+        return point_results, point
     from dummyprof.scenarios.compare import run as compare
 
     point_results = compare.run(compare_options(options, value), progress=progress)
+    compared = point_results.compare
+    assert compared is not None
     result.repeat = options.compare.repeat
-    assert point_results.compare is not None
-    result.model_description = point_results.compare.model.description
-    return point_results, _compare_point(value, point_results)
+    result.model_description = compared.model.description
+    point = SweepPoint(value=value, model_bytes=compared.model.bytes)
+    for s in compared.strategies:
+        point.series[s.name] = SeriesPoint(
+            seconds=s.timing.median,
+            samples_s=list(s.timing.samples_s),
+            visits=s.visits,
+            bytes_written=s.bytes_written,
+            peak_rss_bytes=s.memory.rss_peak_bytes,
+        )
+    return point_results, point
 
 
 def _finish(options: SweepOptions, result: SweepResult, notices: list[str], environment: Any) -> Results:

@@ -201,6 +201,7 @@ class _Pass:
         return dropped
 
     def release(self, dropped: list[torch.Tensor]) -> None:
+        """Drop the copies (inline ``live -= sum(...quantize...)`` would read ``live`` before quantize adds)."""
         self.live -= sum(weight.nbytes for weight in dropped)
 
 
@@ -252,12 +253,9 @@ def online_quantize(
 
 
 def _copy_declared_values(source: nn.Module, copy_: nn.Module) -> None:
-    """``copy.deepcopy`` drops a Parameter's Python attributes: carry ``dummy_weight_value`` over by name."""
-    copied = dict(copy_.named_parameters(remove_duplicate=False)) | dict(copy_.named_buffers(remove_duplicate=False))
-    for name, tensor in (
-        *source.named_parameters(remove_duplicate=False),
-        *source.named_buffers(remove_duplicate=False),
-    ):
-        value = getattr(tensor, "dummy_weight_value", None)
-        if value is not None and name in copied:
+    """``copy.deepcopy`` drops a Parameter's Python attributes (not a buffer's): carry ``dummy_weight_value`` over."""
+    copied = dict(copy_.named_parameters(remove_duplicate=False))
+    for name, param in source.named_parameters(remove_duplicate=False):
+        value = getattr(param, "dummy_weight_value", None)
+        if value is not None:
             setattr(copied[name], "dummy_weight_value", value)  # noqa: B010 - torch's types do not declare it

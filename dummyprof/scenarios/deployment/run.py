@@ -38,7 +38,8 @@ from dummyprof.results.deployment import (
 from dummyprof.results.session import Results
 from dummyprof.scenarios.compare.sizing import counting_limit
 from dummyprof.scenarios.deployment.online import online_quant_entries, plan_online_quant
-from dummyprof.scenarios.deployment.source import chosen_source, layout_of
+from dummyprof.scenarios.deployment.options import layout_of
+from dummyprof.scenarios.deployment.source import chosen_source
 
 META = torch.device("meta")
 MAX_FILLED_SHARDS = 4  # distinct shards filled or projected; more (deep pipelines) would split the budget too thin
@@ -136,7 +137,10 @@ def run_deployment(
     from dummyprof.measure.environment import collect_environment
 
     layout = layout_of(options)
-    check_no_loaders_when_deployed(options)
+    if getattr(options, "loaders", None):
+        raise UsageError.for_field(
+            "loaders", "a deployment (--tp/--ep/--pp/--dp) fills shards with the built-in strategies; drop --loader"
+        )
     budget_s = getattr(options, "time_budget", None)
     source = source or chosen_source(options, counting_limit(budget_s) if budget_s else None)
     t0 = clock()
@@ -234,13 +238,6 @@ def _fill_shards(
     result.shards_filled = len(filled)
     result.memset_bytes_per_s = max(memset) if memset else None
     return notes
-
-
-def check_no_loaders_when_deployed(options: Any) -> None:
-    if getattr(options, "loaders", None):
-        raise UsageError.for_field(
-            "loaders", "a deployment (--tp/--ep/--pp/--dp) fills shards with the built-in strategies; drop --loader"
-        )
 
 
 def _real_ranks(result: DeploymentResult, options: Any, strategies: list[str]) -> None:

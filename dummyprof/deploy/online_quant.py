@@ -173,11 +173,9 @@ class _Pass:
             name = qualified_name(path, local)
             shape = tuple(weight.shape)
             q = torch.empty(shape, dtype=FP8, device=self.device)
-            self.alloc(q.nbytes, name)
             scales = torch.empty(scale_shape(shape, self.scale, self.block), dtype=SCALE_DTYPE, device=self.device)
-            self.alloc(scales.nbytes, name)
             stage_bytes = staging_bytes(shape, self.scale, self.block)
-            self.alloc(stage_bytes, name)
+            self.alloc(q.nbytes + scales.nbytes + stage_bytes, name)  # all three live at once
             if self.execute:
                 t0 = self.clock()
                 staging = torch.empty(stage_bytes // 4, dtype=torch.float32).view(min(self.block, shape[-2]), -1)

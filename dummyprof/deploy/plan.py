@@ -187,9 +187,8 @@ class Planner:
             return Placement(full, KV_COLUMN, VLLM, "QKVParallelLinear")
         if name in _VLLM_COLUMN:
             return Placement(full, COLUMN, VLLM, "ColumnParallelLinear")
-        if name in _VLLM_ROW:
-            rule = ROW if tensor.dim() >= 2 else REPLICATED
-            return Placement(full, rule, VLLM, "RowParallelLinear")
+        if name in _VLLM_ROW:  # a row bias is replicated
+            return Placement(full, ROW if tensor.dim() >= 2 else REPLICATED, VLLM, "RowParallelLinear")
         return Placement(full, REPLICATED, DEFAULT, "replicated")
 
 

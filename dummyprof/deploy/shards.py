@@ -109,16 +109,12 @@ class Sharder:
             raise UsageError.for_field(
                 "pp", f"pipeline stages need one decoder layer list; this model has {names}: use pp 1"
             )
-        if not candidates:
-            return "", 0
-        return candidates[0]
+        return candidates[0] if candidates else ("", 0)
 
     def _embedding_tied_to_head(self) -> bool:
         head = getattr(self.model, "lm_head", None)
         weight = getattr(head, "weight", None)
-        if not isinstance(weight, torch.Tensor):
-            return False
-        return any(
+        return isinstance(weight, torch.Tensor) and any(
             p is weight
             for path, m in self.model.named_modules()
             if path.endswith("embed_tokens")

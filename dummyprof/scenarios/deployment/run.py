@@ -31,7 +31,6 @@ from dummyprof.results.deployment import (
     PROJECTED,
     DeploymentResult,
     NodeEntry,
-    RankEntry,
     RankStrategy,
     layout_text,
 )
@@ -147,9 +146,8 @@ def run_deployment(
     meta = source.build(META)
     build_s = clock() - t0
     sharder = Sharder(meta, layout, ModelDims.of(meta, source.options))  # refuses a tp vLLM cannot split first
-    online = getattr(options, "online_quant", None)
     quant_plan = None
-    if online:
+    if getattr(options, "online_quant", None):
         largest = max(layout.coords(), key=lambda c: (sharder.build(c).nbytes, -c.rank))
         target = sharder.build(largest).module if layout.world > 1 else meta
         quant_plan = plan_online_quant(target, options, budget=host_budget(options.max_memory))  # refuses first
@@ -208,10 +206,8 @@ def _fill_shards(
     fill: Callable[..., Results],
 ) -> list[str]:
     """compare on each distinct shard, the largest first: measured where it fits, projected where not."""
-    firsts: dict[int, RankEntry] = {}
-    for r in result.ranks:
-        firsts.setdefault(r.counted_as, r)
-    distinct = sorted(firsts.values(), key=lambda r: (-r.held_bytes, r.rank))
+    walked = [r for r in result.ranks if r.counted_as == r.rank]  # each distinct shard's first rank walked it
+    distinct = sorted(walked, key=lambda r: (-r.held_bytes, r.rank))
     filled = distinct[:MAX_FILLED_SHARDS]
     share = options.time_budget / len(filled)
     single = dataclasses.replace(
@@ -225,6 +221,7 @@ def _fill_shards(
         assert run.compare is not None
         notes += run.notices
         part: CompareResult = run.compare
+        by_name = {x.name: x for x in part.strategies}
         if part.size.memset_bytes_per_s:
             memset.append(part.size.memset_bytes_per_s)
         for entry in result.ranks:
@@ -232,9 +229,8 @@ def _fill_shards(
                 continue
             entry.filled_as = rank.rank
             for s in entry.strategies:
-                found = [x for x in part.strategies if x.name == s.strategy]
-                if found:
-                    _fill_figures(s, found[0], entry.held_bytes)
+                if s.strategy in by_name:
+                    _fill_figures(s, by_name[s.strategy], entry.held_bytes)
     result.shards_filled = len(filled)
     result.memset_bytes_per_s = max(memset) if memset else None
     return notes

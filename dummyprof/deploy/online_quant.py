@@ -2,9 +2,8 @@
 
 The PR keeps vLLM's online path: a layer whose weights are still on meta is materialized,
 filled by the dummy initializer, quantized (``process_weights_after_loading``) and its
-high-precision copy dropped. ``per-layer`` does that one module at a time; ``whole-model``
-materializes and fills everything first, then quantizes, then drops the high-precision
-copies (the full-size temporary of vLLM #54958: 2 + 1 bytes per bf16 element at the peak).
+high-precision copy dropped. ``whole-model`` is the full-size temporary of vLLM #54958
+(2 + 1 bytes per bf16 element at the peak); :func:`online_quantize` gives both orders.
 
 Live bytes are kept by accounting, not by reading RSS, so they are exact and the same on every
 machine. Counted: every tensor the path materializes (high precision), every fp8 weight and

@@ -147,7 +147,7 @@ class Planner:
             self._find_fusions(module)
             in_experts = ".experts." in f".{path}." or name == "experts"
             for local, tensor in (*module._parameters.items(), *module._buffers.items()):
-                if tensor is not None and (path, local) not in self.placements:
+                if tensor is not None:
                     self.placements[(path, local)] = self._place(path, name, local, tensor, module, in_experts)
 
     def _find_fusions(self, module: nn.Module) -> None:

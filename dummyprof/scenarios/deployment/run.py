@@ -159,12 +159,9 @@ def run_deployment(
         source=source.source,
         description=source.description,
         device=str(device),
-        tp=layout.tp,
+        **dataclasses.asdict(layout),  # tp, pp, dp, expert_parallel
         ep=layout.ep,
-        pp=layout.pp,
-        dp=layout.dp,
         world=layout.world,
-        expert_parallel=layout.expert_parallel,
         layer_count=counts.layer_count,
         heads=counts.heads,
         kv_heads=counts.kv_heads,

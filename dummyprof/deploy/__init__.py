@@ -11,26 +11,20 @@ See docs/deployments.md.
 
 from __future__ import annotations
 
-from dummyprof.deploy.counts import DeploymentCounts, RuleUse, count_deployment
-from dummyprof.deploy.layout import ParallelLayout, RankCoord, expert_range, pad_vocab, pp_partition, pp_range
-from dummyprof.deploy.plan import ModelDims, Placement, declared_plan
-from dummyprof.deploy.shards import RankShard, Sharder, ShardTensor, shard_all
+from dummyprof.deploy.counts import DeploymentCounts, count_deployment
+from dummyprof.deploy.layout import ParallelLayout, RankCoord, expert_range, pad_vocab, pp_partition
+from dummyprof.deploy.plan import ModelDims
+from dummyprof.deploy.shards import Sharder, shard_all
 
 __all__ = [
     "DeploymentCounts",
     "ModelDims",
     "ParallelLayout",
-    "Placement",
     "RankCoord",
-    "RankShard",
-    "RuleUse",
-    "ShardTensor",
     "Sharder",
     "count_deployment",
-    "declared_plan",
     "expert_range",
     "pad_vocab",
     "pp_partition",
-    "pp_range",
     "shard_all",
 ]

@@ -54,23 +54,15 @@ class DeploymentCounts:
 def _signature(shard: RankShard) -> tuple[Any, ...]:
     """Everything the counts depend on: names (the tree), shapes, dtypes, declared values, ties, persistence."""
     parts: list[Any] = []
+    ids: dict[int, int] = {}  # a storage's first-seen index: ties compare equal across shards, ids do not
     for path, module in shard.module.named_modules():
         non_persistent: set[str] = getattr(module, "_non_persistent_buffers_set", set())
         for local, t in (*module._parameters.items(), *module._buffers.items()):
             if t is not None:
-                parts.append(
-                    (
-                        path,
-                        local,
-                        tuple(t.shape),
-                        t.dtype,
-                        getattr(t, "dummy_weight_value", None),
-                        id(t),
-                        local in non_persistent,
-                    )
-                )
-    ids: dict[int, int] = {}
-    return tuple((*p[:5], ids.setdefault(p[5], len(ids)), p[6]) for p in parts)
+                value = getattr(t, "dummy_weight_value", None)
+                tie = ids.setdefault(id(t), len(ids))
+                parts.append((path, local, tuple(t.shape), t.dtype, value, tie, local in non_persistent))
+    return tuple(parts)
 
 
 def _strategy_counts(model: nn.Module, strategy: Strategy) -> RankStrategy:

@@ -53,12 +53,8 @@ class ParallelLayout:
 
     @classmethod
     def from_sizes(cls, *, tp: int = 1, ep: int = 1, pp: int = 1, dp: int = 1) -> ParallelLayout:
-        """The layout for ``--tp/--ep/--pp/--dp``.
-
-        ``ep`` > 1 turns expert parallelism on over the tp x dp ranks of a stage, so it must equal
-        ``tp * dp``; given with ``dp`` 1 and a multiple of ``tp``, ``dp`` becomes ``ep / tp``
-        (``--ep 8`` alone is vLLM's ``--data-parallel-size 8 --enable-expert-parallel``).
-        """
+        """The layout for ``--tp/--ep/--pp/--dp``: ``ep`` > 1 must equal ``tp * dp``; with ``dp`` 1 and a multiple
+        of ``tp``, ``dp`` becomes ``ep / tp`` (``--ep 8`` is ``--data-parallel-size 8 --enable-expert-parallel``)."""
         _check_ranks(tp=tp, ep=ep, pp=pp, dp=dp)
         if ep > 1 and dp == 1 and ep % tp == 0:
             dp = ep // tp

@@ -2,9 +2,8 @@
 
 The PR keeps vLLM's online path: a layer whose weights are still on meta is materialized,
 filled by the dummy initializer, quantized (``process_weights_after_loading``) and its
-high-precision copy dropped. ``per-layer`` does that one module at a time; ``whole-model``
-materializes and fills everything first, then quantizes, then drops the high-precision
-copies (the full-size temporary of vLLM #54958: 2 + 1 bytes per bf16 element at the peak).
+high-precision copy dropped. ``whole-model`` is the full-size temporary of vLLM #54958
+(2 + 1 bytes per bf16 element at the peak); :func:`online_quantize` gives both orders.
 
 Live bytes are kept by accounting, not by reading RSS, so they are exact and the same on every
 machine. Counted: every tensor the path materializes (high precision), every fp8 weight and
@@ -173,11 +172,9 @@ class _Pass:
             name = qualified_name(path, local)
             shape = tuple(weight.shape)
             q = torch.empty(shape, dtype=FP8, device=self.device)
-            self.alloc(q.nbytes, name)
             scales = torch.empty(scale_shape(shape, self.scale, self.block), dtype=SCALE_DTYPE, device=self.device)
-            self.alloc(scales.nbytes, name)
             stage_bytes = staging_bytes(shape, self.scale, self.block)
-            self.alloc(stage_bytes, name)
+            self.alloc(q.nbytes + scales.nbytes + stage_bytes, name)  # all three live at once
             if self.execute:
                 t0 = self.clock()
                 staging = torch.empty(stage_bytes // 4, dtype=torch.float32).view(min(self.block, shape[-2]), -1)
@@ -201,6 +198,7 @@ class _Pass:
         return dropped
 
     def release(self, dropped: list[torch.Tensor]) -> None:
+        """Drop the copies (inline ``live -= sum(...quantize...)`` would read ``live`` before quantize adds)."""
         self.live -= sum(weight.nbytes for weight in dropped)
 
 
@@ -252,12 +250,9 @@ def online_quantize(
 
 
 def _copy_declared_values(source: nn.Module, copy_: nn.Module) -> None:
-    """``copy.deepcopy`` drops a Parameter's Python attributes: carry ``dummy_weight_value`` over by name."""
-    copied = dict(copy_.named_parameters(remove_duplicate=False)) | dict(copy_.named_buffers(remove_duplicate=False))
-    for name, tensor in (
-        *source.named_parameters(remove_duplicate=False),
-        *source.named_buffers(remove_duplicate=False),
-    ):
-        value = getattr(tensor, "dummy_weight_value", None)
-        if value is not None and name in copied:
+    """``copy.deepcopy`` drops a Parameter's Python attributes (not a buffer's): carry ``dummy_weight_value`` over."""
+    copied = dict(copy_.named_parameters(remove_duplicate=False))
+    for name, param in source.named_parameters(remove_duplicate=False):
+        value = getattr(param, "dummy_weight_value", None)
+        if value is not None:
             setattr(copied[name], "dummy_weight_value", value)  # noqa: B010 - torch's types do not declare it

@@ -88,10 +88,6 @@ def _pattern(key: str) -> re.Pattern[str]:
     return re.compile(re.escape(key).replace(r"\*", r"[^.]+") + r"$")
 
 
-def _prefixed(plan: dict[str, str], prefix: str) -> dict[str, str]:
-    return {qualified_name(prefix, k): v for k, v in plan.items()}
-
-
 def declared_plan(model: nn.Module, kind: str) -> dict[str, str]:
     """The model's declared ``kind`` plan ("tp" or "ep") with full module paths, or {} when it has none.
 
@@ -105,12 +101,13 @@ def declared_plan(model: nn.Module, kind: str) -> dict[str, str]:
     base = getattr(config, f"base_model_{kind}_plan", None)
     if isinstance(base, dict) and base:
         prefix = getattr(model, "base_model_prefix", "")
-        has_prefix = bool(prefix) and isinstance(getattr(model, prefix, None), nn.Module)
-        return _prefixed({str(k): str(v) for k, v in base.items()}, prefix if has_prefix else "")
+        if not (prefix and isinstance(getattr(model, prefix, None), nn.Module)):
+            prefix = ""
+        return {qualified_name(prefix, str(k)): str(v) for k, v in base.items()}
     return {}
 
 
-def _style_rule(style: str, local: str, tensor: torch.Tensor, module_name: str) -> str:
+def _style_rule(style: str, tensor: torch.Tensor, module_name: str) -> str:
     """A declared style word as one of this module's rules."""
     if style in ("embedding_rowwise", "colwise_gather_output") or module_name in _VLLM_VOCAB:
         return VOCAB
@@ -132,19 +129,15 @@ class Planner:
 
     def __init__(self, model: nn.Module) -> None:
         self.model = model
-        self.tp_plan = [(_pattern(k), k, v) for k, v in declared_plan(model, "tp").items()]
-        self.ep_plan = [(_pattern(k), k, v) for k, v in declared_plan(model, "ep").items()]
+        self.tp_plan = [(_pattern(k), v) for k, v in declared_plan(model, "tp").items()]
+        self.ep_plan = [(_pattern(k), v) for k, v in declared_plan(model, "ep").items()]
         self.expert_lists: set[int] = set()  # ModuleLists of whole expert modules (one module per expert)
         self.placements: dict[tuple[str, str], Placement] = {}
         self.fusions: dict[int, list[tuple[str, tuple[str, ...]]]] = {}
         self._walk()
 
-    def _declared(self, plan: list[tuple[re.Pattern[str], str, str]], *names: str) -> str | None:
-        for name in names:
-            for pattern, _key, style in plan:
-                if pattern.match(name):
-                    return style
-        return None
+    def _declared(self, plan: list[tuple[re.Pattern[str], str]], *names: str) -> str | None:
+        return next((style for name in names for pattern, style in plan if pattern.match(name)), None)
 
     def _walk(self) -> None:
         for path, module in self.model.named_modules():
@@ -154,18 +147,19 @@ class Planner:
             self._find_fusions(module)
             in_experts = ".experts." in f".{path}." or name == "experts"
             for local, tensor in (*module._parameters.items(), *module._buffers.items()):
-                if tensor is not None and (path, local) not in self.placements:
+                if tensor is not None:
                     self.placements[(path, local)] = self._place(path, name, local, tensor, module, in_experts)
 
     def _find_fusions(self, module: nn.Module) -> None:
         for fused, members in FUSIONS:
-            children = [module._modules.get(m) for m in members]
-            if all(c is not None and _plain_linear(c) for c in children):
-                weights = [c._parameters["weight"] for c in children if c is not None]
-                same = len({(w.dtype, w.shape[1]) for w in weights if w is not None}) == 1
-                biases = {c._parameters.get("bias") is None for c in children if c is not None}
-                if same and len(biases) == 1 and fused not in module._modules:
-                    self.fusions.setdefault(id(module), []).append((fused, members))
+            linears = [c for m in members if (c := module._modules.get(m)) is not None and _plain_linear(c)]
+            if len(linears) < len(members) or fused in module._modules:
+                continue
+            # only siblings alike fuse: one dtype, one input width, a bias on all or on none
+            weights = [w for c in linears if (w := c._parameters["weight"]) is not None]
+            biases = {c._parameters.get("bias") is None for c in linears}
+            if len({(w.dtype, w.shape[1]) for w in weights}) == 1 and len(biases) == 1:
+                self.fusions.setdefault(id(module), []).append((fused, members))
 
     def _place(
         self, path: str, name: str, local: str, tensor: torch.Tensor, module: nn.Module, in_experts: bool
@@ -186,23 +180,20 @@ class Planner:
             )
         declared = self._declared(self.tp_plan, full, path)
         if declared is not None:
-            return Placement(full, _style_rule(declared, local, tensor, name), DECLARED, declared)
+            return Placement(full, _style_rule(declared, tensor, name), DECLARED, declared)
         if name in _VLLM_VOCAB and tensor.dim() == 2:
             return Placement(full, VOCAB, VLLM, "VocabParallelEmbedding")
         if name in _VLLM_KV:
             return Placement(full, KV_COLUMN, VLLM, "QKVParallelLinear")
         if name in _VLLM_COLUMN:
             return Placement(full, COLUMN, VLLM, "ColumnParallelLinear")
-        if name in _VLLM_ROW:
-            rule = ROW if tensor.dim() >= 2 else REPLICATED
-            return Placement(full, rule, VLLM, "RowParallelLinear")
+        if name in _VLLM_ROW:  # a row bias is replicated
+            return Placement(full, ROW if tensor.dim() >= 2 else REPLICATED, VLLM, "RowParallelLinear")
         return Placement(full, REPLICATED, DEFAULT, "replicated")
 
 
 def _plain_linear(module: nn.Module) -> bool:
     """A leaf holding a 2-D ``weight`` and at most a ``bias``: what vLLM can fuse with its siblings."""
     weight = module._parameters.get("weight")
-    own = {k for k, v in module._parameters.items() if v is not None} | {
-        k for k, v in module._buffers.items() if v is not None
-    }
+    own = {k for k, v in (*module._parameters.items(), *module._buffers.items()) if v is not None}
     return isinstance(weight, torch.Tensor) and weight.dim() == 2 and own <= {"weight", "bias"} and not module._modules

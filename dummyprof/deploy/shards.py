@@ -20,7 +20,6 @@ from dummyprof.deploy.layout import ParallelLayout, RankCoord, expert_range, pad
 from dummyprof.deploy.plan import (
     COLUMN,
     EXPERTS_COLUMN,
-    EXPERTS_ROW,
     KV_COLUMN,
     REPLICATED,
     ROW,
@@ -110,16 +109,12 @@ class Sharder:
             raise UsageError.for_field(
                 "pp", f"pipeline stages need one decoder layer list; this model has {names}: use pp 1"
             )
-        if not candidates:
-            return "", 0
-        return candidates[0]
+        return candidates[0] if candidates else ("", 0)
 
     def _embedding_tied_to_head(self) -> bool:
         head = getattr(self.model, "lm_head", None)
         weight = getattr(head, "weight", None)
-        if not isinstance(weight, torch.Tensor):
-            return False
-        return any(
+        return isinstance(weight, torch.Tensor) and any(
             p is weight
             for path, m in self.model.named_modules()
             if path.endswith("embed_tokens")
@@ -189,7 +184,7 @@ class Sharder:
         elif rule == ROWS:  # as evenly as whole rows allow over the tp x dp ranks
             start, end = expert_range(dims[0], tp * layout.dp, coord.moe_rank(tp))
             dims[0] = end - start
-        elif rule in (EXPERTS_COLUMN, EXPERTS_ROW):
+        else:  # EXPERTS_COLUMN, EXPERTS_ROW
             first = 1 if place.experts_first else 0  # [experts, out, in] / [experts, out] for all experts at once
             if first:
                 start, end = expert_range(dims[0], layout.ep, coord.moe_rank(tp) if layout.expert_parallel else 0)
@@ -198,8 +193,6 @@ class Sharder:
             if inner >= 2 or (inner == 1 and rule == EXPERTS_COLUMN):  # a row bias is whole on every rank
                 axis = len(dims) - 2 if inner >= 2 and rule == EXPERTS_COLUMN else len(dims) - 1
                 dims[axis] = _divide(dims[axis], layout.moe_tp, place.name)
-        else:
-            raise ValueError(f"unknown rule {rule!r}")
         return tuple(dims), 0
 
     def _scale_shape(
@@ -287,15 +280,12 @@ class Sharder:
         out = nn.Module()
         fused_path = qualified_name(path, fused_name)
         for local in ("weight", "bias"):
-            sources = [parent._modules[m]._parameters.get(local) for m in members]  # type: ignore[union-attr]
-            if any(s is None for s in sources):
+            sources = [s for m in members if (s := parent.get_submodule(m)._parameters.get(local)) is not None]
+            if len(sources) < len(members):
                 continue
             places = [self.planner.placements[(qualified_name(path, m), local)] for m in members]
-            parts = [
-                self._shape(p, tuple(s.shape), coord) for p, s in zip(places, sources, strict=True) if s is not None
-            ]
+            parts = [self._shape(p, tuple(s.shape), coord) for p, s in zip(places, sources, strict=True)]
             first = sources[0]
-            assert first is not None
             shape = (sum(held[0] for held, _ in parts), *parts[0][0][1:])
             new = empty_copy(first, shape, device)
             out.register_parameter(local, new)  # type: ignore[arg-type]

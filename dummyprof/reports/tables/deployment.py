@@ -205,11 +205,8 @@ def deployment_blocks(result: DeploymentResult, *, detail: bool = True) -> list[
         f"{result.shards_walked} distinct shard(s) counted in {format_seconds(result.count_s)}",
         DIM,
     )
-    blocks: list[Block] = [head, ranks_table(result), identity_line(result), work_table(result)]
-    for extra in (nodes_table(result), online_table(result), slowest_line(result)):
-        if extra is not None:
-            blocks.append(extra)
-    return blocks
+    extras = (nodes_table(result), online_table(result), slowest_line(result))
+    return [head, ranks_table(result), identity_line(result), work_table(result), *(b for b in extras if b is not None)]
 
 
 def deployment_summary(result: DeploymentResult) -> str:
@@ -217,12 +214,8 @@ def deployment_summary(result: DeploymentResult) -> str:
     largest = max(result.ranks, key=lambda r: r.held_bytes, default=None)
     head = f"{layout_text(result)}: {result.world} ranks"
     held = f", up to {format_bytes(largest.held_bytes)}/rank" if largest else ""
-    short = [r.rank for r in result.ranks if r.device_fits is False]
-    fit = (
-        f", {len(short)} over device memory"
-        if short
-        else (", all fit the device" if result.device_memory_bytes else "")
-    )
+    short = sum(r.device_fits is False for r in result.ranks)
+    fit = f", {short} over device memory" if short else ", all fit the device" if result.device_memory_bytes else ""
     slow = short_slow = ""
     if result.slowest_rank is not None:
         s = result.rank(result.slowest_rank).strategy(result.slowest_strategy)

@@ -36,11 +36,9 @@ class OnlinePlan:
 def _probe_rate(scale: str, initializer: str) -> float:
     probe = nn.Module()
     probe.proj = nn.Linear(PROBE_SHAPE[1], PROBE_SHAPE[0], bias=False, device="meta", dtype=torch.bfloat16)
-    best = float("inf")
-    for _ in range(PROBE_TRIALS):  # the first pass pays one-time costs (the initializer's set-up): keep the fastest
-        done, _ = online_quantize(probe, mode=PER_LAYER, scale=scale, initializer=initializer)
-        best = min(best, done.seconds)
-    return done.high_precision_bytes / max(best, 1e-9)
+    # the first pass pays one-time costs (the initializer's set-up): keep the fastest
+    runs = [online_quantize(probe, scale=scale, initializer=initializer)[0] for _ in range(PROBE_TRIALS)]  # per layer
+    return runs[-1].high_precision_bytes / max(min(done.seconds for done in runs), 1e-9)
 
 
 def plan_online_quant(model: nn.Module, options: Any, *, budget: int) -> OnlinePlan:

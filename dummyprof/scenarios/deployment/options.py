@@ -7,10 +7,13 @@ flags, the gate's TOML keys and the Python API's fields are the same on every co
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dummyprof.errors import UsageError
 from dummyprof.schema import integer, option, size
+
+if TYPE_CHECKING:
+    from dummyprof.deploy.layout import ParallelLayout
 
 LAYOUT_FIELDS = ("tp", "ep", "pp", "dp")
 ONLINE_QUANT_FORMATS = ("fp8",)
@@ -73,16 +76,16 @@ DEPLOYMENT_FIELDS = tuple(f.name for f in fields(DeploymentChoice))
 ONLINE_QUANT_FIELDS = tuple(f.name for f in fields(CompareDeploymentChoice))  # compare's own
 
 
-def _world(options: DeploymentChoice) -> int:
-    """The layout's ranks (after ``--ep`` set dp)."""
-    from dummyprof.deploy.layout import ParallelLayout
+def layout_of(options: Any) -> ParallelLayout:
+    """The layout the options name (``--ep`` may set dp); shared by the checks, the run and its real ranks."""
+    from dummyprof.deploy.layout import ParallelLayout  # the deploy package imports torch: --help must not
 
-    return ParallelLayout.from_sizes(tp=options.tp, ep=options.ep, pp=options.pp, dp=options.dp).world
+    return ParallelLayout.from_sizes(tp=options.tp, ep=options.ep, pp=options.pp, dp=options.dp)
 
 
 def check_deployment(options: DeploymentChoice) -> None:
     """The rules across fields: a node view needs ranks, ranks per node at most the world."""
-    world = _world(options)
+    world = layout_of(options).world
     if options.ranks_per_node is not None and options.ranks_per_node > world:
         raise UsageError.for_field(
             "ranks_per_node", f"{options.ranks_per_node} ranks per node for a world of {world}; give at most {world}"
@@ -100,7 +103,7 @@ def check_compare_deployment(options: Any) -> None:
             "online_quant_scale",
             f"unknown scale {options.online_quant_scale!r}; choose {' or '.join(ONLINE_QUANT_SCALES)}",
         )
-    if options.nproc is not None and options.nproc != (world := _world(options)):
+    if options.nproc is not None and options.nproc != (world := layout_of(options).world):
         raise UsageError.for_field(
             "nproc", f"{options.nproc} processes for a layout of {world} ranks; give --nproc {world} (tp x dp x pp)"
         )

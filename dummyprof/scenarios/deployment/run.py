@@ -31,14 +31,14 @@ from dummyprof.results.deployment import (
     PROJECTED,
     DeploymentResult,
     NodeEntry,
-    RankEntry,
     RankStrategy,
     layout_text,
 )
 from dummyprof.results.session import Results
 from dummyprof.scenarios.compare.sizing import counting_limit
 from dummyprof.scenarios.deployment.online import online_quant_entries, plan_online_quant
-from dummyprof.scenarios.deployment.source import chosen_source, layout_of
+from dummyprof.scenarios.deployment.options import layout_of
+from dummyprof.scenarios.deployment.source import chosen_source
 
 META = torch.device("meta")
 MAX_FILLED_SHARDS = 4  # distinct shards filled or projected; more (deep pipelines) would split the budget too thin
@@ -136,16 +136,18 @@ def run_deployment(
     from dummyprof.measure.environment import collect_environment
 
     layout = layout_of(options)
-    check_no_loaders_when_deployed(options)
+    if getattr(options, "loaders", None):
+        raise UsageError.for_field(
+            "loaders", "a deployment (--tp/--ep/--pp/--dp) fills shards with the built-in strategies; drop --loader"
+        )
     budget_s = getattr(options, "time_budget", None)
     source = source or chosen_source(options, counting_limit(budget_s) if budget_s else None)
     t0 = clock()
     meta = source.build(META)
     build_s = clock() - t0
     sharder = Sharder(meta, layout, ModelDims.of(meta, source.options))  # refuses a tp vLLM cannot split first
-    online = getattr(options, "online_quant", None)
     quant_plan = None
-    if online:
+    if getattr(options, "online_quant", None):
         largest = max(layout.coords(), key=lambda c: (sharder.build(c).nbytes, -c.rank))
         target = sharder.build(largest).module if layout.world > 1 else meta
         quant_plan = plan_online_quant(target, options, budget=host_budget(options.max_memory))  # refuses first
@@ -157,12 +159,9 @@ def run_deployment(
         source=source.source,
         description=source.description,
         device=str(device),
-        tp=layout.tp,
+        **dataclasses.asdict(layout),  # tp, pp, dp, expert_parallel
         ep=layout.ep,
-        pp=layout.pp,
-        dp=layout.dp,
         world=layout.world,
-        expert_parallel=layout.expert_parallel,
         layer_count=counts.layer_count,
         heads=counts.heads,
         kv_heads=counts.kv_heads,
@@ -204,10 +203,8 @@ def _fill_shards(
     fill: Callable[..., Results],
 ) -> list[str]:
     """compare on each distinct shard, the largest first: measured where it fits, projected where not."""
-    firsts: dict[int, RankEntry] = {}
-    for r in result.ranks:
-        firsts.setdefault(r.counted_as, r)
-    distinct = sorted(firsts.values(), key=lambda r: (-r.held_bytes, r.rank))
+    walked = [r for r in result.ranks if r.counted_as == r.rank]  # each distinct shard's first rank walked it
+    distinct = sorted(walked, key=lambda r: (-r.held_bytes, r.rank))
     filled = distinct[:MAX_FILLED_SHARDS]
     share = options.time_budget / len(filled)
     single = dataclasses.replace(
@@ -221,6 +218,7 @@ def _fill_shards(
         assert run.compare is not None
         notes += run.notices
         part: CompareResult = run.compare
+        by_name = {x.name: x for x in part.strategies}
         if part.size.memset_bytes_per_s:
             memset.append(part.size.memset_bytes_per_s)
         for entry in result.ranks:
@@ -228,19 +226,11 @@ def _fill_shards(
                 continue
             entry.filled_as = rank.rank
             for s in entry.strategies:
-                found = [x for x in part.strategies if x.name == s.strategy]
-                if found:
-                    _fill_figures(s, found[0], entry.held_bytes)
+                if s.strategy in by_name:
+                    _fill_figures(s, by_name[s.strategy], entry.held_bytes)
     result.shards_filled = len(filled)
     result.memset_bytes_per_s = max(memset) if memset else None
     return notes
-
-
-def check_no_loaders_when_deployed(options: Any) -> None:
-    if getattr(options, "loaders", None):
-        raise UsageError.for_field(
-            "loaders", "a deployment (--tp/--ep/--pp/--dp) fills shards with the built-in strategies; drop --loader"
-        )
 
 
 def _real_ranks(result: DeploymentResult, options: Any, strategies: list[str]) -> None:

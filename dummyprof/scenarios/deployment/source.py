@@ -1,10 +1,9 @@
-"""The model and the layout a deployment's options name: shared by the run and its real ranks."""
+"""The model a deployment's options name: shared by the run and its real ranks."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from dummyprof.deploy import ParallelLayout
 from dummyprof.models.source import ModelSource
 from dummyprof.scenarios.model_choice import meta_build_limits, source_or_tree
 
@@ -19,7 +18,3 @@ def chosen_source(options: Any, seconds: float | None = None) -> ModelSource:
         trust_remote_code=options.trust_remote_code,
         limits=meta_build_limits(seconds),
     )
-
-
-def layout_of(options: Any) -> ParallelLayout:
-    return ParallelLayout.from_sizes(tp=options.tp, ep=options.ep, pp=options.pp, dp=options.dp)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
@@ -59,10 +60,7 @@ def audit_summary(result: AuditResult) -> str:
         ignored = sum(1 for f in result.findings if f.ignored)
         tail = f" ({ignored} ignored)" if ignored else ""
         return f"audit clean: {len(result.fillers)} filler(s), {len(result.tensors)} tensors, no findings{tail}"
-    counts: dict[str, int] = {}
-    for f in failing:
-        counts[f.kind] = counts.get(f.kind, 0) + 1
-    parts = ", ".join(f"{n} {kind}" for kind, n in counts.items())
+    parts = ", ".join(f"{n} {kind}" for kind, n in Counter(f.kind for f in failing).items())
     return f"audit found {len(failing)} problem(s): {parts}"
 
 
@@ -179,12 +177,10 @@ def ranks_summary(agg: RanksAggregate) -> str:
     if checked:
         low = min(checked, key=lambda c: c.ratio.value or 0.0)
         high = max(checked, key=lambda c: c.ratio.value or 0.0)
-        differ = f"{high.ratio.value:.2f}" != f"{low.ratio.value:.2f}"
-        named.append(f"contention x{low.ratio.value:.2f} ({low.method})")
-        plain.append(f"contention x{low.ratio.value:.2f}")
-        if differ:
-            named[-1] += f" to x{high.ratio.value:.2f} ({high.method})"
-            plain[-1] += f" to x{high.ratio.value:.2f}"
+        lowest, highest = f"contention x{low.ratio.value:.2f}", f"x{high.ratio.value:.2f}"
+        differ = highest != f"x{low.ratio.value:.2f}"
+        named.append(f"{lowest} ({low.method})" + (f" to {highest} ({high.method})" if differ else ""))
+        plain.append(lowest + (f" to {highest}" if differ else ""))
     full, names, counts, hosts_short = [], [], [], []
     for node in agg.nodes:
         missing = [name for name, ok in node.fits.items() if not ok]

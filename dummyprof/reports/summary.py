@@ -207,11 +207,9 @@ def ranks_summary(agg: RanksAggregate) -> str:
 
 
 def summary_line(results: Results) -> str:
-    """The summary line of any Results; empty for a kind (or an empty section) that has none."""
+    """The summary line of any Results the registry renders (its kind has blocks); empty for an empty section."""
     if results.ranks_aggregate is not None:
         return ranks_summary(results.ranks_aggregate)
-    writer = SUMMARIES.get(results.command)
-    if writer is None:
-        return ""
+    writer = SUMMARIES[results.command]
     section = results.gate if results.command in ("baseline", "gate") else getattr(results, results.command)
     return writer(section) if section is not None else ""

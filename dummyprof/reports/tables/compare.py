@@ -193,7 +193,6 @@ def scenario_table(result: CompareResult) -> Table:
 
 
 def _per_strategy(title: str, *figures: str) -> Table:
-    """A table of a row per strategy: its name, then figures."""
     return Table(title, [Column("strategy", NAME), *(Column(h, NUMBER) for h in figures)])
 
 
@@ -214,7 +213,6 @@ def strategy_table(result: CompareResult) -> Table:
 
 
 def floor_share_text(result: CompareResult, name: str) -> str:
-    """A strategy's rate as a share of the memset floor."""
     share = result.share_of_floor(name)
     if share is None:
         return "n/a"

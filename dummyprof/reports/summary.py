@@ -181,7 +181,7 @@ def ranks_summary(agg: RanksAggregate) -> str:
         differ = highest != f"x{low.ratio.value:.2f}"
         named.append(f"{lowest} ({low.method})" + (f" to {highest} ({high.method})" if differ else ""))
         plain.append(lowest + (f" to {highest}" if differ else ""))
-    full, names, counts, hosts_short = [], [], [], []
+    full, names, counts = [], [], []
     for node in agg.nodes:
         missing = [name for name, ok in node.fits.items() if not ok]
         if missing:
@@ -193,8 +193,7 @@ def ranks_summary(agg: RanksAggregate) -> str:
             names.append(f"{node.host} cannot hold {', '.join(missing)}")
             some = "any method" if len(missing) == len(node.fits) else f"{len(missing)} of {len(node.fits)} methods"
             counts.append(f"{node.host} cannot hold {some}")
-    if full:
-        hosts_short.append(f"{len(full)} host{'s' if len(full) != 1 else ''} short of memory")
+    hosts_short = [f"{len(full)} host{'s' if len(full) != 1 else ''} short of memory"] if full else []
     lines = [
         "; ".join([ranks, *named, *full]),
         "; ".join([ranks, *named, *names]),

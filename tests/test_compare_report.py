@@ -33,7 +33,8 @@ def test_memory_columns_unavailable_everywhere_become_one_line() -> None:
         s.memory.pinned_bytes = Figure.missing("no CUDA")
         s.memory.gpu_used_bytes = Figure(1024.0)
         s.memory.gpu_allocator_peak_bytes = Figure.missing("no GPU")
-    table, missing = memory_table(CompareResult(strategies=strategies))
+    table = memory_table(CompareResult(strategies=strategies))
+    missing = table.notes[1:]
     assert missing == ["pinned host: unavailable: no CUDA", "GPU allocator peak: unavailable: no GPU"]
     out = table_lines(table)
     assert "GPU used (NVML)" in out[2] and "1.00 KiB" in "\n".join(out)

@@ -19,9 +19,8 @@ def keep_preformatted(text: str | None) -> str | None:
     """Mark each paragraph that has an indented line (a table, examples) so click does not reflow it."""
     if not text:
         return text
-    paragraphs = text.split("\n\n")
     kept = []
-    for paragraph in paragraphs:
+    for paragraph in text.split("\n\n"):
         lines = paragraph.split("\n")
         if any(line.startswith(" ") for line in lines) and lines[0] != NO_REWRAP:
             paragraph = NO_REWRAP + "\n" + paragraph

@@ -174,12 +174,10 @@ def emit(
 
 def silence_stdout() -> None:
     """Send the rest of stdout, and the flush at exit, to /dev/null: a closed pipe is not worth a traceback."""
-    try:
+    with suppress(OSError, ValueError):  # no descriptor (captured in tests): nothing will be flushed to a pipe
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         os.close(devnull)
-    except (OSError, ValueError):  # no descriptor (captured in tests): nothing will be flushed to a pipe
-        pass
 
 
 @contextmanager

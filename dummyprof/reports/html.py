@@ -44,8 +44,6 @@ h1{font-size:1.5em;margin-bottom:4px}h2{font-size:1.2em;margin-top:28px;border-b
 table{border-collapse:collapse;margin:12px 0;font-size:.85em}
 td,th{border:1px solid #ddd;padding:3px 8px;text-align:left;vertical-align:top}th{background:#f5f5f5}
 td.num{text-align:right;font-variant-numeric:tabular-nums}
-tr.verdict-regressed td{background:#fde0e0}tr.verdict-improved td{background:#e0ecfd}
-tr.verdict-not-comparable td,tr.verdict-could-not-measure td{background:#fff3d6}
 .chart{width:100%;min-height:200px;margin:4px 0}.pair{display:grid;grid-template-columns:1fr 1fr;gap:12px}
 .pair>.chart{min-width:0}#status{color:#a00}
 .dp-table caption{font-size:1.1em;padding:6px 0}p.warn{color:#8a4b00}p.dim{color:#555}
@@ -77,9 +75,6 @@ def require_plotly() -> None:
 
 def render_html(results: Results, options: RenderOptions | None = None) -> str:
     """The page for ``results``: its charts, then every figure of its terminal report (with the detail)."""
-    if results.command not in KINDS:
-        kinds = ", ".join(sorted(KINDS))
-        raise UsageError.for_field("format", f"no HTML report for {results.command!r} results; HTML renders: {kinds}")
     packed, unpacked_size, plotly_version = _packed_plotly_js()
     sections = SECTIONS[results.command](results) if results.command in SECTIONS else []
     figures: dict[str, str] = {}

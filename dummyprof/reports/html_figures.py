@@ -237,12 +237,16 @@ def _icicle(result: CompareResult, strategy: str, cmax: int, height: int) -> tup
     for name, t in result.tensors.items():
         own.setdefault(t.module, []).append((name, t.nbytes, t.visits.get(strategy, 0)))
     modules: set[str] = {""}.union(*(_ancestors(path) for path in own))
+
+    def depth(path: str) -> int:
+        return path.count(".") + 1 if path else 0
+
     node_count = len(modules) + len(result.tensors)
-    max_depth = max((m.count(".") + 1 for m in modules if m), default=0)
+    max_depth = max(map(depth, modules))
     note = ""
     show_tensors = node_count <= MAX_TREE_NODES
     if not show_tensors:
-        while max_depth > 0 and sum(1 for m in modules if not m or m.count(".") < max_depth) > MAX_TREE_NODES:
+        while max_depth > 0 and sum(1 for m in modules if depth(m) <= max_depth) > MAX_TREE_NODES:
             max_depth -= 1
         note = (
             f"{node_count:,} nodes are too many to draw: modules down to depth {max_depth} are shown, "
@@ -256,9 +260,6 @@ def _icicle(result: CompareResult, strategy: str, cmax: int, height: int) -> tup
             for ancestor in _ancestors(path):
                 total[ancestor] += nbytes
                 weighted[ancestor] += nbytes * visits
-
-    def depth(path: str) -> int:
-        return path.count(".") + 1 if path else 0
 
     ids, labels, parents, values, colours, hover = [], [], [], [], [], []
     for path in sorted(modules, key=lambda m: (depth(m), m)):

@@ -12,12 +12,8 @@ from dummyprof.results.session import Results
 
 
 def render_markdown(results: Results, options: RenderOptions | None = None) -> str:
-    lines = [f"## dummyprof {results.command}", ""]
-    blocks = BLOCKS.get(results.command)
-    if blocks is not None:  # the answer first
-        lines += [f"**{markdown_text(summary_line(results))}**", "", *markdown_blocks(blocks(results, True))]
-    else:
-        lines += [f"_no Markdown renderer for {markdown_text(results.command)!r}_"]
+    blocks = markdown_blocks(BLOCKS[results.command](results, True))
+    lines = [f"## dummyprof {results.command}", "", f"**{markdown_text(summary_line(results))}**", "", *blocks]
     lines += ["", f"<sub>{markdown_text(f'{environment_line(results)}, {results.created_at}')}</sub>"]
     for notice in notices(results):
         lines.append(f"> notice: {markdown_text(notice)}")

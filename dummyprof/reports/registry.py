@@ -61,5 +61,4 @@ def get_reporter(name: str, kind: str | None = None, *, flag: str | None = "--fo
 def render(
     results: Results, name: str = "terminal", options: RenderOptions | None = None, *, flag: str | None = "--format"
 ) -> str:
-    """``results`` rendered by the reporter called ``name``."""
     return get_reporter(name, results.command, flag=flag).render(results, options or RenderOptions())

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
@@ -59,10 +60,7 @@ def audit_summary(result: AuditResult) -> str:
         ignored = sum(1 for f in result.findings if f.ignored)
         tail = f" ({ignored} ignored)" if ignored else ""
         return f"audit clean: {len(result.fillers)} filler(s), {len(result.tensors)} tensors, no findings{tail}"
-    counts: dict[str, int] = {}
-    for f in failing:
-        counts[f.kind] = counts.get(f.kind, 0) + 1
-    parts = ", ".join(f"{n} {kind}" for kind, n in counts.items())
+    parts = ", ".join(f"{n} {kind}" for kind, n in Counter(f.kind for f in failing).items())
     return f"audit found {len(failing)} problem(s): {parts}"
 
 
@@ -179,13 +177,11 @@ def ranks_summary(agg: RanksAggregate) -> str:
     if checked:
         low = min(checked, key=lambda c: c.ratio.value or 0.0)
         high = max(checked, key=lambda c: c.ratio.value or 0.0)
-        differ = f"{high.ratio.value:.2f}" != f"{low.ratio.value:.2f}"
-        named.append(f"contention x{low.ratio.value:.2f} ({low.method})")
-        plain.append(f"contention x{low.ratio.value:.2f}")
-        if differ:
-            named[-1] += f" to x{high.ratio.value:.2f} ({high.method})"
-            plain[-1] += f" to x{high.ratio.value:.2f}"
-    full, names, counts, hosts_short = [], [], [], []
+        lowest, highest = f"contention x{low.ratio.value:.2f}", f"x{high.ratio.value:.2f}"
+        differ = highest != f"x{low.ratio.value:.2f}"
+        named.append(f"{lowest} ({low.method})" + (f" to {highest} ({high.method})" if differ else ""))
+        plain.append(lowest + (f" to {highest}" if differ else ""))
+    full, names, counts = [], [], []
     for node in agg.nodes:
         missing = [name for name, ok in node.fits.items() if not ok]
         if missing:
@@ -197,8 +193,7 @@ def ranks_summary(agg: RanksAggregate) -> str:
             names.append(f"{node.host} cannot hold {', '.join(missing)}")
             some = "any method" if len(missing) == len(node.fits) else f"{len(missing)} of {len(node.fits)} methods"
             counts.append(f"{node.host} cannot hold {some}")
-    if full:
-        hosts_short.append(f"{len(full)} host{'s' if len(full) != 1 else ''} short of memory")
+    hosts_short = [f"{len(full)} host{'s' if len(full) != 1 else ''} short of memory"] if full else []
     lines = [
         "; ".join([ranks, *named, *full]),
         "; ".join([ranks, *named, *names]),
@@ -211,11 +206,9 @@ def ranks_summary(agg: RanksAggregate) -> str:
 
 
 def summary_line(results: Results) -> str:
-    """The summary line of any Results; empty for a kind (or an empty section) that has none."""
+    """The summary line of any Results the registry renders (its kind has blocks); empty for an empty section."""
     if results.ranks_aggregate is not None:
         return ranks_summary(results.ranks_aggregate)
-    writer = SUMMARIES.get(results.command)
-    if writer is None:
-        return ""
+    writer = SUMMARIES[results.command]
     section = results.gate if results.command in ("baseline", "gate") else getattr(results, results.command)
     return writer(section) if section is not None else ""

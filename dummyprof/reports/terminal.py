@@ -18,15 +18,11 @@ from dummyprof.results.session import Results
 def render(results: Results, console: Console, *, quiet: bool = False, detail: bool = False) -> None:
     """Full tables, or with ``quiet`` only the summary line (first, for a kind in HEADLINE_FIRST)."""
     summary = summary_line(results)
-    blocks = BLOCKS.get(results.command)
     first = results.command in HEADLINE_FIRST
     if not quiet:
         if first and summary:
             console.print(styled(summary, "strong"))
-        if blocks is not None:
-            print_blocks(console, blocks(results, detail))
-        else:
-            console.print(styled(f"no terminal renderer for command {results.command!r}; use --json"))
+        print_blocks(console, BLOCKS[results.command](results, detail))
         for notice in notices(results):
             console.print(styled(f"notice: {notice}", "warn"))
         console.print(styled(environment_line(results), "dim"))

@@ -193,7 +193,6 @@ def scenario_table(result: CompareResult) -> Table:
 
 
 def _per_strategy(title: str, *figures: str) -> Table:
-    """A table of a row per strategy: its name, then figures."""
     return Table(title, [Column("strategy", NAME), *(Column(h, NUMBER) for h in figures)])
 
 
@@ -214,7 +213,6 @@ def strategy_table(result: CompareResult) -> Table:
 
 
 def floor_share_text(result: CompareResult, name: str) -> str:
-    """A strategy's rate as a share of the memset floor."""
     share = result.share_of_floor(name)
     if share is None:
         return "n/a"
@@ -301,8 +299,8 @@ MEMORY_COLUMNS: list[tuple[str, Callable[[StrategyResult], Figure]]] = [
 ]
 
 
-def memory_table(result: CompareResult) -> tuple[Table, list[str]]:
-    """The memory table, and what is unavailable for every strategy (a note under it instead of a column)."""
+def memory_table(result: CompareResult) -> Table:
+    """The memory table; what is unavailable for every strategy is a note under it instead of a column."""
     shown, missing = [], []
     for title, get in MEMORY_COLUMNS:
         reason = same_unavailable([get(s) for s in result.strategies])
@@ -327,7 +325,7 @@ def memory_table(result: CompareResult) -> tuple[Table, list[str]]:
             *[figure_bytes(get(s)) for _, get in shown],
         )
     table.notes += ["growth: during the fill; scratch: largest temporary", *missing]
-    return table, missing
+    return table
 
 
 def overhead_line(result: CompareResult) -> str | None:
@@ -488,8 +486,7 @@ def compare_blocks(result: CompareResult, *, detail: bool = True) -> list[Block]
     if top is not None:
         blocks.append(top)
     if not projected:
-        memory, _ = memory_table(result)
-        blocks.append(memory)
+        blocks.append(memory_table(result))
         blocks += _lines([roofline_line(result)])
         if detail and any(s.projection is not None for s in result.strategies):
             blocks.append(projection_check_table(result))

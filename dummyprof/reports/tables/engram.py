@@ -50,10 +50,8 @@ def interval_text(low: float, high: float) -> str:
     return f"{format_seconds(low)}–{format_seconds(high)}"
 
 
-def projection_how(p: TimeProjection | None, own: str = "") -> str:
+def projection_how(p: TimeProjection, own: str = "") -> str:
     """How a projection was made: line or fallback, R², extrapolation, and the bound when it applied."""
-    if p is None:
-        return "projected"
     return f"projected ({projection_detail(p, own)})"
 
 
@@ -267,18 +265,12 @@ def phase_lines(result: EngramResult) -> list[str]:
     return lines
 
 
-def _how_word(m: MethodResult) -> str:
-    if m.mode == PLANNED:
-        return PLAN_WORDS[m.fits_in_memory]
-    return m.mode
-
-
 def method_table(result: EngramResult) -> Table:
     """Fill time per method: measured or projected, its range, rate and share of the memset floor."""
     rows = [
         [
             m.name,
-            _how_word(m),
+            PLAN_WORDS[m.fits_in_memory] if m.mode == PLANNED else m.mode,
             projected_seconds(m.seconds),
             _range(m.projection, m.timing),
             _rate(m.gb_per_s),

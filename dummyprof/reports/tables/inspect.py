@@ -29,7 +29,8 @@ def _visits(node: ModuleNode, strategies: list[str]) -> Cell:
 def tree_table(result: InspectResult) -> Table:
     """A row per module: name, type, own tensors, subtree bytes, visits per strategy, storages shared."""
     columns = [("module", NAME), ("type", WORD), ("own", TEXT), ("subtree", TEXT), ("visits", TEXT), ("shares", TEXT)]
-    table = Table.of("", columns, [], depths=[])
+    depths: list[int] = []
+    table = Table.of("", columns, [], depths=depths)
     for n, node in enumerate(result.nodes):
         noun = "tensor" if node.own_tensors == 1 else "tensors"
         table.add(
@@ -40,9 +41,8 @@ def tree_table(result: InspectResult) -> Table:
             _visits(node, result.strategies),
             Cell(f"shares {', '.join(node.shared)}", WARN) if node.shared else "",
         )
-        assert table.depths is not None
         # A node is as deep as its path's own levels: a depth read from an edited file could be 10**18.
-        table.depths.append(min(node.depth, node.path.count(".") + 1 if node.path else 0))
+        depths.append(min(node.depth, node.path.count(".") + 1 if node.path else 0))
     return table
 
 

@@ -134,10 +134,13 @@ def node_table(agg: RanksAggregate) -> Table:
     columns = [("host", TEXT), ("ranks", NUMBER), ("tables", NUMBER), ("largest need", NUMBER)]
     columns += [("available", NUMBER), ("peak RSS", NUMBER), ("all fit", TEXT)]
     table = Table.of("Host memory per node", columns, [])
+    cannot = []  # the methods a host cannot hold: words, so under the table, not in a cell
     for n in agg.nodes:
         method = worst[n.host]
         need = format_bytes(n.needed_bytes.get(method, 0)) if method else "n/a"
         short = [k for k, ok in n.fits.items() if not ok]
+        if short:
+            cannot.append(f"; {n.host} cannot hold {', '.join(short)}")
         table.add(
             n.host,
             rank_ranges(n.ranks),
@@ -152,11 +155,7 @@ def node_table(agg: RanksAggregate) -> Table:
         f"largest need: {whose}all the host's ranks together (tables + scratch); peak RSS: the sum of the "
         "ranks' peaks (an upper bound); all fit: every method fits at once"
     )
-    for n in agg.nodes:  # the methods a host cannot hold: words, so under the table, not in a cell
-        short = [k for k, ok in n.fits.items() if not ok]
-        if short:
-            note += f"; {n.host} cannot hold {', '.join(short)}"
-    table.notes.append(note)
+    table.notes.append(note + "".join(cannot))
     return table
 
 

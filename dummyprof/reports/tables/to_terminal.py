@@ -121,7 +121,7 @@ def rich_tree(table: Table) -> Tree:
             styled(row[i].text, model.STRONG if n == 0 else row[i].emphasis) for n, i in enumerate(shown) if row[i].text
         ]
         labels.append(Text(" · ").join([Text(" ").join(cells[:2]), *cells[2:]]))
-    root = Tree(labels[0] if labels else Text("empty"))
+    root = Tree(labels[0])  # the inspect report draws a tree only for a model with modules
     parents = [root]
     for label, depth in zip(labels[1:], table.depths[1:], strict=True):
         del parents[max(depth, 1) :]
@@ -185,8 +185,6 @@ def print_blocks(console: Console, blocks: list[Block]) -> None:
         if isinstance(block, Line):
             console.print(styled(block.text, block.emphasis))
             continue
-        if block.title and block.depths is not None:
-            console.print(styled(block.title))
         for part in [rich_tree(block)] if block.depths is not None else rich_tables(block, console.width):
             console.print(part)
         if block.notes:

@@ -73,8 +73,7 @@ def make_baseline(
     """Measure every scenario for a baseline. Exit code 3 (and nothing to save) if any could not be measured."""
     runs, environment = measure_all(config, scenarios, progress)
     section = GateResult(config_path=str(config.path), factor=config.factor, alpha=config.alpha, scenarios=runs)
-    failed = [r.name for r in runs if r.error is not None]
-    section.exit_code = EXIT_INCOMPLETE if failed else 0
+    section.exit_code = EXIT_INCOMPLETE if any(r.error is not None for r in runs) else 0
     return Results(command="baseline", environment=environment, gate=section)
 
 

@@ -118,8 +118,7 @@ def sweep_metrics(results: Results) -> dict[str, Metric]:
     for fit in section.fits:
         if fit.metric in ("visits", "time"):
             metrics[f"{fit.series}.{fit.metric}.exponent"] = Metric(FIT, "exponent", fit.exponent)
-    largest = section.points[-1] if section.points else None
-    for name, entry in (largest.series if largest else {}).items():
+    for name, entry in (section.points[-1].series if section.points else {}).items():  # the largest point
         if entry.visits is not None:
             metrics[f"{name}.visits"] = Metric("counter", "visits", float(entry.visits))
         metrics[f"{name}.bytes_written"] = Metric("counter", "bytes", float(entry.bytes_written))

@@ -48,7 +48,6 @@ ENGINES = (KERNEL, NUMPY)
 
 
 def default_engine() -> str:
-    """``kernel`` when the C kernel was built with this install, else ``numpy``."""
     return KERNEL if _kernel is not None else NUMPY
 
 

@@ -85,9 +85,7 @@ def _ratio(scenario: ScenarioConfig, run: ScenarioRun, base: ScenarioRun | None,
         check.verdict, check.detail = NOT_MEASURED, f"{denominator} is 0 or missing: the ratio is undefined"
         return check
     # The baseline's ratio is shown for context only: the bound alone decides, so machine speed cancels.
-    if base is not None and not differences(
-        run.fingerprint, base.fingerprint, COUNTER_FIELDS, defaults=scenario.defaults
-    ):
+    if _baseline_problem(scenario, run, base, numerator, COUNTER_FIELDS) is None and base is not None:
         check.baseline = _ratio_value(base.metrics, numerator, denominator)
         check.change = check.current / check.baseline if check.baseline else None
     if check.current > bound:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import traceback
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from dummyprof.errors import DoesNotFitError, ResultsFileError, UsageError, flag_text
 from dummyprof.files.reading import BASELINE
@@ -67,13 +68,16 @@ def measure_all(
     return runs, environment or Environment()
 
 
+def _section(config: GateConfig, runs: list[ScenarioRun], **given: Any) -> GateResult:
+    return GateResult(config_path=str(config.path), factor=config.factor, alpha=config.alpha, scenarios=runs, **given)
+
+
 def make_baseline(
     config: GateConfig, scenarios: list[ScenarioConfig], progress: Callable[[str], Progress | None] | None = None
 ) -> Results:
     """Measure every scenario for a baseline. Exit code 3 (and nothing to save) if any could not be measured."""
     runs, environment = measure_all(config, scenarios, progress)
-    section = GateResult(config_path=str(config.path), factor=config.factor, alpha=config.alpha, scenarios=runs)
-    section.exit_code = EXIT_INCOMPLETE if any(r.error is not None for r in runs) else 0
+    section = _section(config, runs, exit_code=EXIT_INCOMPLETE if any(r.error is not None for r in runs) else 0)
     return Results(command="baseline", environment=environment, gate=section)
 
 
@@ -129,15 +133,7 @@ def run_gate(
 ) -> Results:
     runs, environment = measure_all(config, scenarios, progress)
     checks = evaluate(config, scenarios, {r.name: r for r in runs}, baseline)
-    section = GateResult(
-        config_path=str(config.path),
-        baseline_path=str(baseline_path),
-        factor=config.factor,
-        alpha=config.alpha,
-        scenarios=runs,
-        checks=checks,
-        exit_code=gate_exit_code(checks),
-    )
+    section = _section(config, runs, baseline_path=str(baseline_path), checks=checks, exit_code=gate_exit_code(checks))
     return Results(command="gate", environment=environment, gate=section)
 
 

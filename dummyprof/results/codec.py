@@ -137,10 +137,7 @@ def _convert(tp: Any, value: Any, where: str, strict: bool = False) -> Any:
         # An integer literal is held to int64 here too: 10**30 would pass as a finite float, an edited counter.
         if isinstance(value, int) and not -INT_LIMIT <= value < INT_LIMIT:
             raise TypeError(f"{where}: {_show(value)} is too large (beyond int64)")
-        try:
-            number = float(value)
-        except OverflowError:
-            number = math.inf
+        number = float(value)  # an int64 always converts
         if not math.isfinite(number):
             raise TypeError(f"{where}: {_spelled(number)} is not a finite number")
         return number

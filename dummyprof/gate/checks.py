@@ -14,7 +14,6 @@ from dummyprof.results.gate import (
     IMPROVED,
     NOT_COMPARABLE,
     NOT_MEASURED,
-    PASS,
     REGRESSED,
     CheckResult,
     Metric,
@@ -46,14 +45,11 @@ def _counter(scenario: ScenarioConfig, run: ScenarioRun, base: ScenarioRun | Non
     assert base is not None
     check.baseline = base.metrics[name].value
     check.change = metric.value / check.baseline if check.baseline else None
-    if metric.value > check.baseline:
-        check.verdict = REGRESSED
-        check.detail = f"+{metric.value - check.baseline:,.0f} {metric.unit} over the baseline"
-    elif metric.value < check.baseline:
-        check.verdict = IMPROVED
-        check.detail = f"{check.baseline - metric.value:,.0f} {metric.unit} fewer; update the baseline to lock it in"
-    else:
-        check.verdict = PASS
+    growth = metric.value - check.baseline
+    if growth > 0:
+        check.verdict, check.detail = REGRESSED, f"+{growth:,.0f} {metric.unit} over the baseline"
+    elif growth < 0:
+        check.verdict, check.detail = IMPROVED, f"{-growth:,.0f} {metric.unit} fewer; update the baseline to lock it in"
     return check
 
 

@@ -171,15 +171,10 @@ def engram_metrics(results: Results) -> dict[str, Metric]:
     return metrics
 
 
-def _methods(options: Any) -> list[str]:
-    from dummyprof.loaders.fp8_methods import FLOOR
-
-    names = list(options.methods)
-    return names if FLOOR in names else [*names, FLOOR]
-
-
 def engram_ranks_metric_names(options: Any) -> dict[str, MetricSpec]:
-    methods = _methods(options)
+    from dummyprof.scenarios.engram.options import methods_to_run
+
+    methods = methods_to_run(list(options.methods))
     names: dict[str, MetricSpec] = {}
     for rank in range(options.nproc):
         names.update({f"rank{rank}.{counter}": BYTES for counter in LAYOUT_COUNTERS})

@@ -36,13 +36,12 @@ def measure_scenario(
     try:
         results = scenario.command.run(scenario.options, progress=progress)
         run.metrics = scenario.command.extract(results)
-    except UsageError as exc:
-        if not isinstance(exc, DoesNotFitError):
-            key = f"scenarios.{scenario.name}.options"
-            where = f"{key}.{exc.field}: {exc.message}" if exc.field else f"{key}: {exc}"
-            raise UsageError.for_field("config", f"{config.path}: {where}") from None
-        # Valid options that this machine cannot hold: a measurement problem, not a config mistake.
+    except DoesNotFitError as exc:  # valid options that this machine cannot hold: a measurement problem
         run.error = f"does not fit on this machine: {flag_text(exc)}"
+    except UsageError as exc:
+        key = f"scenarios.{scenario.name}.options"
+        where = f"{key}.{exc.field}: {exc.message}" if exc.field else f"{key}: {exc}"
+        raise UsageError.for_field("config", f"{config.path}: {where}") from None
     except Exception as exc:  # a crash inside a scenario is "could not measure", never a regression
         run.error = _crash_report(exc)
     environment = None if run.error is not None else results.environment

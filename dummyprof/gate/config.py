@@ -122,19 +122,17 @@ def load_config(path: Path | None = None) -> GateConfig:
     _only(path, "", data, ("gate", "scenarios"))
     gate = _table(path, "gate", data.get("gate", {}))
     _only(path, "gate", gate, ("factor", "alpha"))
-    config = GateConfig(path=path)
-    config.factor = _number(path, "gate.factor", gate.get("factor", DEFAULT_FACTOR))
-    if config.factor <= 1:
-        raise ConfigError(path, "gate.factor", f"must be greater than 1 (1.10 means 10% slower), got {config.factor:g}")
-    config.alpha = _number(path, "gate.alpha", gate.get("alpha", DEFAULT_ALPHA))
-    if not 0 < config.alpha < 1:
-        raise ConfigError(path, "gate.alpha", f"must be between 0 and 1 (e.g. 0.05), got {config.alpha:g}")
+    factor = _number(path, "gate.factor", gate.get("factor", DEFAULT_FACTOR))
+    if factor <= 1:
+        raise ConfigError(path, "gate.factor", f"must be greater than 1 (1.10 means 10% slower), got {factor:g}")
+    alpha = _number(path, "gate.alpha", gate.get("alpha", DEFAULT_ALPHA))
+    if not 0 < alpha < 1:
+        raise ConfigError(path, "gate.alpha", f"must be between 0 and 1 (e.g. 0.05), got {alpha:g}")
     scenarios = _table(path, "scenarios", data.get("scenarios", {}))
     if not scenarios:
         raise ConfigError(path, "scenarios", 'no scenarios; add a [scenarios.NAME] table with command = "compare"')
-    for name, table in scenarios.items():
-        config.scenarios.append(_scenario(path, name, _table(path, f"scenarios.{name}", table)))
-    return config
+    parsed = [_scenario(path, name, _table(path, f"scenarios.{name}", table)) for name, table in scenarios.items()]
+    return GateConfig(path, factor, alpha, parsed)
 
 
 def _scenario(path: Path, name: str, table: dict[str, Any]) -> ScenarioConfig:

@@ -161,10 +161,9 @@ def engram_metrics(results: Results) -> dict[str, Metric]:
     metrics = layout_counters(section)
     for method in section.methods:
         metrics.update(method_counters(method))
-        if method.measured_scratch_bytes is not None:
-            metrics[f"{method.name}.{MEASURED_SCRATCH}"] = Metric(
-                "counter", "bytes", float(method.measured_scratch_bytes)
-            )
+        measured = method.measured_scratch_bytes
+        if measured is not None:
+            metrics[f"{method.name}.{MEASURED_SCRATCH}"] = Metric("counter", "bytes", float(measured))
         median = method.timing.median  # None without samples
         if method.mode == MEASURED and median is not None:
             metrics[f"{method.name}.time"] = Metric("time", "s", median, list(method.timing.samples_s))

@@ -131,22 +131,18 @@ def _convert(tp: Any, value: Any, where: str, strict: bool = False) -> Any:
         return {k: _convert(item, v, f"{where}.{k}", strict) for k, v in value.items()}
     if isinstance(tp, type) and dataclasses.is_dataclass(tp):
         return from_jsonable(tp, value, where, strict=strict)
+    # An integer literal is held to int64 for a float too: 10**30 would pass as a finite float, an edited counter.
+    if tp in (int, float) and isinstance(value, int) and not -INT_LIMIT <= value < INT_LIMIT:
+        raise TypeError(f"{where}: {_show(value)} is too large (beyond int64)")
     if tp is float:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise TypeError(f"{where}: expected a number, got {_show(value)}")
-        # An integer literal is held to int64 here too: 10**30 would pass as a finite float, an edited counter.
-        if isinstance(value, int) and not -INT_LIMIT <= value < INT_LIMIT:
-            raise TypeError(f"{where}: {_show(value)} is too large (beyond int64)")
         number = float(value)  # an int64 always converts
         if not math.isfinite(number):
             raise TypeError(f"{where}: {_spelled(number)} is not a finite number")
         return number
-    if tp in (int, str, bool):
-        if not isinstance(value, tp) or (tp is int and isinstance(value, bool)):
-            raise TypeError(f"{where}: expected {tp.__name__}, got {_show(value)}")
-        if tp is int and not -INT_LIMIT <= value < INT_LIMIT:
-            raise TypeError(f"{where}: {_show(value)} is too large (beyond int64)")
-        return value
+    if tp in (int, str, bool) and (not isinstance(value, tp) or (tp is int and isinstance(value, bool))):
+        raise TypeError(f"{where}: expected {tp.__name__}, got {_show(value)}")
     return value
 
 

@@ -7,14 +7,13 @@ A scenario that crashed makes all its checks "could not measure", never
 
 from __future__ import annotations
 
-from dummyprof.gate.config import GateConfig, ScenarioConfig
+from dummyprof.gate.config import GateConfig, RatioCheck, ScenarioConfig
 from dummyprof.gate.fingerprint import COUNTER_FIELDS, TIMING_FIELDS, differences
 from dummyprof.gate.stats import compare_timings
 from dummyprof.results.gate import (
     IMPROVED,
     NOT_COMPARABLE,
     NOT_MEASURED,
-    PASS,
     REGRESSED,
     CheckResult,
     Metric,
@@ -46,14 +45,11 @@ def _counter(scenario: ScenarioConfig, run: ScenarioRun, base: ScenarioRun | Non
     assert base is not None
     check.baseline = base.metrics[name].value
     check.change = metric.value / check.baseline if check.baseline else None
-    if metric.value > check.baseline:
-        check.verdict = REGRESSED
-        check.detail = f"+{metric.value - check.baseline:,.0f} {metric.unit} over the baseline"
-    elif metric.value < check.baseline:
-        check.verdict = IMPROVED
-        check.detail = f"{check.baseline - metric.value:,.0f} {metric.unit} fewer; update the baseline to lock it in"
-    else:
-        check.verdict = PASS
+    growth = metric.value - check.baseline
+    if growth > 0:
+        check.verdict, check.detail = REGRESSED, f"+{growth:,.0f} {metric.unit} over the baseline"
+    elif growth < 0:
+        check.verdict, check.detail = IMPROVED, f"{-growth:,.0f} {metric.unit} fewer; update the baseline to lock it in"
     return check
 
 
@@ -77,19 +73,15 @@ def _ratio_value(metrics: dict[str, Metric], numerator: str, denominator: str) -
     return metrics[numerator].value / metrics[denominator].value
 
 
-def _ratio(
-    scenario: ScenarioConfig, run: ScenarioRun, base: ScenarioRun | None, numerator: str, denominator: str, bound: float
-) -> CheckResult:
-    name = f"{numerator} / {denominator}"
-    check = CheckResult(scenario.name, name, "ratio", "x", threshold=f"<= {bound:g}")
+def _ratio(scenario: ScenarioConfig, run: ScenarioRun, base: ScenarioRun | None, ratio: RatioCheck) -> CheckResult:
+    numerator, denominator, bound = ratio.numerator, ratio.denominator, ratio.max
+    check = CheckResult(scenario.name, ratio.name, "ratio", "x", threshold=f"<= {bound:g}")
     check.current = _ratio_value(run.metrics, numerator, denominator)
     if check.current is None:
         check.verdict, check.detail = NOT_MEASURED, f"{denominator} is 0 or missing: the ratio is undefined"
         return check
     # The baseline's ratio is shown for context only: the bound alone decides, so machine speed cancels.
-    if base is not None and not differences(
-        run.fingerprint, base.fingerprint, COUNTER_FIELDS, defaults=scenario.defaults
-    ):
+    if _baseline_problem(scenario, run, base, numerator, COUNTER_FIELDS) is None and base is not None:
         check.baseline = _ratio_value(base.metrics, numerator, denominator)
         check.change = check.current / check.baseline if check.baseline else None
     if check.current > bound:
@@ -128,13 +120,6 @@ def planned_checks(scenario: ScenarioConfig) -> list[tuple[str, str]]:
     return plan
 
 
-def _needs(kind: str, name: str, scenario: ScenarioConfig) -> list[str]:
-    if kind != "ratio":
-        return [name]
-    ratio = next(r for r in scenario.ratios if r.name == name)
-    return [ratio.numerator, ratio.denominator]
-
-
 def evaluate(
     config: GateConfig, scenarios: list[ScenarioConfig], runs: dict[str, ScenarioRun], baseline: dict[str, ScenarioRun]
 ) -> list[CheckResult]:
@@ -144,7 +129,9 @@ def evaluate(
         base = baseline.get(scenario.name)
         ratios = {r.name: r for r in scenario.ratios}
         for kind, name in planned_checks(scenario):
-            missing = [m for m in _needs(kind, name, scenario) if m not in run.metrics]
+            ratio = ratios[name] if kind == "ratio" else None
+            needs = [ratio.numerator, ratio.denominator] if ratio is not None else [name]
+            missing = [m for m in needs if m not in run.metrics]
             if run.error is not None or missing:
                 why = run.error or f"this run did not measure {', '.join(missing)} (projected or skipped; see notices)"
                 checks.append(CheckResult(scenario.name, name, kind, verdict=NOT_MEASURED, detail=why))
@@ -152,9 +139,8 @@ def evaluate(
                 checks.append(_counter(scenario, run, base, name))
             elif kind == "limit":
                 checks.append(_limit(scenario, run, base, name, scenario.limits[name]))
-            elif kind == "ratio":
-                r = ratios[name]
-                checks.append(_ratio(scenario, run, base, r.numerator, r.denominator, r.max))
+            elif ratio is not None:
+                checks.append(_ratio(scenario, run, base, ratio))
             else:
                 checks.append(_timing(config, scenario, run, base, name))
     return checks

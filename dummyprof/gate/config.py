@@ -122,19 +122,17 @@ def load_config(path: Path | None = None) -> GateConfig:
     _only(path, "", data, ("gate", "scenarios"))
     gate = _table(path, "gate", data.get("gate", {}))
     _only(path, "gate", gate, ("factor", "alpha"))
-    config = GateConfig(path=path)
-    config.factor = _number(path, "gate.factor", gate.get("factor", DEFAULT_FACTOR))
-    if config.factor <= 1:
-        raise ConfigError(path, "gate.factor", f"must be greater than 1 (1.10 means 10% slower), got {config.factor:g}")
-    config.alpha = _number(path, "gate.alpha", gate.get("alpha", DEFAULT_ALPHA))
-    if not 0 < config.alpha < 1:
-        raise ConfigError(path, "gate.alpha", f"must be between 0 and 1 (e.g. 0.05), got {config.alpha:g}")
+    factor = _number(path, "gate.factor", gate.get("factor", DEFAULT_FACTOR))
+    if factor <= 1:
+        raise ConfigError(path, "gate.factor", f"must be greater than 1 (1.10 means 10% slower), got {factor:g}")
+    alpha = _number(path, "gate.alpha", gate.get("alpha", DEFAULT_ALPHA))
+    if not 0 < alpha < 1:
+        raise ConfigError(path, "gate.alpha", f"must be between 0 and 1 (e.g. 0.05), got {alpha:g}")
     scenarios = _table(path, "scenarios", data.get("scenarios", {}))
     if not scenarios:
         raise ConfigError(path, "scenarios", 'no scenarios; add a [scenarios.NAME] table with command = "compare"')
-    for name, table in scenarios.items():
-        config.scenarios.append(_scenario(path, name, _table(path, f"scenarios.{name}", table)))
-    return config
+    parsed = [_scenario(path, name, _table(path, f"scenarios.{name}", table)) for name, table in scenarios.items()]
+    return GateConfig(path, factor, alpha, parsed)
 
 
 def _scenario(path: Path, name: str, table: dict[str, Any]) -> ScenarioConfig:
@@ -150,8 +148,8 @@ def _scenario(path: Path, name: str, table: dict[str, Any]) -> ScenarioConfig:
         metrics = command.metric_names(options)
     except UsageError as exc:  # e.g. a --loader spec that cannot be imported
         raise ConfigError(path, f"{key}.options.{option_key(exc)}".rstrip("."), exc.message) from None
-    counter_names = _names_or_all(path, f"{key}.counters", table.get("counters", "all"), metrics, kind="counter")
-    timing_names = _names_or_all(path, f"{key}.timings", table.get("timings", []), metrics, kind="time")
+    counter_names = _names(path, f"{key}.counters", table.get("counters", "all"), metrics, kind="counter")
+    timing_names = _names(path, f"{key}.timings", table.get("timings", []), metrics, kind="time")
     limits: dict[str, float] = {}
     for metric, bound in _table(path, f"{key}.limits", table.get("limits", {})).items():
         _names(path, f"{key}.limits", [metric], metrics, kind=None)
@@ -236,23 +234,19 @@ def option_key(exc: UsageError) -> str:
 
 
 def _names(path: Path, key: str, value: Any, metrics: dict[str, MetricSpec], *, kind: str | None) -> list[str]:
+    """A list of metric names, checked; ``"all"`` where a ``kind`` is given: every metric of that kind."""
+    wanted = [m for m, spec in metrics.items() if kind is None or spec.kind == kind]
+    if value == "all" and kind is not None:
+        return wanted
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise ConfigError(path, key, f'must be a list of metric names such as ["per-layer.visits"], got {value!r}')
     for name in value:
         spec = metrics.get(name)
-        wanted = [m for m, s in metrics.items() if kind is None or s.kind == kind]
         if spec is None:
             raise ConfigError(path, key, f"unknown metric {name!r}; this scenario measures: {', '.join(wanted)}")
         if kind is not None and spec.kind != kind:
             raise ConfigError(path, key, f"{name!r} is a {spec.kind}, not a {kind}; choose from: {', '.join(wanted)}")
     return list(value)
-
-
-def _names_or_all(path: Path, key: str, value: Any, metrics: dict[str, MetricSpec], *, kind: str) -> list[str]:
-    """``"all"``: every metric of ``kind`` the scenario measures; else a list of names, checked."""
-    if value == "all":
-        return [m for m, spec in metrics.items() if spec.kind == kind]
-    return _names(path, key, value, metrics, kind=kind)
 
 
 def _only(path: Path, key: str, table: dict[str, Any], allowed: tuple[str, ...]) -> None:

@@ -118,8 +118,7 @@ def sweep_metrics(results: Results) -> dict[str, Metric]:
     for fit in section.fits:
         if fit.metric in ("visits", "time"):
             metrics[f"{fit.series}.{fit.metric}.exponent"] = Metric(FIT, "exponent", fit.exponent)
-    largest = section.points[-1] if section.points else None
-    for name, entry in (largest.series if largest else {}).items():
+    for name, entry in (section.points[-1].series if section.points else {}).items():  # the largest point
         if entry.visits is not None:
             metrics[f"{name}.visits"] = Metric("counter", "visits", float(entry.visits))
         metrics[f"{name}.bytes_written"] = Metric("counter", "bytes", float(entry.bytes_written))
@@ -162,25 +161,19 @@ def engram_metrics(results: Results) -> dict[str, Metric]:
     metrics = layout_counters(section)
     for method in section.methods:
         metrics.update(method_counters(method))
-        if method.measured_scratch_bytes is not None:
-            metrics[f"{method.name}.{MEASURED_SCRATCH}"] = Metric(
-                "counter", "bytes", float(method.measured_scratch_bytes)
-            )
+        measured = method.measured_scratch_bytes
+        if measured is not None:
+            metrics[f"{method.name}.{MEASURED_SCRATCH}"] = Metric("counter", "bytes", float(measured))
         median = method.timing.median  # None without samples
         if method.mode == MEASURED and median is not None:
             metrics[f"{method.name}.time"] = Metric("time", "s", median, list(method.timing.samples_s))
     return metrics
 
 
-def _methods(options: Any) -> list[str]:
-    from dummyprof.loaders.fp8_methods import FLOOR
-
-    names = list(options.methods)
-    return names if FLOOR in names else [*names, FLOOR]
-
-
 def engram_ranks_metric_names(options: Any) -> dict[str, MetricSpec]:
-    methods = _methods(options)
+    from dummyprof.scenarios.engram.options import methods_to_run
+
+    methods = methods_to_run(list(options.methods))
     names: dict[str, MetricSpec] = {}
     for rank in range(options.nproc):
         names.update({f"rank{rank}.{counter}": BYTES for counter in LAYOUT_COUNTERS})

@@ -5,6 +5,7 @@ from __future__ import annotations
 import traceback
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from dummyprof.errors import DoesNotFitError, ResultsFileError, UsageError, flag_text
 from dummyprof.files.reading import BASELINE
@@ -35,13 +36,12 @@ def measure_scenario(
     try:
         results = scenario.command.run(scenario.options, progress=progress)
         run.metrics = scenario.command.extract(results)
-    except UsageError as exc:
-        if not isinstance(exc, DoesNotFitError):
-            key = f"scenarios.{scenario.name}.options"
-            where = f"{key}.{exc.field}: {exc.message}" if exc.field else f"{key}: {exc}"
-            raise UsageError.for_field("config", f"{config.path}: {where}") from None
-        # Valid options that this machine cannot hold: a measurement problem, not a config mistake.
+    except DoesNotFitError as exc:  # valid options that this machine cannot hold: a measurement problem
         run.error = f"does not fit on this machine: {flag_text(exc)}"
+    except UsageError as exc:
+        key = f"scenarios.{scenario.name}.options"
+        where = f"{key}.{exc.field}: {exc.message}" if exc.field else f"{key}: {exc}"
+        raise UsageError.for_field("config", f"{config.path}: {where}") from None
     except Exception as exc:  # a crash inside a scenario is "could not measure", never a regression
         run.error = _crash_report(exc)
     environment = None if run.error is not None else results.environment
@@ -67,14 +67,16 @@ def measure_all(
     return runs, environment or Environment()
 
 
+def _section(config: GateConfig, runs: list[ScenarioRun], **given: Any) -> GateResult:
+    return GateResult(config_path=str(config.path), factor=config.factor, alpha=config.alpha, scenarios=runs, **given)
+
+
 def make_baseline(
     config: GateConfig, scenarios: list[ScenarioConfig], progress: Callable[[str], Progress | None] | None = None
 ) -> Results:
     """Measure every scenario for a baseline. Exit code 3 (and nothing to save) if any could not be measured."""
     runs, environment = measure_all(config, scenarios, progress)
-    section = GateResult(config_path=str(config.path), factor=config.factor, alpha=config.alpha, scenarios=runs)
-    failed = [r.name for r in runs if r.error is not None]
-    section.exit_code = EXIT_INCOMPLETE if failed else 0
+    section = _section(config, runs, exit_code=EXIT_INCOMPLETE if any(r.error is not None for r in runs) else 0)
     return Results(command="baseline", environment=environment, gate=section)
 
 
@@ -130,15 +132,7 @@ def run_gate(
 ) -> Results:
     runs, environment = measure_all(config, scenarios, progress)
     checks = evaluate(config, scenarios, {r.name: r for r in runs}, baseline)
-    section = GateResult(
-        config_path=str(config.path),
-        baseline_path=str(baseline_path),
-        factor=config.factor,
-        alpha=config.alpha,
-        scenarios=runs,
-        checks=checks,
-        exit_code=gate_exit_code(checks),
-    )
+    section = _section(config, runs, baseline_path=str(baseline_path), checks=checks, exit_code=gate_exit_code(checks))
     return Results(command="gate", environment=environment, gate=section)
 
 

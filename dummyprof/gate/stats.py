@@ -25,13 +25,6 @@ def smallest_p_value(n_current: int, n_baseline: int) -> float:
     return 1.0 / math.comb(n_current + n_baseline, n_current)
 
 
-def mann_whitney_p(current: list[float], baseline: list[float], alternative: str) -> float:
-    """One-sided p-value that ``current`` is stochastically greater (or less) than ``baseline``."""
-    from scipy.stats import mannwhitneyu
-
-    return float(mannwhitneyu(current, baseline, alternative=alternative).pvalue)
-
-
 def compare_timings(current: list[float], baseline: list[float], *, factor: float, alpha: float) -> TimingComparison:
     """Regressed only if the median grew by more than ``factor`` and the rank test says it is not noise.
 
@@ -51,8 +44,10 @@ def compare_timings(current: list[float], baseline: list[float], *, factor: floa
         few = f"too few samples ({len(current)} now, {len(baseline)} in the baseline)"
         detail = f"{few}: the rank test cannot go below p={floor:.3g}, and p < {alpha:g} is needed; raise repeat"
         return TimingComparison(NOT_SIGNIFICANT, change, None, detail)
-    slower = change > factor
-    p = mann_whitney_p(current, baseline, "greater" if slower else "less")
+    from scipy.stats import mannwhitneyu
+
+    slower = change > factor  # one-sided: is current stochastically greater (or less) than baseline?
+    p = float(mannwhitneyu(current, baseline, alternative="greater" if slower else "less").pvalue)
     direction = "slower" if slower else "faster"
     if p < alpha:
         return TimingComparison(REGRESSED if slower else IMPROVED, change, p, f"{direction}, Mann-Whitney U p={p:.3g}")

@@ -79,13 +79,6 @@ class _Planner:
         return outcome
 
 
-def planned_initializer(name: str) -> PlannedInitializer:
-    init = get_initializer(name)
-    if not hasattr(init, "plan"):
-        raise TypeError(f"initializer {name!r} cannot say what it would write (no plan method)")
-    return init  # type: ignore[return-value]
-
-
 def count_on_meta(
     model: nn.Module,
     strategy: Strategy,
@@ -100,12 +93,11 @@ def count_on_meta(
     legacy's walk grows as tensors x depth, and a huge tree must not hold a run for minutes unseen.
     """
     name = initializer or strategy.initializer
-    planner = _Planner(planned_initializer(name), deadline, clock)
+    planner = _Planner(get_initializer(name), deadline, clock)
     recorder = VisitRecorder(model)
     t0 = clock()
     try:
         run_strategy(model, strategy, initializer=planner, recorder=recorder)
     except CountingTooLong as late:
         raise CountingTooLong(strategy.name, late.visits, clock() - t0) from None
-    walk = clock() - t0
-    return CountResult(strategy.name, name, recorder, planner.visits, walk)
+    return CountResult(strategy.name, name, recorder, planner.visits, clock() - t0)

@@ -54,11 +54,7 @@ def fill_random_convert(tables: Sequence[TablePair], chunk: int = 0) -> FillOutc
 def fill_random_scratch(tables: Sequence[TablePair], chunk: int = 0) -> FillOutcome:
     """vLLM 0.33: ``empty_like`` fp16 scratch, uniform ±1, ``copy_``; scale bytes set to 120."""
     init = V033Initializer()
-    outcomes = []
-    for t in tables:
-        outcomes.append(init(t.weight, "weight"))
-        outcomes.append(init(t.scale, "weight_scale_inv"))
-    return _sum(outcomes)
+    return _sum([o for t in tables for o in (init(t.weight, "weight"), init(t.scale, "weight_scale_inv"))])
 
 
 def fill_random_chunked(tables: Sequence[TablePair], chunk: int = DEFAULT_CHUNK_ELEMENTS) -> FillOutcome:
@@ -141,9 +137,7 @@ class FillMethod:
         """Peak temporary bytes for one table of ``weight_elements`` (tables are filled one at a time)."""
         if self.name == "random-chunked":
             return self.scratch_per_element * min(chunk, weight_elements)
-        if self.name == RANDOM_FAST:
-            return random_fast.scratch_bytes()
-        return self.scratch_per_element * weight_elements
+        return self.scratch_per_element * weight_elements + self.fixed_scratch_bytes
 
     @property
     def fixed_scratch_bytes(self) -> int:

@@ -125,7 +125,6 @@ class V029Initializer:
     name: str = "v0.29"
 
     def plan(self, tensor: torch.Tensor, local_name: str) -> tuple[str, FillOutcome]:
-        """The rule and outcome as if ``tensor`` were real; writes nothing."""
         return _float_rule(tensor, fp16_scratch=2 * tensor.numel() + tensor.nbytes)  # widened, then narrowed
 
     def __call__(self, tensor: torch.Tensor, local_name: str) -> FillOutcome:
@@ -145,9 +144,7 @@ class V029Initializer:
 
 
 class PlannedInitializer(Protocol):
-    """An initializer that can say what it would write without writing (both built-ins can)."""
-
-    name: str
+    """An initializer that can say what it would write without writing (every built-in can)."""
 
     def plan(self, tensor: torch.Tensor, local_name: str) -> tuple[str, FillOutcome]: ...
 
@@ -176,7 +173,7 @@ class FastInitializer:
     name: str = "fast"
 
     def plan(self, tensor: torch.Tensor, local_name: str) -> tuple[str, FillOutcome]:
-        """The rule and outcome as if ``tensor`` were a real CPU tensor; writes nothing."""
+        """As if ``tensor`` were a real CPU tensor (the scratch is that of a CPU fill)."""
         if _v033_handles(tensor, local_name):
             return V033Initializer(self.seed).plan(tensor, local_name)
         size = tensor.nbytes
@@ -198,14 +195,14 @@ class FastInitializer:
         return FillOutcome(tensor.nbytes, staging.nbytes + outcome.scratch_bytes)
 
 
-INITIALIZERS: dict[str, Initializer] = {
+INITIALIZERS: dict[str, PlannedInitializer] = {
     "v0.33": V033Initializer(),
     "v0.29": V029Initializer(),
     "fast": FastInitializer(),
 }
 
 
-def get_initializer(name: str) -> Initializer:
+def get_initializer(name: str) -> PlannedInitializer:
     try:
         return INITIALIZERS[name]
     except KeyError:

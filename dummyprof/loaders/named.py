@@ -111,10 +111,6 @@ NAMED: dict[str, tuple[Callable[[nn.Module], Any], str | None, str]] = {
 }
 
 
-def is_named(spec: str) -> bool:
-    return spec in NAMED
-
-
 def named_loader(spec: str) -> Callable[[nn.Module], Any] | None:
     """The fill function for a loader name, None for anything else; a name whose package is missing is refused."""
     entry = NAMED.get(spec)

@@ -48,7 +48,6 @@ ENGINES = (KERNEL, NUMPY)
 
 
 def default_engine() -> str:
-    """``kernel`` when the C kernel was built with this install, else ``numpy``."""
     return KERNEL if _kernel is not None else NUMPY
 
 
@@ -188,8 +187,6 @@ def _chunk_writer(dst: np.ndarray, rule: BitRule, key: int) -> Callable[[int, np
             np.bitwise_or(t, or_word, out=out)
         elif masked:
             np.bitwise_and(t, and_word, out=out)
-        elif out is not t:
-            np.copyto(out, t)
 
     def write(chunk: int, x: np.ndarray, t: np.ndarray) -> None:
         # Seed the lanes: SplitMix64 outputs number chunk * LANES + 1 .. + LANES of the seed's stream.

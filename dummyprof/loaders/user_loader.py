@@ -38,10 +38,8 @@ class UserLoader:
     def __call__(self, model: nn.Module) -> None:
         try:
             self.fn(model, **self.args)
-        except UsageError:
-            raise  # a named loader refusing this model already says why, naming the flag
-        except KeyboardInterrupt:
-            raise
+        except (UsageError, KeyboardInterrupt):
+            raise  # a named loader refusing this model already says why, naming the flag; ^C is the user's
         except BaseException as exc:  # user code: any other BaseException is its fault, one line
             raise user_code_error("--loader", self.spec or self.name, exc) from exc
 
@@ -50,13 +48,11 @@ def load_loader(spec: str, args: dict[str, Any] | None = None) -> UserLoader:
     """A named loader (``hf-init``, ``vllm``, ``sglang``), or import ``module:callable`` / ``file.py:callable``."""
     from dummyprof.loaders.named import named_loader
 
-    named = named_loader(spec)
-    if named is not None:
-        return UserLoader(name=spec, spec=spec, fn=named, args=dict(args or {}))
+    fn = named_loader(spec)
+    if fn is not None:
+        return UserLoader(spec, fn, spec, dict(args or {}))
     # Named after the callable: the import path is in the notices, and table columns stay narrow.
-    return UserLoader(
-        name=callable_name(spec), spec=spec, fn=resolve_callable(spec, flag="--loader"), args=dict(args or {})
-    )
+    return UserLoader(callable_name(spec), resolve_callable(spec, flag="--loader"), spec, dict(args or {}))
 
 
 def loader_strategy(loader: UserLoader) -> Strategy:
@@ -66,9 +62,5 @@ def loader_strategy(loader: UserLoader) -> Strategy:
         loader(model)
         yield from ()  # a generator that fills the model and hands nothing to the initializer
 
-    return Strategy(
-        name=loader.name,
-        description=f"user loader {loader.name}",
-        traverse=traverse,
-        initializer="v0.33",  # never called: the traversal yields no tensor to it
-    )
+    # The default initializer is never called: the traversal yields no tensor to it.
+    return Strategy(loader.name, f"user loader {loader.name}", traverse)

@@ -16,6 +16,7 @@ import functools
 import math
 import types
 import typing
+from collections.abc import Callable
 from typing import Any, TypeVar, Union, get_args, get_origin, get_type_hints
 
 T = TypeVar("T")
@@ -65,14 +66,8 @@ def check_free_value(value: Any, where: str) -> None:
 
 
 # Every type a field declares is looked up once: a large file converts millions of values.
-@functools.cache
-def _origin(tp: Any) -> Any:
-    return get_origin(tp)
-
-
-@functools.cache
-def _args(tp: Any) -> tuple[Any, ...]:
-    return get_args(tp)
+_origin: Callable[[Any], Any] = functools.cache(get_origin)
+_args: Callable[[Any], tuple[Any, ...]] = functools.cache(get_args)
 
 
 _LEAVES = (str, int, float)
@@ -120,19 +115,13 @@ def _convert(tp: Any, value: Any, where: str, strict: bool = False) -> Any:
         raise TypeError(f"{where}: {_show(value)} matches none of {tp}")
     if value is None:
         raise TypeError(f"{where}: must not be null")
-    if origin is list:  # typing.List[int] too
-        (item,) = _args(tp) or (Any,)
-        if not isinstance(value, list):
+    if origin in (list, tuple):  # typing.List[int] too; a tuple[int, ...] is stored as a list
+        item = (_args(tp) or (Any,))[0]
+        if not isinstance(value, (list, tuple) if origin is tuple else list):
             raise TypeError(f"{where}: expected a list, got {type(value).__name__}")
         if _all_plain(item, value):
-            return list(value)
-        return [_convert(item, v, f"{where}[{i}]", strict) for i, v in enumerate(value)]
-    if origin is tuple:
-        args = _args(tp)
-        if not isinstance(value, (list, tuple)):
-            raise TypeError(f"{where}: expected a list, got {type(value).__name__}")
-        item = args[0] if args else Any
-        return tuple(_convert(item, v, f"{where}[{i}]", strict) for i, v in enumerate(value))
+            return origin(value)
+        return origin([_convert(item, v, f"{where}[{i}]", strict) for i, v in enumerate(value)])
     if origin is dict:
         _, item = _args(tp) or (str, Any)
         if not isinstance(value, dict):
@@ -142,25 +131,18 @@ def _convert(tp: Any, value: Any, where: str, strict: bool = False) -> Any:
         return {k: _convert(item, v, f"{where}.{k}", strict) for k, v in value.items()}
     if isinstance(tp, type) and dataclasses.is_dataclass(tp):
         return from_jsonable(tp, value, where, strict=strict)
+    # An integer literal is held to int64 for a float too: 10**30 would pass as a finite float, an edited counter.
+    if tp in (int, float) and isinstance(value, int) and not -INT_LIMIT <= value < INT_LIMIT:
+        raise TypeError(f"{where}: {_show(value)} is too large (beyond int64)")
     if tp is float:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise TypeError(f"{where}: expected a number, got {_show(value)}")
-        # An integer literal is held to int64 here too: 10**30 would pass as a finite float, an edited counter.
-        if isinstance(value, int) and not -INT_LIMIT <= value < INT_LIMIT:
-            raise TypeError(f"{where}: {_show(value)} is too large (beyond int64)")
-        try:
-            number = float(value)
-        except OverflowError:
-            number = math.inf
+        number = float(value)  # an int64 always converts
         if not math.isfinite(number):
             raise TypeError(f"{where}: {_spelled(number)} is not a finite number")
         return number
-    if tp in (int, str, bool):
-        if not isinstance(value, tp) or (tp is int and isinstance(value, bool)):
-            raise TypeError(f"{where}: expected {tp.__name__}, got {_show(value)}")
-        if tp is int and not -INT_LIMIT <= value < INT_LIMIT:
-            raise TypeError(f"{where}: {_show(value)} is too large (beyond int64)")
-        return value
+    if tp in (int, str, bool) and (not isinstance(value, tp) or (tp is int and isinstance(value, bool))):
+        raise TypeError(f"{where}: expected {tp.__name__}, got {_show(value)}")
     return value
 
 

@@ -7,6 +7,7 @@ both the current scenarios and one CheckResult per check.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -90,14 +91,8 @@ class GateResult:
     exit_code: int = EXIT_PASS
     unrecorded: list[str] = field(default_factory=list)  # reports or the baseline that could not be written, and why
 
-    def scenario(self, name: str) -> ScenarioRun | None:
-        return next((run for run in self.scenarios if run.name == name), None)
-
     def counts(self) -> dict[str, int]:
-        counts = dict.fromkeys(VERDICTS, 0)
-        for check in self.checks:
-            counts[check.verdict] = counts.get(check.verdict, 0) + 1
-        return counts
+        return dict.fromkeys(VERDICTS, 0) | Counter(check.verdict for check in self.checks)
 
 
 def gate_exit_code(checks: list[CheckResult]) -> int:

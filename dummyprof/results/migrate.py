@@ -79,7 +79,7 @@ def _from_1(data: dict[str, Any]) -> dict[str, Any]:
     gate = data.get("gate")
     if isinstance(gate, dict) and isinstance(gate.get("scenarios"), list):
         gate = data["gate"] = dict(gate)
-        runs = gate["scenarios"] = [_without_summary(run) for run in gate["scenarios"]]
+        runs = gate["scenarios"] = [_renamed(run, "summary") for run in gate["scenarios"]]
         unrecorded = [n for n in kept if isinstance(n, str) and n.startswith(NOT_RECORDED)]
         if unrecorded:
             gate["unrecorded"] = unrecorded[-1][len(NOT_RECORDED) :].split("; ")
@@ -96,17 +96,11 @@ def _from_1(data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
-def _renamed(data: Any, old: str, new: str) -> Any:
-    """A copy of the object ``data`` with its key ``old`` called ``new``; anything else as it is."""
+def _renamed(data: Any, old: str, new: str | None = None) -> Any:
+    """A copy of the object ``data`` with its key ``old`` called ``new`` (dropped without one); anything else as is."""
     if not isinstance(data, dict):
         return data
     renamed = {key: value for key, value in data.items() if key != old}
-    if old in data:
+    if old in data and new is not None:
         renamed[new] = data[old]
     return renamed
-
-
-def _without_summary(run: Any) -> Any:
-    if not isinstance(run, dict):
-        return run
-    return {k: v for k, v in run.items() if k != "summary"}

@@ -8,6 +8,7 @@ exponent (2: the figure grows as the square of the parameter).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -50,8 +51,6 @@ class GrowthFit:
     x_to: float = 0.0
 
     def predict(self, x: float) -> float:
-        import math
-
         try:
             return math.exp(self.intercept) * x**self.exponent
         except OverflowError:  # a fit read from an edited file can hold any finite exponent

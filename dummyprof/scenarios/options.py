@@ -158,15 +158,15 @@ def loader_names(specs: Sequence[str], taken: Sequence[str]) -> list[str]:
 
     Each spec's form and file are checked; names must differ from each other and from ``taken``.
     """
-    from dummyprof.loaders.named import is_named
+    from dummyprof.loaders.named import NAMED
     from dummyprof.usercode import callable_name, check_spec
 
     names = set(taken)
     found = []
     for spec in specs:
-        if not is_named(spec):  # hf-init, vllm, sglang: names, not import paths
+        if spec not in NAMED:  # hf-init, vllm, sglang: names, not import paths
             check_spec(spec, flag="--loader")
-        name = spec if is_named(spec) else callable_name(spec)
+        name = spec if spec in NAMED else callable_name(spec)
         if name in names:
             raise UsageError.for_field("loaders", f"{name!r} is listed twice (or clashes with a --strategy name)")
         names.add(name)

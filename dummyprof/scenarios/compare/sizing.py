@@ -25,8 +25,8 @@ from torch import nn
 
 from dummyprof.anatomy import model_bytes
 from dummyprof.errors import DoesNotFitError
-from dummyprof.loaders.counting import CountingTooLong, CountResult, VisitPlan, count_on_meta, planned_initializer
-from dummyprof.loaders.initializers import RULE_DECLARED, RULE_SKIP
+from dummyprof.loaders.counting import CountingTooLong, CountResult, VisitPlan, count_on_meta
+from dummyprof.loaders.initializers import RULE_DECLARED, RULE_SKIP, get_initializer
 from dummyprof.loaders.strategies import Strategy
 from dummyprof.measure.budget import device_budget
 from dummyprof.measure.device import synchronize
@@ -139,7 +139,7 @@ def _classes(counts: dict[str, CountResult]) -> dict[_ClassKey, tuple[str, int]]
 
 
 def _timed_fill(key: _ClassKey, local_name: str, elements: int, device: torch.device, clock: Clock) -> float:
-    init = planned_initializer(key.initializer)
+    init = get_initializer(key.initializer)
     tensor = torch.empty(elements, dtype=key.dtype, device=device)  # fresh memory: a real fill first-touches too
     if key.rule == RULE_DECLARED:
         tensor.dummy_weight_value = 1.0  # type: ignore[attr-defined]  # the value does not change the cost

@@ -51,11 +51,8 @@ def build_layout(spec: EngramSpec, backing: Backing) -> EngramLayout:
     mine = shard(spec)
     weight = mine.part_rows * spec.dim
     scale = mine.part_rows * spec.scale_cols
-    parts = []
-    if spec.ranks <= MAX_LISTED_RANKS:
-        for r in range(spec.ranks):
-            s = shard(spec, r)
-            parts.append(RankPart(r, s.first_head, s.heads, s.part_rows, rank_table_bytes(spec, r)))
+    listed = spec.ranks if spec.ranks <= MAX_LISTED_RANKS else 0
+    parts = [copied(RankPart, shard(spec, r), table_bytes=rank_table_bytes(spec, r)) for r in range(listed)]
     return copied(
         EngramLayout,
         spec,  # rows, dim, block_size, tables, tp_size, dp_size, rank

@@ -125,7 +125,7 @@ def run(
     probe = probe_rows(spec, methods, budget, backing, options.chunk_elements, plan_budget.limit)
     calibration = calibrate(runner, methods, probe)
     plan = time_plan(spec, methods, fits, calibration, options, options.time_budget_s - (clock() - started))
-    plan = sync.agree(plan)
+    plan = sync.broadcast("plan", plan)
     for projected in plan.projected:
         entry = result.method(projected.name)
         entry.mode, entry.reason = PROJECTED, plan.reasons[projected.name]
@@ -150,7 +150,9 @@ def run(
     if plan.projected:
         time_left = options.time_budget_s - (clock() - started)
         sampled = plan_samples(spec, plan, methods, rate, options, time_left, budget, backing, plan_budget.limit)
-        plan.sample_groups = sync.agree(plan.sample_groups)  # rank 0's sizes, so every rank takes the same steps
+        plan.sample_groups = sync.broadcast(
+            "plan", plan.sample_groups
+        )  # rank 0's sizes, so every rank takes the same steps
         total += sum(group.steps for group in plan.sample_groups)
         measure_samples(runner, plan, result, sampled, step)
     if not plan.full:

@@ -7,7 +7,7 @@ fits the samples to project to full size and derives rates, share of the floor a
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
 import torch
@@ -50,22 +50,22 @@ T = TypeVar("T")
 
 
 class RankSync(Protocol):
-    """How a multi-rank run keeps its ranks in step; one process alone uses ``NO_SYNC``.
+    """How a multi-rank run keeps its ranks in step (``ranks.world.World``); one process alone uses ``NO_SYNC``.
 
-    ``phase`` is called before every timed step, so all ranks start it together (real contention);
-    ``agree`` returns the value every rank must use (rank 0's plan), so all ranks take the same steps.
+    ``barrier`` is called before every timed step, so all ranks start it together (real contention);
+    ``broadcast`` returns rank 0's value (its plan) on every rank, so all ranks take the same steps.
     """
 
-    def phase(self, label: str) -> None: ...
+    def barrier(self, label: str) -> None: ...
 
-    def agree(self, value: T) -> T: ...
+    def broadcast(self, label: str, value: T) -> T: ...
 
 
 class _NoSync:
-    def phase(self, label: str) -> None:
+    def barrier(self, label: str) -> None:
         pass
 
-    def agree(self, value: T) -> T:
+    def broadcast(self, label: str, value: T) -> T:
         return value
 
 
@@ -92,29 +92,21 @@ class Step:
     method: str
 
 
+@dataclass
 class Runner:
     """Allocates, touches and fills, timing each step and keeping the run's worst peak RSS."""
 
-    def __init__(
-        self,
-        spec: EngramSpec,
-        backing: Backing,
-        device: torch.device,
-        chunk: int,
-        clock: Clock,
-        sync: RankSync = NO_SYNC,
-    ) -> None:
-        self.spec = spec
-        self.sync = sync
-        self.backing = backing
-        self.device = device
-        self.chunk = chunk
-        self.clock = clock
-        self.run_peak = 0
+    spec: EngramSpec
+    backing: Backing
+    device: torch.device
+    chunk: int
+    clock: Clock
+    sync: RankSync = NO_SYNC
+    run_peak: int = field(default=0, init=False)
 
     def _timed(self, label: str, work: Callable[[], T]) -> tuple[T, float, PeakReading]:
         """``work()`` once every rank reaches ``label``: its result, seconds (device synchronized), peak RSS."""
-        self.sync.phase(label)
+        self.sync.barrier(label)
         peak = PeakRss()
         with peak.measure():
             t0 = self.clock()

@@ -169,7 +169,7 @@ def test_tiny_noisy_samples_project_nothing_faster_than_this_runs_floor() -> Non
     # one group here: on a noisy fake clock every method calibrates within 4x of the floor (memory-bound)
     assert [(g.memory_bound, len(g.rows), g.rounds) for g in engram.sample_groups] == [(True, 4, 3)]
     assert engram.sample_groups[0].methods == [m.name for m in engram.methods]
-    touch = engram.phase("first touch")
+    touch = next(p for p in engram.phases if p.name == FIRST_TOUCH)
     assert touch.projection is not None and touch.seconds.value
     best_touch = max(p.bytes_written / r for p in touch.samples for r in p.readings_s)
     assert touch.bytes / touch.seconds.value <= min(best_touch, floor_rate) * (1 + 1e-9)

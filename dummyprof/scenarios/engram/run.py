@@ -171,19 +171,14 @@ def placement(options: EngramOptions) -> tuple[torch.device, Backing]:
 
 
 def _budget(plan_budget: MemoryBudget, options: EngramOptions) -> Budget:
-    host = plan_budget.host
-    limit = host.cgroup if host is not None else None
-    return Budget(
-        plan_budget.bytes,
-        plan_budget.source,
-        options.time_budget_s,
-        options.deadline_s,
-        limit=plan_budget.limit,
-        cgroup_version=limit.version if limit is not None else None,
-        cgroup_limit_bytes=limit.limit_bytes if limit is not None else None,
-        cgroup_free_bytes=limit.free_bytes if limit is not None else None,
-        cgroup_file=str(limit.limit_file) if limit is not None else "",
-    )
+    budget = Budget(plan_budget.bytes, plan_budget.source, options.time_budget_s, options.deadline_s, plan_budget.limit)
+    cgroup = plan_budget.host.cgroup if plan_budget.host is not None else None
+    if cgroup is not None:
+        budget.cgroup_version = cgroup.version
+        budget.cgroup_limit_bytes = cgroup.limit_bytes
+        budget.cgroup_free_bytes = cgroup.free_bytes
+        budget.cgroup_file = str(cgroup.limit_file)
+    return budget
 
 
 def _backing_info(backing: Backing) -> BackingInfo:

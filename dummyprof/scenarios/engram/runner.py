@@ -7,7 +7,7 @@ fits the samples to project to full size and derives rates, share of the floor a
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, TypeVar
 
 import torch
@@ -160,12 +160,9 @@ class Runner:
 
 def _median_step(steps: Sequence[Step]) -> Step:
     """The median-time reading, keeping the worst peak RSS seen."""
-    ordered = sorted(steps, key=lambda s: s.seconds)
-    middle = ordered[(len(ordered) - 1) // 2]
+    middle = sorted(steps, key=lambda s: s.seconds)[(len(steps) - 1) // 2]
     worst = max(steps, key=lambda s: s.rss_peak)
-    return Step(
-        middle.seconds, middle.bytes_written, middle.scratch_bytes, worst.rss_before, worst.rss_peak, worst.method
-    )
+    return replace(middle, rss_before=worst.rss_before, rss_peak=worst.rss_peak, method=worst.method)
 
 
 def _values(tables: Tables) -> ValueStats:
@@ -183,6 +180,10 @@ def _device_memory(device: torch.device, **rss: Any) -> MemoryUse:
     )
 
 
+def _growth(before: int | None, after: int | None, missing: str) -> Figure:
+    return Figure(float(after - before)) if before is not None and after is not None else Figure.missing(missing)
+
+
 def calibrate(runner: Runner, methods: Sequence[FillMethod], rows: int) -> Calibration:
     tables, alloc_s = runner.allocate(rows)
     touch_s = runner.first_touch(tables)
@@ -196,21 +197,15 @@ def calibrate(runner: Runner, methods: Sequence[FillMethod], rows: int) -> Calib
 def measure_full(runner: Runner, plan: Plan, result: EngramResult, step: Callable[[str], None]) -> None:
     layout = result.layout
     counted = runner.backing.caching_host_allocator  # host_memory_stats() sees these, not cudaHostRegister
+    huge = runner.backing.used == "hugepages"
     pinned_before = pinned_reserved_bytes() if counted else None
-    huge_before = anon_huge_page_bytes() if runner.backing.used == "hugepages" else None
+    huge_before = anon_huge_page_bytes() if huge else None
     tables, alloc_s = runner.allocate(layout.part_rows)
-    after = pinned_reserved_bytes() if counted else None
-    if pinned_before is not None and after is not None:
-        result.backing.reserved_measured_bytes = Figure(float(after - pinned_before))
-    elif counted:
-        result.backing.reserved_measured_bytes = Figure.missing(NO_HOST_MEMORY_STATS)
+    if counted:
+        result.backing.reserved_measured_bytes = _growth(pinned_before, pinned_reserved_bytes(), NO_HOST_MEMORY_STATS)
     touch_s = runner.first_touch(tables)
-    if runner.backing.used == "hugepages":
-        after_huge = anon_huge_page_bytes()
-        if huge_before is not None and after_huge is not None:
-            result.backing.huge_page_bytes = Figure(float(after_huge - huge_before))
-        else:
-            result.backing.huge_page_bytes = Figure.missing(NO_ANON_HUGE_PAGES)
+    if huge:
+        result.backing.huge_page_bytes = _growth(huge_before, anon_huge_page_bytes(), NO_ANON_HUGE_PAGES)
     table_bytes = layout.table_bytes_per_rank
     result.phases = [
         PhaseResult(ALLOCATE, MEASURED, table_bytes, Figure(alloc_s), Timing([alloc_s])),
@@ -367,12 +362,11 @@ def project_samples(
     for phase in (ALLOCATE, FIRST_TOUCH):
         pts = phase_points[phase]
         samples = _samples(pts)
-        bound: tuple[float | None, str] = (None, "")
+        candidates: list[tuple[float, str]] = []
         if phase == FIRST_TOUCH:
-            touch, floor = fastest_rate(samples), floor_rate(result)
-            candidates = [(r, n) for r, n in ((touch, FIRST_TOUCH), (floor, result.floor_method)) if r]
-            if candidates:
-                bound = min(candidates)
+            rates = ((fastest_rate(samples), FIRST_TOUCH), (floor_rate(result), result.floor_method))
+            candidates = [(r, n) for r, n in rates if r]
+        bound: tuple[float | None, str] = min(candidates, default=(None, ""))
         fit, projection = project_time(
             samples,
             table_bytes,
@@ -396,7 +390,6 @@ def project_samples(
 
 def unallocated_device_figures(device: torch.device) -> MemoryUse:
     """Pinned and GPU figures describe the full tables; say why there are none rather than print 0."""
-
     memory = _device_memory(device)
     for name in ("pinned_bytes", "gpu_used_bytes", "gpu_allocator_peak_bytes"):
         if getattr(memory, name).value is not None:

@@ -17,6 +17,7 @@ import statistics
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 
 import torch
 
@@ -85,8 +86,7 @@ def run_rank(
             error = describe(exc)
         check_ranks(world, error, names or {})
         assert options is not None
-        ready = options
-        own, gathered = run_checked(world, lambda: run_ranks(ready, world, threads_source=threads_source), describe)
+        own, gathered = run_checked(world, partial(run_ranks, options, world, threads_source=threads_source), describe)
     except RanksFailed as exc:
         if world.rank == 0:
             if report is not None:

@@ -121,14 +121,6 @@ def memory_budget(options: EngramOptions, backing: Backing, device: torch.device
     return MemoryBudget(budget, source, limit, host)
 
 
-def memory_plan(
-    spec: EngramSpec, methods: Sequence[FillMethod], backing: Backing, budget: int, chunk: int
-) -> tuple[dict[str, int], dict[str, bool]]:
-    part_rows = shard(spec).part_rows
-    needs = {m.name: needed_bytes(spec, part_rows, m, backing, chunk) for m in methods}
-    return needs, {name: need <= budget for name, need in needs.items()}
-
-
 # --- time: calibration probe, full-size rounds, samples --------------------------------------------
 
 

@@ -45,7 +45,7 @@ from dummyprof.scenarios.engram.plan import (
     MemoryBudget,
     build_layout,
     memory_budget,
-    memory_plan,
+    needed_bytes,
     plan_samples,
     probe_rows,
     time_plan,
@@ -101,7 +101,8 @@ def run(
     layout = build_layout(spec, backing)
     plan_budget = memory_budget(options, backing, device)
     budget = plan_budget.bytes
-    needs, fits = memory_plan(spec, methods, backing, budget, options.chunk_elements)
+    needs = {m.name: needed_bytes(spec, layout.part_rows, m, backing, options.chunk_elements) for m in methods}
+    fits = {name: need <= budget for name, need in needs.items()}
     result = EngramResult(
         layout=layout,
         backing=_backing_info(backing),

@@ -292,14 +292,12 @@ def measure_samples(
     for method in sampled:
         entry = result.method(method.name)
         entry.samples = points[method.name]
-        growth = [p.rss_growth_bytes for p in entry.samples]
-        if all(g is not None for g in growth):
-            needs = [p.needed_bytes for p in entry.samples]
-            entry.memory_fit = fit_proportional(needs, [float(g or 0) for g in growth])
-            # Never below the computed need: small samples can reuse freed heap pages (glibc serves blocks under
-            # its 32 MiB mmap threshold from memory it kept), so their growth understates what full size faults in.
-            fitted = project(entry.memory_fit, entry.needed_bytes)
-            entry.peak_rss_bytes = Figure(base_rss + max(fitted, entry.needed_bytes), projected=True)
+        growth = [float(p.rss_growth_bytes or 0) for p in entry.samples]  # every point above has one
+        entry.memory_fit = fit_proportional([p.needed_bytes for p in entry.samples], growth)
+        # Never below the computed need: small samples can reuse freed heap pages (glibc serves blocks under
+        # its 32 MiB mmap threshold from memory it kept), so their growth understates what full size faults in.
+        fitted = project(entry.memory_fit, entry.needed_bytes)
+        entry.peak_rss_bytes = Figure(base_rss + max(fitted, entry.needed_bytes), projected=True)
     project_samples(result, sampled, phase_points)
     result.sample_groups = [
         SampleGroupInfo(

@@ -81,14 +81,6 @@ class RanksFailed(DummyprofError):
         self.quiet = quiet  # another rank (rank 0) reports it; this one only exits non-zero
 
 
-@dataclass(frozen=True)
-class Failure:
-    rank: int
-    host: str
-    message: str
-    usage: bool  # bad input: exit 2 as the single-process command does
-
-
 @dataclass
 class World:
     """This rank's view of the run: barriers that notice failures, exchange of Python objects."""
@@ -112,21 +104,19 @@ class World:
 
     # --- failures ---------------------------------------------------------------------------------
 
-    def _failures(self) -> list[Failure]:
+    def _raise_failures(self) -> None:
+        """Once any rank has failed (``fail`` writes its key before counting it): raise naming each that did."""
         if int(self.store.add("failures", 0)) == 0:
-            return []
+            return
         self.sleep(FAILURE_GRACE_S)
-        found = []
+        lines, usage = [], []
         for r in range(self.world_size):
             key = f"failed/{r}"
             if self.store.check([key]):  # as ``fail`` wrote it: usage, host, message
-                usage, host, message = self.store.get(key).decode().split("\t", 2)
-                found.append(Failure(r, host, message, usage == "1"))
-        return found
-
-    def _raise_failures(self, failures: list[Failure]) -> None:
-        code = 2 if all(f.usage for f in failures) else EXIT_FAILED
-        lines = [f"rank {f.rank} ({f.host}) failed: {f.message}" for f in failures]
+                bad_input, host, message = self.store.get(key).decode().split("\t", 2)
+                lines.append(f"rank {r} ({host}) failed: {message}")
+                usage.append(bad_input == "1")
+        code = 2 if all(usage) else EXIT_FAILED  # bad input everywhere: exit 2 as the single-process command does
         raise RanksFailed("; ".join(lines), exit_code=code, quiet=self.rank != 0)
 
     def fail(self, message: str, *, usage: bool) -> bool:
@@ -173,9 +163,7 @@ class World:
         deadline = self.clock() + self.timeout_s
         pause = POLL_S[0]
         while not self.store.check([f"{key}/open"]):
-            failures = self._failures()
-            if failures:
-                self._raise_failures(failures)
+            self._raise_failures()
             if self.clock() > deadline:
                 self._raise_timeout(label)
             self.sleep(pause)

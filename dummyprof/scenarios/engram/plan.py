@@ -124,10 +124,7 @@ def memory_budget(options: EngramOptions, backing: Backing, device: torch.device
 # --- time: calibration probe, full-size rounds, samples --------------------------------------------
 
 
-@dataclass
-class Calibration:
-    rows: int
-    seconds_per_row: dict[str, float]  # method name, ALLOCATE, FIRST_TOUCH
+Rates = dict[str, float]  # seconds per row, by method name, ALLOCATE and FIRST_TOUCH: the probe's, then updated
 
 
 def probe_rows(
@@ -179,7 +176,7 @@ def time_plan(
     spec: EngramSpec,
     methods: Sequence[FillMethod],
     fits: dict[str, bool],
-    calibration: Calibration,
+    rate: Rates,
     options: EngramOptions,
     time_left: float,
 ) -> Plan:
@@ -188,14 +185,12 @@ def time_plan(
     What does not fit is sampled in the time that is left (at least SAMPLE_SHARE of it).
     """
     part_rows = shard(spec).part_rows
-    rate = calibration.seconds_per_row
     full = [m for m in methods if fits[m.name]]
     projected = [m for m in methods if not fits[m.name]]
     reasons = {m.name: FOR_MEMORY for m in projected}
     one_fill_s: dict[str, float] = {}
     setup = (rate[ALLOCATE] + rate[FIRST_TOUCH]) * part_rows
-    floor_rate = rate[FLOOR]
-    cheap = {m.name for m in methods if rate[m.name] <= CHEAP_FACTOR * floor_rate}
+    cheap = {m.name for m in methods if rate[m.name] <= CHEAP_FACTOR * rate[FLOOR]}
 
     def round_s(ms: Sequence[FillMethod]) -> float:
         return sum(rate[m.name] for m in ms) * part_rows
@@ -231,7 +226,7 @@ def plan_samples(
     spec: EngramSpec,
     plan: Plan,
     methods: Sequence[FillMethod],
-    rate: dict[str, float],
+    rate: Rates,
     options: EngramOptions,
     time_left: float,
     budget: int,
@@ -244,11 +239,10 @@ def plan_samples(
     the floor; allocation and first touch go with them) get large samples, up to FAST_SAMPLE_BYTES of tables,
     repeated; generator-bound methods get what the rest of the time budget allows, once each.
     """
-    floor_rate = rate[FLOOR]
     # The projected methods, and the floor when it is not measured in full (percent of floor needs it).
     floor = [m for m in methods if m.name == FLOOR and m not in plan.full and m not in plan.projected]
     sampled = plan.projected + floor
-    fast = [m for m in sampled if rate[m.name] <= CHEAP_FACTOR * floor_rate]
+    fast = [m for m in sampled if rate[m.name] <= CHEAP_FACTOR * rate[FLOOR]]
     slow = [m for m in sampled if m not in fast]
     total = max(time_left, MIN_SAMPLE_SHARE * options.time_budget_s)
     setup = rate[ALLOCATE] + rate[FIRST_TOUCH]

@@ -124,8 +124,8 @@ def run(
 
     runner = Runner(spec, backing, device, options.chunk_elements, clock, sync)
     probe = probe_rows(spec, methods, budget, backing, options.chunk_elements, plan_budget.limit)
-    calibration = calibrate(runner, methods, probe)
-    plan = time_plan(spec, methods, fits, calibration, options, options.time_budget_s - (clock() - started))
+    rate = calibrate(runner, methods, probe)
+    plan = time_plan(spec, methods, fits, rate, options, options.time_budget_s - (clock() - started))
     plan = sync.broadcast("plan", plan)
     for projected in plan.projected:
         entry = result.method(projected.name)
@@ -141,7 +141,6 @@ def run(
             progress(done, total, label)
 
     step(f"calibrated on {probe:,} rows")
-    rate = dict(calibration.seconds_per_row)
     if plan.full:
         measure_full(runner, plan, result, step)
         # First touch of many GiB can be far slower than on the probe (page reclaim); trust the full figure.

@@ -43,7 +43,7 @@ from dummyprof.results.engram import (
     SamplePoint,
     ValueStats,
 )
-from dummyprof.scenarios.engram.plan import ALLOCATE, FILL, FIRST_TOUCH, Calibration, Plan, reserved_tables
+from dummyprof.scenarios.engram.plan import ALLOCATE, FILL, FIRST_TOUCH, Plan, Rates, reserved_tables
 
 Clock = Callable[[], float]
 T = TypeVar("T")
@@ -184,14 +184,14 @@ def _growth(before: int | None, after: int | None, missing: str) -> Figure:
     return Figure(float(after - before)) if before is not None and after is not None else Figure.missing(missing)
 
 
-def calibrate(runner: Runner, methods: Sequence[FillMethod], rows: int) -> Calibration:
+def calibrate(runner: Runner, methods: Sequence[FillMethod], rows: int) -> Rates:
     tables, alloc_s = runner.allocate(rows)
     touch_s = runner.first_touch(tables)
     per_row = {ALLOCATE: alloc_s / rows, FIRST_TOUCH: touch_s / rows}
     for method in methods:
         per_row[method.name] = runner.fill(method, tables).seconds / rows
     runner.release(tables)
-    return Calibration(rows, per_row)
+    return per_row
 
 
 def measure_full(runner: Runner, plan: Plan, result: EngramResult, step: Callable[[str], None]) -> None:
@@ -212,8 +212,7 @@ def measure_full(runner: Runner, plan: Plan, result: EngramResult, step: Callabl
         PhaseResult(FIRST_TOUCH, MEASURED, table_bytes, Figure(touch_s), Timing([touch_s])),
     ]
     worst: dict[str, Step] = {}
-    most = max(plan.full_rounds.values())
-    for round_index in range(most):
+    for round_index in range(max(plan.full_rounds.values())):
         for method in plan.full:
             if round_index >= plan.full_rounds[method.name]:
                 continue

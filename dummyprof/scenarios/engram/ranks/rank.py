@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
+from itertools import zip_longest
 
 import torch
 
@@ -300,12 +301,7 @@ def aggregate(records: Sequence[RankRecord], backend: str) -> RanksAggregate:
     for rec in records[1:]:
         if rec.steps != first:
             agg.steps_aligned = False
-            at = next(
-                (i for i, (a, b) in enumerate(zip(first, rec.steps, strict=False)) if a != b),
-                min(len(first), len(rec.steps)),
-            )
-            agg.notes.append(
-                f"rank {rec.rank} took other steps than rank 0 from step {at + 1} "
-                f"({rec.steps[at] if at < len(rec.steps) else 'none'} vs {first[at] if at < len(first) else 'none'})"
-            )
+            pairs = enumerate(zip_longest(rec.steps, first, fillvalue="none"), start=1)
+            at, (theirs, ours) = next((i, pair) for i, pair in pairs if pair[0] != pair[1])
+            agg.notes.append(f"rank {rec.rank} took other steps than rank 0 from step {at} ({theirs} vs {ours})")
     return agg

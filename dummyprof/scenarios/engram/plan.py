@@ -209,14 +209,13 @@ def time_plan(
         costly = [m for m in full if m.name not in cheap]
         cheap_round = round_s([m for m in full if m.name in cheap])
         spare = time_left - reserve - setup - options.repeat * cheap_round
+        plan.rounds = options.repeat
         if costly:
             per_round = round_s(costly)
             plan.rounds = max(1, min(options.repeat, int(spare / per_round) if per_round > 0 else 1))
             if plan.rounds < options.repeat:
                 names = [m.name for m in costly]
                 plan.rounds_cut = RoundsCut(plan.rounds, options.repeat, names, per_round, options.time_budget_s)
-        else:
-            plan.rounds = options.repeat
         # Memory-bound fills take milliseconds; repeating them costs little and steadies the floor.
         plan.full_rounds = {m.name: options.repeat if m.name in cheap else plan.rounds for m in full}
     return plan

@@ -160,11 +160,9 @@ def run_ranks(
     section = results.engram
     assert section is not None
     section.budget.memory_source = budget_source(section.budget.memory_source, options, world, available)
-    samples: Samples = {}
     measured = [get_method(m.name) for m in section.methods if m.mode == MEASURED]
-    if measured:
-        rounds = {m.name: len(section.method(m.name).timing.samples_s) for m in measured}
-        samples = measure_contention(mine, world, measured, rounds, clock)
+    rounds = {m.name: len(section.method(m.name).timing.samples_s) for m in measured}
+    samples = measure_contention(mine, world, measured, rounds, clock) if measured else {}
     record = rank_record(world, section, samples, available, mine.max_memory or 0)
     record.steps = list(world.steps)
     record.threads, record.cores = torch.get_num_threads(), cpu_count()
@@ -172,8 +170,7 @@ def run_ranks(
     records = world.gather("gather", record)
     if records is None:
         return results, None
-    gathered = dataclasses.replace(results, ranks=records, ranks_aggregate=aggregate(records, world.backend))
-    return results, gathered
+    return results, dataclasses.replace(results, ranks=records, ranks_aggregate=aggregate(records, world.backend))
 
 
 def measure_contention(

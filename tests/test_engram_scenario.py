@@ -18,7 +18,7 @@ from dummyprof.models.engram import EngramSpec
 from dummyprof.reports.summary import summary_line
 from dummyprof.reports.tables.engram import plan_notes, reason_text
 from dummyprof.results.engram import EngramResult, MethodResult, RoundsCut
-from dummyprof.scenarios.engram.plan import ALLOCATE, FIRST_TOUCH, Calibration, plan_samples, time_plan
+from dummyprof.scenarios.engram.plan import ALLOCATE, FIRST_TOUCH, Rates, plan_samples, time_plan
 from dummyprof.scenarios.engram.run import EngramOptions, run
 
 ALL = list(METHODS.values())
@@ -51,10 +51,10 @@ def test_fake_clock_drives_every_measured_figure() -> None:
     assert summary_line(results) == "start-up per rank 3.00 s (all 5 methods); all 5 fit; 5 over deadline 2.50 s"
 
 
-def _calibration(part_rows: int, **per_row: float) -> Calibration:
+def _calibration(part_rows: int, **per_row: float) -> Rates:
     rates = {ALLOCATE: 1e-9, FIRST_TOUCH: 1e-7, "memset": 1e-8, "constant": 1e-8, "random-fast": 3e-8}
     rates.update({k.replace("_", "-"): v for k, v in per_row.items()})
-    return Calibration(1024, rates)
+    return rates
 
 
 def test_slow_methods_that_fit_memory_are_projected_slowest_first() -> None:
@@ -169,7 +169,7 @@ def test_tiny_noisy_samples_project_nothing_faster_than_this_runs_floor() -> Non
     # one group here: on a noisy fake clock every method calibrates within 4x of the floor (memory-bound)
     assert [(g.memory_bound, len(g.rows), g.rounds) for g in engram.sample_groups] == [(True, 4, 3)]
     assert engram.sample_groups[0].methods == [m.name for m in engram.methods]
-    touch = engram.phase("first touch")
+    touch = next(p for p in engram.phases if p.name == FIRST_TOUCH)
     assert touch.projection is not None and touch.seconds.value
     best_touch = max(p.bytes_written / r for p in touch.samples for r in p.readings_s)
     assert touch.bytes / touch.seconds.value <= min(best_touch, floor_rate) * (1 + 1e-9)
@@ -202,11 +202,11 @@ def test_memory_bound_methods_get_large_repeated_samples_and_random_ones_small()
     spec = EngramSpec(rows=2_000_000_000, dim=256)
     # per row: memset and constant 30 ns (~9 GB/s), first touch 200 ns, random 8 µs (~0.03 GB/s)
     cal = _calibration(1, memset=3e-8, constant=3e-8, random_convert=8e-6, random_scratch=8e-6, random_chunked=8e-6)
-    cal.seconds_per_row[FIRST_TOUCH] = 2e-7
+    cal[FIRST_TOUCH] = 2e-7
     options = EngramOptions(rows=spec.rows, dim=256, offload=True)
     fits = {m.name: False for m in ALL}
     plan = time_plan(spec, ALL, fits, cal, options, 40.0)
-    plan_samples(spec, plan, ALL, cal.seconds_per_row, options, 40.0, 4 * 2**30, PAGEABLE)
+    plan_samples(spec, plan, ALL, cal, options, 40.0, 4 * 2**30, PAGEABLE)
     fast, slow = plan.sample_groups
     assert fast.memory_bound and {m.name for m in fast.methods} >= {"memset", "constant"}
     assert set(fast.rounds.values()) == {3}

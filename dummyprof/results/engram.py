@@ -257,9 +257,6 @@ class EngramResult:
     def method(self, name: str) -> MethodResult:
         return named(self.methods, name)
 
-    def phase(self, name: str) -> PhaseResult:
-        return named(self.phases, name)
-
     def floor(self) -> MethodResult | None:
         """The memset floor's method, when it ran."""
         return next((m for m in self.methods if m.name == self.floor_method), None)

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from dummyprof.errors import UsageError
+from dummyprof.results.common import copied
 from dummyprof.scenarios.options import check_listed, max_memory_option
 from dummyprof.schema import check_values, duration, integer, option
 from dummyprof.shapes import EngramShape
@@ -66,7 +67,7 @@ class EngramOptions(EngramShape):
         """The tables to build: the shape's fields, read from these options by name."""
         from dummyprof.models.engram import EngramSpec
 
-        return EngramSpec(**{f.name: getattr(self, f.name) for f in fields(EngramShape)})
+        return copied(EngramSpec, self)
 
 
 # Smallest chunk for random-chunked: 2 MiB of fp16 scratch, so the per-chunk overhead stays small.

@@ -51,11 +51,8 @@ def build_layout(spec: EngramSpec, backing: Backing) -> EngramLayout:
     mine = shard(spec)
     weight = mine.part_rows * spec.dim
     scale = mine.part_rows * spec.scale_cols
-    parts = []
-    if spec.ranks <= MAX_LISTED_RANKS:
-        for r in range(spec.ranks):
-            s = shard(spec, r)
-            parts.append(RankPart(r, s.first_head, s.heads, s.part_rows, rank_table_bytes(spec, r)))
+    listed = spec.ranks if spec.ranks <= MAX_LISTED_RANKS else 0
+    parts = [copied(RankPart, shard(spec, r), table_bytes=rank_table_bytes(spec, r)) for r in range(listed)]
     return copied(
         EngramLayout,
         spec,  # rows, dim, block_size, tables, tp_size, dp_size, rank
@@ -124,21 +121,10 @@ def memory_budget(options: EngramOptions, backing: Backing, device: torch.device
     return MemoryBudget(budget, source, limit, host)
 
 
-def memory_plan(
-    spec: EngramSpec, methods: Sequence[FillMethod], backing: Backing, budget: int, chunk: int
-) -> tuple[dict[str, int], dict[str, bool]]:
-    part_rows = shard(spec).part_rows
-    needs = {m.name: needed_bytes(spec, part_rows, m, backing, chunk) for m in methods}
-    return needs, {name: need <= budget for name, need in needs.items()}
-
-
 # --- time: calibration probe, full-size rounds, samples --------------------------------------------
 
 
-@dataclass
-class Calibration:
-    rows: int
-    seconds_per_row: dict[str, float]  # method name, ALLOCATE, FIRST_TOUCH
+Rates = dict[str, float]  # seconds per row, by method name, ALLOCATE and FIRST_TOUCH: the probe's, then updated
 
 
 def probe_rows(
@@ -190,7 +176,7 @@ def time_plan(
     spec: EngramSpec,
     methods: Sequence[FillMethod],
     fits: dict[str, bool],
-    calibration: Calibration,
+    rate: Rates,
     options: EngramOptions,
     time_left: float,
 ) -> Plan:
@@ -199,14 +185,12 @@ def time_plan(
     What does not fit is sampled in the time that is left (at least SAMPLE_SHARE of it).
     """
     part_rows = shard(spec).part_rows
-    rate = calibration.seconds_per_row
     full = [m for m in methods if fits[m.name]]
     projected = [m for m in methods if not fits[m.name]]
     reasons = {m.name: FOR_MEMORY for m in projected}
     one_fill_s: dict[str, float] = {}
     setup = (rate[ALLOCATE] + rate[FIRST_TOUCH]) * part_rows
-    floor_rate = rate[FLOOR]
-    cheap = {m.name for m in methods if rate[m.name] <= CHEAP_FACTOR * floor_rate}
+    cheap = {m.name for m in methods if rate[m.name] <= CHEAP_FACTOR * rate[FLOOR]}
 
     def round_s(ms: Sequence[FillMethod]) -> float:
         return sum(rate[m.name] for m in ms) * part_rows
@@ -225,14 +209,13 @@ def time_plan(
         costly = [m for m in full if m.name not in cheap]
         cheap_round = round_s([m for m in full if m.name in cheap])
         spare = time_left - reserve - setup - options.repeat * cheap_round
+        plan.rounds = options.repeat
         if costly:
             per_round = round_s(costly)
             plan.rounds = max(1, min(options.repeat, int(spare / per_round) if per_round > 0 else 1))
             if plan.rounds < options.repeat:
                 names = [m.name for m in costly]
                 plan.rounds_cut = RoundsCut(plan.rounds, options.repeat, names, per_round, options.time_budget_s)
-        else:
-            plan.rounds = options.repeat
         # Memory-bound fills take milliseconds; repeating them costs little and steadies the floor.
         plan.full_rounds = {m.name: options.repeat if m.name in cheap else plan.rounds for m in full}
     return plan
@@ -242,7 +225,7 @@ def plan_samples(
     spec: EngramSpec,
     plan: Plan,
     methods: Sequence[FillMethod],
-    rate: dict[str, float],
+    rate: Rates,
     options: EngramOptions,
     time_left: float,
     budget: int,
@@ -255,11 +238,10 @@ def plan_samples(
     the floor; allocation and first touch go with them) get large samples, up to FAST_SAMPLE_BYTES of tables,
     repeated; generator-bound methods get what the rest of the time budget allows, once each.
     """
-    floor_rate = rate[FLOOR]
     # The projected methods, and the floor when it is not measured in full (percent of floor needs it).
     floor = [m for m in methods if m.name == FLOOR and m not in plan.full and m not in plan.projected]
     sampled = plan.projected + floor
-    fast = [m for m in sampled if rate[m.name] <= CHEAP_FACTOR * floor_rate]
+    fast = [m for m in sampled if rate[m.name] <= CHEAP_FACTOR * rate[FLOOR]]
     slow = [m for m in sampled if m not in fast]
     total = max(time_left, MIN_SAMPLE_SHARE * options.time_budget_s)
     setup = rate[ALLOCATE] + rate[FIRST_TOUCH]

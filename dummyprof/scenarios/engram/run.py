@@ -45,7 +45,7 @@ from dummyprof.scenarios.engram.plan import (
     MemoryBudget,
     build_layout,
     memory_budget,
-    memory_plan,
+    needed_bytes,
     plan_samples,
     probe_rows,
     time_plan,
@@ -101,7 +101,8 @@ def run(
     layout = build_layout(spec, backing)
     plan_budget = memory_budget(options, backing, device)
     budget = plan_budget.bytes
-    needs, fits = memory_plan(spec, methods, backing, budget, options.chunk_elements)
+    needs = {m.name: needed_bytes(spec, layout.part_rows, m, backing, options.chunk_elements) for m in methods}
+    fits = {name: need <= budget for name, need in needs.items()}
     result = EngramResult(
         layout=layout,
         backing=_backing_info(backing),
@@ -123,9 +124,9 @@ def run(
 
     runner = Runner(spec, backing, device, options.chunk_elements, clock, sync)
     probe = probe_rows(spec, methods, budget, backing, options.chunk_elements, plan_budget.limit)
-    calibration = calibrate(runner, methods, probe)
-    plan = time_plan(spec, methods, fits, calibration, options, options.time_budget_s - (clock() - started))
-    plan = sync.agree(plan)
+    rate = calibrate(runner, methods, probe)
+    plan = time_plan(spec, methods, fits, rate, options, options.time_budget_s - (clock() - started))
+    plan = sync.broadcast("plan", plan)
     for projected in plan.projected:
         entry = result.method(projected.name)
         entry.mode, entry.reason = PROJECTED, plan.reasons[projected.name]
@@ -140,7 +141,6 @@ def run(
             progress(done, total, label)
 
     step(f"calibrated on {probe:,} rows")
-    rate = dict(calibration.seconds_per_row)
     if plan.full:
         measure_full(runner, plan, result, step)
         # First touch of many GiB can be far slower than on the probe (page reclaim); trust the full figure.
@@ -150,7 +150,9 @@ def run(
     if plan.projected:
         time_left = options.time_budget_s - (clock() - started)
         sampled = plan_samples(spec, plan, methods, rate, options, time_left, budget, backing, plan_budget.limit)
-        plan.sample_groups = sync.agree(plan.sample_groups)  # rank 0's sizes, so every rank takes the same steps
+        plan.sample_groups = sync.broadcast(
+            "plan", plan.sample_groups
+        )  # rank 0's sizes, so every rank takes the same steps
         total += sum(group.steps for group in plan.sample_groups)
         measure_samples(runner, plan, result, sampled, step)
     if not plan.full:
@@ -169,19 +171,14 @@ def placement(options: EngramOptions) -> tuple[torch.device, Backing]:
 
 
 def _budget(plan_budget: MemoryBudget, options: EngramOptions) -> Budget:
-    host = plan_budget.host
-    limit = host.cgroup if host is not None else None
-    return Budget(
-        plan_budget.bytes,
-        plan_budget.source,
-        options.time_budget_s,
-        options.deadline_s,
-        limit=plan_budget.limit,
-        cgroup_version=limit.version if limit is not None else None,
-        cgroup_limit_bytes=limit.limit_bytes if limit is not None else None,
-        cgroup_free_bytes=limit.free_bytes if limit is not None else None,
-        cgroup_file=str(limit.limit_file) if limit is not None else "",
-    )
+    budget = Budget(plan_budget.bytes, plan_budget.source, options.time_budget_s, options.deadline_s, plan_budget.limit)
+    cgroup = plan_budget.host.cgroup if plan_budget.host is not None else None
+    if cgroup is not None:
+        budget.cgroup_version = cgroup.version
+        budget.cgroup_limit_bytes = cgroup.limit_bytes
+        budget.cgroup_free_bytes = cgroup.free_bytes
+        budget.cgroup_file = str(cgroup.limit_file)
+    return budget
 
 
 def _backing_info(backing: Backing) -> BackingInfo:

@@ -7,7 +7,7 @@ fits the samples to project to full size and derives rates, share of the floor a
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, TypeVar
 
 import torch
@@ -43,29 +43,29 @@ from dummyprof.results.engram import (
     SamplePoint,
     ValueStats,
 )
-from dummyprof.scenarios.engram.plan import ALLOCATE, FILL, FIRST_TOUCH, Calibration, Plan, reserved_tables
+from dummyprof.scenarios.engram.plan import ALLOCATE, FILL, FIRST_TOUCH, Plan, Rates, reserved_tables
 
 Clock = Callable[[], float]
 T = TypeVar("T")
 
 
 class RankSync(Protocol):
-    """How a multi-rank run keeps its ranks in step; one process alone uses ``NO_SYNC``.
+    """How a multi-rank run keeps its ranks in step (``ranks.world.World``); one process alone uses ``NO_SYNC``.
 
-    ``phase`` is called before every timed step, so all ranks start it together (real contention);
-    ``agree`` returns the value every rank must use (rank 0's plan), so all ranks take the same steps.
+    ``barrier`` is called before every timed step, so all ranks start it together (real contention);
+    ``broadcast`` returns rank 0's value (its plan) on every rank, so all ranks take the same steps.
     """
 
-    def phase(self, label: str) -> None: ...
+    def barrier(self, label: str) -> None: ...
 
-    def agree(self, value: T) -> T: ...
+    def broadcast(self, label: str, value: T) -> T: ...
 
 
 class _NoSync:
-    def phase(self, label: str) -> None:
+    def barrier(self, label: str) -> None:
         pass
 
-    def agree(self, value: T) -> T:
+    def broadcast(self, label: str, value: T) -> T:
         return value
 
 
@@ -92,29 +92,21 @@ class Step:
     method: str
 
 
+@dataclass
 class Runner:
     """Allocates, touches and fills, timing each step and keeping the run's worst peak RSS."""
 
-    def __init__(
-        self,
-        spec: EngramSpec,
-        backing: Backing,
-        device: torch.device,
-        chunk: int,
-        clock: Clock,
-        sync: RankSync = NO_SYNC,
-    ) -> None:
-        self.spec = spec
-        self.sync = sync
-        self.backing = backing
-        self.device = device
-        self.chunk = chunk
-        self.clock = clock
-        self.run_peak = 0
+    spec: EngramSpec
+    backing: Backing
+    device: torch.device
+    chunk: int
+    clock: Clock
+    sync: RankSync = NO_SYNC
+    run_peak: int = field(default=0, init=False)
 
     def _timed(self, label: str, work: Callable[[], T]) -> tuple[T, float, PeakReading]:
         """``work()`` once every rank reaches ``label``: its result, seconds (device synchronized), peak RSS."""
-        self.sync.phase(label)
+        self.sync.barrier(label)
         peak = PeakRss()
         with peak.measure():
             t0 = self.clock()
@@ -168,12 +160,9 @@ class Runner:
 
 def _median_step(steps: Sequence[Step]) -> Step:
     """The median-time reading, keeping the worst peak RSS seen."""
-    ordered = sorted(steps, key=lambda s: s.seconds)
-    middle = ordered[(len(ordered) - 1) // 2]
+    middle = sorted(steps, key=lambda s: s.seconds)[(len(steps) - 1) // 2]
     worst = max(steps, key=lambda s: s.rss_peak)
-    return Step(
-        middle.seconds, middle.bytes_written, middle.scratch_bytes, worst.rss_before, worst.rss_peak, worst.method
-    )
+    return replace(middle, rss_before=worst.rss_before, rss_peak=worst.rss_peak, method=worst.method)
 
 
 def _values(tables: Tables) -> ValueStats:
@@ -191,42 +180,39 @@ def _device_memory(device: torch.device, **rss: Any) -> MemoryUse:
     )
 
 
-def calibrate(runner: Runner, methods: Sequence[FillMethod], rows: int) -> Calibration:
+def _growth(before: int | None, after: int | None, missing: str) -> Figure:
+    return Figure(float(after - before)) if before is not None and after is not None else Figure.missing(missing)
+
+
+def calibrate(runner: Runner, methods: Sequence[FillMethod], rows: int) -> Rates:
     tables, alloc_s = runner.allocate(rows)
     touch_s = runner.first_touch(tables)
     per_row = {ALLOCATE: alloc_s / rows, FIRST_TOUCH: touch_s / rows}
     for method in methods:
         per_row[method.name] = runner.fill(method, tables).seconds / rows
     runner.release(tables)
-    return Calibration(rows, per_row)
+    return per_row
 
 
 def measure_full(runner: Runner, plan: Plan, result: EngramResult, step: Callable[[str], None]) -> None:
     layout = result.layout
     counted = runner.backing.caching_host_allocator  # host_memory_stats() sees these, not cudaHostRegister
+    huge = runner.backing.used == "hugepages"
     pinned_before = pinned_reserved_bytes() if counted else None
-    huge_before = anon_huge_page_bytes() if runner.backing.used == "hugepages" else None
+    huge_before = anon_huge_page_bytes() if huge else None
     tables, alloc_s = runner.allocate(layout.part_rows)
-    after = pinned_reserved_bytes() if counted else None
-    if pinned_before is not None and after is not None:
-        result.backing.reserved_measured_bytes = Figure(float(after - pinned_before))
-    elif counted:
-        result.backing.reserved_measured_bytes = Figure.missing(NO_HOST_MEMORY_STATS)
+    if counted:
+        result.backing.reserved_measured_bytes = _growth(pinned_before, pinned_reserved_bytes(), NO_HOST_MEMORY_STATS)
     touch_s = runner.first_touch(tables)
-    if runner.backing.used == "hugepages":
-        after_huge = anon_huge_page_bytes()
-        if huge_before is not None and after_huge is not None:
-            result.backing.huge_page_bytes = Figure(float(after_huge - huge_before))
-        else:
-            result.backing.huge_page_bytes = Figure.missing(NO_ANON_HUGE_PAGES)
+    if huge:
+        result.backing.huge_page_bytes = _growth(huge_before, anon_huge_page_bytes(), NO_ANON_HUGE_PAGES)
     table_bytes = layout.table_bytes_per_rank
     result.phases = [
         PhaseResult(ALLOCATE, MEASURED, table_bytes, Figure(alloc_s), Timing([alloc_s])),
         PhaseResult(FIRST_TOUCH, MEASURED, table_bytes, Figure(touch_s), Timing([touch_s])),
     ]
     worst: dict[str, Step] = {}
-    most = max(plan.full_rounds.values())
-    for round_index in range(most):
+    for round_index in range(max(plan.full_rounds.values())):
         for method in plan.full:
             if round_index >= plan.full_rounds[method.name]:
                 continue
@@ -305,14 +291,12 @@ def measure_samples(
     for method in sampled:
         entry = result.method(method.name)
         entry.samples = points[method.name]
-        growth = [p.rss_growth_bytes for p in entry.samples]
-        if all(g is not None for g in growth):
-            needs = [p.needed_bytes for p in entry.samples]
-            entry.memory_fit = fit_proportional(needs, [float(g or 0) for g in growth])
-            # Never below the computed need: small samples can reuse freed heap pages (glibc serves blocks under
-            # its 32 MiB mmap threshold from memory it kept), so their growth understates what full size faults in.
-            fitted = project(entry.memory_fit, entry.needed_bytes)
-            entry.peak_rss_bytes = Figure(base_rss + max(fitted, entry.needed_bytes), projected=True)
+        growth = [float(p.rss_growth_bytes or 0) for p in entry.samples]  # every point above has one
+        entry.memory_fit = fit_proportional([p.needed_bytes for p in entry.samples], growth)
+        # Never below the computed need: small samples can reuse freed heap pages (glibc serves blocks under
+        # its 32 MiB mmap threshold from memory it kept), so their growth understates what full size faults in.
+        fitted = project(entry.memory_fit, entry.needed_bytes)
+        entry.peak_rss_bytes = Figure(base_rss + max(fitted, entry.needed_bytes), projected=True)
     project_samples(result, sampled, phase_points)
     result.sample_groups = [
         SampleGroupInfo(
@@ -375,12 +359,11 @@ def project_samples(
     for phase in (ALLOCATE, FIRST_TOUCH):
         pts = phase_points[phase]
         samples = _samples(pts)
-        bound: tuple[float | None, str] = (None, "")
+        candidates: list[tuple[float, str]] = []
         if phase == FIRST_TOUCH:
-            touch, floor = fastest_rate(samples), floor_rate(result)
-            candidates = [(r, n) for r, n in ((touch, FIRST_TOUCH), (floor, result.floor_method)) if r]
-            if candidates:
-                bound = min(candidates)
+            rates = ((fastest_rate(samples), FIRST_TOUCH), (floor_rate(result), result.floor_method))
+            candidates = [(r, n) for r, n in rates if r]
+        bound: tuple[float | None, str] = min(candidates, default=(None, ""))
         fit, projection = project_time(
             samples,
             table_bytes,
@@ -404,7 +387,6 @@ def project_samples(
 
 def unallocated_device_figures(device: torch.device) -> MemoryUse:
     """Pinned and GPU figures describe the full tables; say why there are none rather than print 0."""
-
     memory = _device_memory(device)
     for name in ("pinned_bytes", "gpu_used_bytes", "gpu_allocator_peak_bytes"):
         if getattr(memory, name).value is not None:

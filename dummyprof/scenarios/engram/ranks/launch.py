@@ -15,6 +15,7 @@ stopped (SIGTERM, then SIGKILL), and a rank whose parent dies gets SIGINT from t
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import datetime
 import os
 import signal
@@ -70,14 +71,7 @@ def spawn(
 
 def _main(local_rank: int, entry: Callable[..., Any], args: tuple[Any, ...], nproc: int, port: int, queue: Any) -> None:
     env = LaunchEnv(local_rank, nproc, local_rank, nproc, HOST, port)
-    os.environ.update(
-        RANK=str(local_rank),
-        WORLD_SIZE=str(nproc),
-        LOCAL_RANK=str(local_rank),
-        LOCAL_WORLD_SIZE=str(nproc),
-        MASTER_ADDR=HOST,
-        MASTER_PORT=str(port),
-    )
+    os.environ.update({name.upper(): str(value) for name, value in dataclasses.asdict(env).items()})  # RANK, ...
     queue.put((local_rank, entry(env, *args)))
 
 

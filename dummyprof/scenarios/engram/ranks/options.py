@@ -6,11 +6,11 @@ machine must have a core and the memory of one more process for each of them.
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 
 from dummyprof.errors import UsageError
 from dummyprof.measure.memory import available_memory_bytes, cpu_count, rss_bytes
+from dummyprof.results.common import copied
 from dummyprof.scenarios.engram.options import EngramOptions
 from dummyprof.scenarios.engram.options import validate as validate_engram
 from dummyprof.scenarios.engram.ranks.world import pick_backend
@@ -28,13 +28,8 @@ class EngramRanksOptions(EngramOptions):
     dist_backend: str = "auto"
 
 
-def engram_options(options: EngramOptions) -> EngramOptions:
-    """The single-process options inside ``options`` (what each rank runs)."""
-    return EngramOptions(**{f.name: getattr(options, f.name) for f in dataclasses.fields(EngramOptions)})
-
-
-def validate(options: EngramRanksOptions) -> None:
-    """The engram checks, tp x dp against the number of ranks, and room on this machine for that many."""
+def validate(options: EngramRanksOptions) -> str:
+    """The engram checks, tp x dp against the ranks, room on this machine for them; returns the backend."""
     n = options.nproc
     if n < 1:
         raise UsageError.for_field("nproc", f"must be at least 1, got {n}")
@@ -51,9 +46,10 @@ def validate(options: EngramRanksOptions) -> None:
         )
     if options.rank != 0:
         raise UsageError.for_field("rank", f"every rank takes its own (0 to {n - 1}); drop it")
-    pick_backend(options.dist_backend, offload=options.offload, device=options.device)
-    validate_engram(engram_options(options))
+    backend = pick_backend(options.dist_backend, offload=options.offload, device=options.device)
+    validate_engram(copied(EngramOptions, options))
     check_machine(n)
+    return backend
 
 
 def private_bytes() -> int:

@@ -17,6 +17,8 @@ import statistics
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
+from itertools import zip_longest
 
 import torch
 
@@ -85,8 +87,7 @@ def run_rank(
             error = describe(exc)
         check_ranks(world, error, names or {})
         assert options is not None
-        ready = options
-        own, gathered = run_checked(world, lambda: run_ranks(ready, world, threads_source=threads_source), describe)
+        own, gathered = run_checked(world, partial(run_ranks, options, world, threads_source=threads_source), describe)
     except RanksFailed as exc:
         if world.rank == 0:
             if report is not None:
@@ -159,11 +160,9 @@ def run_ranks(
     section = results.engram
     assert section is not None
     section.budget.memory_source = budget_source(section.budget.memory_source, options, world, available)
-    samples: Samples = {}
     measured = [get_method(m.name) for m in section.methods if m.mode == MEASURED]
-    if measured:
-        rounds = {m.name: len(section.method(m.name).timing.samples_s) for m in measured}
-        samples = measure_contention(mine, world, measured, rounds, clock)
+    rounds = {m.name: len(section.method(m.name).timing.samples_s) for m in measured}
+    samples = measure_contention(mine, world, measured, rounds, clock) if measured else {}
     record = rank_record(world, section, samples, available, mine.max_memory or 0)
     record.steps = list(world.steps)
     record.threads, record.cores = torch.get_num_threads(), cpu_count()
@@ -171,8 +170,7 @@ def run_ranks(
     records = world.gather("gather", record)
     if records is None:
         return results, None
-    gathered = dataclasses.replace(results, ranks=records, ranks_aggregate=aggregate(records, world.backend))
-    return results, gathered
+    return results, dataclasses.replace(results, ranks=records, ranks_aggregate=aggregate(records, world.backend))
 
 
 def measure_contention(
@@ -300,12 +298,7 @@ def aggregate(records: Sequence[RankRecord], backend: str) -> RanksAggregate:
     for rec in records[1:]:
         if rec.steps != first:
             agg.steps_aligned = False
-            at = next(
-                (i for i, (a, b) in enumerate(zip(first, rec.steps, strict=False)) if a != b),
-                min(len(first), len(rec.steps)),
-            )
-            agg.notes.append(
-                f"rank {rec.rank} took other steps than rank 0 from step {at + 1} "
-                f"({rec.steps[at] if at < len(rec.steps) else 'none'} vs {first[at] if at < len(first) else 'none'})"
-            )
+            pairs = enumerate(zip_longest(rec.steps, first, fillvalue="none"), start=1)
+            at, (theirs, ours) = next((i, pair) for i, pair in pairs if pair[0] != pair[1])
+            agg.notes.append(f"rank {rec.rank} took other steps than rank 0 from step {at} ({theirs} vs {ours})")
     return agg

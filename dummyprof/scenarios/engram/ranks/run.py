@@ -14,12 +14,13 @@ from typing import Any
 import torch
 
 from dummyprof.measure.memory import cpu_count
+from dummyprof.results.common import copied
 from dummyprof.results.session import Results
 from dummyprof.scenarios.engram.options import EngramOptions
 from dummyprof.scenarios.engram.ranks.launch import spawn
-from dummyprof.scenarios.engram.ranks.options import EngramRanksOptions, engram_options, validate
+from dummyprof.scenarios.engram.ranks.options import EngramRanksOptions, validate
 from dummyprof.scenarios.engram.ranks.rank import Describe, RankOutcome, run_rank
-from dummyprof.scenarios.engram.ranks.world import LaunchEnv, RanksFailed, pick_backend
+from dummyprof.scenarios.engram.ranks.world import LaunchEnv, RanksFailed
 
 __all__ = ["EngramRanksOptions", "RanksRun", "launch_ranks", "run", "validate"]
 
@@ -42,10 +43,9 @@ def threads_per_rank(nproc: int) -> tuple[int, str]:
 
 def launch_ranks(options: EngramRanksOptions, *, describe: Describe = str) -> RanksRun:
     """Check, start ``options.nproc`` ranks on this host, wait for them; raises ``RanksFailed`` naming what failed."""
-    validate(options)
+    backend = validate(options)
     threads, source = threads_per_rank(options.nproc)
-    backend = pick_backend(options.dist_backend, offload=options.offload, device=options.device)
-    args = (engram_options(options), backend, options.dist_timeout_s, describe, threads, source)
+    args = (copied(EngramOptions, options), backend, options.dist_timeout_s, describe, threads, source)
     limit_s = options.time_budget_s + options.dist_timeout_s + START_UP_S
     outcomes = spawn(rank_main, args, options.nproc, limit_s=limit_s, finished=_rank0_failed)
     failed = next((o for _, o in sorted(outcomes.items()) if o.exit_code), None)

@@ -15,7 +15,7 @@ import os
 import socket
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any, TypeVar
 
 from dummyprof.errors import DummyprofError, UsageError
@@ -81,73 +81,48 @@ class RanksFailed(DummyprofError):
         self.quiet = quiet  # another rank (rank 0) reports it; this one only exits non-zero
 
 
-@dataclass(frozen=True)
-class Failure:
-    rank: int
-    host: str
-    message: str
-    usage: bool  # bad input: exit 2 as the single-process command does
-
-
-def _encode(failure: Failure) -> str:
-    return f"{int(failure.usage)}\t{failure.host}\t{failure.message}"
-
-
-def _decode(rank: int, text: str) -> Failure:
-    usage, host, message = text.split("\t", 2)
-    return Failure(rank, host, message, usage == "1")
-
-
+@dataclass
 class World:
     """This rank's view of the run: barriers that notice failures, exchange of Python objects."""
 
-    def __init__(
-        self,
-        env: LaunchEnv,
-        store: Any,
-        backend: str,
-        timeout_s: float,
-        *,
-        clock: Callable[[], float] = time.monotonic,
-        sleep: Callable[[float], None] = time.sleep,
-    ) -> None:
-        self.env = env
-        self.rank = env.rank
-        self.world_size = env.world_size
-        self.local_rank = env.local_rank
-        self.local_world_size = env.local_world_size
-        self.host = socket.gethostname()
-        self.backend = backend
-        self.timeout_s = timeout_s
-        self.store = store
-        self.clock = clock
-        self.sleep = sleep
-        self.steps: list[str] = []  # every barrier this rank passed, in order: ranks compare them afterwards
-        self._count = 0
+    env: LaunchEnv
+    store: Any
+    backend: str
+    timeout_s: float
+    _: KW_ONLY
+    clock: Callable[[], float] = time.monotonic
+    sleep: Callable[[float], None] = time.sleep
+    host: str = field(init=False, default_factory=socket.gethostname)
+    steps: list[str] = field(init=False, default_factory=list)  # every barrier passed, in order: ranks compare them
+    _count: int = field(init=False, default=0)
+
+    def __post_init__(self) -> None:
+        self.rank = self.env.rank
+        self.world_size = self.env.world_size
+        self.local_rank = self.env.local_rank
+        self.local_world_size = self.env.local_world_size
 
     # --- failures ---------------------------------------------------------------------------------
 
-    def _failures(self) -> list[Failure]:
+    def _raise_failures(self) -> None:
+        """Once any rank has failed (``fail`` writes its key before counting it): raise naming each that did."""
         if int(self.store.add("failures", 0)) == 0:
-            return []
+            return
         self.sleep(FAILURE_GRACE_S)
-        found = []
+        lines, usage = [], []
         for r in range(self.world_size):
             key = f"failed/{r}"
-            if self.store.check([key]):
-                found.append(_decode(r, self.store.get(key).decode()))
-        return found
-
-    def _raise_failures(self, failures: list[Failure]) -> None:
-        code = 2 if all(f.usage for f in failures) else EXIT_FAILED
-        lines = [f"rank {f.rank} ({f.host}) failed: {f.message}" for f in failures]
+            if self.store.check([key]):  # as ``fail`` wrote it: usage, host, message
+                bad_input, host, message = self.store.get(key).decode().split("\t", 2)
+                lines.append(f"rank {r} ({host}) failed: {message}")
+                usage.append(bad_input == "1")
+        code = 2 if all(usage) else EXIT_FAILED  # bad input everywhere: exit 2 as the single-process command does
         raise RanksFailed("; ".join(lines), exit_code=code, quiet=self.rank != 0)
 
     def fail(self, message: str, *, usage: bool) -> bool:
         """Tell the others this rank failed; True once rank 0 has reported it (so this rank can stay quiet)."""
-        failure = Failure(self.rank, self.host, message, usage)
         try:
-            self.store.set(f"failed/{self.rank}", _encode(failure))
+            self.store.set(f"failed/{self.rank}", f"{int(usage)}\t{self.host}\t{message}")
             self.store.add("failures", 1)
         except Exception:  # the store may be gone with rank 0: report locally instead
             return False
@@ -174,15 +149,7 @@ class World:
             return False
         return False
 
-    # --- barriers and exchange ----------------------------------------------------------------------
-
-    # --- ``RankSync`` (runner.py): every timed step starts together, rank 0's plan for everyone -------
-
-    def phase(self, label: str) -> None:
-        self.barrier(label)
-
-    def agree(self, value: T) -> T:
-        return self.broadcast("plan", value)
+    # --- barriers and exchange (``barrier`` and ``broadcast`` are runner.py's ``RankSync``) ------------
 
     def barrier(self, label: str) -> None:
         """Wait until every rank reaches this step (same label, same count), or raise naming who did not."""
@@ -196,9 +163,7 @@ class World:
         deadline = self.clock() + self.timeout_s
         pause = POLL_S[0]
         while not self.store.check([f"{key}/open"]):
-            failures = self._failures()
-            if failures:
-                self._raise_failures(failures)
+            self._raise_failures()
             if self.clock() > deadline:
                 self._raise_timeout(label)
             self.sleep(pause)

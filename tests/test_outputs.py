@@ -13,6 +13,7 @@ import errno
 import json
 import os
 import stat
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -597,3 +598,32 @@ def test_the_inputs_of_a_gate_config_include_the_options_nested_in_a_sweep(tmp_p
         ("the --config input", str(tmp_path / "dummyprof.toml")),
         ("the scenarios.s.options.compare.model input", "m.py"),
     ]
+
+
+def test_a_module_the_model_imports_is_never_an_output(
+    cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    helper = tmp_path / "net_sizes.py"
+    helper.write_text("WIDTH = 4\n")
+    model = tmp_path / "net.py"
+    model.write_text(
+        "import torch\n\n\ndef build():\n    from net_sizes import WIDTH  # imported while the run builds\n\n"
+        "    return torch.nn.Linear(WIDTH, WIDTH)\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "net_sizes", raising=False)
+    refused = (
+        f"dummyprof: error: --json: {helper} is also a module the run imported (net_sizes); "
+        "dummyprof never writes a file the run reads, even with --force. Choose another file"
+    )
+    try:
+        # first run: the helper is imported after the outputs were checked, so it is refused at write time
+        result = cli("inspect", "--model", f"{model}:build", "--json", str(helper), "--force")
+        assert (result.exit_code, result.stderr.splitlines()[-1]) == (2, refused)
+        assert "<root> Linear" in result.stdout  # the results are still shown
+        # imported already: refused before anything runs
+        result = cli("inspect", "--model", f"{model}:build", "--json", str(helper), "--force")
+        assert (result.exit_code, result.stdout, result.stderr) == (2, "", refused + "\n")
+    finally:
+        sys.modules.pop("net_sizes", None)
+    assert helper.read_text() == "WIDTH = 4\n"

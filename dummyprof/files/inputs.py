@@ -3,7 +3,8 @@
 ``files.outputs.check_outputs`` refuses each of them as an output, with or without
 ``--force``: the ``--model`` file (or the module a ``pkg.mod:fn`` spec names), an ``hf:``
 config and every file in an ``hf:`` folder, each ``--loader`` file, the gate config and
-every model and loader file it names, the baseline, the results file ``report`` reads.
+every model and loader file it names, the baseline, the results file ``report`` reads;
+and (``imported_sources``) every module the process imported from outside Python's trees.
 Nothing here imports the user's code: a module is found the way ``import`` would find it,
 without running its package.
 """
@@ -13,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import os
+import site
 import sys
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -117,3 +119,31 @@ def run_inputs(
         for scenario in gate.scenarios:
             found.extend(_options_files(f"scenarios.{scenario.name}.options.", scenario.options))
     return found
+
+
+_PACKAGE_DIR = os.path.realpath(Path(__file__).parents[1])
+
+
+def _installed_roots() -> tuple[str, ...]:
+    """Where Python's own and installed modules live: what is imported from there is not the user's."""
+    roots = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix, *site.getsitepackages()}
+    roots.add(site.getusersitepackages())
+    both = {os.path.join(form, "") for r in roots for form in (os.path.abspath(r), os.path.realpath(r))}
+    return (*both, os.path.join(_PACKAGE_DIR, ""))
+
+
+def imported_sources() -> Iterator[RunInput]:
+    """The source files of modules this process imported from outside Python and its installed packages.
+
+    A user's model or loader module imports its helpers while it runs, after the outputs were first
+    checked: these are read by the run too, so ``write_outputs`` checks them again before writing.
+    """
+    roots = _installed_roots()
+    for name, module in list(sys.modules.items()):
+        origin = getattr(module, "__file__", None)
+        if not isinstance(origin, str) or origin.startswith(roots) or not os.path.isfile(origin):
+            continue  # the plain prefix test first: resolving links of every torch module costs 50 ms
+        real = os.path.realpath(origin)
+        if not real.startswith(roots):
+            shown = "" if name.startswith("_dummyprof_user_") else f" ({name})"
+            yield RunInput(f"a module the run imported{shown}", Path(real))

@@ -12,6 +12,7 @@ write that still fails comes back as a message (the caller exits 2, the gate 3).
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import stat
 import struct
@@ -20,12 +21,9 @@ import tempfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from dummyprof.errors import UsageError
-
-if TYPE_CHECKING:
-    from dummyprof.files.inputs import RunInput
+from dummyprof.files.inputs import RunInput, imported_sources
 
 STDOUT = "-"
 STEP_SUMMARY = "GITHUB_STEP_SUMMARY"
@@ -187,6 +185,23 @@ def is_step_summary(path: Path | str) -> bool:
     return _identity(Path(path)) == _identity(Path(named))
 
 
+def _read_by_run(inputs: Iterable[RunInput]) -> dict[tuple[object, ...], str]:
+    """What each file the run reads is, by file identity: the inputs named, then every module imported so far."""
+    read: dict[tuple[object, ...], str] = {}
+    for run_input in itertools.chain(inputs, imported_sources()):
+        key = _identity(run_input.path)
+        if key is not None:
+            read.setdefault(key, run_input.what)
+    return read
+
+
+def _read_by_run_text(output: Output, what: str) -> str:
+    return (
+        f"{output.path} is also {what}; dummyprof never writes a file the run reads, even with --force. "
+        "Choose another file"
+    )
+
+
 def check_outputs(outputs: Sequence[Output], *, force: bool, inputs: Iterable[RunInput] = ()) -> None:
     """Probe every output, and refuse an output that the run reads or another output (UsageError, exit 2).
 
@@ -194,11 +209,7 @@ def check_outputs(outputs: Sequence[Output], *, force: bool, inputs: Iterable[Ru
     output with or without ``force``, appended to or not. That is checked before the probe, so an
     input that exists is not answered with "pass --force".
     """
-    read: dict[tuple[object, ...], str] = {}
-    for run_input in inputs:
-        key = _identity(run_input.path)
-        if key is not None:
-            read.setdefault(key, run_input.what)
+    read = _read_by_run(inputs)
     written: dict[tuple[object, ...], str] = {}
     for output in outputs:
         if output.is_stdout:
@@ -206,11 +217,7 @@ def check_outputs(outputs: Sequence[Output], *, force: bool, inputs: Iterable[Ru
         _refuse_dash(output)
         key = _identity(output.path)
         if key is not None and key in read:
-            raise UsageError(
-                output.flag,
-                f"{output.path} is also {read[key]}; dummyprof never writes a file the run reads, "
-                "even with --force. Choose another file",
-            )
+            raise UsageError(output.flag, _read_by_run_text(output, read[key]))
         probe_output(output, force=force)
         if key is not None:
             if key in written:
@@ -298,7 +305,12 @@ def write_failure(output: Output, exc: OSError) -> str:
 def write_outputs(items: Sequence[tuple[Output, str]], *, force: bool) -> list[str]:
     """Write every file; one message per file that could not be written (the rest are still written)."""
     failures: list[str] = []
+    read = _read_by_run(())  # the user's code has run since the outputs were checked: what it imported is read too
     for output, text in items:
+        key = None if output.is_stdout else _identity(output.path)
+        if key is not None and key in read:
+            failures.append(f"{output.flag}: {_read_by_run_text(output, read[key])}")
+            continue
         try:
             write_output(output, text, force=force)
         except OSError as exc:

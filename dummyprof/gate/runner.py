@@ -5,7 +5,6 @@ from __future__ import annotations
 import traceback
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from dummyprof.errors import DoesNotFitError, ResultsFileError, UsageError, flag_text
 from dummyprof.files.reading import BASELINE
@@ -14,7 +13,7 @@ from dummyprof.gate.config import GateConfig, ScenarioConfig
 from dummyprof.gate.fingerprint import make_fingerprint
 from dummyprof.gate.metrics import FIT
 from dummyprof.results.common import Environment
-from dummyprof.results.gate import EXIT_INCOMPLETE, GateResult, Metric, ScenarioRun, gate_exit_code
+from dummyprof.results.gate import EXIT_INCOMPLETE, CheckResult, GateResult, Metric, ScenarioRun, gate_exit_code
 from dummyprof.results.session import Results
 from dummyprof.results.store import load_results
 from dummyprof.units import INT64_MAX
@@ -67,8 +66,23 @@ def measure_all(
     return runs, environment or Environment()
 
 
-def _section(config: GateConfig, runs: list[ScenarioRun], **given: Any) -> GateResult:
-    return GateResult(config_path=str(config.path), factor=config.factor, alpha=config.alpha, scenarios=runs, **given)
+def _section(
+    config: GateConfig,
+    runs: list[ScenarioRun],
+    *,
+    exit_code: int,
+    baseline_path: str = "",
+    checks: list[CheckResult] | None = None,
+) -> GateResult:
+    return GateResult(
+        config_path=str(config.path),
+        factor=config.factor,
+        alpha=config.alpha,
+        scenarios=runs,
+        baseline_path=baseline_path,
+        checks=checks or [],
+        exit_code=exit_code,
+    )
 
 
 def make_baseline(

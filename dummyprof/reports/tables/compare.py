@@ -266,14 +266,10 @@ def top_tensor_table(result: CompareResult, limit: int = TOP_TENSORS, *, detail:
     """The most revisited tensors and each strategy's visits; ``detail`` adds their depth, dtype and bytes."""
     names = [s.name for s in result.strategies]
     zeros = [0] * len(names)
-    # Most redundant visits (the most visits, less one), deepest, then by name: only the top few of
-    # hundreds of thousands are needed, so a heap instead of a sort, and no key function per row.
-    revisited = []
-    for key, t in result.tensors.items():
-        most = max(map(t.visits.get, names, zeros), default=0)
-        if most > 1:
-            revisited.append((-most, -t.depth, key, t))
-    ranked = [(key, t) for _, _, key, t in heapq.nsmallest(limit, revisited)]
+    # Most redundant visits (most visits, less one), deepest, then by name: the top few of many, by a heap.
+    most = ((max(map(t.visits.get, names, zeros), default=0), key, t) for key, t in result.tensors.items())
+    top = heapq.nsmallest(limit, ((-visits, -t.depth, key, t) for visits, key, t in most if visits > 1))
+    ranked = [(key, t) for _, _, key, t in top]
     if not ranked:
         return None
     table = Table(

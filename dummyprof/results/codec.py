@@ -236,8 +236,7 @@ def _int64(tp: Any) -> Any:
     return origin[tuple(map(_int64, _args(tp)))] if origin in (list, dict) else tp
 
 
-def _rows_struct(cls: type) -> Any:
-    """``cls`` as a msgspec Struct: every field required, no other allowed."""
+def _rows_struct(cls: type) -> Any:  # every field required, no other allowed
     hints = get_type_hints(cls)
     fields = [(f.name, _int64(hints[f.name])) for f in dataclasses.fields(cls)]
     return msgspec.defstruct(cls.__name__, fields, forbid_unknown_fields=True)
@@ -247,11 +246,10 @@ _rows_decoder: Callable[[type], Any] = functools.cache(lambda cls: msgspec.json.
 
 
 def rows_from_json(cls: type[Any], text: Any, colons: int) -> dict[str, Any] | None:
-    """A JSON object of flat ``cls`` rows (str, int, lists and dicts of them) decoded by msgspec, 5x faster.
+    """A JSON object of flat ``cls`` rows (str, int, lists and dicts of them) by msgspec, 5x faster; else None.
 
-    Each row has every field, no other, in msgspec's types (stricter than the codec's: no float for an int, no
-    NaN, no lone surrogate); else None. msgspec keeps the last of a key given twice, so the ``colons`` in
-    ``text`` must be the keys read (a colon in a string makes one too many).
+    Every field, no other, in msgspec's types (stricter than the codec's: no float for an int, no NaN, no lone
+    surrogate). msgspec keeps the last of a key given twice: the ``colons`` in ``text`` must be the keys read.
     """
     mappings = [name for name, tp in get_type_hints(cls).items() if _origin(tp) is dict]
     try:

@@ -124,14 +124,15 @@ def _load_rows_fast(raw: bytes, source: str, strict: bool) -> Results | None:
         return None
     with gc_paused():
         rows = rows_from_json(TensorResult, memoryview(raw)[span[0] : span[1]], raw.count(b":", *span))
+    if rows is None:
+        return None
     try:
         data = _parse(raw[: span[0]] + b"[]" + raw[span[1] :], source, tensor_rows=True)
         results = results_from_dict(data, source=source, strict=strict, tensor_rows=False)
     except ResultsFileError:
         return None
-    if rows is None or results.compare is None:
-        return None
-    results.compare.tensors = rows
+    if results.compare is not None:  # always: the rows were in it
+        results.compare.tensors = rows
     return results
 
 

@@ -115,9 +115,6 @@ class TensorResult:
     visits: dict[str, int] = field(default_factory=dict)
     bytes_written: dict[str, int] = field(default_factory=dict)
 
-    def redundant(self, strategy: str) -> int:
-        return max(0, self.visits.get(strategy, 0) - 1)
-
 
 @dataclass
 class FloorResult:

@@ -15,13 +15,20 @@ import numpy
 from dummyprof.errors import ResultsFileError
 from dummyprof.files.reading import RESULTS, DuplicateKeyError, FileKind, read_bounded, unique_keys
 from dummyprof.gc_pause import gc_paused
-from dummyprof.results.codec import MAX_DEPTH, from_jsonable, to_jsonable
+from dummyprof.results.codec import MAX_DEPTH, from_jsonable, rows_from_json, to_jsonable
+from dummyprof.results.compare import TensorResult
 from dummyprof.results.migrate import migrate
 from dummyprof.results.session import SCHEMA_VERSION, Results
 
 
 def results_to_json(results: Results) -> str:
-    return json.dumps(to_jsonable(results), indent=2, sort_keys=False, allow_nan=False) + "\n"
+    """``json.dumps(indent=2)``'s text, 4x faster: its C encoder's, indented by msgspec (keeping every token)."""
+    with gc_paused():  # millions of containers, no cycles
+        data = to_jsonable(results)
+    try:
+        return msgspec.json.format(json.dumps(data, separators=(",", ":"), allow_nan=False), indent=2) + "\n"
+    except (ValueError, msgspec.DecodeError):  # a NaN, named by the indenting encoder's message; a lone surrogate
+        return json.dumps(data, indent=2, allow_nan=False) + "\n"
 
 
 # The section each command fills (its own; a baseline the gate's); a file without it cannot be rendered.
@@ -86,33 +93,53 @@ class _Locate(msgspec.Struct):
 _LOCATE = msgspec.json.Decoder(_Locate)
 
 
-def _without_tensor_rows_text(raw: bytes) -> bytes:
-    """The document with ``compare.tensors`` replaced by ``[]``, found by one msgspec scan without building rows.
+def _tensor_rows_span(raw: bytes) -> tuple[int, int] | None:
+    """Where ``compare.tensors`` lies, found by one msgspec scan without building rows; None if not found.
 
     Most of a large compare file is that one array; the rest is small enough for the standard parser, which
     names the line of a syntax error and refuses a key given twice. msgspec's Raw is a view of the input
-    (no copy), so where it starts is an address difference; anything unexpected leaves the text whole.
+    (no copy), so where it starts is an address difference; anything unexpected is None.
     """
     try:
         found = _LOCATE.decode(raw)
     except (msgspec.DecodeError, RecursionError):  # not an object, or corrupt: the standard parser says where
-        return raw
+        return None
     rows = found.compare.tensors if found.compare is not None else None
     if not rows:
-        return raw
+        return None
     view = memoryview(rows)
     start = int(numpy.frombuffer(view, dtype=numpy.uint8).ctypes.data) - int(
         numpy.frombuffer(raw, dtype=numpy.uint8).ctypes.data
     )
     end = start + len(view)
     if not (start >= 0 and end <= len(raw) and raw[start : start + 1] == view[:1] and raw[end - 1 : end] == view[-1:]):
-        return raw
-    return raw[:start] + b"[]" + raw[end:]
+        return None
+    return start, end
+
+
+def _load_rows_fast(raw: bytes, source: str, strict: bool) -> Results | None:
+    """Tensor rows by :func:`rows_from_json`, the rest as usual; None when either is unusual: the standard
+    path then reads the whole text and names what is wrong (its line, or byte, in the whole file)."""
+    span = _tensor_rows_span(raw)
+    if span is None:
+        return None
+    with gc_paused():
+        rows = rows_from_json(TensorResult, memoryview(raw)[span[0] : span[1]], raw.count(b":", *span))
+    if rows is None:
+        return None
+    try:
+        data = _parse(raw[: span[0]] + b"[]" + raw[span[1] :], source, tensor_rows=True)
+        results = results_from_dict(data, source=source, strict=strict, tensor_rows=False)
+    except ResultsFileError:
+        return None
+    if results.compare is not None:  # always: the rows were in it
+        results.compare.tensors = rows
+    return results
 
 
 def _parse(raw: bytes, source: str, *, tensor_rows: bool) -> Any:
-    if not tensor_rows:
-        raw = _without_tensor_rows_text(raw)
+    if not tensor_rows and (span := _tensor_rows_span(raw)):
+        raw = raw[: span[0]] + b"[]" + raw[span[1] :]  # replaced, unread
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -141,5 +168,9 @@ def load_results(path: Path, *, strict: bool = False, tensor_rows: bool = True, 
     """
     path = Path(path)
     source = "<stdin>" if str(path) == "-" else str(path)
-    data = _parse(read_bounded(path, kind, refuse=ResultsFileError, stdin=True), source, tensor_rows=tensor_rows)
+    raw = [read_bounded(path, kind, refuse=ResultsFileError, stdin=True)]  # popped: _parse frees the text it decodes
+    results = _load_rows_fast(raw[0], source, strict) if tensor_rows else None
+    if results is not None:
+        return results
+    data = _parse(raw.pop(), source, tensor_rows=tensor_rows)
     return results_from_dict(data, source=source, strict=strict, tensor_rows=tensor_rows)

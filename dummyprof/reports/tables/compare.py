@@ -7,6 +7,7 @@ Files (Markdown, HTML) carry everything.
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Callable, Sequence
 
 from dummyprof.reports.format import (
@@ -264,11 +265,11 @@ def work_table(result: CompareResult) -> Table:
 def top_tensor_table(result: CompareResult, limit: int = TOP_TENSORS, *, detail: bool = True) -> Table | None:
     """The most revisited tensors and each strategy's visits; ``detail`` adds their depth, dtype and bytes."""
     names = [s.name for s in result.strategies]
-    ranked = sorted(
-        result.tensors.items(),
-        key=lambda item: (-max((item[1].redundant(n) for n in names), default=0), -item[1].depth, item[0]),
-    )
-    ranked = [(k, t) for k, t in ranked if any(t.redundant(n) for n in names)][:limit]
+    zeros = [0] * len(names)
+    # Most redundant visits (most visits, less one), deepest, then by name: the top few of many, by a heap.
+    most = ((max(map(t.visits.get, names, zeros), default=0), key, t) for key, t in result.tensors.items())
+    top = heapq.nsmallest(limit, ((-visits, -t.depth, key, t) for visits, key, t in most if visits > 1))
+    ranked = [(key, t) for _, _, key, t in top]
     if not ranked:
         return None
     table = Table(

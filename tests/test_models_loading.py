@@ -15,7 +15,7 @@ from dummyprof.errors import DoesNotFitError, UsageError
 from dummyprof.models import loading
 from dummyprof.models.loading import materialize, model_source
 from dummyprof.models.presets import PRESETS, preset_source
-from dummyprof.scenarios.model_choice import check_source_fits, resolve_source
+from dummyprof.scenarios.model_choice import check_source_fits, choose_source
 from dummyprof.usercode import parse_call_args, resolve_callable
 from tests.conftest import CliResult
 
@@ -149,12 +149,12 @@ def test_materialize_reports_aliases_it_cannot_keep() -> None:
     assert any("1 aliased view(s) their own storage" in n for n in notes)
 
 
-def test_resolve_source_rules() -> None:
-    assert resolve_source(model=None, preset=None, model_args={}) is None
+def test_choose_source_rules() -> None:
+    assert choose_source(model=None, preset=None, model_args={}).source == "synthetic"
     with pytest.raises(UsageError, match="either --model or --preset"):
-        resolve_source(model=f"{FIXTURES}:build", preset="dense-decoder", model_args={})
+        choose_source(model=f"{FIXTURES}:build", preset="dense-decoder", model_args={})
     with pytest.raises(UsageError, match="needs --model or --preset") as info:
-        resolve_source(model=None, preset=None, model_args={"layers": 2})
+        choose_source(model=None, preset=None, model_args={"layers": 2})
     assert info.value.flag == "--model-arg"
 
 

@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import copy
 import difflib
+import itertools
 import json
 import logging
+import os
 import re
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,7 +34,11 @@ PREFIX = "hf:"
 FLAG = "--model"
 INSTALL_HINT = 'hf: models need transformers: pip install "dummyprof[hf]"'
 LAYERS_FIELD = "num_hidden_layers"
+# Config fields that count layers (num_hidden_layers, n_layer, num_decoder_layers, encoder_layers, ...).
+LAYER_COUNT = re.compile(r"^(num_|n_)\w*layers?$|^(encoder|decoder)_layers$")
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
+# An hf: folder is a model's snapshot; a folder with more files than this is not one, and is not walked further.
+MAX_FOLDER_FILES = 10_000
 
 
 def is_hf_spec(spec: str | None) -> bool:
@@ -62,7 +69,35 @@ def _read_config_dict(path: Path, target: str) -> dict[str, Any]:
     return data
 
 
-def _config_from_dict(data: dict[str, Any], target: str, folder: Path | None, trust_remote_code: bool) -> Any:
+def _large_layers(data: Mapping[str, Any], most: int, prefix: str = "") -> Iterator[tuple[str, int]]:
+    """Layer counts (nested configs' too) past ``most`` objects: each layer is one module at least."""
+    for name, value in data.items():
+        if isinstance(value, Mapping) and name.endswith("_config"):
+            yield from _large_layers(value, most, f"{prefix}{name}.")
+        elif LAYER_COUNT.search(name) and isinstance(value, int) and value > most:
+            yield prefix + name, value
+
+
+def _defer_layers(data: Mapping[str, Any], limits: BuildLimits | None, where: str, remote: bool) -> dict[str, int]:
+    """The layer counts past the objects memory holds, which the config is to be made without.
+
+    Some configs build a list per layer while transformers makes them (qwen2's layer_types), which no
+    registration hook sees: a top-level count is set after (as --model-arg sets one), so the build's
+    estimate refuses it with its figures; one in a nested config, or in a remote-code config, is refused here.
+    """
+    if limits is None or limits.max_objects is None:
+        return {}
+    large = dict(_large_layers(data, limits.max_objects))
+    for name, value in large.items():
+        if remote or "." in name:
+            got = f"{where}: config field {name}: {value:,} layers would build at least as many modules on meta"
+            raise limits.too_many_objects(FLAG, got, "give fewer in the config")
+    return large
+
+
+def _config_from_dict(
+    data: dict[str, Any], target: str, folder: str | None, trust_remote_code: bool, limits: BuildLimits | None
+) -> Any:
     transformers = _transformers()
     from transformers.models.auto.configuration_auto import CONFIG_MAPPING
 
@@ -71,8 +106,9 @@ def _config_from_dict(data: dict[str, Any], target: str, folder: Path | None, tr
         raise UsageError(FLAG, f"{target!r} has no model_type; a Hugging Face config.json names one (e.g. 'llama')")
     if model_type not in CONFIG_MAPPING:
         if trust_remote_code and folder is not None and "auto_map" in data:
+            _defer_layers(data, limits, f"{PREFIX}{target}", remote=True)
             try:
-                return transformers.AutoConfig.from_pretrained(str(folder), trust_remote_code=True)
+                return transformers.AutoConfig.from_pretrained(folder, trust_remote_code=True)
             except Exception as exc:
                 raise UsageError(FLAG, f"loading the remote-code config in {str(folder)!r} failed: {exc}") from exc
         close = difflib.get_close_matches(model_type, list(CONFIG_MAPPING.keys()), n=3)
@@ -88,10 +124,14 @@ def _config_from_dict(data: dict[str, Any], target: str, folder: Path | None, tr
         )
     check_fields(data, model_type, flag=FLAG, where=f"{PREFIX}{target}")
     check_shape(data, default_flag=FLAG, where=f"{PREFIX}{target}")
+    late = _defer_layers(data, limits, f"{PREFIX}{target}", remote=False)
     try:
-        return CONFIG_MAPPING[model_type].from_dict(data)
+        config = CONFIG_MAPPING[model_type].from_dict({**data, **dict.fromkeys(late, 2)})  # 2: the estimate's builds
     except Exception as exc:
         raise UsageError(FLAG, f"transformers rejected {target!r}: {_one_line(exc)}") from exc
+    for name, value in late.items():
+        setattr(config, name, value)
+    return config
 
 
 def _one_line(exc: BaseException) -> str:
@@ -126,7 +166,7 @@ def _hub_reachable() -> str | None:
     return None
 
 
-def _config_from_hub(repo_id: str, trust_remote_code: bool) -> Any:
+def _config_from_hub(repo_id: str, trust_remote_code: bool, limits: BuildLimits | None) -> Any:
     transformers = _transformers()
     fix = "this needs network access to the Hugging Face hub: download its config.json and pass hf:./config.json"
     unreachable = _hub_reachable()
@@ -136,26 +176,54 @@ def _config_from_hub(repo_id: str, trust_remote_code: bool) -> Any:
     level = hub_logger.level
     hub_logger.setLevel(logging.ERROR)  # its per-retry warnings would bury the one-line error
     try:
-        # from_pretrained on a hub id fetches config.json (and remote code only if trusted), never weights.
-        return transformers.AutoConfig.from_pretrained(repo_id, trust_remote_code=trust_remote_code)
+        # config.json alone (from the cache when offline), never weights; made into a config as a local one is.
+        data, _ = transformers.PretrainedConfig.get_config_dict(repo_id)
     except ValueError as exc:
         raise UsageError(FLAG, f"transformers rejected the config of {repo_id!r}: {_first_line(exc)}") from exc
     except Exception as exc:
         raise UsageError(FLAG, f"cannot fetch config.json for hub id {repo_id!r} ({_first_line(exc)}); {fix}") from exc
     finally:
         hub_logger.setLevel(level)
+    return _config_from_dict(data, repo_id, repo_id, trust_remote_code, limits)
 
 
-def load_config(target: str, *, trust_remote_code: bool = False) -> Any:
-    """A transformers config for ``target``: a config.json file, a folder holding one, or a hub id."""
+def load_config(target: str, *, trust_remote_code: bool = False, limits: BuildLimits | None = None) -> Any:
+    """A transformers config for ``target``: a config.json file, a folder holding one, or a hub id; a layer
+    count past ``limits`` is refused before transformers makes it."""
     path = Path(target).expanduser()
     if path.exists():
-        return _config_from_dict(
-            _read_config_dict(path, target), target, path if path.is_dir() else None, trust_remote_code
-        )
+        folder = str(path) if path.is_dir() else None
+        return _config_from_dict(_read_config_dict(path, target), target, folder, trust_remote_code, limits)
     if target.endswith(".json") or not _HUB_ID.match(target):  # a path that does not exist, not a hub id
         raise UsageError(FLAG, f"no such config {target!r}; give hf:./config.json, hf:FOLDER or hf:ORG/NAME")
-    return _config_from_hub(target, trust_remote_code)
+    return _config_from_hub(target, trust_remote_code, limits)
+
+
+def _cached_snapshot(repo_id: str) -> Path | None:
+    """The hub cache's snapshot folder holding ``repo_id``'s config.json, if it is cached (no network)."""
+    try:
+        from huggingface_hub import try_to_load_from_cache
+
+        found = try_to_load_from_cache(repo_id, "config.json")
+    except (ImportError, ValueError):  # no huggingface_hub, or not a repo id it accepts
+        return None
+    return Path(found).parent if isinstance(found, str) else None
+
+
+def hf_reads(spec: str) -> Iterator[tuple[str, Path]]:
+    """The files ``hf:TARGET`` reads (``{flag}``: the flag that named it): the config file, or the folder and
+    its files; for a hub id, its cached snapshot's files, links into the cache's blobs (compared as the blob)."""
+    target = spec.removeprefix(PREFIX)
+    local = Path(target).expanduser()
+    if not local.exists() and _HUB_ID.match(target):
+        local = _cached_snapshot(target) or local
+    if local.is_dir():
+        yield "the {flag} input", local
+        what = f"a file of the {{flag}} folder {str(local)!r}"
+        every = (Path(root) / name for root, _, names in os.walk(local) for name in names)
+        yield from ((what, path) for path in itertools.islice(every, MAX_FOLDER_FILES))
+    elif local.exists():
+        yield "the {flag} input", local
 
 
 def _type_ok(current: Any, value: Any) -> bool:
@@ -244,7 +312,7 @@ def estimate_build(config: Any, trust_remote_code: bool, clock: Any) -> BuildEst
     layers = getattr(config, LAYERS_FIELD, None)
     if not isinstance(layers, int) or isinstance(layers, bool) or layers < 2:
         return None
-    made = []
+    made = []  # built within the caller's bounds: another field (experts, say) can make one layer huge
     for probe_layers in (1, 2):
         small = copy.deepcopy(config)
         setattr(small, LAYERS_FIELD, probe_layers)
@@ -287,7 +355,8 @@ def build_on_meta(config: Any, *, trust_remote_code: bool, limits: BuildLimits |
     """
     try:
         if limits is not None:
-            estimate = estimate_build(config, trust_remote_code, limits.clock)
+            with bounded_build(limits):
+                estimate = estimate_build(config, trust_remote_code, limits.clock)
             if estimate is not None:
                 _refuse_estimate(estimate, limits, target)
         with bounded_build(limits):
@@ -319,7 +388,7 @@ def hf_source(
     if not target:
         raise UsageError(FLAG, "hf: needs a config: hf:./config.json, hf:FOLDER or hf:ORG/NAME")
     overrides = dict(overrides or {})
-    config = load_config(target, trust_remote_code=trust_remote_code)
+    config = load_config(target, trust_remote_code=trust_remote_code, limits=limits)
     apply_overrides(config, overrides)
     check_shape(
         config.to_dict(),

@@ -34,7 +34,7 @@ from dummyprof.usercode import resolve_callable
 def call_model_builder(fn: Callable[..., Any], args: dict[str, Any], *, spec: str, flag: str = "--model") -> nn.Module:
     try:
         model = fn(**args)
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, BuildStopped):  # a bounded build stopped from inside: the bound says so
         raise
     except BaseException as exc:  # user code: any other BaseException is its fault, one line
         raise user_code_error(flag, spec, exc) from exc
@@ -155,6 +155,7 @@ def callable_source(
         options=dict(args) if options is None else dict(options),
         notes=notes,
         largest_scratch_bytes=scratch,
+        size_flag=flag,
     )
 
 

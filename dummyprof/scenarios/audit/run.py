@@ -43,8 +43,7 @@ from dummyprof.results.audit import (
 from dummyprof.results.session import Results
 from dummyprof.scenarios.audit.options import DEFAULT_STRATEGIES, AuditOptions, validate
 from dummyprof.scenarios.compare.runner import summarize_model
-from dummyprof.scenarios.deployment.source import chosen_source
-from dummyprof.scenarios.model_choice import check_source_fits
+from dummyprof.scenarios.model_choice import check_source_fits, chosen_source
 
 __all__ = ["DEFAULT_STRATEGIES", "AuditOptions", "run", "tensor_digest", "validate"]
 

@@ -20,8 +20,8 @@ from dummyprof.loaders.initializers import get_initializer
 from dummyprof.loaders.strategies import get_strategy
 from dummyprof.measure.recorder import VisitRecorder
 from dummyprof.scenarios.deployment.options import layout_of
-from dummyprof.scenarios.deployment.source import chosen_source
 from dummyprof.scenarios.engram.ranks.world import LaunchEnv, join
+from dummyprof.scenarios.model_choice import chosen_source
 
 BACKEND = "gloo"  # CPU shards; nccl would need a GPU per rank
 

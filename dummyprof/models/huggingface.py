@@ -27,7 +27,7 @@ from torch import nn
 from dummyprof.errors import DummyprofError, UsageError
 from dummyprof.files.reading import HF_CONFIG, read_bounded, unique_keys
 from dummyprof.models.hf_fields import check_fields, check_shape
-from dummyprof.models.meta_bounds import BuildLimits, BuildStopped, bounded_build, build_stopped_error
+from dummyprof.models.meta_bounds import BuildLimits, within
 from dummyprof.models.source import FitHint, ModelSource
 
 PREFIX = "hf:"
@@ -312,7 +312,7 @@ def estimate_build(config: Any, trust_remote_code: bool, clock: Any) -> BuildEst
     layers = getattr(config, LAYERS_FIELD, None)
     if not isinstance(layers, int) or isinstance(layers, bool) or layers < 2:
         return None
-    made = []  # built within the caller's bounds: another field (experts, say) can make one layer huge
+    made = []
     for probe_layers in (1, 2):
         small = copy.deepcopy(config)
         setattr(small, LAYERS_FIELD, probe_layers)
@@ -353,20 +353,15 @@ def build_on_meta(config: Any, *, trust_remote_code: bool, limits: BuildLimits |
     Only what the layer count predicts is refused beforehand; whatever else makes a build huge (a
     field the estimate cannot see) is stopped by the registration hooks, saying how far it got.
     """
-    try:
-        if limits is not None:
-            with bounded_build(limits):
-                estimate = estimate_build(config, trust_remote_code, limits.clock)
-            if estimate is not None:
+    layers = getattr(config, LAYERS_FIELD, None)
+    shown = f" ({LAYERS_FIELD}={layers:,})" if isinstance(layers, int) else ""
+    fix = f"build a smaller model (--model-arg {LAYERS_FIELD}=N)"
+    try:  # the estimate's builds within the bounds too: another field (experts, say) can make one layer huge
+        with within(limits, flag=FLAG, what=f"{PREFIX}{target}{shown}", fix=fix):
+            estimate = estimate_build(config, trust_remote_code, limits.clock) if limits is not None else None
+            if estimate is not None and limits is not None:
                 _refuse_estimate(estimate, limits, target)
-        with bounded_build(limits):
             return _build(config, trust_remote_code)
-    except BuildStopped as stop:
-        assert limits is not None
-        layers = getattr(config, LAYERS_FIELD, None)
-        shown = f" ({LAYERS_FIELD}={layers:,})" if isinstance(layers, int) else ""
-        fix = f"build a smaller model (--model-arg {LAYERS_FIELD}=N)"
-        raise build_stopped_error(stop, limits, flag=FLAG, what=f"{PREFIX}{target}{shown}", fix=fix) from None
     except DummyprofError:
         raise
     except Exception as exc:  # torch's size overflow, a division in a model's __init__: one line

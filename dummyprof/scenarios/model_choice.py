@@ -19,13 +19,7 @@ from dummyprof.errors import UsageError
 from dummyprof.measure.budget import device_available, device_budget, ensure_fits, host_budget
 from dummyprof.models.huggingface import PREFIX, hf_reads, hf_source
 from dummyprof.models.loading import model_source
-from dummyprof.models.meta_bounds import (
-    BYTES_PER_META_OBJECT,
-    BuildLimits,
-    BuildStopped,
-    bounded_build,
-    build_stopped_error,
-)
+from dummyprof.models.meta_bounds import BYTES_PER_META_OBJECT, BuildLimits, within
 from dummyprof.models.presets import preset_source
 from dummyprof.models.source import FitHint, ModelSource
 from dummyprof.models.synthetic import TreeSpec, synthetic_source
@@ -130,12 +124,9 @@ def bounded(source: ModelSource, limits: BuildLimits) -> ModelSource:
     def build_within(device: torch.device) -> nn.Module:
         if device.type != "meta":
             return build(device)
-        try:
-            with bounded_build(limits):
-                return build(device)
-        except BuildStopped as stop:
-            fix = fit_words(source.fit_hint(0)) if source.fit_hint is not None else ""  # the smallest it can be
-            raise build_stopped_error(stop, limits, flag=source.size_flag, what=source.description, fix=fix) from None
+        fix = fit_words(source.fit_hint(0)) if source.fit_hint is not None else ""  # the smallest it can be
+        with within(limits, flag=source.size_flag, what=source.description, fix=fix):
+            return build(device)
 
     return replace(source, build=build_within)
 

@@ -9,6 +9,7 @@ them, so one rule forbids them.
 from __future__ import annotations
 
 import ast
+import json
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -177,6 +178,41 @@ def test_importing_the_cli_loads_no_torch() -> None:
     code = "import sys, dummyprof.cli, dummyprof.cli.app; print(sorted(m for m in sys.modules if m[:5] == 'torch'))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+# What a command line loads before it answers: help and flag errors answer in a fraction of a second
+# only if none of these heavy packages is imported (numpy alone costs ~0.2 s at start, torch seconds).
+# One process runs every command line in turn: what any of them loads stays loaded, so the union is checked.
+_LOADED = """
+import contextlib, io, json, sys
+import dummyprof.cli
+codes = []
+for argv in json.loads(sys.argv[1]):
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        codes.append(sys.modules["dummyprof.cli.app"].main(argv))
+print(codes, sorted({m.split(".")[0] for m in sys.modules} & {"numpy", "torch", "transformers"}))
+"""
+
+
+def _loaded(*argvs: list[str]) -> str:
+    code = [sys.executable, "-c", _LOADED, json.dumps(argvs)]
+    return subprocess.run(code, capture_output=True, text=True, check=True).stdout.strip()
+
+
+def test_help_and_flag_errors_import_no_numpy_torch_or_transformers() -> None:
+    commands = ("audit", "compare", "engram", "gate", "inspect", "report", "sweep")
+    errors = (
+        ["compare", "--depth", "x"],
+        ["compare", "--bogus"],
+        ["engram", "--rows", "x"],
+        ["sweep", "--depth", "1:x"],
+    )
+    out = _loaded(["--help"], *([name, "--help"] for name in commands), *errors)
+    assert out == f"{[0] * (1 + len(commands)) + [2] * len(errors)} []"
+
+
+def test_an_audit_option_error_is_refused_before_torch() -> None:
+    assert _loaded(["audit", "--ignore", "bogus"]) in ("[2] []", "[2] ['numpy']")  # numpy: reading results files
 
 
 def _module_graph(imports: list[Import], modules: set[str]) -> dict[str, set[str]]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dummyprof.cli.output import ForceOpt, HtmlOpt, JsonOpt, QuietOpt, check_outputs, emit, measuring
 from dummyprof.cli.schema_command import with_options
 from dummyprof.files.inputs import run_inputs
-from dummyprof.scenarios.audit.options import AuditOptions
+from dummyprof.scenarios.audit.options import AuditOptions, validate
 from dummyprof.scenarios.deployment.options import DEPLOYMENT_FIELDS
 
 HELP = """\
@@ -62,6 +62,7 @@ def audit(
 ) -> int:
     if "strategies" not in given and options.loaders:
         options.strategies = []  # --loader alone audits the loaders, not the default strategies too
+    validate(options)  # bad flags are refused before torch is imported (the scenario checks again)
     inputs = run_inputs(model=options.model, loaders=options.loaders)
     reports = check_outputs({"--json": json_path, "--html": html}, force=force, inputs=inputs)
     from dummyprof.scenarios.audit import run as scenario

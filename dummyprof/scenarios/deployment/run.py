@@ -22,7 +22,6 @@ from dummyprof.deploy import DeploymentCounts, RankCoord, Sharder, count_deploym
 from dummyprof.deploy.plan import ROWS, ModelDims
 from dummyprof.deploy.shards import RankShard
 from dummyprof.errors import UsageError
-from dummyprof.measure.budget import host_budget
 from dummyprof.measure.memory import total_memory_bytes
 from dummyprof.models.source import ModelSource
 from dummyprof.results.compare import CompareResult, StrategyResult
@@ -151,7 +150,7 @@ def run_deployment(
     if getattr(options, "online_quant", None):
         largest = max(layout.coords(), key=lambda c: (sharder.build(c).nbytes, -c.rank))
         target = sharder.build(largest).module if layout.world > 1 else meta
-        quant_plan = plan_online_quant(target, options, budget=host_budget(options.max_memory))  # refuses first
+        quant_plan = plan_online_quant(target, options)  # refuses first
         quant_target = f"rank {largest.rank}" if layout.world > 1 else "whole model"
     counts = count_deployment(meta, layout, options=source.options, strategies=strategies, clock=clock)
     device = resolve_device(getattr(options, "device", "cpu")) if command == "compare" else torch.device("cpu")

@@ -210,7 +210,9 @@ def build(layers=2):
 """
 
 
-def test_every_later_build_on_meta_is_bounded(tmp_path: Path, no_budget_memory: None) -> None:
+def test_every_later_build_on_meta_is_bounded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, no_budget_memory: None
+) -> None:
     import torch
 
     from dummyprof.models.synthetic import TreeSpec
@@ -223,6 +225,13 @@ def test_every_later_build_on_meta_is_bounded(tmp_path: Path, no_budget_memory: 
     stopped = r"grows.py:build\(\): building it on meta stopped after .* more than the 1,000"
     with pytest.raises(DoesNotFitError, match=stopped):
         source.build(meta)
+    hf = choose_source(model=_config(tmp_path), preset=None, model_args={})
+    from dummyprof.models import huggingface
+
+    monkeypatch.setattr(huggingface, "_build", lambda config, trust: _layers(10**5))
+    assert hf.construct is not None  # audit's construction values: a fresh build on meta
+    with pytest.raises(DoesNotFitError, match=r"LlamaForCausalLM from .* stopped after .* more than the 1,000"):
+        hf.construct()
     tree = choose_source(model=None, preset=None, model_args={}, tree=TreeSpec(depth=2, width=16, hidden=32))
     with pytest.raises(DoesNotFitError) as caught:
         tree.build(meta)

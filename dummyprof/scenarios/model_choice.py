@@ -118,17 +118,20 @@ def chosen_source(options: Any, seconds: float | None = None) -> ModelSource:
 
 
 def bounded(source: ModelSource, limits: BuildLimits) -> ModelSource:
-    """``source`` whose builds on meta run within ``limits`` (a build on a device is bounded by the memory check)."""
-    build = source.build
+    """``source`` whose builds on meta (``build(meta)``, ``construct()``) run within ``limits``; a build on a
+    device is bounded by the memory check instead."""
+    fix = fit_words(source.fit_hint(0)) if source.fit_hint is not None else ""  # the smallest it can be
 
-    def build_within(device: torch.device) -> nn.Module:
-        if device.type != "meta":
-            return build(device)
-        fix = fit_words(source.fit_hint(0)) if source.fit_hint is not None else ""  # the smallest it can be
+    def within_limits(build: Callable[[], nn.Module]) -> nn.Module:
         with within(limits, flag=source.size_flag, what=source.description, fix=fix):
-            return build(device)
+            return build()
 
-    return replace(source, build=build_within)
+    build, construct = source.build, source.construct
+    return replace(
+        source,
+        build=lambda device: within_limits(lambda: build(device)) if device.type == "meta" else build(device),
+        construct=None if construct is None else lambda: within_limits(construct),
+    )
 
 
 def model_summary(

@@ -12,11 +12,13 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dummyprof.files.inputs import RunInput
 from dummyprof.files.reading import STDIN, STDIN_FILE
-from dummyprof.gate.config import GateConfig
+
+if TYPE_CHECKING:  # the gate's config module loads numpy: --help and flag errors load none
+    from dummyprof.gate.config import GateConfig
 
 
 def _specs(label: str, model: str | None, loaders: Iterable[str] | None) -> Iterator[RunInput]:

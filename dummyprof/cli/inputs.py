@@ -2,7 +2,7 @@
 
 ``files.outputs.check_outputs`` refuses each of them as an output, with or without ``--force``:
 the files behind the ``--model`` value (each model source declares its own:
-``scenarios/model_choice.model_reads``), each ``--loader`` file, the gate config and every model
+``scenarios/model_choice.SOURCES``), each ``--loader`` file, the gate config and every model
 and loader file it names, the baseline, the results file ``report`` reads (standard input too: the
 file behind descriptor 0). Nothing here imports the user's code.
 """
@@ -25,10 +25,10 @@ def _specs(label: str, model: str | None, loaders: Iterable[str] | None) -> Iter
     from dummyprof.usercode import spec_reads
 
     if model:
-        from dummyprof.scenarios.model_choice import model_reads
+        from dummyprof.scenarios.model_choice import source_kind
 
         flag = f"{label}model" if label else "--model"
-        yield from (RunInput(what.replace("{flag}", flag), path) for what, path in model_reads(model))
+        yield from (RunInput(what.replace("{flag}", flag), path) for what, path in source_kind(model).reads(model))
     for i, spec in enumerate(loaders or []):
         flag = f"{label}loaders[{i}]" if label else ("--loader" if i == 0 else f"--loader #{i + 1}")
         yield from (RunInput(what.replace("{flag}", flag), path) for what, path in spec_reads(spec))

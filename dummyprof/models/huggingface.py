@@ -69,30 +69,27 @@ def _read_config_dict(path: Path, target: str) -> dict[str, Any]:
     return data
 
 
-def _large_layers(data: Mapping[str, Any], most: int, prefix: str = "") -> Iterator[tuple[str, int]]:
-    """Layer counts (nested configs' too) past ``most`` objects: each layer is one module at least."""
-    for name, value in data.items():
-        if isinstance(value, Mapping) and name.endswith("_config"):
-            yield from _large_layers(value, most, f"{prefix}{name}.")
-        elif LAYER_COUNT.search(name) and isinstance(value, int) and value > most:
-            yield prefix + name, value
-
-
-def _defer_layers(data: Mapping[str, Any], limits: BuildLimits | None, where: str, remote: bool) -> dict[str, int]:
-    """The layer counts past the objects memory holds, which the config is to be made without.
+def _defer_layers(
+    data: Mapping[str, Any], limits: BuildLimits | None, where: str, refuse: bool, prefix: str = ""
+) -> dict[str, int]:
+    """The layer counts past the objects memory holds (each layer is one module at least), to make the config without.
 
     Some configs build a list per layer while transformers makes them (qwen2's layer_types), which no
     registration hook sees: a top-level count is set after (as --model-arg sets one), so the build's
-    estimate refuses it with its figures; one in a nested config, or in a remote-code config, is refused here.
+    estimate refuses it with its figures; one in a nested config, or with ``refuse`` (remote code), is refused here.
     """
     if limits is None or limits.max_objects is None:
         return {}
-    large = dict(_large_layers(data, limits.max_objects))
-    for name, value in large.items():
-        if remote or "." in name:
-            got = f"{where}: config field {name}: {value:,} layers would build at least as many modules on meta"
-            raise limits.too_many_objects(FLAG, got, "give fewer in the config")
-    return large
+    late = {}
+    for name, value in data.items():
+        if isinstance(value, Mapping) and name.endswith("_config"):
+            _defer_layers(value, limits, where, True, f"{prefix}{name}.")
+        elif LAYER_COUNT.search(name) and isinstance(value, int) and value > limits.max_objects:
+            if refuse:
+                got = f"{where}: config field {prefix}{name}: {value:,} layers would build at least as many modules"
+                raise limits.too_many_objects(FLAG, f"{got} on meta", "give fewer in the config")
+            late[name] = value
+    return late
 
 
 def _config_from_dict(
@@ -106,7 +103,7 @@ def _config_from_dict(
         raise UsageError(FLAG, f"{target!r} has no model_type; a Hugging Face config.json names one (e.g. 'llama')")
     if model_type not in CONFIG_MAPPING:
         if trust_remote_code and folder is not None and "auto_map" in data:
-            _defer_layers(data, limits, f"{PREFIX}{target}", remote=True)
+            _defer_layers(data, limits, f"{PREFIX}{target}", refuse=True)
             try:
                 return transformers.AutoConfig.from_pretrained(folder, trust_remote_code=True)
             except Exception as exc:
@@ -124,7 +121,7 @@ def _config_from_dict(
         )
     check_fields(data, model_type, flag=FLAG, where=f"{PREFIX}{target}")
     check_shape(data, default_flag=FLAG, where=f"{PREFIX}{target}")
-    late = _defer_layers(data, limits, f"{PREFIX}{target}", remote=False)
+    late = _defer_layers(data, limits, f"{PREFIX}{target}", refuse=False)
     try:
         config = CONFIG_MAPPING[model_type].from_dict({**data, **dict.fromkeys(late, 2)})  # 2: the estimate's builds
     except Exception as exc:

@@ -65,12 +65,8 @@ USER_CODE = SourceKind(model_source, spec_reads)
 
 
 def source_kind(spec: str) -> SourceKind:
+    """The source a ``--model`` value names, by its prefix."""
     return next((kind for prefix, kind in SOURCES.items() if spec.startswith(prefix)), USER_CODE)
-
-
-def model_reads(spec: str) -> Iterator[tuple[str, Path]]:
-    """The files behind a ``--model`` value, as its source declares them."""
-    return source_kind(spec).reads(spec)
 
 
 def choose_source(
@@ -107,14 +103,8 @@ def choose_source(
 
 def chosen_source(options: Any, seconds: float | None = None) -> ModelSource:
     """The model an options object names (``model``, ``preset``, ``model_args``, the tree's fields)."""
-    return choose_source(
-        model=options.model,
-        preset=options.preset,
-        model_args=options.model_args,
-        tree=options.tree_spec(),
-        trust_remote_code=options.trust_remote_code,
-        seconds=seconds,
-    )
+    named = {key: getattr(options, key) for key in ("model", "preset", "model_args", "trust_remote_code")}
+    return choose_source(**named, tree=options.tree_spec(), seconds=seconds)
 
 
 def bounded(source: ModelSource, limits: BuildLimits) -> ModelSource:

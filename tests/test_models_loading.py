@@ -101,9 +101,9 @@ def test_size_is_known_from_meta_before_building(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setattr(loading, "call_model_builder", spy)
     source = model_source(f"{FIXTURES}:tied")
     assert source.estimated_bytes == TIED_BYTES
-    assert devices == []  # sizing never built it for real
+    assert devices == ["meta"]  # sized on meta, never built for real
     model = source.build(CPU)
-    assert devices == ["cpu"]
+    assert devices == ["meta", "cpu"]
     assert model_bytes(model) == TIED_BYTES
 
 
@@ -120,7 +120,7 @@ def test_refuses_before_building_when_it_does_not_fit(cli: Cli, monkeypatch: pyt
     assert result.exit_code == 2
     assert result.stderr.startswith("dummyprof: error: --max-memory: ")  # the user's limit is what stops it
     assert f"needs {TIED_BYTES / 1024:.2f} KiB" in result.stderr and "raise --max-memory" in result.stderr
-    assert built == []
+    assert built == ["meta"]  # sized on meta, refused before building
     # compare projects a model that does not fit: built on meta only, never on the CPU
     result = cli(
         "compare", "--model", f"{FIXTURES}:tied", "--max-memory", "1KiB", "--device", "cpu", "--time-budget", "1"

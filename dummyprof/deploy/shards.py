@@ -11,6 +11,7 @@ so do ``dummy_weight_value`` and buffer persistence. Nothing is allocated.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
@@ -31,6 +32,9 @@ from dummyprof.deploy.plan import (
     Planner,
 )
 from dummyprof.errors import UsageError
+
+if TYPE_CHECKING:
+    from dummyprof.deploy.quant import ShardQuantizer
 
 META = torch.device("meta")
 
@@ -88,8 +92,15 @@ def empty_copy(tensor: torch.Tensor, shape: tuple[int, ...], device: torch.devic
 class Sharder:
     """Builds each rank's shard of ``model`` (on meta) under ``layout``."""
 
-    def __init__(self, model: nn.Module, layout: ParallelLayout, dims: ModelDims | None = None) -> None:
+    def __init__(
+        self,
+        model: nn.Module,
+        layout: ParallelLayout,
+        dims: ModelDims | None = None,
+        quant: ShardQuantizer | None = None,
+    ) -> None:
         self.model = model
+        self.quant = quant  # a quantized checkpoint: each shard is rewritten into the method's tensors
         self.layout = layout
         self.dims = dims or ModelDims.of(model)
         self.planner = Planner(model)
@@ -264,7 +275,10 @@ class Sharder:
             return out
 
         root = shell(self.model, "")
-        return RankShard(coord, self.stage_layers(coord.stage), root, entries)
+        shard = RankShard(coord, self.stage_layers(coord.stage), root, entries)
+        if self.quant is not None:
+            self.quant.apply(shard)
+        return shard
 
     def _fused(
         self,

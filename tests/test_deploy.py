@@ -245,8 +245,24 @@ def test_fp8_block_scales_follow_their_weight() -> None:
     assert got["model.layers.0.mlp.gate_up_proj.weight"] == (2 * 1024 // 2, 256)
     assert got["model.layers.0.mlp.gate_up_proj.weight_scale_inv"] == (1024 // 128, 2)
     assert got["model.layers.0.mlp.down_proj.weight_scale_inv"] == (2, 1024 // 2 // 128)
-    assert got["model.engram.0.weight"] == (500, 256) and got["model.engram.0.weight_scale_inv"] == (500, 8)
+    # vLLM's ParallelEngramEmbedding: 16 hash heads of 63 (the first 9) or 62 rows, rank 1 heads 8..15: 63 + 7 x 62
+    assert got["model.engram.0.weight"] == (497, 256) and got["model.engram.0.weight_scale_inv"] == (497, 8)
     assert getattr(shard.module.model.engram, "0").weight.dummy_weight_value == 1.0  # declared values survive
+
+
+def test_engram_tables_in_a_model_shard_by_whole_hash_heads_as_vllm_does() -> None:
+    from dummyprof.models.engram import EngramTable
+
+    model = nn.Module()
+    model.engram = EngramTable(1000, 64, device="meta", heads=10)
+    rows = [shard.module.engram.weight.shape[0] for shard in shard_all(model, ParallelLayout(tp=2, dp=2), None)]
+    # ceil(10 / 4) = 3 heads of 100 rows per shard, TP-major: rank 1 (tp 1, dp 0) is shard 2, rank 3 the last (1 head)
+    assert rows == [300, 300, 300, 100]
+    model.engram = EngramTable(1000, 64, device="meta", heads=5)
+    with pytest.raises(UsageError) as refused:  # 2 heads per shard leaves the fourth none: vLLM asserts
+        shard_all(model, ParallelLayout(tp=4), None)
+    assert refused.value.flag == "--tp"
+    assert "leaves ranks without hash heads: 5 heads over 4 shards (vLLM refuses it)" in refused.value.message
 
 
 # ---- exact counts -----------------------------------------------------------------------------

@@ -29,7 +29,7 @@ ROW = "row"  # input dimension split by tp (RowParallelLinear); a row bias is re
 VOCAB = "vocab"  # rows padded to a multiple of 64, then split by tp (VocabParallelEmbedding, ParallelLMHead)
 EXPERTS_COLUMN = "experts-column"  # experts divided by ep; each expert's output dimension by the MoE tp
 EXPERTS_ROW = "experts-row"  # experts divided by ep; each expert's input dimension by the MoE tp
-ROWS = "rows"  # Engram tables: rows divided as evenly as whole rows allow over the tp x dp ranks
+ROWS = "rows"  # Engram tables: whole hash heads per tp x dp shard, vLLM's ParallelEngramEmbedding
 
 DECLARED = "declared"  # the model's own plan (transformers' tp/ep plan)
 VLLM = "vllm"  # vLLM's layer for a module of this name (the model declares nothing for it)
@@ -61,6 +61,7 @@ class Placement:
     style: str  # the declared style word, or the vLLM layer followed
     scale_of: str | None = None  # a block-scale tensor: the local name of the weight whose split it follows
     experts_first: bool = False  # dimension 0 indexes the experts (one tensor for all of them, as FusedMoE holds)
+    heads: int | None = None  # an Engram table's hash heads (None: one per shard, as the engram command's default)
 
 
 @dataclass(frozen=True)
@@ -167,9 +168,12 @@ class Planner:
         full = qualified_name(path, local)
         if "scale" in local and local != "weight" and isinstance(module._parameters.get("weight"), torch.Tensor):
             weight = self._place(path, name, "weight", module._parameters["weight"], module, in_experts)  # type: ignore[arg-type]
-            return Placement(full, weight.rule, weight.source, weight.style, scale_of="weight")
+            return Placement(full, weight.rule, weight.source, weight.style, scale_of="weight", heads=weight.heads)
         if any(part.startswith("engram") for part in path.split(".")):
-            return Placement(full, ROWS, VLLM, "ParallelEngramEmbedding")
+            heads = getattr(module, "heads", None)
+            return Placement(
+                full, ROWS, VLLM, "ParallelEngramEmbedding", heads=heads if isinstance(heads, int) else None
+            )
         if in_experts:
             ep_style = self._declared(self.ep_plan, full, path)
             tp_style = self._declared(self.tp_plan, full, path)

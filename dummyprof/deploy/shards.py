@@ -18,7 +18,6 @@ import torch
 from torch import nn
 
 from dummyprof.anatomy import dtype_name, qualified_name
-from dummyprof.deploy.layout import ParallelLayout, RankCoord, expert_range, pad_vocab, pp_range
 from dummyprof.deploy.plan import (
     COLUMN,
     EXPERTS_COLUMN,
@@ -33,6 +32,16 @@ from dummyprof.deploy.plan import (
     Planner,
 )
 from dummyprof.errors import UsageError
+from dummyprof.layout import (
+    ParallelLayout,
+    RankCoord,
+    engram_heads_problem,
+    engram_range,
+    engram_shards,
+    expert_range,
+    pad_vocab,
+    pp_range,
+)
 from dummyprof.units import MAX_WORLD_RANKS
 
 if TYPE_CHECKING:
@@ -235,9 +244,14 @@ class Sharder:
             real = min(per, max(0, dims[0] - coord.tp_rank * per))
             dims[0] = per
             return tuple(dims), per - real
-        elif rule == ROWS:  # as evenly as whole rows allow over the tp x dp ranks
-            start, end = expert_range(dims[0], tp * layout.dp, coord.moe_rank(tp))
-            dims[0] = end - start
+        elif rule == ROWS:  # whole hash heads per tp x dp shard (vLLM's ParallelEngramEmbedding)
+            heads = place.heads or engram_shards(layout)
+            problem = engram_heads_problem(heads, layout)
+            if problem is not None:
+                raise UsageError.for_field(
+                    "tp", f"{place.name}: {problem} (vLLM refuses it); give a tp x dp that divides {heads}"
+                )
+            dims[0] = engram_range(dims[0], heads, layout, coord).part_rows
         else:  # EXPERTS_COLUMN, EXPERTS_ROW
             first = 1 if place.experts_first else 0  # [experts, out, in] / [experts, out] for all experts at once
             if first:

@@ -14,7 +14,7 @@ from dummyprof.schema import integer, option, size
 from dummyprof.units import MAX_WORLD_RANKS
 
 if TYPE_CHECKING:
-    from dummyprof.deploy.layout import ParallelLayout
+    from dummyprof.layout import ParallelLayout
 
 LAYOUT_FIELDS = ("tp", "ep", "pp", "dp")
 ONLINE_QUANT_FORMATS = ("fp8",)
@@ -79,7 +79,7 @@ ONLINE_QUANT_FIELDS = tuple(f.name for f in fields(CompareDeploymentChoice))  # 
 
 def layout_of(options: Any) -> ParallelLayout:
     """The layout the options name (``--ep`` may set dp); shared by the checks, the run and its real ranks."""
-    from dummyprof.deploy.layout import ParallelLayout  # the deploy package imports torch: --help must not
+    from dummyprof.layout import ParallelLayout  # the deploy package imports torch: --help must not
 
     return ParallelLayout.from_sizes(tp=options.tp, ep=options.ep, pp=options.pp, dp=options.dp)
 

@@ -126,7 +126,7 @@ def engine_source(source: ModelSource, flag: str = AUTO) -> ModelSource:
     ``none`` on a quantized checkpoint).
     """
     from dummyprof.anatomy import largest_low_precision_elements, model_bytes
-    from dummyprof.deploy.layout import ParallelLayout
+    from dummyprof.layout import ParallelLayout
     from dummyprof.deploy.plan import ModelDims
     from dummyprof.deploy.shards import Sharder
 

@@ -177,7 +177,7 @@ def run_deployment(
             offloaded[r.counted_as] = _offloaded(sharder.build(coords[r.counted_as]))
         r.offloaded_bytes = sum(offloaded[r.counted_as])
     result.ranks = list(counts.ranks)
-    notes = list(source.notes)
+    notes = [*source.notes, *sharder.notices]
     if command == "compare":
         notes += _fill_shards(result, source, sharder, coords, options, progress)
     if getattr(options, "nproc", None):

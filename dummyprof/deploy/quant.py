@@ -126,9 +126,9 @@ def engine_source(source: ModelSource, flag: str = AUTO) -> ModelSource:
     ``none`` on a quantized checkpoint).
     """
     from dummyprof.anatomy import largest_low_precision_elements, model_bytes
-    from dummyprof.layout import ParallelLayout
     from dummyprof.deploy.plan import ModelDims
     from dummyprof.deploy.shards import Sharder
+    from dummyprof.layout import ParallelLayout
 
     method, notice = resolve_method(source.options.get("quantization_config"), flag)
     if notice:

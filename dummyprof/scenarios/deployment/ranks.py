@@ -21,7 +21,6 @@ from dummyprof.loaders.initializers import get_initializer
 from dummyprof.loaders.strategies import get_strategy
 from dummyprof.measure.recorder import VisitRecorder
 from dummyprof.ranks.world import LaunchEnv, join
-from dummyprof.scenarios.deployment.options import layout_of
 from dummyprof.scenarios.deployment.source import chosen_source
 
 BACKEND = "gloo"  # CPU shards; nccl would need a GPU per rank
@@ -33,9 +32,9 @@ def rank_main(env: LaunchEnv, options: Any, strategies: list[str], limit_s: floa
     try:
         source = chosen_source(options)
         meta = source.whole() if source.whole is not None else source.build(torch.device("meta"))
-        layout = layout_of(options)
+        layout = options.layout  # parsed once in this process's parent, arrived as an object
         sharder = Sharder(meta, layout, ModelDims.of(meta, source.options), quantizer_of(source.options))
-        coord = layout.coords()[env.rank]
+        coord = layout.coord(env.rank)
         figures: dict[str, dict[str, Any]] = {}
         for name in strategies:
             strategy = get_strategy(name)

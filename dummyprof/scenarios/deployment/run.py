@@ -38,7 +38,6 @@ from dummyprof.results.session import Results
 from dummyprof.scenarios.compare.measure import measure
 from dummyprof.scenarios.compare.sizing import counting_limit
 from dummyprof.scenarios.deployment.online import online_quant_entries, plan_online_quant
-from dummyprof.scenarios.deployment.options import layout_of
 from dummyprof.scenarios.deployment.source import chosen_source
 
 META = torch.device("meta")
@@ -136,7 +135,7 @@ def run_deployment(
     from dummyprof.measure.device import resolve_device
     from dummyprof.measure.environment import collect_environment
 
-    layout = layout_of(options)
+    layout = options.layout
     if getattr(options, "loaders", None):
         raise UsageError.for_field(
             "loaders", "a deployment (--tp/--ep/--pp/--dp) fills shards with the built-in strategies; drop --loader"
@@ -186,7 +185,7 @@ def run_deployment(
             offloaded[r.counted_as] = _offloaded(sharder.build(coords[r.counted_as]))
         r.offloaded_bytes = sum(offloaded[r.counted_as])
     result.ranks = list(counts.ranks)
-    notes = list(source.notes)
+    notes = [*source.notes, *sharder.notices]
     if command == "compare":
         notes += _fill_shards(result, source, sharder, coords, options, progress)
     if getattr(options, "nproc", None):

@@ -34,7 +34,7 @@ def rank_main(env: LaunchEnv, options: Any, strategies: list[str], limit_s: floa
         meta = source.build(torch.device("meta"))
         layout = layout_of(options)
         sharder = Sharder(meta, layout, ModelDims.of(meta, source.options))
-        coord = layout.coords()[env.rank]
+        coord = layout.coord(env.rank)
         figures: dict[str, dict[str, Any]] = {}
         for name in strategies:
             strategy = get_strategy(name)

@@ -247,3 +247,55 @@ def test_a_deployment_renders_to_html_with_its_per_rank_table(cli: Cli, tmp_path
     sizes = set(re.findall(r"\d+(?:\.\d+)? [KMG]iB", terminal))
     assert sizes and "<table" in text
     assert {size for size in sizes if size not in text} == set()  # every size the terminal shows is on the page
+
+
+def test_a_gpu_layout_without_cuda_here_is_not_timed_and_keeps_exact_counts(
+    cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    args = ("compare", *PRESET, "--tp", "2", "--repeat", "1", "--warmup", "0", "--device-memory", "1GiB")
+    section = _json(cli, tmp_path, *args)["deployment"]
+    assert (section["target"], section["not_timed"], section["shards_filled"]) == ("cuda", "no-cuda-device-here", 0)
+    with torch.device("meta"):
+        meta = dense_decoder(layers=2, hidden=128, vocab=256)
+    expected = count_deployment(
+        meta, ParallelLayout(tp=2), options={"heads": 8, "kv_heads": 2}, strategies=["per-layer"]
+    )
+    for entry, rank in zip(section["ranks"], expected.ranks, strict=True):
+        per_layer = next(s for s in entry["strategies"] if s["strategy"] == "per-layer")
+        assert (per_layer["fill"], per_layer["seconds"]) == ("", None)  # no CPU time stands in for a GPU's
+        counted = rank.strategy("per-layer")
+        assert (per_layer["visits"], per_layer["bytes_written"]) == (counted.visits, counted.bytes_written)
+    quiet = cli(*args, "-q")
+    assert quiet.stdout.strip() == "tp 2: 2 ranks, all fit the device; not timed: no CUDA device here"
+    assert "fill: not timed: no CUDA device here" in cli(*args).stdout
+
+
+def test_a_cpu_deployment_names_its_device_in_every_headline(cli: Cli) -> None:
+    args = ("compare", *PRESET, "--tp", "2", "--repeat", "3", "--warmup", "0", "--device", "cpu")
+    quiet = cli(*args, "-q").stdout.strip()
+    assert quiet.startswith("tp 2: 2 ranks") and quiet.endswith(" on cpu"), quiet
+    report = cli(*args).stdout
+    assert re.search(
+        r"(slowest rank: \d|every rank within noise of the slowest): per-layer dummy start-up .* on cpu", report
+    )
+
+
+def test_the_slowest_rank_is_named_only_outside_the_noise() -> None:
+    from dummyprof.results.deployment import DeploymentResult, RankEntry, RankStrategy
+    from dummyprof.scenarios.deployment.run import _slowest
+
+    def rank(index: int, seconds: float, low: float, high: float) -> RankEntry:
+        figures = RankStrategy("per-layer", fill="projected", seconds=seconds, low_s=low, high_s=high)
+        return RankEntry(rank=index, counted_as=index, filled_as=index, strategies=[figures])
+
+    overlapping = DeploymentResult(ranks=[rank(0, 10.0, 8.0, 12.0), rank(1, 17.0, 11.0, 20.0)])  # 70% larger
+    _slowest(overlapping)
+    assert (overlapping.slowest_rank, overlapping.slowest_within_noise) == (1, True)
+    apart = DeploymentResult(ranks=[rank(0, 10.0, 8.0, 12.0), rank(1, 17.0, 12.5, 20.0)])
+    _slowest(apart)
+    assert (apart.slowest_rank, apart.slowest_within_noise) == (1, False)
+    alike = DeploymentResult(ranks=[rank(0, 10.0, 9.0, 11.0)])  # one shard for every rank: none is slower
+    alike.ranks.append(RankEntry(rank=1, counted_as=0, filled_as=0, strategies=list(alike.ranks[0].strategies)))
+    _slowest(alike)
+    assert alike.slowest_within_noise

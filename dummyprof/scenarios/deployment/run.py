@@ -22,12 +22,15 @@ from dummyprof.deploy import DeploymentCounts, RankCoord, Sharder, count_deploym
 from dummyprof.deploy.plan import ROWS, ModelDims
 from dummyprof.deploy.shards import RankShard
 from dummyprof.errors import UsageError
+from dummyprof.measure import contention
 from dummyprof.measure.budget import host_budget
 from dummyprof.measure.memory import total_memory_bytes
 from dummyprof.models.source import ModelSource
+from dummyprof.results.common import Contention
 from dummyprof.results.compare import CompareResult, StrategyResult
 from dummyprof.results.deployment import (
     MEASURED,
+    NO_CUDA_HERE,
     PROJECTED,
     DeploymentResult,
     NodeEntry,
@@ -110,8 +113,20 @@ def _node_view(result: DeploymentResult, offloaded: dict[int, list[int]], option
     result.nodes = list(nodes.values())
 
 
+def _span(s: RankStrategy) -> tuple[float, float]:
+    """The figures' noise: a projection's interval, or the fastest to slowest measured round."""
+    if s.fill == PROJECTED and s.low_s is not None and s.high_s is not None:
+        return s.low_s, s.high_s
+    readings = s.samples_s or [s.seconds or 0.0]
+    return min(readings), max(readings)
+
+
 def _slowest(result: DeploymentResult) -> None:
-    """The rank whose fill takes longest (ranks fill at once: the deployment's dummy start-up), per-layer first."""
+    """The rank whose fill takes longest (ranks fill at once: the deployment's dummy start-up), per-layer first.
+
+    Named only when its figures lie above every other shard's: a stage with 3% more bytes once got a 70% larger
+    projection from noisy calibration fills and was named the slowest; ranks with one shard are alike.
+    """
     timed = [r for r in result.ranks if any(s.seconds is not None for s in r.strategies)]
     if not timed:
         return
@@ -119,6 +134,18 @@ def _slowest(result: DeploymentResult) -> None:
     name = "per-layer" if "per-layer" in names else names[0]
     slowest = max(timed, key=lambda r: (r.strategy(name).seconds or 0.0, -r.rank))
     result.slowest_rank, result.slowest_strategy = slowest.rank, name
+    low = _span(slowest.strategy(name))[0]
+    others = [_span(r.strategy(name))[1] for r in timed if r.filled_as != slowest.filled_as]
+    result.slowest_within_noise = not others or low <= max(others)
+
+
+def _target(options: Any) -> str:
+    """ "cuda" for a GPU deployment (``--device cuda``, CUDA found by ``auto``, or ``--device-memory`` without
+    ``--device cpu``), else "cpu": a CPU deployment (vLLM's CPU backend) is timed on the CPU."""
+    spec = options.device.strip().lower()
+    if spec.startswith("cuda") or (spec == "auto" and (torch.cuda.is_available() or options.device_memory)):
+        return "cuda"
+    return "cpu"
 
 
 def run_deployment(
@@ -153,7 +180,11 @@ def run_deployment(
         quant_plan = plan_online_quant(target, options, budget=host_budget(options.max_memory))  # refuses first
         quant_target = f"rank {largest.rank}" if layout.world > 1 else "whole model"
     counts = count_deployment(meta, layout, options=source.options, strategies=strategies, clock=clock)
-    device = resolve_device(getattr(options, "device", "cpu")) if command == "compare" else torch.device("cpu")
+    target_kind = _target(options) if command == "compare" else ""
+    here = target_kind != "cuda" or torch.cuda.is_available()  # the device the bytes are for is on this machine
+    device = torch.device("cpu")
+    if target_kind and here:
+        device = resolve_device("cuda" if target_kind == "cuda" and options.device == "auto" else options.device)
     result = DeploymentResult(
         command=command,
         source=source.source,
@@ -170,6 +201,8 @@ def run_deployment(
         shards_walked=counts.shards_walked,
         count_s=counts.seconds,
         build_s=build_s,
+        target=target_kind,
+        not_timed="" if here else NO_CUDA_HERE,
     )
     coords = {c.rank: c for c in layout.coords()}
     offloaded: dict[int, list[int]] = {}
@@ -179,7 +212,7 @@ def run_deployment(
         r.offloaded_bytes = sum(offloaded[r.counted_as])
     result.ranks = list(counts.ranks)
     notes = list(source.notes)
-    if fill is not None:  # compare's run, handed in (compare's module imports this one)
+    if fill is not None and here:  # compare's run, handed in (compare's module imports this one)
         notes += _fill_shards(result, source, sharder, coords, options, progress, fill)
     if getattr(options, "nproc", None):
         _real_ranks(result, options, strategies)
@@ -212,6 +245,7 @@ def _fill_shards(
     )
     notes: list[str] = []
     memset: list[float] = []
+    busy: list[Contention] = []
     for rank in filled:
         shard = shard_source(source, sharder, coords[rank.rank], rank.held_bytes, layout_text(result))
         run = fill(single, source=shard, progress=progress)
@@ -221,6 +255,7 @@ def _fill_shards(
         by_name = {x.name: x for x in part.strategies}
         if part.size.memset_bytes_per_s:
             memset.append(part.size.memset_bytes_per_s)
+        busy += [c for c in (part.size.contention, part.contention) if c is not None]
         for entry in result.ranks:
             if entry.counted_as != rank.counted_as:
                 continue
@@ -230,6 +265,7 @@ def _fill_shards(
                     _fill_figures(s, by_name[s.strategy], entry.held_bytes)
     result.shards_filled = len(filled)
     result.memset_bytes_per_s = max(memset) if memset else None
+    result.contention = contention.combine(busy)
     return notes
 
 

@@ -223,16 +223,21 @@ def test_offloaded_engram_tables_are_pinned_per_node_rounded_to_powers_of_two(cl
     ]
 
 
-def test_a_projected_peak_is_never_below_the_shard() -> None:
+def test_measured_and_projected_peaks_are_both_growth_over_the_rss_before() -> None:
+    from dummyprof.results.common import MemoryUse, Timing
     from dummyprof.results.compare import Projection, StrategyResult
     from dummyprof.results.deployment import RankStrategy
     from dummyprof.scenarios.deployment.run import _fill_figures
 
     entry = RankStrategy(strategy="per-layer")
-    projection = Projection(seconds=2.0, low_s=1.5, high_s=3.0, floor_s=1.0, peak_rss_bytes=100)
-    _fill_figures(entry, StrategyResult(name="per-layer", projection=projection), held=1000)
+    projection = Projection(seconds=2.0, low_s=1.5, high_s=3.0, floor_s=1.0, peak_rss_bytes=5100, rss_before_bytes=4000)
+    _fill_figures(entry, StrategyResult(name="per-layer", projection=projection))
     assert (entry.fill, entry.seconds, entry.low_s, entry.high_s, entry.floor_s) == ("projected", 2.0, 1.5, 3.0, 1.0)
-    assert entry.peak_bytes == 1000
+    assert entry.peak_bytes == 1100  # written bytes + temporary, not the process
+    measured = RankStrategy(strategy="per-layer")
+    memory = MemoryUse(rss_before_bytes=420 << 20, rss_peak_bytes=(420 << 20) + (102 << 20))
+    _fill_figures(measured, StrategyResult(name="per-layer", timing=Timing([1.0]), memory=memory))
+    assert measured.peak_bytes == 102 << 20
 
 
 def test_a_deployment_renders_to_html_with_its_per_rank_table(cli: Cli, tmp_path: Path) -> None:

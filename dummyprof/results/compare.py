@@ -38,7 +38,7 @@ class CalibrationClass:
     fit: LinearFit = field(default_factory=LinearFit)  # seconds vs bytes, fastest quartile per size (capability)
     fit_low: LinearFit = field(default_factory=LinearFit)  # fastest trial per size
     fit_high: LinearFit = field(default_factory=LinearFit)  # slowest trial per size
-    rss_growth_per_byte: float | None = None  # page first-touch, measured on the first large (probe) fill
+    rss_growth_per_byte: float | None = None  # files before issue #25 (no longer measured: peaks are need-bound)
 
 
 @dataclass
@@ -50,8 +50,9 @@ class Projection:
     high_s: float = 0.0  # every visit at its slowest
     floor_s: float = 0.0  # the bytes it writes at the memset rate measured in this run; never faster
     walk_s: float = 0.0  # the traversal itself, measured on the meta model with a no-op fill
-    peak_rss_bytes: int = 0  # RSS now + model pages first-touched (at least 1 byte each) + largest temporary
+    peak_rss_bytes: int = 0  # RSS now + model pages first-touched + largest temporary: never above fill + scratch
     floor_bound: bool = False  # the floor, not the calibration, set ``seconds``
+    rss_before_bytes: int = 0  # the RSS ``peak_rss_bytes`` starts from (0 in files before issue #25)
 
 
 @dataclass

@@ -88,7 +88,10 @@ def ranks_table(result: DeploymentResult) -> Table:
             _peak(r),
         )
     if any(_peak(r) for r in result.ranks):
-        table.notes.append("fill peak: the largest of the strategies' RSS peaks (~ projected, never below held)")
+        table.notes.append(
+            "fill peak: the largest of the strategies' RSS growth over the RSS before the fill (~ projected: "
+            "the bytes it writes + its largest temporary)"
+        )
     if result.device_memory_bytes is not None:
         table.notes.append(f"device room: {format_bytes(result.device_memory_bytes)} per rank less its device bytes")
     if result.target == "cuda":

@@ -18,7 +18,6 @@ measured in the same run. How busy the machine was during calibration is measure
 
 from __future__ import annotations
 
-import statistics
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -184,10 +183,7 @@ def calibrate(
         small = [_timed_fill(key, local_name, SMALL_ELEMENTS, device, clock) for _ in range(SMALL_CALLS)]
         # The probe is big enough to leave the caches, as the model's large tensors do.
         probe_bytes = max(MIN_STEP, min(PROBE_BYTES, largest))
-        before = rss_bytes()
         probe = _timed_fill(key, local_name, probe_bytes // element, device, clock)
-        # First touch of fresh pages, measured on the probe (the first large allocation of the class).
-        growth = (rss_bytes() - before) / probe_bytes if device.type == "cpu" else None
         rate = probe_bytes / max(probe, 1e-9)
         units = SIZE_POINTS * (SIZE_POINTS + 1) // 2 * TRIALS
         step = int(min(MAX_STEP, max(MIN_STEP, share * rate / units), max(MIN_STEP, largest // SIZE_POINTS)))
@@ -213,7 +209,6 @@ def calibrate(
                 fit=fit_time(sizes, [capability(s) for s in samples]),
                 fit_low=fit_time(sizes, [min(s) for s in samples]),
                 fit_high=fit_time(sizes, [max(s) for s in samples]),
-                rss_growth_per_byte=None if growth is None else max(0.0, growth),
             )
         )
     return out
@@ -251,10 +246,6 @@ def project_strategy(
     written = sum(r.bytes_written for r in records)
     touched = sum(r.nbytes for r in records)
     floor = written / memset_bytes_per_s if memset_bytes_per_s > 0 else 0.0
-    growths = [c.rss_growth_per_byte for c in calibration if c.rss_growth_per_byte is not None]
-    # At least one byte of RSS per byte the fill first-touches: the filled model holds them. A calibration
-    # that measured less (pages the allocator reused, 0 growth) must not project a peak below the model.
-    growth = max(1.0, statistics.median(growths)) if growths else 1.0
     seconds = count.walk_seconds + point
     return Projection(
         seconds=max(seconds, floor),
@@ -262,7 +253,10 @@ def project_strategy(
         high_s=max(count.walk_seconds + high, floor),
         floor_s=floor,
         walk_s=count.walk_seconds,
-        peak_rss_bytes=int(rss_now + growth * touched + count.recorder.peak_scratch_bytes),
+        # One byte of RSS per byte the fill first-touches, plus its largest temporary: the filled model holds
+        # them, and nothing more (a growth measured on calibration fills once put a peak at 1.34x the need).
+        peak_rss_bytes=rss_now + touched + count.recorder.peak_scratch_bytes,
+        rss_before_bytes=rss_now,
         floor_bound=floor > seconds,
     )
 

@@ -72,16 +72,20 @@ def shard_source(whole: ModelSource, sharder: Sharder, coord: RankCoord, nbytes:
     )
 
 
-def _fill_figures(entry: RankStrategy, s: StrategyResult, held: int) -> None:
-    """The filled shard's time (measured rounds, or compare's projection) onto a rank's strategy."""
+def _fill_figures(entry: RankStrategy, s: StrategyResult) -> None:
+    """The filled shard's time (measured rounds, or compare's projection) onto a rank's strategy.
+
+    Its peak is one definition for measured and projected alike: the RSS growth over the process's RSS before
+    the fill (the whole process's RSS also counts torch and the interpreter: 420 MiB for a 102 MiB shard).
+    """
     if s.timing.samples_s:
         entry.fill, entry.seconds, entry.samples_s = MEASURED, s.timing.median, list(s.timing.samples_s)
-        entry.peak_bytes = s.memory.rss_peak_bytes
+        entry.peak_bytes = s.memory.rss_growth_bytes
     elif s.projection is not None:
         p = s.projection
         entry.fill, entry.seconds = PROJECTED, p.seconds
         entry.low_s, entry.high_s, entry.floor_s = p.low_s, p.high_s, p.floor_s
-        entry.peak_bytes = max(p.peak_rss_bytes, held)  # the filled shard holds at least its bytes
+        entry.peak_bytes = p.peak_rss_bytes - p.rss_before_bytes  # the bytes it writes + its largest temporary
 
 
 def _replicated_extra(counts: DeploymentCounts) -> int:
@@ -262,7 +266,7 @@ def _fill_shards(
             entry.filled_as = rank.rank
             for s in entry.strategies:
                 if s.strategy in by_name:
-                    _fill_figures(s, by_name[s.strategy], entry.held_bytes)
+                    _fill_figures(s, by_name[s.strategy])
     result.shards_filled = len(filled)
     result.memset_bytes_per_s = max(memset) if memset else None
     result.contention = contention.combine(busy)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from dummyprof.layout import ParallelLayout
 from dummyprof.schema import integer, option
 
 # Every size a synthetic weight can take and torch can still count in int64 bytes (hidden x hidden x 8).
@@ -50,3 +51,8 @@ class EngramShape:
     heads: int | None = integer(
         None, "Hash heads per table, split whole over ranks. Default: one per rank.", example="8"
     )
+
+    @property
+    def layout(self) -> ParallelLayout:
+        """The ranks the tables are split over: the one layout object (``--tp-size`` x ``--dp-size``)."""
+        return ParallelLayout(tp=self.tp_size, dp=self.dp_size)

@@ -131,7 +131,10 @@ def test_quiet_summary_fits_80_columns(cli: Cli) -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (("inspect", "--model", LLAMA, *SMALL, "--tp", "3"), "--tp: 32 attention heads do not split over 3 ranks"),
+        (
+            ("inspect", "--model", LLAMA, *SMALL, "--tp", "3"),
+            "--tp: 32 attention heads and 8 kv heads do not split over 3 ranks",
+        ),
         (("inspect", "--model", LLAMA, *SMALL, "--tp", "2", "--ranks-per-node", "4"), "--ranks-per-node: 4 ranks"),
         (("audit", "--model", LLAMA, *SMALL, "--ep", "3", "--tp", "2"), "--ep: 3 experts ranks but tp 2"),
         (("compare", *PRESET, "--online-quant", "int4"), "--online-quant: unknown format 'int4'"),
@@ -213,10 +216,10 @@ def test_offloaded_engram_tables_are_pinned_per_node_rounded_to_powers_of_two(cl
     args = ("inspect", "--preset", "deepseek-v4-like", "--model-arg", "engram_rows=3000", "--tp", "2")
     data = _json(cli, tmp_path, *args, "--ranks-per-node", "1", "--host-memory", "1MiB")
     section = data["deployment"]
-    # per rank: 2 tables of 1,500 of their 3,000 rows: 1,500 x 256 fp8 bytes and 1,500 x 8 scale bytes each
-    weights, scales = 1500 * 256, 1500 * 8
-    assert [r["offloaded_bytes"] for r in section["ranks"]] == [2 * (weights + scales)] * 2
-    pinned = 2 * (2**19 + 2**14)  # 384,000 -> 512 KiB, 12,000 -> 16 KiB
+    # per rank: 2 tables, each 8 of its 16 hash heads of 3,000 rows (heads 0..7 of 188 rows, 8..15 of 187):
+    # rows x 256 fp8 bytes and rows x 8 scale bytes each
+    assert [r["offloaded_bytes"] for r in section["ranks"]] == [2 * rows * (256 + 8) for rows in (1504, 1496)]
+    pinned = 2 * (2**19 + 2**14)  # 385,024 and 382,976 -> 512 KiB, 12,032 and 11,968 -> 16 KiB
     assert [(n["ranks"], n["pinned_bytes"], n["host_fits"]) for n in section["nodes"]] == [
         ([0], pinned, False),
         ([1], pinned, False),

@@ -9,7 +9,6 @@ import re
 import subprocess
 import sys
 import typing
-import zlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -26,7 +25,7 @@ pytest.importorskip("plotly", reason="the HTML report needs the optional plotly 
 
 Cli = Callable[..., CliResult]
 TINY = ("--hidden", "32", "--repeat", "2", "--warmup", "0", "--device", "cpu", "--quiet")
-MAX_BYTES = 3 * 1024 * 1024
+MAX_BYTES = 6 * 1024 * 1024  # plotly.js as it ships (4.8 MB) and the figures
 EXTERNAL = re.compile(r"""(src|href)\s*=\s*["']?(https?:)?//""", re.IGNORECASE)
 
 
@@ -77,14 +76,16 @@ def reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return files
 
 
-def test_every_command_writes_one_self_contained_file_under_3_mib(reports: dict[str, Path]) -> None:
+def test_every_command_writes_one_self_contained_file_under_6_mib(reports: dict[str, Path]) -> None:
     for name, path in reports.items():
         text = path.read_text()
         assert len(text.encode()) < MAX_BYTES, name
         assert text.startswith("<!DOCTYPE html>") and f"<title>dummyprof {name}</title>" in text
-        assert not EXTERNAL.search(text), f"{name}: refers to the network"
-        assert 'id="plotly-js"' in text and "inflateRaw" in text
-        assert "DecompressionStream" not in text  # asynchronous: it would finish after the load event
+        start = text.index('<script id="plotly-js">')
+        ours = text[:start] + text[text.index("</script>", start) :]
+        assert not EXTERNAL.search(ours), f"{name}: refers to the network"  # plotly.js itself holds link strings
+        # plotly.js inlined as it ships, run by the parser: no decoder of ours, nothing asynchronous before drawing
+        assert '<script id="plotly-js">' in text and "inflateRaw" not in text and "DecompressionStream" not in text
 
 
 def _figures(path: Path) -> dict[str, Any]:
@@ -131,13 +132,13 @@ def test_compare_icicle_areas_are_bytes_and_colours_visits(reports: dict[str, Pa
 def test_report_needs_plotly_and_says_how_to_get_it(monkeypatch: pytest.MonkeyPatch) -> None:
     import dummyprof.reports.html as html
 
-    html._packed_plotly_js.cache_clear()
+    html._plotly_js.cache_clear()
     monkeypatch.setitem(sys.modules, "plotly", None)
     from dummyprof.errors import UsageError
 
     with pytest.raises(UsageError, match=r"dummyprof\[html\]"):
         html.render_html(Results(command="compare"))
-    html._packed_plotly_js.cache_clear()
+    html._plotly_js.cache_clear()
 
 
 def test_html_renders_from_a_saved_file_without_torch(reports: dict[str, Path], tmp_path: Path) -> None:
@@ -305,7 +306,7 @@ def hostile(reports: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) 
 def test_hostile_strings_reach_the_page_escaped_in_markup_charts_and_scripts(hostile: dict[str, Path]) -> None:
     for name, path in hostile.items():
         page = path.read_text()
-        ours = page[: page.index('<script type="application/octet-stream"')]  # all but plotly.js itself
+        ours = page[: page.index('<script id="plotly-js">')]  # all but plotly.js itself
         assert "<img" not in ours and "window.__pwned=1</script>" not in ours and "<!--" not in ours, name
         assert "&lt;img src&#61;x onerror&#61;window.__pwned&#61;1&gt;" in ours, name  # shown as text
         assert "onerror=" not in ours, name  # no payload appears verbatim, even escaped
@@ -325,33 +326,6 @@ def test_a_payload_in_every_field_runs_no_script_and_shows_as_text(
     assert SHOWN in page.text  # the title, paragraphs and tables show it as typed
     if page.chart_divs:
         assert any(SHOWN in t for t in page.svg_text)  # so do the charts (plotly reads tags in its text)
-
-
-def test_the_page_inflates_every_kind_of_deflate_block(browser: Browser, tmp_path: Path) -> None:
-    """Stored, fixed-code and dynamic-code blocks, and an empty stream, through the page's own decoder."""
-    import base64
-
-    from dummyprof.reports.html_script import INFLATE
-
-    data = bytes(range(256)) * 40 + b"dummyprof " * 500
-    cases = []
-    for level, strategy, sample in [(0, 0, data), (9, zlib.Z_FIXED, data), (9, 0, data), (9, 0, b"")]:
-        deflate = zlib.compressobj(level, zlib.DEFLATED, -15, 8, strategy)
-        packed = deflate.compress(sample) + deflate.flush()
-        cases.append([base64.b64encode(packed).decode(), base64.b64encode(sample).decode(), len(sample)])
-    page = tmp_path / "inflate.html"
-    page.write_text(
-        f"<!DOCTYPE html><html><body><script>{INFLATE}\n"
-        "const bytes = (b) => Uint8Array.from(atob(b), (c) => c.charCodeAt(0));\n"
-        f"const cases = {json.dumps(cases)};\n"
-        "const bad = cases.filter(([packed, plain, size]) =>\n"
-        "  inflateRaw(bytes(packed), size).join() !== bytes(plain).join());\n"
-        "if (bad.length) console.error('wrong output for ' + bad.length + ' case(s)');\n"
-        "document.body.dataset.charts = bad.length ? 'failed' : 'drawn';\n"
-        "</script></body></html>"
-    )
-    report = browser.open(page)
-    assert report.errors == [] and report.charts == "drawn"
 
 
 # -- the page holds every figure of the terminal report ---------------------------------------------------

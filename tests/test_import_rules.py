@@ -9,6 +9,7 @@ them, so one rule forbids them.
 from __future__ import annotations
 
 import ast
+import json
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -21,34 +22,41 @@ PACKAGE = Path(__file__).resolve().parent.parent / "dummyprof"
 #   cli, api                      the edges: parse flags, call the library, choose a reporter
 #   gate                          runs scenarios, checks their Results
 #   scenarios                     one package per command: options, validate, run -> Results
+#   ranks                         a torch.distributed world: launching, joining, barriers, gathering (any scenario)
 #   loaders | measure | models    fills | instruments | model sources
 #   allocation                    host memory allocated on purpose (backings, arenas), for scenarios
 #   anatomy, usercode             the tensor walk (torch only) | a user's code by spec (no torch)
 #   results, reports              the torch-free data model | reporters that render it
 #   files                         the user's files: bounded reads (for all), what a run reads and writes (edges only)
 # Every folder of the package, and the modules that rank as one.
-LAYERS = frozenset({p.name for p in PACKAGE.iterdir() if p.is_dir() and p.name != "__pycache__"} | {"api", "usercode"})
+LAYERS = frozenset(
+    {p.name for p in PACKAGE.iterdir() if p.is_dir() and p.name != "__pycache__"} | {"api", "usercode", "layout"}
+)
 FORBIDDEN: dict[str, set[str]] = {
     "anatomy": set(LAYERS - {"anatomy"}),  # imports no other dummyprof package
-    "usercode": {"cli", "api", "gate", "scenarios", "loaders", "measure", "models", "anatomy", "reports"},
-    "results": {"cli", "api", "gate", "scenarios", "loaders", "measure", "models", "anatomy", "reports"},
-    "reports": {"cli", "api", "gate", "scenarios", "loaders", "measure", "models", "anatomy"},
-    "models": {"cli", "api", "gate", "scenarios", "loaders", "measure", "allocation", "reports"},
-    "measure": {"cli", "api", "gate", "scenarios", "loaders", "models", "allocation", "reports"},
-    "loaders": {"cli", "api", "gate", "scenarios", "models", "allocation", "reports"},
+    "usercode": {"cli", "api", "gate", "scenarios", "ranks", "loaders", "measure", "models", "anatomy", "reports"},
+    "results": {"cli", "api", "gate", "scenarios", "ranks", "loaders", "measure", "models", "anatomy", "reports"},
+    "reports": {"cli", "api", "gate", "scenarios", "ranks", "loaders", "measure", "models", "anatomy"},
+    "models": {"cli", "api", "gate", "scenarios", "ranks", "loaders", "measure", "allocation", "reports"},
+    "measure": {"cli", "api", "gate", "scenarios", "ranks", "loaders", "models", "allocation", "reports"},
+    "loaders": {"cli", "api", "gate", "scenarios", "ranks", "models", "allocation", "reports"},
     # Allocation sits beside measure: it reserves memory, it does not build models or time anything.
-    "allocation": {"cli", "api", "gate", "scenarios", "loaders", "measure", "models", "anatomy", "reports"},
+    "allocation": {"cli", "api", "gate", "scenarios", "ranks", "loaders", "measure", "models", "anatomy", "reports"},
+    # The one parallel layout (issue #28): errors only, so options, models and deploy all take the same object.
+    "layout": set(LAYERS - {"layout"}),
+    # Generic ranks (issue #28): torch.distributed and errors only; what a rank does is its scenario's.
+    "ranks": set(LAYERS - {"ranks"}),
     "scenarios": {"cli", "api", "gate", "reports"},
     "gate": {"cli", "api", "reports"},
     # Below everything: it may use only errors and units, so that any layer may read a file through it.
     "files": set(LAYERS - {"files"}),
-    "deploy": {"cli", "api", "gate", "scenarios", "reports"},  # per-rank shards: on loaders, models, anatomy
+    "deploy": {"cli", "api", "gate", "scenarios", "ranks", "reports"},  # per-rank shards: on loaders, models, anatomy
 }
 # File policy at the edge (issue #18): only these folders decide what a run reads and how its outputs are written.
 EDGE_ONLY = {"dummyprof.files.inputs": {"cli", "api", "gate"}, "dummyprof.files.outputs": {"cli", "api", "gate"}}
 # Known exceptions, each with the work that removes it.
 ALLOWED: set[tuple[str, str]] = set()
-TORCH_FREE = ("results", "reports", "usercode", "files")
+TORCH_FREE = ("results", "reports", "usercode", "files", "layout")
 
 
 @dataclass(frozen=True)
@@ -179,6 +187,41 @@ def test_importing_the_cli_loads_no_torch() -> None:
     assert out.strip() == "[]"
 
 
+# What a command line loads before it answers: help and flag errors answer in a fraction of a second
+# only if none of these heavy packages is imported (numpy alone costs ~0.2 s at start, torch seconds).
+# One process runs every command line in turn: what any of them loads stays loaded, so the union is checked.
+_LOADED = """
+import contextlib, io, json, sys
+import dummyprof.cli
+codes = []
+for argv in json.loads(sys.argv[1]):
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        codes.append(sys.modules["dummyprof.cli.app"].main(argv))
+print(codes, sorted({m.split(".")[0] for m in sys.modules} & {"numpy", "torch", "transformers"}))
+"""
+
+
+def _loaded(*argvs: list[str]) -> str:
+    code = [sys.executable, "-c", _LOADED, json.dumps(argvs)]
+    return subprocess.run(code, capture_output=True, text=True, check=True).stdout.strip()
+
+
+def test_help_and_flag_errors_import_no_numpy_torch_or_transformers() -> None:
+    commands = ("audit", "compare", "engram", "gate", "inspect", "report", "sweep")
+    errors = (
+        ["compare", "--depth", "x"],
+        ["compare", "--bogus"],
+        ["engram", "--rows", "x"],
+        ["sweep", "--depth", "1:x"],
+    )
+    out = _loaded(["--help"], *([name, "--help"] for name in commands), *errors)
+    assert out == f"{[0] * (1 + len(commands)) + [2] * len(errors)} []"
+
+
+def test_an_audit_option_error_is_refused_before_torch() -> None:
+    assert _loaded(["audit", "--ignore", "bogus"]) in ("[2] []", "[2] ['numpy']")  # numpy: reading results files
+
+
 def _module_graph(imports: list[Import], modules: set[str]) -> dict[str, set[str]]:
     """Imports between dummyprof modules, at module level and inside functions alike: a function-level import
     hides a cycle from Python at import time, not from the design. ``from pkg import mod`` counts as importing
@@ -256,3 +299,16 @@ def test_allocation_lives_outside_model_sources() -> None:
     """Issue #18: backings reserve host memory; they are not a way to build a model."""
     assert not (PACKAGE / "models" / "backings.py").exists()
     assert (PACKAGE / "allocation" / "backings.py").exists()
+
+
+def test_ranks_live_in_their_own_room() -> None:
+    """Issue #28: launching, the world and barriers are generic; deployments never reach into Engram's scenario."""
+    found = all_imports()
+    assert not (PACKAGE / "scenarios" / "engram" / "ranks" / "world.py").exists()
+    assert any(i.importer.startswith("dummyprof.scenarios.deployment") and _folder(i.target) == "ranks" for i in found)
+    into_engram = [
+        _where(i)
+        for i in found
+        if i.importer.startswith("dummyprof.scenarios.deployment") and i.target.startswith("dummyprof.scenarios.engram")
+    ]
+    assert into_engram == []

@@ -18,7 +18,7 @@ from dummyprof.cli import audit, compare, engram, gate, inspect, report, sweep
 from dummyprof.cli.output import report_error, silence_stdout
 from dummyprof.cli.signals import EXIT_TERMINATED, TERMINATED_MESSAGE, sigterm_interrupts
 from dummyprof.errors import DummyprofError, flag_text
-from dummyprof.reports.console import encoding_safe
+from dummyprof.reports.encoding import encoding_safe
 
 try:  # typer >= 0.20 vendors click; older releases use the click package
     from typer._click import exceptions as click_exceptions  # type: ignore[import-not-found,unused-ignore]

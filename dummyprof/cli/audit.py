@@ -5,7 +5,7 @@ from __future__ import annotations
 from dummyprof.cli.output import ForceOpt, HtmlOpt, JsonOpt, QuietOpt, check_outputs, emit, measuring
 from dummyprof.cli.schema_command import with_options
 from dummyprof.files.inputs import run_inputs
-from dummyprof.scenarios.audit.options import AuditOptions
+from dummyprof.scenarios.audit.options import AuditOptions, validate
 from dummyprof.scenarios.deployment.options import DEPLOYMENT_FIELDS
 
 HELP = """\
@@ -18,13 +18,15 @@ every in-place write (fill_, uniform_, copy_, out= ...). Findings (exit 1):
   repeated                one filler writes a tensor more than once
   values-differ           same initializer, different final bytes
   non-persistent-written  a non-persistent buffer (rotary inv_freq) written
+                          with values other than its construction's
   unregistered            a tensor kept in a plain attribute, list or dict,
                           where no traversal reaches it
   replaced                a loader replaced a tensor instead of writing it
   recorder-mismatch       a strategy's recorder disagrees with the tracer
 
-Tied and aliased storages, tensors nobody writes and persistence questions are
-shown as notes and never fail. Exit codes: 0 clean, 1 findings, 2 bad input.
+Tied and aliased storages, tensors nobody writes, persistence questions and
+non-persistent buffers restored to their construction values (transformers'
+init recomputes inv_freq) are shown as notes and never fail. Exit codes: 0 clean, 1 findings, 2 bad input.
 
 Plain `dummyprof audit` (a depth-3 synthetic tree, per-layer and unique) exits 1
 on purpose: it shows the finding vLLM's fill makes on every tied model, per-layer
@@ -62,6 +64,7 @@ def audit(
 ) -> int:
     if "strategies" not in given and options.loaders:
         options.strategies = []  # --loader alone audits the loaders, not the default strategies too
+    validate(options)  # bad flags are refused before torch is imported (the scenario checks again)
     inputs = run_inputs(model=options.model, loaders=options.loaders)
     reports = check_outputs({"--json": json_path, "--html": html}, force=force, inputs=inputs)
     from dummyprof.scenarios.audit import run as scenario

@@ -7,14 +7,16 @@ import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, redirect_stdout, suppress
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
 from dummyprof.files.inputs import RunInput
 from dummyprof.files.outputs import Output, write_outputs
 from dummyprof.files.outputs import check_outputs as check_outputs_of
-from dummyprof.results.session import Results
+
+if TYPE_CHECKING:  # results (and what reading them needs) load when a command runs, not for --help
+    from dummyprof.results.session import Results
 
 # --json, --html, --force, --quiet: declared once, the same in every command.
 JsonOpt = Annotated[
@@ -38,7 +40,7 @@ QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="Print only the su
 
 EXIT_NOT_WRITTEN = 2  # results shown, but a file could not be written (the gate uses 3, "could not record")
 
-Render = Callable[[Results], str]
+Render = Callable[["Results"], str]
 Update = Callable[[int, int, str], None]  # a progress update: done, total, label
 
 

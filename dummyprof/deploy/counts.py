@@ -18,9 +18,9 @@ from typing import Any
 from torch import nn
 
 from dummyprof.anatomy import model_bytes
-from dummyprof.deploy.layout import ParallelLayout
 from dummyprof.deploy.plan import REPLICATED, ModelDims
 from dummyprof.deploy.shards import RankShard, Sharder
+from dummyprof.layout import ParallelLayout
 from dummyprof.loaders.counting import count_on_meta
 from dummyprof.loaders.strategies import STRATEGIES, Strategy, get_strategy
 from dummyprof.results.deployment import RankEntry, RankStrategy

@@ -349,4 +349,5 @@ def hf_source(
         notes=notes,
         largest_scratch_bytes=3 * largest_low_precision_elements(meta_model),
         fit_hint=lambda budget: FitHint(LAYERS_FIELD, model_arg=True),
+        construct=lambda: _build(config, trust_remote_code),
     )

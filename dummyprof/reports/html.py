@@ -1,11 +1,11 @@
 """A self-contained HTML report: one file, no network, every chart drawn before the page's load event.
 
-plotly.js comes from the ``plotly`` Python package (the optional ``html`` extra),
-DEFLATE-compressed and base64-encoded into the page (4.8 MB of JavaScript becomes
-about 2 MB) and unpacked synchronously by the page's script (``html_script.py``). See
-docs/sweep-html-trace.md for why plotly and why this packing. Every string from a
-results file is escaped (``tables/escape.py``). Torch-free: a saved results file renders
-anywhere.
+plotly.js comes from the ``plotly`` Python package (the optional ``html`` extra) and is
+inlined as it ships (4.8 MB), as plotly's own ``write_html`` does: a plain ``<script>`` runs it
+while the page is parsed, and the next draws every chart, so the charts are there by the load
+event (a plain headless screenshot shows them). See docs/sweep-html-trace.md for why plotly.
+Every string from a results file is escaped (``tables/escape.py``). Torch-free: a saved results
+file renders anywhere.
 
 The page holds every figure the terminal shows: the charts come first, then the command's blocks
 from the one table model (``tables/kinds.py``, with the detail); the notices and the environment line are
@@ -14,15 +14,13 @@ the terminal's.
 
 from __future__ import annotations
 
-import base64
-import zlib
+import re
 from functools import lru_cache
 from itertools import groupby
 from pathlib import Path
 
 from dummyprof.errors import UsageError
 from dummyprof.reports.html_figures import SECTIONS, Chart, Section
-from dummyprof.reports.html_script import DRAW, INFLATE
 from dummyprof.reports.notices import notices
 from dummyprof.reports.reporter import RenderOptions, Reporter
 from dummyprof.reports.summary import summary_line
@@ -51,8 +49,8 @@ td.num{text-align:right;font-variant-numeric:tabular-nums}
 
 
 @lru_cache(maxsize=1)
-def _packed_plotly_js() -> tuple[str, int, str]:
-    """plotly.js from the installed plotly package: raw DEFLATE in base64, its unpacked size, plotly's version."""
+def _plotly_js() -> tuple[str, str]:
+    """plotly.js as the installed plotly package ships it, and plotly's version."""
     try:
         import plotly
     except ImportError:
@@ -62,20 +60,20 @@ def _packed_plotly_js() -> tuple[str, int, str]:
         raise UsageError.for_field(
             "html", f"this plotly install has no bundled plotly.min.js ({source}); {INSTALL_HINT}"
         )
-    code = source.read_bytes()
-    deflate = zlib.compressobj(9, zlib.DEFLATED, -15)  # raw DEFLATE: no header for the page's decoder to skip
-    packed = base64.b64encode(deflate.compress(code) + deflate.flush()).decode("ascii")
-    return packed, len(code), str(plotly.__version__)
+    code = source.read_text(encoding="utf-8")
+    if re.search(r"</script|<!--", code, re.IGNORECASE):  # would end or change the inline script
+        raise UsageError.for_field("html", f"this plotly.min.js cannot be inlined in a page ({source}); {INSTALL_HINT}")
+    return code, str(plotly.__version__)
 
 
 def require_plotly() -> None:
     """A clear error (exit 2) before measuring, when the report could not be made afterwards."""
-    _packed_plotly_js()
+    _plotly_js()
 
 
 def render_html(results: Results, options: RenderOptions | None = None) -> str:
     """The page for ``results``: its charts, then every figure of its terminal report (with the detail)."""
-    packed, unpacked_size, plotly_version = _packed_plotly_js()
+    plotly_js, plotly_version = _plotly_js()
     sections = SECTIONS[results.command](results) if results.command in SECTIONS else []
     figures: dict[str, str] = {}
     body = [_section_html(section, figures) for section in sections]
@@ -98,8 +96,8 @@ def render_html(results: Results, options: RenderOptions | None = None) -> str:
 <p id="status"></p><noscript><p>The charts need JavaScript; the tables hold every figure.</p></noscript>
 {"".join(body)}
 <script type="application/json" id="figures">{figures_json}</script>
-<script type="application/octet-stream" id="plotly-js" data-size="{unpacked_size}">{packed}</script>
-<script>{INFLATE}{DRAW}</script>
+<script id="plotly-js">{plotly_js}</script>
+<script>{DRAW}</script>
 </body></html>
 """
 
@@ -119,6 +117,38 @@ def _section_html(section: Section, figures: dict[str, str]) -> str:
     parts.append("</section>")
     return "\n".join(parts)
 
+
+# Draw every chart while the page is parsed (plotly.js ran just before), then set ``data-charts`` on
+# ``<body>``: ``drawn`` (every chart holds a drawn plot) or ``failed`` (the reason on the page; the tables
+# still hold every figure).
+DRAW = """
+(() => {
+  const status = document.getElementById("status");
+  const fail = (error) => {
+    document.body.dataset.charts = "failed";
+    status.textContent = "The charts could not be drawn: " + error.message +
+      " (the tables below still hold every figure).";
+    console.error(error);
+  };
+  try {
+    if (typeof Plotly === "undefined") throw new Error("plotly.js did not run");
+    const figures = JSON.parse(document.getElementById("figures").textContent);
+    const drawing = [];
+    for (const [id, figure] of Object.entries(figures)) {
+      const div = document.getElementById(id);
+      // A fixed height: responsive re-layouts then change only the width, never overlap the next chart.
+      div.style.height = (figure.layout.height || 450) + "px";
+      drawing.push(Plotly.newPlot(div, figure.data, figure.layout, {displaylogo: false, responsive: true}));
+    }
+    const undrawn = Object.keys(figures).filter((id) => !document.getElementById(id).querySelector("svg.main-svg"));
+    if (undrawn.length) throw new Error("not drawn: " + undrawn.join(", "));
+    document.body.dataset.charts = "drawn";
+    Promise.all(drawing).catch(fail);
+  } catch (error) {
+    fail(error);
+  }
+})();
+"""
 
 REPORTER = Reporter(
     "html",

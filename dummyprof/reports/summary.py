@@ -59,6 +59,8 @@ def audit_summary(result: AuditResult) -> str:
     if not failing:
         ignored = sum(1 for f in result.findings if f.ignored)
         tail = f" ({ignored} ignored)" if ignored else ""
+        restored = sum(1 for f in result.findings if f.kind == "non-persistent-restored")
+        tail += f"; {restored} non-persistent buffer write(s) restore construction values" if restored else ""
         return f"audit clean: {len(result.fillers)} filler(s), {len(result.tensors)} tensors, no findings{tail}"
     parts = ", ".join(f"{n} {kind}" for kind, n in Counter(f.kind for f in failing).items())
     return f"audit found {len(failing)} problem(s): {parts}"

@@ -229,7 +229,10 @@ def ranks_table(result: EngramResult) -> Table | None:
             format_bytes(p.table_bytes),
         )
     if len(distinct) > 1:
-        table.notes.append("uneven: the first ranks take one more head, and the first heads one more row")
+        table.notes.append(
+            "uneven: each rank takes ceil(heads / ranks) whole heads, the last fewer (vLLM's rule), "
+            "and the first heads one more row"
+        )
     return table
 
 

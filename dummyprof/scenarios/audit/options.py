@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from dummyprof.errors import UsageError
-from dummyprof.results.audit import FINDING_KINDS
 from dummyprof.scenarios.deployment.options import DeploymentChoice
 from dummyprof.scenarios.options import (
     INITIALIZER_NAMES,
@@ -50,6 +49,8 @@ class AuditOptions(DeploymentChoice, LoaderChoice, ModelChoice, SmallTreeOptions
 
 def validate(options: AuditOptions) -> list[str]:
     """Check everything that can be checked before a model is built; returns the loaders' names."""
+    from dummyprof.results.audit import FINDING_KINDS  # here, not at import: --help reads this module
+
     for kind in options.ignore:
         if kind not in FINDING_KINDS:
             raise UsageError.for_field(

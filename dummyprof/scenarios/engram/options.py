@@ -6,7 +6,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from dummyprof.errors import UsageError
-from dummyprof.results.common import copied
 from dummyprof.scenarios.options import check_listed, max_memory_option
 from dummyprof.schema import check_values, duration, integer, option
 from dummyprof.shapes import EngramShape
@@ -66,6 +65,7 @@ class EngramOptions(EngramShape):
     def spec(self) -> EngramSpec:
         """The tables to build: the shape's fields, read from these options by name."""
         from dummyprof.models.engram import EngramSpec
+        from dummyprof.results.common import copied
 
         return copied(EngramSpec, self)
 

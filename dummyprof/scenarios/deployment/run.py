@@ -20,6 +20,7 @@ import torch
 from dummyprof.allocation.backings import next_power_of_two
 from dummyprof.deploy import DeploymentCounts, RankCoord, Sharder, count_deployment
 from dummyprof.deploy.plan import ROWS, ModelDims
+from dummyprof.deploy.quant import quantizer_of
 from dummyprof.deploy.shards import RankShard
 from dummyprof.errors import UsageError
 from dummyprof.measure import contention
@@ -40,7 +41,6 @@ from dummyprof.results.session import Results
 from dummyprof.scenarios.compare.measure import measure
 from dummyprof.scenarios.compare.sizing import counting_limit
 from dummyprof.scenarios.deployment.online import online_quant_entries, plan_online_quant
-from dummyprof.scenarios.deployment.options import layout_of
 from dummyprof.scenarios.deployment.source import chosen_source
 
 META = torch.device("meta")
@@ -166,7 +166,7 @@ def run_deployment(
     from dummyprof.measure.device import resolve_device
     from dummyprof.measure.environment import collect_environment
 
-    layout = layout_of(options)
+    layout = options.layout
     if getattr(options, "loaders", None):
         raise UsageError.for_field(
             "loaders", "a deployment (--tp/--ep/--pp/--dp) fills shards with the built-in strategies; drop --loader"
@@ -174,10 +174,17 @@ def run_deployment(
     budget_s = getattr(options, "time_budget", None)
     source = source or chosen_source(options, counting_limit(budget_s) if budget_s else None)
     t0 = clock()
-    meta = source.build(META)
+    meta = source.whole() if source.whole is not None else source.build(META)
     build_s = clock() - t0
-    sharder = Sharder(meta, layout, ModelDims.of(meta, source.options))  # refuses a tp vLLM cannot split first
+    # refuses a tp vLLM cannot split first
+    sharder = Sharder(meta, layout, ModelDims.of(meta, source.options), quantizer_of(source.options))
     quant_plan = None
+    if getattr(options, "online_quant", None) and source.options.get("quantization"):
+        raise UsageError.for_field(
+            "online_quant",
+            f"the checkpoint is already {source.options['quantization']}-quantized (vLLM quantizes online only an "
+            "unquantized model); add --quantization none to run it on the model counted unquantized",
+        )
     if getattr(options, "online_quant", None):
         largest = max(layout.coords(), key=lambda c: (sharder.build(c).nbytes, -c.rank))
         target = sharder.build(largest).module if layout.world > 1 else meta

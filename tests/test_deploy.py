@@ -36,7 +36,7 @@ def _hf(name: str) -> nn.Module:
     pytest.importorskip("transformers")
     from dummyprof.models.huggingface import hf_source
 
-    return hf_source(f"hf:{DATA}/{name}.json").build(META)
+    return hf_source(f"hf:{DATA}/{name}.json").build(META)  # unquantized (engine_source applies quantization)
 
 
 def _shapes(model: nn.Module) -> dict[str, tuple[int, ...]]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
@@ -46,6 +47,9 @@ from dummyprof.layout import (
     pp_range,
 )
 from dummyprof.units import MAX_WORLD_RANKS
+
+if TYPE_CHECKING:
+    from dummyprof.deploy.quant import ShardQuantizer
 
 META = torch.device("meta")
 
@@ -117,9 +121,16 @@ class Sharder:
     """Builds each rank's shard of ``model`` (on meta) under ``layout``."""
 
     def __init__(
-        self, model: nn.Module, layout: ParallelLayout, dims: ModelDims | None = None, *, advise: bool = True
+        self,
+        model: nn.Module,
+        layout: ParallelLayout,
+        dims: ModelDims | None = None,
+        quant: ShardQuantizer | None = None,
+        *,
+        advise: bool = True,
     ) -> None:
         self.model = model
+        self.quant = quant  # a quantized checkpoint: each shard is rewritten into the method's tensors
         self.layout = layout
         self.dims = dims or ModelDims.of(model)
         self.planner = Planner(model)
@@ -182,6 +193,7 @@ class Sharder:
                     self.model,
                     dataclasses.replace(layout, tp=t, dp=layout.ep // t if layout.expert_parallel else layout.dp),
                     self.dims,
+                    self.quant,
                     advise=False,
                 )
             except UsageError:
@@ -406,7 +418,10 @@ class Sharder:
             return out
 
         root = shell(self.model, "")
-        return RankShard(coord, self.stage_layers(coord.stage), root, entries)
+        shard = RankShard(coord, self.stage_layers(coord.stage), root, entries)
+        if self.quant is not None:
+            self.quant.apply(shard)
+        return shard
 
     def _fused(
         self,

@@ -8,6 +8,7 @@ and help are the same for the Python API, the CLI and the gate.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 from dummyprof.layout import ParallelLayout
 from dummyprof.schema import integer, option
@@ -52,7 +53,7 @@ class EngramShape:
         None, "Hash heads per table, split whole over ranks. Default: one per rank.", example="8"
     )
 
-    @property
+    @cached_property
     def layout(self) -> ParallelLayout:
-        """The ranks the tables are split over: the one layout object (``--tp-size`` x ``--dp-size``)."""
+        """The ranks the tables are split over: the one layout object (``--tp-size`` x ``--dp-size``), parsed once."""
         return ParallelLayout(tp=self.tp_size, dp=self.dp_size)

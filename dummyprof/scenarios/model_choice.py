@@ -15,6 +15,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from dummyprof.deploy.quant import AUTO, engine_source
 from dummyprof.errors import UsageError
 from dummyprof.measure.budget import device_available, device_budget, ensure_fits, host_budget
 from dummyprof.models.huggingface import PREFIX, hf_reads, hf_source
@@ -48,19 +49,27 @@ def meta_build_limits(seconds: float | None = None) -> BuildLimits:
 class SourceKind:
     """A kind of ``--model`` value: what builds it (sized on meta within the bounds), and the files that reads.
 
-    ``build(spec, args, *, limits[, trust_remote_code])`` returns the ModelSource; ``reads(spec)`` yields
-    ``(what, path)`` for each file behind it, ``{flag}`` in ``what`` standing for the flag that named it
-    (``cli/inputs.run_inputs``: the never-write rule). ``remote_code``: it takes ``--trust-remote-code``.
+    ``build(spec, args, *, limits, **given)`` returns the ModelSource, ``given`` holding the options of
+    ``takes`` the user gave (``trust_remote_code``, ``quantization``); ``reads(spec)`` yields ``(what, path)``
+    for each file behind it, ``{flag}`` in ``what`` standing for the flag that named it
+    (``cli/inputs.run_inputs``: the never-write rule).
     """
 
     build: Callable[..., ModelSource]
     reads: Callable[[str], Iterator[tuple[str, Path]]]
-    remote_code: bool = False
+    takes: tuple[str, ...] = ()
+
+
+def _hf_as_the_engine_builds(spec: str, args: dict[str, Any], *, limits: BuildLimits, **given: Any) -> ModelSource:
+    """``hf:``, as vLLM builds it (``--quantization``: a quantized checkpoint becomes the engine's model)."""
+    source = hf_source(spec, args, trust_remote_code=given.get("trust_remote_code", False), limits=limits)
+    with within(limits, flag="--model", what=source.description):  # the engine's model is built on meta too
+        return engine_source(source, given.get("quantization", AUTO))
 
 
 # ``--model`` values by prefix; any other value is the user's code (``pkg.mod:fn`` or ``./file.py:fn``).
 # ``--preset`` and the synthetic tree are chosen by their own options and read no file.
-SOURCES: dict[str, SourceKind] = {PREFIX: SourceKind(hf_source, hf_reads, remote_code=True)}
+SOURCES = {PREFIX: SourceKind(_hf_as_the_engine_builds, hf_reads, takes=("trust_remote_code", "quantization"))}
 USER_CODE = SourceKind(model_source, spec_reads)
 
 
@@ -76,6 +85,7 @@ def choose_source(
     model_args: dict[str, Any] | None,
     tree: TreeSpec | None = None,
     trust_remote_code: bool = False,
+    quantization: str = AUTO,
     seconds: float | None = None,
 ) -> ModelSource:
     """The one place a model is chosen: ``--model`` by its prefix, ``--preset``, else the synthetic ``tree``.
@@ -87,15 +97,18 @@ def choose_source(
     if model and preset:
         raise UsageError.for_field("model", "give either --model or --preset, not both")
     kind = source_kind(model) if model else None
-    if trust_remote_code and not (kind and kind.remote_code):
-        raise UsageError.for_field("trust_remote_code", "only applies to --model hf:...; drop it or give an hf: model")
+    asked = {"trust_remote_code": trust_remote_code, "quantization": quantization}
+    given = {key: value for key, value in asked.items() if value not in (False, AUTO)}
+    for key in given:
+        if key not in (kind.takes if kind else ()):
+            raise UsageError.for_field(key, "only applies to --model hf:...; drop it or give an hf: model")
     if model_args and not (model or preset):
         raise UsageError.for_field(
             "model_args", "needs --model or --preset; the synthetic tree takes --depth, --hidden..."
         )
     args = dict(model_args or {})
     if model and kind is not None:
-        source = kind.build(model, args, limits=limits, **({"trust_remote_code": True} if trust_remote_code else {}))
+        source = kind.build(model, args, limits=limits, **given)
     else:
         source = preset_source(preset, args, limits=limits) if preset else synthetic_source(tree or TreeSpec())
     return bounded(source, limits)
@@ -104,7 +117,8 @@ def choose_source(
 def chosen_source(options: Any, seconds: float | None = None) -> ModelSource:
     """The model an options object names (``model``, ``preset``, ``model_args``, the tree's fields)."""
     named = {key: getattr(options, key) for key in ("model", "preset", "model_args", "trust_remote_code")}
-    return choose_source(**named, tree=options.tree_spec(), seconds=seconds)
+    quantization = getattr(options, "quantization", AUTO)  # sweep's options have none
+    return choose_source(**named, quantization=quantization, tree=options.tree_spec(), seconds=seconds)
 
 
 def bounded(source: ModelSource, limits: BuildLimits) -> ModelSource:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import socket
+import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -112,6 +113,21 @@ def test_overrides_reach_the_model_and_the_results() -> None:
     assert source.options["num_hidden_layers"] == 2
     assert source.options["overrides"] == {"num_hidden_layers": 2}
     assert "num_hidden_layers=2" in source.description
+
+
+def test_the_dtype_is_passed_as_this_transformers_expects_it(tmp_path: Path) -> None:
+    """No "`torch_dtype` is deprecated" from transformers >= 4.56, for a config without a dtype or an override of it
+    (warned once per process, so a fresh one)."""
+    config = {k: v for k, v in json.loads((DATA / "Llama-3.1-8B.json").read_text()).items() if k != "torch_dtype"}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    args = ["inspect", "--model", f"hf:{path}", "--model-arg", "num_hidden_layers=1", "-q"]
+    runs = [[*args], [*args, "--model-arg", "torch_dtype=float16"], [*args, "--model-arg", "dtype=bfloat16"]]
+    code = "import sys; from dummyprof.cli import main; [main(a) for a in __import__('json').loads(sys.argv[1])]"
+    done = subprocess.run([sys.executable, "-c", code, json.dumps(runs)], capture_output=True, text=True, check=True)
+    assert done.stderr == ""
+    sizes = [line.split(";")[0].split(", ")[1] for line in done.stdout.splitlines()]
+    assert sizes == ["4.73 GiB", "2.36 GiB", "2.36 GiB"]  # float32 when the config names no dtype
 
 
 def test_folder_and_file_give_the_same_model(tmp_path: Path) -> None:

@@ -127,7 +127,7 @@ def test_the_dtype_is_passed_as_this_transformers_expects_it(tmp_path: Path) -> 
     done = subprocess.run([sys.executable, "-c", code, json.dumps(runs)], capture_output=True, text=True, check=True)
     assert done.stderr == ""
     sizes = [line.split(";")[0].split(", ")[1] for line in done.stdout.splitlines()]
-    assert sizes == ["4.73 GiB", "2.36 GiB", "2.36 GiB"]  # float32 when the config names no dtype
+    assert sizes == ["2.36 GiB", "2.36 GiB", "2.36 GiB"]  # bfloat16 when the config names none (vLLM auto)
 
 
 def test_folder_and_file_give_the_same_model(tmp_path: Path) -> None:

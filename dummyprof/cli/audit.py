@@ -42,7 +42,7 @@ Examples:
 
 
 FIELDS = (
-    *("model", "preset", "model_args", "trust_remote_code", "strategies", "loaders", "loader_args"),
+    *("model", "preset", "model_args", "trust_remote_code", "quantization", "strategies", "loaders", "loader_args"),
     *("loader_initializer", "initializer", "ignore", "depth", "width", "hidden", "dtype", "device", "max_memory"),
     *DEPLOYMENT_FIELDS,
 )

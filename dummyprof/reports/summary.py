@@ -12,7 +12,7 @@ from dummyprof.reports.tables.inspect import visit_counts
 from dummyprof.results.audit import AuditResult
 from dummyprof.results.compare import CompareResult
 from dummyprof.results.engram import EngramResult
-from dummyprof.results.gate import EXIT_INCOMPLETE, NOT_COMPARABLE, NOT_MEASURED, REGRESSED, GateResult
+from dummyprof.results.gate import EXIT_INCOMPLETE, NOT_COMPARABLE, NOT_JUDGED, NOT_MEASURED, REGRESSED, GateResult
 from dummyprof.results.inspect import InspectResult
 from dummyprof.results.ranks import RanksAggregate
 from dummyprof.results.session import Results
@@ -122,13 +122,15 @@ def baseline_summary(section: GateResult) -> str:
     return f"baseline: {len(section.scenarios)} scenarios, {counters} counters, {times} timings"
 
 
-FAILING = (REGRESSED, NOT_COMPARABLE, NOT_MEASURED)  # the verdicts that make the gate's exit code not 0
+FAILING = (REGRESSED, NOT_COMPARABLE, NOT_MEASURED, NOT_JUDGED)  # the verdicts that make the gate's exit code not 0
 
 
 def gate_summary(section: GateResult) -> str:
     counts = section.counts()
     parts = [f"{n} {verdict}" for verdict, n in counts.items() if n]
     outcome = {0: "PASS", 1: "FAIL: regression", 3: "INCOMPLETE: could not measure or not comparable"}
+    if counts.get(NOT_JUDGED) and not counts.get(NOT_MEASURED) and not counts.get(NOT_COMPARABLE):
+        outcome[3] = "INCOMPLETE: times not judged (contended)"
     label = outcome.get(section.exit_code, str(section.exit_code))
     if section.unrecorded:
         verdict = "regressions found" if any(c.verdict == REGRESSED for c in section.checks) else "measured"

@@ -8,7 +8,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from dummyprof.results.common import Contention
+
 MEASURED, PROJECTED = "measured", "projected"
+# DeploymentResult.not_timed: the layout is for a GPU (--device cuda, or --device-memory) and this machine has
+# none, so the device-resident bytes get no time (a CPU time is not a GPU start-up time); counts stay exact.
+NO_CUDA_HERE = "no-cuda-device-here"
 
 
 @dataclass
@@ -52,6 +57,7 @@ class RankEntry:
     padding_bytes: int = 0  # padded vocabulary rows
     offloaded_bytes: int = 0  # CPU-offloaded tables (declared constant Engram rows): host, not device
     counted_as: int = 0  # the rank whose identical shard was walked for these counts
+    copies: int = 1  # ranks this entry stands for: rank, rank + tp, ... (the next dp ranks, one shard)
     filled_as: int | None = None  # the rank whose shard was filled (or projected) for these times
     strategies: list[RankStrategy] = field(default_factory=list)
     device_fits: bool | None = None  # None: no --device-memory given
@@ -63,6 +69,10 @@ class RankEntry:
 
     def strategy(self, name: str) -> RankStrategy:
         return next(s for s in self.strategies if s.strategy == name)
+
+    def rank_numbers(self, tp: int) -> range:
+        """Every rank this entry stands for (consecutive dp ranks of one stage and tp rank)."""
+        return range(self.rank, self.rank + self.copies * tp, tp)
 
 
 @dataclass
@@ -140,14 +150,22 @@ class DeploymentResult:
     nproc: int = 0  # real ranks run (--nproc); 0: none
     backend: str = ""
     online_quant_target: str = ""  # the model or the rank whose shard the online path ran on
+    # Where the shards' bytes live: "cuda" (a GPU deployment: --device cuda, or --device-memory) or "cpu" (a CPU
+    # deployment, vLLM's CPU backend); "" in files written before it was stored, and for inspect and audit.
+    target: str = ""
+    not_timed: str = ""  # why no fill was timed (NO_CUDA_HERE), '' when the shards were filled or projected
+    contention: Contention | None = None  # how busy the machine was while the shards were filled or calibrated
+    # The slowest rank's figures overlap another rank's (or every rank has the same shard): no rank is slower
+    # than the noise says, so none is named; ``slowest_rank`` still holds the rank whose time is shown.
+    slowest_within_noise: bool = False
 
     @property
     def held_bytes(self) -> int:
-        return sum(r.held_bytes for r in self.ranks)
+        return sum(r.held_bytes * r.copies for r in self.ranks)
 
     @property
     def padding_bytes(self) -> int:
-        return sum(r.padding_bytes for r in self.ranks)
+        return sum(r.padding_bytes * r.copies for r in self.ranks)
 
     @property
     def other_extra_bytes(self) -> int:
@@ -155,7 +173,7 @@ class DeploymentResult:
         return self.held_bytes - self.model_bytes - self.replicated_extra_bytes - self.padding_bytes
 
     def rank(self, index: int) -> RankEntry:
-        return next(r for r in self.ranks if r.rank == index)
+        return next(r for r in self.ranks if index in r.rank_numbers(self.tp))
 
 
 def layout_text(result: DeploymentResult) -> str:

@@ -349,6 +349,7 @@ def memory_table(result: EngramResult) -> Table:
         table.add(*row)
     notes = ["needs: tables (allocator-rounded) + scratch"]
     if rss_reason is None:
+        notes.append("peak RSS: the whole process's; ~ projected: its RSS before the tables + needs")
         notes += projected_note(m.peak_rss_bytes for m in result.methods)
     if fitted:
         notes.append("RSS/need: slope of RSS growth against the need over n samples (R²: of that fit)")

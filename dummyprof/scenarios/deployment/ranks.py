@@ -16,6 +16,7 @@ import torch
 
 from dummyprof.deploy import Sharder
 from dummyprof.deploy.plan import ModelDims
+from dummyprof.deploy.quant import quantizer_of
 from dummyprof.loaders.initializers import get_initializer
 from dummyprof.loaders.strategies import get_strategy
 from dummyprof.measure.recorder import VisitRecorder
@@ -30,9 +31,9 @@ def rank_main(env: LaunchEnv, options: Any, strategies: list[str], limit_s: floa
     world = join(env, BACKEND, limit_s, client=True)
     try:
         source = chosen_source(options)
-        meta = source.build(torch.device("meta"))
+        meta = source.whole() if source.whole is not None else source.build(torch.device("meta"))
         layout = options.layout  # parsed once in this process's parent, arrived as an object
-        sharder = Sharder(meta, layout, ModelDims.of(meta, source.options))
+        sharder = Sharder(meta, layout, ModelDims.of(meta, source.options), quantizer_of(source.options))
         coord = layout.coord(env.rank)
         figures: dict[str, dict[str, Any]] = {}
         for name in strategies:

@@ -257,6 +257,39 @@ def test_a_deployment_renders_to_html_with_its_per_rank_table(cli: Cli, tmp_path
     assert {size for size in sizes if size not in text} == set()  # every size the terminal shows is on the page
 
 
+def test_the_largest_world_answers_with_one_entry_per_distinct_shard(cli: Cli, tmp_path: Path) -> None:
+    """Issue #26.3: dp 65,536 (the bound) is two entries at tp 2, and the node view still counts every rank."""
+    data = _json(cli, tmp_path, "inspect", *PRESET, "--tp", "2", "--dp", "32768", "--ranks-per-node", "8192")
+    result = data["deployment"]
+    assert [(r["rank"], r["copies"]) for r in result["ranks"]] == [(0, 32_768), (1, 32_768)]
+    assert [len(n["ranks"]) for n in result["nodes"]] == [8192] * 8
+    held = sum(r["held_bytes"] * r["copies"] for r in result["ranks"])
+    assert sum(n["held_bytes"] for n in result["nodes"]) == held
+
+
+def test_sigterm_while_shards_are_built_stops_at_the_next_shard(
+    cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import os
+    import signal
+
+    from dummyprof.deploy import Sharder
+
+    built: list[int] = []
+    real = Sharder.build
+
+    def terminated(self: Sharder, coord: object, *args: object, **kwargs: object) -> object:
+        built.append(coord.rank)  # type: ignore[attr-defined]
+        if len(built) == 1:
+            os.kill(os.getpid(), signal.SIGTERM)  # the handler runs at the next bytecode, inside shard building
+        return real(self, coord, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Sharder, "build", terminated)
+    result = cli("inspect", *PRESET, "--tp", "2", "--pp", "2", "--json", str(tmp_path / "r.json"))
+    assert (result.exit_code, result.stderr) == (143, "dummyprof: error: terminated (SIGTERM)\n")
+    assert built == [0] and not (tmp_path / "r.json").exists()
+
+
 def test_a_gpu_layout_without_cuda_here_is_not_timed_and_keeps_exact_counts(
     cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

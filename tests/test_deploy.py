@@ -288,13 +288,16 @@ def test_counting_reuses_identical_shards_only() -> None:
 
 
 def test_a_tp_vllm_refuses_is_one_line_naming_tp() -> None:
-    with pytest.raises(UsageError, match=r"^tp: 32 attention heads do not split over 3 ranks") as err:
+    with pytest.raises(
+        UsageError, match=r"^tp: 32 attention heads and 8 kv heads do not split over 3 ranks .*; try --tp 2 or --tp 4$"
+    ) as err:
         Sharder(_hf("Llama-3.1-8B"), ParallelLayout(tp=3))
     assert err.value.field == "tp"
     with META:
         model = dense_decoder(heads=8, kv_heads=8, intermediate=600)
     with pytest.raises(
-        UsageError, match=r"^tp: model\.layers\.0\.mlp\.down_proj\.weight has 600 along .* choose a tp that divides it$"
+        UsageError,
+        match=r"^tp: model\.layers\.0\.mlp\.down_proj\.weight has 600 along .*\(vLLM requires it\); try --tp 8$",
     ):
         shard_all(model, ParallelLayout(tp=16), None)
 

@@ -131,7 +131,10 @@ def test_quiet_summary_fits_80_columns(cli: Cli) -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (("inspect", "--model", LLAMA, *SMALL, "--tp", "3"), "--tp: 32 attention heads do not split over 3 ranks"),
+        (
+            ("inspect", "--model", LLAMA, *SMALL, "--tp", "3"),
+            "--tp: 32 attention heads and 8 kv heads do not split over 3 ranks",
+        ),
         (("inspect", "--model", LLAMA, *SMALL, "--tp", "2", "--ranks-per-node", "4"), "--ranks-per-node: 4 ranks"),
         (("audit", "--model", LLAMA, *SMALL, "--ep", "3", "--tp", "2"), "--ep: 3 experts ranks but tp 2"),
         (("compare", *PRESET, "--online-quant", "int4"), "--online-quant: unknown format 'int4'"),

@@ -319,6 +319,27 @@ def test_what_is_not_a_regular_file_is_never_read(
         ), args
 
 
+def test_a_folder_is_refused_by_every_reader(cli: Cli, documents: dict[str, Path], tmp_path: Path) -> None:
+    """A folder opens (os.open gives it a descriptor): what was opened is checked before it is read (issue #26, 5)."""
+    folder = tmp_path / "folder.json"
+    folder.mkdir()
+    config, baseline = str(documents["config"]), str(documents["baseline"])
+    cases = [
+        (("report", str(folder), "-q"), f"{folder}: is a directory; give a results file written by --json"),
+        (
+            ("gate", "--config", config, "--baseline", str(folder)),
+            f"{folder}: is a directory; give a baseline written by dummyprof baseline",
+        ),
+        (
+            ("gate", "--config", str(folder), "--baseline", baseline),
+            f"--config: {folder}: is a directory; give a TOML file such as dummyprof.toml",
+        ),
+    ]
+    for args, message in cases:
+        result = cli(*args)
+        assert (result.exit_code, result.stderr) == (2, f"dummyprof: error: {message}\n"), args
+
+
 def test_a_file_larger_than_its_bound_is_refused_by_its_size(
     cli: Cli, documents: dict[str, Path], tmp_path: Path
 ) -> None:

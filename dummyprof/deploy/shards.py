@@ -10,6 +10,7 @@ so do ``dummy_weight_value`` and buffer persistence. Nothing is allocated.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import torch
@@ -31,6 +32,7 @@ from dummyprof.deploy.plan import (
     Planner,
 )
 from dummyprof.errors import UsageError
+from dummyprof.units import MAX_WORLD_RANKS
 
 META = torch.device("meta")
 
@@ -68,8 +70,7 @@ def _divide(size: int, parts: int, name: str) -> int:
     if size % parts:
         raise UsageError.for_field(
             "tp",
-            f"{name} has {size} along the split dimension, which {parts} ranks cannot share evenly "
-            "(vLLM requires it); choose a tp that divides it",
+            f"{name} has {size} along the split dimension, which {parts} ranks cannot share evenly (vLLM requires it)",
         )
     return size // parts
 
@@ -85,17 +86,72 @@ def empty_copy(tensor: torch.Tensor, shape: tuple[int, ...], device: torch.devic
     return made
 
 
+def heads_split(tp: int, heads: int | None, kv: int | None) -> bool:
+    """vLLM's rule: tp divides the attention heads; tp divides the kv heads, or they divide tp (then replicated)."""
+    return (heads is None or heads % tp == 0) and (kv is None or (kv % tp if tp <= kv else tp % kv) == 0)
+
+
 class Sharder:
     """Builds each rank's shard of ``model`` (on meta) under ``layout``."""
 
-    def __init__(self, model: nn.Module, layout: ParallelLayout, dims: ModelDims | None = None) -> None:
+    def __init__(
+        self, model: nn.Module, layout: ParallelLayout, dims: ModelDims | None = None, *, advise: bool = True
+    ) -> None:
         self.model = model
         self.layout = layout
         self.dims = dims or ModelDims.of(model)
         self.planner = Planner(model)
         self.layer_list, self.layer_count = self._find_layers()
         self._tied_head = self._embedding_tied_to_head()
-        self._check_heads()
+        try:
+            self._check_splits()
+        except UsageError as refused:
+            if not advise or refused.field != "tp":
+                raise
+            raise UsageError.for_field("tp", f"{refused.message}; {self._tp_advice()}") from None
+
+    def _check_splits(self) -> None:
+        """What vLLM refuses for this tp, before anything is built: the heads, then every tensor's split."""
+        tp, heads, kv = self.layout.tp, self.dims.heads, self.dims.kv_heads
+        if not heads_split(tp, heads, kv):
+            counts = " and ".join(f"{n} {what}" for n, what in ((heads, "attention heads"), (kv, "kv heads")) if n)
+            raise UsageError.for_field(
+                "tp",
+                f"{counts} do not split over {tp} ranks (vLLM: tp divides the attention heads, and tp and the kv "
+                "heads divide one another)",
+            )
+        first = RankCoord(0, 0, 0, 0)
+        for path, module in self.model.named_modules():
+            for local, t in (*module._parameters.items(), *module._buffers.items()):
+                if t is not None and self.planner.placements[(path, local)].scale_of is None:
+                    self._shape(self.planner.placements[(path, local)], tuple(t.shape), first)
+
+    def _tp_advice(self) -> str:
+        """The nearest tps below and above this one that every split check passes (run again for each), or why none."""
+        layout, heads, kv = self.layout, self.dims.heads, self.dims.kv_heads
+        others = layout.world // layout.tp
+
+        def passes(t: int) -> bool:
+            if not heads_split(t, heads, kv) or t * others > MAX_WORLD_RANKS:
+                return False
+            if layout.expert_parallel and layout.ep % t:  # --ep as given must still equal tp x dp
+                return False
+            try:
+                Sharder(
+                    self.model,
+                    dataclasses.replace(layout, tp=t, dp=layout.ep // t if layout.expert_parallel else layout.dp),
+                    self.dims,
+                    advise=False,
+                )
+            except UsageError:
+                return False
+            return True
+
+        top = min(heads or 2 * layout.tp + 64, MAX_WORLD_RANKS)
+        below = next((t for t in range(min(layout.tp, top + 1) - 1, 0, -1) if passes(t)), None)
+        above = next((t for t in range(layout.tp + 1, top + 1) if passes(t)), None)
+        offers = " or ".join(f"--tp {t}" for t in (below, above) if t is not None)
+        return f"try {offers}" if offers else f"no tp up to {top} splits this model"
 
     # ---- where things live -------------------------------------------------------------
     def _find_layers(self) -> tuple[str, int]:
@@ -120,19 +176,6 @@ class Sharder:
             if path.endswith("embed_tokens")
             for p in m.parameters()
         )
-
-    def _check_heads(self) -> None:
-        tp, heads, kv = self.layout.tp, self.dims.heads, self.dims.kv_heads
-        if heads is not None and heads % tp:
-            raise UsageError.for_field(
-                "tp", f"{heads} attention heads do not split over {tp} ranks; choose a tp that divides {heads}"
-            )
-        if kv is not None and (kv % tp if tp <= kv else tp % kv):
-            raise UsageError.for_field(
-                "tp",
-                f"{kv} kv heads and tp {tp}: vLLM needs one to divide the other; "
-                f"choose a tp that divides {kv} or a multiple of it",
-            )
 
     def stage_layers(self, stage: int) -> tuple[int, int]:
         if not self.layer_count:

@@ -93,14 +93,19 @@ def read_bounded(path: Path | str, kind: FileKind, *, refuse: Refuse, stdin: boo
         raise refuse(f"{source}: is a directory; give {what}") from None
     except OSError as exc:
         raise refuse(f"{source}: cannot read ({exc.strerror or exc})") from None
+    # What was opened is checked before it is wrapped: os.open gives a folder a descriptor that os.fdopen refuses.
+    st = os.fstat(fd)
+    problem = (
+        f"is a directory; give {what}"
+        if stat.S_ISDIR(st.st_mode)
+        else f"{_kind(st.st_mode)}, not a regular file; give {what}"
+        if not stat.S_ISREG(st.st_mode)
+        else None
+    )
+    if problem is not None or st.st_size > limit:
+        os.close(fd)
+        raise refuse(f"{source}: {problem}" if problem else _too_large(source, kind, st.st_size))
     with os.fdopen(fd, "rb", buffering=0) as handle:
-        st = os.fstat(fd)
-        if stat.S_ISDIR(st.st_mode):
-            raise refuse(f"{source}: is a directory; give {what}")
-        if not stat.S_ISREG(st.st_mode):
-            raise refuse(f"{source}: {_kind(st.st_mode)}, not a regular file; give {what}")
-        if st.st_size > limit:
-            raise refuse(_too_large(source, kind, st.st_size))
         os.set_blocking(fd, True)
         try:
             data = _read_at_most(handle, limit)

@@ -2,9 +2,9 @@
 
 ``compare``, ``inspect`` and ``audit`` come here when a layout other than one rank is given
 (``--tp/--ep/--pp/--dp``), and ``compare`` also with ``--online-quant``. Counts come from
-``deploy.count_deployment`` (every rank, every strategy, exact). compare then runs its own
-scenario on each distinct shard (the largest first): filled and timed where the shard fits the
-memory and time budgets, projected otherwise by compare's rules (calibration fills, an
+``deploy.count_deployment`` (every rank, every strategy, exact). compare then runs its one-model
+measurement (``scenarios.compare.measure``) on each distinct shard (the largest first): filled and
+timed where the shard fits the memory and time budgets, projected otherwise by compare's rules (calibration fills, an
 interval, never below this run's memset floor, peak never below what the shard holds).
 """
 
@@ -22,7 +22,6 @@ from dummyprof.deploy import DeploymentCounts, RankCoord, Sharder, count_deploym
 from dummyprof.deploy.plan import ROWS, ModelDims
 from dummyprof.deploy.shards import RankShard
 from dummyprof.errors import UsageError
-from dummyprof.measure.budget import host_budget
 from dummyprof.measure.memory import total_memory_bytes
 from dummyprof.models.source import ModelSource
 from dummyprof.results.compare import CompareResult, StrategyResult
@@ -35,6 +34,7 @@ from dummyprof.results.deployment import (
     layout_text,
 )
 from dummyprof.results.session import Results
+from dummyprof.scenarios.compare.measure import measure
 from dummyprof.scenarios.compare.sizing import counting_limit
 from dummyprof.scenarios.deployment.online import online_quant_entries, plan_online_quant
 from dummyprof.scenarios.deployment.options import layout_of
@@ -128,10 +128,10 @@ def run_deployment(
     strategies: list[str],
     source: ModelSource | None = None,
     progress: Any = None,
-    fill: Callable[..., Results] | None = None,
     clock: Clock = time.perf_counter,
 ) -> Results:
-    """Per-rank answers for ``options`` (compare's, inspect's or audit's, with the deployment fields)."""
+    """Per-rank answers for ``options`` (compare's, inspect's or audit's, with the deployment fields);
+    ``compare`` also measures each distinct shard."""
     from dummyprof.measure.device import resolve_device
     from dummyprof.measure.environment import collect_environment
 
@@ -150,7 +150,7 @@ def run_deployment(
     if getattr(options, "online_quant", None):
         largest = max(layout.coords(), key=lambda c: (sharder.build(c).nbytes, -c.rank))
         target = sharder.build(largest).module if layout.world > 1 else meta
-        quant_plan = plan_online_quant(target, options, budget=host_budget(options.max_memory))  # refuses first
+        quant_plan = plan_online_quant(target, options)  # refuses first
         quant_target = f"rank {largest.rank}" if layout.world > 1 else "whole model"
     counts = count_deployment(meta, layout, options=source.options, strategies=strategies, clock=clock)
     device = resolve_device(getattr(options, "device", "cpu")) if command == "compare" else torch.device("cpu")
@@ -179,8 +179,8 @@ def run_deployment(
         r.offloaded_bytes = sum(offloaded[r.counted_as])
     result.ranks = list(counts.ranks)
     notes = list(source.notes)
-    if fill is not None:  # compare's run, handed in (compare's module imports this one)
-        notes += _fill_shards(result, source, sharder, coords, options, progress, fill)
+    if command == "compare":
+        notes += _fill_shards(result, source, sharder, coords, options, progress)
     if getattr(options, "nproc", None):
         _real_ranks(result, options, strategies)
     _slowest(result)
@@ -200,7 +200,6 @@ def _fill_shards(
     coords: dict[int, RankCoord],
     options: Any,
     progress: Any,
-    fill: Callable[..., Results],
 ) -> list[str]:
     """compare on each distinct shard, the largest first: measured where it fits, projected where not."""
     walked = [r for r in result.ranks if r.counted_as == r.rank]  # each distinct shard's first rank walked it
@@ -214,7 +213,7 @@ def _fill_shards(
     memset: list[float] = []
     for rank in filled:
         shard = shard_source(source, sharder, coords[rank.rank], rank.held_bytes, layout_text(result))
-        run = fill(single, source=shard, progress=progress)
+        run = measure(single, source=shard, progress=progress)
         assert run.compare is not None
         notes += run.notices
         part: CompareResult = run.compare

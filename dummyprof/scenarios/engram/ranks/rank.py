@@ -27,13 +27,7 @@ from dummyprof.loaders.fp8_methods import FillMethod, get_method
 from dummyprof.measure.budget import DEFAULT_SHARE
 from dummyprof.measure.memory import available_memory_bytes, cpu_count
 from dummyprof.models.engram import shard
-from dummyprof.results.common import Figure, copied
-from dummyprof.results.engram import MEASURED, EngramResult
-from dummyprof.results.ranks import Contention, NodeMemory, PhaseCritical, RankFill, RankRecord, RanksAggregate
-from dummyprof.results.session import Results
-from dummyprof.scenarios.engram.options import EngramOptions
-from dummyprof.scenarios.engram.plan import ALLOCATE, FIRST_TOUCH
-from dummyprof.scenarios.engram.ranks.world import (
+from dummyprof.ranks.world import (
     LaunchEnv,
     RanksFailed,
     World,
@@ -41,6 +35,12 @@ from dummyprof.scenarios.engram.ranks.world import (
     join,
     run_checked,
 )
+from dummyprof.results.common import Figure, copied
+from dummyprof.results.engram import MEASURED, EngramResult
+from dummyprof.results.ranks import Contention, NodeMemory, PhaseCritical, RankFill, RankRecord, RanksAggregate
+from dummyprof.results.session import Results
+from dummyprof.scenarios.engram.options import EngramOptions
+from dummyprof.scenarios.engram.plan import ALLOCATE, FIRST_TOUCH
 from dummyprof.scenarios.engram.run import placement, run
 from dummyprof.scenarios.engram.runner import Clock, Runner
 from dummyprof.units import format_bytes

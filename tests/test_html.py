@@ -149,7 +149,7 @@ def test_engram_start_up_chart_leads_on_a_log_axis_with_the_deadline_line(
     assert first["data"][0]["x"] == [10.0, 0.01] and first["data"][0]["y"][0].startswith("constant · 10.00 s")
     assert [(s["x0"], s["x1"]) for s in first["layout"]["shapes"]] == [(600, 600)]  # the deadline, in seconds
     text = page.read_text()
-    assert text.index("Start-up per rank") < text.index("Every figure: the terminal report")
+    assert text.index("<h2>Engram start-up</h2>") < text.index("Every figure: the terminal report")  # charts first
     figures = text[text.index('id="figures"') : text.index('<script id="plotly-js">')]
     assert not re.search(r"\de[+-]\d", figures)  # no 2.68e+04 anywhere in the charts
     drawn = browser.open(page)

@@ -170,3 +170,6 @@ def test_the_deadline_keeps_one_measured_round_however_late() -> None:
         repeat=5, warmup=1, clock=clock, deadline=clock() + 1.0, measure_overhead=False,
     )  # fmt: skip
     assert (result.repeat, result.auto_stop, len(result.strategies[0].timing.samples_s)) == (1, "budget", 1)
+    result.repeats_requested = 5
+    said = " ".join(_text(result).split())
+    assert "FEWER ROUNDS THAN PROMISED: --time-budget promises 3 measured rounds, and 1 fit" in said

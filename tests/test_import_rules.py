@@ -29,7 +29,9 @@ PACKAGE = Path(__file__).resolve().parent.parent / "dummyprof"
 #   results, reports              the torch-free data model | reporters that render it
 #   files                         the user's files: bounded reads (for all), what a run reads and writes (edges only)
 # Every folder of the package, and the modules that rank as one.
-LAYERS = frozenset({p.name for p in PACKAGE.iterdir() if p.is_dir() and p.name != "__pycache__"} | {"api", "usercode"})
+LAYERS = frozenset(
+    {p.name for p in PACKAGE.iterdir() if p.is_dir() and p.name != "__pycache__"} | {"api", "usercode", "layout"}
+)
 FORBIDDEN: dict[str, set[str]] = {
     "anatomy": set(LAYERS - {"anatomy"}),  # imports no other dummyprof package
     "usercode": {"cli", "api", "gate", "scenarios", "ranks", "loaders", "measure", "models", "anatomy", "reports"},
@@ -40,6 +42,8 @@ FORBIDDEN: dict[str, set[str]] = {
     "loaders": {"cli", "api", "gate", "scenarios", "ranks", "models", "allocation", "reports"},
     # Allocation sits beside measure: it reserves memory, it does not build models or time anything.
     "allocation": {"cli", "api", "gate", "scenarios", "ranks", "loaders", "measure", "models", "anatomy", "reports"},
+    # The one parallel layout (issue #28): errors only, so options, models and deploy all take the same object.
+    "layout": set(LAYERS - {"layout"}),
     # Generic ranks (issue #28): torch.distributed and errors only; what a rank does is its scenario's.
     "ranks": set(LAYERS - {"ranks"}),
     "scenarios": {"cli", "api", "gate", "reports"},
@@ -52,7 +56,7 @@ FORBIDDEN: dict[str, set[str]] = {
 EDGE_ONLY = {"dummyprof.files.inputs": {"cli", "api", "gate"}, "dummyprof.files.outputs": {"cli", "api", "gate"}}
 # Known exceptions, each with the work that removes it.
 ALLOWED: set[tuple[str, str]] = set()
-TORCH_FREE = ("results", "reports", "usercode", "files")
+TORCH_FREE = ("results", "reports", "usercode", "files", "layout")
 
 
 @dataclass(frozen=True)

@@ -18,9 +18,10 @@ from typing import Any
 from torch import nn
 
 from dummyprof.anatomy import model_bytes
-from dummyprof.deploy.layout import ParallelLayout
 from dummyprof.deploy.plan import REPLICATED, ModelDims
+from dummyprof.deploy.quant import quantizer_of
 from dummyprof.deploy.shards import RankShard, Sharder
+from dummyprof.layout import ParallelLayout
 from dummyprof.loaders.counting import count_on_meta
 from dummyprof.loaders.strategies import STRATEGIES, Strategy, get_strategy
 from dummyprof.results.deployment import RankEntry, RankStrategy
@@ -80,6 +81,12 @@ def _strategy_counts(model: nn.Module, strategy: Strategy) -> RankStrategy:
     )
 
 
+def engine_bytes(sharder: Sharder) -> int:
+    """The whole model as the engine builds it on one rank (quantized), without vocabulary padding."""
+    one = Sharder(sharder.model, ParallelLayout(), sharder.dims, sharder.quant).build(ParallelLayout().coords()[0])
+    return one.nbytes - sum(t.padding_bytes for t in one.tensors)
+
+
 def count_deployment(
     model: nn.Module,
     layout: ParallelLayout,
@@ -95,7 +102,7 @@ def count_deployment(
     """
     t0 = clock()
     chosen = [get_strategy(s, flag="--strategies") for s in (strategies or list(STRATEGIES))]
-    sharder = Sharder(model, layout, ModelDims.of(model, options))
+    sharder = Sharder(model, layout, ModelDims.of(model, options), quantizer_of(options))
     walked: dict[tuple[Any, ...], tuple[int, tuple[RankStrategy, ...]]] = {}
     ranks = []
     for coord in layout.coords():
@@ -120,7 +127,7 @@ def count_deployment(
     uses = Counter((p.rule, p.source, p.style) for p in sharder.planner.placements.values())
     return DeploymentCounts(
         layout=layout,
-        model_bytes=model_bytes(model),
+        model_bytes=model_bytes(model) if sharder.quant is None else engine_bytes(sharder),
         layer_count=sharder.layer_count,
         ranks=tuple(ranks),
         rules=tuple(RuleUse(r, s, st, n) for (r, s, st), n in sorted(uses.items())),

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from dummyprof.results.common import MemoryUse, NoiseWarning, Timing, named
+from dummyprof.results.common import Contention, MemoryUse, NoiseWarning, Timing, named
 from dummyprof.results.engram import LinearFit
 from dummyprof.results.trace import StrategyTrace
 
@@ -34,11 +34,11 @@ class CalibrationClass:
     dtype: str = ""
     sizes_bytes: list[int] = field(default_factory=list)
     samples_s: list[list[float]] = field(default_factory=list)  # per size, every trial
-    small_call_s: float = 0.0  # median seconds of one fill of a tiny tensor: the per-visit floor
-    fit: LinearFit = field(default_factory=LinearFit)  # seconds vs bytes, median per size
+    small_call_s: float = 0.0  # one fill of a tiny tensor, fastest quartile: the per-visit floor
+    fit: LinearFit = field(default_factory=LinearFit)  # seconds vs bytes, fastest quartile per size (capability)
     fit_low: LinearFit = field(default_factory=LinearFit)  # fastest trial per size
     fit_high: LinearFit = field(default_factory=LinearFit)  # slowest trial per size
-    rss_growth_per_byte: float | None = None  # page first-touch, measured on the first large (probe) fill
+    rss_growth_per_byte: float | None = None  # files before issue #25 (no longer measured: peaks are need-bound)
 
 
 @dataclass
@@ -50,8 +50,9 @@ class Projection:
     high_s: float = 0.0  # every visit at its slowest
     floor_s: float = 0.0  # the bytes it writes at the memset rate measured in this run; never faster
     walk_s: float = 0.0  # the traversal itself, measured on the meta model with a no-op fill
-    peak_rss_bytes: int = 0  # RSS now + model pages first-touched (at least 1 byte each) + largest temporary
+    peak_rss_bytes: int = 0  # RSS now + model pages first-touched + largest temporary: never above fill + scratch
     floor_bound: bool = False  # the floor, not the calibration, set ``seconds``
+    rss_before_bytes: int = 0  # the RSS ``peak_rss_bytes`` starts from (0 in files before issue #25)
 
 
 @dataclass
@@ -68,6 +69,7 @@ class SizeDecision:
     calibration_s: float = 0.0  # wall time the calibration fills took
     counting_s: float = 0.0  # wall time of the meta build and counting passes
     calibration: list[CalibrationClass] = field(default_factory=list)
+    contention: Contention | None = None  # how busy the machine was while the calibration fills ran
 
 
 @dataclass
@@ -152,6 +154,7 @@ class CompareResult:
     # Why the rounds stopped before --repeat: tight | budget | max under --repeat auto; budget also when a fixed
     # --repeat N ran out of --time-budget (repeats_requested then holds N). '' when every round ran.
     auto_stop: str = ""
+    contention: Contention | None = None  # how busy the machine was during the timed rounds
 
     @property
     def nothing_to_fill(self) -> bool:

@@ -8,7 +8,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from dummyprof.results.common import Contention
+
 MEASURED, PROJECTED = "measured", "projected"
+# DeploymentResult.not_timed: the layout is for a GPU (--device cuda, or --device-memory) and this machine has
+# none, so the device-resident bytes get no time (a CPU time is not a GPU start-up time); counts stay exact.
+NO_CUDA_HERE = "no-cuda-device-here"
 
 
 @dataclass
@@ -140,6 +145,14 @@ class DeploymentResult:
     nproc: int = 0  # real ranks run (--nproc); 0: none
     backend: str = ""
     online_quant_target: str = ""  # the model or the rank whose shard the online path ran on
+    # Where the shards' bytes live: "cuda" (a GPU deployment: --device cuda, or --device-memory) or "cpu" (a CPU
+    # deployment, vLLM's CPU backend); "" in files written before it was stored, and for inspect and audit.
+    target: str = ""
+    not_timed: str = ""  # why no fill was timed (NO_CUDA_HERE), '' when the shards were filled or projected
+    contention: Contention | None = None  # how busy the machine was while the shards were filled or calibrated
+    # The slowest rank's figures overlap another rank's (or every rank has the same shard): no rank is slower
+    # than the noise says, so none is named; ``slowest_rank`` still holds the rank whose time is shown.
+    slowest_within_noise: bool = False
 
     @property
     def held_bytes(self) -> int:

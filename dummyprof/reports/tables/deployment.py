@@ -6,9 +6,17 @@ keeps one entry per rank. Every backend renders these blocks.
 
 from __future__ import annotations
 
-from dummyprof.reports.format import PROJECTED_MARK
+from dummyprof.reports.format import PROJECTED_MARK, contention_text
 from dummyprof.reports.tables.model import BAD, DIM, NAME, NUMBER, STRONG, WORD, Block, Cell, Line, Table
-from dummyprof.results.deployment import MEASURED, PROJECTED, DeploymentResult, RankEntry, RankStrategy, layout_text
+from dummyprof.results.deployment import (
+    MEASURED,
+    NO_CUDA_HERE,
+    PROJECTED,
+    DeploymentResult,
+    RankEntry,
+    RankStrategy,
+    layout_text,
+)
 from dummyprof.units import format_bytes, format_seconds
 
 
@@ -80,9 +88,16 @@ def ranks_table(result: DeploymentResult) -> Table:
             _peak(r),
         )
     if any(_peak(r) for r in result.ranks):
-        table.notes.append("fill peak: the largest of the strategies' RSS peaks (~ projected, never below held)")
+        table.notes.append(
+            "fill peak: the largest of the strategies' RSS growth over the RSS before the fill (~ projected: "
+            "the bytes it writes + its largest temporary)"
+        )
     if result.device_memory_bytes is not None:
         table.notes.append(f"device room: {format_bytes(result.device_memory_bytes)} per rank less its device bytes")
+    if result.target == "cuda":
+        table.notes.append("a GPU deployment: held less offloaded is device-resident, offloaded is host-resident")
+    elif result.target == "cpu":
+        table.notes.append("a CPU deployment (--device cpu): every byte is host-resident")
     return table
 
 
@@ -107,6 +122,8 @@ def work_table(result: DeploymentResult) -> Table:
             f"own rank: each rank's fill in its own process, {result.nproc} ranks ({result.backend}) filling at "
             "once on this host; fill: one rank alone (the model of the deployment from one rank)"
         )
+    if result.not_timed:
+        table.notes.append(f"fill: {NOT_TIMED.get(result.not_timed, result.not_timed)}")
     if timed:
         filled = sorted({r.filled_as for r in result.ranks if r.filled_as is not None})
         measured = any(s.fill == MEASURED for r in result.ranks for s in r.strategies)
@@ -116,7 +133,17 @@ def work_table(result: DeploymentResult) -> Table:
             "initializers (ranks alike share its figures); ~ projected from calibration fills (interval in range, "
             "never below this run's memset floor; peak never below the shard's bytes)"
         )
+    line = contention_text(result.contention, f"the shards were filled or calibrated on {result.device}")
+    if line:
+        table.notes.append(line)
     return table
+
+
+NOT_TIMED = {
+    NO_CUDA_HERE: "not timed: no CUDA device here. The layout is for a GPU (--device cuda or --device-memory) and a "
+    "CPU time is not a GPU start-up time; the bytes and visits per rank are exact. Time it with --device cuda "
+    "on a machine with one, or give --device cpu for a CPU deployment",
+}
 
 
 def nodes_table(result: DeploymentResult) -> Table | None:
@@ -187,16 +214,17 @@ def identity_line(result: DeploymentResult) -> Line:
 
 
 def slowest_line(result: DeploymentResult) -> Line | None:
+    if result.not_timed:
+        return Line("dummy start-up per rank: not timed (see the fill note above); bytes and visits exact", STRONG)
     if result.slowest_rank is None:
         return None
     s = result.rank(result.slowest_rank).strategy(result.slowest_strategy)
     kind = "projected" if s.fill == PROJECTED else "measured"
     interval = f" ({_interval(s)})" if _interval(s) else ""
-    return Line(
-        f"slowest rank: {result.slowest_rank}, {result.slowest_strategy} dummy start-up "
-        f"{format_seconds(s.seconds)} {kind}{interval}",
-        STRONG,
-    )
+    figure = f"{result.slowest_strategy} dummy start-up {format_seconds(s.seconds)} on {result.device} {kind}{interval}"
+    if result.slowest_within_noise:
+        return Line(f"every rank within noise of the slowest: {figure}; no rank is named slowest", STRONG)
+    return Line(f"slowest rank: {result.slowest_rank}, {figure}", STRONG)
 
 
 def deployment_blocks(result: DeploymentResult, *, detail: bool = True) -> list[Block]:
@@ -217,10 +245,13 @@ def deployment_summary(result: DeploymentResult) -> str:
     short = sum(r.device_fits is False for r in result.ranks)
     fit = f", {short} over device memory" if short else ", all fit the device" if result.device_memory_bytes else ""
     slow = short_slow = ""
-    if result.slowest_rank is not None:
+    if result.not_timed:
+        slow = short_slow = "; not timed: no CUDA device here" if result.not_timed == NO_CUDA_HERE else "; not timed"
+    elif result.slowest_rank is not None:
         s = result.rank(result.slowest_rank).strategy(result.slowest_strategy)
-        slow = f"; slowest rank {result.slowest_rank} {result.slowest_strategy} {fill_text(s)}"
-        short_slow = f"; slowest rank {result.slowest_rank} {fill_text(s)}"
+        who = "ranks within noise" if result.slowest_within_noise else f"slowest rank {result.slowest_rank}"
+        slow = f"; {who} {result.slowest_strategy} {fill_text(s)} on {result.device}"
+        short_slow = f"; {who} {fill_text(s)} on {result.device}"
     quant = ""
     if result.online_quant:
         quant = "; online fp8 peak " + " vs ".join(format_bytes(q.peak_bytes) for q in result.online_quant)

@@ -16,11 +16,11 @@ import torch
 
 from dummyprof.deploy import Sharder
 from dummyprof.deploy.plan import ModelDims
+from dummyprof.deploy.quant import quantizer_of
 from dummyprof.loaders.initializers import get_initializer
 from dummyprof.loaders.strategies import get_strategy
 from dummyprof.measure.recorder import VisitRecorder
 from dummyprof.ranks.world import LaunchEnv, join
-from dummyprof.scenarios.deployment.options import layout_of
 from dummyprof.scenarios.deployment.source import chosen_source
 
 BACKEND = "gloo"  # CPU shards; nccl would need a GPU per rank
@@ -31,10 +31,10 @@ def rank_main(env: LaunchEnv, options: Any, strategies: list[str], limit_s: floa
     world = join(env, BACKEND, limit_s, client=True)
     try:
         source = chosen_source(options)
-        meta = source.build(torch.device("meta"))
-        layout = layout_of(options)
-        sharder = Sharder(meta, layout, ModelDims.of(meta, source.options))
-        coord = layout.coords()[env.rank]
+        meta = source.whole() if source.whole is not None else source.build(torch.device("meta"))
+        layout = options.layout  # parsed once in this process's parent, arrived as an object
+        sharder = Sharder(meta, layout, ModelDims.of(meta, source.options), quantizer_of(source.options))
+        coord = layout.coord(env.rank)
         figures: dict[str, dict[str, Any]] = {}
         for name in strategies:
             strategy = get_strategy(name)

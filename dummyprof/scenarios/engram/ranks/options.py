@@ -37,7 +37,7 @@ def validate(options: EngramRanksOptions) -> str:
         raise UsageError.for_field(
             "dist_timeout_s", f"must be a positive number of seconds, got {options.dist_timeout_s:g}"
         )
-    shards = options.tp_size * options.dp_size
+    shards = options.layout.world
     if shards != n:
         raise UsageError.for_field(
             "nproc",

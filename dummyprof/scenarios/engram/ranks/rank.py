@@ -106,7 +106,7 @@ def rank_options(options: EngramOptions, world: World, available: int) -> Engram
 
     ``max_memory`` (default 80% of available memory) is the node's: all of its ranks run at once.
     """
-    ranks = options.tp_size * options.dp_size
+    ranks = options.layout.world
     if ranks != world.world_size:
         raise UsageError.for_field(
             "tp_size",

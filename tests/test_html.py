@@ -84,7 +84,7 @@ def reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     for name, args in runs.items():
         files[name] = out / f"{name}.html"
         code = main([*args, "--json", str(out / f"{name}.json"), "--html", str(files[name])])
-        assert code in (0, 1), name  # audit exits 1 on findings
+        assert code in (0, 1, 3), name  # audit: 1 on findings; gate: 3 when a busy machine leaves a time not judged
     return files
 
 
@@ -280,7 +280,9 @@ def test_page_loads_in_headless_chromium_without_console_errors_and_draws_its_ch
     page = browser.open(reports[name])
     assert page.errors == []
     assert page.charts == "drawn"
-    assert page.chart_divs > 0 and page.svg_charts >= page.chart_divs  # every placeholder holds a drawn plot
+    # every placeholder holds a drawn plot; a gate whose checks all equal the baseline says so instead of a chart
+    assert page.chart_divs > 0 or (name == "gate" and "nothing to draw" in page.text)
+    assert page.svg_charts >= page.chart_divs
     # In real time, no virtual time: every chart holds drawn traces when the load event fires, so a plain
     # `chromium --headless --screenshot` shows them (the page used to draw after load, asynchronously).
     assert page.at_load == {"charts": "drawn", "divs": page.chart_divs, "drawn": page.chart_divs}

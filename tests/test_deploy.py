@@ -514,3 +514,56 @@ def test_expert_parallel_a_vllm_accepts_but_wastes_is_named() -> None:
     assert [sum(".experts." in t.name for t in sharder.build(c).tensors) > 0 for c in layout.coords()] == [True] * 4 + [
         False
     ] * 4
+
+
+# ---- issue #26.3: ranks that hold one shard are built and counted once, as a group --------------------------------
+
+
+def _builds(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The ranks whose shard was built, in order (Sharder.build is counted, then runs)."""
+    built: list[int] = []
+    real = Sharder.build
+
+    def counting(self: Sharder, coord: object, *args: object, **kwargs: object) -> object:
+        built.append(coord.rank)  # type: ignore[attr-defined]
+        return real(self, coord, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Sharder, "build", counting)
+    return built
+
+
+def test_dp_replicas_are_one_entry_built_once_whatever_the_world(monkeypatch: pytest.MonkeyPatch) -> None:
+    with META:
+        model = dense_decoder()
+    built = _builds(monkeypatch)
+    counts = count_deployment(model, ParallelLayout(tp=2, dp=32_768), strategies=["per-layer"])
+    assert built == [0, 1]  # two distinct shards for 65,536 ranks
+    assert [(r.rank, r.dp_rank, r.tp_rank, r.copies) for r in counts.ranks] == [(0, 0, 0, 32_768), (1, 0, 1, 32_768)]
+    assert list(counts.ranks[1].rank_numbers(2))[:3] == [1, 3, 5] and counts.ranks[1].rank_numbers(2)[-1] == 65_535
+    one = count_deployment(model, ParallelLayout(tp=2), strategies=["per-layer"])
+    assert [r.held_bytes for r in counts.ranks] == [r.held_bytes for r in one.ranks]
+
+
+def test_expert_ranks_with_no_experts_are_one_group(monkeypatch: pytest.MonkeyPatch) -> None:
+    with META:
+        model = moe_decoder(experts=4)
+    built = _builds(monkeypatch)
+    counts = count_deployment(model, ParallelLayout.from_sizes(ep=64), strategies=["per-layer"])
+    assert built == [0, 1, 2, 3, 4]  # one expert each, then the 60 ranks with none
+    assert [(r.rank, r.copies) for r in counts.ranks] == [(0, 1), (1, 1), (2, 1), (3, 1), (4, 60)]
+
+
+@pytest.mark.parametrize(("sizes", "experts"), [({"tp": 2, "dp": 2}, 6), ({"tp": 2, "ep": 6}, 2), ({"ep": 8}, 6)])
+def test_groups_stand_for_exactly_the_ranks_one_by_one(sizes: dict[str, int], experts: int) -> None:
+    """Expanded, the grouped entries give every rank the same shard bytes and counts as one entry per rank does."""
+    with META:
+        model = moe_decoder(experts=experts)
+    layout = ParallelLayout.from_sizes(**sizes)
+    grouped = count_deployment(model, layout, strategies=["per-layer"])
+    single = count_deployment(model, layout, strategies=["per-layer"], grouped=False)
+    expanded = {n: r for r in grouped.ranks for n in r.rank_numbers(layout.tp)}
+    assert sorted(expanded) == list(range(layout.world)) == [r.rank for r in single.ranks]
+    for r in single.ranks:
+        g = expanded[r.rank]
+        assert (g.held_bytes, g.storages, g.strategies[0].visits) == (r.held_bytes, r.storages, r.strategies[0].visits)
+    assert len(grouped.ranks) < layout.world

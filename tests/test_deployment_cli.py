@@ -257,6 +257,39 @@ def test_a_deployment_renders_to_html_with_its_per_rank_table(cli: Cli, tmp_path
     assert {size for size in sizes if size not in text} == set()  # every size the terminal shows is on the page
 
 
+def test_the_largest_world_answers_with_one_entry_per_distinct_shard(cli: Cli, tmp_path: Path) -> None:
+    """Issue #26.3: dp 65,536 (the bound) is two entries at tp 2, and the node view still counts every rank."""
+    data = _json(cli, tmp_path, "inspect", *PRESET, "--tp", "2", "--dp", "32768", "--ranks-per-node", "8192")
+    result = data["deployment"]
+    assert [(r["rank"], r["copies"]) for r in result["ranks"]] == [(0, 32_768), (1, 32_768)]
+    assert [len(n["ranks"]) for n in result["nodes"]] == [8192] * 8
+    held = sum(r["held_bytes"] * r["copies"] for r in result["ranks"])
+    assert sum(n["held_bytes"] for n in result["nodes"]) == held
+
+
+def test_sigterm_while_shards_are_built_stops_at_the_next_shard(
+    cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import os
+    import signal
+
+    from dummyprof.deploy import Sharder
+
+    built: list[int] = []
+    real = Sharder.build
+
+    def terminated(self: Sharder, coord: object, *args: object, **kwargs: object) -> object:
+        built.append(coord.rank)  # type: ignore[attr-defined]
+        if len(built) == 1:
+            os.kill(os.getpid(), signal.SIGTERM)  # the handler runs at the next bytecode, inside shard building
+        return real(self, coord, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Sharder, "build", terminated)
+    result = cli("inspect", *PRESET, "--tp", "2", "--pp", "2", "--json", str(tmp_path / "r.json"))
+    assert (result.exit_code, result.stderr) == (143, "dummyprof: error: terminated (SIGTERM)\n")
+    assert built == [0] and not (tmp_path / "r.json").exists()
+
+
 def test_a_gpu_layout_without_cuda_here_is_not_timed_and_keeps_exact_counts(
     cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -307,3 +340,29 @@ def test_the_slowest_rank_is_named_only_outside_the_noise() -> None:
     alike.ranks.append(RankEntry(rank=1, counted_as=0, filled_as=0, strategies=list(alike.ranks[0].strategies)))
     _slowest(alike)
     assert alike.slowest_within_noise
+
+
+def test_real_ranks_that_do_not_finish_lose_nothing_already_measured(monkeypatch: pytest.MonkeyPatch) -> None:
+    from dummyprof.ranks.world import RanksFailed
+    from dummyprof.results.deployment import DeploymentResult, RankEntry, RankStrategy
+    from dummyprof.scenarios.deployment import ranks
+    from dummyprof.scenarios.deployment.run import _real_ranks
+
+    def one_finishes(options: object, strategies: list[str], limit_s: float) -> dict:
+        failed = RanksFailed("2 ranks did not finish within 63 s")
+        failed.values = {0: {"strategies": {"per-layer": {"seconds": 1.5, "visits": 15, "bytes_written": 99}}}}
+        raise failed
+
+    monkeypatch.setattr(ranks, "run_ranks", one_finishes)
+    result = DeploymentResult(ranks=[RankEntry(rank=r, strategies=[RankStrategy("per-layer")]) for r in (0, 1)])
+    from types import SimpleNamespace
+
+    _real_ranks(result, SimpleNamespace(nproc=2, time_budget=3.0), ["per-layer"])
+    assert (result.ranks_finished, result.ranks_failure) == ([0], "2 ranks did not finish within 63 s")
+    mine, theirs = (r.strategies[0] for r in result.ranks)
+    assert (mine.rank_seconds, mine.rank_visits, mine.rank_bytes_written) == (1.5, 15, 99)
+    assert (theirs.rank_seconds, theirs.rank_visits) == (None, None)  # missing, not zero
+    from dummyprof.reports.tables.deployment import work_table
+
+    notes = " ".join(work_table(result).notes)
+    assert "own rank: ranks finished: 0 of 2; the others did not (2 ranks did not finish within 63 s)" in notes

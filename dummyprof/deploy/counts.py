@@ -94,8 +94,12 @@ def count_deployment(
     options: dict[str, Any] | None = None,
     strategies: Sequence[str] | None = None,
     clock: Callable[[], float] = time.perf_counter,
+    grouped: bool = True,
 ) -> DeploymentCounts:
     """Build every rank's shard of ``model`` (a meta model) and count ``strategies`` (default: all) on each.
+
+    Ranks that hold one shard by construction (dp replicas, ranks with no experts) are one entry
+    (``copies``), built once (``grouped`` False: one entry per rank, as real ranks report).
 
     ``options`` are the model source's options (a preset's ``heads``/``kv_heads``); a transformers
     model's own config is read first.
@@ -105,7 +109,8 @@ def count_deployment(
     sharder = Sharder(model, layout, ModelDims.of(model, options), quantizer_of(options))
     walked: dict[tuple[Any, ...], tuple[int, tuple[RankStrategy, ...]]] = {}
     ranks = []
-    for coord in layout.coords():
+    for group in sharder.groups(grouped=grouped):
+        coord = group.coord
         shard = sharder.build(coord)
         key = _signature(shard)
         if key not in walked:
@@ -121,6 +126,7 @@ def count_deployment(
                 replicated_bytes=sum(t.nbytes for t in shard.tensors if t.rule == REPLICATED),
                 padding_bytes=sum(t.padding_bytes for t in shard.tensors),
                 counted_as=counted_as,
+                copies=group.copies,
                 strategies=[dataclasses.replace(s) for s in figures],
             )
         )

@@ -196,8 +196,13 @@ class Planner:
         self.expert_lists: set[int] = set()  # ModuleLists of whole expert modules (one module per expert)
         self.placements: dict[tuple[str, str], Placement] = {}
         self.fusions: dict[int, list[tuple[str, tuple[str, ...]]]] = {}
-        self.experts = 0  # experts in the largest MoE block (0: a dense model)
+        self.expert_counts: set[int] = set()  # experts per MoE block, each size once (empty: a dense model)
         self._walk()
+
+    @property
+    def experts(self) -> int:
+        """Experts in the largest MoE block (0: a dense model)."""
+        return max(self.expert_counts, default=0)
 
     def _declared(self, plan: list[tuple[re.Pattern[str], str]], *names: str) -> str | None:
         return next((style for name in names for pattern, style in plan if pattern.match(name)), None)
@@ -207,7 +212,7 @@ class Planner:
             name = path.rpartition(".")[2]
             if name == "experts" and isinstance(module, nn.ModuleList):
                 self.expert_lists.add(id(module))
-                self.experts = max(self.experts, len(module))
+                self.expert_counts.add(len(module))
             self._find_fusions(module)
             in_experts = ".experts." in f".{path}." or name == "experts"
             for local, tensor in (*module._parameters.items(), *module._buffers.items()):
@@ -215,7 +220,7 @@ class Planner:
                     place = self._place(path, name, local, tensor, module, in_experts)
                     self.placements[(path, local)] = place
                     if place.experts_first and tensor.dim():
-                        self.experts = max(self.experts, tensor.shape[0])
+                        self.expert_counts.add(tensor.shape[0])
 
     def _find_fusions(self, module: nn.Module) -> None:
         for fused, members in FUSIONS:

@@ -69,6 +69,15 @@ class ShardTensor:
     padding_bytes: int  # bytes of padded vocabulary rows (no token maps to them)
 
 
+@dataclass(frozen=True)
+class RankGroup:
+    """Ranks that hold the same shard by construction: ``coord`` and the next ``copies - 1`` dp ranks of its stage
+    and tp rank (ranks ``coord.rank + k * tp``), built and counted once."""
+
+    coord: RankCoord
+    copies: int
+
+
 @dataclass
 class RankShard:
     """A rank's meta module and one entry per storage it holds."""
@@ -184,6 +193,7 @@ class Sharder:
                     self.model,
                     dataclasses.replace(layout, tp=t, dp=layout.ep // t if layout.expert_parallel else layout.dp),
                     self.dims,
+                    self.quant,
                     advise=False,
                 )
             except UsageError:
@@ -232,6 +242,44 @@ class Sharder:
         if self.sequence_parallel_moe and "shared_expert" in place.name and place.rule in (COLUMN, KV_COLUMN, ROW):
             return dataclasses.replace(place, rule=REPLICATED, style="sequence-parallel MoE: shared experts whole")
         return place
+
+    def _dp_key(self, coord: RankCoord, tables: list[tuple[Placement, tuple[int, ...]]]) -> tuple[object, ...]:
+        """What of a rank's shard depends on its dp rank: its experts (expert parallel) and its Engram ``tables``."""
+        layout = self.layout
+        experts = [expert_range(n, layout.ep, coord.moe_rank(layout.tp)) for n in sorted(self.planner.expert_counts)]
+        return (*(experts if layout.expert_parallel else ()), *(self._shape(p, shape, coord) for p, shape in tables))
+
+    def groups(self, *, grouped: bool = True) -> list[RankGroup]:
+        """Every rank in groups of one shard each, by first rank (``grouped`` False: every rank alone).
+
+        A shard depends on the stage and tp rank, and on the dp rank only through :meth:`_dp_key`; consecutive dp
+        ranks with the same key are one group, so the work grows with distinct shards, not with ranks."""
+        layout = self.layout
+        if not grouped:
+            return [RankGroup(c, 1) for c in layout.coords()]
+        out: list[RankGroup] = []
+        tables = [
+            (place, tuple(t.shape))
+            for path, module in self.model.named_modules()
+            for local, t in (*module._parameters.items(), *module._buffers.items())
+            if t is not None and (place := self.planner.placements[(path, local)]).rule == ROWS
+        ]
+        depends = layout.expert_parallel or bool(tables)
+        for stage in range(layout.pp):
+            for tp_rank in range(layout.tp):
+                start, key = 0, None
+                for dp_rank in range(layout.dp if depends else 1):
+                    here = self._dp_key(self._coord(stage, dp_rank, tp_rank), tables)
+                    if dp_rank and here != key:
+                        out.append(RankGroup(self._coord(stage, start, tp_rank), dp_rank - start))
+                        start = dp_rank
+                    key = here
+                out.append(RankGroup(self._coord(stage, start, tp_rank), layout.dp - start))
+        return sorted(out, key=lambda g: g.coord.rank)
+
+    def _coord(self, stage: int, dp_rank: int, tp_rank: int) -> RankCoord:
+        tp = self.layout.tp
+        return RankCoord(stage * tp * self.layout.dp + dp_rank * tp + tp_rank, stage, dp_rank, tp_rank)
 
     def stage_layers(self, stage: int) -> tuple[int, int]:
         if not self.layer_count:

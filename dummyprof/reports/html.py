@@ -32,7 +32,7 @@ from dummyprof.reports.terminal import environment_line
 from dummyprof.results.session import Results
 
 KINDS = frozenset(BLOCKS)  # every kind built as blocks; SECTIONS adds charts to some
-INSTALL_HINT = "pip install 'dummyprof[html]' (plotly)"
+INSTALL_HINT = 'in your dummyprof clone, pip install -e ".[html]" (plotly)'
 
 STYLE = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:16px auto;max-width:1400px;color:#222;

@@ -57,6 +57,7 @@ class RankEntry:
     padding_bytes: int = 0  # padded vocabulary rows
     offloaded_bytes: int = 0  # CPU-offloaded tables (declared constant Engram rows): host, not device
     counted_as: int = 0  # the rank whose identical shard was walked for these counts
+    copies: int = 1  # ranks this entry stands for: rank, rank + tp, ... (the next dp ranks, one shard)
     filled_as: int | None = None  # the rank whose shard was filled (or projected) for these times
     strategies: list[RankStrategy] = field(default_factory=list)
     device_fits: bool | None = None  # None: no --device-memory given
@@ -68,6 +69,10 @@ class RankEntry:
 
     def strategy(self, name: str) -> RankStrategy:
         return next(s for s in self.strategies if s.strategy == name)
+
+    def rank_numbers(self, tp: int) -> range:
+        """Every rank this entry stands for (consecutive dp ranks of one stage and tp rank)."""
+        return range(self.rank, self.rank + self.copies * tp, tp)
 
 
 @dataclass
@@ -143,6 +148,8 @@ class DeploymentResult:
     slowest_strategy: str = ""
     online_quant: list[OnlineQuantEntry] = field(default_factory=list)
     nproc: int = 0  # real ranks run (--nproc); 0: none
+    ranks_finished: list[int] = field(default_factory=list)  # --nproc: the ranks whose figures came back
+    ranks_failure: str = ""  # --nproc: why the others did not (their figures are missing, not zero)
     backend: str = ""
     online_quant_target: str = ""  # the model or the rank whose shard the online path ran on
     # Where the shards' bytes live: "cuda" (a GPU deployment: --device cuda, or --device-memory) or "cpu" (a CPU
@@ -156,11 +163,11 @@ class DeploymentResult:
 
     @property
     def held_bytes(self) -> int:
-        return sum(r.held_bytes for r in self.ranks)
+        return sum(r.held_bytes * r.copies for r in self.ranks)
 
     @property
     def padding_bytes(self) -> int:
-        return sum(r.padding_bytes for r in self.ranks)
+        return sum(r.padding_bytes * r.copies for r in self.ranks)
 
     @property
     def other_extra_bytes(self) -> int:
@@ -168,7 +175,7 @@ class DeploymentResult:
         return self.held_bytes - self.model_bytes - self.replicated_extra_bytes - self.padding_bytes
 
     def rank(self, index: int) -> RankEntry:
-        return next(r for r in self.ranks if r.rank == index)
+        return next(r for r in self.ranks if index in r.rank_numbers(self.tp))
 
 
 def layout_text(result: DeploymentResult) -> str:

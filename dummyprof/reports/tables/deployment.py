@@ -29,15 +29,21 @@ def rank_groups(result: DeploymentResult) -> list[list[RankEntry]]:
     """Consecutive ranks with the same figures, as one row each."""
     groups: list[list[RankEntry]] = []
     for r in result.ranks:
-        if groups and _key(groups[-1][-1]) == _key(r) and groups[-1][-1].rank == r.rank - 1:
+        last = groups[-1][-1] if groups else None
+        if last and last.copies == r.copies == 1 and _key(last) == _key(r) and last.rank == r.rank - 1:
             groups[-1].append(r)
         else:
             groups.append([r])
     return groups
 
 
-def _ranks(group: list[RankEntry]) -> str:
-    return str(group[0].rank) if len(group) == 1 else f"{group[0].rank}-{group[-1].rank}"
+def _ranks(group: list[RankEntry], tp: int) -> str:
+    """``0-3`` (consecutive ranks), ``1`` (one), ``1,3..15`` (one entry for dp ranks: every tp-th rank)."""
+    first = group[0]
+    if first.copies > 1:
+        ranks = first.rank_numbers(tp)
+        return f"{ranks[0]},{ranks[1]}" + (f"..{ranks[-1]}" if len(ranks) > 2 else "")
+    return str(first.rank) if len(group) == 1 else f"{first.rank}-{group[-1].rank}"
 
 
 def fill_text(s: RankStrategy) -> str:
@@ -70,6 +76,12 @@ def _peak(r: RankEntry) -> str:
     return (PROJECTED_MARK if top.fill == PROJECTED else "") + format_bytes(top.peak_bytes)
 
 
+def _nodes(r: RankEntry, result: DeploymentResult) -> str:
+    """The node of an entry's ranks, or the first and last node of a group of dp ranks that spans nodes."""
+    last = r.rank_numbers(result.tp)[-1] // result.ranks_per_node if result.ranks_per_node else r.node
+    return str(r.node) if last == r.node else f"{r.node}-{last}"
+
+
 def ranks_table(result: DeploymentResult) -> Table:
     columns = [("ranks", NAME), *((h, NUMBER) for h in ("stage", "layers", "node", "held", "replicated", "offloaded"))]
     columns += [("device room", WORD), ("fill peak", NUMBER)]
@@ -77,10 +89,10 @@ def ranks_table(result: DeploymentResult) -> Table:
     for group in rank_groups(result):
         r = group[0]
         table.add(
-            _ranks(group),
+            _ranks(group, result.tp),
             str(r.stage) if result.pp > 1 else "",
             f"{r.layers[0]}-{r.layers[1] - 1}" if r.layers[1] > r.layers[0] else "",
-            str(r.node) if len(result.nodes) > 1 else "",
+            _nodes(r, result) if len(result.nodes) > 1 else "",
             format_bytes(r.held_bytes),
             format_bytes(r.replicated_bytes),
             format_bytes(r.offloaded_bytes) if r.offloaded_bytes else "",
@@ -108,7 +120,7 @@ def work_table(result: DeploymentResult) -> Table:
     for group in rank_groups(result):
         for i, s in enumerate(group[0].strategies):
             table.add(
-                Cell(_ranks(group) if i == 0 else ""),
+                Cell(_ranks(group, result.tp) if i == 0 else ""),
                 s.strategy,
                 f"{s.visits:,} ({s.redundant_visits:,})",
                 format_bytes(s.bytes_written),
@@ -117,6 +129,12 @@ def work_table(result: DeploymentResult) -> Table:
                 format_seconds(s.rank_seconds) if s.rank_seconds is not None else "",
             )
     table.notes.append("counts exact; visits (n): n redundant")
+    if result.ranks_failure:
+        finished = ", ".join(map(str, result.ranks_finished)) or "none"
+        table.notes.append(
+            f"own rank: ranks finished: {finished} of {result.nproc}; the others did not ({result.ranks_failure}): "
+            "their own-rank figures are missing, everything else is whole"
+        )
     if result.nproc:
         table.notes.append(
             f"own rank: each rank's fill in its own process, {result.nproc} ranks ({result.backend}) filling at "
@@ -242,7 +260,7 @@ def deployment_summary(result: DeploymentResult) -> str:
     largest = max(result.ranks, key=lambda r: r.held_bytes, default=None)
     head = f"{layout_text(result)}: {result.world} ranks"
     held = f", up to {format_bytes(largest.held_bytes)}/rank" if largest else ""
-    short = sum(r.device_fits is False for r in result.ranks)
+    short = sum(r.copies for r in result.ranks if r.device_fits is False)
     fit = f", {short} over device memory" if short else ", all fit the device" if result.device_memory_bytes else ""
     slow = short_slow = ""
     if result.not_timed:

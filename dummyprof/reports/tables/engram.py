@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 from dummyprof.reports.format import (
     GENERATOR_BOUND_WHY,
+    contention_text,
     figure_bytes,
     projected,
     projected_note,
@@ -152,6 +153,15 @@ def plan_notes(result: EngramResult) -> list[str]:
             f"measured {cut.rounds} of {cut.repeat} rounds at full size for {', '.join(cut.methods)}: one round "
             f"takes about {format_seconds(cut.round_s)} and the time budget is {format_seconds(cut.time_budget_s)}"
         )
+    if result.sample_sizes_cut:
+        rows = ", ".join(f"{r:,}" for r in result.sample_sizes_cut)
+        notes.append(
+            f"sample sizes of {rows} rows left out: predicted to end after the time budget (the machine was slower "
+            "than at calibration); the projections use the sizes measured"
+        )
+    line = contention_text(result.contention, "this run calibrated, filled and sampled")
+    if line and ((result.contention is not None and result.contention.contended) or result.sample_groups):
+        notes.append(line)  # next to every projected time, and whenever the machine was contended
     backing = result.backing
     if backing.note and backing.used == backing.requested and not result.dry_run and backing.note not in notes:
         notes.append(backing.note)  # a different backing's note is a notice of the run instead

@@ -92,7 +92,7 @@ def _replicated_extra(counts: DeploymentCounts) -> int:
     """Replicated tensors beyond their first copy in each stage: every rank of a stage holds them whole."""
     per_stage: dict[int, list[int]] = {}
     for r in counts.ranks:
-        per_stage.setdefault(r.stage, []).append(r.replicated_bytes)
+        per_stage.setdefault(r.stage, []).extend([r.replicated_bytes] * r.copies)
     return sum(sum(v) - max(v) for v in per_stage.values())
 
 
@@ -102,19 +102,22 @@ def _node_view(result: DeploymentResult, offloaded: dict[int, list[int]], option
     result.ranks_per_node, result.device_memory_bytes = per_node, options.device_memory
     nodes: dict[int, NodeEntry] = {}
     for r in result.ranks:
-        r.node = r.rank // per_node
-        node = nodes.setdefault(r.node, NodeEntry(node=r.node, host_memory_bytes=host))
-        node.ranks.append(r.rank)
-        node.held_bytes += r.held_bytes
-        node.offloaded_bytes += r.offloaded_bytes
+        r.node = r.rank // per_node  # its first rank's node (a group of dp ranks may span nodes)
         # the pinned allocator rounds each allocation up to a power of two (vLLM #56410; docs/semantics.md)
-        node.pinned_bytes += sum(next_power_of_two(n) for n in offloaded[r.counted_as])
+        pinned = sum(next_power_of_two(n) for n in offloaded[r.counted_as])
+        for rank in r.rank_numbers(result.tp):
+            node = nodes.setdefault(rank // per_node, NodeEntry(node=rank // per_node, host_memory_bytes=host))
+            node.ranks.append(rank)
+            node.held_bytes += r.held_bytes
+            node.offloaded_bytes += r.offloaded_bytes
+            node.pinned_bytes += pinned
         if options.device_memory is not None:
             r.device_room_bytes = options.device_memory - r.device_bytes
             r.device_fits = r.device_room_bytes >= 0
     for node in nodes.values():
+        node.ranks.sort()
         node.host_fits = node.pinned_bytes <= node.host_memory_bytes if node.offloaded_bytes else None
-    result.nodes = list(nodes.values())
+    result.nodes = [nodes[n] for n in sorted(nodes)]
 
 
 def _span(s: RankStrategy) -> tuple[float, float]:
@@ -186,11 +189,15 @@ def run_deployment(
             "unquantized model); add --quantization none to run it on the model counted unquantized",
         )
     if getattr(options, "online_quant", None):
-        largest = max(layout.coords(), key=lambda c: (sharder.build(c).nbytes, -c.rank))
+        firsts = [g.coord for g in sharder.groups()]  # each distinct shard once
+        largest = max(firsts, key=lambda c: (sharder.build(c).nbytes, -c.rank))
         target = sharder.build(largest).module if layout.world > 1 else meta
         quant_plan = plan_online_quant(target, options)  # refuses first
         quant_target = f"rank {largest.rank}" if layout.world > 1 else "whole model"
-    counts = count_deployment(meta, layout, options=source.options, strategies=strategies, clock=clock)
+    real = bool(getattr(options, "nproc", None))  # real ranks report one by one
+    counts = count_deployment(
+        meta, layout, options=source.options, strategies=strategies, clock=clock, grouped=not real
+    )
     target_kind = _target(options) if command == "compare" else ""
     here = target_kind != "cuda" or torch.cuda.is_available()  # the device the bytes are for is on this machine
     device = torch.device("cpu")
@@ -215,7 +222,7 @@ def run_deployment(
         target=target_kind,
         not_timed="" if here else NO_CUDA_HERE,
     )
-    coords = {c.rank: c for c in layout.coords()}
+    coords = {r.rank: layout.coord(r.rank) for r in counts.ranks}  # each entry's first rank
     offloaded: dict[int, list[int]] = {}
     for r in counts.ranks:
         if r.counted_as not in offloaded:
@@ -281,11 +288,18 @@ def _fill_shards(
 
 def _real_ranks(result: DeploymentResult, options: Any, strategies: list[str]) -> None:
     """Every rank as a process, filling its shard at once with the others; its own figures onto its entry."""
+    from dummyprof.ranks.world import RanksFailed
     from dummyprof.scenarios.deployment.ranks import BACKEND, run_ranks
 
-    figures = run_ranks(options, strategies, options.time_budget)
+    try:
+        figures = run_ranks(options, strategies, options.time_budget)
+    except RanksFailed as failed:  # what the ranks that finished measured is kept, and the report says which
+        figures, result.ranks_failure = failed.values, str(failed)
     result.nproc, result.backend = options.nproc, BACKEND
+    result.ranks_finished = sorted(figures)
     for entry in result.ranks:
+        if entry.rank not in figures:
+            continue
         mine = figures[entry.rank]["strategies"]
         for s in entry.strategies:
             if s.strategy in mine:

@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import msgspec
 from torch import nn
 
 from dummyprof.anatomy import model_bytes
@@ -114,7 +115,7 @@ def count_deployment(
                 replicated_bytes=sum(t.nbytes for t in shard.tensors if t.rule == REPLICATED),
                 padding_bytes=sum(t.padding_bytes for t in shard.tensors),
                 counted_as=counted_as,
-                strategies=[dataclasses.replace(s) for s in figures],
+                strategies=[msgspec.structs.replace(s) for s in figures],
             )
         )
     uses = Counter((p.rule, p.source, p.style) for p in sharder.planner.placements.values())

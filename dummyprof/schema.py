@@ -48,8 +48,10 @@ def option(default: Any = MISSING, *, factory: Callable[[], Any] | None = None, 
 
 
 def integer(default: int | None, help: str, *, example: str = "", minimum: int = 1, **spec: Any) -> Any:
-    """A whole-number option (``INT``) at least ``minimum``; a refused value is offered ``example`` (the default)."""
-    return option(default, unit="int", minimum=minimum, example=example or str(default), help=help, **spec)
+    """A whole-number option (``INT``) at least ``minimum``; a refused value is offered ``example`` (else the default,
+    if it has one): a value that passes every later check too, whatever the other flags are."""
+    offered = example or ("" if default is None else str(default))
+    return option(default, unit="int", minimum=minimum, example=offered, help=help, **spec)
 
 
 def size(default: int | None, help: str, **spec: Any) -> Any:

@@ -8,7 +8,9 @@ and help are the same for the Python API, the CLI and the gate.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
+from dummyprof.layout import ParallelLayout
 from dummyprof.schema import integer, option
 
 # Every size a synthetic weight can take and torch can still count in int64 bytes (hidden x hidden x 8).
@@ -50,3 +52,8 @@ class EngramShape:
     heads: int | None = integer(
         None, "Hash heads per table, split whole over ranks. Default: one per rank.", example="8"
     )
+
+    @cached_property
+    def layout(self) -> ParallelLayout:
+        """The ranks the tables are split over: the one layout object (``--tp-size`` x ``--dp-size``), parsed once."""
+        return ParallelLayout(tp=self.tp_size, dp=self.dp_size)

@@ -15,6 +15,9 @@ _SUFFIXES = {"": 1, "K": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "KI": 2**10
 # Every count and size a flag can give must fit the int64 that torch, NumPy and the JSON readers of
 # our results hold it in; bigger is refused at parse time (a scenario may bound it further).
 INT64_MAX = 2**63 - 1
+# The most ranks a parallel layout may have (tp x pp x dp, and ep): 65,536 GPUs is beyond any deployment
+# dummyprof models, and bounds the per-node view and the rank groups before anything is built.
+MAX_WORLD_RANKS = 65_536
 _COUNT_RE = re.compile(r"^\s*([+-]?[0-9_]*\.?[0-9_]*(?:[eE][+-]?[0-9]+)?)\s*([KMGT]I?)?\s*$", re.IGNORECASE)
 _BYTES_RE = re.compile(r"^\s*([0-9_]*\.?[0-9_]*(?:[eE][+-]?[0-9]+)?)\s*([KMGT]I?)?B?\s*$", re.IGNORECASE)
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
@@ -41,3 +42,26 @@ def two_kernel_workers(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr(random_fast, "default_workers", lambda: 2)
     monkeypatch.setattr(random_fast, "default_engine", lambda: random_fast.KERNEL)
+
+
+def fake_proc(root: Path, *, pressure_us: int = 0, steal: int = 0, total: int = 1000, load: float = 0.0) -> Path:
+    """A /proc with the three files ``measure.contention`` reads: PSI cpu, the cpu line of stat, loadavg."""
+    (root / "pressure").mkdir(parents=True, exist_ok=True)
+    (root / "pressure" / "cpu").write_text(
+        f"some avg10=0.00 avg60=0.00 avg300=0.00 total={pressure_us}\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n"
+    )
+    user = total - steal
+    (root / "stat").write_text(f"cpu  {user} 0 0 0 0 0 0 {steal} 0 0\ncpu0 {user} 0 0 0 0 0 0 {steal} 0 0\n")
+    (root / "loadavg").write_text(f"{load:.2f} 0.00 0.00 1/100 1\n")
+    return root
+
+
+@pytest.fixture(autouse=True)
+def quiet_machine(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Every test reads a quiet machine (counters that never move), whatever else runs on this one: a time's
+    verdict must not depend on the load of the machine the suite runs on. Tests of contention inject their own."""
+    from dummyprof.measure import contention
+
+    root = fake_proc(tmp_path_factory.mktemp("proc"))
+    monkeypatch.setattr(contention, "PROC", root)
+    return root

@@ -88,6 +88,29 @@ def test_overwritten_non_persistent_buffer_and_repeats_by_a_loader() -> None:
     assert (loader.kind, loader.initializer, loader.writes) == ("loader", None, 2)
 
 
+def test_a_non_persistent_buffer_written_back_to_its_construction_values_is_a_restore(cli: Cli) -> None:
+    result = audit(
+        model=f"{M}:rope", strategies=[], loaders=[f"{L}:fill_once_and_recompute_rope", f"{L}:fill_everything"]
+    )
+    buffer_writes = sorted((f.kind, f.tensor, tuple(f.fillers)) for f in result.findings if f.tensor == "inv_freq")
+    assert buffer_writes == [
+        ("non-persistent-restored", "inv_freq", ("fill_once_and_recompute_rope",)),
+        ("non-persistent-written", "inv_freq", ("fill_everything",)),  # zeroed: a clobber
+    ]
+    assert [f.informational for f in sorted(result.findings, key=lambda f: f.kind) if f.tensor == "inv_freq"] == [
+        True,
+        False,
+    ]
+    alone = cli("audit", "--model", f"{M}:rope", "--loader", f"{L}:fill_once_and_recompute_rope")
+    assert alone.exit_code == 0, alone.stdout
+    assert alone.stdout.strip().splitlines()[-1] == (
+        "audit clean: 1 filler(s), 3 tensors, no findings; 1 non-persistent buffer write(s) restore construction values"
+    )
+    assert (
+        "writes non-persistent buffer inv_freq back to the values its module computes at construction" in alone.stdout
+    )
+
+
 def test_missed_tensor() -> None:
     result = audit(model=f"{M}:build", strategies=["unique"], loaders=[f"{L}:fill_params_only"])
     missed = sorted((f.tensor, tuple(f.fillers)) for f in result.failing)

@@ -15,6 +15,7 @@ from dummyprof.reports.registry import render
 from dummyprof.reports.reporter import RenderOptions
 from dummyprof.results.compare import CompareResult, ModelSummary
 from dummyprof.results.session import Results
+from dummyprof.scenarios.compare import measure as compare_measure
 from dummyprof.scenarios.compare import run as compare_run
 from dummyprof.scenarios.compare import sizing
 from dummyprof.scenarios.compare.options import CompareOptions
@@ -46,7 +47,7 @@ def ten_seconds_a_round(monkeypatch: pytest.MonkeyPatch) -> None:
         return decision, projections
 
     monkeypatch.setattr(sizing, "QUICK_BYTES", 0)  # calibrate even this small tree
-    monkeypatch.setattr(compare_run, "decide", decide)
+    monkeypatch.setattr(compare_measure, "decide", decide)
 
 
 def _run(budget: float, repeat: int = 5) -> CompareResult:
@@ -169,3 +170,6 @@ def test_the_deadline_keeps_one_measured_round_however_late() -> None:
         repeat=5, warmup=1, clock=clock, deadline=clock() + 1.0, measure_overhead=False,
     )  # fmt: skip
     assert (result.repeat, result.auto_stop, len(result.strategies[0].timing.samples_s)) == (1, "budget", 1)
+    result.repeats_requested = 5
+    said = " ".join(_text(result).split())
+    assert "FEWER ROUNDS THAN PROMISED: --time-budget promises 3 measured rounds, and 1 fit" in said

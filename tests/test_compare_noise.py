@@ -151,3 +151,12 @@ def test_compare_tables_fit_80_and_120_columns(width: int) -> None:
     quiet = render(Results(command="compare", compare=result), "terminal",
                    RenderOptions(width=width, quiet=True))  # fmt: skip
     assert len(quiet.splitlines()) == 1 and len(quiet.rstrip("\n")) <= 80
+
+
+def test_no_bootstrap_interval_from_fewer_than_three_samples() -> None:
+    from dummyprof.measure.noise import ratio_interval
+
+    assert ratio_interval([2.0, 2.2], [1.0, 1.1]) is None  # two readings: three possible medians, no interval
+    assert ratio_interval([2.0, 2.2, 2.1], [1.0, 1.1]) is None
+    found = ratio_interval([2.0, 2.2, 2.1], [1.0, 1.1, 1.05])
+    assert found is not None and found[0] <= 2.0 <= found[1]

@@ -206,8 +206,9 @@ def test_counting_limit_is_half_the_budget_and_never_under_ten_seconds() -> None
     assert counting_limit(120) == 60 and counting_limit(4) == 10
 
 
-def test_projected_peak_rss_never_falls_below_the_model_it_fills() -> None:
-    """#17.7: calibration measured 0 RSS growth per byte and projected 0.40 GiB for a 14.96 GiB model."""
+def test_projected_peak_rss_is_the_model_it_fills_plus_its_scratch() -> None:
+    """#17.7: calibration measured 0 RSS growth per byte and projected 0.40 GiB for a 14.96 GiB model; #25: a
+    growth of 1.34 per byte projected more than the fill can hold. Growth measured on calibration counts no more."""
     count = _count()
     records = [r for r in count.recorder.records.values() if r.bytes_written]  # type: ignore[attr-defined]
     touched = sum(r.nbytes for r in records)
@@ -215,7 +216,7 @@ def test_projected_peak_rss_never_falls_below_the_model_it_fills() -> None:
     line = fit_line([1.0, 2.0], [1e-9, 2e-9])
     dtypes = {str(v.dtype).removeprefix("torch.") for v in count.visits}  # type: ignore[attr-defined]
     rules = {v.rule for v in count.visits}  # type: ignore[attr-defined]
-    for growth, expected in ((0.0, touched), (0.5, touched), (1.5, int(1.5 * touched))):
+    for growth, expected in ((0.0, touched), (0.5, touched), (1.5, touched)):
         calibration = [
             CalibrationClass(
                 initializer="v0.33", rule=r, dtype=d, fit=line, fit_low=line, fit_high=line, rss_growth_per_byte=growth

@@ -36,7 +36,7 @@ def _hf(name: str) -> nn.Module:
     pytest.importorskip("transformers")
     from dummyprof.models.huggingface import hf_source
 
-    return hf_source(f"hf:{DATA}/{name}.json").build(META)
+    return hf_source(f"hf:{DATA}/{name}.json").build(META)  # unquantized (engine_source applies quantization)
 
 
 def _shapes(model: nn.Module) -> dict[str, tuple[int, ...]]:
@@ -245,8 +245,24 @@ def test_fp8_block_scales_follow_their_weight() -> None:
     assert got["model.layers.0.mlp.gate_up_proj.weight"] == (2 * 1024 // 2, 256)
     assert got["model.layers.0.mlp.gate_up_proj.weight_scale_inv"] == (1024 // 128, 2)
     assert got["model.layers.0.mlp.down_proj.weight_scale_inv"] == (2, 1024 // 2 // 128)
-    assert got["model.engram.0.weight"] == (500, 256) and got["model.engram.0.weight_scale_inv"] == (500, 8)
+    # vLLM's ParallelEngramEmbedding: 16 hash heads of 63 (the first 9) or 62 rows, rank 1 heads 8..15: 63 + 7 x 62
+    assert got["model.engram.0.weight"] == (497, 256) and got["model.engram.0.weight_scale_inv"] == (497, 8)
     assert getattr(shard.module.model.engram, "0").weight.dummy_weight_value == 1.0  # declared values survive
+
+
+def test_engram_tables_in_a_model_shard_by_whole_hash_heads_as_vllm_does() -> None:
+    from dummyprof.models.engram import EngramTable
+
+    model = nn.Module()
+    model.engram = EngramTable(1000, 64, device="meta", heads=10)
+    rows = [shard.module.engram.weight.shape[0] for shard in shard_all(model, ParallelLayout(tp=2, dp=2), None)]
+    # ceil(10 / 4) = 3 heads of 100 rows per shard, TP-major: rank 1 (tp 1, dp 0) is shard 2, rank 3 the last (1 head)
+    assert rows == [300, 300, 300, 100]
+    model.engram = EngramTable(1000, 64, device="meta", heads=5)
+    with pytest.raises(UsageError) as refused:  # 2 heads per shard leaves the fourth none: vLLM asserts
+        shard_all(model, ParallelLayout(tp=4), None)
+    assert refused.value.flag == "--tp"
+    assert "leaves ranks without hash heads: 5 heads over 4 shards (vLLM refuses it)" in refused.value.message
 
 
 # ---- exact counts -----------------------------------------------------------------------------
@@ -288,13 +304,16 @@ def test_counting_reuses_identical_shards_only() -> None:
 
 
 def test_a_tp_vllm_refuses_is_one_line_naming_tp() -> None:
-    with pytest.raises(UsageError, match=r"^tp: 32 attention heads do not split over 3 ranks") as err:
+    with pytest.raises(
+        UsageError, match=r"^tp: 32 attention heads and 8 kv heads do not split over 3 ranks .*; try --tp 2 or --tp 4$"
+    ) as err:
         Sharder(_hf("Llama-3.1-8B"), ParallelLayout(tp=3))
     assert err.value.field == "tp"
     with META:
         model = dense_decoder(heads=8, kv_heads=8, intermediate=600)
     with pytest.raises(
-        UsageError, match=r"^tp: model\.layers\.0\.mlp\.down_proj\.weight has 600 along .* choose a tp that divides it$"
+        UsageError,
+        match=r"^tp: model\.layers\.0\.mlp\.down_proj\.weight has 600 along .*\(vLLM requires it\); try --tp 8$",
     ):
         shard_all(model, ParallelLayout(tp=16), None)
 
@@ -355,3 +374,196 @@ def test_a_real_fill_of_each_shard_does_what_the_meta_count_says(
             assert recorder.visits == want.visits
             assert sum(r.bytes_written for r in visited) == want.bytes_written
             assert sum(r.visits - 1 for r in visited) == want.redundant_visits
+
+
+# ---- issue #24.3: placement per architecture, as vLLM 0.33's model classes build it ------------------------------
+
+
+def _tiny(kind: str, **extra: object) -> nn.Module:
+    """A small transformers model of architecture ``kind`` on meta, bfloat16 (the sizes only serve the split)."""
+    transformers = pytest.importorskip("transformers")
+    sizes: dict[str, object] = {
+        "vocab_size": 1000, "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 4,
+        "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16,
+    }  # fmt: skip
+    if kind == "gpt2":
+        sizes = {"vocab_size": 1000, "n_embd": 64, "n_layer": 4, "n_head": 4, "n_positions": 128}
+    config = transformers.AutoConfig.for_model(kind, **(sizes | extra))
+    with META:
+        return transformers.AutoModelForCausalLM.from_config(config, dtype=torch.bfloat16)
+
+
+def _parts(shard: object) -> set[str]:
+    """Which of the embedding, the final norm and the head a shard holds (names of the whole model)."""
+    names = {m for t in shard.tensors for m in t.members}  # type: ignore[attr-defined]
+    found = {"embed": ("embed_tokens.weight", "wte.weight"), "norm": ("model.norm.weight", "ln_f.weight")}
+    held = {part for part, ends in found.items() if any(n.endswith(ends) for n in names)}
+    return held | ({"head"} if "lm_head.weight" in names else set())
+
+
+@pytest.mark.parametrize(
+    ("kind", "extra", "first", "last"),
+    [
+        ("llama", {}, {"embed"}, {"norm", "head"}),  # LlamaForCausalLM: PPMissingLayer off the stage
+        ("llama", {"tie_word_embeddings": True}, {"embed"}, {"embed", "norm"}),  # tied: the embedding is the head
+        ("qwen2", {}, {"embed"}, {"norm", "head"}),
+        ("mistral", {}, {"embed"}, {"norm", "head"}),
+        ("mixtral", {"num_local_experts": 4}, {"embed", "norm", "head"}, {"embed", "norm", "head"}),
+        ("olmoe", {"num_experts": 4}, {"embed", "norm", "head"}, {"embed", "norm", "head"}),
+        ("qwen2_moe", {"num_experts": 4}, {"embed", "norm", "head"}, {"embed", "norm", "head"}),
+        ("gemma2", {}, {"embed", "norm"}, {"embed", "norm"}),  # tied head: one storage, every stage
+        ("gpt2", {}, {"embed", "norm"}, {"embed", "norm"}),
+    ],
+)
+def test_pipeline_stages_hold_embedding_norm_and_head_as_vllm_builds_each_architecture(
+    kind: str, extra: dict[str, object], first: set[str], last: set[str]
+) -> None:
+    model = _tiny(kind, **extra)
+    layout = ParallelLayout(pp=2)
+    sharder = Sharder(model, layout)
+    stages = [sharder.build(c) for c in layout.coords()]
+    assert (_parts(stages[0]), _parts(stages[1])) == (first, last)
+    assert sharder.stage_rule.known and not sharder.notices
+
+
+def test_deepseek_keeps_the_embedding_on_the_first_stage_only() -> None:
+    model = _hf("DeepSeek-V3")
+    layout = ParallelLayout(pp=2)
+    sharder = Sharder(model, layout)
+    assert sharder.stage_rule.split == ("embed", "norm", "head") and not sharder.stage_rule.tied_on_last
+    assert [_parts(sharder.build(c)) for c in layout.coords()] == [{"embed"}, {"norm", "head"}]
+
+
+def test_an_architecture_not_in_the_table_says_which_rule_was_applied() -> None:
+    with META:
+        model = dense_decoder()
+    sharder = Sharder(model, ParallelLayout(pp=2))
+    assert not sharder.stage_rule.known
+    assert sharder.notices == [
+        f"pipeline stages: {type(model).__name__} is not in dummyprof's table of vLLM 0.33 architectures; applied "
+        "vLLM's Llama rule (embedding on the first stage, and on the last too when tied to the head; final norm and "
+        "head on the last)"
+    ]
+
+
+def test_gpt2_shards_as_vllm_builds_it_padded_vocabulary_and_linears_out_by_in() -> None:
+    """vLLM's GPT-2: VocabParallelEmbedding wte (50257 padded to 50304), c_attn QKVParallelLinear [3h/tp, h], c_proj
+    RowParallelLinear [h, h/tp] (bias whole), c_fc column [4h/tp, h], mlp.c_proj row [h, 4h/tp]; lm_head tied."""
+    model = _tiny("gpt2", vocab_size=50257)
+    h, tp, layers, positions = 64, 2, 4, 128
+    shard = Sharder(model, ParallelLayout(tp=tp)).build(ParallelLayout(tp=tp).coords()[1])
+    shapes = {t.name: t.shape for t in shard.tensors}
+    assert shapes["transformer.wte.weight"] == (50304 // tp, h)
+    assert shapes["transformer.wpe.weight"] == (positions, h)
+    assert shapes["transformer.h.0.attn.c_attn.weight"] == (3 * h // tp, h)
+    assert shapes["transformer.h.0.attn.c_attn.bias"] == (3 * h // tp,)
+    assert shapes["transformer.h.0.attn.c_proj.weight"] == (h, h // tp)
+    assert shapes["transformer.h.0.attn.c_proj.bias"] == (h,)
+    assert shapes["transformer.h.0.mlp.c_fc.weight"] == (4 * h // tp, h)
+    assert shapes["transformer.h.0.mlp.c_proj.weight"] == (h, 4 * h // tp)
+    assert "lm_head.weight" not in shapes  # tied to wte: one storage
+    per_layer = 4 * h + (3 * h * h + 3 * h + h * h + 4 * h * h + 4 * h + 4 * h * h) // tp + 2 * h
+    assert shard.nbytes == 2 * (50304 // tp * h + positions * h + layers * per_layer + 2 * h)
+    assert shard.tensors[0].padding_bytes == 2 * (50304 - 50257) * h  # the last rank's padded rows
+
+
+def test_gpt2_pipeline_stages_split_transformer_h() -> None:
+    layout = ParallelLayout(pp=2)
+    sharder = Sharder(_tiny("gpt2"), layout)
+    assert (sharder.layer_list, [sharder.build(c).layers for c in layout.coords()]) == (
+        "transformer.h",
+        [(0, 2), (2, 4)],
+    )
+
+
+def _deepseek_v2_lite(layers: int = 2) -> nn.Module:
+    """DeepSeek-V2-Lite's numbers (its published config.json), 2 layers: one dense, one MoE."""
+    return _tiny(
+        "deepseek_v2", vocab_size=102400, hidden_size=2048, intermediate_size=10944, moe_intermediate_size=1408,
+        num_hidden_layers=layers, num_attention_heads=16, num_key_value_heads=16, n_shared_experts=2,
+        n_routed_experts=64, num_experts_per_tok=6, first_k_dense_replace=1, kv_lora_rank=512, q_lora_rank=None,
+        qk_nope_head_dim=128, qk_rope_head_dim=64, v_head_dim=128, head_dim=192,
+    )  # fmt: skip
+
+
+def test_sequence_parallel_moe_builds_shared_experts_whole() -> None:
+    """tp 2, dp 2, ep 4: vLLM's use_sequence_parallel_moe, shared experts disable_tp: 3 x 2816 x 2048 bf16 whole
+    (34,603,008 bytes) where tp 2 x ep 2 (dp 1) holds half: +17,301,504 bytes per MoE layer."""
+    model = _deepseek_v2_lite()
+    held = {}
+    for sizes in ({"tp": 2, "ep": 4, "dp": 2}, {"tp": 2, "ep": 2}):
+        layout = ParallelLayout.from_sizes(**sizes)
+        shard = Sharder(model, layout).build(layout.coords()[0])
+        held[layout.dp] = sum(t.nbytes for t in shard.tensors if ".shared_experts." in t.name)
+    assert held == {2: 34_603_008, 1: 17_301_504}
+    assert held[2] - held[1] == 17_301_504
+
+
+def test_expert_parallel_a_vllm_accepts_but_wastes_is_named() -> None:
+    with META:
+        dense, moe = dense_decoder(), moe_decoder(experts=4)
+    assert Sharder(dense, ParallelLayout.from_sizes(ep=2)).notices == [
+        "expert parallel (ep 2) on a model with no experts: vLLM accepts it and it changes nothing here; the tp x dp "
+        "ranks are data parallel"
+    ]
+    layout = ParallelLayout.from_sizes(ep=8)
+    sharder = Sharder(moe, layout)
+    assert sharder.notices == [
+        "ep 8 over 4 experts: vLLM accepts it, and 4 ranks of each stage's expert group hold no experts"
+    ]
+    assert [sum(".experts." in t.name for t in sharder.build(c).tensors) > 0 for c in layout.coords()] == [True] * 4 + [
+        False
+    ] * 4
+
+
+# ---- issue #26.3: ranks that hold one shard are built and counted once, as a group --------------------------------
+
+
+def _builds(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The ranks whose shard was built, in order (Sharder.build is counted, then runs)."""
+    built: list[int] = []
+    real = Sharder.build
+
+    def counting(self: Sharder, coord: object, *args: object, **kwargs: object) -> object:
+        built.append(coord.rank)  # type: ignore[attr-defined]
+        return real(self, coord, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Sharder, "build", counting)
+    return built
+
+
+def test_dp_replicas_are_one_entry_built_once_whatever_the_world(monkeypatch: pytest.MonkeyPatch) -> None:
+    with META:
+        model = dense_decoder()
+    built = _builds(monkeypatch)
+    counts = count_deployment(model, ParallelLayout(tp=2, dp=32_768), strategies=["per-layer"])
+    assert built == [0, 1]  # two distinct shards for 65,536 ranks
+    assert [(r.rank, r.dp_rank, r.tp_rank, r.copies) for r in counts.ranks] == [(0, 0, 0, 32_768), (1, 0, 1, 32_768)]
+    assert list(counts.ranks[1].rank_numbers(2))[:3] == [1, 3, 5] and counts.ranks[1].rank_numbers(2)[-1] == 65_535
+    one = count_deployment(model, ParallelLayout(tp=2), strategies=["per-layer"])
+    assert [r.held_bytes for r in counts.ranks] == [r.held_bytes for r in one.ranks]
+
+
+def test_expert_ranks_with_no_experts_are_one_group(monkeypatch: pytest.MonkeyPatch) -> None:
+    with META:
+        model = moe_decoder(experts=4)
+    built = _builds(monkeypatch)
+    counts = count_deployment(model, ParallelLayout.from_sizes(ep=64), strategies=["per-layer"])
+    assert built == [0, 1, 2, 3, 4]  # one expert each, then the 60 ranks with none
+    assert [(r.rank, r.copies) for r in counts.ranks] == [(0, 1), (1, 1), (2, 1), (3, 1), (4, 60)]
+
+
+@pytest.mark.parametrize(("sizes", "experts"), [({"tp": 2, "dp": 2}, 6), ({"tp": 2, "ep": 6}, 2), ({"ep": 8}, 6)])
+def test_groups_stand_for_exactly_the_ranks_one_by_one(sizes: dict[str, int], experts: int) -> None:
+    """Expanded, the grouped entries give every rank the same shard bytes and counts as one entry per rank does."""
+    with META:
+        model = moe_decoder(experts=experts)
+    layout = ParallelLayout.from_sizes(**sizes)
+    grouped = count_deployment(model, layout, strategies=["per-layer"])
+    single = count_deployment(model, layout, strategies=["per-layer"], grouped=False)
+    expanded = {n: r for r in grouped.ranks for n in r.rank_numbers(layout.tp)}
+    assert sorted(expanded) == list(range(layout.world)) == [r.rank for r in single.ranks]
+    for r in single.ranks:
+        g = expanded[r.rank]
+        assert (g.held_bytes, g.storages, g.strategies[0].visits) == (r.held_bytes, r.storages, r.strategies[0].visits)
+    assert len(grouped.ranks) < layout.world

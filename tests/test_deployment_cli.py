@@ -131,7 +131,10 @@ def test_quiet_summary_fits_80_columns(cli: Cli) -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (("inspect", "--model", LLAMA, *SMALL, "--tp", "3"), "--tp: 32 attention heads do not split over 3 ranks"),
+        (
+            ("inspect", "--model", LLAMA, *SMALL, "--tp", "3"),
+            "--tp: 32 attention heads and 8 kv heads do not split over 3 ranks",
+        ),
         (("inspect", "--model", LLAMA, *SMALL, "--tp", "2", "--ranks-per-node", "4"), "--ranks-per-node: 4 ranks"),
         (("audit", "--model", LLAMA, *SMALL, "--ep", "3", "--tp", "2"), "--ep: 3 experts ranks but tp 2"),
         (("compare", *PRESET, "--online-quant", "int4"), "--online-quant: unknown format 'int4'"),
@@ -213,26 +216,31 @@ def test_offloaded_engram_tables_are_pinned_per_node_rounded_to_powers_of_two(cl
     args = ("inspect", "--preset", "deepseek-v4-like", "--model-arg", "engram_rows=3000", "--tp", "2")
     data = _json(cli, tmp_path, *args, "--ranks-per-node", "1", "--host-memory", "1MiB")
     section = data["deployment"]
-    # per rank: 2 tables of 1,500 of their 3,000 rows: 1,500 x 256 fp8 bytes and 1,500 x 8 scale bytes each
-    weights, scales = 1500 * 256, 1500 * 8
-    assert [r["offloaded_bytes"] for r in section["ranks"]] == [2 * (weights + scales)] * 2
-    pinned = 2 * (2**19 + 2**14)  # 384,000 -> 512 KiB, 12,000 -> 16 KiB
+    # per rank: 2 tables, each 8 of its 16 hash heads of 3,000 rows (heads 0..7 of 188 rows, 8..15 of 187):
+    # rows x 256 fp8 bytes and rows x 8 scale bytes each
+    assert [r["offloaded_bytes"] for r in section["ranks"]] == [2 * rows * (256 + 8) for rows in (1504, 1496)]
+    pinned = 2 * (2**19 + 2**14)  # 385,024 and 382,976 -> 512 KiB, 12,032 and 11,968 -> 16 KiB
     assert [(n["ranks"], n["pinned_bytes"], n["host_fits"]) for n in section["nodes"]] == [
         ([0], pinned, False),
         ([1], pinned, False),
     ]
 
 
-def test_a_projected_peak_is_never_below_the_shard() -> None:
+def test_measured_and_projected_peaks_are_both_growth_over_the_rss_before() -> None:
+    from dummyprof.results.common import MemoryUse, Timing
     from dummyprof.results.compare import Projection, StrategyResult
     from dummyprof.results.deployment import RankStrategy
     from dummyprof.scenarios.deployment.run import _fill_figures
 
     entry = RankStrategy(strategy="per-layer")
-    projection = Projection(seconds=2.0, low_s=1.5, high_s=3.0, floor_s=1.0, peak_rss_bytes=100)
-    _fill_figures(entry, StrategyResult(name="per-layer", projection=projection), held=1000)
+    projection = Projection(seconds=2.0, low_s=1.5, high_s=3.0, floor_s=1.0, peak_rss_bytes=5100, rss_before_bytes=4000)
+    _fill_figures(entry, StrategyResult(name="per-layer", projection=projection))
     assert (entry.fill, entry.seconds, entry.low_s, entry.high_s, entry.floor_s) == ("projected", 2.0, 1.5, 3.0, 1.0)
-    assert entry.peak_bytes == 1000
+    assert entry.peak_bytes == 1100  # written bytes + temporary, not the process
+    measured = RankStrategy(strategy="per-layer")
+    memory = MemoryUse(rss_before_bytes=420 << 20, rss_peak_bytes=(420 << 20) + (102 << 20))
+    _fill_figures(measured, StrategyResult(name="per-layer", timing=Timing([1.0]), memory=memory))
+    assert measured.peak_bytes == 102 << 20
 
 
 def test_a_deployment_renders_to_html_with_its_per_rank_table(cli: Cli, tmp_path: Path) -> None:
@@ -247,3 +255,88 @@ def test_a_deployment_renders_to_html_with_its_per_rank_table(cli: Cli, tmp_path
     sizes = set(re.findall(r"\d+(?:\.\d+)? [KMG]iB", terminal))
     assert sizes and "<table" in text
     assert {size for size in sizes if size not in text} == set()  # every size the terminal shows is on the page
+
+
+def test_the_largest_world_answers_with_one_entry_per_distinct_shard(cli: Cli, tmp_path: Path) -> None:
+    """Issue #26.3: dp 65,536 (the bound) is two entries at tp 2, and the node view still counts every rank."""
+    data = _json(cli, tmp_path, "inspect", *PRESET, "--tp", "2", "--dp", "32768", "--ranks-per-node", "8192")
+    result = data["deployment"]
+    assert [(r["rank"], r["copies"]) for r in result["ranks"]] == [(0, 32_768), (1, 32_768)]
+    assert [len(n["ranks"]) for n in result["nodes"]] == [8192] * 8
+    held = sum(r["held_bytes"] * r["copies"] for r in result["ranks"])
+    assert sum(n["held_bytes"] for n in result["nodes"]) == held
+
+
+def test_sigterm_while_shards_are_built_stops_at_the_next_shard(
+    cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import os
+    import signal
+
+    from dummyprof.deploy import Sharder
+
+    built: list[int] = []
+    real = Sharder.build
+
+    def terminated(self: Sharder, coord: object, *args: object, **kwargs: object) -> object:
+        built.append(coord.rank)  # type: ignore[attr-defined]
+        if len(built) == 1:
+            os.kill(os.getpid(), signal.SIGTERM)  # the handler runs at the next bytecode, inside shard building
+        return real(self, coord, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Sharder, "build", terminated)
+    result = cli("inspect", *PRESET, "--tp", "2", "--pp", "2", "--json", str(tmp_path / "r.json"))
+    assert (result.exit_code, result.stderr) == (143, "dummyprof: error: terminated (SIGTERM)\n")
+    assert built == [0] and not (tmp_path / "r.json").exists()
+
+
+def test_a_gpu_layout_without_cuda_here_is_not_timed_and_keeps_exact_counts(
+    cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    args = ("compare", *PRESET, "--tp", "2", "--repeat", "1", "--warmup", "0", "--device-memory", "1GiB")
+    section = _json(cli, tmp_path, *args)["deployment"]
+    assert (section["target"], section["not_timed"], section["shards_filled"]) == ("cuda", "no-cuda-device-here", 0)
+    with torch.device("meta"):
+        meta = dense_decoder(layers=2, hidden=128, vocab=256)
+    expected = count_deployment(
+        meta, ParallelLayout(tp=2), options={"heads": 8, "kv_heads": 2}, strategies=["per-layer"]
+    )
+    for entry, rank in zip(section["ranks"], expected.ranks, strict=True):
+        per_layer = next(s for s in entry["strategies"] if s["strategy"] == "per-layer")
+        assert (per_layer["fill"], per_layer["seconds"]) == ("", None)  # no CPU time stands in for a GPU's
+        counted = rank.strategy("per-layer")
+        assert (per_layer["visits"], per_layer["bytes_written"]) == (counted.visits, counted.bytes_written)
+    quiet = cli(*args, "-q")
+    assert quiet.stdout.strip() == "tp 2: 2 ranks, all fit the device; not timed: no CUDA device here"
+    assert "fill: not timed: no CUDA device here" in cli(*args).stdout
+
+
+def test_a_cpu_deployment_names_its_device_in_every_headline(cli: Cli) -> None:
+    args = ("compare", *PRESET, "--tp", "2", "--repeat", "3", "--warmup", "0", "--device", "cpu")
+    quiet = cli(*args, "-q").stdout.strip()
+    assert quiet.startswith("tp 2: 2 ranks") and quiet.endswith(" on cpu"), quiet
+    report = cli(*args).stdout
+    assert re.search(
+        r"(slowest rank: \d|every rank within noise of the slowest): per-layer dummy start-up .* on cpu", report
+    )
+
+
+def test_the_slowest_rank_is_named_only_outside_the_noise() -> None:
+    from dummyprof.results.deployment import DeploymentResult, RankEntry, RankStrategy
+    from dummyprof.scenarios.deployment.run import _slowest
+
+    def rank(index: int, seconds: float, low: float, high: float) -> RankEntry:
+        figures = RankStrategy("per-layer", fill="projected", seconds=seconds, low_s=low, high_s=high)
+        return RankEntry(rank=index, counted_as=index, filled_as=index, strategies=[figures])
+
+    overlapping = DeploymentResult(ranks=[rank(0, 10.0, 8.0, 12.0), rank(1, 17.0, 11.0, 20.0)])  # 70% larger
+    _slowest(overlapping)
+    assert (overlapping.slowest_rank, overlapping.slowest_within_noise) == (1, True)
+    apart = DeploymentResult(ranks=[rank(0, 10.0, 8.0, 12.0), rank(1, 17.0, 12.5, 20.0)])
+    _slowest(apart)
+    assert (apart.slowest_rank, apart.slowest_within_noise) == (1, False)
+    alike = DeploymentResult(ranks=[rank(0, 10.0, 9.0, 11.0)])  # one shard for every rank: none is slower
+    alike.ranks.append(RankEntry(rank=1, counted_as=0, filled_as=0, strategies=list(alike.ranks[0].strategies)))
+    _slowest(alike)
+    assert alike.slowest_within_noise

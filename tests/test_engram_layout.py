@@ -1,4 +1,5 @@
-"""Engram sharding by whole hash heads, per-rank sizes, allocator rounding and backings."""
+"""Engram sharding by whole hash heads (vLLM 0.33's ParallelEngramEmbedding), per-rank sizes, allocator rounding
+and backings."""
 
 from __future__ import annotations
 
@@ -10,15 +11,9 @@ import torch
 
 from dummyprof.allocation.backings import Arena, Backing, next_power_of_two, resolve_backing
 from dummyprof.errors import UsageError
+from dummyprof.layout import ParallelLayout, engram_heads_problem, engram_range, head_rows
 from dummyprof.loaders.fp8_methods import METHODS
-from dummyprof.models.engram import (
-    EngramSpec,
-    engram_table_bytes,
-    rank_table_bytes,
-    rows_of_heads,
-    shard,
-    validate_engram_spec,
-)
+from dummyprof.models.engram import EngramSpec, engram_table_bytes, rank_table_bytes, shard, validate_engram_spec
 from dummyprof.scenarios.engram.plan import build_layout, needed_bytes, reserved_tables
 
 GiB = 1024**3
@@ -36,11 +31,57 @@ def test_head_aligned_sharding_gives_each_rank_whole_heads() -> None:
     ]
 
 
-def test_uneven_sharding_first_ranks_take_one_more_head_and_first_heads_one_more_row() -> None:
-    spec = EngramSpec(rows=10, dim=32, tp_size=2, heads=3)
-    assert [rows_of_heads(10, 3, h, 1) for h in range(3)] == [4, 3, 3]
-    assert shard(spec, 0) == shard(spec, 0).__class__(0, 0, 2, 7)
-    assert (shard(spec, 1).first_head, shard(spec, 1).heads, shard(spec, 1).part_rows) == (2, 1, 3)
+def vllm_engram(head_sizes: list[int], tp: int, dp: int, tp_rank: int, dp_rank: int) -> tuple[int, int, int] | None:
+    """vLLM 0.33's ParallelEngramEmbedding.__init__, written out (vllm/models/deepseek_v41/common/engram.py):
+    num_shards = tp * dp, head_rank = tp_rank * dp + dp_rank (engram_head_shard_rank, TP-major),
+    part_n_hash_cols = cdiv(n_hash_cols, num_shards), an assert that no shard is left without heads,
+    head_start = head_rank * part; vocab_start_idx = sum(head_sizes[:head_start]), vocab_end_idx =
+    sum(head_sizes[:head_end]). Returns (head_start, vocab_start, part_num_embeddings); None where vLLM asserts."""
+    n_hash_cols, num_shards = len(head_sizes), tp * dp
+    part = -(-n_hash_cols // num_shards)
+    if not (num_shards - 1) * part < n_hash_cols:
+        return None
+    head_start = (tp_rank * dp + dp_rank) * part
+    start, end = sum(head_sizes[:head_start]), sum(head_sizes[: head_start + part])
+    return head_start, start, end - start
+
+
+@pytest.mark.parametrize(
+    ("rows", "heads", "tp", "dp"),
+    [(10, 3, 2, 1), (1000, 8, 4, 1), (4099, 4, 2, 2), (1_000_003, 16, 3, 1), (97, 10, 2, 2), (17, 17, 5, 1),
+     (64, 6, 2, 3), (100, 5, 4, 1), (100, 9, 8, 1), (800, 4, 2, 2)],
+)  # fmt: skip
+def test_each_rank_holds_the_vocabulary_range_vllm_gives_it(rows: int, heads: int, tp: int, dp: int) -> None:
+    layout = ParallelLayout(tp=tp, dp=dp)
+    sizes = [head_rows(rows, heads, h, 1) for h in range(heads)]
+    expected = [vllm_engram(sizes, tp, dp, c.tp_rank, c.dp_rank) for c in layout.coords()]
+    if None in expected:  # vLLM refuses the layout: so do we, with its reason
+        assert engram_heads_problem(heads, layout) == (
+            f"Engram sharding leaves ranks without hash heads: {heads} heads over {tp * dp} shards"
+        )
+        return
+    assert engram_heads_problem(heads, layout) is None
+    got = [engram_range(rows, heads, layout, c) for c in layout.coords()]
+    assert [(g.first_head, g.vocab_start, g.part_rows) for g in got] == expected
+    assert sum(g.part_rows for g in got) == rows and sum(g.heads for g in got) == heads  # every row once
+
+
+def test_shards_are_tp_major_and_take_ceil_heads_the_last_fewer() -> None:
+    # tp 2 x dp 2, 4 heads: global rank 1 is (tp 1, dp 0), head shard 1 * 2 + 0 = 2
+    spec = EngramSpec(rows=4099, dim=32, tp_size=2, dp_size=2, heads=4)
+    assert [(shard(spec, r).first_head, shard(spec, r).part_rows) for r in range(4)] == [
+        (0, 1025), (2, 1025), (1, 1025), (3, 1024)
+    ]  # fmt: skip
+    assert [shard(spec, r).vocab_start for r in range(4)] == [0, 2050, 1025, 3075]
+    # 10 heads over 4 ranks: ceil = 3 each, the last 1 (not 3, 3, 2, 2)
+    spec = EngramSpec(rows=1000, dim=32, tp_size=4, heads=10)
+    assert [shard(spec, r).heads for r in range(4)] == [3, 3, 3, 1]
+    assert [rows_of(spec, r) for r in range(4)] == [300, 300, 300, 100]
+    assert [head_rows(10, 3, h, 1) for h in range(3)] == [4, 3, 3]
+
+
+def rows_of(spec: EngramSpec, rank: int) -> int:
+    return shard(spec, rank).part_rows
 
 
 @pytest.mark.parametrize(("rows", "heads", "ranks"), [(10, 3, 2), (1_000_003, 7, 3), (384_000_000, 16, 8), (17, 17, 5)])
@@ -50,13 +91,14 @@ def test_every_row_lands_on_exactly_one_rank(rows: int, heads: int, ranks: int) 
     assert sum(p.part_rows for p in parts) == rows
     assert sum(p.heads for p in parts) == heads
     for a, b in itertools.pairwise(parts):
-        assert b.first_head == a.first_head + a.heads  # contiguous runs
-    assert rows_of_heads(rows, heads, 0, heads) == rows
+        assert b.first_head == a.first_head + a.heads  # contiguous runs (dp 1: tp-major is rank order)
+        assert b.vocab_start == a.vocab_start + a.part_rows
+    assert head_rows(rows, heads, 0, heads) == rows
 
 
 def test_dp_multiplies_the_ranks() -> None:
     spec = EngramSpec(rows=800, dim=32, tp_size=2, dp_size=2)
-    assert spec.ranks == 4 and spec.num_heads == 4
+    assert spec.layout.world == 4 and spec.num_heads == 4
     assert shard(spec, 3).part_rows == 200
 
 
@@ -106,7 +148,10 @@ def test_layout_lists_every_rank() -> None:
     ("spec", "flag", "needle"),
     [
         (EngramSpec(rows=100, dim=250), "--dim", "not a multiple of --block-size 32"),
-        (EngramSpec(rows=100, tp_size=8, heads=4), "--heads", "use --heads 8 or more"),
+        (EngramSpec(rows=100, tp_size=8, heads=4), "--heads", "leaves ranks without hash heads: 4 heads over 8 shards"),
+        (EngramSpec(rows=100, tp_size=8, heads=9), "--heads", "use --heads 8 or a multiple of it"),
+        (EngramSpec(rows=4, tp_size=8), "--heads", "4 rows cannot give each of 8 ranks a hash head; use at most 4"),
+        (EngramSpec(rows=20, tp_size=8, heads=24), "--heads", "more than the 20 rows; use --heads 16"),
         (EngramSpec(rows=100, tp_size=8), "--rank", None),
         (EngramSpec(rows=5, heads=6), "--heads", "more than the 5 rows"),
         (EngramSpec(rows=0), "--rows", "at least 1"),

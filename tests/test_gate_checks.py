@@ -18,6 +18,7 @@ from dummyprof.results.gate import (
     EXIT_REGRESSION,
     IMPROVED,
     NOT_COMPARABLE,
+    NOT_JUDGED,
     NOT_MEASURED,
     NOT_SIGNIFICANT,
     PASS,
@@ -183,3 +184,24 @@ def test_a_regression_wins_over_an_incomplete_gate() -> None:
     checks = [CheckResult(verdict=REGRESSED), CheckResult(verdict=NOT_MEASURED), CheckResult(verdict=PASS)]
     assert gate_exit_code(checks) == EXIT_REGRESSION
     assert gate_exit_code([CheckResult(verdict=IMPROVED), CheckResult(verdict=NOT_SIGNIFICANT)]) == EXIT_PASS
+
+
+def test_times_measured_under_contention_are_not_judged_and_counters_still_are(gate_config: GateConfig) -> None:
+    scenario = gate_config.scenarios[0]
+    current = make_run(scenario)
+    current.metrics["per-layer.time"] = Metric("time", "s", 1.505, list(SLOW), ["cpu-pressure"])  # slower, busy
+    current.metrics["per-layer.visits"].value = 21.0  # a real regression of an exact counter
+    checks = run_checks(gate_config, current, make_run(scenario))
+    assert verdicts(checks) == {
+        "counter per-layer.visits": REGRESSED,
+        "counter per-layer.bytes_written": PASS,
+        "limit per-layer.max_visits": PASS,
+        "ratio per-layer.time / legacy.time": NOT_JUDGED,
+        "timing per-layer.time": NOT_JUDGED,
+    }
+    timing = next(c for c in checks if c.kind == "timing")
+    assert timing.detail == "timed while the machine was contended (cpu-pressure): not judged; rerun quiet"
+    assert timing.current == 1.505 and timing.baseline is None
+    assert gate_exit_code(checks) == EXIT_REGRESSION  # the counter's regression still fails the gate
+    current.metrics["per-layer.visits"].value = 20.0
+    assert gate_exit_code(run_checks(gate_config, current, make_run(scenario))) == EXIT_INCOMPLETE  # never a pass

@@ -15,7 +15,7 @@ from dummyprof.reports.gate_benchmark import benchmark_entries
 from dummyprof.reports.gate_junit import gate_junit
 from dummyprof.reports.markdown import render_markdown
 from dummyprof.reports.terminal import render
-from dummyprof.results.gate import VERDICTS
+from dummyprof.results.gate import NOT_JUDGED, VERDICTS, CheckResult, gate_exit_code
 from dummyprof.results.store import load_results
 from tests.conftest import CliResult
 from tests.fixtures.results import gate_results
@@ -71,7 +71,7 @@ def test_terminal_table_shows_every_verdict() -> None:
     render(gate_results(), Console(file=buffer, width=250, no_color=True))
     text = buffer.getvalue()
     for verdict in VERDICTS:
-        assert verdict in text
+        assert verdict in text or verdict == NOT_JUDGED  # the fixture has none; the test below renders one
     # every kind of verdict at once: the summary keeps to 80 columns with the outcome's word and what failed
     assert "gate FAIL (7 checks: 2 regressed, 1 not comparable, 1 could not measure); exit 1" in text
 
@@ -84,3 +84,19 @@ def test_gate_results_round_trip_and_render_without_measuring(tmp_path: Path, cl
     result = cli("report", str(path), "--format", "markdown")
     assert result.exit_code == 0
     assert "| per-layer.visits | 110 | 110 | = | pass |" in result.stdout
+
+
+def test_a_time_not_judged_under_contention_is_incomplete_in_every_report() -> None:
+    results = gate_results()
+    assert results.gate is not None
+    busy = "timed while the machine was contended (cpu-pressure): not judged; rerun quiet"
+    results.gate.checks = [CheckResult("tree", "per-layer.time", "timing", "s", current=1.5, verdict=NOT_JUDGED,
+                                       detail=busy)]  # fmt: skip
+    results.gate.exit_code = gate_exit_code(results.gate.checks)
+    buffer = io.StringIO()
+    render(results, Console(file=buffer, width=250, no_color=True))
+    text = buffer.getvalue()
+    assert busy in text
+    assert "gate INCOMPLETE: times not judged (contended) (1 checks: 1 not judged); exit 3" in text
+    error = ET.fromstring(gate_junit(results)).find("./testsuite/testcase/error")
+    assert error is not None and error.get("type") == "not-judged"

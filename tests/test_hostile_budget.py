@@ -12,6 +12,7 @@ from dummyprof.errors import UsageError
 from dummyprof.loaders.strategies import Strategy
 from dummyprof.models.synthetic import TreeSpec, build_tree
 from dummyprof.results.compare import ModelSummary
+from dummyprof.scenarios.compare import measure as compare_measure
 from dummyprof.scenarios.compare import run as compare_run
 from dummyprof.scenarios.compare import runner
 from dummyprof.scenarios.compare.options import CompareOptions
@@ -41,7 +42,7 @@ def test_trace_fills_come_out_of_the_budget_not_after_it(monkeypatch: pytest.Mon
         return []
 
     monkeypatch.setattr(runner, "run_strategy", one_second_fill)
-    monkeypatch.setattr(compare_run, "trace_fills", four_second_trace)
+    monkeypatch.setattr(compare_measure, "trace_fills", four_second_trace)
     options = CompareOptions(depth=1, hidden=32, repeat=1000, warmup=1, device="cpu", time_budget=10.0, trace=True)
     start = clock()
     result = compare_run.run(options, clock=clock).compare
@@ -63,7 +64,7 @@ def test_a_projected_compare_refuses_trace_in_one_line(monkeypatch: pytest.Monke
         return decision, projections
 
     monkeypatch.setattr(sizing, "QUICK_BYTES", 0)
-    monkeypatch.setattr(compare_run, "decide", over_budget)
+    monkeypatch.setattr(compare_measure, "decide", over_budget)
     options = CompareOptions(depth=1, hidden=32, repeat=5, device="cpu", time_budget=5.0, trace=True)
     with pytest.raises(UsageError) as caught:
         compare_run.run(options, clock=FakeClock())

@@ -22,34 +22,41 @@ PACKAGE = Path(__file__).resolve().parent.parent / "dummyprof"
 #   cli, api                      the edges: parse flags, call the library, choose a reporter
 #   gate                          runs scenarios, checks their Results
 #   scenarios                     one package per command: options, validate, run -> Results
+#   ranks                         a torch.distributed world: launching, joining, barriers, gathering (any scenario)
 #   loaders | measure | models    fills | instruments | model sources
 #   allocation                    host memory allocated on purpose (backings, arenas), for scenarios
 #   anatomy, usercode             the tensor walk (torch only) | a user's code by spec (no torch)
 #   results, reports              the torch-free data model | reporters that render it
 #   files                         the user's files: bounded reads (for all), what a run reads and writes (edges only)
 # Every folder of the package, and the modules that rank as one.
-LAYERS = frozenset({p.name for p in PACKAGE.iterdir() if p.is_dir() and p.name != "__pycache__"} | {"api", "usercode"})
+LAYERS = frozenset(
+    {p.name for p in PACKAGE.iterdir() if p.is_dir() and p.name != "__pycache__"} | {"api", "usercode", "layout"}
+)
 FORBIDDEN: dict[str, set[str]] = {
     "anatomy": set(LAYERS - {"anatomy"}),  # imports no other dummyprof package
-    "usercode": {"cli", "api", "gate", "scenarios", "loaders", "measure", "models", "anatomy", "reports"},
-    "results": {"cli", "api", "gate", "scenarios", "loaders", "measure", "models", "anatomy", "reports"},
-    "reports": {"cli", "api", "gate", "scenarios", "loaders", "measure", "models", "anatomy"},
-    "models": {"cli", "api", "gate", "scenarios", "loaders", "measure", "allocation", "reports"},
-    "measure": {"cli", "api", "gate", "scenarios", "loaders", "models", "allocation", "reports"},
-    "loaders": {"cli", "api", "gate", "scenarios", "models", "allocation", "reports"},
+    "usercode": {"cli", "api", "gate", "scenarios", "ranks", "loaders", "measure", "models", "anatomy", "reports"},
+    "results": {"cli", "api", "gate", "scenarios", "ranks", "loaders", "measure", "models", "anatomy", "reports"},
+    "reports": {"cli", "api", "gate", "scenarios", "ranks", "loaders", "measure", "models", "anatomy"},
+    "models": {"cli", "api", "gate", "scenarios", "ranks", "loaders", "measure", "allocation", "reports"},
+    "measure": {"cli", "api", "gate", "scenarios", "ranks", "loaders", "models", "allocation", "reports"},
+    "loaders": {"cli", "api", "gate", "scenarios", "ranks", "models", "allocation", "reports"},
     # Allocation sits beside measure: it reserves memory, it does not build models or time anything.
-    "allocation": {"cli", "api", "gate", "scenarios", "loaders", "measure", "models", "anatomy", "reports"},
+    "allocation": {"cli", "api", "gate", "scenarios", "ranks", "loaders", "measure", "models", "anatomy", "reports"},
+    # The one parallel layout (issue #28): errors only, so options, models and deploy all take the same object.
+    "layout": set(LAYERS - {"layout"}),
+    # Generic ranks (issue #28): torch.distributed and errors only; what a rank does is its scenario's.
+    "ranks": set(LAYERS - {"ranks"}),
     "scenarios": {"cli", "api", "gate", "reports"},
     "gate": {"cli", "api", "reports"},
     # Below everything: it may use only errors and units, so that any layer may read a file through it.
     "files": set(LAYERS - {"files"}),
-    "deploy": {"cli", "api", "gate", "scenarios", "reports"},  # per-rank shards: on loaders, models, anatomy
+    "deploy": {"cli", "api", "gate", "scenarios", "ranks", "reports"},  # per-rank shards: on loaders, models, anatomy
 }
 # File policy at the edge (issue #18): only these folders decide what a run reads and how its outputs are written.
 EDGE_ONLY = {"dummyprof.files.inputs": {"cli", "api", "gate"}, "dummyprof.files.outputs": {"cli", "api", "gate"}}
 # Known exceptions, each with the work that removes it.
 ALLOWED: set[tuple[str, str]] = set()
-TORCH_FREE = ("results", "reports", "usercode", "files")
+TORCH_FREE = ("results", "reports", "usercode", "files", "layout")
 
 
 @dataclass(frozen=True)
@@ -292,3 +299,16 @@ def test_allocation_lives_outside_model_sources() -> None:
     """Issue #18: backings reserve host memory; they are not a way to build a model."""
     assert not (PACKAGE / "models" / "backings.py").exists()
     assert (PACKAGE / "allocation" / "backings.py").exists()
+
+
+def test_ranks_live_in_their_own_room() -> None:
+    """Issue #28: launching, the world and barriers are generic; deployments never reach into Engram's scenario."""
+    found = all_imports()
+    assert not (PACKAGE / "scenarios" / "engram" / "ranks" / "world.py").exists()
+    assert any(i.importer.startswith("dummyprof.scenarios.deployment") and _folder(i.target) == "ranks" for i in found)
+    into_engram = [
+        _where(i)
+        for i in found
+        if i.importer.startswith("dummyprof.scenarios.deployment") and i.target.startswith("dummyprof.scenarios.engram")
+    ]
+    assert into_engram == []

@@ -233,3 +233,23 @@ backing = "pageable", methods = ["memset"], repeat = 3, time_budget_s = 5.0, dis
     assert metrics["rank1.table_bytes_per_rank"]["value"] == 1366 * (DIM + DIM // 32)
     assert metrics["rank1.memset.bytes_written"]["value"] == 1366 * (DIM + DIM // 32)
     assert len(metrics["memset.time"]["samples"]) == 3  # one critical-path time per round
+
+
+def _leaves_early(env: Any) -> str:
+    """Rank 1 leaves with status 0 before returning (user code calling os._exit(0)); rank 0 keeps working."""
+    import time
+
+    if env.rank == 1:
+        os._exit(0)
+    time.sleep(LIMIT_S)
+    return "done"
+
+
+def test_a_rank_that_exits_0_before_finishing_fails_the_run() -> None:
+    from dummyprof.ranks.launch import spawn
+    from dummyprof.ranks.world import RanksFailed
+
+    with pytest.raises(RanksFailed) as failed:  # not the time limit's message: the early exit is seen at once
+        spawn(_leaves_early, (), 2, limit_s=LIMIT_S - 1)
+    assert str(failed.value) == "rank 1 left with exit status 0 before finishing its work"
+    assert failed.value.exit_code == 1

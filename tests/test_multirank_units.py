@@ -11,6 +11,7 @@ import pytest
 from rich.console import Console
 
 from dummyprof.errors import UsageError, flag_text
+from dummyprof.ranks.world import LaunchEnv, RanksFailed, World, check_ranks, launch_env
 from dummyprof.reports.markdown import render_markdown
 from dummyprof.reports.summary import ranks_summary
 from dummyprof.reports.terminal import render
@@ -24,7 +25,6 @@ from dummyprof.scenarios.engram.ranks import options as ranks_options
 from dummyprof.scenarios.engram.ranks import run as ranks_run
 from dummyprof.scenarios.engram.ranks.options import EngramRanksOptions, validate
 from dummyprof.scenarios.engram.ranks.rank import aggregate, budget_source, rank_options
-from dummyprof.scenarios.engram.ranks.world import LaunchEnv, RanksFailed, World, check_ranks, launch_env
 
 ENV = {"RANK": "1", "WORLD_SIZE": "2", "LOCAL_RANK": "1", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29500"}
 

@@ -49,6 +49,7 @@ COMPARE_FIELDS = {
     "preset": None,
     "model_args": {},
     "trust_remote_code": False,
+    "quantization": "auto",
     "loaders": [],
     "loader_args": {},
     "trace": False,

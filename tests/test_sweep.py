@@ -228,6 +228,7 @@ def test_a_sweep_whose_largest_point_overruns_the_budget_is_refused_before_the_f
 ) -> None:
     """#17.4: `sweep --depth 4 --width 1:4` failed after 70 s at width 4; the plan is checked first."""
     from dummyprof.errors import DoesNotFitError
+    from dummyprof.scenarios.compare import measure as compare_measure
     from dummyprof.scenarios.compare import run as compare_run
     from dummyprof.scenarios.compare import sizing
 
@@ -242,7 +243,7 @@ def test_a_sweep_whose_largest_point_overruns_the_budget_is_refused_before_the_f
         decision.mode, decision.reason = ("projected", "time") if over else ("measured", "fits")
         return decision, projections
 
-    monkeypatch.setattr(compare_run, "decide", decide)
+    monkeypatch.setattr(compare_measure, "decide", decide)
     monkeypatch.setattr(compare_run, "run", lambda *a, **k: ran.append(1))
     options = SweepOptions(
         parameter="width", values=[1, 2, 3, 4], compare=CompareOptions(depth=2, hidden=32, repeat=1, time_budget=60)

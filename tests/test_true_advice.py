@@ -2,19 +2,27 @@
 
 from __future__ import annotations
 
+import dataclasses
+import re
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
+import torch
+from torch import nn
 
 from dummyprof.allocation import backings
-from dummyprof.errors import DoesNotFitError
-from dummyprof.measure.budget import limit_flag, memory_fix
+from dummyprof.errors import DoesNotFitError, UsageError, flag_for
+from dummyprof.measure.budget import HostMemory, limit_flag, memory_fix
 from dummyprof.measure.projection import SamplingError, sample_sizes
 from dummyprof.models.source import FitHint, synthetic_source
 from dummyprof.models.synthetic import TreeSpec
 from dummyprof.scenarios.engram.options import EngramOptions
 from dummyprof.scenarios.engram.run import run
 from dummyprof.scenarios.model_choice import fit_words
+from dummyprof.schema import Spec, parse, specs
+from dummyprof.units import parse_bytes
 
 
 def test_a_full_disk_under_an_mmap_backing_names_the_disk_never_max_memory(
@@ -60,3 +68,196 @@ def test_the_tree_fit_hint_is_data_and_the_scenario_words_it() -> None:
     assert (nothing.field, nothing.fits, nothing.also) == ("width", None, ("depth",))
     assert fit_words(nothing) == "lower --width or --depth"
     assert fit_words(FitHint("num_hidden_layers", model_arg=True)) == "pass --model-arg num_hidden_layers=N (smaller)"
+
+
+# ---- issue #26.4: a suggested value passes the check that refused it ------------------------------------------------
+
+
+def _offer(message: str, flag: str) -> list[str]:
+    """Every value the message offers for ``flag`` ("try --tp 4 or --tp 28", "give --dp 8 or fewer")."""
+    return re.findall(rf"{re.escape(flag)} (\d\S*?)(?:[ ,;)]|$)", message)
+
+
+def _commands() -> list[tuple[type, Callable[[Any], object]]]:
+    from dummyprof.scenarios.audit.options import AuditOptions
+    from dummyprof.scenarios.audit.options import validate as audit
+    from dummyprof.scenarios.compare.options import CompareOptions
+    from dummyprof.scenarios.compare.options import validate as compare
+    from dummyprof.scenarios.engram.options import EngramOptions
+    from dummyprof.scenarios.engram.options import validate as engram
+    from dummyprof.scenarios.inspect.options import InspectOptions
+    from dummyprof.scenarios.inspect.options import validate as inspect
+
+    return [(CompareOptions, compare), (InspectOptions, inspect), (AuditOptions, audit), (EngramOptions, engram)]
+
+
+def _refused_texts(spec: Spec) -> list[str]:
+    texts = ["x", "-1"]
+    if spec.minimum is not None:
+        texts.append(str(int(spec.minimum) - 1))
+    if spec.maximum is not None:
+        texts.append(str(spec.maximum + 1))
+    return texts
+
+
+@pytest.mark.parametrize("command", range(4))
+def test_every_value_a_flag_refusal_offers_passes_the_whole_check(command: int) -> None:
+    """Each whole-number flag of each command, refused at parse time: what it offers parses and validates."""
+    cls, validate = _commands()[command]
+    offered = 0
+    for name, (_, spec) in specs(cls).items():
+        if spec.unit not in ("int", "count"):
+            continue
+        flag = flag_for(name)
+        for text in _refused_texts(spec):
+            with pytest.raises(UsageError) as refused:
+                parse(name, spec, text)
+            for value in _offer(refused.value.message, flag):
+                validate(dataclasses.replace(cls(), **{name: parse(name, spec, value)}))
+                offered += 1
+    assert offered  # the test saw advice to follow
+
+
+@pytest.mark.parametrize(
+    ("given", "flag"),
+    [
+        ({"tp": 2, "ranks_per_node": 9}, "--ranks-per-node"),
+        ({"tp": 2, "nproc": 3}, "--nproc"),
+        ({"dp": 1_000_000_000}, "--dp"),
+        ({"pp": 3, "dp": 30_000}, "--dp"),
+        ({"tp": 4, "ep": 131_072}, "--ep"),
+        ({"ep": 65_537}, "--ep"),
+    ],
+)
+def test_a_layout_refusal_offers_a_value_the_layout_then_passes(given: dict[str, int], flag: str) -> None:
+    from dummyprof.scenarios.compare.options import CompareOptions, validate
+
+    with pytest.raises(UsageError) as refused:
+        validate(CompareOptions(**given))
+    assert refused.value.flag == flag
+    values = _offer(refused.value.message, flag) or re.findall(r"give at most (\d+)", refused.value.message)
+    assert values, refused.value.message
+    for value in values:
+        validate(CompareOptions(**(given | {flag[2:].replace("-", "_"): int(value)})))
+
+
+def test_ranks_per_node_0_offers_a_value_every_world_passes() -> None:
+    from dummyprof.scenarios.compare.options import CompareOptions, validate
+
+    with pytest.raises(UsageError) as refused:
+        parse("ranks_per_node", specs(CompareOptions)["ranks_per_node"][1], "0")
+    assert refused.value.message == "must be at least 1, got 0; try --ranks-per-node 1"
+    validate(CompareOptions(tp=2, ranks_per_node=1))  # 8 was offered before, and refused for a world of 2
+
+
+def test_the_world_bound_names_itself() -> None:
+    from dummyprof.scenarios.inspect.options import InspectOptions, validate
+
+    with pytest.raises(UsageError) as refused:
+        validate(InspectOptions(dp=1_000_000_000))
+    assert refused.value.message == (
+        "tp 1 x pp 1 x dp 1000000000 = 1,000,000,000 ranks, over dummyprof's bound of 65,536 ranks "
+        "(MAX_WORLD_RANKS); give --dp 65536 or fewer"
+    )
+
+
+def test_nproc_without_a_layout_names_the_layout_not_another_nproc() -> None:
+    from dummyprof.scenarios.compare.options import CompareOptions, validate
+
+    with pytest.raises(UsageError) as refused:
+        validate(CompareOptions(nproc=2))
+    assert refused.value.message == (
+        "runs each rank of a layout as a process, and this layout has 1 rank; give a layout of 2 ranks "
+        "first (--tp or --dp, e.g. --dp 2)"
+    )
+    assert not _offer(refused.value.message, "--nproc")
+    validate(CompareOptions(nproc=2, dp=2))  # the advice, followed
+    with pytest.raises(UsageError) as below:
+        parse("nproc", specs(CompareOptions)["nproc"][1], "0")
+    assert below.value.message == "must be at least 2, got 0"  # no value passes for every layout
+
+
+@pytest.mark.parametrize(("heads", "kv"), [(28, 4), (32, 8), (12, 12), (40, 8)])
+def test_every_tp_the_heads_refuse_offers_tps_that_split(heads: int, kv: int) -> None:
+    from dummyprof.deploy import ModelDims, ParallelLayout, Sharder
+    from dummyprof.models.presets import dense_decoder
+
+    model = dense_decoder(layers=1, hidden=heads * 8, heads=heads, kv_heads=kv, intermediate=heads * 8, vocab=64)
+    dims = ModelDims(heads, kv)
+    refused_tps = 0
+    for tp in range(1, heads + 3):
+        try:
+            Sharder(model, ParallelLayout(tp=tp), dims)
+        except UsageError as exc:
+            refused_tps += 1
+            offers = _offer(exc.message, "--tp")
+            assert offers, str(exc)
+            for value in offers:
+                Sharder(model, ParallelLayout(tp=int(value)), dims).build(ParallelLayout(tp=int(value)).coords()[0])
+    assert refused_tps
+
+
+def test_tp_7_on_28_heads_and_4_kv_heads_offers_4_or_28() -> None:
+    from dummyprof.deploy import ModelDims, ParallelLayout, Sharder
+    from dummyprof.models.presets import dense_decoder
+
+    model = dense_decoder(layers=1, hidden=224, heads=28, kv_heads=4, intermediate=224, vocab=1792)
+    with pytest.raises(UsageError) as refused:
+        Sharder(model, ParallelLayout(tp=7), ModelDims(28, 4))
+    assert refused.value.message == (
+        "28 attention heads and 4 kv heads do not split over 7 ranks (vLLM: tp divides the attention heads, and "
+        "tp and the kv heads divide one another); try --tp 4 or --tp 28"
+    )
+
+
+def _memory(available: int) -> HostMemory:
+    return HostMemory(available_bytes=available, machine_available_bytes=available, cgroup=None)
+
+
+def test_online_fp8_over_the_budget_offers_a_max_memory_that_then_passes() -> None:
+    from dummyprof.scenarios.compare.options import CompareOptions
+    from dummyprof.scenarios.deployment.online import plan_online_quant
+
+    model = nn.Sequential(nn.Linear(1024, 1024, bias=False, device="meta", dtype=torch.bfloat16))
+    options = CompareOptions(online_quant="fp8", max_memory=1 << 20)
+    with pytest.raises(UsageError) as refused:
+        plan_online_quant(model, options, memory=_memory(1 << 30))
+    assert refused.value.flag == "--max-memory"
+    [offer] = _offer(refused.value.message, "--max-memory")
+    assert offer == "4MiB"  # 2 MiB bf16 + 1 MiB fp8 + 4 KiB ... rounded up to whole MiB: the accounted peak
+    given = dataclasses.replace(options, max_memory=parse_bytes("--max-memory", offer))
+    plan = plan_online_quant(model, given, memory=_memory(1 << 30))
+    assert plan.accounted["per-layer"].peak_bytes <= plan.budget
+
+
+@pytest.mark.parametrize("max_memory", [None, 1 << 40])
+def test_online_fp8_over_the_machine_names_the_machine_and_offers_no_max_memory(max_memory: int | None) -> None:
+    from dummyprof.scenarios.compare.options import CompareOptions
+    from dummyprof.scenarios.deployment.online import plan_online_quant
+
+    model = nn.Sequential(nn.Linear(1024, 1024, bias=False, device="meta", dtype=torch.bfloat16))
+    options = CompareOptions(online_quant="fp8", max_memory=max_memory)  # 1 TiB is not silently capped
+    with pytest.raises(UsageError) as refused:
+        plan_online_quant(model, options, memory=_memory(1 << 20))
+    message = refused.value.message
+    assert refused.value.flag == "--online-quant"
+    assert "the machine is the limit, not --max-memory" in message
+    assert "1.00 MiB available (psutil)" in message
+    assert not _offer(message, "--max-memory") and "raise" not in message
+
+
+def test_a_tp_the_vocabulary_refuses_is_not_offered() -> None:
+    """28 heads pass tp 28, but a 64-row vocabulary does not split over 28 ranks: only 4 is offered, and passes."""
+    from dummyprof.deploy import ModelDims, ParallelLayout, Sharder
+    from dummyprof.models.presets import dense_decoder
+
+    model = dense_decoder(layers=1, hidden=224, heads=28, kv_heads=4, intermediate=224, vocab=64)
+    with pytest.raises(UsageError) as refused:
+        Sharder(model, ParallelLayout(tp=7), ModelDims(28, 4))
+    assert refused.value.message.endswith("; try --tp 4")
+    with pytest.raises(UsageError) as vocab:
+        Sharder(model, ParallelLayout(tp=28), ModelDims(28, 4))
+    assert vocab.value.message == (
+        "model.embed_tokens.weight has 64 along the split dimension, which 28 ranks cannot share evenly (vLLM "
+        "requires it); try --tp 4"
+    )

@@ -18,13 +18,15 @@ every in-place write (fill_, uniform_, copy_, out= ...). Findings (exit 1):
   repeated                one filler writes a tensor more than once
   values-differ           same initializer, different final bytes
   non-persistent-written  a non-persistent buffer (rotary inv_freq) written
+                          with values other than its construction's
   unregistered            a tensor kept in a plain attribute, list or dict,
                           where no traversal reaches it
   replaced                a loader replaced a tensor instead of writing it
   recorder-mismatch       a strategy's recorder disagrees with the tracer
 
-Tied and aliased storages, tensors nobody writes and persistence questions are
-shown as notes and never fail. Exit codes: 0 clean, 1 findings, 2 bad input.
+Tied and aliased storages, tensors nobody writes, persistence questions and
+non-persistent buffers restored to their construction values (transformers'
+init recomputes inv_freq) are shown as notes and never fail. Exit codes: 0 clean, 1 findings, 2 bad input.
 
 Plain `dummyprof audit` (a depth-3 synthetic tree, per-layer and unique) exits 1
 on purpose: it shows the finding vLLM's fill makes on every tied model, per-layer
@@ -40,7 +42,7 @@ Examples:
 
 
 FIELDS = (
-    *("model", "preset", "model_args", "trust_remote_code", "strategies", "loaders", "loader_args"),
+    *("model", "preset", "model_args", "trust_remote_code", "quantization", "strategies", "loaders", "loader_args"),
     *("loader_initializer", "initializer", "ignore", "depth", "width", "hidden", "dtype", "device", "max_memory"),
     *DEPLOYMENT_FIELDS,
 )

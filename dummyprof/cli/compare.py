@@ -52,7 +52,7 @@ words on every core):
 
 FIELDS = (
     *("depth", "width", "hidden", "dtype", "meta", "engram_rows", "strategies", "initializer", "repeat", "warmup"),
-    *("device", "time_budget", "max_memory", "model", "preset", "model_args", "trust_remote_code"),
+    *("device", "time_budget", "max_memory", "model", "preset", "model_args", "trust_remote_code", "quantization"),
     *("loaders", "loader_args"),
     *DEPLOYMENT_FIELDS,
     *ONLINE_QUANT_FIELDS,

@@ -17,13 +17,13 @@ import typer
 from dummyprof.cli.output import ForceOpt, HtmlOpt, JsonOpt, QuietOpt, check_outputs, emit, progress_bar
 from dummyprof.cli.schema_command import options_from, with_options
 from dummyprof.errors import UsageError, flag_text
+from dummyprof.ranks.world import LaunchEnv, launch_env
 from dummyprof.scenarios.engram.options import EngramOptions
-from dummyprof.scenarios.engram.ranks.world import LaunchEnv, launch_env
 from dummyprof.schema import Spec
 from dummyprof.units import parse_float, parse_int
 
 if TYPE_CHECKING:
-    from dummyprof.scenarios.engram.ranks.world import World
+    from dummyprof.ranks.world import World
 
 HELP = """\
 Size, fill and time one rank's Engram tables (DeepSeek V4.1 ParallelEngramEmbedding).
@@ -141,8 +141,8 @@ def _torchrun_rank(params: dict[str, Any], env: LaunchEnv, timeout_s: float) -> 
         raise UsageError("--nproc", f"this process is already rank {env.rank} of {env.world_size}; drop --nproc")
     if not timeout_s > 0:
         raise UsageError("--dist-timeout", f"must be a positive number of seconds, got {timeout_s:g}")
+    from dummyprof.ranks.world import pick_backend
     from dummyprof.scenarios.engram.ranks.rank import run_rank
-    from dummyprof.scenarios.engram.ranks.world import pick_backend
 
     def prepare(world: World) -> EngramOptions:
         from dummyprof.scenarios.engram.options import validate

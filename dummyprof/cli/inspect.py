@@ -24,7 +24,7 @@ Examples:
 
 
 FIELDS = (
-    *("model", "preset", "model_args", "trust_remote_code", "strategies", "max_depth", "min_bytes"),
+    *("model", "preset", "model_args", "trust_remote_code", "quantization", "strategies", "max_depth", "min_bytes"),
     *("depth", "width", "hidden", "dtype"),
     *DEPLOYMENT_FIELDS,
 )

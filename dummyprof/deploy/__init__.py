@@ -12,9 +12,9 @@ See docs/deployments.md.
 from __future__ import annotations
 
 from dummyprof.deploy.counts import DeploymentCounts, count_deployment
-from dummyprof.deploy.layout import ParallelLayout, RankCoord, expert_range, pad_vocab, pp_partition
 from dummyprof.deploy.plan import ModelDims
 from dummyprof.deploy.shards import Sharder, shard_all
+from dummyprof.layout import ParallelLayout, RankCoord, expert_range, pad_vocab, pp_partition
 
 __all__ = [
     "DeploymentCounts",

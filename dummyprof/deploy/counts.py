@@ -19,9 +19,10 @@ import msgspec
 from torch import nn
 
 from dummyprof.anatomy import model_bytes
-from dummyprof.deploy.layout import ParallelLayout
 from dummyprof.deploy.plan import REPLICATED, ModelDims
+from dummyprof.deploy.quant import quantizer_of
 from dummyprof.deploy.shards import RankShard, Sharder
+from dummyprof.layout import ParallelLayout
 from dummyprof.loaders.counting import count_on_meta
 from dummyprof.loaders.strategies import STRATEGIES, Strategy, get_strategy
 from dummyprof.results.deployment import RankEntry, RankStrategy
@@ -81,6 +82,12 @@ def _strategy_counts(model: nn.Module, strategy: Strategy) -> RankStrategy:
     )
 
 
+def engine_bytes(sharder: Sharder) -> int:
+    """The whole model as the engine builds it on one rank (quantized), without vocabulary padding."""
+    one = Sharder(sharder.model, ParallelLayout(), sharder.dims, sharder.quant).build(ParallelLayout().coords()[0])
+    return one.nbytes - sum(t.padding_bytes for t in one.tensors)
+
+
 def count_deployment(
     model: nn.Module,
     layout: ParallelLayout,
@@ -88,18 +95,23 @@ def count_deployment(
     options: dict[str, Any] | None = None,
     strategies: Sequence[str] | None = None,
     clock: Callable[[], float] = time.perf_counter,
+    grouped: bool = True,
 ) -> DeploymentCounts:
     """Build every rank's shard of ``model`` (a meta model) and count ``strategies`` (default: all) on each.
+
+    Ranks that hold one shard by construction (dp replicas, ranks with no experts) are one entry
+    (``copies``), built once (``grouped`` False: one entry per rank, as real ranks report).
 
     ``options`` are the model source's options (a preset's ``heads``/``kv_heads``); a transformers
     model's own config is read first.
     """
     t0 = clock()
     chosen = [get_strategy(s, flag="--strategies") for s in (strategies or list(STRATEGIES))]
-    sharder = Sharder(model, layout, ModelDims.of(model, options))
+    sharder = Sharder(model, layout, ModelDims.of(model, options), quantizer_of(options))
     walked: dict[tuple[Any, ...], tuple[int, tuple[RankStrategy, ...]]] = {}
     ranks = []
-    for coord in layout.coords():
+    for group in sharder.groups(grouped=grouped):
+        coord = group.coord
         shard = sharder.build(coord)
         key = _signature(shard)
         if key not in walked:
@@ -115,13 +127,14 @@ def count_deployment(
                 replicated_bytes=sum(t.nbytes for t in shard.tensors if t.rule == REPLICATED),
                 padding_bytes=sum(t.padding_bytes for t in shard.tensors),
                 counted_as=counted_as,
+                copies=group.copies,
                 strategies=[msgspec.structs.replace(s) for s in figures],
             )
         )
     uses = Counter((p.rule, p.source, p.style) for p in sharder.planner.placements.values())
     return DeploymentCounts(
         layout=layout,
-        model_bytes=model_bytes(model),
+        model_bytes=model_bytes(model) if sharder.quant is None else engine_bytes(sharder),
         layer_count=sharder.layer_count,
         ranks=tuple(ranks),
         rules=tuple(RuleUse(r, s, st, n) for (r, s, st), n in sorted(uses.items())),

@@ -29,7 +29,7 @@ ROW = "row"  # input dimension split by tp (RowParallelLinear); a row bias is re
 VOCAB = "vocab"  # rows padded to a multiple of 64, then split by tp (VocabParallelEmbedding, ParallelLMHead)
 EXPERTS_COLUMN = "experts-column"  # experts divided by ep; each expert's output dimension by the MoE tp
 EXPERTS_ROW = "experts-row"  # experts divided by ep; each expert's input dimension by the MoE tp
-ROWS = "rows"  # Engram tables: rows divided as evenly as whole rows allow over the tp x dp ranks
+ROWS = "rows"  # Engram tables: whole hash heads per tp x dp shard, vLLM's ParallelEngramEmbedding
 
 DECLARED = "declared"  # the model's own plan (transformers' tp/ep plan)
 VLLM = "vllm"  # vLLM's layer for a module of this name (the model declares nothing for it)
@@ -41,7 +41,9 @@ _VLLM_COLUMN = frozenset(
 )
 _VLLM_KV = frozenset({"k_proj", "v_proj"})
 _VLLM_ROW = frozenset({"o_proj", "down_proj", "w2"})
-_VLLM_VOCAB = frozenset({"embed_tokens", "lm_head"})
+_VLLM_VOCAB = frozenset({"embed_tokens", "lm_head", "wte"})
+# transformers' Conv1D (GPT-2) holds [in, out]; vLLM builds these as linears, [out, in], split as named.
+_CONV1D = {"c_attn": ("QKVParallelLinear", COLUMN), "c_fc": ("ColumnParallelLinear", COLUMN)}
 _EXPERT_COLUMN_NAMES = ("gate_up", "w13", "gate", "up", "w1", "w3")
 # vLLM fuses these sibling linears into one tensor: (fused module name, members in order).
 FUSIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
@@ -49,6 +51,64 @@ FUSIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("gate_up_proj", ("gate_proj", "up_proj")),  # MergedColumnParallelLinear
     ("fused_qkv_a_proj", ("q_a_proj", "kv_a_proj_with_mqa")),  # DeepSeek MLA: MergedReplicatedLinear
 )
+
+
+# vLLM 0.33's text-generation architectures (its models/registry.py) by what a pipeline stage holds outside its
+# decoder layers, read from each model's __init__ (or the model it subclasses): a part that is PPMissingLayer() off
+# its stage is split (embedding first, final norm and head last); one built unconditionally is on every stage.
+_EVERY_STAGE = """AliceAIForCausalLM BloomForCausalLM ChatGLMForConditionalGeneration ChatGLMModel Cohere2ForCausalLM
+Cohere2MoeForCausalLM CohereForCausalLM DbrxForCausalLM DoryForCausalLM FalconForCausalLM FalconMambaForCausalLM
+GPT2LMHeadModel GPTJForCausalLM Gemma2ForCausalLM Gemma3ForCausalLM Gemma3nForCausalLM Gemma4ForCausalLM
+GemmaForCausalLM GptOssForCausalLM GraniteMoeForCausalLM GraniteMoeHybridForCausalLM GraniteMoeSWAForCausalLM
+GraniteMoeSharedForCausalLM HCXVisionV2ForCausalLM HYV3ForCausalLM HrmTextForCausalLM IQuestLoopCoderForCausalLM
+InternLM2ForCausalLM JambaForCausalLM K2HorizonForCausalLM Mamba2ForCausalLM MambaForCausalLM MiniCPM3ForCausalLM
+MiniCPMForCausalLM MixtralForCausalLM MuseGlimmerForCausalLM NemotronHForCausalLM NemotronHPuzzleForCausalLM
+OPTForCausalLM OlmoHybridForCausalLM OlmoeForCausalLM OrionForCausalLM PhiMoEForCausalLM Plamo3ForCausalLM
+Qwen2MoeForCausalLM Qwen3MoeForCausalLM Rnj1ForCausalLM StableLmForCausalLM Zamba2ForCausalLM"""
+_FIRST_LAST = """AXK1ForCausalLM AfmoeForCausalLM BailingMoeV2_5ForCausalLM BailingMoeV3ForCausalLM DeepseekForCausalLM
+DeepseekV2ForCausalLM DeepseekV3ForCausalLM Ernie4_5_MoeForCausalLM FalconH1ForCausalLM Glm4MoeForCausalLM
+Glm4MoeLiteForCausalLM LongcatFlashForCausalLM LongcatFlashNgramForCausalLM MiniMaxM2ForCausalLM
+MistralLarge3ForCausalLM"""
+_FIRST_LAST_TIED = """ApertusForCausalLM BailingMoeForCausalLM BailingMoeV2ForCausalLM DeciLMForCausalLM
+DomynEdgeForCausalLM Ernie4_5ForCausalLM Exaone4ForCausalLM ExaoneForCausalLM ExaoneMoEForCausalLM
+ExaoneMoeForCausalLM Glm4ForCausalLM GraniteForCausalLM GraniteSWAForCausalLM HyperCLOVAXForCausalLM
+IQuestCoderForCausalLM InternLM3ForCausalLM LLaMAForCausalLM LagunaForCausalLM Llama4ForCausalLM LlamaForCausalLM
+MiMoForCausalLM MiMoV2FlashForCausalLM MiMoV2ForCausalLM Ministral3ForCausalLM MistralForCausalLM
+NemotronForCausalLM PanguEmbeddedForCausalLM PanguProMoEV2ForCausalLM PanguUltraMoEForCausalLM Param2MoEForCausalLM
+Phi3ForCausalLM Qwen2ForCausalLM Qwen3ForCausalLM SarvamMLAForCausalLM SarvamMoEForCausalLM SolarForCausalLM
+Step1ForCausalLM Step3TextForCausalLM Step3p5ForCausalLM TeleChat2ForCausalLM TeleChat3ForCausalLM
+TeleFLMForCausalLM"""
+_PARTLY_SPLIT = {  # only these parts are split; the rest is on every stage
+    "Qwen3NextForCausalLM": ("norm",),
+    "Qwen3_5ForCausalLM": ("norm", "head"),
+    "Qwen3_5MoeForCausalLM": ("norm", "head"),
+    "Lfm2ForCausalLM": ("head",),
+    "Lfm2MoeForCausalLM": ("head",),
+}
+EMBED, NORM, HEAD = "embed", "norm", "head"
+
+
+@dataclass(frozen=True)
+class StageRule:
+    """What a pipeline stage holds outside its layers, for one architecture (vLLM 0.33's model classes)."""
+
+    architecture: str
+    split: tuple[str, ...]  # parts held by their own stage only (embed: first; norm, head: last); others on every stage
+    tied_on_last: bool  # the embedding also on the last stage when it is tied to the head
+    known: bool  # False: not in the table; vLLM's Llama rule applied
+
+    @classmethod
+    def of(cls, model: nn.Module) -> StageRule:
+        config = getattr(model, "config", None)
+        names = getattr(config, "architectures", None) or [type(model).__name__]
+        arch = str(names[0])
+        if arch in _EVERY_STAGE.split():
+            return cls(arch, (), False, True)
+        if arch in _PARTLY_SPLIT:
+            return cls(arch, _PARTLY_SPLIT[arch], False, True)
+        if arch in _FIRST_LAST.split():
+            return cls(arch, (EMBED, NORM, HEAD), False, True)
+        return cls(arch, (EMBED, NORM, HEAD), True, arch in _FIRST_LAST_TIED.split())
 
 
 @dataclass(frozen=True)
@@ -61,6 +121,8 @@ class Placement:
     style: str  # the declared style word, or the vLLM layer followed
     scale_of: str | None = None  # a block-scale tensor: the local name of the weight whose split it follows
     experts_first: bool = False  # dimension 0 indexes the experts (one tensor for all of them, as FusedMoE holds)
+    transposed: bool = False  # held [in, out] (transformers' Conv1D); the shard holds it as vLLM does, [out, in]
+    heads: int | None = None  # an Engram table's hash heads (None: one per shard, as the engram command's default)
 
 
 @dataclass(frozen=True)
@@ -134,7 +196,13 @@ class Planner:
         self.expert_lists: set[int] = set()  # ModuleLists of whole expert modules (one module per expert)
         self.placements: dict[tuple[str, str], Placement] = {}
         self.fusions: dict[int, list[tuple[str, tuple[str, ...]]]] = {}
+        self.expert_counts: set[int] = set()  # experts per MoE block, each size once (empty: a dense model)
         self._walk()
+
+    @property
+    def experts(self) -> int:
+        """Experts in the largest MoE block (0: a dense model)."""
+        return max(self.expert_counts, default=0)
 
     def _declared(self, plan: list[tuple[re.Pattern[str], str]], *names: str) -> str | None:
         return next((style for name in names for pattern, style in plan if pattern.match(name)), None)
@@ -144,11 +212,15 @@ class Planner:
             name = path.rpartition(".")[2]
             if name == "experts" and isinstance(module, nn.ModuleList):
                 self.expert_lists.add(id(module))
+                self.expert_counts.add(len(module))
             self._find_fusions(module)
             in_experts = ".experts." in f".{path}." or name == "experts"
             for local, tensor in (*module._parameters.items(), *module._buffers.items()):
                 if tensor is not None:
-                    self.placements[(path, local)] = self._place(path, name, local, tensor, module, in_experts)
+                    place = self._place(path, name, local, tensor, module, in_experts)
+                    self.placements[(path, local)] = place
+                    if place.experts_first and tensor.dim():
+                        self.expert_counts.add(tensor.shape[0])
 
     def _find_fusions(self, module: nn.Module) -> None:
         for fused, members in FUSIONS:
@@ -167,9 +239,12 @@ class Planner:
         full = qualified_name(path, local)
         if "scale" in local and local != "weight" and isinstance(module._parameters.get("weight"), torch.Tensor):
             weight = self._place(path, name, "weight", module._parameters["weight"], module, in_experts)  # type: ignore[arg-type]
-            return Placement(full, weight.rule, weight.source, weight.style, scale_of="weight")
+            return Placement(full, weight.rule, weight.source, weight.style, scale_of="weight", heads=weight.heads)
         if any(part.startswith("engram") for part in path.split(".")):
-            return Placement(full, ROWS, VLLM, "ParallelEngramEmbedding")
+            heads = getattr(module, "heads", None)
+            return Placement(
+                full, ROWS, VLLM, "ParallelEngramEmbedding", heads=heads if isinstance(heads, int) else None
+            )
         if in_experts:
             ep_style = self._declared(self.ep_plan, full, path)
             tp_style = self._declared(self.tp_plan, full, path)
@@ -178,6 +253,11 @@ class Planner:
             return Placement(
                 full, _expert_rule(local, name), source, style or "FusedMoE", experts_first=name == "experts"
             )
+        if type(module).__name__ == "Conv1D" and name in (*_CONV1D, "c_proj"):
+            style, rule = _CONV1D.get(name, ("RowParallelLinear", ROW))
+            if tensor.dim() < 2:  # a column bias splits with its outputs; a row bias is whole on every rank
+                rule = COLUMN if rule == COLUMN else REPLICATED
+            return Placement(full, rule, VLLM, style, transposed=tensor.dim() == 2)
         declared = self._declared(self.tp_plan, full, path)
         if declared is not None:
             return Placement(full, _style_rule(declared, tensor, name), DECLARED, declared)

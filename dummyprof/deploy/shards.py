@@ -10,17 +10,21 @@ so do ``dummy_weight_value`` and buffer persistence. Nothing is allocated.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
 
 from dummyprof.anatomy import dtype_name, qualified_name
-from dummyprof.deploy.layout import ParallelLayout, RankCoord, expert_range, pad_vocab, pp_range
 from dummyprof.deploy.plan import (
     COLUMN,
+    EMBED,
     EXPERTS_COLUMN,
+    HEAD,
     KV_COLUMN,
+    NORM,
     REPLICATED,
     ROW,
     ROWS,
@@ -29,8 +33,23 @@ from dummyprof.deploy.plan import (
     ModelDims,
     Placement,
     Planner,
+    StageRule,
 )
 from dummyprof.errors import UsageError
+from dummyprof.layout import (
+    ParallelLayout,
+    RankCoord,
+    engram_heads_problem,
+    engram_range,
+    engram_shards,
+    expert_range,
+    pad_vocab,
+    pp_range,
+)
+from dummyprof.units import MAX_WORLD_RANKS
+
+if TYPE_CHECKING:
+    from dummyprof.deploy.quant import ShardQuantizer
 
 META = torch.device("meta")
 
@@ -48,6 +67,15 @@ class ShardTensor:
     dtype: str
     nbytes: int
     padding_bytes: int  # bytes of padded vocabulary rows (no token maps to them)
+
+
+@dataclass(frozen=True)
+class RankGroup:
+    """Ranks that hold the same shard by construction: ``coord`` and the next ``copies - 1`` dp ranks of its stage
+    and tp rank (ranks ``coord.rank + k * tp``), built and counted once."""
+
+    coord: RankCoord
+    copies: int
 
 
 @dataclass
@@ -68,8 +96,7 @@ def _divide(size: int, parts: int, name: str) -> int:
     if size % parts:
         raise UsageError.for_field(
             "tp",
-            f"{name} has {size} along the split dimension, which {parts} ranks cannot share evenly "
-            "(vLLM requires it); choose a tp that divides it",
+            f"{name} has {size} along the split dimension, which {parts} ranks cannot share evenly (vLLM requires it)",
         )
     return size // parts
 
@@ -85,17 +112,99 @@ def empty_copy(tensor: torch.Tensor, shape: tuple[int, ...], device: torch.devic
     return made
 
 
+def heads_split(tp: int, heads: int | None, kv: int | None) -> bool:
+    """vLLM's rule: tp divides the attention heads; tp divides the kv heads, or they divide tp (then replicated)."""
+    return (heads is None or heads % tp == 0) and (kv is None or (kv % tp if tp <= kv else tp % kv) == 0)
+
+
 class Sharder:
     """Builds each rank's shard of ``model`` (on meta) under ``layout``."""
 
-    def __init__(self, model: nn.Module, layout: ParallelLayout, dims: ModelDims | None = None) -> None:
+    def __init__(
+        self,
+        model: nn.Module,
+        layout: ParallelLayout,
+        dims: ModelDims | None = None,
+        quant: ShardQuantizer | None = None,
+        *,
+        advise: bool = True,
+    ) -> None:
         self.model = model
+        self.quant = quant  # a quantized checkpoint: each shard is rewritten into the method's tensors
         self.layout = layout
         self.dims = dims or ModelDims.of(model)
         self.planner = Planner(model)
         self.layer_list, self.layer_count = self._find_layers()
         self._tied_head = self._embedding_tied_to_head()
-        self._check_heads()
+        self.stage_rule = StageRule.of(model)
+        self.notices: list[str] = []  # what the shards follow that the user may not expect (the run reports them)
+        experts = self.planner.experts
+        if layout.expert_parallel and not experts:
+            self.notices.append(
+                f"expert parallel (ep {layout.ep}) on a model with no experts: vLLM accepts it and it changes "
+                "nothing here; the tp x dp ranks are data parallel"
+            )
+        elif layout.expert_parallel and layout.ep > experts:
+            self.notices.append(
+                f"ep {layout.ep} over {experts} experts: vLLM accepts it, and {layout.ep - experts} ranks of each "
+                "stage's expert group hold no experts"
+            )
+        if layout.pp > 1 and not self.stage_rule.known:
+            self.notices.append(
+                f"pipeline stages: {self.stage_rule.architecture} is not in dummyprof's table of vLLM 0.33 "
+                "architectures; applied vLLM's Llama rule (embedding on the first stage, and on the last too when "
+                "tied to the head; final norm and head on the last)"
+            )
+        try:
+            self._check_splits()
+        except UsageError as refused:
+            if not advise or refused.field != "tp":
+                raise
+            raise UsageError.for_field("tp", f"{refused.message}; {self._tp_advice()}") from None
+
+    def _check_splits(self) -> None:
+        """What vLLM refuses for this tp, before anything is built: the heads, then every tensor's split."""
+        tp, heads, kv = self.layout.tp, self.dims.heads, self.dims.kv_heads
+        if not heads_split(tp, heads, kv):
+            counts = " and ".join(f"{n} {what}" for n, what in ((heads, "attention heads"), (kv, "kv heads")) if n)
+            raise UsageError.for_field(
+                "tp",
+                f"{counts} do not split over {tp} ranks (vLLM: tp divides the attention heads, and tp and the kv "
+                "heads divide one another)",
+            )
+        first = RankCoord(0, 0, 0, 0)
+        for path, module in self.model.named_modules():
+            for local, t in (*module._parameters.items(), *module._buffers.items()):
+                if t is not None and self.planner.placements[(path, local)].scale_of is None:
+                    self._shape(self.placement(path, local), tuple(t.shape), first)
+
+    def _tp_advice(self) -> str:
+        """The nearest tps below and above this one that every split check passes (run again for each), or why none."""
+        layout, heads, kv = self.layout, self.dims.heads, self.dims.kv_heads
+        others = layout.world // layout.tp
+
+        def passes(t: int) -> bool:
+            if not heads_split(t, heads, kv) or t * others > MAX_WORLD_RANKS:
+                return False
+            if layout.expert_parallel and layout.ep % t:  # --ep as given must still equal tp x dp
+                return False
+            try:
+                Sharder(
+                    self.model,
+                    dataclasses.replace(layout, tp=t, dp=layout.ep // t if layout.expert_parallel else layout.dp),
+                    self.dims,
+                    self.quant,
+                    advise=False,
+                )
+            except UsageError:
+                return False
+            return True
+
+        top = min(heads or 2 * layout.tp + 64, MAX_WORLD_RANKS)
+        below = next((t for t in range(min(layout.tp, top + 1) - 1, 0, -1) if passes(t)), None)
+        above = next((t for t in range(layout.tp + 1, top + 1) if passes(t)), None)
+        offers = " or ".join(f"--tp {t}" for t in (below, above) if t is not None)
+        return f"try {offers}" if offers else f"no tp up to {top} splits this model"
 
     # ---- where things live -------------------------------------------------------------
     def _find_layers(self) -> tuple[str, int]:
@@ -103,7 +212,7 @@ class Sharder:
         lists = [(p, len(m)) for p, m in self.model.named_modules() if isinstance(m, nn.ModuleList) and len(m)]
         pp_plan = getattr(self.model, "_pp_plan", None) or {}
         declared = [(p, n) for p, n in lists if p in pp_plan]
-        candidates = declared or [(p, n) for p, n in lists if p.rpartition(".")[2] == "layers"]
+        candidates = declared or [(p, n) for p, n in lists if p.rpartition(".")[2] in ("layers", "h")]  # h: GPT-2
         if self.layout.pp > 1 and len(candidates) != 1:
             names = ", ".join(p for p, _ in candidates) or "none"
             raise UsageError.for_field(
@@ -121,18 +230,56 @@ class Sharder:
             for p in m.parameters()
         )
 
-    def _check_heads(self) -> None:
-        tp, heads, kv = self.layout.tp, self.dims.heads, self.dims.kv_heads
-        if heads is not None and heads % tp:
-            raise UsageError.for_field(
-                "tp", f"{heads} attention heads do not split over {tp} ranks; choose a tp that divides {heads}"
-            )
-        if kv is not None and (kv % tp if tp <= kv else tp % kv):
-            raise UsageError.for_field(
-                "tp",
-                f"{kv} kv heads and tp {tp}: vLLM needs one to divide the other; "
-                f"choose a tp that divides {kv} or a multiple of it",
-            )
+    @property
+    def sequence_parallel_moe(self) -> bool:
+        """vLLM's sequence-parallel MoE (``use_sequence_parallel_moe``, the default all2all backend): expert parallel
+        with tp > 1 and dp > 1; the shared experts are then built whole on every rank (``disable_tp``)."""
+        return self.layout.expert_parallel and self.layout.tp > 1 and self.layout.dp > 1
+
+    def placement(self, path: str, local: str) -> Placement:
+        """The whole model's rule for one tensor, as this layout applies it."""
+        place = self.planner.placements[(path, local)]
+        if self.sequence_parallel_moe and "shared_expert" in place.name and place.rule in (COLUMN, KV_COLUMN, ROW):
+            return dataclasses.replace(place, rule=REPLICATED, style="sequence-parallel MoE: shared experts whole")
+        return place
+
+    def _dp_key(self, coord: RankCoord, tables: list[tuple[Placement, tuple[int, ...]]]) -> tuple[object, ...]:
+        """What of a rank's shard depends on its dp rank: its experts (expert parallel) and its Engram ``tables``."""
+        layout = self.layout
+        experts = [expert_range(n, layout.ep, coord.moe_rank(layout.tp)) for n in sorted(self.planner.expert_counts)]
+        return (*(experts if layout.expert_parallel else ()), *(self._shape(p, shape, coord) for p, shape in tables))
+
+    def groups(self, *, grouped: bool = True) -> list[RankGroup]:
+        """Every rank in groups of one shard each, by first rank (``grouped`` False: every rank alone).
+
+        A shard depends on the stage and tp rank, and on the dp rank only through :meth:`_dp_key`; consecutive dp
+        ranks with the same key are one group, so the work grows with distinct shards, not with ranks."""
+        layout = self.layout
+        if not grouped:
+            return [RankGroup(c, 1) for c in layout.coords()]
+        out: list[RankGroup] = []
+        tables = [
+            (place, tuple(t.shape))
+            for path, module in self.model.named_modules()
+            for local, t in (*module._parameters.items(), *module._buffers.items())
+            if t is not None and (place := self.planner.placements[(path, local)]).rule == ROWS
+        ]
+        depends = layout.expert_parallel or bool(tables)
+        for stage in range(layout.pp):
+            for tp_rank in range(layout.tp):
+                start, key = 0, None
+                for dp_rank in range(layout.dp if depends else 1):
+                    here = self._dp_key(self._coord(stage, dp_rank, tp_rank), tables)
+                    if dp_rank and here != key:
+                        out.append(RankGroup(self._coord(stage, start, tp_rank), dp_rank - start))
+                        start = dp_rank
+                    key = here
+                out.append(RankGroup(self._coord(stage, start, tp_rank), layout.dp - start))
+        return sorted(out, key=lambda g: g.coord.rank)
+
+    def _coord(self, stage: int, dp_rank: int, tp_rank: int) -> RankCoord:
+        tp = self.layout.tp
+        return RankCoord(stage * tp * self.layout.dp + dp_rank * tp + tp_rank, stage, dp_rank, tp_rank)
 
     def stage_layers(self, stage: int) -> tuple[int, int]:
         if not self.layer_count:
@@ -153,18 +300,20 @@ class Sharder:
             return start <= int(last) < end
         if self.layer_list.startswith(path + ".") or path == self.layer_list or path.startswith(self.layer_list + "."):
             return True
-        first, last_stage = coord.stage == 0, coord.stage == self.layout.pp - 1
-        if "embed" in last:
-            return first or (last_stage and self._tied_head)
-        if last == "lm_head" or "norm" in last:
-            return last_stage
+        first, last_stage, rule = coord.stage == 0, coord.stage == self.layout.pp - 1, self.stage_rule
+        if "embed" in last or last in ("wte", "wpe"):
+            return EMBED not in rule.split or first or (last_stage and rule.tied_on_last and self._tied_head)
+        if last == "lm_head":
+            return HEAD not in rule.split or last_stage
+        if "norm" in last or last == "ln_f":
+            return NORM not in rule.split or last_stage
         return True
 
     # ---- shapes -----------------------------------------------------------------------
     def _shape(self, place: Placement, shape: tuple[int, ...], coord: RankCoord) -> tuple[tuple[int, ...], int]:
         """(shape this rank holds, padded rows among them)."""
         layout, tp = self.layout, self.layout.tp
-        dims = list(shape)
+        dims = list(shape[::-1] if place.transposed else shape)
         rule = place.rule
         if rule == REPLICATED or not dims:
             return tuple(dims), 0
@@ -181,9 +330,14 @@ class Sharder:
             real = min(per, max(0, dims[0] - coord.tp_rank * per))
             dims[0] = per
             return tuple(dims), per - real
-        elif rule == ROWS:  # as evenly as whole rows allow over the tp x dp ranks
-            start, end = expert_range(dims[0], tp * layout.dp, coord.moe_rank(tp))
-            dims[0] = end - start
+        elif rule == ROWS:  # whole hash heads per tp x dp shard (vLLM's ParallelEngramEmbedding)
+            heads = place.heads or engram_shards(layout)
+            problem = engram_heads_problem(heads, layout)
+            if problem is not None:
+                raise UsageError.for_field(
+                    "tp", f"{place.name}: {problem} (vLLM refuses it); give a tp x dp that divides {heads}"
+                )
+            dims[0] = engram_range(dims[0], heads, layout, coord).part_rows
         else:  # EXPERTS_COLUMN, EXPERTS_ROW
             first = 1 if place.experts_first else 0  # [experts, out, in] / [experts, out] for all experts at once
             if first:
@@ -218,7 +372,7 @@ class Sharder:
         def tensor(module: nn.Module, path: str, local: str, source: torch.Tensor) -> torch.Tensor:
             if id(source) in made:
                 return made[id(source)]
-            place = self.planner.placements[(path, local)]
+            place = self.placement(path, local)
             padding = 0
             if place.scale_of is not None:
                 weight = module._parameters[place.scale_of]
@@ -264,7 +418,10 @@ class Sharder:
             return out
 
         root = shell(self.model, "")
-        return RankShard(coord, self.stage_layers(coord.stage), root, entries)
+        shard = RankShard(coord, self.stage_layers(coord.stage), root, entries)
+        if self.quant is not None:
+            self.quant.apply(shard)
+        return shard
 
     def _fused(
         self,
@@ -283,7 +440,7 @@ class Sharder:
             sources = [s for m in members if (s := parent.get_submodule(m)._parameters.get(local)) is not None]
             if len(sources) < len(members):
                 continue
-            places = [self.planner.placements[(qualified_name(path, m), local)] for m in members]
+            places = [self.placement(qualified_name(path, m), local) for m in members]
             parts = [self._shape(p, tuple(s.shape), coord) for p, s in zip(places, sources, strict=True)]
             first = sources[0]
             shape = (sum(held[0] for held, _ in parts), *parts[0][0][1:])

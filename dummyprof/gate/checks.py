@@ -13,6 +13,7 @@ from dummyprof.gate.stats import compare_timings
 from dummyprof.results.gate import (
     IMPROVED,
     NOT_COMPARABLE,
+    NOT_JUDGED,
     NOT_MEASURED,
     REGRESSED,
     CheckResult,
@@ -111,6 +112,14 @@ def _timing(
     return check
 
 
+def _contended(run: ScenarioRun, names: list[str]) -> str | None:
+    """Why the times among ``names`` cannot be judged: measured while the machine was contended."""
+    codes = [c for n in names if run.metrics[n].kind == "time" for c in run.metrics[n].contended]
+    if not codes:
+        return None
+    return f"timed while the machine was contended ({', '.join(dict.fromkeys(codes))}): not judged; rerun quiet"
+
+
 def planned_checks(scenario: ScenarioConfig) -> list[tuple[str, str]]:
     """(kind, name) of every check configured for ``scenario``, in report order."""
     plan = [("counter", name) for name in scenario.counters]
@@ -135,6 +144,9 @@ def evaluate(
             if run.error is not None or missing:
                 why = run.error or f"this run did not measure {', '.join(missing)} (projected or skipped; see notices)"
                 checks.append(CheckResult(scenario.name, name, kind, verdict=NOT_MEASURED, detail=why))
+            elif (busy := _contended(run, needs)) is not None:  # exact counters are still judged
+                value = run.metrics[name].value if name in run.metrics else None
+                checks.append(CheckResult(scenario.name, name, kind, current=value, verdict=NOT_JUDGED, detail=busy))
             elif kind == "counter":
                 checks.append(_counter(scenario, run, base, name))
             elif kind == "limit":

@@ -85,8 +85,14 @@ def compare_metrics(results: Results) -> dict[str, Metric]:
             metrics[f"{s.name}.{counter}"] = Metric("counter", unit, float(getattr(s, counter)))
         median = s.timing.median
         if median is not None:
-            metrics[f"{s.name}.time"] = Metric("time", "s", float(median), list(s.timing.samples_s))
+            metrics[f"{s.name}.time"] = Metric("time", "s", float(median), list(s.timing.samples_s), _busy(section))
     return metrics
+
+
+def _busy(section: Any) -> list[str]:
+    """The contention reason codes of the window the section's times were measured in (none: quiet)."""
+    found = getattr(section, "contention", None)
+    return list(found.reasons) if found is not None else []
 
 
 FIT = "fit"  # a metric kind of its own: not an exact counter, not a timing with samples
@@ -166,7 +172,7 @@ def engram_metrics(results: Results) -> dict[str, Metric]:
             metrics[f"{method.name}.{MEASURED_SCRATCH}"] = Metric("counter", "bytes", float(measured))
         median = method.timing.median  # None without samples
         if method.mode == MEASURED and median is not None:
-            metrics[f"{method.name}.time"] = Metric("time", "s", median, list(method.timing.samples_s))
+            metrics[f"{method.name}.time"] = Metric("time", "s", median, list(method.timing.samples_s), _busy(section))
     return metrics
 
 
@@ -187,11 +193,13 @@ def engram_ranks_metrics(results: Results) -> dict[str, Metric]:
         raise ValueError("the multi-rank engram scenario returned no ranks")
     metrics: dict[str, Metric] = {}
     rounds: dict[str, list[list[float]]] = {}
+    busy: list[str] = []
     for record in sorted(results.ranks, key=lambda r: r.rank):
         section = record.engram
         if section is None:
             raise ValueError(f"rank {record.rank} returned no engram section")
         metrics.update(layout_counters(section, f"rank{record.rank}."))
+        busy += [code for code in _busy(section) if code not in busy]
         for method in section.methods:
             metrics.update(method_counters(method, f"rank{record.rank}."))
             if method.mode == MEASURED and method.timing.samples_s:
@@ -200,5 +208,5 @@ def engram_ranks_metrics(results: Results) -> dict[str, Metric]:
         if len(per_rank) != len(results.ranks) or len({len(s) for s in per_rank}) != 1:
             continue  # not measured in full on every rank, or not in step: no critical path to gate
         slowest = [max(values) for values in zip(*per_rank, strict=True)]
-        metrics[f"{name}.time"] = Metric("time", "s", statistics.median(slowest), slowest)
+        metrics[f"{name}.time"] = Metric("time", "s", statistics.median(slowest), slowest, busy)
     return metrics

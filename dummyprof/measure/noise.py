@@ -16,6 +16,8 @@ RESAMPLES = 2000
 SEED = 0  # a fixed seed: the same samples always give the same interval
 IQR_FENCE = 1.5  # Tukey's fences: outside [Q1 - 1.5 IQR, Q3 + 1.5 IQR] is an outlier
 MIN_FOR_OUTLIERS = 4  # quartiles of fewer samples say nothing
+# Resampling two readings gives three medians in all: a "95% interval" of them is no interval at all.
+MIN_FOR_INTERVAL = 3
 
 # Codes (reporters own the words)
 FIRST_ROUND_SLOW = "first-round-slow"  # the first measured round is an outlier above the rest: a cold start
@@ -50,8 +52,9 @@ def first_round_slow(samples: Sequence[float]) -> bool:
 
 
 def ratio_interval(base: Sequence[float], mine: Sequence[float]) -> tuple[float, float] | None:
-    """A 95% bootstrap (percentile) interval for median(base) / median(mine); None for fewer than two samples."""
-    if len(base) < 2 or len(mine) < 2 or min(mine) <= 0:
+    """A 95% bootstrap (percentile) interval for median(base) / median(mine); None for fewer than three samples
+    on either side."""
+    if len(base) < MIN_FOR_INTERVAL or len(mine) < MIN_FOR_INTERVAL or min(mine) <= 0:
         return None
     import numpy as np
     from scipy.stats import bootstrap

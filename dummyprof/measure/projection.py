@@ -106,6 +106,14 @@ def prediction_interval(fit: LinearFit, x: float, level: float = LEVEL) -> tuple
     return max(0.0, point - half), max(0.0, point + half)
 
 
+def capability(readings: Sequence[float]) -> float:
+    """The fastest quartile of ``readings`` (the fastest of up to four, the 2nd fastest of five to eight):
+    what the machine can do. Other programs only ever slow a fill down, so the slow readings say how busy
+    the machine was, not how fast it fills; one quartile up is robust to a single lucky reading."""
+    ordered = sorted(readings)
+    return ordered[(len(ordered) - 1) // 4]
+
+
 @dataclass(frozen=True)
 class Sample:
     """One sample size: the bytes it wrote and every timed reading at that size."""
@@ -114,8 +122,8 @@ class Sample:
     readings_s: Sequence[float]
 
     @property
-    def median_s(self) -> float:
-        return statistics.median(self.readings_s)
+    def capability_s(self) -> float:
+        return capability(self.readings_s)
 
 
 def project_time(
@@ -130,11 +138,12 @@ def project_time(
 ) -> tuple[LinearFit, TimeProjection]:
     """Full-size seconds from samples: the model used, and the projection with its interval and bound.
 
-    The least-squares line of median seconds against bytes is used when its slope is positive and its R²
-    reaches ``min_r_squared``. Otherwise the rate through the origin of the largest sample is used (it
-    carries the least fixed cost per byte), with an interval spanning the fastest and slowest per-byte
-    rate of every reading. Nothing is projected faster than ``ceiling_bytes_per_s``; a point raised to that
-    bound keeps, as its slow end, the bound's own slow end (``ceiling_slow_bytes_per_s``, e.g. the floor's).
+    The least-squares line of each size's capability (its fastest quartile reading) against bytes is used
+    when its slope is positive and its R² reaches ``min_r_squared``. Otherwise the rate through the origin
+    of the largest sample is used (it carries the least fixed cost per byte), with an interval spanning the
+    fastest and slowest per-byte rate of every reading. Nothing is projected faster than
+    ``ceiling_bytes_per_s``; a point raised to that bound keeps, as its slow end, the bound's own slow end
+    (``ceiling_slow_bytes_per_s``, e.g. the floor's).
 
     ``size_independent``: for a step whose cost does not grow with bytes when the line says so (allocating
     pageable memory maps address space only), fall back to the median reading instead of a rate, with the
@@ -143,7 +152,7 @@ def project_time(
     if not samples:
         raise ValueError("a projection needs samples")
     xs = [s.bytes for s in samples]
-    ys = [s.median_s for s in samples]
+    ys = [s.capability_s for s in samples]
     line = fit_line(xs, ys)
     largest = max(samples, key=lambda s: s.bytes)
     fallback = FALLBACK_FLAT if line.slope <= 0 else FALLBACK_POOR_FIT if line.r_squared < min_r_squared else ""
@@ -154,7 +163,7 @@ def project_time(
         low, high = readings[0], readings[-1]
         interval = "readings"
     elif fallback:
-        rate = largest.median_s / largest.bytes
+        rate = largest.capability_s / largest.bytes
         fit = LinearFit(slope=rate, r_squared=line.r_squared, points=1, x_max=largest.bytes, model="b x")
         per_byte = [r / s.bytes for s in samples for r in s.readings_s]
         point = rate * full_bytes

@@ -9,9 +9,13 @@ import torch
 from torch import nn
 
 from dummyprof.errors import UsageError
+from dummyprof.layout import engram_heads_problem, engram_range
 from dummyprof.schema import check_values
 from dummyprof.shapes import EngramShape
 
+# Hash heads of a whole model's table: (max n-gram 3 - 1) x 8 heads, a DeepSeek-V4.1-like choice of the
+# presets and the synthetic tree (vLLM reads engram_n_heads from the checkpoint's config; we have none).
+HASH_HEADS = 16
 FP8_WEIGHT_VALUE = 1.0
 SCALE_BYTE_ONE = 127  # UE8M0 exponent byte for a scale of 1.0
 
@@ -38,8 +42,10 @@ class EngramTable(nn.Module):
         device: torch.device | str = "cpu",
         declare_constant: bool = True,
         empty: Empty | None = None,
+        heads: int = HASH_HEADS,
     ) -> None:
         super().__init__()
+        self.heads = min(heads, rows)  # hash heads: a deployment splits the table by whole heads (layout.engram_range)
         if dim % block_size:
             raise ValueError(f"dim {dim} is not a multiple of block size {block_size}")
         if empty is None:
@@ -67,9 +73,8 @@ def engram_table_bytes(rows: int, dim: int, block_size: int = 32) -> int:
 
 # --- Sharding across tensor- (x data-) parallel ranks -------------------------------------------------
 #
-# vLLM's ParallelEngramEmbedding splits a table by whole hash heads: each rank owns a contiguous run of
-# heads and its ``part_rows`` is the sum of those heads' sizes. The arithmetic below is torch-free in
-# spirit (plain ints) so plans and dry runs never allocate.
+# vLLM's ParallelEngramEmbedding splits a table by whole hash heads (``layout.engram_range``). The arithmetic
+# is plain ints on the one layout object, so plans and dry runs never allocate.
 
 
 @dataclass
@@ -77,12 +82,8 @@ class EngramSpec(EngramShape):
     """The whole deployment's tables and which rank this process plays (fields: ``shapes.EngramShape``)."""
 
     @property
-    def ranks(self) -> int:
-        return self.tp_size * self.dp_size
-
-    @property
     def num_heads(self) -> int:
-        return self.heads if self.heads is not None else self.ranks
+        return self.heads if self.heads is not None else self.layout.world
 
     @property
     def scale_cols(self) -> int:
@@ -100,6 +101,7 @@ class RankShard:
     first_head: int
     heads: int
     part_rows: int  # rows of one table held by this rank
+    vocab_start: int  # its first row in the whole table (vLLM's engram_vocab_start)
 
 
 # Beyond 2^53 bytes a size is no longer an exact float, and a projection's rates x sizes stop being meaningful.
@@ -120,22 +122,26 @@ def validate_engram_spec(spec: EngramSpec) -> None:
             f"{spec.dim} is not a multiple of --block-size {spec.block_size} (one scale byte per block); "
             f"try --dim {fixed}",
         )
-    if not spec.rank < spec.ranks:
+    ranks = spec.layout.world
+    if not spec.rank < ranks:
         raise UsageError.for_field(
-            "rank",
-            f"must be between 0 and {spec.ranks - 1} (tp {spec.tp_size} x dp {spec.dp_size} ranks), got {spec.rank}",
+            "rank", f"must be between 0 and {ranks - 1} (tp {spec.tp_size} x dp {spec.dp_size} ranks), got {spec.rank}"
         )
-    heads = spec.num_heads
-    if heads < spec.ranks:
+    if spec.rows < ranks:  # not one row, so not one head, for every rank: no --heads can help
         raise UsageError.for_field(
-            "heads",
-            f"{heads} hash heads cannot give each of {spec.ranks} ranks (tp {spec.tp_size} x dp {spec.dp_size}) "
-            f"a whole head; use --heads {spec.ranks} or more, or fewer ranks",
+            "heads", f"{spec.rows} rows cannot give each of {ranks} ranks a hash head; use at most {spec.rows} ranks"
+        )
+    # A multiple of the ranks, at most the rows, is a --heads that passes both checks below.
+    fits = spec.rows // ranks * ranks
+    heads = spec.num_heads
+    problem = engram_heads_problem(heads, spec.layout)
+    if problem is not None:  # vLLM's own refusal
+        raise UsageError.for_field(
+            "heads", f"{problem} (tp {spec.tp_size} x dp {spec.dp_size}); use --heads {ranks} or a multiple of it"
         )
     if heads > spec.rows:
-        raise UsageError.for_field(
-            "heads", f"{heads} heads is more than the {spec.rows} rows; use at most --heads {spec.rows}"
-        )
+        fix = f"at most --heads {spec.rows}" if ranks == 1 else f"--heads {fits}"
+        raise UsageError.for_field("heads", f"{heads} heads is more than the {spec.rows} rows; use {fix}")
     total = spec.tables * engram_table_bytes(spec.rows, spec.dim, spec.block_size)
     if total > MAX_TABLE_BYTES:
         fitting = MAX_TABLE_BYTES // (spec.tables * spec.row_bytes)
@@ -147,20 +153,12 @@ def validate_engram_spec(spec: EngramSpec) -> None:
         )
 
 
-def rows_of_heads(rows: int, heads: int, first: int, count: int) -> int:
-    """Rows of heads ``first .. first + count - 1`` without listing every head."""
-    base, extra = divmod(rows, heads)
-    return count * base + max(0, min(first + count, extra) - first)
-
-
 def shard(spec: EngramSpec, rank: int | None = None) -> RankShard:
-    """The contiguous run of whole heads a rank owns; the first ``heads % ranks`` ranks take one more."""
+    """The contiguous run of whole heads a rank owns, by vLLM's rule (``layout.engram_range``)."""
     rank = spec.rank if rank is None else rank
-    heads, ranks = spec.num_heads, spec.ranks
-    base, extra = divmod(heads, ranks)
-    count = base + (1 if rank < extra else 0)
-    first = rank * base + min(rank, extra)
-    return RankShard(rank, first, count, rows_of_heads(spec.rows, heads, first, count))
+    layout = spec.layout
+    held = engram_range(spec.rows, spec.num_heads, layout, layout.coord(rank))
+    return RankShard(rank, held.first_head, held.heads, held.part_rows, held.vocab_start)
 
 
 def rank_table_bytes(spec: EngramSpec, rank: int | None = None) -> int:

@@ -202,10 +202,32 @@ def apply_overrides(config: Any, overrides: dict[str, Any], *, flag: str = "--mo
 
 
 def _config_dtype(config: Any) -> torch.dtype:
+    """vLLM's ``--dtype auto`` (``_resolve_auto_dtype`` on CUDA): the config's ``dtype`` or ``torch_dtype``,
+    a float32 (or missing) one downcast to bfloat16, the platform's preferred dtype."""
     dtype = getattr(config, "dtype", None) or getattr(config, "torch_dtype", None)
     if isinstance(dtype, str):
         dtype = getattr(torch, dtype, None)
-    return dtype if isinstance(dtype, torch.dtype) else torch.float32
+    if not isinstance(dtype, torch.dtype) or dtype == torch.float32:
+        return torch.bfloat16
+    return dtype
+
+
+def _engine_dtypes(model: nn.Module, dtype: torch.dtype) -> None:
+    """Tensors vLLM builds in the model's dtype where transformers keeps float32: routers' ``gate.weight``
+    (vLLM's ``GateLinear``/``ReplicatedLinear`` take the model's dtype; DeepSeek's router is float32 in
+    transformers). Their bias (``e_score_correction_bias``) stays float32 in vLLM too."""
+    for path, module in model.named_modules():
+        weight = module._parameters.get("weight")
+        if path.rpartition(".")[2] == "gate" and weight is not None and weight.dtype != dtype:
+            module._parameters["weight"] = nn.Parameter(weight.to(dtype), requires_grad=False)
+
+
+def _quantization_config(config: Any) -> dict[str, Any] | None:
+    """The checkpoint's ``quantization_config`` (``compression_config`` in older compressed-tensors ones), as data."""
+    found = getattr(config, "quantization_config", None) or getattr(config, "compression_config", None)
+    if found is not None and not isinstance(found, dict):
+        found = found.to_dict() if hasattr(found, "to_dict") else dict(vars(found))
+    return found
 
 
 def _build(config: Any, trust_remote_code: bool) -> nn.Module:
@@ -216,7 +238,9 @@ def _build(config: Any, trust_remote_code: bool) -> nn.Module:
     for auto in (transformers.AutoModelForCausalLM, transformers.AutoModel):
         try:
             with torch.device("meta"):
-                return auto.from_config(config, trust_remote_code=trust_remote_code, dtype=dtype)
+                model: nn.Module = auto.from_config(config, trust_remote_code=trust_remote_code, dtype=dtype)
+            _engine_dtypes(model, dtype)
+            return model
         except ValueError as exc:  # "Unrecognized configuration class ... for this kind of AutoModel"
             errors.append(_first_line(exc))
     raise UsageError(FLAG, f"transformers has no model class for {config.model_type!r}: {errors[-1]}")
@@ -311,7 +335,11 @@ def hf_source(
     trust_remote_code: bool = False,
     limits: BuildLimits | None = None,
 ) -> ModelSource:
-    """A ModelSource for ``hf:TARGET`` with ``--model-arg`` config overrides."""
+    """A ModelSource for ``hf:TARGET`` with ``--model-arg`` config overrides.
+
+    A checkpoint's ``quantization_config`` is kept in the options (``quantization_config``, with the
+    ``hidden_size`` and ``architectures`` its rules read); ``deploy.quant.engine_source`` applies it.
+    """
     from dummyprof.anatomy import largest_low_precision_elements, model_bytes
     from dummyprof.models.loading import materialize_meta
 
@@ -340,6 +368,11 @@ def hf_source(
     }
     if isinstance(layers, int):
         options[LAYERS_FIELD] = layers
+    quantization = _quantization_config(config)
+    if quantization is not None:
+        options["quantization_config"] = quantization
+        options["hidden_size"] = getattr(config, "hidden_size", None)
+        options["architectures"] = list(getattr(config, "architectures", None) or [])
     return ModelSource(
         source=spec,
         description=f"{type(meta_model).__name__} from {target}" + (f" ({shown})" if shown else ""),
@@ -349,4 +382,5 @@ def hf_source(
         notes=notes,
         largest_scratch_bytes=3 * largest_low_precision_elements(meta_model),
         fit_hint=lambda budget: FitHint(LAYERS_FIELD, model_arg=True),
+        construct=lambda: _build(config, trust_remote_code),
     )

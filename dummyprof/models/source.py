@@ -50,6 +50,11 @@ class ModelSource:
     # What would make it fit a budget of N bytes (None: nothing known beyond smaller --model-arg values).
     fit_hint: Callable[[int], FitHint] | None = None
     size_flag: str = "--model"  # the flag an error about size should name
+    # The constructor run afresh on meta, where build(meta) copies a model built once (hf:); None: build(meta) is.
+    construct: Callable[[], nn.Module] | None = None
+    # The model before the engine rewrites it (a quantized checkpoint: transformers' unquantized meta model),
+    # which deployments cut into shards; None: ``build(meta)`` is that model.
+    whole: Callable[[], nn.Module] | None = None
 
 
 def synthetic_source(spec: TreeSpec) -> ModelSource:

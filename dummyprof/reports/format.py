@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from itertools import groupby
 
 from dummyprof.results import engram as codes
-from dummyprof.results.common import Figure, Timing
+from dummyprof.results.common import CPU_PRESSURE, CPU_STEAL, LOAD_ABOVE_CORES, Contention, Figure, Timing
 from dummyprof.units import format_bytes, format_seconds
 
 # Short dtype names for narrow tables (the JSON keeps torch's names).
@@ -126,3 +126,37 @@ def rank_ranges(ranks: list[int]) -> str:
     """``0-3,6`` for ranks 0, 1, 2, 3 and 6: short, and one word (it never wraps)."""
     runs = [[r for _, r in run] for _, run in groupby(enumerate(sorted(ranks)), lambda pair: pair[1] - pair[0])]
     return ",".join(str(run[0]) if len(run) == 1 else f"{run[0]}-{run[-1]}" for run in runs)
+
+
+CONTENTION_REASONS = {
+    CPU_PRESSURE: "other tasks waited for a CPU",
+    LOAD_ABOVE_CORES: "load average above the cores",
+    CPU_STEAL: "the hypervisor took CPU time",
+}
+
+
+def contention_text(c: Contention | None, what: str) -> str:
+    """The machine's business while ``what`` ran, one line; '' for a file that has no reading.
+
+    A contended reading says so in capitals with its reason codes: its times are slower than this machine
+    can do and another run will not reproduce them.
+    """
+    if c is None:
+        return ""
+    parts = []
+    if c.pressure is not None:
+        parts.append(f"CPU pressure {c.pressure:.0%}")
+    elif c.load_per_core is not None:
+        parts.append(f"load {c.load_per_core:.2f} per core")
+    if c.steal is not None:
+        parts.append(f"steal {c.steal:.0%}")
+    if c.process_cpu_share is not None:
+        parts.append(f"this process {c.process_cpu_share:.2f} of {c.cores} CPUs")
+    figures = ", ".join(parts)
+    if not c.contended:
+        return f"machine while {what}: quiet ({figures})"
+    why = "; ".join(f"{code}: {CONTENTION_REASONS.get(code, code)}" for code in c.reasons)
+    return (
+        f"CONTENDED while {what} ({figures}; {why}): these times are slower than this machine can do "
+        "and another run will not reproduce them"
+    )

@@ -7,7 +7,7 @@ import xml.etree.ElementTree as ET
 from dummyprof.reports.reporter import RenderOptions, Reporter
 from dummyprof.reports.tables.escape import xml_text
 from dummyprof.reports.tables.gate import change_text, value_text
-from dummyprof.results.gate import NOT_COMPARABLE, NOT_MEASURED, REGRESSED, CheckResult
+from dummyprof.results.gate import NOT_COMPARABLE, NOT_JUDGED, NOT_MEASURED, REGRESSED, CheckResult
 from dummyprof.results.session import Results
 
 
@@ -30,10 +30,13 @@ def _element(parent: ET.Element | None, tag: str, text: str | None = None, **att
     return element
 
 
+INCOMPLETE = (NOT_COMPARABLE, NOT_MEASURED, NOT_JUDGED)
+
+
 def _tally(checks: list[CheckResult]) -> dict[str, str]:
-    """Regressions are failures; checks that could not be measured or compared are errors (exit code 3)."""
+    """Regressions are failures; checks that could not be measured, compared or judged are errors (exit code 3)."""
     failures = sum(1 for c in checks if c.verdict == REGRESSED)
-    errors = sum(1 for c in checks if c.verdict in (NOT_COMPARABLE, NOT_MEASURED))
+    errors = sum(1 for c in checks if c.verdict in INCOMPLETE)
     return {"tests": str(len(checks)), "failures": str(failures), "errors": str(errors)}
 
 
@@ -60,7 +63,7 @@ def gate_junit(results: Results, options: RenderOptions | None = None) -> str:
             message = _message(check)
             if check.verdict == REGRESSED:
                 _element(case, "failure", message, message=message, type="regression")
-            elif check.verdict in (NOT_COMPARABLE, NOT_MEASURED):
+            elif check.verdict in INCOMPLETE:
                 _element(case, "error", message, message=message, type=check.verdict.replace(" ", "-"))
             else:
                 _element(case, "system-out", message)

@@ -518,6 +518,7 @@ VERDICT_COLOURS = {
     "not significant": "#8fbc8f",
     "not comparable": "#ff7f0e",
     "could not measure": "#7f7f7f",
+    "not judged": "#bcbd22",
 }
 
 

@@ -12,7 +12,7 @@ from dummyprof.reports.tables.inspect import visit_counts
 from dummyprof.results.audit import AuditResult
 from dummyprof.results.compare import CompareResult
 from dummyprof.results.engram import EngramResult
-from dummyprof.results.gate import EXIT_INCOMPLETE, NOT_COMPARABLE, NOT_MEASURED, REGRESSED, GateResult
+from dummyprof.results.gate import EXIT_INCOMPLETE, NOT_COMPARABLE, NOT_JUDGED, NOT_MEASURED, REGRESSED, GateResult
 from dummyprof.results.inspect import InspectResult
 from dummyprof.results.ranks import RanksAggregate
 from dummyprof.results.session import Results
@@ -59,6 +59,8 @@ def audit_summary(result: AuditResult) -> str:
     if not failing:
         ignored = sum(1 for f in result.findings if f.ignored)
         tail = f" ({ignored} ignored)" if ignored else ""
+        restored = sum(1 for f in result.findings if f.kind == "non-persistent-restored")
+        tail += f"; {restored} non-persistent buffer write(s) restore construction values" if restored else ""
         return f"audit clean: {len(result.fillers)} filler(s), {len(result.tensors)} tensors, no findings{tail}"
     parts = ", ".join(f"{n} {kind}" for kind, n in Counter(f.kind for f in failing).items())
     return f"audit found {len(failing)} problem(s): {parts}"
@@ -120,13 +122,15 @@ def baseline_summary(section: GateResult) -> str:
     return f"baseline: {len(section.scenarios)} scenarios, {counters} counters, {times} timings"
 
 
-FAILING = (REGRESSED, NOT_COMPARABLE, NOT_MEASURED)  # the verdicts that make the gate's exit code not 0
+FAILING = (REGRESSED, NOT_COMPARABLE, NOT_MEASURED, NOT_JUDGED)  # the verdicts that make the gate's exit code not 0
 
 
 def gate_summary(section: GateResult) -> str:
     counts = section.counts()
     parts = [f"{n} {verdict}" for verdict, n in counts.items() if n]
     outcome = {0: "PASS", 1: "FAIL: regression", 3: "INCOMPLETE: could not measure or not comparable"}
+    if counts.get(NOT_JUDGED) and not counts.get(NOT_MEASURED) and not counts.get(NOT_COMPARABLE):
+        outcome[3] = "INCOMPLETE: times not judged (contended)"
     label = outcome.get(section.exit_code, str(section.exit_code))
     if section.unrecorded:
         verdict = "regressions found" if any(c.verdict == REGRESSED for c in section.checks) else "measured"

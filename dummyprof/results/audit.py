@@ -22,6 +22,10 @@ INFO_KINDS: dict[str, str] = {
     "shared-storage": "tied parameters or aliased views: several names, one storage",
     "untouched": "written by no filler and not by vLLM's fill either (integer indices, meta tensors...)",
     "persistence": "_non_persistent_buffers_set and state_dict() disagree, or one is missing",
+    "non-persistent-restored": (
+        "a non-persistent buffer written back to exactly the values its module computes at construction "
+        "(transformers' init recomputes rotary inv_freq): intended"
+    ),
     "untraced-write": "bytes changed with no operator writing them (numpy view, raw pointer): counted as one write",
 }
 

@@ -136,3 +136,32 @@ class MemoryUse(Record):
         if self.rss_before_bytes is None or self.rss_peak_bytes is None:
             return None
         return max(0, self.rss_peak_bytes - self.rss_before_bytes)
+
+
+# Contention reason codes (reporters own the words).
+CPU_PRESSURE = "cpu-pressure"  # runnable tasks waited for a CPU a large share of the window (PSI "some")
+LOAD_ABOVE_CORES = "load-above-cores"  # no PSI: the 1-minute load average was above the cores this process may use
+CPU_STEAL = "cpu-steal"  # the hypervisor ran other guests on this machine's CPUs
+
+
+class Contention(Record):
+    """How busy the machine was while a run timed something, measured over that window.
+
+    ``pressure``: the share of the window in which some runnable task waited for a CPU (the kernel's
+    ``/proc/pressure/cpu`` "some" total); where the kernel has no PSI, ``load_per_core`` (the 1-minute
+    load average over the cores this process may use) stands in. ``steal``: the share of all CPU time the
+    hypervisor gave to other guests (``/proc/stat``). ``process_cpu_share``: this process's CPU seconds
+    over the window's wall seconds (2.0: two cores busy all along). ``reasons``: codes above their thresholds.
+    """
+
+    wall_s: float = 0.0
+    cores: Count = 0
+    pressure: float | None = None
+    load_per_core: float | None = None
+    steal: float | None = None
+    process_cpu_share: float | None = None
+    reasons: list[str] = []
+
+    @property
+    def contended(self) -> bool:
+        return bool(self.reasons)

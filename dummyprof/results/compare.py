@@ -6,7 +6,7 @@ from typing import Any
 
 from msgspec import field
 
-from dummyprof.results.common import Count, MemoryUse, NoiseWarning, Record, Timing, named
+from dummyprof.results.common import Contention, Count, MemoryUse, NoiseWarning, Record, Timing, named
 from dummyprof.results.engram import LinearFit
 from dummyprof.results.trace import StrategyTrace
 
@@ -33,11 +33,11 @@ class CalibrationClass(Record):
     dtype: str = ""
     sizes_bytes: list[Count] = []
     samples_s: list[list[float]] = []  # per size, every trial
-    small_call_s: float = 0.0  # median seconds of one fill of a tiny tensor: the per-visit floor
-    fit: LinearFit = field(default_factory=LinearFit)  # seconds vs bytes, median per size
+    small_call_s: float = 0.0  # one fill of a tiny tensor, fastest quartile: the per-visit floor
+    fit: LinearFit = field(default_factory=LinearFit)  # seconds vs bytes, fastest quartile per size (capability)
     fit_low: LinearFit = field(default_factory=LinearFit)  # fastest trial per size
     fit_high: LinearFit = field(default_factory=LinearFit)  # slowest trial per size
-    rss_growth_per_byte: float | None = None  # page first-touch, measured on the first large (probe) fill
+    rss_growth_per_byte: float | None = None  # files before issue #25 (no longer measured: peaks are need-bound)
 
 
 class Projection(Record):
@@ -48,8 +48,9 @@ class Projection(Record):
     high_s: float = 0.0  # every visit at its slowest
     floor_s: float = 0.0  # the bytes it writes at the memset rate measured in this run; never faster
     walk_s: float = 0.0  # the traversal itself, measured on the meta model with a no-op fill
-    peak_rss_bytes: Count = 0  # RSS now + model pages first-touched (at least 1 byte each) + largest temporary
+    peak_rss_bytes: Count = 0  # RSS now + model pages first-touched + largest temporary: never above fill + scratch
     floor_bound: bool = False  # the floor, not the calibration, set ``seconds``
+    rss_before_bytes: Count = 0  # the RSS ``peak_rss_bytes`` starts from (0 in files before issue #25)
 
 
 class SizeDecision(Record):
@@ -65,6 +66,7 @@ class SizeDecision(Record):
     calibration_s: float = 0.0  # wall time the calibration fills took
     counting_s: float = 0.0  # wall time of the meta build and counting passes
     calibration: list[CalibrationClass] = []
+    contention: Contention | None = None  # how busy the machine was while the calibration fills ran
 
 
 class StrategyResult(Record):
@@ -145,6 +147,7 @@ class CompareResult(Record):
     # Why the rounds stopped before --repeat: tight | budget | max under --repeat auto; budget also when a fixed
     # --repeat N ran out of --time-budget (repeats_requested then holds N). '' when every round ran.
     auto_stop: str = ""
+    contention: Contention | None = None  # how busy the machine was during the timed rounds
 
     @property
     def nothing_to_fill(self) -> bool:

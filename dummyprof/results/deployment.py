@@ -8,9 +8,12 @@ from __future__ import annotations
 
 from msgspec import field
 
-from dummyprof.results.common import Count, Int64, Record
+from dummyprof.results.common import Contention, Count, Int64, Record
 
 MEASURED, PROJECTED = "measured", "projected"
+# DeploymentResult.not_timed: the layout is for a GPU (--device cuda, or --device-memory) and this machine has
+# none, so the device-resident bytes get no time (a CPU time is not a GPU start-up time); counts stay exact.
+NO_CUDA_HERE = "no-cuda-device-here"
 
 
 class RankStrategy(Record):
@@ -52,6 +55,7 @@ class RankEntry(Record):
     padding_bytes: Count = 0  # padded vocabulary rows
     offloaded_bytes: Count = 0  # CPU-offloaded tables (declared constant Engram rows): host, not device
     counted_as: Count = 0  # the rank whose identical shard was walked for these counts
+    copies: Count = 1  # ranks this entry stands for: rank, rank + tp, ... (the next dp ranks, one shard)
     filled_as: Count | None = None  # the rank whose shard was filled (or projected) for these times
     strategies: list[RankStrategy] = []
     device_fits: bool | None = None  # None: no --device-memory given
@@ -63,6 +67,10 @@ class RankEntry(Record):
 
     def strategy(self, name: str) -> RankStrategy:
         return next(s for s in self.strategies if s.strategy == name)
+
+    def rank_numbers(self, tp: int) -> range:
+        """Every rank this entry stands for (consecutive dp ranks of one stage and tp rank)."""
+        return range(self.rank, self.rank + self.copies * tp, tp)
 
 
 class NodeEntry(Record):
@@ -137,14 +145,22 @@ class DeploymentResult(Record):
     nproc: Count = 0  # real ranks run (--nproc); 0: none
     backend: str = ""
     online_quant_target: str = ""  # the model or the rank whose shard the online path ran on
+    # Where the shards' bytes live: "cuda" (a GPU deployment: --device cuda, or --device-memory) or "cpu" (a CPU
+    # deployment, vLLM's CPU backend); "" in files written before it was stored, and for inspect and audit.
+    target: str = ""
+    not_timed: str = ""  # why no fill was timed (NO_CUDA_HERE), '' when the shards were filled or projected
+    contention: Contention | None = None  # how busy the machine was while the shards were filled or calibrated
+    # The slowest rank's figures overlap another rank's (or every rank has the same shard): no rank is slower
+    # than the noise says, so none is named; ``slowest_rank`` still holds the rank whose time is shown.
+    slowest_within_noise: bool = False
 
     @property
     def held_bytes(self) -> int:
-        return sum(r.held_bytes for r in self.ranks)
+        return sum(r.held_bytes * r.copies for r in self.ranks)
 
     @property
     def padding_bytes(self) -> int:
-        return sum(r.padding_bytes for r in self.ranks)
+        return sum(r.padding_bytes * r.copies for r in self.ranks)
 
     @property
     def other_extra_bytes(self) -> int:
@@ -152,7 +168,7 @@ class DeploymentResult(Record):
         return self.held_bytes - self.model_bytes - self.replicated_extra_bytes - self.padding_bytes
 
     def rank(self, index: int) -> RankEntry:
-        return next(r for r in self.ranks if r.rank == index)
+        return next(r for r in self.ranks if index in r.rank_numbers(self.tp))
 
 
 def layout_text(result: DeploymentResult) -> str:

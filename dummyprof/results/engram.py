@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from msgspec import field
 
-from dummyprof.results.common import Count, Figure, Int64, MemoryUse, Record, Timing, named
+from dummyprof.results.common import Contention, Count, Figure, Int64, MemoryUse, Record, Timing, named
 
 MEASURED = "measured"
 PROJECTED = "projected"
@@ -239,6 +239,7 @@ class EngramResult(Record):
     huge_pages_from_sample: bool = False  # huge-page bytes read back on the largest sample, not the full table
     legacy_plan_notes: list[str] = []  # schema 1 and 2: ``plan_notes``, sentences
     sample_groups: list[SampleGroupInfo] = []  # empty when nothing was projected
+    contention: Contention | None = None  # how busy the machine was while this run calibrated, filled, sampled
 
     def method(self, name: str) -> MethodResult:
         return named(self.methods, name)

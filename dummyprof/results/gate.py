@@ -20,11 +20,12 @@ IMPROVED = "improved"
 NOT_SIGNIFICANT = "not significant"
 NOT_COMPARABLE = "not comparable"
 NOT_MEASURED = "could not measure"
-VERDICTS = (PASS, REGRESSED, IMPROVED, NOT_SIGNIFICANT, NOT_COMPARABLE, NOT_MEASURED)
+NOT_JUDGED = "not judged"  # a time measured while the machine was contended: neither passed nor failed
+VERDICTS = (PASS, REGRESSED, IMPROVED, NOT_SIGNIFICANT, NOT_COMPARABLE, NOT_MEASURED, NOT_JUDGED)
 
 EXIT_PASS = 0
 EXIT_REGRESSION = 1
-EXIT_INCOMPLETE = 3  # could not measure, or not comparable
+EXIT_INCOMPLETE = 3  # could not measure, not comparable, or not judged
 
 
 class Fingerprint(Record):
@@ -51,6 +52,7 @@ class Metric(Record):
     unit: str = ""
     value: float = 0.0  # the count, or the median of ``samples``
     samples: list[float] = []
+    contended: list[str] = []  # a time's contention reason codes (results.common)
 
 
 class ScenarioRun(Record):
@@ -94,10 +96,11 @@ class GateResult(Record):
 
 
 def gate_exit_code(checks: list[CheckResult]) -> int:
-    """1 for a regression (a definite finding wins), else 3 if anything could not be measured or compared, else 0."""
+    """1 for a regression (a definite finding wins), else 3 if anything could not be measured, compared or judged
+    (a time under contention), else 0."""
     verdicts = {c.verdict for c in checks}
     if REGRESSED in verdicts:
         return EXIT_REGRESSION
-    if verdicts & {NOT_COMPARABLE, NOT_MEASURED}:
+    if verdicts & {NOT_COMPARABLE, NOT_MEASURED, NOT_JUDGED}:
         return EXIT_INCOMPLETE
     return EXIT_PASS

@@ -11,6 +11,7 @@ from typing import Any
 
 import torch
 
+from dummyprof.deploy.quant import engine_source
 from dummyprof.errors import UsageError
 from dummyprof.measure.budget import device_available, device_budget, ensure_fits, host_budget
 from dummyprof.models.huggingface import hf_source, is_hf_spec
@@ -46,6 +47,7 @@ def resolve_source(
     model_args: dict[str, Any] | None,
     trust_remote_code: bool = False,
     limits: BuildLimits | None = None,
+    quantization: str = "auto",
 ) -> ModelSource | None:
     """The source named by ``--model`` or ``--preset``; None means: the synthetic tree.
 
@@ -57,8 +59,11 @@ def resolve_source(
         raise UsageError.for_field("model", "give either --model or --preset, not both")
     if trust_remote_code and not is_hf_spec(model):
         raise UsageError.for_field("trust_remote_code", "only applies to --model hf:...; drop it or give an hf: model")
+    if quantization != "auto" and not is_hf_spec(model):
+        raise UsageError.for_field("quantization", "only applies to --model hf:...; drop it or give an hf: model")
     if model and is_hf_spec(model):
-        return hf_source(model, model_args or {}, trust_remote_code=trust_remote_code, limits=limits)
+        source = hf_source(model, model_args or {}, trust_remote_code=trust_remote_code, limits=limits)
+        return engine_source(source, quantization)
     if preset:
         return preset_source(preset, model_args or {}, limits=limits)
     if model:
@@ -78,10 +83,16 @@ def source_or_tree(
     tree: TreeSpec,
     trust_remote_code: bool = False,
     limits: BuildLimits | None = None,
+    quantization: str = "auto",
 ) -> ModelSource:
     """The source named by ``--model`` or ``--preset``, else the synthetic tree ``tree``."""
     source = resolve_source(
-        model=model, preset=preset, model_args=model_args, trust_remote_code=trust_remote_code, limits=limits
+        model=model,
+        preset=preset,
+        model_args=model_args,
+        trust_remote_code=trust_remote_code,
+        limits=limits,
+        quantization=quantization,
     )
     return source if source is not None else synthetic_source(tree)
 

@@ -87,6 +87,12 @@ class ModelChoice:
         unit="flag",
         help="hf: models only: let transformers run the model's own Python code (auto_map). Off unless given.",
     )
+    quantization: str = option(
+        "auto",
+        metavar="METHOD",
+        help="hf: models only, as vLLM's --quantization: auto (the config's quantization_config), none (count the "
+        "model unquantized), or the config's method (fp8); each rank holds the tensors vLLM creates for it.",
+    )
 
 
 @dataclass

@@ -41,6 +41,10 @@ SENTENCES: dict[str, Callable[[Finding], str]] = {
         f"{_filler(f)} overwrites non-persistent buffer {f.tensor} (computed at construction, never in a "
         "checkpoint; vLLM's per-layer fill leaves it alone)"
     ),
+    "non-persistent-restored": lambda f: (
+        f"{_filler(f)} writes non-persistent buffer {f.tensor} back to the values its module computes at "
+        "construction (bitwise equal): a restore, not a problem"
+    ),
     "unregistered": lambda f: (
         f"{f.tensor} ({f.dtype} {f.shape}, {f.nbytes:,} bytes) is held by its module but not registered as a "
         "parameter or buffer: no parameters()/state_dict() traversal fills it"

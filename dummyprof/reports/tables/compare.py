@@ -14,6 +14,7 @@ from dummyprof.reports.format import (
     GENERATOR_BOUND_WHY,
     PROJECTED_MARK,
     PROJECTED_NOTE,
+    contention_text,
     figure_bytes,
     range_cell,
     rate,
@@ -40,6 +41,7 @@ REASONS = {
 }
 
 
+PROMISED_ROUNDS = 3  # what --time-budget promises to measure (fewer are projected instead, when known in time)
 AUTO_STOPS = {
     "tight": "stopped once every speedup's 95% interval was within 5% of it",
     "budget": "stopped because one more round would overrun the time budget (intervals may still be wide)",
@@ -78,6 +80,16 @@ def size_lines(result: CompareResult, *, detail: bool = True) -> list[str]:
     if result.auto_stop:
         asked = f"--repeat {result.repeats_requested}" if result.repeats_requested else "--repeat auto"
         lines.append(f"{asked}: {result.repeat} measured rounds; {AUTO_STOPS.get(result.auto_stop, result.auto_stop)}")
+        if result.auto_stop == "budget" and result.repeat < PROMISED_ROUNDS:
+            lines.append(
+                f"FEWER ROUNDS THAN PROMISED: --time-budget promises {PROMISED_ROUNDS} measured rounds, and "
+                f"{result.repeat} fit: the rounds took longer than calibrated (a slower or busier machine); no speedup "
+                f"interval from under {PROMISED_ROUNDS} rounds; raise --time-budget"
+            )
+    if size.mode == "projected" and size.contention is not None:
+        lines.append(contention_text(size.contention, f"calibrating on {result.model.device}"))
+    elif result.contention is not None and (detail or result.contention.contended):
+        lines.append(contention_text(result.contention, f"the rounds ran on {result.model.device}"))
     return lines
 
 
@@ -445,7 +457,8 @@ def calibration_table(result: CompareResult) -> Table | None:
             format_seconds(c.small_call_s),
         )
     table.notes += [
-        "GB/s: the rate of a line fitted to the median trial per size (R²: of that fit)",
+        "GB/s: the rate of a line fitted to the fastest quartile of the trials per size (the machine's capability; "
+        "R²: of that fit)",
         "tiny: one fill of a tiny tensor, the cost of a visit before its bytes",
     ]
     return table

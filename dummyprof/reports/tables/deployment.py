@@ -6,9 +6,17 @@ keeps one entry per rank. Every backend renders these blocks.
 
 from __future__ import annotations
 
-from dummyprof.reports.format import PROJECTED_MARK
+from dummyprof.reports.format import PROJECTED_MARK, contention_text
 from dummyprof.reports.tables.model import BAD, DIM, NAME, NUMBER, STRONG, WORD, Block, Cell, Line, Table
-from dummyprof.results.deployment import MEASURED, PROJECTED, DeploymentResult, RankEntry, RankStrategy, layout_text
+from dummyprof.results.deployment import (
+    MEASURED,
+    NO_CUDA_HERE,
+    PROJECTED,
+    DeploymentResult,
+    RankEntry,
+    RankStrategy,
+    layout_text,
+)
 from dummyprof.units import format_bytes, format_seconds
 
 
@@ -21,15 +29,21 @@ def rank_groups(result: DeploymentResult) -> list[list[RankEntry]]:
     """Consecutive ranks with the same figures, as one row each."""
     groups: list[list[RankEntry]] = []
     for r in result.ranks:
-        if groups and _key(groups[-1][-1]) == _key(r) and groups[-1][-1].rank == r.rank - 1:
+        last = groups[-1][-1] if groups else None
+        if last and last.copies == r.copies == 1 and _key(last) == _key(r) and last.rank == r.rank - 1:
             groups[-1].append(r)
         else:
             groups.append([r])
     return groups
 
 
-def _ranks(group: list[RankEntry]) -> str:
-    return str(group[0].rank) if len(group) == 1 else f"{group[0].rank}-{group[-1].rank}"
+def _ranks(group: list[RankEntry], tp: int) -> str:
+    """``0-3`` (consecutive ranks), ``1`` (one), ``1,3..15`` (one entry for dp ranks: every tp-th rank)."""
+    first = group[0]
+    if first.copies > 1:
+        ranks = first.rank_numbers(tp)
+        return f"{ranks[0]},{ranks[1]}" + (f"..{ranks[-1]}" if len(ranks) > 2 else "")
+    return str(first.rank) if len(group) == 1 else f"{first.rank}-{group[-1].rank}"
 
 
 def fill_text(s: RankStrategy) -> str:
@@ -62,6 +76,12 @@ def _peak(r: RankEntry) -> str:
     return (PROJECTED_MARK if top.fill == PROJECTED else "") + format_bytes(top.peak_bytes)
 
 
+def _nodes(r: RankEntry, result: DeploymentResult) -> str:
+    """The node of an entry's ranks, or the first and last node of a group of dp ranks that spans nodes."""
+    last = r.rank_numbers(result.tp)[-1] // result.ranks_per_node if result.ranks_per_node else r.node
+    return str(r.node) if last == r.node else f"{r.node}-{last}"
+
+
 def ranks_table(result: DeploymentResult) -> Table:
     columns = [("ranks", NAME), *((h, NUMBER) for h in ("stage", "layers", "node", "held", "replicated", "offloaded"))]
     columns += [("device room", WORD), ("fill peak", NUMBER)]
@@ -69,10 +89,10 @@ def ranks_table(result: DeploymentResult) -> Table:
     for group in rank_groups(result):
         r = group[0]
         table.add(
-            _ranks(group),
+            _ranks(group, result.tp),
             str(r.stage) if result.pp > 1 else "",
             f"{r.layers[0]}-{r.layers[1] - 1}" if r.layers[1] > r.layers[0] else "",
-            str(r.node) if len(result.nodes) > 1 else "",
+            _nodes(r, result) if len(result.nodes) > 1 else "",
             format_bytes(r.held_bytes),
             format_bytes(r.replicated_bytes),
             format_bytes(r.offloaded_bytes) if r.offloaded_bytes else "",
@@ -80,9 +100,16 @@ def ranks_table(result: DeploymentResult) -> Table:
             _peak(r),
         )
     if any(_peak(r) for r in result.ranks):
-        table.notes.append("fill peak: the largest of the strategies' RSS peaks (~ projected, never below held)")
+        table.notes.append(
+            "fill peak: the largest of the strategies' RSS growth over the RSS before the fill (~ projected: "
+            "the bytes it writes + its largest temporary)"
+        )
     if result.device_memory_bytes is not None:
         table.notes.append(f"device room: {format_bytes(result.device_memory_bytes)} per rank less its device bytes")
+    if result.target == "cuda":
+        table.notes.append("a GPU deployment: held less offloaded is device-resident, offloaded is host-resident")
+    elif result.target == "cpu":
+        table.notes.append("a CPU deployment (--device cpu): every byte is host-resident")
     return table
 
 
@@ -93,7 +120,7 @@ def work_table(result: DeploymentResult) -> Table:
     for group in rank_groups(result):
         for i, s in enumerate(group[0].strategies):
             table.add(
-                Cell(_ranks(group) if i == 0 else ""),
+                Cell(_ranks(group, result.tp) if i == 0 else ""),
                 s.strategy,
                 f"{s.visits:,} ({s.redundant_visits:,})",
                 format_bytes(s.bytes_written),
@@ -107,6 +134,8 @@ def work_table(result: DeploymentResult) -> Table:
             f"own rank: each rank's fill in its own process, {result.nproc} ranks ({result.backend}) filling at "
             "once on this host; fill: one rank alone (the model of the deployment from one rank)"
         )
+    if result.not_timed:
+        table.notes.append(f"fill: {NOT_TIMED.get(result.not_timed, result.not_timed)}")
     if timed:
         filled = sorted({r.filled_as for r in result.ranks if r.filled_as is not None})
         measured = any(s.fill == MEASURED for r in result.ranks for s in r.strategies)
@@ -116,7 +145,17 @@ def work_table(result: DeploymentResult) -> Table:
             "initializers (ranks alike share its figures); ~ projected from calibration fills (interval in range, "
             "never below this run's memset floor; peak never below the shard's bytes)"
         )
+    line = contention_text(result.contention, f"the shards were filled or calibrated on {result.device}")
+    if line:
+        table.notes.append(line)
     return table
+
+
+NOT_TIMED = {
+    NO_CUDA_HERE: "not timed: no CUDA device here. The layout is for a GPU (--device cuda or --device-memory) and a "
+    "CPU time is not a GPU start-up time; the bytes and visits per rank are exact. Time it with --device cuda "
+    "on a machine with one, or give --device cpu for a CPU deployment",
+}
 
 
 def nodes_table(result: DeploymentResult) -> Table | None:
@@ -187,16 +226,17 @@ def identity_line(result: DeploymentResult) -> Line:
 
 
 def slowest_line(result: DeploymentResult) -> Line | None:
+    if result.not_timed:
+        return Line("dummy start-up per rank: not timed (see the fill note above); bytes and visits exact", STRONG)
     if result.slowest_rank is None:
         return None
     s = result.rank(result.slowest_rank).strategy(result.slowest_strategy)
     kind = "projected" if s.fill == PROJECTED else "measured"
     interval = f" ({_interval(s)})" if _interval(s) else ""
-    return Line(
-        f"slowest rank: {result.slowest_rank}, {result.slowest_strategy} dummy start-up "
-        f"{format_seconds(s.seconds)} {kind}{interval}",
-        STRONG,
-    )
+    figure = f"{result.slowest_strategy} dummy start-up {format_seconds(s.seconds)} on {result.device} {kind}{interval}"
+    if result.slowest_within_noise:
+        return Line(f"every rank within noise of the slowest: {figure}; no rank is named slowest", STRONG)
+    return Line(f"slowest rank: {result.slowest_rank}, {figure}", STRONG)
 
 
 def deployment_blocks(result: DeploymentResult, *, detail: bool = True) -> list[Block]:
@@ -214,13 +254,16 @@ def deployment_summary(result: DeploymentResult) -> str:
     largest = max(result.ranks, key=lambda r: r.held_bytes, default=None)
     head = f"{layout_text(result)}: {result.world} ranks"
     held = f", up to {format_bytes(largest.held_bytes)}/rank" if largest else ""
-    short = sum(r.device_fits is False for r in result.ranks)
+    short = sum(r.copies for r in result.ranks if r.device_fits is False)
     fit = f", {short} over device memory" if short else ", all fit the device" if result.device_memory_bytes else ""
     slow = short_slow = ""
-    if result.slowest_rank is not None:
+    if result.not_timed:
+        slow = short_slow = "; not timed: no CUDA device here" if result.not_timed == NO_CUDA_HERE else "; not timed"
+    elif result.slowest_rank is not None:
         s = result.rank(result.slowest_rank).strategy(result.slowest_strategy)
-        slow = f"; slowest rank {result.slowest_rank} {result.slowest_strategy} {fill_text(s)}"
-        short_slow = f"; slowest rank {result.slowest_rank} {fill_text(s)}"
+        who = "ranks within noise" if result.slowest_within_noise else f"slowest rank {result.slowest_rank}"
+        slow = f"; {who} {result.slowest_strategy} {fill_text(s)} on {result.device}"
+        short_slow = f"; {who} {fill_text(s)} on {result.device}"
     quant = ""
     if result.online_quant:
         quant = "; online fp8 peak " + " vs ".join(format_bytes(q.peak_bytes) for q in result.online_quant)

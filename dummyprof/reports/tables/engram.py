@@ -229,7 +229,10 @@ def ranks_table(result: EngramResult) -> Table | None:
             format_bytes(p.table_bytes),
         )
     if len(distinct) > 1:
-        table.notes.append("uneven: the first ranks take one more head, and the first heads one more row")
+        table.notes.append(
+            "uneven: each rank takes ceil(heads / ranks) whole heads, the last fewer (vLLM's rule), "
+            "and the first heads one more row"
+        )
     return table
 
 
@@ -346,6 +349,7 @@ def memory_table(result: EngramResult) -> Table:
         table.add(*row)
     notes = ["needs: tables (allocator-rounded) + scratch"]
     if rss_reason is None:
+        notes.append("peak RSS: the whole process's; ~ projected: its RSS before the tables + needs")
         notes += projected_note(m.peak_rss_bytes for m in result.methods)
     if fitted:
         notes.append("RSS/need: slope of RSS growth against the need over n samples (R²: of that fit)")

@@ -28,6 +28,7 @@ VERDICTS = {
     verdicts.NOT_MEASURED: BAD,
     verdicts.NOT_SIGNIFICANT: WARN,
     verdicts.NOT_COMPARABLE: WARN,
+    verdicts.NOT_JUDGED: WARN,
 }
 GATE_NOTE = "a check without a rule line is a counter, exact against the baseline"
 BASELINE_NOTE = "value: a timing's median over its rounds"

@@ -2,14 +2,16 @@
 
 Every filler runs once on its own freshly built model under the write tracer
 (built-in strategies also under their visit recorder, and the two must agree).
-Tensors are matched across models by their canonical name.
+Tensors are matched across models by their canonical name. A non-persistent buffer
+written back to the value its module computes at construction is a restore, not a
+clobber (``construction.py``).
 """
 
 from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -41,6 +43,7 @@ from dummyprof.results.audit import (
     UnregisteredTensor,
 )
 from dummyprof.results.session import Results
+from dummyprof.scenarios.audit.construction import construction_values
 from dummyprof.scenarios.audit.options import DEFAULT_STRATEGIES, AuditOptions, validate
 from dummyprof.scenarios.compare.runner import summarize_model
 from dummyprof.scenarios.deployment.source import chosen_source
@@ -84,6 +87,8 @@ class _Audit:
 
     result: AuditResult
     ignore: list[str]
+    owners: dict[str, type] = field(default_factory=dict)  # non-persistent buffer -> its module's class
+    buffer_writes: list[tuple[str, str]] = field(default_factory=list)  # (tensor, filler): judged after all ran
 
     def find(self, kind: str, tensor: str, fillers: Sequence[str] = (), **data: Any) -> None:
         """Record a finding as data (``data``: the Finding fields its kind uses); reporters write the sentence."""
@@ -112,6 +117,8 @@ def _structure(model: nn.Module, audit: _Audit) -> dict[str, AuditTensor]:
             vllm_fills=any(e.kind != NON_PERSISTENT for e in entries)
             and vllm_fills(first.tensor, name.rsplit(".", 1)[-1]),
         )
+        if all(k == NON_PERSISTENT for k in rows[name].kinds):
+            audit.owners[name] = type(model.get_submodule(name.rpartition(".")[0]))
         if len(entries) > 1:
             same_object = all(e.tensor is entries[0].tensor for e in entries)
             audit.find("shared-storage", name, names=[e.name for e in entries], tied=same_object)
@@ -158,8 +165,8 @@ def _run_filler(
     for name, count in written.items():
         if count > 1:
             audit.find("repeated", name, [filler.name], count=count)
-        if all(k == NON_PERSISTENT for k in rows[name].kinds):
-            audit.find("non-persistent-written", name, [filler.name])
+        if name in audit.owners:
+            audit.buffer_writes.append((name, filler.name))
     for key in trace.untraced:
         audit.find("untraced-write", names.get(key, ""), [filler.name])
     for name in trace.replaced:
@@ -178,6 +185,27 @@ def _run_filler(
                 )
     del model, tensors
     return summary
+
+
+def _judge_buffer_writes(source: ModelSource, rows: dict[str, AuditTensor], audit: _Audit) -> None:
+    """Each write of a non-persistent buffer: a restore when the bytes left equal the construction's, else a finding."""
+    if not audit.buffer_writes:
+        return
+    owners = {name: audit.owners[name] for name, _ in audit.buffer_writes}
+    construct = source.construct or (lambda: source.build(torch.device("meta")))
+    # Room for the intermediates a buffer is computed from (an int64 arange for a bf16 buffer), and at least 1 MiB.
+    limit = max(8 * max(rows[name].nbytes for name in owners), 1 << 20)
+    constructed = construction_values(construct, owners, limit)
+    for name, filler in audit.buffer_writes:
+        row, value = rows[name], constructed.get(name)
+        if (
+            value is not None
+            and describe(value)[:2] == (row.shape, row.dtype)
+            and (row.digests.get(filler) == tensor_digest(value))
+        ):
+            audit.find("non-persistent-restored", name, [filler])
+        else:
+            audit.find("non-persistent-written", name, [filler])
 
 
 def _cross_check(fillers: list[_Filler], rows: dict[str, AuditTensor], audit: _Audit) -> list[list[str]]:
@@ -231,6 +259,7 @@ def run(options: AuditOptions, *, source: ModelSource | None = None) -> Results:
     del probe
     for filler in fillers:
         result.fillers.append(_run_filler(filler, lambda: source.build(device), rows, audit))
+    _judge_buffer_writes(source, rows, audit)
     result.value_groups = _cross_check(fillers, rows, audit)
     result.tensors = rows
     # the loader-tracing notice is the reporters' (from the fillers)

@@ -14,7 +14,7 @@ from dummyprof.anatomy.storages import storage_tensors
 from dummyprof.gc_pause import gc_paused
 from dummyprof.loaders.initializers import NOT_WRITTEN, get_initializer
 from dummyprof.loaders.strategies import Strategy, run_strategy
-from dummyprof.measure import noise
+from dummyprof.measure import contention, noise
 from dummyprof.measure.device import synchronize
 from dummyprof.measure.memory import (
     PeakRss,
@@ -219,6 +219,7 @@ def run_compare(
     """
     if auto is not None:
         repeat = auto.max_rounds
+    busy = contention.read()  # how busy the machine is over the rounds, stored with them
     started = clock()
     result = CompareResult(model=model, repeat=repeat, warmup=warmup)
     floor = FloorResult(generator_bound_share=GENERATOR_BOUND_SHARE)
@@ -313,6 +314,7 @@ def run_compare(
     result.strategies = [results[s.name] for s in strategies]
     result.tensors = tensor_table(first_recorders)
     result.floor = floor
+    result.contention = contention.between(busy, contention.read())
     assess_noise(result)
     gc.collect()
     return result

@@ -7,15 +7,17 @@ fits the memory budget and the measured rounds are predicted to fit the time
 budget, the run fills the model for real as always. Otherwise every visit the
 counting pass saw is priced with calibration fills made in this run: fresh
 tensors of each (initializer, rule, dtype) the model uses, filled by the real
-initializer at a few sizes, timed. A strategy's projected time is its
-traversal (measured on meta) plus the sum of its visits' costs, with an
-interval from the fastest and slowest trials, and never less than its bytes
-written at the memset rate measured in the same run.
+initializer at a few sizes, interleaved (every size once, then again), timed. A
+strategy's projected time is its traversal (measured on meta) plus the sum of its
+visits' costs at the machine's capability (the fastest quartile of the trials: other
+programs on the machine only ever slow a fill down), with an interval from the
+fastest and slowest trials, and never less than its bytes written at the memset rate
+measured in the same run. How busy the machine was during calibration is measured
+(``measure.contention``) and stored with the projection.
 """
 
 from __future__ import annotations
 
-import statistics
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -28,10 +30,11 @@ from dummyprof.errors import DoesNotFitError
 from dummyprof.loaders.counting import CountingTooLong, CountResult, VisitPlan, count_on_meta
 from dummyprof.loaders.initializers import RULE_DECLARED, RULE_SKIP, get_initializer
 from dummyprof.loaders.strategies import Strategy
+from dummyprof.measure import contention
 from dummyprof.measure.budget import device_budget
 from dummyprof.measure.device import synchronize
 from dummyprof.measure.memory import rss_bytes
-from dummyprof.measure.projection import fit_line, fit_proportional
+from dummyprof.measure.projection import capability, fit_line, fit_proportional
 from dummyprof.measure.recorder import dtype_name
 from dummyprof.models.source import ModelSource
 from dummyprof.results.compare import (
@@ -48,7 +51,7 @@ META = torch.device("meta")
 CALIBRATION_SHARE = 0.15  # of the time budget, for all calibration fills together
 QUICK_BYTES = 1 << 30  # measured rounds writing less than this in all are not worth predicting
 SIZE_POINTS = 4  # calibration sizes s, 2s, 3s, 4s
-TRIALS = 3
+TRIALS = 5  # per size, interleaved; the fastest quartile (the 2nd fastest of 5) is the capability
 MIN_STEP = 256 << 10
 MAX_STEP = 64 << 20
 SMALL_ELEMENTS = 1024
@@ -177,13 +180,10 @@ def calibrate(
     out = []
     for key, (local_name, largest) in classes.items():
         element = torch.empty(0, dtype=key.dtype).element_size()
-        small = sorted(_timed_fill(key, local_name, SMALL_ELEMENTS, device, clock) for _ in range(SMALL_CALLS))
+        small = [_timed_fill(key, local_name, SMALL_ELEMENTS, device, clock) for _ in range(SMALL_CALLS)]
         # The probe is big enough to leave the caches, as the model's large tensors do.
         probe_bytes = max(MIN_STEP, min(PROBE_BYTES, largest))
-        before = rss_bytes()
         probe = _timed_fill(key, local_name, probe_bytes // element, device, clock)
-        # First touch of fresh pages, measured on the probe (the first large allocation of the class).
-        growth = (rss_bytes() - before) / probe_bytes if device.type == "cpu" else None
         rate = probe_bytes / max(probe, 1e-9)
         units = SIZE_POINTS * (SIZE_POINTS + 1) // 2 * TRIALS
         step = int(min(MAX_STEP, max(MIN_STEP, share * rate / units), max(MIN_STEP, largest // SIZE_POINTS)))
@@ -205,11 +205,10 @@ def calibrate(
                 dtype=dtype_name(key.dtype),
                 sizes_bytes=sizes,
                 samples_s=samples,
-                small_call_s=statistics.median(small),
-                fit=fit_time(sizes, [statistics.median(s) for s in samples]),
+                small_call_s=capability(small),
+                fit=fit_time(sizes, [capability(s) for s in samples]),
                 fit_low=fit_time(sizes, [min(s) for s in samples]),
                 fit_high=fit_time(sizes, [max(s) for s in samples]),
-                rss_growth_per_byte=None if growth is None else max(0.0, growth),
             )
         )
     return out
@@ -247,10 +246,6 @@ def project_strategy(
     written = sum(r.bytes_written for r in records)
     touched = sum(r.nbytes for r in records)
     floor = written / memset_bytes_per_s if memset_bytes_per_s > 0 else 0.0
-    growths = [c.rss_growth_per_byte for c in calibration if c.rss_growth_per_byte is not None]
-    # At least one byte of RSS per byte the fill first-touches: the filled model holds them. A calibration
-    # that measured less (pages the allocator reused, 0 growth) must not project a peak below the model.
-    growth = max(1.0, statistics.median(growths)) if growths else 1.0
     seconds = count.walk_seconds + point
     return Projection(
         seconds=max(seconds, floor),
@@ -258,7 +253,10 @@ def project_strategy(
         high_s=max(count.walk_seconds + high, floor),
         floor_s=floor,
         walk_s=count.walk_seconds,
-        peak_rss_bytes=int(rss_now + growth * touched + count.recorder.peak_scratch_bytes),
+        # One byte of RSS per byte the fill first-touches, plus its largest temporary: the filled model holds
+        # them, and nothing more (a growth measured on calibration fills once put a peak at 1.34x the need).
+        peak_rss_bytes=rss_now + touched + count.recorder.peak_scratch_bytes,
+        rss_before_bytes=rss_now,
         floor_bound=floor > seconds,
     )
 
@@ -286,10 +284,13 @@ def decide(
         decision.mode, decision.reason = "measured", "fits"
         return decision, {}
     t0 = clock()
-    calibration = calibrate(meta.counts, device, time_budget_s=time_budget_s, clock=clock)
-    largest = max((c.sizes_bytes[-1] for c in calibration), default=1 << 20)
-    rate = memset_rate(largest, device, clock)
+    window = contention.Window()
+    with window.measure():
+        calibration = calibrate(meta.counts, device, time_budget_s=time_budget_s, clock=clock)
+        largest = max((c.sizes_bytes[-1] for c in calibration), default=1 << 20)
+        rate = memset_rate(largest, device, clock)
     decision.calibration_s = clock() - t0
+    decision.contention = window.result()
     decision.calibration = calibration
     decision.memset_bytes_per_s = rate
     rss_now = rss_bytes()

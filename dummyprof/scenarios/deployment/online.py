@@ -17,12 +17,14 @@ from torch import nn
 
 from dummyprof.deploy.online_quant import PER_LAYER, WHOLE_MODEL, OnlineQuantResult, online_quantize
 from dummyprof.errors import UsageError
+from dummyprof.measure.budget import DEFAULT_SHARE, HostMemory, host_budget, host_memory
 from dummyprof.measure.memory import PeakRss
 from dummyprof.results.deployment import OnlineQuantEntry
 from dummyprof.units import format_bytes
 
 PROBE_SHAPE = (512, 1024)  # one bf16 linear quantized to time the path per byte
 SAFETY = 1.25
+MIB = 1 << 20
 PROBE_TRIALS = 3
 
 
@@ -42,8 +44,12 @@ def _probe_rate(scale: str, initializer: str) -> float:
     return runs[-1].high_precision_bytes / max(min(done.seconds for done in runs), 1e-9)
 
 
-def plan_online_quant(model: nn.Module, options: Any, *, budget: int) -> OnlinePlan:
-    """Account both passes on meta; refuse (one line naming --max-memory) when the per-layer peak does not fit."""
+def plan_online_quant(model: nn.Module, options: Any, *, memory: HostMemory | None = None) -> OnlinePlan:
+    """Account both passes on meta; refuse (one line) when the per-layer peak does not fit the budget.
+
+    The advice is checked as the budget is: a ``--max-memory`` is offered only where that value passes
+    (at least the peak, within what this machine has); where none can, the machine is named as the limit.
+    """
     initializer = options.initializer or "v0.33"
     accounted = {
         mode: online_quantize(
@@ -51,13 +57,25 @@ def plan_online_quant(model: nn.Module, options: Any, *, budget: int) -> OnlineP
         )[0]
         for mode in (PER_LAYER, WHOLE_MODEL)
     }
+    memory = memory or host_memory()
+    budget = host_budget(options.max_memory, memory=memory)
     peak = accounted[PER_LAYER].peak_bytes
     if peak > budget:
+        what = (
+            f"online fp8 per layer peaks at {format_bytes(peak)} (exact accounting, at {accounted[PER_LAYER].peak_at})"
+        )
+        offer = -(-peak // MIB) * MIB
+        if offer <= memory.available_bytes and host_budget(offer, memory=memory) >= peak:
+            given = (
+                f"the --max-memory of {format_bytes(budget)}"
+                if options.max_memory
+                else (f"the default budget of {format_bytes(budget)} ({DEFAULT_SHARE:.0%} of {memory.describe()})")
+            )
+            raise UsageError.for_field("max_memory", f"{what}, over {given}; give --max-memory {offer // MIB}MiB")
         raise UsageError.for_field(
-            "max_memory",
-            f"online fp8 per layer peaks at {format_bytes(peak)} (exact accounting, at "
-            f"{accounted[PER_LAYER].peak_at}), over the memory budget of {format_bytes(budget)}; "
-            "raise the budget or shrink the model",
+            "online_quant",
+            f"{what}, over this machine's memory ({memory.describe()}): the machine is the limit, not --max-memory; "
+            "run it on a larger host or shrink the model",
         )
     return OnlinePlan(model, budget, accounted, _probe_rate(options.online_quant_scale, initializer))
 

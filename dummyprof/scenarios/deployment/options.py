@@ -1,19 +1,20 @@
 """The deployment fields compare, inspect and audit share (``--tp``, ``--ep``, ``--pp``, ``--dp``, the node view).
 
 Torch-free: the CLI reads these declarations to build ``--help``. Declared once here, so the
-flags, the gate's TOML keys and the Python API's fields are the same on every command.
+flags, the gate's TOML keys and the Python API's fields are the same on every command; the four
+layout fields become one ``layout.ParallelLayout`` object, once (``DeploymentChoice.layout``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from typing import TYPE_CHECKING, Any
+from functools import cached_property
+from typing import Any
 
 from dummyprof.errors import UsageError
+from dummyprof.layout import ParallelLayout
 from dummyprof.schema import integer, option, size
-
-if TYPE_CHECKING:
-    from dummyprof.deploy.layout import ParallelLayout
+from dummyprof.units import MAX_WORLD_RANKS
 
 LAYOUT_FIELDS = ("tp", "ep", "pp", "dp")
 ONLINE_QUANT_FORMATS = ("fp8",)
@@ -33,7 +34,7 @@ class DeploymentChoice:
     pp: int = integer(1, "Pipeline stages: contiguous decoder layer ranges (vLLM's get_pp_indices).")
     dp: int = integer(1, "Data-parallel replicas (attention and dense layers whole on each).")
     ranks_per_node: int | None = integer(
-        None, "Ranks on one node, for the node view (default: every rank on one node).", example="8"
+        None, "Ranks on one node, for the node view (default: every rank on one node).", example="1"
     )
     device_memory: int | None = size(
         None,
@@ -43,6 +44,12 @@ class DeploymentChoice:
     host_memory: int | None = size(
         None, "One node's host memory, for CPU-offloaded tables (default: this machine's).", example="2TiB"
     )
+
+    @cached_property
+    def layout(self) -> ParallelLayout:
+        """The one layout object these fields name (``--ep`` may set dp), parsed once (by ``validate``, after the
+        world's bound): the checks, the run, its shards and its real ranks all take this object."""
+        return ParallelLayout.from_sizes(tp=self.tp, ep=self.ep, pp=self.pp, dp=self.dp)
 
     @property
     def deployed(self) -> bool:
@@ -67,7 +74,7 @@ class CompareDeploymentChoice:
         "Also run every rank as a process on this host (gloo), each filling its own shard with every strategy at "
         "once; must equal the layout's ranks (tp x dp x pp).",
         minimum=2,
-        example="2",
+        maximum=MAX_WORLD_RANKS,
     )
 
 
@@ -76,16 +83,31 @@ DEPLOYMENT_FIELDS = tuple(f.name for f in fields(DeploymentChoice))
 ONLINE_QUANT_FIELDS = tuple(f.name for f in fields(CompareDeploymentChoice))  # compare's own
 
 
-def layout_of(options: Any) -> ParallelLayout:
-    """The layout the options name (``--ep`` may set dp); shared by the checks, the run and its real ranks."""
-    from dummyprof.deploy.layout import ParallelLayout  # the deploy package imports torch: --help must not
-
-    return ParallelLayout.from_sizes(tp=options.tp, ep=options.ep, pp=options.pp, dp=options.dp)
+def check_world(options: Any) -> None:
+    """tp x pp x dp (and ep) at most ``MAX_WORLD_RANKS``; the advice is the largest value of the largest factor that
+    passes with the other flags as given (none where changing one flag alone would break ep = tp x dp)."""
+    tp, pp, dp, ep = options.tp, options.pp, options.dp, options.ep
+    ep_sets_dp = ep > 1 and dp == 1 and ep % tp == 0  # --ep alone sets dp (layout): the world is ep x pp
+    factors = {"ep": ep, "pp": pp} if ep_sets_dp else {"tp": tp, "pp": pp, "dp": dp}
+    world = factors["ep"] * pp if ep_sets_dp else tp * pp * dp
+    if world <= MAX_WORLD_RANKS:
+        return
+    name = max(factors, key=lambda n: factors[n])
+    fits = MAX_WORLD_RANKS // (world // factors[name])
+    step = tp if name == "ep" else 1  # ep stays a multiple of tp
+    fits -= fits % step
+    advice = f"give --{name} {fits} or fewer" if fits >= 1 and (ep == 1 or ep_sets_dp) else "give fewer ranks"
+    raise UsageError.for_field(
+        name,
+        f"tp {tp} x pp {pp} x dp {world // (tp * pp)} = {world:,} ranks, over dummyprof's bound of "
+        f"{MAX_WORLD_RANKS:,} ranks (MAX_WORLD_RANKS); {advice}",
+    )
 
 
 def check_deployment(options: DeploymentChoice) -> None:
-    """The rules across fields: a node view needs ranks, ranks per node at most the world."""
-    world = layout_of(options).world
+    """The rules across fields: a bounded world, a node view of at most the world's ranks."""
+    check_world(options)
+    world = options.layout.world
     if options.ranks_per_node is not None and options.ranks_per_node > world:
         raise UsageError.for_field(
             "ranks_per_node", f"{options.ranks_per_node} ranks per node for a world of {world}; give at most {world}"
@@ -103,7 +125,13 @@ def check_compare_deployment(options: Any) -> None:
             "online_quant_scale",
             f"unknown scale {options.online_quant_scale!r}; choose {' or '.join(ONLINE_QUANT_SCALES)}",
         )
-    if options.nproc is not None and options.nproc != (world := layout_of(options).world):
+    if options.nproc is not None and options.nproc != (world := options.layout.world):
+        if world == 1:  # no --nproc value passes: the layout is what is missing
+            raise UsageError.for_field(
+                "nproc",
+                "runs each rank of a layout as a process, and this layout has 1 rank; give a layout of "
+                f"{options.nproc} ranks first (--tp or --dp, e.g. --dp {options.nproc})",
+            )
         raise UsageError.for_field(
             "nproc", f"{options.nproc} processes for a layout of {world} ranks; give --nproc {world} (tp x dp x pp)"
         )

@@ -1,6 +1,6 @@
 """Real ranks for a deployment (issue #19, part 3): ``compare --tp N ... --nproc WORLD``.
 
-Each rank is a process on this host (``scenarios/engram/ranks/launch.spawn``: options in as
+Each rank is a process on this host (``ranks/launch.spawn``: options in as
 data, figures back as objects), joins a gloo group, builds the model on meta and its own shard
 (``deploy.Sharder``), and fills a fresh copy of it with every strategy, the ranks passing a
 barrier before and after each strategy so they fill at once (contention shows). Each rank
@@ -16,12 +16,12 @@ import torch
 
 from dummyprof.deploy import Sharder
 from dummyprof.deploy.plan import ModelDims
+from dummyprof.deploy.quant import quantizer_of
 from dummyprof.loaders.initializers import get_initializer
 from dummyprof.loaders.strategies import get_strategy
 from dummyprof.measure.recorder import VisitRecorder
-from dummyprof.scenarios.deployment.options import layout_of
+from dummyprof.ranks.world import LaunchEnv, join
 from dummyprof.scenarios.deployment.source import chosen_source
-from dummyprof.scenarios.engram.ranks.world import LaunchEnv, join
 
 BACKEND = "gloo"  # CPU shards; nccl would need a GPU per rank
 
@@ -31,10 +31,10 @@ def rank_main(env: LaunchEnv, options: Any, strategies: list[str], limit_s: floa
     world = join(env, BACKEND, limit_s, client=True)
     try:
         source = chosen_source(options)
-        meta = source.build(torch.device("meta"))
-        layout = layout_of(options)
-        sharder = Sharder(meta, layout, ModelDims.of(meta, source.options))
-        coord = layout.coords()[env.rank]
+        meta = source.whole() if source.whole is not None else source.build(torch.device("meta"))
+        layout = options.layout  # parsed once in this process's parent, arrived as an object
+        sharder = Sharder(meta, layout, ModelDims.of(meta, source.options), quantizer_of(source.options))
+        coord = layout.coord(env.rank)
         figures: dict[str, dict[str, Any]] = {}
         for name in strategies:
             strategy = get_strategy(name)
@@ -61,6 +61,6 @@ def rank_main(env: LaunchEnv, options: Any, strategies: list[str], limit_s: floa
 
 def run_ranks(options: Any, strategies: list[str], limit_s: float) -> dict[int, dict[str, Any]]:
     """Every rank of the layout as a local process; each rank's figures by rank."""
-    from dummyprof.scenarios.engram.ranks.launch import spawn
+    from dummyprof.ranks.launch import spawn
 
     return spawn(rank_main, (options, strategies, limit_s), options.nproc, limit_s=limit_s)

@@ -2,9 +2,9 @@
 
 ``compare``, ``inspect`` and ``audit`` come here when a layout other than one rank is given
 (``--tp/--ep/--pp/--dp``), and ``compare`` also with ``--online-quant``. Counts come from
-``deploy.count_deployment`` (every rank, every strategy, exact). compare then runs its own
-scenario on each distinct shard (the largest first): filled and timed where the shard fits the
-memory and time budgets, projected otherwise by compare's rules (calibration fills, an
+``deploy.count_deployment`` (every rank, every strategy, exact). compare then runs its one-model
+measurement (``scenarios.compare.measure``) on each distinct shard (the largest first): filled and
+timed where the shard fits the memory and time budgets, projected otherwise by compare's rules (calibration fills, an
 interval, never below this run's memset floor, peak never below what the shard holds).
 """
 
@@ -20,14 +20,17 @@ import torch
 from dummyprof.allocation.backings import next_power_of_two
 from dummyprof.deploy import DeploymentCounts, RankCoord, Sharder, count_deployment
 from dummyprof.deploy.plan import ROWS, ModelDims
+from dummyprof.deploy.quant import quantizer_of
 from dummyprof.deploy.shards import RankShard
 from dummyprof.errors import UsageError
-from dummyprof.measure.budget import host_budget
+from dummyprof.measure import contention
 from dummyprof.measure.memory import total_memory_bytes
 from dummyprof.models.source import ModelSource
+from dummyprof.results.common import Contention
 from dummyprof.results.compare import CompareResult, StrategyResult
 from dummyprof.results.deployment import (
     MEASURED,
+    NO_CUDA_HERE,
     PROJECTED,
     DeploymentResult,
     NodeEntry,
@@ -35,9 +38,9 @@ from dummyprof.results.deployment import (
     layout_text,
 )
 from dummyprof.results.session import Results
+from dummyprof.scenarios.compare.measure import measure
 from dummyprof.scenarios.compare.sizing import counting_limit
 from dummyprof.scenarios.deployment.online import online_quant_entries, plan_online_quant
-from dummyprof.scenarios.deployment.options import layout_of
 from dummyprof.scenarios.deployment.source import chosen_source
 
 META = torch.device("meta")
@@ -69,23 +72,27 @@ def shard_source(whole: ModelSource, sharder: Sharder, coord: RankCoord, nbytes:
     )
 
 
-def _fill_figures(entry: RankStrategy, s: StrategyResult, held: int) -> None:
-    """The filled shard's time (measured rounds, or compare's projection) onto a rank's strategy."""
+def _fill_figures(entry: RankStrategy, s: StrategyResult) -> None:
+    """The filled shard's time (measured rounds, or compare's projection) onto a rank's strategy.
+
+    Its peak is one definition for measured and projected alike: the RSS growth over the process's RSS before
+    the fill (the whole process's RSS also counts torch and the interpreter: 420 MiB for a 102 MiB shard).
+    """
     if s.timing.samples_s:
         entry.fill, entry.seconds, entry.samples_s = MEASURED, s.timing.median, list(s.timing.samples_s)
-        entry.peak_bytes = s.memory.rss_peak_bytes
+        entry.peak_bytes = s.memory.rss_growth_bytes
     elif s.projection is not None:
         p = s.projection
         entry.fill, entry.seconds = PROJECTED, p.seconds
         entry.low_s, entry.high_s, entry.floor_s = p.low_s, p.high_s, p.floor_s
-        entry.peak_bytes = max(p.peak_rss_bytes, held)  # the filled shard holds at least its bytes
+        entry.peak_bytes = p.peak_rss_bytes - p.rss_before_bytes  # the bytes it writes + its largest temporary
 
 
 def _replicated_extra(counts: DeploymentCounts) -> int:
     """Replicated tensors beyond their first copy in each stage: every rank of a stage holds them whole."""
     per_stage: dict[int, list[int]] = {}
     for r in counts.ranks:
-        per_stage.setdefault(r.stage, []).append(r.replicated_bytes)
+        per_stage.setdefault(r.stage, []).extend([r.replicated_bytes] * r.copies)
     return sum(sum(v) - max(v) for v in per_stage.values())
 
 
@@ -95,23 +102,38 @@ def _node_view(result: DeploymentResult, offloaded: dict[int, list[int]], option
     result.ranks_per_node, result.device_memory_bytes = per_node, options.device_memory
     nodes: dict[int, NodeEntry] = {}
     for r in result.ranks:
-        r.node = r.rank // per_node
-        node = nodes.setdefault(r.node, NodeEntry(node=r.node, host_memory_bytes=host))
-        node.ranks.append(r.rank)
-        node.held_bytes += r.held_bytes
-        node.offloaded_bytes += r.offloaded_bytes
+        r.node = r.rank // per_node  # its first rank's node (a group of dp ranks may span nodes)
         # the pinned allocator rounds each allocation up to a power of two (vLLM #56410; docs/semantics.md)
-        node.pinned_bytes += sum(next_power_of_two(n) for n in offloaded[r.counted_as])
+        pinned = sum(next_power_of_two(n) for n in offloaded[r.counted_as])
+        for rank in r.rank_numbers(result.tp):
+            node = nodes.setdefault(rank // per_node, NodeEntry(node=rank // per_node, host_memory_bytes=host))
+            node.ranks.append(rank)
+            node.held_bytes += r.held_bytes
+            node.offloaded_bytes += r.offloaded_bytes
+            node.pinned_bytes += pinned
         if options.device_memory is not None:
             r.device_room_bytes = options.device_memory - r.device_bytes
             r.device_fits = r.device_room_bytes >= 0
     for node in nodes.values():
+        node.ranks.sort()
         node.host_fits = node.pinned_bytes <= node.host_memory_bytes if node.offloaded_bytes else None
-    result.nodes = list(nodes.values())
+    result.nodes = [nodes[n] for n in sorted(nodes)]
+
+
+def _span(s: RankStrategy) -> tuple[float, float]:
+    """The figures' noise: a projection's interval, or the fastest to slowest measured round."""
+    if s.fill == PROJECTED and s.low_s is not None and s.high_s is not None:
+        return s.low_s, s.high_s
+    readings = s.samples_s or [s.seconds or 0.0]
+    return min(readings), max(readings)
 
 
 def _slowest(result: DeploymentResult) -> None:
-    """The rank whose fill takes longest (ranks fill at once: the deployment's dummy start-up), per-layer first."""
+    """The rank whose fill takes longest (ranks fill at once: the deployment's dummy start-up), per-layer first.
+
+    Named only when its figures lie above every other shard's: a stage with 3% more bytes once got a 70% larger
+    projection from noisy calibration fills and was named the slowest; ranks with one shard are alike.
+    """
     timed = [r for r in result.ranks if any(s.seconds is not None for s in r.strategies)]
     if not timed:
         return
@@ -119,6 +141,18 @@ def _slowest(result: DeploymentResult) -> None:
     name = "per-layer" if "per-layer" in names else names[0]
     slowest = max(timed, key=lambda r: (r.strategy(name).seconds or 0.0, -r.rank))
     result.slowest_rank, result.slowest_strategy = slowest.rank, name
+    low = _span(slowest.strategy(name))[0]
+    others = [_span(r.strategy(name))[1] for r in timed if r.filled_as != slowest.filled_as]
+    result.slowest_within_noise = not others or low <= max(others)
+
+
+def _target(options: Any) -> str:
+    """ "cuda" for a GPU deployment (``--device cuda``, CUDA found by ``auto``, or ``--device-memory`` without
+    ``--device cpu``), else "cpu": a CPU deployment (vLLM's CPU backend) is timed on the CPU."""
+    spec = options.device.strip().lower()
+    if spec.startswith("cuda") or (spec == "auto" and (torch.cuda.is_available() or options.device_memory)):
+        return "cuda"
+    return "cpu"
 
 
 def run_deployment(
@@ -128,14 +162,14 @@ def run_deployment(
     strategies: list[str],
     source: ModelSource | None = None,
     progress: Any = None,
-    fill: Callable[..., Results] | None = None,
     clock: Clock = time.perf_counter,
 ) -> Results:
-    """Per-rank answers for ``options`` (compare's, inspect's or audit's, with the deployment fields)."""
+    """Per-rank answers for ``options`` (compare's, inspect's or audit's, with the deployment fields);
+    ``compare`` also measures each distinct shard."""
     from dummyprof.measure.device import resolve_device
     from dummyprof.measure.environment import collect_environment
 
-    layout = layout_of(options)
+    layout = options.layout
     if getattr(options, "loaders", None):
         raise UsageError.for_field(
             "loaders", "a deployment (--tp/--ep/--pp/--dp) fills shards with the built-in strategies; drop --loader"
@@ -143,17 +177,32 @@ def run_deployment(
     budget_s = getattr(options, "time_budget", None)
     source = source or chosen_source(options, counting_limit(budget_s) if budget_s else None)
     t0 = clock()
-    meta = source.build(META)
+    meta = source.whole() if source.whole is not None else source.build(META)
     build_s = clock() - t0
-    sharder = Sharder(meta, layout, ModelDims.of(meta, source.options))  # refuses a tp vLLM cannot split first
+    # refuses a tp vLLM cannot split first
+    sharder = Sharder(meta, layout, ModelDims.of(meta, source.options), quantizer_of(source.options))
     quant_plan = None
+    if getattr(options, "online_quant", None) and source.options.get("quantization"):
+        raise UsageError.for_field(
+            "online_quant",
+            f"the checkpoint is already {source.options['quantization']}-quantized (vLLM quantizes online only an "
+            "unquantized model); add --quantization none to run it on the model counted unquantized",
+        )
     if getattr(options, "online_quant", None):
-        largest = max(layout.coords(), key=lambda c: (sharder.build(c).nbytes, -c.rank))
+        firsts = [g.coord for g in sharder.groups()]  # each distinct shard once
+        largest = max(firsts, key=lambda c: (sharder.build(c).nbytes, -c.rank))
         target = sharder.build(largest).module if layout.world > 1 else meta
-        quant_plan = plan_online_quant(target, options, budget=host_budget(options.max_memory))  # refuses first
+        quant_plan = plan_online_quant(target, options)  # refuses first
         quant_target = f"rank {largest.rank}" if layout.world > 1 else "whole model"
-    counts = count_deployment(meta, layout, options=source.options, strategies=strategies, clock=clock)
-    device = resolve_device(getattr(options, "device", "cpu")) if command == "compare" else torch.device("cpu")
+    real = bool(getattr(options, "nproc", None))  # real ranks report one by one
+    counts = count_deployment(
+        meta, layout, options=source.options, strategies=strategies, clock=clock, grouped=not real
+    )
+    target_kind = _target(options) if command == "compare" else ""
+    here = target_kind != "cuda" or torch.cuda.is_available()  # the device the bytes are for is on this machine
+    device = torch.device("cpu")
+    if target_kind and here:
+        device = resolve_device("cuda" if target_kind == "cuda" and options.device == "auto" else options.device)
     result = DeploymentResult(
         command=command,
         source=source.source,
@@ -170,17 +219,19 @@ def run_deployment(
         shards_walked=counts.shards_walked,
         count_s=counts.seconds,
         build_s=build_s,
+        target=target_kind,
+        not_timed="" if here else NO_CUDA_HERE,
     )
-    coords = {c.rank: c for c in layout.coords()}
+    coords = {r.rank: layout.coord(r.rank) for r in counts.ranks}  # each entry's first rank
     offloaded: dict[int, list[int]] = {}
     for r in counts.ranks:
         if r.counted_as not in offloaded:
             offloaded[r.counted_as] = _offloaded(sharder.build(coords[r.counted_as]))
         r.offloaded_bytes = sum(offloaded[r.counted_as])
     result.ranks = list(counts.ranks)
-    notes = list(source.notes)
-    if fill is not None:  # compare's run, handed in (compare's module imports this one)
-        notes += _fill_shards(result, source, sharder, coords, options, progress, fill)
+    notes = [*source.notes, *sharder.notices]
+    if command == "compare" and here:
+        notes += _fill_shards(result, source, sharder, coords, options, progress)
     if getattr(options, "nproc", None):
         _real_ranks(result, options, strategies)
     _slowest(result)
@@ -200,7 +251,6 @@ def _fill_shards(
     coords: dict[int, RankCoord],
     options: Any,
     progress: Any,
-    fill: Callable[..., Results],
 ) -> list[str]:
     """compare on each distinct shard, the largest first: measured where it fits, projected where not."""
     walked = [r for r in result.ranks if r.counted_as == r.rank]  # each distinct shard's first rank walked it
@@ -212,24 +262,27 @@ def _fill_shards(
     )
     notes: list[str] = []
     memset: list[float] = []
+    busy: list[Contention] = []
     for rank in filled:
         shard = shard_source(source, sharder, coords[rank.rank], rank.held_bytes, layout_text(result))
-        run = fill(single, source=shard, progress=progress)
+        run = measure(single, source=shard, progress=progress)
         assert run.compare is not None
         notes += run.notices
         part: CompareResult = run.compare
         by_name = {x.name: x for x in part.strategies}
         if part.size.memset_bytes_per_s:
             memset.append(part.size.memset_bytes_per_s)
+        busy += [c for c in (part.size.contention, part.contention) if c is not None]
         for entry in result.ranks:
             if entry.counted_as != rank.counted_as:
                 continue
             entry.filled_as = rank.rank
             for s in entry.strategies:
                 if s.strategy in by_name:
-                    _fill_figures(s, by_name[s.strategy], entry.held_bytes)
+                    _fill_figures(s, by_name[s.strategy])
     result.shards_filled = len(filled)
     result.memset_bytes_per_s = max(memset) if memset else None
+    result.contention = contention.combine(busy)
     return notes
 
 

@@ -16,5 +16,6 @@ def chosen_source(options: Any, seconds: float | None = None) -> ModelSource:
         model_args=options.model_args,
         tree=options.tree_spec(),
         trust_remote_code=options.trust_remote_code,
+        quantization=getattr(options, "quantization", "auto"),
         limits=meta_build_limits(seconds),
     )

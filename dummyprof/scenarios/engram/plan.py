@@ -51,7 +51,7 @@ def build_layout(spec: EngramSpec, backing: Backing) -> EngramLayout:
     mine = shard(spec)
     weight = mine.part_rows * spec.dim
     scale = mine.part_rows * spec.scale_cols
-    listed = spec.ranks if spec.ranks <= MAX_LISTED_RANKS else 0
+    listed = spec.layout.world if spec.layout.world <= MAX_LISTED_RANKS else 0
     parts = [copied(RankPart, shard(spec, r), table_bytes=rank_table_bytes(spec, r)) for r in range(listed)]
     return copied(
         EngramLayout,

@@ -19,6 +19,7 @@ import torch
 from dummyprof.allocation.backings import Backing, resolve_backing
 from dummyprof.loaders import random_fast
 from dummyprof.loaders.fp8_methods import RANDOM_FAST, FillMethod
+from dummyprof.measure import contention
 from dummyprof.measure.device import resolve_device
 from dummyprof.measure.environment import collect_environment
 from dummyprof.models.engram import EngramSpec
@@ -123,6 +124,7 @@ def run(
         return results
 
     runner = Runner(spec, backing, device, options.chunk_elements, clock, sync)
+    busy = contention.read()  # how busy the machine is while this run calibrates, fills and samples
     probe = probe_rows(spec, methods, budget, backing, options.chunk_elements, plan_budget.limit)
     rate = calibrate(runner, methods, probe)
     plan = time_plan(spec, methods, fits, rate, options, options.time_budget_s - (clock() - started))
@@ -157,6 +159,7 @@ def run(
         measure_samples(runner, plan, result, sampled, step)
     if not plan.full:
         result.gpu = unallocated_device_figures(device)
+    result.contention = contention.between(busy, contention.read())
     derive(result)
     result.rounds_measured = plan.rounds
     result.rounds_cut = plan.rounds_cut

@@ -89,7 +89,7 @@ def _check_compare_plan(options: SweepOptions) -> None:
     before the smaller points spend minutes.
     """
     from dummyprof.measure.device import resolve_device
-    from dummyprof.scenarios.compare.run import size_up
+    from dummyprof.scenarios.compare.measure import size_up
 
     largest_value = options.values[-1]
     largest = compare_options(options, largest_value)

@@ -10,10 +10,10 @@ from dataclasses import dataclass
 
 from dummyprof.errors import UsageError
 from dummyprof.measure.memory import available_memory_bytes, cpu_count, rss_bytes
+from dummyprof.ranks.world import pick_backend
 from dummyprof.results.common import copied
 from dummyprof.scenarios.engram.options import EngramOptions
 from dummyprof.scenarios.engram.options import validate as validate_engram
-from dummyprof.scenarios.engram.ranks.world import pick_backend
 from dummyprof.units import format_bytes
 
 DEFAULT_DIST_TIMEOUT_S = 120.0
@@ -37,7 +37,7 @@ def validate(options: EngramRanksOptions) -> str:
         raise UsageError.for_field(
             "dist_timeout_s", f"must be a positive number of seconds, got {options.dist_timeout_s:g}"
         )
-    shards = options.tp_size * options.dp_size
+    shards = options.layout.world
     if shards != n:
         raise UsageError.for_field(
             "nproc",

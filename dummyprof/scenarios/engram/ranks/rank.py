@@ -28,13 +28,7 @@ from dummyprof.loaders.fp8_methods import FillMethod, get_method
 from dummyprof.measure.budget import DEFAULT_SHARE
 from dummyprof.measure.memory import available_memory_bytes, cpu_count
 from dummyprof.models.engram import shard
-from dummyprof.results.common import Figure, copied
-from dummyprof.results.engram import MEASURED, EngramResult
-from dummyprof.results.ranks import Contention, NodeMemory, PhaseCritical, RankFill, RankRecord, RanksAggregate
-from dummyprof.results.session import Results
-from dummyprof.scenarios.engram.options import EngramOptions
-from dummyprof.scenarios.engram.plan import ALLOCATE, FIRST_TOUCH
-from dummyprof.scenarios.engram.ranks.world import (
+from dummyprof.ranks.world import (
     LaunchEnv,
     RanksFailed,
     World,
@@ -42,6 +36,12 @@ from dummyprof.scenarios.engram.ranks.world import (
     join,
     run_checked,
 )
+from dummyprof.results.common import Figure, copied
+from dummyprof.results.engram import MEASURED, EngramResult
+from dummyprof.results.ranks import Contention, NodeMemory, PhaseCritical, RankFill, RankRecord, RanksAggregate
+from dummyprof.results.session import Results
+from dummyprof.scenarios.engram.options import EngramOptions
+from dummyprof.scenarios.engram.plan import ALLOCATE, FIRST_TOUCH
 from dummyprof.scenarios.engram.run import placement, run
 from dummyprof.scenarios.engram.runner import Clock, Runner
 from dummyprof.units import format_bytes
@@ -107,7 +107,7 @@ def rank_options(options: EngramOptions, world: World, available: int) -> Engram
 
     ``max_memory`` (default 80% of available memory) is the node's: all of its ranks run at once.
     """
-    ranks = options.tp_size * options.dp_size
+    ranks = options.layout.world
     if ranks != world.world_size:
         raise UsageError.for_field(
             "tp_size",

@@ -14,13 +14,13 @@ from typing import Any
 import torch
 
 from dummyprof.measure.memory import cpu_count
+from dummyprof.ranks.launch import spawn
+from dummyprof.ranks.world import LaunchEnv, RanksFailed
 from dummyprof.results.common import copied
 from dummyprof.results.session import Results
 from dummyprof.scenarios.engram.options import EngramOptions
-from dummyprof.scenarios.engram.ranks.launch import spawn
 from dummyprof.scenarios.engram.ranks.options import EngramRanksOptions, validate
 from dummyprof.scenarios.engram.ranks.rank import Describe, RankOutcome, run_rank
-from dummyprof.scenarios.engram.ranks.world import LaunchEnv, RanksFailed
 
 __all__ = ["EngramRanksOptions", "RanksRun", "launch_ranks", "run", "validate"]
 

@@ -26,7 +26,7 @@ from multiprocessing.process import BaseProcess
 from typing import Any
 
 from dummyprof.errors import DummyprofError
-from dummyprof.scenarios.engram.ranks.world import LaunchEnv, RanksFailed
+from dummyprof.ranks.world import LaunchEnv, RanksFailed
 
 HOST = "127.0.0.1"
 POLL_S = 0.05
@@ -99,11 +99,15 @@ def _collect(
         except ProcessRaisedException as exc:
             last = str(exc).strip().splitlines()[-1]
             raise RanksFailed(f"rank {exc.error_index} failed: {last}") from None
-        if read():
+        # A rank that ended without returning did not finish its work: a failed rank, whatever its exit
+        # status (os._exit(0) in user code, a KeyboardInterrupt that torch's wrapper turns into 0).
+        dead = [r for r, p in enumerate(context.processes) if not p.is_alive()]
+        if read():  # a rank's value is in the pipe before it exits: read what the dead ones sent
             break
-        ended = [r for r in range(nproc) if r not in values and not context.processes[r].is_alive()]
+        ended = [r for r in dead if r not in values]
         if ended:
-            raise RanksFailed(f"rank {ended[0]} ended without a result (it was interrupted)")
+            code = context.processes[ended[0]].exitcode
+            raise RanksFailed(f"rank {ended[0]} left with exit status {code} before finishing its work")
         if time.monotonic() > deadline:
             raise RanksFailed(f"{nproc} ranks did not finish within {limit_s:g} s")
     return values

@@ -1,8 +1,11 @@
 """A parallel layout (tp, pp, dp, expert parallel) and the arithmetic vLLM uses to place work on its ranks.
 
-Torch-free: ranks, pipeline stages (vLLM's ``get_pp_indices``), padded vocabularies
-(``pad_vocab_size``), expert placement (``determine_expert_map``, linear) and the
-MoE groups of ``FusedMoEParallelConfig.make``. Each function states the vLLM rule it follows.
+The one layout object of every command: built once from the options (``--tp/--ep/--pp/--dp``, engram's
+``--tp-size/--dp-size``) and handed as an object to what places work on ranks (``deploy``, the Engram
+tables of ``models.engram``, the ranks of a run). Torch-free, so the options and ``--help`` may use it:
+ranks, pipeline stages (vLLM's ``get_pp_indices``), padded vocabularies (``pad_vocab_size``), expert
+placement (``determine_expert_map``, linear), the MoE groups of ``FusedMoEParallelConfig.make`` and the
+Engram tables' vocabulary ranges (``ParallelEngramEmbedding``). Each function states the vLLM rule it follows.
 """
 
 from __future__ import annotations
@@ -80,17 +83,15 @@ class ParallelLayout:
         """Ranks that split each expert's intermediate dimension (1 under expert parallelism)."""
         return 1 if self.expert_parallel else self.tp * self.dp
 
+    def coord(self, rank: int) -> RankCoord:
+        """Rank ``rank``'s place: stage-major then dp then tp (vLLM's order: tp fastest, pp slowest)."""
+        stage, within = divmod(rank, self.tp * self.dp)
+        dp_rank, tp_rank = divmod(within, self.tp)
+        return RankCoord(rank=rank, stage=stage, dp_rank=dp_rank, tp_rank=tp_rank)
+
     def coords(self) -> list[RankCoord]:
-        """Every rank, stage-major then dp then tp (vLLM's order: tp fastest, pp slowest)."""
-        per_stage = self.tp * self.dp
-        return [
-            RankCoord(
-                rank=stage * per_stage + dp_rank * self.tp + tp_rank, stage=stage, dp_rank=dp_rank, tp_rank=tp_rank
-            )
-            for stage in range(self.pp)
-            for dp_rank in range(self.dp)
-            for tp_rank in range(self.tp)
-        ]
+        """Every rank, in rank order."""
+        return [self.coord(rank) for rank in range(self.world)]
 
 
 def pp_partition(layers: int, pp: int) -> list[int]:
@@ -127,3 +128,46 @@ def expert_range(experts: int, ep: int, ep_rank: int) -> tuple[int, int]:
     base, extra = divmod(experts, ep)
     start = ep_rank * base + min(ep_rank, extra)
     return start, start + base + (1 if ep_rank < extra else 0)
+
+
+@dataclass(frozen=True)
+class EngramRange:
+    """The hash heads ``[first_head, first_head + heads)`` of a table one rank holds, and their rows:
+    ``[vocab_start, vocab_start + part_rows)`` (vLLM's ``engram_vocab_start`` and ``part_num_embeddings``)."""
+
+    first_head: int
+    heads: int
+    vocab_start: int
+    part_rows: int
+
+
+def head_rows(rows: int, heads: int, first: int, count: int) -> int:
+    """Rows of heads ``first .. first + count - 1`` when ``rows`` are split over ``heads`` as evenly as whole
+    rows allow (the first ``rows % heads`` heads one more), without listing every head."""
+    base, extra = divmod(rows, heads)
+    return count * base + max(0, min(first + count, extra) - first)
+
+
+def engram_shards(layout: ParallelLayout) -> int:
+    """Ranks one Engram table is split over: tp x dp (vLLM's Engram DP group: the dp replicas share a table)."""
+    return layout.tp * layout.dp
+
+
+def engram_heads_problem(heads: int, layout: ParallelLayout) -> str | None:
+    """Why vLLM refuses to split ``heads`` hash heads over the layout (None when it splits them)."""
+    shards = engram_shards(layout)
+    if (shards - 1) * -(-heads // shards) < heads:
+        return None
+    return f"Engram sharding leaves ranks without hash heads: {heads} heads over {shards} shards"
+
+
+def engram_range(rows: int, heads: int, layout: ParallelLayout, coord: RankCoord) -> EngramRange:
+    """What rank ``coord`` holds of a table of ``rows`` split over ``heads`` hash heads, by vLLM 0.33's rule
+    (``ParallelEngramEmbedding.__init__``): each of the tp x dp shards takes ``ceil(heads / shards)`` whole
+    heads in order (the last shard the rest), the shard's index TP-major (``engram_head_shard_rank``:
+    ``tp_rank * dp + dp_rank``); its rows are those heads' rows, from the sum of the heads before them.
+    A layout that leaves a shard without heads is refused first (``engram_heads_problem``)."""
+    per = -(-heads // engram_shards(layout))
+    first = min(heads, (coord.tp_rank * layout.dp + coord.dp_rank) * per)
+    count = min(per, heads - first)
+    return EngramRange(first, count, head_rows(rows, heads, 0, first), head_rows(rows, heads, first, count))

@@ -1,0 +1,157 @@
+"""compare's measurement of one model: counts on meta, then measured rounds or a projection.
+
+``run`` (``scenarios/compare/run.py``) calls it for one process; a deployment calls it on each
+distinct shard (``scenarios/deployment/run.py``), with the shard as the source.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING
+
+from dummyprof.anatomy import allocated_bytes
+from dummyprof.errors import DoesNotFitError, UsageError
+from dummyprof.loaders import random_fast
+from dummyprof.loaders.counting import CountResult
+from dummyprof.loaders.initializers import FastInitializer
+from dummyprof.loaders.strategies import Strategy, get_strategy
+from dummyprof.loaders.user_loader import loader_strategy
+from dummyprof.measure.device import resolve_device
+from dummyprof.measure.environment import collect_environment
+from dummyprof.models.source import ModelSource
+from dummyprof.results.compare import Projection, SizeDecision, StrategyResult
+from dummyprof.results.session import Results
+from dummyprof.scenarios.compare.options import CompareOptions
+from dummyprof.scenarios.compare.runner import AutoRepeat, Clock, Progress, run_compare, summarize_model
+from dummyprof.scenarios.compare.sizing import MetaCounts, count_strategies, counting_limit, decide, projected_result
+from dummyprof.scenarios.compare.trace import trace_fills
+from dummyprof.scenarios.deployment.source import chosen_source
+from dummyprof.scenarios.model_choice import check_source_fits
+from dummyprof.units import format_seconds
+
+if TYPE_CHECKING:
+    import torch
+
+
+def _same_counts(entry: StrategyResult, count: CountResult) -> bool:
+    records = count.recorder.records.values()
+    return entry.visits == count.recorder.visits and entry.bytes_written == sum(r.bytes_written for r in records)
+
+
+MIN_REDUCED_REPEATS = 3  # fewer measured rounds than this say too little: project instead
+
+
+def _repeats_that_fit(predicted_s: float | None, rounds: int, options: CompareOptions) -> int:
+    """The most measured rounds (at least MIN_REDUCED_REPEATS) that the time budget holds; 0 when none do."""
+    if not predicted_s:
+        return 0
+    per_round = predicted_s / rounds
+    repeat = min(options.repeat - 1, int(options.time_budget / per_round) - options.warmup)
+    return repeat if repeat >= MIN_REDUCED_REPEATS else 0
+
+
+def size_up(
+    options: CompareOptions, device: torch.device, source: ModelSource | None = None
+) -> tuple[ModelSource, list[Strategy], MetaCounts, SizeDecision, dict[str, Projection]]:
+    """The first half of a run: the model, each strategy's exact counts on meta, measure or project."""
+    if source is None:
+        source = chosen_source(options, counting_limit(options.time_budget))
+    builtin = [get_strategy(name) for name in options.strategies]
+    meta = count_strategies(source, builtin, options.initializer, time_budget_s=options.time_budget)
+    decision, projections = decide(
+        source,
+        meta,
+        device,
+        max_memory=options.max_memory,
+        rounds=options.warmup + options.repeat,
+        time_budget_s=options.time_budget,
+    )
+    return source, builtin, meta, decision, projections
+
+
+def measure(
+    options: CompareOptions,
+    *,
+    source: ModelSource | None = None,
+    clock: Clock = time.perf_counter,
+    progress: Progress | None = None,
+    started: float | None = None,
+) -> Results:
+    """Measure (or project) every strategy on one model, within ``options.time_budget`` from ``started``.
+
+    ``options`` are validated by the caller; ``source`` is the model to measure (default: the one the
+    options name).
+    """
+    started = clock() if started is None else started
+    from dummyprof.scenarios.loader_runs import apply_traces, load_loaders, trace_loaders
+
+    loaders = load_loaders(options.loaders, options.loader_args, options.strategies)
+    device = resolve_device(options.device)
+    source, builtin, meta, decision, projections = size_up(options, device, source)
+    repeat = options.repeat
+    if decision.mode == "projected" and decision.reason == "time" and options.project and not options.repeat_auto:
+        repeat = _repeats_that_fit(decision.predicted_s, options.warmup + options.repeat, options)
+        if repeat:  # fewer measured rounds fit: measure those rather than project (the report says so)
+            decision.predicted_s = (
+                (decision.predicted_s or 0.0) * (options.warmup + repeat) / (options.warmup + options.repeat)
+            )
+            decision.mode, decision.reason = "measured", "reduced"
+    if decision.mode == "projected" and not options.project:
+        check_source_fits(source, device, options.max_memory, flag="--preset" if options.preset else source.size_flag)
+        raise DoesNotFitError.for_field(
+            "time_budget",
+            f"{source.description}: the measured rounds are predicted at {format_seconds(decision.predicted_s)}, "
+            f"over the time budget of {format_seconds(options.time_budget)}; raise it or shrink the model",
+        )
+    if decision.mode == "projected":
+        for field, wanted, why in (
+            ("trace", options.trace, "a trace is recorded from a real fill"),
+            ("loaders", loaders, "a loader's writes are only seen by running it"),
+        ):
+            if wanted:
+                raise UsageError.for_field(
+                    field,
+                    f"{source.description} is projected, not filled, here ({decision.reason} budget); {why}: "
+                    "shrink the model (--model-arg) or raise the budget",
+                )
+        result = projected_result(source, meta, builtin, projections, decision, str(device))
+        return Results(
+            command="compare", environment=collect_environment(device), compare=result, notices=list(source.notes)
+        )
+    build = source.build
+    probe = build(device)
+    summary = summarize_model(source, probe, device, allocated_bytes(probe))
+    del probe
+    strategies = builtin + [loader_strategy(loader) for loader in loaders]
+    # The write tracing and the --trace fills run before the timed rounds, so their time comes out of
+    # the rounds' share of the budget instead of running past its end.
+    traced = trace_loaders(loaders, lambda: build(device))
+    traces = trace_fills(build, device, builtin, options.initializer) if options.trace else None
+    rounds = options.warmup + repeat  # what decision.predicted_s is for
+    result = run_compare(
+        lambda: build(device),
+        summary,
+        strategies,
+        device,
+        repeat=repeat,
+        warmup=options.warmup,
+        initializer=options.initializer,
+        clock=clock,
+        progress=progress,
+        auto=AutoRepeat(budget_s=options.time_budget) if options.repeat_auto else None,
+        measure_overhead=not loaders,  # it would run each loader six more times
+        deadline=started + options.time_budget,
+        round_estimate_s=(decision.predicted_s or 0.0) / rounds,
+    )
+    result.size = decision
+    if decision.reason == "reduced" or (result.auto_stop == "budget" and not options.repeat_auto):
+        result.repeats_requested = options.repeat
+    for entry in result.strategies:
+        entry.projection = projections.get(entry.name)  # set when calibrated: the projection next to the measurement
+    if builtin and all(_same_counts(result.strategy(s.name), meta.counts[s.name]) for s in builtin):
+        result.counts = "exact"  # the real fills recorded what the counting pass on meta predicted
+    loader_notes = apply_traces(result, traced)
+    result.trace = traces or []
+    engine = random_fast.default_engine() if options.initializer == FastInitializer.name else ""
+    environment = collect_environment(device, random_fast_engine=engine)
+    return Results(command="compare", environment=environment, compare=result, notices=source.notes + loader_notes)

@@ -1,0 +1,188 @@
+"""Quantized checkpoints: per rank, the tensors vLLM 0.33 creates (names, shapes, dtypes, bytes), written here from
+vLLM's ``create_weights`` rules (fp8.py: Fp8LinearMethod, Fp8MoEMethod; utils/fp8_utils.py), not from the library."""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+from dummyprof.deploy import ParallelLayout, Sharder
+from dummyprof.deploy.plan import ModelDims
+from dummyprof.deploy.quant import engine_source, quantizer_of, resolve_method
+from dummyprof.deploy.shards import RankShard
+from dummyprof.errors import UsageError
+from dummyprof.models.source import ModelSource
+from tests.conftest import CliResult
+
+DATA = Path("tests/data")
+FP8, F32, BF16 = "float8_e4m3fn", "float32", "bfloat16"
+
+
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+@functools.cache
+def _source(path: str, flag: str = "auto", **args: Any) -> ModelSource:
+    pytest.importorskip("transformers")
+    from dummyprof.models.huggingface import hf_source
+
+    return engine_source(hf_source(f"hf:{path}", dict(args)), flag)
+
+
+def _shard(source: ModelSource, layout: ParallelLayout, rank: int = 0) -> RankShard:
+    assert source.whole is not None
+    whole = source.whole()
+    sharder = Sharder(whole, layout, ModelDims.of(whole, source.options), quantizer_of(source.options))
+    return sharder.build(layout.coords()[rank])
+
+
+def _table(shard: RankShard, part: str) -> dict[str, tuple[tuple[int, ...], str]]:
+    return {t.name.split(part, 1)[1]: (t.shape, t.dtype) for t in shard.tensors if part in t.name}
+
+
+# ---- fp8 block (DeepSeek-V3: 128 x 128, float32 weight_scale_inv, fused MoE) ------------------------------------
+
+
+def _deepseek_v3_rank_bytes(tp: int, ep: int) -> int:
+    """vLLM's per-rank weights for DeepSeek-V3 fp8 under tp (attention, dense MLPs, shared experts, vocab) and ep."""
+    h, vocab, layers, dense, experts = 7168, 129280, 61, 3, 256
+
+    def lin(out: int, inp: int) -> int:  # fp8 weight + float32 block scales
+        return out * inp + _cdiv(out, 128) * _cdiv(inp, 128) * 4
+
+    moe_tp = 1 if ep > 1 else tp
+    local, inter = experts // ep, 2048 // moe_tp
+    norms = 2 * h * 2 + 1536 * 2 + 512 * 2
+    attn = lin(1536 + 576, h) + lin(128 * 192 // tp, 1536) + lin(128 * 256 // tp, 512) + lin(h, 128 * 128 // tp)
+    mlp = lin(2 * 18432 // tp, h) + lin(h, 18432 // tp)
+    routed = local * (2 * inter * h + 2 * _cdiv(inter, 128) * 56 * 4) + local * (h * inter + 56 * _cdiv(inter, 128) * 4)
+    moe = experts * h * 2 + experts * 4 + routed + lin(2 * 2048 // tp, h) + lin(h, 2048 // tp)
+    return 2 * (vocab // tp) * h * 2 + h * 2 + dense * (norms + attn + mlp) + (layers - dense) * (norms + attn + moe)
+
+
+@pytest.mark.parametrize(("sizes", "tp", "ep"), [({"tp": 8}, 8, 1), ({"ep": 8}, 1, 8)])
+def test_deepseek_v3_fp8_block_weights_per_rank_are_vllms(sizes: dict[str, int], tp: int, ep: int) -> None:
+    shard = _shard(_source(f"{DATA}/DeepSeek-V3.json"), ParallelLayout.from_sizes(**sizes), rank=3)
+    weights = [t for t in shard.tensors if "rotary_emb" not in t.name]  # transformers' inv_freq: not a weight
+    assert sum(t.nbytes for t in weights) == _deepseek_v3_rank_bytes(tp, ep)
+    assert len(weights) == 1327  # 61 layers' tensors with their scales, embedding, norm, head
+    if tp == 8:
+        assert sum(t.nbytes for t in weights) == 85_140_130_848  # issue #24: what vLLM allocates on each rank
+    local, inter = 256 // ep, 2048 // tp
+    assert _table(shard, "layers.40.") == {
+        "self_attn.fused_qkv_a_proj.weight": ((2112, 7168), FP8),  # q_a + kv_a: MergedReplicatedLinear
+        "self_attn.fused_qkv_a_proj.weight_scale_inv": ((17, 56), F32),
+        "self_attn.q_a_layernorm.weight": ((1536,), BF16),
+        "self_attn.q_b_proj.weight": ((24576 // tp, 1536), FP8),
+        "self_attn.q_b_proj.weight_scale_inv": ((192 // tp, 12), F32),
+        "self_attn.kv_a_layernorm.weight": ((512,), BF16),
+        "self_attn.kv_b_proj.weight": ((32768 // tp, 512), FP8),
+        "self_attn.kv_b_proj.weight_scale_inv": ((256 // tp, 4), F32),
+        "self_attn.o_proj.weight": ((7168, 16384 // tp), FP8),
+        "self_attn.o_proj.weight_scale_inv": ((56, 128 // tp), F32),
+        "mlp.experts.w13_weight": ((local, 2 * inter, 7168), FP8),
+        "mlp.experts.w2_weight": ((local, 7168, inter), FP8),
+        "mlp.experts.w13_weight_scale_inv": ((local, 2 * _cdiv(inter, 128), 56), F32),
+        "mlp.experts.w2_weight_scale_inv": ((local, 56, _cdiv(inter, 128)), F32),
+        "mlp.gate.weight": ((256, 7168), BF16),  # the router: unquantized, in the model's dtype (vLLM's GateLinear)
+        "mlp.gate.e_score_correction_bias": ((256,), F32),
+        "mlp.shared_experts.gate_up_proj.weight": ((4096 // tp, 7168), FP8),
+        "mlp.shared_experts.gate_up_proj.weight_scale_inv": ((32 // tp, 56), F32),
+        "mlp.shared_experts.down_proj.weight": ((7168, 2048 // tp), FP8),
+        "mlp.shared_experts.down_proj.weight_scale_inv": ((56, 16 // tp), F32),
+        "input_layernorm.weight": ((7168,), BF16),
+        "post_attention_layernorm.weight": ((7168,), BF16),
+    }
+    assert _table(shard, "lm_head.") == {"weight": ((129280 // tp, 7168), BF16)}  # ParallelLMHead: not a LinearBase
+
+
+def test_deepseek_v3_one_rank_is_the_engine_model() -> None:
+    source = _source(f"{DATA}/DeepSeek-V3.json")
+    assert source.options["quantization"] == "fp8"
+    assert source.estimated_bytes == _deepseek_v3_rank_bytes(1, 1) + 256  # + transformers' two rotary inv_freq
+    model = source.build(torch.device("meta"))
+    assert model.get_submodule("model.layers.3.mlp.experts").w13_weight.dtype == torch.float8_e4m3fn
+
+
+# ---- fp8 per tensor, static activations, ignored layers (a Llama-3 fp8 checkpoint's config) --------------------
+
+
+def _llama_fp8(tmp_path: Path, **quant: Any) -> str:
+    config = json.loads((DATA / "Llama-3.1-8B.json").read_text())
+    config.update(num_hidden_layers=2, quantization_config={"quant_method": "fp8", **quant})
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    return str(path)
+
+
+def test_fp8_per_tensor_static_scales_follow_the_fused_parts(tmp_path: Path) -> None:
+    ignored = ["model.layers.1.mlp.down_proj"]
+    path = _llama_fp8(tmp_path, activation_scheme="static", ignored_layers=ignored)
+    shard = _shard(_source(path), ParallelLayout(tp=2))
+    assert _table(shard, "layers.0.") == {
+        "self_attn.qkv_proj.weight": (((4096 + 2 * 1024) // 2, 4096), FP8),
+        "self_attn.qkv_proj.weight_scale": ((3,), F32),  # one per q, k, v (output_partition_sizes)
+        "self_attn.qkv_proj.input_scale": ((3,), F32),
+        "self_attn.o_proj.weight": ((4096, 2048), FP8),
+        "self_attn.o_proj.weight_scale": ((1,), F32),
+        "self_attn.o_proj.input_scale": ((1,), F32),
+        "mlp.gate_up_proj.weight": ((14336, 4096), FP8),
+        "mlp.gate_up_proj.weight_scale": ((2,), F32),
+        "mlp.gate_up_proj.input_scale": ((2,), F32),
+        "mlp.down_proj.weight": ((4096, 7168), FP8),
+        "mlp.down_proj.weight_scale": ((1,), F32),
+        "mlp.down_proj.input_scale": ((1,), F32),
+        "input_layernorm.weight": ((4096,), BF16),
+        "post_attention_layernorm.weight": ((4096,), BF16),
+    }
+    assert _table(shard, "layers.1.mlp.down_proj") == {".weight": ((4096, 7168), BF16)}  # ignored_layers
+    assert _table(shard, "embed_tokens.") == {"weight": ((128256 // 2, 4096), BF16)}
+
+
+def test_fp8_block_refuses_a_split_vllm_refuses(tmp_path: Path) -> None:
+    path = _llama_fp8(tmp_path, activation_scheme="dynamic", weight_block_size=[128, 256])
+    with pytest.raises(UsageError, match=r"o_proj: input size per rank 128 is not a multiple of the fp8 block 256"):
+        _shard(_source(path), ParallelLayout(tp=32))
+
+
+# ---- choosing the method ---------------------------------------------------------------------------------------
+
+
+def test_method_choice_follows_vllms_flag() -> None:
+    fp8 = {"quant_method": "fp8"}
+    assert resolve_method(fp8, "auto") == ("fp8", None)
+    assert resolve_method(fp8, "fp8") == ("fp8", None)
+    assert resolve_method(None, "auto") == (None, None)
+    assert resolve_method(None, "none") == (None, None)
+    method, notice = resolve_method(fp8, "none")
+    assert method is None
+    assert notice == (
+        "--quantization none: the checkpoint's fp8 quantization is not applied; the model is counted unquantized"
+    )
+    with pytest.raises(UsageError, match=r"'gptq' does not match the config's quant_method 'fp8'"):
+        resolve_method(fp8, "gptq")
+    with pytest.raises(UsageError, match=r"no quantization_config.*--online-quant fp8"):
+        resolve_method(None, "fp8")
+
+
+def test_unknown_method_is_one_line_exit_2_unless_none(cli: Callable[..., CliResult], tmp_path: Path) -> None:
+    config = json.loads((DATA / "Llama-3.1-8B.json").read_text())
+    config.update(num_hidden_layers=1, quantization_config={"quant_method": "bitblas", "bits": 4})
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    result = cli("inspect", "--model", f"hf:{path}")
+    assert result.exit_code == 2
+    assert result.stderr.strip().splitlines() == [
+        "dummyprof: error: --quantization: quantization method 'bitblas' is not known to dummyprof "
+        "(known: fp8); give --quantization none to count the model unquantized"
+    ]
+    counted = cli("inspect", "--model", f"hf:{path}", "--quantization", "none")
+    assert counted.exit_code == 0, counted.stderr
+    assert "the checkpoint's bitblas quantization is not applied; the model is counted unquantized" in counted.stdout

@@ -41,13 +41,16 @@ CASES = [
     (_set("nodes.0.ranks", []), "$.deployment.nodes[0].ranks: a node has at least one rank"),
     (_set("ranks.1.held_bytes", -5), "$.deployment.ranks[1].held_bytes: Expected `int` >= 0"),
     (_set("ranks.1.held_bytes", 5), "$.deployment.ranks[1].held_bytes: 5 is less than the replicated, padding or"),
-    (_set("model_bytes", 10**16), "$.deployment.ranks: their 1358188840960 bytes are fewer than the model's"),
+    (_set("model_bytes", 10**16), "$.deployment.ranks: their 681121048832 bytes are fewer than the model's"),
     (_set("ranks.3.counted_as", 8), "$.deployment.ranks[3].counted_as: 8 names no rank of this file"),
     (_set("ranks.3.filled_as", -1), "$.deployment.ranks[3].filled_as: Expected `int` >= 0"),
     (_set("ranks.3.node", 4), "$.deployment.ranks[3].node: 4 names no node of this file"),
     (_set("nodes.0.ranks", [0, 9]), "$.deployment.nodes[0].ranks[1]: 9 names no rank of this file"),
-    (_set("ranks.2.rank", 5), "$.deployment.ranks[2].rank: 5 out of order; rank i is entry i"),
-    (_set("world", 9), "$.deployment.world: 9 ranks, but tp x pp x dp = 8 and 8 listed"),
+    (_set("ranks.2.rank", 5), "$.deployment.ranks: the entries' ranks are not each rank 0 to 7 once"),
+    (_set("world", 9), "$.deployment.world: 9 ranks, but tp x pp x dp = 8 (at most 65536)"),
+    (_set("ranks.2.copies", 2), "$.deployment.ranks: entries for 9 ranks in a world of 8"),
+    (_set("ranks.2.copies", 0), "$.deployment.ranks: entries for 7 ranks in a world of 8"),
+    (_set("ranks.2.copies", 10**18), "$.deployment.ranks: entries for 1000000000000000007 ranks in a world of 8"),
 ]
 
 

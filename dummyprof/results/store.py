@@ -67,14 +67,17 @@ def _without_rows(raw: bytes) -> bytes:
     return raw[:at] + b"{}" + raw[at + len(view) :]
 
 
-def _not_finite(data: Any) -> str | None:
-    """Where ``data`` (from ``json.loads``) holds NaN or an infinity: JSON has none, msgspec refuses them unnamed."""
+def _unheld(data: Any) -> str | None:
+    """Where ``data`` holds NaN, an infinity (``json.loads`` reads them; msgspec refuses them unnamed) or an
+    integer beyond int64 (msgspec reads it, and would hand it to a float field as 1e30)."""
     stack: list[tuple[Any, str]] = [(data, "$")]
     while stack:
         item, at = stack.pop()
         if isinstance(item, float) and not math.isfinite(item):
             spelled = "NaN" if item != item else "Infinity" if item > 0 else "-Infinity"  # as JSON text has it
             return f"{at}: {spelled} is not a finite number"
+        if type(item) is int and not -(2**63) <= item < 2**63:
+            return f"{at}: {item:.3g} is beyond int64"
         if isinstance(item, dict):
             stack.extend((v, f"{at}.{k}") for k, v in item.items())
         elif isinstance(item, list):
@@ -101,7 +104,7 @@ def _standard(raw: bytes, source: str) -> Any:
         raise ResultsFileError(f"{source}: nested too deep to be a dummyprof results file (corrupt?)") from None
     except ValueError as exc:  # e.g. an integer with more digits than Python converts
         raise ResultsFileError(f"{source}: not a dummyprof results file: {exc}") from None
-    problem = _not_finite(data)
+    problem = _unheld(data)
     if problem:
         raise ResultsFileError(f"{source}: {problem}")
     return data
@@ -111,10 +114,15 @@ def _plain(raw: bytes, source: str) -> Any:
     """The document as plain values, by msgspec; what it refuses, the standard parser names (or msgspec says)."""
     try:
         with gc_paused():
-            return msgspec.json.decode(raw)
+            data = msgspec.json.decode(raw)
     except (msgspec.DecodeError, RecursionError) as exc:
         _standard(raw, source)  # a line number, a NaN's field, a key given twice
         raise ResultsFileError(f"{source}: not valid JSON: {exc}") from None  # e.g. a lone surrogate
+    try:
+        msgspec.msgpack.encode(data)  # MessagePack holds integers in 64 bits: one beyond is refused, and named
+    except OverflowError:
+        raise ResultsFileError(f"{source}: {_unheld(data)}") from None
+    return data
 
 
 def _refuse_repeated_keys(raw: bytes, data: Any, source: str) -> None:
@@ -138,7 +146,7 @@ def results_from_dict(data: Any, *, source: str = "results", tensor_rows: bool =
     ``tensor_rows=False`` leaves ``compare.tensors`` (one row per storage; hundreds of thousands in a large
     model's file) unread and empty: for reporters that do not show them (``Reporter.reads_tensor_rows``).
     """
-    problem = _not_finite(data)  # a Python float may be NaN; a file's JSON cannot hold one (msgspec refuses it)
+    problem = _unheld(data)  # a Python float may be NaN; a file's JSON cannot hold one (msgspec refuses it)
     if problem:
         raise ResultsFileError(f"{source}: {problem}")
     return _from_plain(data, source, tensor_rows)

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from dummyprof.results.session import Results
+from dummyprof.units import MAX_WORLD_RANKS
 
 
 class Refused(ValueError):
@@ -36,14 +37,20 @@ def _names(value: Any, known: set[Any], where: str, what: str) -> None:
 def _deployment(d: Any, where: str) -> None:
     if not d.ranks:
         raise Refused(f"{where}.ranks: a deployment has at least one rank")
-    for i, r in enumerate(d.ranks):
-        if r.rank != i:
-            raise Refused(f"{where}.ranks[{i}].rank: {r.rank} out of order; rank i is entry i")
-    ranks = set(range(len(d.ranks)))
-    if d.world != len(d.ranks) or d.tp * d.pp * d.dp != d.world:
+    if not 0 < d.world == d.tp * d.pp * d.dp <= MAX_WORLD_RANKS:
         raise Refused(
-            f"{where}.world: {d.world} ranks, but tp x pp x dp = {d.tp * d.pp * d.dp} and {len(d.ranks)} listed"
+            f"{where}.world: {d.world} ranks, but tp x pp x dp = {d.tp * d.pp * d.dp} (at most {MAX_WORLD_RANKS})"
         )
+    if sum(r.copies for r in d.ranks) != d.world:  # before the ranks an entry stands for are listed
+        raise Refused(f"{where}.ranks: entries for {sum(r.copies for r in d.ranks)} ranks in a world of {d.world}")
+    covered: list[int] = []
+    for i, r in enumerate(d.ranks):
+        if r.copies < 1:
+            raise Refused(f"{where}.ranks[{i}].copies: an entry stands for at least one rank")
+        covered += r.rank_numbers(d.tp)
+    if sorted(covered) != list(range(d.world)):
+        raise Refused(f"{where}.ranks: the entries' ranks are not each rank 0 to {d.world - 1} once")
+    ranks = set(covered)
     nodes = _unique((n.node for n in d.nodes), f"{where}.nodes")
     for i, r in enumerate(d.ranks):
         at = f"{where}.ranks[{i}]"
@@ -69,7 +76,7 @@ def _deployment(d: Any, where: str) -> None:
         )
     if d.slowest_rank is not None:
         _names(d.slowest_rank, ranks, f"{where}.slowest_rank", "rank")
-        strategies = {s.strategy for s in d.ranks[d.slowest_rank].strategies}
+        strategies = {s.strategy for s in d.rank(d.slowest_rank).strategies}
         _names(d.slowest_strategy, strategies, f"{where}.slowest_strategy", f"strategy of rank {d.slowest_rank}")
 
 

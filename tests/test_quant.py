@@ -4,6 +4,7 @@ vLLM's ``create_weights`` rules (fp8.py: Fp8LinearMethod, Fp8MoEMethod; utils/fp
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -152,6 +153,152 @@ def test_fp8_block_refuses_a_split_vllm_refuses(tmp_path: Path) -> None:
         _shard(_source(path), ParallelLayout(tp=32))
 
 
+# ---- GPTQ and AWQ (vLLM auto_gptq.py / auto_awq.py, the CUDA path) ----------------------------------------------
+
+I32, F16 = "int32", "float16"
+
+
+def _with_quant(tmp_path: Path, base: str, quant: dict[str, Any], **fields: Any) -> str:
+    config = json.loads((DATA / f"{base}.json").read_text())
+    config.update(fields, quantization_config=quant)
+    text = json.dumps(config)
+    path = tmp_path / f"{base}-{hashlib.sha1(text.encode()).hexdigest()[:12]}.json"  # one name per config (cached)
+    path.write_text(text)
+    return str(path)
+
+
+def test_awq_int4_llama_tp2_is_vllms() -> None:
+    shard = _shard(_source(f"{DATA}/Llama-3.1-8B-Instruct-AWQ-INT4.json"), ParallelLayout(tp=2))
+    qkv, inter, h = (4096 + 2 * 1024) // 2, 14336 // 2, 4096
+    assert _table(shard, "layers.0.") == {
+        "self_attn.qkv_proj.qweight": ((h, qkv // 8), I32),  # packed along the output: 8 int4 per int32
+        "self_attn.qkv_proj.qzeros": ((h // 128, qkv // 8), I32),
+        "self_attn.qkv_proj.scales": ((h // 128, qkv), F16),  # the model's dtype (the config's float16)
+        "self_attn.o_proj.qweight": ((h // 2, h // 8), I32),
+        "self_attn.o_proj.qzeros": ((h // 2 // 128, h // 8), I32),
+        "self_attn.o_proj.scales": ((h // 2 // 128, h), F16),
+        "mlp.gate_up_proj.qweight": ((h, 2 * inter // 8), I32),
+        "mlp.gate_up_proj.qzeros": ((h // 128, 2 * inter // 8), I32),
+        "mlp.gate_up_proj.scales": ((h // 128, 2 * inter), F16),
+        "mlp.down_proj.qweight": ((inter, h // 8), I32),
+        "mlp.down_proj.qzeros": ((inter // 128, h // 8), I32),
+        "mlp.down_proj.scales": ((inter // 128, h), F16),
+        "input_layernorm.weight": ((h,), F16),
+        "post_attention_layernorm.weight": ((h,), F16),
+    }
+    assert _table(shard, "lm_head.") == {"weight": ((128256 // 2, h), F16)}
+
+
+def test_gptq_linear_and_moe_with_dynamic_exclusions(tmp_path: Path) -> None:
+    quant = {"quant_method": "gptq", "bits": 4, "group_size": 128, "desc_act": False, "sym": True,
+             "dynamic": {r"-:model\.layers\.1\.mlp\..*": {}}}  # fmt: skip
+    path = _with_quant(tmp_path, "Qwen3-30B-A3B", quant, num_hidden_layers=2)
+    shard = _shard(_source(path), ParallelLayout(tp=4))
+    h, experts, inter = 2048, 128, 768 // 4
+    assert _table(shard, "layers.0.mlp.") == {
+        "gate.weight": ((experts, h), BF16),
+        "experts.w13_qweight": ((experts, h // 8, 2 * inter), I32),  # packed along the input (K first)
+        "experts.w2_qweight": ((experts, inter // 8, h), I32),
+        "experts.w13_scales": ((experts, h // 128, 2 * inter), BF16),
+        "experts.w2_scales": ((experts, inter // 128, h), BF16),
+        "experts.w13_qzeros": ((experts, h // 128, 2 * inter // 8), I32),
+        "experts.w2_qzeros": ((experts, inter // 128, h // 8), I32),
+        "experts.w13_bias": ((experts, 2 * inter), BF16),  # AutoGPTQMoEMethod registers zero biases always
+        "experts.w2_bias": ((experts, h), BF16),
+    }
+    o_in = 32 * 128 // 4
+    assert _table(shard, "layers.0.self_attn.o_proj.") == {
+        "qweight": ((o_in // 8, h), I32),
+        "scales": ((o_in // 128, h), BF16),
+        "qzeros": ((o_in // 128, h // 8), I32),
+    }
+    assert _table(shard, "layers.1.mlp.experts.") == {  # excluded by the dynamic rule: bf16 as transformers builds
+        "gate_up_proj": ((experts, 2 * inter, h), BF16),
+        "down_proj": ((experts, h, inter), BF16),
+    }
+
+
+def test_gptq_desc_act_is_refused_as_vllm_refuses(tmp_path: Path) -> None:
+    quant = {"quant_method": "gptq", "bits": 4, "group_size": 128, "desc_act": True, "sym": True}
+    with pytest.raises(UsageError, match=r"desc_act=True\) is no longer supported by vLLM 0.33"):
+        _shard(_source(_with_quant(tmp_path, "Llama-3.1-8B", quant, num_hidden_layers=1)), ParallelLayout())
+
+
+# ---- compressed-tensors ------------------------------------------------------------------------------------------
+
+
+def test_compressed_tensors_fp8_dynamic_llama_is_vllms() -> None:
+    shard = _shard(_source(f"{DATA}/Llama-3.1-8B-Instruct-FP8-dynamic.json"), ParallelLayout(tp=2))
+    qkv, inter, h = (4096 + 2 * 1024) // 2, 14336 // 2, 4096
+    assert _table(shard, "layers.0.self_attn.") == {  # channel scales [out, 1]; dynamic tokens: no input_scale
+        "qkv_proj.weight": ((qkv, h), FP8),
+        "qkv_proj.weight_scale": ((qkv, 1), F32),
+        "o_proj.weight": ((h, h // 2), FP8),
+        "o_proj.weight_scale": ((h, 1), F32),
+    }
+    assert _table(shard, "layers.0.mlp.") == {
+        "gate_up_proj.weight": ((2 * inter, h), FP8),
+        "gate_up_proj.weight_scale": ((2 * inter, 1), F32),
+        "down_proj.weight": ((h, inter), FP8),
+        "down_proj.weight_scale": ((h, 1), F32),
+    }
+    assert _table(shard, "lm_head.") == {"weight": ((128256 // 2, h), BF16)}  # ignore: lm_head
+
+
+def _ct(weights: dict[str, Any], fmt: str, inputs: dict[str, Any] | None = None) -> dict[str, Any]:
+    group = {"targets": ["Linear"], "weights": weights, "input_activations": inputs}
+    ignore = ["lm_head", "re:.*layers\\.1\\.mlp\\.down_proj"]
+    return {"quant_method": "compressed-tensors", "format": fmt, "config_groups": {"group_0": group}, "ignore": ignore}
+
+
+def test_compressed_tensors_w4a16_and_int8_w8a8(tmp_path: Path) -> None:
+    w4 = {"num_bits": 4, "type": "int", "strategy": "group", "group_size": 128, "symmetric": False}
+    shard = _shard(_source(_with_quant(tmp_path, "Llama-3.1-8B", _ct(w4, "pack-quantized"), num_hidden_layers=2)),
+                   ParallelLayout(tp=2))  # fmt: skip
+    h, inter = 4096, 14336 // 2
+    assert _table(shard, "layers.0.mlp.down_proj.") == {
+        "weight_packed": ((h, inter * 4 // 32), I32),
+        "weight_scale": ((h, inter // 128), BF16),  # groups split with the row-parallel input
+        "weight_shape": ((2,), "int64"),
+        "weight_zero_point": ((h * 4 // 32, inter // 128), I32),  # asymmetric
+    }
+    assert _table(shard, "layers.1.mlp.down_proj.") == {"weight": ((h, inter), BF16)}  # ignore: re: pattern
+    w8 = {"num_bits": 8, "type": "int", "strategy": "channel", "symmetric": True}
+    a8 = {"num_bits": 8, "type": "int", "strategy": "tensor", "symmetric": False, "dynamic": False}
+    path = _with_quant(tmp_path, "Llama-3.1-8B", _ct(w8, "int-quantized", a8), num_hidden_layers=1)
+    assert _table(_shard(_source(path), ParallelLayout(tp=2)), "layers.0.self_attn.o_proj.") == {
+        "weight": ((h, h // 2), "int8"),
+        "weight_scale": ((h, 1), F32),
+        "input_scale": ((1,), F32),
+        "input_zero_point": ((1,), "int8"),
+    }
+
+
+# ---- mxfp4 (gpt-oss) ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("sizes", "local", "inter"), [({}, 32, 2880), ({"tp": 2}, 32, 1472), ({"tp": 8}, 32, 384),
+                                                       ({"ep": 8}, 4, 2880)])  # fmt: skip
+def test_gpt_oss_mxfp4_experts_are_vllms(sizes: dict[str, int], local: int, inter: int) -> None:
+    """uint8 blocks (two fp4 per byte) and UE8M0 scale bytes per 32; the per-rank intermediate size rounded up to
+    64 (H200's Triton backend: 1440 -> 1472, 360 -> 384); attention, router, embeddings stay bfloat16."""
+    shard = _shard(_source(f"{DATA}/gpt-oss-20b.json"), ParallelLayout.from_sizes(**sizes))
+    h, u8 = 2880, "uint8"
+    assert _table(shard, "layers.0.mlp.experts.") == {
+        "w13_weight": ((local, 2 * inter, h // 2), u8),
+        "w13_weight_scale": ((local, 2 * inter, h // 32), u8),
+        "w2_weight": ((local, h, inter // 2), u8),
+        "w2_weight_scale": ((local, h, inter // 32), u8),
+        "w13_bias": ((local, 2 * inter), BF16),
+        "w2_bias": ((local, h), BF16),
+    }
+    assert {dtype for name, (_, dtype) in _table(shard, "layers.0.").items() if "experts" not in name} == {BF16}
+    expert_bytes = sum(t.nbytes for t in shard.tensors if ".mlp.experts." in t.name)
+    assert expert_bytes == 24 * local * (
+        2 * inter * (h // 2 + h // 32) + h * (inter // 2 + inter // 32) + 2 * (2 * inter + h)
+    )
+
+
 # ---- choosing the method ---------------------------------------------------------------------------------------
 
 
@@ -168,6 +315,7 @@ def test_method_choice_follows_vllms_flag() -> None:
     )
     with pytest.raises(UsageError, match=r"'gptq' does not match the config's quant_method 'fp8'"):
         resolve_method(fp8, "gptq")
+    assert resolve_method({"quant_method": "gptq"}, "gptq_marlin") == ("gptq", None)  # a kernel variant
     with pytest.raises(UsageError, match=r"no quantization_config.*--online-quant fp8"):
         resolve_method(None, "fp8")
 
@@ -181,7 +329,7 @@ def test_unknown_method_is_one_line_exit_2_unless_none(cli: Callable[..., CliRes
     assert result.exit_code == 2
     assert result.stderr.strip().splitlines() == [
         "dummyprof: error: --quantization: quantization method 'bitblas' is not known to dummyprof "
-        "(known: fp8); give --quantization none to count the model unquantized"
+        "(known: fp8, compressed-tensors, gptq, awq, mxfp4); give --quantization none to count the model unquantized"
     ]
     counted = cli("inspect", "--model", f"hf:{path}", "--quantization", "none")
     assert counted.exit_code == 0, counted.stderr

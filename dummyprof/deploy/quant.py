@@ -75,6 +75,8 @@ def resolve_method(config: Mapping[str, Any] | None, flag: str) -> tuple[str | N
     method = found if flag == AUTO else flag
     if method is None:
         return None, None
+    if found is not None and method in ALIASES.get(found, ()):
+        method = found
     if found is not None and method != found:
         raise UsageError.for_field(
             FLAG,
@@ -189,50 +191,88 @@ def excluded(scheme: QuantScheme, prefixes: list[str]) -> bool:
     if method == "compressed-tensors":
         return _skipped(prefixes, list(scheme.get("ignore", [])), _ct_match)
     if method == "gptq":
-        dynamic = scheme.get("dynamic", {})
-        return any(_gptq_dynamic(p, dynamic) for p in prefixes) or _skipped(
-            prefixes, list(scheme.get("modules_to_not_convert", [])), _substring
-        )
+        return any(_gptq_dynamic(p, scheme.get("dynamic", {})) for p in prefixes)
     if method in ("awq", "mxfp4"):
         return _skipped(prefixes, list(scheme.get("modules_to_not_convert", [])), _substring)
     return False
 
 
-# ---- fp8 (vLLM fp8.py: Fp8LinearMethod, Fp8MoEMethod) --------------------------------------
+@dataclass(frozen=True)
+class Linear:
+    """One linear layer on one rank, as ``create_weights`` sees it."""
+
+    prefixes: tuple[str, ...]  # vLLM module names of its parts (one, or the fused q/k/v, gate/up ...)
+    out: int  # output_size_per_partition (the parts summed)
+    inp: int  # input_size_per_partition
+    row: bool  # its input is split (RowParallelLinear under tp)
+
+    @property
+    def parts(self) -> int:
+        return len(self.prefixes)
+
+
 def _cdiv(a: int, b: int) -> int:
     return -(-a // b)
 
 
+def _refuse(what: str) -> UsageError:
+    return UsageError.for_field(FLAG, f"{what}; give --quantization none to count the model unquantized")
+
+
+# ---- fp8 (vLLM fp8.py: Fp8LinearMethod, Fp8MoEMethod; utils/fp8_utils.py) ------------------------
 def _fp8_block(scheme: QuantScheme) -> tuple[int, int] | None:
     block = scheme.get("weight_block_size")
     return (int(block[0]), int(block[1])) if block else None
 
 
-def fp8_linear(scheme: QuantScheme, out: int, inp: int, parts: int) -> Made:
-    """``weight`` fp8 [out, in]; per tensor: ``weight_scale`` float32 [parts]; block: ``weight_scale_inv``
-    [ceil(out / n), ceil(in / k)] (float32, or UE8M0 where vLLM reads ``scale_fmt``); static activations:
-    ``input_scale`` float32 [parts]."""
-    made: Made = [("weight", (out, inp), FP8)]
+def _check_fp8_block(block: tuple[int, int] | None, name: str, layer: Linear, split_out: bool) -> None:
+    """vLLM's ``validate_fp8_block_shape``: a split dimension must be whole blocks on each rank."""
+    for split, size, step, what in ((layer.row, layer.inp, 1, "input"), (split_out, layer.out, 0, "output")):
+        if block is not None and split and size % block[step]:
+            raise UsageError.for_field(
+                "tp",
+                f"{name}: {what} size per rank {size} is not a multiple of the fp8 block {block[step]} "
+                "(vLLM refuses it); choose a smaller tp",
+            )
+
+
+def _fp8_scale(strategy: str, layer: Linear, block: tuple[int, int] | None) -> tuple[int, ...]:
+    """``create_fp8_scale_parameter``: per tensor [parts], per channel [out, 1], per block [ceil(out/n), ceil(in/k)]."""
+    if strategy == "block" and block is not None:
+        return (_cdiv(layer.out, block[0]), _cdiv(layer.inp, block[1]))
+    return (layer.out, 1) if strategy == "channel" else (layer.parts,)
+
+
+def fp8_linear(scheme: QuantScheme, layer: Linear) -> Made | None:
+    """``weight`` fp8 [out, in]; ``weight_scale`` float32 [parts], or block ``weight_scale_inv`` (float32, or
+    UE8M0 where vLLM reads ``scale_fmt``); static activations: ``input_scale`` float32 [parts]."""
     block = _fp8_block(scheme)
+    made: Made = [("weight", (layer.out, layer.inp), FP8)]
     if block is None:
-        made.append(("weight_scale", (parts,), F32))
+        made.append(("weight_scale", (layer.parts,), F32))
     else:
         e8m0 = scheme.get("scale_fmt") == "ue8m0" and _E8M0_ARCHS.intersection(scheme.architectures)
-        made.append(("weight_scale_inv", (_cdiv(out, block[0]), _cdiv(inp, block[1])), E8M0 if e8m0 else F32))
+        made.append(("weight_scale_inv", _fp8_scale("block", layer, block), E8M0 if e8m0 else F32))
     if scheme.get("activation_scheme") == "static":
-        made.append(("input_scale", (parts,), F32))
+        made.append(("input_scale", (layer.parts,), F32))
     return made
 
 
-def fp8_moe(scheme: QuantScheme, experts: int, inter: int, hidden: int) -> Made:
+def fp8_moe(scheme: QuantScheme, experts: int, inter: int, hidden: int, bias: bool) -> Made:
     """``w13_weight`` fp8 [E, 2I, H], ``w2_weight`` [E, H, I]; scales per expert (and per w1/w3) or per block;
-    static activations: ``w13_input_scale``/``w2_input_scale`` [E]."""
+    static activations: ``w13_input_scale``/``w2_input_scale`` [E]; biases (gpt-oss style) in the model's dtype."""
     made: Made = [("w13_weight", (experts, 2 * inter, hidden), FP8), ("w2_weight", (experts, hidden, inter), FP8)]
+    made += _moe_bias(scheme.dtype, experts, inter, hidden) if bias else []
     block = _fp8_block(scheme)
     if block is None:
         made += [("w13_weight_scale", (experts, 2), F32), ("w2_weight_scale", (experts,), F32)]
     else:
         n, k = block
+        if inter % n:
+            raise _refuse(
+                f"fp8 MoE: the intermediate size per rank {inter} is not a multiple of the block {n}; vLLM refines "
+                "the block grid there, which dummyprof does not model"
+            )
         made += [
             ("w13_weight_scale_inv", (experts, 2 * _cdiv(inter, n), _cdiv(hidden, k)), F32),
             ("w2_weight_scale_inv", (experts, _cdiv(hidden, n), _cdiv(inter, k)), F32),
@@ -242,28 +282,190 @@ def fp8_moe(scheme: QuantScheme, experts: int, inter: int, hidden: int) -> Made:
     return made
 
 
-def _check_fp8_block(scheme: QuantScheme, name: str, out: int, inp: int, split_out: bool, split_in: bool) -> None:
-    """vLLM's ``validate_fp8_block_shape``: a split dimension must be whole blocks on each rank."""
-    block = _fp8_block(scheme)
-    if block is None:
-        return
-    for split, size, step, what in ((split_in, inp, block[1], "input"), (split_out, out, block[0], "output")):
-        if split and size % step:
-            raise UsageError.for_field(
-                "tp",
-                f"{name}: {what} size per rank {size} is not a multiple of the fp8 block {step} "
-                "(vLLM refuses it); choose a smaller tp",
-            )
+def _moe_bias(dtype: torch.dtype, experts: int, inter: int, hidden: int) -> Made:
+    return [("w13_bias", (experts, 2 * inter), dtype), ("w2_bias", (experts, hidden), dtype)]
 
 
-LinearRule = Callable[[QuantScheme, int, int, int], Made]
-MoeRule = Callable[[QuantScheme, int, int, int], Made]
-METHODS: dict[str, tuple[LinearRule, MoeRule]] = {"fp8": (fp8_linear, fp8_moe)}
+# ---- GPTQ and AWQ int4/int8 (vLLM auto_gptq.py, auto_awq.py: the CUDA path's AutoGPTQ/AutoAWQ) ------------
+def _gptq_config(scheme: QuantScheme, prefixes: tuple[str, ...]) -> dict[str, Any]:
+    """The base config with the first positive ``dynamic`` rule matching the module applied (``override_config``)."""
+    config = dict(scheme.config)
+    for pattern, override in (scheme.get("dynamic") or {}).items():
+        if not pattern.startswith("-:") and any(re.match(pattern.removeprefix("+:"), p) for p in prefixes):
+            return {**config, **(override if isinstance(override, Mapping) else {})}
+    return config
+
+
+def _bits_group(config: Mapping[str, Any], hidden_default: int) -> tuple[int, int]:
+    bits = int(config.get("bits") or config.get("w_bit") or 4)
+    group = config.get("group_size", config.get("q_group_size", -1))
+    if config.get("desc_act") and group != -1:
+        raise _refuse(
+            "GPTQ group activation ordering (desc_act=True) is no longer supported by vLLM 0.33 (it refuses the "
+            "checkpoint)"
+        )
+    return bits, hidden_default if group in (-1, None) else int(group)
+
+
+def gptq_linear(scheme: QuantScheme, layer: Linear) -> Made | None:
+    """``qweight`` int32 [in/pack, out], ``scales`` (model dtype) [groups, out], ``qzeros`` int32
+    [groups, out/pack]; groups split with the input unless channelwise on a row-parallel layer (repeated)."""
+    config = _gptq_config(scheme, layer.prefixes)
+    bits, group = _bits_group(config, layer.inp)
+    pack = 32 // bits
+    groups = 1 if config.get("group_size", -1) == -1 else layer.inp // group
+    return [
+        ("qweight", (layer.inp // pack, layer.out), torch.int32),
+        ("scales", (groups, layer.out), scheme.dtype),
+        ("qzeros", (groups, layer.out // pack), torch.int32),
+    ]
+
+
+def gptq_moe(scheme: QuantScheme, experts: int, inter: int, hidden: int, bias: bool) -> Made:
+    """``w13_qweight`` [E, H/pack, 2I], ``w2_qweight`` [E, I/pack, H], scales, qzeros, and zero biases always."""
+    bits, group = _bits_group(scheme.config, -1)
+    pack = 32 // bits
+    g13, g2 = (1, 1) if group == -1 else (hidden // group, inter // group)
+    return [
+        ("w13_qweight", (experts, hidden // pack, 2 * inter), torch.int32),
+        ("w2_qweight", (experts, inter // pack, hidden), torch.int32),
+        ("w13_scales", (experts, g13, 2 * inter), scheme.dtype),
+        ("w2_scales", (experts, g2, hidden), scheme.dtype),
+        ("w13_qzeros", (experts, g13, 2 * inter // pack), torch.int32),
+        ("w2_qzeros", (experts, g2, hidden // pack), torch.int32),
+        *_moe_bias(scheme.dtype, experts, inter, hidden),  # registered even without checkpoint biases
+    ]
+
+
+def awq_linear(scheme: QuantScheme, layer: Linear) -> Made | None:
+    """``qweight`` int32 [in, out/pack] (packed along the output), ``qzeros`` int32 [groups, out/pack],
+    ``scales`` (model dtype) [groups, out]; groups = in per rank / group size."""
+    bits, group = _bits_group(scheme.config, layer.inp)
+    pack = 32 // bits
+    groups = layer.inp // group
+    return [
+        ("qweight", (layer.inp, layer.out // pack), torch.int32),
+        ("qzeros", (groups, layer.out // pack), torch.int32),
+        ("scales", (groups, layer.out), scheme.dtype),
+    ]
+
+
+def awq_moe(scheme: QuantScheme, experts: int, inter: int, hidden: int, bias: bool) -> Made:
+    bits, group = _bits_group(scheme.config, hidden)
+    pack = 32 // bits
+    g13, g2 = hidden // group, inter // group
+    return [
+        ("w13_qweight", (experts, hidden, 2 * inter // pack), torch.int32),
+        ("w2_qweight", (experts, inter, hidden // pack), torch.int32),
+        ("w13_scales", (experts, g13, 2 * inter), scheme.dtype),
+        ("w2_scales", (experts, g2, hidden), scheme.dtype),
+        ("w13_qzeros", (experts, g13, 2 * inter // pack), torch.int32),
+        ("w2_qzeros", (experts, g2, hidden // pack), torch.int32),
+    ]
+
+
+# ---- compressed-tensors (vLLM compressed_tensors.py: _get_scheme_from_parts, dense layers) ----------------
+_ACTIVATION_FORMATS = ("naive-quantized", "int-quantized", "float-quantized")
+
+
+def _ct_group(scheme: QuantScheme, prefixes: tuple[str, ...]) -> dict[str, Any] | None:
+    """The config group whose ``targets`` match the layer (``Linear``: any linear; ``re:`` a pattern; a name)."""
+    for group in (scheme.get("config_groups") or {}).values():
+        for target in group.get("targets", []):
+            if target == "Linear" or all(_ct_match(p, target) for p in prefixes):
+                return dict(group)
+    return None
+
+
+def ct_linear(scheme: QuantScheme, layer: Linear) -> Made | None:
+    """W8A8 / W8A16 fp8 (tensor, channel, block), W8A8 int8 (tensor, channel; static activations with their
+    zero point when asymmetric), pack-quantized WNA16 (``weight_packed``, ``weight_scale``, ``weight_shape``,
+    ``weight_zero_point`` when asymmetric); a layer no group targets stays unquantized."""
+    group = _ct_group(scheme, layer.prefixes)
+    weights = (group or {}).get("weights")
+    if group is None or not weights:
+        return None
+    inputs: dict[str, Any] = group.get("input_activations") or {}
+    fmt = group.get("format") or scheme.get("format")
+    bits, kind, strategy = int(weights.get("num_bits", 8)), weights.get("type", "int"), weights.get("strategy")
+    static = bool(inputs) and not inputs.get("dynamic", False)
+    if kind == "int" and not inputs and fmt == "pack-quantized" and strategy in ("group", "channel"):
+        group_size = int(weights.get("group_size") or -1) if strategy == "group" else -1
+        groups = 1 if group_size == -1 else layer.inp // group_size
+        made: Made = [
+            ("weight_packed", (layer.out, _cdiv(layer.inp * bits, 32)), torch.int32),
+            ("weight_scale", (layer.out, groups), scheme.dtype),
+            ("weight_shape", (2,), torch.int64),
+        ]
+        if not weights.get("symmetric", True):
+            made.append(("weight_zero_point", (_cdiv(layer.out * bits, 32), groups), torch.int32))
+        return made
+    if fmt in _ACTIVATION_FORMATS and kind == "float" and bits == 8:
+        block = weights.get("block_structure")
+        block_t = (int(block[0]), int(block[1])) if block else None
+        _check_fp8_block(block_t if strategy == "block" else None, "/".join(layer.prefixes), layer, True)
+        made = [("weight", (layer.out, layer.inp), FP8), ("weight_scale", _fp8_scale(strategy, layer, block_t), F32)]
+        return made + ([("input_scale", (layer.parts,), F32)] if static else [])
+    if fmt in _ACTIVATION_FORMATS and kind == "int" and bits == 8 and inputs and inputs.get("num_bits") == 8:
+        made = [
+            ("weight", (layer.out, layer.inp), torch.int8),
+            ("weight_scale", _fp8_scale(strategy, layer, None), F32),
+        ]
+        if static:
+            made.append(("input_scale", (1,), F32))
+            if not inputs.get("symmetric", True):
+                made.append(("input_zero_point", (1,), torch.int8))
+        return made
+    raise _refuse(
+        f"compressed-tensors scheme of {'/'.join(layer.prefixes)} (weights {weights}, format {fmt}) is not modelled"
+    )
+
+
+def ct_moe(scheme: QuantScheme, experts: int, inter: int, hidden: int, bias: bool) -> Made:
+    raise _refuse("compressed-tensors MoE layers are not modelled yet")
+
+
+# ---- mxfp4 (gpt-oss: vLLM mxfp4.py GptOssMxfp4MoEMethod; linear layers stay unquantized) -----------------
+MXFP4_BLOCK = 32
+MXFP4_PAD = 64  # H200: the Triton (OAI kernels) backend rounds the per-rank intermediate size up to 64
+
+
+def mxfp4_linear(scheme: QuantScheme, layer: Linear) -> Made | None:
+    return None  # vLLM: "MXFP4 linear layer is not implemented - falling back to UnquantizedLinearMethod"
+
+
+def mxfp4_moe(scheme: QuantScheme, experts: int, inter: int, hidden: int, bias: bool) -> Made:
+    """uint8 ``w13_weight`` [E, 2I, H/2] (two fp4 per byte), ``w13_weight_scale`` [E, 2I, H/32] (UE8M0 bytes),
+    ``w2_weight`` [E, H, I/2], ``w2_weight_scale`` [E, H, I/32]; biases bfloat16; I padded per rank."""
+    inter = _cdiv(inter, MXFP4_PAD) * MXFP4_PAD
+    u8 = torch.uint8
+    made: Made = [
+        ("w13_weight", (experts, 2 * inter, hidden // 2), u8),
+        ("w13_weight_scale", (experts, 2 * inter, hidden // MXFP4_BLOCK), u8),
+        ("w2_weight", (experts, hidden, inter // 2), u8),
+        ("w2_weight_scale", (experts, hidden, inter // MXFP4_BLOCK), u8),
+    ]
+    return made + (_moe_bias(torch.bfloat16, experts, inter, hidden) if bias else [])
+
+
+LinearRule = Callable[[QuantScheme, Linear], "Made | None"]
+MoeRule = Callable[[QuantScheme, int, int, int, bool], Made]
+METHODS: dict[str, tuple[LinearRule, MoeRule]] = {
+    "fp8": (fp8_linear, fp8_moe),
+    "compressed-tensors": (ct_linear, ct_moe),
+    "gptq": (gptq_linear, gptq_moe),
+    "awq": (awq_linear, awq_moe),
+    "mxfp4": (mxfp4_linear, mxfp4_moe),
+}
+# What vLLM's --quantization accepts for a checkpoint's method (its kernel variants build the same tensors).
+ALIASES = {"gptq": ("gptq_marlin", "auto_gptq", "marlin"), "awq": ("awq_marlin", "auto_awq", "marlin"),
+           "mxfp4": ("gpt_oss_mxfp4",)}  # fmt: skip
 
 
 # ---- applying a scheme to a shard -----------------------------------------------------------
-def _module_prefix(member: str) -> str:
-    return member.rpartition(".")[0]
+def _linear_module(name: str, weight: torch.Tensor) -> bool:
+    """A linear vLLM builds with the quantization method: not an embedding, the head, a norm or a router."""
+    return weight.dtype.is_floating_point and not any(w in name for w in _NEVER) and name not in _ROUTERS
 
 
 class ShardQuantizer:
@@ -279,7 +481,7 @@ class ShardQuantizer:
         for path, module in shard.module.named_modules():
             name = path.rpartition(".")[2]
             weight = module._parameters.get("weight")
-            if weight is not None and weight.dim() == 2 and self._linear_module(name, weight):
+            if weight is not None and weight.dim() == 2 and _linear_module(name, weight):
                 index = entries[qualified_name(path, "weight")]
                 self._linear(module, path, shard.tensors[index], index, out)
             experts = [k for k in _EXPERT_NAMES if isinstance(module._parameters.get(k), torch.Tensor)]
@@ -290,18 +492,18 @@ class ShardQuantizer:
             tensors.extend(out.get(i, [entry]))
         shard.tensors[:] = tensors
 
-    def _linear_module(self, name: str, weight: torch.Tensor) -> bool:
-        return weight.dtype.is_floating_point and not any(w in name for w in _NEVER) and name not in _ROUTERS
-
     def _linear(self, module: nn.Module, path: str, entry: ShardTensor, index: int, out: dict[int, Any]) -> None:
-        if excluded(self.scheme, [_module_prefix(m) for m in entry.members]):
+        prefixes = tuple(m.rpartition(".")[0] for m in entry.members)
+        if excluded(self.scheme, list(prefixes)):
             return
         weight = module._parameters["weight"]
         assert weight is not None
-        rows, cols = weight.shape
-        # the last part of a merged layer may end mid-block; a tp-split output must be whole blocks
-        _check_fp8_block(self.scheme, path, rows, cols, "column" in entry.rule, entry.rule == "row")
-        made = self.linear(self.scheme, rows, cols, len(entry.members))
+        layer = Linear(prefixes, int(weight.shape[0]), int(weight.shape[1]), entry.rule == "row")
+        if self.scheme.method == "fp8":  # a merged layer's last part may end mid-block; a tp-split one may not
+            _check_fp8_block(_fp8_block(self.scheme), path, layer, "column" in entry.rule)
+        made = self.linear(self.scheme, layer)
+        if made is None:
+            return
         del module._parameters["weight"]
         out[index] = self._register(module, path, entry, made, weight.device)
 
@@ -311,25 +513,18 @@ class ShardQuantizer:
         if excluded(self.scheme, [path]):
             return
         up = module._parameters["gate_up_proj"]
-        down = module._parameters["down_proj"]
-        assert up is not None and down is not None
-        experts, a, b = up.shape
-        hidden = self.scheme.hidden
-        # transformers holds gate_up as [E, 2I, H] (most) or [E, H, 2I] (gpt-oss)
-        inter = (a if hidden == b or hidden is None else b) // 2
-        made = self.moe(self.scheme, experts, inter, down.shape[1] if inter == down.shape[2] else down.shape[2])
+        assert up is not None and self.scheme.hidden
+        experts, hidden = int(up.shape[0]), self.scheme.hidden
+        # per rank gate_up holds E x 2I x H elements whichever dimension the split took ([E, 2I, H]; gpt-oss [E, H, 2I])
+        inter = up.numel() // (experts * 2 * hidden)
+        biases = [b for b in ("gate_up_proj_bias", "down_proj_bias") if module._parameters.get(b) is not None]
+        made = self.moe(self.scheme, experts, inter, hidden, bool(biases))
         first = entries[qualified_name(path, "gate_up_proj")]
-        for local in _EXPERT_NAMES:
+        for local in (*_EXPERT_NAMES, *biases):
             del module._parameters[local]
-        out[entries[qualified_name(path, "down_proj")]] = []
+            if local != "gate_up_proj":
+                out[entries[qualified_name(path, local)]] = []
         out[first] = self._register(module, path, tensors[first], made, up.device)
-        for bias, vllm in (("gate_up_proj_bias", "w13_bias"), ("down_proj_bias", "w2_bias")):
-            if bias in module._parameters:  # gpt-oss: biases stay in the model's dtype under vLLM's names
-                old = module._parameters.pop(bias)
-                assert old is not None
-                index = entries[qualified_name(path, bias)]
-                shape = tuple(old.shape) if vllm == "w2_bias" else (experts, 2 * inter)
-                out[index] = self._register(module, path, tensors[index], [(vllm, shape, old.dtype)], old.device)
 
     def _register(
         self, module: nn.Module, path: str, entry: ShardTensor, made: Made, device: torch.device

@@ -143,6 +143,8 @@ class DeploymentResult(Record):
     slowest_strategy: str = ""
     online_quant: list[OnlineQuantEntry] = []
     nproc: Count = 0  # real ranks run (--nproc); 0: none
+    ranks_finished: list[Count] = []  # --nproc: the ranks whose figures came back
+    ranks_failure: str = ""  # --nproc: why the others did not (their figures are missing, not zero)
     backend: str = ""
     online_quant_target: str = ""  # the model or the rank whose shard the online path ran on
     # Where the shards' bytes live: "cuda" (a GPU deployment: --device cuda, or --device-memory) or "cpu" (a CPU

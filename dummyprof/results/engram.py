@@ -239,6 +239,7 @@ class EngramResult(Record):
     huge_pages_from_sample: bool = False  # huge-page bytes read back on the largest sample, not the full table
     legacy_plan_notes: list[str] = []  # schema 1 and 2: ``plan_notes``, sentences
     sample_groups: list[SampleGroupInfo] = []  # empty when nothing was projected
+    sample_sizes_cut: list[Count] = []  # planned sample rows left out: past the time budget
     contention: Contention | None = None  # how busy the machine was while this run calibrated, filled, sampled
 
     def method(self, name: str) -> MethodResult:

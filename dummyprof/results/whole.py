@@ -69,6 +69,8 @@ def _deployment(d: Any, where: str) -> None:
             raise Refused(f"{where}.nodes[{i}].ranks: a node has at least one rank")
         for j, rank in enumerate(n.ranks):
             _names(rank, ranks, f"{where}.nodes[{i}].ranks[{j}]", "rank")
+    for i, rank in enumerate(d.ranks_finished):
+        _names(rank, ranks, f"{where}.ranks_finished[{i}]", "rank")
     if d.other_extra_bytes < 0:
         raise Refused(
             f"{where}.ranks: their {d.held_bytes} bytes are fewer than the model's {d.model_bytes} + replicated "

@@ -56,14 +56,23 @@ class RankEntry(Record):
     offloaded_bytes: Count = 0  # CPU-offloaded tables (declared constant Engram rows): host, not device
     counted_as: Count = 0  # the rank whose identical shard was walked for these counts
     copies: Count = 1  # ranks this entry stands for: rank, rank + tp, ... (the next dp ranks, one shard)
+    # device bytes that are not weights, allocated by vLLM at load on this rank (deploy/load_buffers.py)
+    rotary_cache_bytes: Count = 0
+    expert_map_bytes: Count = 0
+    kv_scale_bytes: Count = 0
     filled_as: Count | None = None  # the rank whose shard was filled (or projected) for these times
     strategies: list[RankStrategy] = []
     device_fits: bool | None = None  # None: no --device-memory given
     device_room_bytes: Int64 | None = None  # device memory left after the shard (negative: short by)
 
     @property
+    def engine_bytes(self) -> int:
+        """Non-weight device bytes (rotary cache, expert map, kv scales): apart from ``held_bytes``, in the fit."""
+        return self.rotary_cache_bytes + self.expert_map_bytes + self.kv_scale_bytes
+
+    @property
     def device_bytes(self) -> int:
-        return self.held_bytes - self.offloaded_bytes
+        return self.held_bytes - self.offloaded_bytes + self.engine_bytes
 
     def strategy(self, name: str) -> RankStrategy:
         return next(s for s in self.strategies if s.strategy == name)

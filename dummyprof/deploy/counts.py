@@ -19,7 +19,7 @@ from torch import nn
 
 from dummyprof.anatomy import model_bytes
 from dummyprof.deploy.plan import REPLICATED, ModelDims
-from dummyprof.deploy.quant import quantizer_of
+from dummyprof.deploy.quant import fill_kinds, quantizer_of
 from dummyprof.deploy.shards import RankShard, Sharder
 from dummyprof.layout import ParallelLayout
 from dummyprof.loaders.counting import count_on_meta
@@ -128,6 +128,7 @@ def count_deployment(
                 counted_as=counted_as,
                 copies=group.copies,
                 strategies=[dataclasses.replace(s) for s in figures],
+                fill_kinds=fill_kinds(shard.module) if sharder.quant is not None else {},
             )
         )
     uses = Counter((p.rule, p.source, p.style) for p in sharder.planner.placements.values())

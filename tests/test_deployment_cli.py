@@ -340,3 +340,29 @@ def test_the_slowest_rank_is_named_only_outside_the_noise() -> None:
     alike.ranks.append(RankEntry(rank=1, counted_as=0, filled_as=0, strategies=list(alike.ranks[0].strategies)))
     _slowest(alike)
     assert alike.slowest_within_noise
+
+
+def test_real_ranks_that_do_not_finish_lose_nothing_already_measured(monkeypatch: pytest.MonkeyPatch) -> None:
+    from dummyprof.ranks.world import RanksFailed
+    from dummyprof.results.deployment import DeploymentResult, RankEntry, RankStrategy
+    from dummyprof.scenarios.deployment import ranks
+    from dummyprof.scenarios.deployment.run import _real_ranks
+
+    def one_finishes(options: object, strategies: list[str], limit_s: float) -> dict:
+        failed = RanksFailed("2 ranks did not finish within 63 s")
+        failed.values = {0: {"strategies": {"per-layer": {"seconds": 1.5, "visits": 15, "bytes_written": 99}}}}
+        raise failed
+
+    monkeypatch.setattr(ranks, "run_ranks", one_finishes)
+    result = DeploymentResult(ranks=[RankEntry(rank=r, strategies=[RankStrategy("per-layer")]) for r in (0, 1)])
+    from types import SimpleNamespace
+
+    _real_ranks(result, SimpleNamespace(nproc=2, time_budget=3.0), ["per-layer"])
+    assert (result.ranks_finished, result.ranks_failure) == ([0], "2 ranks did not finish within 63 s")
+    mine, theirs = (r.strategies[0] for r in result.ranks)
+    assert (mine.rank_seconds, mine.rank_visits, mine.rank_bytes_written) == (1.5, 15, 99)
+    assert (theirs.rank_seconds, theirs.rank_visits) == (None, None)  # missing, not zero
+    from dummyprof.reports.tables.deployment import work_table
+
+    notes = " ".join(work_table(result).notes)
+    assert "own rank: ranks finished: 0 of 2; the others did not (2 ranks did not finish within 63 s)" in notes

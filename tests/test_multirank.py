@@ -54,6 +54,14 @@ def nproc(n: int, *args: str, cwd: Path, site: Path | None = None) -> subprocess
     return subprocess.run(command, cwd=cwd, env=_env(site), capture_output=True, text=True, timeout=LIMIT_S)
 
 
+def nproc_here(cli: Any, monkeypatch: pytest.MonkeyPatch, site: Path, *args: str) -> Any:
+    """``dummyprof engram --nproc 2 ARGS`` in this process (torch already loaded: no second start-up); the
+    ranks it spawns are fresh interpreters that import ``site``'s sitecustomize from PYTHONPATH."""
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")]))
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    return cli("engram", "--nproc", "2", *args)
+
+
 def fault(tmp_path: Path, rank: int, code: str) -> Path:
     """A sitecustomize whose ``Runner.allocate`` runs ``code`` on one rank (the others allocate as usual)."""
     site = tmp_path / "site"
@@ -172,28 +180,37 @@ def test_four_ranks_tp2_dp2(tmp_path: Path) -> None:
     assert out.stdout.count("4 ranks on 1 host") == 1  # -q: rank 0's summary line only
 
 
-def test_a_failing_rank_is_reported_by_rank_and_nothing_hangs(tmp_path: Path) -> None:
+def test_a_failing_rank_is_reported_by_rank_and_nothing_hangs(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dummyprof.cli.app import main
+
     site = fault(tmp_path, 1, 'raise MemoryError("simulated: out of memory while allocating")')
-    out = nproc(2, *SMALL, "--tp-size", "2", cwd=tmp_path, site=site)
-    assert out.returncode == 1
-    assert "dummyprof: error: rank 1 (" in out.stderr
-    assert "MemoryError: simulated: out of memory while allocating" in out.stderr
-    assert out.stderr.count("simulated: out of memory") == 1  # rank 0 reports it; rank 1 stays quiet
-    assert "Ranks (" not in out.stdout
+    monkeypatch.setenv("NO_COLOR", "1")
+    capfd.readouterr()
+    code = nproc_here(lambda *args: main(list(args)), monkeypatch, site, *SMALL, "--tp-size", "2")
+    out, err = capfd.readouterr()  # at the descriptors: every rank's output too, not only this process's
+    assert code == 1
+    assert "dummyprof: error: rank 1 (" in err
+    assert "MemoryError: simulated: out of memory while allocating" in err
+    assert err.count("simulated: out of memory") == 1  # rank 0 reports it; rank 1 stays quiet
+    assert "Ranks (" not in out
 
 
-def test_a_killed_rank_is_named_by_the_launcher(tmp_path: Path) -> None:
+def test_a_killed_rank_is_named_by_the_launcher(tmp_path: Path, cli: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     site = fault(tmp_path, 1, "import signal; os.kill(os.getpid(), signal.SIGKILL)")
-    out = nproc(2, *SMALL, "--tp-size", "2", cwd=tmp_path, site=site)
-    assert out.returncode == 1
+    out = nproc_here(cli, monkeypatch, site, *SMALL, "--tp-size", "2")
+    assert out.exit_code == 1
     assert "dummyprof: error: rank 1 was killed by SIGKILL" in out.stderr
 
 
-def test_a_rank_that_stops_answering_is_named_after_the_timeout(tmp_path: Path) -> None:
+def test_a_rank_that_stops_answering_is_named_after_the_timeout(
+    tmp_path: Path, cli: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
     site = fault(tmp_path, 1, "import time; time.sleep(600)")
     args = [a if a != "30" else "4" for a in SMALL]  # --dist-timeout 4
-    out = nproc(2, *args, "--tp-size", "2", cwd=tmp_path, site=site)
-    assert out.returncode == 1
+    out = nproc_here(cli, monkeypatch, site, *args, "--tp-size", "2")
+    assert out.exit_code == 1
     assert "not reached by every rank within 4 s (--dist-timeout)" in out.stderr
     assert "rank 1 at step" in out.stderr
 
@@ -253,3 +270,27 @@ def test_a_rank_that_exits_0_before_finishing_fails_the_run() -> None:
         spawn(_leaves_early, (), 2, limit_s=LIMIT_S - 1)
     assert str(failed.value) == "rank 1 left with exit status 0 before finishing its work"
     assert failed.value.exit_code == 1
+
+
+def _returns_then_one_fails(env: Any, flag: str) -> int:
+    """Rank 0 returns at once; rank 1 waits until rank 0 has returned, then fails."""
+    import time
+    from pathlib import Path
+
+    if env.rank == 0:
+        Path(flag).touch()
+        return 7
+    while not Path(flag).exists():
+        time.sleep(0.05)
+    time.sleep(1.0)  # rank 0's value is in the pipe by now
+    raise ValueError("boom")
+
+
+def test_a_failed_rank_keeps_what_the_finished_ranks_returned(tmp_path: Path) -> None:
+    from dummyprof.ranks.launch import spawn
+    from dummyprof.ranks.world import RanksFailed
+
+    with pytest.raises(RanksFailed) as failed:
+        spawn(_returns_then_one_fails, (str(tmp_path / "returned"),), 2, limit_s=LIMIT_S)
+    assert str(failed.value) == "rank 1 failed: ValueError: boom"
+    assert failed.value.values == {0: 7}

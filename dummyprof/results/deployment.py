@@ -153,6 +153,8 @@ class DeploymentResult:
     slowest_strategy: str = ""
     online_quant: list[OnlineQuantEntry] = field(default_factory=list)
     nproc: int = 0  # real ranks run (--nproc); 0: none
+    ranks_finished: list[int] = field(default_factory=list)  # --nproc: the ranks whose figures came back
+    ranks_failure: str = ""  # --nproc: why the others did not (their figures are missing, not zero)
     backend: str = ""
     online_quant_target: str = ""  # the model or the rank whose shard the online path ran on
     # Where the shards' bytes live: "cuda" (a GPU deployment: --device cuda, or --device-memory) or "cpu" (a CPU

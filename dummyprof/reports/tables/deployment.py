@@ -130,6 +130,12 @@ def work_table(result: DeploymentResult) -> Table:
                 format_seconds(s.rank_seconds) if s.rank_seconds is not None else "",
             )
     table.notes.append("counts exact; visits (n): n redundant")
+    if result.ranks_failure:
+        finished = ", ".join(map(str, result.ranks_finished)) or "none"
+        table.notes.append(
+            f"own rank: ranks finished: {finished} of {result.nproc}; the others did not ({result.ranks_failure}): "
+            "their own-rank figures are missing, everything else is whole"
+        )
     if result.nproc:
         table.notes.append(
             f"own rank: each rank's fill in its own process, {result.nproc} ranks ({result.backend}) filling at "

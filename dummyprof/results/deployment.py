@@ -61,6 +61,10 @@ class RankEntry:
     offloaded_bytes: int = 0  # CPU-offloaded tables (declared constant Engram rows): host, not device
     counted_as: int = 0  # the rank whose identical shard was walked for these counts
     copies: int = 1  # ranks this entry stands for: rank, rank + tp, ... (the next dp ranks, one shard)
+    # device bytes that are not weights, allocated by vLLM at load on this rank (deploy/load_buffers.py)
+    rotary_cache_bytes: int = 0
+    expert_map_bytes: int = 0
+    kv_scale_bytes: int = 0
     filled_as: int | None = None  # the rank whose shard was filled (or projected) for these times
     strategies: list[RankStrategy] = field(default_factory=list)
     device_fits: bool | None = None  # None: no --device-memory given
@@ -69,8 +73,13 @@ class RankEntry:
     fill_kinds: dict[str, int] = field(default_factory=dict)
 
     @property
+    def engine_bytes(self) -> int:
+        """Non-weight device bytes (rotary cache, expert map, kv scales): apart from ``held_bytes``, in the fit."""
+        return self.rotary_cache_bytes + self.expert_map_bytes + self.kv_scale_bytes
+
+    @property
     def device_bytes(self) -> int:
-        return self.held_bytes - self.offloaded_bytes
+        return self.held_bytes - self.offloaded_bytes + self.engine_bytes
 
     def strategy(self, name: str) -> RankStrategy:
         return next(s for s in self.strategies if s.strategy == name)

@@ -84,7 +84,8 @@ def _nodes(r: RankEntry, result: DeploymentResult) -> str:
 
 
 def ranks_table(result: DeploymentResult) -> Table:
-    columns = [("ranks", NAME), *((h, NUMBER) for h in ("stage", "layers", "node", "held", "replicated", "offloaded"))]
+    heads = ("stage", "layers", "node", "held", "replicated", "offloaded", "load buffers")
+    columns = [("ranks", NAME), *((h, NUMBER) for h in heads)]
     columns += [("device room", WORD), ("fill peak", NUMBER)]
     table = Table.of("Ranks (each shard built on meta; bytes exact)", columns, [])
     for group in rank_groups(result):
@@ -97,8 +98,14 @@ def ranks_table(result: DeploymentResult) -> Table:
             format_bytes(r.held_bytes),
             format_bytes(r.replicated_bytes),
             format_bytes(r.offloaded_bytes) if r.offloaded_bytes else "",
+            format_bytes(r.engine_bytes) if r.engine_bytes else "",
             _room(r),
             _peak(r),
+        )
+    if any(r.engine_bytes for r in result.ranks):
+        table.notes.append(
+            "load buffers: device bytes vLLM allocates at load that are not weights (rotary cos/sin cache, expert "
+            "map, kv scales), in each rank's device bytes"
         )
     if any(_peak(r) for r in result.ranks):
         table.notes.append(

@@ -230,6 +230,10 @@ def run_deployment(
         r.offloaded_bytes = sum(offloaded[r.counted_as])
     result.ranks = list(counts.ranks)
     notes = [*source.notes, *sharder.notices]
+    notes += [
+        f"not in the device bytes: the {what} (vLLM allocates it at load; its size is not modelled)"
+        for what in counts.not_counted
+    ]
     if command == "compare" and here:
         notes += _fill_shards(result, source, sharder, coords, options, progress)
     if getattr(options, "nproc", None):

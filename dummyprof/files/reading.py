@@ -21,6 +21,16 @@ from typing import Any
 from dummyprof.units import format_bytes
 
 STDIN = "-"
+STDIN_FILE = Path("/dev/stdin")  # what descriptor 0 is: a file compared by device and inode, or a pipe
+
+
+def backing_file(path: str | Path) -> Path | None:
+    """The regular file a read of ``path`` reads: itself, or the archive it lies in (``pkgs.zip/mod.py``, as
+    zipimport names a module's file); None when it is neither (a folder, or nothing there)."""
+    for candidate in (Path(path), *Path(path).parents):
+        if candidate.exists():
+            return candidate if candidate.is_file() else None
+    return None
 
 
 @dataclass(frozen=True)

@@ -79,7 +79,8 @@ def test_node_view_fit_verdicts(cli: Cli, tmp_path: Path) -> None:
         "--device-memory", "4MiB", "--host-memory", "1GiB",
     )  # fmt: skip
     section = data["deployment"]
-    held = section["ranks"][0]["held_bytes"]
+    first = section["ranks"][0]
+    held = first["held_bytes"] + first["rotary_cache_bytes"] + first["kv_scale_bytes"]  # device bytes
     assert [n["ranks"] for n in section["nodes"]] == [[0], [1]]
     assert [r["node"] for r in section["ranks"]] == [0, 1]
     for r in section["ranks"]:
@@ -359,3 +360,51 @@ def test_the_layout_is_parsed_once_and_handed_on_as_one_object(
     section = _json(cli, tmp_path, "inspect", *PRESET, "--tp", "2", "--ep", "4")["deployment"]
     assert built == [ParallelLayout(tp=2, dp=2, expert_parallel=True)]  # --ep 4 over tp 2 set dp 2, once
     assert (section["tp"], section["dp"], section["ep"], section["world"]) == (2, 2, 4, 4)
+
+
+def test_load_buffers_count_in_the_device_fit(cli: Cli, tmp_path: Path) -> None:
+    """A device exactly the weights' size does not fit once the rotary cache and kv scales are added."""
+    first = _json(cli, tmp_path, "inspect", "--model", LLAMA, *SMALL, "--tp", "2")["deployment"]["ranks"][0]
+    buffers = first["rotary_cache_bytes"] + first["expert_map_bytes"] + first["kv_scale_bytes"]
+    assert buffers == 131_072 * 128 * 2 + 2 * 16  # rotary [positions, head_dim 128] bf16; 2 layers x 4 scales
+    data = _json(
+        cli,
+        tmp_path,
+        "inspect",
+        "--model",
+        LLAMA,
+        *SMALL,
+        "--tp",
+        "2",
+        "--device-memory",
+        str(first["held_bytes"]),
+        "--force",
+    )
+    rank = data["deployment"]["ranks"][0]
+    assert (rank["device_fits"], rank["device_room_bytes"]) == (False, -buffers)
+
+
+def test_real_ranks_that_do_not_finish_lose_nothing_already_measured(monkeypatch: pytest.MonkeyPatch) -> None:
+    from dummyprof.ranks.world import RanksFailed
+    from dummyprof.results.deployment import DeploymentResult, RankEntry, RankStrategy
+    from dummyprof.scenarios.deployment import ranks
+    from dummyprof.scenarios.deployment.run import _real_ranks
+
+    def one_finishes(options: object, strategies: list[str], limit_s: float) -> dict:
+        failed = RanksFailed("2 ranks did not finish within 63 s")
+        failed.values = {0: {"strategies": {"per-layer": {"seconds": 1.5, "visits": 15, "bytes_written": 99}}}}
+        raise failed
+
+    monkeypatch.setattr(ranks, "run_ranks", one_finishes)
+    result = DeploymentResult(ranks=[RankEntry(rank=r, strategies=[RankStrategy("per-layer")]) for r in (0, 1)])
+    from types import SimpleNamespace
+
+    _real_ranks(result, SimpleNamespace(nproc=2, time_budget=3.0), ["per-layer"])
+    assert (result.ranks_finished, result.ranks_failure) == ([0], "2 ranks did not finish within 63 s")
+    mine, theirs = (r.strategies[0] for r in result.ranks)
+    assert (mine.rank_seconds, mine.rank_visits, mine.rank_bytes_written) == (1.5, 15, 99)
+    assert (theirs.rank_seconds, theirs.rank_visits) == (None, None)  # missing, not zero
+    from dummyprof.reports.tables.deployment import work_table
+
+    notes = " ".join(work_table(result).notes)
+    assert "own rank: ranks finished: 0 of 2; the others did not (2 ranks did not finish within 63 s)" in notes

@@ -193,3 +193,20 @@ def test_the_report_says_how_each_projection_was_made_and_bounded() -> None:
     assert projection_how(poor, "x").startswith("projected (R² 0.") and "under 0.9: rate of the largest sample" in (
         projection_how(poor, "x")
     )
+
+
+def test_a_sample_size_predicted_past_the_deadline_is_left_out_once_its_group_has_three() -> None:
+    from types import SimpleNamespace
+
+    from dummyprof.scenarios.engram.plan import Plan, SampleGroup
+    from dummyprof.scenarios.engram.runner import NO_SYNC, _late
+
+    slow, fast = SampleGroup([], [10, 20, 30, 40], {}, False), SampleGroup([], [100, 200, 300, 400], {}, True)
+    plan = Plan([], [], {}, sample_groups=[slow, fast])
+    runner = SimpleNamespace(clock=lambda: 50.0, sync=NO_SYNC)
+    took = {10: 1.0, 20: 2.0, 30: 3.0}
+    assert _late(runner, plan, 40, took, deadline=53.0)  # type: ignore[arg-type]  # 3 s x 40/30: ends at 54
+    assert not _late(runner, plan, 40, took, deadline=55.0)  # type: ignore[arg-type]
+    assert not _late(runner, plan, 40, took, deadline=None)  # type: ignore[arg-type]
+    # two sizes of its group so far: a line needs a third, however late
+    assert not _late(runner, plan, 300, took | {100: 1.0, 200: 2.0}, deadline=0.0)  # type: ignore[arg-type]

@@ -270,3 +270,27 @@ def test_a_rank_that_exits_0_before_finishing_fails_the_run() -> None:
         spawn(_leaves_early, (), 2, limit_s=LIMIT_S - 1)
     assert str(failed.value) == "rank 1 left with exit status 0 before finishing its work"
     assert failed.value.exit_code == 1
+
+
+def _returns_then_one_fails(env: Any, flag: str) -> int:
+    """Rank 0 returns at once; rank 1 waits until rank 0 has returned, then fails."""
+    import time
+    from pathlib import Path
+
+    if env.rank == 0:
+        Path(flag).touch()
+        return 7
+    while not Path(flag).exists():
+        time.sleep(0.05)
+    time.sleep(1.0)  # rank 0's value is in the pipe by now
+    raise ValueError("boom")
+
+
+def test_a_failed_rank_keeps_what_the_finished_ranks_returned(tmp_path: Path) -> None:
+    from dummyprof.ranks.launch import spawn
+    from dummyprof.ranks.world import RanksFailed
+
+    with pytest.raises(RanksFailed) as failed:
+        spawn(_returns_then_one_fails, (str(tmp_path / "returned"),), 2, limit_s=LIMIT_S)
+    assert str(failed.value) == "rank 1 failed: ValueError: boom"
+    assert failed.value.values == {0: 7}

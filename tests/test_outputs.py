@@ -128,6 +128,22 @@ def test_an_unwritable_folder_is_refused_before_measuring(
 
 
 @pytest.mark.usefixtures("measuring_is_an_error")
+@pytest.mark.parametrize("writer", WRITERS, indirect=True)
+def test_an_empty_value_is_named_with_a_file_name_for_the_flag(
+    cli: Cli, writer: Writer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--markdown "$GITHUB_STEP_SUMMARY"`` off CI passes an empty value: said as such, not as the folder '.'."""
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    args, flag = writer
+    result = cli(*args, flag, "")
+    assert result.exit_code == 2
+    unset = " ($GITHUB_STEP_SUMMARY unset, off CI?)" if flag == "--markdown" else ""
+    named = {"--markdown": "summary.md", "--junit": "junit.xml", "--benchmark-json": "bench.json"}
+    name = named.get(flag, "results.json")
+    assert result.stderr == f"dummyprof: error: {flag}: an empty value{unset}; give a file name such as {name}\n"
+
+
+@pytest.mark.usefixtures("measuring_is_an_error")
 @pytest.mark.parametrize(
     "writer", ["compare --json", "gate --junit", "baseline --output", "report --output"], indirect=True
 )

@@ -3,7 +3,7 @@
 Only the config is read (a local file or folder, or fetched from the hub for a
 hub id): the model is built with transformers' auto classes on the meta device,
 so no weight is read and nothing is allocated until a run materializes it.
-transformers is an optional extra (``pip install "dummyprof[hf]"``) and is only
+transformers is an optional extra (``pip install -e ".[hf]"`` in the clone) and is only
 imported here, when ``hf:`` is used.
 """
 
@@ -29,7 +29,7 @@ from dummyprof.models.source import FitHint, ModelSource
 
 PREFIX = "hf:"
 FLAG = "--model"
-INSTALL_HINT = 'hf: models need transformers: pip install "dummyprof[hf]"'
+INSTALL_HINT = 'hf: models need transformers: in your dummyprof clone, pip install -e ".[hf]"'
 LAYERS_FIELD = "num_hidden_layers"
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 
@@ -184,6 +184,8 @@ def apply_overrides(config: Any, overrides: dict[str, Any], *, flag: str = "--mo
     """Set config fields from ``--model-arg``; an unknown field or a value of the wrong type is refused."""
     fields = sorted(k for k in config.to_dict() if not k.startswith("_"))
     for key, value in overrides.items():
+        if key in ("torch_dtype", "dtype"):
+            key = _dtype_field(config)  # the name this transformers reads without a deprecation warning
         if key not in fields and not hasattr(config, key):
             close = difflib.get_close_matches(key, fields, n=3)
             hint = f"; did you mean {', '.join(close)}?" if close else f"; fields include {', '.join(fields[:8])}, ..."
@@ -201,10 +203,16 @@ def apply_overrides(config: Any, overrides: dict[str, Any], *, flag: str = "--mo
         setattr(config, key, value)
 
 
+def _dtype_field(config: Any) -> str:
+    """``dtype`` where the installed transformers has it (>= 4.56: ``torch_dtype`` is then a property that warns
+    "`torch_dtype` is deprecated" on every use), else ``torch_dtype``."""
+    return "dtype" if isinstance(getattr(type(config), "torch_dtype", None), property) else "torch_dtype"
+
+
 def _config_dtype(config: Any) -> torch.dtype:
     """vLLM's ``--dtype auto`` (``_resolve_auto_dtype`` on CUDA): the config's ``dtype`` or ``torch_dtype``,
     a float32 (or missing) one downcast to bfloat16, the platform's preferred dtype."""
-    dtype = getattr(config, "dtype", None) or getattr(config, "torch_dtype", None)
+    dtype = getattr(config, _dtype_field(config), None)
     if isinstance(dtype, str):
         dtype = getattr(torch, dtype, None)
     if not isinstance(dtype, torch.dtype) or dtype == torch.float32:

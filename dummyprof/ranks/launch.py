@@ -50,7 +50,8 @@ def spawn(
 
     Returns once every rank has returned, or earlier when ``finished(values so far)`` says so (the
     ranks still running are stopped). Raises ``RanksFailed`` for a rank that died without returning
-    (killed by a signal, or exited), or when the ranks pass ``limit_s``.
+    (killed by a signal, or exited), or when the ranks pass ``limit_s``; its ``values`` holds what the
+    ranks that did return returned.
     """
     import torch.distributed as dist
     import torch.multiprocessing as mp
@@ -63,7 +64,10 @@ def spawn(
         )
         values: dict[int, Any] = {}
         try:
-            values = _collect(context, queue, nproc, time.monotonic() + limit_s, limit_s, finished)
+            _collect(context, queue, nproc, time.monotonic() + limit_s, limit_s, finished, values)
+        except RanksFailed as failed:
+            failed.values = values  # what the ranks that finished returned: a caller may keep it
+            raise
         finally:  # ranks that all returned are exiting: let them; any other end stops them at once
             _stop(context.processes, exit_s=STOP_GRACE_S if len(values) == nproc else 0.0)
     return values
@@ -76,11 +80,16 @@ def _main(local_rank: int, entry: Callable[..., Any], args: tuple[Any, ...], npr
 
 
 def _collect(
-    context: Any, queue: Any, nproc: int, deadline: float, limit_s: float, finished: Finished | None
+    context: Any,
+    queue: Any,
+    nproc: int,
+    deadline: float,
+    limit_s: float,
+    finished: Finished | None,
+    values: dict[int, Any],
 ) -> dict[int, Any]:
+    """Fill ``values`` (rank: returned value) as the ranks return; raise ``RanksFailed`` for a failed rank."""
     from torch.multiprocessing import ProcessExitedException, ProcessRaisedException
-
-    values: dict[int, Any] = {}
 
     def read() -> bool:
         while not queue.empty():

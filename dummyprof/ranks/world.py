@@ -79,6 +79,7 @@ class RanksFailed(DummyprofError):
         super().__init__(message)
         self.exit_code = exit_code
         self.quiet = quiet  # another rank (rank 0) reports it; this one only exits non-zero
+        self.values: dict[int, Any] = {}  # spawn: what the ranks that finished returned, by rank
 
 
 @dataclass

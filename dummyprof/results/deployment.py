@@ -58,14 +58,23 @@ class RankEntry:
     offloaded_bytes: int = 0  # CPU-offloaded tables (declared constant Engram rows): host, not device
     counted_as: int = 0  # the rank whose identical shard was walked for these counts
     copies: int = 1  # ranks this entry stands for: rank, rank + tp, ... (the next dp ranks, one shard)
+    # device bytes that are not weights, allocated by vLLM at load on this rank (deploy/load_buffers.py)
+    rotary_cache_bytes: int = 0
+    expert_map_bytes: int = 0
+    kv_scale_bytes: int = 0
     filled_as: int | None = None  # the rank whose shard was filled (or projected) for these times
     strategies: list[RankStrategy] = field(default_factory=list)
     device_fits: bool | None = None  # None: no --device-memory given
     device_room_bytes: int | None = None  # device memory left after the shard (negative: short by)
 
     @property
+    def engine_bytes(self) -> int:
+        """Non-weight device bytes (rotary cache, expert map, kv scales): apart from ``held_bytes``, in the fit."""
+        return self.rotary_cache_bytes + self.expert_map_bytes + self.kv_scale_bytes
+
+    @property
     def device_bytes(self) -> int:
-        return self.held_bytes - self.offloaded_bytes
+        return self.held_bytes - self.offloaded_bytes + self.engine_bytes
 
     def strategy(self, name: str) -> RankStrategy:
         return next(s for s in self.strategies if s.strategy == name)
@@ -148,6 +157,8 @@ class DeploymentResult:
     slowest_strategy: str = ""
     online_quant: list[OnlineQuantEntry] = field(default_factory=list)
     nproc: int = 0  # real ranks run (--nproc); 0: none
+    ranks_finished: list[int] = field(default_factory=list)  # --nproc: the ranks whose figures came back
+    ranks_failure: str = ""  # --nproc: why the others did not (their figures are missing, not zero)
     backend: str = ""
     online_quant_target: str = ""  # the model or the rank whose shard the online path ran on
     # Where the shards' bytes live: "cuda" (a GPU deployment: --device cuda, or --device-memory) or "cpu" (a CPU

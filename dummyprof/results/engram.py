@@ -253,6 +253,7 @@ class EngramResult:
     huge_pages_from_sample: bool = False  # huge-page bytes read back on the largest sample, not the full table
     legacy_plan_notes: list[str] = field(default_factory=list)  # schema 1 and 2: ``plan_notes``, sentences
     sample_groups: list[SampleGroupInfo] = field(default_factory=list)  # empty when nothing was projected
+    sample_sizes_cut: list[int] = field(default_factory=list)  # planned sample rows left out: past the time budget
     contention: Contention | None = None  # how busy the machine was while this run calibrated, filled, sampled
 
     def method(self, name: str) -> MethodResult:

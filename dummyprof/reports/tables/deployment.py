@@ -83,7 +83,8 @@ def _nodes(r: RankEntry, result: DeploymentResult) -> str:
 
 
 def ranks_table(result: DeploymentResult) -> Table:
-    columns = [("ranks", NAME), *((h, NUMBER) for h in ("stage", "layers", "node", "held", "replicated", "offloaded"))]
+    heads = ("stage", "layers", "node", "held", "replicated", "offloaded", "load buffers")
+    columns = [("ranks", NAME), *((h, NUMBER) for h in heads)]
     columns += [("device room", WORD), ("fill peak", NUMBER)]
     table = Table.of("Ranks (each shard built on meta; bytes exact)", columns, [])
     for group in rank_groups(result):
@@ -96,8 +97,14 @@ def ranks_table(result: DeploymentResult) -> Table:
             format_bytes(r.held_bytes),
             format_bytes(r.replicated_bytes),
             format_bytes(r.offloaded_bytes) if r.offloaded_bytes else "",
+            format_bytes(r.engine_bytes) if r.engine_bytes else "",
             _room(r),
             _peak(r),
+        )
+    if any(r.engine_bytes for r in result.ranks):
+        table.notes.append(
+            "load buffers: device bytes vLLM allocates at load that are not weights (rotary cos/sin cache, expert "
+            "map, kv scales), in each rank's device bytes"
         )
     if any(_peak(r) for r in result.ranks):
         table.notes.append(
@@ -129,6 +136,12 @@ def work_table(result: DeploymentResult) -> Table:
                 format_seconds(s.rank_seconds) if s.rank_seconds is not None else "",
             )
     table.notes.append("counts exact; visits (n): n redundant")
+    if result.ranks_failure:
+        finished = ", ".join(map(str, result.ranks_finished)) or "none"
+        table.notes.append(
+            f"own rank: ranks finished: {finished} of {result.nproc}; the others did not ({result.ranks_failure}): "
+            "their own-rank figures are missing, everything else is whole"
+        )
     if result.nproc:
         table.notes.append(
             f"own rank: each rank's fill in its own process, {result.nproc} ranks ({result.backend}) filling at "

@@ -230,6 +230,10 @@ def run_deployment(
         r.offloaded_bytes = sum(offloaded[r.counted_as])
     result.ranks = list(counts.ranks)
     notes = [*source.notes, *sharder.notices]
+    notes += [
+        f"not in the device bytes: the {what} (vLLM allocates it at load; its size is not modelled)"
+        for what in counts.not_counted
+    ]
     if command == "compare" and here:
         notes += _fill_shards(result, source, sharder, coords, options, progress)
     if getattr(options, "nproc", None):
@@ -288,11 +292,18 @@ def _fill_shards(
 
 def _real_ranks(result: DeploymentResult, options: Any, strategies: list[str]) -> None:
     """Every rank as a process, filling its shard at once with the others; its own figures onto its entry."""
+    from dummyprof.ranks.world import RanksFailed
     from dummyprof.scenarios.deployment.ranks import BACKEND, run_ranks
 
-    figures = run_ranks(options, strategies, options.time_budget)
+    try:
+        figures = run_ranks(options, strategies, options.time_budget)
+    except RanksFailed as failed:  # what the ranks that finished measured is kept, and the report says which
+        figures, result.ranks_failure = failed.values, str(failed)
     result.nproc, result.backend = options.nproc, BACKEND
+    result.ranks_finished = sorted(figures)
     for entry in result.ranks:
+        if entry.rank not in figures:
+            continue
         mine = figures[entry.rank]["strategies"]
         for s in entry.strategies:
             if s.strategy in mine:

@@ -156,7 +156,7 @@ def run(
             "plan", plan.sample_groups
         )  # rank 0's sizes, so every rank takes the same steps
         total += sum(group.steps for group in plan.sample_groups)
-        measure_samples(runner, plan, result, sampled, step)
+        measure_samples(runner, plan, result, sampled, step, deadline=started + options.time_budget_s)
     if not plan.full:
         result.gpu = unallocated_device_figures(device)
     result.contention = contention.between(busy, contention.read())

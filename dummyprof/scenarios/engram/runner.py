@@ -235,17 +235,48 @@ def measure_full(runner: Runner, plan: Plan, result: EngramResult, step: Callabl
     runner.release(tables)
 
 
+MIN_SAMPLE_SIZES = 3  # a group keeps at least this many sizes however late: a line needs them
+
+
+def _late(runner: Runner, plan: Plan, rows: int, took: dict[int, float], deadline: float | None) -> bool:
+    """Whether sample size ``rows`` can be left out: every group that uses it has its MIN_SAMPLE_SIZES sizes
+    already, and it is predicted (from the group's last size measured, scaled by rows) to end past ``deadline``."""
+    if deadline is None:
+        return False
+    groups = [g for g in plan.sample_groups if rows in g.rows]
+    done = [[r for r in g.rows if r in took] for g in groups]
+    if not groups or any(len(d) < MIN_SAMPLE_SIZES for d in done):
+        return False
+    predicted = max(took[d[-1]] * rows / d[-1] for d in done)
+    return runner.sync.broadcast("sample cut", runner.clock() + predicted > deadline)  # rank 0 decides for all
+
+
 def measure_samples(
-    runner: Runner, plan: Plan, result: EngramResult, sampled: Sequence[FillMethod], step: Callable[[str], None]
+    runner: Runner,
+    plan: Plan,
+    result: EngramResult,
+    sampled: Sequence[FillMethod],
+    step: Callable[[str], None],
+    deadline: float | None = None,
 ) -> None:
-    """Allocate each sample size once, first-touch it, run the methods sampled at that size; then project."""
+    """Allocate each sample size once, first-touch it, run the methods sampled at that size; then project.
+
+    A size predicted to end after ``deadline`` (a reading of the runner's clock) is left out once its groups
+    have MIN_SAMPLE_SIZES sizes: the planned sizes come from the calibration probe's rates, and a machine that
+    got busier since would otherwise run past the time budget (77 s against 40 s once).
+    """
     spec = runner.spec
     phase_points: dict[str, list[SamplePoint]] = {ALLOCATE: [], FIRST_TOUCH: []}
     points: dict[str, list[SamplePoint]] = {m.name: [] for m in sampled}
     huge_note = None
     sizes = plan.sample_rows
     base_rss = 0
+    took: dict[int, float] = {}  # seconds each measured size took
     for index, rows in enumerate(sizes):
+        if _late(runner, plan, rows, took, deadline):
+            result.sample_sizes_cut.append(rows)
+            continue
+        size_started = runner.clock()
         huge_before = anon_huge_page_bytes() if runner.backing.used == "hugepages" else None
         tables, alloc_s = runner.allocate(rows)
         touch_s = runner.first_touch(tables)
@@ -279,12 +310,11 @@ def measure_samples(
                         readings_s=[r.seconds for r in readings],
                     )
                 )
-                if rows == group.rows[-1]:
-                    entry = result.method(method.name)
-                    if entry.values is None:
-                        entry.values = _values(tables)
+                # sampled methods are never filled in full: the values of the largest size measured (sizes ascend)
+                result.method(method.name).values = _values(tables)
         base_rss = tables.rss_before
         runner.release(tables)
+        took[rows] = runner.clock() - size_started
     if huge_note is not None:
         result.backing.huge_page_bytes = huge_note
         result.huge_pages_from_sample = True
@@ -304,7 +334,7 @@ def measure_samples(
         SampleGroupInfo(
             group.memory_bound,
             [m.name for m in group.methods],
-            list(group.rows),
+            [r for r in group.rows if r in took],
             max(group.rounds.values(), default=1),
         )
         for group in plan.sample_groups

@@ -41,7 +41,7 @@ from dummyprof.results.session import Results
 from dummyprof.scenarios.compare.measure import measure
 from dummyprof.scenarios.compare.sizing import counting_limit
 from dummyprof.scenarios.deployment.online import online_quant_entries, plan_online_quant
-from dummyprof.scenarios.deployment.source import chosen_source
+from dummyprof.scenarios.model_choice import chosen_source
 
 META = torch.device("meta")
 MAX_FILLED_SHARDS = 4  # distinct shards filled or projected; more (deep pipelines) would split the budget too thin

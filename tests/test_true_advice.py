@@ -270,7 +270,18 @@ def test_the_world_is_refused_while_parsing_before_torch_is_imported(command: st
     import sys
 
     done = subprocess.run(
-        [sys.executable, "-X", "importtime", "-m", "dummyprof", command, "--preset", "dense-decoder", "--dp", "1000000000"],
+        [
+            sys.executable,
+            "-X",
+            "importtime",
+            "-m",
+            "dummyprof",
+            command,
+            "--preset",
+            "dense-decoder",
+            "--dp",
+            "1000000000",
+        ],
         capture_output=True,
         text=True,
         timeout=120,

@@ -172,7 +172,7 @@ def compare_sections(results: Results) -> list[Section]:
     whiskers = "hatched: projected, whiskers its interval" if projected else "whiskers: min–max"
     _layout(
         time_fig,
-        "Fill time per strategy",
+        f"Fill time per strategy on {result.model.device}",
         400,
         subtitle=f"median of {result.repeat} interleaved rounds; {whiskers}",
         yaxis={"title": "seconds", "range": [0, top * 1.18 or 1]},
@@ -422,7 +422,8 @@ def engram_sections(results: Results) -> list[Section]:
     startup = go.Figure(traces)
     _layout(
         startup,
-        "Start-up per fill method: allocation + first touch + fill (hatched: projected)",
+        f"Start-up per fill method on {results.environment.device}: allocation + first touch + fill "
+        "(hatched: projected)",
         440,
         barmode="stack",
         yaxis_title="seconds",

@@ -22,6 +22,17 @@ the rendered page) right above its block, naming a part of the command and why::
 
     <!-- docs-check: skip "hf:meta-llama" needs the network -->
 
+An exact figure quoted in prose (a count, a size in bytes, a peak by accounting) is
+checked against the command it comes from, numbers and all, by a comment right above the
+paragraph that quotes it::
+
+    <!-- docs-check: figure "646.19 GiB" from "dummyprof compare --model hf:... --online-quant fp8" -->
+
+The paragraph under the comment must quote the figure, and the command's output (any exit
+code) must print it; thousands separators are ignored (``1,140`` is ``1140``). The command
+may also be ``python -m pytest --collect-only -q``: the suite's own size, read from the suite.
+Measured times are never checked this way: they differ from run to run.
+
 The commands of one block run in order in one scratch folder, as a reader would run
 them (``report sweep.json`` after the ``sweep --json sweep.json`` above it); blocks run
 in parallel, each in a fresh copy.
@@ -46,8 +57,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ("README.md", "docs")
 # What a scratch copy holds: the files the examples name (fixtures, configs, the gate's files).
-SCRATCH_FILES = ("tests", "dummyprof.toml", "perf")
+SCRATCH_FILES = ("tests", "dummyprof.toml", "perf", "out")  # out/: where the examples write their files
 SKIP = re.compile(r'<!--\s*docs-check:\s*skip\s+"([^"]+)"\s+(.+?)\s*-->')
+FIGURE = re.compile(r'<!--\s*docs-check:\s*figure\s+"([^"]+)"\s+from\s+"([^"]+)"\s*-->')
+THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}\b)")
 FENCE = re.compile(r"^\s*```")
 EXIT = re.compile(r"\bexit (\d+)\b")
 NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
@@ -67,6 +80,7 @@ class Example:
     shown: str | None = None  # the first output line the doc shows under it
     skip: str | None = None  # why it is not run here
     block: int = 0  # commands of one block run in order in one scratch folder (a later one reads what an earlier wrote)
+    figure: str | None = None  # an exact figure the prose quotes: the output must print it (any exit code)
 
     @property
     def where(self) -> str:
@@ -111,6 +125,11 @@ def examples_in(path: Path, root: Path = ROOT) -> Iterator[Example]:
     index = 0
     while index < len(lines):
         text = lines[index]
+        quoted = FIGURE.search(text)
+        if quoted:
+            yield _figure_example(doc, lines, index, quoted[1], quoted[2])
+            index += 1
+            continue
         found = SKIP.search(text)
         if found:
             pending_skips.append((found.group(1), found.group(2)))
@@ -125,6 +144,20 @@ def examples_in(path: Path, root: Path = ROOT) -> Iterator[Example]:
         yield from _block_examples(doc, lines, index + 1, end, pending_skips, block=index + 1)
         pending_skips = []
         index = end + 1
+
+
+def _figure_example(doc: str, lines: Sequence[str], index: int, figure: str, command: str) -> Example:
+    """The command a prose figure comes from; the paragraph under the comment must quote the figure."""
+    paragraph: list[str] = []
+    for line in lines[index + 1 :]:
+        if not line.strip() and paragraph:
+            break
+        if line.strip() and not line.lstrip().startswith("<!--"):
+            paragraph.append(line.strip())
+    example = Example(doc, index + 1, command, figure=figure, block=-(index + 1))
+    if figure not in " ".join(paragraph):
+        example.shown = f"the paragraph under line {index + 1} does not quote {figure!r}"
+    return example
 
 
 def _block_examples(
@@ -171,8 +204,19 @@ def fold(text: str) -> str:
     return " ".join(NUMBER.sub("#", text).split())
 
 
+def unseparated(text: str) -> str:
+    """Thousands separators dropped and runs of spaces folded: ``1,140 tests`` as pytest prints it."""
+    return " ".join(THOUSANDS.sub("", text).split())
+
+
 def check(example: Example, returncode: int, output: str) -> str:
     """What is wrong with a run of ``example`` (empty: nothing)."""
+    if example.figure is not None:
+        if example.shown is not None:  # the prose no longer quotes the figure it is checked for
+            return example.shown
+        if unseparated(example.figure) not in unseparated(output):
+            return f"the prose quotes {example.figure!r}; the command does not print it"
+        return "printed a traceback" if "Traceback (most recent call last)" in output else ""
     if returncode != example.exit_code:
         return f"exit {returncode}, the doc says {example.exit_code}"
     if "Traceback (most recent call last)" in output:
@@ -195,12 +239,26 @@ def scratch_copy(root: Path, into: Path) -> Path:
     return into
 
 
+VARIABLE = re.compile(r"\$\{(\w+):-([^}]*)\}|\$(\w+)")
+
+
+def expand(word: str, env: dict[str, str]) -> str:
+    """``$VAR`` and ``${VAR:-default}`` as the shell expands them (the gate's ``--markdown "$GITHUB_STEP_SUMMARY"``)."""
+
+    def value(m: re.Match[str]) -> str:
+        return (env.get(m[1]) or m[2]) if m[1] else env.get(m[3], "")  # ${VAR:-default}: also when VAR is empty
+
+    return VARIABLE.sub(value, word)
+
+
 def run_example(example: Example, *, cwd: Path, root: Path, timeout: float) -> Outcome:
     summary = cwd / "step-summary.md"  # as a CI runner provides it: the gate's --markdown "$GITHUB_STEP_SUMMARY"
     summary.touch()
     env = dict(os.environ, COLUMNS="80", PYTHONPATH=str(root), NO_COLOR="1", GITHUB_STEP_SUMMARY=str(summary))
-    words = [word.replace("$GITHUB_STEP_SUMMARY", str(summary)) for word in shlex.split(example.command)]
-    argv = [sys.executable, "-m", "dummyprof", *words[1:]]
+    words = [expand(word, env) for word in shlex.split(example.command)]
+    argv = [sys.executable, *words[1:]] if words[0] == "python" else [sys.executable, "-m", "dummyprof", *words[1:]]
+    if words[0] == "python":  # the suite's size: collected where the suite is configured (pyproject.toml)
+        cwd = root
     started = time.monotonic()
     try:
         done = subprocess.run(
@@ -234,12 +292,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=2, help="commands run at once (default 2)")
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds one command may take (default 300)")
     parser.add_argument("-k", dest="match", default="", help="only commands containing this text")
+    parser.add_argument("--figures", action="store_true", help="only the exact figures quoted in prose")
     args = parser.parse_args(argv)
-    examples = [example for example in all_examples() if args.match in example.command]
+    examples = [e for e in all_examples() if args.match in e.command and (e.figure or not args.figures)]
     runnable = [example for example in examples if example.skip is None]
     if args.list:
         for example in examples:
             why = f"  [skip: {example.skip}]" if example.skip else f"  [exit {example.exit_code}]"
+            why += f"  [figure {example.figure!r}]" if example.figure else ""
             print(f"{example.where}: {example.command}{why}")
         return 0
     started = time.monotonic()

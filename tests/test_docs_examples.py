@@ -66,7 +66,36 @@ def test_a_run_is_checked_against_what_the_doc_shows() -> None:
     assert fold("1.18 s   ±61%") == fold("12.5 s ±7%") == "# s ±#%"
 
 
-@pytest.mark.parametrize("example", [e for e in EXAMPLES if e.skip is None], ids=lambda e: e.where)
+def test_an_exact_figure_in_prose_is_checked_against_its_command(tmp_path: Path) -> None:
+    page = tmp_path / "page.md"
+    page.write_text(
+        '<!-- docs-check: figure "646.19 GiB" from "dummyprof compare --model hf:ds.json --online-quant fp8" -->\n'
+        "DeepSeek-V3 is refused: per layer it peaks at 646.19 GiB.\n\n"
+        '<!-- docs-check: figure "1,175 tests" from "python -m pytest --collect-only -q" -->\n'
+        "The suite collects 1,133 tests.\n",
+        encoding="utf-8",
+    )
+    peak, suite = examples_in(page, tmp_path)
+    assert (peak.line, peak.command, peak.figure, peak.shown) == (
+        1,
+        "dummyprof compare --model hf:ds.json --online-quant fp8",
+        "646.19 GiB",
+        None,
+    )
+    said = "dummyprof: error: --online-quant: online fp8 per layer peaks at {} GiB (exact accounting)\n"
+    assert check(peak, 2, said.format("646.19")) == ""  # any exit code: the figure is what is checked
+    assert check(peak, 2, said.format("646.35")) == "the prose quotes '646.19 GiB'; the command does not print it"
+    # The paragraph must quote what is checked, or the check would pass while the prose drifts.
+    assert (
+        check(suite, 0, "1175 tests collected in 9.1s\n") == "the paragraph under line 4 does not quote '1,175 tests'"
+    )
+    suite.shown = None
+    assert check(suite, 0, "1175 tests collected in 9.1s\n") == ""  # thousands separators are not compared
+
+
+@pytest.mark.parametrize(
+    "example", [e for e in EXAMPLES if e.skip is None and e.command.startswith("dummyprof ")], ids=lambda e: e.where
+)
 def test_each_documented_command_parses(example: Example) -> None:
     """Its command and every flag exist, with the values shown (nothing is run)."""
     from dummyprof.cli.app import _click_command

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import socket
+import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -18,7 +19,7 @@ from dummyprof.loaders.initializers import FastInitializer, V029Initializer, V03
 from dummyprof.loaders.strategies import get_strategy, run_strategy
 from dummyprof.measure.recorder import VisitRecorder, storage_key
 from dummyprof.models.huggingface import hf_source
-from dummyprof.scenarios.model_choice import resolve_source
+from dummyprof.scenarios.model_choice import choose_source
 from tests.conftest import CliResult
 
 pytest.importorskip("transformers")
@@ -114,6 +115,21 @@ def test_overrides_reach_the_model_and_the_results() -> None:
     assert "num_hidden_layers=2" in source.description
 
 
+def test_the_dtype_is_passed_as_this_transformers_expects_it(tmp_path: Path) -> None:
+    """No "`torch_dtype` is deprecated" from transformers >= 4.56, for a config without a dtype or an override of it
+    (warned once per process, so a fresh one)."""
+    config = {k: v for k, v in json.loads((DATA / "Llama-3.1-8B.json").read_text()).items() if k != "torch_dtype"}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    args = ["inspect", "--model", f"hf:{path}", "--model-arg", "num_hidden_layers=1", "-q"]
+    runs = [[*args], [*args, "--model-arg", "torch_dtype=float16"], [*args, "--model-arg", "dtype=bfloat16"]]
+    code = "import sys; from dummyprof.cli import main; [main(a) for a in __import__('json').loads(sys.argv[1])]"
+    done = subprocess.run([sys.executable, "-c", code, json.dumps(runs)], capture_output=True, text=True, check=True)
+    assert done.stderr == ""
+    sizes = [line.split(";")[0].split(", ")[1] for line in done.stdout.splitlines()]
+    assert sizes == ["2.36 GiB", "2.36 GiB", "2.36 GiB"]  # bfloat16 when the config names none (vLLM auto)
+
+
 def test_folder_and_file_give_the_same_model(tmp_path: Path) -> None:
     (tmp_path / "config.json").write_text((DATA / "Llama-3.1-8B.json").read_text())
     a = hf_source(f"hf:{tmp_path}", TINY).estimated_bytes
@@ -195,13 +211,14 @@ def test_hub_id_when_the_download_fails(monkeypatch: pytest.MonkeyPatch) -> None
 
 def test_without_transformers_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "transformers", None)  # import transformers now raises ImportError
-    with pytest.raises(UsageError, match=r'pip install "dummyprof\[hf\]"'):
+    with pytest.raises(UsageError) as info:
         hf_source(LLAMA)
+    assert str(info.value) == '--model: hf: models need transformers: in your dummyprof clone, pip install -e ".[hf]"'
 
 
 def test_trust_remote_code_needs_an_hf_model() -> None:
     with pytest.raises(UsageError, match="only applies to --model hf:") as info:
-        resolve_source(model=None, preset="dense-decoder", model_args={}, trust_remote_code=True)
+        choose_source(model=None, preset="dense-decoder", model_args={}, trust_remote_code=True)
     assert info.value.flag == "--trust-remote-code"
 
 

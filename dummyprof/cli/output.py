@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 import typer
 
 from dummyprof.files.inputs import RunInput
-from dummyprof.files.outputs import Output, write_outputs
+from dummyprof.files.outputs import Output, path_of, write_outputs
 from dummyprof.files.outputs import check_outputs as check_outputs_of
 
 if TYPE_CHECKING:  # results (and what reading them needs) load when a command runs, not for --help
@@ -24,6 +24,7 @@ JsonOpt = Annotated[
     typer.Option(
         "--json",
         metavar="PATH",
+        parser=lambda text: path_of("--json", text),
         help="Write every figure as JSON to PATH ('-' for stdout). Refuses to overwrite without --force.",
     ),
 ]
@@ -32,6 +33,7 @@ HtmlOpt = Annotated[
     typer.Option(
         "--html",
         metavar="PATH",
+        parser=lambda text: path_of("--html", text),
         help="Also write a self-contained HTML report with charts (one file, no network; needs the html extra).",
     ),
 ]

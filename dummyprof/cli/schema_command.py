@@ -14,6 +14,7 @@ from typing import Annotated, Any, Optional
 import typer
 
 from dummyprof.errors import flag_for
+from dummyprof.files.outputs import path_of
 from dummyprof.schema import Spec, parse, specs
 
 Command = Callable[..., int]
@@ -38,7 +39,9 @@ def _parameter(name: str, spec: Spec, default: Any) -> inspect.Parameter:
     names = [flag_for(name), *([spec.short] if spec.short else [])]
     kind = KINDS.get(spec.unit, Optional[str])  # noqa: UP045
     metavar = spec.metavar or {"flag": None, "path": "PATH"}.get(spec.unit, "TEXT")  # a flag shows none
-    info = typer.Option(*names, metavar=metavar, help=spec.help)
+    # A file flag's text becomes a Path here, where an empty value can still be told from "." and refused.
+    parser = (lambda text: path_of(names[0], text)) if spec.unit == "path" else None
+    info = typer.Option(*names, metavar=metavar, help=spec.help, parser=parser)
     return inspect.Parameter(
         param_name(name), inspect.Parameter.KEYWORD_ONLY, default=default, annotation=Annotated[kind, info]
     )

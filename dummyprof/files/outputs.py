@@ -132,6 +132,28 @@ def _refuse_dash(output: Output) -> None:
         )
 
 
+# A file name each output flag could take, for the messages that ask for one.
+EXAMPLE_NAMES = {
+    "--markdown": "summary.md",
+    "--junit": "junit.xml",
+    "--benchmark-json": "bench.json",
+    "--html": "report.html",
+    "--trace": "trace.json",
+}
+
+
+def example_name(flag: str) -> str:
+    return EXAMPLE_NAMES.get(flag, "results.json")
+
+
+def path_of(flag: str, text: str) -> Path:
+    """The path a file flag names; an empty value (an unset ``$VAR`` in ``--flag "$VAR"``) is refused by name."""
+    if not text.strip():
+        unset = " ($GITHUB_STEP_SUMMARY unset, off CI?)" if flag == "--markdown" else ""
+        raise UsageError(flag, f"an empty value{unset}; give a file name such as {example_name(flag)}")
+    return Path(text)
+
+
 def probe_output(output: Output, *, force: bool) -> None:
     """Raise UsageError (exit 2) now if ``output`` could not be written after the run."""
     if output.is_stdout:
@@ -149,7 +171,7 @@ def probe_output(output: Output, *, force: bool) -> None:
         _probe_folder(flag, real.parent, path)
         return
     if stat.S_ISDIR(st.st_mode):
-        raise UsageError(flag, f"{path} is a directory; give a file name such as {path / 'results.json'}")
+        raise UsageError(flag, f"{path} is a directory; give a file name such as {path / example_name(flag)}")
     if _is_stream(st.st_mode) or output.append:
         _probe_open(flag, path)
         return

@@ -38,7 +38,7 @@ def _missing(package: str, extra: str) -> UsageError:
 def hf_init(model: nn.Module) -> None:
     """transformers' weight init, as ``from_config`` runs it (``post_init``), on a model built on meta."""
     if importlib.util.find_spec("transformers") is None:
-        raise _missing("transformers", 'pip install "dummyprof[hf]"')
+        raise _missing("transformers", 'in your dummyprof clone, pip install -e ".[hf]"')
     from transformers import PreTrainedModel
 
     if not isinstance(model, PreTrainedModel):

@@ -71,7 +71,8 @@ class ModelChoice:
         metavar="PATH",
         help="Your model: package.module:callable or ./file.py:callable returning an nn.Module "
         "(sized on the meta device first; meta models are materialized with to_empty), or a Hugging Face "
-        "config: hf:./config.json, hf:FOLDER, hf:ORG/NAME (config.json only; needs dummyprof[hf]).",
+        "config: hf:./config.json, hf:FOLDER, hf:ORG/NAME (config.json only; needs transformers: "
+        "pip install -e '.[hf]' in the clone).",
     )
     preset: str | None = option(
         None, metavar="NAME", help=f"A ready-made model: {PRESET_NAMES}. Scale it with --model-arg."

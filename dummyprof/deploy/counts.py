@@ -15,12 +15,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import msgspec
 from torch import nn
 
 from dummyprof.anatomy import model_bytes
 from dummyprof.deploy.load_buffers import load_buffers
 from dummyprof.deploy.plan import REPLICATED, ModelDims
-from dummyprof.deploy.quant import quantizer_of
+from dummyprof.deploy.quant import fill_kinds, quantizer_of
 from dummyprof.deploy.shards import RankShard, Sharder
 from dummyprof.layout import ParallelLayout
 from dummyprof.loaders.counting import count_on_meta
@@ -138,7 +139,8 @@ def count_deployment(
                 rotary_cache_bytes=extra.rotary_cache,
                 expert_map_bytes=extra.expert_map,
                 kv_scale_bytes=extra.kv_scales,
-                strategies=[dataclasses.replace(s) for s in figures],
+                strategies=[msgspec.structs.replace(s) for s in figures],
+                fill_kinds=fill_kinds(shard.module) if sharder.quant is not None else {},
             )
         )
     uses = Counter((p.rule, p.source, p.style) for p in sharder.planner.placements.values())

@@ -343,6 +343,25 @@ def test_the_slowest_rank_is_named_only_outside_the_noise() -> None:
     assert alike.slowest_within_noise
 
 
+def test_the_layout_is_parsed_once_and_handed_on_as_one_object(
+    cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue #28: the checks, the run and every shard take the one ParallelLayout built from --tp/--ep/--pp/--dp."""
+    from dummyprof.layout import ParallelLayout
+
+    built: list[ParallelLayout] = []
+    real = ParallelLayout.from_sizes.__func__  # type: ignore[attr-defined]
+
+    def counted(cls: type[ParallelLayout], **sizes: int) -> ParallelLayout:
+        built.append(real(cls, **sizes))
+        return built[-1]
+
+    monkeypatch.setattr(ParallelLayout, "from_sizes", classmethod(counted))
+    section = _json(cli, tmp_path, "inspect", *PRESET, "--tp", "2", "--ep", "4")["deployment"]
+    assert built == [ParallelLayout(tp=2, dp=2, expert_parallel=True)]  # --ep 4 over tp 2 set dp 2, once
+    assert (section["tp"], section["dp"], section["ep"], section["world"]) == (2, 2, 4, 4)
+
+
 def test_load_buffers_count_in_the_device_fit(cli: Cli, tmp_path: Path) -> None:
     """A device exactly the weights' size does not fit once the rotary cache and kv scales are added."""
     first = _json(cli, tmp_path, "inspect", "--model", LLAMA, *SMALL, "--tp", "2")["deployment"]["ranks"][0]

@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import msgspec
 from torch import nn
 
 from dummyprof.anatomy import model_bytes
@@ -138,7 +139,7 @@ def count_deployment(
                 rotary_cache_bytes=extra.rotary_cache,
                 expert_map_bytes=extra.expert_map,
                 kv_scale_bytes=extra.kv_scales,
-                strategies=[dataclasses.replace(s) for s in figures],
+                strategies=[msgspec.structs.replace(s) for s in figures],
                 fill_kinds=fill_kinds(shard.module) if sharder.quant is not None else {},
             )
         )

@@ -572,7 +572,7 @@ def bar_chart(
     )
     height = max(260, 46 * len(bars) + 150)
     _layout(fig, title, height, subtitle=subtitle, xaxis=axis, yaxis={"autorange": "reversed", "automargin": True})
-    fig.update_layout(margin={"t": 70, "l": 10, "r": 150, "b": 50})
+    fig.update_layout(margin={"t": 86, "l": 10, "r": 40, "b": 50})
     if line is not None:
         # A shape sits at the value on any axis; an annotation at its log10 on a log axis (plotly's rules).
         look = {"color": LINE_COLOUR, "dash": "dash", "width": 2}

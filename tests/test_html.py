@@ -255,7 +255,7 @@ def test_report_needs_plotly_and_says_how_to_get_it(monkeypatch: pytest.MonkeyPa
     monkeypatch.setitem(sys.modules, "plotly", None)
     from dummyprof.errors import UsageError
 
-    with pytest.raises(UsageError, match=r"dummyprof\[html\]"):
+    with pytest.raises(UsageError, match=r"pip install -e \"\.\[html\]\""):
         html.render_html(Results(command="compare"))
     html._plotly_js.cache_clear()
 

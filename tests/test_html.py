@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import re
@@ -13,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 
 from dummyprof.results.gate import CheckResult, GateResult
@@ -384,13 +384,13 @@ SHOWN = "<img src=x onerror=window.__pwned=1>"  # what a reader must see, as tex
 
 def _field_names(cls: type, seen: set[type]) -> set[str]:
     names: set[str] = set()
-    for f in dataclasses.fields(cls):
+    for f in msgspec.structs.fields(cls):
         names.add(f.name)
-        stack = [typing.get_type_hints(cls)[f.name]]
+        stack = [f.type]
         while stack:
             tp = stack.pop()
             stack += typing.get_args(tp)
-            if dataclasses.is_dataclass(tp) and isinstance(tp, type) and tp not in seen:
+            if isinstance(tp, type) and issubclass(tp, msgspec.Struct) and tp not in seen:
                 seen.add(tp)
                 names |= _field_names(tp, seen)
     return names

@@ -16,8 +16,8 @@ from dummyprof.allocation import backings
 from dummyprof.errors import DoesNotFitError, UsageError, flag_for
 from dummyprof.measure.budget import HostMemory, limit_flag, memory_fix
 from dummyprof.measure.projection import SamplingError, sample_sizes
-from dummyprof.models.source import FitHint, synthetic_source
-from dummyprof.models.synthetic import TreeSpec
+from dummyprof.models.source import FitHint
+from dummyprof.models.synthetic import TreeSpec, synthetic_source
 from dummyprof.scenarios.engram.options import EngramOptions
 from dummyprof.scenarios.engram.run import run
 from dummyprof.scenarios.model_choice import fit_words

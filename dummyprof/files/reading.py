@@ -18,11 +18,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from types import UnionType
-from typing import Any, Union, get_args, get_origin, get_type_hints
-
-import msgspec
+from typing import TYPE_CHECKING, Any, Union, get_args, get_origin, get_type_hints
 
 from dummyprof.units import format_bytes
+
+if TYPE_CHECKING:  # msgspec is imported where a file is decoded, not by `dummyprof --help`
+    import msgspec
 
 STDIN = "-"
 STDIN_FILE = Path("/dev/stdin")  # what descriptor 0 is: a file compared by device and inode, or a pipe
@@ -151,6 +152,8 @@ def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 
 def _fails(value: Any, kind: Any) -> bool:
+    import msgspec
+
     try:
         msgspec.convert(value, kind)
     except msgspec.ValidationError:
@@ -159,6 +162,8 @@ def _fails(value: Any, kind: Any) -> bool:
 
 
 def _field_types(kind: Any) -> dict[str, Any]:
+    import msgspec
+
     if isinstance(kind, type) and issubclass(kind, msgspec.Struct):
         return {f.name: f.type for f in msgspec.structs.fields(kind)}
     return get_type_hints(kind, include_extras=True) if isinstance(kind, type) else {}

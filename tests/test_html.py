@@ -331,7 +331,9 @@ def test_each_strategy_has_the_same_colour_on_every_chart_of_every_page(reports:
     from dummyprof.reports.html_figures import COLOURS
 
     compare = _figures(reports["compare"])
-    time_bars = next(f for f in compare.values() if f["layout"]["title"]["text"] == "Fill time per strategy")
+    time_bars = next(
+        f for f in compare.values() if f["layout"]["title"]["text"].startswith("Fill time per strategy on ")
+    )
     assert time_bars["data"][0]["marker"]["color"] == [COLOURS[n] for n in ("legacy", "per-layer", "unique")]
     visits = next(f for f in compare.values() if f["layout"]["title"]["text"] == "Visits per strategy")
     assert all(t["marker"]["color"] == time_bars["data"][0]["marker"]["color"] for t in visits["data"])

@@ -180,7 +180,7 @@ def compare_sections(results: Results) -> list[Section]:
     whiskers = "hatched: projected, whiskers its interval" if projected else "whiskers: min–max"
     _layout(
         time_fig,
-        "Fill time per strategy",
+        f"Fill time per strategy on {result.model.device}",
         400,
         subtitle=f"median of {result.repeat} interleaved rounds; {whiskers}",
         yaxis={"title": "seconds", "range": [0, top * 1.18 or 1]},

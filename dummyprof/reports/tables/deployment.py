@@ -157,7 +157,7 @@ def work_table(result: DeploymentResult) -> Table:
         table.notes.append(
             f"fill: median; rank {', '.join(map(str, filled))}'s shard {how} on {result.device} with the real "
             "initializers (ranks alike share its figures); ~ projected from calibration fills (interval in range, "
-            "never below this run's memset floor; peak never below the shard's bytes)"
+            "never below this run's memset floor)"
         )
     line = contention_text(result.contention, f"the shards were filled or calibrated on {result.device}")
     if line:

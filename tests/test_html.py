@@ -208,6 +208,17 @@ def test_deployment_page_stacks_each_ranks_bytes_against_the_device_memory(brows
     assert "device memory 8.00 GiB" in drawn.svg_text and "tiny <b>model</b>" in drawn.text
 
 
+def test_the_deployment_page_holds_every_figure_of_its_terminal_report(browser: Browser, tmp_path: Path) -> None:
+    from dummyprof.reports.html import render_html
+
+    results = _deployment()
+    page = tmp_path / "deployment.html"
+    page.write_text(render_html(results))
+    drawn = browser.open(page)
+    figures = _terminal_figures(results)
+    assert len(figures) > 10 and [f for f in figures if f not in drawn.text] == []
+
+
 def test_a_quantized_ranks_bytes_stack_by_vllms_fill_rule_and_load_buffers(tmp_path: Path) -> None:
     from dummyprof.reports.html import render_html
 

@@ -369,3 +369,10 @@ def test_the_report_shows_each_kind_per_rank(cli: Callable[..., CliResult]) -> N
     row = f" 0-1    0 B  {format_bytes(scales)}  {format_bytes(blocks)}  0 B  0 B"
     assert "Quantized tensors per rank (vLLM 0.33 fill rules)" in result.stdout
     assert re.sub(r" +", " ", row) in [re.sub(r" +", " ", line).rstrip() for line in result.stdout.splitlines()]
+
+
+def test_the_flag_help_names_every_known_method(cli: Callable[..., CliResult]) -> None:
+    from dummyprof.deploy.quant import METHODS
+
+    shown = " ".join(cli("inspect", "--help").stdout.split())
+    assert f"the config's method ({', '.join(METHODS)})" in shown

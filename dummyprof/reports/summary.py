@@ -29,7 +29,8 @@ def compare_summary(result: CompareResult) -> str:
     tables hold the rest.
     """
     projected = result.size.mode == "projected"
-    head, short = ("projected fill: ", "projected: ") if projected else ("median fill: ", "median: ")
+    where = f" on {result.model.device}"  # a projection is a rate calibrated on this device: it says which
+    head, short = (f"projected fill{where}: ", f"projected{where}: ") if projected else ("median fill: ", "median: ")
     tail = " (nothing to fill: no speedup)" if result.nothing_to_fill else ""
     timed = [s for s in result.strategies if s.seconds is not None]
 

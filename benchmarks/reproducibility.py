@@ -50,8 +50,8 @@ def _figures(name: str, doc: dict) -> tuple[str, tuple[float, float] | None, dic
         section = doc["engram"]
         m = next(m for m in section["methods"] if m["name"] == "constant")
         iv = m["startup_interval"]
-        text = f"constant start-up ~{m['startup_seconds']['value']:.0f} s [{iv['low_s']:.0f}–{iv['high_s']:.0f}]"
-        return text, (iv["low_s"], iv["high_s"]), section.get("contention")
+        text = f"constant start-up ~{m['startup_seconds']['value']:.0f} s [{iv['low']:.0f}–{iv['high']:.0f}]"
+        return text, (iv["low"], iv["high"]), section.get("contention")
     d = doc["deployment"]
     r0 = d["ranks"][0]
     s = next(s for s in r0["strategies"] if s["strategy"] == "per-layer")
@@ -67,9 +67,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--busy-round", type=int, default=2, help="the round run with two busy processes (1-based)")
+    parser.add_argument("--keep", type=Path, help="a folder to keep each run's results file in")
     args = parser.parse_args()
     rows: dict[str, list[tuple[str, tuple[float, float] | None, dict | None, float, bool]]] = {k: [] for k in COMMANDS}
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as scratch:
+        tmp = args.keep or Path(scratch)
         for round_ in range(1, args.rounds + 1):
             busy = _busy(2) if round_ == args.busy_round else []
             try:

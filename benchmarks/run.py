@@ -125,8 +125,7 @@ def _floor_vs_per_layer(depth: int, hidden: int, rounds: int) -> tuple[float, fl
 
     from dummyprof.loaders.initializers import get_initializer
     from dummyprof.loaders.strategies import get_strategy, run_strategy
-    from dummyprof.models.source import synthetic_source
-    from dummyprof.models.synthetic import TreeSpec
+    from dummyprof.models.synthetic import TreeSpec, synthetic_source
 
     build = synthetic_source(TreeSpec(depth=depth, hidden=hidden)).build
     strategy = get_strategy("per-layer")

@@ -25,25 +25,25 @@ def save_results(results: Results, path: Path | str) -> None:
 
 
 def load_model(spec: str, *, device: str | torch.device = "cpu", **args: Any) -> nn.Module:
-    """Build ``package.module:callable`` or ``./file.py:callable`` with ``args``, as ``--model`` does.
+    """Build ``package.module:callable``, ``./file.py:callable`` or ``hf:...`` with ``args``, as ``--model`` does.
 
     Sized on the meta device first; a model that comes back on meta is
     materialized on ``device`` with ``to_empty`` (ties re-made).
     """
     import torch
 
-    from dummyprof.models.loading import model_source
+    from dummyprof.scenarios.model_choice import choose_source
 
-    return model_source(spec, args).build(torch.device(device))
+    return choose_source(model=spec, preset=None, model_args=args).build(torch.device(device))
 
 
 def build_preset(name: str, *, device: str | torch.device = "cpu", **args: Any) -> nn.Module:
     """Build a preset (``torch-transformer``, ``dense-decoder``, ``moe-decoder``, ``deepseek-v4-like``)."""
     import torch
 
-    from dummyprof.models.presets import preset_source
+    from dummyprof.scenarios.model_choice import choose_source
 
-    return preset_source(name, args).build(torch.device(device))
+    return choose_source(model=None, preset=name, model_args=args).build(torch.device(device))
 
 
 def render(

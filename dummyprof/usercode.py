@@ -16,11 +16,13 @@ import math
 import os
 import re
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from importlib.machinery import PathFinder
 from pathlib import Path
 from typing import Any
 
 from dummyprof.errors import UsageError, user_code_error
+from dummyprof.files.reading import backing_file
 
 SPEC_FORMS = "package.module:callable or ./file.py:callable"
 
@@ -129,7 +131,11 @@ def _split(spec: str, flag: str) -> tuple[str, str, bool]:
     target, sep, attr = spec.rpartition(":")
     if not sep or not target or not attr:
         raise UsageError(flag, f"expected {SPEC_FORMS}, got {spec!r}")
-    return target, attr, target.endswith(".py") or "/" in target or os.sep in target
+    return target, attr, _is_file(target)
+
+
+def _is_file(target: str) -> bool:
+    return target.endswith(".py") or "/" in target or os.sep in target
 
 
 def callable_name(spec: str) -> str:
@@ -146,6 +152,39 @@ def check_spec(spec: str, *, flag: str) -> None:
     target, _, is_file = _split(spec, flag)
     if is_file and not Path(target).is_file():
         raise UsageError(flag, f"no such file {target!r}; give {SPEC_FORMS}")
+
+
+def module_file(dotted: str) -> Path | None:
+    """The file ``import dotted`` would read, found without importing its packages: the module's source, or
+    the archive it would be imported from (zipimport); None when not found."""
+    search: list[str] | None = [os.getcwd(), *(p or os.getcwd() for p in sys.path)]  # cwd first, as --model does
+    spec = None
+    parts = dotted.split(".")
+    for i in range(len(parts)):
+        try:
+            spec = PathFinder.find_spec(".".join(parts[: i + 1]), search)
+        except (ImportError, ValueError):
+            return None
+        if spec is None:
+            return None
+        locations = spec.submodule_search_locations
+        search = list(locations) if locations is not None else None
+        if search is None and i < len(parts) - 1:
+            return None
+    origin = spec.origin if spec is not None else None
+    return backing_file(origin) if origin else None
+
+
+def spec_reads(spec: str) -> Iterator[tuple[str, Path]]:
+    """The files a spec's code is read from, as ``(what, path)`` with ``{flag}`` in ``what`` for the flag that
+    named it: ``./file.py``, or a package module's file; none for a name (a named loader such as hf-init)."""
+    target, sep, _ = spec.rpartition(":")
+    if not sep or not target:
+        return
+    if _is_file(target):
+        yield "the {flag} input", Path(target)
+    elif (found := module_file(target)) is not None:
+        yield f"the {{flag}} input (module {target})", found
 
 
 def resolve_callable(spec: str, *, flag: str = "--model") -> Callable[..., Any]:

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -56,12 +56,14 @@ def fake_proc(root: Path, *, pressure_us: int = 0, steal: int = 0, total: int = 
     return root
 
 
-@pytest.fixture(autouse=True)
-def quiet_machine(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+@pytest.fixture(autouse=True, scope="session")
+def quiet_machine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """Every test reads a quiet machine (counters that never move), whatever else runs on this one: a time's
-    verdict must not depend on the load of the machine the suite runs on. Tests of contention inject their own."""
+    verdict must not depend on the load of the machine the suite runs on. Tests of contention inject their own.
+    Session-wide, so module fixtures that run commands see it too."""
     from dummyprof.measure import contention
 
     root = fake_proc(tmp_path_factory.mktemp("proc"))
-    monkeypatch.setattr(contention, "PROC", root)
-    return root
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(contention, "PROC", root)
+        yield root

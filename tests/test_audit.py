@@ -260,8 +260,7 @@ def test_cli_errors_and_json(cli: Cli, tmp_path: Path) -> None:
 
 
 def test_meta_tensors_are_never_counted_as_written() -> None:
-    from dummyprof.models.source import synthetic_source
-    from dummyprof.models.synthetic import TreeSpec
+    from dummyprof.models.synthetic import TreeSpec, synthetic_source
 
     source = synthetic_source(TreeSpec(depth=2, hidden=32, meta=True))
     options = AuditOptions(strategies=["unique"], loaders=[f"{L}:fill_all_floats"])

@@ -13,8 +13,7 @@ import torch
 from dummyprof.loaders.counting import CountingTooLong, count_on_meta
 from dummyprof.loaders.strategies import get_strategy
 from dummyprof.measure.projection import fit_line
-from dummyprof.models.source import synthetic_source
-from dummyprof.models.synthetic import TreeSpec, build_tree
+from dummyprof.models.synthetic import TreeSpec, build_tree, synthetic_source
 from dummyprof.results.compare import CalibrationClass
 from dummyprof.scenarios.compare.run import CompareOptions, run
 from dummyprof.scenarios.compare.sizing import project_strategy

@@ -567,3 +567,37 @@ def test_groups_stand_for_exactly_the_ranks_one_by_one(sizes: dict[str, int], ex
         g = expanded[r.rank]
         assert (g.held_bytes, g.storages, g.strategies[0].visits) == (r.held_bytes, r.storages, r.strategies[0].visits)
     assert len(grouped.ranks) < layout.world
+
+
+# ---- issue #24.3: non-weight device bytes vLLM allocates per rank at load -------------------------------------
+
+
+def test_llama_tp2_load_buffers_are_the_rotary_cache_and_kv_scales() -> None:
+    """Llama-3.1-8B: cos_sin_cache [131072 positions, 128] bf16 once per rank (get_rope shares it), four float32 kv
+    scales on each of 32 attention layers; no expert map (dense)."""
+    counts = count_deployment(_hf("Llama-3.1-8B"), ParallelLayout(tp=2), strategies=["per-layer"])
+    for r in counts.ranks:
+        assert (r.rotary_cache_bytes, r.expert_map_bytes, r.kv_scale_bytes) == (131_072 * 128 * 2, 0, 32 * 4 * 4)
+        assert r.device_bytes == r.held_bytes + 33_554_944
+    assert counts.not_counted == ()
+
+
+def test_qwen3_moe_ep8_adds_an_int32_expert_map_per_moe_layer() -> None:
+    """Qwen3-30B-A3B ep 8: 40960 x 128 bf16 rotary cache; 48 MoE layers x 128 experts int32; 48 x 16 kv scales."""
+    counts = count_deployment(_hf("Qwen3-30B-A3B"), ParallelLayout.from_sizes(ep=8), strategies=["per-layer"])
+    r = counts.ranks[0]
+    assert (r.rotary_cache_bytes, r.expert_map_bytes, r.kv_scale_bytes) == (40_960 * 128 * 2, 48 * 128 * 4, 48 * 16)
+    tp = count_deployment(_hf("Qwen3-30B-A3B"), ParallelLayout(tp=8), strategies=["per-layer"]).ranks[0]
+    assert tp.expert_map_bytes == 0  # no expert map without expert parallel
+
+
+def test_a_rotary_cache_of_another_shape_is_named_not_guessed() -> None:
+    counts = count_deployment(_hf("DeepSeek-V3"), ParallelLayout(pp=2), strategies=["per-layer"])
+    assert counts.not_counted == ("rotary cache of rope type yarn",)
+    assert [(r.rotary_cache_bytes, r.kv_scale_bytes) for r in counts.ranks] == [(0, 31 * 16), (0, 30 * 16)]
+
+
+def test_a_model_without_a_config_has_no_load_buffers() -> None:
+    with META:
+        model = dense_decoder()
+    assert count_deployment(model, ParallelLayout(tp=2), strategies=["per-layer"]).ranks[0].engine_bytes == 0

@@ -79,7 +79,8 @@ def test_node_view_fit_verdicts(cli: Cli, tmp_path: Path) -> None:
         "--device-memory", "4MiB", "--host-memory", "1GiB",
     )  # fmt: skip
     section = data["deployment"]
-    held = section["ranks"][0]["held_bytes"]
+    first = section["ranks"][0]
+    held = first["held_bytes"] + first["rotary_cache_bytes"] + first["kv_scale_bytes"]  # device bytes
     assert [n["ranks"] for n in section["nodes"]] == [[0], [1]]
     assert [r["node"] for r in section["ranks"]] == [0, 1]
     for r in section["ranks"]:
@@ -340,6 +341,47 @@ def test_the_slowest_rank_is_named_only_outside_the_noise() -> None:
     alike.ranks.append(RankEntry(rank=1, counted_as=0, filled_as=0, strategies=list(alike.ranks[0].strategies)))
     _slowest(alike)
     assert alike.slowest_within_noise
+
+
+def test_the_layout_is_parsed_once_and_handed_on_as_one_object(
+    cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue #28: the checks, the run and every shard take the one ParallelLayout built from --tp/--ep/--pp/--dp."""
+    from dummyprof.layout import ParallelLayout
+
+    built: list[ParallelLayout] = []
+    real = ParallelLayout.from_sizes.__func__  # type: ignore[attr-defined]
+
+    def counted(cls: type[ParallelLayout], **sizes: int) -> ParallelLayout:
+        built.append(real(cls, **sizes))
+        return built[-1]
+
+    monkeypatch.setattr(ParallelLayout, "from_sizes", classmethod(counted))
+    section = _json(cli, tmp_path, "inspect", *PRESET, "--tp", "2", "--ep", "4")["deployment"]
+    assert built == [ParallelLayout(tp=2, dp=2, expert_parallel=True)]  # --ep 4 over tp 2 set dp 2, once
+    assert (section["tp"], section["dp"], section["ep"], section["world"]) == (2, 2, 4, 4)
+
+
+def test_load_buffers_count_in_the_device_fit(cli: Cli, tmp_path: Path) -> None:
+    """A device exactly the weights' size does not fit once the rotary cache and kv scales are added."""
+    first = _json(cli, tmp_path, "inspect", "--model", LLAMA, *SMALL, "--tp", "2")["deployment"]["ranks"][0]
+    buffers = first["rotary_cache_bytes"] + first["expert_map_bytes"] + first["kv_scale_bytes"]
+    assert buffers == 131_072 * 128 * 2 + 2 * 16  # rotary [positions, head_dim 128] bf16; 2 layers x 4 scales
+    data = _json(
+        cli,
+        tmp_path,
+        "inspect",
+        "--model",
+        LLAMA,
+        *SMALL,
+        "--tp",
+        "2",
+        "--device-memory",
+        str(first["held_bytes"]),
+        "--force",
+    )
+    rank = data["deployment"]["ranks"][0]
+    assert (rank["device_fits"], rank["device_room_bytes"]) == (False, -buffers)
 
 
 def test_real_ranks_that_do_not_finish_lose_nothing_already_measured(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -101,7 +101,10 @@ def test_small_table_is_measured_in_full(cli: Cli, tmp_path: Path) -> None:
     floor = engram.method("memset")  # %memset is of the floor's fastest round: its own median reads at most 100%
     assert floor.percent_of_floor.value == pytest.approx(100 * min(floor.timing.samples_s) / (floor.timing.median or 0))
     assert engram.run_peak_rss_bytes is not None
-    assert "Fill methods" in result.stdout and "results written to" in result.stdout
+    # The answer first, a line per method; the fill table and the statistics behind --detail
+    assert result.stdout.startswith("recommended ") and "600 s deadline met" in result.stdout.splitlines()[0]
+    assert "Start-up per rank (deadline 600 s)" in result.stdout and "Fill methods" not in result.stdout
+    assert "results written to" in result.stdout
 
 
 def test_too_big_for_the_budget_is_projected_never_allocated(cli: Cli, tmp_path: Path) -> None:
@@ -133,12 +136,12 @@ def test_too_big_for_the_budget_is_projected_never_allocated(cli: Cli, tmp_path:
             (m.name, p.part_rows, p.needed_bytes) for p in m.samples
         ]
         assert len({p.part_rows for p in m.samples}) == len(m.samples)
-    assert "none fit" in result.stdout and "start-up per rank ~" in result.stdout
+    assert result.stdout.splitlines()[0].endswith("per rank; no --deadline; none fit") and "start-up ~" in result.stdout
     assert "~: projected from smaller samples, not measured" in result.stdout
     markdown = cli("report", str(out), "--format", "markdown")
     assert markdown.exit_code == 0, markdown.stderr
     assert "| random-convert | projected |" in markdown.stdout
-    terminal = cli("report", str(out))
+    terminal = cli("report", str(out), "--detail")
     assert terminal.exit_code == 0 and "Samples behind the projections" in terminal.stdout
 
 

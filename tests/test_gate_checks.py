@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from dummyprof.gate.checks import evaluate
@@ -130,7 +131,7 @@ def test_significant_slowdown_is_a_regression_and_noise_is_not(gate_config: Gate
 
 def test_other_cpu_makes_timings_not_comparable_but_keeps_counters(gate_config: GateConfig) -> None:
     scenario = gate_config.scenarios[0]
-    other = dataclasses.replace(ENV, cpu_model="Intel Xeon", torch_version="2.13.0+cu128")
+    other = msgspec.structs.replace(ENV, cpu_model="Intel Xeon", torch_version="2.13.0+cu128")
     checks = run_checks(gate_config, make_run(scenario), make_run(scenario, env=other))
     by_name = {c.name: c for c in checks}
     assert by_name["per-layer.time"].verdict == NOT_COMPARABLE

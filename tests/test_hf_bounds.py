@@ -157,3 +157,93 @@ def test_cli_a_billion_layers_via_model_arg_is_one_line_exit_2(
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in result.stderr
     assert "config field num_hidden_layers: 1,000,000,000 layers would build about" in lines[0]
+
+
+# Issue #26.5: every path that builds a model goes through the bound (here 1,000 objects: no_budget_memory).
+
+
+def test_a_config_that_builds_a_list_per_layer_is_never_made_with_a_billion_layers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, no_budget_memory: None
+) -> None:
+    """qwen2's config makes ``layer_types`` one entry per layer: 10^9 of them grew memory for minutes."""
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+
+    from dummyprof.scenarios.model_choice import choose_source
+
+    config_class = CONFIG_MAPPING["qwen2"]
+    made = config_class.from_dict
+
+    def from_dict(data: dict[str, Any], **kwargs: Any) -> Any:
+        assert data["num_hidden_layers"] <= 1000, "the config was made with every layer"
+        return made(data, **kwargs)
+
+    monkeypatch.setattr(config_class, "from_dict", from_dict)
+    spec = _config(tmp_path, model_type="qwen2", rope_scaling=None, num_hidden_layers=10**9)
+    with pytest.raises(DoesNotFitError) as caught:
+        choose_source(model=spec, preset=None, model_args={})
+    assert "config field num_hidden_layers: 1,000,000,000 layers would build about 29,000,000,013" in str(caught.value)
+    nested = _config(tmp_path, text_config={"model_type": "qwen2", "num_hidden_layers": 10**9})
+    with pytest.raises(DoesNotFitError, match=r"config field text_config\.num_hidden_layers: 1,000,000,000 layers"):
+        choose_source(model=nested, preset=None, model_args={})
+
+
+def test_the_builds_that_estimate_a_config_are_bounded_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One layer can be huge by another field (experts, say): the one- and two-layer builds stop like any other."""
+    from dummyprof.models import huggingface
+
+    monkeypatch.setattr(huggingface, "_build", lambda config, trust: _layers(1000 * config.num_hidden_layers))
+    with pytest.raises(DoesNotFitError) as caught:
+        hf_source(_config(tmp_path), limits=BuildLimits(max_objects=300))
+    assert "building it on meta stopped after" in caught.value.message
+    assert "with 301 modules and tensors, more than the 300" in caught.value.message
+
+
+GROWS = """\
+import torch
+
+CALLS = []
+
+
+def build(layers=2):
+    CALLS.append(layers)  # the first call sizes it; every later one is ten thousand times larger
+    return torch.nn.Sequential(*(torch.nn.Linear(2, 2) for _ in range(layers * (1 if len(CALLS) == 1 else 10_000))))
+"""
+
+
+def test_every_later_build_on_meta_is_bounded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, no_budget_memory: None
+) -> None:
+    import torch
+
+    from dummyprof.models.synthetic import TreeSpec
+    from dummyprof.scenarios.model_choice import choose_source
+
+    model = tmp_path / "grows.py"
+    model.write_text(GROWS)
+    meta = torch.device("meta")
+    source = choose_source(model=f"{model}:build", preset=None, model_args={})
+    stopped = r"grows.py:build\(\): building it on meta stopped after .* more than the 1,000"
+    with pytest.raises(DoesNotFitError, match=stopped):
+        source.build(meta)
+    hf = choose_source(model=_config(tmp_path), preset=None, model_args={})
+    from dummyprof.models import huggingface
+
+    monkeypatch.setattr(huggingface, "_build", lambda config, trust: _layers(10**5))
+    assert hf.construct is not None  # audit's construction values: a fresh build on meta
+    with pytest.raises(DoesNotFitError, match=r"LlamaForCausalLM from .* stopped after .* more than the 1,000"):
+        hf.construct()
+    tree = choose_source(model=None, preset=None, model_args={}, tree=TreeSpec(depth=2, width=16, hidden=32))
+    with pytest.raises(DoesNotFitError) as caught:
+        tree.build(meta)
+    assert caught.value.flag == "--hidden"
+    assert "synthetic tree: depth 2, width 16" in caught.value.message
+    assert caught.value.message.endswith("this machine's memory holds as Python objects; lower --width or --depth")
+
+
+def test_the_python_api_builds_within_the_bound(tmp_path: Path, no_budget_memory: None) -> None:
+    import dummyprof
+
+    with pytest.raises(DoesNotFitError, match="building it on meta stopped after"):
+        dummyprof.load_model("tests/fixtures/models.py:build", depth=2000)
+    with pytest.raises(DoesNotFitError, match="preset dense-decoder: building it on meta stopped after"):
+        dummyprof.build_preset("dense-decoder", layers=1000)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -21,11 +22,13 @@ from hypothesis import strategies as st
 
 from dummyprof.cli.app import main
 from dummyprof.gate import runner
+from dummyprof.measure import contention
 from dummyprof.results.common import Environment
-from tests.conftest import CliResult
+from tests.conftest import CliResult, fake_proc
 from tests.fixtures.gate_configs import tiny_config
 
 Cli = Callable[..., CliResult]
+DEPLOYMENT = Path(__file__).parent / "fixtures" / "results_v3" / "deployment-deepseek-v3-tp8.json"
 
 # One check of each kind the files carry: counters, a ratio and a timing (two rounds).
 CONFIG = tiny_config(
@@ -41,15 +44,20 @@ def documents(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     folder = tmp_path_factory.mktemp("docs")
     config = folder / "dummyprof.toml"
     config.write_text(CONFIG)
-    files = {name: folder / f"{name}.json" for name in ("inspect", "compare", "audit", "baseline", "gate", "engram")}
+    kinds = ("inspect", "compare", "audit", "baseline", "gate", "engram", "deployment")
+    files = {name: folder / f"{name}.json" for name in kinds}
     small = ("--depth", "2", "--hidden", "32", "-q")
     assert main(["inspect", *small, "--json", str(files["inspect"])]) == 0
     assert main(["compare", *small, "--repeat", "1", "--warmup", "0", "--json", str(files["compare"])]) == 0
     assert main(["audit", *small, "--json", str(files["audit"])]) in (0, 1)
     assert main(["engram", "--rows", "4096", "--dim", "64", "-q", "--json", str(files["engram"])]) == 0
+    # Written by `python -m dummyprof compare --model hf:tests/data/DeepSeek-V3.json --tp 8 --json ...` (90 s here)
+    shutil.copy(DEPLOYMENT, files["deployment"])
     assert main(["baseline", "--config", str(config), "--output", str(files["baseline"]), "-q"]) == 0
     gate = ["gate", "--config", str(config), "--baseline", str(files["baseline"])]
-    assert main([*gate, "--json", str(files["gate"]), "-q"]) == 0
+    with pytest.MonkeyPatch.context() as patch:  # a quiet machine, as conftest's quiet_machine gives each test
+        patch.setattr(contention, "PROC", fake_proc(folder / "proc"))
+        assert main([*gate, "--json", str(files["gate"]), "-q"]) == 0
     files["config"] = config
     return files
 
@@ -82,12 +90,18 @@ def _edit(path: Path, tmp_path: Path, change: Callable[[dict[str, Any]], None]) 
         (b'{"schema_version": 1, "command": "gate", "gate": null}', "$.gate: a 'gate' results file needs"),
         (
             b'{"schema_version": 1, "command": "inspect", "inspect": {"model": null}}',
-            "$.inspect.model: must not be null",
+            "$.inspect.model: Expected `object`, got `null`",
         ),
         (b'{"schema_version": 2, "command": "inspect", "inspect": {}, "extra": 1e999}', "$.extra: Infinity is not"),
-        (b'{"schema_version": 1, "command": "inspect", "inspect": {}, "x": ' + b"[" * 100_000, "nested more than"),
-        (b'{"schema_version": 1, "command": "inspect", "inspect": {}, "x": ' + b"[" * 200 + b"]" * 200 + b"}", "$.x"),
-        (b'{"schema_version": 1, "command": "compare", "compare": {"repeat": ' + b"9" * 30 + b"}}", "beyond int64"),
+        (b'{"schema_version": 1, "command": "inspect", "inspect": {}, "x": ' + b"[" * 100_000, "nested too deep"),
+        (
+            b'{"schema_version": 1, "command": "inspect", "inspect": {}, "x": ' + b"[" * 200 + b"]" * 200 + b"}",
+            "$: Object contains unknown field `x`",
+        ),
+        (
+            b'{"schema_version": 1, "command": "compare", "compare": {"repeat": ' + b"9" * 30 + b"}}",
+            "$.compare.repeat: 1e+30 is beyond int64",
+        ),
         (
             b'{"schema_version": 1, "command": "compare", "compare": {"repeat": ' + b"9" * 5000 + b"}}",
             "not a dummyprof",
@@ -111,7 +125,7 @@ def test_null_in_a_required_field_of_a_real_file(cli: Cli, documents: dict[str, 
     path = _edit(documents["compare"], tmp_path, lambda d: d["compare"]["strategies"][0].update(visits=None))
     result = cli("report", str(path))
     assert result.exit_code == 2
-    assert result.stderr == f"dummyprof: error: {path}: $.compare.strategies[0].visits: must not be null\n"
+    assert result.stderr == f"dummyprof: error: {path}: $.compare.strategies[0].visits: Expected `int`, got `null`\n"
 
 
 @pytest.mark.parametrize(
@@ -121,9 +135,12 @@ def test_null_in_a_required_field_of_a_real_file(cli: Cli, documents: dict[str, 
         ("Infinity", "Infinity is not a finite number"),
         ("-1", "value -1.0: a counter is a whole number from 0 to 9223372036854775807 (int64)"),
         ("0.5", "value 0.5: a counter is a whole number from 0 to 9223372036854775807 (int64)"),
-        ("10000000000000000000", "visits.value: 10000000000000000000 is too large (beyond int64)"),
+        ("10000000000000000000", "value 1e+19: a counter is a whole number from 0 to 9223372036854775807 (int64)"),
         ("1e19", "value 1e+19: a counter is a whole number from 0 to 9223372036854775807 (int64)"),
-        ("9223372036854775808", "visits.value: 9223372036854775808 is too large (beyond int64)"),
+        (
+            "9223372036854775808",
+            "value 9.223372036854776e+18: a counter is a whole number from 0 to 9223372036854775807",
+        ),
     ],
 )
 def test_a_hand_edited_baseline_counter_is_rejected_naming_the_value(
@@ -149,7 +166,7 @@ def test_a_hand_edited_baseline_counter_is_rejected_naming_the_value(
         (lambda m: m["samples"].__setitem__(0, -0.5), "-0.5 s: a time must be above 0"),
         (lambda m: m.update(samples=[]), "no samples"),
         (lambda m: m.update(kind="timer"), "kind 'timer' is none of 'counter', 'time' and 'fit'"),
-        (lambda m: m.update(medain=1.0), "unknown field 'medain'"),
+        (lambda m: m.update(medain=1.0), "metrics.unique.time: Object contains unknown field `medain`"),
     ],
 )
 def test_a_hand_edited_baseline_time_is_rejected(
@@ -207,23 +224,58 @@ def _mutated(data: Any, path: tuple[Any, ...], replacement: Any) -> Any:
 MUTATION_SETTINGS = settings(
     max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
+NEGATE = object()  # a number made negative (or one less than its negative): a count below zero
+
+
+def _cross(document: Any) -> st.SearchStrategy[Any]:
+    """Values from elsewhere in the same file: a reference pointed at another rank, strategy or node."""
+    values = (_at(document, path) for path in _PATHS_OF[id(document)])
+    leaves = {(type(v).__name__, v): v for v in values if isinstance(v, (int, str))}
+    return st.sampled_from(sorted(leaves.values(), key=repr)) if leaves else st.nothing()
+
+
+def _at(data: Any, path: tuple[Any, ...]) -> Any:
+    for key in path:
+        data = data[key]
+    return data
 
 
 def _mutations(kind: str) -> st.SearchStrategy[tuple[tuple[Any, ...], Any]]:
     def for_document(paths: list[tuple[Any, ...]]) -> st.SearchStrategy[tuple[tuple[Any, ...], Any]]:
-        return st.tuples(st.sampled_from(paths), st.one_of(REPLACEMENTS, st.just(DELETE)))
+        cross = _cross(_DOCUMENTS[kind])
+        return st.tuples(st.sampled_from(paths), st.one_of(REPLACEMENTS, st.just(DELETE), st.just(NEGATE), cross))
 
     return st.deferred(lambda: for_document(_PATHS[kind]))
 
 
 _PATHS: dict[str, list[tuple[Any, ...]]] = {}
+_DOCUMENTS: dict[str, Any] = {}
+_PATHS_OF: dict[int, list[tuple[Any, ...]]] = {}
+KINDS = ("inspect", "compare", "audit", "baseline", "gate", "engram", "deployment")
 
 
 @pytest.fixture(scope="module")
 def paths(documents: dict[str, Path]) -> dict[str, list[tuple[Any, ...]]]:
-    for kind in ("inspect", "compare", "audit", "baseline", "gate", "engram"):
-        _PATHS[kind] = list(_paths(json.loads(documents[kind].read_text())))
+    for kind in KINDS:
+        _DOCUMENTS[kind] = json.loads(documents[kind].read_text())
+        _PATHS[kind] = _PATHS_OF[id(_DOCUMENTS[kind])] = list(_paths(_DOCUMENTS[kind]))
     return _PATHS
+
+
+def _mutated(data: Any, path: tuple[Any, ...], replacement: Any) -> Any:
+    if not path:
+        return replacement if replacement not in (DELETE, NEGATE) else {}
+    doc = copy.deepcopy(data)
+    parent = _at(doc, path[:-1])
+    if replacement is DELETE:  # a field left out, or an element removed from its list
+        del parent[path[-1]]
+    elif replacement is NEGATE:
+        value = parent[path[-1]]
+        negative = isinstance(value, (int, float)) and not isinstance(value, bool)
+        parent[path[-1]] = (-value if value else -1) if negative else value
+    else:
+        parent[path[-1]] = replacement
+    return doc
 
 
 def _write(tmp_path: Path, data: Any) -> Path:
@@ -232,17 +284,33 @@ def _write(tmp_path: Path, data: Any) -> Path:
     return out
 
 
-@pytest.mark.parametrize("kind", ["inspect", "compare", "audit", "engram", "gate", "baseline"])
+# Every reporter, and the terminal's other modes: each reads the file its own way.
+RENDERINGS = [
+    ("-f", "terminal"),
+    ("-f", "terminal", "--detail"),
+    ("-q",),
+    ("-f", "json"),
+    ("-f", "markdown"),
+    ("-f", "html"),
+    ("-f", "junit"),
+    ("-f", "benchmark-json"),
+    ("-f", "pytorch-benchmark"),
+]
+
+
+@pytest.mark.parametrize("kind", KINDS)
 def test_report_on_a_mutated_real_file_is_exit_0_or_2(
     cli: Cli, documents: dict[str, Path], paths: dict[str, Any], tmp_path: Path, kind: str
 ) -> None:
-    original = json.loads(documents[kind].read_text())
+    """One field changed, left out, negated, pointed elsewhere in the file, or one element removed from a list,
+    rendered by every reporter: exit 0, or 2 with one line (a reporter that does not take the kind says so)."""
+    original = _DOCUMENTS[kind]
 
     @MUTATION_SETTINGS
-    @given(mutation=_mutations(kind), fmt=st.sampled_from(["terminal", "json", "markdown"]))
-    def check(mutation: tuple[tuple[Any, ...], Any], fmt: str) -> None:
+    @given(mutation=_mutations(kind), rendering=st.sampled_from(RENDERINGS))
+    def check(mutation: tuple[tuple[Any, ...], Any], rendering: tuple[str, ...]) -> None:
         path = _write(tmp_path, _mutated(original, *mutation))
-        result = cli("report", str(path), "-f", fmt)
+        result = cli("report", str(path), *rendering)
         assert result.exit_code in (0, 2), result.stderr
         if result.exit_code == 2:
             assert result.stderr.startswith("dummyprof: error: ") and result.stderr.count("\n") == 1
@@ -253,7 +321,7 @@ def test_report_on_a_mutated_real_file_is_exit_0_or_2(
 def test_gate_on_a_mutated_real_baseline_is_exit_0_2_or_3(
     cli: Cli, documents: dict[str, Path], paths: dict[str, Any], tmp_path: Path, canned_measurement: None
 ) -> None:
-    original = json.loads(documents["baseline"].read_text())
+    original = _DOCUMENTS["baseline"]
 
     @MUTATION_SETTINGS
     @given(mutation=_mutations("baseline"))

@@ -19,7 +19,7 @@ from dummyprof.loaders.initializers import FastInitializer, V029Initializer, V03
 from dummyprof.loaders.strategies import get_strategy, run_strategy
 from dummyprof.measure.recorder import VisitRecorder, storage_key
 from dummyprof.models.huggingface import hf_source
-from dummyprof.scenarios.model_choice import resolve_source
+from dummyprof.scenarios.model_choice import choose_source
 from tests.conftest import CliResult
 
 pytest.importorskip("transformers")
@@ -218,7 +218,7 @@ def test_without_transformers_says_what_to_install(monkeypatch: pytest.MonkeyPat
 
 def test_trust_remote_code_needs_an_hf_model() -> None:
     with pytest.raises(UsageError, match="only applies to --model hf:") as info:
-        resolve_source(model=None, preset="dense-decoder", model_args={}, trust_remote_code=True)
+        choose_source(model=None, preset="dense-decoder", model_args={}, trust_remote_code=True)
     assert info.value.flag == "--trust-remote-code"
 
 

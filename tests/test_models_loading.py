@@ -15,7 +15,7 @@ from dummyprof.errors import DoesNotFitError, UsageError
 from dummyprof.models import loading
 from dummyprof.models.loading import materialize, model_source
 from dummyprof.models.presets import PRESETS, preset_source
-from dummyprof.scenarios.model_choice import check_source_fits, resolve_source
+from dummyprof.scenarios.model_choice import check_source_fits, choose_source
 from dummyprof.usercode import parse_call_args, resolve_callable
 from tests.conftest import CliResult
 
@@ -101,9 +101,9 @@ def test_size_is_known_from_meta_before_building(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setattr(loading, "call_model_builder", spy)
     source = model_source(f"{FIXTURES}:tied")
     assert source.estimated_bytes == TIED_BYTES
-    assert devices == []  # sizing never built it for real
+    assert devices == ["meta"]  # sized on meta, never built for real
     model = source.build(CPU)
-    assert devices == ["cpu"]
+    assert devices == ["meta", "cpu"]
     assert model_bytes(model) == TIED_BYTES
 
 
@@ -120,7 +120,7 @@ def test_refuses_before_building_when_it_does_not_fit(cli: Cli, monkeypatch: pyt
     assert result.exit_code == 2
     assert result.stderr.startswith("dummyprof: error: --max-memory: ")  # the user's limit is what stops it
     assert f"needs {TIED_BYTES / 1024:.2f} KiB" in result.stderr and "raise --max-memory" in result.stderr
-    assert built == []
+    assert built == ["meta"]  # sized on meta, refused before building
     # compare projects a model that does not fit: built on meta only, never on the CPU
     result = cli(
         "compare", "--model", f"{FIXTURES}:tied", "--max-memory", "1KiB", "--device", "cpu", "--time-budget", "1"
@@ -149,12 +149,12 @@ def test_materialize_reports_aliases_it_cannot_keep() -> None:
     assert any("1 aliased view(s) their own storage" in n for n in notes)
 
 
-def test_resolve_source_rules() -> None:
-    assert resolve_source(model=None, preset=None, model_args={}) is None
+def test_choose_source_rules() -> None:
+    assert choose_source(model=None, preset=None, model_args={}).source == "synthetic"
     with pytest.raises(UsageError, match="either --model or --preset"):
-        resolve_source(model=f"{FIXTURES}:build", preset="dense-decoder", model_args={})
+        choose_source(model=f"{FIXTURES}:build", preset="dense-decoder", model_args={})
     with pytest.raises(UsageError, match="needs --model or --preset") as info:
-        resolve_source(model=None, preset=None, model_args={"layers": 2})
+        choose_source(model=None, preset=None, model_args={"layers": 2})
     assert info.value.flag == "--model-arg"
 
 

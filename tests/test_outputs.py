@@ -603,7 +603,7 @@ def test_dash_is_stdout_for_json_and_report_output_and_a_file_named_dash_is_unto
 def test_the_inputs_of_a_gate_config_include_the_options_nested_in_a_sweep(tmp_path: Path) -> None:
     from types import SimpleNamespace
 
-    from dummyprof.files.inputs import run_inputs
+    from dummyprof.cli.inputs import run_inputs
     from dummyprof.scenarios.compare.options import CompareOptions
     from dummyprof.scenarios.sweep.options import SweepOptions
 
@@ -643,3 +643,103 @@ def test_a_module_the_model_imports_is_never_an_output(
     finally:
         sys.modules.pop("net_sizes", None)
     assert helper.read_text() == "WIDTH = 4\n"
+
+
+# Issue #26.1: the input list holds the real file behind every input, however it was reached.
+
+
+def _zip(path: Path, name: str, source: str) -> Path:
+    import zipfile
+
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr(name, source)
+    return path
+
+
+def test_a_model_module_imported_from_a_zip_archive_never_overwrites_the_archive(
+    cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, measuring_is_an_error: None
+) -> None:
+    """``PYTHONPATH=pkgs.zip --model zmod:build``: the module's file is ``pkgs.zip/zmod.py``, read from the archive."""
+    archive = _zip(tmp_path / "pkgs.zip", "zmod.py", "from tests.fixtures.models import build\n")
+    before = archive.read_bytes()
+    monkeypatch.syspath_prepend(str(archive))
+    monkeypatch.delitem(sys.modules, "zmod", raising=False)
+    result = cli("inspect", "--model", "zmod:build", "--json", str(archive), "--force")
+    assert (result.exit_code, result.stdout) == (2, "")
+    assert f"--json: {archive} is also the --model input (module zmod); dummyprof never writes" in result.stderr
+    assert archive.read_bytes() == before
+
+
+def test_a_helper_the_model_imports_lazily_from_a_zip_is_never_overwritten(
+    cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    archive = _zip(tmp_path / "h.zip", "zhelper.py", "WIDTH = 4\n")
+    before = archive.read_bytes()
+    model = tmp_path / "net.py"
+    model.write_text(
+        "def build():\n    import torch\n    from zhelper import WIDTH\n\n    return torch.nn.Linear(WIDTH, 1)\n"
+    )
+    monkeypatch.syspath_prepend(str(archive))
+    monkeypatch.delitem(sys.modules, "zhelper", raising=False)
+    refused = f"--json: {archive} is also a module the run imported (zhelper); dummyprof never writes"
+    try:
+        result = cli("inspect", "--model", f"{model}:build", "--json", str(archive), "--force")
+        assert result.exit_code == 2 and refused in result.stderr  # imported while it ran: refused at write time
+        result = cli("inspect", "--model", f"{model}:build", "--json", str(archive), "--force")
+        assert (result.exit_code, result.stdout) == (2, "") and refused in result.stderr  # before anything runs
+    finally:
+        sys.modules.pop("zhelper", None)
+    assert archive.read_bytes() == before
+
+
+def test_the_results_file_behind_standard_input_is_never_overwritten(cli: Cli, tmp_path: Path) -> None:
+    """``report - -o r.json --force < r.json``: descriptor 0 is compared as a file (device and inode)."""
+    results = tmp_path / "r.json"
+    results.write_bytes(Path("tests/fixtures/results_v1/audit.json").read_bytes())
+    before = results.read_bytes()
+    saved = os.dup(0)
+    try:
+        with results.open("rb") as stdin:
+            os.dup2(stdin.fileno(), 0)
+            result = cli("report", "-", "-f", "markdown", "-o", str(results), "--force")
+    finally:
+        os.dup2(saved, 0)
+        os.close(saved)
+    assert (result.exit_code, result.stdout) == (2, "")
+    assert f"--output: {results} is also the RESULTS.json input (standard input); dummyprof never" in result.stderr
+    assert results.read_bytes() == before
+
+
+@pytest.fixture
+def hub_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
+    """A Hugging Face cache holding org/name's config.json, offline: (the snapshot's link, the blob behind it)."""
+    constants = pytest.importorskip("huggingface_hub.constants")
+    repo = tmp_path / "hub" / "models--org--name"
+    (repo / "blobs").mkdir(parents=True)
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text("abc123")
+    blob = repo / "blobs" / "0f1e2d"
+    data = json.loads(Path("tests/data/Llama-3.1-8B.json").read_text())
+    data |= {"hidden_size": 64, "intermediate_size": 128, "num_attention_heads": 4, "num_key_value_heads": 2}
+    data |= {"head_dim": 16, "vocab_size": 256, "num_hidden_layers": 2, "bos_token_id": 1, "eos_token_id": 2}
+    blob.write_text(json.dumps(data))
+    snapshot = repo / "snapshots" / "abc123"
+    snapshot.mkdir(parents=True)
+    (snapshot / "config.json").symlink_to("../../blobs/0f1e2d")
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    return snapshot / "config.json", blob
+
+
+def test_a_hub_config_read_from_the_cache_is_never_overwritten(cli: Cli, hub_cache: tuple[Path, Path]) -> None:
+    link, blob = hub_cache
+    before = blob.read_bytes()
+    what = f"a file of the --model folder {str(link.parent)!r}"
+    for target in (link, blob):
+        result = cli("inspect", "--model", "hf:org/name", "--json", str(target), "--force")
+        assert (result.exit_code, result.stdout) == (2, "")
+        assert f"--json: {target} is also {what}; dummyprof never writes" in result.stderr
+    assert blob.read_bytes() == before and link.is_symlink()
+    result = cli("inspect", "--model", "hf:org/name", "-q")  # and it is the config the run builds, offline
+    assert (result.exit_code, result.stderr) == (0, "")
+    assert result.stdout.startswith("23 tensors, 208.69 KiB;")  # the two-layer config in the cache

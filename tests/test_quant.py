@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -15,10 +16,11 @@ import torch
 
 from dummyprof.deploy import ParallelLayout, Sharder
 from dummyprof.deploy.plan import ModelDims
-from dummyprof.deploy.quant import engine_source, quantizer_of, resolve_method
+from dummyprof.deploy.quant import engine_source, fill_kinds, quantizer_of, resolve_method
 from dummyprof.deploy.shards import RankShard
 from dummyprof.errors import UsageError
 from dummyprof.models.source import ModelSource
+from dummyprof.units import format_bytes
 from tests.conftest import CliResult
 
 DATA = Path("tests/data")
@@ -334,3 +336,36 @@ def test_unknown_method_is_one_line_exit_2_unless_none(cli: Callable[..., CliRes
     counted = cli("inspect", "--model", f"hf:{path}", "--quantization", "none")
     assert counted.exit_code == 0, counted.stderr
     assert "the checkpoint's bitblas quantization is not applied; the model is counted unquantized" in counted.stdout
+
+
+# ---- what the dummy fill does to each kind -----------------------------------------------------------------------
+
+
+def test_fill_kinds_count_fp8_scales_integers_and_skipped_bytes() -> None:
+    llama = _shard(_source(f"{DATA}/Llama-3.1-8B-Instruct-AWQ-INT4.json"), ParallelLayout(tp=2))
+    h, qkv, inter, layers = 4096, 3072, 7168, 32
+    packed = [(h, qkv), (h // 2, h), (h, 2 * inter), (inter, h)]  # (in, out) per rank of qkv, o, gate_up, down
+    skipped = layers * sum(i * o // 8 * 4 + i // 128 * o // 8 * 4 for i, o in packed)  # qweight + qzeros, int32
+    scales = layers * sum(i // 128 * o * 2 for i, o in packed)
+    floats = 2 * 128256 // 2 * h * 2 + (2 * layers + 1) * h * 2 + 2 * 64 * 4  # embedding, head, norms, inv_freq
+    kinds = fill_kinds(llama.module)
+    assert kinds == {"fp8": 0, "scale": scales, "integer": 0, "skipped": skipped, "float": floats, "declared": 0,
+                     "fp16-scratch": 0}  # fmt: skip
+    deepseek = _shard(_source(f"{DATA}/DeepSeek-V3.json"), ParallelLayout(tp=8))
+    kinds = fill_kinds(deepseek.module)
+    fp8 = sum(t.nbytes for t in deepseek.tensors if t.dtype == FP8)
+    assert kinds["fp8"] == fp8 and kinds["fp16-scratch"] == 2 * fp8  # one float16 element per fp8 element
+    assert kinds["scale"] == sum(t.nbytes for t in deepseek.tensors if "scale" in t.name)
+    assert kinds["skipped"] == kinds["integer"] == 0
+
+
+def test_the_report_shows_each_kind_per_rank(cli: Callable[..., CliResult]) -> None:
+    result = cli("inspect", "--model", f"hf:{DATA}/gpt-oss-20b.json", "--model-arg", "num_hidden_layers=1",
+                 "--tp", "2")  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    experts, h, inter = 32, 2880, 1472  # 1440 per rank, padded to 64
+    scales = experts * 2 * inter * h // 32 + experts * h * inter // 32
+    blocks = experts * 2 * inter * h // 2 + experts * h * inter // 2
+    row = f" 0-1    0 B  {format_bytes(scales)}  {format_bytes(blocks)}  0 B  0 B"
+    assert "Quantized tensors per rank (vLLM 0.33 fill rules)" in result.stdout
+    assert re.sub(r" +", " ", row) in [re.sub(r" +", " ", line).rstrip() for line in result.stdout.splitlines()]

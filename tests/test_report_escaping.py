@@ -8,13 +8,13 @@ stays well-formed XML, JSON stays JSON, and HTML carries no live tag from the pa
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -45,11 +45,9 @@ def _hostile(value: Any, payload: str) -> Any:
     """``value`` with every string (field, list item, dict key) replaced by ``payload``; numbers kept."""
     if isinstance(value, str):
         return payload
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        changes = {
-            f.name: _hostile(getattr(value, f.name), payload) for f in dataclasses.fields(value) if f.name not in KEEP
-        }
-        return dataclasses.replace(value, **changes)
+    if isinstance(value, msgspec.Struct):
+        changes = {n: _hostile(getattr(value, n), payload) for n in value.__struct_fields__ if n not in KEEP}
+        return msgspec.structs.replace(value, **changes)
     if isinstance(value, list):
         return [_hostile(v, payload) for v in value]
     if isinstance(value, dict):

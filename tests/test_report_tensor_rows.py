@@ -8,12 +8,12 @@ json, html) read and check every row as before, so a corrupt row is still one li
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 
 from dummyprof.api import save_results
@@ -24,8 +24,8 @@ from dummyprof.results import (
     TensorResult,
     load_results,
     results_from_dict,
+    store,
 )
-from dummyprof.results import compare as compare_module
 from tests.conftest import CliResult
 from tests.fixtures.results import legacy_and_per_layer
 
@@ -67,15 +67,15 @@ def big(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def built(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
-    """Counts the TensorResult objects built from here on."""
+    """Counts the TensorResult rows in the Results loaded from here on (every load returns through ``_checked``)."""
     count = [0]
-    original = TensorResult.__init__
+    original = store._checked
 
-    def counting(self: TensorResult, *args: Any, **kwargs: Any) -> None:
-        count[0] += 1
-        original(self, *args, **kwargs)
+    def counting(results: Results, source: str) -> Results:
+        count[0] += len(results.compare.tensors) if results.compare is not None else 0
+        return original(results, source)
 
-    monkeypatch.setattr(compare_module.TensorResult, "__init__", counting)
+    monkeypatch.setattr(store, "_checked", counting)
     yield count
 
 
@@ -120,10 +120,10 @@ BAD_ROW = "layers.3.experts.5.weight"
 @pytest.mark.parametrize(
     ("change", "field", "message"),
     [
-        (lambda row: row.update(depth=None), "depth", "must not be null"),
-        (lambda row: row.update(shape=[64, True]), "shape[1]", "expected int, got True"),
-        (lambda row: row["visits"].update(legacy=2**63), "visits.legacy", "is too large (beyond int64)"),
-        (lambda row: row.update(names="x"), "names", "expected a list, got str"),
+        (lambda row: row.update(depth=None), "depth", "Expected `int`, got `null`"),
+        (lambda row: row.update(shape=[64, True]), "shape[1]", "Expected `int`, got `bool`"),
+        (lambda row: row["visits"].update(legacy=2**63), "visits.legacy", "Expected `int` <= 9223372036854775807"),
+        (lambda row: row.update(names="x"), "names", "Expected `array`, got `str`"),
     ],
 )
 def test_a_corrupt_row_is_one_line_and_exit_2_where_rows_are_read_and_ignored_where_not(
@@ -145,7 +145,7 @@ def test_a_rows_section_that_is_not_an_object_is_refused_by_the_full_report_only
     path = _edit(big, lambda d: d["compare"].update(tensors=[1, 2]))
     result = cli("report", str(path))
     assert result.exit_code == 2
-    assert result.stderr == f"dummyprof: error: {path}: $.compare.tensors: expected an object, got list\n"
+    assert result.stderr == f"dummyprof: error: {path}: $.compare.tensors: Expected `object`, got `array`\n"
     assert cli("report", "-q", str(path)).stdout == SUMMARY
 
 
@@ -153,7 +153,7 @@ def test_reporters_that_say_they_read_no_rows_render_the_same_without_them() -> 
     """The guard on ``reads_tensor_rows``: a reporter that starts showing rows must say so, or this fails."""
     full = _compare(40)
     full.compare.tensors[BAD_ROW].visits["legacy"] = 7  # a row the terminal tables would rank first
-    without = dataclasses.replace(full, compare=dataclasses.replace(full.compare, tensors={}))
+    without = msgspec.structs.replace(full, compare=msgspec.structs.replace(full.compare, tensors={}))
     checked = []
     for reporter in BUILTIN:
         if not reporter.supports("compare"):
@@ -178,7 +178,7 @@ def test_load_without_rows_leaves_them_empty_and_the_rest_whole(big: Path) -> No
     lean = load_results(big, tensor_rows=False)
     assert full.compare is not None and lean.compare is not None
     assert len(full.compare.tensors) == ROWS and lean.compare.tensors == {}
-    assert dataclasses.replace(full.compare, tensors={}) == lean.compare
+    assert msgspec.structs.replace(full.compare, tensors={}) == lean.compare
     data = json.loads(big.read_text())
     results_from_dict(data, tensor_rows=False)
     assert len(data["compare"]["tensors"]) == ROWS  # the caller's document is not changed

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
+import msgspec
 import pytest
 
 import dummyprof
@@ -19,8 +19,8 @@ def _figures(value: Any, where: str = "$") -> list[tuple[str, Figure]]:
     """Every Figure in a Results tree, with its path."""
     if isinstance(value, Figure):
         return [(where, value)]
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return [x for f in dataclasses.fields(value) for x in _figures(getattr(value, f.name), f"{where}.{f.name}")]
+    if isinstance(value, msgspec.Struct):
+        return [x for n in value.__struct_fields__ for x in _figures(getattr(value, n), f"{where}.{n}")]
     if isinstance(value, list):
         return [x for i, v in enumerate(value) for x in _figures(v, f"{where}[{i}]")]
     return []
@@ -67,7 +67,7 @@ def test_the_backing_note_is_a_plan_note_only_when_that_backing_was_used_and_fil
     note = "tables are files in /dev/shm, as vLLM shares them between DP replicas"
     used = BackingInfo("shm", "shm", note=note)
     assert plan_notes(EngramResult(backing=used)) == [note]
-    assert plan_notes(EngramResult(backing=dataclasses.replace(used, used="pageable"))) == []  # a notice instead
+    assert plan_notes(EngramResult(backing=msgspec.structs.replace(used, used="pageable"))) == []  # a notice instead
     assert plan_notes(EngramResult(backing=used, huge_pages_from_sample=True)) == [
         "huge-page bytes were read back on the largest sample, not the full table",
         note,

@@ -13,6 +13,7 @@ from dummyprof.reports.notices import DRY_RUN_INSTEAD, MEASURED_INSTEAD, notices
 from dummyprof.reports.summary import summary_line
 from dummyprof.reports.tables.audit import SENTENCES, finding_text
 from dummyprof.reports.tables.engram import plan_notes, reason_text
+from dummyprof.reports.tables.kinds import HEADLINE_FIRST
 from dummyprof.results.audit import FINDING_KINDS, INFO_KINDS
 from dummyprof.results.engram import EngramResult, RoundsCut
 from dummyprof.results.session import SCHEMA_VERSION
@@ -33,8 +34,8 @@ def old(name: str) -> dict[str, Any]:
 REWORDED = {
     "compare.json": "median fill: legacy 993 µs, per-layer 356 µs (2.8x), unique 192 µs (5.2x)",
     "engram-plan.json": "plan (dry run): need 11.80 GiB to 46.13 GiB per rank; 2 of 4 fit in 18.09 GiB",
-    "engram-projected.json": "start-up per rank ~5.75 s (constant) to ~12.14 s (random-convert); none fit",
-    "engram.json": "start-up per rank 2.7 ms (constant) to 48.3 ms (random-convert); all 4 fit",
+    "engram-projected.json": "recommended constant: start-up ~5.75 s per rank; no --deadline; none fit",
+    "engram.json": "recommended constant: start-up 2.7 ms per rank; no --deadline; all 4 fit",
     "inspect.json": "21 tensors, 21.81 KiB; visits: legacy 49 (+30), per-layer 20 (+1), unique 19",
 }
 
@@ -52,7 +53,7 @@ def test_a_schema_1_file_loads_and_its_words_come_back_from_the_data(path: Path)
     assert notices(results) == said
     text = dummyprof.render(results, width=1000)
     lines = text.rstrip("\n").splitlines()
-    assert (lines[0] if results.command == "compare" else lines[-1]) == data["summary"]  # compare: the answer first
+    assert (lines[0] if results.command in HEADLINE_FIRST else lines[-1]) == data["summary"]  # the answer first
     assert dummyprof.render(results, "markdown").count(data["summary"]) == 1
     again = json.loads(results_to_json(results))
     assert again["schema_version"] == 3 and "summary" not in again

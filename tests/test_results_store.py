@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import dataclasses
 import gc
 import json
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 
 from dummyprof.api import save_results
@@ -60,9 +60,12 @@ def test_older_files_load_with_defaults() -> None:
     assert loaded.compare.strategies == [] and loaded.notices == []
 
 
-def test_unknown_fields_are_ignored() -> None:
-    loaded = results_from_dict({"schema_version": 1, "command": "inspect", "inspect": {}, "from_the_future": 1})
-    assert loaded.command == "inspect"
+def test_unknown_fields_are_refused_naming_them() -> None:
+    """Every record forbids keys it does not declare: an edited typo is an error, not silently dropped."""
+    with pytest.raises(ResultsFileError, match=r"^results: \$: Object contains unknown field `from_the_future`$"):
+        results_from_dict({"schema_version": 1, "command": "inspect", "inspect": {}, "from_the_future": 1})
+    with pytest.raises(ResultsFileError, match=r"^results: \$.inspect.model: Object contains unknown field `x`$"):
+        results_from_dict({"schema_version": 3, "command": "inspect", "inspect": {"model": {"x": 1}}})
 
 
 @pytest.mark.parametrize(
@@ -73,7 +76,10 @@ def test_unknown_fields_are_ignored() -> None:
         ('{"command": "compare"}', "not a dummyprof results file"),
         ('{"schema_version": 99}', "newer dummyprof"),
         ('{"schema_version": "1"}', "not valid"),
-        ('{"schema_version": 1, "command": "compare", "compare": {"repeat": "three"}}', "compare.repeat: expected int"),
+        (
+            '{"schema_version": 1, "command": "compare", "compare": {"repeat": "three"}}',
+            r"\$.compare.repeat: Expected `int`, got `str`$",
+        ),
     ],
 )
 def test_bad_files_are_clear_errors(tmp_path: Path, text: str, message: str) -> None:
@@ -121,7 +127,7 @@ def test_never_pickled(tmp_path: Path) -> None:
 
 
 def test_converted_lists_and_dicts_are_copies_of_the_document() -> None:
-    data = json.loads(json.dumps(dataclasses.asdict(sample())))
+    data = json.loads(json.dumps(msgspec.to_builtins(sample())))
     loaded = results_from_dict(data)
     row = data["compare"]["tensors"]["a.weight"]
     row["shape"].append(1)
@@ -137,7 +143,7 @@ def test_converted_lists_and_dicts_are_copies_of_the_document() -> None:
     [
         ([1, 2, 3], [1.0, 2.0, 3.0]),  # whole numbers in a list of floats are floats
         ([0.5, float("nan")], "$.compare.strategies[0].timing.samples_s[1]: NaN is not a finite number"),
-        ([0.5, "1"], "$.compare.strategies[0].timing.samples_s[1]: expected a number, got '1'"),
+        ([0.5, "1"], "$.compare.strategies[0].timing.samples_s[1]: Expected `float`, got `str`"),
     ],
 )
 def test_lists_of_numbers_are_checked_item_by_item(samples: list[Any], expected: Any) -> None:
@@ -164,7 +170,7 @@ def test_loading_leaves_the_garbage_collector_as_it_found_it(tmp_path: Path, ena
         gc.enable() if enabled else gc.disable()
         assert load_results(good).compare == sample().compare
         assert gc.isenabled() is enabled
-        with pytest.raises(ResultsFileError, match=r"\$.compare.repeat: must not be null"):
+        with pytest.raises(ResultsFileError, match=r"\$.compare.repeat: Expected `int`, got `null`"):
             load_results(bad)
         assert gc.isenabled() is enabled
     finally:
@@ -174,23 +180,73 @@ def test_loading_leaves_the_garbage_collector_as_it_found_it(tmp_path: Path, ena
 def test_without_tensor_rows_the_rest_is_the_same_document(tmp_path: Path) -> None:
     path = tmp_path / "r.json"
     save_results(sample(), path)
-    expected = json.loads(path.read_text())
-    assert store._parse(path.read_bytes(), "r.json", tensor_rows=True) == expected
-    expected["compare"]["tensors"] = []
-    assert store._parse(path.read_bytes(), "r.json", tensor_rows=False) == expected
-    assert load_results(path, tensor_rows=False).compare == dataclasses.replace(sample().compare, tensors={})
+    assert load_results(path, tensor_rows=False).compare == msgspec.structs.replace(sample().compare, tensors={})
+    assert load_results(path) == sample()
+    raw = path.read_bytes()
+    assert json.loads(store._without_rows(raw)) == {
+        **json.loads(raw),
+        "compare": {**json.loads(raw)["compare"], "tensors": {}},
+    }
+    twice = raw.replace(
+        b'"notices": []', b'"notices": [], "x": ' + json.dumps(json.loads(raw)["compare"]["tensors"], indent=2).encode()
+    )
+    assert store._without_rows(twice) == twice or b'"x": {}' not in store._without_rows(twice)
 
 
 def test_without_tensor_rows_their_text_is_skipped_not_parsed(tmp_path: Path) -> None:
-    """A row the codec refuses (a number beyond a float) is never built when rows are skipped; a key given twice
-    outside the rows is still refused."""
+    """A row refused (a number beyond a float) is never built when rows are skipped; a key given twice, in
+    the rows or outside them, is still refused where it is read."""
     path = tmp_path / "r.json"
     save_results(sample(), path)
     text = path.read_text()
     path.write_text(text.replace('"legacy": 2', '"legacy": 1e999'))
-    assert load_results(path, tensor_rows=False).compare == dataclasses.replace(sample().compare, tensors={})
-    with pytest.raises(ResultsFileError):
+    assert load_results(path, tensor_rows=False).compare == msgspec.structs.replace(sample().compare, tensors={})
+    with pytest.raises(ResultsFileError, match=r"\$.compare.tensors.a.weight.visits.legacy: Infinity is not a finite"):
         load_results(path)
-    path.write_text(text.replace('"schema_version"', '"command": "compare", "schema_version"', 1))
-    with pytest.raises(ResultsFileError, match="command"):
-        load_results(path, tensor_rows=False)
+    for twice, rows in (('"command": "compare", "schema_version"', False), ('"legacy": 2, "legacy": 2', True)):
+        path.write_text(text.replace('"schema_version"' if "command" in twice else '"legacy": 2', twice, 1))
+        with pytest.raises(ResultsFileError, match="appears twice in one object; keep one of them"):
+            load_results(path, tensor_rows=rows)
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        lambda t: t.replace('"depth": 1', '"depth": 1, "depth": 2', 1),  # a field twice
+        lambda t: t.replace('"depth": 1', '"depth": 1, "depth": 2', 1).replace(
+            '"dtype": "",', "", 1
+        ),  # and one missing
+        lambda t: t.replace('"legacy": 2', '"legacy": 2, "legacy": 3', 1),  # a key of a mapping twice
+        lambda t: t.replace('"module": ""', '"module": "\\u003a"', 1).replace(
+            '"depth": 1', '"depth": 1, "depth": 1', 1
+        ),
+    ],
+)
+def test_a_key_given_twice_anywhere_is_refused(tmp_path: Path, edit: Any) -> None:
+    """Counting colons after msgspec (which keeps the last) is exact on plain values; an escaped colon is read again."""
+    path = tmp_path / "r.json"
+    save_results(sample(), path)
+    text = json.dumps(json.loads(path.read_text()))
+    edited = edit(text)
+    assert edited != text
+    path.write_text(edited)
+    with pytest.raises(ResultsFileError, match="appears twice in one object; keep one of them"):
+        load_results(path)
+
+
+def test_json_text_is_what_the_indenting_encoder_writes() -> None:
+    results = sample()
+    assert results.compare is not None
+    options = {
+        "é\x7f\U0001f600": [[], {}, [{}]],
+        "big": 10**30,
+        "small": 1e-05,
+        "neg": -0.0,
+        "huge": 1e16,
+        "lone": "\ud800",
+    }
+    results.compare.model.options = options
+    assert results_to_json(results) == json.dumps(msgspec.to_builtins(results), indent=2, allow_nan=False) + "\n"
+    results.compare.model.options = {"nan": float("nan")}
+    with pytest.raises(ValueError, match="not JSON compliant: nan"):
+        results_to_json(results)

@@ -16,8 +16,8 @@ from dummyprof.allocation import backings
 from dummyprof.errors import DoesNotFitError, UsageError, flag_for
 from dummyprof.measure.budget import HostMemory, limit_flag, memory_fix
 from dummyprof.measure.projection import SamplingError, sample_sizes
-from dummyprof.models.source import FitHint, synthetic_source
-from dummyprof.models.synthetic import TreeSpec
+from dummyprof.models.source import FitHint
+from dummyprof.models.synthetic import TreeSpec, synthetic_source
 from dummyprof.scenarios.engram.options import EngramOptions
 from dummyprof.scenarios.engram.run import run
 from dummyprof.scenarios.model_choice import fit_words
@@ -261,3 +261,35 @@ def test_a_tp_the_vocabulary_refuses_is_not_offered() -> None:
         "model.embed_tokens.weight has 64 along the split dimension, which 28 ranks cannot share evenly (vLLM "
         "requires it); try --tp 4"
     )
+
+
+@pytest.mark.parametrize("command", ["inspect", "compare", "audit"])
+def test_the_world_is_refused_while_parsing_before_torch_is_imported(command: str) -> None:
+    """--dp 1000000000 answers at once: one line, exit 2, and torch (the scenario) is never imported."""
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-X",
+            "importtime",
+            "-m",
+            "dummyprof",
+            command,
+            "--preset",
+            "dense-decoder",
+            "--dp",
+            "1000000000",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    lines = done.stderr.splitlines()
+    assert done.returncode == 2
+    assert [line for line in lines if not line.startswith("import time:")] == [
+        "dummyprof: error: --dp: tp 1 x pp 1 x dp 1000000000 = 1,000,000,000 ranks, over dummyprof's bound of 65,536 "
+        "ranks (MAX_WORLD_RANKS); give --dp 65536 or fewer"
+    ]
+    assert not [line for line in lines if line.endswith("| torch")]

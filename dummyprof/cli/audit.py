@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from dummyprof.cli.inputs import run_inputs
 from dummyprof.cli.output import ForceOpt, HtmlOpt, JsonOpt, QuietOpt, check_outputs, emit, measuring
 from dummyprof.cli.schema_command import with_options
-from dummyprof.files.inputs import run_inputs
 from dummyprof.scenarios.audit.options import AuditOptions, validate
 from dummyprof.scenarios.deployment.options import DEPLOYMENT_FIELDS
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from dummyprof.cli.inputs import run_inputs
 from dummyprof.cli.output import ForceOpt, HtmlOpt, JsonOpt, QuietOpt, check_outputs, emit, measuring, reporter
 from dummyprof.cli.schema_command import with_options
 from dummyprof.errors import UsageError
-from dummyprof.files.inputs import run_inputs
 from dummyprof.files.outputs import Output
 from dummyprof.scenarios.compare.options import CompareOptions
 from dummyprof.scenarios.deployment.options import DEPLOYMENT_FIELDS, ONLINE_QUANT_FIELDS

@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from dummyprof.cli.inputs import run_inputs
 from dummyprof.cli.output import ForceOpt, HtmlOpt, JsonOpt, QuietOpt, Update, check_outputs, emit, measuring, reporter
 from dummyprof.cli.schema_command import with_options
 from dummyprof.errors import UsageError
-from dummyprof.files.inputs import run_inputs
 from dummyprof.files.outputs import Output, is_step_summary
 from dummyprof.schema import Spec
 from dummyprof.units import parse_float

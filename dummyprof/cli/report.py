@@ -47,8 +47,8 @@ def report(
     quiet: bool = False,
     detail: bool = False,
 ) -> int:
+    from dummyprof.cli.inputs import run_inputs
     from dummyprof.cli.output import EXIT_NOT_WRITTEN, check_outputs, print_terminal, report_error
-    from dummyprof.files.inputs import run_inputs
     from dummyprof.files.outputs import Output, write_outputs
     from dummyprof.reports.registry import RenderOptions, get_reporter, render
     from dummyprof.results.store import load_results

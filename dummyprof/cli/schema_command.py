@@ -15,6 +15,7 @@ import typer
 
 from dummyprof.errors import flag_for
 from dummyprof.files.outputs import path_of
+from dummyprof.scenarios.deployment.options import LAYOUT_FIELDS, check_world
 from dummyprof.schema import Spec, parse, specs
 
 Command = Callable[..., int]
@@ -119,6 +120,8 @@ def with_options(
                 passed["raw"] = {k: v for k, v in kwargs.items() if k in generated}
             if "options" in own and cls is not None:
                 passed["options"], given = options_from(cls, fields, kwargs, overrides)
+                if all(hasattr(passed["options"], f) for f in LAYOUT_FIELDS):
+                    check_world(passed["options"])  # bounded while parsing, before torch and the scenario load
                 if "given" in own:
                     passed["given"] = given
             return fn(**passed)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from dummyprof.cli.inputs import run_inputs
 from dummyprof.cli.output import ForceOpt, HtmlOpt, JsonOpt, QuietOpt, check_outputs, emit, measuring
 from dummyprof.cli.schema_command import options_from, with_options
 from dummyprof.errors import UsageError
-from dummyprof.files.inputs import run_inputs
 from dummyprof.scenarios.compare.options import CompareOptions
 from dummyprof.scenarios.sweep.options import DEFAULT_SWEEP_REPEAT, MODEL_ARG_PREFIX, TREE_PARAMETERS, SweepOptions
 from dummyprof.schema import Spec

@@ -15,11 +15,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import msgspec
 from torch import nn
 
 from dummyprof.anatomy import model_bytes
+from dummyprof.deploy.load_buffers import load_buffers
 from dummyprof.deploy.plan import REPLICATED, ModelDims
-from dummyprof.deploy.quant import quantizer_of
+from dummyprof.deploy.quant import fill_kinds, quantizer_of
 from dummyprof.deploy.shards import RankShard, Sharder
 from dummyprof.layout import ParallelLayout
 from dummyprof.loaders.counting import count_on_meta
@@ -50,6 +52,7 @@ class DeploymentCounts:
     heads: int | None  # attention heads and kv heads the split used; None: not known, k/v split as plain columns
     kv_heads: int | None
     seconds: float  # building every shard and counting them
+    not_counted: tuple[str, ...] = ()  # non-weight device bytes vLLM allocates that could not be counted
 
 
 def _signature(shard: RankShard) -> tuple[Any, ...]:
@@ -109,6 +112,7 @@ def count_deployment(
     sharder = Sharder(model, layout, ModelDims.of(model, options), quantizer_of(options))
     walked: dict[tuple[Any, ...], tuple[int, tuple[RankStrategy, ...]]] = {}
     ranks = []
+    not_counted: set[str] = set()
     for group in sharder.groups(grouped=grouped):
         coord = group.coord
         shard = sharder.build(coord)
@@ -116,6 +120,11 @@ def count_deployment(
         if key not in walked:
             walked[key] = (coord.rank, tuple(_strategy_counts(shard.module, s) for s in chosen))
         counted_as, figures = walked[key]
+        extra = load_buffers(
+            getattr(model, "config", None), shard.module, ep=layout.ep, experts=sharder.planner.experts
+        )
+        if extra.not_counted:
+            not_counted.add(extra.not_counted)
         ranks.append(
             RankEntry(
                 **dataclasses.asdict(coord),
@@ -127,7 +136,11 @@ def count_deployment(
                 padding_bytes=sum(t.padding_bytes for t in shard.tensors),
                 counted_as=counted_as,
                 copies=group.copies,
-                strategies=[dataclasses.replace(s) for s in figures],
+                rotary_cache_bytes=extra.rotary_cache,
+                expert_map_bytes=extra.expert_map,
+                kv_scale_bytes=extra.kv_scales,
+                strategies=[msgspec.structs.replace(s) for s in figures],
+                fill_kinds=fill_kinds(shard.module) if sharder.quant is not None else {},
             )
         )
     uses = Counter((p.rule, p.source, p.style) for p in sharder.planner.placements.values())
@@ -141,4 +154,5 @@ def count_deployment(
         heads=sharder.dims.heads,
         kv_heads=sharder.dims.kv_heads,
         seconds=clock() - t0,
+        not_counted=tuple(sorted(not_counted)),
     )

@@ -18,7 +18,6 @@ from __future__ import annotations
 import copy
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import torch
 from torch import nn
@@ -39,7 +38,6 @@ WHOLE_MODEL = "whole-model"
 _NOT_QUANTIZED = ("embed", "lm_head")  # vLLM's online fp8 leaves embeddings and the head in high precision
 
 
-@dataclass
 class OnlineQuantResult(OnlineQuantEntry):
     """One pass: the Results' entry (counts, bytes, the live-byte peak, times), and its largest staging band.
 

@@ -22,7 +22,16 @@ from torch import nn
 
 from dummyprof.anatomy import dtype_name, qualified_name
 from dummyprof.errors import UsageError
+from dummyprof.loaders.initializers import (
+    RULE_DECLARED,
+    RULE_RANDOM_BYTES,
+    RULE_SCALE,
+    RULE_SKIP,
+    RULE_UNIFORM_VIA_FP16,
+    V033Initializer,
+)
 from dummyprof.models.source import ModelSource
+from dummyprof.results.deployment import FILL_KINDS, FP16_SCRATCH
 
 if TYPE_CHECKING:
     from dummyprof.deploy.shards import RankShard, ShardTensor  # shards imports this module
@@ -460,6 +469,28 @@ METHODS: dict[str, tuple[LinearRule, MoeRule]] = {
 # What vLLM's --quantization accepts for a checkpoint's method (its kernel variants build the same tensors).
 ALIASES = {"gptq": ("gptq_marlin", "auto_gptq", "marlin"), "awq": ("awq_marlin", "auto_awq", "marlin"),
            "mxfp4": ("gpt_oss_mxfp4",)}  # fmt: skip
+
+
+# ---- what the dummy fill does to a quantized shard ---------------------------------------------------------
+def fill_kinds(module: nn.Module) -> dict[str, int]:
+    """Bytes per vLLM 0.33 fill rule (REFERENCE.md section 2), each storage once, and the float16 scratch:
+    ``fp8`` drawn through a float16 scratch; ``scale`` (UE8M0/uint8 scale bytes set to 120, and float scales
+    drawn as floats); ``integer`` (int8, uint8 and fp4 random bytes); ``skipped`` (int32/int64 such as
+    ``qweight``, ``qzeros``: visited, left as allocated off ROCm); ``float``; ``declared`` values."""
+    kind = {RULE_UNIFORM_VIA_FP16: "fp8", RULE_SCALE: "scale", RULE_RANDOM_BYTES: "integer", RULE_SKIP: "skipped"}
+    kind[RULE_DECLARED] = "declared"
+    plan, seen = V033Initializer().plan, set()
+    out = dict.fromkeys(FILL_KINDS, 0) | {FP16_SCRATCH: 0}
+    for sub in module.modules():
+        for local, tensor in (*sub._parameters.items(), *sub._buffers.items()):
+            if tensor is None or id(tensor) in seen:
+                continue
+            seen.add(id(tensor))
+            rule, outcome = plan(tensor, local)
+            name = kind.get(rule, "scale" if "scale" in local else "float")
+            out[name] += tensor.nbytes
+            out[FP16_SCRATCH] += outcome.scratch_bytes if rule == RULE_UNIFORM_VIA_FP16 else 0
+    return out
 
 
 # ---- applying a scheme to a shard -----------------------------------------------------------

@@ -11,16 +11,31 @@ error (exit 2) naming the file.
 from __future__ import annotations
 
 import os
+import re
 import stat
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from types import UnionType
+from typing import TYPE_CHECKING, Any, Union, get_args, get_origin, get_type_hints
 
 from dummyprof.units import format_bytes
 
+if TYPE_CHECKING:  # msgspec is imported where a file is decoded, not by `dummyprof --help`
+    import msgspec
+
 STDIN = "-"
+STDIN_FILE = Path("/dev/stdin")  # what descriptor 0 is: a file compared by device and inode, or a pipe
+
+
+def backing_file(path: str | Path) -> Path | None:
+    """The regular file a read of ``path`` reads: itself, or the archive it lies in (``pkgs.zip/mod.py``, as
+    zipimport names a module's file); None when it is neither (a folder, or nothing there)."""
+    for candidate in (Path(path), *Path(path).parents):
+        if candidate.exists():
+            return candidate if candidate.is_file() else None
+    return None
 
 
 @dataclass(frozen=True)
@@ -134,3 +149,50 @@ def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
                 raise DuplicateKeyError(f"the key {key!r} appears twice in one object")
             seen.add(key)
     return result
+
+
+def _fails(value: Any, kind: Any) -> bool:
+    import msgspec
+
+    try:
+        msgspec.convert(value, kind)
+    except msgspec.ValidationError:
+        return True
+    return False
+
+
+def _field_types(kind: Any) -> dict[str, Any]:
+    import msgspec
+
+    if isinstance(kind, type) and issubclass(kind, msgspec.Struct):
+        return {f.name: f.type for f in msgspec.structs.fields(kind)}
+    return get_type_hints(kind, include_extras=True) if isinstance(kind, type) else {}
+
+
+def _inner(kind: Any) -> Any:
+    """``kind`` without ``| None``: the type of the value below a path step."""
+    options = [a for a in get_args(kind) if a is not type(None)] if get_origin(kind) in (Union, UnionType) else []
+    return options[0] if len(options) == 1 else kind
+
+
+def said(exc: msgspec.ValidationError, data: Any, kind: type) -> tuple[str, str]:
+    """msgspec's message about ``data`` decoded as ``kind``, and the path of the field it is about.
+
+    msgspec writes a key of a mapping as ``[...]``; the path is walked again through ``data`` and the
+    types to name it (``$.compare.tensors.a.weight.depth``): the first key whose value ``kind`` refuses.
+    """
+    message, _, where = str(exc).partition(" - at `")
+    steps = re.findall(r"\.([^.\[]+)|\[(\d+|\.\.\.)\]", where.rstrip("`")[1:])
+    path, value, kind = "$", data, _inner(kind)
+    for name, index in steps:
+        if name:
+            kind = _inner(_field_types(kind).get(name, Any))
+            value, path = value.get(name) if isinstance(value, dict) else None, f"{path}.{name}"
+        elif index == "...":
+            kind = _inner(get_args(kind)[1]) if get_origin(kind) is dict else Any
+            key = next((k for k, v in value.items() if _fails(v, kind)), None) if isinstance(value, dict) else None
+            value, path = (value[key], f"{path}.{key}") if key is not None else (None, f"{path}[...]")
+        else:
+            kind = _inner(get_args(kind)[0]) if get_origin(kind) is list else Any
+            value, path = value[int(index)] if isinstance(value, list) else None, f"{path}[{index}]"
+    return message, path

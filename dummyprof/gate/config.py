@@ -8,14 +8,15 @@ is reported with the file and the key, before anything is measured.
 
 from __future__ import annotations
 
-import math
 import sys
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
+
+import msgspec
 
 from dummyprof.errors import UsageError
-from dummyprof.files.reading import GATE_CONFIG, read_bounded
+from dummyprof.files.reading import GATE_CONFIG, read_bounded, said
 from dummyprof.gate.commands import COMMANDS, CommandSpec
 from dummyprof.gate.fingerprint import option_defaults
 from dummyprof.gate.metrics import MetricSpec
@@ -28,9 +29,7 @@ else:  # pragma: no cover - exercised on Python 3.10 only
 DEFAULT_CONFIG = Path("dummyprof.toml")
 DEFAULT_FACTOR = 1.10
 DEFAULT_ALPHA = 0.05
-SCENARIO_KEYS = ("command", "options", "counters", "limits", "ratios", "timings")
-RATIO_KEYS = ("numerator", "denominator", "max")
-RATIO_EXAMPLE = '{ numerator = "per-layer.time", denominator = "legacy.time", max = 0.6 }'
+FINITE = sys.float_info.max  # a bound that refuses inf and nan (TOML has both)
 
 
 class ConfigError(UsageError):
@@ -117,69 +116,73 @@ def _read(path: Path) -> dict[str, Any]:
         raise UsageError.for_field("config", f"{path}: nested too deep to be a dummyprof config (corrupt?)") from None
 
 
+class _Gate(msgspec.Struct, forbid_unknown_fields=True):
+    factor: Annotated[float, msgspec.Meta(gt=1, le=FINITE)] = DEFAULT_FACTOR  # 1.10: 10% slower
+    alpha: Annotated[float, msgspec.Meta(gt=0, lt=1)] = DEFAULT_ALPHA
+
+
+class _Ratio(msgspec.Struct, forbid_unknown_fields=True):
+    numerator: str
+    denominator: str
+    max: Annotated[float, msgspec.Meta(gt=0, le=FINITE)]
+
+
+class _Scenario(msgspec.Struct, forbid_unknown_fields=True):
+    command: str
+    options: dict[str, Any] = {}
+    counters: list[str] | Literal["all"] = "all"
+    limits: dict[str, Annotated[float, msgspec.Meta(ge=-FINITE, le=FINITE)]] = {}
+    ratios: list[_Ratio] = []
+    timings: list[str] | Literal["all"] = []
+
+
+class _Config(msgspec.Struct, forbid_unknown_fields=True):
+    """The config's tables as TOML gives them, each key typed: msgspec names a wrong one by its path."""
+
+    gate: _Gate = msgspec.field(default_factory=_Gate)
+    scenarios: dict[str, _Scenario] = {}
+
+
 def load_config(path: Path | None = None) -> GateConfig:
     path, data = find_config(path)
-    _only(path, "", data, ("gate", "scenarios"))
-    gate = _table(path, "gate", data.get("gate", {}))
-    _only(path, "gate", gate, ("factor", "alpha"))
-    factor = _number(path, "gate.factor", gate.get("factor", DEFAULT_FACTOR))
-    if factor <= 1:
-        raise ConfigError(path, "gate.factor", f"must be greater than 1 (1.10 means 10% slower), got {factor:g}")
-    alpha = _number(path, "gate.alpha", gate.get("alpha", DEFAULT_ALPHA))
-    if not 0 < alpha < 1:
-        raise ConfigError(path, "gate.alpha", f"must be between 0 and 1 (e.g. 0.05), got {alpha:g}")
-    scenarios = _table(path, "scenarios", data.get("scenarios", {}))
-    if not scenarios:
+    try:
+        config = msgspec.convert(data, _Config)
+    except msgspec.ValidationError as exc:
+        message, where = said(exc, data, _Config)
+        raise ConfigError(path, where.removeprefix("$").lstrip("."), message) from None
+    if not config.scenarios:
         raise ConfigError(path, "scenarios", 'no scenarios; add a [scenarios.NAME] table with command = "compare"')
-    parsed = [_scenario(path, name, _table(path, f"scenarios.{name}", table)) for name, table in scenarios.items()]
-    return GateConfig(path, factor, alpha, parsed)
+    parsed = [_scenario(path, name, table) for name, table in config.scenarios.items()]
+    return GateConfig(path, config.gate.factor, config.gate.alpha, parsed)
 
 
-def _scenario(path: Path, name: str, table: dict[str, Any]) -> ScenarioConfig:
+def _scenario(path: Path, name: str, table: _Scenario) -> ScenarioConfig:
     key = f"scenarios.{name}"
-    _only(path, key, table, SCENARIO_KEYS)
-    command_name = table.get("command")
-    if command_name not in COMMANDS:
+    if table.command not in COMMANDS:
         choices = ", ".join(f'"{c}"' for c in COMMANDS)
-        raise ConfigError(path, f"{key}.command", f"got {command_name!r}; choose one of: {choices}")
-    command = COMMANDS[command_name]
-    options = _options(path, f"{key}.options", command, _table(path, f"{key}.options", table.get("options", {})))
+        raise ConfigError(path, f"{key}.command", f"got {table.command!r}; choose one of: {choices}")
+    command = COMMANDS[table.command]
+    options = _options(path, f"{key}.options", command, table.options)
     try:
         metrics = command.metric_names(options)
     except UsageError as exc:  # e.g. a --loader spec that cannot be imported
         raise ConfigError(path, f"{key}.options.{option_key(exc)}".rstrip("."), exc.message) from None
-    counter_names = _names(path, f"{key}.counters", table.get("counters", "all"), metrics, kind="counter")
-    timing_names = _names(path, f"{key}.timings", table.get("timings", []), metrics, kind="time")
-    limits: dict[str, float] = {}
-    for metric, bound in _table(path, f"{key}.limits", table.get("limits", {})).items():
-        _names(path, f"{key}.limits", [metric], metrics, kind=None)
-        limits[metric] = _number(path, f"{key}.limits.{metric}", bound)
-    ratios = []
-    raw_ratios = table.get("ratios", [])
-    if not isinstance(raw_ratios, list):
-        raise ConfigError(path, f"{key}.ratios", "must be a list of {numerator, denominator, max} tables")
-    for i, raw in enumerate(raw_ratios):
-        where = f"{key}.ratios[{i}]"
-        ratio = _table(path, where, raw)
-        _only(path, where, ratio, RATIO_KEYS)
-        for part in RATIO_KEYS:
-            if part not in ratio:
-                raise ConfigError(path, where, f"missing {part!r}; e.g. {RATIO_EXAMPLE}")
+    counter_names = _names(path, f"{key}.counters", table.counters, metrics, kind="counter")
+    timing_names = _names(path, f"{key}.timings", table.timings, metrics, kind="time")
+    _names(path, f"{key}.limits", list(table.limits), metrics, kind=None)
+    for i, ratio in enumerate(table.ratios):
         for part in ("numerator", "denominator"):
-            _names(path, f"{where}.{part}", [ratio[part]], metrics, kind=None)
-        bound = _number(path, f"{where}.max", ratio["max"])
-        if bound <= 0:
-            raise ConfigError(path, f"{where}.max", f"must be positive, got {bound:g}")
-        ratios.append(RatioCheck(ratio["numerator"], ratio["denominator"], bound))
-    if not (counter_names or limits or ratios or timing_names):
+            _names(path, f"{key}.ratios[{i}].{part}", [getattr(ratio, part)], metrics, kind=None)
+    ratios = [RatioCheck(r.numerator, r.denominator, r.max) for r in table.ratios]
+    if not (counter_names or table.limits or ratios or timing_names):
         raise ConfigError(path, key, 'has no checks; set counters = "all" or add limits, ratios or timings')
     defaults = option_defaults(command.options_type())
-    return ScenarioConfig(name, command, options, metrics, counter_names, limits, ratios, timing_names, defaults)
+    return ScenarioConfig(
+        name, command, options, metrics, counter_names, dict(table.limits), ratios, timing_names, defaults
+    )
 
 
 def _options(path: Path, key: str, command: CommandSpec, table: dict[str, Any]) -> Any:
-    from dummyprof.results.codec import from_jsonable
-
     try:
         cls = command.options_type()
     except (ImportError, AttributeError) as exc:
@@ -190,9 +193,10 @@ def _options(path: Path, key: str, command: CommandSpec, table: dict[str, Any]) 
             raise ConfigError(path, f"{key}.{name}", f"unknown option for {command.name!r}; valid: {', '.join(valid)}")
     table = _relative_to_config(path, table)
     try:
-        options: Any = from_jsonable(cls, table, key)
-    except TypeError as exc:
-        raise ConfigError(path, "", str(exc)) from None
+        options: Any = msgspec.convert(table, cls)
+    except msgspec.ValidationError as exc:
+        message, where = said(exc, table, cls)
+        raise ConfigError(path, key + where.removeprefix("$"), message) from None
     try:
         command.validate(options)
     except UsageError as exc:
@@ -247,22 +251,3 @@ def _names(path: Path, key: str, value: Any, metrics: dict[str, MetricSpec], *, 
         if kind is not None and spec.kind != kind:
             raise ConfigError(path, key, f"{name!r} is a {spec.kind}, not a {kind}; choose from: {', '.join(wanted)}")
     return list(value)
-
-
-def _only(path: Path, key: str, table: dict[str, Any], allowed: tuple[str, ...]) -> None:
-    for name in table:
-        if name not in allowed:
-            where = f"{key}.{name}" if key else name
-            raise ConfigError(path, where, f"unknown key; expected one of: {', '.join(allowed)}")
-
-
-def _table(path: Path, key: str, value: Any) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        raise ConfigError(path, key, f"must be a table, got {value!r}")
-    return value
-
-
-def _number(path: Path, key: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise ConfigError(path, key, f"must be a number, got {value!r}")
-    return float(value)

@@ -10,7 +10,8 @@ import dataclasses
 from collections.abc import Iterable
 from typing import Any
 
-from dummyprof.results.codec import to_jsonable
+import msgspec
+
 from dummyprof.results.common import Environment
 from dummyprof.results.gate import Fingerprint
 
@@ -26,7 +27,7 @@ def make_fingerprint(
 ) -> Fingerprint:
     """``options``: the scenario's options dataclass (or its fields as a dict); ``ignore``: fields left out."""
     skipped = set(ignore)
-    flags = {k: v for k, v in to_jsonable(options).items() if k not in skipped}
+    flags = {k: v for k, v in msgspec.to_builtins(options).items() if k not in skipped}
     machine = {name: getattr(environment, name) for name in MACHINE_FIELDS}
     return Fingerprint(scenario=scenario, command=command, options=flags, **machine)
 
@@ -36,9 +37,9 @@ def option_defaults(options_type: type) -> dict[str, Any]:
     defaults: dict[str, Any] = {}
     for f in dataclasses.fields(options_type):
         if f.default is not dataclasses.MISSING:
-            defaults[f.name] = to_jsonable(f.default)
+            defaults[f.name] = msgspec.to_builtins(f.default)
         elif f.default_factory is not dataclasses.MISSING:
-            defaults[f.name] = to_jsonable(f.default_factory())
+            defaults[f.name] = msgspec.to_builtins(f.default_factory())
     return defaults
 
 

@@ -8,15 +8,11 @@ underlying storage, so a tied parameter or a view shares one record.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
 
 from dummyprof.anatomy import dtype_name, persistent_first, storage_key, storage_owners
-
-if TYPE_CHECKING:  # the initializers' contract; instruments do not depend on the fills at run time
-    from dummyprof.loaders.initializers import FillOutcome
 
 
 @dataclass
@@ -68,7 +64,8 @@ class VisitRecorder:
         self.peak_scratch_bytes = 0
         self.visits = 0
 
-    def record(self, tensor: torch.Tensor, outcome: FillOutcome) -> None:
+    def record(self, tensor: torch.Tensor, outcome: tuple[int, int]) -> None:
+        """One visit: ``outcome`` is (bytes written, scratch bytes), as a fill's ``FillOutcome`` says."""
         key = storage_key(tensor)
         record = self.records.get(key)
         if record is None:
@@ -83,7 +80,7 @@ class VisitRecorder:
             )
             self.records[key] = record
         record.visits += 1
-        record.bytes_written += outcome.bytes_written
+        written, scratch = outcome
+        record.bytes_written += written
         self.visits += 1
-        if outcome.scratch_bytes > self.peak_scratch_bytes:
-            self.peak_scratch_bytes = outcome.scratch_bytes
+        self.peak_scratch_bytes = max(self.peak_scratch_bytes, scratch)

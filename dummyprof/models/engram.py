@@ -9,7 +9,7 @@ import torch
 from torch import nn
 
 from dummyprof.errors import UsageError
-from dummyprof.layout import engram_heads_problem, engram_range
+from dummyprof.layout import EngramRange, engram_heads_problem, engram_range
 from dummyprof.schema import check_values
 from dummyprof.shapes import EngramShape
 
@@ -95,15 +95,6 @@ class EngramSpec(EngramShape):
         return self.dim + self.scale_cols
 
 
-@dataclass(frozen=True)
-class RankShard:
-    rank: int
-    first_head: int
-    heads: int
-    part_rows: int  # rows of one table held by this rank
-    vocab_start: int  # its first row in the whole table (vLLM's engram_vocab_start)
-
-
 # Beyond 2^53 bytes a size is no longer an exact float, and a projection's rates x sizes stop being meaningful.
 MAX_TABLE_BYTES = 2**53
 
@@ -153,12 +144,10 @@ def validate_engram_spec(spec: EngramSpec) -> None:
         )
 
 
-def shard(spec: EngramSpec, rank: int | None = None) -> RankShard:
-    """The contiguous run of whole heads a rank owns, by vLLM's rule (``layout.engram_range``)."""
-    rank = spec.rank if rank is None else rank
+def shard(spec: EngramSpec, rank: int | None = None) -> EngramRange:
+    """The whole heads rank ``rank`` (default: the spec's) holds of each table, by vLLM's rule."""
     layout = spec.layout
-    held = engram_range(spec.rows, spec.num_heads, layout, layout.coord(rank))
-    return RankShard(rank, held.first_head, held.heads, held.part_rows, held.vocab_start)
+    return engram_range(spec.rows, spec.num_heads, layout, layout.coord(spec.rank if rank is None else rank))
 
 
 def rank_table_bytes(spec: EngramSpec, rank: int | None = None) -> int:

@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import copy
 import difflib
+import itertools
 import json
 import logging
+import os
 import re
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,14 +27,18 @@ from torch import nn
 from dummyprof.errors import DummyprofError, UsageError
 from dummyprof.files.reading import HF_CONFIG, read_bounded, unique_keys
 from dummyprof.models.hf_fields import check_fields, check_shape
-from dummyprof.models.meta_bounds import BuildLimits, BuildStopped, bounded_build, build_stopped_error
+from dummyprof.models.meta_bounds import BuildLimits, within
 from dummyprof.models.source import FitHint, ModelSource
 
 PREFIX = "hf:"
 FLAG = "--model"
 INSTALL_HINT = 'hf: models need transformers: in your dummyprof clone, pip install -e ".[hf]"'
 LAYERS_FIELD = "num_hidden_layers"
+# Config fields that count layers (num_hidden_layers, n_layer, num_decoder_layers, encoder_layers, ...).
+LAYER_COUNT = re.compile(r"^(num_|n_)\w*layers?$|^(encoder|decoder)_layers$")
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
+# An hf: folder is a model's snapshot; a folder with more files than this is not one, and is not walked further.
+MAX_FOLDER_FILES = 10_000
 
 
 def is_hf_spec(spec: str | None) -> bool:
@@ -62,7 +69,32 @@ def _read_config_dict(path: Path, target: str) -> dict[str, Any]:
     return data
 
 
-def _config_from_dict(data: dict[str, Any], target: str, folder: Path | None, trust_remote_code: bool) -> Any:
+def _defer_layers(
+    data: Mapping[str, Any], limits: BuildLimits | None, where: str, refuse: bool, prefix: str = ""
+) -> dict[str, int]:
+    """The layer counts past the objects memory holds (each layer is one module at least), to make the config without.
+
+    Some configs build a list per layer while transformers makes them (qwen2's layer_types), which no
+    registration hook sees: a top-level count is set after (as --model-arg sets one), so the build's
+    estimate refuses it with its figures; one in a nested config, or with ``refuse`` (remote code), is refused here.
+    """
+    if limits is None or limits.max_objects is None:
+        return {}
+    late = {}
+    for name, value in data.items():
+        if isinstance(value, Mapping) and name.endswith("_config"):
+            _defer_layers(value, limits, where, True, f"{prefix}{name}.")
+        elif LAYER_COUNT.search(name) and isinstance(value, int) and value > limits.max_objects:
+            if refuse:
+                got = f"{where}: config field {prefix}{name}: {value:,} layers would build at least as many modules"
+                raise limits.too_many_objects(FLAG, f"{got} on meta", "give fewer in the config")
+            late[name] = value
+    return late
+
+
+def _config_from_dict(
+    data: dict[str, Any], target: str, folder: str | None, trust_remote_code: bool, limits: BuildLimits | None
+) -> Any:
     transformers = _transformers()
     from transformers.models.auto.configuration_auto import CONFIG_MAPPING
 
@@ -71,8 +103,9 @@ def _config_from_dict(data: dict[str, Any], target: str, folder: Path | None, tr
         raise UsageError(FLAG, f"{target!r} has no model_type; a Hugging Face config.json names one (e.g. 'llama')")
     if model_type not in CONFIG_MAPPING:
         if trust_remote_code and folder is not None and "auto_map" in data:
+            _defer_layers(data, limits, f"{PREFIX}{target}", refuse=True)
             try:
-                return transformers.AutoConfig.from_pretrained(str(folder), trust_remote_code=True)
+                return transformers.AutoConfig.from_pretrained(folder, trust_remote_code=True)
             except Exception as exc:
                 raise UsageError(FLAG, f"loading the remote-code config in {str(folder)!r} failed: {exc}") from exc
         close = difflib.get_close_matches(model_type, list(CONFIG_MAPPING.keys()), n=3)
@@ -88,10 +121,14 @@ def _config_from_dict(data: dict[str, Any], target: str, folder: Path | None, tr
         )
     check_fields(data, model_type, flag=FLAG, where=f"{PREFIX}{target}")
     check_shape(data, default_flag=FLAG, where=f"{PREFIX}{target}")
+    late = _defer_layers(data, limits, f"{PREFIX}{target}", refuse=False)
     try:
-        return CONFIG_MAPPING[model_type].from_dict(data)
+        config = CONFIG_MAPPING[model_type].from_dict({**data, **dict.fromkeys(late, 2)})  # 2: the estimate's builds
     except Exception as exc:
         raise UsageError(FLAG, f"transformers rejected {target!r}: {_one_line(exc)}") from exc
+    for name, value in late.items():
+        setattr(config, name, value)
+    return config
 
 
 def _one_line(exc: BaseException) -> str:
@@ -126,7 +163,7 @@ def _hub_reachable() -> str | None:
     return None
 
 
-def _config_from_hub(repo_id: str, trust_remote_code: bool) -> Any:
+def _config_from_hub(repo_id: str, trust_remote_code: bool, limits: BuildLimits | None) -> Any:
     transformers = _transformers()
     fix = "this needs network access to the Hugging Face hub: download its config.json and pass hf:./config.json"
     unreachable = _hub_reachable()
@@ -136,26 +173,54 @@ def _config_from_hub(repo_id: str, trust_remote_code: bool) -> Any:
     level = hub_logger.level
     hub_logger.setLevel(logging.ERROR)  # its per-retry warnings would bury the one-line error
     try:
-        # from_pretrained on a hub id fetches config.json (and remote code only if trusted), never weights.
-        return transformers.AutoConfig.from_pretrained(repo_id, trust_remote_code=trust_remote_code)
+        # config.json alone (from the cache when offline), never weights; made into a config as a local one is.
+        data, _ = transformers.PretrainedConfig.get_config_dict(repo_id)
     except ValueError as exc:
         raise UsageError(FLAG, f"transformers rejected the config of {repo_id!r}: {_first_line(exc)}") from exc
     except Exception as exc:
         raise UsageError(FLAG, f"cannot fetch config.json for hub id {repo_id!r} ({_first_line(exc)}); {fix}") from exc
     finally:
         hub_logger.setLevel(level)
+    return _config_from_dict(data, repo_id, repo_id, trust_remote_code, limits)
 
 
-def load_config(target: str, *, trust_remote_code: bool = False) -> Any:
-    """A transformers config for ``target``: a config.json file, a folder holding one, or a hub id."""
+def load_config(target: str, *, trust_remote_code: bool = False, limits: BuildLimits | None = None) -> Any:
+    """A transformers config for ``target``: a config.json file, a folder holding one, or a hub id; a layer
+    count past ``limits`` is refused before transformers makes it."""
     path = Path(target).expanduser()
     if path.exists():
-        return _config_from_dict(
-            _read_config_dict(path, target), target, path if path.is_dir() else None, trust_remote_code
-        )
+        folder = str(path) if path.is_dir() else None
+        return _config_from_dict(_read_config_dict(path, target), target, folder, trust_remote_code, limits)
     if target.endswith(".json") or not _HUB_ID.match(target):  # a path that does not exist, not a hub id
         raise UsageError(FLAG, f"no such config {target!r}; give hf:./config.json, hf:FOLDER or hf:ORG/NAME")
-    return _config_from_hub(target, trust_remote_code)
+    return _config_from_hub(target, trust_remote_code, limits)
+
+
+def _cached_snapshot(repo_id: str) -> Path | None:
+    """The hub cache's snapshot folder holding ``repo_id``'s config.json, if it is cached (no network)."""
+    try:
+        from huggingface_hub import try_to_load_from_cache
+
+        found = try_to_load_from_cache(repo_id, "config.json")
+    except (ImportError, ValueError):  # no huggingface_hub, or not a repo id it accepts
+        return None
+    return Path(found).parent if isinstance(found, str) else None
+
+
+def hf_reads(spec: str) -> Iterator[tuple[str, Path]]:
+    """The files ``hf:TARGET`` reads (``{flag}``: the flag that named it): the config file, or the folder and
+    its files; for a hub id, its cached snapshot's files, links into the cache's blobs (compared as the blob)."""
+    target = spec.removeprefix(PREFIX)
+    local = Path(target).expanduser()
+    if not local.exists() and _HUB_ID.match(target):
+        local = _cached_snapshot(target) or local
+    if local.is_dir():
+        yield "the {flag} input", local
+        what = f"a file of the {{flag}} folder {str(local)!r}"
+        every = (Path(root) / name for root, _, names in os.walk(local) for name in names)
+        yield from ((what, path) for path in itertools.islice(every, MAX_FOLDER_FILES))
+    elif local.exists():
+        yield "the {flag} input", local
 
 
 def _type_ok(current: Any, value: Any) -> bool:
@@ -317,19 +382,15 @@ def build_on_meta(config: Any, *, trust_remote_code: bool, limits: BuildLimits |
     Only what the layer count predicts is refused beforehand; whatever else makes a build huge (a
     field the estimate cannot see) is stopped by the registration hooks, saying how far it got.
     """
-    try:
-        if limits is not None:
-            estimate = estimate_build(config, trust_remote_code, limits.clock)
-            if estimate is not None:
+    layers = getattr(config, LAYERS_FIELD, None)
+    shown = f" ({LAYERS_FIELD}={layers:,})" if isinstance(layers, int) else ""
+    fix = f"build a smaller model (--model-arg {LAYERS_FIELD}=N)"
+    try:  # the estimate's builds within the bounds too: another field (experts, say) can make one layer huge
+        with within(limits, flag=FLAG, what=f"{PREFIX}{target}{shown}", fix=fix):
+            estimate = estimate_build(config, trust_remote_code, limits.clock) if limits is not None else None
+            if estimate is not None and limits is not None:
                 _refuse_estimate(estimate, limits, target)
-        with bounded_build(limits):
             return _build(config, trust_remote_code)
-    except BuildStopped as stop:
-        assert limits is not None
-        layers = getattr(config, LAYERS_FIELD, None)
-        shown = f" ({LAYERS_FIELD}={layers:,})" if isinstance(layers, int) else ""
-        fix = f"build a smaller model (--model-arg {LAYERS_FIELD}=N)"
-        raise build_stopped_error(stop, limits, flag=FLAG, what=f"{PREFIX}{target}{shown}", fix=fix) from None
     except DummyprofError:
         raise
     except Exception as exc:  # torch's size overflow, a division in a model's __init__: one line
@@ -355,7 +416,7 @@ def hf_source(
     if not target:
         raise UsageError(FLAG, "hf: needs a config: hf:./config.json, hf:FOLDER or hf:ORG/NAME")
     overrides = dict(overrides or {})
-    config = load_config(target, trust_remote_code=trust_remote_code)
+    config = load_config(target, trust_remote_code=trust_remote_code, limits=limits)
     apply_overrides(config, overrides)
     check_shape(
         config.to_dict(),

@@ -26,18 +26,26 @@ from dummyprof.anatomy import (
     walk,
 )
 from dummyprof.errors import UsageError, user_code_error
-from dummyprof.models.meta_bounds import BuildLimits, BuildStopped, bounded_build, build_stopped_error
+from dummyprof.models.meta_bounds import BuildLimits, BuildStopped, within
 from dummyprof.models.source import ModelSource
 from dummyprof.usercode import resolve_callable
 
+# Why a factory failed the first time it is called: it was on meta, where values cannot be read.
+META_NOTE = (
+    " (it was called under torch.device('meta') first, to size the model before allocating it: "
+    "avoid .item()/.tolist() on new tensors)"
+)
 
-def call_model_builder(fn: Callable[..., Any], args: dict[str, Any], *, spec: str, flag: str = "--model") -> nn.Module:
+
+def call_model_builder(
+    fn: Callable[..., Any], args: dict[str, Any], *, spec: str, flag: str = "--model", note: str = ""
+) -> nn.Module:
     try:
         model = fn(**args)
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, BuildStopped):  # a bounded build stopped from inside: the bound says so
         raise
     except BaseException as exc:  # user code: any other BaseException is its fault, one line
-        raise user_code_error(flag, spec, exc) from exc
+        raise user_code_error(flag, spec, exc, "" if isinstance(exc, SystemExit) else note) from exc
     if not isinstance(model, nn.Module):
         raise UsageError(flag, f"{spec} returned {type(model).__name__}, not a torch.nn.Module")
     return model
@@ -101,28 +109,6 @@ def refuse_non_dense(model: nn.Module, spec: str, *, flag: str) -> None:
                 )
 
 
-def _meta_probe(
-    fn: Callable[..., Any], args: dict[str, Any], spec: str, flag: str, limits: BuildLimits | None = None
-) -> nn.Module:
-    try:
-        with torch.device("meta"), bounded_build(limits):
-            model = fn(**args)
-    except BuildStopped as stop:
-        assert limits is not None
-        raise build_stopped_error(stop, limits, flag=flag, what=spec) from None
-    except KeyboardInterrupt:
-        raise
-    except BaseException as exc:  # user code: any other BaseException is its fault, one line
-        note = (
-            " (it was called under torch.device('meta') first, to size the model before allocating it: "
-            "avoid .item()/.tolist() on new tensors)"
-        )
-        raise user_code_error(flag, spec, exc, note if not isinstance(exc, SystemExit) else "") from exc
-    if not isinstance(model, nn.Module):
-        raise UsageError(flag, f"{spec} returned {type(model).__name__}, not a torch.nn.Module")
-    return model
-
-
 def callable_source(
     spec: str,
     fn: Callable[..., Any],
@@ -135,7 +121,8 @@ def callable_source(
     limits: BuildLimits | None = None,
 ) -> ModelSource:
     """A ModelSource for any callable returning an ``nn.Module``, sized on the meta device first (within ``limits``)."""
-    probe = _meta_probe(fn, args, spec, flag, limits)
+    with within(limits, flag=flag, what=spec), torch.device("meta"):
+        probe = call_model_builder(fn, args, spec=spec, flag=flag, note=META_NOTE)
     refuse_non_dense(probe, spec, flag=flag)
     estimated = model_bytes(probe)
     scratch = 3 * largest_low_precision_elements(probe)  # the v0.29 fp8 path: fp16 copy + fp8 copy
@@ -155,6 +142,7 @@ def callable_source(
         options=dict(args) if options is None else dict(options),
         notes=notes,
         largest_scratch_bytes=scratch,
+        size_flag=flag,
     )
 
 

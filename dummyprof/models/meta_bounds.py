@@ -89,12 +89,19 @@ def bounded_build(limits: BuildLimits | None) -> Iterator[None]:
             handle.remove()
 
 
-def build_stopped_error(
-    stop: BuildStopped, limits: BuildLimits, *, flag: str, what: str, fix: str = ""
-) -> DoesNotFitError:
-    """One line: what was being built, how far it got, which limit stopped it and what to change."""
-    got = f"{what}: building it on meta stopped after {stop.seconds:.1f} s with {stop.objects:,} modules and tensors"
-    fix = fix or "build a smaller model (fewer layers or experts in --model-arg)"
-    if stop.reason == STOP_TIME:
-        return limits.past_time(flag, f"{got}, past", fix)
-    return limits.too_many_objects(flag, got, fix)
+@contextmanager
+def within(limits: BuildLimits | None, *, flag: str, what: str, fix: str = "") -> Iterator[None]:
+    """A bounded build whose stop is one line: what was being built, how far it got, which limit stopped it
+    and what to change (``fix``)."""
+    try:
+        with bounded_build(limits):
+            yield
+    except BuildStopped as stop:
+        assert limits is not None
+        got = (
+            f"{what}: building it on meta stopped after {stop.seconds:.1f} s with {stop.objects:,} modules and tensors"
+        )
+        fix = fix or "build a smaller model (fewer layers or experts in --model-arg)"
+        if stop.reason == STOP_TIME:
+            raise limits.past_time(flag, f"{got}, past", fix) from None
+        raise limits.too_many_objects(flag, got, fix) from None

@@ -1,26 +1,19 @@
-"""Where a model comes from: a description, a size estimate and a way to build it on a device.
+"""What every model source gives: a description, a size estimate and a way to build it on a device.
 
 Strategies only ever see the built ``nn.Module``; this is how commands stay the
-same whether the model is synthetic, a preset or the user's own.
+same whether the model is synthetic, a preset or the user's own. Each source is one
+module (``synthetic``, ``presets``, ``loading`` for a user's callable, ``huggingface``);
+``scenarios/model_choice.py`` picks one (``--model`` values by prefix in its ``SOURCES``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 from torch import nn
-
-from dummyprof.models.synthetic import (
-    SCALE_BLOCK,
-    SyntheticModel,
-    TreeSpec,
-    tree_bytes,
-    tree_tensor_count,
-    validate_spec,
-)
 
 
 @dataclass(frozen=True)
@@ -55,39 +48,3 @@ class ModelSource:
     # The model before the engine rewrites it (a quantized checkpoint: transformers' unquantized meta model),
     # which deployments cut into shards; None: ``build(meta)`` is that model.
     whole: Callable[[], nn.Module] | None = None
-
-
-def synthetic_source(spec: TreeSpec) -> ModelSource:
-    validate_spec(spec)
-    notes = []
-    if not spec.fp8:
-        notes.append("this torch build has no float8_e4m3fn: fp8 weights and their scales are left out")
-    # The legacy initializer widens the biggest fp8 tensor to fp16 and narrows it back: 3 bytes/element.
-    fp8_elements = max(spec.hidden * spec.hidden if spec.fp8 else 0, spec.engram_rows * spec.hidden)
-    return ModelSource(
-        source="synthetic",
-        description=(
-            f"synthetic tree: depth {spec.depth}, width {spec.width}, hidden {spec.hidden}, {spec.dtype}"
-            + (", meta tensor" if spec.meta else "")
-            + (f", engram {spec.engram_rows} rows" if spec.engram_rows else "")
-        ),
-        build=lambda device: SyntheticModel(spec, device),  # checked once above, not again each round
-        estimated_bytes=tree_bytes(spec),
-        options={**asdict(spec), "blocks": spec.blocks, "expected_tensors": tree_tensor_count(spec)},
-        notes=notes,
-        largest_scratch_bytes=3 * fp8_elements,
-        fit_hint=lambda budget: _tree_fit_hint(spec, budget),
-        size_flag="--hidden",
-    )
-
-
-def _tree_fit_hint(spec: TreeSpec, budget: int) -> FitHint:
-    """The largest power-of-two multiple of the scale block that fits as ``hidden``; else lower width or depth."""
-    fitting = None
-    hidden = SCALE_BLOCK
-    while hidden <= spec.hidden and tree_bytes(replace(spec, hidden=hidden)) + 3 * hidden * hidden <= budget:
-        fitting = hidden
-        hidden *= 2
-    if fitting is None:
-        return FitHint("width", also=("depth",))
-    return FitHint("hidden", fitting, also=("width", "depth"))

@@ -8,13 +8,14 @@ below the root and is visited k + 1 times by the legacy traversal.
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, replace
 
 import torch
 from torch import nn
 
 from dummyprof.errors import UsageError
 from dummyprof.models.engram import EngramTable, engram_table_bytes
+from dummyprof.models.source import FitHint, ModelSource
 from dummyprof.schema import check_values
 from dummyprof.shapes import TreeShape
 
@@ -189,3 +190,40 @@ def build_tree(spec: TreeSpec, device: torch.device | str = "cpu") -> SyntheticM
     """Build the tree described by ``spec`` on ``device`` (uninitialized memory)."""
     validate_spec(spec)
     return SyntheticModel(spec, torch.device(device))
+
+
+def synthetic_source(spec: TreeSpec) -> ModelSource:
+    """The tree as a model source: built when neither ``--model`` nor ``--preset`` is given."""
+    validate_spec(spec)
+    notes = []
+    if not spec.fp8:
+        notes.append("this torch build has no float8_e4m3fn: fp8 weights and their scales are left out")
+    # The legacy initializer widens the biggest fp8 tensor to fp16 and narrows it back: 3 bytes/element.
+    fp8_elements = max(spec.hidden * spec.hidden if spec.fp8 else 0, spec.engram_rows * spec.hidden)
+    return ModelSource(
+        source="synthetic",
+        description=(
+            f"synthetic tree: depth {spec.depth}, width {spec.width}, hidden {spec.hidden}, {spec.dtype}"
+            + (", meta tensor" if spec.meta else "")
+            + (f", engram {spec.engram_rows} rows" if spec.engram_rows else "")
+        ),
+        build=lambda device: SyntheticModel(spec, device),  # checked once above, not again each round
+        estimated_bytes=tree_bytes(spec),
+        options={**asdict(spec), "blocks": spec.blocks, "expected_tensors": tree_tensor_count(spec)},
+        notes=notes,
+        largest_scratch_bytes=3 * fp8_elements,
+        fit_hint=lambda budget: _tree_fit_hint(spec, budget),
+        size_flag="--hidden",
+    )
+
+
+def _tree_fit_hint(spec: TreeSpec, budget: int) -> FitHint:
+    """The largest power-of-two multiple of the scale block that fits as ``hidden``; else lower width or depth."""
+    fitting = None
+    hidden = SCALE_BLOCK
+    while hidden <= spec.hidden and tree_bytes(replace(spec, hidden=hidden)) + 3 * hidden * hidden <= budget:
+        fitting = hidden
+        hidden *= 2
+    if fitting is None:
+        return FitHint("width", also=("depth",))
+    return FitHint("hidden", fitting, also=("width", "depth"))

@@ -76,9 +76,10 @@ def render_html(results: Results, options: RenderOptions | None = None) -> str:
     plotly_js, plotly_version = _plotly_js()
     sections = SECTIONS[results.command](results) if results.command in SECTIONS else []
     figures: dict[str, str] = {}
-    body = [_section_html(section, figures) for section in sections]
+    body = [_section_html(section, figures) for section in sections if not section.after_tables]
     heading = "Every figure: the terminal report with --detail" if sections else "Report"
     body.append(f"<section><h2>{heading}</h2>\n{html_blocks(BLOCKS[results.command](results, True))}\n</section>")
+    body += [_section_html(section, figures) for section in sections if section.after_tables]
     notes = "".join(f'<p class="notice">notice: {text(n)}</p>' for n in notices(results))
     figures_json = script_safe("{" + ",".join(f"{script_json(k)}:{v}" for k, v in figures.items()) + "}")
     return f"""<!DOCTYPE html>

@@ -12,16 +12,22 @@ the same on every chart of every page (:func:`colour`). Torch-free.
 from __future__ import annotations
 
 import colorsys
+import math
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from dummyprof.reports.tables.engram import reason_text
+from dummyprof.reports.format import projected, projected_seconds, rank_ranges
+from dummyprof.reports.tables.deployment import fill_text, rank_groups
+from dummyprof.reports.tables.engram import dominant_text, reason_text, recommended
 from dummyprof.reports.tables.escape import html_text as text
 from dummyprof.reports.tables.gate import value_text
 from dummyprof.reports.tables.sweep import parameter_label
 from dummyprof.results.compare import CompareResult, StrategyResult
-from dummyprof.results.gate import CheckResult
+from dummyprof.results.deployment import PROJECTED, DeploymentResult, RankEntry, layout_text
+from dummyprof.results.engram import EngramResult, MethodResult
+from dummyprof.results.gate import PASS, CheckResult
 from dummyprof.results.session import Results
 from dummyprof.results.sweep import SweepResult
 from dummyprof.units import format_bytes, format_seconds
@@ -73,6 +79,7 @@ class Section:
     title: str
     text: list[str] = field(default_factory=list)  # paragraphs (escaped by the page)
     figures: list[Chart] = field(default_factory=list)
+    after_tables: bool = False  # statistics behind the answer: at the end of the page, after the tables
 
 
 def _chart(fig: Any, *, half: bool = False) -> Chart:
@@ -172,7 +179,7 @@ def compare_sections(results: Results) -> list[Section]:
     whiskers = "hatched: projected, whiskers its interval" if projected else "whiskers: min–max"
     _layout(
         time_fig,
-        "Fill time per strategy",
+        f"Fill time per strategy on {result.model.device}",
         400,
         subtitle=f"median of {result.repeat} interleaved rounds; {whiskers}",
         yaxis={"title": "seconds", "range": [0, top * 1.18 or 1]},
@@ -230,12 +237,87 @@ def _ancestors(path: str) -> list[str]:
     return [".".join(parts[:i]) for i in range(len(parts) + 1)]
 
 
+Tensor = tuple[str, str, int, int]  # module path, tensor name, bytes, visits
+Item = tuple[tuple[str, ...], str, int, int, int]  # module parts, tensor's own name, bytes, visits, parts looked at
+
+
+def collapse_repeats(tensors: list[Tensor]) -> tuple[dict[str, list[tuple[str, int, int]]], dict[str, int]]:
+    """Numbered modules alike (``layers.0`` to ``layers.60``: the same tensors, bytes and visits) as one block.
+
+    Returns module path -> [(tensor name, bytes, visits)] with each run of alike siblings merged into
+    ``layers.0-60`` (its tensors' bytes summed, visits as each had them), and each merged path's count.
+    Runs at every level of numbering (layers, then the experts inside them).
+    """
+    items = [
+        (tuple(module.split(".")) if module else (), name.rpartition(".")[2], nbytes, visits, 0)
+        for module, name, nbytes, visits in tensors
+    ]
+    repeats: dict[str, int] = {}
+    for _ in range(4):  # layers, experts inside them, ...: a few levels of numbered modules
+        at: dict[int, int] = {}  # item -> the position of its next numbered part
+        for i, (parts, _, _, _, done) in enumerate(items):
+            k = next((k for k in range(done, len(parts)) if parts[k].isdigit()), None)
+            if k is not None:
+                at[i] = k
+        if not at:
+            break
+        siblings: dict[tuple[str, ...], dict[int, list[int]]] = {}
+        for i, k in at.items():
+            siblings.setdefault(items[i][0][:k], {}).setdefault(int(items[i][0][k]), []).append(i)
+        renamed: dict[int, str] = {}
+        for prefix, by_index in siblings.items():
+            k = len(prefix)
+
+            signature = {
+                index: sorted((items[i][0][k + 1 :], items[i][1], items[i][2], items[i][3]) for i in members)
+                for index, members in by_index.items()
+            }
+            run: list[int] = []
+            for index in sorted(by_index):
+                if run and index == run[-1] + 1 and signature[index] == signature[run[0]]:
+                    run.append(index)
+                    continue
+                _name_run(run, by_index, renamed, repeats, prefix)
+                run = [index]
+            _name_run(run, by_index, renamed, repeats, prefix)
+        merged: dict[tuple[tuple[str, ...], str], Item] = {}
+        for i, (parts, leaf, nbytes, visits, done) in enumerate(items):
+            if i in at:
+                k = at[i]
+                parts, done = (*parts[:k], renamed.get(i, parts[k]), *parts[k + 1 :]), k + 1
+            before = merged.get((parts, leaf))
+            merged[parts, leaf] = (parts, leaf, nbytes + (before[2] if before else 0), visits, done)
+        items = list(merged.values())
+    own: dict[str, list[tuple[str, int, int]]] = {}
+    for parts, leaf, nbytes, visits, _ in items:
+        module = ".".join(parts)
+        own.setdefault(module, []).append((f"{module}.{leaf}" if module else leaf, nbytes, visits))
+    return own, repeats
+
+
+def _name_run(
+    run: list[int],
+    by_index: dict[int, list[int]],
+    renamed: dict[int, str],
+    repeats: dict[str, int],
+    prefix: tuple[str, ...],
+) -> None:
+    """Name a run of alike numbered siblings ``first-last`` (two or more), and count it."""
+    if len(run) < 2:
+        return
+    name = f"{run[0]}-{run[-1]}"
+    repeats[".".join((*prefix, name))] = len(run)
+    for index in run:
+        for i in by_index[index]:
+            renamed[i] = name
+
+
 def _icicle(result: CompareResult, strategy: str, cmax: int, height: int) -> tuple[str, str]:
     """Nodes: modules (by path) and tensors (by qualified name); values are bytes, summed up the tree."""
     go = _go()
-    own: dict[str, list[tuple[str, int, int]]] = {}  # module path -> [(tensor name, bytes, visits)]
-    for name, t in result.tensors.items():
-        own.setdefault(t.module, []).append((name, t.nbytes, t.visits.get(strategy, 0)))
+    own, repeats = collapse_repeats(
+        [(t.module, name, t.nbytes, t.visits.get(strategy, 0)) for name, t in result.tensors.items()]
+    )
     modules: set[str] = {""}.union(*(_ancestors(path) for path in own))
 
     def depth(path: str) -> int:
@@ -266,14 +348,16 @@ def _icicle(result: CompareResult, strategy: str, cmax: int, height: int) -> tup
         if depth(path) > max_depth:
             continue
         ids.append(f"m:{path}")
-        labels.append(text(f"{tail(path)} · depth {depth(path)}") if path else "model")
+        times = f" ×{repeats[path]}" if path in repeats else ""
+        labels.append(text(f"{tail(path)}{times} · depth {depth(path)}") if path else "model")
         parents.append("" if not path else f"m:{path.rpartition('.')[0]}")
         values.append(total[path])
         mean = weighted[path] / total[path] if total[path] else 0.0
         colours.append(mean)
+        alike = f"<br>{repeats[path]} alike modules, their bytes together" if path in repeats else ""
         hover.append(
             f"module {text(path or 'model (root)')}<br>depth {depth(path)}<br>{format_bytes(total[path])}"
-            f"<br>mean visits {mean:.2f}"
+            f"<br>mean visits {mean:.2f}{alike}"
         )
     if show_tensors:
         for path, tensors in own.items():
@@ -306,7 +390,8 @@ def _icicle(result: CompareResult, strategy: str, cmax: int, height: int) -> tup
 
 # --- sweep ----------------------------------------------------------------------------------------
 
-SWEEP_METRICS = (("visits", "visits"), ("time", "median time (s)"), ("bytes", "bytes written"))
+SWEEP_METRICS = (("visits", "visits"), ("time", "median time"), ("bytes", "bytes written"))
+SWEEP_UNITS = {"visits": "", "time": "s"}  # bytes: the binary unit that fits the largest
 MAX_TICKS = 20  # up to this many swept values, each is a tick of the log x axis
 
 
@@ -329,8 +414,10 @@ def sweep_sections(results: Results) -> list[Section]:
         xaxis.update(tickvals=result.values, ticktext=[f"{v:,}" for v in result.values])
     for metric, axis in SWEEP_METRICS:
         traces = []
+        every = [y for series in result.series for y in result.column(series, metric) if y]
+        scale, unit = byte_unit(max(every, default=1.0)) if metric == "bytes" else (1.0, SWEEP_UNITS[metric])
         for series in result.series:
-            ys = result.column(series, metric)
+            ys = [y / scale if y is not None else None for y in result.column(series, metric)]
             if all(y is None for y in ys):
                 continue
             name = text(series)
@@ -343,7 +430,7 @@ def sweep_sections(results: Results) -> list[Section]:
                     line={"color": colour(series)},
                     error_y=_time_errors(result, series) if metric == "time" else None,
                     hovertext=[
-                        f"{name}<br>{text(label)} {x:,}<br>{axis} " + ("n/a" if y is None else f"{y:.4g}")
+                        f"{name}<br>{text(label)} {x:,}<br>{axis} " + ("n/a" if y is None else tick_text(y, unit))
                         for x, y in zip(result.values, ys, strict=True)
                     ],
                     hoverinfo="text",
@@ -357,7 +444,7 @@ def sweep_sections(results: Results) -> list[Section]:
                 traces.append(
                     go.Scatter(
                         x=xs,
-                        y=[fit.predict(x) for x in xs],
+                        y=[fit.predict(x) / scale for x in xs],
                         mode="lines",
                         name=f"{name} fit: exponent {fit.exponent:.2f}{interval}{r2}",
                         line={"color": colour(series), "dash": "dash"},
@@ -367,7 +454,13 @@ def sweep_sections(results: Results) -> list[Section]:
         if not traces:
             continue
         fig = go.Figure(traces)
-        _layout(fig, f"{axis} vs {label}", 480, xaxis=xaxis, yaxis={"type": "log", "title": axis})
+        low, high = min(every) / scale / 1.3, max(every) / scale * 1.3
+        yaxis = {
+            "type": "log",
+            "title": f"{axis} ({unit})" if metric == "bytes" else axis,
+            **log_ticks(low, high, unit),
+        }
+        _layout(fig, f"{axis} vs {label}", 480, xaxis=xaxis, yaxis=yaxis, font={"size": 13})
         section.figures.append(_chart(fig))
     return [section]
 
@@ -387,66 +480,236 @@ def _time_errors(result: SweepResult, series: str) -> dict[str, Any] | None:
     return _whiskers(plus, minus, thickness=1)
 
 
+# --- axes and bars shared by engram, deployment ------------------------------------------------------
+
+LINE_COLOUR = "#d62728"  # a deadline or a memory line: the limit a bar is held to
+LINE_COLOUR = "#d62728"  # a deadline or a memory line: the limit a bar is held to
+LOG_SPAN = 10  # values spanning more than this factor go on a log axis, so the small ones are not flattened
+
+
+def byte_unit(top: float) -> tuple[float, str]:
+    """The binary unit a figure of ``top`` bytes reads in (the tables' units): its divisor and name."""
+    for power, unit in enumerate(("B", "KiB", "MiB", "GiB")):
+        if abs(top) < 1024 ** (power + 1):
+            return 1024.0**power, unit
+    return 1024.0**4, "TiB"
+
+
+def tick_text(value: float, unit: str) -> str:
+    """A tick's label with its unit: seconds as the tables write them (``100 ms``), anything else plainly."""
+    size, name = (1.0, unit)
+    if unit == "s":
+        size, name = next(((size, name) for size, name in ((1.0, "s"), (1e-3, "ms")) if value >= size), (1e-6, "µs"))
+    return (f"{value / size:,.6f}".rstrip("0").rstrip(".") + f" {name}").rstrip()  # never 2e+04
+
+
+def log_ticks(low: float, high: float, unit: str) -> dict[str, Any]:
+    """Ticks at 1, 2 and 5 of each decade from ``low`` to ``high`` (1 only past six decades), with the unit."""
+    decades = range(math.floor(math.log10(low)), math.ceil(math.log10(high)) + 1)
+    steps = (1, 2, 5) if len(decades) <= 6 else (1,)
+    values = [step * 10.0**k for k in decades for step in steps if low <= step * 10.0**k <= high]
+    return {"tickvals": values, "ticktext": [tick_text(v, unit) for v in values]}
+
+
+def value_axis(values: list[float], unit: str, title: str) -> dict[str, Any]:
+    """An axis from 0, or a log axis where the values span more than LOG_SPAN; every tick carries the unit."""
+    positive = [v for v in values if v > 0]
+    axis: dict[str, Any] = {"title": text(title), "ticksuffix": f" {unit}", "exponentformat": "none"}
+    if positive and max(positive) / min(positive) > LOG_SPAN:
+        low, high = min(positive) / 1.6, max(positive) * 1.6
+        axis.update(type="log", range=[math.log10(low), math.log10(high)], ticksuffix="", **log_ticks(low, high, unit))
+    else:
+        axis["range"] = [0, max(positive, default=1.0) * 1.3]
+    return axis
+
+
+def _on(axis: dict[str, Any], value: float) -> float:
+    """Where ``value`` sits for a shape or an annotation: plotly places those in log10 units on a log axis."""
+    return math.log10(value) if axis.get("type") == "log" else value
+
+
+@dataclass
+class Bar:
+    """One horizontal bar: a value in its unit, its colour, the label drawn after it and its hover text."""
+
+    name: str  # escaped by the chart
+    value: float
+    colour: str
+    label: str = ""
+    hover: str = ""
+    hatched: bool = False  # projected
+    low: float | None = None  # the whisker, where the value has an interval
+    high: float | None = None
+
+
+def bar_chart(
+    title: str, subtitle: str, bars: list[Bar], unit: str, axis_title: str, line: tuple[float, str] | None = None
+) -> Chart:
+    """Horizontal bars, top to bottom in the given order, on value_axis, with a dashed line at ``line``'s value."""
+    go = _go()
+    values = [b.value for b in bars] + [b.high for b in bars if b.high is not None] + ([line[0]] if line else [])
+    values += [b.low for b in bars if b.low is not None]
+    axis = value_axis(values, unit, axis_title)
+    names = [text(f"{b.name} · {b.label}" if b.label else b.name) for b in bars]  # the value beside its name
+    whiskers = any(b.high is not None for b in bars)
+    fig = go.Figure(
+        go.Bar(
+            y=names,
+            x=[b.value for b in bars],
+            orientation="h",
+            marker={"color": [b.colour for b in bars], "pattern": {"shape": ["/" if b.hatched else "" for b in bars]}},
+            error_x=_whiskers(
+                [(b.high if b.high is not None else b.value) - b.value for b in bars],
+                [b.value - (b.low if b.low is not None else b.value) for b in bars],
+                color=WHISKER,
+            )
+            if whiskers
+            else None,
+            hovertext=[text(b.hover or b.label) for b in bars],
+            hoverinfo="text",
+            showlegend=False,
+        )
+    )
+    height = max(260, 46 * len(bars) + 150)
+    _layout(fig, title, height, subtitle=subtitle, xaxis=axis, yaxis={"autorange": "reversed", "automargin": True})
+    fig.update_layout(margin={"t": 70, "l": 10, "r": 150, "b": 50})
+    if line is not None:
+        # A shape sits at the value on any axis; an annotation at its log10 on a log axis (plotly's rules).
+        look = {"color": LINE_COLOUR, "dash": "dash", "width": 2}
+        fig.add_shape(type="line", x0=line[0], x1=line[0], y0=0, y1=1, yref="paper", line=look)
+        fig.add_annotation(
+            x=_on(axis, line[0]),
+            y=1,
+            yref="paper",
+            text=text(line[1]),
+            showarrow=False,
+            yanchor="bottom",
+            font={"color": LINE_COLOUR},
+        )
+    return _chart(fig)
+
+
 # --- engram ---------------------------------------------------------------------------------------
 
-PHASE_COLOURS = {"allocate": "#dcdcdc", "first touch": "#b5b5b5"}
+PHASE_COLOURS = {"allocate": "#dcdcdc", "first touch": "#9e9e9e"}
 
 
 def engram_sections(results: Results) -> list[Section]:
     result = results.engram
     assert result is not None
-    go = _go()
-    phases = {p.name: p for p in result.phases}
-    methods = [m for m in result.methods if m.mode != "planned"]
-    names = [text(f"{m.name} (projected)" if m.seconds.projected else m.name) for m in methods]
-    traces = []
-    for phase_name in ("allocate", "first touch"):
-        phase = phases.get(phase_name)
-        if phase is None or phase.seconds.value is None:
-            continue
-        label = f"{phase_name}{' (projected)' if phase.seconds.projected else ''}"
-        traces.append(
-            go.Bar(name=label, x=names, y=[phase.seconds.value] * len(methods), marker_color=PHASE_COLOURS[phase_name])
-        )
-    traces.append(
-        go.Bar(
-            name="fill (colour: method; hatched: projected)",
-            x=names,
-            y=[m.seconds.value for m in methods],
-            marker={
-                "color": [colour(m.name) for m in methods],
-                "pattern": {"shape": ["/" if m.seconds.projected else "" for m in methods]},
-            },
-        )
-    )
-    startup = go.Figure(traces)
-    _layout(
-        startup,
-        "Start-up per fill method: allocation + first touch + fill (hatched: projected)",
-        440,
-        barmode="stack",
-        yaxis_title="seconds",
-    )
-    if result.budget.deadline_s:
-        startup.add_hline(y=result.budget.deadline_s, line_dash="dot", annotation_text="deadline")
+    best = recommended(result)
     section = Section(
         "Engram start-up",
         [
             f"{result.layout.tables} table(s) x {result.layout.rows:,} rows x dim {result.layout.dim}; "
             f"{format_bytes(result.layout.table_bytes_per_rank)} per rank."
         ],
-        [_chart(startup)],
     )
+    timed = [m for m in result.methods if m.startup_seconds.value is not None]
+    if timed:
+        bars = []
+        for m in timed:
+            seconds = m.startup_seconds
+            share = dominant_text(m)
+            interval = m.startup_interval
+            tags = [projected(format_seconds(seconds.value), seconds), *([share] if share else [])]
+            tags += ["recommended"] if m is best else ["floor"] if m.name == result.floor_method else []
+            bars.append(
+                Bar(
+                    m.name,
+                    seconds.value or 0.0,
+                    colour(m.name),
+                    " · ".join(tags),
+                    f"{m.name}: start-up {' · '.join(tags)}; fill {projected_seconds(m.seconds)}",
+                    seconds.projected,
+                    interval.low if interval else None,
+                    interval.high if interval else None,
+                )
+            )
+        deadline = result.budget.deadline_s
+        line = (deadline, f"deadline {format_seconds(deadline)}") if deadline is not None else None
+        section.figures.append(
+            bar_chart(
+                "Start-up per rank: allocation + first touch + fill",
+                "hatched: projected, whiskers its interval; label: start-up and its largest term",
+                bars,
+                "s",
+                "seconds",
+                line,
+            )
+        )
+        section.figures.append(_terms_chart(result, timed))
+    else:  # a dry run: what each method needs against the memory budget
+        scale, unit = byte_unit(max([m.needed_bytes for m in result.methods] + [result.budget.memory_bytes]))
+        bars = [
+            Bar(
+                m.name,
+                m.needed_bytes / scale,
+                colour(m.name),
+                format_bytes(m.needed_bytes) + ("" if m.fits_in_memory else " · does not fit"),
+            )
+            for m in result.methods
+        ]
+        budget = (result.budget.memory_bytes / scale, f"memory budget {format_bytes(result.budget.memory_bytes)}")
+        section.figures.append(
+            bar_chart("Memory each method needs per rank", "tables + scratch", bars, unit, unit, budget)
+        )
+    return [section, *_projection_sections(result)]
+
+
+def _terms_chart(result: EngramResult, methods: list[MethodResult]) -> Chart:
+    """Each method's start-up as shares of its three terms: which one to work on."""
+    go = _go()
+    phases = {p.name: p.seconds for p in result.phases}
+    names = [text(m.name) for m in methods]
+    terms = [
+        (name, [phases[name]] * len(methods), [PHASE_COLOURS[name]] * len(methods))
+        for name in PHASE_COLOURS
+        if name in phases
+    ]
+    terms.append(("fill", [m.seconds for m in methods], [colour(m.name) for m in methods]))
+    totals = [m.startup_seconds.value or 1.0 for m in methods]
+    traces = [
+        go.Bar(
+            name=term,
+            y=names,
+            x=[100 * (f.value or 0.0) / total for f, total in zip(figures, totals, strict=True)],
+            orientation="h",
+            marker_color=colours,
+            hovertext=[f"{n}: {term} {text(projected_seconds(f))}" for n, f in zip(names, figures, strict=True)],
+            hoverinfo="text",
+        )
+        for term, figures, colours in terms
+    ]
+    fig = go.Figure(traces)
+    _layout(
+        fig,
+        "Where the start-up goes",
+        max(240, 36 * len(methods) + 150),
+        subtitle="share of each start-up: allocation (light grey), first touch (grey), fill (the method's colour)",
+        barmode="stack",
+        xaxis={"title": "share of start-up", "ticksuffix": " %", "range": [0, 100]},
+        yaxis={"autorange": "reversed", "automargin": True},
+        showlegend=False,
+    )
+    return _chart(fig)
+
+
+def _projection_sections(result: EngramResult) -> list[Section]:
+    """How each projection was made: samples, the fitted line and the full-size point on log axes; the statistics."""
+    go = _go()
+    section = Section("How each projection was made", after_tables=True)
     for m in result.methods:
         if m.time_fit is None or not m.samples:
             continue
         fit = m.time_fit
         method_colour = colour(m.name)
-        # The fits are in bytes written (the sizes' rows times bytes per row), as the projection is.
+        scale, unit = byte_unit(m.bytes_written)
         xs = [s.bytes_written for s in m.samples]
-        full_size = m.bytes_written
-        line_x = [0, full_size]
         readings = [(s.bytes_written, r) for s in m.samples for r in (s.readings_s or [s.seconds])]
+        line_x = [min(xs) * (m.bytes_written / min(xs)) ** (i / 40) for i in range(41)]
+        line = [(x, fit.predict(x)) for x in line_x]
+        line = [(x, y) for x, y in line if y > 0]
         projection = m.projection
         full_error = None
         interval_text = ""
@@ -454,33 +717,34 @@ def engram_sections(results: Results) -> list[Section]:
             full_error = _whiskers(
                 [max(0.0, projection.high_s - m.seconds.value)], [max(0.0, m.seconds.value - projection.low_s)]
             )
-            interval_text = f", 95% interval {projection.low_s:.3g}–{projection.high_s:.3g} s ({projection.interval})"
+            interval_text = f", 95% interval {format_seconds(projection.low_s)}–{format_seconds(projection.high_s)}"
+        full = m.seconds.value
         fig = go.Figure(
             [
                 go.Scatter(
-                    x=[x for x, _ in readings],
+                    x=[x / scale for x, _ in readings],
                     y=[y for _, y in readings],
                     mode="markers",
                     name="measured rounds at sample sizes",
                     marker={"size": 6, "opacity": 0.5, "color": method_colour},
                 ),
                 go.Scatter(
-                    x=xs,
+                    x=[x / scale for x in xs],
                     y=[s.seconds for s in m.samples],
                     mode="markers",
                     name="sample medians",
                     marker={"size": 10, "symbol": "diamond", "color": method_colour},
                 ),
                 go.Scatter(
-                    x=line_x,
-                    y=[fit.predict(x) for x in line_x],
+                    x=[x / scale for x, _ in line],
+                    y=[y for _, y in line],
                     mode="lines",
                     name=f"fit {text(fit.model)}, R² {fit.r_squared:.3f}",
                     line={"dash": "dash", "color": method_colour},
                 ),
                 go.Scatter(
-                    x=[full_size],
-                    y=[m.seconds.value],
+                    x=[m.bytes_written / scale],
+                    y=[full],
                     mode="markers",
                     marker={"symbol": "x", "size": 12, "color": WHISKER},
                     error_y=full_error,
@@ -489,12 +753,14 @@ def engram_sections(results: Results) -> list[Section]:
                 ),
             ]
         )
+        ys = [y for _, y in readings] + [y for _, y in line] + ([full] if full else [])
+        ys += [projection.high_s] if projection is not None else []
         _layout(
             fig,
             f"{m.name}: {m.mode}{' (' + reason_text(m) + ')' if reason_text(m) else ''}",
             420,
-            xaxis_title="bytes written on this rank",
-            yaxis_title="seconds",
+            xaxis=value_axis([x / scale for x in [*xs, m.bytes_written]], unit, "written on this rank"),
+            yaxis=value_axis(ys, "s", "seconds"),
         )
         section.figures.append(_chart(fig, half=True))
         spread = [s.seconds for s in m.samples]
@@ -502,11 +768,177 @@ def engram_sections(results: Results) -> list[Section]:
         bound = f"; raised to this run's {projection.ceiling_name} bound" if projection and projection.bounded else ""
         section.text.append(
             f"{m.name}: {len(m.samples)} sample sizes up to {format_bytes(max(xs))} "
-            f"({min(spread):.3g}–{max(spread):.3g} s); "
-            f"fit R² {fit.r_squared:.3f}, reaching {full_size / max(xs):.1f}x past the largest sample"
+            f"({format_seconds(min(spread))}–{format_seconds(max(spread))}); "
+            f"fit R² {fit.r_squared:.3f}, reaching {m.bytes_written / max(xs):,.1f}x past the largest sample"
             f"{interval_text}{fallback}{bound}."
         )
+    return [section] if section.figures else []
+
+
+# --- deployment -----------------------------------------------------------------------------------
+
+# What a rank's device bytes are, one entry a kind (label, colour, bytes of a rank), stacked in this order; the
+# sharded weights are what is left of its device bytes. A kind the Results gain (quantized, scales) is one entry.
+DEVICE_KINDS: tuple[tuple[str, str, Callable[[RankEntry], int]], ...] = (
+    ("replicated (whole on every rank)", "#ff9896", lambda r: r.replicated_bytes),
+    ("vocabulary padding", "#c7c7c7", lambda r: r.padding_bytes),
+)
+SHARDED = ("sharded weights", "#4c78a8")
+HOST = ("host: CPU-offloaded (hatched)", "#8c8c8c")
+
+
+def deployment_sections(results: Results) -> list[Section]:
+    result = results.deployment
+    assert result is not None
+    groups = rank_groups(result)
+    labels = [text(("ranks " if len(g) > 1 else "rank ") + rank_ranges([r.rank for r in g])) for g in groups]
+    section = Section(
+        "Ranks", [f"{result.description}: {layout_text(result)} = {result.world} ranks; ranks alike share a bar."]
+    )
+    section.figures.append(_held_chart(result, groups, labels))
+    section.figures.append(_rank_visits_chart(groups, labels))
+    timed = [
+        (label, s) for g, label in zip(groups, labels, strict=True) for s in g[0].strategies if s.seconds is not None
+    ]
+    if timed:
+        bars = [
+            Bar(
+                f"{label} · {s.strategy}",
+                s.seconds or 0.0,
+                colour(s.strategy),
+                fill_text(s),
+                hatched=s.fill == PROJECTED,
+                low=s.low_s if s.fill == PROJECTED else min(s.samples_s, default=None),
+                high=s.high_s if s.fill == PROJECTED else max(s.samples_s, default=None),
+            )
+            for label, s in timed
+        ]
+        whiskers = "hatched: projected, whiskers its interval" if any(b.hatched for b in bars) else "whiskers: min–max"
+        section.figures.append(bar_chart("Fill time per rank and strategy", whiskers, bars, "s", "seconds"))
     return [section]
+
+
+def _held_chart(result: DeploymentResult, groups: list[list[RankEntry]], labels: list[str]) -> Chart:
+    """Bytes each rank holds on its device, stacked by kind, against the device memory; host-offloaded bytes apart."""
+    go = _go()
+    ranks = [g[0] for g in groups]
+    offloaded = any(r.offloaded_bytes for r in ranks)
+    device_memory = result.device_memory_bytes
+    scale, unit = byte_unit(max([r.held_bytes for r in ranks] + [device_memory or 0]))
+    rows = labels + ([f"{label} · host" for label in labels] if offloaded else [])
+    kinds = [(name, paint, [get(r) for r in ranks]) for name, paint, get in DEVICE_KINDS]
+    sharded = [r.device_bytes - sum(k[2][i] for k in kinds) for i, r in enumerate(ranks)]
+    traces = [
+        go.Bar(
+            name=text(name),
+            y=rows,
+            x=[b / scale for b in values] + [0.0] * (len(rows) - len(ranks)),
+            orientation="h",
+            marker_color=paint,
+            hovertext=[f"{label}: {text(name)} {format_bytes(b)}" for label, b in zip(labels, values, strict=True)],
+            hoverinfo="text",
+        )
+        for name, paint, values in [(*SHARDED, sharded), *kinds]
+        if any(values)
+    ]
+    if offloaded:
+        traces.append(
+            go.Bar(
+                name=HOST[0],
+                y=rows,
+                x=[0.0] * len(ranks) + [r.offloaded_bytes / scale for r in ranks],
+                orientation="h",
+                marker={"color": HOST[1], "pattern": {"shape": "/"}},
+                hovertext=[""] * len(ranks)
+                + [f"{label}: host {format_bytes(r.offloaded_bytes)}" for label, r in zip(labels, ranks, strict=True)],
+                hoverinfo="text",
+            )
+        )
+    totals = [r.device_bytes for r in ranks] + ([r.offloaded_bytes for r in ranks] if offloaded else [])
+    traces.append(
+        go.Scatter(
+            y=rows,
+            x=[t / scale for t in totals],
+            mode="text",
+            text=[format_bytes(t) for t in totals],
+            textposition="middle right",
+            hoverinfo="skip",
+            showlegend=False,
+        )
+    )
+    fig = go.Figure(traces)
+    top = max([*totals, device_memory or 0]) / scale
+    if device_memory is None:
+        verdict = "no --device-memory given: the fit is not checked"
+    else:
+        short = [r for r in result.ranks if r.device_fits is False]
+        verdict = (
+            f"{len(short)} of {result.world} ranks over device memory" if short else f"all {result.world} ranks fit"
+        )
+    _layout(
+        fig,
+        f"Bytes each rank holds: {verdict}",
+        max(280, 50 * len(rows) + 170),
+        subtitle="device bytes stacked by kind"
+        + (f" against the device memory ({format_bytes(device_memory)})" if device_memory else "")
+        + ("; CPU-offloaded tables on the host, apart" if offloaded else ""),
+        barmode="stack",
+        xaxis={"title": f"bytes ({unit})", "ticksuffix": f" {unit}", "range": [0, top * 1.25]},
+        yaxis={"autorange": "reversed", "automargin": True},
+    )
+    if device_memory is not None:
+        at = device_memory / scale
+        fig.add_shape(
+            type="line", x0=at, x1=at, y0=0, y1=1, yref="paper", line={"color": LINE_COLOUR, "dash": "dash", "width": 2}
+        )
+        fig.add_annotation(
+            x=at,
+            y=1,
+            yref="paper",
+            text=f"device memory {format_bytes(device_memory)}",
+            showarrow=False,
+            yanchor="bottom",
+            font={"color": LINE_COLOUR},
+        )
+    return _chart(fig)
+
+
+def _rank_visits_chart(groups: list[list[RankEntry]], labels: list[str]) -> Chart:
+    """Visits per rank and strategy: first visits, and the redundant ones hatched on top (as on compare's page)."""
+    go = _go()
+    rows = [(label, s) for g, label in zip(groups, labels, strict=True) for s in g[0].strategies]
+    names = [f"{label} · {text(s.strategy)}" for label, s in rows]
+    paints = [colour(s.strategy) for _, s in rows]
+    fig = go.Figure(
+        [
+            go.Bar(
+                name="first visit of a storage",
+                y=names,
+                x=[s.visits - s.redundant_visits for _, s in rows],
+                orientation="h",
+                marker={"color": paints},
+            ),
+            go.Bar(
+                name="redundant visits (hatched)",
+                y=names,
+                x=[s.redundant_visits for _, s in rows],
+                orientation="h",
+                marker={"color": paints, "opacity": 0.55, "pattern": {"shape": "/", "fgcolor": "#ffffff"}},
+                text=[f"{s.visits:,} ({s.redundant_visits:,} redundant)" for _, s in rows],
+                textposition="outside",
+                cliponaxis=False,
+            ),
+        ]
+    )
+    _layout(
+        fig,
+        "Visits per rank and strategy",
+        max(260, 40 * len(rows) + 170),
+        barmode="stack",
+        xaxis={"title": "visits", "range": [0, max((s.visits for _, s in rows), default=1) * 1.35]},
+        yaxis={"autorange": "reversed", "automargin": True},
+    )
+    return _chart(fig)
 
 
 # --- gate -----------------------------------------------------------------------------------------
@@ -531,43 +963,45 @@ def _ratio(check: CheckResult) -> float | None:
     return check.current / check.baseline
 
 
+MOVED_SHOWN = 20  # checks drawn at most: those closest to failing
+
+
 def gate_sections(results: Results) -> list[Section]:
+    """What differs: the checks whose value moved from the baseline (or did not pass), closest to failing first."""
     section = results.gate
     assert section is not None
     go = _go()
-    checks = section.checks
     out = Section(
         "Gate verdicts" if results.command == "gate" else "Baseline",
         [f"config {section.config_path}; baseline {section.baseline_path or 'none'}; exit code {section.exit_code}."],
     )
-    compared = [c for c in checks if c.baseline is not None and c.current is not None]
-    if compared:
-        ids = [text(c.check_id) for c in compared]
-        ratios = [_ratio(c) for c in compared]
+    compared = [c for c in section.checks if c.baseline is not None and c.current is not None]
+    moved = [c for c in compared if c.verdict != PASS or _ratio(c) != 1.0]
+    # Failing first, then the highest now / baseline (a time or a count grown is nearest its bound).
+    moved.sort(key=lambda c: (c.verdict == PASS, -(_ratio(c) or math.inf)))
+    shown = moved[:MOVED_SHOWN]
+    if compared and not moved:
+        out.text.append(f"All {len(compared)} checks equal their baselines: nothing to draw (the table lists them).")
+    if shown:
+        ids = [text(c.check_id) for c in shown]
+        ratios = [_ratio(c) for c in shown]
         now_text = [
-            f"{text(value_text(c.current, c.unit))} ({text(c.verdict)})"
-            + ("" if r is not None else f"; baseline {text(value_text(c.baseline, c.unit))}")
-            for c, r in zip(compared, ratios, strict=True)
+            f"{text(value_text(c.current, c.unit))} ({text(c.verdict)}); "
+            f"baseline {text(value_text(c.baseline, c.unit))}"
+            for c in shown
         ]
+        paints = [VERDICT_COLOURS.get(c.verdict, "#333333") for c in shown]
         fig = go.Figure(
             [
                 go.Bar(
-                    name="baseline",
-                    y=ids,
-                    x=[1.0] * len(compared),
-                    orientation="h",
-                    marker_color="#d0d0d0",
-                    hovertext=[f"baseline {text(value_text(c.baseline, c.unit))}" for c in compared],
-                    hoverinfo="text",
-                ),
-                go.Bar(
-                    name="now",
+                    name="now / baseline",
                     y=ids,
                     x=[r or 0.0 for r in ratios],
                     orientation="h",
-                    marker_color=[VERDICT_COLOURS.get(c.verdict, "#333333") for c in compared],
+                    marker_color=paints,
                     hovertext=now_text,
                     hoverinfo="text",
+                    showlegend=False,
                 ),
                 # A mark at every check's ratio, so a check at 0 (or one with no ratio) still shows where it is.
                 go.Scatter(
@@ -578,24 +1012,49 @@ def gate_sections(results: Results) -> list[Section]:
                     marker={
                         "symbol": ["line-ns" if r is not None else "x-thin" for r in ratios],
                         "size": 16,
-                        "line": {"width": 3, "color": [VERDICT_COLOURS.get(c.verdict, "#333333") for c in compared]},
+                        "line": {"width": 3, "color": paints},
                     },
                     text=now_text,
                     textposition="middle right",
                     hoverinfo="text",
                     hovertext=now_text,
+                    showlegend=False,
                 ),
             ]
         )
-        widest = max([r for r in ratios if r is not None] + [1.0])
+        widest = max([r for r in ratios if r is not None] + [section.factor])
+        of = f"the {len(shown)} closest to failing of {len(moved)}" if len(moved) > len(shown) else f"{len(moved)}"
         _layout(
             fig,
-            "Now vs baseline (baseline = 1; colour = verdict; a mark at each check's ratio)",
-            max(300, 34 * len(compared) + 140),
-            barmode="group",
-            xaxis={"title": "now / baseline", "range": [0, widest * 1.6]},
+            f"Checks that moved from the baseline ({of}; {len(compared) - len(moved)} equal it)",
+            max(300, 34 * len(shown) + 140),
+            subtitle="now / baseline, colour = verdict; failing first, then the highest ratio",
+            xaxis={"title": "now / baseline", "range": [0, widest * 2.2]},
             yaxis={"automargin": True, "autorange": "reversed"},
         )
+        fig.update_layout(margin={"t": 96})
+        for at, label in (
+            (1.0, "baseline"),
+            (section.factor, f"x{section.factor:.2f}: a time past it (and significant) regresses"),
+        ):
+            fig.add_shape(
+                type="line",
+                x0=at,
+                x1=at,
+                y0=0,
+                y1=1,
+                yref="paper",
+                line={"color": LINE_COLOUR if at != 1.0 else "#999999", "dash": "dash"},
+            )
+            fig.add_annotation(
+                x=at,
+                y=1,
+                yref="paper",
+                text=text(label),
+                showarrow=False,
+                yanchor="bottom",
+                xanchor="left" if at != 1.0 else "right",
+            )
         out.figures.append(_chart(fig))
     return [out]
 
@@ -627,6 +1086,7 @@ def audit_sections(results: Results) -> list[Section]:
 
 SECTIONS = {
     "compare": compare_sections,
+    "deployment": deployment_sections,
     "sweep": sweep_sections,
     "engram": engram_sections,
     "gate": gate_sections,

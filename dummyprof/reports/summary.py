@@ -8,6 +8,7 @@ from typing import Any
 
 from dummyprof.reports.format import projected
 from dummyprof.reports.tables.deployment import deployment_summary
+from dummyprof.reports.tables.engram import deadline_text, recommended
 from dummyprof.reports.tables.inspect import visit_counts
 from dummyprof.results.audit import AuditResult
 from dummyprof.results.compare import CompareResult
@@ -28,7 +29,8 @@ def compare_summary(result: CompareResult) -> str:
     tables hold the rest.
     """
     projected = result.size.mode == "projected"
-    head, short = ("projected fill: ", "projected: ") if projected else ("median fill: ", "median: ")
+    where = f" on {result.model.device}"  # a projection is a rate calibrated on this device: it says which
+    head, short = (f"projected fill{where}: ", f"projected{where}: ") if projected else ("median fill: ", "median: ")
     tail = " (nothing to fill: no speedup)" if result.nothing_to_fill else ""
     timed = [s for s in result.strategies if s.seconds is not None]
 
@@ -76,38 +78,29 @@ def inspect_summary(result: InspectResult) -> str:
 
 
 def engram_summary(result: EngramResult) -> str:
-    """One line of at most 80 columns: the range of start-ups per rank (which method is fastest, which slowest),
-    how many methods fit in memory, how many pass the deadline; a dry run says what each method needs instead.
-    ``~`` marks a projected start-up. Where the names make the line too long they are left out, then "per rank",
-    then the deadline's value. The tables hold every method's figures.
+    """One line of at most 80 columns: the method to use (the fastest start-up per rank of those that fit in
+    memory), its start-up and the verdict against ``--deadline`` (met, or missed by how much), then how many
+    methods fit; shorter words where that is too long. ``~`` marks a projection. A dry run says what each
+    method needs instead. The tables hold every method's figures.
     """
     methods = [m for m in result.methods if m.name != result.floor_method]
     if not methods:
         return ""
-    head = "plan (dry run): " if result.dry_run else ""
     fitting = sum(1 for m in methods if m.fits_in_memory)
     n = len(methods)
     fits = f"all {n} fit" if fitting == n else "none fit" if fitting == 0 else f"{fitting} of {n} fit"
-    timed = [m for m in methods if m.startup_seconds.value is not None]
-    if not timed:
+    best = recommended(result)
+    if best is None:
         low, high = min(m.needed_bytes for m in methods), max(m.needed_bytes for m in methods)
         need = format_bytes(low) if low == high else f"{format_bytes(low)} to {format_bytes(high)}"
+        head = "plan (dry run): " if result.dry_run else ""
         return head + f"need {need} per rank; {fits} in {format_bytes(result.budget.memory_bytes)}"
-
-    fastest = min(timed, key=lambda m: m.startup_seconds.value or 0.0)
-    slowest = max(timed, key=lambda m: m.startup_seconds.value or 0.0)
-    quick, slow = (projected(format_seconds(m.startup_seconds.value), m.startup_seconds) for m in (fastest, slowest))
-    over = sum(1 for m in timed if m.over_deadline)
-    deadline = [f"{over} over deadline {format_seconds(result.budget.deadline_s)}"] if over else []
-    short_deadline = [f"{over} over deadline"] if over else []
-    if quick == slow:
-        every = f"all {len(timed)} methods" if len(timed) > 1 else fastest.name
-        named, span = f"start-up per rank {quick} ({every})", quick
-    else:
-        named, span = f"start-up per rank {quick} ({fastest.name}) to {slow} ({slowest.name})", f"{quick} to {slow}"
-    short = f"start-up {span}"
-    lines = [head + "; ".join([start, fits, *deadline]) for start in (named, f"start-up per rank {span}", short)]
-    lines.append(head + "; ".join([short, fits, *short_deadline]))
+    time = projected(format_seconds(best.startup_seconds.value), best.startup_seconds)
+    verdict, short = deadline_text(result, best), deadline_text(result, best, short=True)
+    heads = [f"recommended {best.name}: start-up {time}{per}" for per in (" per rank", "")]
+    lines = [f"{heads[0]}; {verdict}; {fits}", *(f"{head}; {verdict}" for head in heads)]
+    lines += [f"recommended {best.name}: {time}; {verdict}", f"{best.name} {time}; {verdict}"]
+    lines.append("; ".join(part for part in (f"{best.name} {time}", short) if part))
     return _first_that_fits(lines)
 
 

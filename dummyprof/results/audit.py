@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from msgspec import field
 
+from dummyprof.results.common import Count, Record
 from dummyprof.results.compare import ModelSummary
 
 # Kinds of finding; each fails the audit (exit 1) unless ignored with --ignore.
@@ -29,8 +30,7 @@ INFO_KINDS: dict[str, str] = {
 }
 
 
-@dataclass
-class Finding:
+class Finding(Record):
     """What the audit found, as data: reporters write the sentence (``reports/tables/audit.py``).
 
     Which fields a kind fills is listed beside each field; the rest keep their defaults.
@@ -38,18 +38,18 @@ class Finding:
 
     kind: str = ""
     tensor: str = ""  # the tensor it is about (canonical name); untouched: the first of ``names``
-    fillers: list[str] = field(default_factory=list)  # the fillers at fault (missed: those that did not write it)
+    fillers: list[str] = []  # the fillers at fault (missed: those that did not write it)
     ignored: bool = False
-    names: list[str] = field(default_factory=list)  # shared-storage: every name of the storage; untouched: every tensor
-    written_by: list[str] = field(default_factory=list)  # missed: the fillers that did write it
-    count: int = 0  # repeated: how many times one filler wrote it
+    names: list[str] = []  # shared-storage: every name of the storage; untouched: every tensor
+    written_by: list[str] = []  # missed: the fillers that did write it
+    count: Count = 0  # repeated: how many times one filler wrote it
     tied: bool = False  # shared-storage: one tensor object with several owners (else views of one storage)
     dtype: str = ""  # missed, unregistered
-    shape: list[int] = field(default_factory=list)  # unregistered
-    nbytes: int = 0  # unregistered
-    recorded_bytes: int = 0  # recorder-mismatch: what the visit recorder counted
-    traced_bytes: int = 0  # recorder-mismatch: what the write tracer saw
-    groups: list[list[str]] = field(default_factory=list)  # values-differ: fillers that left identical bytes
+    shape: list[Count] = []  # unregistered
+    nbytes: Count = 0  # unregistered
+    recorded_bytes: Count = 0  # recorder-mismatch: what the visit recorder counted
+    traced_bytes: Count = 0  # recorder-mismatch: what the write tracer saw
+    groups: list[list[str]] = []  # values-differ: fillers that left identical bytes
     detail: str = ""  # persistence: what the model's structure showed (anatomy's note)
     legacy_message: str = ""  # files of schema 1 only: the sentence the finding was written as
 
@@ -58,51 +58,47 @@ class Finding:
         return self.kind in INFO_KINDS
 
 
-@dataclass
-class FillerSummary:
+class FillerSummary(Record):
     """One strategy or loader, as traced."""
 
     name: str = ""
     kind: str = "strategy"  # strategy or loader
     initializer: str | None = None  # None for loaders: their values are not compared
-    writes: int = 0
-    tensors_written: int = 0
-    bytes_written: int = 0
-    repeated_tensors: int = 0
-    outside_writes: int = 0  # writes to storages the model does not register (temporaries, unregistered tensors)
+    writes: Count = 0
+    tensors_written: Count = 0
+    bytes_written: Count = 0
+    repeated_tensors: Count = 0
+    outside_writes: Count = 0  # writes to storages the model does not register (temporaries, unregistered tensors)
 
 
-@dataclass
-class AuditTensor:
-    names: list[str] = field(default_factory=list)
-    kinds: list[str] = field(default_factory=list)
+class AuditTensor(Record):
+    names: list[str] = []
+    kinds: list[str] = []
     dtype: str = ""
-    shape: list[int] = field(default_factory=list)
-    nbytes: int = 0
+    shape: list[Count] = []
+    nbytes: Count = 0
     device: str = ""
-    writes: dict[str, int] = field(default_factory=dict)
-    bytes_written: dict[str, int] = field(default_factory=dict)
-    ops: dict[str, list[str]] = field(default_factory=dict)
-    digests: dict[str, str] = field(default_factory=dict)  # blake2b of the final bytes, written tensors only
+    writes: dict[str, Count] = {}
+    bytes_written: dict[str, Count] = {}
+    ops: dict[str, list[str]] = {}
+    digests: dict[str, str] = {}  # blake2b of the final bytes, written tensors only
     vllm_fills: bool = False  # persistent, and vLLM's per-layer fill writes it: every filler must (older files: False)
 
 
-@dataclass
-class UnregisteredTensor:
+class UnregisteredTensor(Record):
     name: str = ""
-    shape: list[int] = field(default_factory=list)
+    shape: list[Count] = []
     dtype: str = ""
-    nbytes: int = 0
+    nbytes: Count = 0
 
 
-@dataclass
-class AuditResult:
+class AuditResult(Record):
     model: ModelSummary = field(default_factory=ModelSummary)
-    fillers: list[FillerSummary] = field(default_factory=list)
-    tensors: dict[str, AuditTensor] = field(default_factory=dict)  # keyed by canonical name
-    findings: list[Finding] = field(default_factory=list)
-    unregistered: list[UnregisteredTensor] = field(default_factory=list)
-    value_groups: list[list[str]] = field(default_factory=list)  # fillers whose final values were compared
+    fillers: list[FillerSummary] = []
+    tensors: dict[str, AuditTensor] = {}  # keyed by canonical name
+    findings: list[Finding] = []
+    unregistered: list[UnregisteredTensor] = []
+    value_groups: list[list[str]] = []  # fillers whose final values were compared
 
     @property
     def failing(self) -> list[Finding]:

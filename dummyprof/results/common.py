@@ -1,13 +1,29 @@
-"""Result pieces shared by every command: the environment and figures that may be unavailable."""
+"""Result pieces shared by every command: the environment and figures that may be unavailable.
+
+Every piece is a :class:`Record`, a msgspec Struct: a results file is decoded straight into them,
+each value checked against its field's type (``results/store.py``).
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import statistics
 from collections.abc import Iterable
-from dataclasses import dataclass, field, fields
-from typing import Any, TypeVar
+from typing import Annotated, Any, TypeVar
+
+import msgspec
+from msgspec import field
 
 T = TypeVar("T")
+
+INT64_MAX = 2**63 - 1
+# Counts and sizes are int64 wherever they came from; a byte count or a counter is never negative.
+Int64 = Annotated[int, msgspec.Meta(ge=-INT64_MAX - 1, le=INT64_MAX)]
+Count = Annotated[int, msgspec.Meta(ge=0, le=INT64_MAX)]
+
+
+class Record(msgspec.Struct, forbid_unknown_fields=True):
+    """A piece of a results file. A key it does not declare is refused: a typo in an edited file must not pass."""
 
 
 def named(items: Iterable[T], name: str, key: str = "name") -> T:
@@ -18,15 +34,20 @@ def named(items: Iterable[T], name: str, key: str = "name") -> T:
     raise KeyError(name)
 
 
+def field_names(kind: Any) -> tuple[str, ...]:
+    """The fields of a Record or a dataclass (a type or an instance), in order."""
+    if isinstance(kind, msgspec.Struct) or (isinstance(kind, type) and issubclass(kind, msgspec.Struct)):
+        return kind.__struct_fields__
+    return tuple(f.name for f in dataclasses.fields(kind))
+
+
 def copied(cls: type[T], source: Any, **given: Any) -> T:
-    """A ``cls`` of ``given`` and, for each of its other fields, ``source``'s field of the same name (dataclasses)."""
-    shared = {f.name for f in fields(source)} - given.keys()
-    values = {f.name: getattr(source, f.name) for f in fields(cls) if f.name in shared}  # type: ignore[arg-type]
-    return cls(**given, **values)
+    """A ``cls`` of ``given`` and, for each of its other fields, ``source``'s field of the same name."""
+    shared = set(field_names(source)) - given.keys()
+    return cls(**given, **{name: getattr(source, name) for name in field_names(cls) if name in shared})
 
 
-@dataclass
-class Figure:
+class Figure(Record):
     """A measured (or projected) number, or the reason it could not be had.
 
     Unavailable is never written as 0: ``value`` is None and ``unavailable`` says why.
@@ -45,8 +66,7 @@ class Figure:
         return self.value is not None
 
 
-@dataclass
-class Environment:
+class Environment(Record):
     """Where a run happened; the fingerprint that makes two runs comparable."""
 
     dummyprof_version: str = ""
@@ -56,19 +76,18 @@ class Environment:
     device: str = "cpu"
     device_name: str = ""
     cpu_model: str = ""
-    cpu_count: int = 0
-    torch_threads: int = 0
+    cpu_count: Count = 0
+    torch_threads: Count = 0
     cuda_available: bool = False
     cuda_version: str | None = None
-    total_memory_bytes: int = 0
+    total_memory_bytes: Count = 0
     random_fast_engine: str = ""  # "kernel" or "numpy" when the run used random-fast, else empty
 
 
-@dataclass
-class Timing:
+class Timing(Record):
     """Wall-clock samples of one measured phase, warm-up excluded."""
 
-    samples_s: list[float] = field(default_factory=list)
+    samples_s: list[float] = []
 
     @property
     def median(self) -> float | None:
@@ -91,24 +110,22 @@ class Timing:
         return statistics.stdev(self.samples_s) / mean if mean > 0 else None
 
 
-@dataclass
-class NoiseWarning:
+class NoiseWarning(Record):
     """A reason not to trust a timing as it stands (codes in ``measure/noise.py``; reporters say why)."""
 
     code: str = ""
     subject: str = ""  # the strategy (or method) it concerns
-    count: int = 0  # how many samples
+    count: Count = 0  # how many samples
     value: float | None = None  # first-round-slow: its time over the median; outliers: median with / without them
     low: float | None = None  # speedup-uncertain: the interval
     high: float | None = None
 
 
-@dataclass
-class MemoryUse:
+class MemoryUse(Record):
     """Memory seen while one strategy or method ran (worst round)."""
 
-    rss_before_bytes: int | None = None
-    rss_peak_bytes: int | None = None
+    rss_before_bytes: Count | None = None
+    rss_peak_bytes: Count | None = None
     rss_peak_method: str = ""
     pinned_bytes: Figure = field(default_factory=Figure)
     gpu_used_bytes: Figure = field(default_factory=Figure)
@@ -127,8 +144,7 @@ LOAD_ABOVE_CORES = "load-above-cores"  # no PSI: the 1-minute load average was a
 CPU_STEAL = "cpu-steal"  # the hypervisor ran other guests on this machine's CPUs
 
 
-@dataclass
-class Contention:
+class Contention(Record):
     """How busy the machine was while a run timed something, measured over that window.
 
     ``pressure``: the share of the window in which some runnable task waited for a CPU (the kernel's
@@ -139,12 +155,12 @@ class Contention:
     """
 
     wall_s: float = 0.0
-    cores: int = 0
+    cores: Count = 0
     pressure: float | None = None
     load_per_core: float | None = None
     steal: float | None = None
     process_cpu_share: float | None = None
-    reasons: list[str] = field(default_factory=list)
+    reasons: list[str] = []
 
     @property
     def contended(self) -> bool:

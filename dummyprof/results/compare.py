@@ -2,38 +2,37 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
-from dummyprof.results.common import Contention, MemoryUse, NoiseWarning, Timing, named
+from msgspec import field
+
+from dummyprof.results.common import Contention, Count, MemoryUse, NoiseWarning, Record, Timing, named
 from dummyprof.results.engram import LinearFit
 from dummyprof.results.trace import StrategyTrace
 
 
-@dataclass
-class ModelSummary:
+class ModelSummary(Record):
     """The scenario: what was filled, and where."""
 
     source: str = "synthetic"  # synthetic, preset:NAME or a user's PATH
     description: str = ""
     device: str = "cpu"
-    modules: int = 0
-    tensors: int = 0  # distinct storages reachable through registered tensors
-    names: int = 0  # registered names (a tied weight has two)
-    bytes: int = 0
-    options: dict[str, Any] = field(default_factory=dict)  # depth, width, hidden, dtype...
-    notes: list[str] = field(default_factory=list)
+    modules: Count = 0
+    tensors: Count = 0  # distinct storages reachable through registered tensors
+    names: Count = 0  # registered names (a tied weight has two)
+    bytes: Count = 0
+    options: dict[str, Any] = {}  # depth, width, hidden, dtype...
+    notes: list[str] = []
 
 
-@dataclass
-class CalibrationClass:
+class CalibrationClass(Record):
     """Fresh tensors of one dtype filled by one initializer rule at a few sizes, timed: the cost of a visit."""
 
     initializer: str = ""
     rule: str = ""  # uniform, uniform-via-fp16, declared, scale-byte, random-bytes
     dtype: str = ""
-    sizes_bytes: list[int] = field(default_factory=list)
-    samples_s: list[list[float]] = field(default_factory=list)  # per size, every trial
+    sizes_bytes: list[Count] = []
+    samples_s: list[list[float]] = []  # per size, every trial
     small_call_s: float = 0.0  # one fill of a tiny tensor, fastest quartile: the per-visit floor
     fit: LinearFit = field(default_factory=LinearFit)  # seconds vs bytes, fastest quartile per size (capability)
     fit_low: LinearFit = field(default_factory=LinearFit)  # fastest trial per size
@@ -41,8 +40,7 @@ class CalibrationClass:
     rss_growth_per_byte: float | None = None  # files before issue #25 (no longer measured: peaks are need-bound)
 
 
-@dataclass
-class Projection:
+class Projection(Record):
     """A strategy's full-size fill, projected from exact meta counts and this run's calibration fills."""
 
     seconds: float = 0.0
@@ -50,44 +48,42 @@ class Projection:
     high_s: float = 0.0  # every visit at its slowest
     floor_s: float = 0.0  # the bytes it writes at the memset rate measured in this run; never faster
     walk_s: float = 0.0  # the traversal itself, measured on the meta model with a no-op fill
-    peak_rss_bytes: int = 0  # RSS now + model pages first-touched + largest temporary: never above fill + scratch
+    peak_rss_bytes: Count = 0  # RSS now + model pages first-touched + largest temporary: never above fill + scratch
     floor_bound: bool = False  # the floor, not the calibration, set ``seconds``
-    rss_before_bytes: int = 0  # the RSS ``peak_rss_bytes`` starts from (0 in files before issue #25)
+    rss_before_bytes: Count = 0  # the RSS ``peak_rss_bytes`` starts from (0 in files before issue #25)
 
 
-@dataclass
-class SizeDecision:
+class SizeDecision(Record):
     """Why the run was measured or projected, with the figures the decision used."""
 
     mode: str = "measured"  # measured | projected
     reason: str = ""  # fits | memory | time (which budget a full measured run would exceed)
-    needed_bytes: int = 0  # one model + the largest temporary
-    budget_bytes: int = 0
+    needed_bytes: Count = 0  # one model + the largest temporary
+    budget_bytes: Count = 0
     predicted_s: float | None = None  # predicted wall time of the measured rounds
     time_budget_s: float = 0.0
     memset_bytes_per_s: float | None = None
     calibration_s: float = 0.0  # wall time the calibration fills took
     counting_s: float = 0.0  # wall time of the meta build and counting passes
-    calibration: list[CalibrationClass] = field(default_factory=list)
+    calibration: list[CalibrationClass] = []
     contention: Contention | None = None  # how busy the machine was while the calibration fills ran
 
 
-@dataclass
-class StrategyResult:
+class StrategyResult(Record):
     name: str = ""
     description: str = ""
     initializer: str = ""
     timing: Timing = field(default_factory=Timing)
-    visits: int = 0
-    distinct_tensors: int = 0
-    redundant_visits: int = 0
-    max_visits: int = 0
-    bytes_written: int = 0
-    redundant_bytes_written: int = 0
-    peak_scratch_bytes: int = 0
+    visits: Count = 0
+    distinct_tensors: Count = 0
+    redundant_visits: Count = 0
+    max_visits: Count = 0
+    bytes_written: Count = 0
+    redundant_bytes_written: Count = 0
+    peak_scratch_bytes: Count = 0
     memory: MemoryUse = field(default_factory=MemoryUse)
     recording_overhead_s: float | None = None
-    speedup_interval: list[float] = field(default_factory=list)  # 95% bootstrap [low, high]; empty when unknown
+    speedup_interval: list[float] = []  # 95% bootstrap [low, high]; empty when unknown
     projection: Projection | None = None  # set when the model was too big (or slow) to fill here
 
     @property
@@ -103,30 +99,28 @@ class StrategyResult:
         return self.bytes_written / seconds / 1e9 if seconds else None
 
 
-@dataclass
-class TensorResult:
+class TensorResult(Record):
     """One storage: its names and how each strategy treated it."""
 
-    names: list[str] = field(default_factory=list)
-    kinds: list[str] = field(default_factory=list)
+    names: list[str] = []
+    kinds: list[str] = []
     module: str = ""
-    depth: int = 0
-    shape: list[int] = field(default_factory=list)
+    depth: Count = 0
+    shape: list[Count] = []
     dtype: str = ""
-    nbytes: int = 0
-    visits: dict[str, int] = field(default_factory=dict)
-    bytes_written: dict[str, int] = field(default_factory=dict)
+    nbytes: Count = 0
+    visits: dict[str, Count] = {}
+    bytes_written: dict[str, Count] = {}
 
 
-@dataclass
-class FloorResult:
+class FloorResult(Record):
     """The memset floor of this run: every distinct storage of a freshly built model zeroed once, after each fill.
 
     Timed in the same interleaved rounds as the strategies, page faults of fresh memory included, so a
     strategy's rate over this one is its share of what the memory system did here.
     """
 
-    bytes_written: int = 0
+    bytes_written: Count = 0
     timing: Timing = field(default_factory=Timing)
     generator_bound_share: float = 0.0  # a strategy under this share of the floor is flagged generator-bound
 
@@ -138,19 +132,18 @@ class FloorResult:
         return self.bytes_written / fastest if fastest and self.bytes_written else None
 
 
-@dataclass
-class CompareResult:
+class CompareResult(Record):
     model: ModelSummary = field(default_factory=ModelSummary)
-    repeat: int = 0
-    warmup: int = 1
-    strategies: list[StrategyResult] = field(default_factory=list)
-    tensors: dict[str, TensorResult] = field(default_factory=dict)  # keyed by qualified name
+    repeat: Count = 0
+    warmup: Count = 1
+    strategies: list[StrategyResult] = []
+    tensors: dict[str, TensorResult] = {}  # keyed by qualified name
     baseline_strategy: str = "legacy"
     floor: FloorResult | None = None  # None in files written before the floor was measured
     counts: str = "recorded"  # recorded (real fills) | exact-meta (counting pass on the meta model)
     size: SizeDecision = field(default_factory=SizeDecision)
-    noise: list[NoiseWarning] = field(default_factory=list)  # cold starts, outliers, uncertain speedups
-    repeats_requested: int = 0  # --repeat N when the time budget cut it to ``repeat`` (0: not cut)
+    noise: list[NoiseWarning] = []  # cold starts, outliers, uncertain speedups
+    repeats_requested: Count = 0  # --repeat N when the time budget cut it to ``repeat`` (0: not cut)
     # Why the rounds stopped before --repeat: tight | budget | max under --repeat auto; budget also when a fixed
     # --repeat N ran out of --time-budget (repeats_requested then holds N). '' when every round ran.
     auto_stop: str = ""
@@ -172,7 +165,7 @@ class CompareResult:
         return None if share is None or self.floor is None else share < self.floor.generator_bound_share
 
     # compare --trace: one instrumented round per strategy, run apart from the timed rounds.
-    trace: list[StrategyTrace] = field(default_factory=list)
+    trace: list[StrategyTrace] = []
 
     def strategy(self, name: str) -> StrategyResult:
         return named(self.strategies, name)

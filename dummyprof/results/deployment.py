@@ -6,66 +6,78 @@ before a field existed still loads.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from msgspec import field
 
-from dummyprof.results.common import Contention
+from dummyprof.results.common import Contention, Count, Int64, Record
 
 MEASURED, PROJECTED = "measured", "projected"
+# What vLLM 0.33's initializer does to each tensor of a quantized shard (RankEntry.fill_kinds), in report order.
+FILL_KINDS = ("fp8", "scale", "integer", "skipped", "float", "declared")
+FP16_SCRATCH = "fp16-scratch"  # the float16 temporaries fp8 tensors are drawn through, all of them together
 # DeploymentResult.not_timed: the layout is for a GPU (--device cuda, or --device-memory) and this machine has
 # none, so the device-resident bytes get no time (a CPU time is not a GPU start-up time); counts stay exact.
 NO_CUDA_HERE = "no-cuda-device-here"
 
 
-@dataclass
-class RankStrategy:
+class RankStrategy(Record):
     """One strategy on one rank's shard: exact counts, and its fill time where the run had one."""
 
     strategy: str = ""
     initializer: str = ""
-    visits: int = 0
-    redundant_visits: int = 0
-    bytes_written: int = 0
-    redundant_bytes_written: int = 0
-    largest_scratch_bytes: int = 0
+    visits: Count = 0
+    redundant_visits: Count = 0
+    bytes_written: Count = 0
+    redundant_bytes_written: Count = 0
+    largest_scratch_bytes: Count = 0
     fill: str = ""  # MEASURED, PROJECTED, or "" (counted only: inspect, audit)
     seconds: float | None = None  # the median measured round, or the projected point
-    samples_s: list[float] = field(default_factory=list)  # measured rounds
+    samples_s: list[float] = []  # measured rounds
     low_s: float | None = None  # projected interval
     high_s: float | None = None
     floor_s: float | None = None  # bytes written at this run's memset rate: nothing is projected faster
-    peak_bytes: int | None = None  # measured RSS peak, or projected (never below what the shard holds)
+    peak_bytes: Count | None = None  # measured RSS peak, or projected (never below what the shard holds)
     # --nproc: this rank's own fill, measured in its own process while every rank filled at once
     rank_seconds: float | None = None
-    rank_visits: int | None = None  # recorded by that real fill (equal to ``visits`` when the meta count holds)
-    rank_bytes_written: int | None = None
+    rank_visits: Count | None = None  # recorded by that real fill (equal to ``visits`` when the meta count holds)
+    rank_bytes_written: Count | None = None
 
 
-@dataclass
-class RankEntry:
+class RankEntry(Record):
     """One rank: where it sits in the layout, what it holds, what each strategy does to it."""
 
-    rank: int = 0
-    stage: int = 0
-    dp_rank: int = 0
-    tp_rank: int = 0
-    ep_rank: int | None = None  # its place among the expert-parallel ranks of its stage; None without ep
-    node: int = 0
-    layers: list[int] = field(default_factory=lambda: [0, 0])  # [start, end) of the decoder layers it holds
-    storages: int = 0
-    held_bytes: int = 0
-    replicated_bytes: int = 0  # tensors every tp x dp rank of its stage holds whole
-    padding_bytes: int = 0  # padded vocabulary rows
-    offloaded_bytes: int = 0  # CPU-offloaded tables (declared constant Engram rows): host, not device
-    counted_as: int = 0  # the rank whose identical shard was walked for these counts
-    copies: int = 1  # ranks this entry stands for: rank, rank + tp, ... (the next dp ranks, one shard)
-    filled_as: int | None = None  # the rank whose shard was filled (or projected) for these times
-    strategies: list[RankStrategy] = field(default_factory=list)
+    rank: Count = 0
+    stage: Count = 0
+    dp_rank: Count = 0
+    tp_rank: Count = 0
+    ep_rank: Count | None = None  # its place among the expert-parallel ranks of its stage; None without ep
+    node: Count = 0
+    layers: list[Count] = field(default_factory=lambda: [0, 0])  # [start, end) of the decoder layers it holds
+    storages: Count = 0
+    held_bytes: Count = 0
+    replicated_bytes: Count = 0  # tensors every tp x dp rank of its stage holds whole
+    padding_bytes: Count = 0  # padded vocabulary rows
+    offloaded_bytes: Count = 0  # CPU-offloaded tables (declared constant Engram rows): host, not device
+    counted_as: Count = 0  # the rank whose identical shard was walked for these counts
+    copies: Count = 1  # ranks this entry stands for: rank, rank + tp, ... (the next dp ranks, one shard)
+    # device bytes that are not weights, allocated by vLLM at load on this rank (deploy/load_buffers.py)
+    rotary_cache_bytes: Count = 0
+    expert_map_bytes: Count = 0
+    kv_scale_bytes: Count = 0
+    filled_as: Count | None = None  # the rank whose shard was filled (or projected) for these times
+    strategies: list[RankStrategy] = []
     device_fits: bool | None = None  # None: no --device-memory given
-    device_room_bytes: int | None = None  # device memory left after the shard (negative: short by)
+    device_room_bytes: Int64 | None = None  # device memory left after the shard (negative: short by)
+    # A quantized checkpoint: bytes per vLLM 0.33 fill rule (FILL_KINDS), and FP16_SCRATCH: float16 temporaries
+    fill_kinds: dict[str, Count] = {}
+
+    @property
+    def engine_bytes(self) -> int:
+        """Non-weight device bytes (rotary cache, expert map, kv scales): apart from ``held_bytes``, in the fit."""
+        return self.rotary_cache_bytes + self.expert_map_bytes + self.kv_scale_bytes
 
     @property
     def device_bytes(self) -> int:
-        return self.held_bytes - self.offloaded_bytes
+        return self.held_bytes - self.offloaded_bytes + self.engine_bytes
 
     def strategy(self, name: str) -> RankStrategy:
         return next(s for s in self.strategies if s.strategy == name)
@@ -75,80 +87,77 @@ class RankEntry:
         return range(self.rank, self.rank + self.copies * tp, tp)
 
 
-@dataclass
-class NodeEntry:
+class NodeEntry(Record):
     """One node: its ranks, the host memory their CPU-offloaded tables take once pinned."""
 
-    node: int = 0
-    ranks: list[int] = field(default_factory=list)
-    held_bytes: int = 0
-    offloaded_bytes: int = 0
-    pinned_bytes: int = 0  # offloaded_bytes after the pinned allocator's power-of-two rounding, per allocation
-    host_memory_bytes: int = 0
+    node: Count = 0
+    ranks: list[Count] = []
+    held_bytes: Count = 0
+    offloaded_bytes: Count = 0
+    pinned_bytes: Count = 0  # offloaded_bytes after the pinned allocator's power-of-two rounding, per allocation
+    host_memory_bytes: Count = 0
     host_fits: bool | None = None
 
 
-@dataclass
-class OnlineQuantEntry:
+class OnlineQuantEntry(Record):
     """One pass of the online fp8 path: exact live-byte accounting, and times where it ran."""
 
     mode: str = ""  # per-layer or whole-model
     scale: str = ""  # tensor or block
-    block: int = 128
+    block: Count = 128
     initializer: str = ""
     executed: bool = False  # False: accounted on meta only (its peak did not fit the budget)
-    layers: int = 0
-    tensors: int = 0
-    quantized: int = 0
-    high_precision_bytes: int = 0
-    fp8_bytes: int = 0
-    scale_bytes: int = 0
-    kept_bytes: int = 0
-    peak_bytes: int = 0  # by accounting, exact
+    layers: Count = 0
+    tensors: Count = 0
+    quantized: Count = 0
+    high_precision_bytes: Count = 0
+    fp8_bytes: Count = 0
+    scale_bytes: Count = 0
+    kept_bytes: Count = 0
+    peak_bytes: Count = 0  # by accounting, exact
     peak_at: str = ""
     largest_layer: str = ""
-    largest_layer_bytes: int = 0
+    largest_layer_bytes: Count = 0
     fill_s: float | None = None
     quantize_s: float | None = None
     seconds: float | None = None
-    rss_growth_bytes: int | None = None  # measured: the process's peak RSS during the pass above its RSS before
+    rss_growth_bytes: Int64 | None = None  # measured: the process's peak RSS during the pass above its RSS before
     not_run: str = ""  # why it was only accounted: "memory" (its peak is over the budget) or "time"
     predicted_s: float | None = None  # when not run: high-precision bytes at the probed rate, x1.25
 
 
-@dataclass
-class DeploymentResult:
+class DeploymentResult(Record):
     """Every rank of a deployment of one model, the nodes, and the online fp8 path when asked."""
 
     command: str = "compare"  # the command that asked: compare, inspect or audit
     source: str = ""
     description: str = ""
     device: str = "cpu"
-    tp: int = 1
-    ep: int = 1
-    pp: int = 1
-    dp: int = 1
-    world: int = 1
+    tp: Count = 1
+    ep: Count = 1
+    pp: Count = 1
+    dp: Count = 1
+    world: Count = 1
     expert_parallel: bool = False
-    layer_count: int = 0
-    heads: int | None = None
-    kv_heads: int | None = None
-    model_bytes: int = 0  # the whole model, every storage once
-    replicated_extra_bytes: int = 0  # replicated tensors held by more than one rank of a stage, beyond the first
-    shards_walked: int = 0  # distinct shards counted
-    shards_filled: int = 0  # distinct shards filled or projected
+    layer_count: Count = 0
+    heads: Count | None = None
+    kv_heads: Count | None = None
+    model_bytes: Count = 0  # the whole model, every storage once
+    replicated_extra_bytes: Count = 0  # replicated tensors held by more than one rank of a stage, beyond the first
+    shards_walked: Count = 0  # distinct shards counted
+    shards_filled: Count = 0  # distinct shards filled or projected
     count_s: float = 0.0  # building every shard on meta and counting them
     build_s: float = 0.0  # building the whole model on meta
     memset_bytes_per_s: float | None = None  # this run's floor, where a shard was projected
-    ranks: list[RankEntry] = field(default_factory=list)
-    ranks_per_node: int = 0
-    device_memory_bytes: int | None = None
-    nodes: list[NodeEntry] = field(default_factory=list)
-    slowest_rank: int | None = None
+    ranks: list[RankEntry] = []
+    ranks_per_node: Count = 0
+    device_memory_bytes: Count | None = None
+    nodes: list[NodeEntry] = []
+    slowest_rank: Count | None = None
     slowest_strategy: str = ""
-    online_quant: list[OnlineQuantEntry] = field(default_factory=list)
-    nproc: int = 0  # real ranks run (--nproc); 0: none
-    ranks_finished: list[int] = field(default_factory=list)  # --nproc: the ranks whose figures came back
+    online_quant: list[OnlineQuantEntry] = []
+    nproc: Count = 0  # real ranks run (--nproc); 0: none
+    ranks_finished: list[Count] = []  # --nproc: the ranks whose figures came back
     ranks_failure: str = ""  # --nproc: why the others did not (their figures are missing, not zero)
     backend: str = ""
     online_quant_target: str = ""  # the model or the rank whose shard the online path ran on

@@ -8,9 +8,9 @@ its own ``projected`` flag. Byte counts the CI gate checks are plain ints.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from msgspec import field
 
-from dummyprof.results.common import Contention, Figure, MemoryUse, Timing, named
+from dummyprof.results.common import Contention, Count, Figure, Int64, MemoryUse, Record, Timing, named
 
 MEASURED = "measured"
 PROJECTED = "projected"
@@ -35,36 +35,33 @@ NO_ANON_HUGE_PAGES = "no-anon-huge-pages"  # /proc/self/smaps_rollup has no Anon
 FASTER_THAN_FLOOR = "faster-than-floor"
 
 
-@dataclass
-class RankPart:
-    rank: int = 0
-    first_head: int = 0
-    heads: int = 0
-    part_rows: int = 0  # rows of one table on this rank
-    table_bytes: int = 0  # all tables on this rank, weights + scales, as requested
+class RankPart(Record):
+    rank: Count = 0
+    first_head: Count = 0
+    heads: Count = 0
+    part_rows: Count = 0  # rows of one table on this rank
+    table_bytes: Count = 0  # all tables on this rank, weights + scales, as requested
 
 
-@dataclass
-class EngramLayout:
-    rows: int = 0  # rows of one table, all ranks
-    dim: int = 0
-    block_size: int = 0
-    tables: int = 0
-    heads: int = 0
-    tp_size: int = 1
-    dp_size: int = 1
-    rank: int = 0  # the rank this run builds
-    part_rows: int = 0  # rows of one table on that rank
-    weight_bytes_per_table: int = 0  # on that rank
-    scale_bytes_per_table: int = 0
-    table_bytes_per_rank: int = 0  # requested: all tables, weights + scales
-    reserved_bytes_per_rank: int = 0  # after the backing's rounding, computed per allocation
-    total_bytes: int = 0  # every rank together
-    ranks: list[RankPart] = field(default_factory=list)
+class EngramLayout(Record):
+    rows: Count = 0  # rows of one table, all ranks
+    dim: Count = 0
+    block_size: Count = 0
+    tables: Count = 0
+    heads: Count = 0
+    tp_size: Count = 1
+    dp_size: Count = 1
+    rank: Count = 0  # the rank this run builds
+    part_rows: Count = 0  # rows of one table on that rank
+    weight_bytes_per_table: Count = 0  # on that rank
+    scale_bytes_per_table: Count = 0
+    table_bytes_per_rank: Count = 0  # requested: all tables, weights + scales
+    reserved_bytes_per_rank: Count = 0  # after the backing's rounding, computed per allocation
+    total_bytes: Count = 0  # every rank together
+    ranks: list[RankPart] = []
 
 
-@dataclass
-class BackingInfo:
+class BackingInfo(Record):
     requested: str = ""  # pinned, pageable, hugepages, shm or device
     used: str = ""
     device: str = "cpu"
@@ -74,28 +71,26 @@ class BackingInfo:
     huge_page_bytes: Figure = field(default_factory=Figure)  # hugepages: read back after first touch
 
 
-@dataclass
-class Budget:
-    memory_bytes: int = 0
+class Budget(Record):
+    memory_bytes: Count = 0
     memory_source: str = ""
     time_s: float = 0.0
     deadline_s: float | None = None
     # What bounded memory_bytes: "--max-memory", "psutil", "cgroup v1", "cgroup v2", "/dev/shm", "disk" or "GPU"
     limit: str = ""
-    cgroup_version: int | None = None  # the container's memory cgroup, when it has a limit
-    cgroup_limit_bytes: int | None = None
-    cgroup_free_bytes: int | None = None  # limit less what is charged (inactive file cache not counted)
+    cgroup_version: Count | None = None  # the container's memory cgroup, when it has a limit
+    cgroup_limit_bytes: Count | None = None
+    cgroup_free_bytes: Count | None = None  # limit less what is charged (inactive file cache not counted)
     cgroup_file: str = ""
 
 
-@dataclass
-class LinearFit:
+class LinearFit(Record):
     """Least-squares ``y = intercept + slope * x`` over the sample points."""
 
     intercept: float = 0.0
     slope: float = 0.0
     r_squared: float = 0.0
-    points: int = 0
+    points: Count = 0
     x_max: float = 0.0  # largest sample, to say how far a projection reaches
     model: str = "a + b x"  # "b x" when fitted through the origin, "a" for a size-independent median
     residual_s: float = 0.0  # standard error of the residuals (y units), for the prediction interval
@@ -111,8 +106,7 @@ FALLBACK_FLAT = "flat"  # the line's slope was zero or negative: more bytes woul
 FALLBACK_POOR_FIT = "poor-fit"  # R² under the threshold: the samples are noise around a line
 
 
-@dataclass
-class TimeProjection:
+class TimeProjection(Record):
     """How a full-size time was projected: the point, its interval, and the physical bound applied.
 
     ``seconds`` is what the figure shows. ``low_s``/``high_s``: a 95% prediction interval from the
@@ -130,59 +124,54 @@ class TimeProjection:
     line: LinearFit | None = None  # the least-squares line, always fitted (its R² says how good it was)
     fallback: str = ""  # "" (the line was used), FALLBACK_FLAT or FALLBACK_POOR_FIT
     min_r_squared: float = 0.0  # the threshold the line was held to
-    rate_bytes: int = 0  # the sample the through-origin rate came from (fallback only; 0 for a median)
+    rate_bytes: Count = 0  # the sample the through-origin rate came from (fallback only; 0 for a median)
     ceiling_bytes_per_s: float | None = None
     ceiling_name: str = ""  # "memset" or "first touch"
     bounded: bool = False
     extrapolation: float = 0.0  # full size / largest sample
 
 
-@dataclass
-class SamplePoint:
+class SamplePoint(Record):
     """One smaller table size a method was measured at."""
 
-    part_rows: int = 0
-    bytes_written: int = 0
-    needed_bytes: int = 0  # computed tables + scratch at this size
+    part_rows: Count = 0
+    bytes_written: Count = 0
+    needed_bytes: Count = 0  # computed tables + scratch at this size
     seconds: float = 0.0  # the median of ``readings_s``
-    rss_growth_bytes: int | None = None  # peak RSS during the fill minus RSS before the tables existed
-    scratch_bytes: int = 0  # temporaries the method reported
-    readings_s: list[float] = field(default_factory=list)  # every round at this size
+    rss_growth_bytes: Int64 | None = None  # peak RSS during the fill minus RSS before the tables existed
+    scratch_bytes: Count = 0  # temporaries the method reported
+    readings_s: list[float] = []  # every round at this size
 
 
-@dataclass
-class ValueStats:
-    sampled: int = 0
+class ValueStats(Record):
+    sampled: Count = 0
     weight_zero_share: float = 0.0
-    weight_distinct: int = 0
-    scale_values: list[int] = field(default_factory=list)
-    scale_distinct: int = 0
+    weight_distinct: Count = 0
+    scale_values: list[Count] = []
+    scale_distinct: Count = 0
     weight_min: float | None = None  # None in files written before these were recorded
     weight_max: float | None = None
 
 
-@dataclass
-class PhaseResult:
+class PhaseResult(Record):
     """Allocation or first touch of the full tables: measured once, or projected from samples."""
 
     name: str = ""
     mode: str = MEASURED
-    bytes: int = 0
+    bytes: Count = 0
     seconds: Figure = field(default_factory=Figure)
     timing: Timing = field(default_factory=Timing)
-    samples: list[SamplePoint] = field(default_factory=list)
+    samples: list[SamplePoint] = []
     time_fit: LinearFit | None = None
     projection: TimeProjection | None = None
 
 
-@dataclass
-class Interval:
+class Interval(Record):
     low: float = 0.0
     high: float = 0.0
 
 
-@dataclass
-class MethodResult:
+class MethodResult(Record):
     name: str = ""
     origin: str = ""
     description: str = ""
@@ -191,13 +180,13 @@ class MethodResult:
     one_fill_s: float | None = None  # FOR_TIME: one full-size fill as calibrated at start-up
     legacy_reason: str = ""  # schema 1 and 2: the sentence stored in ``reason``, shown as it was
     fits_in_memory: bool = True
-    needed_bytes: int = 0  # per rank: reserved tables + peak scratch, computed before allocating
-    peak_scratch_bytes: int = 0  # per rank at full size, computed from the shapes
-    bytes_written: int = 0  # per rank at full size
-    measured_scratch_bytes: int | None = None  # what the fill reported at full size (measured mode)
+    needed_bytes: Count = 0  # per rank: reserved tables + peak scratch, computed before allocating
+    peak_scratch_bytes: Count = 0  # per rank at full size, computed from the shapes
+    bytes_written: Count = 0  # per rank at full size
+    measured_scratch_bytes: Count | None = None  # what the fill reported at full size (measured mode)
     timing: Timing = field(default_factory=Timing)  # full-size rounds (measured mode only)
     memory: MemoryUse = field(default_factory=MemoryUse)
-    samples: list[SamplePoint] = field(default_factory=list)
+    samples: list[SamplePoint] = []
     time_fit: LinearFit | None = None  # the model used: the line, or the rate through the origin
     projection: TimeProjection | None = None
     memory_fit: LinearFit | None = None  # RSS growth against computed need, over the samples
@@ -214,46 +203,43 @@ class MethodResult:
     values: ValueStats | None = None
 
 
-@dataclass
-class SampleGroupInfo:
+class SampleGroupInfo(Record):
     """Methods projected from the same sample sizes: memory-bound ones large and repeated, generator-bound small."""
 
     memory_bound: bool = True
-    methods: list[str] = field(default_factory=list)
-    rows: list[int] = field(default_factory=list)  # per table, smallest first
-    rounds: int = 1  # readings per method at each size (median kept)
+    methods: list[str] = []
+    rows: list[Count] = []  # per table, smallest first
+    rounds: Count = 1  # readings per method at each size (median kept)
 
 
-@dataclass
-class RoundsCut:
+class RoundsCut(Record):
     """Fewer full-size rounds than asked for, because the time budget did not hold them."""
 
-    rounds: int = 0
-    repeat: int = 0
-    methods: list[str] = field(default_factory=list)  # the costly methods the cut applies to
+    rounds: Count = 0
+    repeat: Count = 0
+    methods: list[str] = []  # the costly methods the cut applies to
     round_s: float = 0.0  # one round of them, as calibrated
     time_budget_s: float = 0.0
 
 
-@dataclass
-class EngramResult:
+class EngramResult(Record):
     layout: EngramLayout = field(default_factory=EngramLayout)
     backing: BackingInfo = field(default_factory=BackingInfo)
     budget: Budget = field(default_factory=Budget)
-    repeat: int = 0
-    rounds_measured: int = 0  # full-size rounds actually run (the time budget may allow fewer)
-    chunk_elements: int = 0
+    repeat: Count = 0
+    rounds_measured: Count = 0  # full-size rounds actually run (the time budget may allow fewer)
+    chunk_elements: Count = 0
     dry_run: bool = False
-    phases: list[PhaseResult] = field(default_factory=list)
-    methods: list[MethodResult] = field(default_factory=list)
+    phases: list[PhaseResult] = []
+    methods: list[MethodResult] = []
     floor_method: str = "memset"
-    run_peak_rss_bytes: int | None = None  # worst peak RSS seen in any measured step of this run
+    run_peak_rss_bytes: Count | None = None  # worst peak RSS seen in any measured step of this run
     gpu: MemoryUse = field(default_factory=MemoryUse)
     rounds_cut: RoundsCut | None = None
     huge_pages_from_sample: bool = False  # huge-page bytes read back on the largest sample, not the full table
-    legacy_plan_notes: list[str] = field(default_factory=list)  # schema 1 and 2: ``plan_notes``, sentences
-    sample_groups: list[SampleGroupInfo] = field(default_factory=list)  # empty when nothing was projected
-    sample_sizes_cut: list[int] = field(default_factory=list)  # planned sample rows left out: past the time budget
+    legacy_plan_notes: list[str] = []  # schema 1 and 2: ``plan_notes``, sentences
+    sample_groups: list[SampleGroupInfo] = []  # empty when nothing was projected
+    sample_sizes_cut: list[Count] = []  # planned sample rows left out: past the time budget
     contention: Contention | None = None  # how busy the machine was while this run calibrated, filled, sampled
 
     def method(self, name: str) -> MethodResult:

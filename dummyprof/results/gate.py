@@ -8,8 +8,11 @@ both the current scenarios and one CheckResult per check.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
 from typing import Any
+
+from msgspec import field
+
+from dummyprof.results.common import Count, Record
 
 PASS = "pass"
 REGRESSED = "regressed"
@@ -25,17 +28,16 @@ EXIT_REGRESSION = 1
 EXIT_INCOMPLETE = 3  # could not measure, not comparable, or not judged
 
 
-@dataclass
-class Fingerprint:
+class Fingerprint(Record):
     """What must match for two measurements of one scenario to be compared."""
 
     scenario: str = ""
     command: str = ""
-    options: dict[str, Any] = field(default_factory=dict)  # the flags that define the measured work
+    options: dict[str, Any] = {}  # the flags that define the measured work
     torch_version: str = ""
     device: str = ""
     cpu_model: str = ""
-    torch_threads: int = 0
+    torch_threads: Count = 0
 
     @property
     def torch_release(self) -> str:
@@ -43,28 +45,25 @@ class Fingerprint:
         return self.torch_version.split("+", 1)[0]
 
 
-@dataclass
-class Metric:
+class Metric(Record):
     """One measured quantity. Counters are exact; times keep every measured round."""
 
     kind: str = "counter"  # counter or time
     unit: str = ""
     value: float = 0.0  # the count, or the median of ``samples``
-    samples: list[float] = field(default_factory=list)
-    contended: list[str] = field(default_factory=list)  # a time's contention reason codes (results.common)
+    samples: list[float] = []
+    contended: list[str] = []  # a time's contention reason codes (results.common)
 
 
-@dataclass
-class ScenarioRun:
+class ScenarioRun(Record):
     name: str = ""
     command: str = ""
     fingerprint: Fingerprint = field(default_factory=Fingerprint)
-    metrics: dict[str, Metric] = field(default_factory=dict)
+    metrics: dict[str, Metric] = {}
     error: str | None = None  # why the scenario could not be measured (a crash is never a regression)
 
 
-@dataclass
-class CheckResult:
+class CheckResult(Record):
     scenario: str = ""
     name: str = ""  # e.g. "per-layer.visits" or "per-layer.time / legacy.time"
     kind: str = ""  # counter, limit, ratio or timing
@@ -82,18 +81,17 @@ class CheckResult:
         return f"{self.scenario}: {self.kind} {self.name}"
 
 
-@dataclass
-class GateResult:
+class GateResult(Record):
     config_path: str = ""
     baseline_path: str = ""
     factor: float = 1.10
     alpha: float = 0.05
-    scenarios: list[ScenarioRun] = field(default_factory=list)
-    checks: list[CheckResult] = field(default_factory=list)
-    exit_code: int = EXIT_PASS
-    unrecorded: list[str] = field(default_factory=list)  # reports or the baseline that could not be written, and why
+    scenarios: list[ScenarioRun] = []
+    checks: list[CheckResult] = []
+    exit_code: Count = EXIT_PASS
+    unrecorded: list[str] = []  # reports or the baseline that could not be written, and why
 
-    def counts(self) -> dict[str, int]:
+    def counts(self) -> dict[str, Count]:
         return dict.fromkeys(VERDICTS, 0) | Counter(check.verdict for check in self.checks)
 
 

@@ -8,97 +8,91 @@ contention (each rank's shard filled alone, the others waiting, against all rank
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from msgspec import field
 
-from dummyprof.results.common import Figure, named
+from dummyprof.results.common import Count, Figure, Record, named
 from dummyprof.results.engram import EngramResult
 
 
-@dataclass
-class RankFill:
+class RankFill(Record):
     """One fill method on one rank."""
 
     method: str = ""
     mode: str = ""  # measured, projected or planned (as the rank's engram section says)
     seconds: Figure = field(default_factory=Figure)  # median fill with every rank filling at once
-    needed_bytes: int = 0  # tables + scratch of this rank, computed before allocating
+    needed_bytes: Count = 0  # tables + scratch of this rank, computed before allocating
     fits_in_memory: bool = True  # within this rank's share of the node's memory budget
     peak_rss_bytes: Figure = field(default_factory=Figure)
     alone_s: Figure = field(default_factory=Figure)  # contention check: this rank alone, the others waiting
     together_s: Figure = field(default_factory=Figure)  # contention check: every rank at once, same tables
-    contention_rounds: int = 0  # rounds of the contention check (medians above)
+    contention_rounds: Count = 0  # rounds of the contention check (medians above)
 
 
-@dataclass
-class RankRecord:
-    rank: int = 0
-    world_size: int = 1
-    local_rank: int = 0
-    local_world_size: int = 1
+class RankRecord(Record):
+    rank: Count = 0
+    world_size: Count = 1
+    local_rank: Count = 0
+    local_world_size: Count = 1
     host: str = ""
-    part_rows: int = 0  # rows of one table on this rank
-    table_bytes: int = 0  # all tables, weights + scales, as requested (pinned: requested from the allocator)
-    reserved_bytes: int = 0  # after the backing's rounding, computed
+    part_rows: Count = 0  # rows of one table on this rank
+    table_bytes: Count = 0  # all tables, weights + scales, as requested (pinned: requested from the allocator)
+    reserved_bytes: Count = 0  # after the backing's rounding, computed
     reserved_measured_bytes: Figure = field(default_factory=Figure)  # pinned: read back from the allocator
     backing: str = ""  # the memory kind really used
-    available_bytes: int = 0  # host memory available when this rank started (psutil)
-    memory_budget_bytes: int = 0  # this rank's share of the node budget
+    available_bytes: Count = 0  # host memory available when this rank started (psutil)
+    memory_budget_bytes: Count = 0  # this rank's share of the node budget
     allocate_s: Figure = field(default_factory=Figure)
     first_touch_s: Figure = field(default_factory=Figure)
-    fills: list[RankFill] = field(default_factory=list)
-    peak_rss_bytes: int | None = None  # worst peak RSS of any measured step on this rank
-    steps: list[str] = field(default_factory=list)  # barriers passed, in order (all ranks must agree)
-    threads: int = 0  # torch threads of this rank (0: not recorded, older files)
+    fills: list[RankFill] = []
+    peak_rss_bytes: Count | None = None  # worst peak RSS of any measured step on this rank
+    steps: list[str] = []  # barriers passed, in order (all ranks must agree)
+    threads: Count = 0  # torch threads of this rank (0: not recorded, older files)
     threads_source: str = ""  # who chose them: "cores" (cores / local ranks), "OMP_NUM_THREADS" or "torch"
-    cores: int = 0  # cores this rank's process may run on
+    cores: Count = 0  # cores this rank's process may run on
     engram: EngramResult | None = None  # the rank's full engram section
 
     def fill(self, method: str) -> RankFill:
         return named(self.fills, method, key="method")
 
 
-@dataclass
-class PhaseCritical:
+class PhaseCritical(Record):
     """The slowest rank of one phase: start-up waits for it."""
 
     phase: str = ""  # allocate, first touch, or a fill method
-    slowest_rank: int | None = None
+    slowest_rank: Count | None = None
     seconds: Figure = field(default_factory=Figure)
     fastest_seconds: Figure = field(default_factory=Figure)
 
 
-@dataclass
-class NodeMemory:
+class NodeMemory(Record):
     """One host: its ranks together."""
 
     host: str = ""
-    ranks: list[int] = field(default_factory=list)
-    available_bytes: int = 0  # the smallest reading of its ranks at start
-    peak_rss_sum_bytes: int | None = None  # sum of its ranks' peaks (an upper bound: peaks need not coincide)
-    table_bytes: int = 0  # all its ranks' tables, requested
-    reserved_bytes: int = 0  # computed
-    needed_bytes: dict[str, int] = field(default_factory=dict)  # per method: all its ranks' tables + scratch
-    fits: dict[str, bool] = field(default_factory=dict)  # per method: needed <= available
+    ranks: list[Count] = []
+    available_bytes: Count = 0  # the smallest reading of its ranks at start
+    peak_rss_sum_bytes: Count | None = None  # sum of its ranks' peaks (an upper bound: peaks need not coincide)
+    table_bytes: Count = 0  # all its ranks' tables, requested
+    reserved_bytes: Count = 0  # computed
+    needed_bytes: dict[str, Count] = {}  # per method: all its ranks' tables + scratch
+    fits: dict[str, bool] = {}  # per method: needed <= available
 
 
-@dataclass
-class Contention:
+class Contention(Record):
     """One method: the same shards filled one rank at a time, then by all ranks at once."""
 
     method: str = ""
-    rounds: int = 0
+    rounds: Count = 0
     alone_s: Figure = field(default_factory=Figure)  # slowest rank alone
     together_s: Figure = field(default_factory=Figure)  # slowest rank with every rank filling
     ratio: Figure = field(default_factory=Figure)  # together / alone: 1.0 means no contention
     unavailable: str = ""  # why no check was made (projected method, dry run)
 
 
-@dataclass
-class RanksAggregate:
-    world_size: int = 0
+class RanksAggregate(Record):
+    world_size: Count = 0
     backend: str = ""  # gloo or nccl
-    nodes: list[NodeMemory] = field(default_factory=list)
-    critical_path: list[PhaseCritical] = field(default_factory=list)
-    contention: list[Contention] = field(default_factory=list)
+    nodes: list[NodeMemory] = []
+    critical_path: list[PhaseCritical] = []
+    contention: list[Contention] = []
     steps_aligned: bool = True  # every rank passed the same barriers in the same order
-    notes: list[str] = field(default_factory=list)
+    notes: list[str] = []

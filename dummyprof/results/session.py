@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import datetime as _dt
-from dataclasses import dataclass, field
+
+from msgspec import field
 
 from dummyprof._version import __version__
 from dummyprof.results.audit import AuditResult
-from dummyprof.results.common import Environment
+from dummyprof.results.common import Count, Environment, Record
 from dummyprof.results.compare import CompareResult
 from dummyprof.results.deployment import DeploymentResult
 from dummyprof.results.engram import EngramResult
@@ -30,26 +31,25 @@ def _now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
 
 
-@dataclass
-class Results:
+class Results(Record):
     """A run of one command. Torch-free: reporters render it from a saved file.
 
     Each command fills its own section and leaves the others ``None``.
     """
 
     command: str = ""
-    schema_version: int = SCHEMA_VERSION
+    schema_version: Count = SCHEMA_VERSION
     dummyprof_version: str = __version__
     created_at: str = field(default_factory=_now)
     environment: Environment = field(default_factory=Environment)
-    notices: list[str] = field(default_factory=list)  # what a model source or loader said; none a reporter derives
+    notices: list[str] = []  # what a model source or loader said; none a reporter derives
     compare: CompareResult | None = None
     audit: AuditResult | None = None
     inspect: InspectResult | None = None
     gate: GateResult | None = None  # baseline and gate
     engram: EngramResult | None = None
     # Multi-rank runs (torchrun, --nproc): every rank once, and the aggregate; empty for one process.
-    ranks: list[RankRecord] = field(default_factory=list)
+    ranks: list[RankRecord] = []
     ranks_aggregate: RanksAggregate | None = None
     sweep: SweepResult | None = None
     deployment: DeploymentResult | None = None  # compare/inspect/audit with --tp/--ep/--pp/--dp or --online-quant

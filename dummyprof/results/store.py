@@ -1,30 +1,36 @@
 """Reading results files (JSON only, never pickled) and turning Results into their JSON text.
 
+A file is decoded by msgspec as plain values, brought up from an older schema (``results/migrate.py``),
+converted by msgspec into the Results records (``Record``: every field typed, int64, byte counts and
+counters never negative, finite numbers, no key a record does not declare), then checked whole
+(``results/whole.py``). This module adds what the library cannot say: which file, a key given twice,
+and the path of a field under a mapping (``files/reading.said``).
+
 Writing a file is the edges' business (``dummyprof.files.outputs``; ``dummyprof.save_results`` in ``api``).
 """
 
 from __future__ import annotations
 
 import json
+import math
+import re
 from pathlib import Path
 from typing import Any
 
 import msgspec
-import numpy
 
 from dummyprof.errors import ResultsFileError
-from dummyprof.files.reading import RESULTS, DuplicateKeyError, FileKind, read_bounded, unique_keys
+from dummyprof.files.reading import RESULTS, DuplicateKeyError, FileKind, read_bounded, said, unique_keys
 from dummyprof.gc_pause import gc_paused
-from dummyprof.results.codec import MAX_DEPTH, from_jsonable, rows_from_json, to_jsonable
-from dummyprof.results.compare import TensorResult
 from dummyprof.results.migrate import migrate
 from dummyprof.results.session import SCHEMA_VERSION, Results
+from dummyprof.results.whole import Refused, check_whole
 
 
 def results_to_json(results: Results) -> str:
     """``json.dumps(indent=2)``'s text, 4x faster: its C encoder's, indented by msgspec (keeping every token)."""
     with gc_paused():  # millions of containers, no cycles
-        data = to_jsonable(results)
+        data = msgspec.to_builtins(results)
     try:
         return msgspec.json.format(json.dumps(data, separators=(",", ":"), allow_nan=False), indent=2) + "\n"
     except (ValueError, msgspec.DecodeError):  # a NaN, named by the indenting encoder's message; a lone surrogate
@@ -36,21 +42,117 @@ SECTIONS = {name: name for name in ("compare", "audit", "inspect", "engram", "ga
 SECTIONS["baseline"] = "gate"
 
 
-def _without_tensor_rows(data: dict[str, Any]) -> dict[str, Any]:
-    """``data`` (not changed) with ``compare.tensors`` left out: the per-tensor rows, most of a large file."""
-    compare = data.get("compare")
-    if not isinstance(compare, dict) or "tensors" not in compare:
-        return data
-    return {**data, "compare": {key: value for key, value in compare.items() if key != "tensors"}}
+class _Rows(msgspec.Struct):
+    tensors: msgspec.Raw = msgspec.Raw(b"")
 
 
-def results_from_dict(data: Any, *, source: str = "results", strict: bool = False, tensor_rows: bool = True) -> Results:
-    """Validate ``data`` against the schema and build Results; ResultsFileError names the file and the field.
+class _Skim(msgspec.Struct):
+    """Only where ``compare.tensors`` lies: every other value is scanned over, not built."""
 
-    ``strict`` also rejects unknown fields (baselines: a typo must not be ignored). ``tensor_rows=False``
-    neither reads nor checks ``compare.tensors`` (one row per storage; hundreds of thousands in a large
-    model's file) and leaves it empty: for reporters that do not show them (see ``Reporter.reads_tensor_rows``).
+    compare: _Rows | None = None
+
+
+def _without_rows(raw: bytes) -> bytes:
+    """``raw`` with ``compare.tensors`` (most of a large compare file) as ``{}``, unread; ``raw`` if not found once."""
+    try:
+        rows = msgspec.json.decode(raw, type=_Skim).compare
+    except (msgspec.DecodeError, RecursionError):  # corrupt: the whole text is read, and says where
+        return raw
+    view = memoryview(rows.tensors if rows is not None else b"")  # a view of ``raw``'s bytes, not a copy
+    head = bytes(view[:256])
+    at = raw.find(head) if len(view) > 2 else -1
+    # Where else the same text could start, that place too would be the rows: then which is cannot be told.
+    if at < 0 or not raw.startswith(view, at) or raw.find(head, at + 1, len(raw) - len(view) + len(head)) >= 0:
+        return raw
+    return raw[:at] + b"{}" + raw[at + len(view) :]
+
+
+def _unheld(data: Any) -> str | None:
+    """Where ``data`` holds NaN, an infinity (``json.loads`` reads them; msgspec refuses them unnamed) or an
+    integer beyond int64 (msgspec reads it, and would hand it to a float field as 1e30)."""
+    stack: list[tuple[Any, str]] = [(data, "$")]
+    while stack:
+        item, at = stack.pop()
+        if isinstance(item, float) and not math.isfinite(item):
+            spelled = "NaN" if item != item else "Infinity" if item > 0 else "-Infinity"  # as JSON text has it
+            return f"{at}: {spelled} is not a finite number"
+        if type(item) is int and not -(2**63) <= item < 2**63:
+            return f"{at}: {item:.3g} is beyond int64"
+        if isinstance(item, dict):
+            stack.extend((v, f"{at}.{k}") for k, v in item.items())
+        elif isinstance(item, list):
+            stack.extend((v, f"{at}[{i}]") for i, v in enumerate(item))
+    return None
+
+
+def _standard(raw: bytes, source: str) -> Any:
+    """The document by ``json.loads``, key by key: for a line number, a key given twice, a NaN's field."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ResultsFileError(f"{source}: not UTF-8 text (binary or corrupt?) at byte {exc.start}") from None
+    try:
+        with gc_paused():
+            data = json.loads(text, object_pairs_hook=unique_keys)
+    except json.JSONDecodeError as exc:
+        raise ResultsFileError(
+            f"{source}: not valid JSON (truncated or corrupt?): {exc.msg} at line {exc.lineno}"
+        ) from None
+    except DuplicateKeyError as exc:
+        raise ResultsFileError(f"{source}: {exc}; keep one of them") from None
+    except RecursionError:
+        raise ResultsFileError(f"{source}: nested too deep to be a dummyprof results file (corrupt?)") from None
+    except ValueError as exc:  # e.g. an integer with more digits than Python converts
+        raise ResultsFileError(f"{source}: not a dummyprof results file: {exc}") from None
+    problem = _unheld(data)
+    if problem:
+        raise ResultsFileError(f"{source}: {problem}")
+    return data
+
+
+def _plain(raw: bytes, source: str) -> Any:
+    """The document as plain values, by msgspec; what it refuses, the standard parser names (or msgspec says)."""
+    try:
+        with gc_paused():
+            data = msgspec.json.decode(raw)
+    except (msgspec.DecodeError, RecursionError) as exc:
+        _standard(raw, source)  # a line number, a NaN's field, a key given twice
+        raise ResultsFileError(f"{source}: not valid JSON: {exc}") from None  # e.g. a lone surrogate
+    try:
+        msgspec.msgpack.encode(data)  # MessagePack holds integers in 64 bits: one beyond is refused, and named
+    except OverflowError:
+        raise ResultsFileError(f"{source}: {_unheld(data)}") from None
+    return data
+
+
+def _refuse_repeated_keys(raw: bytes, data: Any, source: str) -> None:
+    """msgspec keeps the last value of a key given twice; which was meant cannot be known, so the file is refused.
+
+    Counted: re-encoded, the decoded ``data`` has one colon per key, as the file has (colons inside
+    strings alike); fewer means a key was given twice, and an escaped colon (``\\u003a``) could hide
+    one: either way the standard parser reads the file key by key and names the key.
     """
+    try:
+        counted = msgspec.json.encode(data).count(b":")
+    except RecursionError:
+        raise ResultsFileError(f"{source}: nested too deep to be a dummyprof results file (corrupt?)") from None
+    if counted != raw.count(b":") or re.search(rb"\\u003[aA]", raw):
+        _standard(raw, source)
+
+
+def results_from_dict(data: Any, *, source: str = "results", tensor_rows: bool = True) -> Results:
+    """Validate ``data`` (plain values) against the schema and build Results; ResultsFileError names the field.
+
+    ``tensor_rows=False`` leaves ``compare.tensors`` (one row per storage; hundreds of thousands in a large
+    model's file) unread and empty: for reporters that do not show them (``Reporter.reads_tensor_rows``).
+    """
+    problem = _unheld(data)  # a Python float may be NaN; a file's JSON cannot hold one (msgspec refuses it)
+    if problem:
+        raise ResultsFileError(f"{source}: {problem}")
+    return _from_plain(data, source, tensor_rows)
+
+
+def _from_plain(data: Any, source: str, tensor_rows: bool) -> Results:
     if not isinstance(data, dict) or "schema_version" not in data:
         raise ResultsFileError(f"{source}: not a dummyprof results file (no schema_version)")
     version = data["schema_version"]
@@ -69,98 +171,27 @@ def results_from_dict(data: Any, *, source: str = "results", strict: bool = Fals
     section = SECTIONS[command]
     if not isinstance(data.get(section), dict):
         raise ResultsFileError(f"{source}: $.{section}: a {command!r} results file needs its {section!r} section")
-    if not tensor_rows:
-        data = _without_tensor_rows(data)
+    if not tensor_rows and isinstance(data.get("compare"), dict) and "tensors" in data["compare"]:
+        data = {**data, "compare": {k: v for k, v in data["compare"].items() if k != "tensors"}}
     try:
         with gc_paused():
-            results = from_jsonable(Results, data, strict=strict)
-    except TypeError as exc:
-        raise ResultsFileError(f"{source}: {exc}") from None
+            results = msgspec.convert(data, Results)
+    except msgspec.ValidationError as exc:
+        message, where = said(exc, data, Results)
+        raise ResultsFileError(f"{source}: {where}: {message}") from None
     results.schema_version = SCHEMA_VERSION
+    return _checked(results, source)
+
+
+def _checked(results: Results, source: str) -> Results:
+    try:
+        check_whole(results)
+    except Refused as exc:
+        raise ResultsFileError(f"{source}: {exc}") from None
     return results
 
 
-class _CompareRows(msgspec.Struct):
-    tensors: msgspec.Raw = msgspec.Raw(b"")
-
-
-class _Locate(msgspec.Struct):
-    """Only where ``compare.tensors`` lies; every other field is skipped by the scanner, not built."""
-
-    compare: _CompareRows | None = None
-
-
-_LOCATE = msgspec.json.Decoder(_Locate)
-
-
-def _tensor_rows_span(raw: bytes) -> tuple[int, int] | None:
-    """Where ``compare.tensors`` lies, found by one msgspec scan without building rows; None if not found.
-
-    Most of a large compare file is that one array; the rest is small enough for the standard parser, which
-    names the line of a syntax error and refuses a key given twice. msgspec's Raw is a view of the input
-    (no copy), so where it starts is an address difference; anything unexpected is None.
-    """
-    try:
-        found = _LOCATE.decode(raw)
-    except (msgspec.DecodeError, RecursionError):  # not an object, or corrupt: the standard parser says where
-        return None
-    rows = found.compare.tensors if found.compare is not None else None
-    if not rows:
-        return None
-    view = memoryview(rows)
-    start = int(numpy.frombuffer(view, dtype=numpy.uint8).ctypes.data) - int(
-        numpy.frombuffer(raw, dtype=numpy.uint8).ctypes.data
-    )
-    end = start + len(view)
-    if not (start >= 0 and end <= len(raw) and raw[start : start + 1] == view[:1] and raw[end - 1 : end] == view[-1:]):
-        return None
-    return start, end
-
-
-def _load_rows_fast(raw: bytes, source: str, strict: bool) -> Results | None:
-    """Tensor rows by :func:`rows_from_json`, the rest as usual; None when either is unusual: the standard
-    path then reads the whole text and names what is wrong (its line, or byte, in the whole file)."""
-    span = _tensor_rows_span(raw)
-    if span is None:
-        return None
-    with gc_paused():
-        rows = rows_from_json(TensorResult, memoryview(raw)[span[0] : span[1]], raw.count(b":", *span))
-    if rows is None:
-        return None
-    try:
-        data = _parse(raw[: span[0]] + b"[]" + raw[span[1] :], source, tensor_rows=True)
-        results = results_from_dict(data, source=source, strict=strict, tensor_rows=False)
-    except ResultsFileError:
-        return None
-    if results.compare is not None:  # always: the rows were in it
-        results.compare.tensors = rows
-    return results
-
-
-def _parse(raw: bytes, source: str, *, tensor_rows: bool) -> Any:
-    if not tensor_rows and (span := _tensor_rows_span(raw)):
-        raw = raw[: span[0]] + b"[]" + raw[span[1] :]  # replaced, unread
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ResultsFileError(f"{source}: not UTF-8 text (binary or corrupt?) at byte {exc.start}") from None
-    del raw
-    try:
-        with gc_paused():
-            return json.loads(text, object_pairs_hook=unique_keys)  # a key twice: which one was meant?
-    except json.JSONDecodeError as exc:
-        raise ResultsFileError(
-            f"{source}: not valid JSON (truncated or corrupt?): {exc.msg} at line {exc.lineno}"
-        ) from None
-    except DuplicateKeyError as exc:
-        raise ResultsFileError(f"{source}: {exc}; keep one of them") from None
-    except RecursionError:
-        raise ResultsFileError(f"{source}: nested more than {MAX_DEPTH} levels deep (corrupt?)") from None
-    except ValueError as exc:  # e.g. an integer with more digits than Python converts
-        raise ResultsFileError(f"{source}: not a dummyprof results file: {exc}") from None
-
-
-def load_results(path: Path, *, strict: bool = False, tensor_rows: bool = True, kind: FileKind = RESULTS) -> Results:
+def load_results(path: Path, *, tensor_rows: bool = True, kind: FileKind = RESULTS) -> Results:
     """Load a results file (``-``: standard input); corrupt, truncated or foreign files raise ResultsFileError.
 
     ``tensor_rows=False``: without ``compare.tensors``, neither read nor checked (see :func:`results_from_dict`).
@@ -168,9 +199,9 @@ def load_results(path: Path, *, strict: bool = False, tensor_rows: bool = True, 
     """
     path = Path(path)
     source = "<stdin>" if str(path) == "-" else str(path)
-    raw = [read_bounded(path, kind, refuse=ResultsFileError, stdin=True)]  # popped: _parse frees the text it decodes
-    results = _load_rows_fast(raw[0], source, strict) if tensor_rows else None
-    if results is not None:
-        return results
-    data = _parse(raw.pop(), source, tensor_rows=tensor_rows)
-    return results_from_dict(data, source=source, strict=strict, tensor_rows=tensor_rows)
+    raw = read_bounded(path, kind, refuse=ResultsFileError, stdin=True)
+    if not tensor_rows:
+        raw = _without_rows(raw)
+    data = _plain(raw, source)
+    _refuse_repeated_keys(raw, data, source)
+    return _from_plain(data, source, tensor_rows)

@@ -9,34 +9,32 @@ exponent (2: the figure grows as the square of the parameter).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 from typing import Any
+
+from dummyprof.results.common import Count, Record
 
 # The SeriesPoint field behind each metric a column is read for.
 METRIC_FIELDS = {"time": "seconds", "visits": "visits", "bytes": "bytes_written", "peak_rss": "peak_rss_bytes"}
 
 
-@dataclass
-class SeriesPoint:
+class SeriesPoint(Record):
     """One series at one value of the swept parameter."""
 
     seconds: float | None = None  # median of the measured rounds (None: not measured)
-    samples_s: list[float] = field(default_factory=list)
+    samples_s: list[float] = []
     projected: bool = False  # engram: the time is a projection from smaller samples, not a measurement
-    visits: int | None = None  # compare only; engram fills have no traversal
-    bytes_written: int = 0
-    peak_rss_bytes: int | None = None  # worst measured round
+    visits: Count | None = None  # compare only; engram fills have no traversal
+    bytes_written: Count = 0
+    peak_rss_bytes: Count | None = None  # worst measured round
 
 
-@dataclass
-class SweepPoint:
-    value: int = 0
-    model_bytes: int = 0  # what was filled at this point (compare: the model's storages; engram: tables per rank)
-    series: dict[str, SeriesPoint] = field(default_factory=dict)
+class SweepPoint(Record):
+    value: Count = 0
+    model_bytes: Count = 0  # what was filled at this point (compare: the model's storages; engram: tables per rank)
+    series: dict[str, SeriesPoint] = {}
 
 
-@dataclass
-class GrowthFit:
+class GrowthFit(Record):
     """``log y = intercept + exponent * log x`` by least squares over ``points`` values of x >= ``x_from``."""
 
     series: str = ""
@@ -46,7 +44,7 @@ class GrowthFit:
     r_squared: float | None = None  # None with two points (a line through two points says nothing of its fit)
     ci_low: float | None = None  # 95% interval of the exponent (Student's t); None with two points
     ci_high: float | None = None
-    points: int = 0
+    points: Count = 0
     x_from: float = 0.0
     x_to: float = 0.0
 
@@ -57,20 +55,19 @@ class GrowthFit:
             return math.inf
 
 
-@dataclass
-class SweepResult:
+class SweepResult(Record):
     scenario: str = "compare"  # the command run at each point: compare or engram
     parameter: str = ""  # depth, width, hidden, rows, or model-arg:NAME
-    values: list[int] = field(default_factory=list)
-    series: list[str] = field(default_factory=list)
-    points: list[SweepPoint] = field(default_factory=list)
-    fits: list[GrowthFit] = field(default_factory=list)
-    fit_from: int = 0  # smallest parameter value the fits use
-    repeat: int = 0
-    base_options: dict[str, Any] = field(default_factory=dict)  # the scenario's options other than the parameter
+    values: list[Count] = []
+    series: list[str] = []
+    points: list[SweepPoint] = []
+    fits: list[GrowthFit] = []
+    fit_from: Count = 0  # smallest parameter value the fits use
+    repeat: Count = 0
+    base_options: dict[str, Any] = {}  # the scenario's options other than the parameter
     model_description: str = ""  # of the largest point
     # A sweep that failed at a point keeps the points before it: the value it failed at, and the error's message.
-    failed_at: int | None = None
+    failed_at: Count | None = None
     failure: str = ""
 
     def fit(self, series: str, metric: str) -> GrowthFit | None:

@@ -1,27 +1,32 @@
 """The model a scenario runs on: ``--model``, ``--preset`` or the synthetic tree, and whether it fits.
 
-Here, not in ``models``, because it ties model sources (``models``) to the
-memory budget (``measure``): models stay free of instruments, and no model
-module needs another to find a preset.
+The one place a model is chosen, for every command, their ranks and the Python API: each model
+source is one module in ``models`` (registered below by its ``--model`` prefix), and this ties them
+to the memory budget (``measure``): models stay free of instruments.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 import torch
+from torch import nn
 
-from dummyprof.deploy.quant import engine_source
+from dummyprof.deploy.quant import AUTO, engine_source
 from dummyprof.errors import UsageError
 from dummyprof.measure.budget import device_available, device_budget, ensure_fits, host_budget
-from dummyprof.models.huggingface import hf_source, is_hf_spec
+from dummyprof.models.huggingface import PREFIX, hf_reads, hf_source
 from dummyprof.models.loading import model_source
-from dummyprof.models.meta_bounds import BYTES_PER_META_OBJECT, BuildLimits
+from dummyprof.models.meta_bounds import BYTES_PER_META_OBJECT, BuildLimits, within
 from dummyprof.models.presets import preset_source
-from dummyprof.models.source import FitHint, ModelSource, synthetic_source
-from dummyprof.models.synthetic import TreeSpec
+from dummyprof.models.source import FitHint, ModelSource
+from dummyprof.models.synthetic import TreeSpec, synthetic_source
 from dummyprof.results.compare import ModelSummary
 from dummyprof.units import format_bytes
+from dummyprof.usercode import spec_reads
 
 # Building on meta with no --time-budget to bound it (inspect, audit): DeepSeek-V3 builds in about 4 s.
 DEFAULT_META_BUILD_S = 60.0
@@ -40,61 +45,97 @@ def meta_build_limits(seconds: float | None = None) -> BuildLimits:
     )
 
 
-def resolve_source(
+@dataclass(frozen=True)
+class SourceKind:
+    """A kind of ``--model`` value: what builds it (sized on meta within the bounds), and the files that reads.
+
+    ``build(spec, args, *, limits, **given)`` returns the ModelSource, ``given`` holding the options of
+    ``takes`` the user gave (``trust_remote_code``, ``quantization``); ``reads(spec)`` yields ``(what, path)``
+    for each file behind it, ``{flag}`` in ``what`` standing for the flag that named it
+    (``cli/inputs.run_inputs``: the never-write rule).
+    """
+
+    build: Callable[..., ModelSource]
+    reads: Callable[[str], Iterator[tuple[str, Path]]]
+    takes: tuple[str, ...] = ()
+
+
+def _hf_as_the_engine_builds(spec: str, args: dict[str, Any], *, limits: BuildLimits, **given: Any) -> ModelSource:
+    """``hf:``, as vLLM builds it (``--quantization``: a quantized checkpoint becomes the engine's model)."""
+    source = hf_source(spec, args, trust_remote_code=given.get("trust_remote_code", False), limits=limits)
+    with within(limits, flag="--model", what=source.description):  # the engine's model is built on meta too
+        return engine_source(source, given.get("quantization", AUTO))
+
+
+# ``--model`` values by prefix; any other value is the user's code (``pkg.mod:fn`` or ``./file.py:fn``).
+# ``--preset`` and the synthetic tree are chosen by their own options and read no file.
+SOURCES = {PREFIX: SourceKind(_hf_as_the_engine_builds, hf_reads, takes=("trust_remote_code", "quantization"))}
+USER_CODE = SourceKind(model_source, spec_reads)
+
+
+def source_kind(spec: str) -> SourceKind:
+    """The source a ``--model`` value names, by its prefix."""
+    return next((kind for prefix, kind in SOURCES.items() if spec.startswith(prefix)), USER_CODE)
+
+
+def choose_source(
     *,
     model: str | None,
     preset: str | None,
     model_args: dict[str, Any] | None,
+    tree: TreeSpec | None = None,
     trust_remote_code: bool = False,
-    limits: BuildLimits | None = None,
-    quantization: str = "auto",
-) -> ModelSource | None:
-    """The source named by ``--model`` or ``--preset``; None means: the synthetic tree.
+    quantization: str = AUTO,
+    seconds: float | None = None,
+) -> ModelSource:
+    """The one place a model is chosen: ``--model`` by its prefix, ``--preset``, else the synthetic ``tree``.
 
-    A model built on meta to size it is built within ``limits`` (default: :func:`meta_build_limits`).
+    Every build on meta is bounded (:func:`meta_build_limits` with ``seconds``): the sizing builds a source
+    makes while it is chosen, and each later ``build`` on meta (:func:`bounded`).
     """
-    if (model or preset) and limits is None:
-        limits = meta_build_limits()
+    limits = meta_build_limits(seconds)
     if model and preset:
         raise UsageError.for_field("model", "give either --model or --preset, not both")
-    if trust_remote_code and not is_hf_spec(model):
-        raise UsageError.for_field("trust_remote_code", "only applies to --model hf:...; drop it or give an hf: model")
-    if quantization != "auto" and not is_hf_spec(model):
-        raise UsageError.for_field("quantization", "only applies to --model hf:...; drop it or give an hf: model")
-    if model and is_hf_spec(model):
-        source = hf_source(model, model_args or {}, trust_remote_code=trust_remote_code, limits=limits)
-        return engine_source(source, quantization)
-    if preset:
-        return preset_source(preset, model_args or {}, limits=limits)
-    if model:
-        return model_source(model, model_args or {}, limits=limits)
-    if model_args:
+    kind = source_kind(model) if model else None
+    asked = {"trust_remote_code": trust_remote_code, "quantization": quantization}
+    given = {key: value for key, value in asked.items() if value not in (False, AUTO)}
+    for key in given:
+        if key not in (kind.takes if kind else ()):
+            raise UsageError.for_field(key, "only applies to --model hf:...; drop it or give an hf: model")
+    if model_args and not (model or preset):
         raise UsageError.for_field(
             "model_args", "needs --model or --preset; the synthetic tree takes --depth, --hidden..."
         )
-    return None
+    args = dict(model_args or {})
+    if model and kind is not None:
+        source = kind.build(model, args, limits=limits, **given)
+    else:
+        source = preset_source(preset, args, limits=limits) if preset else synthetic_source(tree or TreeSpec())
+    return bounded(source, limits)
 
 
-def source_or_tree(
-    *,
-    model: str | None,
-    preset: str | None,
-    model_args: dict[str, Any] | None,
-    tree: TreeSpec,
-    trust_remote_code: bool = False,
-    limits: BuildLimits | None = None,
-    quantization: str = "auto",
-) -> ModelSource:
-    """The source named by ``--model`` or ``--preset``, else the synthetic tree ``tree``."""
-    source = resolve_source(
-        model=model,
-        preset=preset,
-        model_args=model_args,
-        trust_remote_code=trust_remote_code,
-        limits=limits,
-        quantization=quantization,
+def chosen_source(options: Any, seconds: float | None = None) -> ModelSource:
+    """The model an options object names (``model``, ``preset``, ``model_args``, the tree's fields)."""
+    named = {key: getattr(options, key) for key in ("model", "preset", "model_args", "trust_remote_code")}
+    quantization = getattr(options, "quantization", AUTO)  # sweep's options have none
+    return choose_source(**named, quantization=quantization, tree=options.tree_spec(), seconds=seconds)
+
+
+def bounded(source: ModelSource, limits: BuildLimits) -> ModelSource:
+    """``source`` whose builds on meta (``build(meta)``, ``construct()``) run within ``limits``; a build on a
+    device is bounded by the memory check instead."""
+    fix = fit_words(source.fit_hint(0)) if source.fit_hint is not None else ""  # the smallest it can be
+
+    def within_limits(build: Callable[[], nn.Module]) -> nn.Module:
+        with within(limits, flag=source.size_flag, what=source.description, fix=fix):
+            return build()
+
+    build, construct = source.build, source.construct
+    return replace(
+        source,
+        build=lambda device: within_limits(lambda: build(device)) if device.type == "meta" else build(device),
+        construct=None if construct is None else lambda: within_limits(construct),
     )
-    return source if source is not None else synthetic_source(tree)
 
 
 def model_summary(

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dummyprof.reports.format import PROJECTED_MARK, contention_text
 from dummyprof.reports.tables.model import BAD, DIM, NAME, NUMBER, STRONG, WORD, Block, Cell, Line, Table
 from dummyprof.results.deployment import (
+    FP16_SCRATCH,
     MEASURED,
     NO_CUDA_HERE,
     PROJECTED,
@@ -83,7 +84,8 @@ def _nodes(r: RankEntry, result: DeploymentResult) -> str:
 
 
 def ranks_table(result: DeploymentResult) -> Table:
-    columns = [("ranks", NAME), *((h, NUMBER) for h in ("stage", "layers", "node", "held", "replicated", "offloaded"))]
+    heads = ("stage", "layers", "node", "held", "replicated", "offloaded", "load buffers")
+    columns = [("ranks", NAME), *((h, NUMBER) for h in heads)]
     columns += [("device room", WORD), ("fill peak", NUMBER)]
     table = Table.of("Ranks (each shard built on meta; bytes exact)", columns, [])
     for group in rank_groups(result):
@@ -96,8 +98,14 @@ def ranks_table(result: DeploymentResult) -> Table:
             format_bytes(r.held_bytes),
             format_bytes(r.replicated_bytes),
             format_bytes(r.offloaded_bytes) if r.offloaded_bytes else "",
+            format_bytes(r.engine_bytes) if r.engine_bytes else "",
             _room(r),
             _peak(r),
+        )
+    if any(r.engine_bytes for r in result.ranks):
+        table.notes.append(
+            "load buffers: device bytes vLLM allocates at load that are not weights (rotary cos/sin cache, expert "
+            "map, kv scales), in each rank's device bytes"
         )
     if any(_peak(r) for r in result.ranks):
         table.notes.append(
@@ -149,11 +157,32 @@ def work_table(result: DeploymentResult) -> Table:
         table.notes.append(
             f"fill: median; rank {', '.join(map(str, filled))}'s shard {how} on {result.device} with the real "
             "initializers (ranks alike share its figures); ~ projected from calibration fills (interval in range, "
-            "never below this run's memset floor; peak never below the shard's bytes)"
+            "never below this run's memset floor)"
         )
     line = contention_text(result.contention, f"the shards were filled or calibrated on {result.device}")
     if line:
         table.notes.append(line)
+    return table
+
+
+def kinds_table(result: DeploymentResult) -> Table | None:
+    """A quantized checkpoint: each rank's bytes by what vLLM 0.33's dummy initializer does to them."""
+    if not any(r.fill_kinds for r in result.ranks):
+        return None
+    heads = ("fp8", "scales", "int8/uint8", "skipped", "fp16 scratch")
+    table = Table.of(
+        "Quantized tensors per rank (vLLM 0.33 fill rules)", [("ranks", NAME), *((h, NUMBER) for h in heads)], []
+    )
+    for group in rank_groups(result):
+        k = group[0].fill_kinds
+        cells = [k.get(name, 0) for name in ("fp8", "scale", "integer", "skipped", FP16_SCRATCH)]
+        table.add(Cell(_ranks(group, result.tp)), *(format_bytes(n) for n in cells))
+    table.notes.append(
+        "fp8: drawn uniform in [-1, 1] through a float16 scratch of the same shape (fp16 scratch: all of them "
+        "together, one at a time alive); scales: UE8M0/uint8 bytes set to 120, float scales drawn as floats; "
+        "int8/uint8: random bytes (packed fp4 included); skipped: int32/int64 tensors (qweight, qzeros, "
+        "weight_packed ...) vLLM visits but leaves as allocated off ROCm, so no strategy writes them"
+    )
     return table
 
 
@@ -251,7 +280,7 @@ def deployment_blocks(result: DeploymentResult, *, detail: bool = True) -> list[
         f"{result.shards_walked} distinct shard(s) counted in {format_seconds(result.count_s)}",
         DIM,
     )
-    extras = (nodes_table(result), online_table(result), slowest_line(result))
+    extras = (kinds_table(result), nodes_table(result), online_table(result), slowest_line(result))
     return [head, ranks_table(result), identity_line(result), work_table(result), *(b for b in extras if b is not None)]
 
 

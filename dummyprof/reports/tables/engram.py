@@ -83,6 +83,24 @@ def dominant_text(m: MethodResult) -> str:
     return f"{m.startup_dominant} {m.startup_dominant_share:.0%}"
 
 
+def recommended(result: EngramResult) -> MethodResult | None:
+    """The method to use: the fastest start-up of those that fit in memory (of all, when none fits), floor left out."""
+    timed = [m for m in result.methods if m.name != result.floor_method and m.startup_seconds.value is not None]
+    fitting = [m for m in timed if m.fits_in_memory] or timed
+    return min(fitting, key=lambda m: m.startup_seconds.value or 0.0, default=None)
+
+
+def deadline_text(result: EngramResult, m: MethodResult, *, short: bool = False) -> str:
+    """The verdict of a start-up against ``--deadline``: met (with the slack) or missed by how much."""
+    deadline, value = result.budget.deadline_s, m.startup_seconds.value
+    if deadline is None or value is None:
+        return "" if short else "no --deadline"
+    gap = projected(format_seconds(abs(deadline - value)), m.startup_seconds)
+    if value > deadline:
+        return f"over by {gap}" if short else f"{format_seconds(deadline)} deadline missed by {gap}"
+    return "met" if short else f"{format_seconds(deadline)} deadline met, {gap} to spare"
+
+
 def generator_bound_line(methods: Sequence[MethodResult], floor: str) -> str | None:
     """One line naming the fills that reach under a few percent of the floor, and why."""
     flagged = [m for m in methods if m.generator_bound and m.name != floor]
@@ -452,9 +470,49 @@ def method_lines(result: EngramResult) -> list[str]:
     return [f"{', '.join(names)}: {reason}" for reason, names in planned.items()] + lines
 
 
-def engram_blocks(results: Results) -> list[Block]:
+def glance_table(result: EngramResult) -> Table:
+    """One line per method (start-up, its range, the fill, the need, the verdicts); the statistics: --detail."""
+    deadline = result.budget.deadline_s
+    title = "Start-up per rank" + (f" (deadline {format_seconds(deadline)})" if deadline is not None else "")
+    columns = [("method", NAME), ("start-up", NUMBER), ("range", NUMBER), ("fill", NUMBER), ("fits", WORD)]
+    columns.append(("deadline", WORD))
+    table = Table.of(title, columns, [])
+    for m in result.methods:
+        interval = m.startup_interval
+        verdict = deadline_text(result, m, short=True)
+        table.add(
+            m.name + (" (floor)" if m.name == result.floor_method else ""),
+            projected_seconds(m.startup_seconds),
+            interval_text(interval.low, interval.high) if interval is not None else range_cell(m.timing),
+            projected_seconds(m.seconds),
+            "yes" if m.fits_in_memory else Cell("no", BAD),
+            Cell(verdict, BAD) if m.over_deadline else verdict,
+        )
+    table.notes.append(
+        f"start-up: allocation + first touch + fill; fits: tables + scratch in "
+        f"{format_bytes(result.budget.memory_bytes)}"
+    )
+    table.notes += projected_note(m.startup_seconds for m in result.methods)
+    table.notes.append("every table, fit, sample and interval: --detail")
+    return table
+
+
+def glance_lines(result: EngramResult) -> list[str]:
+    """Why methods were projected (one line per reason) and what the plan changed: the words, not the statistics."""
+    why: dict[str, list[str]] = {}
+    for m in result.methods:
+        if m.mode == PROJECTED and reason_text(m):
+            why.setdefault(reason_text(m), []).append(m.name)
+    lines = [f"{', '.join(names)}: projected: {reason}" for reason, names in why.items()]
+    return lines + [f"note: {note}" for note in plan_notes(result)]
+
+
+def engram_blocks(results: Results, detail: bool = True) -> list[Block]:
     result = results.engram
     assert result is not None
+    if not detail and not results.ranks and same_unavailable([m.startup_seconds for m in result.methods]) is None:
+        # the answer and a line per method; the statistics behind --detail
+        return [glance_table(result), *(Line(line, DIM) for line in glance_lines(result))]
     blocks: list[Block] = [layout_table(result)]
     if results.ranks:  # a multi-rank run: every rank's figures side by side instead of rank 0's alone
         return blocks + ranks_blocks(results) + [Line(f"note (rank 0): {note}", DIM) for note in plan_notes(result)]

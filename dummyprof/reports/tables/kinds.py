@@ -24,13 +24,13 @@ BLOCKS: dict[str, Callable[[Results, bool], list[Block]]] = {
     "sweep": lambda results, detail: sweep_blocks(_part(results.sweep)),
     "audit": lambda results, detail: audit_blocks(_part(results.audit)),
     "inspect": lambda results, detail: inspect_blocks(_part(results.inspect)),
-    "engram": lambda results, detail: engram_blocks(results),
+    "engram": lambda results, detail: engram_blocks(results, detail),
     "gate": lambda results, detail: gate_blocks(_part(results.gate)),
     "baseline": lambda results, detail: baseline_blocks(_part(results.gate)),
     "deployment": lambda results, detail: deployment_blocks(_part(results.deployment), detail=detail),
 }
 # The kinds whose summary line leads their terminal report (the answer first, issue #20).
-HEADLINE_FIRST = frozenset({"compare", "deployment"})
+HEADLINE_FIRST = frozenset({"compare", "deployment", "engram"})
 T = TypeVar("T")
 
 

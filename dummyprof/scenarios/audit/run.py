@@ -46,8 +46,7 @@ from dummyprof.results.session import Results
 from dummyprof.scenarios.audit.construction import construction_values
 from dummyprof.scenarios.audit.options import DEFAULT_STRATEGIES, AuditOptions, validate
 from dummyprof.scenarios.compare.runner import summarize_model
-from dummyprof.scenarios.deployment.source import chosen_source
-from dummyprof.scenarios.model_choice import check_source_fits
+from dummyprof.scenarios.model_choice import check_source_fits, chosen_source
 
 __all__ = ["DEFAULT_STRATEGIES", "AuditOptions", "run", "tensor_digest", "validate"]
 

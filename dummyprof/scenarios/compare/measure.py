@@ -25,8 +25,7 @@ from dummyprof.scenarios.compare.options import CompareOptions
 from dummyprof.scenarios.compare.runner import AutoRepeat, Clock, Progress, run_compare, summarize_model
 from dummyprof.scenarios.compare.sizing import MetaCounts, count_strategies, counting_limit, decide, projected_result
 from dummyprof.scenarios.compare.trace import trace_fills
-from dummyprof.scenarios.deployment.source import chosen_source
-from dummyprof.scenarios.model_choice import check_source_fits
+from dummyprof.scenarios.model_choice import check_source_fits, chosen_source
 from dummyprof.units import format_seconds
 
 if TYPE_CHECKING:

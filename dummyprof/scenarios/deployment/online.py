@@ -8,9 +8,10 @@ probe predicts it fits the time budget, and is reported as accounted otherwise.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any
 
+import msgspec
 import torch
 from torch import nn
 
@@ -81,7 +82,9 @@ def plan_online_quant(model: nn.Module, options: Any, *, memory: HostMemory | No
 
 def _entry(done: OnlineQuantResult, **extra: Any) -> OnlineQuantEntry:
     """The pass as the Results keep it (``extra``: the run's own fields): no staging band, no times unless it ran."""
-    entry = OnlineQuantEntry(**{f.name: getattr(done, f.name) for f in fields(OnlineQuantEntry)} | extra)
+    entry = OnlineQuantEntry(
+        **{f.name: getattr(done, f.name) for f in msgspec.structs.fields(OnlineQuantEntry)} | extra
+    )
     if not done.executed:
         entry.fill_s = entry.quantize_s = entry.seconds = None
     return entry

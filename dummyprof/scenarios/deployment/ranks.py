@@ -21,7 +21,7 @@ from dummyprof.loaders.initializers import get_initializer
 from dummyprof.loaders.strategies import get_strategy
 from dummyprof.measure.recorder import VisitRecorder
 from dummyprof.ranks.world import LaunchEnv, join
-from dummyprof.scenarios.deployment.source import chosen_source
+from dummyprof.scenarios.model_choice import chosen_source
 
 BACKEND = "gloo"  # CPU shards; nccl would need a GPU per rank
 # Each rank is a fresh process that imports torch and builds the model on meta before it fills: that start-up

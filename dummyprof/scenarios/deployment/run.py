@@ -41,7 +41,7 @@ from dummyprof.results.session import Results
 from dummyprof.scenarios.compare.measure import measure
 from dummyprof.scenarios.compare.sizing import counting_limit
 from dummyprof.scenarios.deployment.online import online_quant_entries, plan_online_quant
-from dummyprof.scenarios.deployment.source import chosen_source
+from dummyprof.scenarios.model_choice import chosen_source
 
 META = torch.device("meta")
 MAX_FILLED_SHARDS = 4  # distinct shards filled or projected; more (deep pipelines) would split the budget too thin
@@ -230,6 +230,10 @@ def run_deployment(
         r.offloaded_bytes = sum(offloaded[r.counted_as])
     result.ranks = list(counts.ranks)
     notes = [*source.notes, *sharder.notices]
+    notes += [
+        f"not in the device bytes: the {what} (vLLM allocates it at load; its size is not modelled)"
+        for what in counts.not_counted
+    ]
     if command == "compare" and here:
         notes += _fill_shards(result, source, sharder, coords, options, progress)
     if getattr(options, "nproc", None):

@@ -52,7 +52,7 @@ def build_layout(spec: EngramSpec, backing: Backing) -> EngramLayout:
     weight = mine.part_rows * spec.dim
     scale = mine.part_rows * spec.scale_cols
     listed = spec.layout.world if spec.layout.world <= MAX_LISTED_RANKS else 0
-    parts = [copied(RankPart, shard(spec, r), table_bytes=rank_table_bytes(spec, r)) for r in range(listed)]
+    parts = [copied(RankPart, shard(spec, r), rank=r, table_bytes=rank_table_bytes(spec, r)) for r in range(listed)]
     return copied(
         EngramLayout,
         spec,  # rows, dim, block_size, tables, tp_size, dp_size, rank

@@ -28,9 +28,8 @@ from dummyprof.measure.recorder import VisitRecorder
 from dummyprof.models.source import ModelSource
 from dummyprof.results.inspect import InspectResult, ModuleNode
 from dummyprof.results.session import Results
-from dummyprof.scenarios.deployment.source import chosen_source
 from dummyprof.scenarios.inspect.options import DEFAULT_STRATEGIES, InspectOptions, validate
-from dummyprof.scenarios.model_choice import model_summary
+from dummyprof.scenarios.model_choice import chosen_source, model_summary
 
 __all__ = ["DEFAULT_STRATEGIES", "InspectOptions", "run", "validate"]
 

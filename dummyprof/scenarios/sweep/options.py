@@ -73,13 +73,11 @@ def _check_compare(largest: CompareOptions) -> None:
     """The largest point's flags and memory need, before the first point runs."""
     from dummyprof.measure.device import resolve_device
     from dummyprof.scenarios.compare.options import validate as validate_compare
-    from dummyprof.scenarios.model_choice import check_source_fits, source_or_tree
+    from dummyprof.scenarios.model_choice import check_source_fits, chosen_source
 
     validate_compare(largest)
     device = resolve_device(largest.device)
-    source = source_or_tree(
-        model=largest.model, preset=largest.preset, model_args=largest.model_args, tree=largest.tree_spec()
-    )
+    source = chosen_source(largest)
     flag = "--preset" if largest.preset else source.size_flag
     check_source_fits(source, device, largest.max_memory, flag=flag)
 

@@ -12,8 +12,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import msgspec
+
 from dummyprof.errors import DoesNotFitError, DummyprofError
-from dummyprof.results.codec import to_jsonable
 from dummyprof.results.session import Results
 from dummyprof.results.sweep import SeriesPoint, SweepPoint, SweepResult
 from dummyprof.scenarios.engram.options import EngramOptions
@@ -151,7 +152,7 @@ def _finish(options: SweepOptions, result: SweepResult, notices: list[str], envi
     """The fits over the points measured, and the Results."""
     values = [p.value for p in result.points]
     base: Any = (options.engram or EngramOptions()) if options.scenario == "engram" else options.compare
-    result.base_options = {k: v for k, v in to_jsonable(base).items() if k != options.parameter}
+    result.base_options = {k: v for k, v in msgspec.to_builtins(base).items() if k != options.parameter}
     metrics = ENGRAM_METRICS if options.scenario == "engram" else COMPARE_METRICS
     for series in result.series:
         for metric in metrics:

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from functools import partial
 from itertools import zip_longest
 
+import msgspec
 import torch
 
 from dummyprof.errors import DummyprofError, UsageError
@@ -170,7 +171,7 @@ def run_ranks(
     records = world.gather("gather", record)
     if records is None:
         return results, None
-    return results, dataclasses.replace(results, ranks=records, ranks_aggregate=aggregate(records, world.backend))
+    return results, msgspec.structs.replace(results, ranks=records, ranks_aggregate=aggregate(records, world.backend))
 
 
 def measure_contention(

@@ -1,0 +1,79 @@
+"""Device bytes that are not weights but that vLLM 0.33 allocates on each rank at load, counted per rank.
+
+- Rotary cos/sin cache (``RotaryEmbedding.cos_sin_cache``, a non-persistent buffer): one per rank, shared by
+  every attention layer (``get_rope`` caches instances), ``[max_position_embeddings, rotary_dim]`` in the
+  model's dtype. Counted for the rope types whose cache is that shape (``default``, ``llama3``); other rope
+  types are named as not counted.
+- Expert map (``ExpertMapManager``: ``determine_expert_map``): int32 ``[global experts]`` per MoE layer, only
+  under expert parallel (ep > 1).
+- KV-cache scales (``_init_kv_cache_quant``): ``_k_scale``, ``_v_scale``, ``_q_scale``, ``_prob_scale``, four
+  float32 scalars registered on every attention layer.
+
+Only a transformers model (a config) says what vLLM builds; a preset or a user's model gets none of these.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+ROPE_CACHED_AS_IS = ("default", "llama3")  # cache [max_position, rotary_dim]; others scale it (yarn, ...)
+KV_SCALES = 4  # _k_scale, _v_scale, _q_scale, _prob_scale
+SCALE_BYTES = 4  # float32
+EXPERT_ID_BYTES = 4  # int32
+
+
+@dataclass(frozen=True)
+class LoadBuffers:
+    """One rank's non-weight device bytes, and what could not be counted."""
+
+    rotary_cache: int = 0
+    expert_map: int = 0
+    kv_scales: int = 0
+    not_counted: str = ""  # e.g. "rotary cache of rope type yarn"
+
+    @property
+    def total(self) -> int:
+        return self.rotary_cache + self.expert_map + self.kv_scales
+
+
+def _rope(config: object) -> dict[str, object]:
+    params = getattr(config, "rope_parameters", None) or getattr(config, "rope_scaling", None) or {}
+    return dict(params) if isinstance(params, dict) else {}
+
+
+def model_dtype(shard: nn.Module) -> torch.dtype:
+    """The model's dtype as vLLM builds it: the embedding's (rotary caches are cast to it)."""
+    floats = [(n, t.dtype) for n, t in shard.named_parameters() if t.is_floating_point()]
+    embedded = [d for n, d in floats if n.endswith(("embed_tokens.weight", "wte.weight"))]
+    return (embedded or [d for _, d in floats] or [torch.bfloat16])[0]
+
+
+def load_buffers(config: object, shard: nn.Module, *, ep: int, experts: int) -> LoadBuffers:
+    """What vLLM allocates beside the weights on the rank holding ``shard`` (that rank's module); ``config``: the
+    model's transformers config (None: nothing is known, nothing counted); ``experts``: per MoE layer, all ranks."""
+    if config is None:
+        return LoadBuffers()
+    names = [path.rpartition(".")[2] for path, _ in shard.named_modules()]
+    attention = sum(name in ("self_attn", "attn") for name in names)
+    moe_layers = sum(name == "experts" for name in names)
+    dtype = model_dtype(shard)
+    rotary, skipped = 0, ""
+    if attention and any(name == "rotary_emb" for name in names):
+        rope = _rope(config)
+        kind = str(rope.get("rope_type", rope.get("type", "default")))
+        heads = getattr(config, "num_attention_heads", 1) or 1
+        head = getattr(config, "head_dim", None) or getattr(config, "hidden_size", 0) // heads
+        rotary_dim = int(head * float(rope.get("partial_rotary_factor", getattr(config, "partial_rotary_factor", 1.0))))  # type: ignore[arg-type]
+        if kind in ROPE_CACHED_AS_IS:
+            rotary = getattr(config, "max_position_embeddings", 8192) * rotary_dim * dtype.itemsize
+        else:
+            skipped = f"rotary cache of rope type {kind}"
+    return LoadBuffers(
+        rotary_cache=rotary,
+        expert_map=moe_layers * int(experts) * EXPERT_ID_BYTES if ep > 1 else 0,
+        kv_scales=attention * KV_SCALES * SCALE_BYTES,
+        not_counted=skipped,
+    )

@@ -1,0 +1,124 @@
+"""Results checked whole once decoded: what one field cannot say about another.
+
+msgspec checks each value against its field (``Record``); a report also follows references (a rank
+named by another field, a strategy by name), indexes lists, and prints identities between figures.
+A file whose parts do not agree is refused here, naming the field, rather than rendered wrong or
+crashing a reporter: every reference resolves, every list a report indexes has what it indexes, and
+every identity a report prints holds (docs/semantics.md, "Results files").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from dummyprof.results.session import Results
+from dummyprof.units import MAX_WORLD_RANKS
+
+
+class Refused(ValueError):
+    """A results file whose parts disagree; the message names the field."""
+
+
+def _unique(names: Iterable[Any], where: str) -> set[Any]:
+    seen: set[Any] = set()
+    for i, name in enumerate(names):
+        if name in seen:
+            raise Refused(f"{where}[{i}]: {name!r} is named twice")
+        seen.add(name)
+    return seen
+
+
+def _names(value: Any, known: set[Any], where: str, what: str) -> None:
+    if value not in known:
+        raise Refused(f"{where}: {value!r} names no {what} of this file")
+
+
+def _deployment(d: Any, where: str) -> None:
+    if not d.ranks:
+        raise Refused(f"{where}.ranks: a deployment has at least one rank")
+    if not 0 < d.world == d.tp * d.pp * d.dp <= MAX_WORLD_RANKS:
+        raise Refused(
+            f"{where}.world: {d.world} ranks, but tp x pp x dp = {d.tp * d.pp * d.dp} (at most {MAX_WORLD_RANKS})"
+        )
+    if sum(r.copies for r in d.ranks) != d.world:  # before the ranks an entry stands for are listed
+        raise Refused(f"{where}.ranks: entries for {sum(r.copies for r in d.ranks)} ranks in a world of {d.world}")
+    covered: list[int] = []
+    for i, r in enumerate(d.ranks):
+        if r.copies < 1:
+            raise Refused(f"{where}.ranks[{i}].copies: an entry stands for at least one rank")
+        covered += r.rank_numbers(d.tp)
+    if sorted(covered) != list(range(d.world)):
+        raise Refused(f"{where}.ranks: the entries' ranks are not each rank 0 to {d.world - 1} once")
+    ranks = set(covered)
+    nodes = _unique((n.node for n in d.nodes), f"{where}.nodes")
+    for i, r in enumerate(d.ranks):
+        at = f"{where}.ranks[{i}]"
+        if len(r.layers) != 2 or not r.layers[0] <= r.layers[1] <= d.layer_count:
+            raise Refused(f"{at}.layers: {r.layers} is not [start, end) within the {d.layer_count} layers")
+        _names(r.counted_as, ranks, f"{at}.counted_as", "rank")
+        if r.filled_as is not None:
+            _names(r.filled_as, ranks, f"{at}.filled_as", "rank")
+        if nodes:
+            _names(r.node, nodes, f"{at}.node", "node")
+        if r.replicated_bytes + r.padding_bytes > r.held_bytes or r.offloaded_bytes > r.held_bytes:
+            raise Refused(f"{at}.held_bytes: {r.held_bytes} is less than the replicated, padding or offloaded bytes")
+        _unique((s.strategy for s in r.strategies), f"{at}.strategies")
+    for i, n in enumerate(d.nodes):
+        if not n.ranks:
+            raise Refused(f"{where}.nodes[{i}].ranks: a node has at least one rank")
+        for j, rank in enumerate(n.ranks):
+            _names(rank, ranks, f"{where}.nodes[{i}].ranks[{j}]", "rank")
+    for i, rank in enumerate(d.ranks_finished):
+        _names(rank, ranks, f"{where}.ranks_finished[{i}]", "rank")
+    if d.other_extra_bytes < 0:
+        raise Refused(
+            f"{where}.ranks: their {d.held_bytes} bytes are fewer than the model's {d.model_bytes} + replicated "
+            f"{d.replicated_extra_bytes} + padding {d.padding_bytes}"
+        )
+    if d.slowest_rank is not None:
+        _names(d.slowest_rank, ranks, f"{where}.slowest_rank", "rank")
+        strategies = {s.strategy for s in d.rank(d.slowest_rank).strategies}
+        _names(d.slowest_strategy, strategies, f"{where}.slowest_strategy", f"strategy of rank {d.slowest_rank}")
+
+
+MAX_DEPTH = 64  # a model's options nest a level or two; deeper free-form values are corrupt or hostile
+
+
+def _shallow(value: Any, where: str) -> None:
+    """A free-form value (a model's options, a fingerprint's flags) nested at most MAX_DEPTH levels."""
+    level = [value]
+    for _ in range(MAX_DEPTH):
+        level = [
+            v
+            for item in level
+            if isinstance(item, (dict, list))
+            for v in (item.values() if isinstance(item, dict) else item)
+        ]
+        if not level:
+            return
+    raise Refused(f"{where}: nested more than {MAX_DEPTH} levels deep (corrupt?)")
+
+
+def _free_values(results: Results) -> Iterable[tuple[Any, str]]:
+    for section in ("compare", "audit", "inspect"):
+        value = getattr(results, section)
+        if value is not None:
+            yield value.model.options, f"$.{section}.model.options"
+    if results.sweep is not None:
+        yield results.sweep.base_options, "$.sweep.base_options"
+    for i, run in enumerate(results.gate.scenarios if results.gate is not None else []):
+        yield run.fingerprint.options, f"$.gate.scenarios[{i}].fingerprint.options"
+
+
+CHECKS: dict[str, Callable[[Any, str], None]] = {"deployment": _deployment}
+
+
+def check_whole(results: Results) -> None:
+    """Raise :class:`Refused` naming the first field whose value disagrees with the rest of the file."""
+    for value, where in _free_values(results):
+        _shallow(value, where)
+    for section, check in CHECKS.items():
+        value = getattr(results, section)
+        if value is not None:
+            check(value, f"$.{section}")

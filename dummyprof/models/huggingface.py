@@ -163,7 +163,9 @@ def _hub_reachable() -> str | None:
     return None
 
 
-def _config_from_hub(repo_id: str, trust_remote_code: bool, limits: BuildLimits | None) -> Any:
+def _config_from_hub(
+    repo_id: str, trust_remote_code: bool, limits: BuildLimits | None, overrides: dict[str, Any]
+) -> Any:
     transformers = _transformers()
     fix = "this needs network access to the Hugging Face hub: download its config.json and pass hf:./config.json"
     unreachable = _hub_reachable()
@@ -181,19 +183,27 @@ def _config_from_hub(repo_id: str, trust_remote_code: bool, limits: BuildLimits 
         raise UsageError(FLAG, f"cannot fetch config.json for hub id {repo_id!r} ({_first_line(exc)}); {fix}") from exc
     finally:
         hub_logger.setLevel(level)
-    return _config_from_dict(data, repo_id, repo_id, trust_remote_code, limits)
+    return _config_from_dict({**data, **overrides}, repo_id, repo_id, trust_remote_code, limits)
 
 
-def load_config(target: str, *, trust_remote_code: bool = False, limits: BuildLimits | None = None) -> Any:
-    """A transformers config for ``target``: a config.json file, a folder holding one, or a hub id; a layer
-    count past ``limits`` is refused before transformers makes it."""
+def load_config(
+    target: str,
+    *,
+    trust_remote_code: bool = False,
+    limits: BuildLimits | None = None,
+    overrides: dict[str, Any] | None = None,
+) -> Any:
+    """A transformers config for ``target``: a config.json file, a folder holding one, or a hub id, made with
+    ``overrides`` in it; a layer count past ``limits`` is never made into it (:func:`_defer_layers`)."""
+    overrides = overrides or {}
     path = Path(target).expanduser()
     if path.exists():
         folder = str(path) if path.is_dir() else None
-        return _config_from_dict(_read_config_dict(path, target), target, folder, trust_remote_code, limits)
+        data = {**_read_config_dict(path, target), **overrides}
+        return _config_from_dict(data, target, folder, trust_remote_code, limits)
     if target.endswith(".json") or not _HUB_ID.match(target):  # a path that does not exist, not a hub id
         raise UsageError(FLAG, f"no such config {target!r}; give hf:./config.json, hf:FOLDER or hf:ORG/NAME")
-    return _config_from_hub(target, trust_remote_code, limits)
+    return _config_from_hub(target, trust_remote_code, limits, overrides)
 
 
 def _cached_snapshot(repo_id: str) -> Path | None:
@@ -424,6 +434,9 @@ def hf_source(
         default_flag=FLAG,
         where=f"{PREFIX}{target}",
     )
+    if overrides:  # made again with them, so what a config derives from its fields follows (qwen2's layer_types)
+        config = load_config(target, trust_remote_code=trust_remote_code, limits=limits, overrides=overrides)
+        apply_overrides(config, overrides)  # a remote-code config is made from its folder: set them again
     meta_model = build_on_meta(config, trust_remote_code=trust_remote_code, limits=limits, target=target)
     notes: list[str] = []
     shown = ", ".join(f"{k}={v!r}" for k, v in overrides.items())

@@ -205,3 +205,18 @@ def test_times_measured_under_contention_are_not_judged_and_counters_still_are(g
     assert gate_exit_code(checks) == EXIT_REGRESSION  # the counter's regression still fails the gate
     current.metrics["per-layer.visits"].value = 20.0
     assert gate_exit_code(run_checks(gate_config, current, make_run(scenario))) == EXIT_INCOMPLETE  # never a pass
+
+
+def test_a_runs_contention_reaches_its_time_metrics_and_not_its_counters() -> None:
+    from dummyprof.gate.metrics import compare_metrics
+    from dummyprof.results.common import Contention, Timing
+    from dummyprof.results.compare import CompareResult, StrategyResult
+    from dummyprof.results.session import Results
+
+    busy = Contention(wall_s=3.0, cores=2, pressure=0.6, reasons=["cpu-pressure"])
+    section = CompareResult(strategies=[StrategyResult(name="a", timing=Timing([1.0, 2.0, 3.0]))], contention=busy)
+    metrics = compare_metrics(Results(command="compare", compare=section))
+    assert metrics["a.time"].contended == ["cpu-pressure"]
+    assert metrics["a.visits"].contended == []
+    section.contention = None  # a file from before issue #25: nothing known, nothing withheld
+    assert compare_metrics(Results(command="compare", compare=section))["a.time"].contended == []

@@ -223,7 +223,7 @@ def test_a_baseline_from_other_flags_is_not_comparable(edited_gate: EditedGate) 
         ),
         (
             '{"schema_version": 1, "command": "baseline", "gate": {"scenarios": [{"metrics": 5}]}}',
-            "$.gate.scenarios[0].metrics: expected an object",
+            "$.gate.scenarios[0].metrics: Expected `object`, got `int`",
         ),
     ],
 )

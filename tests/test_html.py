@@ -208,6 +208,39 @@ def test_deployment_page_stacks_each_ranks_bytes_against_the_device_memory(brows
     assert "device memory 8.00 GiB" in drawn.svg_text and "tiny <b>model</b>" in drawn.text
 
 
+def test_the_deployment_page_holds_every_figure_of_its_terminal_report(browser: Browser, tmp_path: Path) -> None:
+    from dummyprof.reports.html import render_html
+
+    results = _deployment()
+    page = tmp_path / "deployment.html"
+    page.write_text(render_html(results))
+    drawn = browser.open(page)
+    figures = _terminal_figures(results)
+    assert len(figures) > 10 and [f for f in figures if f not in drawn.text] == []
+
+
+def test_a_quantized_ranks_bytes_stack_by_vllms_fill_rule_and_load_buffers(tmp_path: Path) -> None:
+    from dummyprof.reports.html import render_html
+
+    results = _deployment()
+    assert results.deployment is not None
+    gib = 1024**3
+    for r in results.deployment.ranks:  # 6 GiB on the device: 4 GiB fp8, 1 GiB scales, 1 GiB unquantized
+        r.fill_kinds = {"fp8": 4 * gib, "scale": gib, "float": gib, "fp16-scratch": 8 * gib}
+        r.rotary_cache_bytes = gib // 2  # a load buffer, not a weight: on the device too
+    page = tmp_path / "quantized.html"
+    page.write_text(render_html(results))
+    held = next(iter(_figures(page).values()))
+    bars = {t["name"]: t["x"][0] for t in held["data"] if t["type"] == "bar"}
+    assert bars == {  # the fp16 scratch is a temporary, not held; nothing left over as "other weights"
+        "fp8 weights": 4.0,
+        "scales": 1.0,
+        "unquantized weights": 1.0,
+        "load buffers: not weights (rotary cache, expert map, kv scales)": 0.5,
+        "host: CPU-offloaded (hatched)": 0.0,
+    }
+
+
 def test_icicles_collapse_alike_numbered_modules_into_one_block_with_a_count() -> None:
     from dummyprof.reports.html_figures import collapse_repeats
 
@@ -255,7 +288,7 @@ def test_report_needs_plotly_and_says_how_to_get_it(monkeypatch: pytest.MonkeyPa
     monkeypatch.setitem(sys.modules, "plotly", None)
     from dummyprof.errors import UsageError
 
-    with pytest.raises(UsageError, match=r"dummyprof\[html\]"):
+    with pytest.raises(UsageError, match=r"pip install -e \"\.\[html\]\""):
         html.render_html(Results(command="compare"))
     html._plotly_js.cache_clear()
 

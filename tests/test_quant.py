@@ -360,8 +360,8 @@ def test_fill_kinds_count_fp8_scales_integers_and_skipped_bytes() -> None:
 
 
 def test_the_report_shows_each_kind_per_rank(cli: Callable[..., CliResult]) -> None:
-    result = cli("inspect", "--model", f"hf:{DATA}/gpt-oss-20b.json", "--model-arg", "num_hidden_layers=1",
-                 "--tp", "2")  # fmt: skip
+    one_layer = ("--model-arg", "num_hidden_layers=1", "--model-arg", "layer_types=['full_attention']")
+    result = cli("inspect", "--model", f"hf:{DATA}/gpt-oss-20b.json", *one_layer, "--tp", "2")
     assert result.exit_code == 0, result.stderr
     experts, h, inter = 32, 2880, 1472  # 1440 per rank, padded to 64
     scales = experts * 2 * inter * h // 32 + experts * h * inter // 32
@@ -369,3 +369,10 @@ def test_the_report_shows_each_kind_per_rank(cli: Callable[..., CliResult]) -> N
     row = f" 0-1    0 B  {format_bytes(scales)}  {format_bytes(blocks)}  0 B  0 B"
     assert "Quantized tensors per rank (vLLM 0.33 fill rules)" in result.stdout
     assert re.sub(r" +", " ", row) in [re.sub(r" +", " ", line).rstrip() for line in result.stdout.splitlines()]
+
+
+def test_the_flag_help_names_every_known_method(cli: Callable[..., CliResult]) -> None:
+    from dummyprof.deploy.quant import METHODS
+
+    shown = " ".join(cli("inspect", "--help").stdout.split())
+    assert f"the config's method ({', '.join(METHODS)})" in shown

@@ -68,3 +68,24 @@ def test_a_deployment_whose_parts_disagree_is_refused_by_every_reporter(
         assert (result.exit_code, result.stdout) == (2, ""), rendering
         assert result.stderr.startswith(f"dummyprof: error: {path}: {message}"), result.stderr
         assert result.stderr.count("\n") == 1
+
+
+def test_every_results_class_is_a_record_decoded_by_msgspec() -> None:
+    """A dataclass among the records would be skipped by msgspec's unknown-key and bound checks."""
+    import dataclasses
+    import importlib
+    import pkgutil
+
+    import dummyprof.results as package
+    from dummyprof.results.common import Record
+
+    defined = [
+        value
+        for info in pkgutil.iter_modules(package.__path__)
+        for value in vars(importlib.import_module(f"dummyprof.results.{info.name}")).values()
+        if isinstance(value, type) and value.__module__ == f"dummyprof.results.{info.name}"
+    ]
+    assert [c.__name__ for c in defined if dataclasses.is_dataclass(c)] == []
+    assert {"Results", "DeploymentResult", "TensorResult", "Contention"} <= {
+        c.__name__ for c in defined if issubclass(c, Record)
+    }

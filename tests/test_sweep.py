@@ -58,6 +58,23 @@ def test_fit_recovers_an_exact_power_law() -> None:
     assert fit.predict(64) == pytest.approx(3.0 * 64**2)
 
 
+@pytest.mark.parametrize("ys", [[1.0, 1.3, 0.8, 1.2, 2.9], [2.0, 2.0, 2.0, 2.0, 2.0], [1.0, 4.1, 15.8, 64.5, 250.0]])
+def test_fit_is_scipy_linregress_on_log_log(ys: list[float]) -> None:
+    """Least squares written out (no scipy.stats import at run time), checked against scipy's."""
+    import math
+
+    from scipy import stats
+
+    xs = [1, 2, 4, 8, 16]
+    fit = fit_growth("s", "time", xs, ys)
+    ref = stats.linregress([math.log(x) for x in xs], [math.log(y) for y in ys])
+    assert fit is not None and fit.ci_low is not None and fit.ci_high is not None
+    assert fit.exponent == pytest.approx(ref.slope, abs=1e-12) and fit.intercept == pytest.approx(ref.intercept)
+    assert fit.r_squared == pytest.approx(ref.rvalue**2 if math.isfinite(ref.rvalue) else 1.0, abs=1e-12)
+    half = stats.t.ppf(0.975, 3) * ref.stderr if math.isfinite(ref.stderr) else 0.0  # flat: scipy says nan, no spread
+    assert (fit.ci_low, fit.ci_high) == pytest.approx((ref.slope - half, ref.slope + half), abs=1e-9)
+
+
 def test_fit_interval_widens_with_noise_and_needs_three_points() -> None:
     xs = [1, 2, 4, 8]
     noisy = fit_growth("s", "time", xs, [x * f for x, f in zip(xs, [1.0, 1.3, 0.8, 1.2], strict=True)])

@@ -56,23 +56,17 @@ def ratio_interval(base: Sequence[float], mine: Sequence[float]) -> tuple[float,
     on either side."""
     if len(base) < MIN_FOR_INTERVAL or len(mine) < MIN_FOR_INTERVAL or min(mine) <= 0:
         return None
-    import numpy as np
-    from scipy.stats import bootstrap
+    import numpy as np  # scipy.stats.bootstrap did the same at the cost of importing scipy.stats (~1 s)
 
-    def ratio(a: np.ndarray, b: np.ndarray, axis: int = -1) -> np.ndarray:
-        return np.asarray(np.median(a, axis=axis) / np.median(b, axis=axis))
-
-    found = bootstrap(
-        (np.asarray(base), np.asarray(mine)),
-        ratio,
-        n_resamples=RESAMPLES,
-        confidence_level=CONFIDENCE,
-        method="percentile",
-        vectorized=True,
-        random_state=np.random.default_rng(SEED),
+    # Percentile bootstrap: resample each side with replacement, the ratio of medians each time.
+    rng = np.random.default_rng(SEED)
+    a, b = np.asarray(base, dtype=float), np.asarray(mine, dtype=float)
+    ratios = np.median(a[rng.integers(0, a.size, (RESAMPLES, a.size))], axis=1) / np.median(
+        b[rng.integers(0, b.size, (RESAMPLES, b.size))], axis=1
     )
-    interval = found.confidence_interval
-    return float(interval.low), float(interval.high)
+    tail = (1 - CONFIDENCE) / 2 * 100
+    low, high = np.percentile(ratios, [tail, 100 - tail])
+    return float(low), float(high)
 
 
 def sample_warnings(name: str, samples: Sequence[float]) -> list[NoiseWarning]:

@@ -18,8 +18,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from dummyprof.reports.format import projected, projected_seconds, rank_ranges
+from dummyprof.reports.format import projected, projected_seconds
 from dummyprof.reports.tables.deployment import fill_text, rank_groups
+from dummyprof.reports.tables.deployment import ranks_text as rank_text
 from dummyprof.reports.tables.engram import dominant_text, reason_text, recommended
 from dummyprof.reports.tables.escape import html_text as text
 from dummyprof.reports.tables.gate import value_text
@@ -572,7 +573,7 @@ def bar_chart(
     )
     height = max(260, 46 * len(bars) + 150)
     _layout(fig, title, height, subtitle=subtitle, xaxis=axis, yaxis={"autorange": "reversed", "automargin": True})
-    fig.update_layout(margin={"t": 70, "l": 10, "r": 150, "b": 50})
+    fig.update_layout(margin={"t": 86, "l": 10, "r": 40, "b": 50})
     if line is not None:
         # A shape sits at the value on any axis; an annotation at its log10 on a log axis (plotly's rules).
         look = {"color": LINE_COLOUR, "dash": "dash", "width": 2}
@@ -777,12 +778,22 @@ def _projection_sections(result: EngramResult) -> list[Section]:
 
 # --- deployment -----------------------------------------------------------------------------------
 
-# What a rank's device bytes are, one entry a kind (label, colour, bytes of a rank), stacked in this order; the
-# sharded weights are what is left of its device bytes. A kind the Results gain (quantized, scales) is one entry.
-DEVICE_KINDS: tuple[tuple[str, str, Callable[[RankEntry], int]], ...] = (
+# What a rank's device bytes are, one entry a kind (label, colour, bytes of a rank), stacked in this order; what
+# is left of its device bytes is drawn as SHARDED. A kind the Results gain is one entry. A quantized shard's
+# weights are split by vLLM 0.33's fill rule (``fill_kinds``), a plain one's by replication and padding.
+QUANTIZED_KINDS: tuple[tuple[str, str, Callable[[RankEntry], int]], ...] = (
+    ("fp8 weights", "#4c78a8", lambda r: r.fill_kinds.get("fp8", 0)),
+    ("scales", "#f58518", lambda r: r.fill_kinds.get("scale", 0)),
+    ("int8/uint8 (packed)", "#72b7b2", lambda r: r.fill_kinds.get("integer", 0)),
+    ("int32/int64 (left as allocated)", "#b279a2", lambda r: r.fill_kinds.get("skipped", 0)),
+    ("unquantized weights", "#9ecae9", lambda r: r.fill_kinds.get("float", 0)),
+    ("declared values", "#bab0ac", lambda r: r.fill_kinds.get("declared", 0)),
+)
+PLAIN_KINDS: tuple[tuple[str, str, Callable[[RankEntry], int]], ...] = (
     ("replicated (whole on every rank)", "#ff9896", lambda r: r.replicated_bytes),
     ("vocabulary padding", "#c7c7c7", lambda r: r.padding_bytes),
 )
+ENGINE_KIND = ("load buffers: not weights (rotary cache, expert map, kv scales)", "#e45756", lambda r: r.engine_bytes)
 SHARDED = ("sharded weights", "#4c78a8")
 HOST = ("host: CPU-offloaded (hatched)", "#8c8c8c")
 
@@ -791,7 +802,7 @@ def deployment_sections(results: Results) -> list[Section]:
     result = results.deployment
     assert result is not None
     groups = rank_groups(result)
-    labels = [text(("ranks " if len(g) > 1 else "rank ") + rank_ranges([r.rank for r in g])) for g in groups]
+    labels = [text(("ranks " if len(g) > 1 or g[0].copies > 1 else "rank ") + rank_text(g, result.tp)) for g in groups]
     section = Section(
         "Ranks", [f"{result.description}: {layout_text(result)} = {result.world} ranks; ranks alike share a bar."]
     )
@@ -826,8 +837,13 @@ def _held_chart(result: DeploymentResult, groups: list[list[RankEntry]], labels:
     device_memory = result.device_memory_bytes
     scale, unit = byte_unit(max([r.held_bytes for r in ranks] + [device_memory or 0]))
     rows = labels + ([f"{label} · host" for label in labels] if offloaded else [])
-    kinds = [(name, paint, [get(r) for r in ranks]) for name, paint, get in DEVICE_KINDS]
+    quantized = any(r.fill_kinds for r in ranks)
+    chosen = (*(QUANTIZED_KINDS if quantized else PLAIN_KINDS), ENGINE_KIND)
+    kinds = [(name, paint, [get(r) for r in ranks]) for name, paint, get in chosen]
+    # The rest of the device bytes: sharded weights (for a quantized shard, any weight no fill rule counted)
     sharded = [r.device_bytes - sum(k[2][i] for k in kinds) for i, r in enumerate(ranks)]
+    rest = ("other weights" if quantized else SHARDED[0], SHARDED[1], sharded)
+    order = [*kinds[:-1], rest, kinds[-1]] if quantized else [rest, *kinds]
     traces = [
         go.Bar(
             name=text(name),
@@ -838,7 +854,7 @@ def _held_chart(result: DeploymentResult, groups: list[list[RankEntry]], labels:
             hovertext=[f"{label}: {text(name)} {format_bytes(b)}" for label, b in zip(labels, values, strict=True)],
             hoverinfo="text",
         )
-        for name, paint, values in [(*SHARDED, sharded), *kinds]
+        for name, paint, values in order
         if any(values)
     ]
     if offloaded:
@@ -871,10 +887,8 @@ def _held_chart(result: DeploymentResult, groups: list[list[RankEntry]], labels:
     if device_memory is None:
         verdict = "no --device-memory given: the fit is not checked"
     else:
-        short = [r for r in result.ranks if r.device_fits is False]
-        verdict = (
-            f"{len(short)} of {result.world} ranks over device memory" if short else f"all {result.world} ranks fit"
-        )
+        short = sum(r.copies for r in result.ranks if r.device_fits is False)
+        verdict = f"{short} of {result.world} ranks over device memory" if short else f"all {result.world} ranks fit"
     _layout(
         fig,
         f"Bytes each rank holds: {verdict}",
@@ -883,7 +897,7 @@ def _held_chart(result: DeploymentResult, groups: list[list[RankEntry]], labels:
         + (f" against the device memory ({format_bytes(device_memory)})" if device_memory else "")
         + ("; CPU-offloaded tables on the host, apart" if offloaded else ""),
         barmode="stack",
-        xaxis={"title": f"bytes ({unit})", "ticksuffix": f" {unit}", "range": [0, top * 1.25]},
+        xaxis={"ticksuffix": f" {unit}", "range": [0, top * 1.25]},  # no title: the legend sits there
         yaxis={"autorange": "reversed", "automargin": True},
     )
     if device_memory is not None:

@@ -38,7 +38,7 @@ def rank_groups(result: DeploymentResult) -> list[list[RankEntry]]:
     return groups
 
 
-def _ranks(group: list[RankEntry], tp: int) -> str:
+def ranks_text(group: list[RankEntry], tp: int) -> str:
     """``0-3`` (consecutive ranks), ``1`` (one), ``1,3..15`` (one entry for dp ranks: every tp-th rank)."""
     first = group[0]
     if first.copies > 1:
@@ -91,7 +91,7 @@ def ranks_table(result: DeploymentResult) -> Table:
     for group in rank_groups(result):
         r = group[0]
         table.add(
-            _ranks(group, result.tp),
+            ranks_text(group, result.tp),
             str(r.stage) if result.pp > 1 else "",
             f"{r.layers[0]}-{r.layers[1] - 1}" if r.layers[1] > r.layers[0] else "",
             _nodes(r, result) if len(result.nodes) > 1 else "",
@@ -128,7 +128,7 @@ def work_table(result: DeploymentResult) -> Table:
     for group in rank_groups(result):
         for i, s in enumerate(group[0].strategies):
             table.add(
-                Cell(_ranks(group, result.tp) if i == 0 else ""),
+                Cell(ranks_text(group, result.tp) if i == 0 else ""),
                 s.strategy,
                 f"{s.visits:,} ({s.redundant_visits:,})",
                 format_bytes(s.bytes_written),
@@ -176,7 +176,7 @@ def kinds_table(result: DeploymentResult) -> Table | None:
     for group in rank_groups(result):
         k = group[0].fill_kinds
         cells = [k.get(name, 0) for name in ("fp8", "scale", "integer", "skipped", FP16_SCRATCH)]
-        table.add(Cell(_ranks(group, result.tp)), *(format_bytes(n) for n in cells))
+        table.add(Cell(ranks_text(group, result.tp)), *(format_bytes(n) for n in cells))
     table.notes.append(
         "fp8: drawn uniform in [-1, 1] through a float16 scratch of the same shape (fp16 scratch: all of them "
         "together, one at a time alive); scales: UE8M0/uint8 bytes set to 120, float scales drawn as floats; "

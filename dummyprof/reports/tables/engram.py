@@ -501,9 +501,16 @@ def glance_lines(result: EngramResult) -> list[str]:
     """Why methods were projected (one line per reason) and what the plan changed: the words, not the statistics."""
     why: dict[str, list[str]] = {}
     for m in result.methods:
-        if m.mode == PROJECTED and reason_text(m):
+        if m.mode != PROJECTED or not reason_text(m):
+            continue
+        if m.reason == FOR_TIME and not m.legacy_reason:  # one line for all: each with its calibrated fill
+            one = f" (about {format_seconds(m.one_fill_s)})" if m.one_fill_s is not None else ""
+            why.setdefault(
+                f"one full-size fill would take over the {format_seconds(result.budget.time_s)} time budget", []
+            ).append(m.name + one)
+        else:
             why.setdefault(reason_text(m), []).append(m.name)
-    lines = [f"{', '.join(names)}: projected: {reason}" for reason, names in why.items()]
+    lines = [f"projected, {reason}: {', '.join(names)}" for reason, names in why.items()]
     return lines + [f"note: {note}" for note in plan_notes(result)]
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -182,6 +183,10 @@ def test_a_config_that_builds_a_list_per_layer_is_never_made_with_a_billion_laye
     with pytest.raises(DoesNotFitError) as caught:
         choose_source(model=spec, preset=None, model_args={})
     assert "config field num_hidden_layers: 1,000,000,000 layers would build about 29,000,000,013" in str(caught.value)
+    # the advice holds when followed: the config is made again with the layer count given (layer_types follows)
+    fits = int(re.search(r"pass --model-arg num_hidden_layers=(\d+)$", caught.value.message).group(1))  # type: ignore[union-attr]
+    source = hf_source(spec, {"num_hidden_layers": fits}, limits=BuildLimits(max_objects=29 * fits + 13))
+    assert source.options["num_hidden_layers"] == fits and source.estimated_bytes
     nested = _config(tmp_path, text_config={"model_type": "qwen2", "num_hidden_layers": 10**9})
     with pytest.raises(DoesNotFitError, match=r"config field text_config\.num_hidden_layers: 1,000,000,000 layers"):
         choose_source(model=nested, preset=None, model_args={})

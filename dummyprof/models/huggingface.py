@@ -9,6 +9,7 @@ imported here, when ``hf:`` is used.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import difflib
 import itertools
@@ -163,7 +164,9 @@ def _hub_reachable() -> str | None:
     return None
 
 
-def _config_from_hub(repo_id: str, trust_remote_code: bool, limits: BuildLimits | None) -> Any:
+def _config_from_hub(
+    repo_id: str, trust_remote_code: bool, limits: BuildLimits | None, overrides: dict[str, Any]
+) -> Any:
     transformers = _transformers()
     fix = "this needs network access to the Hugging Face hub: download its config.json and pass hf:./config.json"
     unreachable = _hub_reachable()
@@ -181,19 +184,27 @@ def _config_from_hub(repo_id: str, trust_remote_code: bool, limits: BuildLimits 
         raise UsageError(FLAG, f"cannot fetch config.json for hub id {repo_id!r} ({_first_line(exc)}); {fix}") from exc
     finally:
         hub_logger.setLevel(level)
-    return _config_from_dict(data, repo_id, repo_id, trust_remote_code, limits)
+    return _config_from_dict({**data, **overrides}, repo_id, repo_id, trust_remote_code, limits)
 
 
-def load_config(target: str, *, trust_remote_code: bool = False, limits: BuildLimits | None = None) -> Any:
-    """A transformers config for ``target``: a config.json file, a folder holding one, or a hub id; a layer
-    count past ``limits`` is refused before transformers makes it."""
+def load_config(
+    target: str,
+    *,
+    trust_remote_code: bool = False,
+    limits: BuildLimits | None = None,
+    overrides: dict[str, Any] | None = None,
+) -> Any:
+    """A transformers config for ``target``: a config.json file, a folder holding one, or a hub id, made with
+    ``overrides`` in it; a layer count past ``limits`` is never made into it (:func:`_defer_layers`)."""
+    overrides = overrides or {}
     path = Path(target).expanduser()
     if path.exists():
         folder = str(path) if path.is_dir() else None
-        return _config_from_dict(_read_config_dict(path, target), target, folder, trust_remote_code, limits)
+        data = {**_read_config_dict(path, target), **overrides}
+        return _config_from_dict(data, target, folder, trust_remote_code, limits)
     if target.endswith(".json") or not _HUB_ID.match(target):  # a path that does not exist, not a hub id
         raise UsageError(FLAG, f"no such config {target!r}; give hf:./config.json, hf:FOLDER or hf:ORG/NAME")
-    return _config_from_hub(target, trust_remote_code, limits)
+    return _config_from_hub(target, trust_remote_code, limits, overrides)
 
 
 def _cached_snapshot(repo_id: str) -> Path | None:
@@ -424,6 +435,12 @@ def hf_source(
         default_flag=FLAG,
         where=f"{PREFIX}{target}",
     )
+    counts = {key: value for key, value in overrides.items() if LAYER_COUNT.search(key)}
+    if counts:  # made again with the layer counts, so the lists a config makes per layer follow (qwen2's layer_types)
+        with contextlib.suppress(UsageError):  # a config that states such a list itself (gpt-oss) keeps it
+            remade = load_config(target, trust_remote_code=trust_remote_code, limits=limits, overrides=counts)
+            apply_overrides(remade, overrides)  # the other values as before (and all of them for remote code)
+            config = remade
     meta_model = build_on_meta(config, trust_remote_code=trust_remote_code, limits=limits, target=target)
     notes: list[str] = []
     shown = ", ".join(f"{k}={v!r}" for k, v in overrides.items())

@@ -49,7 +49,7 @@ def test_fake_clock_drives_every_measured_figure() -> None:
     assert engram.method("random-convert").bytes_written == 2048 * 64  # scales untouched
     assert engram.method("constant").bytes_written == 2048 * 66
     # every method alike: the first of the fastest is recommended, and how far it misses the deadline
-    assert summary_line(results) == "recommended random-convert: start-up 3.00 s; 2.50 s deadline missed by 500.0 ms"
+    assert summary_line(results) == "recommended random-convert: 3.00 s on cpu; 2.50 s deadline missed by 500.0 ms"
 
 
 def _calibration(part_rows: int, **per_row: float) -> Rates:
@@ -130,7 +130,10 @@ def test_projected_figures_are_labelled_and_summarised() -> None:
         assert m.startup_seconds.projected
         assert m.peak_rss_bytes.projected and (m.peak_rss_bytes.value or 0) >= m.needed_bytes
     # ~: projected; the floor is not counted among the methods
-    assert summary_line(results) == "recommended random-convert: start-up ~26.43 s per rank; no --deadline; none fit"
+    assert (
+        summary_line(results)
+        == "recommended random-convert: start-up ~26.43 s per rank on cpu; no --deadline"  # "none fit": 82 columns
+    )
     assert dummyprof.render(results, quiet=True, width=1000) == summary_line(results) + "\n"
 
 

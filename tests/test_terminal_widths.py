@@ -15,6 +15,7 @@ import pytest
 
 from dummyprof.reports.registry import render
 from dummyprof.reports.reporter import RenderOptions
+from dummyprof.reports.summary import summary_line
 from dummyprof.results.audit import FillerSummary
 from dummyprof.results.common import Figure, Timing
 from dummyprof.results.compare import (
@@ -25,6 +26,7 @@ from dummyprof.results.compare import (
     SizeDecision,
     StrategyResult,
 )
+from dummyprof.results.deployment import PROJECTED, DeploymentResult, RankEntry, RankStrategy
 from dummyprof.results.engram import EngramResult, LinearFit
 from dummyprof.results.ranks import RankFill, RankRecord
 from dummyprof.results.session import Results
@@ -153,6 +155,24 @@ def test_compare_projected_fits(width: int) -> None:
     assert quiet == "projected fill on cpu: legacy 920.4 ms, per-layer 205.3 ms, unique 187.5 ms\n"
 
 
+@pytest.mark.parametrize("device", ["cpu", "cuda:0"])
+def test_compare_quiet_names_the_device_of_its_times(device: str) -> None:
+    measured = load_results(SAVED / "compare.json")
+    projected = _compare()
+    for results in (measured, projected):
+        assert results.compare is not None
+        results.compare.model.device = device
+    assert summary_line(measured) == (
+        f"median fill on {device}: legacy 993 µs, per-layer 356 µs (2.8x), unique 192 µs (5.2x)"
+        if device == "cpu"  # 81 columns on cuda:0: "fill" gives way, never the device
+        else f"median on {device}: legacy 993 µs, per-layer 356 µs (2.8x), unique 192 µs (5.2x)"
+    )
+    assert summary_line(projected).startswith(f"projected fill on {device}: legacy 920.4 ms, ")
+    for width in WIDTHS:
+        fits(measured, width)
+        fits(projected, width)
+
+
 @pytest.mark.parametrize("width", WIDTHS)
 def test_compare_measured_with_its_projection_fits(width: int) -> None:
     out = fits(_compare("measured"), width, ("projected", "range", "measured", "floor", "walk"), detail=True)
@@ -224,13 +244,56 @@ def _engram_worst_quiet(case: str) -> Results:
 @pytest.mark.parametrize(
     ("case", "line"),
     [
-        ("one method", "recommended random-scratch: ~123.4 ms; 100.0 ms deadline missed by ~23.4 ms"),
-        ("all equal", "recommended random-convert: ~123.4 ms; 100.0 ms deadline missed by ~23.4 ms"),
+        ("one method", "random-scratch ~123.4 ms on {}; 100.0 ms deadline missed by ~23.4 ms"),
+        ("all equal", "random-convert ~123.4 ms on {}; 100.0 ms deadline missed by ~23.4 ms"),
     ],
 )
-def test_engram_quiet_keeps_to_80_columns_in_the_worst_case(width: int, case: str, line: str) -> None:
-    fits(_engram_worst_quiet(case), width)
-    assert render(_engram_worst_quiet(case), "terminal", RenderOptions(width=width, quiet=True)) == line + "\n"
+@pytest.mark.parametrize("device", ["cpu", "cuda:0"])
+def test_engram_quiet_keeps_to_80_columns_in_the_worst_case(width: int, case: str, line: str, device: str) -> None:
+    results = _engram_worst_quiet(case)
+    assert results.engram is not None
+    results.engram.backing.device = device  # where the tables were filled: the device of every time shown
+    fits(results, width)
+    assert render(results, "terminal", RenderOptions(width=width, quiet=True)) == line.format(device) + "\n"
+
+
+@pytest.mark.parametrize("device", ["cpu", "cuda:0"])
+def test_engram_quiet_names_the_device_of_its_start_up(device: str) -> None:
+    results = load_results(SAVED / "engram-projected.json")
+    assert results.engram is not None
+    results.engram.backing.device = device
+    line = f"recommended constant: start-up ~5.75 s per rank on {device}; no --deadline"
+    # 81 columns on cuda:0 with how many fit: that gives way, never the device
+    assert summary_line(results) == line + ("; none fit" if device == "cpu" else "")
+
+
+def _deployment(device: str) -> Results:
+    """tp 2, pp 2 of a 7.5 GB model, projected on ``device``: the slowest rank's line is 82 columns whole."""
+    ranks = [
+        RankEntry(
+            rank=r,
+            stage=r // 2,
+            held_bytes=round(3.74 * GIB),
+            strategies=[RankStrategy("per-layer", fill=PROJECTED, seconds=13.24 if r == 2 else 12.0)],
+        )
+        for r in range(4)
+    ]
+    result = DeploymentResult(device=device, tp=2, pp=2, world=4, ranks=ranks, slowest_rank=2)
+    result.slowest_strategy = "per-layer"
+    return Results(command="deployment", deployment=result)
+
+
+@pytest.mark.parametrize("device", ["cpu", "cuda:0"])
+def test_deployment_quiet_keeps_the_strategy_and_the_device(device: str) -> None:
+    results = _deployment(device)
+    # too long with the bytes per rank: they give way, not the strategy's name nor the device
+    assert summary_line(results) == f"tp 2, pp 2: 4 ranks; slowest rank 2 per-layer ~13.24 s on {device}"
+    assert results.deployment is not None
+    results.deployment.pp, results.deployment.world = 1, 2
+    results.deployment.ranks = results.deployment.ranks[2:]
+    assert summary_line(results) == f"tp 2: 2 ranks, up to 3.74 GiB/rank; slowest rank 2 per-layer ~13.24 s on {device}"
+    for width in WIDTHS:
+        fits(results, width)
 
 
 @pytest.mark.parametrize("width", WIDTHS)

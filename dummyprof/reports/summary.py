@@ -24,13 +24,12 @@ SUMMARY_WIDTH = 80  # -q prints one line; where a line can choose its words, it 
 
 
 def compare_summary(result: CompareResult) -> str:
-    """One line of at most 80 columns (``-q``): each strategy's time and speedup, or fewer words where that is
-    too long ("fill" left out, then the speedups, then every strategy but the fastest and the slowest). The
-    tables hold the rest.
+    """One line of at most 80 columns (``-q``): where the times were taken, each strategy's time and speedup,
+    or fewer words where that is too long ("fill" left out, then the speedups, then every strategy but the
+    fastest and the slowest). The device stays in every wording. The tables hold the rest.
     """
-    projected = result.size.mode == "projected"
-    where = f" on {result.model.device}"  # a projection is a rate calibrated on this device: it says which
-    head, short = (f"projected fill{where}: ", f"projected{where}: ") if projected else ("median fill: ", "median: ")
+    kind = "projected" if result.size.mode == "projected" else "median"  # measured there, or calibrated there
+    head, short = f"{kind} fill on {result.model.device}: ", f"{kind} on {result.model.device}: "
     tail = " (nothing to fill: no speedup)" if result.nothing_to_fill else ""
     timed = [s for s in result.strategies if s.seconds is not None]
 
@@ -79,9 +78,10 @@ def inspect_summary(result: InspectResult) -> str:
 
 def engram_summary(result: EngramResult) -> str:
     """One line of at most 80 columns: the method to use (the fastest start-up per rank of those that fit in
-    memory), its start-up and the verdict against ``--deadline`` (met, or missed by how much), then how many
-    methods fit; shorter words where that is too long. ``~`` marks a projection. A dry run says what each
-    method needs instead. The tables hold every method's figures.
+    memory), its start-up and the device the tables were filled on, the verdict against ``--deadline`` (met,
+    or missed by how much), then how many methods fit; shorter words where that is too long, the device in
+    every wording. ``~`` marks a projection. A dry run says what each method needs instead. The tables hold
+    every method's figures.
     """
     methods = [m for m in result.methods if m.name != result.floor_method]
     if not methods:
@@ -97,7 +97,9 @@ def engram_summary(result: EngramResult) -> str:
         return head + f"need {need} per rank; {fits} in {format_bytes(result.budget.memory_bytes)}"
     time = projected(format_seconds(best.startup_seconds.value), best.startup_seconds)
     verdict, short = deadline_text(result, best), deadline_text(result, best, short=True)
-    heads = [f"recommended {best.name}: start-up {time}{per}" for per in (" per rank", "")]
+    where = f" on {result.backing.device}"
+    heads = [f"recommended {best.name}: start-up {time}{per}{where}" for per in (" per rank", "")]
+    time += where
     lines = [f"{heads[0]}; {verdict}; {fits}", *(f"{head}; {verdict}" for head in heads)]
     lines += [f"recommended {best.name}: {time}; {verdict}", f"{best.name} {time}; {verdict}"]
     lines.append("; ".join(part for part in (f"{best.name} {time}", short) if part))

@@ -285,7 +285,8 @@ def deployment_blocks(result: DeploymentResult, *, detail: bool = True) -> list[
 
 
 def deployment_summary(result: DeploymentResult) -> str:
-    """One line of at most 80 columns: layout, the largest rank's bytes, the slowest rank's fill."""
+    """One line of at most 80 columns: layout, the largest rank's bytes, the slowest rank's fill, its strategy
+    and the device it was timed on."""
     largest = max(result.ranks, key=lambda r: r.held_bytes, default=None)
     head = f"{layout_text(result)}: {result.world} ranks"
     held = f", up to {format_bytes(largest.held_bytes)}/rank" if largest else ""
@@ -302,9 +303,12 @@ def deployment_summary(result: DeploymentResult) -> str:
     quant = ""
     if result.online_quant:
         quant = "; online fp8 peak " + " vs ".join(format_bytes(q.peak_bytes) for q in result.online_quant)
+    # Where too long, left out in turn: online fp8, the bytes per rank, the strategy's name (the bytes back),
+    # whether ranks fit. The device stays.
     lines = [
         head + held + fit + slow + quant,
         head + held + fit + slow,
+        head + fit + slow,
         head + held + fit + short_slow,
         head + fit + short_slow,
         head + held + short_slow,

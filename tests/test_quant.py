@@ -301,6 +301,24 @@ def test_gpt_oss_mxfp4_experts_are_vllms(sizes: dict[str, int], local: int, inte
     )
 
 
+@pytest.mark.parametrize(("tp", "heads"), [(1, 64), (2, 32), (8, 8)])
+def test_gpt_oss_sinks_are_the_ranks_heads_and_experts_split_as_vllm_holds_them(tp: int, heads: int) -> None:
+    """vLLM's OAIAttention: ``sinks`` [num_attention_heads // tp]; unquantized FusedMoE ``w13`` [E, 2I/tp, H] and
+    ``w2`` [E, H, I/tp] (transformers holds gpt-oss's experts [E, in, out]: turned, then split by outputs/inputs)."""
+    whole = _source(f"{DATA}/gpt-oss-20b.json", "none", num_hidden_layers=1).build(torch.device("meta"))
+    layout = ParallelLayout(tp=tp)
+    shard = Sharder(whole, layout, ModelDims.of(whole), None).build(layout.coords()[0])
+    h, inter = 2880, 2880
+    assert _table(shard, "layers.0.self_attn.")["sinks"] == ((heads,), BF16)
+    experts = _table(shard, "layers.0.mlp.experts.")
+    assert experts["gate_up_proj"] == ((32, 2 * inter // tp, h), BF16)
+    assert experts["down_proj"] == ((32, h, inter // tp), BF16)
+    assert experts["gate_up_proj_bias"] == ((32, 2 * inter // tp), BF16) and experts["down_proj_bias"] == (
+        (32, h),
+        BF16,
+    )
+
+
 # ---- choosing the method ---------------------------------------------------------------------------------------
 
 

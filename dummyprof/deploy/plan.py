@@ -121,7 +121,9 @@ class Placement:
     style: str  # the declared style word, or the vLLM layer followed
     scale_of: str | None = None  # a block-scale tensor: the local name of the weight whose split it follows
     experts_first: bool = False  # dimension 0 indexes the experts (one tensor for all of them, as FusedMoE holds)
-    transposed: bool = False  # held [in, out] (transformers' Conv1D); the shard holds it as vLLM does, [out, in]
+    transposed: bool = (
+        False  # held [..., in, out] (Conv1D, gpt-oss experts); the shard holds it as vLLM, [..., out, in]
+    )
     heads: int | None = None  # an Engram table's hash heads (None: one per shard, as the engram command's default)
 
 
@@ -250,14 +252,23 @@ class Planner:
             tp_style = self._declared(self.tp_plan, full, path)
             style = "; ".join(f"{k} {v}" for k, v in (("tp", tp_style), ("ep", ep_style)) if v)
             source = DECLARED if style else VLLM
+            # held [experts, in, out] (transformers' is_transposed, gpt-oss): the shard holds it as vLLM, [E, out, in]
+            transposed = bool(getattr(module, "is_transposed", False)) and tensor.dim() == 3
             return Placement(
-                full, _expert_rule(local, name), source, style or "FusedMoE", experts_first=name == "experts"
+                full,
+                _expert_rule(local, name),
+                source,
+                style or "FusedMoE",
+                experts_first=name == "experts",
+                transposed=transposed,
             )
         if type(module).__name__ == "Conv1D" and name in (*_CONV1D, "c_proj"):
             style, rule = _CONV1D.get(name, ("RowParallelLinear", ROW))
             if tensor.dim() < 2:  # a column bias splits with its outputs; a row bias is whole on every rank
                 rule = COLUMN if rule == COLUMN else REPLICATED
             return Placement(full, rule, VLLM, style, transposed=tensor.dim() == 2)
+        if local == "sinks" and tensor.dim() == 1:  # gpt-oss: one per attention head, the rank's heads (vLLM)
+            return Placement(full, COLUMN, VLLM, "attention sinks")
         declared = self._declared(self.tp_plan, full, path)
         if declared is not None:
             return Placement(full, _style_rule(declared, tensor, name), DECLARED, declared)

@@ -555,7 +555,7 @@ class ShardQuantizer:
         up = module._parameters["gate_up_proj"]
         assert up is not None and self.scheme.hidden
         experts, hidden = int(up.shape[0]), self.scheme.hidden
-        # per rank gate_up holds E x 2I x H elements whichever dimension the split took ([E, 2I, H]; gpt-oss [E, H, 2I])
+        # per rank gate_up holds [E, 2I, H] (gpt-oss's [E, H, 2I] turned as vLLM holds it)
         inter = up.numel() // (experts * 2 * hidden)
         biases = [b for b in ("gate_up_proj_bias", "down_proj_bias") if module._parameters.get(b) is not None]
         made = self.moe(self.scheme, experts, inter, hidden, bool(biases))

@@ -313,7 +313,7 @@ class Sharder:
     def _shape(self, place: Placement, shape: tuple[int, ...], coord: RankCoord) -> tuple[tuple[int, ...], int]:
         """(shape this rank holds, padded rows among them)."""
         layout, tp = self.layout, self.layout.tp
-        dims = list(shape[::-1] if place.transposed else shape)
+        dims = [*shape[:-2], shape[-1], shape[-2]] if place.transposed else list(shape)
         rule = place.rule
         if rule == REPLICATED or not dims:
             return tuple(dims), 0

@@ -13,6 +13,10 @@ from functools import cached_property
 from dummyprof.layout import ParallelLayout
 from dummyprof.schema import integer, option
 
+# --dtype auto: the synthetic tree is built in float32; an hf: model in vLLM's --dtype auto (the config's).
+AUTO_DTYPE = "auto"
+TREE_DTYPE = "float32"
+DTYPE_AUTO_HELP = "auto: float32 for the tree, vLLM's --dtype auto (the config's) for hf: models."
 # Every size a synthetic weight can take and torch can still count in int64 bytes (hidden x hidden x 8).
 MAX_HIDDEN = 2**20
 
@@ -24,7 +28,7 @@ class TreeShape:
     depth: int = integer(12, "Levels of nested blocks below the root.")
     width: int = integer(1, "Synthetic tree: child blocks per block.")
     hidden: int = integer(512, "Size of each weight (hidden x hidden); multiple of 32.", maximum=MAX_HIDDEN)
-    dtype: str = option("float32", help="Synthetic tree: float32, bfloat16 or float16.")
+    dtype: str = option(AUTO_DTYPE, help=f"Synthetic tree: float32, bfloat16 or float16; {DTYPE_AUTO_HELP}")
     meta: bool = option(False, unit="flag", help="Add a tensor left on the meta device (never filled).")
     engram_rows: int = integer(
         0, "Add a small Engram-style fp8 table with this many rows (0: none).", minimum=0, example="4096"

@@ -130,6 +130,39 @@ def test_the_dtype_is_passed_as_this_transformers_expects_it(tmp_path: Path) -> 
     assert sizes == ["2.36 GiB", "2.36 GiB", "2.36 GiB"]  # bfloat16 when the config names none (vLLM auto)
 
 
+# TINY's parameters, counted by hand: 2 x (q 4096 + k 2048 + v 2048 + o 4096 + mlp 3 x 8192 + norms 128), embedding
+# and head 256 x 64 each, final norm 64.
+TINY_PARAMETERS = 2 * (4096 + 2048 + 2048 + 4096 + 3 * 8192 + 128) + 2 * 256 * 64 + 64
+
+
+@pytest.mark.parametrize(
+    ("dtype", "built"), [("auto", torch.bfloat16), ("float32", torch.float32), ("float16", torch.float16)]
+)
+def test_an_explicit_dtype_is_built_as_given(dtype: str, built: torch.dtype) -> None:
+    """vLLM's --dtype: auto is the config's bfloat16; a name given is used, float32 included (no downcast)."""
+    source = choose_source(model=LLAMA, preset=None, model_args=TINY, dtype=dtype)
+    params = list(source.build(META).parameters())
+    assert {p.dtype for p in params} == {built} and source.options["dtype"] == str(built).removeprefix("torch.")
+    assert sum(p.numel() * p.element_size() for p in params) == TINY_PARAMETERS * built.itemsize
+
+
+def test_an_explicit_dtype_reaches_the_cli_and_the_engines_refusal_too(tmp_path: Path, cli: Cli) -> None:
+    args = ["inspect", "--model", LLAMA, *(a for k, v in TINY.items() for a in ("--model-arg", f"{k}={v}")), "-q"]
+    sizes = [cli(*args, *more).stdout.split(";")[0].split(", ")[1] for more in ([], ["--dtype", "float32"])]
+    assert sizes == ["208.69 KiB", "417.31 KiB"]  # 213,696 and 427,328 bytes: 2 x the parameters, + rotary's 64
+    gemma = tmp_path / "config.json"
+    gemma.write_text(json.dumps({"model_type": "gemma2", **TINY}))
+    refused = cli("inspect", "--model", f"hf:{gemma}", "--dtype", "float16")
+    assert refused.exit_code == 2
+    assert refused.stderr == (
+        "dummyprof: error: --dtype: vLLM refuses float16 for model type 'gemma2': Numerical instability. "
+        "Please use bfloat16 or float32 instead.\n"
+    )
+    assert cli("inspect", "--model", LLAMA, "--dtype", "int4").stderr.startswith(
+        "dummyprof: error: --dtype: unknown dtype 'int4'; choose one of: auto, float32, bfloat16, float16"
+    )
+
+
 def test_folder_and_file_give_the_same_model(tmp_path: Path) -> None:
     (tmp_path / "config.json").write_text((DATA / "Llama-3.1-8B.json").read_text())
     a = hf_source(f"hf:{tmp_path}", TINY).estimated_bytes

@@ -12,7 +12,8 @@ import pytest
 
 from dummyprof.errors import UsageError
 from dummyprof.gate.config import load_config
-from dummyprof.gate.fingerprint import option_defaults
+from dummyprof.gate.fingerprint import make_fingerprint, option_defaults
+from dummyprof.results.common import Environment
 from dummyprof.scenarios.audit.options import AuditOptions
 from dummyprof.scenarios.audit.options import validate as validate_audit
 from dummyprof.scenarios.compare.options import CompareOptions
@@ -66,6 +67,19 @@ def test_the_committed_baseline_fingerprints_use_exactly_these_options() -> None
     for scenario in baseline["gate"]["scenarios"]:
         if scenario["command"] == "compare":
             assert set(scenario["fingerprint"]["options"]) <= set(COMPARE_FIELDS)
+
+
+def test_dtype_auto_builds_the_tree_in_float32_and_is_fingerprinted_as_what_it_builds() -> None:
+    """The default is auto (so an hf: model's explicit --dtype is told apart); the tree builds float32 for it, and
+    a fingerprint says float32, as the committed baseline's do; an hf: model's auto is the config's, left as auto."""
+    assert CompareOptions().dtype == "auto" and CompareOptions().tree_spec().dtype == "float32"
+
+    def fingerprinted(options: CompareOptions) -> object:
+        return make_fingerprint("t", "compare", options, Environment()).options["dtype"]
+
+    assert fingerprinted(CompareOptions()) == fingerprinted(CompareOptions(dtype="float32")) == "float32"
+    assert fingerprinted(CompareOptions(dtype="bfloat16")) == "bfloat16"
+    assert fingerprinted(CompareOptions(model="hf:config.json")) == "auto"
 
 
 def test_audit_and_inspect_share_the_tree_and_model_fields() -> None:

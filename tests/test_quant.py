@@ -322,6 +322,25 @@ def test_method_choice_follows_vllms_flag() -> None:
         resolve_method(None, "fp8")
 
 
+def test_an_explicit_dtype_builds_the_unquantized_tensors_or_is_refused_as_vllm_refuses() -> None:
+    """--dtype float16 on compressed-tensors fp8: its float tensors are float16 (vLLM builds them in the model's
+    dtype); a dtype outside the method's get_supported_act_dtypes is refused, as vLLM refuses to start."""
+    from dummyprof.models.huggingface import hf_source
+
+    one = {"num_hidden_layers": 1}
+    llama = engine_source(hf_source(f"hf:{DATA}/Llama-3.1-8B-Instruct-FP8-dynamic.json", one, dtype="float16"))
+    shard = _shard(llama, ParallelLayout(tp=2))
+    floats = {t.dtype for t in shard.tensors if t.dtype not in (FP8, F32)}
+    assert floats == {"float16"} and _table(shard, "layers.0.self_attn.o_proj.")["weight"] == ((4096, 2048), FP8)
+    for config, dtype, words in (
+        ("gpt-oss-20b", "float16", "vLLM refuses mxfp4 with float16: it supports bfloat16"),
+        ("Llama-3.1-8B-Instruct-AWQ-INT4", "float32", "vLLM refuses awq with float32: it supports float16, bfloat16"),
+    ):
+        with pytest.raises(UsageError) as refused:
+            engine_source(hf_source(f"hf:{DATA}/{config}.json", one, dtype=dtype))
+        assert (refused.value.field, refused.value.message) == ("dtype", words)
+
+
 def test_unknown_method_is_one_line_exit_2_unless_none(cli: Callable[..., CliResult], tmp_path: Path) -> None:
     config = json.loads((DATA / "Llama-3.1-8B.json").read_text())
     config.update(num_hidden_layers=1, quantization_config={"quant_method": "bitblas", "bits": 4})

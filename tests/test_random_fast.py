@@ -6,6 +6,7 @@ import json
 import os
 import re
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 import torch
@@ -344,11 +345,14 @@ def test_the_default_engram_methods_are_the_registry_s() -> None:
     assert tuple(EngramOptions().methods) == tuple(METHODS)
 
 
-def test_engram_shows_random_fast_values_next_to_the_others(cli: Callable[..., CliResult]) -> None:
-    result = cli("engram", "--rows", "4096", "--dim", "64", "--method", "random-fast", "--repeat", "1")
+def test_engram_shows_random_fast_values_next_to_the_others(cli: Callable[..., CliResult], tmp_path: Path) -> None:
+    path = str(tmp_path / "engram.json")
+    result = cli("engram", "--rows", "4096", "--dim", "64", "--method", "random-fast", "--repeat", "1", "--json", path)
     assert result.exit_code == 0, result.stderr
-    # the Methods table: as in, zeros, distinct values, weights (±largest), scale bytes
-    row = next(line for line in result.stdout.splitlines() if re.match(r" random-fast +dummyprof ", line))
+    detail = cli("report", path, "--detail")
+    assert detail.exit_code == 0, detail.stderr
+    # the Methods table (behind --detail): as in, zeros, distinct values, weights (±largest), scale bytes
+    row = next(line for line in detail.stdout.splitlines() if re.match(r" random-fast +dummyprof ", line))
     assert re.search(r" 64 +±\S+ +120 *$", row), row
     engine = {"kernel": "random-fast: C kernel", "numpy": "random-fast: numpy engine"}[rf.default_engine()]
     assert engine in " ".join(result.stdout.split())  # the environment line says which engine ran

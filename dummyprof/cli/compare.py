@@ -12,6 +12,7 @@ from dummyprof.files.outputs import Output
 from dummyprof.scenarios.compare.options import CompareOptions
 from dummyprof.scenarios.deployment.options import DEPLOYMENT_FIELDS, ONLINE_QUANT_FIELDS
 from dummyprof.schema import Spec
+from dummyprof.shapes import DTYPE_AUTO_HELP
 
 HELP = """\
 Fill one model with several strategies, side by side, and show the cost of each.
@@ -59,7 +60,7 @@ FIELDS = (
 )
 TREE_HELP = {
     "width": {"help": "Child blocks per block (blocks grow as width^depth)."},
-    "dtype": {"help": "Float dtype of the tree: float32, bfloat16 or float16."},
+    "dtype": {"help": f"Float dtype of the tree: float32, bfloat16 or float16; {DTYPE_AUTO_HELP}"},
 }
 FLAGS = {
     "export": Spec(

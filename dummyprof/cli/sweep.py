@@ -11,6 +11,7 @@ from dummyprof.errors import UsageError
 from dummyprof.scenarios.compare.options import CompareOptions
 from dummyprof.scenarios.sweep.options import DEFAULT_SWEEP_REPEAT, MODEL_ARG_PREFIX, TREE_PARAMETERS, SweepOptions
 from dummyprof.schema import Spec
+from dummyprof.shapes import DTYPE_AUTO_HELP
 from dummyprof.units import parse_count, parse_int, parse_seconds
 
 HELP = """\
@@ -41,7 +42,7 @@ OVERRIDES: dict[str, dict[str, object]] = {
     "depth": {"metavar": "RANGE", "help": "Levels of nested blocks, or a range: 1:16."},
     "width": {"metavar": "RANGE", "help": "Child blocks per block, or a range."},
     "hidden": {"metavar": "RANGE", "help": "Size of each weight (multiple of 32), or a range."},
-    "dtype": {"help": "Float dtype of the tree: float32, bfloat16 or float16."},
+    "dtype": {"help": f"Float dtype of the tree: float32, bfloat16 or float16; {DTYPE_AUTO_HELP}"},
     "model_args": {
         "help": "Keyword argument for --model/--preset (repeatable); one may be a range to sweep: layers=1:8."
     },

@@ -147,6 +147,10 @@ def engine_source(source: ModelSource, flag: str = AUTO) -> ModelSource:
     if method is None:
         return source
     options = {**source.options, "quantization": method}
+    dtype = str(options.get("dtype"))
+    supported = [str(d).removeprefix("torch.") for d in ACT_DTYPES[method]]
+    if dtype not in supported:
+        raise UsageError.for_field("dtype", f"vLLM refuses {method} with {dtype}: it supports {', '.join(supported)}")
     whole = source.build(torch.device("meta"))
     one = ParallelLayout()
     sharder = Sharder(whole, one, ModelDims.of(whole, options), quantizer_of(options))
@@ -466,6 +470,11 @@ METHODS: dict[str, tuple[LinearRule, MoeRule]] = {
     "awq": (awq_linear, awq_moe),
     "mxfp4": (mxfp4_linear, mxfp4_moe),
 }
+# Each method's get_supported_act_dtypes in vLLM 0.33 (gptq, awq: AutoGPTQConfig, AutoAWQConfig): the model's
+# dtype must be one of them, else vLLM refuses to start.
+ACT_DTYPES = {"fp8": (torch.bfloat16, torch.float16), "compressed-tensors": (F32, torch.float16, torch.bfloat16),
+              "gptq": (torch.float16, torch.bfloat16), "awq": (torch.float16, torch.bfloat16),
+              "mxfp4": (torch.bfloat16,)}  # fmt: skip
 # What vLLM's --quantization accepts for a checkpoint's method (its kernel variants build the same tensors).
 ALIASES = {"gptq": ("gptq_marlin", "auto_gptq", "marlin"), "awq": ("awq_marlin", "auto_awq", "marlin"),
            "mxfp4": ("gpt_oss_mxfp4",)}  # fmt: skip

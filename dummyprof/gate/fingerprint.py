@@ -14,6 +14,7 @@ import msgspec
 
 from dummyprof.results.common import Environment
 from dummyprof.results.gate import Fingerprint
+from dummyprof.shapes import AUTO_DTYPE, TREE_DTYPE
 
 # Counters compare torch releases only: a +cpu or +cu128 build walks modules the same way.
 COUNTER_FIELDS = ("command", "options", "torch_release")
@@ -27,20 +28,29 @@ def make_fingerprint(
 ) -> Fingerprint:
     """``options``: the scenario's options dataclass (or its fields as a dict); ``ignore``: fields left out."""
     skipped = set(ignore)
-    flags = {k: v for k, v in msgspec.to_builtins(options).items() if k not in skipped}
+    flags = _as_built({k: v for k, v in msgspec.to_builtins(options).items() if k not in skipped})
     machine = {name: getattr(environment, name) for name in MACHINE_FIELDS}
     return Fingerprint(scenario=scenario, command=command, options=flags, **machine)
 
 
+def _as_built(flags: dict[str, Any]) -> dict[str, Any]:
+    """``dtype`` auto as what it builds where that is known beforehand: float32 for all but an hf: model (whose
+    config decides), so a run at the default compares with one that named float32 (baselines before auto)."""
+    model = flags.get("model")
+    if flags.get("dtype") == AUTO_DTYPE and not (isinstance(model, str) and model.startswith("hf:")):
+        flags["dtype"] = TREE_DTYPE
+    return {k: _as_built(v) if isinstance(v, dict) and "dtype" in v else v for k, v in flags.items()}
+
+
 def option_defaults(options_type: type) -> dict[str, Any]:
-    """Each option's default, as stored in a fingerprint."""
+    """Each option's default, as stored in a fingerprint (where one leaves it out)."""
     defaults: dict[str, Any] = {}
     for f in dataclasses.fields(options_type):
         if f.default is not dataclasses.MISSING:
             defaults[f.name] = msgspec.to_builtins(f.default)
         elif f.default_factory is not dataclasses.MISSING:
             defaults[f.name] = msgspec.to_builtins(f.default_factory())
-    return defaults
+    return _as_built(defaults)
 
 
 _UNSET = object()

@@ -285,15 +285,29 @@ def _dtype_field(config: Any) -> str:
     return "dtype" if isinstance(getattr(type(config), "torch_dtype", None), property) else "torch_dtype"
 
 
-def _config_dtype(config: Any) -> torch.dtype:
-    """vLLM's ``--dtype auto`` (``_resolve_auto_dtype`` on CUDA): the config's ``dtype`` or ``torch_dtype``,
-    a float32 (or missing) one downcast to bfloat16, the platform's preferred dtype."""
-    dtype = getattr(config, _dtype_field(config), None)
-    if isinstance(dtype, str):
-        dtype = getattr(torch, dtype, None)
-    if not isinstance(dtype, torch.dtype) or dtype == torch.float32:
+# vLLM 0.33's _FLOAT16_NOT_SUPPORTED_MODELS: an explicit --dtype float16 is refused with its reason.
+_NO_FLOAT16 = frozenset(("gemma2", "gemma3", "gemma3_text", "glm4"))
+
+
+def _config_dtype(config: Any, dtype: str = "auto") -> torch.dtype:
+    """vLLM's ``--dtype`` (``_get_and_verify_dtype`` on CUDA): a name given is used as given; ``auto``
+    (``_resolve_auto_dtype``) takes the config's ``dtype`` or ``torch_dtype``, a float32 (or missing) one
+    downcast to bfloat16, the platform's preferred dtype."""
+    if dtype != "auto":
+        if dtype not in ("float32", "bfloat16", "float16"):
+            raise UsageError.for_field(
+                "dtype", f"unknown dtype {dtype!r}; choose one of: auto, float32, bfloat16, float16"
+            )
+        if dtype == "float16" and config.model_type in _NO_FLOAT16:
+            reason = "Numerical instability. Please use bfloat16 or float32 instead."
+            raise UsageError.for_field("dtype", f"vLLM refuses float16 for model type {config.model_type!r}: {reason}")
+        return getattr(torch, dtype)
+    found = getattr(config, _dtype_field(config), None)
+    if isinstance(found, str):
+        found = getattr(torch, found, None)
+    if not isinstance(found, torch.dtype) or found == torch.float32:
         return torch.bfloat16
-    return dtype
+    return found
 
 
 def _engine_dtypes(model: nn.Module, dtype: torch.dtype) -> None:
@@ -314,10 +328,11 @@ def _quantization_config(config: Any) -> dict[str, Any] | None:
     return found
 
 
-def _build(config: Any, trust_remote_code: bool) -> nn.Module:
-    """The causal-LM class for ``config`` (else the base model class), built on the meta device."""
+def _build(config: Any, trust_remote_code: bool, dtype: torch.dtype | None = None) -> nn.Module:
+    """The causal-LM class for ``config`` (else the base model class), built on the meta device in ``dtype``
+    (default: the engine's ``--dtype auto``)."""
     transformers = _transformers()
-    dtype = _config_dtype(config)
+    dtype = dtype or _config_dtype(config)
     errors = []
     for auto in (transformers.AutoModelForCausalLM, transformers.AutoModel):
         try:
@@ -387,7 +402,9 @@ def _refuse_estimate(estimate: BuildEstimate, limits: BuildLimits, target: str) 
         raise limits.past_time(FLAG, f"{what}, estimated at {estimate.seconds:,.0f} s, over", fix)
 
 
-def build_on_meta(config: Any, *, trust_remote_code: bool, limits: BuildLimits | None, target: str) -> nn.Module:
+def build_on_meta(
+    config: Any, *, trust_remote_code: bool, limits: BuildLimits | None, target: str, dtype: torch.dtype | None = None
+) -> nn.Module:
     """The model for ``config`` on meta; with ``limits``, refused before building or stopped while it builds.
 
     Only what the layer count predicts is refused beforehand; whatever else makes a build huge (a
@@ -401,7 +418,7 @@ def build_on_meta(config: Any, *, trust_remote_code: bool, limits: BuildLimits |
             estimate = estimate_build(config, trust_remote_code, limits.clock) if limits is not None else None
             if estimate is not None and limits is not None:
                 _refuse_estimate(estimate, limits, target)
-            return _build(config, trust_remote_code)
+            return _build(config, trust_remote_code, dtype)
     except DummyprofError:
         raise
     except Exception as exc:  # torch's size overflow, a division in a model's __init__: one line
@@ -413,9 +430,10 @@ def hf_source(
     overrides: dict[str, Any] | None = None,
     *,
     trust_remote_code: bool = False,
+    dtype: str = "auto",
     limits: BuildLimits | None = None,
 ) -> ModelSource:
-    """A ModelSource for ``hf:TARGET`` with ``--model-arg`` config overrides.
+    """A ModelSource for ``hf:TARGET`` with ``--model-arg`` config overrides, built in vLLM's ``--dtype``.
 
     A checkpoint's ``quantization_config`` is kept in the options (``quantization_config``, with the
     ``hidden_size`` and ``architectures`` its rules read); ``deploy.quant.engine_source`` applies it.
@@ -441,14 +459,17 @@ def hf_source(
             remade = load_config(target, trust_remote_code=trust_remote_code, limits=limits, overrides=counts)
             apply_overrides(remade, overrides)  # the other values as before (and all of them for remote code)
             config = remade
-    meta_model = build_on_meta(config, trust_remote_code=trust_remote_code, limits=limits, target=target)
+    engine_dtype = _config_dtype(config, dtype)
+    meta_model = build_on_meta(
+        config, trust_remote_code=trust_remote_code, limits=limits, target=target, dtype=engine_dtype
+    )
     notes: list[str] = []
     shown = ", ".join(f"{k}={v!r}" for k, v in overrides.items())
     layers = getattr(config, LAYERS_FIELD, None)
     options: dict[str, Any] = {
         "model_type": config.model_type,
         "class": type(meta_model).__name__,
-        "dtype": str(_config_dtype(config)).removeprefix("torch."),
+        "dtype": str(engine_dtype).removeprefix("torch."),
         "overrides": dict(overrides),
         "trust_remote_code": trust_remote_code,
     }
@@ -468,5 +489,5 @@ def hf_source(
         notes=notes,
         largest_scratch_bytes=3 * largest_low_precision_elements(meta_model),
         fit_hint=lambda budget: FitHint(LAYERS_FIELD, model_arg=True),
-        construct=lambda: _build(config, trust_remote_code),
+        construct=lambda: _build(config, trust_remote_code, engine_dtype),
     )

@@ -17,7 +17,7 @@ from dummyprof.errors import UsageError
 from dummyprof.models.engram import EngramTable, engram_table_bytes
 from dummyprof.models.source import FitHint, ModelSource
 from dummyprof.schema import check_values
-from dummyprof.shapes import TreeShape
+from dummyprof.shapes import AUTO_DTYPE, TREE_DTYPE, TreeShape
 
 DTYPES: dict[str, torch.dtype] = {
     "float32": torch.float32,
@@ -46,6 +46,10 @@ class TreeSpec(TreeShape):
     """What to build (fields: ``shapes.TreeShape``; see ``dummyprof compare --help``)."""
 
     fp8: bool = HAS_FP8
+
+    def __post_init__(self) -> None:
+        if self.dtype == AUTO_DTYPE:
+            self.dtype = TREE_DTYPE
 
     @property
     def torch_dtype(self) -> torch.dtype:

@@ -62,14 +62,15 @@ class SourceKind:
 
 def _hf_as_the_engine_builds(spec: str, args: dict[str, Any], *, limits: BuildLimits, **given: Any) -> ModelSource:
     """``hf:``, as vLLM builds it (``--quantization``: a quantized checkpoint becomes the engine's model)."""
-    source = hf_source(spec, args, trust_remote_code=given.get("trust_remote_code", False), limits=limits)
+    trust = given.get("trust_remote_code", False)
+    source = hf_source(spec, args, trust_remote_code=trust, dtype=given.get("dtype", AUTO), limits=limits)
     with within(limits, flag="--model", what=source.description):  # the engine's model is built on meta too
         return engine_source(source, given.get("quantization", AUTO))
 
 
 # ``--model`` values by prefix; any other value is the user's code (``pkg.mod:fn`` or ``./file.py:fn``).
 # ``--preset`` and the synthetic tree are chosen by their own options and read no file.
-SOURCES = {PREFIX: SourceKind(_hf_as_the_engine_builds, hf_reads, takes=("trust_remote_code", "quantization"))}
+SOURCES = {PREFIX: SourceKind(_hf_as_the_engine_builds, hf_reads, takes=("trust_remote_code", "quantization", "dtype"))}
 USER_CODE = SourceKind(model_source, spec_reads)
 
 
@@ -86,6 +87,7 @@ def choose_source(
     tree: TreeSpec | None = None,
     trust_remote_code: bool = False,
     quantization: str = AUTO,
+    dtype: str = AUTO,
     seconds: float | None = None,
 ) -> ModelSource:
     """The one place a model is chosen: ``--model`` by its prefix, ``--preset``, else the synthetic ``tree``.
@@ -97,9 +99,9 @@ def choose_source(
     if model and preset:
         raise UsageError.for_field("model", "give either --model or --preset, not both")
     kind = source_kind(model) if model else None
-    asked = {"trust_remote_code": trust_remote_code, "quantization": quantization}
+    asked = {"trust_remote_code": trust_remote_code, "quantization": quantization, "dtype": dtype}
     given = {key: value for key, value in asked.items() if value not in (False, AUTO)}
-    for key in given:
+    for key in [key for key in given if key != "dtype"]:  # --dtype builds the tree too (a preset takes its own)
         if key not in (kind.takes if kind else ()):
             raise UsageError.for_field(key, "only applies to --model hf:...; drop it or give an hf: model")
     if model_args and not (model or preset):
@@ -118,7 +120,8 @@ def chosen_source(options: Any, seconds: float | None = None) -> ModelSource:
     """The model an options object names (``model``, ``preset``, ``model_args``, the tree's fields)."""
     named = {key: getattr(options, key) for key in ("model", "preset", "model_args", "trust_remote_code")}
     quantization = getattr(options, "quantization", AUTO)  # sweep's options have none
-    return choose_source(**named, quantization=quantization, tree=options.tree_spec(), seconds=seconds)
+    tree = options.tree_spec()
+    return choose_source(**named, quantization=quantization, dtype=options.dtype, tree=tree, seconds=seconds)
 
 
 def bounded(source: ModelSource, limits: BuildLimits) -> ModelSource:

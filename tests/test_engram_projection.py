@@ -210,3 +210,19 @@ def test_a_sample_size_predicted_past_the_deadline_is_left_out_once_its_group_ha
     assert not _late(runner, plan, 40, took, deadline=None)  # type: ignore[arg-type]
     # two sizes of its group so far: a line needs a third, however late
     assert not _late(runner, plan, 300, took | {100: 1.0, 200: 2.0}, deadline=0.0)  # type: ignore[arg-type]
+
+
+def test_the_least_sampling_is_predicted_from_each_groups_last_size() -> None:
+    from dummyprof.scenarios.engram.plan import Plan, SampleGroup
+    from dummyprof.scenarios.engram.runner import _minimum_overrun
+
+    slow, fast = SampleGroup([], [10, 20, 30, 40], {}, False), SampleGroup([], [100, 200, 300, 400], {}, True)
+    plan = Plan([], [], {}, sample_groups=[slow, fast])
+    # after 10 rows in 1 s: 20 and 30 rows still needed, 2 s + 3 s; the fast group has none measured yet
+    assert _minimum_overrun(plan, {10: 1.0}, now=50.0, deadline=54.0) == 1.0
+    assert _minimum_overrun(plan, {10: 1.0}, now=50.0, deadline=55.0) is None
+    assert _minimum_overrun(plan, {10: 1.0}, now=50.0, deadline=None) is None
+    # the slow group has its three; the fast group's 200 and 300 rows from its 100 rows in 0.5 s: 2.5 s
+    took = {10: 1.0, 20: 2.0, 30: 3.0, 100: 0.5}
+    assert _minimum_overrun(plan, took, now=50.0, deadline=52.0) == 0.5
+    assert _minimum_overrun(plan, took | {200: 1.0, 300: 1.5}, now=60.0, deadline=52.0) is None  # nothing left

@@ -20,6 +20,7 @@ from dummyprof.reports.tables.engram import plan_notes, reason_text
 from dummyprof.results.engram import EngramResult, MethodResult, RoundsCut
 from dummyprof.scenarios.engram.plan import ALLOCATE, FIRST_TOUCH, Rates, plan_samples, time_plan
 from dummyprof.scenarios.engram.run import EngramOptions, run
+from dummyprof.units import format_seconds
 
 ALL = list(METHODS.values())
 PAGEABLE = Backing("pageable", "pageable")
@@ -219,3 +220,22 @@ def test_memory_bound_methods_get_large_repeated_samples_and_random_ones_small()
     assert {m.name for m in slow.methods} == {"random-convert", "random-scratch", "random-chunked"}
     assert slow.rows[-1] < fast.rows[0] and set(slow.rounds.values()) == {1}
     assert plan.sample_rows == sorted(set(fast.rows) | set(slow.rows))
+
+
+def test_sampling_past_the_time_budget_says_so_and_by_how_much() -> None:
+    """Every fake step takes 1 s, whatever its size: the three sizes a line needs end past a 120 s budget."""
+    clock = counter_clock()
+    results = run(EngramOptions(rows=400_000, dim=64, max_memory=8 << 20, time_budget_s=120), clock=clock)
+    engram = results.engram
+    assert engram is not None and engram.sample_groups
+    over = engram.sample_overrun
+    assert over is not None and over.time_budget_s == 120
+    assert [len(g.rows) for g in engram.sample_groups] == [3]  # the fourth size was left out, the third was not
+    assert over.over_s > 0 and over.predicted_after_rows == engram.sample_groups[0].rows[0]
+    assert over.predicted_over_s is not None and over.predicted_over_s > 0
+    text = dummyprof.render(results, width=1000)
+    assert f"OVER THE TIME BUDGET: sampling ended {format_seconds(over.over_s)} after the 120 s budget" in text
+    assert f"(predicted after the {over.predicted_after_rows:,}-row sample: ~" in text
+    roomy = run(EngramOptions(rows=400_000, dim=64, max_memory=8 << 20, time_budget_s=10**6), clock=counter_clock())
+    assert roomy.engram is not None and roomy.engram.sample_overrun is None
+    assert "OVER THE TIME BUDGET" not in dummyprof.render(roomy, width=1000)

@@ -222,6 +222,15 @@ class RoundsCut(Record):
     time_budget_s: float = 0.0
 
 
+class SampleOverrun(Record):
+    """Sampling ended past the time budget: the sizes a line needs (three per group) are measured however late."""
+
+    over_s: float = 0.0  # seconds past the time budget when sampling ended, measured
+    time_budget_s: float = 0.0
+    predicted_after_rows: Count | None = None  # the first sample size after which the overrun was predicted
+    predicted_over_s: float | None = None  # ... and by how much (None: it was not predicted)
+
+
 class EngramResult(Record):
     layout: EngramLayout = field(default_factory=EngramLayout)
     backing: BackingInfo = field(default_factory=BackingInfo)
@@ -240,6 +249,7 @@ class EngramResult(Record):
     legacy_plan_notes: list[str] = []  # schema 1 and 2: ``plan_notes``, sentences
     sample_groups: list[SampleGroupInfo] = []  # empty when nothing was projected
     sample_sizes_cut: list[Count] = []  # planned sample rows left out: past the time budget
+    sample_overrun: SampleOverrun | None = None  # sampling ended past the time budget (None: within it)
     contention: Contention | None = None  # how busy the machine was while this run calibrated, filled, sampled
 
     def method(self, name: str) -> MethodResult:

@@ -159,6 +159,19 @@ def plan_notes(result: EngramResult) -> list[str]:
             f"sample sizes of {rows} rows left out: predicted to end after the time budget (the machine was slower "
             "than at calibration); the projections use the sizes measured"
         )
+    over = result.sample_overrun
+    if over is not None:
+        when = ""
+        if over.predicted_after_rows is not None and over.predicted_over_s is not None:
+            when = (
+                f" (predicted after the {over.predicted_after_rows:,}-row sample: "
+                f"~{format_seconds(over.predicted_over_s)} over)"
+            )
+        notes.append(
+            f"OVER THE TIME BUDGET: sampling ended {format_seconds(over.over_s)} after the "
+            f"{format_seconds(over.time_budget_s)} budget{when}; the three sample sizes per group a projection "
+            "needs are measured however late: raise --time-budget, or run on a quieter machine"
+        )
     line = contention_text(result.contention, "this run calibrated, filled and sampled")
     if line and ((result.contention is not None and result.contention.contended) or result.sample_groups):
         notes.append(line)  # next to every projected time, and whenever the machine was contended

@@ -40,6 +40,7 @@ from dummyprof.results.engram import (
     MethodResult,
     PhaseResult,
     SampleGroupInfo,
+    SampleOverrun,
     SamplePoint,
     ValueStats,
 )
@@ -251,6 +252,22 @@ def _late(runner: Runner, plan: Plan, rows: int, took: dict[int, float], deadlin
     return runner.sync.broadcast("sample cut", runner.clock() + predicted > deadline)  # rank 0 decides for all
 
 
+def _minimum_overrun(plan: Plan, took: dict[int, float], now: float, deadline: float | None) -> float | None:
+    """Seconds past ``deadline`` that the sizes every group still needs for MIN_SAMPLE_SIZES are predicted to
+    end, each scaled by rows from its group's last size measured (a group with none measured yet is not
+    predicted); None when they fit, or nothing is predicted."""
+    if deadline is None:
+        return None
+    needed: dict[int, float] = {}
+    for group in plan.sample_groups:
+        done = [r for r in group.rows if r in took]
+        if done:
+            for rows in [r for r in group.rows if r not in took][: max(0, MIN_SAMPLE_SIZES - len(done))]:
+                needed[rows] = max(needed.get(rows, 0.0), took[done[-1]] * rows / done[-1])
+    over = now + sum(needed.values()) - deadline
+    return over if needed and over > 0 else None
+
+
 def measure_samples(
     runner: Runner,
     plan: Plan,
@@ -263,7 +280,9 @@ def measure_samples(
 
     A size predicted to end after ``deadline`` (a reading of the runner's clock) is left out once its groups
     have MIN_SAMPLE_SIZES sizes: the planned sizes come from the calibration probe's rates, and a machine that
-    got busier since would otherwise run past the time budget (77 s against 40 s once).
+    got busier since would otherwise run past the time budget (77 s against 40 s once). Those first sizes are
+    measured however late (a line needs them); when sampling ends past the budget, ``result.sample_overrun``
+    says by how much, and after which size that was first predicted, rather than overrunning without a word.
     """
     spec = runner.spec
     phase_points: dict[str, list[SamplePoint]] = {ALLOCATE: [], FIRST_TOUCH: []}
@@ -272,6 +291,7 @@ def measure_samples(
     sizes = plan.sample_rows
     base_rss = 0
     took: dict[int, float] = {}  # seconds each measured size took
+    predicted: tuple[int, float] | None = None  # after which size the least sampling was predicted to overrun
     for index, rows in enumerate(sizes):
         if _late(runner, plan, rows, took, deadline):
             result.sample_sizes_cut.append(rows)
@@ -315,6 +335,13 @@ def measure_samples(
         base_rss = tables.rss_before
         runner.release(tables)
         took[rows] = runner.clock() - size_started
+        if predicted is None:  # the earliest prediction, kept for the report should the run overrun
+            over = _minimum_overrun(plan, took, runner.clock(), deadline)
+            predicted = None if over is None else (rows, over)
+    if deadline is not None and runner.clock() > deadline:
+        result.sample_overrun = SampleOverrun(runner.clock() - deadline, result.budget.time_s)
+        if predicted is not None:
+            result.sample_overrun.predicted_after_rows, result.sample_overrun.predicted_over_s = predicted
     if huge_note is not None:
         result.backing.huge_page_bytes = huge_note
         result.huge_pages_from_sample = True

@@ -319,6 +319,26 @@ def test_gpt_oss_sinks_are_the_ranks_heads_and_experts_split_as_vllm_holds_them(
     )
 
 
+@pytest.mark.parametrize(("tp", "rank", "rows"), [(1, 0, 0), (2, 0, 32), (2, 1, 32), (8, 0, 0), (8, 6, 0), (8, 7, 192)])
+def test_gpt_oss_mxfp4_padding_is_padding(tp: int, rank: int, rows: int) -> None:
+    """vLLM's _load_weights_mxfp4 gives MoE rank r the intermediate rows [r x per, min((r + 1) x per, 2880)),
+    per = cdiv(90, tp) x 32 (tp 2: 1440 of 1472 held; tp 8: 384 of 384, the last rank 192): the rows no weight is
+    loaded into are padding in every tensor with that dimension (w13 blocks, scales, bias; w2 blocks, scales)."""
+    layout = ParallelLayout(tp=tp)
+    shard = _shard(_source(f"{DATA}/gpt-oss-20b.json", num_hidden_layers=1), layout, rank)
+    experts, h = 32, 2880
+    padding = {t.name.rpartition(".")[2]: t.padding_bytes for t in shard.tensors if ".mlp.experts." in t.name}
+    assert padding == {
+        "w13_weight": experts * 2 * rows * h // 2,
+        "w13_weight_scale": experts * 2 * rows * h // 32,
+        "w2_weight": experts * h * rows // 2,
+        "w2_weight_scale": experts * h * rows // 32,
+        "w13_bias": experts * 2 * rows * 2,
+        "w2_bias": 0,
+    }
+    assert sum(t.padding_bytes for t in shard.tensors) == experts * rows * (h + h // 16 + h // 2 + h // 32 + 4)
+
+
 # ---- choosing the method ---------------------------------------------------------------------------------------
 
 
@@ -406,6 +426,9 @@ def test_the_report_shows_each_kind_per_rank(cli: Callable[..., CliResult]) -> N
     row = f" 0-1    0 B  {format_bytes(scales)}  {format_bytes(blocks)}  0 B  0 B"
     assert "Quantized tensors per rank (vLLM 0.33 fill rules)" in result.stdout
     assert re.sub(r" +", " ", row) in [re.sub(r" +", " ", line).rstrip() for line in result.stdout.splitlines()]
+    # the 32 padded rows of each rank are padding; beyond them only w2_bias [E, H] is held on both ranks
+    padded, w2_bias = 2 * experts * 32 * (h + h // 16 + h // 2 + h // 32 + 4), experts * h * 2
+    assert f"+ padding {format_bytes(padded)} + other copies {format_bytes(w2_bias)} (held" in result.stdout
 
 
 def test_the_flag_help_names_every_known_method(cli: Callable[..., CliResult]) -> None:

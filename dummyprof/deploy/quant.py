@@ -35,6 +35,7 @@ from dummyprof.results.deployment import FILL_KINDS, FP16_SCRATCH
 
 if TYPE_CHECKING:
     from dummyprof.deploy.shards import RankShard, ShardTensor  # shards imports this module
+    from dummyprof.layout import ParallelLayout
 
 AUTO, NONE = "auto", "none"
 FLAG = "quantization"
@@ -443,6 +444,14 @@ MXFP4_BLOCK = 32
 MXFP4_PAD = 64  # H200: the Triton (OAI kernels) backend rounds the per-rank intermediate size up to 64
 
 
+def mxfp4_padding_rows(held: int, full: int, moe_tp: int, moe_rank: int) -> int:
+    """Intermediate rows of a rank's mxfp4 experts that no weight is loaded into: vLLM's gpt-oss loader
+    (``_load_weights_mxfp4``) gives MoE rank r the rows [r x per, min((r + 1) x per, I)), per = cdiv(I / 32, tp) x 32;
+    the rest of the rank's ``held`` (padded) rows is padding."""
+    per = _cdiv(full // MXFP4_BLOCK, moe_tp) * MXFP4_BLOCK
+    return held - max(0, min(per, full - moe_rank * per))
+
+
 def mxfp4_linear(scheme: QuantScheme, layer: Linear) -> Made | None:
     return None  # vLLM: "MXFP4 linear layer is not implemented - falling back to UnquantizedLinearMethod"
 
@@ -515,7 +524,7 @@ class ShardQuantizer:
         self.scheme = scheme
         self.linear, self.moe = METHODS[scheme.method]
 
-    def apply(self, shard: RankShard) -> None:
+    def apply(self, shard: RankShard, layout: ParallelLayout) -> None:
         entries = {e.name: i for i, e in enumerate(shard.tensors)}
         out: dict[int, list[ShardTensor]] = {}  # entry index -> what replaces it
         for path, module in shard.module.named_modules():
@@ -526,7 +535,8 @@ class ShardQuantizer:
                 self._linear(module, path, shard.tensors[index], index, out)
             experts = [k for k in _EXPERT_NAMES if isinstance(module._parameters.get(k), torch.Tensor)]
             if name == "experts" and len(experts) == 2:
-                self._experts(module, path, shard.tensors, entries, out)
+                rank = 0 if layout.expert_parallel else shard.coord.moe_rank(layout.tp)  # within the MoE tp group
+                self._experts(module, path, shard.tensors, entries, out, (layout.moe_tp, rank))
         tensors: list[ShardTensor] = []
         for i, entry in enumerate(shard.tensors):
             tensors.extend(out.get(i, [entry]))
@@ -548,8 +558,15 @@ class ShardQuantizer:
         out[index] = self._register(module, path, entry, made, weight.device)
 
     def _experts(
-        self, module: nn.Module, path: str, tensors: list[ShardTensor], entries: dict[str, int], out: dict[int, Any]
+        self,
+        module: nn.Module,
+        path: str,
+        tensors: list[ShardTensor],
+        entries: dict[str, int],
+        out: dict[int, Any],
+        moe: tuple[int, int],
     ) -> None:
+        """``moe``: (ranks splitting each expert's intermediate dimension, this rank among them)."""
         if excluded(self.scheme, [path]):
             return
         up = module._parameters["gate_up_proj"]
@@ -559,16 +576,28 @@ class ShardQuantizer:
         inter = up.numel() // (experts * 2 * hidden)
         biases = [b for b in ("gate_up_proj_bias", "down_proj_bias") if module._parameters.get(b) is not None]
         made = self.moe(self.scheme, experts, inter, hidden, bool(biases))
+        padding = None  # (padding rows, held rows) of the intermediate dimension
+        if self.scheme.method == "mxfp4":
+            held, (moe_tp, rank) = _cdiv(inter, MXFP4_PAD) * MXFP4_PAD, moe
+            padding = (mxfp4_padding_rows(held, inter * moe_tp, moe_tp, rank), held)
         first = entries[qualified_name(path, "gate_up_proj")]
         for local in (*_EXPERT_NAMES, *biases):
             del module._parameters[local]
             if local != "gate_up_proj":
                 out[entries[qualified_name(path, local)]] = []
-        out[first] = self._register(module, path, tensors[first], made, up.device)
+        out[first] = self._register(module, path, tensors[first], made, up.device, padding)
 
     def _register(
-        self, module: nn.Module, path: str, entry: ShardTensor, made: Made, device: torch.device
+        self,
+        module: nn.Module,
+        path: str,
+        entry: ShardTensor,
+        made: Made,
+        device: torch.device,
+        padding: tuple[int, int] | None = None,
     ) -> list[ShardTensor]:
+        """The method's tensors in place of ``entry``; ``padding`` (rows, of held) of the experts' intermediate
+        dimension, in every tensor that has it (all but ``w2_bias``)."""
         entries = []
         for local, shape, dtype in made:
             tensor = nn.Parameter(torch.empty(shape, dtype=dtype, device=device), requires_grad=False)
@@ -580,7 +609,9 @@ class ShardQuantizer:
                     shape=shape,
                     dtype=dtype_name(dtype),
                     nbytes=tensor.nbytes,
-                    padding_bytes=0,
+                    padding_bytes=0
+                    if padding is None or local == "w2_bias"
+                    else tensor.nbytes * padding[0] // padding[1],
                 )
             )
         return entries

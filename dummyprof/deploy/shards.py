@@ -66,7 +66,7 @@ class ShardTensor:
     shape: tuple[int, ...]
     dtype: str
     nbytes: int
-    padding_bytes: int  # bytes of padded vocabulary rows (no token maps to them)
+    padding_bytes: int  # bytes no weight is loaded into: padded vocabulary rows, mxfp4 experts' padded rows
 
 
 @dataclass(frozen=True)
@@ -420,7 +420,7 @@ class Sharder:
         root = shell(self.model, "")
         shard = RankShard(coord, self.stage_layers(coord.stage), root, entries)
         if self.quant is not None:
-            self.quant.apply(shard)
+            self.quant.apply(shard, self.layout)
         return shard
 
     def _fused(

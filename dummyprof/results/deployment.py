@@ -55,7 +55,7 @@ class RankEntry(Record):
     storages: Count = 0
     held_bytes: Count = 0
     replicated_bytes: Count = 0  # tensors every tp x dp rank of its stage holds whole
-    padding_bytes: Count = 0  # padded vocabulary rows
+    padding_bytes: Count = 0  # padded vocabulary rows, mxfp4 experts' padded rows
     offloaded_bytes: Count = 0  # CPU-offloaded tables (declared constant Engram rows): host, not device
     counted_as: Count = 0  # the rank whose identical shard was walked for these counts
     copies: Count = 1  # ranks this entry stands for: rank, rank + tp, ... (the next dp ranks, one shard)

@@ -136,7 +136,8 @@ def test_too_big_for_the_budget_is_projected_never_allocated(cli: Cli, tmp_path:
             (m.name, p.part_rows, p.needed_bytes) for p in m.samples
         ]
         assert len({p.part_rows for p in m.samples}) == len(m.samples)
-    assert result.stdout.splitlines()[0].endswith("per rank; no --deadline; none fit") and "start-up ~" in result.stdout
+    assert result.stdout.splitlines()[0].endswith("per rank on cpu; no --deadline; none fit")
+    assert "start-up ~" in result.stdout
     assert "~: projected from smaller samples, not measured" in result.stdout
     markdown = cli("report", str(out), "--format", "markdown")
     assert markdown.exit_code == 0, markdown.stderr

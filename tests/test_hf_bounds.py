@@ -196,7 +196,9 @@ def test_the_builds_that_estimate_a_config_are_bounded_too(tmp_path: Path, monke
     """One layer can be huge by another field (experts, say): the one- and two-layer builds stop like any other."""
     from dummyprof.models import huggingface
 
-    monkeypatch.setattr(huggingface, "_build", lambda config, trust: _layers(1000 * config.num_hidden_layers))
+    monkeypatch.setattr(
+        huggingface, "_build", lambda config, trust, dtype=None: _layers(1000 * config.num_hidden_layers)
+    )
     with pytest.raises(DoesNotFitError) as caught:
         hf_source(_config(tmp_path), limits=BuildLimits(max_objects=300))
     assert "building it on meta stopped after" in caught.value.message
@@ -233,7 +235,7 @@ def test_every_later_build_on_meta_is_bounded(
     hf = choose_source(model=_config(tmp_path), preset=None, model_args={})
     from dummyprof.models import huggingface
 
-    monkeypatch.setattr(huggingface, "_build", lambda config, trust: _layers(10**5))
+    monkeypatch.setattr(huggingface, "_build", lambda config, trust, dtype=None: _layers(10**5))
     assert hf.construct is not None  # audit's construction values: a fresh build on meta
     with pytest.raises(DoesNotFitError, match=r"LlamaForCausalLM from .* stopped after .* more than the 1,000"):
         hf.construct()

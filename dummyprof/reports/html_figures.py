@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import colorsys
 import math
+import sys
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -506,7 +507,8 @@ def tick_text(value: float, unit: str) -> str:
 
 def log_ticks(low: float, high: float, unit: str) -> dict[str, Any]:
     """Ticks at 1, 2 and 5 of each decade from ``low`` to ``high`` (1 only past six decades), with the unit."""
-    decades = range(math.floor(math.log10(low)), math.ceil(math.log10(high)) + 1)
+    # 10.0**308 overflows a float: only a hand-edited file holds such a figure, and it still renders
+    decades = range(math.floor(math.log10(low)), min(math.ceil(math.log10(high)), 307) + 1)
     steps = (1, 2, 5) if len(decades) <= 6 else (1,)
     values = [step * 10.0**k for k in decades for step in steps if low <= step * 10.0**k <= high]
     return {"tickvals": values, "ticktext": [tick_text(v, unit) for v in values]}
@@ -517,10 +519,10 @@ def value_axis(values: list[float], unit: str, title: str) -> dict[str, Any]:
     positive = [v for v in values if v > 0]
     axis: dict[str, Any] = {"title": text(title), "ticksuffix": f" {unit}", "exponentformat": "none"}
     if positive and max(positive) / min(positive) > LOG_SPAN:
-        low, high = min(positive) / 1.6, max(positive) * 1.6
+        low, high = min(positive) / 1.6, min(max(positive) * 1.6, sys.float_info.max)
         axis.update(type="log", range=[math.log10(low), math.log10(high)], ticksuffix="", **log_ticks(low, high, unit))
     else:
-        axis["range"] = [0, max(positive, default=1.0) * 1.3]
+        axis["range"] = [0, min(max(positive, default=1.0) * 1.3, sys.float_info.max)]
     return axis
 
 

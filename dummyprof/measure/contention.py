@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from dummyprof.measure.cgroup import _text
 from dummyprof.measure.memory import cpu_count
 from dummyprof.results.common import CPU_PRESSURE, CPU_STEAL, LOAD_ABOVE_CORES, Contention
 
@@ -35,13 +36,6 @@ class Reading:
     pressure_us: int | None  # PSI "some" total, microseconds
     steal_ticks: int | None
     total_ticks: int | None
-
-
-def _text(path: Path) -> str:
-    try:
-        return path.read_text(encoding="ascii")
-    except (OSError, UnicodeDecodeError):
-        return ""
 
 
 def _pressure_us(proc: Path) -> int | None:

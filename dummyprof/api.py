@@ -18,10 +18,10 @@ if TYPE_CHECKING:  # torch loads only when a model is built: render() works on a
 
 def save_results(results: Results, path: Path | str) -> None:
     """Write ``results`` as the ``--json`` file format, atomically: a crash leaves the old file or the new one."""
-    from dummyprof.files.outputs import replace_atomic
+    from dummyprof.files.outputs import publish
     from dummyprof.results.store import results_to_json
 
-    replace_atomic(Path(path), results_to_json(results))
+    publish(Path(path), results_to_json(results), replace=True)
 
 
 def load_model(spec: str, *, device: str | torch.device = "cpu", **args: Any) -> nn.Module:

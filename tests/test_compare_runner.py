@@ -8,7 +8,7 @@ import pytest
 import torch
 from torch import nn
 
-from dummyprof.anatomy.storages import allocated_bytes
+from dummyprof.anatomy import allocated_bytes
 from dummyprof.loaders.strategies import Strategy, legacy_traversal, per_layer_traversal
 from dummyprof.models.synthetic import TreeSpec, build_tree
 from dummyprof.results.compare import ModelSummary

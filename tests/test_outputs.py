@@ -206,7 +206,7 @@ def disk_full(monkeypatch: pytest.MonkeyPatch) -> None:
             raise OSError(errno.ENOSPC, "No space left on device")
         return real_open(file, mode, *args, **kwargs)  # type: ignore[call-overload]
 
-    monkeypatch.setattr(outputs, "_write_temp", full)
+    monkeypatch.setattr(outputs, "publish", full)
     monkeypatch.setattr(outputs, "open", full_append, raising=False)
 
 

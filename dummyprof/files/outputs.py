@@ -247,51 +247,29 @@ def check_outputs(outputs: Sequence[Output], *, force: bool, inputs: Iterable[Ru
             written[key] = f"the {output.flag} output"
 
 
-def _write_temp(folder: Path, name: str, text: str, mode: int) -> str:
-    fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=folder)
+def publish(path: Path, text: str, *, replace: bool) -> None:
+    """Write ``text`` to a temporary file in ``path``'s folder, then move it into place: renamed over what is
+    there (``replace``, keeping a regular file's mode), or linked, which fails with FileExistsError if
+    anything is there. A crash or Ctrl-C leaves the old file or the new one, never half of one."""
+    st = _stat(path) if replace else None
+    mode = stat.S_IMODE(st.st_mode) if st is not None and stat.S_ISREG(st.st_mode) else new_file_mode()
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
             handle.flush()
             os.fchmod(handle.fileno(), mode)  # mkstemp makes 0600; give the file the mode open() would
             os.fsync(handle.fileno())
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    return tmp
-
-
-def replace_atomic(path: Path, text: str) -> None:
-    """Write via a temporary file in the same folder and rename it into place, keeping a regular file's mode.
-
-    A crash or Ctrl-C leaves either the old file or the new one, never half of one.
-    """
-    path = Path(path)
-    st = _stat(path)
-    mode = stat.S_IMODE(st.st_mode) if st is not None and stat.S_ISREG(st.st_mode) else new_file_mode()
-    tmp = _write_temp(path.parent, path.name, text, mode)
-    try:
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-
-
-def publish_exclusive(path: Path, text: str) -> None:
-    """Create ``path`` complete or not at all; FileExistsError if something is there (never replaced)."""
-    path = Path(path)
-    tmp = _write_temp(path.parent, path.name, text, new_file_mode())
-    try:
+        if replace:
+            os.replace(tmp, path)
+            return
         try:
             os.link(tmp, path)  # atomic, and fails if the name exists
         except FileExistsError:
             raise
         except OSError:  # no hard links on this file system: exclusive create, written in place
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, new_file_mode())
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                handle.write(text)
+            with os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode), "w", encoding="utf-8") as out:
+                out.write(text)
     finally:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
@@ -307,34 +285,26 @@ def write_output(output: Output, text: str, *, force: bool) -> None:
     if output.append or (st is not None and not stat.S_ISREG(st.st_mode)):
         with open(real, "a" if output.append else "w", encoding="utf-8") as handle:
             handle.write(text)
-        return
-    if force:
-        replace_atomic(real, text)
     else:
-        publish_exclusive(real, text)
-
-
-def write_failure(output: Output, exc: OSError) -> str:
-    """One line naming the flag, the file and the error."""
-    if isinstance(exc, FileExistsError):
-        return (
-            f"{output.flag}: {output.path} appeared while dummyprof was running and was not overwritten; "
-            "pass --force to replace it"
-        )
-    return f"{output.flag}: could not write {output.path}: {exc.strerror or exc}"
+        publish(real, text, replace=force)
 
 
 def write_outputs(items: Sequence[tuple[Output, str]], *, force: bool) -> list[str]:
-    """Write every file; one message per file that could not be written (the rest are still written)."""
+    """Write every file; one line per file that could not be written, naming the flag (the rest are still written)."""
     failures: list[str] = []
     read = _read_by_run(())  # the user's code has run since the outputs were checked: what it imported is read too
     for output, text in items:
         key = None if output.is_stdout else _identity(output.path)
-        if key is not None and key in read:
-            failures.append(f"{output.flag}: {_read_by_run_text(output, read[key])}")
-            continue
         try:
-            write_output(output, text, force=force)
+            if key is not None and key in read:
+                failures.append(f"{output.flag}: {_read_by_run_text(output, read[key])}")
+            else:
+                write_output(output, text, force=force)
+        except FileExistsError:
+            failures.append(
+                f"{output.flag}: {output.path} appeared while dummyprof was running and was not overwritten; "
+                "pass --force to replace it"
+            )
         except OSError as exc:
-            failures.append(write_failure(output, exc))
+            failures.append(f"{output.flag}: could not write {output.path}: {exc.strerror or exc}")
     return failures

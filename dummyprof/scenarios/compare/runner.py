@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from dummyprof.anatomy.storages import storage_tensors
+from dummyprof.anatomy import storage_tensors
 from dummyprof.gc_pause import gc_paused
 from dummyprof.loaders.initializers import NOT_WRITTEN, get_initializer
 from dummyprof.loaders.strategies import Strategy, run_strategy

@@ -207,6 +207,28 @@ def test_times_measured_under_contention_are_not_judged_and_counters_still_are(g
     assert gate_exit_code(run_checks(gate_config, current, make_run(scenario))) == EXIT_INCOMPLETE  # never a pass
 
 
+def test_a_ratio_of_interleaved_times_is_judged_under_steal_alone(gate_config: GateConfig) -> None:
+    """Steal takes every vCPU's share at once, so both sides of a same-run ratio lose it alike; an absolute time
+    (a timing against the baseline) is still not judged, and pressure still withholds the ratio too."""
+    scenario = gate_config.scenarios[0]
+    current = make_run(scenario)
+    for name in ("per-layer.time", "legacy.time"):
+        current.metrics[name].contended = ["cpu-steal"]
+    checks = {f"{c.kind} {c.name}": c for c in run_checks(gate_config, current, make_run(scenario))}
+    ratio, timing = checks["ratio per-layer.time / legacy.time"], checks["timing per-layer.time"]
+    assert ratio.verdict == PASS and ratio.current == pytest.approx(1.005 / 4.0)
+    assert ratio.detail == (
+        "same-run ratio of medians (judged under cpu-steal: both sides' interleaved rounds lose it alike)"
+    )
+    assert timing.verdict == NOT_JUDGED and "(cpu-steal)" in timing.detail
+    current.metrics["per-layer.time"] = Metric("time", "s", 3.0, [3.0] * 7, ["cpu-steal"])  # a real regression
+    ratio = next(c for c in run_checks(gate_config, current, make_run(scenario)) if c.kind == "ratio")
+    assert ratio.verdict == REGRESSED and ratio.detail.startswith("ratio 0.75 is over 0.6 (judged under cpu-steal")
+    current.metrics["legacy.time"].contended = ["cpu-pressure", "cpu-steal"]
+    ratio = next(c for c in run_checks(gate_config, current, make_run(scenario)) if c.kind == "ratio")
+    assert ratio.verdict == NOT_JUDGED and "(cpu-pressure)" in ratio.detail
+
+
 def test_a_runs_contention_reaches_its_time_metrics_and_not_its_counters() -> None:
     from dummyprof.gate.metrics import compare_metrics
     from dummyprof.results.common import Contention, Timing

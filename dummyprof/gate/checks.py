@@ -10,6 +10,7 @@ from __future__ import annotations
 from dummyprof.gate.config import GateConfig, RatioCheck, ScenarioConfig
 from dummyprof.gate.fingerprint import COUNTER_FIELDS, TIMING_FIELDS, differences
 from dummyprof.gate.stats import compare_timings
+from dummyprof.results.common import CPU_STEAL
 from dummyprof.results.gate import (
     IMPROVED,
     NOT_COMPARABLE,
@@ -90,6 +91,8 @@ def _ratio(scenario: ScenarioConfig, run: ScenarioRun, base: ScenarioRun | None,
     else:
         timed = any(run.metrics[m].kind == "time" for m in (numerator, denominator))
         check.detail = "same-run ratio of medians" if timed else "same-run ratio"
+    if any(CPU_STEAL in run.metrics[m].contended for m in (numerator, denominator)):
+        check.detail += f" (judged under {CPU_STEAL}: both sides' interleaved rounds lose it alike)"
     return check
 
 
@@ -113,8 +116,15 @@ def _timing(
 
 
 def _contended(run: ScenarioRun, names: list[str]) -> str | None:
-    """Why the times among ``names`` cannot be judged: measured while the machine was contended."""
+    """Why the times among ``names`` cannot be judged: measured while the machine was contended.
+
+    A ratio of two times is judged under steal alone: the hypervisor takes a share of every vCPU at once, so
+    the interleaved rounds of both sides lose alike and it cancels (docs/gate.md); pressure from this guest's
+    own programs comes in bursts that can land on one side's rounds, so it still withholds the verdict.
+    """
     codes = [c for n in names if run.metrics[n].kind == "time" for c in run.metrics[n].contended]
+    if len(names) == 2 and all(run.metrics[n].kind == "time" for n in names):
+        codes = [c for c in codes if c != CPU_STEAL]
     if not codes:
         return None
     return f"timed while the machine was contended ({', '.join(dict.fromkeys(codes))}): not judged; rerun quiet"

@@ -22,10 +22,14 @@ if TYPE_CHECKING:
     from dummyprof.models.synthetic import TreeSpec
 
 PRESET_NAMES = "torch-transformer, dense-decoder, moe-decoder, deepseek-v4-like"
+# The built-in strategies a command runs by default (compare and inspect): each one, in the order reports list them.
+# audit leaves legacy out (``DEFAULT_STRATEGIES[1:]``): it writes nearly every tensor more than once by design,
+# a "repeated" finding on every model that would hide the findings worth reading.
+DEFAULT_STRATEGIES = ("legacy", "per-layer", "unique")
 
 
-def strategies_option(default: Sequence[str], verb: str) -> Any:
-    """``--strategy/-s``, repeatable, with this command's default list."""
+def strategies_option(verb: str, default: Sequence[str] = DEFAULT_STRATEGIES) -> Any:
+    """``--strategy/-s``, repeatable, with this command's default list (``DEFAULT_STRATEGIES`` unless given)."""
     shown = ", ".join(default) if len(default) > 2 else " and ".join(default)
     return option(
         factory=lambda: list(default),

@@ -12,6 +12,7 @@ from dummyprof.scenarios.deployment.options import (
     check_compare_deployment,
 )
 from dummyprof.scenarios.options import (
+    DEFAULT_STRATEGIES,
     INITIALIZER_NAMES,
     LoaderChoice,
     ModelChoice,
@@ -23,14 +24,14 @@ from dummyprof.scenarios.options import (
 )
 from dummyprof.schema import duration, integer, option
 
-DEFAULT_STRATEGIES = ("legacy", "per-layer", "unique")
+__all__ = ["DEFAULT_STRATEGIES", "CompareOptions", "validate"]
 
 
 @dataclass
 class CompareOptions(CompareDeploymentChoice, DeploymentChoice, LoaderChoice, ModelChoice, TreeOptions):
     """Flat fields: the synthetic tree's, the model's, the loaders', then compare's own (bases in reverse)."""
 
-    strategies: list[str] = strategies_option(DEFAULT_STRATEGIES, "run")
+    strategies: list[str] = strategies_option("run")
     repeat: int = integer(
         5,
         "Measured rounds per strategy, or auto: at least 3, then until every speedup's 95% interval is "

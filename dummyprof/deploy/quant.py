@@ -62,6 +62,8 @@ class QuantScheme:
     dtype: torch.dtype = torch.bfloat16  # the model's dtype (unquantized tensors, biases, float scales)
     hidden: int | None = None  # the model's hidden size: which dimension of a fused expert tensor is hidden
     architectures: tuple[str, ...] = ()
+    layer: tuple[str, ...] = ()  # a fused-MoE layer's vLLM names (compressed-tensors matches its unfused parts)
+    moe_tp: int = 1  # ranks splitting each expert's intermediate dimension
 
     def get(self, key: str, default: Any = None) -> Any:
         value = self.config.get(key, default)
@@ -435,8 +437,71 @@ def ct_linear(scheme: QuantScheme, layer: Linear) -> Made | None:
     )
 
 
-def ct_moe(scheme: QuantScheme, experts: int, inter: int, hidden: int, bias: bool) -> Made:
-    raise _refuse("compressed-tensors MoE layers are not modelled yet")
+def ct_moe(scheme: QuantScheme, experts: int, inter: int, hidden: int, bias: bool) -> Made | None:
+    """``CompressedTensorsMoEMethod.get_moe_method`` on CUDA: the group of the unfused ``.0.gate_proj`` ...
+    (none: unquantized). W8A8 fp8 (tensor, channel, block): ``w13_weight`` fp8 [E, 2I, H], ``w2_weight`` [E, H, I],
+    ``w13_weight_scale``/``w2_weight_scale`` float32 [E, 2]/[E], [E, 2I, 1]/[E, H, 1] or per block, static
+    ``w13_input_scale``/``w2_input_scale`` [E]; int8 W8A8 (channel, dynamic tokens): int8 weights, channel scales;
+    WNA16 (Marlin layout, pack-quantized): ``w13_weight_packed`` int32 [E, H/pack, 2I], ``w2_weight_packed``
+    [E, I/pack, H], scales (model dtype) [E, groups, out], zero points when asymmetric, ``w*_weight_shape`` [E, 2]
+    (model dtype), ``w*_weight_g_idx`` and ``w*_g_idx_sort_indices`` int32 [E, in]."""
+    group = _ct_group(scheme, scheme.layer)
+    weights = (group or {}).get("weights")
+    if group is None or not weights:
+        return None
+    inputs: dict[str, Any] = group.get("input_activations") or {}
+    fmt = group.get("format") or scheme.get("format")
+    bits, kind, strategy = int(weights.get("num_bits", 8)), weights.get("type", "int"), weights.get("strategy")
+    unsupported = _refuse(f"compressed-tensors MoE scheme of {scheme.layer[0]} (weights {weights}, inputs "
+                          f"{inputs or None}) is not one vLLM 0.33 builds on CUDA")  # fmt: skip
+    if not inputs and strategy in ("group", "channel") and not weights.get("dynamic"):
+        if fmt != "pack-quantized" or bits not in (4, 8):
+            raise unsupported
+        pack, size = 32 // bits, int(weights.get("group_size") or -1) if strategy == "group" else -1
+        full = inter * scheme.moe_tp if weights.get("actorder") == "group" and size != -1 else inter  # load_full_w2
+        if size != -1 and (hidden % size or full % size):
+            raise _refuse(f"WNA16 MoE: the hidden size {hidden} or intermediate size per rank {full} is not a "
+                          f"multiple of the group size {size} (vLLM refuses it)")  # fmt: skip
+        g13, g2 = (1, 1) if size == -1 else (hidden // size, full // size)
+        made: Made = [
+            ("w13_weight_packed", (experts, hidden // pack, 2 * inter), torch.int32),
+            ("w2_weight_packed", (experts, inter // pack, hidden), torch.int32),
+            ("w13_weight_scale", (experts, g13, 2 * inter), scheme.dtype),
+            ("w2_weight_scale", (experts, g2, hidden), scheme.dtype),
+        ]
+        if not weights.get("symmetric", True):
+            made += [("w13_weight_zero_point", (experts, g13, 2 * inter // pack), torch.int32),
+                     ("w2_weight_zero_point", (experts, g2, hidden // pack), torch.int32)]  # fmt: skip
+        made += [("w2_weight_shape", (experts, 2), scheme.dtype), ("w13_weight_shape", (experts, 2), scheme.dtype)]
+        ins = (("13", hidden), ("2", inter))
+        return made + [(f"w{w}_{n}", (experts, k), torch.int32) for n in ("weight_g_idx", "g_idx_sort_indices")
+                       for w, k in ins]  # fmt: skip
+    if kind == "float" and bits == 8 and inputs.get("type") == "float" and inputs.get("num_bits") == 8:
+        static = not inputs.get("dynamic", False)
+        if strategy == "block":
+            n, k = (int(b) for b in weights["block_structure"])
+            if inter % n or (scheme.moe_tp > 1 and inter % k):
+                raise _refuse(f"fp8 MoE: the intermediate size per rank {inter} is not a multiple of the block "
+                              f"{n} x {k} (vLLM refuses it)")  # fmt: skip
+            scales: list[tuple[int, ...]] = [(experts, 2 * _cdiv(inter, n), _cdiv(hidden, k)),
+                                             (experts, _cdiv(hidden, n), _cdiv(inter, k))]  # fmt: skip
+        elif strategy == "tensor":
+            scales = [(experts, 2), (experts,)]
+        elif strategy == "channel" and not static:
+            scales = [(experts, 2 * inter, 1), (experts, hidden, 1)]
+        else:
+            raise unsupported
+        made = [("w13_weight", (experts, 2 * inter, hidden), FP8), ("w2_weight", (experts, hidden, inter), FP8)]
+        made += [("w13_weight_scale", scales[0], F32), ("w2_weight_scale", scales[1], F32)]
+        return made + ([("w13_input_scale", (experts,), F32), ("w2_input_scale", (experts,), F32)] if static else [])
+    dynamic_tokens = inputs.get("dynamic") and inputs.get("strategy") == "token" and inputs.get("num_bits") == 8
+    if kind == "int" and bits == 8 and strategy == "channel" and dynamic_tokens:
+        made = [("w13_weight", (experts, 2 * inter, hidden), torch.int8),
+                ("w2_weight", (experts, hidden, inter), torch.int8)]  # fmt: skip
+        made += _moe_bias(scheme.dtype, experts, inter, hidden) if bias else []
+        return [*made, ("w13_weight_scale", (experts, 2 * inter, 1), F32),
+                ("w2_weight_scale", (experts, hidden, 1), F32)]  # fmt: skip
+    raise unsupported
 
 
 # ---- mxfp4 (gpt-oss: vLLM mxfp4.py GptOssMxfp4MoEMethod; linear layers stay unquantized) -----------------
@@ -471,7 +536,7 @@ def mxfp4_moe(scheme: QuantScheme, experts: int, inter: int, hidden: int, bias: 
 
 
 LinearRule = Callable[[QuantScheme, Linear], "Made | None"]
-MoeRule = Callable[[QuantScheme, int, int, int, bool], Made]
+MoeRule = Callable[[QuantScheme, int, int, int, bool], "Made | None"]
 METHODS: dict[str, tuple[LinearRule, MoeRule]] = {
     "fp8": (fp8_linear, fp8_moe),
     "compressed-tensors": (ct_linear, ct_moe),
@@ -567,7 +632,9 @@ class ShardQuantizer:
         moe: tuple[int, int],
     ) -> None:
         """``moe``: (ranks splitting each expert's intermediate dimension, this rank among them)."""
-        if excluded(self.scheme, [path]):
+        ct = self.scheme.method == "compressed-tensors"  # vLLM matches the unfused parts' names
+        names = [f"{path}.0.{p}" for p in ("gate_proj", "up_proj", "down_proj")] if ct else [path]
+        if excluded(self.scheme, names):
             return
         up = module._parameters["gate_up_proj"]
         assert up is not None and self.scheme.hidden
@@ -575,7 +642,10 @@ class ShardQuantizer:
         # per rank gate_up holds [E, 2I, H] (gpt-oss's [E, H, 2I] turned as vLLM holds it)
         inter = up.numel() // (experts * 2 * hidden)
         biases = [b for b in ("gate_up_proj_bias", "down_proj_bias") if module._parameters.get(b) is not None]
-        made = self.moe(self.scheme, experts, inter, hidden, bool(biases))
+        scheme = dataclasses.replace(self.scheme, layer=tuple(names), moe_tp=moe[0])
+        made = self.moe(scheme, experts, inter, hidden, bool(biases))
+        if made is None:
+            return
         padding = None  # (padding rows, held rows) of the intermediate dimension
         if self.scheme.method == "mxfp4":
             held, (moe_tp, rank) = _cdiv(inter, MXFP4_PAD) * MXFP4_PAD, moe

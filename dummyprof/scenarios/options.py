@@ -44,7 +44,11 @@ INITIALIZER_NAMES = ("v0.33", "v0.29", "fast")
 
 
 def max_memory_option() -> Any:
-    return size(None, "Memory the run may use, e.g. 8GiB. Default: 80% of available.")
+    return size(
+        None,
+        "Memory the run may use, e.g. 8GiB. Default: 80% of available.",
+        forms={"sweep": {"help": "Memory each point may use, e.g. 4GiB. Default: 80% of available."}},
+    )
 
 
 @dataclass
@@ -86,6 +90,11 @@ class ModelChoice:
         unit="args",
         help="Keyword argument for --model or --preset, or a config field for hf: models (repeatable); values are "
         "Python literals, e.g. layers=8 or num_hidden_layers=2.",
+        forms={
+            "sweep": {
+                "help": "Keyword argument for --model/--preset (repeatable); one may be a range to sweep: layers=1:8."
+            }
+        },
     )
     trust_remote_code: bool = option(
         False,
@@ -111,6 +120,12 @@ class LoaderChoice:
         metavar="PATH",
         help="Your fill function fn(model, **args) as package.module:callable or ./file.py:callable (repeatable); "
         "its writes are traced in a separate run, its times come from untraced runs.",
+        forms={  # audit times nothing: its loaders are only traced
+            "audit": {
+                "help": "Your fill function fn(model, **args) as package.module:callable or ./file.py:callable "
+                "(repeatable); audit traces its writes."
+            }
+        },
     )
     loader_args: dict[str, Any] = option(
         factory=dict, unit="args", help="Keyword argument passed to every --loader (repeatable)."

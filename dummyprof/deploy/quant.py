@@ -15,6 +15,7 @@ import dataclasses
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from fnmatch import fnmatch
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -76,7 +77,7 @@ def resolve_method(config: Mapping[str, Any] | None, flag: str) -> tuple[str | N
     ``auto``: the config's method; ``none``: unquantized, said in a notice when the config has one;
     a method: it must be the config's (vLLM refuses a mismatch). A method not known here is refused.
     """
-    found = str(config.get("quant_method", "")).lower() if config else None
+    found = _config_method(config) if config else None
     if flag == NONE:
         return None, (
             f"--quantization none: the checkpoint's {found} quantization is not applied; "
@@ -108,6 +109,15 @@ def resolve_method(config: Mapping[str, Any] | None, flag: str) -> tuple[str | N
             "give --quantization none to count the model unquantized",
         )
     return method, None
+
+
+def _config_method(config: Mapping[str, Any]) -> str:
+    """The method vLLM picks for the config: ModelOpt's by its ``quant_algo`` (``override_quantization_method``)."""
+    found = str(config.get("quant_method", "")).lower()
+    if not found.startswith("modelopt"):
+        return found
+    algo = str((config.get("quantization") or config).get("quant_algo", "")).upper()
+    return "modelopt_mxfp8" if "MXFP8" in algo else "modelopt_fp4" if "FP4" in algo else "modelopt"
 
 
 def scheme_of(options: Mapping[str, Any] | None) -> QuantScheme | None:
@@ -210,6 +220,11 @@ def excluded(scheme: QuantScheme, prefixes: list[str]) -> bool:
         return any(_gptq_dynamic(p, scheme.get("dynamic", {})) for p in prefixes)
     if method in ("awq", "mxfp4"):
         return _skipped(prefixes, list(scheme.get("modules_to_not_convert", [])), _substring)
+    if method.startswith("modelopt"):  # apply_vllm_mapper: "path*" is "path" and "path.*"
+        rules: list[str] = []
+        for rule in _modelopt(scheme)[1]:
+            rules += [rule[:-1], rule[:-1] + ".*"] if len(rule) > 1 and rule[-1] == "*" and rule[-2] != "." else [rule]
+        return _skipped(prefixes, rules, lambda p, rule: rule in p or fnmatch(p, rule))
     return False
 
 
@@ -504,6 +519,57 @@ def ct_moe(scheme: QuantScheme, experts: int, inter: int, hidden: int, bias: boo
     raise unsupported
 
 
+# ---- ModelOpt (vLLM modelopt.py: ModelOptFp8Config, ModelOptNvFp4Config; the head is quantized unless excluded) ---
+def _modelopt(scheme: QuantScheme) -> tuple[str, list[str], int]:
+    """(quant_algo, exclude_modules, group size) from either layout vLLM reads (``quantization: {...}`` or flat)."""
+    nested = scheme.get("quantization")
+    config: Mapping[str, Any] = nested if isinstance(nested, Mapping) else scheme.config
+    excluded = config.get("exclude_modules" if nested else "ignore") or []
+    return str(config.get("quant_algo", "")).upper(), list(excluded), int(config.get("group_size") or 16)
+
+
+def modelopt_linear(scheme: QuantScheme, layer: Linear) -> Made | None:
+    """FP8: ``weight`` fp8 [out, in], ``weight_scale`` and ``input_scale`` float32 [parts]; FP8_PER_CHANNEL_PER_TOKEN:
+    ``weight_scale`` [out]; FP8_PB_WO: ``weight_scale`` [out/128, 1, in/128, 1]. NVFP4 (W4A4, W4A16): ``weight`` uint8
+    [out, in/2] (two fp4 per byte), ``input_scale``, ``weight_scale_2`` float32 [parts], ``weight_scale`` fp8
+    [out, in/group]."""
+    algo, _, group = _modelopt(scheme)
+    if scheme.method == "modelopt_fp4":
+        if layer.inp % 16:
+            raise _refuse(f"NVFP4: {'/'.join(layer.prefixes)} input size per rank {layer.inp} is not a multiple of 16")
+        return [("weight", (layer.out, layer.inp // 2), torch.uint8), ("input_scale", (layer.parts,), F32),
+                ("weight_scale_2", (layer.parts,), F32),
+                ("weight_scale", (layer.out, layer.inp // group), FP8)]  # fmt: skip
+    made: Made = [("weight", (layer.out, layer.inp), FP8)]
+    if algo == "FP8":
+        return [*made, ("weight_scale", (layer.parts,), F32), ("input_scale", (layer.parts,), F32)]
+    if algo == "FP8_PER_CHANNEL_PER_TOKEN":
+        return [*made, ("weight_scale", (layer.out,), F32)]
+    if algo == "FP8_PB_WO" and not (layer.out % 128 or layer.inp % 128):
+        return [*made, ("weight_scale", (layer.out // 128, 1, layer.inp // 128, 1), F32)]
+    raise _refuse(f"ModelOpt {algo} on {'/'.join(layer.prefixes)} ({layer.out} x {layer.inp} per rank) is not built "
+                  "by vLLM 0.33 (FP8_PB_WO: 128 x 128 blocks)")  # fmt: skip
+
+
+def modelopt_moe(scheme: QuantScheme, experts: int, inter: int, hidden: int, bias: bool) -> Made:
+    """FP8 (ModelOptFp8MoEMethod): fp8 ``w13_weight`` [E, 2I, H], ``w2_weight`` [E, H, I], float32
+    ``w13_weight_scale`` [E, 2], ``w2_weight_scale``, ``w13_input_scale``, ``w2_input_scale`` [E]. NVFP4
+    (ModelOptNvFp4FusedMoE): uint8 ``w13_weight`` [E, 2I, H/2], ``w2_weight`` [E, H, I/2], fp8 ``w13_weight_scale``
+    [E, 2I, H/group], ``w2_weight_scale`` [E, H, I/group], float32 ``w13_weight_scale_2`` [E, 2], ``w2_weight_scale_2``
+    [E], ``w13_input_scale`` [E, 2], ``w2_input_scale`` [E] (the rank's experts: H200's backend has no global scale)."""
+    if scheme.method == "modelopt_fp4":
+        group = _modelopt(scheme)[2]
+        return [("w13_weight", (experts, 2 * inter, hidden // 2), torch.uint8),
+                ("w2_weight", (experts, hidden, inter // 2), torch.uint8),
+                ("w13_weight_scale", (experts, 2 * inter, hidden // group), FP8),
+                ("w2_weight_scale", (experts, hidden, inter // group), FP8),
+                ("w13_weight_scale_2", (experts, 2), F32), ("w2_weight_scale_2", (experts,), F32),
+                ("w13_input_scale", (experts, 2), F32), ("w2_input_scale", (experts,), F32)]  # fmt: skip
+    return [("w13_weight", (experts, 2 * inter, hidden), FP8), ("w2_weight", (experts, hidden, inter), FP8),
+            ("w13_weight_scale", (experts, 2), F32), ("w2_weight_scale", (experts,), F32),
+            ("w13_input_scale", (experts,), F32), ("w2_input_scale", (experts,), F32)]  # fmt: skip
+
+
 # ---- mxfp4 (gpt-oss: vLLM mxfp4.py GptOssMxfp4MoEMethod; linear layers stay unquantized) -----------------
 MXFP4_BLOCK = 32
 MXFP4_PAD = 64  # H200: the Triton (OAI kernels) backend rounds the per-rank intermediate size up to 64
@@ -543,12 +609,15 @@ METHODS: dict[str, tuple[LinearRule, MoeRule]] = {
     "gptq": (gptq_linear, gptq_moe),
     "awq": (awq_linear, awq_moe),
     "mxfp4": (mxfp4_linear, mxfp4_moe),
+    "modelopt": (modelopt_linear, modelopt_moe),
+    "modelopt_fp4": (modelopt_linear, modelopt_moe),
 }
 # Each method's get_supported_act_dtypes in vLLM 0.33 (gptq, awq: AutoGPTQConfig, AutoAWQConfig): the model's
 # dtype must be one of them, else vLLM refuses to start.
 ACT_DTYPES = {"fp8": (torch.bfloat16, torch.float16), "compressed-tensors": (F32, torch.float16, torch.bfloat16),
               "gptq": (torch.float16, torch.bfloat16), "awq": (torch.float16, torch.bfloat16),
-              "mxfp4": (torch.bfloat16,)}  # fmt: skip
+              "mxfp4": (torch.bfloat16,), "modelopt": (torch.bfloat16, torch.float16),
+              "modelopt_fp4": (torch.bfloat16, torch.float16)}  # fmt: skip
 # What vLLM's --quantization accepts for a checkpoint's method (its kernel variants build the same tensors).
 ALIASES = {"gptq": ("gptq_marlin", "auto_gptq", "marlin"), "awq": ("awq_marlin", "auto_awq", "marlin"),
            "mxfp4": ("gpt_oss_mxfp4",)}  # fmt: skip
@@ -577,9 +646,11 @@ def fill_kinds(module: nn.Module) -> dict[str, int]:
 
 
 # ---- applying a scheme to a shard -----------------------------------------------------------
-def _linear_module(name: str, weight: torch.Tensor) -> bool:
-    """A linear vLLM builds with the quantization method: not an embedding, the head, a norm or a router."""
-    return weight.dtype.is_floating_point and not any(w in name for w in _NEVER) and name not in _ROUTERS
+def _linear_module(name: str, weight: torch.Tensor, head: bool) -> bool:
+    """A linear vLLM builds with the quantization method: not an embedding, a norm or a router; the head only for
+    ModelOpt (``head``: its ``ParallelLMHead`` takes the linear method), and not when it is the embedding (tied)."""
+    never = ("embed", "norm") if head else _NEVER
+    return weight.dtype.is_floating_point and not any(w in name for w in never) and name not in _ROUTERS
 
 
 class ShardQuantizer:
@@ -592,10 +663,12 @@ class ShardQuantizer:
     def apply(self, shard: RankShard, layout: ParallelLayout) -> None:
         entries = {e.name: i for i, e in enumerate(shard.tensors)}
         out: dict[int, list[ShardTensor]] = {}  # entry index -> what replaces it
+        embedded = {id(m._parameters.get("weight")) for p, m in shard.module.named_modules() if "embed" in p}
         for path, module in shard.module.named_modules():
             name = path.rpartition(".")[2]
             weight = module._parameters.get("weight")
-            if weight is not None and weight.dim() == 2 and _linear_module(name, weight):
+            head = self.scheme.method.startswith("modelopt") and id(weight) not in embedded
+            if weight is not None and weight.dim() == 2 and _linear_module(name, weight, head):
                 index = entries[qualified_name(path, "weight")]
                 self._linear(module, path, shard.tensors[index], index, out)
             experts = [k for k in _EXPERT_NAMES if isinstance(module._parameters.get(k), torch.Tensor)]
@@ -621,6 +694,10 @@ class ShardQuantizer:
             return
         del module._parameters["weight"]
         out[index] = self._register(module, path, entry, made, weight.device)
+        for i, made_entry in enumerate(out[index]):  # a padded vocabulary's rows (the head) stay padding
+            if entry.padding_bytes and made_entry.shape[0] == layer.out:
+                out[index][i] = dataclasses.replace(made_entry, padding_bytes=made_entry.nbytes * entry.padding_bytes
+                                                    // entry.nbytes)  # fmt: skip
 
     def _experts(
         self,

@@ -107,8 +107,8 @@ class ModelChoice:
         "auto",
         metavar="METHOD",
         help="hf: models only, as vLLM's --quantization: auto (the config's quantization_config), none (count the "
-        "model unquantized), or the config's method (fp8, compressed-tensors, gptq, awq, mxfp4); each rank holds "
-        "the tensors vLLM creates for it.",
+        "model unquantized), or the config's method (fp8, compressed-tensors, gptq, awq, mxfp4, modelopt, "
+        "modelopt_fp4); each rank holds the tensors vLLM creates for it.",
     )
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import MISSING, dataclass
 from typing import Any
 
@@ -34,6 +34,16 @@ class Spec:
     short: str | None = None  # e.g. "-s"
     shown: str | None = None  # the default as the help shows it (and as it would be typed), e.g. "60s"; "": hidden
     auto: str | None = None  # the bool field that the text "auto" sets instead of this one (--repeat auto)
+    # How a command states this field its own way, declared here with the field: command name (or a tuple of
+    # names) -> the Spec fields that differ, e.g. sweep's ``{"metavar": "RANGE", "help": "..., or a range."}``.
+    forms: Mapping[str | tuple[str, ...], Mapping[str, Any]] = dataclasses.field(default_factory=dict)
+
+    def said_by(self, command: str | None) -> Spec:
+        """This field as ``command`` gives it: the form declared for that command, else the field's own."""
+        for names, changes in self.forms.items():
+            if command is not None and command in ((names,) if isinstance(names, str) else names):
+                return dataclasses.replace(self, **changes)
+        return self
 
 
 # The metavar each unit shows in --help, unless a field states its own.

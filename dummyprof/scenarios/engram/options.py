@@ -48,6 +48,7 @@ class EngramOptions(EngramShape):
         unit="list",
         short="-m",
         help="Fill method (repeatable). Default: all; memset always runs as the floor.",
+        forms={"sweep": {"help": "With --rows: fill method (repeatable). Default: all."}},
     )
     repeat: int = integer(DEFAULT_REPEAT, "Full-size rounds per method, interleaved.")
     chunk_elements: int = option(

@@ -19,6 +19,19 @@ FP16_SCRATCH = "fp16-scratch"  # the float16 temporaries fp8 tensors are drawn t
 NO_CUDA_HERE = "no-cuda-device-here"
 
 
+class HostFill(Record):
+    """A GPU deployment on a machine without CUDA: one strategy's work on the CPU-offloaded tables (host-resident),
+    timed on this host; the rest of the shard (device-resident) is not timed."""
+
+    visits: Count = 0  # exact visits and bytes this strategy makes to the tables
+    bytes_written: Count = 0
+    fill: str = ""  # MEASURED, or PROJECTED (from a probe fill, or scaled by the bytes written more than once)
+    seconds: float | None = None  # on this host's CPU: the median round, or the projected point
+    samples_s: list[float] = []
+    low_s: float | None = None  # projected interval
+    high_s: float | None = None
+
+
 class RankStrategy(Record):
     """One strategy on one rank's shard: exact counts, and its fill time where the run had one."""
 
@@ -40,6 +53,7 @@ class RankStrategy(Record):
     rank_seconds: float | None = None
     rank_visits: Count | None = None  # recorded by that real fill (equal to ``visits`` when the meta count holds)
     rank_bytes_written: Count | None = None
+    host: HostFill | None = None  # a GPU deployment without CUDA here: its host-resident part, timed on this host
 
 
 class RankEntry(Record):
@@ -166,6 +180,7 @@ class DeploymentResult(Record):
     target: str = ""
     not_timed: str = ""  # why no fill was timed (NO_CUDA_HERE), '' when the shards were filled or projected
     contention: Contention | None = None  # how busy the machine was while the shards were filled or calibrated
+    host_contention: Contention | None = None  # the same while the host-resident part was filled (not_timed runs)
     # The slowest rank's figures overlap another rank's (or every rank has the same shard): no rank is slower
     # than the noise says, so none is named; ``slowest_rank`` still holds the rank whose time is shown.
     slowest_within_noise: bool = False

@@ -16,6 +16,7 @@ from dummyprof.schema import integer, option
 # --dtype auto: the synthetic tree is built in float32; an hf: model in vLLM's --dtype auto (the config's).
 AUTO_DTYPE = "auto"
 TREE_DTYPE = "float32"
+DTYPES = "float32, bfloat16 or float16"
 DTYPE_AUTO_HELP = "auto: float32 for the tree, vLLM's --dtype auto (the config's) for hf: models."
 # Every size a synthetic weight can take and torch can still count in int64 bytes (hidden x hidden x 8).
 MAX_HIDDEN = 2**20
@@ -25,10 +26,33 @@ MAX_HIDDEN = 2**20
 class TreeShape:
     """The synthetic tree, as compare builds it by default (audit and inspect build a smaller one)."""
 
-    depth: int = integer(12, "Levels of nested blocks below the root.")
-    width: int = integer(1, "Synthetic tree: child blocks per block.")
-    hidden: int = integer(512, "Size of each weight (hidden x hidden); multiple of 32.", maximum=MAX_HIDDEN)
-    dtype: str = option(AUTO_DTYPE, help=f"Synthetic tree: float32, bfloat16 or float16; {DTYPE_AUTO_HELP}")
+    # compare and sweep state some fields their own way (Spec.forms); sweep's take a RANGE of values
+    depth: int = integer(
+        12,
+        "Levels of nested blocks below the root.",
+        forms={"sweep": {"metavar": "RANGE", "help": "Levels of nested blocks, or a range: 1:16."}},
+    )
+    width: int = integer(
+        1,
+        "Synthetic tree: child blocks per block.",
+        forms={
+            "compare": {"help": "Child blocks per block (blocks grow as width^depth)."},
+            "sweep": {"metavar": "RANGE", "help": "Child blocks per block, or a range."},
+        },
+    )
+    hidden: int = integer(
+        512,
+        "Size of each weight (hidden x hidden); multiple of 32.",
+        maximum=MAX_HIDDEN,
+        forms={"sweep": {"metavar": "RANGE", "help": "Size of each weight (multiple of 32), or a range."}},
+    )
+    dtype: str = option(
+        AUTO_DTYPE,
+        help=f"Synthetic tree: {DTYPES}; {DTYPE_AUTO_HELP}",
+        forms={
+            ("compare", "sweep"): {"help": f"Float dtype of the tree: float32, bfloat16 or float16; {DTYPE_AUTO_HELP}"}
+        },
+    )
     meta: bool = option(False, unit="flag", help="Add a tensor left on the meta device (never filled).")
     engram_rows: int = integer(
         0, "Add a small Engram-style fp8 table with this many rows (0: none).", minimum=0, example="4096"
@@ -47,7 +71,9 @@ class EngramShape:
         shown="384M",
         help="Rows of one table, all ranks together: 2e9, 384M, 1.5G, 2_000_000_000.",
     )
-    dim: int = integer(256, "Row width (fp8 elements).")
+    dim: int = integer(
+        256, "Row width (fp8 elements).", forms={"sweep": {"help": "With --rows: row width (fp8 elements)."}}
+    )
     block_size: int = integer(32, "Elements per scale byte; --dim must divide by it.")
     tables: int = integer(1, "Tables per model (DeepSeek V4.1 Flash has 2).", example="2")
     tp_size: int = integer(1, "Tensor-parallel size.", example="8")

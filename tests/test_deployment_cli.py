@@ -313,6 +313,46 @@ def test_a_gpu_layout_without_cuda_here_is_not_timed_and_keeps_exact_counts(
     assert "fill: not timed: no CUDA device here" in cli(*args).stdout
 
 
+ENGRAM = ("--preset", "deepseek-v4-like", "--model-arg", "engram_rows=3000")
+
+
+@pytest.mark.parametrize("memory", [None, "512KiB"])
+def test_a_gpu_layout_without_cuda_times_its_host_resident_tables_here(
+    cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, memory: str | None
+) -> None:
+    """#25.1: the CPU-offloaded Engram tables live in host memory, so they are timed on this host (measured, or
+    projected where --max-memory cannot hold them); the device-resident rest says not timed, counts exact."""
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    args = ("compare", *ENGRAM, "--tp", "2", "--device-memory", "1GiB", "--repeat", "1", "--warmup", "0")
+    args += ("-s", "per-layer", "-s", "legacy", *(("--max-memory", memory) if memory else ()))
+    section = _json(cli, tmp_path, *args)["deployment"]
+    assert (section["target"], section["not_timed"]) == ("cuda", "no-cuda-device-here")
+    assert [r["offloaded_bytes"] for r in section["ranks"]] == [794_112, 789_888]  # tables' rows split by heads
+    for entry, legacy_bytes in zip(section["ranks"], [3_080_192, 3_063_808], strict=True):
+        per_layer, legacy = entry["strategies"]
+        assert (per_layer["fill"], per_layer["seconds"], legacy["seconds"]) == ("", None, None)  # device part
+        # two tables, each a weight and its scales: per-layer visits each once; legacy sixteen times in all
+        host, legacy_host = per_layer["host"], legacy["host"]
+        assert (host["visits"], host["bytes_written"]) == (4, entry["offloaded_bytes"])
+        assert (legacy_host["visits"], legacy_host["bytes_written"], legacy_host["fill"]) == (
+            16,
+            legacy_bytes,
+            "projected",
+        )
+        if memory is None:
+            assert (host["fill"], len(host["samples_s"])) == ("measured", 1)
+        else:  # more than --max-memory: projected from the probe, with its interval
+            assert host["fill"] == "projected"
+            assert host["low_s"] <= host["seconds"] <= host["high_s"]
+    assert section["host_contention"]["wall_s"] > 0
+    quiet = cli(*args, "-q").stdout.strip()
+    assert re.fullmatch(r"tp 2: 2 ranks; host ~?\S+ \S+ on cpu, device not timed: no CUDA device here", quiet), quiet
+    report = cli(*args).stdout
+    assert "fill: the device-resident part (visits less host visits, written less host written) not timed" in report
+    host = r"host-resident part \(offloaded tables, 77\d.\d+ KiB, 4 visits\) per-layer .* on cpu \w+ \(rank \d\)"
+    assert re.search(host, report)
+
+
 def test_a_cpu_deployment_names_its_device_in_every_headline(cli: Cli) -> None:
     args = ("compare", *PRESET, "--tp", "2", "--repeat", "3", "--warmup", "0", "--device", "cpu")
     quiet = cli(*args, "-q").stdout.strip()

@@ -276,6 +276,170 @@ def test_compressed_tensors_w4a16_and_int8_w8a8(tmp_path: Path) -> None:
     }
 
 
+@pytest.mark.parametrize(("sizes", "local", "inter"), [({"tp": 2}, 128, 384), ({"ep": 8}, 16, 768)])
+def test_compressed_tensors_moe_fp8_channel_and_w4a16_are_vllms(sizes: dict[str, int], local: int, inter: int) -> None:
+    """CompressedTensorsW8A8Fp8MoEMethod (channel weights, dynamic tokens) and CompressedTensorsWNA16MarlinMoEMethod
+    (pack-quantized int4, group 128, symmetric: no zero points); the router (``re:.*mlp.gate$``) stays bfloat16."""
+    h, layout = 2048, ParallelLayout.from_sizes(**sizes)
+    fp8 = _shard(_source(f"{DATA}/Qwen3-30B-A3B-FP8-dynamic.json", num_hidden_layers=1), layout)
+    assert _table(fp8, "layers.0.mlp.") == {
+        "gate.weight": ((128, h), BF16),
+        "experts.w13_weight": ((local, 2 * inter, h), FP8),
+        "experts.w2_weight": ((local, h, inter), FP8),
+        "experts.w13_weight_scale": ((local, 2 * inter, 1), F32),
+        "experts.w2_weight_scale": ((local, h, 1), F32),
+    }
+    w4 = _shard(_source(f"{DATA}/Qwen3-30B-A3B-quantized.w4a16.json", num_hidden_layers=1), layout)
+    assert _table(w4, "layers.0.mlp.experts.") == {
+        "w13_weight_packed": ((local, h // 8, 2 * inter), I32),
+        "w2_weight_packed": ((local, inter // 8, h), I32),
+        "w13_weight_scale": ((local, h // 128, 2 * inter), BF16),
+        "w2_weight_scale": ((local, inter // 128, h), BF16),
+        "w2_weight_shape": ((local, 2), BF16),  # torch.empty under the model's default dtype
+        "w13_weight_shape": ((local, 2), BF16),
+        "w13_weight_g_idx": ((local, h), I32),
+        "w2_weight_g_idx": ((local, inter), I32),
+        "w13_g_idx_sort_indices": ((local, h), I32),
+        "w2_g_idx_sort_indices": ((local, inter), I32),
+    }
+    assert _table(w4, "layers.0.mlp.gate.") == {"weight": ((128, h), BF16)}
+    with pytest.raises(UsageError, match=r"intermediate size per rank 192 is not a multiple of the group size 128"):
+        _shard(_source(f"{DATA}/Qwen3-30B-A3B-quantized.w4a16.json", num_hidden_layers=1), ParallelLayout(tp=4))
+
+
+def test_compressed_tensors_moe_block_int8_zero_points_and_refusals(tmp_path: Path) -> None:
+    h, experts, inter = 2048, 128, 768 // 2
+    block = {"num_bits": 8, "type": "float", "strategy": "block", "block_structure": [128, 128], "symmetric": True}
+    dyn = {"num_bits": 8, "type": "float", "strategy": "group", "group_size": 128, "dynamic": True}
+    path = _with_quant(tmp_path, "Qwen3-30B-A3B", _ct(block, "float-quantized", dyn), num_hidden_layers=1)
+    table = _table(_shard(_source(path), ParallelLayout(tp=2)), "experts.")
+    assert {k: v for k, v in table.items() if "scale" in k} == {
+        "w13_weight_scale": ((experts, 2 * 3, h // 128), F32),
+        "w2_weight_scale": ((experts, h // 128, 3), F32),
+    }
+    w8 = {"num_bits": 8, "type": "int", "strategy": "channel", "symmetric": True}
+    a8 = {"num_bits": 8, "type": "int", "strategy": "token", "dynamic": True}
+    path = _with_quant(tmp_path, "Qwen3-30B-A3B", _ct(w8, "int-quantized", a8), num_hidden_layers=1)
+    assert _table(_shard(_source(path), ParallelLayout(tp=2)), "experts.") == {
+        "w13_weight": ((experts, 2 * inter, h), "int8"),
+        "w2_weight": ((experts, h, inter), "int8"),
+        "w13_weight_scale": ((experts, 2 * inter, 1), F32),
+        "w2_weight_scale": ((experts, h, 1), F32),
+    }
+    w4 = {"num_bits": 4, "type": "int", "strategy": "group", "group_size": 128, "symmetric": False, "actorder": "group"}
+    path = _with_quant(tmp_path, "Qwen3-30B-A3B", _ct(w4, "pack-quantized"), num_hidden_layers=1)
+    table = _table(_shard(_source(path), ParallelLayout(tp=2)), "experts.")
+    assert table["w2_weight_scale"] == ((experts, 768 // 128, h), BF16)  # actorder group: full-size w2 scales
+    assert table["w13_weight_zero_point"] == ((experts, h // 128, 2 * inter // 8), I32)
+    assert table["w2_weight_zero_point"] == ((experts, 768 // 128, h // 8), I32)
+    with pytest.raises(UsageError, match=r"intermediate size per rank 96 is not a multiple of the block 128 x 128"):
+        path = _with_quant(tmp_path, "Qwen3-30B-A3B", _ct(block, "float-quantized", dyn), num_hidden_layers=1)
+        _shard(_source(path), ParallelLayout(tp=8))
+    static = {"num_bits": 8, "type": "float", "strategy": "channel", "dynamic": False}
+    with pytest.raises(UsageError, match=r"compressed-tensors MoE scheme of model.layers.0.mlp.experts.0.gate_proj"):
+        path = _with_quant(tmp_path, "Qwen3-30B-A3B", _ct(dict(block, strategy="channel"), "float-quantized", static),
+                           num_hidden_layers=1)  # fmt: skip
+        _shard(_source(path), ParallelLayout(tp=2))
+
+
+# ---- ModelOpt FP8 and NVFP4 ---------------------------------------------------------------------------------------
+
+
+def test_modelopt_fp8_llama_is_vllms() -> None:
+    """ModelOptFp8LinearMethod: fp8 weight, float32 weight_scale and input_scale per fused part; lm_head excluded."""
+    shard = _shard(_source(f"{DATA}/Llama-3.1-8B-Instruct-FP8-modelopt.json"), ParallelLayout(tp=2))
+    qkv, inter, h = (4096 + 2 * 1024) // 2, 14336 // 2, 4096
+    assert _table(shard, "layers.0.self_attn.") == {
+        "qkv_proj.weight": ((qkv, h), FP8),
+        "qkv_proj.weight_scale": ((3,), F32),
+        "qkv_proj.input_scale": ((3,), F32),
+        "o_proj.weight": ((h, h // 2), FP8),
+        "o_proj.weight_scale": ((1,), F32),
+        "o_proj.input_scale": ((1,), F32),
+    }
+    assert _table(shard, "mlp.gate_up_proj.") == {"weight": ((2 * inter, h), FP8), "weight_scale": ((2,), F32),
+                                                  "input_scale": ((2,), F32)}  # fmt: skip
+    assert _table(shard, "lm_head.") == {"weight": ((128256 // 2, h), BF16)}
+    per_layer = sum(o * i + 2 * parts * 4 for o, i, parts in [(qkv, h, 3), (h, h // 2, 1), (2 * inter, h, 2),
+                                                              (h, inter, 1)]) + 2 * h * 2  # fmt: skip
+    weights = [t for t in shard.tensors if "rotary_emb" not in t.name]
+    assert sum(t.nbytes for t in weights) == 32 * per_layer + 2 * 128256 // 2 * h * 2 + h * 2 == 4_540_868_352
+
+
+def test_modelopt_fp8_moe_and_a_quantized_head(tmp_path: Path) -> None:
+    """ModelOptFp8MoEMethod (per-tensor scales, static input scales per expert); nothing excluded (flat layout,
+    ``ignore`` empty): vLLM's ParallelLMHead takes the linear method too; the router stays bfloat16."""
+    quant = {"quant_method": "modelopt", "quant_algo": "FP8", "ignore": []}
+    path = _with_quant(tmp_path, "Qwen3-30B-A3B", quant, num_hidden_layers=1)
+    shard = _shard(_source(path), ParallelLayout(tp=2))
+    h, experts, inter, vocab = 2048, 128, 384, 151936 // 2
+    assert _table(shard, "layers.0.mlp.") == {
+        "gate.weight": ((experts, h), BF16),
+        "experts.w13_weight": ((experts, 2 * inter, h), FP8),
+        "experts.w2_weight": ((experts, h, inter), FP8),
+        "experts.w13_weight_scale": ((experts, 2), F32),
+        "experts.w2_weight_scale": ((experts,), F32),
+        "experts.w13_input_scale": ((experts,), F32),
+        "experts.w2_input_scale": ((experts,), F32),
+    }
+    assert _table(shard, "lm_head.") == {"weight": ((vocab, h), FP8), "weight_scale": ((1,), F32),
+                                         "input_scale": ((1,), F32)}  # fmt: skip
+    assert _table(shard, "embed_tokens.") == {"weight": ((vocab, h), BF16)}
+
+
+def _deepseek_r1_fp4_rank_bytes(tp: int) -> int:
+    """vLLM's per-rank weights for nvidia/DeepSeek-R1-FP4 (NVFP4, group 16; attention and head excluded) under tp."""
+    h, vocab, layers, dense, experts = 7168, 129280, 61, 3, 256
+
+    def lin(out: int, inp: int, parts: int) -> int:  # packed fp4, fp8 group scales, input_scale + weight_scale_2
+        return out * inp // 2 + out * inp // 16 + 2 * parts * 4
+
+    norms = 2 * h * 2 + 1536 * 2 + 512 * 2
+    attn = 2 * ((1536 + 576) * h + 128 * 192 // tp * 1536 + 128 * 256 // tp * 512 + h * 128 * 128 // tp)  # bf16
+    mlp = lin(2 * 18432 // tp, h, 2) + lin(h, 18432 // tp, 1)
+    inter = 2048 // tp
+    routed = experts * (2 * inter * h // 2 + 2 * inter * h // 16 + h * inter // 2 + h * inter // 16 + 6 * 4)
+    moe = experts * h * 2 + experts * 4 + routed + lin(2 * 2048 // tp, h, 2) + lin(h, 2048 // tp, 1)
+    return 2 * (vocab // tp) * h * 2 + h * 2 + dense * (norms + attn + mlp) + (layers - dense) * (norms + attn + moe)
+
+
+def test_modelopt_nvfp4_deepseek_r1_is_vllms() -> None:
+    """ModelOptNvFp4LinearMethod and ModelOptNvFp4FusedMoE: uint8 [out, in/2], fp8-e4m3 block scales [out, in/16],
+    float32 global scales; ``exclude_modules`` (``model.layers.N.self_attn*``, lm_head) stay bfloat16."""
+    shard = _shard(_source(f"{DATA}/DeepSeek-R1-FP4.json"), ParallelLayout(tp=8), rank=3)
+    h, inter, u8 = 7168, 2048 // 8, "uint8"
+    assert _table(shard, "layers.3.mlp.experts.") == {
+        "w13_weight": ((256, 2 * inter, h // 2), u8),
+        "w2_weight": ((256, h, inter // 2), u8),
+        "w13_weight_scale": ((256, 2 * inter, h // 16), FP8),
+        "w2_weight_scale": ((256, h, inter // 16), FP8),
+        "w13_weight_scale_2": ((256, 2), F32),
+        "w2_weight_scale_2": ((256,), F32),
+        "w13_input_scale": ((256, 2), F32),
+        "w2_input_scale": ((256,), F32),
+    }
+    assert _table(shard, "layers.3.mlp.shared_experts.down_proj.") == {
+        "weight": ((h, inter // 2), u8),
+        "input_scale": ((1,), F32),
+        "weight_scale_2": ((1,), F32),
+        "weight_scale": ((h, inter // 16), FP8),
+    }
+    assert {dtype for _, dtype in _table(shard, "layers.3.self_attn.").values()} == {BF16}
+    weights = [t for t in shard.tensors if "rotary_emb" not in t.name]
+    assert sum(t.nbytes for t in weights) == _deepseek_r1_fp4_rank_bytes(8) == 51_389_224_376
+    assert len(weights) == 1559
+
+
+def test_modelopt_method_follows_quant_algo() -> None:
+    assert resolve_method({"quant_method": "modelopt", "quant_algo": "NVFP4"}, "auto") == ("modelopt_fp4", None)
+    assert resolve_method({"quant_method": "modelopt", "quantization": {"quant_algo": "FP8"}}, "modelopt") == (
+        "modelopt",
+        None,
+    )
+    with pytest.raises(UsageError, match=r"method 'modelopt_mxfp8' is not known to dummyprof"):
+        resolve_method({"quant_method": "modelopt", "quant_algo": "MXFP8"}, "auto")
+
+
 # ---- mxfp4 (gpt-oss) ---------------------------------------------------------------------------------------------
 
 
@@ -388,7 +552,8 @@ def test_unknown_method_is_one_line_exit_2_unless_none(cli: Callable[..., CliRes
     assert result.exit_code == 2
     assert result.stderr.strip().splitlines() == [
         "dummyprof: error: --quantization: quantization method 'bitblas' is not known to dummyprof "
-        "(known: fp8, compressed-tensors, gptq, awq, mxfp4); give --quantization none to count the model unquantized"
+        "(known: fp8, compressed-tensors, gptq, awq, mxfp4, modelopt, modelopt_fp4); give --quantization none to "
+        "count the model unquantized"
     ]
     counted = cli("inspect", "--model", f"hf:{path}", "--quantization", "none")
     assert counted.exit_code == 0, counted.stderr

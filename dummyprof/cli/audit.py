@@ -46,14 +46,9 @@ FIELDS = (
     *("loader_initializer", "initializer", "ignore", "depth", "width", "hidden", "dtype", "device", "max_memory"),
     *DEPLOYMENT_FIELDS,
 )
-# audit times nothing: its loaders are only traced
-LOADER_HELP = (
-    "Your fill function fn(model, **args) as package.module:callable or ./file.py:callable (repeatable); "
-    "audit traces its writes."
-)
 
 
-@with_options(AuditOptions, FIELDS, {"loaders": {"help": LOADER_HELP}})
+@with_options(AuditOptions, FIELDS)
 def audit(
     options: AuditOptions,
     given: frozenset[str],

@@ -12,7 +12,6 @@ from dummyprof.files.outputs import Output
 from dummyprof.scenarios.compare.options import CompareOptions
 from dummyprof.scenarios.deployment.options import DEPLOYMENT_FIELDS, ONLINE_QUANT_FIELDS
 from dummyprof.schema import Spec
-from dummyprof.shapes import DTYPE_AUTO_HELP
 
 HELP = """\
 Fill one model with several strategies, side by side, and show the cost of each.
@@ -58,10 +57,6 @@ FIELDS = (
     *DEPLOYMENT_FIELDS,
     *ONLINE_QUANT_FIELDS,
 )
-TREE_HELP = {
-    "width": {"help": "Child blocks per block (blocks grow as width^depth)."},
-    "dtype": {"help": f"Float dtype of the tree: float32, bfloat16 or float16; {DTYPE_AUTO_HELP}"},
-}
 FLAGS = {
     "export": Spec(
         unit="pair",
@@ -83,7 +78,7 @@ FLAGS = {
 }
 
 
-@with_options(CompareOptions, FIELDS, TREE_HELP, flags=FLAGS)
+@with_options(CompareOptions, FIELDS, flags=FLAGS)
 def compare(
     options: CompareOptions,
     json_path: JsonOpt = None,

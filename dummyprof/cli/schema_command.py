@@ -13,17 +13,16 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from dummyprof.errors import flag_for
 from dummyprof.files.outputs import path_of
 from dummyprof.scenarios.deployment.options import LAYOUT_FIELDS, check_world
-from dummyprof.schema import Spec, parse, specs
+from dummyprof.schema import Spec, flag_of, parse, specs
 
 Command = Callable[..., int]
 
 
-def param_name(field: str) -> str:
+def param_name(field: str, spec: Spec) -> str:
     """A field's parameter name: its flag's (``strategies`` -> ``strategy``), as ``ctx.params`` keys it."""
-    return flag_for(field)[2:].replace("-", "_")
+    return flag_of(field, spec)[2:].replace("-", "_")
 
 
 # The type Typer parses a flag's text to, by unit (typer needs Optional on Python 3.10); anything else is text.
@@ -37,14 +36,14 @@ KINDS: dict[str, Any] = {
 
 
 def _parameter(name: str, spec: Spec, default: Any) -> inspect.Parameter:
-    names = [flag_for(name), *([spec.short] if spec.short else [])]
+    names = [flag_of(name, spec), *([spec.short] if spec.short else [])]
     kind = KINDS.get(spec.unit, Optional[str])  # noqa: UP045
     metavar = spec.metavar or {"flag": None, "path": "PATH"}.get(spec.unit, "TEXT")  # a flag shows none
     # A file flag's text becomes a Path here, where an empty value can still be told from "." and refused.
     parser = (lambda text: path_of(names[0], text)) if spec.unit == "path" else None
     info = typer.Option(*names, metavar=metavar, help=spec.help, parser=parser)
     return inspect.Parameter(
-        param_name(name), inspect.Parameter.KEYWORD_ONLY, default=default, annotation=Annotated[kind, info]
+        param_name(name, spec), inspect.Parameter.KEYWORD_ONLY, default=default, annotation=Annotated[kind, info]
     )
 
 
@@ -57,22 +56,26 @@ def _field_parameter(field: dataclasses.Field[Any], spec: Spec) -> inspect.Param
     return _parameter(field.name, spec, shown or None)
 
 
-Overrides = Mapping[str, Mapping[str, Any]]  # field -> Spec fields this command states its own way (help, ...)
-
-
-def _declared(cls: type | None, fields: Sequence[str], overrides: Overrides | None) -> dict[str, tuple[Any, Spec]]:
+def _declared(cls: type | None, fields: Sequence[str], form: str | None) -> dict[str, tuple[Any, Spec]]:
+    """The Spec of each of ``fields`` of ``cls`` as command ``form`` states it (``Spec.forms``, at the field)."""
     every = specs(cls) if cls is not None else {}
-    changes = overrides or {}
-    return {n: (every[n][0], dataclasses.replace(every[n][1], **changes.get(n, {}))) for n in fields if n in every}
+    return {n: (every[n][0], every[n][1].said_by(form)) for n in fields if n in every}
+
+
+def field_spec(cls: type, field: str, form: str | None = None) -> Spec:
+    """One field's Spec, as command ``form`` states it: for a command's own flag that parses a field of another
+    options class (sweep's ``--dim``, ``--method``: engram's fields)."""
+    return specs(cls)[field][1].said_by(form)
 
 
 def options_from(
-    cls: type, fields: Sequence[str], params: Mapping[str, Any], overrides: Overrides | None = None
+    cls: type, fields: Sequence[str], params: Mapping[str, Any], form: str | None = None
 ) -> tuple[Any, frozenset[str]]:
-    """``cls`` from the raw flag values in ``params`` (keyed as ``ctx.params``), and the fields the user gave."""
+    """``cls`` from the raw flag values in ``params`` (keyed as ``ctx.params``), and the fields the user gave;
+    each field's text parsed as command ``form`` declares it (its name: ``sweep``, ``compare``)."""
     values: dict[str, Any] = {}
-    for name, (_, spec) in _declared(cls, fields, overrides).items():
-        raw = params.get(param_name(name))
+    for name, (_, spec) in _declared(cls, fields, form).items():
+        raw = params.get(param_name(name, spec))
         if raw is None or (spec.unit in ("list", "args") and not raw):
             continue
         if spec.auto and str(raw).strip().lower() == "auto":
@@ -83,12 +86,12 @@ def options_from(
 
 
 def with_options(
-    cls: type | None,
-    fields: Sequence[str] = (),
-    overrides: Overrides | None = None,
-    flags: Mapping[str, Spec] | None = None,
+    cls: type | None, fields: Sequence[str] = (), flags: Mapping[str, Spec] | None = None
 ) -> Callable[[Command], Command]:
     """Typer options for ``fields`` of ``cls``, in that order, before the command's own parameters.
+
+    Each field as this command states it: the form its declaration gives for the command's name (the function's,
+    ``sweep``), else the field's own (``Spec.forms``); no command restates a field's help or metavar.
 
     ``fields`` may also name the command's own parameters, to place them among the generated ones.
     The command receives what it declares: ``options`` (built and parsed), ``given`` (the fields
@@ -96,9 +99,10 @@ def with_options(
     An own parameter named in ``flags`` keeps its name (``benchmark_json`` is ``--benchmark-json``) and
     default; its Spec gives the unit (``text``, ``flag``, ``list``, ``path``, ``pair``), metavar, short name and help.
     """
-    declared = _declared(cls, fields, overrides)
 
     def wrap(fn: Command) -> Command:
+        form = fn.__name__
+        declared = _declared(cls, fields, form)
         own = {p.name: p for p in inspect.signature(fn).parameters.values()}
         hints = typing.get_type_hints(fn, include_extras=True)
         special = ("options", "given", "raw", "ctx")
@@ -112,14 +116,14 @@ def with_options(
         for name in fields:  # a parameter the command declares itself wins over the field of that name
             params.append(mine(name) if name in own else _field_parameter(*declared[name]))
         params += [mine(n) for n in own if n not in special and n not in fields]
-        generated = {param_name(n) for n in declared if n not in own}
+        generated = {param_name(n, spec) for n, (_, spec) in declared.items() if n not in own}
 
         def command(**kwargs: Any) -> int:
             passed = {k: v for k, v in kwargs.items() if k not in generated}
             if "raw" in own:
                 passed["raw"] = {k: v for k, v in kwargs.items() if k in generated}
             if "options" in own and cls is not None:
-                passed["options"], given = options_from(cls, fields, kwargs, overrides)
+                passed["options"], given = options_from(cls, fields, kwargs, form)
                 if all(hasattr(passed["options"], f) for f in LAYOUT_FIELDS):
                     check_world(passed["options"])  # bounded while parsing, before torch and the scenario load
                 if "given" in own:

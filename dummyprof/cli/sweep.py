@@ -6,13 +6,13 @@ from typing import Any
 
 from dummyprof.cli.inputs import run_inputs
 from dummyprof.cli.output import ForceOpt, HtmlOpt, JsonOpt, QuietOpt, check_outputs, emit, measuring
-from dummyprof.cli.schema_command import options_from, with_options
+from dummyprof.cli.schema_command import field_spec, options_from, with_options
 from dummyprof.errors import UsageError
 from dummyprof.scenarios.compare.options import CompareOptions
-from dummyprof.scenarios.sweep.options import DEFAULT_SWEEP_REPEAT, MODEL_ARG_PREFIX, TREE_PARAMETERS, SweepOptions
-from dummyprof.schema import Spec
-from dummyprof.shapes import DTYPE_AUTO_HELP
-from dummyprof.units import parse_count, parse_int, parse_seconds
+from dummyprof.scenarios.engram.options import EngramOptions
+from dummyprof.scenarios.sweep.options import MODEL_ARG_PREFIX, TREE_PARAMETERS, SweepOptions
+from dummyprof.schema import Spec, parse
+from dummyprof.units import parse_count, parse_seconds
 
 HELP = """\
 Run compare (or engram) at every value of one parameter and fit how each
@@ -37,45 +37,20 @@ FIELDS = (
     *("depth", "width", "hidden", "rows", "dtype", "strategies", "initializer", "model", "preset", "model_args"),
     *("dim", "method", "time_budget", "repeat", "warmup", "fit_from", "device", "max_memory"),
 )
-# compare's declarations, stated the sweep's way: ranges for the tree, its own help and rounds
-OVERRIDES: dict[str, dict[str, object]] = {
-    "depth": {"metavar": "RANGE", "help": "Levels of nested blocks, or a range: 1:16."},
-    "width": {"metavar": "RANGE", "help": "Child blocks per block, or a range."},
-    "hidden": {"metavar": "RANGE", "help": "Size of each weight (multiple of 32), or a range."},
-    "dtype": {"help": f"Float dtype of the tree: float32, bfloat16 or float16; {DTYPE_AUTO_HELP}"},
-    "model_args": {
-        "help": "Keyword argument for --model/--preset (repeatable); one may be a range to sweep: layers=1:8."
-    },
-    "repeat": {
-        "metavar": "INT",
-        "auto": None,
-        "example": str(DEFAULT_SWEEP_REPEAT),
-        "shown": str(DEFAULT_SWEEP_REPEAT),
-        "help": "Measured rounds per strategy at each point.",
-    },
-    "time_budget": {  # parsed by the sweep: its default depends on the scenario swept
-        "metavar": "DURATION",
-        "shown": "",
-        "help": "Time for measuring at each point (default: compare's 60 s; with --rows, 10 s). A compare point "
-        "predicted to take longer is an error, never projected.",
-    },
-    "warmup": {"help": "Warm-up rounds per point, discarded."},
-    "max_memory": {"help": "Memory each point may use, e.g. 4GiB. Default: 80% of available."},
-}
 # The sweep's own flags: an engram sweep's, and where the fits start
 FLAGS = {
     "rows": Spec(metavar="RANGE", help="Sweep engram table rows instead of compare, e.g. 1M,2M,4M,8M."),
-    "dim": Spec(metavar="INT", help="With --rows: row width (fp8 elements)."),
-    "method": Spec(unit="list", short="-m", help="With --rows: fill method (repeatable). Default: all."),
+    "dim": field_spec(EngramOptions, "dim", "sweep"),  # engram's fields, as the sweep states them
+    "method": field_spec(EngramOptions, "methods", "sweep"),
     "fit_from": Spec(metavar="VALUE", help="Smallest value the growth fits use. Default: the middle value."),
 }
 
 
-@with_options(CompareOptions, FIELDS, OVERRIDES, FLAGS)
+@with_options(CompareOptions, FIELDS, FLAGS)
 def sweep(
     raw: dict[str, Any],
     rows: str | None = None,
-    dim: str = "256",
+    dim: str = str(EngramOptions.dim),
     method: list[str] | None = None,
     fit_from: str | None = None,
     json_path: JsonOpt = None,
@@ -108,7 +83,7 @@ def sweep(
     parameter, _, values = axes[0]
     time_budget = raw["time_budget"]
     fixed = {**raw, "model_arg": fixed_args, **({parameter: "1"} if parameter in TREE_PARAMETERS else {})}
-    compare, _ = options_from(CompareOptions, [f for f in FIELDS if f != "time_budget"], fixed, OVERRIDES)
+    compare, _ = options_from(CompareOptions, [f for f in FIELDS if f != "time_budget"], fixed, "sweep")
     if time_budget is not None and parameter != "rows":
         compare.time_budget = parse_seconds("--time-budget", time_budget, example="60")
     options = SweepOptions(
@@ -118,12 +93,10 @@ def sweep(
         compare=compare,
     )
     if parameter == "rows":
-        from dummyprof.scenarios.engram.options import EngramOptions
-
         options.engram = EngramOptions(
-            dim=parse_int("--dim", dim, minimum=1, example="256"),
+            dim=parse("dim", FLAGS["dim"], dim),
             device=compare.device,
-            methods=list(method) if method else list(EngramOptions().methods),
+            methods=parse("methods", FLAGS["method"], method) if method else list(EngramOptions().methods),
             repeat=compare.repeat,
             max_memory=compare.max_memory,
             time_budget_s=parse_seconds("--time-budget", time_budget, example="10") if time_budget else 10.0,

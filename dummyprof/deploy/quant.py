@@ -15,6 +15,7 @@ import dataclasses
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from fnmatch import fnmatch
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -62,6 +63,8 @@ class QuantScheme:
     dtype: torch.dtype = torch.bfloat16  # the model's dtype (unquantized tensors, biases, float scales)
     hidden: int | None = None  # the model's hidden size: which dimension of a fused expert tensor is hidden
     architectures: tuple[str, ...] = ()
+    layer: tuple[str, ...] = ()  # a fused-MoE layer's vLLM names (compressed-tensors matches its unfused parts)
+    moe_tp: int = 1  # ranks splitting each expert's intermediate dimension
 
     def get(self, key: str, default: Any = None) -> Any:
         value = self.config.get(key, default)
@@ -74,7 +77,7 @@ def resolve_method(config: Mapping[str, Any] | None, flag: str) -> tuple[str | N
     ``auto``: the config's method; ``none``: unquantized, said in a notice when the config has one;
     a method: it must be the config's (vLLM refuses a mismatch). A method not known here is refused.
     """
-    found = str(config.get("quant_method", "")).lower() if config else None
+    found = _config_method(config) if config else None
     if flag == NONE:
         return None, (
             f"--quantization none: the checkpoint's {found} quantization is not applied; "
@@ -106,6 +109,15 @@ def resolve_method(config: Mapping[str, Any] | None, flag: str) -> tuple[str | N
             "give --quantization none to count the model unquantized",
         )
     return method, None
+
+
+def _config_method(config: Mapping[str, Any]) -> str:
+    """The method vLLM picks for the config: ModelOpt's by its ``quant_algo`` (``override_quantization_method``)."""
+    found = str(config.get("quant_method", "")).lower()
+    if not found.startswith("modelopt"):
+        return found
+    algo = str((config.get("quantization") or config).get("quant_algo", "")).upper()
+    return "modelopt_mxfp8" if "MXFP8" in algo else "modelopt_fp4" if "FP4" in algo else "modelopt"
 
 
 def scheme_of(options: Mapping[str, Any] | None) -> QuantScheme | None:
@@ -208,6 +220,11 @@ def excluded(scheme: QuantScheme, prefixes: list[str]) -> bool:
         return any(_gptq_dynamic(p, scheme.get("dynamic", {})) for p in prefixes)
     if method in ("awq", "mxfp4"):
         return _skipped(prefixes, list(scheme.get("modules_to_not_convert", [])), _substring)
+    if method.startswith("modelopt"):  # apply_vllm_mapper: "path*" is "path" and "path.*"
+        rules: list[str] = []
+        for rule in _modelopt(scheme)[1]:
+            rules += [rule[:-1], rule[:-1] + ".*"] if len(rule) > 1 and rule[-1] == "*" and rule[-2] != "." else [rule]
+        return _skipped(prefixes, rules, lambda p, rule: rule in p or fnmatch(p, rule))
     return False
 
 
@@ -435,8 +452,122 @@ def ct_linear(scheme: QuantScheme, layer: Linear) -> Made | None:
     )
 
 
-def ct_moe(scheme: QuantScheme, experts: int, inter: int, hidden: int, bias: bool) -> Made:
-    raise _refuse("compressed-tensors MoE layers are not modelled yet")
+def ct_moe(scheme: QuantScheme, experts: int, inter: int, hidden: int, bias: bool) -> Made | None:
+    """``CompressedTensorsMoEMethod.get_moe_method`` on CUDA: the group of the unfused ``.0.gate_proj`` ...
+    (none: unquantized). W8A8 fp8 (tensor, channel, block): ``w13_weight`` fp8 [E, 2I, H], ``w2_weight`` [E, H, I],
+    ``w13_weight_scale``/``w2_weight_scale`` float32 [E, 2]/[E], [E, 2I, 1]/[E, H, 1] or per block, static
+    ``w13_input_scale``/``w2_input_scale`` [E]; int8 W8A8 (channel, dynamic tokens): int8 weights, channel scales;
+    WNA16 (Marlin layout, pack-quantized): ``w13_weight_packed`` int32 [E, H/pack, 2I], ``w2_weight_packed``
+    [E, I/pack, H], scales (model dtype) [E, groups, out], zero points when asymmetric, ``w*_weight_shape`` [E, 2]
+    (model dtype), ``w*_weight_g_idx`` and ``w*_g_idx_sort_indices`` int32 [E, in]."""
+    group = _ct_group(scheme, scheme.layer)
+    weights = (group or {}).get("weights")
+    if group is None or not weights:
+        return None
+    inputs: dict[str, Any] = group.get("input_activations") or {}
+    fmt = group.get("format") or scheme.get("format")
+    bits, kind, strategy = int(weights.get("num_bits", 8)), weights.get("type", "int"), weights.get("strategy")
+    unsupported = _refuse(f"compressed-tensors MoE scheme of {scheme.layer[0]} (weights {weights}, inputs "
+                          f"{inputs or None}) is not one vLLM 0.33 builds on CUDA")  # fmt: skip
+    if not inputs and strategy in ("group", "channel") and not weights.get("dynamic"):
+        if fmt != "pack-quantized" or bits not in (4, 8):
+            raise unsupported
+        pack, size = 32 // bits, int(weights.get("group_size") or -1) if strategy == "group" else -1
+        full = inter * scheme.moe_tp if weights.get("actorder") == "group" and size != -1 else inter  # load_full_w2
+        if size != -1 and (hidden % size or full % size):
+            raise _refuse(f"WNA16 MoE: the hidden size {hidden} or intermediate size per rank {full} is not a "
+                          f"multiple of the group size {size} (vLLM refuses it)")  # fmt: skip
+        g13, g2 = (1, 1) if size == -1 else (hidden // size, full // size)
+        made: Made = [
+            ("w13_weight_packed", (experts, hidden // pack, 2 * inter), torch.int32),
+            ("w2_weight_packed", (experts, inter // pack, hidden), torch.int32),
+            ("w13_weight_scale", (experts, g13, 2 * inter), scheme.dtype),
+            ("w2_weight_scale", (experts, g2, hidden), scheme.dtype),
+        ]
+        if not weights.get("symmetric", True):
+            made += [("w13_weight_zero_point", (experts, g13, 2 * inter // pack), torch.int32),
+                     ("w2_weight_zero_point", (experts, g2, hidden // pack), torch.int32)]  # fmt: skip
+        made += [("w2_weight_shape", (experts, 2), scheme.dtype), ("w13_weight_shape", (experts, 2), scheme.dtype)]
+        ins = (("13", hidden), ("2", inter))
+        return made + [(f"w{w}_{n}", (experts, k), torch.int32) for n in ("weight_g_idx", "g_idx_sort_indices")
+                       for w, k in ins]  # fmt: skip
+    if kind == "float" and bits == 8 and inputs.get("type") == "float" and inputs.get("num_bits") == 8:
+        static = not inputs.get("dynamic", False)
+        if strategy == "block":
+            n, k = (int(b) for b in weights["block_structure"])
+            if inter % n or (scheme.moe_tp > 1 and inter % k):
+                raise _refuse(f"fp8 MoE: the intermediate size per rank {inter} is not a multiple of the block "
+                              f"{n} x {k} (vLLM refuses it)")  # fmt: skip
+            scales: list[tuple[int, ...]] = [(experts, 2 * _cdiv(inter, n), _cdiv(hidden, k)),
+                                             (experts, _cdiv(hidden, n), _cdiv(inter, k))]  # fmt: skip
+        elif strategy == "tensor":
+            scales = [(experts, 2), (experts,)]
+        elif strategy == "channel" and not static:
+            scales = [(experts, 2 * inter, 1), (experts, hidden, 1)]
+        else:
+            raise unsupported
+        made = [("w13_weight", (experts, 2 * inter, hidden), FP8), ("w2_weight", (experts, hidden, inter), FP8)]
+        made += [("w13_weight_scale", scales[0], F32), ("w2_weight_scale", scales[1], F32)]
+        return made + ([("w13_input_scale", (experts,), F32), ("w2_input_scale", (experts,), F32)] if static else [])
+    dynamic_tokens = inputs.get("dynamic") and inputs.get("strategy") == "token" and inputs.get("num_bits") == 8
+    if kind == "int" and bits == 8 and strategy == "channel" and dynamic_tokens:
+        made = [("w13_weight", (experts, 2 * inter, hidden), torch.int8),
+                ("w2_weight", (experts, hidden, inter), torch.int8)]  # fmt: skip
+        made += _moe_bias(scheme.dtype, experts, inter, hidden) if bias else []
+        return [*made, ("w13_weight_scale", (experts, 2 * inter, 1), F32),
+                ("w2_weight_scale", (experts, hidden, 1), F32)]  # fmt: skip
+    raise unsupported
+
+
+# ---- ModelOpt (vLLM modelopt.py: ModelOptFp8Config, ModelOptNvFp4Config; the head is quantized unless excluded) ---
+def _modelopt(scheme: QuantScheme) -> tuple[str, list[str], int]:
+    """(quant_algo, exclude_modules, group size) from either layout vLLM reads (``quantization: {...}`` or flat)."""
+    nested = scheme.get("quantization")
+    config: Mapping[str, Any] = nested if isinstance(nested, Mapping) else scheme.config
+    excluded = config.get("exclude_modules" if nested else "ignore") or []
+    return str(config.get("quant_algo", "")).upper(), list(excluded), int(config.get("group_size") or 16)
+
+
+def modelopt_linear(scheme: QuantScheme, layer: Linear) -> Made | None:
+    """FP8: ``weight`` fp8 [out, in], ``weight_scale`` and ``input_scale`` float32 [parts]; FP8_PER_CHANNEL_PER_TOKEN:
+    ``weight_scale`` [out]; FP8_PB_WO: ``weight_scale`` [out/128, 1, in/128, 1]. NVFP4 (W4A4, W4A16): ``weight`` uint8
+    [out, in/2] (two fp4 per byte), ``input_scale``, ``weight_scale_2`` float32 [parts], ``weight_scale`` fp8
+    [out, in/group]."""
+    algo, _, group = _modelopt(scheme)
+    if scheme.method == "modelopt_fp4":
+        if layer.inp % 16:
+            raise _refuse(f"NVFP4: {'/'.join(layer.prefixes)} input size per rank {layer.inp} is not a multiple of 16")
+        return [("weight", (layer.out, layer.inp // 2), torch.uint8), ("input_scale", (layer.parts,), F32),
+                ("weight_scale_2", (layer.parts,), F32),
+                ("weight_scale", (layer.out, layer.inp // group), FP8)]  # fmt: skip
+    made: Made = [("weight", (layer.out, layer.inp), FP8)]
+    if algo == "FP8":
+        return [*made, ("weight_scale", (layer.parts,), F32), ("input_scale", (layer.parts,), F32)]
+    if algo == "FP8_PER_CHANNEL_PER_TOKEN":
+        return [*made, ("weight_scale", (layer.out,), F32)]
+    if algo == "FP8_PB_WO" and not (layer.out % 128 or layer.inp % 128):
+        return [*made, ("weight_scale", (layer.out // 128, 1, layer.inp // 128, 1), F32)]
+    raise _refuse(f"ModelOpt {algo} on {'/'.join(layer.prefixes)} ({layer.out} x {layer.inp} per rank) is not built "
+                  "by vLLM 0.33 (FP8_PB_WO: 128 x 128 blocks)")  # fmt: skip
+
+
+def modelopt_moe(scheme: QuantScheme, experts: int, inter: int, hidden: int, bias: bool) -> Made:
+    """FP8 (ModelOptFp8MoEMethod): fp8 ``w13_weight`` [E, 2I, H], ``w2_weight`` [E, H, I], float32
+    ``w13_weight_scale`` [E, 2], ``w2_weight_scale``, ``w13_input_scale``, ``w2_input_scale`` [E]. NVFP4
+    (ModelOptNvFp4FusedMoE): uint8 ``w13_weight`` [E, 2I, H/2], ``w2_weight`` [E, H, I/2], fp8 ``w13_weight_scale``
+    [E, 2I, H/group], ``w2_weight_scale`` [E, H, I/group], float32 ``w13_weight_scale_2`` [E, 2], ``w2_weight_scale_2``
+    [E], ``w13_input_scale`` [E, 2], ``w2_input_scale`` [E] (the rank's experts: H200's backend has no global scale)."""
+    if scheme.method == "modelopt_fp4":
+        group = _modelopt(scheme)[2]
+        return [("w13_weight", (experts, 2 * inter, hidden // 2), torch.uint8),
+                ("w2_weight", (experts, hidden, inter // 2), torch.uint8),
+                ("w13_weight_scale", (experts, 2 * inter, hidden // group), FP8),
+                ("w2_weight_scale", (experts, hidden, inter // group), FP8),
+                ("w13_weight_scale_2", (experts, 2), F32), ("w2_weight_scale_2", (experts,), F32),
+                ("w13_input_scale", (experts, 2), F32), ("w2_input_scale", (experts,), F32)]  # fmt: skip
+    return [("w13_weight", (experts, 2 * inter, hidden), FP8), ("w2_weight", (experts, hidden, inter), FP8),
+            ("w13_weight_scale", (experts, 2), F32), ("w2_weight_scale", (experts,), F32),
+            ("w13_input_scale", (experts,), F32), ("w2_input_scale", (experts,), F32)]  # fmt: skip
 
 
 # ---- mxfp4 (gpt-oss: vLLM mxfp4.py GptOssMxfp4MoEMethod; linear layers stay unquantized) -----------------
@@ -471,19 +602,22 @@ def mxfp4_moe(scheme: QuantScheme, experts: int, inter: int, hidden: int, bias: 
 
 
 LinearRule = Callable[[QuantScheme, Linear], "Made | None"]
-MoeRule = Callable[[QuantScheme, int, int, int, bool], Made]
+MoeRule = Callable[[QuantScheme, int, int, int, bool], "Made | None"]
 METHODS: dict[str, tuple[LinearRule, MoeRule]] = {
     "fp8": (fp8_linear, fp8_moe),
     "compressed-tensors": (ct_linear, ct_moe),
     "gptq": (gptq_linear, gptq_moe),
     "awq": (awq_linear, awq_moe),
     "mxfp4": (mxfp4_linear, mxfp4_moe),
+    "modelopt": (modelopt_linear, modelopt_moe),
+    "modelopt_fp4": (modelopt_linear, modelopt_moe),
 }
 # Each method's get_supported_act_dtypes in vLLM 0.33 (gptq, awq: AutoGPTQConfig, AutoAWQConfig): the model's
 # dtype must be one of them, else vLLM refuses to start.
 ACT_DTYPES = {"fp8": (torch.bfloat16, torch.float16), "compressed-tensors": (F32, torch.float16, torch.bfloat16),
               "gptq": (torch.float16, torch.bfloat16), "awq": (torch.float16, torch.bfloat16),
-              "mxfp4": (torch.bfloat16,)}  # fmt: skip
+              "mxfp4": (torch.bfloat16,), "modelopt": (torch.bfloat16, torch.float16),
+              "modelopt_fp4": (torch.bfloat16, torch.float16)}  # fmt: skip
 # What vLLM's --quantization accepts for a checkpoint's method (its kernel variants build the same tensors).
 ALIASES = {"gptq": ("gptq_marlin", "auto_gptq", "marlin"), "awq": ("awq_marlin", "auto_awq", "marlin"),
            "mxfp4": ("gpt_oss_mxfp4",)}  # fmt: skip
@@ -512,9 +646,11 @@ def fill_kinds(module: nn.Module) -> dict[str, int]:
 
 
 # ---- applying a scheme to a shard -----------------------------------------------------------
-def _linear_module(name: str, weight: torch.Tensor) -> bool:
-    """A linear vLLM builds with the quantization method: not an embedding, the head, a norm or a router."""
-    return weight.dtype.is_floating_point and not any(w in name for w in _NEVER) and name not in _ROUTERS
+def _linear_module(name: str, weight: torch.Tensor, head: bool) -> bool:
+    """A linear vLLM builds with the quantization method: not an embedding, a norm or a router; the head only for
+    ModelOpt (``head``: its ``ParallelLMHead`` takes the linear method), and not when it is the embedding (tied)."""
+    never = ("embed", "norm") if head else _NEVER
+    return weight.dtype.is_floating_point and not any(w in name for w in never) and name not in _ROUTERS
 
 
 class ShardQuantizer:
@@ -527,10 +663,12 @@ class ShardQuantizer:
     def apply(self, shard: RankShard, layout: ParallelLayout) -> None:
         entries = {e.name: i for i, e in enumerate(shard.tensors)}
         out: dict[int, list[ShardTensor]] = {}  # entry index -> what replaces it
+        embedded = {id(m._parameters.get("weight")) for p, m in shard.module.named_modules() if "embed" in p}
         for path, module in shard.module.named_modules():
             name = path.rpartition(".")[2]
             weight = module._parameters.get("weight")
-            if weight is not None and weight.dim() == 2 and _linear_module(name, weight):
+            head = self.scheme.method.startswith("modelopt") and id(weight) not in embedded
+            if weight is not None and weight.dim() == 2 and _linear_module(name, weight, head):
                 index = entries[qualified_name(path, "weight")]
                 self._linear(module, path, shard.tensors[index], index, out)
             experts = [k for k in _EXPERT_NAMES if isinstance(module._parameters.get(k), torch.Tensor)]
@@ -556,6 +694,10 @@ class ShardQuantizer:
             return
         del module._parameters["weight"]
         out[index] = self._register(module, path, entry, made, weight.device)
+        for i, made_entry in enumerate(out[index]):  # a padded vocabulary's rows (the head) stay padding
+            if entry.padding_bytes and made_entry.shape[0] == layer.out:
+                out[index][i] = dataclasses.replace(made_entry, padding_bytes=made_entry.nbytes * entry.padding_bytes
+                                                    // entry.nbytes)  # fmt: skip
 
     def _experts(
         self,
@@ -567,7 +709,9 @@ class ShardQuantizer:
         moe: tuple[int, int],
     ) -> None:
         """``moe``: (ranks splitting each expert's intermediate dimension, this rank among them)."""
-        if excluded(self.scheme, [path]):
+        ct = self.scheme.method == "compressed-tensors"  # vLLM matches the unfused parts' names
+        names = [f"{path}.0.{p}" for p in ("gate_proj", "up_proj", "down_proj")] if ct else [path]
+        if excluded(self.scheme, names):
             return
         up = module._parameters["gate_up_proj"]
         assert up is not None and self.scheme.hidden
@@ -575,7 +719,10 @@ class ShardQuantizer:
         # per rank gate_up holds [E, 2I, H] (gpt-oss's [E, H, 2I] turned as vLLM holds it)
         inter = up.numel() // (experts * 2 * hidden)
         biases = [b for b in ("gate_up_proj_bias", "down_proj_bias") if module._parameters.get(b) is not None]
-        made = self.moe(self.scheme, experts, inter, hidden, bool(biases))
+        scheme = dataclasses.replace(self.scheme, layer=tuple(names), moe_tp=moe[0])
+        made = self.moe(scheme, experts, inter, hidden, bool(biases))
+        if made is None:
+            return
         padding = None  # (padding rows, held rows) of the intermediate dimension
         if self.scheme.method == "mxfp4":
             held, (moe_tp, rank) = _cdiv(inter, MXFP4_PAD) * MXFP4_PAD, moe

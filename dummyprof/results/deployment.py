@@ -1,8 +1,4 @@
-"""A deployment's answer: one entry per rank (its shard, exact counts, fill time), the nodes, online fp8.
-
-Torch-free data; reporters write the words. Every field has a default, so a file written
-before a field existed still loads.
-"""
+"""A deployment's answer: one entry per rank (its shard, exact counts, fill time), the nodes, online fp8."""
 
 from __future__ import annotations
 
@@ -17,6 +13,19 @@ FP16_SCRATCH = "fp16-scratch"  # the float16 temporaries fp8 tensors are drawn t
 # DeploymentResult.not_timed: the layout is for a GPU (--device cuda, or --device-memory) and this machine has
 # none, so the device-resident bytes get no time (a CPU time is not a GPU start-up time); counts stay exact.
 NO_CUDA_HERE = "no-cuda-device-here"
+
+
+class HostFill(Record):
+    """A GPU deployment on a machine without CUDA: one strategy's work on the CPU-offloaded tables (host-resident),
+    timed on this host; the rest of the shard (device-resident) is not timed."""
+
+    visits: Count = 0  # exact visits and bytes this strategy makes to the tables
+    bytes_written: Count = 0
+    fill: str = ""  # MEASURED, or PROJECTED (from a probe fill, or scaled by the bytes written more than once)
+    seconds: float | None = None  # on this host's CPU: the median round, or the projected point
+    samples_s: list[float] = []
+    low_s: float | None = None  # projected interval
+    high_s: float | None = None
 
 
 class RankStrategy(Record):
@@ -40,6 +49,7 @@ class RankStrategy(Record):
     rank_seconds: float | None = None
     rank_visits: Count | None = None  # recorded by that real fill (equal to ``visits`` when the meta count holds)
     rank_bytes_written: Count | None = None
+    host: HostFill | None = None  # a GPU deployment without CUDA here: its host-resident part, timed on this host
 
 
 class RankEntry(Record):
@@ -82,8 +92,7 @@ class RankEntry(Record):
     def strategy(self, name: str) -> RankStrategy:
         return next(s for s in self.strategies if s.strategy == name)
 
-    def rank_numbers(self, tp: int) -> range:
-        """Every rank this entry stands for (consecutive dp ranks of one stage and tp rank)."""
+    def rank_numbers(self, tp: int) -> range:  # every rank it stands for: the next dp ranks, one stage and tp rank
         return range(self.rank, self.rank + self.copies * tp, tp)
 
 
@@ -166,6 +175,7 @@ class DeploymentResult(Record):
     target: str = ""
     not_timed: str = ""  # why no fill was timed (NO_CUDA_HERE), '' when the shards were filled or projected
     contention: Contention | None = None  # how busy the machine was while the shards were filled or calibrated
+    host_contention: Contention | None = None  # the same while the host-resident part was filled (not_timed runs)
     # The slowest rank's figures overlap another rank's (or every rank has the same shard): no rank is slower
     # than the noise says, so none is named; ``slowest_rank`` still holds the rank whose time is shown.
     slowest_within_noise: bool = False

@@ -22,15 +22,20 @@ if TYPE_CHECKING:
     from dummyprof.models.synthetic import TreeSpec
 
 PRESET_NAMES = "torch-transformer, dense-decoder, moe-decoder, deepseek-v4-like"
+# The built-in strategies a command runs by default (compare and inspect): each one, in the order reports list them.
+# audit leaves legacy out (``DEFAULT_STRATEGIES[1:]``): it writes nearly every tensor more than once by design,
+# a "repeated" finding on every model that would hide the findings worth reading.
+DEFAULT_STRATEGIES = ("legacy", "per-layer", "unique")
 
 
-def strategies_option(default: Sequence[str], verb: str) -> Any:
-    """``--strategy/-s``, repeatable, with this command's default list."""
+def strategies_option(verb: str, default: Sequence[str] = DEFAULT_STRATEGIES) -> Any:
+    """``--strategy/-s``, repeatable, with this command's default list (``DEFAULT_STRATEGIES`` unless given)."""
     shown = ", ".join(default) if len(default) > 2 else " and ".join(default)
     return option(
         factory=lambda: list(default),
         unit="list",
         short="-s",
+        flag="--strategy",
         help=f"Strategy to {verb} (repeatable). Default: {shown}.",
     )
 
@@ -40,7 +45,11 @@ INITIALIZER_NAMES = ("v0.33", "v0.29", "fast")
 
 
 def max_memory_option() -> Any:
-    return size(None, "Memory the run may use, e.g. 8GiB. Default: 80% of available.")
+    return size(
+        None,
+        "Memory the run may use, e.g. 8GiB. Default: 80% of available.",
+        forms={"sweep": {"help": "Memory each point may use, e.g. 4GiB. Default: 80% of available."}},
+    )
 
 
 @dataclass
@@ -80,8 +89,14 @@ class ModelChoice:
     model_args: dict[str, Any] = option(
         factory=dict,
         unit="args",
+        flag="--model-arg",
         help="Keyword argument for --model or --preset, or a config field for hf: models (repeatable); values are "
         "Python literals, e.g. layers=8 or num_hidden_layers=2.",
+        forms={
+            "sweep": {
+                "help": "Keyword argument for --model/--preset (repeatable); one may be a range to sweep: layers=1:8."
+            }
+        },
     )
     trust_remote_code: bool = option(
         False,
@@ -92,8 +107,8 @@ class ModelChoice:
         "auto",
         metavar="METHOD",
         help="hf: models only, as vLLM's --quantization: auto (the config's quantization_config), none (count the "
-        "model unquantized), or the config's method (fp8, compressed-tensors, gptq, awq, mxfp4); each rank holds "
-        "the tensors vLLM creates for it.",
+        "model unquantized), or the config's method (fp8, compressed-tensors, gptq, awq, mxfp4, modelopt, "
+        "modelopt_fp4); each rank holds the tensors vLLM creates for it.",
     )
 
 
@@ -104,12 +119,19 @@ class LoaderChoice:
     loaders: list[str] = option(
         factory=list,
         unit="list",
+        flag="--loader",
         metavar="PATH",
         help="Your fill function fn(model, **args) as package.module:callable or ./file.py:callable (repeatable); "
         "its writes are traced in a separate run, its times come from untraced runs.",
+        forms={  # audit times nothing: its loaders are only traced
+            "audit": {
+                "help": "Your fill function fn(model, **args) as package.module:callable or ./file.py:callable "
+                "(repeatable); audit traces its writes."
+            }
+        },
     )
     loader_args: dict[str, Any] = option(
-        factory=dict, unit="args", help="Keyword argument passed to every --loader (repeatable)."
+        factory=dict, unit="args", flag="--loader-arg", help="Keyword argument passed to every --loader (repeatable)."
     )
 
 

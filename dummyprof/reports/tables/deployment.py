@@ -6,7 +6,7 @@ keeps one entry per rank. Every backend renders these blocks.
 
 from __future__ import annotations
 
-from dummyprof.reports.format import PROJECTED_MARK, contention_text
+from dummyprof.reports.format import PROJECTED_MARK, contention_text, range_cell, seconds_range
 from dummyprof.reports.tables.model import BAD, DIM, NAME, NUMBER, STRONG, WORD, Block, Cell, Line, Table
 from dummyprof.results.deployment import (
     FP16_SCRATCH,
@@ -22,7 +22,7 @@ from dummyprof.units import format_bytes, format_seconds
 
 
 def _key(r: RankEntry) -> tuple[object, ...]:
-    figures = tuple((s.strategy, s.fill, s.seconds, s.rank_seconds) for s in r.strategies)
+    figures = tuple((s.strategy, s.fill, s.seconds, s.rank_seconds, s.host) for s in r.strategies)
     return (r.counted_as, r.filled_as, r.stage, r.node, r.device_fits, r.held_bytes, r.offloaded_bytes, figures)
 
 
@@ -53,12 +53,17 @@ def fill_text(s: RankStrategy) -> str:
     return (PROJECTED_MARK if s.fill == PROJECTED else "") + format_seconds(s.seconds)
 
 
+def host_fill_text(s: RankStrategy) -> str:
+    """The host-resident part's time on this host's CPU (``~`` projected), or "" where it was not timed."""
+    if s.host is None or s.host.seconds is None:
+        return ""
+    return (PROJECTED_MARK if s.host.fill == PROJECTED else "") + format_seconds(s.host.seconds)
+
+
 def _interval(s: RankStrategy) -> str:
     if s.fill == PROJECTED and s.low_s is not None and s.high_s is not None:
-        return f"{format_seconds(s.low_s)}–{format_seconds(s.high_s)}"
-    if s.fill == MEASURED and len(s.samples_s) > 1:
-        return f"{format_seconds(min(s.samples_s))}–{format_seconds(max(s.samples_s))}"
-    return ""
+        return seconds_range(s.low_s, s.high_s)
+    return range_cell(s.samples_s) if s.fill == MEASURED else ""
 
 
 def _room(r: RankEntry) -> Cell:
@@ -123,7 +128,9 @@ def ranks_table(result: DeploymentResult) -> Table:
 
 def work_table(result: DeploymentResult) -> Table:
     timed = any(s.seconds is not None for r in result.ranks for s in r.strategies)
+    host = any(s.host for r in result.ranks for s in r.strategies)
     columns = [("ranks", NAME), ("strategy", WORD), *((h, NUMBER) for h in ("visits", "written", "fill", "range"))]
+    columns += [(h, NUMBER) for h in ("host visits", "host written", "host fill")]
     table = Table.of("Work per rank", [*columns, ("own rank", NUMBER)], [], keys=2)
     for group in rank_groups(result):
         for i, s in enumerate(group[0].strategies):
@@ -134,9 +141,22 @@ def work_table(result: DeploymentResult) -> Table:
                 format_bytes(s.bytes_written),
                 fill_text(s),
                 _interval(s),
+                f"{s.host.visits:,}" if s.host else "",
+                format_bytes(s.host.bytes_written) if s.host else "",
+                host_fill_text(s),
                 format_seconds(s.rank_seconds) if s.rank_seconds is not None else "",
             )
     table.notes.append("counts exact; visits (n): n redundant")
+    if host:
+        table.notes.append(
+            "host visits, host written, host fill: the CPU-offloaded tables (host-resident), filled on this host's "
+            "cpu with their declared value in fresh memory (median of the rounds; ~ projected from a probe fill "
+            "or scaled by the bytes a strategy writes more than once); the rest of visits and written is "
+            "device-resident"
+        )
+        line = contention_text(result.host_contention, "the host-resident part was filled on cpu")
+        if line:
+            table.notes.append(line)
     if result.ranks_failure:
         finished = ", ".join(map(str, result.ranks_finished)) or "none"
         table.notes.append(
@@ -149,7 +169,8 @@ def work_table(result: DeploymentResult) -> Table:
             "once on this host; fill: one rank alone (the model of the deployment from one rank)"
         )
     if result.not_timed:
-        table.notes.append(f"fill: {NOT_TIMED.get(result.not_timed, result.not_timed)}")
+        part = "the device-resident part (visits less host visits, written less host written) " if host else ""
+        table.notes.append(f"fill: {part}{NOT_TIMED.get(result.not_timed, result.not_timed)}")
     if timed:
         filled = sorted({r.filled_as for r in result.ranks if r.filled_as is not None})
         measured = any(s.fill == MEASURED for r in result.ranks for s in r.strategies)
@@ -260,7 +281,32 @@ def identity_line(result: DeploymentResult) -> Line:
     )  # fmt: skip
 
 
+def host_part(result: DeploymentResult) -> tuple[RankEntry, RankStrategy] | None:
+    """The rank whose host-resident part takes longest on this host (per-layer first), where one was timed."""
+    timed = [r for r in result.ranks if any(s.host for s in r.strategies)]
+    if not timed:
+        return None
+    names = [s.strategy for s in timed[0].strategies if s.host]
+    name = "per-layer" if "per-layer" in names else names[0]
+    rank = max(timed, key=lambda r: (_host_seconds(r.strategy(name)), -r.rank))
+    return rank, rank.strategy(name)
+
+
+def _host_seconds(s: RankStrategy) -> float:
+    return (s.host.seconds or 0.0) if s.host else 0.0
+
+
 def slowest_line(result: DeploymentResult) -> Line | None:
+    host = host_part(result)
+    if result.not_timed and host and host[1].host:
+        r, s, h = *host, host[1].host
+        kind = "projected" if h.fill == PROJECTED else "measured"
+        return Line(
+            f"dummy start-up per rank: host-resident part (offloaded tables, {format_bytes(h.bytes_written)}, "
+            f"{h.visits:,} visits) {s.strategy} {host_fill_text(s)} on cpu {kind} (rank {r.rank}); "
+            "device-resident part not timed: no CUDA device here (see the fill note above); bytes and visits exact",
+            STRONG,
+        )
     if result.not_timed:
         return Line("dummy start-up per rank: not timed (see the fill note above); bytes and visits exact", STRONG)
     if result.slowest_rank is None:
@@ -293,8 +339,12 @@ def deployment_summary(result: DeploymentResult) -> str:
     short = sum(r.copies for r in result.ranks if r.device_fits is False)
     fit = f", {short} over device memory" if short else ", all fit the device" if result.device_memory_bytes else ""
     slow = short_slow = ""
+    host = host_part(result)
     if result.not_timed:
         slow = short_slow = "; not timed: no CUDA device here" if result.not_timed == NO_CUDA_HERE else "; not timed"
+        if host:  # the host-resident part timed here; the device-resident rest not
+            slow = f"; host part {host_fill_text(host[1])} on cpu, device part{slow[1:]}"
+            short_slow = f"; host {host_fill_text(host[1])} on cpu, device{slow.partition(', device part')[2]}"
     elif result.slowest_rank is not None:
         s = result.rank(result.slowest_rank).strategy(result.slowest_strategy)
         who = "ranks within noise" if result.slowest_within_noise else f"slowest rank {result.slowest_rank}"

@@ -7,6 +7,9 @@ from dataclasses import dataclass
 from dummyprof.errors import UsageError
 from dummyprof.scenarios.deployment.options import DeploymentChoice
 from dummyprof.scenarios.options import (
+    DEFAULT_STRATEGIES as EVERY_STRATEGY,
+)
+from dummyprof.scenarios.options import (
     INITIALIZER_NAMES,
     LoaderChoice,
     ModelChoice,
@@ -19,7 +22,7 @@ from dummyprof.scenarios.options import (
 )
 from dummyprof.schema import option
 
-DEFAULT_STRATEGIES = ("per-layer", "unique")
+DEFAULT_STRATEGIES = EVERY_STRATEGY[1:]  # all but legacy (scenarios/options.py says why)
 _NAMES = ", ".join(INITIALIZER_NAMES)
 
 
@@ -27,7 +30,7 @@ _NAMES = ", ".join(INITIALIZER_NAMES)
 class AuditOptions(DeploymentChoice, LoaderChoice, ModelChoice, SmallTreeOptions):
     """Flat fields: the synthetic tree's, the model's, the loaders', then audit's own (bases in reverse)."""
 
-    strategies: list[str] = strategies_option(DEFAULT_STRATEGIES, "audit")
+    strategies: list[str] = strategies_option("audit", DEFAULT_STRATEGIES)
     # declared by the user: compare loaders' values with strategies using it
     loader_initializer: str | None = option(
         None,

@@ -12,6 +12,7 @@ from dummyprof.scenarios.deployment.options import (
     check_compare_deployment,
 )
 from dummyprof.scenarios.options import (
+    DEFAULT_STRATEGIES,
     INITIALIZER_NAMES,
     LoaderChoice,
     ModelChoice,
@@ -23,23 +24,40 @@ from dummyprof.scenarios.options import (
 )
 from dummyprof.schema import duration, integer, option
 
-DEFAULT_STRATEGIES = ("legacy", "per-layer", "unique")
+__all__ = ["DEFAULT_STRATEGIES", "SWEEP_REPEAT", "CompareOptions", "validate"]
+
+SWEEP_REPEAT = 3  # a sweep's rounds per point (its form of --repeat below)
 
 
 @dataclass
 class CompareOptions(CompareDeploymentChoice, DeploymentChoice, LoaderChoice, ModelChoice, TreeOptions):
     """Flat fields: the synthetic tree's, the model's, the loaders', then compare's own (bases in reverse)."""
 
-    strategies: list[str] = strategies_option(DEFAULT_STRATEGIES, "run")
+    strategies: list[str] = strategies_option("run")
     repeat: int = integer(
         5,
         "Measured rounds per strategy, or auto: at least 3, then until every speedup's 95% interval is "
         "within 5% of it, or one more round would overrun --time-budget (at most 50).",
         metavar="INT|auto",
         auto="repeat_auto",
+        forms={
+            "sweep": {
+                "metavar": "INT",
+                "auto": None,
+                "example": str(SWEEP_REPEAT),
+                "shown": str(SWEEP_REPEAT),
+                "help": "Measured rounds per strategy at each point.",
+            }
+        },
     )
-    repeat_auto: bool = False  # --repeat auto: rounds until the speedups' intervals are tight or the budget is spent
-    warmup: int = integer(1, "Warm-up rounds run first and discarded.", minimum=0)
+    # --repeat auto: rounds until the speedups' intervals are tight or the budget is spent
+    repeat_auto: bool = option(False, flag="--repeat")
+    warmup: int = integer(
+        1,
+        "Warm-up rounds run first and discarded.",
+        minimum=0,
+        forms={"sweep": {"help": "Warm-up rounds per point, discarded."}},
+    )
     device: str = option("auto", help="cpu, cuda, cuda:N or auto (CUDA when present).")
     initializer: str | None = option(
         None,
@@ -55,6 +73,14 @@ class CompareOptions(CompareDeploymentChoice, DeploymentChoice, LoaderChoice, Mo
         "longer, fewer are measured (at least 3, said in the report); when even 3 do not fit, or the model "
         "does not fit --max-memory, it is projected from calibration fills instead.",
         shown="60s",
+        forms={
+            "sweep": {  # parsed by the sweep: its default depends on the scenario swept
+                "metavar": "DURATION",
+                "shown": "",
+                "help": "Time for measuring at each point (default: compare's 60 s; with --rows, 10 s). A compare "
+                "point predicted to take longer is an error, never projected.",
+            }
+        },
     )
     project: bool = True  # False: refuse (DoesNotFitError) instead of projecting, as the perf gate needs
     # One instrumented round per strategy, after the timed rounds and apart from them (compare --trace).

@@ -5,6 +5,7 @@ counts (``deploy.count_deployment``), compare's measurement on each distinct sha
 from __future__ import annotations
 
 import dataclasses
+import statistics
 import time
 from collections.abc import Callable
 from typing import Any
@@ -17,8 +18,12 @@ from dummyprof.deploy.plan import ROWS, ModelDims
 from dummyprof.deploy.quant import quantizer_of
 from dummyprof.deploy.shards import RankShard
 from dummyprof.errors import UsageError
+from dummyprof.loaders.counting import count_on_meta
+from dummyprof.loaders.strategies import get_strategy
 from dummyprof.measure import contention
+from dummyprof.measure.budget import host_budget
 from dummyprof.measure.memory import total_memory_bytes
+from dummyprof.measure.projection import capability
 from dummyprof.models.source import ModelSource
 from dummyprof.results.common import Contention
 from dummyprof.results.compare import CompareResult, StrategyResult
@@ -27,6 +32,7 @@ from dummyprof.results.deployment import (
     NO_CUDA_HERE,
     PROJECTED,
     DeploymentResult,
+    HostFill,
     NodeEntry,
     RankStrategy,
     layout_text,
@@ -39,6 +45,8 @@ from dummyprof.scenarios.model_choice import chosen_source
 
 META = torch.device("meta")
 MAX_FILLED_SHARDS = 4  # distinct shards filled or projected; more (deep pipelines) would split the budget too thin
+HOST_PROBE_BYTES = 64 << 20  # the host-resident part's probe fill (fresh memory), and its trials
+HOST_PROBE_TRIALS = 5
 Clock = Callable[[], float]
 
 
@@ -51,6 +59,18 @@ def _offloaded(shard: RankShard) -> list[int]:
         for t in shard.tensors
         if t.rule == ROWS and getattr(tensors.get(t.name), "dummy_weight_value", None) is not None
     ]
+
+
+def _host_tables(shard: RankShard) -> list[tuple[str, torch.Size, torch.dtype, float]]:
+    """The shard's CPU-offloaded tables as (name, shape, dtype, declared value): what ``_offloaded`` counts."""
+    tensors: dict[str, torch.Tensor] = dict(shard.module.named_parameters(remove_duplicate=False))
+    tensors.update(shard.module.named_buffers(remove_duplicate=False))
+    found = []
+    for t in shard.tensors:
+        value = getattr(tensors.get(t.name), "dummy_weight_value", None)
+        if t.rule == ROWS and value is not None:
+            found.append((t.name, tensors[t.name].shape, tensors[t.name].dtype, float(value)))
+    return found
 
 
 def shard_source(whole: ModelSource, sharder: Sharder, coord: RankCoord, nbytes: int, layout: str) -> ModelSource:
@@ -222,6 +242,8 @@ def run_deployment(
     ]
     if command == "compare" and here:
         notes += _fill_shards(result, source, sharder, coords, options, progress)
+    elif command == "compare" and any(r.offloaded_bytes for r in result.ranks):
+        _fill_host(result, sharder, coords, options, strategies, clock)  # the host-resident part is here
     if getattr(options, "nproc", None):
         _real_ranks(result, options, strategies)
     _slowest(result)
@@ -296,3 +318,76 @@ def _real_ranks(result: DeploymentResult, options: Any, strategies: list[str]) -
                 s.rank_seconds = mine[s.strategy]["seconds"]
                 s.rank_visits = mine[s.strategy]["visits"]
                 s.rank_bytes_written = mine[s.strategy]["bytes_written"]
+
+
+def _fill_host_tables(tables: list[tuple[str, torch.Size, torch.dtype, float]], clock: Clock) -> float:
+    """Allocate the tables in fresh host memory and fill each with its declared value, as vLLM fills offloaded
+    tables (pinned there; pageable here, where there is no CUDA to pin with): the seconds it took."""
+    made = [torch.empty(shape, dtype=dtype) for _, shape, dtype, _ in tables]
+    t0 = clock()
+    for tensor, (_, _, _, value) in zip(made, tables, strict=True):
+        tensor.fill_(value)
+    return clock() - t0
+
+
+def _fill_host(
+    result: DeploymentResult,
+    sharder: Sharder,
+    coords: dict[int, RankCoord],
+    options: Any,
+    strategies: list[str],
+    clock: Clock,
+) -> None:
+    """A GPU deployment on a machine without CUDA: its host-resident bytes (CPU-offloaded tables) are timed here.
+
+    Each distinct shard's offloaded tables (the largest first, at most ``MAX_FILLED_SHARDS``, the time budget
+    shared) are filled for real in fresh host memory where they fit ``--max-memory`` and a probe predicts they
+    fit the budget (the median of up to ``--repeat`` rounds), projected from the probe otherwise (its fastest
+    quartile, the interval from its fastest to its slowest trial). Each strategy's exact visits and bytes of
+    those tables are counted on the shard; a strategy that writes them more than once is scaled by its bytes
+    (projected). The device-resident rest stays not timed.
+    """
+    walked = [r for r in result.ranks if r.counted_as == r.rank and r.offloaded_bytes]
+    distinct = sorted(walked, key=lambda r: (-r.offloaded_bytes, r.rank))[:MAX_FILLED_SHARDS]
+    share = options.time_budget / len(distinct)
+    room = host_budget(options.max_memory)
+    window = contention.Window(clock=clock)
+    for rank in distinct:
+        shard = sharder.build(coords[rank.rank])
+        tables = _host_tables(shard)
+        names = {name for name, *_ in tables}
+        nbytes = rank.offloaded_bytes
+        probe = min(nbytes, HOST_PROBE_BYTES)
+        with window.measure():
+            trials = [
+                _fill_host_tables([("probe", torch.Size([probe]), torch.uint8, 1.0)], clock)
+                for _ in range(HOST_PROBE_TRIALS)
+            ]
+            rates = [probe / max(t, 1e-9) for t in trials]
+            rate = probe / max(capability(trials), 1e-9)
+            samples: list[float] = []
+            if nbytes <= room and nbytes / rate <= share:
+                start = clock()
+                for _ in range(max(1, options.repeat)):
+                    samples.append(_fill_host_tables(tables, clock))
+                    if clock() - start + samples[-1] > share:
+                        break
+        counted = {}
+        for name in strategies:
+            records = count_on_meta(shard.module, get_strategy(name)).recorder.records.values()
+            mine = [x for x in records if names & set(x.names)]
+            counted[name] = (sum(x.visits for x in mine), sum(x.bytes_written for x in mine))
+        median = statistics.median(samples) if samples else None
+        for entry in result.ranks:
+            if entry.counted_as != rank.counted_as:
+                continue
+            for s in entry.strategies:
+                visits, written = counted.get(s.strategy, (0, 0))
+                scale = written / nbytes
+                if median is not None:
+                    s.host = HostFill(visits, written, MEASURED if written == nbytes else PROJECTED, median * scale)
+                    s.host.samples_s = [x * scale for x in samples]
+                else:
+                    s.host = HostFill(visits, written, PROJECTED, written / rate)
+                    s.host.low_s, s.host.high_s = written / max(rates), written / min(rates)
+    result.host_contention = window.result()

@@ -7,13 +7,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dummyprof.errors import UsageError, flag_for
-from dummyprof.scenarios.compare.options import CompareOptions
+from dummyprof.scenarios.compare.options import SWEEP_REPEAT, CompareOptions
 from dummyprof.scenarios.engram.options import EngramOptions
 
 TREE_PARAMETERS = ("depth", "width", "hidden")
 ENGRAM_PARAMETER = "rows"
 MODEL_ARG_PREFIX = "model-arg:"
-DEFAULT_SWEEP_REPEAT = 3
+DEFAULT_SWEEP_REPEAT = SWEEP_REPEAT  # declared with compare's --repeat, as the sweep states it
 
 
 @dataclass

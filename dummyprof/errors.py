@@ -37,29 +37,33 @@ class UsageError(DummyprofError):
         return cls(None, message, field=field)
 
 
-# Fields whose flag is not simply ``--`` + the field with dashes (list fields take one value per flag).
-FIELD_FLAGS = {
-    "strategies": "--strategy",
-    "loaders": "--loader",
-    "model_args": "--model-arg",
-    "loader_args": "--loader-arg",
-    "methods": "--method",
-    "time_budget_s": "--time-budget",
-    "repeat_auto": "--repeat",
-    "deadline_s": "--deadline",
-    "dist_timeout_s": "--dist-timeout",
-}
+# The flag of each options field whose flag is not ``--`` + the field with dashes, as the field declares it
+# (``schema.option(flag="--strategy")``): filled as each options class is made (``schema``), never by hand.
+_DECLARED_FLAGS: dict[str, str] = {}
 
 
-def flag_for(field: str) -> str:
-    """``--max-depth`` for ``max_depth``, ``--strategy`` for ``strategies``."""
-    return FIELD_FLAGS.get(field, "--" + field.replace("_", "-"))
+def declare_flag(field: str, flag: str) -> None:
+    """Field ``field`` is given as ``flag`` (on every options class that has it: one flag per field name)."""
+    known = _DECLARED_FLAGS.setdefault(field, flag)
+    if known != flag:
+        raise TypeError(f"options field {field!r} declared with two flags: {known} and {flag}")
 
 
-def flag_text(exc: BaseException) -> str:
+def flag_for(field: str, options: type | None = None) -> str:
+    """``--max-depth`` for ``max_depth``, ``--strategy`` for ``strategies``: the flag the field declares on
+    ``options`` (its options class), else the one it declares on any options class, else the field with dashes."""
+    declared = getattr(options, "__dataclass_fields__", {}).get(field) if options is not None else None
+    metadata = declared.metadata if declared is not None else {}
+    flag = metadata.get("flag") or getattr(metadata.get("spec"), "flag", None)
+    if flag:
+        return str(flag)
+    return _DECLARED_FLAGS.get(field, "--" + field.replace("_", "-"))
+
+
+def flag_text(exc: BaseException, options: type | None = None) -> str:
     """The error as a command line shows it: an error about an options field names its flag."""
     if isinstance(exc, UsageError) and exc.given_flag is None and exc.field is not None:
-        return f"{flag_for(exc.field)}: {exc.message}"
+        return f"{flag_for(exc.field, options)}: {exc.message}"
     return str(exc)
 
 

@@ -18,7 +18,7 @@ from dataclasses import MISSING, dataclass
 from typing import Any
 
 from dummyprof import units
-from dummyprof.errors import UsageError, flag_for
+from dummyprof.errors import UsageError, declare_flag
 
 
 @dataclass(frozen=True)
@@ -34,6 +34,7 @@ class Spec:
     short: str | None = None  # e.g. "-s"
     shown: str | None = None  # the default as the help shows it (and as it would be typed), e.g. "60s"; "": hidden
     auto: str | None = None  # the bool field that the text "auto" sets instead of this one (--repeat auto)
+    flag: str | None = None  # the flag, where it is not ``--`` + the field with dashes (--strategy for strategies)
     # How a command states this field its own way, declared here with the field: command name (or a tuple of
     # names) -> the Spec fields that differ, e.g. sweep's ``{"metavar": "RANGE", "help": "..., or a range."}``.
     forms: Mapping[str | tuple[str, ...], Mapping[str, Any]] = dataclasses.field(default_factory=dict)
@@ -50,11 +51,38 @@ class Spec:
 METAVARS = {"int": "INT", "count": "COUNT", "bytes": "SIZE", "seconds": "DURATION", "args": "KEY=VALUE"}
 
 
+class _Declared(dataclasses.Field):
+    """A field made by :func:`option`: as its class is made, a flag it declares becomes the flag errors name."""
+
+    __slots__ = ()
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        flag = self.metadata.get("flag") or getattr(self.metadata.get("spec"), "flag", None)
+        if flag:
+            declare_flag(name, flag)
+        super().__set_name__(owner, name)
+
+
 def option(default: Any = MISSING, *, factory: Callable[[], Any] | None = None, **spec: Any) -> Any:
-    """A dataclass field with its :class:`Spec` (``help=``, ``unit=``, ``minimum=``, ...)."""
+    """A dataclass field with its :class:`Spec` (``help=``, ``unit=``, ``minimum=``, ``flag=``, ...)."""
     spec.setdefault("metavar", METAVARS.get(spec.get("unit", "text")))
     factory_or_missing: Any = MISSING if factory is None else factory
-    return dataclasses.field(default=default, default_factory=factory_or_missing, metadata={"spec": Spec(**spec)})
+    field = dataclasses.field(default=default, default_factory=factory_or_missing, metadata={"spec": Spec(**spec)})
+    object.__setattr__(field, "__class__", _Declared)  # the same slots; dataclasses takes it for a Field
+    return field
+
+
+def given_as(default: Any, flag: str) -> Any:
+    """A plain field (no Spec: nothing generated or checked for it) that a command's own flag gives, e.g.
+    ``dist_timeout_s`` by ``--dist-timeout``: errors about it name that flag."""
+    field = dataclasses.field(default=default, metadata={"flag": flag})
+    object.__setattr__(field, "__class__", _Declared)
+    return field
+
+
+def flag_of(name: str, spec: Spec) -> str:
+    """The flag of field ``name``: the one its Spec declares, else ``--`` + the name with dashes."""
+    return spec.flag or "--" + name.replace("_", "-")
 
 
 def integer(default: int | None, help: str, *, example: str = "", minimum: int = 1, **spec: Any) -> Any:
@@ -81,7 +109,7 @@ def specs(cls: type) -> dict[str, tuple[dataclasses.Field[Any], Spec]]:
 
 def parse(name: str, spec: Spec, text: Any) -> Any:
     """The value of field ``name`` from the command line's text, bounded as declared; errors name the field."""
-    flag = flag_for(name)
+    flag = flag_of(name, spec)
     example: dict[str, Any] = {"example": spec.example} if spec.example else {}
     bounds: dict[str, Any] = {"maximum": spec.maximum or units.INT64_MAX, **example}
     try:

@@ -213,6 +213,20 @@ def test_the_library_raises_with_field_names_not_flags() -> None:
     assert found == []
 
 
+def test_a_flag_other_than_the_field_with_dashes_is_declared_at_the_field() -> None:
+    import dummyprof.errors as errors
+    from dummyprof.schema import specs
+
+    assert not hasattr(errors, "FIELD_FLAGS")  # no hand-kept map of fields to flags
+    assert errors.flag_for("strategies", CompareOptions) == specs(CompareOptions)["strategies"][1].flag == "--strategy"
+    assert errors.flag_for("time_budget_s", EngramOptions) == "--time-budget"
+    assert errors.flag_for("time_budget", CompareOptions) == "--time-budget"
+    assert errors.flag_for("repeat_auto", CompareOptions) == errors.flag_for("repeat_auto") == "--repeat"
+    assert errors.flag_for("max_depth", InspectOptions) == errors.flag_for("max_depth") == "--max-depth"
+    with pytest.raises(TypeError, match="two flags"):
+        errors.declare_flag("strategies", "--strategies")
+
+
 def test_a_field_error_reads_as_its_flag_at_the_cli_and_as_its_field_in_python() -> None:
     from dummyprof.errors import flag_text
 

@@ -183,14 +183,11 @@ def test_without_tensor_rows_the_rest_is_the_same_document(tmp_path: Path) -> No
     assert load_results(path, tensor_rows=False).compare == msgspec.structs.replace(sample().compare, tensors={})
     assert load_results(path) == sample()
     raw = path.read_bytes()
-    assert json.loads(store._without_rows(raw)) == {
-        **json.loads(raw),
-        "compare": {**json.loads(raw)["compare"], "tensors": {}},
-    }
-    twice = raw.replace(
-        b'"notices": []', b'"notices": [], "x": ' + json.dumps(json.loads(raw)["compare"]["tensors"], indent=2).encode()
-    )
-    assert store._without_rows(twice) == twice or b'"x": {}' not in store._without_rows(twice)
+    lean = store._without_rows(raw)
+    assert lean is not None
+    compare = json.loads(raw)["compare"]
+    assert lean[0] == {**json.loads(raw), "compare": {k: v for k, v in compare.items() if k != "tensors"}}
+    assert lean[1] == 1 + json.dumps(compare["tensors"]).count(":")  # the colons of the rows' key and text, unread
 
 
 def test_without_tensor_rows_their_text_is_skipped_not_parsed(tmp_path: Path) -> None:

@@ -13,17 +13,16 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from dummyprof.errors import flag_for
 from dummyprof.files.outputs import path_of
 from dummyprof.scenarios.deployment.options import LAYOUT_FIELDS, check_world
-from dummyprof.schema import Spec, parse, specs
+from dummyprof.schema import Spec, flag_of, parse, specs
 
 Command = Callable[..., int]
 
 
-def param_name(field: str) -> str:
+def param_name(field: str, spec: Spec) -> str:
     """A field's parameter name: its flag's (``strategies`` -> ``strategy``), as ``ctx.params`` keys it."""
-    return flag_for(field)[2:].replace("-", "_")
+    return flag_of(field, spec)[2:].replace("-", "_")
 
 
 # The type Typer parses a flag's text to, by unit (typer needs Optional on Python 3.10); anything else is text.
@@ -37,14 +36,14 @@ KINDS: dict[str, Any] = {
 
 
 def _parameter(name: str, spec: Spec, default: Any) -> inspect.Parameter:
-    names = [flag_for(name), *([spec.short] if spec.short else [])]
+    names = [flag_of(name, spec), *([spec.short] if spec.short else [])]
     kind = KINDS.get(spec.unit, Optional[str])  # noqa: UP045
     metavar = spec.metavar or {"flag": None, "path": "PATH"}.get(spec.unit, "TEXT")  # a flag shows none
     # A file flag's text becomes a Path here, where an empty value can still be told from "." and refused.
     parser = (lambda text: path_of(names[0], text)) if spec.unit == "path" else None
     info = typer.Option(*names, metavar=metavar, help=spec.help, parser=parser)
     return inspect.Parameter(
-        param_name(name), inspect.Parameter.KEYWORD_ONLY, default=default, annotation=Annotated[kind, info]
+        param_name(name, spec), inspect.Parameter.KEYWORD_ONLY, default=default, annotation=Annotated[kind, info]
     )
 
 
@@ -76,7 +75,7 @@ def options_from(
     each field's text parsed as command ``form`` declares it (its name: ``sweep``, ``compare``)."""
     values: dict[str, Any] = {}
     for name, (_, spec) in _declared(cls, fields, form).items():
-        raw = params.get(param_name(name))
+        raw = params.get(param_name(name, spec))
         if raw is None or (spec.unit in ("list", "args") and not raw):
             continue
         if spec.auto and str(raw).strip().lower() == "auto":
@@ -117,7 +116,7 @@ def with_options(
         for name in fields:  # a parameter the command declares itself wins over the field of that name
             params.append(mine(name) if name in own else _field_parameter(*declared[name]))
         params += [mine(n) for n in own if n not in special and n not in fields]
-        generated = {param_name(n) for n in declared if n not in own}
+        generated = {param_name(n, spec) for n, (_, spec) in declared.items() if n not in own}
 
         def command(**kwargs: Any) -> int:
             passed = {k: v for k, v in kwargs.items() if k not in generated}

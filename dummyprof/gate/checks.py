@@ -1,9 +1,5 @@
-"""Checks: each configured check of each scenario becomes one CheckResult with a verdict.
-
-A scenario that crashed makes all its checks "could not measure", never
-"regressed"; a baseline whose fingerprint differs makes the checks that need it
-"not comparable", never silently compared.
-"""
+"""Each configured check of each scenario as one CheckResult: a crashed scenario's "could not measure", never
+"regressed"; against a baseline whose fingerprint differs "not comparable", never silently compared."""
 
 from __future__ import annotations
 
@@ -26,7 +22,6 @@ from dummyprof.results.gate import (
 def _baseline_problem(
     scenario: ScenarioConfig, current: ScenarioRun, baseline: ScenarioRun | None, metric: str, fields: tuple[str, ...]
 ) -> str | None:
-    """Why ``metric`` of this scenario cannot be compared with the baseline, or None when it can."""
     if baseline is None:
         return f"the baseline has no scenario {scenario.name!r}; regenerate it with dummyprof baseline"
     diffs = differences(current.fingerprint, baseline.fingerprint, fields, defaults=scenario.defaults)
@@ -116,12 +111,9 @@ def _timing(
 
 
 def _contended(run: ScenarioRun, names: list[str]) -> str | None:
-    """Why the times among ``names`` cannot be judged: measured while the machine was contended.
-
-    A ratio of two times is judged under steal alone: the hypervisor takes a share of every vCPU at once, so
-    the interleaved rounds of both sides lose alike and it cancels (docs/gate.md); pressure from this guest's
-    own programs comes in bursts that can land on one side's rounds, so it still withholds the verdict.
-    """
+    """Why the times among ``names`` cannot be judged: measured on a contended machine. A ratio of two times is
+    judged under steal alone, which both sides' interleaved rounds lose alike (docs/gate.md); pressure comes in
+    bursts that can land on one side's rounds."""
     codes = [c for n in names if run.metrics[n].kind == "time" for c in run.metrics[n].contended]
     if len(names) == 2 and all(run.metrics[n].kind == "time" for n in names):
         codes = [c for c in codes if c != CPU_STEAL]
@@ -131,7 +123,6 @@ def _contended(run: ScenarioRun, names: list[str]) -> str | None:
 
 
 def planned_checks(scenario: ScenarioConfig) -> list[tuple[str, str]]:
-    """(kind, name) of every check configured for ``scenario``, in report order."""
     plan = [("counter", name) for name in scenario.counters]
     plan += [("limit", name) for name in scenario.limits]
     plan += [("ratio", r.name) for r in scenario.ratios]

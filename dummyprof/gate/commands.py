@@ -1,9 +1,5 @@
-"""Scenario commands the gate can run: where each one's options and ``run`` live, and its metrics.
-
-Modules are named, not imported, so reading a config stays light until a
-scenario actually runs. To gate a new scenario, add a row to ``_BUILTIN`` (code outside the
-package calls ``register_command``).
-"""
+"""Scenario commands the gate can run: where each one's options and ``run`` live (named, imported only when it
+runs), and its metrics. A new scenario is a row in ``_BUILTIN``; code outside the package calls ``register_command``."""
 
 from __future__ import annotations
 
@@ -50,7 +46,6 @@ class CommandSpec:
         return cls
 
     def validate(self, options: Any) -> None:
-        """The scenario's own ``validate``, if it has one: checks what can be checked without measuring."""
         check = getattr(self._options_module(), "validate", None)
         if check is not None:
             check(options)
@@ -71,7 +66,6 @@ def register_command(spec: CommandSpec) -> CommandSpec:
     return spec
 
 
-# Options that change how long or how often a scenario measures, not what it measures.
 _COMPARE_TIMING = "repeat warmup max_memory device trace"
 _ENGRAM_TIMING = "repeat max_memory time_budget_s deadline_s device"
 _RANKS_TIMING = f"{_ENGRAM_TIMING} dist_timeout_s"

@@ -1,10 +1,5 @@
-"""The gate's TOML config: scenarios to run and the checks that apply to each.
-
-Read with the standard library (``tomllib``; ``tomli`` on Python 3.10). Either a
-``dummyprof.toml`` with top-level ``[gate]`` and ``[scenarios.NAME]`` tables, or
-the same tables under ``[tool.dummyprof]`` in ``pyproject.toml``. Every mistake
-is reported with the file and the key, before anything is measured.
-"""
+"""The gate's TOML config (``dummyprof.toml``, or ``[tool.dummyprof]`` in ``pyproject.toml``): scenarios to run
+and the checks of each, decoded into Structs; a mistake names the file and the key before anything is measured."""
 
 from __future__ import annotations
 
@@ -37,17 +32,6 @@ class ConfigError(UsageError):
 
     def __init__(self, path: Path | str, key: str, message: str) -> None:
         super().__init__("--config", f"{path}: {key}: {message}" if key else f"{path}: {message}")
-
-
-@dataclass(frozen=True)
-class RatioCheck:
-    numerator: str
-    denominator: str
-    max: float
-
-    @property
-    def name(self) -> str:
-        return f"{self.numerator} / {self.denominator}"
 
 
 @dataclass
@@ -121,10 +105,14 @@ class _Gate(msgspec.Struct, forbid_unknown_fields=True):
     alpha: Annotated[float, msgspec.Meta(gt=0, lt=1)] = DEFAULT_ALPHA
 
 
-class _Ratio(msgspec.Struct, forbid_unknown_fields=True):
+class RatioCheck(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     numerator: str
     denominator: str
     max: Annotated[float, msgspec.Meta(gt=0, le=FINITE)]
+
+    @property
+    def name(self) -> str:
+        return f"{self.numerator} / {self.denominator}"
 
 
 class _Scenario(msgspec.Struct, forbid_unknown_fields=True):
@@ -132,7 +120,7 @@ class _Scenario(msgspec.Struct, forbid_unknown_fields=True):
     options: dict[str, Any] = {}
     counters: list[str] | Literal["all"] = "all"
     limits: dict[str, Annotated[float, msgspec.Meta(ge=-FINITE, le=FINITE)]] = {}
-    ratios: list[_Ratio] = []
+    ratios: list[RatioCheck] = []
     timings: list[str] | Literal["all"] = []
 
 
@@ -173,12 +161,11 @@ def _scenario(path: Path, name: str, table: _Scenario) -> ScenarioConfig:
     for i, ratio in enumerate(table.ratios):
         for part in ("numerator", "denominator"):
             _names(path, f"{key}.ratios[{i}].{part}", [getattr(ratio, part)], metrics, kind=None)
-    ratios = [RatioCheck(r.numerator, r.denominator, r.max) for r in table.ratios]
-    if not (counter_names or table.limits or ratios or timing_names):
+    if not (counter_names or table.limits or table.ratios or timing_names):
         raise ConfigError(path, key, 'has no checks; set counters = "all" or add limits, ratios or timings')
     defaults = option_defaults(command.options_type())
     return ScenarioConfig(
-        name, command, options, metrics, counter_names, dict(table.limits), ratios, timing_names, defaults
+        name, command, options, metrics, counter_names, dict(table.limits), table.ratios, timing_names, defaults
     )
 
 
@@ -237,13 +224,13 @@ def option_key(exc: UsageError) -> str:
     return exc.field or (exc.flag or "").lstrip("-")
 
 
-def _names(path: Path, key: str, value: Any, metrics: dict[str, MetricSpec], *, kind: str | None) -> list[str]:
-    """A list of metric names, checked; ``"all"`` where a ``kind`` is given: every metric of that kind."""
+def _names(
+    path: Path, key: str, value: list[str] | str, metrics: dict[str, MetricSpec], *, kind: str | None
+) -> list[str]:
+    """Metric names, checked (msgspec has typed them); ``"all"``: every metric of ``kind``."""
     wanted = [m for m, spec in metrics.items() if kind is None or spec.kind == kind]
-    if value == "all" and kind is not None:
+    if value == "all":
         return wanted
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise ConfigError(path, key, f'must be a list of metric names such as ["per-layer.visits"], got {value!r}')
     for name in value:
         spec = metrics.get(name)
         if spec is None:

@@ -1,8 +1,4 @@
-"""Fingerprints: which measurements of a scenario may be compared with which.
-
-Counters depend on the scenario, its flags and torch's module semantics, not on
-the machine; timings depend on everything, the machine included.
-"""
+"""Fingerprints: which measurements of a scenario may be compared (counters on any machine, timings on one)."""
 
 from __future__ import annotations
 
@@ -43,7 +39,6 @@ def _as_built(flags: dict[str, Any]) -> dict[str, Any]:
 
 
 def option_defaults(options_type: type) -> dict[str, Any]:
-    """Each option's default, as stored in a fingerprint (where one leaves it out)."""
     defaults: dict[str, Any] = {}
     for f in dataclasses.fields(options_type):
         if f.default is not dataclasses.MISSING:
@@ -63,11 +58,8 @@ def _shown(value: Any) -> str:
 def differences(
     current: Fingerprint, baseline: Fingerprint, fields: Iterable[str], *, defaults: dict[str, Any] | None = None
 ) -> list[str]:
-    """Human-readable list of what differs, e.g. ``cpu_model: AMD EPYC (baseline: Intel Xeon)``.
-
-    An option that one side lacks counts as its default, so a baseline written
-    before an option existed stays comparable while the option is left at its default.
-    """
+    """What differs (``cpu_model: AMD EPYC (baseline: Intel Xeon)``); an option one side lacks counts as its
+    default, so a baseline from before an option existed stays comparable while it is left at that."""
     found: list[str] = []
     fallback = defaults or {}
     for name in fields:

@@ -1,19 +1,8 @@
-"""Metrics per command: what a scenario's Results yield, and which names its options will produce.
+"""Metrics per command (torch-free): what a scenario's Results yield, and the names its options will produce.
 
-One registry entry per command, so a new scenario plugs in without touching the checks.
-Torch-free: extraction reads only the Results model.
-
-- ``compare``: each strategy's exact counters and its median time.
-- ``sweep``: ``SERIES.visits.exponent`` is fitted to exact visit counts, so it is the same on every
-  machine: a gate can bound it (``limits``) or compare two series in one run (``ratios``).
-  ``SERIES.time.exponent`` is fitted to medians and carries the machine's noise. ``SERIES.visits``
-  and ``SERIES.bytes_written`` are the exact counts at the largest point.
-- ``engram``: per-rank table bytes, and per fill method its exact bytes and time. Only full-size
-  measured rounds become ``METHOD.time``; a projected method has no time metric, so its timing and
-  ratio checks say "could not measure" instead of comparing a projection as if it were a measurement.
-- ``engram-ranks``: counters are per rank (``rank1.table_bytes``, ``rank1.memset.bytes_written``),
-  computed from each rank's shard, so any change is real. ``METHOD.time`` is the start-up critical
-  path of a fill: per full-size round, the slowest rank's time (all ranks filled in step).
+The names of each command: docs/gate.md. Only rounds measured at full size become a time (a projected engram
+method has none: its checks say "could not measure"); a sweep's ``SERIES.visits.exponent`` is fitted to exact
+counts, ``SERIES.time.exponent`` to medians; engram-ranks' ``METHOD.time`` is each round's slowest rank.
 """
 
 from __future__ import annotations
@@ -53,8 +42,7 @@ Extractor = Callable[[Results], dict[str, Metric]]
 Namer = Callable[[Any], dict[str, MetricSpec]]
 
 
-def _loader_names(options: Any) -> list[str]:
-    """Names of the user's loaders (``compare --loader``), which run as strategies of their own."""
+def _loader_names(options: Any) -> list[str]:  # the user's loaders (--loader) run as strategies of their own
     specs = getattr(options, "loaders", None)
     if not specs:
         return []
@@ -64,7 +52,6 @@ def _loader_names(options: Any) -> list[str]:
 
 
 def section_of(results: Results, command: str) -> Any:
-    """The command's section of ``results``; a scenario that returned none is a bug, said as one."""
     section = getattr(results, command, None)
     if section is None:
         raise ValueError(f"the {command} scenario returned no {command} section")
@@ -89,8 +76,7 @@ def compare_metrics(results: Results) -> dict[str, Metric]:
     return metrics
 
 
-def _busy(section: Any) -> list[str]:
-    """The contention reason codes of the window the section's times were measured in (none: quiet)."""
+def _busy(section: Any) -> list[str]:  # contention codes of the window the section's times were measured in
     found = getattr(section, "contention", None)
     return list(found.reasons) if found is not None else []
 
@@ -148,14 +134,12 @@ def engram_metric_names(options: Any) -> dict[str, MetricSpec]:
     return names
 
 
-def layout_counters(section: EngramResult, prefix: str = "") -> dict[str, Metric]:
-    """The table bytes held and reserved; ``prefix`` names one rank of several (``rank1.``)."""
+def layout_counters(section: EngramResult, prefix: str = "") -> dict[str, Metric]:  # prefix: ``rank1.``
     layout = section.layout
     return {f"{prefix}{name}": Metric("counter", "bytes", float(getattr(layout, name))) for name in LAYOUT_COUNTERS}
 
 
 def method_counters(method: MethodResult, prefix: str = "") -> dict[str, Metric]:
-    """A fill method's exact bytes, computed from shapes; ``prefix`` as for :func:`layout_counters`."""
     return {
         f"{prefix}{method.name}.{counter}": Metric("counter", "bytes", float(getattr(method, counter)))
         for counter in METHOD_COUNTERS

@@ -88,7 +88,7 @@ def _section(
 def make_baseline(
     config: GateConfig, scenarios: list[ScenarioConfig], progress: Callable[[str], Progress | None] | None = None
 ) -> Results:
-    """Measure every scenario for a baseline. Exit code 3 (and nothing to save) if any could not be measured."""
+    """Every scenario measured; exit code 3 (and nothing to save) if any could not be."""
     runs, environment = measure_all(config, scenarios, progress)
     section = _section(config, runs, exit_code=EXIT_INCOMPLETE if any(r.error is not None for r in runs) else 0)
     return Results(command="baseline", environment=environment, gate=section)
@@ -120,7 +120,7 @@ def load_baseline(path: Path) -> dict[str, ScenarioRun]:
 
 
 def metric_problem(metric: Metric) -> str | None:
-    """Why a baseline metric cannot be compared with (NaN and infinities are already refused on load)."""
+    """Why a baseline metric cannot be compared with (NaN and infinities are refused on load)."""
     if metric.kind not in ("counter", "time", FIT):
         return f"kind {metric.kind!r} is none of 'counter', 'time' and 'fit'"
     if metric.kind == "counter" and (

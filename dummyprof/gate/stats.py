@@ -18,18 +18,13 @@ class TimingComparison:
 
 
 def smallest_p_value(n_current: int, n_baseline: int) -> float:
-    """The lowest one-sided p-value an exact Mann-Whitney U test can give with these sample sizes.
-
-    It is reached when every sample of one set lies above every sample of the other.
-    """
+    """The lowest one-sided p-value of an exact Mann-Whitney U test: every sample of one set above the other's."""
     return 1.0 / math.comb(n_current + n_baseline, n_current)
 
 
 def compare_timings(current: list[float], baseline: list[float], *, factor: float, alpha: float) -> TimingComparison:
-    """Regressed only if the median grew by more than ``factor`` and the rank test says it is not noise.
-
-    A change beyond the factor that the test cannot confirm, including when there
-    are too few samples for the test to ever reach ``alpha``, is "not significant".
+    """Regressed only if the median grew by more than ``factor`` and the rank test says it is not noise;
+    a change beyond the factor that the test cannot confirm (or never could, with few samples): "not significant".
     """
     if not current or not baseline:
         return TimingComparison(NOT_SIGNIFICANT, None, None, "no samples to compare")

@@ -6,7 +6,7 @@ Results store a code for an unavailable figure (see results/engram.py); :func:`u
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from itertools import groupby
 
 from dummyprof.results import engram as codes
@@ -57,11 +57,15 @@ def figure_bytes(figure: Figure) -> str:
     return f"{text} (projected)" if figure.projected else text
 
 
-def range_cell(timing: Timing) -> str:
-    """min–max of the samples; '' for a single sample."""
-    if len(timing.samples_s) < 2:
-        return ""
-    return f"{format_seconds(timing.min)}–{format_seconds(timing.max)}"
+def seconds_range(low: float | None, high: float | None) -> str:
+    """``1.20 s–1.50 s``: an interval, or the fastest and slowest round."""
+    return f"{format_seconds(low)}–{format_seconds(high)}"
+
+
+def range_cell(timing: Timing | Sequence[float]) -> str:
+    """min–max of the samples (of a Timing, or the seconds themselves); '' for a single sample."""
+    samples = timing.samples_s if isinstance(timing, Timing) else timing
+    return seconds_range(min(samples), max(samples)) if len(samples) > 1 else ""
 
 
 def rate(bytes_: int | float, seconds: float | None) -> str:

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from dummyprof.reports.format import projected, projected_seconds
+from dummyprof.reports.format import projected, projected_seconds, seconds_range
 from dummyprof.reports.tables.deployment import fill_text, rank_groups
 from dummyprof.reports.tables.deployment import ranks_text as rank_text
 from dummyprof.reports.tables.engram import dominant_text, reason_text, recommended
@@ -94,7 +94,9 @@ def _go() -> Any:
     return go
 
 
-def _layout(fig: Any, title: str, height: int, subtitle: str = "", **more: Any) -> None:
+def _layout(
+    fig: Any, title: str, height: int, subtitle: str = "", margin: dict[str, int] | None = None, **more: Any
+) -> None:
     """The look every chart shares: the title (escaped here), legend under the plot, margins that fit the labels."""
     heading: dict[str, Any] = {"text": text(title), "x": 0.01}
     if subtitle:
@@ -104,9 +106,24 @@ def _layout(fig: Any, title: str, height: int, subtitle: str = "", **more: Any) 
         title=heading,
         height=height,
         legend={"orientation": "h", "yanchor": "top", "y": -0.15, "x": 0},
-        margin={"t": 64, "l": 70, "r": 20, "b": 40},
+        margin={"t": 64, "l": 70, "r": 20, "b": 40, **(margin or {})},
         **more,
     )
+
+
+def _hover(texts: list[str]) -> dict[str, Any]:
+    """Hovering shows these texts (escaped by the caller), not plotly's own."""
+    return {"hovertext": texts, "hoverinfo": "text"}
+
+
+def _hbar(names: list[str], values: list[float], **more: Any) -> Any:
+    """Horizontal bars: a value per name, the first name on top (with ``yaxis=DOWN``)."""
+    return _go().Bar(y=names, x=values, orientation="h", **more)
+
+
+def _labels(texts: list[str], position: str, **at: Any) -> Any:
+    """Texts drawn at points (``x``, ``y``), beside the bars they name: no hover, no legend."""
+    return _go().Scatter(mode="text", text=texts, textposition=position, hoverinfo="skip", showlegend=False, **at)
 
 
 def _whiskers(plus: list[float], minus: list[float], **look: Any) -> dict[str, Any]:
@@ -161,20 +178,11 @@ def compare_sections(results: Results) -> list[Section]:
                     [y - low for (low, _), y in zip(ranges, seconds, strict=True)],
                     color=WHISKER,
                 ),
-                hovertext=[f"{n}: {text(_time_label(s))}" for n, s in zip(names, strategies, strict=True)],
-                hoverinfo="text",
+                **_hover([f"{n}: {text(_time_label(s))}" for n, s in zip(names, strategies, strict=True)]),
                 showlegend=False,
             ),
             # The value sits above the whisker's top, so the bar's range never covers it.
-            go.Scatter(
-                x=names,
-                y=[high for _, high in ranges],
-                mode="text",
-                text=[text(_time_label(s)) for s in strategies],
-                textposition="top center",
-                hoverinfo="skip",
-                showlegend=False,
-            ),
+            _labels([text(_time_label(s)) for s in strategies], "top center", x=names, y=[high for _, high in ranges]),
         ]
     )
     top = max((high for _, high in ranges), default=0.0)
@@ -186,26 +194,9 @@ def compare_sections(results: Results) -> list[Section]:
         subtitle=f"median of {result.repeat} interleaved rounds; {whiskers}",
         yaxis={"title": "seconds", "range": [0, top * 1.18 or 1]},
     )
-    visits_fig = go.Figure(
-        [
-            go.Bar(
-                name="first visit of a storage",
-                x=names,
-                y=[s.distinct_tensors for s in strategies],
-                marker={"color": [colour(s.name) for s in strategies]},
-            ),
-            go.Bar(
-                name="redundant visits (hatched)",
-                x=names,
-                y=[s.redundant_visits for s in strategies],
-                marker={
-                    "color": [colour(s.name) for s in strategies],
-                    "opacity": 0.55,
-                    "pattern": {"shape": "/", "fgcolor": "#ffffff"},
-                },
-            ),
-        ]
-    )
+    paints = [colour(s.name) for s in strategies]
+    first = [s.distinct_tensors for s in strategies]
+    visits_fig = go.Figure(_visit_bars({"x": names}, first, [s.redundant_visits for s in strategies], paints))
     _layout(visits_fig, "Visits per strategy", 400, barmode="stack", yaxis_title="visits")
     overview = Section(
         "Strategies",
@@ -231,6 +222,18 @@ def compare_sections(results: Results) -> list[Section]:
         if note:
             tree.text.append(note)
     return [overview, tree]
+
+
+def _visit_bars(
+    at: dict[str, Any], first: list[int], redundant: list[int], paints: list[str], **more: Any
+) -> list[Any]:
+    """Each bar's first visits, and its redundant ones hatched on top; ``at``: where the bars stand (``x`` or ``y``)."""
+    go, value = _go(), "x" if "y" in at else "y"
+    hatched = {"color": paints, "opacity": 0.55, "pattern": {"shape": "/", "fgcolor": "#ffffff"}}
+    return [
+        go.Bar(name="first visit of a storage", marker={"color": paints}, **at, **{value: first}),
+        go.Bar(name="redundant visits (hatched)", marker=hatched, **at, **{value: redundant}, **more),
+    ]
 
 
 def _ancestors(path: str) -> list[str]:
@@ -379,14 +382,12 @@ def _icicle(result: CompareResult, strategy: str, cmax: int, height: int) -> tup
             values=values,
             branchvalues="total",
             marker={"colors": colours, "colorscale": "Reds", "cmin": 0, "cmax": cmax, "showscale": not compact},
-            hovertext=hover,
-            hoverinfo="text",
+            **_hover(hover),
             tiling={"orientation": "v"},
             maxdepth=-1,
         )
     )
-    _layout(fig, strategy, height)
-    fig.update_layout(margin={"t": 36, "l": 10, "r": 10, "b": 10})
+    _layout(fig, strategy, height, margin={"t": 36, "l": 10, "r": 10, "b": 10})
     return str(fig.to_json()), note
 
 
@@ -423,6 +424,10 @@ def sweep_sections(results: Results) -> list[Section]:
             if all(y is None for y in ys):
                 continue
             name = text(series)
+            hover = [
+                f"{name}<br>{text(label)} {x:,}<br>{axis} " + ("n/a" if y is None else tick_text(y, unit))
+                for x, y in zip(result.values, ys, strict=True)
+            ]
             traces.append(
                 go.Scatter(
                     x=result.values,
@@ -431,11 +436,7 @@ def sweep_sections(results: Results) -> list[Section]:
                     name=name,
                     line={"color": colour(series)},
                     error_y=_time_errors(result, series) if metric == "time" else None,
-                    hovertext=[
-                        f"{name}<br>{text(label)} {x:,}<br>{axis} " + ("n/a" if y is None else tick_text(y, unit))
-                        for x, y in zip(result.values, ys, strict=True)
-                    ],
-                    hoverinfo="text",
+                    **_hover(hover),
                 )
             )
             fit = result.fit(series, metric)
@@ -485,7 +486,8 @@ def _time_errors(result: SweepResult, series: str) -> dict[str, Any] | None:
 # --- axes and bars shared by engram, deployment ------------------------------------------------------
 
 LINE_COLOUR = "#d62728"  # a deadline or a memory line: the limit a bar is held to
-LINE_COLOUR = "#d62728"  # a deadline or a memory line: the limit a bar is held to
+DASHED = {"color": LINE_COLOUR, "dash": "dash", "width": 2}
+DOWN = {"autorange": "reversed", "automargin": True}  # horizontal bars: the first on top, the names in the margin
 LOG_SPAN = 10  # values spanning more than this factor go on a log axis, so the small ones are not flattened
 
 
@@ -526,6 +528,14 @@ def value_axis(values: list[float], unit: str, title: str) -> dict[str, Any]:
     return axis
 
 
+def _mark(fig: Any, at: float, label: str, x: float | None = None, line: dict[str, Any] = DASHED, **note: Any) -> None:
+    """A dashed line across the plot at ``at`` (a limit, the baseline), its label above the plot at ``x``."""
+    fig.add_shape(type="line", x0=at, x1=at, y0=0, y1=1, yref="paper", line=line)
+    fig.add_annotation(
+        x=at if x is None else x, y=1, yref="paper", text=label, showarrow=False, yanchor="bottom", **note
+    )
+
+
 def _on(axis: dict[str, Any], value: float) -> float:
     """Where ``value`` sits for a shape or an annotation: plotly places those in log10 units on a log axis."""
     return math.log10(value) if axis.get("type") == "log" else value
@@ -554,41 +564,17 @@ def bar_chart(
     values += [b.low for b in bars if b.low is not None]
     axis = value_axis(values, unit, axis_title)
     names = [text(f"{b.name} · {b.label}" if b.label else b.name) for b in bars]  # the value beside its name
-    whiskers = any(b.high is not None for b in bars)
-    fig = go.Figure(
-        go.Bar(
-            y=names,
-            x=[b.value for b in bars],
-            orientation="h",
-            marker={"color": [b.colour for b in bars], "pattern": {"shape": ["/" if b.hatched else "" for b in bars]}},
-            error_x=_whiskers(
-                [(b.high if b.high is not None else b.value) - b.value for b in bars],
-                [b.value - (b.low if b.low is not None else b.value) for b in bars],
-                color=WHISKER,
-            )
-            if whiskers
-            else None,
-            hovertext=[text(b.hover or b.label) for b in bars],
-            hoverinfo="text",
-            showlegend=False,
-        )
-    )
+    plus = [(b.high if b.high is not None else b.value) - b.value for b in bars]
+    minus = [b.value - (b.low if b.low is not None else b.value) for b in bars]
+    whiskers = _whiskers(plus, minus, color=WHISKER) if any(b.high is not None for b in bars) else None
+    marker = {"color": [b.colour for b in bars], "pattern": {"shape": ["/" if b.hatched else "" for b in bars]}}
+    hover = _hover([text(b.hover or b.label) for b in bars])
+    fig = go.Figure(_hbar(names, [b.value for b in bars], marker=marker, error_x=whiskers, **hover, showlegend=False))
     height = max(260, 46 * len(bars) + 150)
-    _layout(fig, title, height, subtitle=subtitle, xaxis=axis, yaxis={"autorange": "reversed", "automargin": True})
-    fig.update_layout(margin={"t": 86, "l": 10, "r": 40, "b": 50})
-    if line is not None:
-        # A shape sits at the value on any axis; an annotation at its log10 on a log axis (plotly's rules).
-        look = {"color": LINE_COLOUR, "dash": "dash", "width": 2}
-        fig.add_shape(type="line", x0=line[0], x1=line[0], y0=0, y1=1, yref="paper", line=look)
-        fig.add_annotation(
-            x=_on(axis, line[0]),
-            y=1,
-            yref="paper",
-            text=text(line[1]),
-            showarrow=False,
-            yanchor="bottom",
-            font={"color": LINE_COLOUR},
-        )
+    margin = {"t": 86, "l": 10, "r": 40, "b": 50}
+    _layout(fig, title, height, subtitle=subtitle, margin=margin, xaxis=axis, yaxis=DOWN)
+    if line is not None:  # the label at the line's log10 on a log axis (plotly's rule for annotations)
+        _mark(fig, line[0], text(line[1]), _on(axis, line[0]), font={"color": LINE_COLOUR})
     return _chart(fig)
 
 
@@ -673,14 +659,12 @@ def _terms_chart(result: EngramResult, methods: list[MethodResult]) -> Chart:
     terms.append(("fill", [m.seconds for m in methods], [colour(m.name) for m in methods]))
     totals = [m.startup_seconds.value or 1.0 for m in methods]
     traces = [
-        go.Bar(
+        _hbar(
+            names,
+            [100 * (f.value or 0.0) / total for f, total in zip(figures, totals, strict=True)],
             name=term,
-            y=names,
-            x=[100 * (f.value or 0.0) / total for f, total in zip(figures, totals, strict=True)],
-            orientation="h",
             marker_color=colours,
-            hovertext=[f"{n}: {term} {text(projected_seconds(f))}" for n, f in zip(names, figures, strict=True)],
-            hoverinfo="text",
+            **_hover([f"{n}: {term} {text(projected_seconds(f))}" for n, f in zip(names, figures, strict=True)]),
         )
         for term, figures, colours in terms
     ]
@@ -692,7 +676,7 @@ def _terms_chart(result: EngramResult, methods: list[MethodResult]) -> Chart:
         subtitle="share of each start-up: allocation (light grey), first touch (grey), fill (the method's colour)",
         barmode="stack",
         xaxis={"title": "share of start-up", "ticksuffix": " %", "range": [0, 100]},
-        yaxis={"autorange": "reversed", "automargin": True},
+        yaxis=DOWN,
         showlegend=False,
     )
     return _chart(fig)
@@ -720,7 +704,7 @@ def _projection_sections(result: EngramResult) -> list[Section]:
             full_error = _whiskers(
                 [max(0.0, projection.high_s - m.seconds.value)], [max(0.0, m.seconds.value - projection.low_s)]
             )
-            interval_text = f", 95% interval {format_seconds(projection.low_s)}–{format_seconds(projection.high_s)}"
+            interval_text = f", 95% interval {seconds_range(projection.low_s, projection.high_s)}"
         full = m.seconds.value
         fig = go.Figure(
             [
@@ -771,7 +755,7 @@ def _projection_sections(result: EngramResult) -> list[Section]:
         bound = f"; raised to this run's {projection.ceiling_name} bound" if projection and projection.bounded else ""
         section.text.append(
             f"{m.name}: {len(m.samples)} sample sizes up to {format_bytes(max(xs))} "
-            f"({format_seconds(min(spread))}–{format_seconds(max(spread))}); "
+            f"({seconds_range(min(spread), max(spread))}); "
             f"fit R² {fit.r_squared:.3f}, reaching {m.bytes_written / max(xs):,.1f}x past the largest sample"
             f"{interval_text}{fallback}{bound}."
         )
@@ -847,44 +831,24 @@ def _held_chart(result: DeploymentResult, groups: list[list[RankEntry]], labels:
     rest = ("other weights" if quantized else SHARDED[0], SHARDED[1], sharded)
     order = [*kinds[:-1], rest, kinds[-1]] if quantized else [rest, *kinds]
     traces = [
-        go.Bar(
+        _hbar(
+            rows,
+            [b / scale for b in values] + [0.0] * (len(rows) - len(ranks)),
             name=text(name),
-            y=rows,
-            x=[b / scale for b in values] + [0.0] * (len(rows) - len(ranks)),
-            orientation="h",
             marker_color=paint,
-            hovertext=[f"{label}: {text(name)} {format_bytes(b)}" for label, b in zip(labels, values, strict=True)],
-            hoverinfo="text",
+            **_hover([f"{label}: {text(name)} {format_bytes(b)}" for label, b in zip(labels, values, strict=True)]),
         )
         for name, paint, values in order
         if any(values)
     ]
     if offloaded:
-        traces.append(
-            go.Bar(
-                name=HOST[0],
-                y=rows,
-                x=[0.0] * len(ranks) + [r.offloaded_bytes / scale for r in ranks],
-                orientation="h",
-                marker={"color": HOST[1], "pattern": {"shape": "/"}},
-                hovertext=[""] * len(ranks)
-                + [f"{label}: host {format_bytes(r.offloaded_bytes)}" for label, r in zip(labels, ranks, strict=True)],
-                hoverinfo="text",
-            )
-        )
+        host = [f"{label}: host {format_bytes(r.offloaded_bytes)}" for label, r in zip(labels, ranks, strict=True)]
+        x = [0.0] * len(ranks) + [r.offloaded_bytes / scale for r in ranks]
+        look = {"color": HOST[1], "pattern": {"shape": "/"}}
+        traces.append(_hbar(rows, x, name=HOST[0], marker=look, **_hover([""] * len(ranks) + host)))
     totals = [r.device_bytes for r in ranks] + ([r.offloaded_bytes for r in ranks] if offloaded else [])
-    traces.append(
-        go.Scatter(
-            y=rows,
-            x=[t / scale for t in totals],
-            mode="text",
-            text=[format_bytes(t) for t in totals],
-            textposition="middle right",
-            hoverinfo="skip",
-            showlegend=False,
-        )
-    )
-    fig = go.Figure(traces)
+    totals_x = [t / scale for t in totals]
+    fig = go.Figure([*traces, _labels([format_bytes(t) for t in totals], "middle right", y=rows, x=totals_x)])
     top = max([*totals, device_memory or 0]) / scale
     if device_memory is None:
         verdict = "no --device-memory given: the fit is not checked"
@@ -900,22 +864,10 @@ def _held_chart(result: DeploymentResult, groups: list[list[RankEntry]], labels:
         + ("; CPU-offloaded tables on the host, apart" if offloaded else ""),
         barmode="stack",
         xaxis={"ticksuffix": f" {unit}", "range": [0, top * 1.25]},  # no title: the legend sits there
-        yaxis={"autorange": "reversed", "automargin": True},
+        yaxis=DOWN,
     )
     if device_memory is not None:
-        at = device_memory / scale
-        fig.add_shape(
-            type="line", x0=at, x1=at, y0=0, y1=1, yref="paper", line={"color": LINE_COLOUR, "dash": "dash", "width": 2}
-        )
-        fig.add_annotation(
-            x=at,
-            y=1,
-            yref="paper",
-            text=f"device memory {format_bytes(device_memory)}",
-            showarrow=False,
-            yanchor="bottom",
-            font={"color": LINE_COLOUR},
-        )
+        _mark(fig, device_memory / scale, f"device memory {format_bytes(device_memory)}", font={"color": LINE_COLOUR})
     return _chart(fig)
 
 
@@ -925,34 +877,17 @@ def _rank_visits_chart(groups: list[list[RankEntry]], labels: list[str]) -> Char
     rows = [(label, s) for g, label in zip(groups, labels, strict=True) for s in g[0].strategies]
     names = [f"{label} · {text(s.strategy)}" for label, s in rows]
     paints = [colour(s.strategy) for _, s in rows]
-    fig = go.Figure(
-        [
-            go.Bar(
-                name="first visit of a storage",
-                y=names,
-                x=[s.visits - s.redundant_visits for _, s in rows],
-                orientation="h",
-                marker={"color": paints},
-            ),
-            go.Bar(
-                name="redundant visits (hatched)",
-                y=names,
-                x=[s.redundant_visits for _, s in rows],
-                orientation="h",
-                marker={"color": paints, "opacity": 0.55, "pattern": {"shape": "/", "fgcolor": "#ffffff"}},
-                text=[f"{s.visits:,} ({s.redundant_visits:,} redundant)" for _, s in rows],
-                textposition="outside",
-                cliponaxis=False,
-            ),
-        ]
-    )
+    first, redundant = [s.visits - s.redundant_visits for _, s in rows], [s.redundant_visits for _, s in rows]
+    totals = [f"{s.visits:,} ({s.redundant_visits:,} redundant)" for _, s in rows]
+    outside = {"text": totals, "textposition": "outside", "cliponaxis": False}
+    fig = go.Figure(_visit_bars({"y": names, "orientation": "h"}, first, redundant, paints, **outside))
     _layout(
         fig,
         "Visits per rank and strategy",
         max(260, 40 * len(rows) + 170),
         barmode="stack",
         xaxis={"title": "visits", "range": [0, max((s.visits for _, s in rows), default=1) * 1.35]},
-        yaxis={"autorange": "reversed", "automargin": True},
+        yaxis=DOWN,
     )
     return _chart(fig)
 
@@ -1009,14 +944,12 @@ def gate_sections(results: Results) -> list[Section]:
         paints = [VERDICT_COLOURS.get(c.verdict, "#333333") for c in shown]
         fig = go.Figure(
             [
-                go.Bar(
+                _hbar(
+                    ids,
+                    [r or 0.0 for r in ratios],
                     name="now / baseline",
-                    y=ids,
-                    x=[r or 0.0 for r in ratios],
-                    orientation="h",
                     marker_color=paints,
-                    hovertext=now_text,
-                    hoverinfo="text",
+                    **_hover(now_text),
                     showlegend=False,
                 ),
                 # A mark at every check's ratio, so a check at 0 (or one with no ratio) still shows where it is.
@@ -1032,8 +965,7 @@ def gate_sections(results: Results) -> list[Section]:
                     },
                     text=now_text,
                     textposition="middle right",
-                    hoverinfo="text",
-                    hovertext=now_text,
+                    **_hover(now_text),
                     showlegend=False,
                 ),
             ]
@@ -1047,30 +979,15 @@ def gate_sections(results: Results) -> list[Section]:
             subtitle="now / baseline, colour = verdict; failing first, then the highest ratio",
             xaxis={"title": "now / baseline", "range": [0, widest * 2.2]},
             yaxis={"automargin": True, "autorange": "reversed"},
+            margin={"t": 96},
         )
-        fig.update_layout(margin={"t": 96})
         for at, label in (
             (1.0, "baseline"),
             (section.factor, f"x{section.factor:.2f}: a time past it (and significant) regresses"),
         ):
-            fig.add_shape(
-                type="line",
-                x0=at,
-                x1=at,
-                y0=0,
-                y1=1,
-                yref="paper",
-                line={"color": LINE_COLOUR if at != 1.0 else "#999999", "dash": "dash"},
-            )
-            fig.add_annotation(
-                x=at,
-                y=1,
-                yref="paper",
-                text=text(label),
-                showarrow=False,
-                yanchor="bottom",
-                xanchor="left" if at != 1.0 else "right",
-            )
+            grey = at == 1.0
+            look = {"color": "#999999" if grey else LINE_COLOUR, "dash": "dash"}
+            _mark(fig, at, text(label), line=look, xanchor="right" if grey else "left")
         out.figures.append(_chart(fig))
     return [out]
 

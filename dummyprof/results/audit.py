@@ -31,10 +31,7 @@ INFO_KINDS: dict[str, str] = {
 
 
 class Finding(Record):
-    """What the audit found, as data: reporters write the sentence (``reports/tables/audit.py``).
-
-    Which fields a kind fills is listed beside each field; the rest keep their defaults.
-    """
+    """What the audit found, as data (reporters write the sentence); beside each field, the kinds that fill it."""
 
     kind: str = ""
     tensor: str = ""  # the tensor it is about (canonical name); untouched: the first of ``names``

@@ -1,8 +1,4 @@
-"""Result pieces shared by every command: the environment and figures that may be unavailable.
-
-Every piece is a :class:`Record`, a msgspec Struct: a results file is decoded straight into them,
-each value checked against its field's type (``results/store.py``).
-"""
+"""Result pieces shared by every command; every piece is a :class:`Record` (a msgspec Struct)."""
 
 from __future__ import annotations
 
@@ -27,7 +23,6 @@ class Record(msgspec.Struct, forbid_unknown_fields=True):
 
 
 def named(items: Iterable[T], name: str, key: str = "name") -> T:
-    """The item whose ``key`` attribute is ``name``; KeyError when there is none."""
     for item in items:
         if getattr(item, key) == name:
             return item
@@ -48,10 +43,7 @@ def copied(cls: type[T], source: Any, **given: Any) -> T:
 
 
 class Figure(Record):
-    """A measured (or projected) number, or the reason it could not be had.
-
-    Unavailable is never written as 0: ``value`` is None and ``unavailable`` says why.
-    """
+    """A measured (or projected) number, or, never as 0, the reason it could not be had (``unavailable``)."""
 
     value: float | None = None
     unavailable: str | None = None
@@ -102,8 +94,7 @@ class Timing(Record):
         return max(self.samples_s) if self.samples_s else None
 
     @property
-    def cv(self) -> float | None:
-        """Coefficient of variation (sample standard deviation over mean); None under two samples."""
+    def cv(self) -> float | None:  # sample standard deviation over mean
         if len(self.samples_s) < 2:
             return None
         mean = statistics.fmean(self.samples_s)
@@ -145,22 +136,15 @@ CPU_STEAL = "cpu-steal"  # the hypervisor ran other guests on this machine's CPU
 
 
 class Contention(Record):
-    """How busy the machine was while a run timed something, measured over that window.
-
-    ``pressure``: the share of the window in which some runnable task waited for a CPU (the kernel's
-    ``/proc/pressure/cpu`` "some" total); where the kernel has no PSI, ``load_per_core`` (the 1-minute
-    load average over the cores this process may use) stands in. ``steal``: the share of all CPU time the
-    hypervisor gave to other guests (``/proc/stat``). ``process_cpu_share``: this process's CPU seconds
-    over the window's wall seconds (2.0: two cores busy all along). ``reasons``: codes above their thresholds.
-    """
+    """How busy the machine was over the window a run timed (``measure/contention.py``)."""
 
     wall_s: float = 0.0
     cores: Count = 0
-    pressure: float | None = None
-    load_per_core: float | None = None
-    steal: float | None = None
-    process_cpu_share: float | None = None
-    reasons: list[str] = []
+    pressure: float | None = None  # share of the window some runnable task waited for a CPU (PSI "some")
+    load_per_core: float | None = None  # without PSI: the 1-minute load average over the usable cores
+    steal: float | None = None  # share of all CPU time the hypervisor gave to other guests
+    process_cpu_share: float | None = None  # this process's CPU seconds over the wall seconds (2.0: two cores)
+    reasons: list[str] = []  # the codes above their thresholds
 
     @property
     def contended(self) -> bool:

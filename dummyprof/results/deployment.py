@@ -1,8 +1,4 @@
-"""A deployment's answer: one entry per rank (its shard, exact counts, fill time), the nodes, online fp8.
-
-Torch-free data; reporters write the words. Every field has a default, so a file written
-before a field existed still loads.
-"""
+"""A deployment's answer: one entry per rank (its shard, exact counts, fill time), the nodes, online fp8."""
 
 from __future__ import annotations
 
@@ -96,8 +92,7 @@ class RankEntry(Record):
     def strategy(self, name: str) -> RankStrategy:
         return next(s for s in self.strategies if s.strategy == name)
 
-    def rank_numbers(self, tp: int) -> range:
-        """Every rank this entry stands for (consecutive dp ranks of one stage and tp rank)."""
+    def rank_numbers(self, tp: int) -> range:  # every rank it stands for: the next dp ranks, one stage and tp rank
         return range(self.rank, self.rank + self.copies * tp, tp)
 
 

@@ -1,10 +1,5 @@
-"""Results of ``dummyprof engram``: Engram table sizes per rank, fill methods, measured and projected.
-
-Measured and projected figures are kept apart: a method is either ``measured``
-at full size (``timing`` holds its samples) or ``projected`` from smaller
-samples (``samples`` and ``time_fit`` say how). Every :class:`Figure` carries
-its own ``projected`` flag. Byte counts the CI gate checks are plain ints.
-"""
+"""Results of ``dummyprof engram``: table sizes per rank, and fill methods measured at full size (``timing``)
+or projected from smaller samples (``samples``, ``time_fit``); every :class:`Figure` says which."""
 
 from __future__ import annotations
 
@@ -107,27 +102,19 @@ FALLBACK_POOR_FIT = "poor-fit"  # R² under the threshold: the samples are noise
 
 
 class TimeProjection(Record):
-    """How a full-size time was projected: the point, its interval, and the physical bound applied.
-
-    ``seconds`` is what the figure shows. ``low_s``/``high_s``: a 95% prediction interval from the
-    line's residuals (``interval`` = "residuals"), or, when the line was not used, the fastest and
-    slowest per-byte rate seen in any reading of any sample (``interval`` = "readings"). The point and
-    the interval are never faster than ``ceiling_bytes_per_s``, the fastest rate measured in this run
-    for what bounds it (``ceiling_name``: the memset floor or first touch); ``bounded`` says the point
-    was raised to that bound.
-    """
+    """How a full-size time was projected (``measure/projection.project_time``): the point, its interval, the bound."""
 
     seconds: float = 0.0
-    low_s: float = 0.0
-    high_s: float = 0.0
+    low_s: float = 0.0  # a 95% prediction interval from the line's residuals ("residuals"), or without the line
+    high_s: float = 0.0  # the fastest and slowest per-byte rate of any reading ("readings")
     interval: str = "residuals"  # or "readings"
     line: LinearFit | None = None  # the least-squares line, always fitted (its R² says how good it was)
     fallback: str = ""  # "" (the line was used), FALLBACK_FLAT or FALLBACK_POOR_FIT
     min_r_squared: float = 0.0  # the threshold the line was held to
     rate_bytes: Count = 0  # the sample the through-origin rate came from (fallback only; 0 for a median)
-    ceiling_bytes_per_s: float | None = None
+    ceiling_bytes_per_s: float | None = None  # the fastest rate this run measured for what bounds it: never faster
     ceiling_name: str = ""  # "memset" or "first touch"
-    bounded: bool = False
+    bounded: bool = False  # the point was raised to the ceiling
     extrapolation: float = 0.0  # full size / largest sample
 
 
@@ -256,5 +243,4 @@ class EngramResult(Record):
         return named(self.methods, name)
 
     def floor(self) -> MethodResult | None:
-        """The memset floor's method, when it ran."""
         return next((m for m in self.methods if m.name == self.floor_method), None)

@@ -1,9 +1,4 @@
-"""Results of ``dummyprof baseline`` and ``dummyprof gate``: metrics per scenario, and check verdicts.
-
-A baseline file is a Results document with ``command == "baseline"`` whose
-``gate`` section holds the measured scenarios (no checks); a gate run holds
-both the current scenarios and one CheckResult per check.
-"""
+"""Results of ``dummyprof baseline`` (the measured scenarios) and ``dummyprof gate`` (and a verdict per check)."""
 
 from __future__ import annotations
 
@@ -40,8 +35,7 @@ class Fingerprint(Record):
     torch_threads: Count = 0
 
     @property
-    def torch_release(self) -> str:
-        """The torch version without its build tag: ``2.13.0`` for ``2.13.0+cpu``."""
+    def torch_release(self) -> str:  # ``2.13.0`` for ``2.13.0+cpu``: counters compare releases (gate/fingerprint.py)
         return self.torch_version.split("+", 1)[0]
 
 

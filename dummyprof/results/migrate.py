@@ -1,22 +1,7 @@
-"""Older results files brought up to the current schema, so they load and render as they did.
-
-Schema 1 (dummyprof 0.1.0 up to the reporter registry) stored words: a ``summary``
-line, notices a reporter can derive from the data, audit findings as finished
-sentences (``message``) and a ``summary`` per gate scenario. Schema 2 stores the
-data and lets each reporter write the words. Here a schema-1 document loses what
-schema 2 derives (the reporters write it again from the same data) and keeps what
-cannot be derived: a finding's sentence becomes ``legacy_message``, a "could not
-record" notice becomes ``gate.unrecorded`` and inspect's meta-device notice
-``inspect.real_device_tensors``.
-
-Schema 3 stores codes and numbers where engram stored sentences: a method's
-``reason`` is a code (``one_fill_s`` the figure behind ``time``), and
-``plan_notes`` became ``rounds_cut`` and ``huge_pages_from_sample`` (the
-backing's note is read from ``backing``). An older engram file keeps its
-sentences as ``legacy_reason`` and ``legacy_plan_notes``, shown as they were,
-with ``reason`` set to the code the sentence stands for.
-
-Anything unexpected is left for the codec to refuse with the field's name.
+"""Older results files (schemas 1 and 2) brought up to schema 3 as plain values, so they load and render as they
+did: what the reporters now derive is dropped, sentences that cannot be derived are kept as ``legacy_*`` fields
+(docs/architecture.md, "Results schema"; which schemas still load and why: docs/semantics.md). Anything
+unexpected is left for msgspec to refuse with the field's name.
 """
 
 from __future__ import annotations
@@ -97,7 +82,7 @@ def _from_1(data: dict[str, Any]) -> dict[str, Any]:
 
 
 def _renamed(data: Any, old: str, new: str | None = None) -> Any:
-    """A copy of the object ``data`` with its key ``old`` called ``new`` (dropped without one); anything else as is."""
+    """The object ``data`` with its key ``old`` called ``new`` (dropped without one); anything else as is."""
     if not isinstance(data, dict):
         return data
     renamed = {key: value for key, value in data.items() if key != old}

@@ -1,10 +1,5 @@
-"""Results of a multi-rank run (torchrun or ``--nproc``): one record per rank and the aggregate over them.
-
-Rank 0 gathers every rank's record and writes the one results file. Each record keeps that rank's own
-section (``engram``) in full, plus the figures the per-rank report shows. The aggregate is derived from
-the records: the slowest rank of each phase (the start-up critical path), memory per node, and
-contention (each rank's shard filled alone, the others waiting, against all ranks filling at once).
-"""
+"""Results of a multi-rank Engram run (torchrun or ``--nproc``): one record per rank, gathered by rank 0, each
+with its own ``engram`` section, and the aggregate: each phase's slowest rank, memory per node, contention."""
 
 from __future__ import annotations
 

@@ -17,13 +17,7 @@ from dummyprof.results.inspect import InspectResult
 from dummyprof.results.ranks import RankRecord, RanksAggregate
 from dummyprof.results.sweep import SweepResult
 
-# 1: dummyprof 0.1.0 up to the reporter registry: words stored in the data.
-# 2: results carry data, reporters write the words. No ``summary`` (here or per gate
-#    scenario), no notices a reporter can derive, audit findings as fields instead of a
-#    ``message``, ``gate.unrecorded``, ``inspect.real_device_tensors``. Schema-1 files
-#    load through ``results/migrate.py`` (see docs/architecture.md, "Results schema").
-# 3: engram stores codes and numbers: a method's ``reason`` is a code (``one_fill_s``), ``plan_notes`` became
-#    ``rounds_cut`` and ``huge_pages_from_sample``. Older files keep their sentences as ``legacy_*``.
+# What each version changed, and how schemas 1 and 2 load (``migrate.py``): docs/architecture.md, "Results schema".
 SCHEMA_VERSION = 3
 
 
@@ -32,10 +26,7 @@ def _now() -> str:
 
 
 class Results(Record):
-    """A run of one command. Torch-free: reporters render it from a saved file.
-
-    Each command fills its own section and leaves the others ``None``.
-    """
+    """A run of one command, torch-free: each command fills its own section and leaves the others ``None``."""
 
     command: str = ""
     schema_version: Count = SCHEMA_VERSION

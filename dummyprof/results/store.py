@@ -1,16 +1,13 @@
 """Reading results files (JSON only, never pickled) and turning Results into their JSON text.
 
-A file is decoded by msgspec as plain values, brought up from an older schema (``results/migrate.py``),
-converted by msgspec into the Results records (``Record``: every field typed, int64, byte counts and
-counters never negative, finite numbers, no key a record does not declare), then checked whole
-(``results/whole.py``). This module adds what the library cannot say: which file, a key given twice,
-and the path of a field under a mapping (``files/reading.said``).
-
-Writing a file is the edges' business (``dummyprof.files.outputs``; ``dummyprof.save_results`` in ``api``).
+msgspec decodes the file as plain values, ``migrate`` brings an older schema up, msgspec converts them into
+the records (``Record``) and ``whole.py`` checks them together. Added here: which file, a key given twice,
+and a field's path under a mapping (``files/reading.said``). Writing a file is the edges' business.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -22,6 +19,7 @@ import msgspec
 from dummyprof.errors import ResultsFileError
 from dummyprof.files.reading import RESULTS, DuplicateKeyError, FileKind, read_bounded, said, unique_keys
 from dummyprof.gc_pause import gc_paused
+from dummyprof.results.compare import CompareResult
 from dummyprof.results.migrate import migrate
 from dummyprof.results.session import SCHEMA_VERSION, Results
 from dummyprof.results.whole import Refused, check_whole
@@ -42,29 +40,33 @@ SECTIONS = {name: name for name in ("compare", "audit", "inspect", "engram", "ga
 SECTIONS["baseline"] = "gate"
 
 
-class _Rows(msgspec.Struct):
-    tensors: msgspec.Raw = msgspec.Raw(b"")
+@functools.cache
+def _lean() -> Any:
+    """Results' keys as plain values but ``compare.tensors``, kept as its text (``msgspec.Raw``): scanned, not built."""
+
+    def plain(name: str, fields: tuple[str, ...], **typed: Any) -> Any:
+        spec = [(f, typed.get(f, Any), msgspec.UNSET) for f in fields]
+        return msgspec.defstruct(name, spec, forbid_unknown_fields=True)
+
+    compare = plain("_LeanCompare", CompareResult.__struct_fields__, tensors=msgspec.Raw)
+    return plain("_LeanResults", Results.__struct_fields__, compare=compare | None)
 
 
-class _Skim(msgspec.Struct):
-    """Only where ``compare.tensors`` lies: every other value is scanned over, not built."""
-
-    compare: _Rows | None = None
-
-
-def _without_rows(raw: bytes) -> bytes:
-    """``raw`` with ``compare.tensors`` (most of a large compare file) as ``{}``, unread; ``raw`` if not found once."""
+def _without_rows(raw: bytes) -> tuple[dict[str, Any], int] | None:
+    """The document without ``compare.tensors``, and the colons left unread; None when the lean
+    decode refuses the file (a key Results does not declare, an older schema's, bad JSON): it is read whole."""
     try:
-        rows = msgspec.json.decode(raw, type=_Skim).compare
-    except (msgspec.DecodeError, RecursionError):  # corrupt: the whole text is read, and says where
-        return raw
-    view = memoryview(rows.tensors if rows is not None else b"")  # a view of ``raw``'s bytes, not a copy
-    head = bytes(view[:256])
-    at = raw.find(head) if len(view) > 2 else -1
-    # Where else the same text could start, that place too would be the rows: then which is cannot be told.
-    if at < 0 or not raw.startswith(view, at) or raw.find(head, at + 1, len(raw) - len(view) + len(head)) >= 0:
-        return raw
-    return raw[:at] + b"{}" + raw[at + len(view) :]
+        with gc_paused():
+            lean = msgspec.json.decode(raw, type=_lean())
+    except (msgspec.DecodeError, RecursionError):
+        return None
+    data = {k: v for k, v in msgspec.structs.asdict(lean).items() if v is not msgspec.UNSET}
+    compare, unread = data.get("compare"), 0
+    if compare is not None:
+        data["compare"] = {k: v for k, v in msgspec.structs.asdict(compare).items() if v is not msgspec.UNSET}
+        if "tensors" in data["compare"]:  # its key's colon, and those of its text
+            unread = 1 + bytes(data["compare"].pop("tensors")).count(b":")
+    return data, unread
 
 
 def _unheld(data: Any) -> str | None:
@@ -114,38 +116,34 @@ def _plain(raw: bytes, source: str) -> Any:
     """The document as plain values, by msgspec; what it refuses, the standard parser names (or msgspec says)."""
     try:
         with gc_paused():
-            data = msgspec.json.decode(raw)
+            return msgspec.json.decode(raw)
     except (msgspec.DecodeError, RecursionError) as exc:
         _standard(raw, source)  # a line number, a NaN's field, a key given twice
         raise ResultsFileError(f"{source}: not valid JSON: {exc}") from None  # e.g. a lone surrogate
-    try:
-        msgspec.msgpack.encode(data)  # MessagePack holds integers in 64 bits: one beyond is refused, and named
-    except OverflowError:
-        raise ResultsFileError(f"{source}: {_unheld(data)}") from None
-    return data
 
 
-def _refuse_repeated_keys(raw: bytes, data: Any, source: str) -> None:
+def _refuse_repeated_keys(raw: bytes, data: Any, source: str, unread: int) -> None:
     """msgspec keeps the last value of a key given twice; which was meant cannot be known, so the file is refused.
 
-    Counted: re-encoded, the decoded ``data`` has one colon per key, as the file has (colons inside
-    strings alike); fewer means a key was given twice, and an escaped colon (``\\u003a``) could hide
-    one: either way the standard parser reads the file key by key and names the key.
+    Counted: re-encoded, the decoded ``data`` has one colon per key, as the file has (colons inside strings
+    alike; ``unread``: those of the text left unread); fewer means a key was given twice, and an escaped colon
+    (``\\u003a``) could hide one: either way the standard parser reads the file key by key and names the key.
+    An integer beyond int64 is refused here too, named: MessagePack holds integers in 64 bits.
     """
     try:
         counted = msgspec.json.encode(data).count(b":")
+        msgspec.msgpack.encode(data)
     except RecursionError:
         raise ResultsFileError(f"{source}: nested too deep to be a dummyprof results file (corrupt?)") from None
-    if counted != raw.count(b":") or re.search(rb"\\u003[aA]", raw):
+    except OverflowError:
+        raise ResultsFileError(f"{source}: {_unheld(data)}") from None
+    if counted + unread != raw.count(b":") or re.search(rb"\\u003[aA]", raw):
         _standard(raw, source)
 
 
 def results_from_dict(data: Any, *, source: str = "results", tensor_rows: bool = True) -> Results:
-    """Validate ``data`` (plain values) against the schema and build Results; ResultsFileError names the field.
-
-    ``tensor_rows=False`` leaves ``compare.tensors`` (one row per storage; hundreds of thousands in a large
-    model's file) unread and empty: for reporters that do not show them (``Reporter.reads_tensor_rows``).
-    """
+    """Results from plain values; ResultsFileError names the field. ``tensor_rows=False``: ``compare.tensors``
+    (a row per storage, most of a large file) left unread and empty, for reporters that do not show them."""
     problem = _unheld(data)  # a Python float may be NaN; a file's JSON cannot hold one (msgspec refuses it)
     if problem:
         raise ResultsFileError(f"{source}: {problem}")
@@ -192,16 +190,14 @@ def _checked(results: Results, source: str) -> Results:
 
 
 def load_results(path: Path, *, tensor_rows: bool = True, kind: FileKind = RESULTS) -> Results:
-    """Load a results file (``-``: standard input); corrupt, truncated or foreign files raise ResultsFileError.
+    """Load a results file (``-``: standard input); a corrupt, truncated or foreign one raises ResultsFileError.
 
-    ``tensor_rows=False``: without ``compare.tensors``, neither read nor checked (see :func:`results_from_dict`).
-    ``kind``: what the file should be and its bound (files/reading.py); a larger file, or no regular file, is refused.
+    ``tensor_rows`` as for :func:`results_from_dict`; ``kind``: the file's bound (files/reading.py).
     """
     path = Path(path)
     source = "<stdin>" if str(path) == "-" else str(path)
     raw = read_bounded(path, kind, refuse=ResultsFileError, stdin=True)
-    if not tensor_rows:
-        raw = _without_rows(raw)
-    data = _plain(raw, source)
-    _refuse_repeated_keys(raw, data, source)
+    lean = None if tensor_rows else _without_rows(raw)
+    data, unread = lean if lean is not None else (_plain(raw, source), 0)
+    _refuse_repeated_keys(raw, data, source, unread)
     return _from_plain(data, source, tensor_rows)

@@ -1,10 +1,5 @@
-"""Results of ``dummyprof sweep``: one scenario run at many sizes, and how each series grows.
-
-A *series* is a strategy (compare) or a fill method (engram). Every point holds
-what that series measured at one value of the swept parameter; every fit is a
-least-squares line through ``log(value), log(figure)`` whose slope is the growth
-exponent (2: the figure grows as the square of the parameter).
-"""
+"""Results of ``dummyprof sweep``: one scenario at many sizes; each series (a strategy, or an engram method)
+measured at every point, and its growth exponent fitted through ``log(value), log(figure)``."""
 
 from __future__ import annotations
 
@@ -74,7 +69,6 @@ class SweepResult(Record):
         return next((f for f in self.fits if f.series == series and f.metric == metric), None)
 
     def column(self, series: str, metric: str) -> list[float | None]:
-        """One figure of one series at every point, in the order of ``values``."""
         out: list[float | None] = []
         for point in self.points:
             entry = point.series.get(series)

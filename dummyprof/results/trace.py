@@ -1,9 +1,5 @@
-"""Spans of one instrumented fill round per strategy (``compare --trace``), torch-free.
-
-The instrumented round runs after the timed rounds, on a fresh model, with a clock
-read around every module and every tensor fill: its durations include that
-overhead and are never used for the timing figures.
-"""
+"""Spans of one instrumented fill round per strategy (``compare --trace``): run after the timed rounds, on a
+fresh model, with a clock read around every module and fill, so never used for the timing figures."""
 
 from __future__ import annotations
 

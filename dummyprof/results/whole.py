@@ -1,11 +1,5 @@
-"""Results checked whole once decoded: what one field cannot say about another.
-
-msgspec checks each value against its field (``Record``); a report also follows references (a rank
-named by another field, a strategy by name), indexes lists, and prints identities between figures.
-A file whose parts do not agree is refused here, naming the field, rather than rendered wrong or
-crashing a reporter: every reference resolves, every list a report indexes has what it indexes, and
-every identity a report prints holds (docs/semantics.md, "Results files").
-"""
+"""Results checked whole once decoded, refused naming the field rather than rendered wrong: every reference
+resolves, every list a report indexes has what it indexes, every identity a report prints holds."""
 
 from __future__ import annotations
 
@@ -86,7 +80,6 @@ MAX_DEPTH = 64  # a model's options nest a level or two; deeper free-form values
 
 
 def _shallow(value: Any, where: str) -> None:
-    """A free-form value (a model's options, a fingerprint's flags) nested at most MAX_DEPTH levels."""
     level = [value]
     for _ in range(MAX_DEPTH):
         level = [
@@ -115,7 +108,6 @@ CHECKS: dict[str, Callable[[Any, str], None]] = {"deployment": _deployment}
 
 
 def check_whole(results: Results) -> None:
-    """Raise :class:`Refused` naming the first field whose value disagrees with the rest of the file."""
     for value, where in _free_values(results):
         _shallow(value, where)
     for section, check in CHECKS.items():

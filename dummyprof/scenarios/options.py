@@ -35,6 +35,7 @@ def strategies_option(verb: str, default: Sequence[str] = DEFAULT_STRATEGIES) ->
         factory=lambda: list(default),
         unit="list",
         short="-s",
+        flag="--strategy",
         help=f"Strategy to {verb} (repeatable). Default: {shown}.",
     )
 
@@ -88,6 +89,7 @@ class ModelChoice:
     model_args: dict[str, Any] = option(
         factory=dict,
         unit="args",
+        flag="--model-arg",
         help="Keyword argument for --model or --preset, or a config field for hf: models (repeatable); values are "
         "Python literals, e.g. layers=8 or num_hidden_layers=2.",
         forms={
@@ -117,6 +119,7 @@ class LoaderChoice:
     loaders: list[str] = option(
         factory=list,
         unit="list",
+        flag="--loader",
         metavar="PATH",
         help="Your fill function fn(model, **args) as package.module:callable or ./file.py:callable (repeatable); "
         "its writes are traced in a separate run, its times come from untraced runs.",
@@ -128,7 +131,7 @@ class LoaderChoice:
         },
     )
     loader_args: dict[str, Any] = option(
-        factory=dict, unit="args", help="Keyword argument passed to every --loader (repeatable)."
+        factory=dict, unit="args", flag="--loader-arg", help="Keyword argument passed to every --loader (repeatable)."
     )
 
 

@@ -6,7 +6,7 @@ keeps one entry per rank. Every backend renders these blocks.
 
 from __future__ import annotations
 
-from dummyprof.reports.format import PROJECTED_MARK, contention_text
+from dummyprof.reports.format import PROJECTED_MARK, contention_text, range_cell, seconds_range
 from dummyprof.reports.tables.model import BAD, DIM, NAME, NUMBER, STRONG, WORD, Block, Cell, Line, Table
 from dummyprof.results.deployment import (
     FP16_SCRATCH,
@@ -62,10 +62,8 @@ def host_fill_text(s: RankStrategy) -> str:
 
 def _interval(s: RankStrategy) -> str:
     if s.fill == PROJECTED and s.low_s is not None and s.high_s is not None:
-        return f"{format_seconds(s.low_s)}–{format_seconds(s.high_s)}"
-    if s.fill == MEASURED and len(s.samples_s) > 1:
-        return f"{format_seconds(min(s.samples_s))}–{format_seconds(max(s.samples_s))}"
-    return ""
+        return seconds_range(s.low_s, s.high_s)
+    return range_cell(s.samples_s) if s.fill == MEASURED else ""
 
 
 def _room(r: RankEntry) -> Cell:

@@ -19,6 +19,7 @@ from dummyprof.reports.format import (
     projected_seconds,
     range_cell,
     same_unavailable,
+    seconds_range,
     unavailable_text,
 )
 from dummyprof.reports.tables.model import BAD, DIM, NAME, NUMBER, TEXT, WORD, Block, Cell, Line, Table
@@ -45,10 +46,6 @@ from dummyprof.units import format_bytes, format_seconds
 
 MAX_RANK_ROWS = 16
 PLAN_WORDS = {True: "to measure", False: "to project"}  # a dry run: what a real run would do, by fits_in_memory
-
-
-def interval_text(low: float, high: float) -> str:
-    return f"{format_seconds(low)}–{format_seconds(high)}"
 
 
 def projection_how(p: TimeProjection, own: str = "") -> str:
@@ -206,7 +203,7 @@ def _percent(figure: Figure) -> str:
 def _range(projection: TimeProjection | None, timing: Timing) -> str:
     """The projected interval, or the measured rounds' min–max ('' for one round)."""
     if projection is not None:
-        return interval_text(projection.low_s, projection.high_s)
+        return seconds_range(projection.low_s, projection.high_s)
     return range_cell(timing)
 
 
@@ -347,7 +344,7 @@ def startup_table(result: EngramResult) -> Table:
             [
                 m.name,
                 projected_seconds(m.startup_seconds),
-                interval_text(interval.low, interval.high) if interval is not None else "",
+                seconds_range(interval.low, interval.high) if interval is not None else "",
                 dominant_text(m),
                 Cell("over", BAD) if m.over_deadline and deadline is not None else over,
             ]
@@ -496,7 +493,7 @@ def glance_table(result: EngramResult) -> Table:
         table.add(
             m.name + (" (floor)" if m.name == result.floor_method else ""),
             projected_seconds(m.startup_seconds),
-            interval_text(interval.low, interval.high) if interval is not None else range_cell(m.timing),
+            seconds_range(interval.low, interval.high) if interval is not None else range_cell(m.timing),
             projected_seconds(m.seconds),
             "yes" if m.fits_in_memory else Cell("no", BAD),
             Cell(verdict, BAD) if m.over_deadline else verdict,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 
-from dummyprof.reports.format import PROJECTED_MARK, PROJECTED_NOTE
+from dummyprof.reports.format import PROJECTED_MARK, PROJECTED_NOTE, range_cell
 from dummyprof.reports.tables.model import DIM, NAME, NUMBER, STRONG, WORD, Block, Column, Line, Table
 from dummyprof.results.sweep import GrowthFit, SeriesPoint, SweepResult
 from dummyprof.units import format_bytes, format_seconds
@@ -47,12 +47,6 @@ def _time(entry: SeriesPoint) -> str:
     return PROJECTED_MARK + text if entry.projected else text
 
 
-def _range(entry: SeriesPoint) -> str:
-    if entry.projected or len(entry.samples_s) < 2:
-        return ""
-    return f"{format_seconds(min(entry.samples_s))}–{format_seconds(max(entry.samples_s))}"
-
-
 def points_table(result: SweepResult) -> Table:
     """A row per point and series; the value and the model's bytes on a point's first row."""
     series_header = "method" if result.scenario == "engram" else "strategy"
@@ -70,7 +64,7 @@ def points_table(result: SweepResult) -> Table:
                 name,
                 format_bytes(point.model_bytes) if i == 0 else "",
                 _time(entry),
-                _range(entry),
+                "" if entry.projected else range_cell(entry.samples_s),
                 "n/a" if entry.visits is None else f"{entry.visits:,}",
                 format_bytes(entry.bytes_written),
                 format_bytes(entry.peak_rss_bytes) if entry.peak_rss_bytes is not None else "n/a",

@@ -50,7 +50,8 @@ class CompareOptions(CompareDeploymentChoice, DeploymentChoice, LoaderChoice, Mo
             }
         },
     )
-    repeat_auto: bool = False  # --repeat auto: rounds until the speedups' intervals are tight or the budget is spent
+    # --repeat auto: rounds until the speedups' intervals are tight or the budget is spent
+    repeat_auto: bool = option(False, flag="--repeat")
     warmup: int = integer(
         1,
         "Warm-up rounds run first and discarded.",

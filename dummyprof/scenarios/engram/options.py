@@ -47,6 +47,7 @@ class EngramOptions(EngramShape):
         factory=_default_methods,
         unit="list",
         short="-m",
+        flag="--method",
         help="Fill method (repeatable). Default: all; memset always runs as the floor.",
         forms={"sweep": {"help": "With --rows: fill method (repeatable). Default: all."}},
     )
@@ -56,10 +57,17 @@ class EngramOptions(EngramShape):
     )
     max_memory: int | None = max_memory_option()
     time_budget_s: float = duration(
-        DEFAULT_TIME_BUDGET_S, "Time for all measuring; sizes and rounds are chosen to fit.", example="40", shown="40"
+        DEFAULT_TIME_BUDGET_S,
+        "Time for all measuring; sizes and rounds are chosen to fit.",
+        example="40",
+        shown="40",
+        flag="--time-budget",
     )
     deadline_s: float | None = duration(
-        None, "Health-check deadline, e.g. 600: flags methods whose start-up passes it.", example="600"
+        None,
+        "Health-check deadline, e.g. 600: flags methods whose start-up passes it.",
+        example="600",
+        flag="--deadline",
     )
     dry_run: bool = option(False, unit="flag", help="Print the plan (sizes, measure vs project); allocate nothing.")
 

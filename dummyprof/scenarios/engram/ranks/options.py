@@ -14,6 +14,7 @@ from dummyprof.ranks.world import pick_backend
 from dummyprof.results.common import copied
 from dummyprof.scenarios.engram.options import EngramOptions
 from dummyprof.scenarios.engram.options import validate as validate_engram
+from dummyprof.schema import given_as
 from dummyprof.units import format_bytes
 
 DEFAULT_DIST_TIMEOUT_S = 120.0
@@ -24,7 +25,7 @@ class EngramRanksOptions(EngramOptions):
     """``EngramOptions`` for every rank at once; ``rank`` stays 0 (each rank takes its own)."""
 
     nproc: int = 2
-    dist_timeout_s: float = DEFAULT_DIST_TIMEOUT_S
+    dist_timeout_s: float = given_as(DEFAULT_DIST_TIMEOUT_S, "--dist-timeout")
     dist_backend: str = "auto"
 
 

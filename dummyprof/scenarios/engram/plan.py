@@ -1,8 +1,5 @@
-"""Planning for the ``engram`` scenario: sizes, budgets and what to measure, before anything is allocated.
-
-Layout and per-method memory need, the memory budget, the calibration probe's size, which methods are
-measured in full and how many rounds each gets, and the sample sizes for what must be projected.
-Nothing here allocates tables or runs a fill; ``runner`` does that.
+"""Planning for ``engram`` before anything is allocated: layout and memory need, the budget, the probe's size,
+which methods are measured in full and in how many rounds, and the sample sizes of what is projected.
 """
 
 from __future__ import annotations
@@ -44,9 +41,6 @@ FULL_ROUND_OVERRUN = 1.5  # one full-size round may overrun the time budget by t
 ALLOCATE, FIRST_TOUCH, FILL = "allocate", "first touch", "fill"  # the terms of start-up
 
 
-# --- layout and memory (no allocation) -------------------------------------------------------------
-
-
 def build_layout(spec: EngramSpec, backing: Backing) -> EngramLayout:
     mine = shard(spec)
     weight = mine.part_rows * spec.dim
@@ -68,7 +62,6 @@ def build_layout(spec: EngramSpec, backing: Backing) -> EngramLayout:
 
 
 def reserved_tables(spec: EngramSpec, part_rows: int, backing: Backing) -> int:
-    """Each tensor is its own allocation, rounded by the backing's rule."""
     per_table = backing.reserved_bytes(part_rows * spec.dim) + backing.reserved_bytes(part_rows * spec.scale_cols)
     return spec.tables * per_table
 
@@ -82,8 +75,6 @@ LIMIT = "--max-memory"  # MemoryBudget.limit when the user's own flag bounds the
 
 @dataclass(frozen=True)
 class MemoryBudget:
-    """Bytes the run may use, what bounds them (``limit``) and the sentence that says so."""
-
     bytes: int
     source: str
     limit: str  # "--max-memory", "psutil", "cgroup v1", "cgroup v2", "/dev/shm", "disk" or "GPU"
@@ -119,9 +110,6 @@ def memory_budget(options: EngramOptions, backing: Backing, device: torch.device
             where = Path(backing.path).parent
             budget, source, limit = disk_free, f"{format_bytes(disk_free)} free on the disk of {where}", "disk"
     return MemoryBudget(budget, source, limit, host)
-
-
-# --- time: calibration probe, full-size rounds, samples --------------------------------------------
 
 
 Rates = dict[str, float]  # seconds per row, by method name, ALLOCATE and FIRST_TOUCH: the probe's, then updated
@@ -180,10 +168,7 @@ def time_plan(
     options: EngramOptions,
     time_left: float,
 ) -> Plan:
-    """Measure in full what fits memory, unless one round would overrun the time budget by half or more.
-
-    What does not fit is sampled in the time that is left (at least SAMPLE_SHARE of it).
-    """
+    """Measure in full what fits memory, unless one round would overrun the time budget by half or more."""
     part_rows = shard(spec).part_rows
     full = [m for m in methods if fits[m.name]]
     projected = [m for m in methods if not fits[m.name]]
@@ -232,12 +217,8 @@ def plan_samples(
     backing: Backing,
     limit: str = LIMIT,
 ) -> list[FillMethod]:
-    """Sample sizes for the projected methods, planned after the full-size work with the time really left.
-
-    Sizes come per group from the calibration's per-row rates: memory-bound methods (within CHEAP_FACTOR of
-    the floor; allocation and first touch go with them) get large samples, up to FAST_SAMPLE_BYTES of tables,
-    repeated; generator-bound methods get what the rest of the time budget allows, once each.
-    """
+    """Sample sizes for the projected methods (after the full-size work, with the time really left): memory-bound
+    methods get large samples, repeated; generator-bound ones what the rest of the time allows, once each."""
     # The projected methods, and the floor when it is not measured in full (percent of floor needs it).
     floor = [m for m in methods if m.name == FLOOR and m not in plan.full and m not in plan.projected]
     sampled = plan.projected + floor

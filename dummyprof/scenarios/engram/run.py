@@ -1,12 +1,7 @@
 """The ``engram`` scenario: one rank's Engram tables, each fp8 fill method, measured or projected.
 
-Order of work: validate, size every method per rank, compare with the memory
-budget (nothing allocated yet), calibrate on a small probe to estimate time,
-measure in full what fits both budgets, sample the rest at sizes that fit and
-project it to full size. Nothing larger than the budget is ever allocated.
-
-Options and their validation live in ``options``, planning in ``plan``, measurement in
-``runner``; this module holds the run that ties the steps together (reporters write the summary line).
+Size every method against the memory budget (nothing allocated yet), calibrate on a small probe, measure in
+full what fits both budgets, sample the rest at sizes that fit and project it; never allocate past the budget.
 """
 
 from __future__ import annotations
@@ -67,8 +62,6 @@ __all__ = ["EngramOptions", "run", "validate"]
 
 Progress = Callable[[int, int, str], None]
 
-# --- the run ---------------------------------------------------------------------------------------
-
 
 def _method_result(
     method: FillMethod, spec: EngramSpec, layout: EngramLayout, need: int, fits: bool, chunk: int
@@ -90,11 +83,7 @@ def run(
     progress: Progress | None = None,
     sync: RankSync = NO_SYNC,
 ) -> Results:
-    """Validate, plan, measure (or project) and return the engram Results.
-
-    ``sync`` keeps the ranks of a multi-rank run in step (``dummyprof.scenarios.engram.ranks``): every
-    rank follows rank 0's plan and starts each timed step together with the others.
-    """
+    """Validate, plan, measure (or project); ``sync`` keeps a multi-rank run's ranks in step on rank 0's plan."""
     started = clock()
     methods = validate(options)
     spec = options.spec()
@@ -152,9 +141,7 @@ def run(
     if plan.projected:
         time_left = options.time_budget_s - (clock() - started)
         sampled = plan_samples(spec, plan, methods, rate, options, time_left, budget, backing, plan_budget.limit)
-        plan.sample_groups = sync.broadcast(
-            "plan", plan.sample_groups
-        )  # rank 0's sizes, so every rank takes the same steps
+        plan.sample_groups = sync.broadcast("plan", plan.sample_groups)  # rank 0's sizes: the same steps on all
         total += sum(group.steps for group in plan.sample_groups)
         measure_samples(runner, plan, result, sampled, step, deadline=started + options.time_budget_s)
     if not plan.full:
@@ -185,7 +172,7 @@ def _budget(plan_budget: MemoryBudget, options: EngramOptions) -> Budget:
 
 
 def _backing_info(backing: Backing) -> BackingInfo:
-    """Measured figures start as unavailable, with the reason, until a full-size allocation fills them in."""
+    """Measured figures unavailable, with the reason, until a full-size allocation fills them in."""
     if backing.caching_host_allocator:
         reserved = Figure.missing(NOT_ALLOCATED_COMPUTED)
     else:

@@ -40,11 +40,8 @@ RULE_RANDOM_FAST = "random-fast"  # masked random words at memory speed (the fas
 
 
 def vllm_fills(tensor: torch.Tensor, local_name: str) -> bool:
-    """Whether vLLM's per-layer dummy fill writes this tensor's bytes (integer indices and meta tensors: no).
-
-    The reference for ``audit`` and ``dummyprof.testing``: a persistent tensor for which this holds
-    must be written by any dummy loader.
-    """
+    """Whether vLLM's per-layer dummy fill writes this tensor's bytes: any dummy loader must then write it too
+    (``audit``, ``dummyprof.testing``)."""
     return tensor.device.type != "meta" and V033Initializer().plan(tensor, local_name)[0] != RULE_SKIP
 
 

@@ -123,12 +123,8 @@ def tensor_table(recorders: dict[str, VisitRecorder]) -> dict[str, TensorResult]
 
 @dataclass(frozen=True)
 class AutoRepeat:
-    """``--repeat auto`` (as hyperfine decides how many runs): measure until the speedups are known or time is up.
-
-    After ``min_rounds`` measured rounds, stop when every speedup's 95% interval is within
-    ``tight`` of the speedup on either side (with no speedup to form: every CV within ``tight``),
-    when one more round would overrun ``budget_s`` (measured on the run's clock), or at ``max_rounds``.
-    """
+    """``--repeat auto`` (as hyperfine decides): after ``min_rounds``, stop when every speedup's 95% interval is
+    within ``tight`` of it (no speedup: every CV), when one more round would overrun ``budget_s``, or at the max."""
 
     budget_s: float
     min_rounds: int = 3

@@ -10,7 +10,7 @@ written at this run's memset rate.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
@@ -36,7 +36,7 @@ from dummyprof.results.compare import (
     StrategyResult,
 )
 from dummyprof.results.engram import LinearFit
-from dummyprof.scenarios.compare.runner import summarize_model, summarize_records, tensor_table
+from dummyprof.scenarios.compare.runner import Clock, summarize_model, summarize_records, tensor_table
 
 META = torch.device("meta")
 CALIBRATION_SHARE = 0.15  # of the time budget, for all calibration fills together
@@ -49,8 +49,6 @@ SMALL_ELEMENTS = 1024
 PROBE_BYTES = 16 << 20
 SMALL_CALLS = 15
 SAFETY = 1.25  # building, garbage collection and the recorder between timed fills
-
-Clock = Callable[[], float]
 
 
 def fit_time(xs: Sequence[float], ys: Sequence[float]) -> LinearFit:

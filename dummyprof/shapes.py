@@ -17,7 +17,10 @@ from dummyprof.schema import integer, option
 AUTO_DTYPE = "auto"
 TREE_DTYPE = "float32"
 DTYPES = "float32, bfloat16 or float16"
-DTYPE_AUTO_HELP = "auto: float32 for the tree, vLLM's --dtype auto (the config's) for hf: models."
+DTYPE_AUTO_HELP = (
+    "auto: float32 for the tree, vLLM's --dtype auto (the config's) for hf: models, their own for a preset and "
+    "--model code; given, every model is built in it."
+)
 # Every size a synthetic weight can take and torch can still count in int64 bytes (hidden x hidden x 8).
 MAX_HIDDEN = 2**20
 
@@ -48,9 +51,9 @@ class TreeShape:
     )
     dtype: str = option(
         AUTO_DTYPE,
-        help=f"Synthetic tree: {DTYPES}; {DTYPE_AUTO_HELP}",
+        help=f"Float dtype of the model: {DTYPES}; {DTYPE_AUTO_HELP}",
         forms={
-            ("compare", "sweep"): {"help": f"Float dtype of the tree: float32, bfloat16 or float16; {DTYPE_AUTO_HELP}"}
+            ("compare", "sweep"): {"help": f"Float dtype of the model: float32, bfloat16 or float16; {DTYPE_AUTO_HELP}"}
         },
     )
     meta: bool = option(False, unit="flag", help="Add a tensor left on the meta device (never filled).")

@@ -7,6 +7,7 @@ import functools
 import re
 from collections.abc import Callable
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -591,10 +592,32 @@ def test_qwen3_moe_ep8_adds_an_int32_expert_map_per_moe_layer() -> None:
     assert tp.expert_map_bytes == 0  # no expert map without expert parallel
 
 
-def test_a_rotary_cache_of_another_shape_is_named_not_guessed() -> None:
+def test_deepseek_v3_yarn_rotary_cache_is_vllms() -> None:
+    """DeepseekScalingRotaryEmbedding: [original 4096 x factor 40 = 163840 positions, qk_rope_head_dim 64], cast to
+    the model's bfloat16, one per rank (every stage has attention layers)."""
     counts = count_deployment(_hf("DeepSeek-V3"), ParallelLayout(pp=2), strategies=["per-layer"])
-    assert counts.not_counted == ("rotary cache of rope type yarn",)
-    assert [(r.rotary_cache_bytes, r.kv_scale_bytes) for r in counts.ranks] == [(0, 31 * 16), (0, 30 * 16)]
+    assert counts.not_counted == ()
+    assert [(r.rotary_cache_bytes, r.kv_scale_bytes) for r in counts.ranks] == [
+        (163_840 * 64 * 2, 31 * 16),
+        (163_840 * 64 * 2, 30 * 16),
+    ]
+
+
+def test_rope_positions_per_rope_type_and_a_type_not_modelled_is_named() -> None:
+    from dummyprof.deploy.load_buffers import load_buffers, rope_positions
+
+    yarn = {"factor": 4.0, "original_max_position_embeddings": 32768}
+    assert rope_positions("yarn", yarn, 131072) == 131072  # ceil(original x factor), not max_position
+    assert rope_positions("deepseek_yarn", {"factor": 2.5, "original_max_position_embeddings": 4097}, 1) == 10243
+    assert rope_positions("linear", {"factor": 2.0}, 4096) == rope_positions("dynamic", {"factor": 2.0}, 4096) == 8192
+    assert rope_positions("longrope", {"original_max_position_embeddings": 4096}, 131072) == 135168  # short + long
+    assert rope_positions("llama3", {"factor": 8.0}, 131072) == 131072
+    assert rope_positions("dynamic", {"alpha": 1000.0}, 4096) is None
+    assert rope_positions("yarn", {**yarn, "mrope_section": [16, 24, 24]}, 131072) is None
+    with META:
+        model = dense_decoder()
+    config = SimpleNamespace(rope_scaling={"rope_type": "ntk", "factor": 2.0}, num_attention_heads=8, hidden_size=1024)
+    assert load_buffers(config, model, ep=1, experts=0).not_counted == "rotary cache of rope type ntk"
 
 
 def test_a_model_without_a_config_has_no_load_buffers() -> None:

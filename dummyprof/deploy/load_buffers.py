@@ -1,9 +1,12 @@
 """Device bytes that are not weights but that vLLM 0.33 allocates on each rank at load, counted per rank.
 
 - Rotary cos/sin cache (``RotaryEmbedding.cos_sin_cache``, a non-persistent buffer): one per rank, shared by
-  every attention layer (``get_rope`` caches instances), ``[max_position_embeddings, rotary_dim]`` in the
-  model's dtype. Counted for the rope types whose cache is that shape (``default``, ``llama3``); other rope
-  types are named as not counted.
+  every attention layer (``get_rope`` caches instances), ``[positions, rotary_dim]`` cast to the model's dtype
+  (``rotary_dim``: DeepSeek's ``qk_rope_head_dim``, else the head size x ``partial_rotary_factor``). Positions
+  per rope type (:func:`rope_positions`): ``max_position_embeddings`` (``default``, ``llama3``),
+  ``ceil(original_max_position_embeddings x factor)`` (``yarn``, ``deepseek_yarn``), ``ceil(max_position x
+  factor)`` (``linear``, ``dynamic``), ``original + max_position`` (``longrope``: short and long caches); other
+  rope types are named as not counted.
 - Expert map (``ExpertMapManager``: ``determine_expert_map``): int32 ``[global experts]`` per MoE layer, only
   under expert parallel (ep > 1).
 - KV-cache scales (``_init_kv_cache_quant``): ``_k_scale``, ``_v_scale``, ``_q_scale``, ``_prob_scale``, four
@@ -14,12 +17,12 @@ Only a transformers model (a config) says what vLLM builds; a preset or a user's
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import torch
 from torch import nn
 
-ROPE_CACHED_AS_IS = ("default", "llama3")  # cache [max_position, rotary_dim]; others scale it (yarn, ...)
 KV_SCALES = 4  # _k_scale, _v_scale, _q_scale, _prob_scale
 SCALE_BYTES = 4  # float32
 EXPERT_ID_BYTES = 4  # int32
@@ -32,7 +35,7 @@ class LoadBuffers:
     rotary_cache: int = 0
     expert_map: int = 0
     kv_scales: int = 0
-    not_counted: str = ""  # e.g. "rotary cache of rope type yarn"
+    not_counted: str = ""  # e.g. "rotary cache of rope type ntk"
 
     @property
     def total(self) -> int:
@@ -42,6 +45,21 @@ class LoadBuffers:
 def _rope(config: object) -> dict[str, object]:
     params = getattr(config, "rope_parameters", None) or getattr(config, "rope_scaling", None) or {}
     return dict(params) if isinstance(params, dict) else {}
+
+
+def rope_positions(kind: str, rope: dict[str, object], max_position: int) -> int | None:
+    """Rows of vLLM 0.33's cos/sin cache for ``get_rope``'s rope type (None: a type whose cache is not modelled):
+    RotaryEmbedding and Llama3 ``max_position``; YaRN and DeepseekScaling ``ceil(original x factor)``;
+    LinearScaling and DynamicNTKScaling ``ceil(max_position x factor)``; Phi3LongRoPE short + long caches."""
+    factor = float(rope.get("factor", 1.0))  # type: ignore[arg-type]
+    original = int(rope.get("original_max_position_embeddings", max_position))  # type: ignore[call-overload]
+    if kind in ("default", "llama3") and "mrope_section" not in rope:
+        return max_position
+    if kind in ("yarn", "deepseek_yarn", "deepseek_llama_scaling") and "mrope_section" not in rope:
+        return math.ceil(original * factor)
+    if kind == "linear" or (kind == "dynamic" and "alpha" not in rope):
+        return math.ceil(max_position * factor)
+    return original + max_position if kind == "longrope" else None
 
 
 def model_dtype(shard: nn.Module) -> torch.dtype:
@@ -66,9 +84,11 @@ def load_buffers(config: object, shard: nn.Module, *, ep: int, experts: int) -> 
         kind = str(rope.get("rope_type", rope.get("type", "default")))
         heads = getattr(config, "num_attention_heads", 1) or 1
         head = getattr(config, "head_dim", None) or getattr(config, "hidden_size", 0) // heads
-        rotary_dim = int(head * float(rope.get("partial_rotary_factor", getattr(config, "partial_rotary_factor", 1.0))))  # type: ignore[arg-type]
-        if kind in ROPE_CACHED_AS_IS:
-            rotary = getattr(config, "max_position_embeddings", 8192) * rotary_dim * dtype.itemsize
+        partial = float(rope.get("partial_rotary_factor", getattr(config, "partial_rotary_factor", 1.0)))  # type: ignore[arg-type]
+        rotary_dim = getattr(config, "qk_rope_head_dim", None) or int(head * partial)  # MLA: the rope part only
+        positions = rope_positions(kind, rope, getattr(config, "max_position_embeddings", 8192))
+        if positions is not None:
+            rotary = positions * rotary_dim * dtype.itemsize
         else:
             skipped = f"rotary cache of rope type {kind}"
     return LoadBuffers(

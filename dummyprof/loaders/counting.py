@@ -1,12 +1,8 @@
-"""Exact visit and byte counts for a model of any size: the real traversal, on the meta device.
+"""Exact visit and byte counts for a model of any size: the strategy's own traversal over the model on meta.
 
-Visits, redundant visits and the bytes each visit writes are properties of the
-traversal and of each tensor's shape, dtype and attributes, not of its bytes.
-So the strategy's own traversal code runs over the model built on the meta
-device, with the visit recorder, and an initializer that answers what it
-*would* write (its ``plan``) instead of writing: nothing is allocated, and
-671B parameters are counted in seconds. Tests check these counts against
-real fills of small models.
+Visits and bytes written depend on shapes, dtypes and attributes, not on bytes: the visit recorder runs with an
+initializer that answers what it *would* write (its ``plan``), so nothing is allocated and 671B parameters count
+in seconds. Tests check these counts against real fills of small models.
 """
 
 from __future__ import annotations
@@ -25,8 +21,6 @@ from dummyprof.measure.recorder import VisitRecorder, storage_key
 
 @dataclass
 class VisitPlan:
-    """One visit as the counting pass saw it: which storage, the rule applied, and what it would write."""
-
     key: int
     rule: str
     dtype: torch.dtype
@@ -36,8 +30,6 @@ class VisitPlan:
 
 @dataclass
 class CountResult:
-    """A strategy's exact counts on the meta model, and how long walking it took."""
-
     strategy: str
     initializer: str
     recorder: VisitRecorder
@@ -57,9 +49,7 @@ class CountingTooLong(Exception):
         return f"{self.strategy}: {self.visits} visits in {self.seconds:.1f} s, not done"
 
 
-# The clock is read once per this many visits: cheap next to a visit, and a deadline is still
-# noticed within milliseconds.
-_CHECK_EVERY = 1024
+_CHECK_EVERY = 1024  # visits between clock reads: cheap, and a deadline is still noticed within milliseconds
 
 
 @dataclass
@@ -87,11 +77,8 @@ def count_on_meta(
     deadline: float | None = None,
     clock: Callable[[], float] = time.perf_counter,
 ) -> CountResult:
-    """Run ``strategy``'s traversal over ``model`` (meta tensors) with the recorder; nothing is written.
-
-    With a ``deadline`` (a ``clock()`` reading), a walk still going then raises :class:`CountingTooLong`:
-    legacy's walk grows as tensors x depth, and a huge tree must not hold a run for minutes unseen.
-    """
+    """``strategy``'s traversal over ``model`` (meta tensors) with the recorder; past ``deadline`` (a ``clock()``
+    reading) :class:`CountingTooLong`: legacy's walk grows as tensors x depth."""
     name = initializer or strategy.initializer
     planner = _Planner(get_initializer(name), deadline, clock)
     recorder = VisitRecorder(model)

@@ -31,8 +31,6 @@ MEMSET_BYTE = 0
 
 @dataclass(frozen=True)
 class TablePair:
-    """One table's tensors on one rank."""
-
     weight: torch.Tensor  # float8_e4m3fn [part_rows, dim]
     scale: torch.Tensor  # uint8 [part_rows, dim // block]
 
@@ -58,11 +56,8 @@ def fill_random_scratch(tables: Sequence[TablePair], chunk: int = 0) -> FillOutc
 
 
 def fill_random_chunked(tables: Sequence[TablePair], chunk: int = DEFAULT_CHUNK_ELEMENTS) -> FillOutcome:
-    """Draw into a bounded fp16 scratch, chunk by chunk, from ONE generator per tensor.
-
-    One generator consumed in order gives, on CPU, the very bytes of ``random-scratch``
-    with a scratch of at most ``chunk`` elements.
-    """
+    """A bounded fp16 scratch filled chunk by chunk from ONE generator per tensor: on CPU the bytes of
+    ``random-scratch``."""
     if chunk < 1:
         raise UsageError.for_field("chunk_elements", f"must be at least 1, got {chunk}")
     outcomes = []
@@ -75,32 +70,24 @@ def fill_random_chunked(tables: Sequence[TablePair], chunk: int = DEFAULT_CHUNK_
             part = scratch[: min(chunk, numel - start)]
             part.uniform_(-FP8_RANGE, FP8_RANGE, generator=gen)
             flat[start : start + part.numel()].copy_(part)
-        outcomes.append(FillOutcome(t.weight.nbytes, scratch.nbytes))
+        outcomes += [FillOutcome(t.weight.nbytes, scratch.nbytes), _scale_bytes(t)]
         del scratch
-        t.scale.fill_(SCALE_BYTE)
-        outcomes.append(FillOutcome(t.scale.nbytes, 0))
     return _sum(outcomes)
+
+
+def _scale_bytes(t: TablePair) -> FillOutcome:
+    t.scale.fill_(SCALE_BYTE)
+    return FillOutcome(t.scale.nbytes, 0)
 
 
 def fill_random_fast(tables: Sequence[TablePair], chunk: int = 0) -> FillOutcome:
-    """Masked random words on every core (``random_fast``): weights within ±1, scale bytes 120, as v0.33's rules.
-
-    The scratch is fixed (a few lane arrays per worker), whatever the table's size; ``chunk`` is not used.
-    """
-    outcomes = []
-    for t in tables:
-        outcomes.append(random_fast.fill(t.weight, DEFAULT_SEED))
-        t.scale.fill_(SCALE_BYTE)
-        outcomes.append(FillOutcome(t.scale.nbytes, 0))
-    return _sum(outcomes)
+    """Masked random words on every core (``random_fast``), scale bytes 120; a fixed scratch, ``chunk`` unused."""
+    return _sum([o for t in tables for o in (random_fast.fill(t.weight, DEFAULT_SEED), _scale_bytes(t))])
 
 
 def fill_constant(tables: Sequence[TablePair], chunk: int = 0) -> FillOutcome:
-    """The ``dummy_weight_value`` contract of offloaded tables, read from the tables themselves.
-
-    vLLM 0.33's initializer meets rule 2 on tensors that declare the value (``models.engram.EngramTable``
-    declares weight 1.0 and scale byte 127), exactly as it would inside a model; undeclared tables are refused.
-    """
+    """vLLM 0.33's initializer on tables that declare ``dummy_weight_value`` (rule 2; ``EngramTable``: weight
+    1.0, scale byte 127), as offloaded tables do; undeclared tables are refused."""
     init = V033Initializer()
     outcomes = []
     for t in tables:
@@ -134,7 +121,7 @@ class FillMethod:
     declared: bool = False
 
     def scratch_bytes(self, weight_elements: int, chunk: int = DEFAULT_CHUNK_ELEMENTS) -> int:
-        """Peak temporary bytes for one table of ``weight_elements`` (tables are filled one at a time)."""
+        """Peak temporary bytes for one table (tables are filled one at a time)."""
         if self.name == "random-chunked":
             return self.scratch_per_element * min(chunk, weight_elements)
         return self.scratch_per_element * weight_elements + self.fixed_scratch_bytes
@@ -207,8 +194,6 @@ def get_method(name: str) -> FillMethod:
 
 @dataclass(frozen=True)
 class Values:
-    """What a fill left in the tables, from an evenly strided sample."""
-
     sampled: int
     weight_zero_share: float  # +0 and -0 in fp8 e4m3
     weight_distinct: int

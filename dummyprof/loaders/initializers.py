@@ -1,8 +1,5 @@
-"""Per-tensor dummy initializers, faithful to vLLM (see docs/semantics.md, "Initializers").
-
-An initializer takes a tensor and its local name, writes dummy values in place
-and returns a :class:`FillOutcome` saying how many bytes it wrote and how large a
-temporary it needed. It never looks at the module tree: that is the traversal's job.
+"""Per-tensor dummy initializers, faithful to vLLM (docs/semantics.md, "Initializers"): ``init(tensor, local_name)``
+writes in place and returns the bytes written and the temporary needed; the module tree is the traversal's.
 """
 
 from __future__ import annotations
@@ -43,11 +40,8 @@ RULE_RANDOM_FAST = "random-fast"  # masked random words at memory speed (the fas
 
 
 def vllm_fills(tensor: torch.Tensor, local_name: str) -> bool:
-    """Whether vLLM's per-layer dummy fill writes this tensor's bytes (integer indices and meta tensors: no).
-
-    The reference for ``audit`` and ``dummyprof.testing``: a persistent tensor for which this holds
-    must be written by any dummy loader.
-    """
+    """Whether vLLM's per-layer dummy fill writes this tensor's bytes: any dummy loader must then write it too
+    (``audit``, ``dummyprof.testing``)."""
     return tensor.device.type != "meta" and V033Initializer().plan(tensor, local_name)[0] != RULE_SKIP
 
 
@@ -70,10 +64,7 @@ class V033Initializer:
     name: str = "v0.33"
 
     def plan(self, tensor: torch.Tensor, local_name: str) -> tuple[str, FillOutcome]:
-        """The rule this initializer applies to ``tensor`` and what it writes, as if ``tensor`` were real.
-
-        Writes nothing: the counting pass runs strategies on the meta device with this.
-        """
+        """The rule applied to ``tensor`` and what it writes, as if it were real; writes nothing (counting on meta)."""
         if getattr(tensor, "dummy_weight_value", None) is not None:
             return RULE_DECLARED, FillOutcome(tensor.nbytes, 0)
         dtype = tensor.dtype
@@ -113,11 +104,8 @@ class V033Initializer:
 
 @dataclass(frozen=True)
 class V029Initializer:
-    """vLLM <= 0.29: meta skip, non-floats untouched, floats uniform ±1e-3.
-
-    Floats under 16 bits go through two whole-tensor conversions (to float16 and
-    back), so the temporaries cost 2 + 1 bytes per element.
-    """
+    """vLLM <= 0.29: meta skip, non-floats untouched, floats uniform ±1e-3 (under 16 bits through two whole-tensor
+    conversions, to float16 and back: 2 + 1 bytes of temporaries per element)."""
 
     seed: int = DEFAULT_SEED
     low: float = -DEFAULT_RANGE
@@ -144,8 +132,6 @@ class V029Initializer:
 
 
 class PlannedInitializer(Protocol):
-    """An initializer that can say what it would write without writing (every built-in can)."""
-
     def plan(self, tensor: torch.Tensor, local_name: str) -> tuple[str, FillOutcome]: ...
 
     def __call__(self, tensor: torch.Tensor, local_name: str) -> FillOutcome: ...
@@ -159,14 +145,9 @@ def _v033_handles(tensor: torch.Tensor, local_name: str) -> bool:
 
 @dataclass(frozen=True)
 class FastInitializer:
-    """vLLM 0.33's rules and ranges, with random values made at memory speed (``loaders/random_fast.py``).
-
-    Rules 1-5 are v0.33's, in its order (a declared ``dummy_weight_value`` still wins, scales still get
-    byte 120). Random bytes and floats come from masked random words on every core instead of a
-    serial ``uniform_``: same ranges, not the same bytes. Float dtypes without a bit rule (the fp8
-    ``fnuz`` variants) fall back to v0.33 itself. A non-contiguous tensor is filled through a
-    contiguous copy, reported as scratch.
-    """
+    """vLLM 0.33's rules, in its order, and ranges, with random values made at memory speed (``random_fast``: not
+    the same bytes); dtypes without a bit rule (fp8 ``fnuz``) fall back to v0.33, a non-contiguous tensor is
+    filled through a contiguous copy (scratch)."""
 
     seed: int = DEFAULT_SEED
     workers: int | None = None  # None: torch.get_num_threads()

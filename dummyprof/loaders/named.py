@@ -1,19 +1,6 @@
-"""Loaders known by name: ``--loader hf-init``, ``--loader vllm``, ``--loader sglang``.
-
-Each is an ordinary fill function ``fn(model)``: it is timed in untraced runs and its
-writes are traced like any ``--loader`` (:mod:`dummyprof.loaders.user_loader`).
-
-- ``hf-init`` runs transformers' own weight initialization on the materialized model:
-  ``post_init()``, the call ``from_config`` ends with, which reaches ``init_weights`` ->
-  ``initialize_weights`` -> ``_init_weights`` per module, skipping modules marked
-  ``_is_hf_initialized``, and then ties weights. Building on meta skips that step, so here it
-  runs on real memory, where it would have run. In ``from_config`` a tied target
-  (``lm_head.weight``) is still its own tensor while ``_init_weights`` runs, and tying then
-  discards it; the materialized model arrives already tied, so each target is first given
-  a meta placeholder and ``post_init`` ties it back. The one difference from ``from_config``:
-  the discarded tensor is never allocated, so its draw is neither timed nor a model write.
-- ``vllm`` and ``sglang`` run those engines' dummy-weight initialization, when the
-  package is importable in this Python.
+"""Loaders known by name, each an ordinary ``fn(model)`` timed and traced like any ``--loader``: ``hf-init``
+(transformers' ``post_init()`` on the materialized model, docs/huggingface.md), ``vllm`` and ``sglang`` (those
+engines' dummy-weight initialization, when the package is importable in this Python).
 """
 
 from __future__ import annotations
@@ -55,7 +42,8 @@ def hf_init(model: nn.Module) -> None:
 
 
 def _untie_onto_meta(model: nn.Module) -> dict[str, str]:
-    """Give each tied target a meta placeholder, as ``from_config``'s init sees it untied; returns target -> source."""
+    """Give each tied target a meta placeholder, as ``from_config``'s init sees it untied (its draw then is neither
+    timed nor a model write, the one difference); returns target -> source."""
     import torch
     from torch import nn
 

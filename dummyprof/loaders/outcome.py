@@ -1,8 +1,4 @@
-"""What one fill wrote, as every initializer and fill engine returns it, and the seed they share by default.
-
-Its own module so that ``random_fast`` (an engine) and ``initializers`` (which picks engines) need not import
-each other.
-"""
+"""What one fill wrote and the default seed, shared by ``initializers`` and the ``random_fast`` engine."""
 
 from __future__ import annotations
 

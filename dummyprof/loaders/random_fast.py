@@ -1,12 +1,8 @@
 """Random dummy values at memory speed: random machine words on every core, masked into valid values per dtype.
 
-Why and how: docs/engram.md, "random-fast". Torch's CPU ``uniform_`` is serial, so every random fill ran at
-under 1% of a memset. Here chunk ``c`` of ``CHUNK_BYTES`` seeds ``LANES`` lanes with SplitMix64 of
-(seed, c, lane), each lane steps a 64-bit multiplicative congruential generator and each word
-``x ^ (x >> 32)`` is masked into finite values within the v0.33 range (``RULES``). Every byte is a pure
-function of (seed, byte offset), so any number of worker threads, and either engine (the C ``kernel``, or
-``numpy`` when it was not built), writes the same bytes. Other devices draw their words from torch's
-generator there, chunk by chunk: the same rules and ranges, not the same bytes.
+Why and how: docs/engram.md, "random-fast". Every byte is a pure function of (seed, byte offset), so any number
+of worker threads and either engine (the C ``kernel``, or ``numpy``) write the same bytes; other devices draw
+from torch's generator there (the same rules and ranges, not the same bytes).
 """
 
 from __future__ import annotations
@@ -51,8 +47,7 @@ def default_engine() -> str:
     return KERNEL if _kernel is not None else NUMPY
 
 
-def available_engines() -> list[str]:
-    """The engines this install can run, fastest first."""
+def available_engines() -> list[str]:  # fastest first
     return [e for e in ENGINES if e != KERNEL or _kernel is not None]
 
 
@@ -106,7 +101,6 @@ if _FP4_X2 is not None:  # packed fp4 has no NaN or Inf: any byte is two valid v
 
 
 def default_workers() -> int:
-    """One worker per thread torch would use (``torch.set_num_threads``), at least one."""
     return max(1, torch.get_num_threads())
 
 
@@ -121,7 +115,7 @@ def scratch_for(nbytes: int, workers: int | None = None, engine: str | None = No
 
 
 def scratch_bytes(workers: int | None = None, engine: str | None = None) -> int:
-    """Most temporaries of one CPU fill of any size (every worker busy, all lanes)."""
+    """Most temporaries of one CPU fill of any size."""
     n = default_workers() if workers is None else workers
     return scratch_for(n * CHUNK_BYTES, n, engine)
 
@@ -292,12 +286,8 @@ def fill_torch(flat: torch.Tensor, rule: BitRule, seed: int, chunk_bytes: int = 
 def fill(
     tensor: torch.Tensor, seed: int = DEFAULT_SEED, *, workers: int | None = None, engine: str | None = None
 ) -> FillOutcome:
-    """Fill ``tensor`` in place with masked random words; returns bytes written and scratch used.
-
-    ``engine`` (CPU only): ``kernel`` or ``numpy``, default ``default_engine()``; both write the same bytes.
-    Raises ``ValueError`` for a dtype without a rule (see ``RULES``), a non-contiguous tensor or an
-    engine this install lacks.
-    """
+    """Fill ``tensor`` in place with masked random words; ``engine`` (CPU only): ``kernel`` or ``numpy`` (the
+    same bytes). ``ValueError`` for a dtype without a rule, a non-contiguous tensor or an engine not built."""
     rule = RULES.get(tensor.dtype)
     if rule is None:
         raise ValueError(f"random-fast has no bit rule for {tensor.dtype}; supported: {', '.join(map(str, RULES))}")

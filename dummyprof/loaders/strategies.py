@@ -1,8 +1,4 @@
-"""Fill strategies: a traversal of any ``nn.Module`` plus a per-tensor initializer.
-
-Strategies never import the synthetic models, so a user's own model goes
-through exactly the same code.
-"""
+"""Fill strategies: a traversal of any ``nn.Module`` (never the synthetic models') plus a per-tensor initializer."""
 
 from __future__ import annotations
 
@@ -22,8 +18,6 @@ Traversal = Callable[[nn.Module], Iterator[tuple[str, torch.Tensor]]]
 
 @dataclass(frozen=True)
 class Strategy:
-    """A named traversal and the initializer it uses by default."""
-
     name: str
     description: str
     traverse: Traversal
@@ -59,11 +53,8 @@ _plugins_loaded = False
 
 
 def load_plugins() -> list[str]:
-    """Register strategies that installed packages declare under the ``dummyprof.strategies`` entry point.
-
-    Each entry point names a ``Strategy`` (or a callable returning one). A plugin that fails
-    to load is reported by name rather than breaking every command. Returns those problems.
-    """
+    """Register the ``Strategy`` (or callable returning one) each ``dummyprof.strategies`` entry point names;
+    returns the plugins that failed to load, by name, rather than breaking every command."""
     global _plugins_loaded
     if _plugins_loaded:
         return []
@@ -84,7 +75,6 @@ def load_plugins() -> list[str]:
 
 
 def register_strategy(strategy: Strategy, *, replace: bool = False) -> Strategy:
-    """Add a strategy by name (tests and plugins use this)."""
     if strategy.name in STRATEGIES and not replace:
         raise ValueError(f"strategy {strategy.name!r} is already registered")
     STRATEGIES[strategy.name] = strategy

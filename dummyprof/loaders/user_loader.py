@@ -1,10 +1,5 @@
-"""``--loader PATH``: a user's own fill function, ``fn(model)`` or ``fn(model, **args)``.
-
-A loader fills the model itself, so there are no visits to count: its writes
-are observed by :mod:`dummyprof.measure.write_tracer` in one traced run, and its
-time is taken in separate untraced runs so tracing overhead never shows up in
-the times.
-"""
+"""``--loader PATH``: a user's own fill function, ``fn(model)`` or ``fn(model, **args)``; no visits to count, its
+writes traced in one run (:mod:`dummyprof.measure.write_tracer`), its time taken in untraced runs."""
 
 from __future__ import annotations
 
@@ -28,8 +23,6 @@ TRACING_NOTE = (
 
 @dataclass(frozen=True)
 class UserLoader:
-    """A fill callable and the keyword arguments to pass it."""
-
     name: str
     fn: Callable[..., Any]
     spec: str = ""
@@ -56,11 +49,10 @@ def load_loader(spec: str, args: dict[str, Any] | None = None) -> UserLoader:
 
 
 def loader_strategy(loader: UserLoader) -> Strategy:
-    """A Strategy whose traversal runs the loader and yields nothing, so the compare runner times it as is."""
+    """A Strategy whose traversal runs the loader and yields nothing (its initializer is never called)."""
 
     def traverse(model: nn.Module) -> Iterator[tuple[str, torch.Tensor]]:
         loader(model)
-        yield from ()  # a generator that fills the model and hands nothing to the initializer
+        yield from ()
 
-    # The default initializer is never called: the traversal yields no tensor to it.
     return Strategy(loader.name, f"user loader {loader.name}", traverse)

@@ -32,12 +32,11 @@ Traced = tuple[UserLoader, TraceResult]
 
 
 def trace_loaders(loaders: Sequence[UserLoader], build: Callable[[], nn.Module]) -> list[Traced]:
-    """Trace each loader once on a fresh model (before the timed rounds: its time is then inside the budget)."""
+    """Each loader traced once on a fresh model, before the timed rounds (its time inside the budget)."""
     return [(loader, trace_writes(build(), loader)) for loader in loaders]
 
 
 def apply_traces(result: CompareResult, traced: Sequence[Traced]) -> list[str]:
-    """Fill in each traced loader's per-tensor writes; returns report notes."""
     notes = []
     for loader, trace in traced:
         entry = result.strategy(loader.name)

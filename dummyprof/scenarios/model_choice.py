@@ -1,8 +1,5 @@
-"""The model a scenario runs on: ``--model``, ``--preset`` or the synthetic tree, and whether it fits.
-
-The one place a model is chosen, for every command, their ranks and the Python API: each model
-source is one module in ``models`` (registered below by its ``--model`` prefix), and this ties them
-to the memory budget (``measure``): models stay free of instruments.
+"""The one place a model is chosen (``--model`` by prefix, ``--preset``, else the synthetic tree), for every
+command, rank and the Python API, and whether it fits the memory budget: models stay free of instruments.
 """
 
 from __future__ import annotations
@@ -33,11 +30,8 @@ DEFAULT_META_BUILD_S = 60.0
 
 
 def meta_build_limits(seconds: float | None = None) -> BuildLimits:
-    """Bounds on building a model on meta: ``seconds`` (the counting share of the time budget, which names
-    ``time_budget`` when it stops the build; default a fixed bound), and host memory as objects.
-
-    Not --max-memory: that bounds the model's tensors; the meta objects are the interpreter's own memory.
-    """
+    """Bounds on building on meta: ``seconds`` (the counting share of the time budget, else a fixed bound), and
+    host memory as objects (the interpreter's own memory, not --max-memory's tensors)."""
     return BuildLimits(
         seconds=DEFAULT_META_BUILD_S if seconds is None else seconds,
         max_objects=max(1, host_budget() // BYTES_PER_META_OBJECT),
@@ -47,13 +41,8 @@ def meta_build_limits(seconds: float | None = None) -> BuildLimits:
 
 @dataclass(frozen=True)
 class SourceKind:
-    """A kind of ``--model`` value: what builds it (sized on meta within the bounds), and the files that reads.
-
-    ``build(spec, args, *, limits, **given)`` returns the ModelSource, ``given`` holding the options of
-    ``takes`` the user gave (``trust_remote_code``, ``quantization``); ``reads(spec)`` yields ``(what, path)``
-    for each file behind it, ``{flag}`` in ``what`` standing for the flag that named it
-    (``cli/inputs.run_inputs``: the never-write rule).
-    """
+    """A kind of ``--model`` value: ``build(spec, args, *, limits, **given)`` (``given``: the options of ``takes``
+    the user gave), and ``reads(spec)``, ``(what, path)`` per file it reads (``{flag}`` in ``what``: the flag)."""
 
     build: Callable[..., ModelSource]
     reads: Callable[[str], Iterator[tuple[str, Path]]]
@@ -90,18 +79,14 @@ def choose_source(
     dtype: str = AUTO,
     seconds: float | None = None,
 ) -> ModelSource:
-    """The one place a model is chosen: ``--model`` by its prefix, ``--preset``, else the synthetic ``tree``.
-
-    Every build on meta is bounded (:func:`meta_build_limits` with ``seconds``): the sizing builds a source
-    makes while it is chosen, and each later ``build`` on meta (:func:`bounded`).
-    """
+    """``--model`` by its prefix, ``--preset``, else the synthetic ``tree``; every build on meta bounded."""
     limits = meta_build_limits(seconds)
     if model and preset:
         raise UsageError.for_field("model", "give either --model or --preset, not both")
     kind = source_kind(model) if model else None
     asked = {"trust_remote_code": trust_remote_code, "quantization": quantization, "dtype": dtype}
     given = {key: value for key, value in asked.items() if value not in (False, AUTO)}
-    for key in [key for key in given if key != "dtype"]:  # --dtype builds the tree too (a preset takes its own)
+    for key in [key for key in given if key != "dtype"]:  # --dtype builds every source (docs/models-and-loaders.md)
         if key not in (kind.takes if kind else ()):
             raise UsageError.for_field(key, "only applies to --model hf:...; drop it or give an hf: model")
     if model_args and not (model or preset):
@@ -112,7 +97,9 @@ def choose_source(
     if model and kind is not None:
         source = kind.build(model, args, limits=limits, **given)
     else:
-        source = preset_source(preset, args, limits=limits) if preset else synthetic_source(tree or TreeSpec())
+        source = (
+            preset_source(preset, args, limits=limits, dtype=dtype) if preset else synthetic_source(tree or TreeSpec())
+        )
     return bounded(source, limits)
 
 
@@ -144,7 +131,6 @@ def bounded(source: ModelSource, limits: BuildLimits) -> ModelSource:
 def model_summary(
     source: ModelSource, device: str, *, modules: int, tensors: int, names: int, nbytes: int
 ) -> ModelSummary:
-    """What the report says about the model: the source's own words and options, and what was counted."""
     return ModelSummary(
         source=source.source,
         description=source.description,
@@ -159,7 +145,6 @@ def model_summary(
 
 
 def fit_words(hint: FitHint) -> str:
-    """A model source's FitHint as advice (flags named as the CLI spells them)."""
     if hint.model_arg:
         value = hint.fits if hint.fits is not None else "N"
         return f"pass --model-arg {hint.field}={value} (smaller)"

@@ -1,16 +1,6 @@
-"""What a model's non-persistent buffers hold right after its constructor ran.
-
-A non-persistent buffer (rotary ``inv_freq``) is computed at construction and never read from
-a checkpoint. A dummy loader that writes it clobbers it (that is why vLLM's fill leaves such
-buffers alone), but transformers' init writes it back to the value the module computes at
-construction: a restore, by design. To tell the two apart, the audit compares the bytes a filler
-left with the bytes of a fresh construction.
-
-A model built on meta and materialized with ``to_empty`` holds uninitialized memory in those
-buffers, so the construction is run once more on meta, except inside the constructors of the
-modules that own the buffers in question: there, each tensor a factory makes (``arange``,
-``zeros``, ...) no larger than the largest such buffer is made on the CPU instead, so the values
-are computed for real while the weights stay shapes on meta.
+"""What a model's non-persistent buffers hold right after construction, so the audit tells a restore (transformers'
+init writes rotary ``inv_freq`` back) from a clobber: the construction run again on meta, except that inside
+the owners' constructors each small factory tensor (``arange``, ``zeros``, ...) is made on the CPU.
 """
 
 from __future__ import annotations

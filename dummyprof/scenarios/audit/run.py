@@ -1,10 +1,5 @@
-"""The ``audit`` scenario: trace what each strategy or loader writes, and report what is wrong.
-
-Every filler runs once on its own freshly built model under the write tracer
-(built-in strategies also under their visit recorder, and the two must agree).
-Tensors are matched across models by their canonical name. A non-persistent buffer
-written back to the value its module computes at construction is a restore, not a
-clobber (``construction.py``).
+"""The ``audit`` scenario: each strategy or loader once on a fresh model under the write tracer (strategies also
+under the visit recorder, which must agree), tensors matched across models by canonical name.
 """
 
 from __future__ import annotations
@@ -82,15 +77,12 @@ def _fillers(options: AuditOptions) -> list[_Filler]:
 
 @dataclass
 class _Audit:
-    """Accumulates findings across fillers."""
-
     result: AuditResult
     ignore: list[str]
     owners: dict[str, type] = field(default_factory=dict)  # non-persistent buffer -> its module's class
     buffer_writes: list[tuple[str, str]] = field(default_factory=list)  # (tensor, filler): judged after all ran
 
     def find(self, kind: str, tensor: str, fillers: Sequence[str] = (), **data: Any) -> None:
-        """Record a finding as data (``data``: the Finding fields its kind uses); reporters write the sentence."""
         assert kind in FINDING_KINDS or kind in INFO_KINDS, kind
         self.result.findings.append(Finding(kind, tensor, list(fillers), ignored=kind in self.ignore, **data))
 
@@ -238,7 +230,6 @@ def _cross_check(fillers: list[_Filler], rows: dict[str, AuditTensor], audit: _A
 
 
 def run(options: AuditOptions, *, source: ModelSource | None = None) -> Results:
-    """Validate, size-check, trace every filler and return the audit Results."""
     validate(options)
     if options.deployed:  # per-rank shards and their exact counts; findings per shard are not audited yet
         from dummyprof.scenarios.deployment.run import run_deployment
@@ -261,5 +252,4 @@ def run(options: AuditOptions, *, source: ModelSource | None = None) -> Results:
     _judge_buffer_writes(source, rows, audit)
     result.value_groups = _cross_check(fillers, rows, audit)
     result.tensors = rows
-    # the loader-tracing notice is the reporters' (from the fillers)
     return Results(command="audit", environment=collect_environment(device), audit=result, notices=list(source.notes))

@@ -1,8 +1,5 @@
-"""compare's measurement of one model: counts on meta, then measured rounds or a projection.
-
-``run`` (``scenarios/compare/run.py``) calls it for one process; a deployment calls it on each
-distinct shard (``scenarios/deployment/run.py``), with the shard as the source.
-"""
+"""compare's measurement of one model (one process, or a deployment's shard): counts on meta, then measured
+rounds or a projection."""
 
 from __future__ import annotations
 
@@ -76,11 +73,8 @@ def measure(
     progress: Progress | None = None,
     started: float | None = None,
 ) -> Results:
-    """Measure (or project) every strategy on one model, within ``options.time_budget`` from ``started``.
-
-    ``options`` are validated by the caller; ``source`` is the model to measure (default: the one the
-    options name).
-    """
+    """Measure (or project) every strategy on ``source`` (default: the options' model), within
+    ``options.time_budget`` from ``started``; ``options`` are validated by the caller."""
     started = clock() if started is None else started
     from dummyprof.scenarios.loader_runs import apply_traces, load_loaders, trace_loaders
 

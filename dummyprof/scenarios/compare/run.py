@@ -20,14 +20,11 @@ def run(
     clock: Clock = time.perf_counter,
     progress: Progress | None = None,
 ) -> Results:
-    """Validate, size-check, measure and return the compare Results, within ``options.time_budget`` of wall time.
-
-    Counting and calibration take their shares of the budget; the measured rounds stop at what is left
-    (one measured round at least: a fill that has started cannot be cut short).
-    """
+    """Validate and measure, within ``options.time_budget``: counting and calibration take their shares, the
+    measured rounds stop at what is left (one at least: a fill that has started cannot be cut short)."""
     started = clock()
     validate(options)
-    if options.deployed or options.online_quant:  # per-rank answers (issue #19); one rank is measured below
+    if options.deployed or options.online_quant:
         from dummyprof.scenarios.deployment.run import run_deployment
 
         return run_deployment(options, "compare", strategies=options.strategies, source=source, progress=progress)

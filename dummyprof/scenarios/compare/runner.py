@@ -31,8 +31,6 @@ from dummyprof.results.compare import CompareResult, FloorResult, ModelSummary, 
 from dummyprof.scenarios.model_choice import model_summary
 
 Clock = Callable[[], float]
-
-
 Progress = Callable[[int, int, str], None]  # done, total, label
 
 
@@ -44,10 +42,7 @@ def _merge_memory(old: MemoryUse | None, new: MemoryUse) -> MemoryUse:
 
 
 def _recording_overhead(build: Callable[[], nn.Module], strategy: Strategy, clock: Clock, trials: int = 3) -> float:
-    """Seconds the recorder adds to one traversal, measured with a no-op initializer.
-
-    Both runs walk the same tree; the difference is the recorder's own cost.
-    """
+    """Seconds the recorder adds to one traversal: the same walk with a no-op initializer, with and without it."""
     model = build()
     plain: list[float] = []
     recorded: list[float] = []
@@ -108,7 +103,6 @@ def add_to_tensor_table(table: dict[str, TensorResult], column: str, records: It
 
 
 def summarize_model(source: ModelSource, model: nn.Module, device: torch.device | str, nbytes: int) -> ModelSummary:
-    """The model's modules, storages and their names, and ``nbytes``."""
     records = index_model(model)
     return model_summary(
         source,
@@ -121,7 +115,6 @@ def summarize_model(source: ModelSource, model: nn.Module, device: torch.device 
 
 
 def tensor_table(recorders: dict[str, VisitRecorder]) -> dict[str, TensorResult]:
-    """Per-storage visits and writes for every strategy, keyed by qualified name."""
     table: dict[str, TensorResult] = {}
     for strategy, recorder in recorders.items():
         add_to_tensor_table(table, strategy, recorder.records.values())
@@ -130,12 +123,8 @@ def tensor_table(recorders: dict[str, VisitRecorder]) -> dict[str, TensorResult]
 
 @dataclass(frozen=True)
 class AutoRepeat:
-    """``--repeat auto`` (as hyperfine decides how many runs): measure until the speedups are known or time is up.
-
-    After ``min_rounds`` measured rounds, stop when every speedup's 95% interval is within
-    ``tight`` of the speedup on either side (with no speedup to form: every CV within ``tight``),
-    when one more round would overrun ``budget_s`` (measured on the run's clock), or at ``max_rounds``.
-    """
+    """``--repeat auto`` (as hyperfine decides): after ``min_rounds``, stop when every speedup's 95% interval is
+    within ``tight`` of it (no speedup: every CV), when one more round would overrun ``budget_s``, or at the max."""
 
     budget_s: float
     min_rounds: int = 3
@@ -202,20 +191,12 @@ def run_compare(
     deadline: float | None = None,
     round_estimate_s: float = 0.0,
 ) -> CompareResult:
-    """Time each strategy over ``warmup + repeat`` interleaved rounds (A, B, C, A, B, C, ...).
+    """Time each strategy over ``warmup + repeat`` interleaved rounds (A, B, C, A, B, C, ...), each fill on a
+    fresh model and followed by the memset floor on another; with ``auto``, until :func:`auto_stop` says stop.
 
-    Every run gets a freshly built model, so no strategy finds memory another
-    one already touched. Warm-up rounds are run and discarded. Each fill is followed by the
-    memset floor on one more fresh model (see :class:`FloorResult`).
-    With ``auto``, ``repeat`` is ignored: rounds go on until :func:`auto_stop` says why to stop.
-
-    ``deadline`` (a reading of ``clock``) bounds the whole call. A round is expected to take as long as the
-    slowest round so far (before the first: ``round_estimate_s``, the calibrated prediction, 0 when unknown).
-    A warm-up round is run only when it and one measured round are expected to end by the deadline (the
-    warm-ups run are in ``result.warmup``); a measured round, once one is measured, only when it is (else
-    ``auto_stop`` is ``budget``). So the call ends by the deadline, or at most one round after it when not
-    even one measured round fits: a fill that has started is not cut. The recording overhead is measured
-    only when time is left for it.
+    ``deadline`` (a ``clock`` reading) bounds the call: a round is expected to take as long as the slowest so far
+    (before the first, ``round_estimate_s``); a warm-up runs only when it and one measured round fit, a measured
+    round after the first only when it fits (else ``auto_stop`` is ``budget``): a fill that has started is not cut.
     """
     if auto is not None:
         repeat = auto.max_rounds

@@ -1,25 +1,16 @@
-"""Measured where it fits, projected where it does not.
+"""Measured where it fits, projected where it does not (counts are exact at any size: :mod:`loaders.counting`).
 
-Counts are exact at any size: each strategy's own traversal runs over the model
-built on the meta device (:mod:`dummyprof.loaders.counting`). Time is the
-only thing that needs real bytes. When one model (plus the largest temporary)
-fits the memory budget and the measured rounds are predicted to fit the time
-budget, the run fills the model for real as always. Otherwise every visit the
-counting pass saw is priced with calibration fills made in this run: fresh
-tensors of each (initializer, rule, dtype) the model uses, filled by the real
-initializer at a few sizes, interleaved (every size once, then again), timed. A
-strategy's projected time is its traversal (measured on meta) plus the sum of its
-visits' costs at the machine's capability (the fastest quartile of the trials: other
-programs on the machine only ever slow a fill down), with an interval from the
-fastest and slowest trials, and never less than its bytes written at the memset rate
-measured in the same run. How busy the machine was during calibration is measured
-(``measure.contention``) and stored with the projection.
+A model that does not fit the memory budget, or whose rounds are predicted past the time budget, has every
+counted visit priced by calibration fills: fresh tensors of each (initializer, rule, dtype) the model uses,
+filled by the real initializer at a few sizes, interleaved. A projection is the walk on meta plus the visits'
+costs at the fastest quartile of the trials, an interval from the fastest and slowest, never below the bytes
+written at this run's memset rate.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
@@ -45,7 +36,7 @@ from dummyprof.results.compare import (
     StrategyResult,
 )
 from dummyprof.results.engram import LinearFit
-from dummyprof.scenarios.compare.runner import summarize_model, summarize_records, tensor_table
+from dummyprof.scenarios.compare.runner import Clock, summarize_model, summarize_records, tensor_table
 
 META = torch.device("meta")
 CALIBRATION_SHARE = 0.15  # of the time budget, for all calibration fills together
@@ -59,8 +50,6 @@ PROBE_BYTES = 16 << 20
 SMALL_CALLS = 15
 SAFETY = 1.25  # building, garbage collection and the recorder between timed fills
 
-Clock = Callable[[], float]
-
 
 def fit_time(xs: Sequence[float], ys: Sequence[float]) -> LinearFit:
     """Seconds against bytes; through the origin when noise leaves the line no positive slope.
@@ -73,8 +62,6 @@ def fit_time(xs: Sequence[float], ys: Sequence[float]) -> LinearFit:
 
 @dataclass
 class MetaCounts:
-    """The meta model and each strategy's exact counts on it."""
-
     model: nn.Module
     counts: dict[str, CountResult]
     seconds: float
@@ -88,7 +75,6 @@ COUNTING_MIN_S = 10.0
 
 
 def counting_limit(time_budget_s: float) -> float:
-    """Seconds the counting pass may take under ``time_budget_s``."""
     return max(COUNTING_SHARE * time_budget_s, COUNTING_MIN_S)
 
 
@@ -217,13 +203,8 @@ def calibrate(
 def _visit_costs(
     visits: Sequence[VisitPlan], initializer: str, calibration: Sequence[CalibrationClass]
 ) -> tuple[float, float, float]:
-    """Seconds of all visits: point, fastest and slowest.
-
-    A visit costs one tiny fill (measured: the per-call cost, which dominates small tensors) plus its
-    bytes at the calibrated per-byte slope; the interval takes the slopes of the fastest and slowest
-    trials. The fitted intercepts are not used: over megabyte-sized samples they are noise, and
-    multiplied by thousands of small tensors they would swamp the projection.
-    """
+    """Seconds of all visits (point, fastest, slowest): each one tiny fill (the per-call cost) plus its bytes at
+    the calibrated slope. Not the fitted intercepts: noise over MiB samples, times thousands of small tensors."""
     by_key = {(c.initializer, c.rule, c.dtype): c for c in calibration}
     point = low = high = 0.0
     for visit in visits:

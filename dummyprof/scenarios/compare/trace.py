@@ -1,10 +1,7 @@
-"""One instrumented fill round: a span per module the traversal is at and per tensor it fills.
+"""One instrumented fill round, never timed: a span per module the traversal is at and per tensor it fills.
 
-Strategies are plain traversals (``for layer in model.modules(): ...``), so the
-module a traversal is working on is seen by handing it a ``modules()`` that notes
-each module as it is yielded: the traversal's time at a module lasts until it asks
-for the next one. This adds a clock read per module and two per fill, which is
-why the instrumented round is run apart from the timed rounds and never timed.
+The traversal's ``model.modules()`` is shadowed by one that notes each module as it is yielded: the time at a
+module lasts until the next one is asked for.
 """
 
 from __future__ import annotations
@@ -25,8 +22,6 @@ Clock = Callable[[], float]
 
 
 class _ModuleWatch:
-    """Shadows ``model.modules`` on one instance and notes when the traversal moves on."""
-
     def __init__(self, model: nn.Module, clock: Clock, spans: list[Span], origin: float) -> None:
         self._model = model
         self._clock = clock
@@ -57,7 +52,7 @@ def trace_fills(
     strategies: Sequence[Strategy],
     initializer: str | None,
 ) -> list[StrategyTrace]:
-    """A fresh model per strategy, filled once with a span per module and per fill; never timed."""
+    """A fresh model per strategy, filled once with a span per module and per fill."""
     return [_trace_fill(build(device), s, initializer or s.initializer, device) for s in strategies]
 
 

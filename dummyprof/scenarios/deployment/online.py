@@ -1,9 +1,5 @@
-"""compare ``--online-quant fp8``: vLLM's online path per layer next to whole-model materialization.
-
-Both passes are accounted on meta first (exact live bytes, ``deploy/online_quant.py``): the
-per-layer pass is refused before anything is allocated when its peak does not fit the memory
-budget; each pass then runs for real (timed, RSS read) only where its own peak fits and a
-probe predicts it fits the time budget, and is reported as accounted otherwise.
+"""compare ``--online-quant fp8``: vLLM's online path per layer next to whole-model materialization, both
+accounted on meta (``deploy/online_quant.py``) and each run for real where it fits both budgets.
 """
 
 from __future__ import annotations
@@ -45,11 +41,8 @@ def _probe_rate(scale: str, initializer: str) -> float:
 
 
 def plan_online_quant(model: nn.Module, options: Any, *, memory: HostMemory | None = None) -> OnlinePlan:
-    """Account both passes on meta; refuse (one line) when the per-layer peak does not fit the budget.
-
-    The advice is checked as the budget is: a ``--max-memory`` is offered only where that value passes
-    (at least the peak, within what this machine has); where none can, the machine is named as the limit.
-    """
+    """Account both passes on meta; refuse when the per-layer peak does not fit the budget, offering a
+    ``--max-memory`` only where that value would pass, else naming the machine as the limit."""
     initializer = options.initializer or "v0.33"
     accounted = {
         mode: online_quantize(
@@ -81,7 +74,6 @@ def plan_online_quant(model: nn.Module, options: Any, *, memory: HostMemory | No
 
 
 def _entry(done: OnlineQuantResult, **extra: Any) -> OnlineQuantEntry:
-    """The pass as the Results keep it (``extra``: the run's own fields): no staging band, no times unless it ran."""
     entry = OnlineQuantEntry(
         **{f.name: getattr(done, f.name) for f in msgspec.structs.fields(OnlineQuantEntry)} | extra
     )

@@ -1,10 +1,5 @@
-"""Real ranks for a deployment (issue #19, part 3): ``compare --tp N ... --nproc WORLD``.
-
-Each rank is a process on this host (``ranks/launch.spawn``: options in as
-data, figures back as objects), joins a gloo group, builds the model on meta and its own shard
-(``deploy.Sharder``), and fills a fresh copy of it with every strategy, the ranks passing a
-barrier before and after each strategy so they fill at once (contention shows). Each rank
-records its own visits and bytes written (``VisitRecorder`` on the real fill) and its seconds.
+"""Real ranks for a deployment, ``compare --tp N ... --nproc WORLD``: each a process on this host
+(``ranks/launch.spawn``) filling its own shard with every strategy, between barriers so they fill at once.
 """
 
 from __future__ import annotations
@@ -18,7 +13,7 @@ from dummyprof.deploy import Sharder
 from dummyprof.deploy.plan import ModelDims
 from dummyprof.deploy.quant import quantizer_of
 from dummyprof.loaders.initializers import get_initializer
-from dummyprof.loaders.strategies import get_strategy
+from dummyprof.loaders.strategies import get_strategy, run_strategy
 from dummyprof.measure.recorder import VisitRecorder
 from dummyprof.ranks.world import LaunchEnv, join
 from dummyprof.scenarios.model_choice import chosen_source
@@ -46,9 +41,7 @@ def rank_main(env: LaunchEnv, options: Any, strategies: list[str], limit_s: floa
             recorder = VisitRecorder(shard)
             world.barrier(f"fill {name}")
             t0 = time.perf_counter()
-            with torch.no_grad():
-                for local, tensor in strategy.traverse(shard):
-                    recorder.record(tensor, init(tensor, local))
+            run_strategy(shard, strategy, initializer=init, recorder=recorder)
             seconds = time.perf_counter() - t0
             world.barrier(f"filled {name}")
             figures[name] = {
@@ -63,8 +56,7 @@ def rank_main(env: LaunchEnv, options: Any, strategies: list[str], limit_s: floa
 
 
 def run_ranks(options: Any, strategies: list[str], limit_s: float) -> dict[int, dict[str, Any]]:
-    """Every rank of the layout as a local process; each rank's figures by rank. ``limit_s``: the fills' time
-    budget, START_UP_S added for the processes' start-up (``RanksFailed.values``: the ranks that finished)."""
+    """Each rank's figures by rank (``RanksFailed.values``: the ranks that finished); ``limit_s``: the fills'."""
     from dummyprof.ranks.launch import spawn
 
     limit_s += START_UP_S

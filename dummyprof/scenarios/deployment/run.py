@@ -1,11 +1,5 @@
-"""A deployment on the CLI: every rank's shard on meta with exact counts, fill time per distinct shard, nodes.
-
-``compare``, ``inspect`` and ``audit`` come here when a layout other than one rank is given
-(``--tp/--ep/--pp/--dp``), and ``compare`` also with ``--online-quant``. Counts come from
-``deploy.count_deployment`` (every rank, every strategy, exact). compare then runs its one-model
-measurement (``scenarios.compare.measure``) on each distinct shard (the largest first): filled and
-timed where the shard fits the memory and time budgets, projected otherwise by compare's rules (calibration fills, an
-interval, never below this run's memset floor, peak never below what the shard holds).
+"""A deployment (``--tp/--ep/--pp/--dp``, compare's ``--online-quant``): every rank's shard on meta with exact
+counts (``deploy.count_deployment``), compare's measurement on each distinct shard, the node view.
 """
 
 from __future__ import annotations
@@ -80,7 +74,6 @@ def _host_tables(shard: RankShard) -> list[tuple[str, torch.Size, torch.dtype, f
 
 
 def shard_source(whole: ModelSource, sharder: Sharder, coord: RankCoord, nbytes: int, layout: str) -> ModelSource:
-    """Rank ``coord``'s shard (of ``layout``, in words) as a model source: compare builds, counts and fills it."""
     return ModelSource(
         source=whole.source,
         description=f"{whole.description}, rank {coord.rank} of {layout}",
@@ -93,11 +86,8 @@ def shard_source(whole: ModelSource, sharder: Sharder, coord: RankCoord, nbytes:
 
 
 def _fill_figures(entry: RankStrategy, s: StrategyResult) -> None:
-    """The filled shard's time (measured rounds, or compare's projection) onto a rank's strategy.
-
-    Its peak is one definition for measured and projected alike: the RSS growth over the process's RSS before
-    the fill (the whole process's RSS also counts torch and the interpreter: 420 MiB for a 102 MiB shard).
-    """
+    """The filled shard's time (measured, or compare's projection) onto a rank's strategy; its peak the RSS growth
+    over the RSS before the fill (the whole RSS also counts torch: 420 MiB for a 102 MiB shard)."""
     if s.timing.samples_s:
         entry.fill, entry.seconds, entry.samples_s = MEASURED, s.timing.median, list(s.timing.samples_s)
         entry.peak_bytes = s.memory.rss_growth_bytes
@@ -149,11 +139,8 @@ def _span(s: RankStrategy) -> tuple[float, float]:
 
 
 def _slowest(result: DeploymentResult) -> None:
-    """The rank whose fill takes longest (ranks fill at once: the deployment's dummy start-up), per-layer first.
-
-    Named only when its figures lie above every other shard's: a stage with 3% more bytes once got a 70% larger
-    projection from noisy calibration fills and was named the slowest; ranks with one shard are alike.
-    """
+    """The rank whose fill takes longest (per-layer first), within noise unless its figures lie above every
+    other shard's (a stage with 3% more bytes once got a 70% larger projection from noisy calibration fills)."""
     timed = [r for r in result.ranks if any(s.seconds is not None for s in r.strategies)]
     if not timed:
         return
@@ -184,8 +171,7 @@ def run_deployment(
     progress: Any = None,
     clock: Clock = time.perf_counter,
 ) -> Results:
-    """Per-rank answers for ``options`` (compare's, inspect's or audit's, with the deployment fields);
-    ``compare`` also measures each distinct shard."""
+    """Per-rank answers for compare's, inspect's or audit's options; compare also measures each distinct shard."""
     from dummyprof.measure.device import resolve_device
     from dummyprof.measure.environment import collect_environment
 

@@ -1,8 +1,5 @@
-"""Planning for the ``engram`` scenario: sizes, budgets and what to measure, before anything is allocated.
-
-Layout and per-method memory need, the memory budget, the calibration probe's size, which methods are
-measured in full and how many rounds each gets, and the sample sizes for what must be projected.
-Nothing here allocates tables or runs a fill; ``runner`` does that.
+"""Planning for ``engram`` before anything is allocated: layout and memory need, the budget, the probe's size,
+which methods are measured in full and in how many rounds, and the sample sizes of what is projected.
 """
 
 from __future__ import annotations
@@ -41,10 +38,11 @@ MIN_SAMPLE_SHARE = 0.25  # sampling still gets this much when the full-size work
 FAST_SAMPLE_BYTES = 1 << 30
 FAST_SAMPLE_SHARE = 0.5  # of the sampling time, at most, for the memory-bound group when random methods share it
 FULL_ROUND_OVERRUN = 1.5  # one full-size round may overrun the time budget by this factor before projecting
+# Before the calibration probe, two small probes (the probe's rows / PRE_PROBE_SHARE, then twice that) predict
+# what the least run costs, so that a --time-budget that cannot hold it is refused before measuring starts.
+PRE_PROBE_SHARE = 64
+LEAST_SIZES = 3  # a projection needs three sample sizes per group, measured however late
 ALLOCATE, FIRST_TOUCH, FILL = "allocate", "first touch", "fill"  # the terms of start-up
-
-
-# --- layout and memory (no allocation) -------------------------------------------------------------
 
 
 def build_layout(spec: EngramSpec, backing: Backing) -> EngramLayout:
@@ -55,7 +53,9 @@ def build_layout(spec: EngramSpec, backing: Backing) -> EngramLayout:
     parts = [copied(RankPart, shard(spec, r), rank=r, table_bytes=rank_table_bytes(spec, r)) for r in range(listed)]
     return copied(
         EngramLayout,
-        spec,  # rows, dim, block_size, tables, tp_size, dp_size, rank
+        spec,  # rows, dim, block_size, tables, rank
+        tp_size=spec.tp,  # the JSON keeps its names (tp_size, dp_size); the options say tp and dp
+        dp_size=spec.dp,
         heads=spec.num_heads,
         part_rows=mine.part_rows,
         weight_bytes_per_table=weight,
@@ -68,7 +68,6 @@ def build_layout(spec: EngramSpec, backing: Backing) -> EngramLayout:
 
 
 def reserved_tables(spec: EngramSpec, part_rows: int, backing: Backing) -> int:
-    """Each tensor is its own allocation, rounded by the backing's rule."""
     per_table = backing.reserved_bytes(part_rows * spec.dim) + backing.reserved_bytes(part_rows * spec.scale_cols)
     return spec.tables * per_table
 
@@ -82,8 +81,6 @@ LIMIT = "--max-memory"  # MemoryBudget.limit when the user's own flag bounds the
 
 @dataclass(frozen=True)
 class MemoryBudget:
-    """Bytes the run may use, what bounds them (``limit``) and the sentence that says so."""
-
     bytes: int
     source: str
     limit: str  # "--max-memory", "psutil", "cgroup v1", "cgroup v2", "/dev/shm", "disk" or "GPU"
@@ -119,9 +116,6 @@ def memory_budget(options: EngramOptions, backing: Backing, device: torch.device
             where = Path(backing.path).parent
             budget, source, limit = disk_free, f"{format_bytes(disk_free)} free on the disk of {where}", "disk"
     return MemoryBudget(budget, source, limit, host)
-
-
-# --- time: calibration probe, full-size rounds, samples --------------------------------------------
 
 
 Rates = dict[str, float]  # seconds per row, by method name, ALLOCATE and FIRST_TOUCH: the probe's, then updated
@@ -172,6 +166,48 @@ class Plan:
         return sorted({rows for group in self.sample_groups for rows in group.rows})
 
 
+@dataclass(frozen=True)
+class CallCost:
+    """One timed call (a method's fill, allocation or first touch) as a fixed cost plus a cost per row."""
+
+    fixed_s: float
+    per_row_s: float
+
+    def at(self, rows: int) -> float:
+        return self.fixed_s + self.per_row_s * rows
+
+
+def call_costs(small: Rates, large: Rates, rows: int) -> dict[str, CallCost]:
+    """Each call's cost from two pre-probes, ``rows`` and ``2 * rows`` (their per-row rates): the slope, never
+    negative nor above either probe's own per-row rate, and the intercept, never above either reading. Noise
+    makes a call look dearer, not cheaper: the lower figure is kept, so a budget is refused only when even it
+    overruns."""
+    costs = {}
+    for name, rate in small.items():
+        t1, t2 = rate * rows, large[name] * 2 * rows
+        slope = max(0.0, min((t2 - t1) / rows, rate, large[name]))
+        costs[name] = CallCost(max(0.0, min(t1, t2, t1 - slope * rows)), slope)
+    return costs
+
+
+def least_seconds(
+    costs: dict[str, CallCost], methods: Sequence[FillMethod], fits: dict[str, bool], probe: int, repeat: int
+) -> tuple[float, float]:
+    """The least a run costs after its pre-probes: (the calibration probe on ``probe`` rows, the first three
+    sample sizes of each group the run must project, each at one row: their fixed costs)."""
+    probe_s = sum(costs[name].at(probe) for name in (ALLOCATE, FIRST_TOUCH, *(m.name for m in methods)))
+    sampled = [m for m in methods if not fits[m.name]]  # the floor among them when it does not fit either
+    floor = costs[FLOOR].per_row_s if FLOOR in costs else 0.0
+    fast = [m for m in sampled if costs[m.name].per_row_s <= CHEAP_FACTOR * floor]
+    slow = [m for m in sampled if m not in fast]
+    setup = costs[ALLOCATE].at(1) + costs[FIRST_TOUCH].at(1)
+    sampling = 0.0
+    for group, rounds in ((fast, repeat), (slow, 1)):
+        if group:
+            sampling += LEAST_SIZES * (setup + rounds * sum(costs[m.name].at(1) for m in group))
+    return probe_s, sampling
+
+
 def time_plan(
     spec: EngramSpec,
     methods: Sequence[FillMethod],
@@ -180,10 +216,7 @@ def time_plan(
     options: EngramOptions,
     time_left: float,
 ) -> Plan:
-    """Measure in full what fits memory, unless one round would overrun the time budget by half or more.
-
-    What does not fit is sampled in the time that is left (at least SAMPLE_SHARE of it).
-    """
+    """Measure in full what fits memory, unless one round would overrun the time budget by half or more."""
     part_rows = shard(spec).part_rows
     full = [m for m in methods if fits[m.name]]
     projected = [m for m in methods if not fits[m.name]]
@@ -232,12 +265,8 @@ def plan_samples(
     backing: Backing,
     limit: str = LIMIT,
 ) -> list[FillMethod]:
-    """Sample sizes for the projected methods, planned after the full-size work with the time really left.
-
-    Sizes come per group from the calibration's per-row rates: memory-bound methods (within CHEAP_FACTOR of
-    the floor; allocation and first touch go with them) get large samples, up to FAST_SAMPLE_BYTES of tables,
-    repeated; generator-bound methods get what the rest of the time budget allows, once each.
-    """
+    """Sample sizes for the projected methods (after the full-size work, with the time really left): memory-bound
+    methods get large samples, repeated; generator-bound ones what the rest of the time allows, once each."""
     # The projected methods, and the floor when it is not measured in full (percent of floor needs it).
     floor = [m for m in methods if m.name == FLOOR and m not in plan.full and m not in plan.projected]
     sampled = plan.projected + floor

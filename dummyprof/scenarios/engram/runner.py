@@ -1,8 +1,5 @@
-"""Measurement for the ``engram`` scenario: allocate, first-touch and fill one rank's tables, and derive figures.
-
-Runs what ``plan`` decided: the calibration probe, the full-size rounds and the samples, then
-fits the samples to project to full size and derives rates, share of the floor and start-up time.
-"""
+"""Measurement for ``engram``: what ``plan`` decided (probe, full-size rounds, samples) on one rank's tables, then
+the samples projected to full size, and rates, share of the floor and start-up time derived."""
 
 from __future__ import annotations
 
@@ -51,11 +48,7 @@ T = TypeVar("T")
 
 
 class RankSync(Protocol):
-    """How a multi-rank run keeps its ranks in step (``ranks.world.World``); one process alone uses ``NO_SYNC``.
-
-    ``barrier`` is called before every timed step, so all ranks start it together (real contention);
-    ``broadcast`` returns rank 0's value (its plan) on every rank, so all ranks take the same steps.
-    """
+    """``ranks.world.World``: a barrier before every timed step, rank 0's value (its plan) broadcast to all."""
 
     def barrier(self, label: str) -> None: ...
 
@@ -75,8 +68,6 @@ NO_SYNC: RankSync = _NoSync()
 
 @dataclass
 class Tables:
-    """One rank's declared tables (``models.engram.EngramTable``) in the backing's memory, and their tensors."""
-
     arena: Arena
     modules: list[EngramTable]
     pairs: list[TablePair]
@@ -95,7 +86,7 @@ class Step:
 
 @dataclass
 class Runner:
-    """Allocates, touches and fills, timing each step and keeping the run's worst peak RSS."""
+    """Allocates, touches and fills, timing each step (after a barrier) and keeping the worst peak RSS."""
 
     spec: EngramSpec
     backing: Backing
@@ -106,7 +97,6 @@ class Runner:
     run_peak: int = field(default=0, init=False)
 
     def _timed(self, label: str, work: Callable[[], T]) -> tuple[T, float, PeakReading]:
-        """``work()`` once every rank reaches ``label``: its result, seconds (device synchronized), peak RSS."""
         self.sync.barrier(label)
         peak = PeakRss()
         with peak.measure():
@@ -123,8 +113,7 @@ class Runner:
         before = rss_bytes()
         arena = Arena(self.backing)
 
-        def build() -> list[EngramTable]:
-            # The model's own tables, built in the backing's memory: what a model declares is what is measured.
+        def build() -> list[EngramTable]:  # the model's own tables, in the backing's memory
             spec = self.spec
             return [EngramTable(part_rows, spec.dim, spec.block_size, empty=arena.empty) for _ in range(spec.tables)]
 
@@ -143,9 +132,8 @@ class Runner:
         return self._timed("first touch", touch)[1]
 
     def fill(self, method: FillMethod, tables: Tables) -> Step:
-        # No gc.collect() here: a full collection costs ~0.2 s with torch loaded, and fills create no cycles.
-        # `constant` fills the tables as offloaded tables declare them (dummy_weight_value, read by the
-        # initializer); the other methods fill the same tables undeclared, as without offload.
+        # No gc.collect(): ~0.2 s with torch loaded, and fills create no cycles. `constant` fills the tables
+        # declared (dummy_weight_value) as offloaded tables are; the others fill them undeclared.
         for module in tables.modules:
             module.declare(method.declared)
         synchronize(self.device)
@@ -240,8 +228,8 @@ MIN_SAMPLE_SIZES = 3  # a group keeps at least this many sizes however late: a l
 
 
 def _late(runner: Runner, plan: Plan, rows: int, took: dict[int, float], deadline: float | None) -> bool:
-    """Whether sample size ``rows`` can be left out: every group that uses it has its MIN_SAMPLE_SIZES sizes
-    already, and it is predicted (from the group's last size measured, scaled by rows) to end past ``deadline``."""
+    """Whether sample size ``rows`` can be left out: its groups have MIN_SAMPLE_SIZES sizes, and it is predicted
+    (the group's last size, scaled by rows) to end past ``deadline``."""
     if deadline is None:
         return False
     groups = [g for g in plan.sample_groups if rows in g.rows]
@@ -253,9 +241,8 @@ def _late(runner: Runner, plan: Plan, rows: int, took: dict[int, float], deadlin
 
 
 def _minimum_overrun(plan: Plan, took: dict[int, float], now: float, deadline: float | None) -> float | None:
-    """Seconds past ``deadline`` that the sizes every group still needs for MIN_SAMPLE_SIZES are predicted to
-    end, each scaled by rows from its group's last size measured (a group with none measured yet is not
-    predicted); None when they fit, or nothing is predicted."""
+    """Seconds past ``deadline`` the sizes each group still needs for MIN_SAMPLE_SIZES are predicted to end
+    (scaled by rows from its last size measured); None when they fit or nothing is predicted."""
     if deadline is None:
         return None
     needed: dict[int, float] = {}
@@ -278,11 +265,8 @@ def measure_samples(
 ) -> None:
     """Allocate each sample size once, first-touch it, run the methods sampled at that size; then project.
 
-    A size predicted to end after ``deadline`` (a reading of the runner's clock) is left out once its groups
-    have MIN_SAMPLE_SIZES sizes: the planned sizes come from the calibration probe's rates, and a machine that
-    got busier since would otherwise run past the time budget (77 s against 40 s once). Those first sizes are
-    measured however late (a line needs them); when sampling ends past the budget, ``result.sample_overrun``
-    says by how much, and after which size that was first predicted, rather than overrunning without a word.
+    A size predicted to end past ``deadline`` is left out once its groups have MIN_SAMPLE_SIZES sizes (a machine
+    busier than at calibration once ran 77 s against 40 s); ending past it anyway is ``result.sample_overrun``.
     """
     spec = runner.spec
     phase_points: dict[str, list[SamplePoint]] = {ALLOCATE: [], FIRST_TOUCH: []}
@@ -350,11 +334,9 @@ def measure_samples(
         entry.samples = points[method.name]
         growth = [float(p.rss_growth_bytes or 0) for p in entry.samples]  # every point above has one
         entry.memory_fit = fit_proportional([p.needed_bytes for p in entry.samples], growth)
-        # The process's RSS before the tables plus the computed need (tables as allocated + scratch): the whole
-        # process, as a measured peak is. Not the fitted growth: small samples can reuse freed heap pages (glibc
-        # serves blocks under its 32 MiB mmap threshold from memory it kept), which understates the need, and
-        # page-cache noise once fitted x1.342 (659.94 GiB for 491.74 GiB of tables with no scratch), more
-        # than the fill can hold. The fit stays in the report as RSS/need.
+        # The RSS before the tables plus the computed need, as a measured peak is. Not the fitted growth: small
+        # samples reuse freed heap pages (under glibc's 32 MiB mmap threshold), and page-cache noise once fitted
+        # x1.342, more than the fill can hold. The fit stays in the report as RSS/need.
         entry.peak_rss_bytes = Figure(base_rss + entry.needed_bytes, projected=True)
     project_samples(result, sampled, phase_points)
     result.sample_groups = [
@@ -373,10 +355,7 @@ def _samples(points: Sequence[SamplePoint]) -> list[Sample]:
 
 
 def floor_rate(result: EngramResult, *, slow: bool = False) -> float | None:
-    """Bytes per second of the memset floor at full size: measured (median of the rounds) or projected.
-
-    ``slow``: at the slow end of the floor's interval (a projected floor) or its slowest round.
-    """
+    """Bytes per second of the memset floor at full size (median, or projected); ``slow``: its slow end."""
     floor = result.floor()
     if floor is None:
         return None
@@ -390,12 +369,8 @@ def floor_rate(result: EngramResult, *, slow: bool = False) -> float | None:
 def project_samples(
     result: EngramResult, sampled: Sequence[FillMethod], phase_points: dict[str, list[SamplePoint]]
 ) -> None:
-    """Fit and project every sampled figure, each bounded by what this run measured.
-
-    The floor first, bounded by its own fastest reading; then every other fill, bounded by the floor's
-    full-size rate (nothing that writes bytes beats a memset of them); first touch by its own fastest
-    reading and by the floor; allocation (address space, no bytes moved) by nothing.
-    """
+    """Fit and project every sampled figure: the floor bounded by its fastest reading, every other fill by the
+    floor's rate, first touch by both, allocation (address space, no bytes moved) by nothing."""
     ordered = sorted(sampled, key=lambda m: m.name != result.floor_method)
     for method in ordered:
         entry = result.method(method.name)
@@ -445,7 +420,7 @@ def project_samples(
 
 
 def unallocated_device_figures(device: torch.device) -> MemoryUse:
-    """Pinned and GPU figures describe the full tables; say why there are none rather than print 0."""
+    """Pinned and GPU figures describe the full tables: why there are none, rather than 0."""
     memory = _device_memory(device)
     for name in ("pinned_bytes", "gpu_used_bytes", "gpu_allocator_peak_bytes"):
         if getattr(memory, name).value is not None:

@@ -1,10 +1,4 @@
-"""The ``inspect`` scenario: the module tree, its sizes, and how often each strategy visits it.
-
-Nothing is allocated: the model is built on the meta device (shapes and dtypes
-only) and each strategy walks it with a no-op initializer, so visits are
-counted exactly but no byte is written. That makes a 700B-parameter layout
-inspectable on a laptop.
-"""
+"""The ``inspect`` scenario: the module tree on meta (nothing allocated), its sizes, and each strategy's visits."""
 
 from __future__ import annotations
 
@@ -85,9 +79,8 @@ def _add_visits(total: dict[str, int], redundant: dict[str, int], visits: dict[s
 
 
 def run(options: InspectOptions, *, source: ModelSource | None = None) -> Results:
-    """Build on meta, count visits per strategy, and return the inspect Results."""
     validate(options)
-    if options.deployed:  # per-rank shards and their counts (issue #19)
+    if options.deployed:
         from dummyprof.scenarios.deployment.run import run_deployment
 
         return run_deployment(options, "inspect", strategies=list(options.strategies), source=source)
@@ -119,5 +112,4 @@ def run(options: InspectOptions, *, source: ModelSource | None = None) -> Result
         real_device_tensors=sum(1 for t in registered_tensors(model) if t.device.type != "meta"),
     )
     environment = collect_environment(torch.device("cpu"))
-    # the meta-device notice is the reporters' (from real_device_tensors)
     return Results(command="inspect", environment=environment, inspect=result, notices=list(source.notes))

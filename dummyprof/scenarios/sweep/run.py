@@ -1,10 +1,5 @@
-"""The ``sweep`` scenario: run ``compare`` (or ``engram``) at every value of one parameter, then fit growth.
-
-Each point is a whole run of the other scenario through its own library entry
-point (interleaved rounds, medians, visit counts, memory), so a sweep measures
-exactly what ``compare`` or ``engram`` would at that size. What the sweep adds:
-the points side by side and, per series and metric, a growth exponent fitted on
-a log-log scale (``fit``).
+"""The ``sweep`` scenario: a whole ``compare`` (or ``engram``) run at every value of one parameter, and per
+series and metric a growth exponent fitted on a log-log scale (``fit``).
 """
 
 from __future__ import annotations
@@ -42,10 +37,7 @@ class SweepStopped(DummyprofError):
 
 
 def run(options: SweepOptions, *, progress: Progress | None = None) -> Results:
-    """Validate, check the plan, run the scenario at every value (smallest first), fit each series' growth.
-
-    A point that fails after others were measured raises :class:`SweepStopped` carrying those points.
-    """
+    """Run the scenario at every value, smallest first (:class:`SweepStopped` carries the points before a failure)."""
     validate(options)
     if options.scenario == "compare":
         _check_compare_plan(options)
@@ -81,13 +73,8 @@ def run(options: SweepOptions, *, progress: Progress | None = None) -> Results:
 
 
 def _check_compare_plan(options: SweepOptions) -> None:
-    """Refuse, naming --time-budget, when the largest point's measured rounds are predicted past it.
-
-    A sweep never projects a point, and each point is a compare run that refuses rounds predicted past
-    ``--time-budget``. The largest point is the slowest, so it is predicted here, the way compare
-    predicts it (the same counting pass and calibration), and a sweep that would fail there is refused
-    before the smaller points spend minutes.
-    """
+    """Refuse, before the smaller points spend minutes, when the largest point's rounds are predicted (as compare
+    predicts them) past --time-budget: a sweep never projects."""
     from dummyprof.measure.device import resolve_device
     from dummyprof.scenarios.compare.measure import size_up
 
@@ -149,7 +136,6 @@ def _run_point(
 
 
 def _finish(options: SweepOptions, result: SweepResult, notices: list[str], environment: Any) -> Results:
-    """The fits over the points measured, and the Results."""
     values = [p.value for p in result.points]
     base: Any = (options.engram or EngramOptions()) if options.scenario == "engram" else options.compare
     result.base_options = {k: v for k, v in msgspec.to_builtins(base).items() if k != options.parameter}

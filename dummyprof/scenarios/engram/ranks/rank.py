@@ -1,12 +1,6 @@
-"""What one rank of a multi-rank ``engram`` run does: join, check, run in step, gather on rank 0.
-
-A layer around the single-process run: each rank builds only its own shard (whole heads, as
-``--rank`` would) and runs the same measurement, with a ``RankSync`` that makes every rank follow
-rank 0's plan and start each timed step together with the others, so they share the node's memory
-bandwidth and cores as a real start-up does. Then a contention check fills the same shards one
-rank at a time (the others waiting at a barrier) and all at once. Rank 0 gathers one record per
-rank and derives the aggregate. ``run_rank`` is the whole of it for one process, under torchrun
-(the CLI calls it) or started by ``run.launch_ranks`` (``--nproc``, the gate, the Python API).
+"""One rank of a multi-rank ``engram`` run (under torchrun, or started by ``run.launch_ranks``): join, check,
+the single-process run on its own shard in step with the others (``RankSync``), a contention check (the same
+fill one rank at a time, then all at once), and on rank 0 the gathered records and their aggregate.
 """
 
 from __future__ import annotations
@@ -52,8 +46,6 @@ Describe = Callable[[DummyprofError], str]  # an error as the edge names it (a f
 
 @dataclass
 class RankOutcome:
-    """What one rank ends with: its own Results, rank 0 the gathered one, or the error to say."""
-
     rank: int
     results: Results | None = None
     gathered: Results | None = None
@@ -73,11 +65,8 @@ def run_rank(
     client: bool = False,
     threads_source: str = "",
 ) -> RankOutcome:
-    """Join, check every rank's input (``prepare``) and ``names`` (values the ranks must share), run in step.
-
-    A failure on any rank ends every rank with the same exit code; rank 0 says what failed
-    (``report``, before the others may exit: torchrun stops every rank once one exits).
-    """
+    """Join, check every rank's input (``prepare``) and ``names`` (values the ranks must share), run in step; a
+    failure ends every rank with one exit code, rank 0 ``report``-ing it before the others may exit."""
     world = join(env, backend, timeout_s, client=client)
     try:
         error: str | None = None
@@ -103,15 +92,12 @@ def run_rank(
 
 
 def rank_options(options: EngramOptions, world: World, available: int) -> EngramOptions:
-    """This rank's options: its rank from torch.distributed, its share of the node's memory budget.
-
-    ``max_memory`` (default 80% of available memory) is the node's: all of its ranks run at once.
-    """
+    """This rank's options: its rank from torch.distributed, its share of the node's ``max_memory``."""
     ranks = options.layout.world
     if ranks != world.world_size:
         raise UsageError.for_field(
-            "tp_size",
-            f"tp {options.tp_size} x dp {options.dp_size} = {ranks} ranks, but torch.distributed started "
+            "tp",
+            f"tp {options.tp} x dp {options.dp} = {ranks} ranks, but torch.distributed started "
             f"{world.world_size} processes; use tp {world.world_size} (with dp 1) or start {ranks} processes",
         )
     if options.rank not in (0, world.rank):
@@ -135,10 +121,7 @@ def rank_options(options: EngramOptions, world: World, available: int) -> Engram
 
 
 def budget_source(plan_source: str, options: EngramOptions, world: World, available: int) -> str:
-    """Where this rank's memory budget comes from: its share of the node's, said per rank.
-
-    The single-process plan sees only the share (as ``--max-memory``); keep what capped it.
-    """
+    """Where this rank's budget comes from: its share of the node's (the plan saw it as ``--max-memory``)."""
     if not plan_source.startswith("--max-memory"):
         return plan_source  # bounded by /dev/shm, the disk or the GPU: the plan's words are this rank's own
     node = (
@@ -153,7 +136,7 @@ def budget_source(plan_source: str, options: EngramOptions, world: World, availa
 def run_ranks(
     options: EngramOptions, world: World, *, clock: Clock = time.perf_counter, threads_source: str = ""
 ) -> tuple[Results, Results | None]:
-    """Run this rank (in step with the others); returns its own Results and, on rank 0, the gathered one."""
+    """This rank's own Results and, on rank 0, the gathered one."""
     available = available_memory_bytes()
     mine = rank_options(options, world, available)
     world.barrier("start")
@@ -241,9 +224,6 @@ def rank_record(world: World, section: EngramResult, samples: Samples, available
         peak_rss_bytes=section.run_peak_rss_bytes,
         engram=section,
     )
-
-
-# --- the aggregate (rank 0) --------------------------------------------------------------------------
 
 
 def _critical(phase: str, figures: list[tuple[int, Figure]]) -> PhaseCritical:

@@ -1,8 +1,5 @@
-"""The multi-rank ``engram`` run as one call: start the ranks here, get the gathered Results back.
-
-Used by ``dummyprof engram --nproc``, the perf gate (``engram-ranks``) and the Python API. The options
-go to every rank as data (pickled), and each rank's Results come back as objects (``launch.spawn``).
-"""
+"""The multi-rank ``engram`` run as one call (``engram --nproc``, the gate, the Python API): the ranks started
+here (``launch.spawn``), the gathered Results back."""
 
 from __future__ import annotations
 
@@ -42,7 +39,6 @@ def threads_per_rank(nproc: int) -> tuple[int, str]:
 
 
 def launch_ranks(options: EngramRanksOptions, *, describe: Describe = str) -> RanksRun:
-    """Check, start ``options.nproc`` ranks on this host, wait for them; raises ``RanksFailed`` naming what failed."""
     backend = validate(options)
     threads, source = threads_per_rank(options.nproc)
     args = (copied(EngramOptions, options), backend, options.dist_timeout_s, describe, threads, source)
@@ -78,7 +74,6 @@ def rank_main(
     threads: int,
     threads_source: str,
 ) -> RankOutcome:
-    """One rank started by ``spawn``: the thread count chosen above, then the run."""
     torch.set_num_threads(threads)
     os.environ["OMP_NUM_THREADS"] = str(threads)
     return run_rank(

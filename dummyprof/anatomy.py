@@ -1,14 +1,8 @@
-"""Model anatomy: the one walk over a module tree's registered tensors, and what it finds.
+"""Model anatomy (torch only, no other dummyprof package): the one walk over a module tree's registered tensors.
 
-Torch only: no other dummyprof package is imported here, so models, loaders,
-instruments and scenarios can all build on it without importing each other.
-
-Persistence per module follows the rule ``Module._save_to_state_dict`` applies:
-a buffer whose local name is in ``_non_persistent_buffers_set`` is left out
-(a module without that private set keeps every buffer). That is also the rule
-vLLM's per-layer loader reads, so strategies walk with it. Whole-model checks
-that must agree with what ``state_dict()`` really returns (hooks included) use
-:func:`buffer_persistence` on top of this walk.
+Persistence per module is ``Module._save_to_state_dict``'s rule, the one vLLM's per-layer loader reads: a buffer
+named in ``_non_persistent_buffers_set`` is left out. What ``state_dict()`` really returns (hooks included):
+:func:`buffer_persistence`.
 """
 
 from __future__ import annotations
@@ -25,37 +19,28 @@ BUFFER = "buffer"
 NON_PERSISTENT = "non-persistent buffer"
 
 
-def storage_key(tensor: torch.Tensor) -> int:
-    """Identity of the storage behind ``tensor`` (views and detached copies share it)."""
+def storage_key(tensor: torch.Tensor) -> int:  # views and detached copies share it
     return int(tensor.untyped_storage()._cdata)
 
 
 def dtype_name(dtype: torch.dtype) -> str:
-    """``float8_e4m3fn`` for ``torch.float8_e4m3fn``: the name users type and reports show."""
+    """``float8_e4m3fn`` for ``torch.float8_e4m3fn``: the name users type."""
     return str(dtype).removeprefix("torch.")
 
 
 def qualified_name(path: str, local: str) -> str:
-    """``layers.0.weight`` from module path ``layers.0`` and local name ``weight`` (the root has path "")."""
     return f"{path}.{local}" if path else local
 
 
 def module_depth(path: str) -> int:
-    """0 for the root, 1 for its children, ..."""
     return 0 if not path else path.count(".") + 1
 
 
 def describe(tensor: torch.Tensor) -> tuple[list[int], str, int]:
-    """Shape, dtype name and logical bytes of one tensor."""
     return list(tensor.shape), dtype_name(tensor.dtype), tensor.numel() * tensor.element_size()
 
 
-# -- the walk: each module's own ``_parameters`` and ``_buffers`` ----------------------------------
-
-
-class Registered(NamedTuple):
-    """One registered name of a tensor: ``path.local`` on module ``module``."""
-
+class Registered(NamedTuple):  # one registered name of a tensor: ``path.local`` on ``module``
     path: str  # the owning module's path ("" for the root)
     local: str
     kind: str  # PARAMETER, BUFFER or NON_PERSISTENT (by the module's own rule)
@@ -72,7 +57,7 @@ class Registered(NamedTuple):
 
 
 def own_registered(module: nn.Module) -> Iterator[tuple[str, torch.Tensor, str]]:
-    """``(local name, tensor, kind)`` for the module's own parameters, then its buffers; ``None`` skipped."""
+    """``(local name, tensor, kind)`` of the module's own parameters, then buffers."""
     for local, param in module._parameters.items():
         if param is not None:
             yield local, param, PARAMETER
@@ -90,24 +75,18 @@ def own_tensors(module: nn.Module) -> Iterator[tuple[str, torch.Tensor]]:
 
 
 def walk(model: nn.Module, *, remove_duplicate: bool = False) -> Iterator[Registered]:
-    """Every registered name of every tensor, in ``named_modules`` order.
-
-    With ``remove_duplicate=False`` (the default) a module reached by two paths
-    is walked under both, so every name a user could type is seen.
-    """
+    """Every registered name of every tensor, in ``named_modules`` order (a module reached by two paths under
+    both, unless ``remove_duplicate``)."""
     for path, module in model.named_modules(remove_duplicate=remove_duplicate):
         for local, tensor, kind in own_registered(module):
             yield Registered(path, local, kind, tensor, module)
 
 
 def registered_tensors(model: nn.Module) -> Iterator[torch.Tensor]:
-    """Each module's own parameters and buffers (every kind), each module once."""
+    """Each module's own parameters and buffers, each module once."""
     for module in model.modules():
         for _, tensor, _ in own_registered(module):
             yield tensor
-
-
-# -- persistence as ``state_dict()`` really decides it --------------------------------------------
 
 
 @dataclass
@@ -117,12 +96,8 @@ class Persistence:
 
 
 def buffer_persistence(model: nn.Module) -> Persistence:
-    """Qualified names of non-persistent buffers, and where the two sources of truth disagree.
-
-    What ``state_dict()`` selects decides, cross-checked with torch's private ``_non_persistent_buffers_set``:
-    a state-dict hook or an overridden ``_save_to_state_dict`` can drop a buffer the private set does not
-    list, and a module may lack the private set altogether.
-    """
+    """Qualified names of non-persistent buffers as ``state_dict()`` selects them (a hook may drop one), and where
+    torch's private ``_non_persistent_buffers_set`` disagrees or is missing."""
     result = Persistence()
     try:
         saved: set[str] | None = set(model.state_dict(keep_vars=True))
@@ -158,15 +133,9 @@ def buffer_persistence(model: nn.Module) -> Persistence:
     return result
 
 
-# -- storages and their owners: every registered name grouped by the storage behind it -----------
-
-
 def storage_owners(model: nn.Module, persistence: Persistence | None = None) -> dict[int, list[Registered]]:
-    """Every registered name of every storage, in ``named_modules`` order (duplicate paths included).
-
-    Buffers are persistent by each module's own rule; pass ``persistence`` (from
-    :func:`buffer_persistence`) to follow what ``state_dict()`` really returned instead.
-    """
+    """Every registered name of every storage, in walk order; buffers persistent by each module's rule, or by
+    ``persistence`` (:func:`buffer_persistence`)."""
     owners: dict[int, list[Registered]] = {}
     for entry in walk(model):
         if persistence is not None and entry.kind != PARAMETER:
@@ -190,7 +159,7 @@ def persistent_first(entries: list[Registered]) -> list[Registered]:
 
 
 def storage_tensors(model: nn.Module) -> dict[int, torch.Tensor]:
-    """One tensor per distinct storage (the first registered one), keyed by storage."""
+    """The first registered tensor of each storage."""
     tensors: dict[int, torch.Tensor] = {}
     for tensor in registered_tensors(model):
         tensors.setdefault(storage_key(tensor), tensor)
@@ -198,16 +167,12 @@ def storage_tensors(model: nn.Module) -> dict[int, torch.Tensor]:
 
 
 def name_keys(model: nn.Module) -> dict[str, int]:
-    """Storage key behind every registered name (duplicate module paths included)."""
     return {entry.name: storage_key(entry.tensor) for entry in walk(model)}
 
 
 def model_bytes(model: nn.Module) -> int:
-    """Bytes to build the model: distinct storages behind registered tensors, meta ones included.
-
-    A storage counts at the larger of its own size and its biggest view's logical
-    bytes, so an estimate made on the meta device never falls short.
-    """
+    """Bytes to build the model: each storage (meta ones too) at the larger of its size and its biggest view's,
+    so an estimate on meta never falls short."""
     seen: dict[int, int] = {}
     for tensor in registered_tensors(model):
         key = storage_key(tensor)
@@ -255,7 +220,7 @@ def _nested(value: Any, name: str, depth: int) -> Iterator[tuple[str, torch.Tens
 
 
 def unregistered_tensors(model: nn.Module, registered_keys: set[int]) -> list[tuple[str, torch.Tensor]]:
-    """Tensors modules hold as plain attributes, in lists or dicts, whose storage no registered name reaches."""
+    """Tensors held as plain attributes, in lists or dicts, whose storage no registered name reaches."""
     found: list[tuple[str, torch.Tensor]] = []
     seen: set[int] = set()
     for path, module in model.named_modules():

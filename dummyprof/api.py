@@ -1,8 +1,4 @@
-"""Python entry points for what the commands do: build a model, run strategies or a loader, render.
-
-Everything here returns plain objects (an ``nn.Module``, a :class:`Results`,
-a string); nothing prints. ``import dummyprof`` exposes these lazily.
-"""
+"""Python entry points (``import dummyprof`` exposes them lazily): build a model, save and render results."""
 
 from __future__ import annotations
 
@@ -25,11 +21,8 @@ def save_results(results: Results, path: Path | str) -> None:
 
 
 def load_model(spec: str, *, device: str | torch.device = "cpu", **args: Any) -> nn.Module:
-    """Build ``package.module:callable``, ``./file.py:callable`` or ``hf:...`` with ``args``, as ``--model`` does.
-
-    Sized on the meta device first; a model that comes back on meta is
-    materialized on ``device`` with ``to_empty`` (ties re-made).
-    """
+    """Build ``package.module:callable``, ``./file.py:callable`` or ``hf:...`` with ``args``, as ``--model`` does
+    (sized on meta first; one that comes back on meta materialized with ``to_empty``, ties re-made)."""
     import torch
 
     from dummyprof.scenarios.model_choice import choose_source
@@ -55,13 +48,8 @@ def render(
     color: bool = False,
     quiet: bool = False,
 ) -> str:
-    """``results`` rendered by a registered reporter: the terminal report (plain text unless ``color``) by default.
-
-    ``format`` is any name ``dummyprof report --format`` takes (terminal, json,
-    markdown, junit, ...); ``markdown=True`` is kept as a shorthand for
-    ``format="markdown"``; ``quiet`` gives the terminal's summary line alone. Imports no
-    torch: renders a saved file anywhere.
-    """
+    """``results`` rendered, without torch, by any reporter ``report --format`` takes (the terminal's, plain text
+    unless ``color``, by default); ``markdown=True`` for ``format="markdown"``; ``quiet``: the summary line alone."""
     from dummyprof.reports.registry import RenderOptions
     from dummyprof.reports.registry import render as render_with
 

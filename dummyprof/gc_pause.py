@@ -9,11 +9,8 @@ from contextlib import contextmanager
 
 @contextmanager
 def gc_paused() -> Iterator[None]:
-    """Without the collector's passes, which the allocations alone would trigger and which find nothing.
-
-    Used around parsing a large results file (the passes were about half of the parse of a 259 MB file) and
-    around timed fills (a pass inside a round would be timed as the strategy's).
-    """
+    """Without the passes the allocations would trigger and that find nothing: half of a 259 MB file's parse, or
+    time inside a timed round."""
     enabled = gc.isenabled()
     gc.disable()
     try:

@@ -1,7 +1,7 @@
 """A parallel layout (tp, pp, dp, expert parallel) and the arithmetic vLLM uses to place work on its ranks.
 
 The one layout object of every command: built once from the options (``--tp/--ep/--pp/--dp``, engram's
-``--tp-size/--dp-size``) and handed as an object to what places work on ranks (``deploy``, the Engram
+``--tp/--dp`` too) and handed as an object to what places work on ranks (``deploy``, the Engram
 tables of ``models.engram``, the ranks of a run). Torch-free, so the options and ``--help`` may use it:
 ranks, pipeline stages (vLLM's ``get_pp_indices``), padded vocabularies (``pad_vocab_size``), expert
 placement (``determine_expert_map``, linear), the MoE groups of ``FusedMoEParallelConfig.make`` and the

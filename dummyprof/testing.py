@@ -40,7 +40,7 @@ def _fill_function(loader: Callable[..., Any] | str, loader_args: dict[str, Any]
 def trace_loader(
     model: nn.Module | Callable[[], nn.Module], loader: Callable[..., Any] | str, **loader_args: Any
 ) -> tuple[nn.Module, TraceResult]:
-    """Run ``loader`` (a callable or a strategy name) on ``model`` (or what ``model()`` builds) under the tracer."""
+    """``loader`` (a callable or a strategy name) run on ``model`` (or ``model()``) under the tracer."""
     target = model if isinstance(model, nn.Module) else model()
     return target, trace_writes(target, _fill_function(loader, loader_args))
 
@@ -52,15 +52,10 @@ def assert_each_tensor_filled_once(
     allow_unwritten: Iterable[str] = (),
     **loader_args: Any,
 ) -> TraceResult:
-    """Fail unless ``loader`` writes every registered parameter and persistent buffer exactly once.
-
-    Also fails when a non-persistent buffer (computed at construction, never in
-    a checkpoint) is written. Tensors that vLLM's initializer never fills may
-    stay unwritten: meta tensors and integer types other than int8/uint8
-    (indices). ``allow_unwritten`` adds fnmatch patterns of names that may stay
-    unwritten too. Tied or aliased names count as one storage. Returns the
-    trace for further checks.
-    """
+    """Fail unless ``loader`` writes every registered parameter and persistent buffer (a tied or aliased storage
+    once) exactly once and no non-persistent buffer. What vLLM's initializer never fills may stay unwritten (meta
+    tensors, integers other than int8/uint8), and names matching the fnmatch patterns of ``allow_unwritten``.
+    Returns the trace."""
     from dummyprof.anatomy import NON_PERSISTENT, buffer_persistence, dtype_name, storage_owners
 
     target, trace = trace_loader(model, loader, **loader_args)

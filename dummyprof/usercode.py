@@ -1,10 +1,5 @@
-"""A user's code named on the command line: ``package.module:callable`` or ``./file.py:callable``.
-
-Used for ``--model`` and ``--loader`` alike, so it belongs to neither models nor
-loaders. Torch-free; nothing is imported from the user's code until
-:func:`resolve_callable` is called (:func:`check_spec` and :func:`callable_name`
-only read the spec and the file system).
-"""
+"""A user's code named on the command line (``--model``, ``--loader``): ``package.module:callable`` or
+``./file.py:callable``. Torch-free; nothing of it is imported before :func:`resolve_callable`."""
 
 from __future__ import annotations
 
@@ -73,7 +68,7 @@ def _literal(flag: str, key: str, text: str) -> Any:
 
 
 def _check_literal(flag: str, key: str, value: Any) -> None:
-    """Integers beyond int64 reach torch as a C++ overflow; refuse them here, with the key."""
+    """Integers beyond int64 (a C++ overflow in torch) and non-finite floats, refused with the key."""
     stack = [value]
     while stack:
         item = stack.pop()
@@ -127,7 +122,6 @@ def _package_module(name: str, flag: str) -> Any:
 
 
 def _split(spec: str, flag: str) -> tuple[str, str, bool]:
-    """``(target, attr, is_file)`` of a spec, or a UsageError naming the two forms."""
     target, sep, attr = spec.rpartition(":")
     if not sep or not target or not attr:
         raise UsageError(flag, f"expected {SPEC_FORMS}, got {spec!r}")
@@ -139,24 +133,20 @@ def _is_file(target: str) -> bool:
 
 
 def callable_name(spec: str) -> str:
-    """What a loader is called in tables and metric names: the callable's own name."""
+    """A loader's name in tables and metric names."""
     return spec.rpartition(":")[2]
 
 
 def check_spec(spec: str, *, flag: str) -> None:
-    """The spec's form, and that its file exists, checked without importing anything from it.
-
-    A package module is not looked for here: finding it may import its parents,
-    which is the user's code. :func:`resolve_callable` reports it when it runs.
-    """
+    """The spec's form, and that its file exists, without importing anything (finding a package module may import
+    its parents: :func:`resolve_callable` reports it)."""
     target, _, is_file = _split(spec, flag)
     if is_file and not Path(target).is_file():
         raise UsageError(flag, f"no such file {target!r}; give {SPEC_FORMS}")
 
 
 def module_file(dotted: str) -> Path | None:
-    """The file ``import dotted`` would read, found without importing its packages: the module's source, or
-    the archive it would be imported from (zipimport); None when not found."""
+    """The file (or archive) ``import dotted`` would read, found without importing its packages."""
     search: list[str] | None = [os.getcwd(), *(p or os.getcwd() for p in sys.path)]  # cwd first, as --model does
     spec = None
     parts = dotted.split(".")
@@ -176,8 +166,8 @@ def module_file(dotted: str) -> Path | None:
 
 
 def spec_reads(spec: str) -> Iterator[tuple[str, Path]]:
-    """The files a spec's code is read from, as ``(what, path)`` with ``{flag}`` in ``what`` for the flag that
-    named it: ``./file.py``, or a package module's file; none for a name (a named loader such as hf-init)."""
+    """The files a spec's code is read from, ``(what, path)`` with ``{flag}`` for the flag that named it; none for a
+    name (a named loader such as hf-init)."""
     target, sep, _ = spec.rpartition(":")
     if not sep or not target:
         return

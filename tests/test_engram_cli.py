@@ -22,8 +22,8 @@ Cli = Callable[..., Any]
         (["--rows", "lots"], "--rows", "expected a whole number"),
         (["--rows", "0"], "--rows", "at least 1"),
         (["--rows", "1000", "--dim", "250"], "--dim", "not a multiple of --block-size 32"),
-        (["--rows", "1000", "--tp-size", "8", "--heads", "4"], "--heads", "use --heads 8 or a multiple of it"),
-        (["--rows", "1000", "--tp-size", "8", "--rank", "8"], "--rank", "between 0 and 7"),
+        (["--rows", "1000", "--tp", "8", "--heads", "4"], "--heads", "use --heads 8 or a multiple of it"),
+        (["--rows", "1000", "--tp", "8", "--rank", "8"], "--rank", "between 0 and 7"),
         (["--rows", "1000", "--backing", "shm"], "--backing", "only apply with --offload"),
         (["--rows", "1000", "--offload", "--backing", "floppy"], "--backing", "choose from"),
         (["--rows", "1000", "--method", "magic"], "--method", "choose from"),
@@ -54,7 +54,7 @@ def test_existing_json_is_not_overwritten(cli: Cli, tmp_path: Path) -> None:
 
 def test_dry_run_plans_without_measuring(cli: Cli, tmp_path: Path) -> None:
     out = tmp_path / "plan.json"
-    result = cli("engram", "--rows", "384M", "--tp-size", "8", "--offload", "--dry-run", "--json", str(out))
+    result = cli("engram", "--rows", "384M", "--tp", "8", "--offload", "--dry-run", "--json", str(out))
     assert result.exit_code == 0, result.stderr
     data = json.loads(out.read_text())["engram"]
     rows = 48_000_000
@@ -157,3 +157,17 @@ def test_help_teaches_with_examples(cli: Cli) -> None:
     result = cli("engram", "--help")
     assert result.exit_code == 0
     assert "dummyprof engram --rows 2e9 --offload" in result.stdout
+
+
+def test_the_old_layout_flags_still_work_with_a_notice_naming_the_new_ones(cli: Cli) -> None:
+    new = cli("engram", "--rows", "1000", "--dim", "32", "--tp", "2", "--dp", "2", "--dry-run", "--json", "-")
+    old = cli("engram", "--rows", "1000", "--dim", "32", "--tp-size", "2", "--dp-size", "2", "--dry-run", "--json", "-")
+    assert old.exit_code == new.exit_code == 0 and "deprecated" not in new.stderr
+    notices = "dummyprof: --tp-size is deprecated; use --tp\ndummyprof: --dp-size is deprecated; use --dp\n"
+    assert old.stderr.startswith(notices) and "deprecated" not in old.stderr[len(notices) :]
+    layout = json.loads(old.stdout)["engram"]["layout"]
+    assert (layout["tp_size"], layout["dp_size"]) == (2, 2)  # the JSON keeps its names
+    assert "--tp-size" not in cli("engram", "--help").stdout  # hidden
+    both = cli("engram", "--rows", "1000", "--tp-size", "2", "--tp", "4", "--dry-run")
+    assert both.exit_code == 2
+    assert both.stderr.endswith("dummyprof: error: --tp-size: is the old name of --tp; give only --tp\n")

@@ -21,7 +21,7 @@ CPU = torch.device("cpu")
 
 
 def test_head_aligned_sharding_gives_each_rank_whole_heads() -> None:
-    spec = EngramSpec(rows=1000, dim=64, tp_size=4, heads=8)
+    spec = EngramSpec(rows=1000, dim=64, tp=4, heads=8)
     shards = [shard(spec, r) for r in range(4)]
     assert [(s.first_head, s.heads, s.part_rows) for s in shards] == [
         (0, 2, 250),
@@ -68,13 +68,13 @@ def test_each_rank_holds_the_vocabulary_range_vllm_gives_it(rows: int, heads: in
 
 def test_shards_are_tp_major_and_take_ceil_heads_the_last_fewer() -> None:
     # tp 2 x dp 2, 4 heads: global rank 1 is (tp 1, dp 0), head shard 1 * 2 + 0 = 2
-    spec = EngramSpec(rows=4099, dim=32, tp_size=2, dp_size=2, heads=4)
+    spec = EngramSpec(rows=4099, dim=32, tp=2, dp=2, heads=4)
     assert [(shard(spec, r).first_head, shard(spec, r).part_rows) for r in range(4)] == [
         (0, 1025), (2, 1025), (1, 1025), (3, 1024)
     ]  # fmt: skip
     assert [shard(spec, r).vocab_start for r in range(4)] == [0, 2050, 1025, 3075]
     # 10 heads over 4 ranks: ceil = 3 each, the last 1 (not 3, 3, 2, 2)
-    spec = EngramSpec(rows=1000, dim=32, tp_size=4, heads=10)
+    spec = EngramSpec(rows=1000, dim=32, tp=4, heads=10)
     assert [shard(spec, r).heads for r in range(4)] == [3, 3, 3, 1]
     assert [rows_of(spec, r) for r in range(4)] == [300, 300, 300, 100]
     assert [head_rows(10, 3, h, 1) for h in range(3)] == [4, 3, 3]
@@ -86,7 +86,7 @@ def rows_of(spec: EngramSpec, rank: int) -> int:
 
 @pytest.mark.parametrize(("rows", "heads", "ranks"), [(10, 3, 2), (1_000_003, 7, 3), (384_000_000, 16, 8), (17, 17, 5)])
 def test_every_row_lands_on_exactly_one_rank(rows: int, heads: int, ranks: int) -> None:
-    spec = EngramSpec(rows=rows, dim=32, tp_size=ranks, heads=heads)
+    spec = EngramSpec(rows=rows, dim=32, tp=ranks, heads=heads)
     parts = [shard(spec, r) for r in range(ranks)]
     assert sum(p.part_rows for p in parts) == rows
     assert sum(p.heads for p in parts) == heads
@@ -97,13 +97,13 @@ def test_every_row_lands_on_exactly_one_rank(rows: int, heads: int, ranks: int) 
 
 
 def test_dp_multiplies_the_ranks() -> None:
-    spec = EngramSpec(rows=800, dim=32, tp_size=2, dp_size=2)
+    spec = EngramSpec(rows=800, dim=32, tp=2, dp=2)
     assert spec.layout.world == 4 and spec.num_heads == 4
     assert shard(spec, 3).part_rows == 200
 
 
 def test_deepseek_flash_per_rank_bytes() -> None:
-    spec = EngramSpec(rows=384_000_000, dim=256, tables=2, tp_size=4)
+    spec = EngramSpec(rows=384_000_000, dim=256, tables=2, tp=4)
     assert shard(spec).part_rows == 96_000_000
     assert rank_table_bytes(spec) == 2 * 96_000_000 * 264 == 50_688_000_000  # 47.2 GiB
     assert round(rank_table_bytes(spec) / GiB, 1) == 47.2
@@ -114,7 +114,7 @@ def test_pinned_rounds_each_allocation_up_to_a_power_of_two() -> None:
     assert next_power_of_two(int(47.2 * GiB)) == 64 * GiB
     assert next_power_of_two(1) == 1 and next_power_of_two(4096) == 4096 and next_power_of_two(4097) == 8192
     pinned = Backing("pinned", "pinned")
-    spec = EngramSpec(rows=384_000_000, dim=256, tables=2, tp_size=4)
+    spec = EngramSpec(rows=384_000_000, dim=256, tables=2, tp=4)
     # weight 24.58e9 B -> 32 GiB, scale 768e6 B -> 1 GiB, per table
     assert reserved_tables(spec, shard(spec).part_rows, pinned) == 2 * (32 * GiB + 1 * GiB)
     pageable = Backing("pageable", "pageable")
@@ -136,7 +136,7 @@ def test_needed_bytes_per_method_are_tables_plus_scratch() -> None:
 
 
 def test_layout_lists_every_rank() -> None:
-    spec = EngramSpec(rows=10, dim=32, tp_size=2, heads=3, rank=1)
+    spec = EngramSpec(rows=10, dim=32, tp=2, heads=3, rank=1)
     layout = build_layout(spec, Backing("pageable", "pageable"))
     assert layout.part_rows == 3
     assert layout.table_bytes_per_rank == 3 * 33
@@ -148,11 +148,11 @@ def test_layout_lists_every_rank() -> None:
     ("spec", "flag", "needle"),
     [
         (EngramSpec(rows=100, dim=250), "--dim", "not a multiple of --block-size 32"),
-        (EngramSpec(rows=100, tp_size=8, heads=4), "--heads", "leaves ranks without hash heads: 4 heads over 8 shards"),
-        (EngramSpec(rows=100, tp_size=8, heads=9), "--heads", "use --heads 8 or a multiple of it"),
-        (EngramSpec(rows=4, tp_size=8), "--heads", "4 rows cannot give each of 8 ranks a hash head; use at most 4"),
-        (EngramSpec(rows=20, tp_size=8, heads=24), "--heads", "more than the 20 rows; use --heads 16"),
-        (EngramSpec(rows=100, tp_size=8), "--rank", None),
+        (EngramSpec(rows=100, tp=8, heads=4), "--heads", "leaves ranks without hash heads: 4 heads over 8 shards"),
+        (EngramSpec(rows=100, tp=8, heads=9), "--heads", "use --heads 8 or a multiple of it"),
+        (EngramSpec(rows=4, tp=8), "--heads", "4 rows cannot give each of 8 ranks a hash head; use at most 4"),
+        (EngramSpec(rows=20, tp=8, heads=24), "--heads", "more than the 20 rows; use --heads 16"),
+        (EngramSpec(rows=100, tp=8), "--rank", None),
         (EngramSpec(rows=5, heads=6), "--heads", "more than the 5 rows"),
         (EngramSpec(rows=0), "--rows", "at least 1"),
         (EngramSpec(rows=10, tables=0), "--tables", "at least 1"),
@@ -160,7 +160,7 @@ def test_layout_lists_every_rank() -> None:
 )
 def test_bad_specs_name_the_flag(spec: EngramSpec, flag: str, needle: str | None) -> None:
     if flag == "--rank":
-        spec = EngramSpec(rows=100, tp_size=8, rank=8)
+        spec = EngramSpec(rows=100, tp=8, rank=8)
         needle = "between 0 and 7"
     with pytest.raises(UsageError) as info:
         validate_engram_spec(spec)

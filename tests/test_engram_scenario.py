@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import random
 from collections.abc import Callable
@@ -239,3 +240,43 @@ def test_sampling_past_the_time_budget_says_so_and_by_how_much() -> None:
     roomy = run(EngramOptions(rows=400_000, dim=64, max_memory=8 << 20, time_budget_s=10**6), clock=counter_clock())
     assert roomy.engram is not None and roomy.engram.sample_overrun is None
     assert "OVER THE TIME BUDGET" not in dummyprof.render(roomy, width=1000)
+
+
+def test_a_time_budget_that_cannot_hold_the_least_run_is_refused_before_the_probe(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """#25.3: two small pre-probes predict the calibration probe and the three sample sizes per group a
+    projection needs; a budget below that is refused (exit 2, naming --time-budget and the fix) before the probe."""
+    from dummyprof.scenarios.engram.runner import Runner
+
+    allocated: list[int] = []
+    real = Runner.allocate
+    monkeypatch.setattr(Runner, "allocate", lambda self, rows: (allocated.append(rows), real(self, rows))[1])
+    options = EngramOptions(rows=2_000_000_000, dim=64, offload=True, max_memory=16 * 2**20, time_budget_s=100)
+    with pytest.raises(DoesNotFitError) as info:
+        run(options, clock=counter_clock())  # every timed call 1 s: 8 calls a probe, 20 per sample size
+    assert info.value.flag == "--time-budget"
+    assert info.value.message == (
+        "100 s cannot hold the least this run measures: the calibration probe on 32,768 rows (~8.00 s predicted "
+        "from smaller probes on this machine now) and three sample sizes per group it projects (~60.00 s), after "
+        "33.00 s spent on set-up and those probes; raise --time-budget to 101 s or more"
+    )
+    assert allocated == [512, 1024]  # the two pre-probes (1/64 of the probe's rows, twice that); not the probe
+    allocated.clear()
+    results = run(dataclasses.replace(options, time_budget_s=101), clock=counter_clock())
+    assert results.engram is not None and allocated[:3] == [512, 1024, 32_768]
+
+
+def test_call_costs_keep_the_lower_figure_of_two_noisy_pre_probes() -> None:
+    from dummyprof.scenarios.engram.plan import CallCost, call_costs, least_seconds
+
+    # memset: 1 s fixed + 1 ms a row (1.1 s at 100 rows, 1.2 s at 200); constant: noise made the larger faster
+    small = {ALLOCATE: 0.0, FIRST_TOUCH: 0.0, "memset": 1.1 / 100, "constant": 2.0 / 100}
+    large = {ALLOCATE: 0.0, FIRST_TOUCH: 0.0, "memset": 1.2 / 200, "constant": 1.0 / 200}
+    costs = call_costs(small, large, 100)
+    assert costs["memset"] == CallCost(pytest.approx(1.0), pytest.approx(0.001))
+    assert costs["constant"] == CallCost(1.0, 0.0)  # no negative slope; the intercept no dearer than a reading
+    methods = [METHODS["memset"], METHODS["constant"]]
+    probe_s, sampling_s = least_seconds(costs, methods, {"memset": True, "constant": False}, 1000, repeat=3)
+    assert probe_s == pytest.approx(2.0 + 1.0)  # memset 1 s + 1 s, constant 1 s
+    assert sampling_s == pytest.approx(3 * 3 * 1.0)  # constant alone projected: 3 sizes x 3 rounds of 1 s

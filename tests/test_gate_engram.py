@@ -22,7 +22,7 @@ Cli = Callable[..., CliResult]
 CONFIG = """
 [scenarios.rank]
 command = "engram"
-options = { rows = 65536, dim = 256, tp_size = 2, rank = 1, methods = ["constant"], repeat = 2, device = "cpu" }
+options = { rows = 65536, dim = 256, tp = 2, rank = 1, methods = ["constant"], repeat = 2, device = "cpu" }
 counters = "all"
 """
 
@@ -97,3 +97,19 @@ def test_gate_catches_a_constant_fill_that_falls_back_to_random(
     assert scratch["verdict"] == "regressed"
     assert scratch["current"] == part_rows * 256 * 2  # an fp16 scratch of the whole weight
     assert checks["table_bytes_per_rank"]["verdict"] == "pass"
+
+
+def test_the_old_layout_keys_are_still_taken_with_a_notice(tmp_path: Path, cli: Cli) -> None:
+    from dummyprof.gate.config import load_config
+
+    config = tmp_path / "dummyprof.toml"
+    config.write_text(CONFIG.replace("tp = 2", "tp_size = 2"))
+    loaded = load_config(config)
+    assert loaded.scenarios[0].options.tp == 2
+    assert loaded.renamed == [(f"{config}: scenarios.rank.options.tp_size", "tp")]
+    result = cli("gate", "--config", str(config), "--baseline", str(tmp_path / "missing.json"))
+    assert result.stderr.startswith(f"dummyprof: {config}: scenarios.rank.options.tp_size is deprecated; use tp\n")
+    config.write_text(CONFIG.replace("tp = 2", "tp_size = 2, tp = 2"))
+    result = cli("gate", "--config", str(config), "--baseline", str(tmp_path / "missing.json"))
+    assert result.exit_code == 2
+    assert "scenarios.rank.options.tp_size: is the old name of tp; give only tp" in result.stderr

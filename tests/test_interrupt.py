@@ -69,7 +69,7 @@ def test_a_signal_during_a_two_rank_run_stops_every_rank_with_one_line(
         "    time.sleep(600)\n"
         "Runner.allocate = allocate\n"
     )
-    args = ["engram", "--nproc", "2", "--tp-size", "2", "--rows", "4096", "--dim", "64", "--offload"]
+    args = ["engram", "--nproc", "2", "--tp", "2", "--rows", "4096", "--dim", "64", "--offload"]
     args += ["--backing", "pageable", "--method", "memset", "--time-budget", "5"]
     env = {**os.environ, "NO_COLOR": "1", "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")])}
     proc = subprocess.Popen(

@@ -211,3 +211,44 @@ def test_compare_report_says_the_model_was_materialized(cli: Cli) -> None:
     assert result.exit_code == 0, result.stderr
     assert "the model was built on the meta device and materialized on cpu with to_empty" in result.stdout
     assert "7 storages (8 registered names)" in result.stdout  # the tie survived materialization
+
+
+# ---- --dtype for presets and the user's code (issue #24 part 2) ---------------------------------------------------
+
+
+def _float_dtypes(model: nn.Module) -> dict[str, torch.dtype]:
+    return {n: t.dtype for n, t in (*model.named_parameters(), *model.named_buffers()) if t.is_floating_point()}
+
+
+def test_dtype_builds_a_preset_through_its_dtype_argument() -> None:
+    source = choose_source(model=None, preset="moe-decoder", model_args={"layers": 1}, dtype="float16")
+    assert source.options["dtype"] == "float16"
+    floats = _float_dtypes(source.build(torch.device("meta")))
+    # the fp32 router, its correction bias and rotary inv_freq keep the dtype the preset declares for them
+    assert {n.removeprefix("model.layers.0.") for n, d in floats.items() if d != torch.float16} == {
+        "mlp.gate.weight", "mlp.e_score_correction_bias", "self_attn.rotary_emb.inv_freq"}  # fmt: skip
+    assert source.notes == []  # the preset's own argument: nothing to say
+
+
+def test_dtype_builds_user_code_and_torch_transformer_under_torchs_default_dtype() -> None:
+    before = torch.get_default_dtype()
+    for model, preset in ((f"{FIXTURES}:build", None), (None, "torch-transformer")):
+        source = choose_source(model=model, preset=preset, model_args={}, dtype="bfloat16")
+        assert set(_float_dtypes(source.build(torch.device("meta"))).values()) == {torch.bfloat16}
+        assert source.notes == [
+            "--dtype bfloat16: built with torch's default dtype set to bfloat16, as vLLM builds a model; tensors "
+            "the code makes in an explicit dtype keep it"
+        ]
+        assert torch.get_default_dtype() == before  # restored after each build
+    assert set(_float_dtypes(choose_source(model=f"{FIXTURES}:build", preset=None, model_args={}).build(
+        torch.device("meta"))).values()) == {torch.float32}  # fmt: skip
+
+
+def test_dtype_and_a_preset_dtype_argument_that_disagree_are_refused(cli: Cli) -> None:
+    result = cli("inspect", "--preset", "dense-decoder", "--dtype", "float16", "--model-arg", "dtype=bfloat16")
+    assert result.exit_code == 2
+    assert result.stderr.strip().splitlines() == [
+        "dummyprof: error: --dtype: float16 and --model-arg dtype=bfloat16 disagree; give one"
+    ]
+    agreed = cli("inspect", "--preset", "dense-decoder", "--dtype", "float16", "--model-arg", "dtype=float16", "-q")
+    assert agreed.exit_code == 0, agreed.stderr

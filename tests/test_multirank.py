@@ -87,14 +87,14 @@ def _json(path: Path) -> dict[str, Any]:
 @pytest.fixture(scope="module")
 def two(tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.CompletedProcess[str], Path]:
     where = tmp_path_factory.mktemp("torchrun2")
-    out = torchrun(2, *SMALL, "--tp-size", "2", "--json", "r.json", cwd=where)
+    out = torchrun(2, *SMALL, "--tp", "2", "--json", "r.json", cwd=where)
     return out, where / "r.json"
 
 
 @pytest.fixture(scope="module")
 def two_nproc(tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.CompletedProcess[str], Path]:
     where = tmp_path_factory.mktemp("nproc2")
-    out = nproc(2, *SMALL, "--tp-size", "2", "--json", "r.json", cwd=where)
+    out = nproc(2, *SMALL, "--tp", "2", "--json", "r.json", cwd=where)
     return out, where / "r.json"
 
 
@@ -103,7 +103,7 @@ def _covers_every_row_once(data: dict[str, Any], tp: int, dp: int) -> None:
     world = tp * dp
     assert sorted(r["rank"] for r in ranks) == list(range(world))  # every rank, once
     assert {r["world_size"] for r in ranks} == {world}
-    spec = EngramSpec(rows=ROWS, dim=DIM, heads=HEADS, tp_size=tp, dp_size=dp)
+    spec = EngramSpec(rows=ROWS, dim=DIM, heads=HEADS, tp=tp, dp=dp)
     heads: list[int] = []
     for r in sorted(ranks, key=lambda r: r["rank"]):
         lay = r["engram"]["layout"]
@@ -170,7 +170,7 @@ def test_nproc_gives_the_same_report_as_torchrun(
 def test_four_ranks_tp2_dp2(tmp_path: Path) -> None:
     args = ["--rows", str(ROWS), "--dim", str(DIM), "--heads", "4", "--offload", "--backing", "pageable"]
     args += ["--method", "memset", "--repeat", "1", "--time-budget", "5", "--dist-timeout", "30"]
-    out = torchrun(4, *args, "--tp-size", "2", "--dp-size", "2", "--json", "r.json", "-q", cwd=tmp_path)
+    out = torchrun(4, *args, "--tp", "2", "--dp", "2", "--json", "r.json", "-q", cwd=tmp_path)
     assert out.returncode == 0, out.stderr[-3000:]
     data = _json(tmp_path / "r.json")
     assert sorted(r["rank"] for r in data["ranks"]) == [0, 1, 2, 3]
@@ -188,7 +188,7 @@ def test_a_failing_rank_is_reported_by_rank_and_nothing_hangs(
     site = fault(tmp_path, 1, 'raise MemoryError("simulated: out of memory while allocating")')
     monkeypatch.setenv("NO_COLOR", "1")
     capfd.readouterr()
-    code = nproc_here(lambda *args: main(list(args)), monkeypatch, site, *SMALL, "--tp-size", "2")
+    code = nproc_here(lambda *args: main(list(args)), monkeypatch, site, *SMALL, "--tp", "2")
     out, err = capfd.readouterr()  # at the descriptors: every rank's output too, not only this process's
     assert code == 1
     assert "dummyprof: error: rank 1 (" in err
@@ -199,7 +199,7 @@ def test_a_failing_rank_is_reported_by_rank_and_nothing_hangs(
 
 def test_a_killed_rank_is_named_by_the_launcher(tmp_path: Path, cli: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     site = fault(tmp_path, 1, "import signal; os.kill(os.getpid(), signal.SIGKILL)")
-    out = nproc_here(cli, monkeypatch, site, *SMALL, "--tp-size", "2")
+    out = nproc_here(cli, monkeypatch, site, *SMALL, "--tp", "2")
     assert out.exit_code == 1
     assert "dummyprof: error: rank 1 was killed by SIGKILL" in out.stderr
 
@@ -209,7 +209,7 @@ def test_a_rank_that_stops_answering_is_named_after_the_timeout(
 ) -> None:
     site = fault(tmp_path, 1, "import time; time.sleep(600)")
     args = [a if a != "30" else "4" for a in SMALL]  # --dist-timeout 4
-    out = nproc_here(cli, monkeypatch, site, *args, "--tp-size", "2")
+    out = nproc_here(cli, monkeypatch, site, *args, "--tp", "2")
     assert out.exit_code == 1
     assert "not reached by every rank within 4 s (--dist-timeout)" in out.stderr
     assert "rank 1 at step" in out.stderr
@@ -222,7 +222,7 @@ def test_bad_input_on_one_rank_is_named_and_every_rank_exits_2(tmp_path: Path) -
     (site / "sitecustomize.py").write_text(
         "import os, sys\nif os.environ.get('RANK') == '1':\n    sys.argv += ['--dim', '250']\n"
     )
-    out = torchrun(2, *SMALL, "--tp-size", "2", cwd=tmp_path, site=site)
+    out = torchrun(2, *SMALL, "--tp", "2", cwd=tmp_path, site=site)
     assert out.returncode == 1  # torchrun's own code when ranks fail; its summary shows each rank's
     assert set(re.findall(r"exitcode *: (\d+)", out.stderr)) == {"2"}  # every rank exited 2
     lines = [line for line in out.stderr.splitlines() if line.startswith("dummyprof: error:")]
@@ -237,7 +237,7 @@ def test_the_gate_runs_a_multirank_scenario_with_exact_counters_per_rank(cli: An
         textwrap.dedent(f"""
         [scenarios.ranks]
         command = "engram-ranks"
-        options = {{ nproc = 2, rows = {ROWS}, dim = {DIM}, heads = {HEADS}, tp_size = 2, offload = true, \
+        options = {{ nproc = 2, rows = {ROWS}, dim = {DIM}, heads = {HEADS}, tp = 2, offload = true, \
 backing = "pageable", methods = ["memset"], repeat = 3, time_budget_s = 5.0, dist_timeout_s = 30.0 }}
         counters = "all"
         """)

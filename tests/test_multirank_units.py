@@ -129,10 +129,10 @@ class Gathered(World):
 
 
 def test_the_same_bad_input_on_every_rank_is_one_line() -> None:
-    seen = [("--tp-size: no", {}), ("--tp-size: no", {})]
+    seen = [("--tp: no", {}), ("--tp: no", {})]
     with pytest.raises(RanksFailed) as caught:
         check_ranks(Gathered(0, seen), None, {})
-    assert str(caught.value) == "ranks 0, 1: --tp-size: no"
+    assert str(caught.value) == "ranks 0, 1: --tp: no"
     assert caught.value.exit_code == 2 and not caught.value.quiet
     with pytest.raises(RanksFailed) as other:
         check_ranks(Gathered(1, seen), None, {})
@@ -147,20 +147,20 @@ def test_flags_that_differ_between_ranks_are_named() -> None:
 
 
 def test_rank_options_take_the_rank_and_a_share_of_the_node_budget() -> None:
-    options = EngramOptions(rows=1000, tp_size=2, max_memory=8_000)
+    options = EngramOptions(rows=1000, tp=2, max_memory=8_000)
     mine = rank_options(options, world(1, 2), available=10_000)
     assert (mine.rank, mine.max_memory) == (1, 4_000)
-    default = rank_options(EngramOptions(rows=1000, tp_size=4), world(3, 4, local_size=2), available=10_000)
+    default = rank_options(EngramOptions(rows=1000, tp=4), world(3, 4, local_size=2), available=10_000)
     assert default.max_memory == 4_000  # 80% of available, split over 2 local ranks
-    mapped = rank_options(EngramOptions(rows=1000, tp_size=2, offload=True, backing="mmap:/t/e.bin"), world(1, 2), 10)
+    mapped = rank_options(EngramOptions(rows=1000, tp=2, offload=True, backing="mmap:/t/e.bin"), world(1, 2), 10)
     assert mapped.backing == "mmap:/t/e.bin.rank1"  # each rank creates its own file
 
 
 def test_tp_times_dp_must_equal_the_world_size() -> None:
     with pytest.raises(UsageError) as caught:
-        rank_options(EngramOptions(rows=1000, tp_size=4), world(0, 2), available=10_000)
+        rank_options(EngramOptions(rows=1000, tp=4), world(0, 2), available=10_000)
     assert flag_text(caught.value) == (
-        "--tp-size: tp 4 x dp 1 = 4 ranks, but torch.distributed started 2 processes; "
+        "--tp: tp 4 x dp 1 = 4 ranks, but torch.distributed started 2 processes; "
         "use tp 2 (with dp 1) or start 4 processes"
     )
 
@@ -272,9 +272,9 @@ def test_tp_times_dp_is_checked_against_nproc_before_any_rank_starts(
 ) -> None:
     _no_ranks(monkeypatch)
     with pytest.raises(UsageError) as caught:
-        validate(EngramRanksOptions(rows=4096, nproc=4, tp_size=1))
+        validate(EngramRanksOptions(rows=4096, nproc=4, tp=1))
     assert caught.value.field == "nproc"
-    result = cli("engram", "--nproc", "4", "--tp-size", "1", "--rows", "4096", "--offload")
+    result = cli("engram", "--nproc", "4", "--tp", "1", "--rows", "4096", "--offload")
     assert result.exit_code == 2
     assert result.stderr.splitlines() == [
         "dummyprof: error: --nproc: 4 ranks, but the tables are split over tp 1 x dp 1 = 1; "
@@ -287,7 +287,7 @@ def test_more_ranks_than_cores_or_memory_are_refused_before_any_rank_starts(
 ) -> None:
     _no_ranks(monkeypatch)
     machine.set(2, 24 << 30, 180 << 20)
-    result = cli("engram", "--nproc", "64", "--tp-size", "64", "--rows", "4096", "--offload")
+    result = cli("engram", "--nproc", "64", "--tp", "64", "--rows", "4096", "--offload")
     assert (result.exit_code, result.stderr.splitlines()) == (
         2,
         [
@@ -297,20 +297,20 @@ def test_more_ranks_than_cores_or_memory_are_refused_before_any_rank_starts(
     )
     machine.set(64, 3 << 30, 1 << 30)
     with pytest.raises(UsageError) as caught:
-        validate(EngramRanksOptions(rows=4096, nproc=4, tp_size=4, offload=True))
+        validate(EngramRanksOptions(rows=4096, nproc=4, tp=4, offload=True))
     assert flag_text(caught.value) == (
         "--nproc: 4 ranks need at least 4.00 GiB for their processes alone (1.00 GiB each, this process's own "
         "memory with torch loaded), more than the 3.00 GiB available; use 3 or fewer"
     )
-    validate(EngramRanksOptions(rows=4096, nproc=3, tp_size=3, offload=True))  # 3 fit
+    validate(EngramRanksOptions(rows=4096, nproc=3, tp=3, offload=True))  # 3 fit
 
 
 def test_other_rank_options_are_named_by_field() -> None:
     with pytest.raises(UsageError) as caught:
-        validate(EngramRanksOptions(rows=4096, nproc=2, tp_size=2, rank=1))
+        validate(EngramRanksOptions(rows=4096, nproc=2, tp=2, rank=1))
     assert (caught.value.field, caught.value.message) == ("rank", "every rank takes its own (0 to 1); drop it")
     with pytest.raises(UsageError) as caught:
-        validate(EngramRanksOptions(rows=4096, nproc=2, tp_size=2, dist_backend="mpi"))
+        validate(EngramRanksOptions(rows=4096, nproc=2, tp=2, dist_backend="mpi"))
     assert flag_text(caught.value) == "--dist-backend: unknown backend 'mpi'; choose from: auto, gloo, nccl"
 
 
@@ -343,12 +343,12 @@ def test_threads_are_said_once_under_the_ranks_table() -> None:
 
 def test_the_memory_budget_is_labelled_per_rank() -> None:
     two = world(0, 2)
-    given = EngramOptions(rows=1000, tp_size=2, max_memory=4 << 30)
+    given = EngramOptions(rows=1000, tp=2, max_memory=4 << 30)
     assert budget_source("--max-memory 2.00 GiB", given, two, 0) == "per rank: --max-memory 4.00 GiB / 2 ranks"
     assert budget_source("--max-memory 2.00 GiB, capped by 1.50 GiB available", given, two, 0) == (
         "per rank: --max-memory 4.00 GiB / 2 ranks, capped by 1.50 GiB available"
     )
-    default = EngramOptions(rows=1000, tp_size=2)
+    default = EngramOptions(rows=1000, tp=2)
     assert budget_source("--max-memory 3.20 GiB", default, two, 8 << 30) == (
         "per rank: 80% of 8.00 GiB available / 2 ranks"
     )

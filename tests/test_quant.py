@@ -436,8 +436,9 @@ def test_modelopt_method_follows_quant_algo() -> None:
         "modelopt",
         None,
     )
-    with pytest.raises(UsageError, match=r"method 'modelopt_mxfp8' is not known to dummyprof"):
-        resolve_method({"quant_method": "modelopt", "quant_algo": "MXFP8"}, "auto")
+    for algo, method in (("MXFP8", "modelopt_mxfp8"), ("MIXED_PRECISION", "modelopt_mixed")):
+        with pytest.raises(UsageError, match=rf"method '{method}' is not known to dummyprof"):
+            resolve_method({"quant_method": "modelopt", "quant_algo": algo}, "auto")
 
 
 # ---- mxfp4 (gpt-oss) ---------------------------------------------------------------------------------------------

@@ -1,14 +1,8 @@
-"""Where Engram tables live: pinned, pageable, huge-page, /dev/shm or file-backed host memory, or a GPU.
-
-Each backing says when it cannot be had here and what was used instead, and
-how many bytes the allocator reserves for a request (pinned memory rounds every
-allocation up to a power of two, so a 47.2 GiB table reserves 64 GiB).
-
-Pinned memory has three allocation paths, as engines use them: ``torch.empty(..., pin_memory=True)``
-(``pinned``), ``tensor.pin_memory()`` on an ordinary tensor (``pinned-copy``: a pageable tensor, then a
-pinned copy, both through torch's caching host allocator), and ``cudaHostRegister`` of an ordinary
-allocation (``pinned-register``: pins the pages in place, exact size, no rounding).
-"""
+"""Where Engram tables live: pinned, pageable, huge-page, /dev/shm or file-backed host memory, or a GPU. Each
+backing says when it cannot be had and what was used instead, and what the allocator reserves (pinned memory
+rounds to a power of two: a 47.2 GiB table reserves 64 GiB). Pinned memory three ways, as engines do:
+``pin_memory=True`` (``pinned``), ``tensor.pin_memory()`` (``pinned-copy``) and ``cudaHostRegister`` in place
+(``pinned-register``, exact size)."""
 
 from __future__ import annotations
 
@@ -51,8 +45,6 @@ def round_up(n: int, multiple: int) -> int:
 
 @dataclass(frozen=True)
 class Backing:
-    """The memory kind asked for, the kind actually used, and why they differ."""
-
     requested: str  # pinned, pinned-copy, pinned-register, pageable, hugepages, shm, mmap or device
     used: str
     device: str = "cpu"  # where the tensors live ("cuda:0" for on-device tables)
@@ -60,8 +52,7 @@ class Backing:
     path: str = ""  # mmap: the file the tables are mapped from
 
     @property
-    def caching_host_allocator(self) -> bool:
-        """Allocations that go through torch's CUDA caching host allocator (power-of-two rounding)."""
+    def caching_host_allocator(self) -> bool:  # torch's CUDA caching host allocator: power-of-two rounding
         return self.used in ("pinned", "pinned-copy")
 
     @property
@@ -69,7 +60,7 @@ class Backing:
         return self.device == "cpu"
 
     def reserved_bytes(self, nbytes: int) -> int:
-        """Bytes the allocator reserves for one allocation of ``nbytes`` (computed, not measured)."""
+        """Bytes the allocator reserves for one allocation of ``nbytes`` (computed)."""
         if self.caching_host_allocator:
             return next_power_of_two(nbytes)
         if self.used == "hugepages":
@@ -91,7 +82,7 @@ class Backing:
 
 
 def thp_mode(path: Path = THP_PATH) -> str | None:
-    """The bracketed transparent-huge-page mode (always, madvise, never), or None when unknown."""
+    """The transparent-huge-page mode (always, madvise, never), or None when unknown."""
     try:
         match = re.search(r"\[(\w+)\]", path.read_text(encoding="ascii"))
     except OSError:
@@ -157,7 +148,7 @@ def resolve_backing(
 
 
 def disk_free_bytes(directory: Path) -> int | None:
-    """Bytes free on the file system of ``directory`` (``SHM_DIR``: /dev/shm), None when it cannot be read."""
+    """Bytes free on the file system of ``directory``, None when it cannot be read."""
     try:
         st = os.statvfs(directory)
     except OSError:
@@ -166,12 +157,11 @@ def disk_free_bytes(directory: Path) -> int | None:
 
 
 def backing_disk_free(backing: Backing) -> int | None:
-    """Free space on the disk an ``mmap`` backing's file goes to (None for other backings)."""
     return disk_free_bytes(Path(backing.path).parent) if backing.used == "mmap" else None
 
 
 def check_mmap_path(path: str) -> str | None:
-    """Why ``path`` cannot take a new table file (exists, no such folder, not writable), or None when it can."""
+    """Why ``path`` cannot take a new table file, or None when it can."""
     if not path:
         return "give a file path after mmap:, e.g. --backing mmap:/var/tmp/engram.bin"
     target = Path(path)
@@ -202,7 +192,7 @@ def anon_huge_page_bytes() -> int | None:
 
 
 def pinned_reserved_bytes() -> int | None:
-    """Bytes the CUDA pinned allocator holds (rounded block sizes), or None where torch cannot say."""
+    """Bytes the CUDA pinned allocator holds (rounded blocks), or None where torch cannot say."""
     if not torch.cuda.is_available():
         return None
     stats_fn = getattr(torch.cuda, "host_memory_stats", None)
@@ -213,7 +203,7 @@ def pinned_reserved_bytes() -> int | None:
 
 
 def _empty_pinned_cache() -> None:
-    """Cached pinned blocks would otherwise pile up across sample sizes."""
+    # cached pinned blocks would otherwise pile up across sample sizes
     empty = getattr(torch._C, "_host_emptyCache", None)
     if empty is not None and torch.cuda.is_available():
         empty()
@@ -221,11 +211,8 @@ def _empty_pinned_cache() -> None:
 
 @dataclass
 class Arena:
-    """Owns the allocations of one set of tables; :meth:`release` gives them back.
-
-    Allocation only reserves address space (or, for pinned memory, pins it):
-    pageable pages are faulted in on first write, which is timed apart.
-    """
+    """The allocations of one set of tables (address space reserved, or pinned: pages fault in on first write,
+    timed apart); :meth:`release` gives them back."""
 
     backing: Backing
     tensors: list[torch.Tensor] = field(default_factory=list)
@@ -274,7 +261,7 @@ class Arena:
         return torch.frombuffer(mm, dtype=torch.uint8, count=nbytes)
 
     def _create_file(self, size: int) -> tuple[int, str]:
-        """A new file for one table (PATH, then PATH.1, PATH.2, ...), never an existing one; disk space checked."""
+        """A new file for one table (PATH, PATH.1, ...), never an existing one; disk space checked."""
         base = self.backing.path
         path = base if self._files == 0 else f"{base}.{self._files}"
         free = disk_free_bytes(Path(path).parent)
@@ -294,7 +281,6 @@ class Arena:
         return fd, path
 
     def _register(self, tensor: torch.Tensor) -> None:
-        """Pin an ordinary allocation in place: exactly its bytes, no caching allocator, no rounding."""
         cudart = torch.cuda.cudart()
         status = cudart.cudaHostRegister(tensor.data_ptr(), tensor.nbytes, CUDA_HOST_REGISTER_DEFAULT)
         if int(status) != 0:
@@ -302,7 +288,7 @@ class Arena:
         self._registered.append(tensor.data_ptr())
 
     def release(self) -> None:
-        """Drop every reference this arena holds; memory returns once callers drop theirs too."""
+        """Drop every reference held here; memory returns once callers drop theirs too."""
         if self._registered:
             cudart = torch.cuda.cudart()
             for pointer in self._registered:

@@ -18,7 +18,7 @@ from dummyprof.cli.output import ForceOpt, HtmlOpt, JsonOpt, QuietOpt, check_out
 from dummyprof.cli.schema_command import options_from, with_options
 from dummyprof.errors import UsageError, flag_text
 from dummyprof.ranks.world import LaunchEnv, launch_env
-from dummyprof.scenarios.engram.options import EngramOptions
+from dummyprof.scenarios.engram.options import ENGRAM_FIELDS, EngramOptions
 from dummyprof.schema import Spec
 from dummyprof.units import parse_float, parse_int
 
@@ -48,20 +48,22 @@ does not is measured at smaller sizes and projected, labelled as such.
 
 Examples:
   dummyprof engram --rows 2e9 --offload
-  dummyprof engram --rows 384M --tables 2 --tp-size 4 --offload --deadline 600
+  dummyprof engram --rows 384M --tables 2 --tp 4 --offload --deadline 600
   dummyprof engram --rows 4M --json engram.json
-  dummyprof engram --rows 384M --tp-size 8 --offload --dry-run
+  dummyprof engram --rows 384M --tp 8 --offload --dry-run
   dummyprof engram --rows 64M --offload --backing mmap:/var/tmp/engram.bin
 
 Every rank at once (one gathered report on rank 0; docs/multi-rank.md):
-  torchrun --nproc-per-node 8 -m dummyprof engram --rows 2e9 --tp-size 8
-  dummyprof engram --rows 2e9 --tp-size 8 --nproc 8
+  torchrun --nproc-per-node 8 -m dummyprof engram --rows 2e9 --tp 8
+  dummyprof engram --rows 2e9 --tp 8 --nproc 8
 """
 
 
-FIELDS = (
-    *("rows", "dim", "block_size", "tables", "tp_size", "dp_size", "rank", "heads", "offload", "backing"),
-    *("device", "methods", "repeat", "chunk_elements", "max_memory", "time_budget_s", "deadline_s", "dry_run"),
+FIELDS = (  # engram's groups, in the order --help lists their flags
+    *ENGRAM_FIELDS,  # the tables, and the layout they are split over (tp, dp, rank, heads)
+    *("offload", "backing", "device"),  # where the tables live
+    *("methods", "repeat", "chunk_elements"),  # fill
+    *("max_memory", "time_budget_s", "deadline_s", "dry_run"),  # budget
 )
 
 

@@ -13,6 +13,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
+from dummyprof.errors import UsageError
 from dummyprof.files.outputs import path_of
 from dummyprof.scenarios.deployment.options import LAYOUT_FIELDS, check_world
 from dummyprof.schema import Spec, flag_of, parse, specs
@@ -47,13 +48,49 @@ def _parameter(name: str, spec: Spec, default: Any) -> inspect.Parameter:
     )
 
 
-def _field_parameter(field: dataclasses.Field[Any], spec: Spec) -> inspect.Parameter:
-    if spec.unit == "flag":
-        return _parameter(field.name, spec, field.default)
+def _old_parameter(spec: Spec) -> inspect.Parameter:
+    """The hidden parameter of a renamed field's old flag (``--tp-size``): still taken, with a notice."""
+    assert spec.was is not None
+    info = typer.Option(spec.was, metavar=spec.metavar or "TEXT", hidden=True)
+    return inspect.Parameter(
+        _old_name(spec),
+        inspect.Parameter.KEYWORD_ONLY,
+        default=None,
+        annotation=Annotated[Optional[str], info],  # noqa: UP045
+    )
+
+
+def _old_name(spec: Spec) -> str:
+    return (spec.was or "")[2:].replace("-", "_")
+
+
+def _given(field: dataclasses.Field[Any], spec: Spec, params: Mapping[str, Any]) -> Any:
+    """The raw value of ``field``: its flag's, else its old flag's (said on stderr: the old name goes)."""
+    name = field.name
+    raw = params.get(param_name(name, spec))
+    old = params.get(_old_name(spec)) if spec.was else None
+    if old is None:
+        return raw
+    from dummyprof.cli.output import report_renamed
+
+    if raw is not None and raw != _shown(field, spec):  # the new flag given too (not just its default)
+        raise UsageError(spec.was, f"is the old name of {flag_of(name, spec)}; give only {flag_of(name, spec)}")
+    report_renamed(str(spec.was), flag_of(name, spec))
+    return old
+
+
+def _shown(field: dataclasses.Field[Any], spec: Spec) -> str | None:
+    """The default as the flag's parameter holds it (and the help shows it): text, or None."""
     shown = spec.shown
     if shown is None and field.default is not dataclasses.MISSING and field.default is not None:
         shown = str(field.default)
-    return _parameter(field.name, spec, shown or None)
+    return shown or None
+
+
+def _field_parameter(field: dataclasses.Field[Any], spec: Spec) -> inspect.Parameter:
+    if spec.unit == "flag":
+        return _parameter(field.name, spec, field.default)
+    return _parameter(field.name, spec, _shown(field, spec))
 
 
 def _declared(cls: type | None, fields: Sequence[str], form: str | None) -> dict[str, tuple[Any, Spec]]:
@@ -74,8 +111,8 @@ def options_from(
     """``cls`` from the raw flag values in ``params`` (keyed as ``ctx.params``), and the fields the user gave;
     each field's text parsed as command ``form`` declares it (its name: ``sweep``, ``compare``)."""
     values: dict[str, Any] = {}
-    for name, (_, spec) in _declared(cls, fields, form).items():
-        raw = params.get(param_name(name, spec))
+    for name, (field, spec) in _declared(cls, fields, form).items():
+        raw = _given(field, spec, params)
         if raw is None or (spec.unit in ("list", "args") and not raw):
             continue
         if spec.auto and str(raw).strip().lower() == "auto":
@@ -115,8 +152,10 @@ def with_options(
         params = [mine("ctx")] if "ctx" in own else []
         for name in fields:  # a parameter the command declares itself wins over the field of that name
             params.append(mine(name) if name in own else _field_parameter(*declared[name]))
+        params += [_old_parameter(spec) for n, (_, spec) in declared.items() if spec.was and n not in own]
         params += [mine(n) for n in own if n not in special and n not in fields]
         generated = {param_name(n, spec) for n, (_, spec) in declared.items() if n not in own}
+        generated |= {_old_name(spec) for n, (_, spec) in declared.items() if spec.was and n not in own}
 
         def command(**kwargs: Any) -> int:
             passed = {k: v for k, v in kwargs.items() if k not in generated}

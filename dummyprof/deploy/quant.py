@@ -117,7 +117,8 @@ def _config_method(config: Mapping[str, Any]) -> str:
     if not found.startswith("modelopt"):
         return found
     algo = str((config.get("quantization") or config).get("quant_algo", "")).upper()
-    return "modelopt_mxfp8" if "MXFP8" in algo else "modelopt_fp4" if "FP4" in algo else "modelopt"
+    other = {"MXFP8": "modelopt_mxfp8", "MIXED_PRECISION": "modelopt_mixed"}  # not modelled: refused by name
+    return other.get(algo, "modelopt_fp4" if "FP4" in algo else "modelopt")
 
 
 def scheme_of(options: Mapping[str, Any] | None) -> QuantScheme | None:

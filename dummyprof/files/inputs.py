@@ -1,9 +1,5 @@
-"""What a run reads, as the never-write rule compares it: a file and how a message names it.
-
-Which files a run reads is decided at the edge (``cli/inputs.run_inputs``: each model source and
-loader declares its own); here, what the process itself has read: every module it imported from
-outside Python's trees (``imported_sources``), checked again just before writing.
-"""
+"""What a run reads, as the never-write rule compares it: the files the edge names (``cli/inputs.run_inputs``),
+and every module the process imported from outside Python's trees (``imported_sources``)."""
 
 from __future__ import annotations
 
@@ -18,9 +14,7 @@ from dummyprof.files.reading import backing_file
 
 
 @dataclass(frozen=True)
-class RunInput:
-    """A file the run reads, and how a message names it ("the --model input")."""
-
+class RunInput:  # a file the run reads, and how a message names it ("the --model input")
     what: str
     path: Path
 
@@ -29,7 +23,6 @@ _PACKAGE_DIR = os.path.realpath(Path(__file__).parents[1])
 
 
 def _installed_roots() -> tuple[str, ...]:
-    """Where Python's own and installed modules live: what is imported from there is not the user's."""
     roots = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix, *site.getsitepackages()}
     roots.add(site.getusersitepackages())
     both = {os.path.join(form, "") for r in roots for form in (os.path.abspath(r), os.path.realpath(r))}
@@ -37,12 +30,8 @@ def _installed_roots() -> tuple[str, ...]:
 
 
 def imported_sources() -> Iterator[RunInput]:
-    """The files of modules this process imported from outside Python and its installed packages: a module's
-    source, or the archive it came from (``pkgs.zip/mod.py`` is read from ``pkgs.zip``).
-
-    A user's model or loader module imports its helpers while it runs, after the outputs were first
-    checked: these are read by the run too, so ``write_outputs`` checks them again before writing.
-    """
+    """The files (or archives) of modules imported from outside Python and its installed packages: a user's code
+    imports its helpers as it runs, after the outputs were checked, so ``write_outputs`` checks them again."""
     roots = _installed_roots()
     for name, module in list(sys.modules.items()):
         origin = getattr(module, "__file__", None)

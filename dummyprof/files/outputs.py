@@ -1,13 +1,7 @@
-"""Output files: checked before measuring, written without clobbering, failures returned rather than raised.
-
-One mechanism for every file a command writes (``--json``, ``--output``, ``--junit``, ``--markdown``, ...),
-so each rule of docs/promises.md ("Files: never clobbered, never lost") holds for all of them: each path is
-probed as it will be written before anything is measured; no output is an input of the run
-(:mod:`dummyprof.files.inputs`) or another output; ``-`` is standard output only where a flag says so;
-without ``--force`` a file is published exclusively, with it a regular file is replaced atomically (a
-symlink written through, a FIFO or device written into); only the CI step summary is appended to; a
-write that still fails comes back as a message (the caller exits 2, the gate 3).
-"""
+"""Every file a command writes, by docs/promises.md ("Files: never clobbered, never lost"): probed before
+measuring; never an input of the run or another output; ``-`` only where a flag says so; published exclusively,
+or with ``--force`` replaced atomically; only the CI step summary appended to; a failed write returned as a
+message (the caller exits 2, the gate 3)."""
 
 from __future__ import annotations
 
@@ -31,8 +25,6 @@ STEP_SUMMARY = "GITHUB_STEP_SUMMARY"
 
 @dataclass(frozen=True)
 class Output:
-    """A file a command writes, and the flag that named it."""
-
     flag: str
     path: Path
     append: bool = False  # appended, never truncated: only the CI step summary (is_step_summary)
@@ -44,7 +36,7 @@ class Output:
 
 
 def _stat(path: Path | str) -> os.stat_result | None:
-    """``os.stat`` following symlinks; None if nothing is there (or a symlink points nowhere)."""
+    """``os.stat`` following symlinks; None if nothing is there."""
     try:
         return os.stat(path)
     except FileNotFoundError:
@@ -52,19 +44,18 @@ def _stat(path: Path | str) -> os.stat_result | None:
 
 
 def _is_stream(mode: int) -> bool:
-    """FIFOs, character devices and sockets: written through, nothing there to clobber."""
+    # FIFOs, character devices and sockets: written through, nothing there to clobber
     return stat.S_ISFIFO(mode) or stat.S_ISCHR(mode) or stat.S_ISSOCK(mode)
 
 
 def new_file_mode() -> int:
-    """What ``open(path, "w")`` would give a new file: 0o666 less the umask."""
     mask = os.umask(0)
     os.umask(mask)
     return 0o666 & ~mask
 
 
 def _probe_folder(flag: str, folder: Path, path: Path) -> None:
-    """Create and remove a temporary file in ``folder``: the write we will do later, done now."""
+    """Create and remove a temporary file in ``folder``: the later write, done now."""
     if not folder.is_dir():
         if folder.exists():
             raise UsageError(flag, f"cannot create {path}: {folder} is a file, not a directory")
@@ -81,7 +72,7 @@ def _probe_folder(flag: str, folder: Path, path: Path) -> None:
 
 
 def _probe_open(flag: str, path: Path) -> None:
-    """An existing file written in place (append, FIFO, device): is it writable? (False for an immutable file.)"""
+    """An existing file written in place (append, FIFO, device): writable?"""
     if not os.access(path, os.W_OK):
         raise UsageError(flag, f"cannot write {path}: permission denied")
 
@@ -93,11 +84,8 @@ _FS_IOC_GETFLAGS = (2 << 30) | (struct.calcsize("l") << 16) | (ord("f") << 8) | 
 
 
 def _pinned(path: Path) -> str | None:
-    """'immutable' or 'append-only' when no rename may replace ``path`` (even as root); None when it may.
-
-    A file system or platform that cannot say (no ioctl, no ``st_flags``) answers None: the write
-    then fails after the run, shown as a write failure, as before.
-    """
+    """'immutable' or 'append-only' when no rename may replace ``path``, even as root; None when it may (or
+    the platform cannot say: the write then fails after the run, as a write failure)."""
     flags = getattr(os.stat(path), "st_flags", None)  # BSD and macOS: chflags
     if flags is not None:
         if flags & (stat.UF_IMMUTABLE | stat.SF_IMMUTABLE):
@@ -123,7 +111,6 @@ def _pinned(path: Path) -> str | None:
 
 
 def _refuse_dash(output: Output) -> None:
-    """'-' for a flag that does not write to stdout: say so, rather than create or overwrite a file named '-'."""
     if str(output.path) == STDOUT and not output.stdout:
         raise UsageError(
             output.flag,
@@ -147,7 +134,7 @@ def example_name(flag: str) -> str:
 
 
 def path_of(flag: str, text: str) -> Path:
-    """The path a file flag names; an empty value (an unset ``$VAR`` in ``--flag "$VAR"``) is refused by name."""
+    """The path a flag names; an empty value (an unset ``$VAR``) is refused by name."""
     if not text.strip():
         unset = " ($GITHUB_STEP_SUMMARY unset, off CI?)" if flag == "--markdown" else ""
         raise UsageError(flag, f"an empty value{unset}; give a file name such as {example_name(flag)}")
@@ -155,7 +142,7 @@ def path_of(flag: str, text: str) -> Path:
 
 
 def probe_output(output: Output, *, force: bool) -> None:
-    """Raise UsageError (exit 2) now if ``output`` could not be written after the run."""
+    """UsageError (exit 2) now if ``output`` could not be written after the run."""
     if output.is_stdout:
         return
     _refuse_dash(output)
@@ -187,7 +174,7 @@ def probe_output(output: Output, *, force: bool) -> None:
 
 
 def _identity(path: Path) -> tuple[object, ...] | None:
-    """What a write to ``path`` really touches; None for streams, which may be shared (two reports to /dev/null)."""
+    """What a write to ``path`` touches; None for streams, which may be shared (two reports to /dev/null)."""
     try:
         st = _stat(path)
     except OSError:
@@ -200,7 +187,7 @@ def _identity(path: Path) -> tuple[object, ...] | None:
 
 
 def is_step_summary(path: Path | str) -> bool:
-    """Whether ``path`` is the CI step summary (``$GITHUB_STEP_SUMMARY``): the one file reports are appended to."""
+    """Whether ``path`` is the CI step summary (``$GITHUB_STEP_SUMMARY``), the one file appended to."""
     named = os.environ.get(STEP_SUMMARY)
     if not named or str(path) == STDOUT:
         return False
@@ -208,7 +195,7 @@ def is_step_summary(path: Path | str) -> bool:
 
 
 def _read_by_run(inputs: Iterable[RunInput]) -> dict[tuple[object, ...], str]:
-    """What each file the run reads is, by file identity: the inputs named, then every module imported so far."""
+    """What each file the run reads is, by identity: the inputs named, then every module imported so far."""
     read: dict[tuple[object, ...], str] = {}
     for run_input in itertools.chain(inputs, imported_sources()):
         key = _identity(run_input.path)
@@ -225,12 +212,8 @@ def _read_by_run_text(output: Output, what: str) -> str:
 
 
 def check_outputs(outputs: Sequence[Output], *, force: bool, inputs: Iterable[RunInput] = ()) -> None:
-    """Probe every output, and refuse an output that the run reads or another output (UsageError, exit 2).
-
-    ``inputs``: every file the run reads (``dummyprof.files.inputs.run_inputs``), refused as an
-    output with or without ``force``, appended to or not. That is checked before the probe, so an
-    input that exists is not answered with "pass --force".
-    """
+    """Probe every output; refuse one that the run reads (``inputs``, with or without ``force``, checked before the
+    probe so an input is not answered with "pass --force") or another output (UsageError, exit 2)."""
     read = _read_by_run(inputs)
     written: dict[tuple[object, ...], str] = {}
     for output in outputs:
@@ -248,9 +231,8 @@ def check_outputs(outputs: Sequence[Output], *, force: bool, inputs: Iterable[Ru
 
 
 def publish(path: Path, text: str, *, replace: bool) -> None:
-    """Write ``text`` to a temporary file in ``path``'s folder, then move it into place: renamed over what is
-    there (``replace``, keeping a regular file's mode), or linked, which fails with FileExistsError if
-    anything is there. A crash or Ctrl-C leaves the old file or the new one, never half of one."""
+    """``text`` to a temporary file in ``path``'s folder, moved into place: renamed over what is there (``replace``,
+    keeping a regular file's mode) or linked (FileExistsError if anything is there); never half a file."""
     st = _stat(path) if replace else None
     mode = stat.S_IMODE(st.st_mode) if st is not None and stat.S_ISREG(st.st_mode) else new_file_mode()
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -276,7 +258,6 @@ def publish(path: Path, text: str, *, replace: bool) -> None:
 
 
 def write_output(output: Output, text: str, *, force: bool) -> None:
-    """Write ``text`` to ``output`` by the rules above; raises OSError (see ``write_outputs``)."""
     real = Path(os.path.realpath(output.path))  # through symlinks: the link stays, its target is written
     st = _stat(real)
     if st is not None and stat.S_ISDIR(st.st_mode):
@@ -290,7 +271,7 @@ def write_output(output: Output, text: str, *, force: bool) -> None:
 
 
 def write_outputs(items: Sequence[tuple[Output, str]], *, force: bool) -> list[str]:
-    """Write every file; one line per file that could not be written, naming the flag (the rest are still written)."""
+    """Every file written; a line naming the flag for each that could not be (the rest are still written)."""
     failures: list[str] = []
     read = _read_by_run(())  # the user's code has run since the outputs were checked: what it imported is read too
     for output, text in items:

@@ -1,12 +1,6 @@
-"""One bounded read for every file dummyprof parses, and JSON objects that may not repeat a key.
-
-``report /dev/zero`` once read 3.3 GB in 2 s before failing: whatever a file turns out to
-be, no more than its bound is read. Only regular files are read (a FIFO, a device or a
-socket is refused before a byte is read, so a FIFO with no writer cannot hang the run);
-standard input (``-``) is read where a command documents it, and bounded the same way.
-Each caller passes the exception to raise, so the message reaches the user as its own
-error (exit 2) naming the file.
-"""
+"""One bounded read for every file dummyprof parses (``report /dev/zero`` once read 3.3 GB before failing), of
+regular files only (a FIFO with no writer cannot hang the run) or a documented ``-``; JSON objects that may not
+repeat a key; a msgspec error's path with a mapping's key named (``said``)."""
 
 from __future__ import annotations
 
@@ -30,8 +24,7 @@ STDIN_FILE = Path("/dev/stdin")  # what descriptor 0 is: a file compared by devi
 
 
 def backing_file(path: str | Path) -> Path | None:
-    """The regular file a read of ``path`` reads: itself, or the archive it lies in (``pkgs.zip/mod.py``, as
-    zipimport names a module's file); None when it is neither (a folder, or nothing there)."""
+    """The regular file a read of ``path`` reads: itself, or the archive it lies in (``pkgs.zip/mod.py``)."""
     for candidate in (Path(path), *Path(path).parents):
         if candidate.exists():
             return candidate if candidate.is_file() else None
@@ -39,9 +32,7 @@ def backing_file(path: str | Path) -> Path | None:
 
 
 @dataclass(frozen=True)
-class FileKind:
-    """A kind of file dummyprof reads: the most bytes it may hold, and what to give instead (in messages)."""
-
+class FileKind:  # the most bytes a kind of file may hold, and what to give instead (in messages)
     limit: int
     give: str
 
@@ -74,7 +65,7 @@ def _too_large(source: str, kind: FileKind, size: int | None = None) -> str:
 
 
 def _read_at_most(handle: Any, limit: int) -> bytes:
-    """At most ``limit + 1`` bytes: one byte more than allowed is enough to know it is too large."""
+    """At most ``limit + 1`` bytes: enough to know it is too large."""
     chunks: list[bytes] = []
     left = limit + 1
     while left > 0:
@@ -87,11 +78,8 @@ def _read_at_most(handle: Any, limit: int) -> bytes:
 
 
 def read_bounded(path: Path | str, kind: FileKind, *, refuse: Refuse, stdin: bool = False) -> bytes:
-    """The bytes of the regular file ``path`` (``-``: standard input when ``stdin``), at most ``kind.limit``.
-
-    ``refuse(message)`` is the exception raised for a missing file, a folder, a device, a FIFO
-    or a socket, or a file over the limit; the message names the file and what to give instead.
-    """
+    """The bytes of the regular file ``path`` (``-``: standard input when ``stdin``), at most ``kind.limit``;
+    ``refuse(message)`` for anything else, the message naming the file and what to give instead."""
     limit, what = kind.limit, kind.give
     if stdin and str(path) == STDIN:
         data = _read_at_most(sys.stdin.buffer, limit)
@@ -136,11 +124,7 @@ class DuplicateKeyError(ValueError):
 
 
 def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    """``object_pairs_hook`` for ``json.loads``: the object as a dict, refusing a key given twice.
-
-    ``json`` keeps the last value of a repeated key without a word: a hand-edited first
-    value would be hidden. The cheapest check that sees it: a dict shorter than its pairs.
-    """
+    """``object_pairs_hook`` for ``json.loads`` (which keeps a repeated key's last value without a word)."""
     result = dict(pairs)
     if len(result) != len(pairs):
         seen: set[str] = set()
@@ -176,11 +160,8 @@ def _inner(kind: Any) -> Any:
 
 
 def said(exc: msgspec.ValidationError, data: Any, kind: type) -> tuple[str, str]:
-    """msgspec's message about ``data`` decoded as ``kind``, and the path of the field it is about.
-
-    msgspec writes a key of a mapping as ``[...]``; the path is walked again through ``data`` and the
-    types to name it (``$.compare.tensors.a.weight.depth``): the first key whose value ``kind`` refuses.
-    """
+    """msgspec's message about ``data`` decoded as ``kind``, and the field's path, a mapping's key (msgspec's
+    ``[...]``) named by walking ``data`` and the types again: the first key whose value is refused."""
     message, _, where = str(exc).partition(" - at `")
     steps = re.findall(r"\.([^.\[]+)|\[(\d+|\.\.\.)\]", where.rstrip("`")[1:])
     path, value, kind = "$", data, _inner(kind)

@@ -15,6 +15,7 @@ from dummyprof.files.reading import GATE_CONFIG, read_bounded, said
 from dummyprof.gate.commands import COMMANDS, CommandSpec
 from dummyprof.gate.fingerprint import option_defaults
 from dummyprof.gate.metrics import MetricSpec
+from dummyprof.schema import old_keys
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -53,6 +54,7 @@ class GateConfig:
     factor: float = DEFAULT_FACTOR
     alpha: float = DEFAULT_ALPHA
     scenarios: list[ScenarioConfig] = field(default_factory=list)
+    renamed: list[tuple[str, str]] = field(default_factory=list)  # (old key, new key) still taken: the CLI says so
 
     def select(self, names: list[str] | None) -> list[ScenarioConfig]:
         if not names:
@@ -140,17 +142,18 @@ def load_config(path: Path | None = None) -> GateConfig:
         raise ConfigError(path, where.removeprefix("$").lstrip("."), message) from None
     if not config.scenarios:
         raise ConfigError(path, "scenarios", 'no scenarios; add a [scenarios.NAME] table with command = "compare"')
-    parsed = [_scenario(path, name, table) for name, table in config.scenarios.items()]
-    return GateConfig(path, config.gate.factor, config.gate.alpha, parsed)
+    renamed: list[tuple[str, str]] = []
+    parsed = [_scenario(path, name, table, renamed) for name, table in config.scenarios.items()]
+    return GateConfig(path, config.gate.factor, config.gate.alpha, parsed, renamed)
 
 
-def _scenario(path: Path, name: str, table: _Scenario) -> ScenarioConfig:
+def _scenario(path: Path, name: str, table: _Scenario, renamed: list[tuple[str, str]]) -> ScenarioConfig:
     key = f"scenarios.{name}"
     if table.command not in COMMANDS:
         choices = ", ".join(f'"{c}"' for c in COMMANDS)
         raise ConfigError(path, f"{key}.command", f"got {table.command!r}; choose one of: {choices}")
     command = COMMANDS[table.command]
-    options = _options(path, f"{key}.options", command, table.options)
+    options = _options(path, f"{key}.options", command, table.options, renamed)
     try:
         metrics = command.metric_names(options)
     except UsageError as exc:  # e.g. a --loader spec that cannot be imported
@@ -169,11 +172,17 @@ def _scenario(path: Path, name: str, table: _Scenario) -> ScenarioConfig:
     )
 
 
-def _options(path: Path, key: str, command: CommandSpec, table: dict[str, Any]) -> Any:
+def _options(path: Path, key: str, command: CommandSpec, table: dict[str, Any], renamed: list[tuple[str, str]]) -> Any:
     try:
         cls = command.options_type()
     except (ImportError, AttributeError) as exc:
         raise ConfigError(path, key, f"the {command.name!r} scenario is not available here ({exc})") from None
+    for old, new in old_keys(cls).items():  # a renamed option's old key (tp_size) is still taken, said on stderr
+        if old in table:
+            if new in table:
+                raise ConfigError(path, f"{key}.{old}", f"is the old name of {new}; give only {new}")
+            renamed.append((f"{path}: {key}.{old}", new))
+            table = {(new if k == old else k): v for k, v in table.items()}
     valid = [f.name for f in fields(cls)]
     for name in table:
         if name not in valid:

@@ -19,15 +19,14 @@ PSUTIL = "psutil"  # HostMemory.limit: what bounds the host memory a run may use
 
 @dataclass(frozen=True)
 class HostMemory:
-    """Host memory a run may use: what the machine has available, capped by the container's cgroup limit."""
+    """Host memory a run may use: the machine's available, capped by the container's cgroup limit."""
 
     available_bytes: int
     machine_available_bytes: int  # psutil's ``available``
     cgroup: cgroup.CgroupLimit | None
 
     @property
-    def limit(self) -> str:
-        """``psutil`` or ``cgroup v1``/``cgroup v2``: whichever leaves less."""
+    def limit(self) -> str:  # psutil or cgroup v1/v2: whichever leaves less
         if self.cgroup is not None and self.cgroup.free_bytes < self.machine_available_bytes:
             return f"cgroup v{self.cgroup.version}"
         return PSUTIL
@@ -42,7 +41,7 @@ class HostMemory:
 
 
 def host_memory(root: Path | None = None, proc_cgroup: Path | None = None) -> HostMemory:
-    """Available host memory, never more than the cgroup limit leaves (the roots are injectable for tests)."""
+    """Available host memory, never more than the cgroup limit leaves (the roots: for tests)."""
     machine = available_memory_bytes()
     limit = cgroup.cgroup_memory_limit(root or cgroup.CGROUP_ROOT, proc_cgroup or cgroup.PROC_CGROUP)
     available = machine if limit is None else min(machine, limit.free_bytes)
@@ -84,7 +83,7 @@ LIMIT_FIXES = {
 
 
 def limit_flag(limit: str) -> str:
-    """The flag an error about a budget bound by ``limit`` names: the one that can change it."""
+    """The flag that can change a budget bound by ``limit``: the one its error names."""
     return {"--max-memory": "--max-memory", "disk": "--backing", "/dev/shm": "--backing"}.get(limit, "--dim")
 
 

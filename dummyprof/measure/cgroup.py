@@ -1,9 +1,5 @@
-"""The container's memory limit: cgroup v2 ``memory.max`` or cgroup v1 ``memory.limit_in_bytes``.
-
-A process in a container is killed at its cgroup's limit, however much RAM the machine has free, so a
-budget must be the smaller of the two (sglang PR #35641 does this for pinned memory). The root of the
-cgroup file system is a parameter so tests can point at a fake tree.
-"""
+"""The container's memory limit (cgroup v2 ``memory.max``, v1 ``memory.limit_in_bytes``): a process is killed at
+it however much RAM is free, so a budget is the smaller of the two. The root is a parameter, for tests."""
 
 from __future__ import annotations
 
@@ -19,8 +15,6 @@ V1_UNLIMITED = 1 << 62
 
 @dataclass(frozen=True)
 class CgroupLimit:
-    """A memory limit that applies to this process, where it was read and what is in use under it."""
-
     version: int  # 1 or 2
     limit_file: Path
     limit_bytes: int
@@ -50,7 +44,7 @@ def _stat(path: Path, key: str) -> int:
 
 
 def _own_paths(proc_cgroup: Path) -> tuple[str | None, str | None]:
-    """This process's cgroup path under the v2 hierarchy and under the v1 memory controller."""
+    """This process's cgroup path under v2 and under v1's memory controller."""
     v2 = v1 = None
     for line in _text(proc_cgroup).splitlines():
         parts = line.split(":", 2)
@@ -69,7 +63,6 @@ def _candidates(base: Path, own: str | None) -> list[Path]:
 
 
 def cgroup_memory_limit(root: Path = CGROUP_ROOT, proc_cgroup: Path = PROC_CGROUP) -> CgroupLimit | None:
-    """The memory limit of this process's cgroup, or None when there is none (or no cgroup files here)."""
     v2_own, v1_own = _own_paths(proc_cgroup)
     for directory in _candidates(root, v2_own):
         limit_file = directory / "memory.max"

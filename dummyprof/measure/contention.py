@@ -1,9 +1,5 @@
-"""How busy the machine is while a run times something: CPU pressure, steal time, this process's CPU share.
-
-A rate measured while other programs take the CPU is slower than the machine can go, and by how much
-changes from run to run. The run cannot stop them; it can measure them over the window it timed and say
-so next to every time it shows. ``/proc`` is a parameter so tests give fake readings (no busy loops).
-"""
+"""How busy the machine is while a run times something (CPU pressure, steal, this process's CPU share), measured
+over the timed window so every time can say so; ``/proc`` is a parameter so tests give fake readings."""
 
 from __future__ import annotations
 
@@ -28,9 +24,7 @@ STEAL_LIMIT = 0.05
 
 
 @dataclass(frozen=True)
-class Reading:
-    """Cumulative counters at one instant; two readings give the window's figures."""
-
+class Reading:  # cumulative counters at one instant; two give a window
     wall_s: float
     process_cpu_s: float
     pressure_us: int | None  # PSI "some" total, microseconds
@@ -75,7 +69,6 @@ def _load_average(proc: Path) -> float | None:
 
 
 def _judge(found: Contention) -> Contention:
-    """The reason codes of the figures above their limits."""
     limits = (
         (found.pressure, PRESSURE_LIMIT, CPU_PRESSURE),
         (found.load_per_core, LOAD_LIMIT, LOAD_ABOVE_CORES),
@@ -86,7 +79,6 @@ def _judge(found: Contention) -> Contention:
 
 
 def between(start: Reading, end: Reading, proc: Path | None = None, cores: int | None = None) -> Contention:
-    """The window from ``start`` to ``end``: its figures, and the reasons it counts as contended."""
     proc = proc or PROC
     wall = max(end.wall_s - start.wall_s, 1e-9)
     found = Contention(wall_s=end.wall_s - start.wall_s, cores=cores or cpu_count())
@@ -102,7 +94,7 @@ def between(start: Reading, end: Reading, proc: Path | None = None, cores: int |
 
 
 class Window:
-    """Contention over the blocks run inside ``measure()``, combined (calibration fills, timed rounds)."""
+    """Contention over the blocks run inside ``measure()``, combined."""
 
     def __init__(self, proc: Path | None = None, clock: Callable[[], float] = time.monotonic) -> None:
         self.proc, self.clock = proc, clock
@@ -121,7 +113,7 @@ class Window:
 
 
 def combine(parts: list[Contention]) -> Contention | None:
-    """Several windows as one: each share weighted by its window's wall time; None for no window."""
+    """Several windows as one, each share weighted by its wall time."""
     if not parts:
         return None
 

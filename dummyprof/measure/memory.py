@@ -1,7 +1,4 @@
-"""Memory figures: process RSS and its peak, pinned host memory, GPU memory.
-
-A figure that cannot be measured here is reported with the reason, never as 0.
-"""
+"""Memory figures: process RSS and its peak, pinned host memory, GPU memory; one not measurable here has a reason."""
 
 from __future__ import annotations
 
@@ -35,8 +32,7 @@ def _read_hwm() -> int | None:
     return int(match.group(1)) * 1024 if match else None
 
 
-def _reset_hwm() -> bool:
-    """Linux resets the peak-RSS counter when "5" is written to clear_refs."""
+def _reset_hwm() -> bool:  # Linux resets the peak-RSS counter when "5" is written to clear_refs
     try:
         with open(_CLEAR_REFS, "w", encoding="ascii") as handle:
             handle.write("5")
@@ -88,7 +84,6 @@ class PeakRss:
 
 
 def pinned_memory_figure() -> Figure:
-    """Bytes the CUDA pinned (host) allocator holds; unavailable without CUDA."""
     if not torch.cuda.is_available():
         return Figure.missing("no CUDA (pinned memory needs CUDA)")
     stats_fn = getattr(torch.cuda, "host_memory_stats", None)
@@ -103,7 +98,7 @@ def pinned_memory_figure() -> Figure:
 
 @functools.cache
 def _nvml_init() -> str | None:
-    """None once NVML is initialized (tried once per process), else why there are no GPU figures."""
+    """None once NVML is initialized (tried once), else why there are no GPU figures."""
     try:
         import pynvml
     except ImportError:
@@ -116,7 +111,7 @@ def _nvml_init() -> str | None:
 
 
 def gpu_used_figure(device: torch.device | None = None) -> Figure:
-    """Device memory in use (all processes) from NVML; unavailable without a GPU."""
+    """Device memory in use (all processes) from NVML."""
     index = device.index if device is not None and device.type == "cuda" and device.index is not None else 0
     error = _nvml_init()
     if error is not None:

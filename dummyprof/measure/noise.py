@@ -1,8 +1,5 @@
-"""How much to believe a median and a speedup: spread, outliers and a bootstrap interval (as hyperfine warns).
-
-Pure statistics on wall-clock samples (no torch). The scenario stores the codes and numbers
-in its Results; reporters turn them into words.
-"""
+"""How much to believe a median and a speedup (as hyperfine warns): outliers, a cold start, a bootstrap interval;
+codes and numbers for the Results, words for the reporters."""
 
 from __future__ import annotations
 
@@ -37,7 +34,7 @@ def quartile_fences(samples: Sequence[float]) -> tuple[float, float] | None:
 
 
 def outliers(samples: Sequence[float]) -> list[int]:
-    """Indexes of the samples outside Tukey's fences (none for fewer than four samples)."""
+    """Indexes of the samples outside Tukey's fences."""
     fences = quartile_fences(samples)
     if fences is None:
         return []
@@ -52,13 +49,11 @@ def first_round_slow(samples: Sequence[float]) -> bool:
 
 
 def ratio_interval(base: Sequence[float], mine: Sequence[float]) -> tuple[float, float] | None:
-    """A 95% bootstrap (percentile) interval for median(base) / median(mine); None for fewer than three samples
-    on either side."""
+    """A 95% percentile-bootstrap interval for median(base) / median(mine)."""
     if len(base) < MIN_FOR_INTERVAL or len(mine) < MIN_FOR_INTERVAL or min(mine) <= 0:
         return None
     import numpy as np  # scipy.stats.bootstrap did the same at the cost of importing scipy.stats (~1 s)
 
-    # Percentile bootstrap: resample each side with replacement, the ratio of medians each time.
     rng = np.random.default_rng(SEED)
     a, b = np.asarray(base, dtype=float), np.asarray(mine, dtype=float)
     ratios = np.median(a[rng.integers(0, a.size, (RESAMPLES, a.size))], axis=1) / np.median(

@@ -1,16 +1,7 @@
-"""Projecting full-size figures from smaller samples: choose sample sizes, fit a line, extrapolate.
-
-Pure arithmetic (no torch, no clock), so it is tested on made-up measurements.
-A fill streams over its bytes, so time and memory are modelled as
-``a + b * bytes``; the fit's R² and how far it is stretched are reported with
-every projection.
-
-A projection must stay physical: tiny, noisy samples once fitted a line that put a
-memset-like fill at 343% of the memset floor. :func:`project_time` therefore refuses a
-poor line (falling back to the largest sample's own rate through the origin), gives an
-interval rather than a point alone, and never projects a rate faster than the fastest
-rate measured in the same run for what bounds it.
-"""
+"""Projecting full-size figures from smaller samples (pure arithmetic): sample sizes, a line ``a + b * bytes``,
+extrapolated. Kept physical (tiny noisy samples once put a memset-like fill at 343% of the memset floor): a poor
+line gives way to the largest sample's rate, an interval comes with the point, and nothing is projected faster
+than the fastest rate this run measured for what bounds it."""
 
 from __future__ import annotations
 
@@ -37,7 +28,6 @@ class SamplingError(ValueError):
 
 
 def fit_line(xs: Sequence[float], ys: Sequence[float]) -> LinearFit:
-    """Ordinary least squares; needs two or more distinct x values."""
     if len(xs) != len(ys):
         raise ValueError(f"{len(xs)} x values but {len(ys)} y values")
     if len(xs) < 2:
@@ -46,20 +36,15 @@ def fit_line(xs: Sequence[float], ys: Sequence[float]) -> LinearFit:
 
 
 def fit_proportional(xs: Sequence[float], ys: Sequence[float]) -> LinearFit:
-    """Least squares through the origin, ``y = slope * x``: nothing to fill needs no memory.
-
-    Used for memory, where the ratio of measured growth to computed need is the point.
-    """
+    """Least squares through the origin, ``y = slope * x``: for memory (nothing to fill needs none)."""
     if len(xs) != len(ys) or not xs:
         raise ValueError("need the same number (one or more) of x and y values")
     return _least_squares(xs, ys, through_origin=True)
 
 
 def _least_squares(xs: Sequence[float], ys: Sequence[float], *, through_origin: bool) -> LinearFit:
-    """The fit about the means (``a + b x``) or about the origin (``b x``), with its R² and residual error."""
     n = len(xs)
     mean_y = sum(ys) / n
-    # The point the line pivots on: the means, or the origin for a line through it.
     cx, cy = (0.0, 0.0) if through_origin else (sum(xs) / n, mean_y)
     sxx = sum((x - cx) ** 2 for x in xs)
     if sxx == 0:
@@ -85,7 +70,7 @@ def _least_squares(xs: Sequence[float], ys: Sequence[float], *, through_origin: 
 
 
 def project(fit: LinearFit, x: float) -> float:
-    """The fit at ``x``, never below zero (a negative intercept must not produce negative seconds)."""
+    """The fit at ``x``, never below zero (a negative intercept must not give negative seconds)."""
     return max(0.0, fit.predict(x))
 
 
@@ -116,8 +101,6 @@ def capability(readings: Sequence[float]) -> float:
 
 @dataclass(frozen=True)
 class Sample:
-    """One sample size: the bytes it wrote and every timed reading at that size."""
-
     bytes: float
     readings_s: Sequence[float]
 
@@ -138,16 +121,11 @@ def project_time(
 ) -> tuple[LinearFit, TimeProjection]:
     """Full-size seconds from samples: the model used, and the projection with its interval and bound.
 
-    The least-squares line of each size's capability (its fastest quartile reading) against bytes is used
-    when its slope is positive and its R² reaches ``min_r_squared``. Otherwise the rate through the origin
-    of the largest sample is used (it carries the least fixed cost per byte), with an interval spanning the
-    fastest and slowest per-byte rate of every reading. Nothing is projected faster than
-    ``ceiling_bytes_per_s``; a point raised to that bound keeps, as its slow end, the bound's own slow end
-    (``ceiling_slow_bytes_per_s``, e.g. the floor's).
-
-    ``size_independent``: for a step whose cost does not grow with bytes when the line says so (allocating
-    pageable memory maps address space only), fall back to the median reading instead of a rate, with the
-    fastest and slowest reading as the interval.
+    The line of each size's capability against bytes, when its slope is positive and its R² reaches
+    ``min_r_squared``; else the largest sample's rate through the origin (the least fixed cost per byte),
+    between the fastest and slowest per-byte rate of any reading, or with ``size_independent`` (a step whose
+    cost does not grow with bytes, such as mapping pageable memory) the median reading. A point raised to
+    ``ceiling_bytes_per_s`` keeps that bound's slow end (``ceiling_slow_bytes_per_s``) as its own.
     """
     if not samples:
         raise ValueError("a projection needs samples")
@@ -216,15 +194,9 @@ def sample_sizes(
     points: int = SAMPLE_POINTS,
     min_rows: int = 1,
 ) -> list[int]:
-    """Rows per rank for ``points`` samples k*s (k = 1..points) that fit both budgets.
-
-    ``seconds_per_row``: estimated time of one pass of every method (and the
-    allocation and first touch) over one row; the samples together cost
-    ``s * (1 + 2 + ... + points) * seconds_per_row``. ``bytes_per_row`` and
-    ``fixed_bytes``: the memory the biggest sample needs is
-    ``fixed_bytes + points * s * bytes_per_row``. Every sample stays smaller
-    than the full table.
-    """
+    """Rows per rank for ``points`` samples k*s (k = 1..points), each under the full table, that fit both budgets:
+    together ``s * (1 + ... + points) * seconds_per_row`` seconds, the largest ``fixed_bytes + points * s *
+    bytes_per_row`` bytes (``seconds_per_row``: every method, allocation and first touch over one row)."""
     if points < 3:
         raise ValueError("a projection needs three or more sample sizes")
     units = points * (points + 1) // 2

@@ -1,9 +1,5 @@
-"""Visit and write accounting per storage.
-
-A *visit* is each time a strategy hands a tensor to the initializer; a *write*
-is what the initializer then wrote. Both are keyed by the identity of the
-underlying storage, so a tied parameter or a view shares one record.
-"""
+"""Visits (a strategy hands a tensor to the initializer) and the bytes then written, per storage: a tied parameter
+or a view shares its storage's record."""
 
 from __future__ import annotations
 
@@ -17,8 +13,6 @@ from dummyprof.anatomy import dtype_name, persistent_first, storage_key, storage
 
 @dataclass
 class StorageRecord:
-    """What the recorder knows of one storage, and how it was treated."""
-
     names: list[str]
     module: str
     depth: int
@@ -35,11 +29,8 @@ class StorageRecord:
 
 
 def index_model(model: nn.Module) -> dict[int, StorageRecord]:
-    """Every storage reachable through registered parameters and buffers, with all its names.
-
-    A storage is named after its first persistent owner (a parameter before a
-    non-persistent alias of it); its depth is that of its shallowest owner.
-    """
+    """Every storage behind registered parameters and buffers, with all its names: named after its first
+    persistent owner, as deep as its shallowest."""
     records: dict[int, StorageRecord] = {}
     for key, owners in storage_owners(model).items():
         entries = persistent_first(owners)
@@ -57,8 +48,6 @@ def index_model(model: nn.Module) -> dict[int, StorageRecord]:
 
 
 class VisitRecorder:
-    """Counts visits and written bytes per storage of one model instance."""
-
     def __init__(self, model: nn.Module) -> None:
         self.records = index_model(model)
         self.peak_scratch_bytes = 0

@@ -1,19 +1,10 @@
-"""Observe every in-place write to every storage while any code runs.
+"""Every in-place write to every storage while any code runs: a ``TorchDispatchMode`` sees each ATen call with its
+schema, and an argument annotated as written (``Tensor(a!)``: ``fill_``, ``copy_``, ``out=``, ``_foreach_*_``, any
+operator added later) is counted on its storage, so a write through a view lands on the base tensor's record.
 
-:class:`WriteTracer` is a ``TorchDispatchMode``: each ATen operator call passes
-through it with its schema, and an argument whose alias annotation is a write
-(``Tensor(a!)``) is being mutated. That covers ``fill_``, ``uniform_``,
-``copy_``, ``random_``, ``zero_``, ``out=`` variants, ``_foreach_*_`` lists and
-any operator added later, without a hand-kept list. Writes are keyed by
-storage, so a write through a view (``t.view(torch.uint8).fill_``,
-``w.t().copy_``, ``w[0].zero_()``) lands on the base tensor's record.
-
-What tracing cannot see: a visit that writes nothing (an integer index an
-initializer skips); a tensor *replaced* rather than written (``p.data = x``,
-``setattr``), which :func:`replaced_tensors` finds by comparing storages before
-and after; and a write that bypasses the dispatcher (through ``tensor.numpy()``,
-a raw ``data_ptr`` in a C extension), which :func:`trace_writes` finds by
-hashing every storage the tracer saw no write to, before and after.
+Not seen by the dispatcher: a tensor replaced rather than written (``p.data = x``; :func:`replaced_tensors`
+compares storages before and after) and a write that bypasses it (``tensor.numpy()``, a raw pointer;
+:func:`trace_writes` hashes every storage it saw no write to, before and after).
 """
 
 from __future__ import annotations
@@ -33,8 +24,6 @@ from dummyprof.measure.recorder import StorageRecord, index_model
 
 @dataclass
 class StorageWrites:
-    """Writes seen on one storage."""
-
     writes: int = 0
     bytes_written: int = 0
     ops: list[str] = field(default_factory=list)  # distinct operator names, first-seen order
@@ -53,11 +42,7 @@ def _written_tensors(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -
 
 
 class WriteTracer(TorchDispatchMode):
-    """Count writes per storage; use as a context manager around the code to observe.
-
-    Only writes are recorded: the operator still runs unchanged, so values are
-    exactly what they would be untraced (timing is not: take it elsewhere).
-    """
+    """Writes per storage, as a context manager; every operator runs unchanged (values as untraced, times not)."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -108,13 +93,9 @@ def storage_digest(tensor: torch.Tensor) -> str:
 
 
 def trace_writes(model: nn.Module, fill: Callable[[nn.Module], Any], *, check_untraced: bool = True) -> TraceResult:
-    """Run ``fill(model)`` under a :class:`WriteTracer` and attribute each write to the model's storages.
-
-    With ``check_untraced``, every storage is hashed before and after, and one
-    whose bytes changed although no operator wrote it is counted as written
-    once (``untraced``): a write the dispatcher never saw. Costs a read of the
-    whole model twice.
-    """
+    """``fill(model)`` under a :class:`WriteTracer`, each write attributed to the model's storages. With
+    ``check_untraced`` (two reads of the model), a storage whose bytes changed with no operator writing it counts
+    as written once (``untraced``)."""
     before = name_keys(model)
     # Holding the original tensors keeps their storages alive, so no new storage can reuse
     # an old address (the key) while the fill runs: replaced tensors always get new keys.

@@ -116,7 +116,7 @@ def validate_engram_spec(spec: EngramSpec) -> None:
     ranks = spec.layout.world
     if not spec.rank < ranks:
         raise UsageError.for_field(
-            "rank", f"must be between 0 and {ranks - 1} (tp {spec.tp_size} x dp {spec.dp_size} ranks), got {spec.rank}"
+            "rank", f"must be between 0 and {ranks - 1} (tp {spec.tp} x dp {spec.dp} ranks), got {spec.rank}"
         )
     if spec.rows < ranks:  # not one row, so not one head, for every rank: no --heads can help
         raise UsageError.for_field(
@@ -128,7 +128,7 @@ def validate_engram_spec(spec: EngramSpec) -> None:
     problem = engram_heads_problem(heads, spec.layout)
     if problem is not None:  # vLLM's own refusal
         raise UsageError.for_field(
-            "heads", f"{problem} (tp {spec.tp_size} x dp {spec.dp_size}); use --heads {ranks} or a multiple of it"
+            "heads", f"{problem} (tp {spec.tp} x dp {spec.dp}); use --heads {ranks} or a multiple of it"
         )
     if heads > spec.rows:
         fix = f"at most --heads {spec.rows}" if ranks == 1 else f"--heads {fits}"

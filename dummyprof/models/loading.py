@@ -10,7 +10,8 @@ report says so.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import torch
@@ -109,6 +110,24 @@ def refuse_non_dense(model: nn.Module, spec: str, *, flag: str) -> None:
                 )
 
 
+@contextmanager
+def default_dtype(dtype: torch.dtype | None) -> Iterator[None]:
+    """torch's default float dtype set to ``dtype`` while a model is built (None: left as it is), as vLLM builds a
+    model under ``set_default_torch_dtype``: floats made without an explicit dtype take it."""
+    before = torch.get_default_dtype()
+    if dtype is not None:
+        torch.set_default_dtype(dtype)
+    try:
+        yield
+    finally:
+        torch.set_default_dtype(before)
+
+
+def dtype_notice(dtype: str) -> str:
+    return (f"--dtype {dtype}: built with torch's default dtype set to {dtype}, as vLLM builds a model; tensors "
+            "the code makes in an explicit dtype keep it")  # fmt: skip
+
+
 def callable_source(
     spec: str,
     fn: Callable[..., Any],
@@ -119,9 +138,11 @@ def callable_source(
     flag: str = "--model",
     options: dict[str, Any] | None = None,
     limits: BuildLimits | None = None,
+    dtype: torch.dtype | None = None,
 ) -> ModelSource:
-    """A ModelSource for any callable returning an ``nn.Module``, sized on the meta device first (within ``limits``)."""
-    with within(limits, flag=flag, what=spec), torch.device("meta"):
+    """A ModelSource for any callable returning an ``nn.Module``, sized on the meta device first (within ``limits``);
+    ``dtype``: torch's default dtype while it builds (:func:`default_dtype`)."""
+    with within(limits, flag=flag, what=spec), torch.device("meta"), default_dtype(dtype):
         probe = call_model_builder(fn, args, spec=spec, flag=flag, note=META_NOTE)
     refuse_non_dense(probe, spec, flag=flag)
     estimated = model_bytes(probe)
@@ -130,7 +151,7 @@ def callable_source(
     notes: list[str] = []
 
     def build(device: torch.device) -> nn.Module:
-        with torch.device(device):
+        with torch.device(device), default_dtype(dtype):
             model = call_model_builder(fn, args, spec=spec, flag=flag)
         return materialize_meta(model, device, notes)
 
@@ -147,10 +168,20 @@ def callable_source(
 
 
 def model_source(
-    spec: str, args: dict[str, Any] | None = None, *, flag: str = "--model", limits: BuildLimits | None = None
+    spec: str,
+    args: dict[str, Any] | None = None,
+    *,
+    flag: str = "--model",
+    limits: BuildLimits | None = None,
+    dtype: str = "auto",
 ) -> ModelSource:
-    """The ModelSource for ``--model SPEC`` with ``--model-arg`` values ``args``."""
+    """The ModelSource for ``--model SPEC`` with ``--model-arg`` values ``args``; ``dtype`` (``--dtype``, not auto):
+    torch's default dtype while the code builds the model, said in a notice."""
     args = dict(args or {})
     fn = resolve_callable(spec, flag=flag)
     shown = ", ".join(f"{k}={v!r}" for k, v in args.items())
-    return callable_source(spec, fn, args, source=spec, description=f"{spec}({shown})", flag=flag, limits=limits)
+    float_dtype = None if dtype == "auto" else getattr(torch, dtype)
+    source = callable_source(spec, fn, args, source=spec, description=f"{spec}({shown})", flag=flag, limits=limits,
+                             dtype=float_dtype)  # fmt: skip
+    source.notes.extend([dtype_notice(dtype)] if float_dtype is not None else [])
+    return source

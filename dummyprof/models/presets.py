@@ -22,7 +22,7 @@ from torch import nn
 
 from dummyprof.errors import UsageError
 from dummyprof.models.engram import EngramTable
-from dummyprof.models.loading import callable_source
+from dummyprof.models.loading import callable_source, dtype_notice
 from dummyprof.models.meta_bounds import BuildLimits
 from dummyprof.models.source import ModelSource
 from dummyprof.models.synthetic import DTYPES, HAS_FP8
@@ -270,17 +270,23 @@ def get_preset(name: str) -> Preset:
         raise UsageError.for_field("preset", f"unknown preset {name!r}; choose from: {', '.join(PRESETS)}") from None
 
 
-def preset_source(name: str, args: dict[str, Any], *, limits: BuildLimits | None = None) -> ModelSource:
-    """The ModelSource for ``--preset NAME`` scaled by ``--model-arg`` values."""
+def preset_source(
+    name: str, args: dict[str, Any], *, limits: BuildLimits | None = None, dtype: str = "auto"
+) -> ModelSource:
+    """The ModelSource for ``--preset NAME`` scaled by ``--model-arg`` values; ``dtype`` (``--dtype``, not auto): the
+    preset's ``dtype`` argument, else (``torch-transformer``) torch's default dtype while it builds."""
     preset = get_preset(name)
     known = preset.parameters()
     unknown = sorted(set(args) - set(known))
     if unknown:
         choices = ", ".join(f"{k}={v!r}" for k, v in known.items())
         raise UsageError.for_field("model_args", f"preset {name!r} takes no {', '.join(unknown)}; it takes: {choices}")
+    if dtype != "auto" and args.get("dtype", dtype) != dtype:
+        raise UsageError.for_field("dtype", f"{dtype} and --model-arg dtype={args['dtype']} disagree; give one")
+    args = {**args, "dtype": dtype} if dtype != "auto" and "dtype" in known else args
     merged = {**known, **args}
     shown = ", ".join(f"{k}={v}" for k, v in merged.items())
-    return callable_source(
+    source = callable_source(
         f"preset {name}",
         preset.build,
         dict(args),
@@ -289,4 +295,7 @@ def preset_source(name: str, args: dict[str, Any], *, limits: BuildLimits | None
         flag="--preset",
         options=merged,  # every argument the preset was built with, defaults included
         limits=limits,
+        dtype=None if dtype == "auto" or "dtype" in known else getattr(torch, dtype),
     )
+    source.notes.extend([dtype_notice(dtype)] if dtype != "auto" and "dtype" not in known else [])
+    return source

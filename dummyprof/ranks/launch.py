@@ -1,15 +1,8 @@
-"""Start N ranks on this host as processes that call a function with data, and collect what each returns.
+"""N ranks on this host as spawned processes that call a function with data; what each returns comes back pickled.
 
-The parent holds the rendezvous store (a ``TCPStore`` on a free port) and starts the ranks with
-``torch.multiprocessing`` (spawn); each rank joins as a client (``join(..., client=True)``), runs
-``entry(env, *args)`` and sends its return value back pickled, so options go in and Results come out
-as objects: no command line, no file read back. Every rank gets the environment torchrun would give
-it (``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK``, ...).
-
-Nothing is left behind: when the run ends, fails, passes its time limit or the parent is stopped
-(Ctrl-C: ``KeyboardInterrupt``; SIGTERM: ``Terminated``, exit 143), every rank still running is
-stopped (SIGTERM, then SIGKILL), and a rank whose parent dies gets SIGINT from the kernel
-(torch.multiprocessing sets ``PR_SET_PDEATHSIG``).
+The parent holds the rendezvous store; each rank gets torchrun's environment and joins as a client. When the run
+ends, fails, passes its limit or the parent is stopped (Ctrl-C, SIGTERM: exit 143), every rank still running is
+stopped (SIGTERM, then SIGKILL); a rank whose parent dies gets SIGINT (``PR_SET_PDEATHSIG``).
 """
 
 from __future__ import annotations
@@ -34,9 +27,7 @@ STOP_GRACE_S = 5.0  # a rank told to stop (SIGTERM) gets this long before SIGKIL
 EXIT_TERMINATED = 128 + signal.SIGTERM
 
 
-class Terminated(DummyprofError):
-    """This process got SIGTERM while its ranks ran: they were stopped."""
-
+class Terminated(DummyprofError):  # SIGTERM while the ranks ran: they were stopped
     exit_code = EXIT_TERMINATED
 
 
@@ -46,13 +37,9 @@ Finished = Callable[[dict[int, Any]], bool]
 def spawn(
     entry: Callable[..., Any], args: tuple[Any, ...], nproc: int, *, limit_s: float, finished: Finished | None = None
 ) -> dict[int, Any]:
-    """Run ``entry(env, *args)`` on ``nproc`` local ranks; each rank's return value by rank.
-
-    Returns once every rank has returned, or earlier when ``finished(values so far)`` says so (the
-    ranks still running are stopped). Raises ``RanksFailed`` for a rank that died without returning
-    (killed by a signal, or exited), or when the ranks pass ``limit_s``; its ``values`` holds what the
-    ranks that did return returned.
-    """
+    """``entry(env, *args)`` on ``nproc`` local ranks: each rank's return value by rank, once all returned or
+    ``finished(values so far)`` says so. ``RanksFailed`` (its ``values``: what did come back) for a rank that died
+    without returning, or past ``limit_s``."""
     import torch.distributed as dist
     import torch.multiprocessing as mp
 
@@ -88,7 +75,6 @@ def _collect(
     finished: Finished | None,
     values: dict[int, Any],
 ) -> dict[int, Any]:
-    """Fill ``values`` (rank: returned value) as the ranks return; raise ``RanksFailed`` for a failed rank."""
     from torch.multiprocessing import ProcessExitedException, ProcessRaisedException
 
     def read() -> bool:
@@ -123,7 +109,7 @@ def _collect(
 
 
 def _stop(processes: list[Any], *, exit_s: float = 0.0) -> None:
-    """After ``exit_s`` for them to exit, SIGTERM every rank still running, then SIGKILL; reap them all."""
+    """After ``exit_s``, SIGTERM every rank still running, then SIGKILL; reap them all."""
     for wait_s, stop in ((exit_s, BaseProcess.terminate), (STOP_GRACE_S, BaseProcess.kill)):
         end = time.monotonic() + wait_s
         for process in processes:
@@ -137,7 +123,6 @@ def _stop(processes: list[Any], *, exit_s: float = 0.0) -> None:
 
 @contextlib.contextmanager
 def _sigterm_raises() -> Iterator[None]:
-    """SIGTERM raises ``Terminated`` here (as Ctrl-C raises KeyboardInterrupt), so the ranks are stopped."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return

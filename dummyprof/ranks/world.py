@@ -1,10 +1,8 @@
-"""One process's place in a torch.distributed run: find torchrun's environment, join the group, keep in step.
+"""One process's place in a torch.distributed run: torchrun's environment, the group, keeping in step.
 
-Collectives of torch.distributed block until every rank calls them, so a rank that fails would leave the
-others waiting until the group's timeout. Every step here therefore starts with a barrier on the
-rendezvous store that also watches for failures: a failing rank writes its error to the store
-(``fail``), the ranks waiting see it at once, rank 0 reports it by rank, and nobody calls a collective
-that could no longer complete. A rank that never arrives is named after ``timeout_s``.
+A collective blocks until every rank calls it, so every step starts with a barrier on the store that watches for
+failures: a failing rank writes its error there (``fail``), the others see it at once, rank 0 reports it by rank
+and nobody enters a collective that cannot complete. A rank that never arrives is named after ``timeout_s``.
 """
 
 from __future__ import annotations
@@ -30,9 +28,7 @@ EXIT_FAILED = 1
 
 
 @dataclass(frozen=True)
-class LaunchEnv:
-    """What torchrun (or any launcher following its conventions) put in the environment."""
-
+class LaunchEnv:  # what torchrun (or a launcher following it) put in the environment
     rank: int
     world_size: int
     local_rank: int
@@ -42,7 +38,7 @@ class LaunchEnv:
 
 
 def launch_env(environ: Mapping[str, str] | None = None) -> LaunchEnv | None:
-    """The launcher's environment, or None when this process was started alone."""
+    """None when this process was started alone."""
     env = os.environ if environ is None else environ
     if "WORLD_SIZE" not in env and "RANK" not in env:
         return None
@@ -72,9 +68,7 @@ def launch_env(environ: Mapping[str, str] | None = None) -> LaunchEnv | None:
     )
 
 
-class RanksFailed(DummyprofError):
-    """One or more ranks failed or never arrived; rank 0 says which and why."""
-
+class RanksFailed(DummyprofError):  # ranks failed or never arrived; rank 0 says which and why
     def __init__(self, message: str, *, exit_code: int = EXIT_FAILED, quiet: bool = False) -> None:
         super().__init__(message)
         self.exit_code = exit_code
@@ -83,9 +77,7 @@ class RanksFailed(DummyprofError):
 
 
 @dataclass
-class World:
-    """This rank's view of the run: barriers that notice failures, exchange of Python objects."""
-
+class World:  # this rank's view: barriers that notice failures, Python objects exchanged
     env: LaunchEnv
     store: Any
     backend: str
@@ -103,10 +95,8 @@ class World:
         self.local_rank = self.env.local_rank
         self.local_world_size = self.env.local_world_size
 
-    # --- failures ---------------------------------------------------------------------------------
-
     def _raise_failures(self) -> None:
-        """Once any rank has failed (``fail`` writes its key before counting it): raise naming each that did."""
+        """Once any rank has failed (``fail`` writes its key, then counts it): raise naming each."""
         if int(self.store.add("failures", 0)) == 0:
             return
         self.sleep(FAILURE_GRACE_S)
@@ -130,16 +120,13 @@ class World:
         return self.rank != 0 and self.wait_reported()
 
     def reported(self) -> None:
-        """Rank 0 has written the error: the other ranks may exit now.
-
-        A launcher stops every rank as soon as one exits, so the others wait for this before exiting,
-        or rank 0 could be stopped before it says what went wrong.
-        """
+        """Rank 0 has written the error: the others, which wait for this (a launcher stops every rank as soon as
+        one exits), may exit now."""
         with contextlib.suppress(Exception):  # the store went away: nobody left to tell
             self.store.set("reported", "1")
 
     def wait_reported(self) -> bool:
-        """Wait (bounded by the timeout: rank 0 may be mid-step) until rank 0 has reported; False if it never did."""
+        """Wait (at most the timeout) until rank 0 has reported; False if it never did."""
         deadline = self.clock() + self.timeout_s
         try:
             while self.clock() < deadline:
@@ -149,8 +136,6 @@ class World:
         except Exception:  # the store went away with rank 0
             return False
         return False
-
-    # --- barriers and exchange (``barrier`` and ``broadcast`` are runner.py's ``RankSync``) ------------
 
     def barrier(self, label: str) -> None:
         """Wait until every rank reaches this step (same label, same count), or raise naming who did not."""
@@ -172,7 +157,7 @@ class World:
         self._release()
 
     def _release(self) -> None:
-        """Leave the barrier together: the store was polled, the group's own barrier lets all go at once."""
+        """Leave together: the store was polled, the group's own barrier lets all go at once."""
         import torch.distributed as dist
 
         dist.barrier()
@@ -191,7 +176,6 @@ class World:
         )
 
     def all_gather(self, label: str, value: T) -> list[T]:
-        """Every rank's ``value``, in rank order, on every rank."""
         import torch.distributed as dist
 
         self.barrier(label)
@@ -200,7 +184,6 @@ class World:
         return out
 
     def gather(self, label: str, value: T) -> list[T] | None:
-        """Every rank's ``value`` on rank 0 (None elsewhere)."""
         import torch.distributed as dist
 
         self.barrier(label)
@@ -209,7 +192,6 @@ class World:
         return out
 
     def broadcast(self, label: str, value: T) -> T:
-        """Rank 0's ``value`` on every rank."""
         import torch.distributed as dist
 
         self.barrier(label)
@@ -238,11 +220,8 @@ def pick_backend(requested: str, *, offload: bool, device: str) -> str:
 
 
 def join(env: LaunchEnv, backend: str, timeout_s: float, *, client: bool = False) -> World:
-    """Rendezvous and initialise the process group (bounded by ``timeout_s``).
-
-    Under torchrun through its store (``env://``); ``client``: started by ``launch.spawn``, whose parent
-    holds the store at ``MASTER_ADDR:MASTER_PORT``.
-    """
+    """The process group, joined within ``timeout_s``: through torchrun's store (``env://``), or as a ``client`` of
+    ``launch.spawn``'s parent's store."""
     import torch
     import torch.distributed as dist
 
@@ -268,7 +247,6 @@ def join(env: LaunchEnv, backend: str, timeout_s: float, *, client: bool = False
 
 
 def _differing(flags: list[dict[str, str]]) -> list[str]:
-    """Flags whose values are not the same on every rank, with each rank's value."""
     names = sorted({name for f in flags for name in f})
     out = []
     for name in names:

@@ -103,9 +103,9 @@ PROJECTED_MARK = "~"
 PROJECTED_NOTE = "~: projected from smaller samples, not measured"
 
 
-def projected(text: str, figure: Figure) -> str:
-    """``~text`` for a projected figure, ``text`` for a measured one."""
-    return f"{PROJECTED_MARK}{text}" if figure.projected else text
+def projected(text: str, figure: Figure | bool) -> str:
+    """``~text`` for a projected figure (or where ``figure`` is True), ``text`` for a measured one."""
+    return f"{PROJECTED_MARK}{text}" if (figure if isinstance(figure, bool) else figure.projected) else text
 
 
 def projected_seconds(figure: Figure) -> str:

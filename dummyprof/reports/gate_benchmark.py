@@ -1,8 +1,5 @@
-"""Export for github-action-benchmark's ``customSmallerIsBetter`` tool: a JSON list of {name, unit, value}.
-
-Every metric of every measured scenario (counters, time medians) and every
-in-run ratio, so the action can chart them across commits.
-"""
+"""github-action-benchmark's ``customSmallerIsBetter`` list of {name, unit, value}: every metric of every measured
+scenario and every in-run ratio, for the action to chart across commits."""
 
 from __future__ import annotations
 

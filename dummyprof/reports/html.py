@@ -1,15 +1,8 @@
 """A self-contained HTML report: one file, no network, every chart drawn before the page's load event.
 
-plotly.js comes from the ``plotly`` Python package (the optional ``html`` extra) and is
-inlined as it ships (4.8 MB), as plotly's own ``write_html`` does: a plain ``<script>`` runs it
-while the page is parsed, and the next draws every chart, so the charts are there by the load
-event (a plain headless screenshot shows them). See docs/sweep-html-trace.md for why plotly.
-Every string from a results file is escaped (``tables/escape.py``). Torch-free: a saved results
-file renders anywhere.
-
-The page holds every figure the terminal shows: the charts come first, then the command's blocks
-from the one table model (``tables/kinds.py``, with the detail); the notices and the environment line are
-the terminal's.
+plotly.js (the optional ``html`` extra) is inlined as it ships, as plotly's ``write_html`` does: it runs
+while the page is parsed and the next script draws every chart, so a plain headless screenshot shows them
+(why plotly: docs/sweep-html-trace.md). The charts come first, then the command's blocks with the detail.
 """
 
 from __future__ import annotations

@@ -1,12 +1,7 @@
-"""Plotly figures (as plain JSON dicts) for each kind of results, the charts of the HTML report.
+"""The HTML report's charts per kind of results, as plotly figure JSON (the page's tables hold the same figures).
 
-The figures a chart shows are in the page's tables too: the command's blocks (``tables/kinds.py``).
-
-Figures are built with ``plotly.graph_objects`` (validated attribute names) and
-handed to the page as JSON; the page draws them with plotly.js. Every string from the
-results is escaped before it goes into a figure or a table (``tables/escape.py``):
-plotly reads HTML tags in its text. Each strategy, loader or fill method has one colour,
-the same on every chart of every page (:func:`colour`). Torch-free.
+Built with ``plotly.graph_objects`` (validated attribute names). plotly reads HTML tags in its text, so every
+string from the results is escaped first. A strategy, loader or fill method has one colour on every page.
 """
 
 from __future__ import annotations

@@ -1,12 +1,5 @@
-"""PyTorch OSS benchmark-database records (v3), as ``vllm bench startup`` writes them: one record per metric.
-
-Each record has ``benchmark{name, mode, dtype, extra_info}``, ``model{name, type,
-backend, origins, extra_info}``, ``metric{name, benchmark_values, target_value,
-extra_info}``, ``runners[...]`` and ``dependencies``, so dummyprof's fill
-figures sit beside upstream start-up benchmarks. A projected figure says so in
-``metric.extra_info`` (``"projected": true``, with its interval and floor); counts
-are exact either way.
-"""
+"""PyTorch OSS benchmark-database records (v3), one per metric as ``vllm bench startup`` writes them, so the fill
+figures sit beside upstream start-up benchmarks; a projected one says so in ``metric.extra_info``."""
 
 from __future__ import annotations
 

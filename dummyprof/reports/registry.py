@@ -1,9 +1,5 @@
-"""The one table of reporters: every command, ``dummyprof report`` and ``dummyprof.render`` pick formats here.
-
-Adding a reporter is one entry in ``BUILTIN`` below (or :func:`register_reporter` at run time); the recipe is
-in docs/architecture.md, "Reporters". Unknown names and kinds a reporter cannot render are refused here, and
-only here, with one message that lists what would work.
-"""
+"""The one table of reporters (docs/architecture.md, "Reporters"): every command, ``dummyprof report`` and
+``dummyprof.render`` pick formats here, and only here is an unknown name or kind refused."""
 
 from __future__ import annotations
 

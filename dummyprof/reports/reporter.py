@@ -1,8 +1,4 @@
-"""What a reporter is: a name, a file suffix, the Results kinds it renders, and ``render(results, options) -> str``.
-
-Kept apart from :mod:`dummyprof.reports.registry` so that reporter modules can
-describe themselves without importing the registry that imports them.
-"""
+"""What a reporter is; apart from the registry so that reporters describe themselves without importing it."""
 
 from __future__ import annotations
 
@@ -32,14 +28,10 @@ def never(options: RenderOptions) -> bool:
 
 @dataclass(frozen=True)
 class Reporter:
-    """One output format.
+    """One output format: ``kinds`` are the ``Results.command`` values it renders (``None``: every kind).
 
-    ``kinds`` are the ``Results.command`` values it can render (``None``: every
-    kind, as JSON does); ``suffix`` is the file name ending a user would expect
-    (``.md``), for commands that pick a file name. ``reads_tensor_rows(options)``
-    says whether it reads ``compare.tensors`` (a row per storage, most of a large
-    file); when it does not, ``dummyprof report`` leaves them out of the file it
-    loads, neither converted nor checked. Unknown reporters are assumed to read them.
+    Where ``reads_tensor_rows(options)`` is false, ``dummyprof report`` leaves ``compare.tensors`` (a row per
+    storage, most of a large file) out of the file it loads, neither converted nor checked.
     """
 
     name: str

@@ -1,9 +1,7 @@
 """The spans of ``compare --trace`` as a Chrome trace (Perfetto, chrome://tracing) or a speedscope file.
 
-Chrome's Trace Event Format: one process, a track (thread id) per strategy, a
-complete event ("X", with ``dur``) for the round, for each module the traversal is
-at and for each tensor fill, nested by time. Every track starts at 0 so the
-strategies line up side by side; the rounds themselves ran one after another.
+Chrome's: a track per strategy, a complete event for the round, each module and each fill, nested by time.
+Every track starts at 0 so the strategies line up side by side (the rounds ran one after another).
 """
 
 from __future__ import annotations
@@ -48,17 +46,17 @@ def _fill_args(span: Span) -> dict[str, Any]:
     }
 
 
+def _meta(tid: int, name: str, args: dict[str, Any]) -> dict[str, Any]:
+    """A metadata event: the process's or a track's name, or a track's place."""
+    return {"ph": "M", "pid": PID, "tid": tid, "ts": 0, "name": name, "args": args}
+
+
 def chrome_trace(results: Results) -> str:
     traces = _traces(results)
-    events: list[dict[str, Any]] = [
-        {"ph": "M", "pid": PID, "tid": 0, "ts": 0, "name": "process_name", "args": {"name": "dummyprof compare"}},
-    ]
+    events = [_meta(0, "process_name", {"name": "dummyprof compare"})]
     for tid, trace in enumerate(traces, start=1):
         label = f"{trace.strategy} ({trace.initializer})"
-        events.append({"ph": "M", "pid": PID, "tid": tid, "ts": 0, "name": "thread_name", "args": {"name": label}})
-        events.append(
-            {"ph": "M", "pid": PID, "tid": tid, "ts": 0, "name": "thread_sort_index", "args": {"sort_index": tid}}
-        )
+        events += [_meta(tid, "thread_name", {"name": label}), _meta(tid, "thread_sort_index", {"sort_index": tid})]
         fills = sum(1 for s in trace.spans if s.kind == "fill")
         events.append(
             {

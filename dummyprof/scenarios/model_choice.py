@@ -86,7 +86,7 @@ def choose_source(
     kind = source_kind(model) if model else None
     asked = {"trust_remote_code": trust_remote_code, "quantization": quantization, "dtype": dtype}
     given = {key: value for key, value in asked.items() if value not in (False, AUTO)}
-    for key in [key for key in given if key != "dtype"]:  # --dtype builds the tree too (a preset takes its own)
+    for key in [key for key in given if key != "dtype"]:  # --dtype builds every source (docs/models-and-loaders.md)
         if key not in (kind.takes if kind else ()):
             raise UsageError.for_field(key, "only applies to --model hf:...; drop it or give an hf: model")
     if model_args and not (model or preset):
@@ -97,7 +97,9 @@ def choose_source(
     if model and kind is not None:
         source = kind.build(model, args, limits=limits, **given)
     else:
-        source = preset_source(preset, args, limits=limits) if preset else synthetic_source(tree or TreeSpec())
+        source = (
+            preset_source(preset, args, limits=limits, dtype=dtype) if preset else synthetic_source(tree or TreeSpec())
+        )
     return bounded(source, limits)
 
 

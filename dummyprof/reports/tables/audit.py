@@ -1,7 +1,4 @@
-"""The audit report as blocks: the model, a row per filler, the findings grouped by kind, what was compared.
-
-Each finding's sentence is written here from its data (:func:`finding_text`), for every format.
-"""
+"""The audit report as blocks: a row per filler, the findings grouped by kind (their sentences: ``SENTENCES``)."""
 
 from __future__ import annotations
 

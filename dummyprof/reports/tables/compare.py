@@ -1,9 +1,5 @@
-"""``compare``'s report, built once from its Results: every backend (terminal, Markdown, HTML) renders these blocks.
-
-The terminal's default leaves out the detail (``detail=False``): the calibration, the projection check,
-the recording cost and the full ranking of revisited tensors, so the answer fits one 50-line screen.
-Files (Markdown, HTML) carry everything.
-"""
+"""``compare``'s blocks. Without ``detail`` (the terminal's default) the calibration, the projection check, the
+recording cost and most revisited tensors are left out, so the answer fits one 50-line screen; files carry all."""
 
 from __future__ import annotations
 
@@ -16,6 +12,7 @@ from dummyprof.reports.format import (
     PROJECTED_NOTE,
     contention_text,
     figure_bytes,
+    projected,
     range_cell,
     rate,
     same_unavailable,
@@ -360,10 +357,6 @@ def roofline_line(result: CompareResult) -> str | None:
     return f"roofline: {shares} of memset: {GENERATOR_BOUND_WHY}"
 
 
-def _projected_bytes(value: int) -> str:
-    return f"{PROJECTED_MARK}{format_bytes(value)}"
-
-
 def _projection_table(
     result: CompareResult, title: str, headers: tuple[str, str], third: Callable[[StrategyResult], str]
 ) -> Table:
@@ -398,7 +391,7 @@ def projected_work_table(result: CompareResult) -> Table:
     table = _work("Strategies: work (exact counts, full model)", "peak RSS")
     for s in result.strategies:
         if s.projection is not None:
-            table.add(*_work_cells(s), _projected_bytes(s.projection.peak_rss_bytes))
+            table.add(*_work_cells(s), projected(format_bytes(s.projection.peak_rss_bytes), True))
     table.notes += [
         WORK_NOTE,
         f"peak RSS ({PROJECTED_MARK}: projected): RSS now + the pages its writes touch + its largest temporary",
@@ -415,7 +408,9 @@ def projection_check_table(result: CompareResult) -> Table:
         lambda s: format_seconds(s.timing.median) if s.timing.samples_s else "n/a",
     )
     table.notes.insert(1, "measured: the median round (its min–max: Strategies: time)")
-    rss = [(s.name, _projected_bytes(s.projection.peak_rss_bytes)) for s in result.strategies if s.projection]
+    rss = [
+        (s.name, projected(format_bytes(s.projection.peak_rss_bytes), True)) for s in result.strategies if s.projection
+    ]
     if len({text for _, text in rss}) == 1:
         table.notes.append(f"projected peak RSS: {rss[0][1]}, every strategy (measured: the Memory table's RSS peak)")
     elif rss:

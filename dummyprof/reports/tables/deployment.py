@@ -1,12 +1,8 @@
-"""A deployment's report, built once from its Results: ranks, their work per strategy, nodes, online fp8.
-
-Ranks whose figures are all alike (one shard walked, the same fit) share a row ("0-7"); the JSON
-keeps one entry per rank. Every backend renders these blocks.
-"""
+"""A deployment's blocks: ranks, their work per strategy, nodes, online fp8. Ranks alike share a row ("0-7")."""
 
 from __future__ import annotations
 
-from dummyprof.reports.format import PROJECTED_MARK, contention_text, range_cell, seconds_range
+from dummyprof.reports.format import PROJECTED_MARK, contention_text, projected, range_cell, seconds_range
 from dummyprof.reports.tables.model import BAD, DIM, NAME, NUMBER, STRONG, WORD, Block, Cell, Line, Table
 from dummyprof.results.deployment import (
     FP16_SCRATCH,
@@ -48,9 +44,7 @@ def ranks_text(group: list[RankEntry], tp: int) -> str:
 
 
 def fill_text(s: RankStrategy) -> str:
-    if s.seconds is None:
-        return ""
-    return (PROJECTED_MARK if s.fill == PROJECTED else "") + format_seconds(s.seconds)
+    return projected(format_seconds(s.seconds), s.fill == PROJECTED) if s.seconds is not None else ""
 
 
 def host_fill_text(s: RankStrategy) -> str:
@@ -79,7 +73,7 @@ def _peak(r: RankEntry) -> str:
     if not peaks:
         return ""
     top = max(peaks, key=lambda s: s.peak_bytes or 0)
-    return (PROJECTED_MARK if top.fill == PROJECTED else "") + format_bytes(top.peak_bytes)
+    return projected(format_bytes(top.peak_bytes), top.fill == PROJECTED)
 
 
 def _nodes(r: RankEntry, result: DeploymentResult) -> str:

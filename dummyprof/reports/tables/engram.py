@@ -1,9 +1,7 @@
-"""The engram report as blocks: sizes per rank, phases, methods, memory (a multi-rank run: tables/ranks.py).
+"""The engram report as blocks (a multi-rank run: tables/ranks.py), and the words for its data's codes.
 
-Sized for 80 columns (issue #13): numbers in short columns (an interval has its own column), a
-projected figure marked ``~``, and the long words (how a projection was made, why a method was
-projected) in lines under the tables instead of in cells. Results carry the data (fits, intervals, bounds,
-codes); the words for them are written here (``reason_text``, ``plan_notes``, ...).
+Sized for 80 columns (issue #13): figures in short columns, the long words (how a projection was made, why a
+method was projected) in lines under the tables instead of in cells.
 """
 
 from __future__ import annotations

@@ -1,8 +1,4 @@
-"""Which Results kinds are built as blocks (one table model for every format), and by what.
-
-Every kind is rendered by every backend from the same blocks; the terminal passes ``detail``
-(its default report is one screen), files always ask for the detail.
-"""
+"""Each Results kind's block builder; the terminal passes ``detail`` (its default is one screen), files ask for it."""
 
 from __future__ import annotations
 

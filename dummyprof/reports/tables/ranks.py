@@ -1,8 +1,4 @@
-"""A multi-rank run as blocks: a row per rank, the times per rank, the critical path, contention, nodes.
-
-Sized for 80 columns (issue #13): the per-rank times get a column per phase, which a narrow terminal
-splits into as many tables as the width needs (the rank repeated in each).
-"""
+"""A multi-rank run as blocks: a row per rank, the times per rank (a column per phase), critical path, nodes."""
 
 from __future__ import annotations
 

@@ -1,16 +1,12 @@
-"""``sweep``'s report, built once from its Results: the points, the growth fits and a log-scale sparkline each.
-
-Every backend renders these blocks; a terminal too narrow for a table splits it into parts that repeat
-the point's value and series (issue #20: no header or figure is cut).
-"""
+"""``sweep``'s blocks: the points, the growth fits and a log-scale sparkline each."""
 
 from __future__ import annotations
 
 import math
 
-from dummyprof.reports.format import PROJECTED_MARK, PROJECTED_NOTE, range_cell
+from dummyprof.reports.format import PROJECTED_NOTE, projected, range_cell
 from dummyprof.reports.tables.model import DIM, NAME, NUMBER, STRONG, WORD, Block, Column, Line, Table
-from dummyprof.results.sweep import GrowthFit, SeriesPoint, SweepResult
+from dummyprof.results.sweep import GrowthFit, SweepResult
 from dummyprof.units import format_bytes, format_seconds
 
 SPARK = "▁▂▃▄▅▆▇█"
@@ -40,13 +36,6 @@ def fit_note(result: SweepResult) -> str:
     )
 
 
-def _time(entry: SeriesPoint) -> str:
-    if entry.seconds is None:
-        return "n/a"
-    text = format_seconds(entry.seconds)
-    return PROJECTED_MARK + text if entry.projected else text
-
-
 def points_table(result: SweepResult) -> Table:
     """A row per point and series; the value and the model's bytes on a point's first row."""
     series_header = "method" if result.scenario == "engram" else "strategy"
@@ -63,7 +52,7 @@ def points_table(result: SweepResult) -> Table:
                 f"{point.value:,}" if i == 0 else "",
                 name,
                 format_bytes(point.model_bytes) if i == 0 else "",
-                _time(entry),
+                projected(format_seconds(entry.seconds), entry.projected) if entry.seconds is not None else "n/a",
                 "" if entry.projected else range_cell(entry.samples_s),
                 "n/a" if entry.visits is None else f"{entry.visits:,}",
                 format_bytes(entry.bytes_written),

@@ -1,9 +1,5 @@
-"""Blocks to HTML fragments, for a page to embed (the HTML page itself lives in ``reports/html.py``).
-
-:func:`html_table` returns one self-contained ``<table class="dp-table">``, every string escaped
-(``escape.html_text``), the title as its ``<caption>`` and the notes in a ``<tfoot>`` row; :data:`TABLE_CSS`
-styles its classes (``num``, ``name`` and the emphases). :func:`html_blocks` renders a command's blocks.
-"""
+"""Blocks as HTML fragments for the page (``reports/html.py``): a table is one ``<table class="dp-table">``,
+every string escaped, its notes in a ``<tfoot>``; :data:`TABLE_CSS` styles its classes."""
 
 from __future__ import annotations
 

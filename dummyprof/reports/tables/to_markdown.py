@@ -1,8 +1,4 @@
-"""Blocks to Markdown (a CI step summary, a pull request): the terminal's tables with Markdown row syntax.
-
-Every cell and line is escaped (:func:`markdown_text`): a name with ``|``, a newline or a backtick
-stays one cell that reads as typed.
-"""
+"""Blocks as Markdown (a CI step summary), every cell escaped: a name with ``|`` or a newline stays one cell."""
 
 from __future__ import annotations
 

@@ -38,6 +38,10 @@ MIN_SAMPLE_SHARE = 0.25  # sampling still gets this much when the full-size work
 FAST_SAMPLE_BYTES = 1 << 30
 FAST_SAMPLE_SHARE = 0.5  # of the sampling time, at most, for the memory-bound group when random methods share it
 FULL_ROUND_OVERRUN = 1.5  # one full-size round may overrun the time budget by this factor before projecting
+# Before the calibration probe, two small probes (the probe's rows / PRE_PROBE_SHARE, then twice that) predict
+# what the least run costs, so that a --time-budget that cannot hold it is refused before measuring starts.
+PRE_PROBE_SHARE = 64
+LEAST_SIZES = 3  # a projection needs three sample sizes per group, measured however late
 ALLOCATE, FIRST_TOUCH, FILL = "allocate", "first touch", "fill"  # the terms of start-up
 
 
@@ -49,7 +53,9 @@ def build_layout(spec: EngramSpec, backing: Backing) -> EngramLayout:
     parts = [copied(RankPart, shard(spec, r), rank=r, table_bytes=rank_table_bytes(spec, r)) for r in range(listed)]
     return copied(
         EngramLayout,
-        spec,  # rows, dim, block_size, tables, tp_size, dp_size, rank
+        spec,  # rows, dim, block_size, tables, rank
+        tp_size=spec.tp,  # the JSON keeps its names (tp_size, dp_size); the options say tp and dp
+        dp_size=spec.dp,
         heads=spec.num_heads,
         part_rows=mine.part_rows,
         weight_bytes_per_table=weight,
@@ -161,6 +167,48 @@ class Plan:
     def sample_rows(self) -> list[int]:
         """Every sample size, each allocated once (first touch and allocation are sampled at all of them)."""
         return sorted({rows for group in self.sample_groups for rows in group.rows})
+
+
+@dataclass(frozen=True)
+class CallCost:
+    """One timed call (a method's fill, allocation or first touch) as a fixed cost plus a cost per row."""
+
+    fixed_s: float
+    per_row_s: float
+
+    def at(self, rows: int) -> float:
+        return self.fixed_s + self.per_row_s * rows
+
+
+def call_costs(small: Rates, large: Rates, rows: int) -> dict[str, CallCost]:
+    """Each call's cost from two pre-probes, ``rows`` and ``2 * rows`` (their per-row rates): the slope, never
+    negative nor above either probe's own per-row rate, and the intercept, never above either reading. Noise
+    makes a call look dearer, not cheaper: the lower figure is kept, so a budget is refused only when even it
+    overruns."""
+    costs = {}
+    for name, rate in small.items():
+        t1, t2 = rate * rows, large[name] * 2 * rows
+        slope = max(0.0, min((t2 - t1) / rows, rate, large[name]))
+        costs[name] = CallCost(max(0.0, min(t1, t2, t1 - slope * rows)), slope)
+    return costs
+
+
+def least_seconds(
+    costs: dict[str, CallCost], methods: Sequence[FillMethod], fits: dict[str, bool], probe: int, repeat: int
+) -> tuple[float, float]:
+    """The least a run costs after its pre-probes: (the calibration probe on ``probe`` rows, the first three
+    sample sizes of each group the run must project, each at one row: their fixed costs)."""
+    probe_s = sum(costs[name].at(probe) for name in (ALLOCATE, FIRST_TOUCH, *(m.name for m in methods)))
+    sampled = [m for m in methods if not fits[m.name]]  # the floor among them when it does not fit either
+    floor = costs[FLOOR].per_row_s if FLOOR in costs else 0.0
+    fast = [m for m in sampled if costs[m.name].per_row_s <= CHEAP_FACTOR * floor]
+    slow = [m for m in sampled if m not in fast]
+    setup = costs[ALLOCATE].at(1) + costs[FIRST_TOUCH].at(1)
+    sampling = 0.0
+    for group, rounds in ((fast, repeat), (slow, 1)):
+        if group:
+            sampling += LEAST_SIZES * (setup + rounds * sum(costs[m.name].at(1) for m in group))
+    return probe_s, sampling
 
 
 def time_plan(

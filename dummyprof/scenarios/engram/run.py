@@ -6,12 +6,14 @@ full what fits both budgets, sample the rest at sizes that fit and project it; n
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 
 import torch
 
 from dummyprof.allocation.backings import Backing, resolve_backing
+from dummyprof.errors import DoesNotFitError
 from dummyprof.loaders import random_fast
 from dummyprof.loaders.fp8_methods import RANDOM_FAST, FillMethod
 from dummyprof.measure import contention
@@ -37,7 +39,10 @@ from dummyprof.results.engram import (
 from dummyprof.results.session import Results
 from dummyprof.scenarios.engram.options import EngramOptions, validate
 from dummyprof.scenarios.engram.plan import (
+    PRE_PROBE_SHARE,
     build_layout,
+    call_costs,
+    least_seconds,
     memory_budget,
     needed_bytes,
     plan_samples,
@@ -55,6 +60,7 @@ from dummyprof.scenarios.engram.runner import (
     measure_samples,
     unallocated_device_figures,
 )
+from dummyprof.units import format_seconds
 
 __all__ = ["EngramOptions", "run", "validate"]
 
@@ -113,6 +119,7 @@ def run(
     runner = Runner(spec, backing, device, options.chunk_elements, clock, sync)
     busy = contention.read()  # how busy the machine is while this run calibrates, fills and samples
     probe = probe_rows(spec, methods, budget, backing, options.chunk_elements, memory.limit)
+    _refuse_a_budget_too_short(runner, methods, fits, probe, options, lambda: clock() - started, sync)
     rate = calibrate(runner, methods, probe)
     plan = time_plan(spec, methods, fits, rate, options, options.time_budget_s - (clock() - started))
     plan = sync.broadcast("plan", plan)
@@ -150,6 +157,37 @@ def run(
     result.rounds_cut = plan.rounds_cut
     result.run_peak_rss_bytes = runner.run_peak or None
     return results
+
+
+def _refuse_a_budget_too_short(
+    runner: Runner,
+    methods: list[FillMethod],
+    fits: dict[str, bool],
+    probe: int,
+    options: EngramOptions,
+    elapsed: Callable[[], float],
+    sync: RankSync,
+) -> None:
+    """Refuse, before the calibration probe, a --time-budget that cannot hold the least this run measures.
+
+    Two pre-probes (1/64 of the probe's rows, then twice that) give each call a fixed cost and a cost per row;
+    the probe and the first three sample sizes of each group to project (at one row: their fixed costs), on top
+    of what has run, must fit the budget. The pre-probes fit small tables in the cache, so they predict low, if
+    anything: a budget is refused only where even that prediction overruns it.
+    """
+    small = max(1, probe // PRE_PROBE_SHARE)
+    costs = call_costs(calibrate(runner, methods, small), calibrate(runner, methods, 2 * small), small)
+    probe_s, sampling_s = least_seconds(costs, methods, fits, probe, options.repeat)
+    least = sync.broadcast("least", elapsed() + probe_s + sampling_s)  # rank 0's verdict, the same on every rank
+    if least > options.time_budget_s:
+        raise DoesNotFitError.for_field(
+            "time_budget_s",
+            f"{format_seconds(options.time_budget_s)} cannot hold the least this run measures: the calibration "
+            f"probe on {probe:,} rows (~{format_seconds(probe_s)} predicted from smaller probes on this machine "
+            f"now) and three sample sizes per group it projects (~{format_seconds(sampling_s)}), after "
+            f"{format_seconds(least - probe_s - sampling_s)} spent on set-up and those probes; raise --time-budget to "
+            f"{math.ceil(least)} s or more",
+        )
 
 
 def placement(options: EngramOptions) -> tuple[torch.device, Backing]:

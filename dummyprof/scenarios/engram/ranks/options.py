@@ -42,7 +42,7 @@ def validate(options: EngramRanksOptions) -> str:
     if shards != n:
         raise UsageError.for_field(
             "nproc",
-            f"{n} ranks, but the tables are split over tp {options.tp_size} x dp {options.dp_size} = {shards}; "
+            f"{n} ranks, but the tables are split over tp {options.tp} x dp {options.dp} = {shards}; "
             f"make tp x dp {n} (e.g. tp {n}, dp 1) or start {shards}",
         )
     if options.rank != 0:

@@ -96,8 +96,8 @@ def rank_options(options: EngramOptions, world: World, available: int) -> Engram
     ranks = options.layout.world
     if ranks != world.world_size:
         raise UsageError.for_field(
-            "tp_size",
-            f"tp {options.tp_size} x dp {options.dp_size} = {ranks} ranks, but torch.distributed started "
+            "tp",
+            f"tp {options.tp} x dp {options.dp} = {ranks} ranks, but torch.distributed started "
             f"{world.world_size} processes; use tp {world.world_size} (with dp 1) or start {ranks} processes",
         )
     if options.rank not in (0, world.rank):

@@ -32,7 +32,6 @@ def quartile_fences(samples: Sequence[float]) -> tuple[float, float] | None:
 
 
 def outliers(samples: Sequence[float]) -> list[int]:
-    """Indexes of the samples outside Tukey's fences."""
     fences = quartile_fences(samples)
     if fences is None:
         return []

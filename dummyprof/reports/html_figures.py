@@ -444,9 +444,9 @@ def sweep_sections(results: Results) -> list[Section]:
                 xs = [x for x in result.values if fit.x_from <= x <= fit.x_to]
                 interval = f" [{fit.ci_low:.2f}, {fit.ci_high:.2f}]" if fit.ci_low is not None else ""
                 r2 = f", R² {fit.r_squared:.4f}" if fit.r_squared is not None else ""
-                ys = [fit.predict(x) / scale for x in xs]
+                fit_ys = [fit.predict(x) / scale for x in xs]
                 fitted = f"{name} fit: exponent {fit.exponent:.2f}{interval}{r2}"
-                traces.append(_fit_line(xs, ys, fitted, colour(series), hoverinfo="name"))
+                traces.append(_fit_line(xs, fit_ys, fitted, colour(series), hoverinfo="name"))
         if not traces:
             continue
         fig = go.Figure(traces)

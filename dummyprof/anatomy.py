@@ -83,7 +83,6 @@ def walk(model: nn.Module, *, remove_duplicate: bool = False) -> Iterator[Regist
 
 
 def registered_tensors(model: nn.Module) -> Iterator[torch.Tensor]:
-    """Each module's own parameters and buffers, each module once."""
     for module in model.modules():
         for _, tensor, _ in own_registered(module):
             yield tensor
@@ -159,7 +158,6 @@ def persistent_first(entries: list[Registered]) -> list[Registered]:
 
 
 def storage_tensors(model: nn.Module) -> dict[int, torch.Tensor]:
-    """The first registered tensor of each storage."""
     tensors: dict[int, torch.Tensor] = {}
     for tensor in registered_tensors(model):
         tensors.setdefault(storage_key(tensor), tensor)

@@ -133,7 +133,6 @@ def _is_file(target: str) -> bool:
 
 
 def callable_name(spec: str) -> str:
-    """A loader's name in tables and metric names."""
     return spec.rpartition(":")[2]
 
 

@@ -113,3 +113,30 @@ def test_the_old_layout_keys_are_still_taken_with_a_notice(tmp_path: Path, cli: 
     result = cli("gate", "--config", str(config), "--baseline", str(tmp_path / "missing.json"))
     assert result.exit_code == 2
     assert "scenarios.rank.options.tp_size: is the old name of tp; give only tp" in result.stderr
+
+
+def test_an_old_key_nested_in_a_sweeps_options_is_taken_too(tmp_path: Path) -> None:
+    from dummyprof.gate.config import load_config
+
+    config = tmp_path / "dummyprof.toml"
+    config.write_text(
+        '[scenarios.s]\ncommand = "sweep"\n[scenarios.s.options]\nparameter = "rows"\nvalues = [4096, 8192]\n'
+        '[scenarios.s.options.engram]\ndim = 64\ntp_size = 2\nmethods = ["constant"]\n'
+    )
+    loaded = load_config(config)
+    assert loaded.scenarios[0].options.engram.tp == 2
+    assert loaded.renamed == [(f"{config}: scenarios.s.options.engram.tp_size", "tp")]
+
+
+def test_a_baseline_written_under_the_old_layout_keys_stays_comparable(cli: Cli, tmp_path: Path) -> None:
+    config = tmp_path / "dummyprof.toml"
+    config.write_text(CONFIG)
+    baseline = tmp_path / "baseline.json"
+    assert cli("baseline", "--config", str(config), "--output", str(baseline), "-q").exit_code == 0
+    text = baseline.read_text()
+    assert text.count('"tp": 2,') == 1  # the fingerprint's options (dp, at its default, is left out)
+    baseline.write_text(text.replace('"tp": 2,', '"tp_size": 2,'))
+    gate_json = tmp_path / "gate.json"
+    result = cli("gate", "--config", str(config), "--baseline", str(baseline), "--json", str(gate_json), "-q")
+    checks = json.loads(gate_json.read_text())["gate"]["checks"]
+    assert result.exit_code == 0 and {c["verdict"] for c in checks} == {"pass"}, [c["detail"] for c in checks]

@@ -18,7 +18,7 @@ import pytest
 from dummyprof.results.gate import CheckResult, GateResult
 from dummyprof.results.session import Results
 from dummyprof.results.store import load_results
-from tests.browser import Browser, find_chromium
+from tests.browser import Browser, PageReport, find_chromium
 from tests.conftest import CliResult
 
 pytest.importorskip("plotly", reason="the HTML report needs the optional plotly package (pip install -e '.[html]')")
@@ -44,6 +44,30 @@ def browser() -> typing.Iterator[Browser]:
     needs_chromium()
     with Browser() as opened:
         yield opened
+
+
+@pytest.fixture(scope="module")
+def opened(browser: Browser) -> Callable[[Path], PageReport]:
+    """Each page loaded once for every test of the module that reads it (a load is most of such a test's time):
+    a ``PageReport`` is what the page held once drawn, read-only here."""
+    pages: dict[Path, PageReport] = {}
+
+    def open_once(path: Path) -> PageReport:
+        if path not in pages:
+            pages[path] = browser.open(path)
+        return pages[path]
+
+    return open_once
+
+
+@pytest.fixture(scope="module")
+def deployment_page(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The two-rank deployment's page, written once for the tests that read it."""
+    from dummyprof.reports.html import render_html
+
+    page = tmp_path_factory.mktemp("deployment") / "deployment.html"
+    page.write_text(render_html(_deployment()))
+    return page
 
 
 @pytest.fixture(scope="module")
@@ -180,12 +204,12 @@ def _deployment() -> Results:
     return Results(command="deployment", deployment=result)
 
 
-def test_deployment_page_stacks_each_ranks_bytes_against_the_device_memory(browser: Browser, tmp_path: Path) -> None:
-    from dummyprof.reports.html import render_html
+def test_deployment_page_stacks_each_ranks_bytes_against_the_device_memory(
+    opened: Callable[[Path], PageReport], deployment_page: Path
+) -> None:
     from dummyprof.reports.html_figures import COLOURS
 
-    page = tmp_path / "deployment.html"
-    page.write_text(render_html(_deployment()))
+    page = deployment_page
     held, visits, fill = _figures(page).values()
     assert held["layout"]["title"]["text"] == "Bytes each rank holds: all 2 ranks fit"
     bars = {t["name"]: t["x"] for t in held["data"] if t["type"] == "bar"}
@@ -203,19 +227,16 @@ def test_deployment_page_stacks_each_ranks_bytes_against_the_device_memory(brows
         fill["data"][0]["x"] == [2.0, 0.5]
         and fill["data"][0]["marker"]["color"] == visits["data"][0]["marker"]["color"]
     )
-    drawn = browser.open(page)
+    drawn = opened(page)
     assert drawn.errors == [] and drawn.at_load["drawn"] == drawn.chart_divs == 3
     assert "device memory 8.00 GiB" in drawn.svg_text and "tiny <b>model</b>" in drawn.text
 
 
-def test_the_deployment_page_holds_every_figure_of_its_terminal_report(browser: Browser, tmp_path: Path) -> None:
-    from dummyprof.reports.html import render_html
-
-    results = _deployment()
-    page = tmp_path / "deployment.html"
-    page.write_text(render_html(results))
-    drawn = browser.open(page)
-    figures = _terminal_figures(results)
+def test_the_deployment_page_holds_every_figure_of_its_terminal_report(
+    opened: Callable[[Path], PageReport], deployment_page: Path
+) -> None:
+    drawn = opened(deployment_page)
+    figures = _terminal_figures(_deployment())
     assert len(figures) > 10 and [f for f in figures if f not in drawn.text] == []
 
 
@@ -308,9 +329,9 @@ def test_html_renders_from_a_saved_file_without_torch(reports: dict[str, Path], 
 
 @pytest.mark.parametrize("name", ["compare", "sweep", "engram", "audit", "gate"])
 def test_page_loads_in_headless_chromium_without_console_errors_and_draws_its_charts(
-    reports: dict[str, Path], browser: Browser, name: str
+    reports: dict[str, Path], opened: Callable[[Path], PageReport], name: str
 ) -> None:
-    page = browser.open(reports[name])
+    page = opened(reports[name])
     assert page.errors == []
     assert page.charts == "drawn"
     # every placeholder holds a drawn plot; a gate whose checks all equal the baseline says so instead of a chart
@@ -511,13 +532,13 @@ def _built_as_blocks() -> list[str]:
 
 @pytest.mark.parametrize("name", _built_as_blocks())
 def test_the_page_shows_every_figure_and_warning_of_the_terminal_report_drawn_at_load(
-    reports: dict[str, Path], browser: Browser, name: str
+    reports: dict[str, Path], opened: Callable[[Path], PageReport], name: str
 ) -> None:
     from dummyprof.reports.registry import render
     from dummyprof.reports.reporter import RenderOptions
 
     results = load_results(reports[name].with_suffix(".json"))
-    page = browser.open(reports[name])  # real time, no virtual time budget
+    page = opened(reports[name])  # real time, no virtual time budget
     assert page.errors == [] and page.at_load == {"charts": "drawn", "divs": page.chart_divs, "drawn": page.chart_divs}
     figures = _terminal_figures(results)
     assert len(figures) > 10  # times, CVs, ranges, speedups, intervals, %memset, bytes, visits, the environment

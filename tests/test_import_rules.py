@@ -189,7 +189,8 @@ def test_importing_the_cli_loads_no_torch() -> None:
 
 
 # What a command line loads before it answers: help and flag errors answer in a fraction of a second
-# only if none of these heavy packages is imported (numpy alone costs ~0.2 s at start, torch seconds).
+# only if none of these heavy packages is imported (numpy alone costs ~0.2 s at start, torch seconds; rich
+# ~0.1 s: the report is drawn with it, help is not).
 # One process runs every command line in turn: what any of them loads stays loaded, so the union is checked.
 _LOADED = """
 import contextlib, io, json, sys
@@ -198,7 +199,7 @@ codes = []
 for argv in json.loads(sys.argv[1]):
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
         codes.append(sys.modules["dummyprof.cli.app"].main(argv))
-print(codes, sorted({m.split(".")[0] for m in sys.modules} & {"numpy", "torch", "transformers"}))
+print(codes, sorted({m.split(".")[0] for m in sys.modules} & {"numpy", "torch", "transformers", "rich", "scipy"}))
 """
 
 
@@ -208,15 +209,31 @@ def _loaded(*argvs: list[str]) -> str:
 
 
 def test_help_and_flag_errors_import_no_numpy_torch_or_transformers() -> None:
-    commands = ("audit", "compare", "engram", "gate", "inspect", "report", "sweep")
+    from dummyprof.cli.app import COMMANDS
+
+    commands = tuple(name for name, *_ in COMMANDS)
+    assert set(commands) >= {"audit", "baseline", "compare", "engram", "gate", "inspect", "report", "sweep"}
     errors = (
+        ["bogus"],
+        *([name, "--bogus"] for name in commands),  # an unknown flag, on every command
+        ["audit", "--depth", "x"],  # a value that does not parse, or is out of bounds, on every command
+        ["baseline", "--repeat", "x"],
         ["compare", "--depth", "x"],
-        ["compare", "--bogus"],
+        ["compare", "--tp", "0"],
+        ["compare", "--max-memory", "1XB"],
         ["engram", "--rows", "x"],
+        ["engram", "--rows", "0"],
+        ["gate", "--repeat", "x"],
+        ["inspect", "--tp", "x"],
         ["sweep", "--depth", "1:x"],
     )
     out = _loaded(["--help"], *([name, "--help"] for name in commands), *errors)
     assert out == f"{[0] * (1 + len(commands)) + [2] * len(errors)} []"
+
+
+def test_an_unknown_report_format_is_refused_before_numpy_or_torch() -> None:
+    # report's values are checked against the reporters' registry (others may register theirs): it loads them
+    assert _loaded(["report", "--format", "nope", "x.json"]) == "[2] ['rich']"
 
 
 def test_an_audit_option_error_is_refused_before_torch() -> None:

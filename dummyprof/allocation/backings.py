@@ -60,7 +60,6 @@ class Backing:
         return self.device == "cpu"
 
     def reserved_bytes(self, nbytes: int) -> int:
-        """Bytes the allocator reserves for one allocation of ``nbytes`` (computed)."""
         if self.caching_host_allocator:
             return next_power_of_two(nbytes)
         if self.used == "hugepages":
@@ -82,7 +81,6 @@ class Backing:
 
 
 def thp_mode(path: Path = THP_PATH) -> str | None:
-    """The transparent-huge-page mode (always, madvise, never), or None when unknown."""
     try:
         match = re.search(r"\[(\w+)\]", path.read_text(encoding="ascii"))
     except OSError:
@@ -148,7 +146,6 @@ def resolve_backing(
 
 
 def disk_free_bytes(directory: Path) -> int | None:
-    """Bytes free on the file system of ``directory``, None when it cannot be read."""
     try:
         st = os.statvfs(directory)
     except OSError:

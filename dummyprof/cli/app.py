@@ -15,7 +15,7 @@ from typing import Annotated, Any
 import typer
 
 from dummyprof.cli import audit, compare, engram, gate, inspect, report, sweep
-from dummyprof.cli.output import report_error, silence_stdout
+from dummyprof.cli.output import report_error, silence_stdout, third_party_warnings
 from dummyprof.cli.signals import EXIT_TERMINATED, TERMINATED_MESSAGE, sigterm_interrupts
 from dummyprof.errors import DummyprofError, flag_text
 from dummyprof.reports.encoding import encoding_safe
@@ -98,7 +98,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for stream in (sys.stdout, sys.stderr):
         encoding_safe(stream)  # PYTHONIOENCODING=ascii: µ becomes u, never a UnicodeEncodeError
     try:
-        with sigterm_interrupts() as sigterm:
+        with sigterm_interrupts() as sigterm, third_party_warnings():  # kept out of the report; --detail shows them
             rv = command.main(
                 args=list(argv) if argv is not None else None, prog_name="dummyprof", standalone_mode=False
             )

@@ -7,6 +7,7 @@ from dummyprof.cli.output import ForceOpt, HtmlOpt, JsonOpt, QuietOpt, check_out
 from dummyprof.cli.schema_command import with_options
 from dummyprof.scenarios.audit.options import AuditOptions, validate
 from dummyprof.scenarios.deployment.options import DEPLOYMENT_FIELDS
+from dummyprof.scenarios.options import LOADER_FIELDS, MODEL_FIELDS, SMALL_TREE_FIELDS
 
 HELP = """\
 Trace every write each strategy or loader makes, and report what is wrong.
@@ -41,10 +42,12 @@ Examples:
 """
 
 
-FIELDS = (
-    *("model", "preset", "model_args", "trust_remote_code", "quantization", "strategies", "loaders", "loader_args"),
-    *("loader_initializer", "initializer", "ignore", "depth", "width", "hidden", "dtype", "device", "max_memory"),
-    *DEPLOYMENT_FIELDS,
+FIELDS = (  # audit's groups, in the order --help lists their flags
+    *MODEL_FIELDS,  # model
+    *("strategies", *LOADER_FIELDS, "loader_initializer", "initializer", "ignore"),  # fill, and what is judged
+    *SMALL_TREE_FIELDS,  # tree
+    *("device", "max_memory"),  # budget
+    *DEPLOYMENT_FIELDS,  # layout
 )
 
 

@@ -11,6 +11,7 @@ from dummyprof.errors import UsageError
 from dummyprof.files.outputs import Output
 from dummyprof.scenarios.compare.options import CompareOptions
 from dummyprof.scenarios.deployment.options import DEPLOYMENT_FIELDS, ONLINE_QUANT_FIELDS
+from dummyprof.scenarios.options import LOADER_FIELDS, MODEL_FIELDS, TREE_FIELDS
 from dummyprof.schema import Spec
 
 HELP = """\
@@ -50,12 +51,15 @@ words on every core):
 """
 
 
+# compare's groups, in the order --help lists their flags (outputs: --json, --export, --trace, --html, below)
 FIELDS = (
-    *("depth", "width", "hidden", "dtype", "meta", "engram_rows", "strategies", "initializer", "repeat", "warmup"),
-    *("device", "time_budget", "max_memory", "model", "preset", "model_args", "trust_remote_code", "quantization"),
-    *("loaders", "loader_args"),
-    *DEPLOYMENT_FIELDS,
-    *ONLINE_QUANT_FIELDS,
+    *TREE_FIELDS,  # tree
+    *("strategies", "initializer"),  # fill: what fills (and the loaders below)
+    *("repeat", "warmup", "device", "time_budget", "max_memory"),  # budget: rounds, where, time and memory
+    *MODEL_FIELDS,  # model
+    *LOADER_FIELDS,  # fill: the user's own
+    *DEPLOYMENT_FIELDS,  # layout
+    *ONLINE_QUANT_FIELDS,  # layout: how its ranks run
 )
 FLAGS = {
     "export": Spec(

@@ -18,7 +18,7 @@ from dummyprof.cli.output import ForceOpt, HtmlOpt, JsonOpt, QuietOpt, check_out
 from dummyprof.cli.schema_command import options_from, with_options
 from dummyprof.errors import UsageError, flag_text
 from dummyprof.ranks.world import LaunchEnv, launch_env
-from dummyprof.scenarios.engram.options import EngramOptions
+from dummyprof.scenarios.engram.options import ENGRAM_FIELDS, EngramOptions
 from dummyprof.schema import Spec
 from dummyprof.units import parse_float, parse_int
 
@@ -59,9 +59,11 @@ Every rank at once (one gathered report on rank 0; docs/multi-rank.md):
 """
 
 
-FIELDS = (
-    *("rows", "dim", "block_size", "tables", "tp", "dp", "rank", "heads", "offload", "backing"),
-    *("device", "methods", "repeat", "chunk_elements", "max_memory", "time_budget_s", "deadline_s", "dry_run"),
+FIELDS = (  # engram's groups, in the order --help lists their flags
+    *ENGRAM_FIELDS,  # the tables, and the layout they are split over (tp, dp, rank, heads)
+    *("offload", "backing", "device"),  # where the tables live
+    *("methods", "repeat", "chunk_elements"),  # fill
+    *("max_memory", "time_budget_s", "deadline_s", "dry_run"),  # budget
 )
 
 

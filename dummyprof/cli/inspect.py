@@ -7,6 +7,7 @@ from dummyprof.cli.output import ForceOpt, JsonOpt, QuietOpt, check_outputs, emi
 from dummyprof.cli.schema_command import with_options
 from dummyprof.scenarios.deployment.options import DEPLOYMENT_FIELDS
 from dummyprof.scenarios.inspect.options import InspectOptions
+from dummyprof.scenarios.options import MODEL_FIELDS, SMALL_TREE_FIELDS
 
 HELP = """\
 Show the module tree: each module's type, own tensors and bytes, and how many
@@ -23,10 +24,11 @@ Examples:
 """
 
 
-FIELDS = (
-    *("model", "preset", "model_args", "trust_remote_code", "quantization", "strategies", "max_depth", "min_bytes"),
-    *("depth", "width", "hidden", "dtype"),
-    *DEPLOYMENT_FIELDS,
+FIELDS = (  # inspect's groups, in the order --help lists their flags
+    *MODEL_FIELDS,  # model
+    *("strategies", "max_depth", "min_bytes"),  # fill (counted, not run), and what is shown
+    *SMALL_TREE_FIELDS,  # tree
+    *DEPLOYMENT_FIELDS,  # layout
 )
 
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
+import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, redirect_stdout, suppress
 from pathlib import Path
@@ -56,6 +58,46 @@ def reporter(name: str, *, flag: str, append: bool = False) -> Render:
         return text + "\n" if append else text
 
     return render_file
+
+
+# Third-party warnings (transformers' deprecations, a user's model's warnings.warn, any library's logging at
+# WARNING and above) heard while a command runs: kept out of the report and off stderr, each shown once as a
+# notice of the terminal report under --detail. Filled by ``third_party_warnings`` around the command.
+HEARD: dict[str, None] = {}
+
+
+class _Heard(logging.Handler):
+    def emit(self, record: logging.LogRecord) -> None:
+        HEARD.setdefault(f"{record.name.split('.')[0]}: {record.getMessage().strip()}")
+
+
+@contextmanager
+def third_party_warnings() -> Iterator[None]:
+    """Hear every warning and log record of WARNING and above while a command runs, instead of stderr."""
+
+    def heard(message: Warning | str, category: type[Warning], *_: object, **__: object) -> None:
+        HEARD.setdefault(f"{category.__name__}: {str(message).strip()}")
+
+    HEARD.clear()
+    root = logging.getLogger()
+    handler = _Heard(logging.WARNING)
+    root.addHandler(handler)  # with a handler on the root, logging's last resort (stderr) stays unused
+    try:
+        with warnings.catch_warnings():
+            warnings.showwarning = heard
+            yield
+    finally:
+        root.removeHandler(handler)
+
+
+def heard_notices(results: Results) -> Results:
+    """The results with what ``third_party_warnings`` heard as notices, each once (the terminal's --detail)."""
+    if not HEARD:
+        return results
+    import msgspec
+
+    lines = [f"third-party warning, {text}" for text in HEARD]
+    return msgspec.structs.replace(results, notices=[*results.notices, *lines])
 
 
 def print_terminal(results: Results, *, quiet: bool, stderr: bool = False, detail: bool = False) -> None:
@@ -168,7 +210,8 @@ def emit(
         if to_stdout:
             sys.stdout.write(reporter("json", flag="--json")(results))
             sys.stdout.flush()
-        print_terminal(results, quiet=quiet, stderr=to_stdout, detail=detail)
+        shown = heard_notices(results) if detail else results  # the files written carry none of them
+        print_terminal(shown, quiet=quiet, stderr=to_stdout, detail=detail)
         if not quiet:
             console = make_console(stderr=to_stdout)  # stdout carries the JSON: the lines go to stderr
             for output in written:  # "HTML report written to r.html" ("appended to" for the CI step summary)

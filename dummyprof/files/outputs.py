@@ -36,7 +36,6 @@ class Output:
 
 
 def _stat(path: Path | str) -> os.stat_result | None:
-    """``os.stat`` following symlinks; None if nothing is there."""
     try:
         return os.stat(path)
     except FileNotFoundError:
@@ -72,7 +71,6 @@ def _probe_folder(flag: str, folder: Path, path: Path) -> None:
 
 
 def _probe_open(flag: str, path: Path) -> None:
-    """An existing file written in place (append, FIFO, device): writable?"""
     if not os.access(path, os.W_OK):
         raise UsageError(flag, f"cannot write {path}: permission denied")
 

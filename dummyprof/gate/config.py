@@ -4,7 +4,8 @@ and the checks of each, decoded into Structs; a mistake names the file and the k
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass, field, fields
+import typing
+from dataclasses import dataclass, field, fields, is_dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -46,6 +47,7 @@ class ScenarioConfig:
     ratios: list[RatioCheck] = field(default_factory=list)  # inside one run, no baseline needed
     timings: list[str] = field(default_factory=list)  # against the baseline: factor and rank test
     defaults: dict[str, Any] = field(default_factory=dict)  # the options' defaults, for fingerprints
+    old_keys: dict[str, str] = field(default_factory=dict)  # a renamed option's old key -> its key (baselines)
 
 
 @dataclass
@@ -167,8 +169,9 @@ def _scenario(path: Path, name: str, table: _Scenario, renamed: list[tuple[str, 
     if not (counter_names or table.limits or table.ratios or timing_names):
         raise ConfigError(path, key, 'has no checks; set counters = "all" or add limits, ratios or timings')
     defaults = option_defaults(command.options_type())
+    old = old_keys(command.options_type())
     return ScenarioConfig(
-        name, command, options, metrics, counter_names, dict(table.limits), table.ratios, timing_names, defaults
+        name, command, options, metrics, counter_names, dict(table.limits), table.ratios, timing_names, defaults, old
     )
 
 
@@ -177,12 +180,7 @@ def _options(path: Path, key: str, command: CommandSpec, table: dict[str, Any], 
         cls = command.options_type()
     except (ImportError, AttributeError) as exc:
         raise ConfigError(path, key, f"the {command.name!r} scenario is not available here ({exc})") from None
-    for old, new in old_keys(cls).items():  # a renamed option's old key (tp_size) is still taken, said on stderr
-        if old in table:
-            if new in table:
-                raise ConfigError(path, f"{key}.{old}", f"is the old name of {new}; give only {new}")
-            renamed.append((f"{path}: {key}.{old}", new))
-            table = {(new if k == old else k): v for k, v in table.items()}
+    table = _new_keys(path, key, cls, table, renamed)
     valid = [f.name for f in fields(cls)]
     for name in table:
         if name not in valid:
@@ -199,6 +197,24 @@ def _options(path: Path, key: str, command: CommandSpec, table: dict[str, Any], 
         field = option_key(exc)
         raise ConfigError(path, f"{key}.{field}" if field else key, exc.message) from None
     return options
+
+
+def _new_keys(path: Path, key: str, cls: type, table: dict[str, Any], renamed: list[tuple[str, str]]) -> dict[str, Any]:
+    """A renamed option's old key (``tp_size``) as its new one (``tp``), noted for the CLI to say on stderr; at every
+    level: a sweep's options nest the swept command's (``[scenarios.S.options.engram]``)."""
+    for old, new in old_keys(cls).items():
+        if old in table:
+            if new in table:
+                raise ConfigError(path, f"{key}.{old}", f"is the old name of {new}; give only {new}")
+            renamed.append((f"{path}: {key}.{old}", new))
+            table = {(new if k == old else k): v for k, v in table.items()}
+    hints = typing.get_type_hints(cls)
+    for name, value in table.items():
+        kinds = typing.get_args(hints.get(name)) or (hints.get(name),)  # EngramOptions | None, CompareOptions
+        nested = [t for t in kinds if isinstance(t, type) and is_dataclass(t)]
+        if isinstance(value, dict) and nested:
+            table = {**table, name: _new_keys(path, f"{key}.{name}", nested[0], value, renamed)}
+    return table
 
 
 def _code_file(folder: Path, spec: Any) -> Any:

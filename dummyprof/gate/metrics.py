@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dummyprof.results.compare import CompareResult
-from dummyprof.results.engram import EngramResult, MethodResult
+from dummyprof.results.engram import MEASURED, EngramResult, MethodResult
 from dummyprof.results.gate import Metric
 from dummyprof.results.session import Results
 from dummyprof.results.sweep import SweepResult
@@ -121,7 +121,6 @@ LAYOUT_COUNTERS = ("table_bytes_per_rank", "reserved_bytes_per_rank")
 METHOD_COUNTERS = ("bytes_written", "peak_scratch_bytes", "needed_bytes")  # computed from shapes, before filling
 # What the fill itself reported at full size: catches a method whose code changed but whose declaration did not.
 MEASURED_SCRATCH = "measured_scratch_bytes"
-MEASURED = "measured"  # MethodResult.mode of a method timed at full size
 
 
 def engram_metric_names(options: Any) -> dict[str, MetricSpec]:

@@ -57,13 +57,15 @@ class _Planner:
     """An initializer stand-in: records each visit's plan and writes nothing."""
 
     initializer: PlannedInitializer
-    deadline: float | None = None
-    clock: Callable[[], float] = time.perf_counter
+    strategy: str
+    deadline: float | None
+    clock: Callable[[], float]
+    started: float
     visits: list[VisitPlan] = field(default_factory=list)
 
     def __call__(self, tensor: torch.Tensor, local_name: str) -> FillOutcome:
         if self.deadline is not None and len(self.visits) % _CHECK_EVERY == 0 and self.clock() > self.deadline:
-            raise CountingTooLong("", len(self.visits), 0.0)
+            raise CountingTooLong(self.strategy, len(self.visits), self.clock() - self.started)
         rule, outcome = self.initializer.plan(tensor, local_name)
         self.visits.append(VisitPlan(storage_key(tensor), rule, tensor.dtype, outcome, local_name))
         return outcome
@@ -80,11 +82,8 @@ def count_on_meta(
     """``strategy``'s traversal over ``model`` (meta tensors) with the recorder; past ``deadline`` (a ``clock()``
     reading) :class:`CountingTooLong`: legacy's walk grows as tensors x depth."""
     name = initializer or strategy.initializer
-    planner = _Planner(get_initializer(name), deadline, clock)
     recorder = VisitRecorder(model)
     t0 = clock()
-    try:
-        run_strategy(model, strategy, initializer=planner, recorder=recorder)
-    except CountingTooLong as late:
-        raise CountingTooLong(strategy.name, late.visits, clock() - t0) from None
+    planner = _Planner(get_initializer(name), strategy.name, deadline, clock, t0)
+    run_strategy(model, strategy, initializer=planner, recorder=recorder)
     return CountResult(strategy.name, name, recorder, planner.visits, clock() - t0)

@@ -73,7 +73,7 @@ def device_budget(device: torch.device, max_memory: int | None = None) -> tuple[
     return host_budget(max_memory), "host memory"
 
 
-# MemoryBudget.limit / HostMemory.limit values that no flag raises: what bounds memory there instead.
+# engram Budget.limit / HostMemory.limit values that no flag raises: what bounds memory there instead.
 LIMIT_FIXES = {
     "disk": "the disk of the --backing mmap: file is the limit, not --max-memory: free space there or give "
     "mmap:PATH on a disk with room",

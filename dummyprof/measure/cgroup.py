@@ -44,7 +44,6 @@ def _stat(path: Path, key: str) -> int:
 
 
 def _own_paths(proc_cgroup: Path) -> tuple[str | None, str | None]:
-    """This process's cgroup path under v2 and under v1's memory controller."""
     v2 = v1 = None
     for line in _text(proc_cgroup).splitlines():
         parts = line.split(":", 2)

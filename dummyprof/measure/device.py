@@ -12,7 +12,6 @@ DEVICE_CHOICES = "cpu, cuda, cuda:N or auto"
 
 
 def resolve_device(spec: str, *, flag: str = "--device") -> torch.device:
-    """``cpu``, ``cuda``, ``cuda:N`` or ``auto`` (CUDA when present) to a torch.device."""
     text = spec.strip().lower()
     if text == "auto":
         return torch.device("cuda", torch.cuda.current_device()) if torch.cuda.is_available() else torch.device("cpu")

@@ -7,6 +7,7 @@ import statistics
 from collections.abc import Sequence
 
 from dummyprof.results.common import NoiseWarning
+from dummyprof.results.engram import FASTER_THAN_FLOOR as FASTER_THAN_FLOOR  # a speedup over the floor: the same code
 
 CONFIDENCE = 0.95
 RESAMPLES = 2000
@@ -20,9 +21,6 @@ MIN_FOR_INTERVAL = 3
 FIRST_ROUND_SLOW = "first-round-slow"  # the first measured round is an outlier above the rest: a cold start
 OUTLIERS = "statistical-outliers"  # samples outside the IQR fences move the median
 SPEEDUP_UNCERTAIN = "speedup-uncertain"  # the speedup's interval includes 1.0
-# A fill's rate above the memset floor's, measured in the same run: physically impossible, so the floor
-# reading was the slow one (preempted under contention); the share is not a figure to believe.
-FASTER_THAN_FLOOR = "faster-than-floor"
 
 
 def quartile_fences(samples: Sequence[float]) -> tuple[float, float] | None:
@@ -34,7 +32,6 @@ def quartile_fences(samples: Sequence[float]) -> tuple[float, float] | None:
 
 
 def outliers(samples: Sequence[float]) -> list[int]:
-    """Indexes of the samples outside Tukey's fences."""
     fences = quartile_fences(samples)
     if fences is None:
         return []

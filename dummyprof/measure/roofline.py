@@ -12,12 +12,10 @@ GENERATOR_BOUND_SHARE = 0.05  # under 5% of the floor: bound by the random gener
 
 
 def share_of_floor(bytes_written: float, seconds: float, floor_bytes: float, floor_seconds: float) -> float | None:
-    """Achieved bytes per second over the floor's, or None when either time is not positive."""
     if seconds <= 0 or floor_seconds <= 0 or floor_bytes <= 0:
         return None
     return (bytes_written / seconds) / (floor_bytes / floor_seconds)
 
 
 def generator_bound(share: float | None) -> bool | None:
-    """True when a fill reaches under GENERATOR_BOUND_SHARE of the floor; None when the share is unknown."""
     return None if share is None else share < GENERATOR_BOUND_SHARE

@@ -49,8 +49,13 @@ def is_hf_spec(spec: str | None) -> bool:
 def _transformers() -> Any:
     try:
         import transformers
+        from transformers.utils import logging as transformers_logging
     except ImportError as exc:
         raise UsageError(FLAG, INSTALL_HINT) from exc
+    # transformers writes its warnings to stderr through a handler of its own: through Python's logging
+    # instead, like any library's, where the caller decides (the CLI keeps them out of the report)
+    transformers_logging.disable_default_handler()
+    transformers_logging.enable_propagation()
     return transformers
 
 

@@ -14,14 +14,13 @@ from pathlib import Path
 
 from dummyprof.errors import UsageError
 from dummyprof.reports.html_figures import SECTIONS, Chart, Section
-from dummyprof.reports.notices import notices
+from dummyprof.reports.notices import environment_line, notices
 from dummyprof.reports.reporter import RenderOptions, Reporter
 from dummyprof.reports.summary import summary_line
 from dummyprof.reports.tables.escape import html_text as text
 from dummyprof.reports.tables.escape import script_json, script_safe
 from dummyprof.reports.tables.kinds import BLOCKS
 from dummyprof.reports.tables.to_html import TABLE_CSS, html_blocks
-from dummyprof.reports.terminal import environment_line
 from dummyprof.results.session import Results
 
 KINDS = frozenset(BLOCKS)  # every kind built as blocks; SECTIONS adds charts to some

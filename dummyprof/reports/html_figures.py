@@ -10,7 +10,7 @@ import colorsys
 import math
 import sys
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -119,6 +119,11 @@ def _hbar(names: list[str], values: list[float], **more: Any) -> Any:
 def _labels(texts: list[str], position: str, **at: Any) -> Any:
     """Texts drawn at points (``x``, ``y``), beside the bars they name: no hover, no legend."""
     return _go().Scatter(mode="text", text=texts, textposition=position, hoverinfo="skip", showlegend=False, **at)
+
+
+def _fit_line(xs: Sequence[float], ys: Sequence[float | None], name: str, paint: str, **more: Any) -> Any:
+    """A fitted line, dashed in the colour of the points it was fitted to."""
+    return _go().Scatter(x=xs, y=ys, mode="lines", name=name, line={"color": paint, "dash": "dash"}, **more)
 
 
 def _whiskers(plus: list[float], minus: list[float], **look: Any) -> dict[str, Any]:
@@ -439,16 +444,9 @@ def sweep_sections(results: Results) -> list[Section]:
                 xs = [x for x in result.values if fit.x_from <= x <= fit.x_to]
                 interval = f" [{fit.ci_low:.2f}, {fit.ci_high:.2f}]" if fit.ci_low is not None else ""
                 r2 = f", R² {fit.r_squared:.4f}" if fit.r_squared is not None else ""
-                traces.append(
-                    go.Scatter(
-                        x=xs,
-                        y=[fit.predict(x) / scale for x in xs],
-                        mode="lines",
-                        name=f"{name} fit: exponent {fit.exponent:.2f}{interval}{r2}",
-                        line={"color": colour(series), "dash": "dash"},
-                        hoverinfo="name",
-                    )
-                )
+                fit_ys = [fit.predict(x) / scale for x in xs]
+                fitted = f"{name} fit: exponent {fit.exponent:.2f}{interval}{r2}"
+                traces.append(_fit_line(xs, fit_ys, fitted, colour(series), hoverinfo="name"))
         if not traces:
             continue
         fig = go.Figure(traces)
@@ -701,6 +699,7 @@ def _projection_sections(result: EngramResult) -> list[Section]:
             )
             interval_text = f", 95% interval {seconds_range(projection.low_s, projection.high_s)}"
         full = m.seconds.value
+        fitted = f"fit {text(fit.model)}, R² {fit.r_squared:.3f}"
         fig = go.Figure(
             [
                 go.Scatter(
@@ -717,13 +716,7 @@ def _projection_sections(result: EngramResult) -> list[Section]:
                     name="sample medians",
                     marker={"size": 10, "symbol": "diamond", "color": method_colour},
                 ),
-                go.Scatter(
-                    x=[x / scale for x, _ in line],
-                    y=[y for _, y in line],
-                    mode="lines",
-                    name=f"fit {text(fit.model)}, R² {fit.r_squared:.3f}",
-                    line={"dash": "dash", "color": method_colour},
-                ),
+                _fit_line([x / scale for x, _ in line], [y for _, y in line], fitted, method_colour),
                 go.Scatter(
                     x=[m.bytes_written / scale],
                     y=[full],

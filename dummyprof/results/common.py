@@ -30,7 +30,6 @@ def named(items: Iterable[T], name: str, key: str = "name") -> T:
 
 
 def field_names(kind: Any) -> tuple[str, ...]:
-    """The fields of a Record or a dataclass (a type or an instance), in order."""
     if isinstance(kind, msgspec.Struct) or (isinstance(kind, type) and issubclass(kind, msgspec.Struct)):
         return kind.__struct_fields__
     return tuple(f.name for f in dataclasses.fields(kind))

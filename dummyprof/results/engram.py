@@ -26,7 +26,8 @@ NO_RESERVED_FIGURE = "no-reserved-figure"  # :KIND; only torch's CUDA caching ho
 NO_HUGE_PAGES_ASKED = "no-huge-pages-asked"  # :KIND
 NO_HOST_MEMORY_STATS = "no-host-memory-stats"  # torch.cuda.host_memory_stats() reported no bytes
 NO_ANON_HUGE_PAGES = "no-anon-huge-pages"  # /proc/self/smaps_rollup has no AnonHugePages
-# A fill measured faster than the fastest memset floor of the same run: no share is shown (it would pass 100%).
+# A fill measured faster than the fastest memset floor of the same run: physically impossible, so the floor's
+# reading was the slow one (preempted); no share is shown (it would pass 100%). Also compare's noise code.
 FASTER_THAN_FLOOR = "faster-than-floor"
 
 

@@ -10,8 +10,6 @@ from dummyprof.results.engram import EngramResult
 
 
 class RankFill(Record):
-    """One fill method on one rank."""
-
     method: str = ""
     mode: str = ""  # measured, projected or planned (as the rank's engram section says)
     seconds: Figure = field(default_factory=Figure)  # median fill with every rank filling at once

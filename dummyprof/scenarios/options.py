@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from dummyprof.errors import UsageError
-from dummyprof.scenarios.deployment.options import check_deployment
+from dummyprof.scenarios.deployment.options import LayoutGroup, check_deployment
 from dummyprof.schema import check_values, integer, option, size
 from dummyprof.shapes import MAX_HIDDEN, TreeShape
 
@@ -156,14 +156,43 @@ def check_strategies(names: Sequence[str], *, require_one: bool) -> None:
     check_listed("strategies", names, get_strategy, none=none)
 
 
-def check_fillers(options: Any, *, require_one: bool) -> list[str]:
+# Each group's fields, in the order --help lists them: a command's flags are its groups' (cli/<cmd>.py FIELDS).
+TREE_FIELDS = tuple(f.name for f in fields(TreeShape))  # depth, width, hidden, dtype, meta, engram_rows
+SMALL_TREE_FIELDS = TREE_FIELDS[:4]  # audit's and inspect's tree flags: no --meta, --engram-rows
+MODEL_FIELDS = tuple(f.name for f in fields(ModelChoice))
+LOADER_FIELDS = tuple(f.name for f in fields(LoaderChoice))
+
+
+class FillGroup(Protocol):
+    """The fill group as the checks take it: the strategies, one initializer for them all, the user's loaders
+    (compare's and audit's; the defaults and wording are each command's, the checks shared)."""
+
+    strategies: list[str]
+    initializer: str | None
+    loaders: list[str]
+
+
+class ModelGroup(Protocol):
+    """The model group: ``--model`` or ``--preset``, else the synthetic tree (``ModelChoice``, ``TreeOptions``)."""
+
+    model: str | None
+    preset: str | None
+
+    def tree_spec(self) -> TreeSpec: ...
+
+
+class BuildGroups(ModelGroup, LayoutGroup, Protocol):
+    """What compare, inspect and audit build: the model group and the layout group."""
+
+
+def check_fillers(options: FillGroup, *, require_one: bool) -> list[str]:
     """The strategies, the initializer every strategy uses, and the loaders: returns the loaders' names."""
     check_strategies(options.strategies, require_one=require_one)
     check_initializer(options.initializer)
     return loader_names(options.loaders, options.strategies)
 
 
-def check_common(options: Any) -> None:
+def check_common(options: BuildGroups) -> None:
     """Each declared field within its bounds, the tree's own rules if it is built, then the deployment's."""
     check_values(options)
     if not options.model and not options.preset:

@@ -285,7 +285,6 @@ def top_tensor_table(result: CompareResult, limit: int = TOP_TENSORS, *, detail:
         f"Most revisited tensors (top {len(ranked)}; visits per strategy)",
         [Column("tensor", PATH), Column("+names", NUMBER), Column("depth", NUMBER), Column("dtype", WORD)]
         + [Column(h, NUMBER) for h in ("bytes", *names)],
-        keys=1,
     )
     for key, t in ranked:
         visits = [t.visits.get(n, 0) for n in names]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dummyprof.reports.format import PROJECTED_MARK, contention_text, projected, range_cell, seconds_range
+from dummyprof.reports.format import contention_text, projected, range_cell, seconds_range
 from dummyprof.reports.tables.model import BAD, DIM, NAME, NUMBER, STRONG, WORD, Block, Cell, Line, Table
 from dummyprof.results.deployment import (
     FP16_SCRATCH,
@@ -10,6 +10,7 @@ from dummyprof.results.deployment import (
     NO_CUDA_HERE,
     PROJECTED,
     DeploymentResult,
+    HostFill,
     RankEntry,
     RankStrategy,
     layout_text,
@@ -43,15 +44,9 @@ def ranks_text(group: list[RankEntry], tp: int) -> str:
     return str(first.rank) if len(group) == 1 else f"{first.rank}-{group[-1].rank}"
 
 
-def fill_text(s: RankStrategy) -> str:
-    return projected(format_seconds(s.seconds), s.fill == PROJECTED) if s.seconds is not None else ""
-
-
-def host_fill_text(s: RankStrategy) -> str:
-    """The host-resident part's time on this host's CPU (``~`` projected), or "" where it was not timed."""
-    if s.host is None or s.host.seconds is None:
-        return ""
-    return (PROJECTED_MARK if s.host.fill == PROJECTED else "") + format_seconds(s.host.seconds)
+def fill_text(s: RankStrategy | HostFill | None) -> str:
+    """A fill's time (a rank's, or its host-resident part's on this host's CPU), ``~`` projected; "" if not timed."""
+    return projected(format_seconds(s.seconds), s.fill == PROJECTED) if s is not None and s.seconds is not None else ""
 
 
 def _interval(s: RankStrategy) -> str:
@@ -137,7 +132,7 @@ def work_table(result: DeploymentResult) -> Table:
                 _interval(s),
                 f"{s.host.visits:,}" if s.host else "",
                 format_bytes(s.host.bytes_written) if s.host else "",
-                host_fill_text(s),
+                fill_text(s.host),
                 format_seconds(s.rank_seconds) if s.rank_seconds is not None else "",
             )
     table.notes.append("counts exact; visits (n): n redundant")
@@ -297,7 +292,7 @@ def slowest_line(result: DeploymentResult) -> Line | None:
         kind = "projected" if h.fill == PROJECTED else "measured"
         return Line(
             f"dummy start-up per rank: host-resident part (offloaded tables, {format_bytes(h.bytes_written)}, "
-            f"{h.visits:,} visits) {s.strategy} {host_fill_text(s)} on cpu {kind} (rank {r.rank}); "
+            f"{h.visits:,} visits) {s.strategy} {fill_text(s.host)} on cpu {kind} (rank {r.rank}); "
             "device-resident part not timed: no CUDA device here (see the fill note above); bytes and visits exact",
             STRONG,
         )
@@ -337,8 +332,8 @@ def deployment_summary(result: DeploymentResult) -> str:
     if result.not_timed:
         slow = short_slow = "; not timed: no CUDA device here" if result.not_timed == NO_CUDA_HERE else "; not timed"
         if host:  # the host-resident part timed here; the device-resident rest not
-            slow = f"; host part {host_fill_text(host[1])} on cpu, device part{slow[1:]}"
-            short_slow = f"; host {host_fill_text(host[1])} on cpu, device{slow.partition(', device part')[2]}"
+            slow = f"; host part {fill_text(host[1].host)} on cpu, device part{slow[1:]}"
+            short_slow = f"; host {fill_text(host[1].host)} on cpu, device{slow.partition(', device part')[2]}"
     elif result.slowest_rank is not None:
         s = result.rank(result.slowest_rank).strategy(result.slowest_strategy)
         who = "ranks within noise" if result.slowest_within_noise else f"slowest rank {result.slowest_rank}"

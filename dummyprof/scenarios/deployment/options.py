@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 from functools import cached_property
-from typing import Any
+from typing import Protocol
 
 from dummyprof.errors import UsageError
 from dummyprof.layout import ParallelLayout
@@ -83,7 +83,28 @@ DEPLOYMENT_FIELDS = tuple(f.name for f in fields(DeploymentChoice))
 ONLINE_QUANT_FIELDS = tuple(f.name for f in fields(CompareDeploymentChoice))  # compare's own
 
 
-def check_world(options: Any) -> None:
+class LayoutGroup(Protocol):
+    """The layout group (``DeploymentChoice``) as the checks take it: the four sizes, and the one layout they make."""
+
+    tp: int
+    ep: int
+    pp: int
+    dp: int
+    ranks_per_node: int | None
+
+    @property
+    def layout(self) -> ParallelLayout: ...
+
+
+class CompareLayoutGroup(LayoutGroup, Protocol):
+    """compare's layout group: the layout, and how its ranks are run (``CompareDeploymentChoice``)."""
+
+    online_quant: str | None
+    online_quant_scale: str
+    nproc: int | None
+
+
+def check_world(options: LayoutGroup) -> None:
     """tp x pp x dp (and ep) at most ``MAX_WORLD_RANKS``; the advice is the largest value of the largest factor that
     passes with the other flags as given (none where changing one flag alone would break ep = tp x dp)."""
     tp, pp, dp, ep = options.tp, options.pp, options.dp, options.ep
@@ -104,7 +125,7 @@ def check_world(options: Any) -> None:
     )
 
 
-def check_deployment(options: DeploymentChoice) -> None:
+def check_deployment(options: LayoutGroup) -> None:
     """The rules across fields: a bounded world, a node view of at most the world's ranks."""
     check_world(options)
     world = options.layout.world
@@ -114,7 +135,7 @@ def check_deployment(options: DeploymentChoice) -> None:
         )
 
 
-def check_compare_deployment(options: Any) -> None:
+def check_compare_deployment(options: CompareLayoutGroup) -> None:
     """A known format and scale; ``--nproc`` equals the layout's ranks (its world, after ``--ep`` set dp)."""
     if options.online_quant is not None and options.online_quant not in ONLINE_QUANT_FORMATS:
         raise UsageError.for_field(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING
 
 from dummyprof.errors import UsageError
@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from dummyprof.loaders.fp8_methods import FillMethod
     from dummyprof.models.engram import EngramSpec
 
+ENGRAM_FIELDS = tuple(f.name for f in fields(EngramShape))  # the tables and the layout: rows .. heads
 DEFAULT_TIME_BUDGET_S = 40.0
 DEFAULT_REPEAT = 3
 

@@ -13,12 +13,12 @@ import torch
 from dummyprof.allocation.backings import SHM_DIR, Backing, backing_disk_free, disk_free_bytes
 from dummyprof.errors import DoesNotFitError
 from dummyprof.loaders.fp8_methods import FLOOR, FillMethod
-from dummyprof.measure.budget import DEFAULT_SHARE, HostMemory, host_memory, limit_flag, memory_fix
+from dummyprof.measure.budget import DEFAULT_SHARE, host_memory, limit_flag, memory_fix
 from dummyprof.measure.memory import gpu_free_bytes
 from dummyprof.measure.projection import SamplingError, sample_sizes
 from dummyprof.models.engram import EngramSpec, rank_table_bytes, shard
 from dummyprof.results.common import copied
-from dummyprof.results.engram import FOR_MEMORY, FOR_TIME, EngramLayout, RankPart, RoundsCut
+from dummyprof.results.engram import FOR_MEMORY, FOR_TIME, Budget, EngramLayout, RankPart, RoundsCut
 from dummyprof.scenarios.engram.options import EngramOptions
 from dummyprof.units import format_bytes
 
@@ -76,46 +76,49 @@ def needed_bytes(spec: EngramSpec, part_rows: int, method: FillMethod, backing: 
     return reserved_tables(spec, part_rows, backing) + method.scratch_bytes(part_rows * spec.dim, chunk)
 
 
-LIMIT = "--max-memory"  # MemoryBudget.limit when the user's own flag bounds the budget
+LIMIT = "--max-memory"  # Budget.limit when the user's own flag bounds the budget
 
 
-@dataclass(frozen=True)
-class MemoryBudget:
-    bytes: int
-    source: str
-    limit: str  # "--max-memory", "psutil", "cgroup v1", "cgroup v2", "/dev/shm", "disk" or "GPU"
-    host: HostMemory | None = None
+def memory_budget(options: EngramOptions, backing: Backing, device: torch.device) -> Budget:
+    """The run's budget: memory (where it comes from, what bounds it: ``limit``) and time."""
 
+    def budget(nbytes: int, source: str, limit: str) -> Budget:
+        return Budget(nbytes, source, options.time_budget_s, options.deadline_s, limit)
 
-def memory_budget(options: EngramOptions, backing: Backing, device: torch.device) -> MemoryBudget:
     if backing.used == "device":
         free = gpu_free_bytes(device) or 0
         if options.max_memory is not None and options.max_memory <= free:
-            return MemoryBudget(options.max_memory, "--max-memory", "--max-memory")
+            return budget(options.max_memory, "--max-memory", "--max-memory")
         if options.max_memory is not None:
-            return MemoryBudget(free, f"--max-memory, capped by {format_bytes(free)} free on {device}", "GPU")
-        return MemoryBudget(int(free * 0.9), f"90% of {format_bytes(free)} free on {device}", "GPU")
+            return budget(free, f"--max-memory, capped by {format_bytes(free)} free on {device}", "GPU")
+        return budget(int(free * 0.9), f"90% of {format_bytes(free)} free on {device}", "GPU")
     host = host_memory()
     available = host.available_bytes
     if options.max_memory is not None:
-        budget, limit = min(options.max_memory, available), "--max-memory"
+        nbytes, limit = min(options.max_memory, available), "--max-memory"
         source = f"--max-memory {format_bytes(options.max_memory)}"
-        if budget < options.max_memory:
+        if nbytes < options.max_memory:
             source += f", capped by {host.describe()}"
             limit = host.limit
     else:
-        budget, limit = int(available * DEFAULT_SHARE), host.limit
+        nbytes, limit = int(available * DEFAULT_SHARE), host.limit
         source = f"{DEFAULT_SHARE:.0%} of {host.describe()}"
     if backing.used == "shm":
         shm_free = disk_free_bytes(SHM_DIR)
-        if shm_free is not None and shm_free < budget:
-            budget, source, limit = shm_free, f"{format_bytes(shm_free)} free in /dev/shm", "/dev/shm"
+        if shm_free is not None and shm_free < nbytes:
+            nbytes, source, limit = shm_free, f"{format_bytes(shm_free)} free in /dev/shm", "/dev/shm"
     if backing.used == "mmap":
         disk_free = backing_disk_free(backing)
-        if disk_free is not None and disk_free < budget:
+        if disk_free is not None and disk_free < nbytes:
             where = Path(backing.path).parent
-            budget, source, limit = disk_free, f"{format_bytes(disk_free)} free on the disk of {where}", "disk"
-    return MemoryBudget(budget, source, limit, host)
+            nbytes, source, limit = disk_free, f"{format_bytes(disk_free)} free on the disk of {where}", "disk"
+    result = budget(nbytes, source, limit)
+    if host.cgroup is not None:
+        result.cgroup_version = host.cgroup.version
+        result.cgroup_limit_bytes = host.cgroup.limit_bytes
+        result.cgroup_free_bytes = host.cgroup.free_bytes
+        result.cgroup_file = str(host.cgroup.limit_file)
+    return result
 
 
 Rates = dict[str, float]  # seconds per row, by method name, ALLOCATE and FIRST_TOUCH: the probe's, then updated

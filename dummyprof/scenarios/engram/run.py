@@ -32,7 +32,6 @@ from dummyprof.results.engram import (
     PLANNED,
     PROJECTED,
     BackingInfo,
-    Budget,
     EngramLayout,
     EngramResult,
     MethodResult,
@@ -41,7 +40,6 @@ from dummyprof.results.session import Results
 from dummyprof.scenarios.engram.options import EngramOptions, validate
 from dummyprof.scenarios.engram.plan import (
     PRE_PROBE_SHARE,
-    MemoryBudget,
     build_layout,
     call_costs,
     least_seconds,
@@ -95,14 +93,14 @@ def run(
     spec = options.spec()
     device, backing = placement(options)
     layout = build_layout(spec, backing)
-    plan_budget = memory_budget(options, backing, device)
-    budget = plan_budget.bytes
+    memory = memory_budget(options, backing, device)
+    budget = memory.memory_bytes
     needs = {m.name: needed_bytes(spec, layout.part_rows, m, backing, options.chunk_elements) for m in methods}
     fits = {name: need <= budget for name, need in needs.items()}
     result = EngramResult(
         layout=layout,
         backing=_backing_info(backing),
-        budget=_budget(plan_budget, options),
+        budget=memory,
         repeat=options.repeat,
         chunk_elements=options.chunk_elements,
         dry_run=options.dry_run,
@@ -120,7 +118,7 @@ def run(
 
     runner = Runner(spec, backing, device, options.chunk_elements, clock, sync)
     busy = contention.read()  # how busy the machine is while this run calibrates, fills and samples
-    probe = probe_rows(spec, methods, budget, backing, options.chunk_elements, plan_budget.limit)
+    probe = probe_rows(spec, methods, budget, backing, options.chunk_elements, memory.limit)
     _refuse_a_budget_too_short(runner, methods, fits, probe, options, lambda: clock() - started, sync)
     rate = calibrate(runner, methods, probe)
     plan = time_plan(spec, methods, fits, rate, options, options.time_budget_s - (clock() - started))
@@ -147,7 +145,7 @@ def run(
                 rate[phase.name] = max(rate[phase.name], phase.seconds.value / max(1, result.layout.part_rows))
     if plan.projected:
         time_left = options.time_budget_s - (clock() - started)
-        sampled = plan_samples(spec, plan, methods, rate, options, time_left, budget, backing, plan_budget.limit)
+        sampled = plan_samples(spec, plan, methods, rate, options, time_left, budget, backing, memory.limit)
         plan.sample_groups = sync.broadcast("plan", plan.sample_groups)  # rank 0's sizes: the same steps on all
         total += sum(group.steps for group in plan.sample_groups)
         measure_samples(runner, plan, result, sampled, step, deadline=started + options.time_budget_s)
@@ -196,17 +194,6 @@ def placement(options: EngramOptions) -> tuple[torch.device, Backing]:
     """Where the tables live: the device (the CPU with offload) and the backing memory."""
     device = resolve_device(options.device) if not options.offload else torch.device("cpu")
     return device, resolve_backing(options.backing or "pinned", offload=options.offload, device=device)
-
-
-def _budget(plan_budget: MemoryBudget, options: EngramOptions) -> Budget:
-    budget = Budget(plan_budget.bytes, plan_budget.source, options.time_budget_s, options.deadline_s, plan_budget.limit)
-    cgroup = plan_budget.host.cgroup if plan_budget.host is not None else None
-    if cgroup is not None:
-        budget.cgroup_version = cgroup.version
-        budget.cgroup_limit_bytes = cgroup.limit_bytes
-        budget.cgroup_free_bytes = cgroup.free_bytes
-        budget.cgroup_file = str(cgroup.limit_file)
-    return budget
 
 
 def _backing_info(backing: Backing) -> BackingInfo:

@@ -11,6 +11,7 @@ import torch
 
 from dummyprof.allocation.backings import Arena, Backing, anon_huge_page_bytes, pinned_reserved_bytes
 from dummyprof.loaders.fp8_methods import FillMethod, TablePair, sample_values
+from dummyprof.loaders.outcome import FillOutcome
 from dummyprof.measure.device import synchronize
 from dummyprof.measure.memory import (
     PeakReading,
@@ -77,11 +78,8 @@ class Tables:
 @dataclass
 class Step:
     seconds: float
-    bytes_written: int
-    scratch_bytes: int
-    rss_before: int
-    rss_peak: int
-    method: str
+    outcome: FillOutcome
+    peak: PeakReading
 
 
 @dataclass
@@ -139,7 +137,7 @@ class Runner:
         synchronize(self.device)
         reset_gpu_peak(self.device)
         outcome, seconds, peak = self._timed(f"fill {method.name}", lambda: method.fill(tables.pairs, self.chunk))
-        return Step(seconds, outcome.bytes_written, outcome.scratch_bytes, peak.before, peak.peak, peak.method)
+        return Step(seconds, outcome, peak)
 
     def release(self, tables: Tables) -> None:
         tables.pairs.clear()
@@ -150,8 +148,7 @@ class Runner:
 def _median_step(steps: Sequence[Step]) -> Step:
     """The median-time reading, keeping the worst peak RSS seen."""
     middle = sorted(steps, key=lambda s: s.seconds)[(len(steps) - 1) // 2]
-    worst = max(steps, key=lambda s: s.rss_peak)
-    return replace(middle, rss_before=worst.rss_before, rss_peak=worst.rss_peak, method=worst.method)
+    return replace(middle, peak=max(steps, key=lambda s: s.peak.peak).peak)
 
 
 def _values(tables: Tables) -> ValueStats:
@@ -208,8 +205,8 @@ def measure_full(runner: Runner, plan: Plan, result: EngramResult, step: Callabl
             s = runner.fill(method, tables)
             entry = result.method(method.name)
             entry.timing.samples_s.append(s.seconds)
-            entry.measured_scratch_bytes = s.scratch_bytes
-            if method.name not in worst or s.rss_peak > worst[method.name].rss_peak:
+            entry.measured_scratch_bytes = s.outcome.scratch_bytes
+            if method.name not in worst or s.peak.peak > worst[method.name].peak.peak:
                 worst[method.name] = s
             if round_index == plan.full_rounds[method.name] - 1:
                 entry.values = _values(tables)
@@ -217,9 +214,9 @@ def measure_full(runner: Runner, plan: Plan, result: EngramResult, step: Callabl
     for name, s in worst.items():
         entry = result.method(name)
         entry.memory = _device_memory(
-            runner.device, rss_before_bytes=s.rss_before, rss_peak_bytes=s.rss_peak, rss_peak_method=s.method
+            runner.device, rss_before_bytes=s.peak.before, rss_peak_bytes=s.peak.peak, rss_peak_method=s.peak.method
         )
-        entry.peak_rss_bytes = Figure(float(s.rss_peak))
+        entry.peak_rss_bytes = Figure(float(s.peak.peak))
     result.gpu = _device_memory(runner.device)
     runner.release(tables)
 
@@ -306,11 +303,11 @@ def measure_samples(
                 points[method.name].append(
                     SamplePoint(
                         rows,
-                        s.bytes_written,
+                        s.outcome.bytes_written,
                         need,
                         s.seconds,
-                        s.rss_peak - tables.rss_before,
-                        s.scratch_bytes,
+                        s.peak.peak - tables.rss_before,
+                        s.outcome.scratch_bytes,
                         readings_s=[r.seconds for r in readings],
                     )
                 )

@@ -12,15 +12,23 @@ from pathlib import Path
 import pytest
 
 
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU time of a process, from /proc (Linux)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def test_sigint_mid_run_exits_130_and_writes_nothing(tmp_path: Path) -> None:
-    out = tmp_path / "out.json"
-    # Deep enough that the legacy rounds take many seconds: the signal lands mid-fill.
+    out = tmp_path / "out" / "out.json"
+    out.parent.mkdir()
+    site = tmp_path / "site"
+    site.mkdir()
+    working = tmp_path / "working"
+    # The run's first traversal (the exact count on meta, then the fills) says so with a file: the signal is sent
+    # once the run is at work (past interpreter start-up and imports), as soon as it is, not after a fixed amount
+    # of CPU time. Deep enough that the count and the legacy rounds take many seconds: the signal lands mid-run.
+    (site / "sitecustomize.py").write_text(
+        "from dummyprof.loaders import strategies\n"
+        "_run_strategy = strategies.run_strategy\n"
+        "def run_strategy(*args, **kwargs):\n"
+        f"    open({str(working)!r}, 'w').close()\n"
+        "    return _run_strategy(*args, **kwargs)\n"
+        "strategies.run_strategy = run_strategy\n"
+    )
     args = ["compare", "--depth", "300", "--hidden", "32", "--repeat", "50", "--device", "cpu", "--json", str(out)]
     args += ["--time-budget", "1h"]  # measured, not projected: it must still be filling when the signal lands
     proc = subprocess.Popen(
@@ -28,23 +36,24 @@ def test_sigint_mid_run_exits_130_and_writes_nothing(tmp_path: Path) -> None:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        env={**os.environ, "NO_COLOR": "1"},
+        env={
+            **os.environ,
+            "NO_COLOR": "1",
+            "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")]),
+        },
     )
-    # Wait for CPU time the child has really spent (past interpreter start-up and imports, into the
-    # fills), not for wall time: on a loaded machine a fixed sleep can fire while Python is still
-    # starting, before it handles SIGINT at all.
     deadline = time.monotonic() + 120
-    while cpu_seconds(proc.pid) < 5.0:
+    while not working.exists():
         assert proc.poll() is None, "the run finished before it could be interrupted"
         assert time.monotonic() < deadline, "the run never got going"
-        time.sleep(0.1)
+        time.sleep(0.05)
     assert proc.poll() is None, "the run finished before it could be interrupted"
     proc.send_signal(signal.SIGINT)
     _, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 130
     assert stderr.strip().splitlines()[-1] == "dummyprof: interrupted"
     assert "Traceback" not in stderr
-    assert list(tmp_path.iterdir()) == []
+    assert list(out.parent.iterdir()) == []
 
 
 @pytest.mark.multirank

@@ -49,11 +49,6 @@ def torchrun(nproc: int, *args: str, cwd: Path, site: Path | None = None) -> sub
     return subprocess.run(command, cwd=cwd, env=_env(site), capture_output=True, text=True, timeout=LIMIT_S)
 
 
-def nproc(n: int, *args: str, cwd: Path, site: Path | None = None) -> subprocess.CompletedProcess[str]:
-    command = [sys.executable, "-m", "dummyprof", "engram", "--nproc", str(n), *args]
-    return subprocess.run(command, cwd=cwd, env=_env(site), capture_output=True, text=True, timeout=LIMIT_S)
-
-
 def nproc_here(cli: Any, monkeypatch: pytest.MonkeyPatch, site: Path, *args: str) -> Any:
     """``dummyprof engram --nproc 2 ARGS`` in this process (torch already loaded: no second start-up); the
     ranks it spawns are fresh interpreters that import ``site``'s sitecustomize from PYTHONPATH."""
@@ -88,13 +83,6 @@ def _json(path: Path) -> dict[str, Any]:
 def two(tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.CompletedProcess[str], Path]:
     where = tmp_path_factory.mktemp("torchrun2")
     out = torchrun(2, *SMALL, "--tp", "2", "--json", "r.json", cwd=where)
-    return out, where / "r.json"
-
-
-@pytest.fixture(scope="module")
-def two_nproc(tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.CompletedProcess[str], Path]:
-    where = tmp_path_factory.mktemp("nproc2")
-    out = nproc(2, *SMALL, "--tp", "2", "--json", "r.json", cwd=where)
     return out, where / "r.json"
 
 
@@ -147,11 +135,25 @@ def test_torchrun_two_ranks_cover_every_row_once_in_one_report(
 
 
 def test_nproc_gives_the_same_report_as_torchrun(
-    two: tuple[subprocess.CompletedProcess[str], Path], two_nproc: tuple[subprocess.CompletedProcess[str], Path]
+    two: tuple[subprocess.CompletedProcess[str], Path],
+    tmp_path: Path,
+    capfd: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    out, path = two_nproc
-    assert out.returncode == 0, out.stderr[-3000:]
-    a, b = _json(two[1]), _json(path)
+    """``dummyprof engram --nproc 2`` run in this process (torch already loaded: no third start-up to wait for); its
+    ranks are fresh interpreters as ever, their output read at the descriptors."""
+    from dummyprof.cli.app import main
+
+    for name, value in {"NO_COLOR": "1", "COLUMNS": "250", "OMP_NUM_THREADS": "1"}.items():  # as _env() sets them
+        monkeypatch.setenv(name, value)
+    for key in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"):
+        monkeypatch.delenv(key, raising=False)
+    monkeypatch.chdir(tmp_path)
+    capfd.readouterr()
+    code = main(["engram", "--nproc", "2", *SMALL, "--tp", "2", "--json", "r.json"])
+    stdout, stderr = capfd.readouterr()
+    assert code == 0, stderr[-3000:]
+    a, b = _json(two[1]), _json(tmp_path / "r.json")
 
     def shape(data: dict[str, Any]) -> list[tuple[Any, ...]]:
         return [
@@ -164,7 +166,7 @@ def test_nproc_gives_the_same_report_as_torchrun(
     assert [c["method"] for c in a["ranks_aggregate"]["contention"]] == [
         c["method"] for c in b["ranks_aggregate"]["contention"]
     ]
-    assert out.stdout.count("Ranks (2)") == 1 and "2 ranks on 1 host (gloo)" in out.stdout
+    assert stdout.count("Ranks (2)") == 1 and "2 ranks on 1 host (gloo)" in stdout
 
 
 def test_four_ranks_tp2_dp2(tmp_path: Path) -> None:

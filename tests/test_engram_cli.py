@@ -171,7 +171,7 @@ def test_the_old_layout_flags_still_work_with_a_notice_naming_the_new_ones(cli: 
     notices = "dummyprof: --tp-size is deprecated; use --tp\ndummyprof: --dp-size is deprecated; use --dp\n"
     assert old.stderr.startswith(notices) and "deprecated" not in old.stderr[len(notices) :]
     layout = json.loads(old.stdout)["engram"]["layout"]
-    assert (layout["tp_size"], layout["dp_size"]) == (2, 2)  # the JSON keeps its names
+    assert (layout["tp"], layout["dp"]) == (2, 2)  # the flags' names (schema 3 said tp_size, dp_size)
     assert "--tp-size" not in cli("engram", "--help").stdout  # hidden
     both = cli("engram", "--rows", "1000", "--tp-size", "2", "--tp", "4", "--dry-run")
     assert both.exit_code == 2

@@ -1,4 +1,5 @@
-"""Older files load at the current schema: schema 1 (words stored in Results) and schema 2 (engram sentences)."""
+"""Older files load at the current schema: schema 1 (words stored in Results), schema 2 (engram sentences) and
+schema 3 (engram's layout said tp_size and dp_size)."""
 
 from __future__ import annotations
 
@@ -9,10 +10,11 @@ from typing import Any
 import pytest
 
 import dummyprof
+from dummyprof.errors import ResultsFileError
 from dummyprof.reports.notices import DRY_RUN_INSTEAD, MEASURED_INSTEAD, notices
 from dummyprof.reports.summary import summary_line
 from dummyprof.reports.tables.audit import SENTENCES, finding_text
-from dummyprof.reports.tables.engram import plan_notes, reason_text
+from dummyprof.reports.tables.engram import layout_table, plan_notes, reason_text
 from dummyprof.reports.tables.kinds import HEADLINE_FIRST
 from dummyprof.results.audit import FINDING_KINDS, INFO_KINDS
 from dummyprof.results.engram import EngramResult, RoundsCut
@@ -45,7 +47,7 @@ def test_a_schema_1_file_loads_and_its_words_come_back_from_the_data(path: Path)
     data = old(path.name)
     data["summary"] = REWORDED.get(path.name, data["summary"])
     results = load_results(path)
-    assert results.schema_version == SCHEMA_VERSION == 3
+    assert results.schema_version == SCHEMA_VERSION == 4
     assert summary_line(results) == data["summary"]  # the same line, now written by the reporter
     said = data["notices"]
     if results.engram is not None and results.engram.dry_run:  # a dry run measured nothing (issue #20)
@@ -56,7 +58,7 @@ def test_a_schema_1_file_loads_and_its_words_come_back_from_the_data(path: Path)
     assert (lines[0] if results.command in HEADLINE_FIRST else lines[-1]) == data["summary"]  # the answer first
     assert dummyprof.render(results, "markdown").count(data["summary"]) == 1
     again = json.loads(results_to_json(results))
-    assert again["schema_version"] == 3 and "summary" not in again
+    assert again["schema_version"] == 4 and "summary" not in again
 
 
 def test_schema_1_audit_findings_keep_their_sentences() -> None:
@@ -166,15 +168,15 @@ def test_a_schema_2_engram_file_keeps_its_sentences_and_renders_as_it_did(path: 
     assert data["schema_version"] == 2
     results = load_results(path)
     engram = results.engram
-    assert results.schema_version == 3 and engram is not None
+    assert results.schema_version == 4 and engram is not None
     assert engram.legacy_plan_notes == data["engram"]["plan_notes"]
     assert [m.legacy_reason for m in engram.methods] == [m["reason"] for m in data["engram"]["methods"]]
     terminal = dummyprof.render(results, width=1000)
     for sentence in engram.legacy_plan_notes + [m.legacy_reason for m in engram.methods]:
         assert sentence in terminal
     again = json.loads(results_to_json(results))
-    assert again["schema_version"] == 3 and "plan_notes" not in again["engram"]
-    assert dummyprof.render(results_from_dict(again), width=1000) == terminal  # saved again at schema 3: the same
+    assert again["schema_version"] == 4 and "plan_notes" not in again["engram"]
+    assert dummyprof.render(results_from_dict(again), width=1000) == terminal  # saved again at schema 4: the same
 
 
 def test_schema_2_reasons_become_codes_whose_words_are_the_stored_sentences() -> None:
@@ -201,3 +203,29 @@ def test_schema_2_plan_notes_are_what_schema_3_writes_from_its_fields() -> None:
     assert shm is not None and shm.backing.used == shm.backing.requested == "shm"
     assert plan_notes(EngramResult(backing=shm.backing)) == plan_notes(shm) == shm.legacy_plan_notes
     assert plan_notes(EngramResult(backing=shm.backing, dry_run=True)) == []  # a dry run allocated nothing
+
+
+ENGRAM_V3 = Path(__file__).resolve().parent.parent / "docs" / "img" / "engram-html.json"
+ENGRAM_OLDER = [ENGRAM_V3, *(OLD / n for n in ("engram.json", "engram-plan.json")), *V2_FILES]
+
+
+@pytest.mark.parametrize("path", ENGRAM_OLDER, ids=[f"{p.parent.name}/{p.stem}" for p in ENGRAM_OLDER])
+def test_an_older_engram_layout_says_tp_and_dp(path: Path) -> None:
+    """Schemas 1 to 3 stored the layout's tp_size and dp_size: they load as tp and dp, and are written so."""
+    stored = json.loads(path.read_text())["engram"]["layout"]
+    results = load_results(path)
+    assert results.engram is not None
+    layout = results.engram.layout
+    assert (layout.tp, layout.dp) == (stored["tp_size"], stored["dp_size"])
+    sharding = next(row[1].text for row in layout_table(results.engram).rows if row[0].text == "sharding")
+    assert f"(tp {layout.tp} x dp {layout.dp})" in sharding and str(stored["tp_size"] * stored["dp_size"]) in sharding
+    again = json.loads(results_to_json(results))["engram"]["layout"]
+    assert (again["tp"], again["dp"]) == (layout.tp, layout.dp) and "tp_size" not in again and "dp_size" not in again
+
+
+def test_a_schema_3_layout_with_both_names_is_refused_naming_the_old_key() -> None:
+    data = json.loads(ENGRAM_V3.read_text())
+    assert data["schema_version"] == 3
+    data["engram"]["layout"]["tp"] = 1
+    with pytest.raises(ResultsFileError, match="tp_size"):
+        results_from_dict(data)

@@ -101,11 +101,8 @@ def count_deployment(
 ) -> DeploymentCounts:
     """Build every rank's shard of ``model`` (a meta model) and count ``strategies`` (default: all) on each.
 
-    Ranks that hold one shard by construction (dp replicas, ranks with no experts) are one entry
-    (``copies``), built once (``grouped`` False: one entry per rank, as real ranks report).
-
-    ``options`` are the model source's options (a preset's ``heads``/``kv_heads``); a transformers
-    model's own config is read first.
+    Ranks that hold one shard by construction are one entry (``copies``; ``grouped`` False: one per rank, as real
+    ranks report). ``options``: the source's (a preset's ``heads``/``kv_heads``; a transformers config is read first).
     """
     t0 = clock()
     chosen = [get_strategy(s, flag="--strategies") for s in (strategies or list(STRATEGIES))]

@@ -1,18 +1,10 @@
 """Device bytes that are not weights but that vLLM 0.33 allocates on each rank at load, counted per rank.
 
-- Rotary cos/sin cache (``RotaryEmbedding.cos_sin_cache``, a non-persistent buffer): one per rank, shared by
-  every attention layer (``get_rope`` caches instances), ``[positions, rotary_dim]`` cast to the model's dtype
-  (``rotary_dim``: DeepSeek's ``qk_rope_head_dim``, else the head size x ``partial_rotary_factor``). Positions
-  per rope type (:func:`rope_positions`): ``max_position_embeddings`` (``default``, ``llama3``),
-  ``ceil(original_max_position_embeddings x factor)`` (``yarn``, ``deepseek_yarn``), ``ceil(max_position x
-  factor)`` (``linear``, ``dynamic``), ``original + max_position`` (``longrope``: short and long caches); other
-  rope types are named as not counted.
-- Expert map (``ExpertMapManager``: ``determine_expert_map``): int32 ``[global experts]`` per MoE layer, only
-  under expert parallel (ep > 1).
-- KV-cache scales (``_init_kv_cache_quant``): ``_k_scale``, ``_v_scale``, ``_q_scale``, ``_prob_scale``, four
-  float32 scalars registered on every attention layer.
-
-Only a transformers model (a config) says what vLLM builds; a preset or a user's model gets none of these.
+The rotary cos/sin cache (``RotaryEmbedding.cos_sin_cache``, non-persistent: one per rank, as ``get_rope`` caches
+instances; ``[positions, rotary_dim]`` in the model's dtype), the expert map (``ExpertMapManager``:
+``determine_expert_map``, int32 per global expert per MoE layer, only under ep > 1) and the kv-cache scales
+(``_init_kv_cache_quant``: four float32 scalars per attention layer). Only a transformers model (a config) says
+what vLLM builds; a preset or a user's model gets none of these.
 """
 
 from __future__ import annotations

@@ -181,52 +181,49 @@ def engine_source(source: ModelSource, flag: str = AUTO) -> ModelSource:
 
 
 # ---- which modules a method skips ---------------------------------------------------------
-def _skipped(prefixes: list[str], ignored: list[str], match: Callable[[str, str], bool]) -> bool:
-    """vLLM's ``is_layer_skipped``: a fused layer is skipped when its parts are; parts must agree."""
-    hits = {any(match(p, rule) for rule in ignored) for p in prefixes}
-    if len(hits) > 1:
-        raise UsageError.for_field(
-            FLAG, f"{', '.join(prefixes)} are fused by vLLM but only some are excluded by the config; vLLM refuses it"
-        )
-    return hits == {True}
-
-
-def _exact(prefix: str, rule: str) -> bool:
+def _match(method: str, prefix: str, rule: str) -> bool:
+    """Whether one exclusion ``rule`` of the config names the module at ``prefix``, as each method reads its rules:
+    fp8 exact names; compressed-tensors ``re:`` patterns (matched at the start) or exact names; GPTQ ``-:``
+    patterns; AWQ and mxfp4 substrings; ModelOpt substrings or globs."""
+    if method == "compressed-tensors" and rule.startswith("re:"):
+        return re.match(rule[3:], prefix) is not None
+    if method == "gptq":
+        return rule.startswith("-:") and re.match(rule[2:], prefix) is not None
+    if method.startswith("modelopt"):
+        return rule in prefix or fnmatch(prefix, rule)
+    if method in ("awq", "mxfp4"):
+        return rule in prefix
     return prefix == rule
 
 
-def _ct_match(prefix: str, rule: str) -> bool:
-    """compressed-tensors ``ignore``: ``re:`` patterns match anywhere; plain names match the whole prefix."""
-    return re.match(rule[3:], prefix) is not None if rule.startswith("re:") else prefix == rule
-
-
-def _substring(prefix: str, rule: str) -> bool:
-    return rule in prefix
-
-
-def _gptq_dynamic(prefix: str, rules: Mapping[str, Any]) -> bool:
-    """GPTQ ``dynamic``: a ``-:`` pattern that matches excludes the module from quantization."""
-    return any(k.startswith("-:") and re.match(k[2:], prefix) for k in rules)
+def _rules(scheme: QuantScheme) -> list[str]:
+    """The config's exclusions: ``ignored_layers``/``modules_to_not_convert``, ``ignore``, GPTQ's ``dynamic`` keys,
+    ModelOpt's ``exclude_modules`` (``apply_vllm_mapper``: "path*" is "path" and "path.*")."""
+    method = scheme.method
+    if method == "fp8":
+        return list(scheme.get("ignored_layers") or scheme.get("modules_to_not_convert", []))
+    if method == "compressed-tensors":
+        return list(scheme.get("ignore", []))
+    if method == "gptq":
+        return list(scheme.get("dynamic", {}))
+    if method in ("awq", "mxfp4"):
+        return list(scheme.get("modules_to_not_convert", []))
+    rules: list[str] = []
+    for rule in _modelopt(scheme)[1]:
+        rules += [rule[:-1], rule[:-1] + ".*"] if len(rule) > 1 and rule[-1] == "*" and rule[-2] != "." else [rule]
+    return rules
 
 
 def excluded(scheme: QuantScheme, prefixes: list[str]) -> bool:
-    """Whether the config keeps the module(s) at ``prefixes`` (vLLM names) unquantized."""
-    method = scheme.method
-    if method == "fp8":
-        ignored = scheme.get("ignored_layers") or scheme.get("modules_to_not_convert", [])
-        return _skipped(prefixes, list(ignored), _exact)
-    if method == "compressed-tensors":
-        return _skipped(prefixes, list(scheme.get("ignore", [])), _ct_match)
-    if method == "gptq":
-        return any(_gptq_dynamic(p, scheme.get("dynamic", {})) for p in prefixes)
-    if method in ("awq", "mxfp4"):
-        return _skipped(prefixes, list(scheme.get("modules_to_not_convert", [])), _substring)
-    if method.startswith("modelopt"):  # apply_vllm_mapper: "path*" is "path" and "path.*"
-        rules: list[str] = []
-        for rule in _modelopt(scheme)[1]:
-            rules += [rule[:-1], rule[:-1] + ".*"] if len(rule) > 1 and rule[-1] == "*" and rule[-2] != "." else [rule]
-        return _skipped(prefixes, rules, lambda p, rule: rule in p or fnmatch(p, rule))
-    return False
+    """Whether the config keeps the module(s) at ``prefixes`` (vLLM names) unquantized: vLLM's ``is_layer_skipped``,
+    a fused layer skipped when its parts are (parts must agree; GPTQ: any part)."""
+    rules = _rules(scheme)
+    hits = {any(_match(scheme.method, p, rule) for rule in rules) for p in prefixes}
+    if len(hits) > 1 and scheme.method != "gptq":
+        raise UsageError.for_field(
+            FLAG, f"{', '.join(prefixes)} are fused by vLLM but only some are excluded by the config; vLLM refuses it"
+        )
+    return True in hits if scheme.method == "gptq" else hits == {True}
 
 
 @dataclass(frozen=True)
@@ -249,6 +246,60 @@ def _cdiv(a: int, b: int) -> int:
 
 def _refuse(what: str) -> UsageError:
     return UsageError.for_field(FLAG, f"{what}; give --quantization none to count the model unquantized")
+
+
+# ---- tensors the methods share ------------------------------------------------------------------------
+def _w8_linear(layer: Linear, scale: Made, input_scale: tuple[int, ...] | None, dtype: torch.dtype = FP8) -> Made:
+    """An 8-bit ``weight`` [out, in], its ``scale`` tensor, and a static activation's float32 ``input_scale``."""
+    made: Made = [("weight", (layer.out, layer.inp), dtype), *scale]
+    return made + ([("input_scale", input_scale, F32)] if input_scale else [])
+
+
+def _pair(local: str, w13: tuple[int, ...], w2: tuple[int, ...], dtype: torch.dtype) -> Made:
+    """One fused-MoE tensor for both halves: ``w13_<local>`` (gate and up) and ``w2_<local>`` (down)."""
+    return [(f"w13_{local}", w13, dtype), (f"w2_{local}", w2, dtype)]
+
+
+def _moe_bias(dtype: torch.dtype, experts: int, inter: int, hidden: int) -> Made:
+    return _pair("bias", (experts, 2 * inter), (experts, hidden), dtype)
+
+
+def _w8_experts(
+    experts: int, inter: int, hidden: int, scales: Made, static: bool, bias: Made, dtype: torch.dtype = FP8
+) -> Made:
+    """8-bit ``w13_weight`` [E, 2I, H] and ``w2_weight`` [E, H, I], ``bias``, ``scales``, static ``input_scale`` [E]."""
+    made = _pair("weight", (experts, 2 * inter, hidden), (experts, hidden, inter), dtype) + bias + scales
+    return made + (_pair("input_scale", (experts,), (experts,), F32) if static else [])
+
+
+def _block_scales(local: str, experts: int, inter: int, hidden: int, block: tuple[int, int]) -> Made:
+    n, k = block
+    w13, w2 = (experts, 2 * _cdiv(inter, n), _cdiv(hidden, k)), (experts, _cdiv(hidden, n), _cdiv(inter, k))
+    return _pair(local, w13, w2, F32)
+
+
+def _int_experts(
+    names: tuple[str, str, str],
+    dims: tuple[int, int, int, int],
+    groups: tuple[int, int],
+    dtype: torch.dtype,
+    *,
+    packed_out: bool = False,
+    zeros: bool = True,
+) -> Made:
+    """Packed int32 weights [E, H/pack, 2I], [E, I/pack, H] (``packed_out``, AWQ: [E, H, 2I/pack], [E, I, H/pack]),
+    scales in the model's dtype [E, groups, out] and int32 zero points [E, groups, out/pack]; ``dims``: (E, I, H,
+    pack)."""
+    experts, inter, hidden, pack = dims
+    (g13, g2), int32 = groups, torch.int32
+    if packed_out:
+        made = _pair(names[0], (experts, hidden, 2 * inter // pack), (experts, inter, hidden // pack), int32)
+    else:
+        made = _pair(names[0], (experts, hidden // pack, 2 * inter), (experts, inter // pack, hidden), int32)
+    made += _pair(names[1], (experts, g13, 2 * inter), (experts, g2, hidden), dtype)
+    return made + (
+        _pair(names[2], (experts, g13, 2 * inter // pack), (experts, g2, hidden // pack), int32) if zeros else []
+    )
 
 
 # ---- fp8 (vLLM fp8.py: Fp8LinearMethod, Fp8MoEMethod; utils/fp8_utils.py) ------------------------
@@ -276,46 +327,31 @@ def _fp8_scale(strategy: str, layer: Linear, block: tuple[int, int] | None) -> t
 
 
 def fp8_linear(scheme: QuantScheme, layer: Linear) -> Made | None:
-    """``weight`` fp8 [out, in]; ``weight_scale`` float32 [parts], or block ``weight_scale_inv`` (float32, or
-    UE8M0 where vLLM reads ``scale_fmt``); static activations: ``input_scale`` float32 [parts]."""
+    """Block scales are ``weight_scale_inv``, UE8M0 where vLLM reads ``scale_fmt``."""
     block = _fp8_block(scheme)
-    made: Made = [("weight", (layer.out, layer.inp), FP8)]
+    static = (layer.parts,) if scheme.get("activation_scheme") == "static" else None
     if block is None:
-        made.append(("weight_scale", (layer.parts,), F32))
-    else:
-        e8m0 = scheme.get("scale_fmt") == "ue8m0" and _E8M0_ARCHS.intersection(scheme.architectures)
-        made.append(("weight_scale_inv", _fp8_scale("block", layer, block), E8M0 if e8m0 else F32))
-    if scheme.get("activation_scheme") == "static":
-        made.append(("input_scale", (layer.parts,), F32))
-    return made
+        return _w8_linear(layer, [("weight_scale", (layer.parts,), F32)], static)
+    e8m0 = scheme.get("scale_fmt") == "ue8m0" and _E8M0_ARCHS.intersection(scheme.architectures)
+    return _w8_linear(layer, [("weight_scale_inv", _fp8_scale("block", layer, block), E8M0 if e8m0 else F32)], static)
 
 
 def fp8_moe(scheme: QuantScheme, experts: int, inter: int, hidden: int, bias: bool) -> Made:
-    """``w13_weight`` fp8 [E, 2I, H], ``w2_weight`` [E, H, I]; scales per expert (and per w1/w3) or per block;
-    static activations: ``w13_input_scale``/``w2_input_scale`` [E]; biases (gpt-oss style) in the model's dtype."""
-    made: Made = [("w13_weight", (experts, 2 * inter, hidden), FP8), ("w2_weight", (experts, hidden, inter), FP8)]
-    made += _moe_bias(scheme.dtype, experts, inter, hidden) if bias else []
+    """Scales per expert (and per w1/w3) or per block; biases (gpt-oss style) in the model's dtype."""
     block = _fp8_block(scheme)
     if block is None:
-        made += [("w13_weight_scale", (experts, 2), F32), ("w2_weight_scale", (experts,), F32)]
+        scales = _pair("weight_scale", (experts, 2), (experts,), F32)
+    elif inter % block[0]:
+        raise _refuse(
+            f"fp8 MoE: the intermediate size per rank {inter} is not a multiple of the block {block[0]}; vLLM refines "
+            "the block grid there, which dummyprof does not model"
+        )
     else:
-        n, k = block
-        if inter % n:
-            raise _refuse(
-                f"fp8 MoE: the intermediate size per rank {inter} is not a multiple of the block {n}; vLLM refines "
-                "the block grid there, which dummyprof does not model"
-            )
-        made += [
-            ("w13_weight_scale_inv", (experts, 2 * _cdiv(inter, n), _cdiv(hidden, k)), F32),
-            ("w2_weight_scale_inv", (experts, _cdiv(hidden, n), _cdiv(inter, k)), F32),
-        ]
-    if scheme.get("activation_scheme") == "static":
-        made += [("w13_input_scale", (experts,), F32), ("w2_input_scale", (experts,), F32)]
-    return made
-
-
-def _moe_bias(dtype: torch.dtype, experts: int, inter: int, hidden: int) -> Made:
-    return [("w13_bias", (experts, 2 * inter), dtype), ("w2_bias", (experts, hidden), dtype)]
+        scales = _block_scales("weight_scale_inv", experts, inter, hidden, block)
+    static = scheme.get("activation_scheme") == "static"
+    return _w8_experts(
+        experts, inter, hidden, scales, static, _moe_bias(scheme.dtype, experts, inter, hidden) if bias else []
+    )
 
 
 # ---- GPTQ and AWQ int4/int8 (vLLM auto_gptq.py, auto_awq.py: the CUDA path's AutoGPTQ/AutoAWQ) ------------
@@ -340,8 +376,7 @@ def _bits_group(config: Mapping[str, Any], hidden_default: int) -> tuple[int, in
 
 
 def gptq_linear(scheme: QuantScheme, layer: Linear) -> Made | None:
-    """``qweight`` int32 [in/pack, out], ``scales`` (model dtype) [groups, out], ``qzeros`` int32
-    [groups, out/pack]; groups split with the input unless channelwise on a row-parallel layer (repeated)."""
+    """Groups split with the input unless channelwise on a row-parallel layer (repeated)."""
     config = _gptq_config(scheme, layer.prefixes)
     bits, group = _bits_group(config, layer.inp)
     pack = 32 // bits
@@ -354,24 +389,15 @@ def gptq_linear(scheme: QuantScheme, layer: Linear) -> Made | None:
 
 
 def gptq_moe(scheme: QuantScheme, experts: int, inter: int, hidden: int, bias: bool) -> Made:
-    """``w13_qweight`` [E, H/pack, 2I], ``w2_qweight`` [E, I/pack, H], scales, qzeros, and zero biases always."""
+    """Zero biases are registered even without checkpoint biases."""
     bits, group = _bits_group(scheme.config, -1)
-    pack = 32 // bits
-    g13, g2 = (1, 1) if group == -1 else (hidden // group, inter // group)
-    return [
-        ("w13_qweight", (experts, hidden // pack, 2 * inter), torch.int32),
-        ("w2_qweight", (experts, inter // pack, hidden), torch.int32),
-        ("w13_scales", (experts, g13, 2 * inter), scheme.dtype),
-        ("w2_scales", (experts, g2, hidden), scheme.dtype),
-        ("w13_qzeros", (experts, g13, 2 * inter // pack), torch.int32),
-        ("w2_qzeros", (experts, g2, hidden // pack), torch.int32),
-        *_moe_bias(scheme.dtype, experts, inter, hidden),  # registered even without checkpoint biases
-    ]
+    groups = (1, 1) if group == -1 else (hidden // group, inter // group)
+    made = _int_experts(("qweight", "scales", "qzeros"), (experts, inter, hidden, 32 // bits), groups, scheme.dtype)
+    return made + _moe_bias(scheme.dtype, experts, inter, hidden)
 
 
 def awq_linear(scheme: QuantScheme, layer: Linear) -> Made | None:
-    """``qweight`` int32 [in, out/pack] (packed along the output), ``qzeros`` int32 [groups, out/pack],
-    ``scales`` (model dtype) [groups, out]; groups = in per rank / group size."""
+    """Packed along the output; groups = in per rank / group size."""
     bits, group = _bits_group(scheme.config, layer.inp)
     pack = 32 // bits
     groups = layer.inp // group
@@ -384,42 +410,37 @@ def awq_linear(scheme: QuantScheme, layer: Linear) -> Made | None:
 
 def awq_moe(scheme: QuantScheme, experts: int, inter: int, hidden: int, bias: bool) -> Made:
     bits, group = _bits_group(scheme.config, hidden)
-    pack = 32 // bits
-    g13, g2 = hidden // group, inter // group
-    return [
-        ("w13_qweight", (experts, hidden, 2 * inter // pack), torch.int32),
-        ("w2_qweight", (experts, inter, hidden // pack), torch.int32),
-        ("w13_scales", (experts, g13, 2 * inter), scheme.dtype),
-        ("w2_scales", (experts, g2, hidden), scheme.dtype),
-        ("w13_qzeros", (experts, g13, 2 * inter // pack), torch.int32),
-        ("w2_qzeros", (experts, g2, hidden // pack), torch.int32),
-    ]
+    dims, groups = (experts, inter, hidden, 32 // bits), (hidden // group, inter // group)
+    return _int_experts(("qweight", "scales", "qzeros"), dims, groups, scheme.dtype, packed_out=True)
 
 
 # ---- compressed-tensors (vLLM compressed_tensors.py: _get_scheme_from_parts, dense layers) ----------------
 _ACTIVATION_FORMATS = ("naive-quantized", "int-quantized", "float-quantized")
 
 
-def _ct_group(scheme: QuantScheme, prefixes: tuple[str, ...]) -> dict[str, Any] | None:
-    """The config group whose ``targets`` match the layer (``Linear``: any linear; ``re:`` a pattern; a name)."""
+def _ct_scheme(scheme: QuantScheme, prefixes: tuple[str, ...]) -> tuple[Any, ...] | None:
+    """(weights, inputs, format, bits, type, strategy) of the config group whose ``targets`` match the layer
+    (``Linear``: any linear; ``re:`` a pattern; a name); None: no group, or no weights."""
     for group in (scheme.get("config_groups") or {}).values():
         for target in group.get("targets", []):
-            if target == "Linear" or all(_ct_match(p, target) for p in prefixes):
-                return dict(group)
+            if target == "Linear" or all(_match("compressed-tensors", p, target) for p in prefixes):
+                weights = group.get("weights")
+                if not weights:
+                    return None
+                inputs = group.get("input_activations") or {}
+                fmt = group.get("format") or scheme.get("format")
+                kind, strategy = weights.get("type", "int"), weights.get("strategy")
+                return weights, inputs, fmt, int(weights.get("num_bits", 8)), kind, strategy
     return None
 
 
 def ct_linear(scheme: QuantScheme, layer: Linear) -> Made | None:
     """W8A8 / W8A16 fp8 (tensor, channel, block), W8A8 int8 (tensor, channel; static activations with their
-    zero point when asymmetric), pack-quantized WNA16 (``weight_packed``, ``weight_scale``, ``weight_shape``,
-    ``weight_zero_point`` when asymmetric); a layer no group targets stays unquantized."""
-    group = _ct_group(scheme, layer.prefixes)
-    weights = (group or {}).get("weights")
-    if group is None or not weights:
+    zero point when asymmetric), pack-quantized WNA16; a layer no group targets stays unquantized."""
+    ct = _ct_scheme(scheme, layer.prefixes)
+    if ct is None:
         return None
-    inputs: dict[str, Any] = group.get("input_activations") or {}
-    fmt = group.get("format") or scheme.get("format")
-    bits, kind, strategy = int(weights.get("num_bits", 8)), weights.get("type", "int"), weights.get("strategy")
+    weights, inputs, fmt, bits, kind, strategy = ct
     static = bool(inputs) and not inputs.get("dynamic", False)
     if kind == "int" and not inputs and fmt == "pack-quantized" and strategy in ("group", "channel"):
         group_size = int(weights.get("group_size") or -1) if strategy == "group" else -1
@@ -436,62 +457,44 @@ def ct_linear(scheme: QuantScheme, layer: Linear) -> Made | None:
         block = weights.get("block_structure")
         block_t = (int(block[0]), int(block[1])) if block else None
         _check_fp8_block(block_t if strategy == "block" else None, "/".join(layer.prefixes), layer, True)
-        made = [("weight", (layer.out, layer.inp), FP8), ("weight_scale", _fp8_scale(strategy, layer, block_t), F32)]
-        return made + ([("input_scale", (layer.parts,), F32)] if static else [])
+        scale = [("weight_scale", _fp8_scale(strategy, layer, block_t), F32)]
+        return _w8_linear(layer, scale, (layer.parts,) if static else None)
     if fmt in _ACTIVATION_FORMATS and kind == "int" and bits == 8 and inputs and inputs.get("num_bits") == 8:
-        made = [
-            ("weight", (layer.out, layer.inp), torch.int8),
-            ("weight_scale", _fp8_scale(strategy, layer, None), F32),
-        ]
-        if static:
-            made.append(("input_scale", (1,), F32))
-            if not inputs.get("symmetric", True):
-                made.append(("input_zero_point", (1,), torch.int8))
-        return made
+        made = _w8_linear(
+            layer, [("weight_scale", _fp8_scale(strategy, layer, None), F32)], (1,) if static else None, torch.int8
+        )
+        asymmetric = static and not inputs.get("symmetric", True)
+        return made + ([("input_zero_point", (1,), torch.int8)] if asymmetric else [])
     raise _refuse(
         f"compressed-tensors scheme of {'/'.join(layer.prefixes)} (weights {weights}, format {fmt}) is not modelled"
     )
 
 
 def ct_moe(scheme: QuantScheme, experts: int, inter: int, hidden: int, bias: bool) -> Made | None:
-    """``CompressedTensorsMoEMethod.get_moe_method`` on CUDA: the group of the unfused ``.0.gate_proj`` ...
-    (none: unquantized). W8A8 fp8 (tensor, channel, block): ``w13_weight`` fp8 [E, 2I, H], ``w2_weight`` [E, H, I],
-    ``w13_weight_scale``/``w2_weight_scale`` float32 [E, 2]/[E], [E, 2I, 1]/[E, H, 1] or per block, static
-    ``w13_input_scale``/``w2_input_scale`` [E]; int8 W8A8 (channel, dynamic tokens): int8 weights, channel scales;
-    WNA16 (Marlin layout, pack-quantized): ``w13_weight_packed`` int32 [E, H/pack, 2I], ``w2_weight_packed``
-    [E, I/pack, H], scales (model dtype) [E, groups, out], zero points when asymmetric, ``w*_weight_shape`` [E, 2]
-    (model dtype), ``w*_weight_g_idx`` and ``w*_g_idx_sort_indices`` int32 [E, in]."""
-    group = _ct_group(scheme, scheme.layer)
-    weights = (group or {}).get("weights")
-    if group is None or not weights:
+    """``CompressedTensorsMoEMethod.get_moe_method`` on CUDA, for the group of the unfused ``.0.gate_proj`` ...
+    (none: unquantized): W8A8 fp8 (tensor, channel, block), int8 W8A8 (channel, dynamic tokens), WNA16 (Marlin
+    layout, pack-quantized: ``weight_shape`` in the model's dtype, int32 ``g_idx`` and sort indices)."""
+    ct = _ct_scheme(scheme, scheme.layer)
+    if ct is None:
         return None
-    inputs: dict[str, Any] = group.get("input_activations") or {}
-    fmt = group.get("format") or scheme.get("format")
-    bits, kind, strategy = int(weights.get("num_bits", 8)), weights.get("type", "int"), weights.get("strategy")
+    weights, inputs, fmt, bits, kind, strategy = ct
     unsupported = _refuse(f"compressed-tensors MoE scheme of {scheme.layer[0]} (weights {weights}, inputs "
                           f"{inputs or None}) is not one vLLM 0.33 builds on CUDA")  # fmt: skip
     if not inputs and strategy in ("group", "channel") and not weights.get("dynamic"):
         if fmt != "pack-quantized" or bits not in (4, 8):
             raise unsupported
-        pack, size = 32 // bits, int(weights.get("group_size") or -1) if strategy == "group" else -1
+        size = int(weights.get("group_size") or -1) if strategy == "group" else -1
         full = inter * scheme.moe_tp if weights.get("actorder") == "group" and size != -1 else inter  # load_full_w2
         if size != -1 and (hidden % size or full % size):
             raise _refuse(f"WNA16 MoE: the hidden size {hidden} or intermediate size per rank {full} is not a "
                           f"multiple of the group size {size} (vLLM refuses it)")  # fmt: skip
-        g13, g2 = (1, 1) if size == -1 else (hidden // size, full // size)
-        made: Made = [
-            ("w13_weight_packed", (experts, hidden // pack, 2 * inter), torch.int32),
-            ("w2_weight_packed", (experts, inter // pack, hidden), torch.int32),
-            ("w13_weight_scale", (experts, g13, 2 * inter), scheme.dtype),
-            ("w2_weight_scale", (experts, g2, hidden), scheme.dtype),
-        ]
-        if not weights.get("symmetric", True):
-            made += [("w13_weight_zero_point", (experts, g13, 2 * inter // pack), torch.int32),
-                     ("w2_weight_zero_point", (experts, g2, hidden // pack), torch.int32)]  # fmt: skip
+        groups = (1, 1) if size == -1 else (hidden // size, full // size)
+        names = ("weight_packed", "weight_scale", "weight_zero_point")
+        symmetric = weights.get("symmetric", True)
+        made = _int_experts(names, (experts, inter, hidden, 32 // bits), groups, scheme.dtype, zeros=not symmetric)
         made += [("w2_weight_shape", (experts, 2), scheme.dtype), ("w13_weight_shape", (experts, 2), scheme.dtype)]
-        ins = (("13", hidden), ("2", inter))
-        return made + [(f"w{w}_{n}", (experts, k), torch.int32) for n in ("weight_g_idx", "g_idx_sort_indices")
-                       for w, k in ins]  # fmt: skip
+        made += _pair("weight_g_idx", (experts, hidden), (experts, inter), torch.int32)
+        return made + _pair("g_idx_sort_indices", (experts, hidden), (experts, inter), torch.int32)
     if kind == "float" and bits == 8 and inputs.get("type") == "float" and inputs.get("num_bits") == 8:
         static = not inputs.get("dynamic", False)
         if strategy == "block":
@@ -499,24 +502,19 @@ def ct_moe(scheme: QuantScheme, experts: int, inter: int, hidden: int, bias: boo
             if inter % n or (scheme.moe_tp > 1 and inter % k):
                 raise _refuse(f"fp8 MoE: the intermediate size per rank {inter} is not a multiple of the block "
                               f"{n} x {k} (vLLM refuses it)")  # fmt: skip
-            scales: list[tuple[int, ...]] = [(experts, 2 * _cdiv(inter, n), _cdiv(hidden, k)),
-                                             (experts, _cdiv(hidden, n), _cdiv(inter, k))]  # fmt: skip
+            scales = _block_scales("weight_scale", experts, inter, hidden, (n, k))
         elif strategy == "tensor":
-            scales = [(experts, 2), (experts,)]
+            scales = _pair("weight_scale", (experts, 2), (experts,), F32)
         elif strategy == "channel" and not static:
-            scales = [(experts, 2 * inter, 1), (experts, hidden, 1)]
+            scales = _pair("weight_scale", (experts, 2 * inter, 1), (experts, hidden, 1), F32)
         else:
             raise unsupported
-        made = [("w13_weight", (experts, 2 * inter, hidden), FP8), ("w2_weight", (experts, hidden, inter), FP8)]
-        made += [("w13_weight_scale", scales[0], F32), ("w2_weight_scale", scales[1], F32)]
-        return made + ([("w13_input_scale", (experts,), F32), ("w2_input_scale", (experts,), F32)] if static else [])
+        return _w8_experts(experts, inter, hidden, scales, static, [])
     dynamic_tokens = inputs.get("dynamic") and inputs.get("strategy") == "token" and inputs.get("num_bits") == 8
     if kind == "int" and bits == 8 and strategy == "channel" and dynamic_tokens:
-        made = [("w13_weight", (experts, 2 * inter, hidden), torch.int8),
-                ("w2_weight", (experts, hidden, inter), torch.int8)]  # fmt: skip
-        made += _moe_bias(scheme.dtype, experts, inter, hidden) if bias else []
-        return [*made, ("w13_weight_scale", (experts, 2 * inter, 1), F32),
-                ("w2_weight_scale", (experts, hidden, 1), F32)]  # fmt: skip
+        scales = _pair("weight_scale", (experts, 2 * inter, 1), (experts, hidden, 1), F32)
+        biases = _moe_bias(scheme.dtype, experts, inter, hidden) if bias else []
+        return _w8_experts(experts, inter, hidden, scales, False, biases, torch.int8)
     raise unsupported
 
 
@@ -530,10 +528,8 @@ def _modelopt(scheme: QuantScheme) -> tuple[str, list[str], int]:
 
 
 def modelopt_linear(scheme: QuantScheme, layer: Linear) -> Made | None:
-    """FP8: ``weight`` fp8 [out, in], ``weight_scale`` and ``input_scale`` float32 [parts]; FP8_PER_CHANNEL_PER_TOKEN:
-    ``weight_scale`` [out]; FP8_PB_WO: ``weight_scale`` [out/128, 1, in/128, 1]. NVFP4 (W4A4, W4A16): ``weight`` uint8
-    [out, in/2] (two fp4 per byte), ``input_scale``, ``weight_scale_2`` float32 [parts], ``weight_scale`` fp8
-    [out, in/group]."""
+    """FP8 (per tensor, static), FP8_PER_CHANNEL_PER_TOKEN, FP8_PB_WO (128 x 128 blocks); NVFP4 (W4A4, W4A16):
+    two fp4 per uint8 byte, fp8 group scales, float32 ``weight_scale_2`` and ``input_scale`` per part."""
     algo, _, group = _modelopt(scheme)
     if scheme.method == "modelopt_fp4":
         if layer.inp % 16:
@@ -541,34 +537,26 @@ def modelopt_linear(scheme: QuantScheme, layer: Linear) -> Made | None:
         return [("weight", (layer.out, layer.inp // 2), torch.uint8), ("input_scale", (layer.parts,), F32),
                 ("weight_scale_2", (layer.parts,), F32),
                 ("weight_scale", (layer.out, layer.inp // group), FP8)]  # fmt: skip
-    made: Made = [("weight", (layer.out, layer.inp), FP8)]
     if algo == "FP8":
-        return [*made, ("weight_scale", (layer.parts,), F32), ("input_scale", (layer.parts,), F32)]
+        return _w8_linear(layer, [("weight_scale", (layer.parts,), F32)], (layer.parts,))
     if algo == "FP8_PER_CHANNEL_PER_TOKEN":
-        return [*made, ("weight_scale", (layer.out,), F32)]
+        return _w8_linear(layer, [("weight_scale", (layer.out,), F32)], None)
     if algo == "FP8_PB_WO" and not (layer.out % 128 or layer.inp % 128):
-        return [*made, ("weight_scale", (layer.out // 128, 1, layer.inp // 128, 1), F32)]
+        return _w8_linear(layer, [("weight_scale", (layer.out // 128, 1, layer.inp // 128, 1), F32)], None)
     raise _refuse(f"ModelOpt {algo} on {'/'.join(layer.prefixes)} ({layer.out} x {layer.inp} per rank) is not built "
                   "by vLLM 0.33 (FP8_PB_WO: 128 x 128 blocks)")  # fmt: skip
 
 
 def modelopt_moe(scheme: QuantScheme, experts: int, inter: int, hidden: int, bias: bool) -> Made:
-    """FP8 (ModelOptFp8MoEMethod): fp8 ``w13_weight`` [E, 2I, H], ``w2_weight`` [E, H, I], float32
-    ``w13_weight_scale`` [E, 2], ``w2_weight_scale``, ``w13_input_scale``, ``w2_input_scale`` [E]. NVFP4
-    (ModelOptNvFp4FusedMoE): uint8 ``w13_weight`` [E, 2I, H/2], ``w2_weight`` [E, H, I/2], fp8 ``w13_weight_scale``
-    [E, 2I, H/group], ``w2_weight_scale`` [E, H, I/group], float32 ``w13_weight_scale_2`` [E, 2], ``w2_weight_scale_2``
-    [E], ``w13_input_scale`` [E, 2], ``w2_input_scale`` [E] (the rank's experts: H200's backend has no global scale)."""
-    if scheme.method == "modelopt_fp4":
-        group = _modelopt(scheme)[2]
-        return [("w13_weight", (experts, 2 * inter, hidden // 2), torch.uint8),
-                ("w2_weight", (experts, hidden, inter // 2), torch.uint8),
-                ("w13_weight_scale", (experts, 2 * inter, hidden // group), FP8),
-                ("w2_weight_scale", (experts, hidden, inter // group), FP8),
-                ("w13_weight_scale_2", (experts, 2), F32), ("w2_weight_scale_2", (experts,), F32),
-                ("w13_input_scale", (experts, 2), F32), ("w2_input_scale", (experts,), F32)]  # fmt: skip
-    return [("w13_weight", (experts, 2 * inter, hidden), FP8), ("w2_weight", (experts, hidden, inter), FP8),
-            ("w13_weight_scale", (experts, 2), F32), ("w2_weight_scale", (experts,), F32),
-            ("w13_input_scale", (experts,), F32), ("w2_input_scale", (experts,), F32)]  # fmt: skip
+    """FP8: ModelOptFp8MoEMethod. NVFP4 (ModelOptNvFp4FusedMoE): the rank's experts' ``input_scale`` (H200's
+    backend has no global scale)."""
+    if scheme.method != "modelopt_fp4":
+        return _w8_experts(experts, inter, hidden, _pair("weight_scale", (experts, 2), (experts,), F32), True, [])
+    group, u8 = _modelopt(scheme)[2], torch.uint8
+    made = _pair("weight", (experts, 2 * inter, hidden // 2), (experts, hidden, inter // 2), u8)
+    made += _pair("weight_scale", (experts, 2 * inter, hidden // group), (experts, hidden, inter // group), FP8)
+    made += _pair("weight_scale_2", (experts, 2), (experts,), F32)
+    return made + _pair("input_scale", (experts, 2), (experts,), F32)
 
 
 # ---- mxfp4 (gpt-oss: vLLM mxfp4.py GptOssMxfp4MoEMethod; linear layers stay unquantized) -----------------
@@ -589,8 +577,7 @@ def mxfp4_linear(scheme: QuantScheme, layer: Linear) -> Made | None:
 
 
 def mxfp4_moe(scheme: QuantScheme, experts: int, inter: int, hidden: int, bias: bool) -> Made:
-    """uint8 ``w13_weight`` [E, 2I, H/2] (two fp4 per byte), ``w13_weight_scale`` [E, 2I, H/32] (UE8M0 bytes),
-    ``w2_weight`` [E, H, I/2], ``w2_weight_scale`` [E, H, I/32]; biases bfloat16; I padded per rank."""
+    """Two fp4 per uint8 byte, UE8M0 scale bytes per 32; biases bfloat16; I padded per rank."""
     inter = _cdiv(inter, MXFP4_PAD) * MXFP4_PAD
     u8 = torch.uint8
     made: Made = [
@@ -750,16 +737,9 @@ class ShardQuantizer:
         for local, shape, dtype in made:
             tensor = nn.Parameter(torch.empty(shape, dtype=dtype, device=device), requires_grad=False)
             module.register_parameter(local, tensor)
+            pad = 0 if padding is None or local == "w2_bias" else tensor.nbytes * padding[0] // padding[1]
+            name, dt = qualified_name(path, local), dtype_name(dtype)
             entries.append(
-                dataclasses.replace(
-                    entry,
-                    name=qualified_name(path, local),
-                    shape=shape,
-                    dtype=dtype_name(dtype),
-                    nbytes=tensor.nbytes,
-                    padding_bytes=0
-                    if padding is None or local == "w2_bias"
-                    else tensor.nbytes * padding[0] // padding[1],
-                )
+                dataclasses.replace(entry, name=name, shape=shape, dtype=dt, nbytes=tensor.nbytes, padding_bytes=pad)
             )
         return entries

@@ -276,22 +276,18 @@ def hf_reads(spec: str) -> Iterator[tuple[str, Path]]:
         yield "the {flag} input", local
 
 
+# A config field's type -> the types a --model-arg value may have for it (a bool is never an int or a float).
+_TYPES = ((bool, bool), (int, int), (float, (int, float)), ((list, tuple), (list, tuple)), (dict, dict), (str, str))
+
+
 def _type_ok(current: Any, value: Any) -> bool:
+    """torch.dtype and other objects: transformers validates them."""
     if current is None or value is None:
         return True
-    if isinstance(current, bool):
-        return isinstance(value, bool)
-    if isinstance(current, int):
-        return isinstance(value, int) and not isinstance(value, bool)
-    if isinstance(current, float):
-        return isinstance(value, (int, float)) and not isinstance(value, bool)
-    if isinstance(current, (list, tuple)):
-        return isinstance(value, (list, tuple))
-    if isinstance(current, dict):
-        return isinstance(value, dict)
-    if isinstance(current, str):
-        return isinstance(value, str)
-    return True  # torch.dtype and other objects: transformers validates them
+    for kind, accepted in _TYPES:
+        if isinstance(current, kind):
+            return isinstance(value, accepted) and (kind is bool or not isinstance(value, bool))
+    return True
 
 
 def _a(noun: str) -> str:

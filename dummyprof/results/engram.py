@@ -45,8 +45,8 @@ class EngramLayout(Record):
     block_size: Count = 0
     tables: Count = 0
     heads: Count = 0
-    tp_size: Count = 1
-    dp_size: Count = 1
+    tp: Count = 1  # schema 3 said tp_size and dp_size (migrate.py)
+    dp: Count = 1
     rank: Count = 0  # the rank this run builds
     part_rows: Count = 0  # rows of one table on that rank
     weight_bytes_per_table: Count = 0  # on that rank

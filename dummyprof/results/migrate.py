@@ -1,7 +1,7 @@
-"""Older results files (schemas 1 and 2) brought up to schema 3 as plain values, so they load and render as they
-did: what the reporters now derive is dropped, sentences that cannot be derived are kept as ``legacy_*`` fields
-(docs/architecture.md, "Results schema"; which schemas still load and why: docs/semantics.md). Anything
-unexpected is left for msgspec to refuse with the field's name.
+"""Older results files (schemas 1 to 3) brought up to schema 4 as plain values, so they load and render as they
+did: what the reporters now derive is dropped, sentences that cannot be derived are kept as ``legacy_*`` fields,
+renamed keys take their new names (docs/architecture.md, "Results schema"; which schemas still load and why:
+docs/semantics.md). Anything unexpected is left for msgspec to refuse with the field's name.
 """
 
 from __future__ import annotations
@@ -25,6 +25,19 @@ def migrate(data: dict[str, Any]) -> dict[str, Any]:
         data = _from_1(dict(data))
     if version in (1, 2):
         data = _from_2(dict(data))
+    if version in (1, 2, 3):
+        data = _from_3(dict(data))
+    return data
+
+
+def _from_3(data: dict[str, Any]) -> dict[str, Any]:
+    """engram's layout says ``tp`` and ``dp``, as its flags, config keys and options do (schema 3: ``tp_size``)."""
+    engram = data.get("engram")
+    if isinstance(engram, dict) and isinstance(engram.get("layout"), dict):
+        layout = engram["layout"]
+        if "tp" not in layout and "dp" not in layout:  # both given: msgspec names the key no record declares
+            layout = _renamed(_renamed(layout, "tp_size", "tp"), "dp_size", "dp")
+        data["engram"] = {**engram, "layout": layout}
     return data
 
 

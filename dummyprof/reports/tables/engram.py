@@ -221,8 +221,8 @@ def layout_table(result: EngramResult) -> Table:
     table.add("all ranks", format_bytes(lay.total_bytes))
     table.add(
         "sharding",
-        f"{_plural(lay.heads, 'hash head')} over {_plural(lay.tp_size * lay.dp_size, 'rank')} "
-        f"(tp {lay.tp_size} x dp {lay.dp_size}), whole heads per rank",
+        f"{_plural(lay.heads, 'hash head')} over {_plural(lay.tp * lay.dp, 'rank')} "
+        f"(tp {lay.tp} x dp {lay.dp}), whole heads per rank",
     )
     table.add("this rank", f"rank {lay.rank}: {lay.part_rows:,} rows per table")
     table.add("requested per rank", format_bytes(lay.table_bytes_per_rank))

@@ -53,9 +53,7 @@ def build_layout(spec: EngramSpec, backing: Backing) -> EngramLayout:
     parts = [copied(RankPart, shard(spec, r), rank=r, table_bytes=rank_table_bytes(spec, r)) for r in range(listed)]
     return copied(
         EngramLayout,
-        spec,  # rows, dim, block_size, tables, rank
-        tp_size=spec.tp,  # the JSON keeps its names (tp_size, dp_size); the options say tp and dp
-        dp_size=spec.dp,
+        spec,  # rows, dim, block_size, tables, tp, dp, rank
         heads=spec.num_heads,
         part_rows=mine.part_rows,
         weight_bytes_per_table=weight,

@@ -10,6 +10,7 @@ forbids them.
 from __future__ import annotations
 
 import ast
+import functools
 import json
 import subprocess
 import sys
@@ -111,7 +112,13 @@ def _imports(path: Path, typing: bool) -> Iterator[Import]:
 
 def all_imports(typing: bool = False) -> list[Import]:
     """Every import; with ``typing``, those under ``if TYPE_CHECKING:`` too."""
-    return [imp for path in sorted(PACKAGE.rglob("*.py")) for imp in _imports(path, typing)]
+    return list(_scan(typing))
+
+
+@functools.cache
+def _scan(typing: bool) -> tuple[Import, ...]:
+    """The package read once per run of the tests (a dozen of them read it; it does not change meanwhile)."""
+    return tuple(imp for path in sorted(PACKAGE.rglob("*.py")) for imp in _imports(path, typing))
 
 
 def _folder(module: str) -> str:

@@ -10,13 +10,19 @@ from __future__ import annotations
 import statistics
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dummyprof.results.compare import CompareResult
 from dummyprof.results.engram import MEASURED, EngramResult, MethodResult
 from dummyprof.results.gate import Metric
 from dummyprof.results.session import Results
 from dummyprof.results.sweep import SweepResult
+
+if TYPE_CHECKING:
+    from dummyprof.scenarios.engram.options import EngramOptions
+    from dummyprof.scenarios.engram.ranks.options import EngramRanksOptions
+    from dummyprof.scenarios.options import FillGroup
+    from dummyprof.scenarios.sweep.options import SweepOptions
 
 # Counters of every strategy, with their units. All are exact and smaller is better.
 COMPARE_COUNTERS = {
@@ -42,13 +48,12 @@ Extractor = Callable[[Results], dict[str, Metric]]
 Namer = Callable[[Any], dict[str, MetricSpec]]
 
 
-def _loader_names(options: Any) -> list[str]:  # the user's loaders (--loader) run as strategies of their own
-    specs = getattr(options, "loaders", None)
-    if not specs:
+def _loader_names(options: FillGroup) -> list[str]:  # the user's loaders (--loader) run as strategies of their own
+    if not options.loaders:
         return []
     from dummyprof.scenarios.options import loader_names
 
-    return loader_names(specs, options.strategies)  # from the specs: the user's module is not imported
+    return loader_names(options.loaders, options.strategies)  # from the specs: the user's module is not imported
 
 
 def section_of(results: Results, command: str) -> Any:
@@ -58,7 +63,7 @@ def section_of(results: Results, command: str) -> Any:
     return section
 
 
-def compare_metric_names(options: Any) -> dict[str, MetricSpec]:
+def compare_metric_names(options: FillGroup) -> dict[str, MetricSpec]:
     per_strategy = {**{c: MetricSpec("counter", unit) for c, unit in COMPARE_COUNTERS.items()}, "time": TIME}
     strategies = [*options.strategies, *_loader_names(options)]
     return {f"{strategy}.{metric}": spec for strategy in strategies for metric, spec in per_strategy.items()}
@@ -84,7 +89,7 @@ def _busy(section: Any) -> list[str]:  # contention codes of the window the sect
 FIT = "fit"  # a metric kind of its own: not an exact counter, not a timing with samples
 
 
-def _series(options: Any) -> tuple[list[str], tuple[str, ...]]:
+def _series(options: SweepOptions) -> tuple[list[str], tuple[str, ...]]:
     if options.parameter == "rows":
         from dummyprof.scenarios.engram.options import EngramOptions, methods_to_run
 
@@ -92,7 +97,7 @@ def _series(options: Any) -> tuple[list[str], tuple[str, ...]]:
     return list(options.compare.strategies), ("visits", "time")
 
 
-def sweep_metric_names(options: Any) -> dict[str, MetricSpec]:
+def sweep_metric_names(options: SweepOptions) -> dict[str, MetricSpec]:
     series, fitted = _series(options)
     names: dict[str, MetricSpec] = {}
     for name in series:
@@ -123,7 +128,7 @@ METHOD_COUNTERS = ("bytes_written", "peak_scratch_bytes", "needed_bytes")  # com
 MEASURED_SCRATCH = "measured_scratch_bytes"
 
 
-def engram_metric_names(options: Any) -> dict[str, MetricSpec]:
+def engram_metric_names(options: EngramOptions) -> dict[str, MetricSpec]:
     from dummyprof.scenarios.engram.options import methods_to_run
 
     names = {name: BYTES for name in LAYOUT_COUNTERS}
@@ -159,7 +164,7 @@ def engram_metrics(results: Results) -> dict[str, Metric]:
     return metrics
 
 
-def engram_ranks_metric_names(options: Any) -> dict[str, MetricSpec]:
+def engram_ranks_metric_names(options: EngramRanksOptions) -> dict[str, MetricSpec]:
     from dummyprof.scenarios.engram.options import methods_to_run
 
     methods = methods_to_run(list(options.methods))

@@ -22,6 +22,7 @@ from dummyprof.models.presets import preset_source
 from dummyprof.models.source import FitHint, ModelSource
 from dummyprof.models.synthetic import TreeSpec, synthetic_source
 from dummyprof.results.compare import ModelSummary
+from dummyprof.scenarios.options import ModelGroup
 from dummyprof.units import format_bytes
 from dummyprof.usercode import spec_reads
 
@@ -103,12 +104,18 @@ def choose_source(
     return bounded(source, limits)
 
 
-def chosen_source(options: Any, seconds: float | None = None) -> ModelSource:
-    """The model an options object names (``model``, ``preset``, ``model_args``, the tree's fields)."""
-    named = {key: getattr(options, key) for key in ("model", "preset", "model_args", "trust_remote_code")}
-    quantization = getattr(options, "quantization", AUTO)  # sweep's options have none
-    tree = options.tree_spec()
-    return choose_source(**named, quantization=quantization, dtype=options.dtype, tree=tree, seconds=seconds)
+def chosen_source(options: ModelGroup, seconds: float | None = None) -> ModelSource:
+    """The model an options object's model group names (``model``, ``preset``, ``model_args``, the tree's fields)."""
+    return choose_source(
+        model=options.model,
+        preset=options.preset,
+        model_args=options.model_args,
+        trust_remote_code=options.trust_remote_code,
+        quantization=options.quantization,
+        dtype=options.dtype,
+        tree=options.tree_spec(),
+        seconds=seconds,
+    )
 
 
 def bounded(source: ModelSource, limits: BuildLimits) -> ModelSource:

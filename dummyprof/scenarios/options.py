@@ -173,10 +173,15 @@ class FillGroup(Protocol):
 
 
 class ModelGroup(Protocol):
-    """The model group: ``--model`` or ``--preset``, else the synthetic tree (``ModelChoice``, ``TreeOptions``)."""
+    """The model group: ``--model`` or ``--preset`` with their arguments, else the synthetic tree (``ModelChoice``,
+    ``TreeOptions``); what ``model_choice.chosen_source`` builds the model from."""
 
     model: str | None
     preset: str | None
+    model_args: dict[str, Any]
+    trust_remote_code: bool
+    quantization: str
+    dtype: str
 
     def tree_spec(self) -> TreeSpec: ...
 

@@ -5,7 +5,7 @@ accounted on meta (``deploy/online_quant.py``) and each run for real where it fi
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 import torch
@@ -17,6 +17,9 @@ from dummyprof.measure.budget import DEFAULT_SHARE, HostMemory, host_budget, hos
 from dummyprof.measure.memory import PeakRss
 from dummyprof.results.deployment import OnlineQuantEntry
 from dummyprof.units import format_bytes
+
+if TYPE_CHECKING:
+    from dummyprof.scenarios.compare.options import CompareOptions
 
 PROBE_SHAPE = (512, 1024)  # one bf16 linear quantized to time the path per byte
 SAFETY = 1.25
@@ -40,7 +43,7 @@ def _probe_rate(scale: str, initializer: str) -> float:
     return runs[-1].high_precision_bytes / max(min(done.seconds for done in runs), 1e-9)
 
 
-def plan_online_quant(model: nn.Module, options: Any, *, memory: HostMemory | None = None) -> OnlinePlan:
+def plan_online_quant(model: nn.Module, options: CompareOptions, *, memory: HostMemory | None = None) -> OnlinePlan:
     """Account both passes on meta; refuse when the per-layer peak does not fit the budget, offering a
     ``--max-memory`` only where that value would pass, else naming the machine as the limit."""
     initializer = options.initializer or "v0.33"
@@ -82,7 +85,7 @@ def _entry(done: OnlineQuantResult, **extra: Any) -> OnlineQuantEntry:
     return entry
 
 
-def online_quant_entries(plan: OnlinePlan, options: Any) -> list[OnlineQuantEntry]:
+def online_quant_entries(plan: OnlinePlan, options: CompareOptions) -> list[OnlineQuantEntry]:
     """Each pass run where its peak fits the budget and the probe predicts it fits the time budget."""
     entries = []
     for mode, accounted in plan.accounted.items():

@@ -84,13 +84,16 @@ ONLINE_QUANT_FIELDS = tuple(f.name for f in fields(CompareDeploymentChoice))  # 
 
 
 class LayoutGroup(Protocol):
-    """The layout group (``DeploymentChoice``) as the checks take it: the four sizes, and the one layout they make."""
+    """The layout group (``DeploymentChoice``) as the checks and the run take it: the four sizes, the one layout
+    they make, and the node view's fields."""
 
     tp: int
     ep: int
     pp: int
     dp: int
     ranks_per_node: int | None
+    device_memory: int | None
+    host_memory: int | None
 
     @property
     def layout(self) -> ParallelLayout: ...

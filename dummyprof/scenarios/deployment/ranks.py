@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -18,13 +18,16 @@ from dummyprof.measure.recorder import VisitRecorder
 from dummyprof.ranks.world import LaunchEnv, join
 from dummyprof.scenarios.model_choice import chosen_source
 
+if TYPE_CHECKING:
+    from dummyprof.scenarios.compare.options import CompareOptions
+
 BACKEND = "gloo"  # CPU shards; nccl would need a GPU per rank
 # Each rank is a fresh process that imports torch and builds the model on meta before it fills: that start-up
 # is not the fills' and is not counted against --time-budget; the ranks get this long for it on top.
 START_UP_S = 60.0
 
 
-def rank_main(env: LaunchEnv, options: Any, strategies: list[str], limit_s: float) -> dict[str, Any]:
+def rank_main(env: LaunchEnv, options: CompareOptions, strategies: list[str], limit_s: float) -> dict[str, Any]:
     """One rank: its shard filled by every strategy between barriers; its counts and seconds."""
     world = join(env, BACKEND, limit_s, client=True)
     try:
@@ -55,9 +58,10 @@ def rank_main(env: LaunchEnv, options: Any, strategies: list[str], limit_s: floa
         world.close()
 
 
-def run_ranks(options: Any, strategies: list[str], limit_s: float) -> dict[int, dict[str, Any]]:
+def run_ranks(options: CompareOptions, strategies: list[str], limit_s: float) -> dict[int, dict[str, Any]]:
     """Each rank's figures by rank (``RanksFailed.values``: the ranks that finished); ``limit_s``: the fills'."""
     from dummyprof.ranks.launch import spawn
 
+    assert options.nproc is not None  # run with --nproc only
     limit_s += START_UP_S
     return spawn(rank_main, (options, strategies, limit_s), options.nproc, limit_s=limit_s)

@@ -8,7 +8,6 @@ import dataclasses
 import statistics
 import time
 from collections.abc import Callable
-from typing import Any
 
 import torch
 
@@ -39,9 +38,13 @@ from dummyprof.results.deployment import (
 )
 from dummyprof.results.session import Results
 from dummyprof.scenarios.compare.measure import measure
+from dummyprof.scenarios.compare.options import CompareOptions
+from dummyprof.scenarios.compare.runner import Progress
 from dummyprof.scenarios.compare.sizing import counting_limit
 from dummyprof.scenarios.deployment.online import online_quant_entries, plan_online_quant
+from dummyprof.scenarios.deployment.options import LayoutGroup
 from dummyprof.scenarios.model_choice import chosen_source
+from dummyprof.scenarios.options import BuildGroups
 
 META = torch.device("meta")
 MAX_FILLED_SHARDS = 4  # distinct shards filled or projected; more (deep pipelines) would split the budget too thin
@@ -106,7 +109,7 @@ def _replicated_extra(counts: DeploymentCounts) -> int:
     return sum(sum(v) - max(v) for v in per_stage.values())
 
 
-def _node_view(result: DeploymentResult, offloaded: dict[int, list[int]], options: Any) -> None:
+def _node_view(result: DeploymentResult, offloaded: dict[int, list[int]], options: LayoutGroup) -> None:
     per_node = options.ranks_per_node or result.world
     host = options.host_memory if options.host_memory is not None else total_memory_bytes()
     result.ranks_per_node, result.device_memory_bytes = per_node, options.device_memory
@@ -153,7 +156,7 @@ def _slowest(result: DeploymentResult) -> None:
     result.slowest_within_noise = not others or low <= max(others)
 
 
-def _target(options: Any) -> str:
+def _target(options: CompareOptions) -> str:
     """ "cuda" for a GPU deployment (``--device cuda``, CUDA found by ``auto``, or ``--device-memory`` without
     ``--device cpu``), else "cpu": a CPU deployment (vLLM's CPU backend) is timed on the CPU."""
     spec = options.device.strip().lower()
@@ -163,24 +166,26 @@ def _target(options: Any) -> str:
 
 
 def run_deployment(
-    options: Any,
+    options: BuildGroups,
     command: str,
     *,
     strategies: list[str],
     source: ModelSource | None = None,
-    progress: Any = None,
+    progress: Progress | None = None,
     clock: Clock = time.perf_counter,
 ) -> Results:
-    """Per-rank answers for compare's, inspect's or audit's options; compare also measures each distinct shard."""
+    """Per-rank answers for compare's, inspect's or audit's options (their model and layout groups); compare's
+    own (``CompareOptions``: its budget, device, ``--online-quant``, ``--nproc``) also measure each distinct shard."""
     from dummyprof.measure.device import resolve_device
     from dummyprof.measure.environment import collect_environment
 
     layout = options.layout
-    if getattr(options, "loaders", None):
+    if getattr(options, "loaders", None):  # audit's and compare's fill group; inspect has none
         raise UsageError.for_field(
             "loaders", "a deployment (--tp/--ep/--pp/--dp) fills shards with the built-in strategies; drop --loader"
         )
-    budget_s = getattr(options, "time_budget", None)
+    own = options if isinstance(options, CompareOptions) else None
+    budget_s = own.time_budget if own is not None else None
     source = source or chosen_source(options, counting_limit(budget_s) if budget_s else None)
     t0 = clock()
     meta = source.whole() if source.whole is not None else source.build(META)
@@ -188,27 +193,27 @@ def run_deployment(
     # refuses a tp vLLM cannot split first
     sharder = Sharder(meta, layout, ModelDims.of(meta, source.options), quantizer_of(source.options))
     quant_plan = None
-    if getattr(options, "online_quant", None) and source.options.get("quantization"):
+    if own is not None and own.online_quant and source.options.get("quantization"):
         raise UsageError.for_field(
             "online_quant",
             f"the checkpoint is already {source.options['quantization']}-quantized (vLLM quantizes online only an "
             "unquantized model); add --quantization none to run it on the model counted unquantized",
         )
-    if getattr(options, "online_quant", None):
+    if own is not None and own.online_quant:
         firsts = [g.coord for g in sharder.groups()]  # each distinct shard once
         largest = max(firsts, key=lambda c: (sharder.build(c).nbytes, -c.rank))
         target = sharder.build(largest).module if layout.world > 1 else meta
-        quant_plan = plan_online_quant(target, options)  # refuses first
+        quant_plan = plan_online_quant(target, own)  # refuses first
         quant_target = f"rank {largest.rank}" if layout.world > 1 else "whole model"
-    real = bool(getattr(options, "nproc", None))  # real ranks report one by one
+    real = own is not None and bool(own.nproc)  # real ranks report one by one
     counts = count_deployment(
         meta, layout, options=source.options, strategies=strategies, clock=clock, grouped=not real
     )
-    target_kind = _target(options) if command == "compare" else ""
+    target_kind = _target(own) if own is not None else ""  # compare's
     here = target_kind != "cuda" or torch.cuda.is_available()  # the device the bytes are for is on this machine
     device = torch.device("cpu")
-    if target_kind and here:
-        device = resolve_device("cuda" if target_kind == "cuda" and options.device == "auto" else options.device)
+    if own is not None and target_kind and here:
+        device = resolve_device("cuda" if target_kind == "cuda" and own.device == "auto" else own.device)
     result = DeploymentResult(
         command=command,
         source=source.source,
@@ -240,16 +245,16 @@ def run_deployment(
         f"not in the device bytes: the {what} (vLLM allocates it at load; its size is not modelled)"
         for what in counts.not_counted
     ]
-    if command == "compare" and here:
-        notes += _fill_shards(result, source, sharder, coords, options, progress)
-    elif command == "compare" and any(r.offloaded_bytes for r in result.ranks):
-        _fill_host(result, sharder, coords, options, strategies, clock)  # the host-resident part is here
-    if getattr(options, "nproc", None):
-        _real_ranks(result, options, strategies)
+    if own is not None and here:
+        notes += _fill_shards(result, source, sharder, coords, own, progress)
+    elif own is not None and any(r.offloaded_bytes for r in result.ranks):
+        _fill_host(result, sharder, coords, own, strategies, clock)  # the host-resident part is here
+    if own is not None and own.nproc:
+        _real_ranks(result, own, strategies)
     _slowest(result)
     _node_view(result, offloaded, options)
-    if quant_plan is not None:
-        result.online_quant = online_quant_entries(quant_plan, options)
+    if own is not None and quant_plan is not None:
+        result.online_quant = online_quant_entries(quant_plan, own)
         result.online_quant_target = quant_target
     results = Results(command="deployment", environment=collect_environment(device), deployment=result)
     results.notices.extend(dict.fromkeys(notes))
@@ -261,8 +266,8 @@ def _fill_shards(
     source: ModelSource,
     sharder: Sharder,
     coords: dict[int, RankCoord],
-    options: Any,
-    progress: Any,
+    options: CompareOptions,
+    progress: Progress | None,
 ) -> list[str]:
     """compare on each distinct shard, the largest first: measured where it fits, projected where not."""
     walked = [r for r in result.ranks if r.counted_as == r.rank]  # each distinct shard's first rank walked it
@@ -298,11 +303,12 @@ def _fill_shards(
     return notes
 
 
-def _real_ranks(result: DeploymentResult, options: Any, strategies: list[str]) -> None:
+def _real_ranks(result: DeploymentResult, options: CompareOptions, strategies: list[str]) -> None:
     """Every rank as a process, filling its shard at once with the others; its own figures onto its entry."""
     from dummyprof.ranks.world import RanksFailed
     from dummyprof.scenarios.deployment.ranks import BACKEND, run_ranks
 
+    assert options.nproc is not None  # run with --nproc only
     try:
         figures = run_ranks(options, strategies, options.time_budget)
     except RanksFailed as failed:  # what the ranks that finished measured is kept, and the report says which
@@ -334,7 +340,7 @@ def _fill_host(
     result: DeploymentResult,
     sharder: Sharder,
     coords: dict[int, RankCoord],
-    options: Any,
+    options: CompareOptions,
     strategies: list[str],
     clock: Clock,
 ) -> None:

@@ -202,3 +202,13 @@ def test_arena_allocates_writes_and_releases(kind: str) -> None:
     del weight, scale
     arena.release()
     assert arena.tensors == []
+
+
+def test_the_spec_takes_the_layout_its_options_parsed() -> None:
+    """One layout object per run: the options parse it once and the spec the tables are built from holds it."""
+    from dummyprof.scenarios.engram.options import EngramOptions
+
+    options = EngramOptions(rows=64, dim=64, tp=2, dp=2, rank=3)
+    spec = options.spec()
+    assert spec.layout is options.layout == ParallelLayout(tp=2, dp=2)
+    assert (spec.tp, spec.dp, spec.rank, spec.num_heads) == (2, 2, 3, 4)

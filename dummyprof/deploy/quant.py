@@ -52,6 +52,7 @@ _EXPERT_NAMES = {"gate_up_proj": "w13", "down_proj": "w2"}
 _E8M0_ARCHS = frozenset({"BailingMoeV3ForCausalLM"})
 
 Made = list[tuple[str, tuple[int, ...], torch.dtype]]  # (local name, shape, dtype) a method creates
+Padding = tuple[int, int]  # (padding rows, held rows) of a fused-MoE tensor's intermediate dimension
 
 
 @dataclass(frozen=True)
@@ -649,31 +650,28 @@ class ShardQuantizer:
         self.linear, self.moe = METHODS[scheme.method]
 
     def apply(self, shard: RankShard, layout: ParallelLayout) -> None:
-        entries = {e.name: i for i, e in enumerate(shard.tensors)}
-        out: dict[int, list[ShardTensor]] = {}  # entry index -> what replaces it
+        self._tensors = shard.tensors
+        self._index = {e.name: i for i, e in enumerate(shard.tensors)}
+        self._out: dict[int, list[ShardTensor]] = {}  # entry index -> what replaces it
         embedded = {id(m._parameters.get("weight")) for p, m in shard.module.named_modules() if "embed" in p}
         for path, module in shard.module.named_modules():
             name = path.rpartition(".")[2]
             weight = module._parameters.get("weight")
             head = self.scheme.method.startswith("modelopt") and id(weight) not in embedded
             if weight is not None and weight.dim() == 2 and _linear_module(name, weight, head):
-                index = entries[qualified_name(path, "weight")]
-                self._linear(module, path, shard.tensors[index], index, out)
+                self._linear(module, path, weight)
             experts = [k for k in _EXPERT_NAMES if isinstance(module._parameters.get(k), torch.Tensor)]
             if name == "experts" and len(experts) == 2:
                 rank = 0 if layout.expert_parallel else shard.coord.moe_rank(layout.tp)  # within the MoE tp group
-                self._experts(module, path, shard.tensors, entries, out, (layout.moe_tp, rank))
-        tensors: list[ShardTensor] = []
-        for i, entry in enumerate(shard.tensors):
-            tensors.extend(out.get(i, [entry]))
-        shard.tensors[:] = tensors
+                self._experts(module, path, (layout.moe_tp, rank))
+        shard.tensors[:] = [new for i, entry in enumerate(shard.tensors) for new in self._out.get(i, [entry])]
 
-    def _linear(self, module: nn.Module, path: str, entry: ShardTensor, index: int, out: dict[int, Any]) -> None:
+    def _linear(self, module: nn.Module, path: str, weight: torch.Tensor) -> None:
+        index = self._index[qualified_name(path, "weight")]
+        entry = self._tensors[index]
         prefixes = tuple(m.rpartition(".")[0] for m in entry.members)
         if excluded(self.scheme, list(prefixes)):
             return
-        weight = module._parameters["weight"]
-        assert weight is not None
         layer = Linear(prefixes, int(weight.shape[0]), int(weight.shape[1]), entry.rule == "row")
         if self.scheme.method == "fp8":  # a merged layer's last part may end mid-block; a tp-split one may not
             _check_fp8_block(_fp8_block(self.scheme), path, layer, "column" in entry.rule)
@@ -681,21 +679,13 @@ class ShardQuantizer:
         if made is None:
             return
         del module._parameters["weight"]
-        out[index] = self._register(module, path, entry, made, weight.device)
-        for i, made_entry in enumerate(out[index]):  # a padded vocabulary's rows (the head) stay padding
+        out = self._register(module, path, index, made, weight.device)
+        for i, made_entry in enumerate(out):  # a padded vocabulary's rows (the head) stay padding
             if entry.padding_bytes and made_entry.shape[0] == layer.out:
-                out[index][i] = dataclasses.replace(made_entry, padding_bytes=made_entry.nbytes * entry.padding_bytes
-                                                    // entry.nbytes)  # fmt: skip
+                out[i] = dataclasses.replace(made_entry, padding_bytes=made_entry.nbytes * entry.padding_bytes
+                                             // entry.nbytes)  # fmt: skip
 
-    def _experts(
-        self,
-        module: nn.Module,
-        path: str,
-        tensors: list[ShardTensor],
-        entries: dict[str, int],
-        out: dict[int, Any],
-        moe: tuple[int, int],
-    ) -> None:
+    def _experts(self, module: nn.Module, path: str, moe: tuple[int, int]) -> None:
         """``moe``: (ranks splitting each expert's intermediate dimension, this rank among them)."""
         ct = self.scheme.method == "compressed-tensors"  # vLLM matches the unfused parts' names
         names = [f"{path}.0.{p}" for p in ("gate_proj", "up_proj", "down_proj")] if ct else [path]
@@ -711,34 +701,28 @@ class ShardQuantizer:
         made = self.moe(scheme, experts, inter, hidden, bool(biases))
         if made is None:
             return
-        padding = None  # (padding rows, held rows) of the intermediate dimension
+        padding = None
         if self.scheme.method == "mxfp4":
             held, (moe_tp, rank) = _cdiv(inter, MXFP4_PAD) * MXFP4_PAD, moe
             padding = (mxfp4_padding_rows(held, inter * moe_tp, moe_tp, rank), held)
-        first = entries[qualified_name(path, "gate_up_proj")]
         for local in (*_EXPERT_NAMES, *biases):
             del module._parameters[local]
             if local != "gate_up_proj":
-                out[entries[qualified_name(path, local)]] = []
-        out[first] = self._register(module, path, tensors[first], made, up.device, padding)
+                self._out[self._index[qualified_name(path, local)]] = []
+        self._register(module, path, self._index[qualified_name(path, "gate_up_proj")], made, up.device, padding)
 
     def _register(
-        self,
-        module: nn.Module,
-        path: str,
-        entry: ShardTensor,
-        made: Made,
-        device: torch.device,
-        padding: tuple[int, int] | None = None,
+        self, module: nn.Module, path: str, index: int, made: Made, device: torch.device, padding: Padding | None = None
     ) -> list[ShardTensor]:
-        """The method's tensors in place of ``entry``; ``padding`` (rows, of held) of the experts' intermediate
-        dimension, in every tensor that has it (all but ``w2_bias``)."""
-        entries = []
+        """The method's tensors in place of entry ``index``; ``padding`` (rows, of held) of the experts'
+        intermediate dimension, in every tensor that has it (all but ``w2_bias``)."""
+        entries = self._out[index] = []
         for local, shape, dtype in made:
             tensor = nn.Parameter(torch.empty(shape, dtype=dtype, device=device), requires_grad=False)
             module.register_parameter(local, tensor)
             pad = 0 if padding is None or local == "w2_bias" else tensor.nbytes * padding[0] // padding[1]
             name, dt = qualified_name(path, local), dtype_name(dtype)
+            entry = self._tensors[index]
             entries.append(
                 dataclasses.replace(entry, name=name, shape=shape, dtype=dt, nbytes=tensor.nbytes, padding_bytes=pad)
             )

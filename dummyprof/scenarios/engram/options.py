@@ -73,11 +73,14 @@ class EngramOptions(EngramShape):
     dry_run: bool = option(False, unit="flag", help="Print the plan (sizes, measure vs project); allocate nothing.")
 
     def spec(self) -> EngramSpec:
-        """The tables to build: the shape's fields, read from these options by name."""
+        """The tables to build: the shape's fields, read from these options by name, and the layout these options
+        parsed (the same object, not a second one built from tp and dp)."""
         from dummyprof.models.engram import EngramSpec
         from dummyprof.results.common import copied
 
-        return copied(EngramSpec, self)
+        spec = copied(EngramSpec, self)
+        spec.layout = self.layout  # EngramShape.layout is a cached property: this is its value, parsed once
+        return spec
 
 
 # Smallest chunk for random-chunked: 2 MiB of fp16 scratch, so the per-chunk overhead stays small.

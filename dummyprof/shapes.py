@@ -17,6 +17,7 @@ from dummyprof.schema import integer, option
 AUTO_DTYPE = "auto"
 TREE_DTYPE = "float32"
 DTYPES = "float32, bfloat16 or float16"
+MODEL_DTYPES = (AUTO_DTYPE, TREE_DTYPE, "bfloat16", "float16")  # --dtype for a preset, --model code or hf:
 DTYPE_AUTO_HELP = (
     "auto: float32 for the tree, vLLM's --dtype auto (the config's) for hf: models, their own for a preset and "
     "--model code; given, every model is built in it."

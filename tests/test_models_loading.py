@@ -252,3 +252,22 @@ def test_dtype_and_a_preset_dtype_argument_that_disagree_are_refused(cli: Cli) -
     ]
     agreed = cli("inspect", "--preset", "dense-decoder", "--dtype", "float16", "--model-arg", "dtype=float16", "-q")
     assert agreed.exit_code == 0, agreed.stderr
+
+
+@pytest.mark.parametrize(
+    ("source", "dtype"),
+    [
+        (("--preset", "dense-decoder"), "int8"),
+        (("--preset", "torch-transformer"), "foo"),
+        (("--model", f"{FIXTURES}:build"), "int8"),
+    ],
+)
+def test_dtype_a_preset_or_user_code_cannot_take_is_refused_naming_the_flag(
+    cli: Cli, source: tuple[str, str], dtype: str
+) -> None:
+    # before: a preset's ValueError was blamed on --preset; torch-transformer and --model code crashed with a traceback
+    result = cli("inspect", *source, "--dtype", dtype)
+    assert result.exit_code == 2
+    assert result.stderr.strip().splitlines() == [
+        f"dummyprof: error: --dtype: unknown dtype {dtype!r}; choose one of: auto, float32, bfloat16, float16"
+    ]

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from dummyprof.errors import UsageError
 from dummyprof.scenarios.deployment.options import LayoutGroup, check_deployment
 from dummyprof.schema import check_values, integer, option, size
-from dummyprof.shapes import MAX_HIDDEN, TreeShape
+from dummyprof.shapes import MAX_HIDDEN, MODEL_DTYPES, TreeShape
 
 if TYPE_CHECKING:
     from dummyprof.models.synthetic import TreeSpec
@@ -204,6 +204,10 @@ def check_common(options: BuildGroups) -> None:
         from dummyprof.models.synthetic import validate_spec
 
         validate_spec(options.tree_spec())
+    elif options.dtype not in MODEL_DTYPES:  # the tree's own check above; set as torch's default dtype or passed on
+        raise UsageError.for_field(
+            "dtype", f"unknown dtype {options.dtype!r}; choose one of: {', '.join(MODEL_DTYPES)}"
+        )
     check_deployment(options)
 
 

@@ -135,7 +135,10 @@ def test_a_baseline_written_under_the_old_layout_keys_stays_comparable(cli: Cli,
     assert cli("baseline", "--config", str(config), "--output", str(baseline), "-q").exit_code == 0
     text = baseline.read_text()
     assert text.count('"tp": 2,') == 1  # the fingerprint's options (dp, at its default, is left out)
-    baseline.write_text(text.replace('"tp": 2,', '"tp_size": 2,'))
+    assert text.count('"schema_version": 4,') == 1
+    baseline.write_text(
+        text.replace('"tp": 2,', '"tp_size": 2,').replace('"schema_version": 4,', '"schema_version": 3,')
+    )
     gate_json = tmp_path / "gate.json"
     result = cli("gate", "--config", str(config), "--baseline", str(baseline), "--json", str(gate_json), "-q")
     checks = json.loads(gate_json.read_text())["gate"]["checks"]

@@ -229,3 +229,35 @@ def test_a_schema_3_layout_with_both_names_is_refused_naming_the_old_key() -> No
     data["engram"]["layout"]["tp"] = 1
     with pytest.raises(ResultsFileError, match="tp_size"):
         results_from_dict(data)
+
+
+def test_a_schema_3_fingerprint_of_an_engram_scenario_says_tp_and_dp() -> None:
+    """Engram's, engram-ranks' and a rows sweep's fingerprint options (the sweep's nested): the new names, so an
+    older baseline stays comparable; compare's options are its own (its tp was always tp) and left as they are."""
+
+    def run(command: str, options: dict[str, Any]) -> dict[str, Any]:
+        return {"name": command, "command": command, "fingerprint": {"command": command, "options": options}}
+
+    old = {"tp_size": 2, "dp_size": 1, "rank": 1}
+    data = {
+        "schema_version": 3,
+        "command": "baseline",
+        "gate": {
+            "scenarios": [
+                run("engram", dict(old)),
+                run("engram-ranks", dict(old)),
+                run("sweep", {"parameter": "rows", "engram": dict(old)}),
+                run("compare", {"tp": 2, "tp_size": 3}),
+            ]
+        },
+    }
+    gate = results_from_dict(data).gate
+    assert gate is not None
+    new = {"tp": 2, "dp": 1, "rank": 1}
+    assert [s.fingerprint.options for s in gate.scenarios] == [
+        new,
+        new,
+        {"parameter": "rows", "engram": new},
+        {"tp": 2, "tp_size": 3},
+    ]
+    assert data["gate"]["scenarios"][0]["fingerprint"]["options"] == old  # the caller's values are not changed

@@ -24,9 +24,7 @@ def _baseline_problem(
 ) -> str | None:
     if baseline is None:
         return f"the baseline has no scenario {scenario.name!r}; regenerate it with dummyprof baseline"
-    diffs = differences(
-        current.fingerprint, baseline.fingerprint, fields, defaults=scenario.defaults, renamed=scenario.old_keys
-    )
+    diffs = differences(current.fingerprint, baseline.fingerprint, fields, defaults=scenario.defaults)
     if diffs:
         return "fingerprint differs: " + "; ".join(diffs)
     if metric not in baseline.metrics:

@@ -47,7 +47,6 @@ class ScenarioConfig:
     ratios: list[RatioCheck] = field(default_factory=list)  # inside one run, no baseline needed
     timings: list[str] = field(default_factory=list)  # against the baseline: factor and rank test
     defaults: dict[str, Any] = field(default_factory=dict)  # the options' defaults, for fingerprints
-    old_keys: dict[str, str] = field(default_factory=dict)  # a renamed option's old key -> its key (baselines)
 
 
 @dataclass
@@ -169,9 +168,8 @@ def _scenario(path: Path, name: str, table: _Scenario, renamed: list[tuple[str, 
     if not (counter_names or table.limits or table.ratios or timing_names):
         raise ConfigError(path, key, 'has no checks; set counters = "all" or add limits, ratios or timings')
     defaults = option_defaults(command.options_type())
-    old = old_keys(command.options_type())
     return ScenarioConfig(
-        name, command, options, metrics, counter_names, dict(table.limits), table.ratios, timing_names, defaults, old
+        name, command, options, metrics, counter_names, dict(table.limits), table.ratios, timing_names, defaults
     )
 
 

@@ -56,22 +56,16 @@ def _shown(value: Any) -> str:
 
 
 def differences(
-    current: Fingerprint,
-    baseline: Fingerprint,
-    fields: Iterable[str],
-    *,
-    defaults: dict[str, Any] | None = None,
-    renamed: dict[str, str] | None = None,
+    current: Fingerprint, baseline: Fingerprint, fields: Iterable[str], *, defaults: dict[str, Any] | None = None
 ) -> list[str]:
     """What differs (``cpu_model: AMD EPYC (baseline: Intel Xeon)``); an option one side lacks counts as its
-    default, so a baseline from before an option existed stays comparable while it is left at that; one
-    written under an option's old name (``renamed``: ``tp_size`` -> ``tp``) is read under the new one."""
+    default, so a baseline from before an option existed stays comparable while it is left at that. One written
+    under an option's old name (engram's ``tp_size``) was renamed when the file was read (``results/migrate.py``)."""
     found: list[str] = []
     fallback = defaults or {}
     for name in fields:
         now, then = getattr(current, name), getattr(baseline, name)
         if name == "options":
-            then = {(renamed or {}).get(key, key): value for key, value in then.items()}
             for key in sorted(set(now) | set(then)):
                 here = now.get(key, fallback.get(key, _UNSET))
                 there = then.get(key, fallback.get(key, _UNSET))

@@ -16,8 +16,8 @@ NO_CUDA_HERE = "no-cuda-device-here"
 
 
 class HostFill(Record):
-    """A GPU deployment on a machine without CUDA: one strategy's work on the CPU-offloaded tables (host-resident),
-    timed on this host; the rest of the shard (device-resident) is not timed."""
+    """A GPU deployment: one strategy's work on the CPU-offloaded tables (host-resident), timed on this host's CPU;
+    the rest of the shard (device-resident) is timed on the device where it is here (``RankStrategy.seconds``)."""
 
     visits: Count = 0  # exact visits and bytes this strategy makes to the tables
     bytes_written: Count = 0
@@ -26,6 +26,8 @@ class HostFill(Record):
     samples_s: list[float] = []
     low_s: float | None = None  # projected interval
     high_s: float | None = None
+    device: str = "cpu"  # where these times were taken: this host's CPU
+    pinned: bool = False  # in pinned host memory (CUDA present, as vLLM pins offloaded tables), else pageable
 
 
 class RankStrategy(Record):
@@ -49,7 +51,9 @@ class RankStrategy(Record):
     rank_seconds: float | None = None
     rank_visits: Count | None = None  # recorded by that real fill (equal to ``visits`` when the meta count holds)
     rank_bytes_written: Count | None = None
-    host: HostFill | None = None  # a GPU deployment without CUDA here: its host-resident part, timed on this host
+    # A GPU deployment's host-resident part, timed on this host's CPU; ``seconds`` is then the device-resident
+    # part's time on the device (DeploymentResult.device), or None where no CUDA device is here
+    host: HostFill | None = None
 
 
 class RankEntry(Record):

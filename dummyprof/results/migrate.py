@@ -15,6 +15,8 @@ REAL_TENSORS = re.compile(r"the callable put (\d+) tensor\(s\) on a real device"
 NOT_RECORDED = "could not record: "
 
 
+LAYOUT_NAMES = {"tp_size": "tp", "dp_size": "dp"}  # schema 3's names of engram's layout sizes, and schema 4's
+
 # The sentences schema 2 stored as a method's ``reason``, by how they start, and the code each stands for.
 REASON_CODES = (("does not fit in memory", "memory"), ("one full-size fill", "time"), ("fits:", "fits"))
 
@@ -31,14 +33,35 @@ def migrate(data: dict[str, Any]) -> dict[str, Any]:
 
 
 def _from_3(data: dict[str, Any]) -> dict[str, Any]:
-    """engram's layout says ``tp`` and ``dp``, as its flags, config keys and options do (schema 3: ``tp_size``)."""
+    """engram's ``tp`` and ``dp``, as its flags, config keys and options say them (schema 3: ``tp_size``,
+    ``dp_size``): in its layout, and in a gate scenario's fingerprint (engram's, engram-ranks', a rows sweep's)."""
     engram = data.get("engram")
     if isinstance(engram, dict) and isinstance(engram.get("layout"), dict):
-        layout = engram["layout"]
-        if "tp" not in layout and "dp" not in layout:  # both given: msgspec names the key no record declares
-            layout = _renamed(_renamed(layout, "tp_size", "tp"), "dp_size", "dp")
-        data["engram"] = {**engram, "layout": layout}
+        data["engram"] = {**engram, "layout": _layout_names(engram["layout"])}
+    gate = data.get("gate")
+    if isinstance(gate, dict) and isinstance(gate.get("scenarios"), list):
+        data["gate"] = {**gate, "scenarios": [_fingerprint_names(run) for run in gate["scenarios"]]}
     return data
+
+
+def _layout_names(data: Any) -> Any:
+    """``tp_size``/``dp_size`` as ``tp``/``dp``; left as it is where a new name is there already (msgspec, or the
+    fingerprint's comparison, then names the old key)."""
+    if not isinstance(data, dict) or "tp" in data or "dp" in data:
+        return data
+    return {LAYOUT_NAMES.get(key, key): value for key, value in data.items()}  # each in its place
+
+
+def _fingerprint_names(run: Any) -> Any:
+    fingerprint = run.get("fingerprint") if isinstance(run, dict) else None
+    if not isinstance(fingerprint, dict) or not isinstance(fingerprint.get("options"), dict):
+        return run
+    options, command = fingerprint["options"], fingerprint.get("command")
+    if command in ("engram", "engram-ranks"):
+        options = _layout_names(options)
+    elif command == "sweep" and isinstance(options.get("engram"), dict):
+        options = {**options, "engram": _layout_names(options["engram"])}
+    return {**run, "fingerprint": {**fingerprint, "options": options}}
 
 
 def _from_2(data: dict[str, Any]) -> dict[str, Any]:

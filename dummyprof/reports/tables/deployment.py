@@ -118,8 +118,11 @@ def ranks_table(result: DeploymentResult) -> Table:
 def work_table(result: DeploymentResult) -> Table:
     timed = any(s.seconds is not None for r in result.ranks for s in r.strategies)
     host = any(s.host for r in result.ranks for s in r.strategies)
-    columns = [("ranks", NAME), ("strategy", WORD), *((h, NUMBER) for h in ("visits", "written", "fill", "range"))]
-    columns += [(h, NUMBER) for h in ("host visits", "host written", "host fill")]
+    fill = f"fill on {result.device}" if host and timed else "fill"  # each part's time names its device
+    columns = [("ranks", NAME), ("strategy", WORD), *((h, NUMBER) for h in ("visits", "written", fill, "range"))]
+    columns += [
+        (h, NUMBER) for h in ("host visits", "host written", "host fill on cpu" if host and timed else "host fill")
+    ]
     table = Table.of("Work per rank", [*columns, ("own rank", NUMBER)], [], keys=2)
     for group in rank_groups(result):
         for i, s in enumerate(group[0].strategies):
@@ -139,9 +142,9 @@ def work_table(result: DeploymentResult) -> Table:
     if host:
         table.notes.append(
             "host visits, host written, host fill: the CPU-offloaded tables (host-resident), filled on this host's "
-            "cpu with their declared value in fresh memory (median of the rounds; ~ projected from a probe fill "
-            "or scaled by the bytes a strategy writes more than once); the rest of visits and written is "
-            "device-resident"
+            f"{host_device_text(result)} with their declared value in fresh memory (median of the rounds; ~ projected "
+            "from a probe fill or scaled by the bytes a strategy writes more than once); the rest of visits and "
+            "written is device-resident"
         )
         line = contention_text(result.host_contention, "the host-resident part was filled on cpu")
         if line:
@@ -164,8 +167,9 @@ def work_table(result: DeploymentResult) -> Table:
         filled = sorted({r.filled_as for r in result.ranks if r.filled_as is not None})
         measured = any(s.fill == MEASURED for r in result.ranks for s in r.strategies)
         how = "filled" if measured else "calibrated"
+        part = "'s device-resident part (visits less host visits, written less host written)" if host else ""
         table.notes.append(
-            f"fill: median; rank {', '.join(map(str, filled))}'s shard {how} on {result.device} with the real "
+            f"fill: median; rank {', '.join(map(str, filled))}'s shard{part} {how} on {result.device} with the real "
             "initializers (ranks alike share its figures); ~ projected from calibration fills (interval in range, "
             "never below this run's memset floor)"
         )
@@ -285,15 +289,32 @@ def _host_seconds(s: RankStrategy) -> float:
     return (s.host.seconds or 0.0) if s.host else 0.0
 
 
+def host_device_text(result: DeploymentResult) -> str:
+    """Where the host-resident part was timed: "cpu", or "cpu (pinned memory)" where CUDA is present."""
+    fills = [s.host for r in result.ranks for s in r.strategies if s.host]
+    device = fills[0].device if fills else "cpu"
+    return f"{device} (pinned memory)" if any(h.pinned for h in fills) else device
+
+
+def _host_text(result: DeploymentResult) -> str:
+    """The host-resident part's figure of the rank where it takes longest, its device named."""
+    found = host_part(result)
+    if found is None or found[1].host is None:
+        return ""
+    r, s, h = *found, found[1].host
+    kind = "projected" if h.fill == PROJECTED else "measured"
+    return (
+        f"host-resident part (offloaded tables, {format_bytes(h.bytes_written)}, {h.visits:,} visits) {s.strategy} "
+        f"{fill_text(h)} on {host_device_text(result)} {kind} (rank {r.rank})"
+    )
+
+
 def slowest_line(result: DeploymentResult) -> Line | None:
-    host = host_part(result)
-    if result.not_timed and host and host[1].host:
-        r, s, h = *host, host[1].host
-        kind = "projected" if h.fill == PROJECTED else "measured"
+    host = _host_text(result)
+    if result.not_timed and host:
         return Line(
-            f"dummy start-up per rank: host-resident part (offloaded tables, {format_bytes(h.bytes_written)}, "
-            f"{h.visits:,} visits) {s.strategy} {fill_text(s.host)} on cpu {kind} (rank {r.rank}); "
-            "device-resident part not timed: no CUDA device here (see the fill note above); bytes and visits exact",
+            f"dummy start-up per rank: {host}; device-resident part not timed: no CUDA device here (see the fill "
+            "note above); bytes and visits exact",
             STRONG,
         )
     if result.not_timed:
@@ -304,6 +325,8 @@ def slowest_line(result: DeploymentResult) -> Line | None:
     kind = "projected" if s.fill == PROJECTED else "measured"
     interval = f" ({_interval(s)})" if _interval(s) else ""
     figure = f"{result.slowest_strategy} dummy start-up {format_seconds(s.seconds)} on {result.device} {kind}{interval}"
+    if host:  # a GPU deployment with CUDA here: each part timed on the device it lives on
+        figure = f"{figure} (device-resident part); {host}"
     if result.slowest_within_noise:
         return Line(f"every rank within noise of the slowest: {figure}; no rank is named slowest", STRONG)
     return Line(f"slowest rank: {result.slowest_rank}, {figure}", STRONG)
@@ -339,6 +362,9 @@ def deployment_summary(result: DeploymentResult) -> str:
         who = "ranks within noise" if result.slowest_within_noise else f"slowest rank {result.slowest_rank}"
         slow = f"; {who} {result.slowest_strategy} {fill_text(s)} on {result.device}"
         short_slow = f"; {who} {fill_text(s)} on {result.device}"
+        if host and host[1].host:  # each part on the device it lives on
+            on = f", host {fill_text(host[1].host)} on {host_device_text(result)}"
+            slow, short_slow = slow + on, short_slow + on
     quant = ""
     if result.online_quant:
         quant = "; online fp8 peak " + " vs ".join(format_bytes(q.peak_bytes) for q in result.online_quant)

@@ -10,12 +10,13 @@ import time
 from collections.abc import Callable
 
 import torch
+from torch import nn
 
 from dummyprof.allocation.backings import next_power_of_two
 from dummyprof.deploy import DeploymentCounts, RankCoord, Sharder, count_deployment
 from dummyprof.deploy.plan import ROWS, ModelDims
 from dummyprof.deploy.quant import quantizer_of
-from dummyprof.deploy.shards import RankShard
+from dummyprof.deploy.shards import RankShard, empty_copy
 from dummyprof.errors import UsageError
 from dummyprof.loaders.counting import count_on_meta
 from dummyprof.loaders.strategies import get_strategy
@@ -53,34 +54,88 @@ HOST_PROBE_TRIALS = 5
 Clock = Callable[[], float]
 
 
-def _offloaded(shard: RankShard) -> list[int]:
-    """Bytes of each CPU-offloaded table the shard holds: Engram rows that declare their value (vLLM offloads those)."""
+HOST, DEVICE = "host", "device"  # where a shard's tensor lives: CPU-offloaded tables on the host, the rest on the GPU
+
+
+def _tensors(shard: RankShard) -> dict[str, torch.Tensor]:
     tensors: dict[str, torch.Tensor] = dict(shard.module.named_parameters(remove_duplicate=False))
     tensors.update(shard.module.named_buffers(remove_duplicate=False))
-    return [
-        t.nbytes
-        for t in shard.tensors
+    return tensors
+
+
+def residence(shard: RankShard) -> dict[str, str]:
+    """Where each of the shard's tensors lives in the deployment: ``HOST`` for a CPU-offloaded table (Engram rows
+    that declare their value: vLLM offloads those), else ``DEVICE``."""
+    tensors = _tensors(shard)
+    return {
+        t.name: HOST
         if t.rule == ROWS and getattr(tensors.get(t.name), "dummy_weight_value", None) is not None
-    ]
+        else DEVICE
+        for t in shard.tensors
+    }
+
+
+def fill_device(where: str, device: torch.device) -> torch.device:
+    """The device a tensor living ``where`` is filled and timed on, for a deployment on ``device``: a host-resident
+    table on this host's CPU, whatever the device; a device-resident tensor on the device."""
+    return torch.device("cpu") if where == HOST else device
+
+
+def pinned_host_memory() -> bool:
+    """Host-resident tables go to pinned memory where CUDA is present (vLLM pins them), pageable otherwise."""
+    return torch.cuda.is_available()
+
+
+def _offloaded(shard: RankShard) -> list[int]:
+    """Bytes of each CPU-offloaded table the shard holds."""
+    where = residence(shard)
+    return [t.nbytes for t in shard.tensors if where[t.name] == HOST]
 
 
 def _host_tables(shard: RankShard) -> list[tuple[str, torch.Size, torch.dtype, float]]:
     """The shard's CPU-offloaded tables as (name, shape, dtype, declared value): what ``_offloaded`` counts."""
-    tensors: dict[str, torch.Tensor] = dict(shard.module.named_parameters(remove_duplicate=False))
-    tensors.update(shard.module.named_buffers(remove_duplicate=False))
-    found = []
-    for t in shard.tensors:
-        value = getattr(tensors.get(t.name), "dummy_weight_value", None)
-        if t.rule == ROWS and value is not None:
-            found.append((t.name, tensors[t.name].shape, tensors[t.name].dtype, float(value)))
-    return found
+    tensors, where = _tensors(shard), residence(shard)
+    return [
+        (t.name, tensors[t.name].shape, tensors[t.name].dtype, float(tensors[t.name].dummy_weight_value))  # type: ignore[attr-defined]
+        for t in shard.tensors
+        if where[t.name] == HOST
+    ]
 
 
-def shard_source(whole: ModelSource, sharder: Sharder, coord: RankCoord, nbytes: int, layout: str) -> ModelSource:
+def device_part(shard: RankShard, device: torch.device) -> nn.Module:
+    """The shard's module (built on meta) with its host-resident tables taken out and every other tensor allocated,
+    unfilled, on ``device`` (``fill_device``): what the device-side fill fills. Tied tensors stay tied; the host
+    tables are never allocated on the device."""
+    where = residence(shard)
+    made: dict[int, torch.Tensor] = {}
+    for path, module in shard.module.named_modules(remove_duplicate=False):
+        for store in (module._parameters, module._buffers):
+            for local, tensor in list(store.items()):
+                if tensor is None:
+                    continue
+                name = f"{path}.{local}" if path else local
+                if where.get(name, DEVICE) == HOST:
+                    del store[local]
+                    continue
+                if id(tensor) not in made:
+                    made[id(tensor)] = empty_copy(tensor, tuple(tensor.shape), fill_device(DEVICE, device))
+                store[local] = made[id(tensor)]
+    return shard.module
+
+
+def shard_source(
+    whole: ModelSource, sharder: Sharder, coord: RankCoord, nbytes: int, layout: str, *, split: bool = False
+) -> ModelSource:
+    """Rank ``coord``'s shard as a model source: compare builds, counts and fills it. ``split`` (a GPU deployment
+    filled on its device): the device-resident part only (``device_part``), ``nbytes`` its bytes."""
+
+    def build(device: torch.device) -> nn.Module:
+        return device_part(sharder.build(coord), device) if split else sharder.build(coord, device).module
+
     return ModelSource(
         source=whole.source,
-        description=f"{whole.description}, rank {coord.rank} of {layout}",
-        build=lambda device: sharder.build(coord, device).module,
+        description=f"{whole.description}, rank {coord.rank} of {layout}" + (", device-resident part" if split else ""),
+        build=build,
         estimated_bytes=nbytes,
         options=dict(whole.options),
         largest_scratch_bytes=whole.largest_scratch_bytes,
@@ -245,10 +300,14 @@ def run_deployment(
         f"not in the device bytes: the {what} (vLLM allocates it at load; its size is not modelled)"
         for what in counts.not_counted
     ]
+    # A GPU deployment's bytes are timed where they live: the device-resident part on the device (where it is
+    # here), the host-resident part (CPU-offloaded tables) on this host's CPU, each with its share of the budget.
+    split = own is not None and target_kind == "cuda" and any(r.offloaded_bytes for r in result.ranks)
+    host_s = _host_share(result, own.time_budget) if own is not None and split and here else 0.0
     if own is not None and here:
-        notes += _fill_shards(result, source, sharder, coords, own, progress)
-    elif own is not None and any(r.offloaded_bytes for r in result.ranks):
-        _fill_host(result, sharder, coords, own, strategies, clock)  # the host-resident part is here
+        notes += _fill_shards(result, source, sharder, coords, own, progress, own.time_budget - host_s, split=split)
+    if own is not None and split:
+        _fill_host(result, sharder, coords, own, strategies, clock, host_s or own.time_budget)
     if own is not None and own.nproc:
         _real_ranks(result, own, strategies)
     _slowest(result)
@@ -268,12 +327,16 @@ def _fill_shards(
     coords: dict[int, RankCoord],
     options: CompareOptions,
     progress: Progress | None,
+    budget_s: float,
+    *,
+    split: bool = False,
 ) -> list[str]:
-    """compare on each distinct shard, the largest first: measured where it fits, projected where not."""
+    """compare on each distinct shard, the largest first: measured where it fits, projected where not; ``split``:
+    the device-resident part of each (its host-resident tables are timed on the host, ``_fill_host``)."""
     walked = [r for r in result.ranks if r.counted_as == r.rank]  # each distinct shard's first rank walked it
     distinct = sorted(walked, key=lambda r: (-r.held_bytes, r.rank))
     filled = distinct[:MAX_FILLED_SHARDS]
-    share = options.time_budget / len(filled)
+    share = budget_s / len(filled)
     single = dataclasses.replace(
         options, tp=1, ep=1, pp=1, dp=1, ranks_per_node=None, online_quant=None, nproc=None, time_budget=share
     )
@@ -281,7 +344,8 @@ def _fill_shards(
     memset: list[float] = []
     busy: list[Contention] = []
     for rank in filled:
-        shard = shard_source(source, sharder, coords[rank.rank], rank.held_bytes, layout_text(result))
+        nbytes = rank.held_bytes - rank.offloaded_bytes if split else rank.held_bytes
+        shard = shard_source(source, sharder, coords[rank.rank], nbytes, layout_text(result), split=split)
         run = measure(single, source=shard, progress=progress)
         assert run.compare is not None
         notes += run.notices
@@ -326,10 +390,20 @@ def _real_ranks(result: DeploymentResult, options: CompareOptions, strategies: l
                 s.rank_bytes_written = mine[s.strategy]["bytes_written"]
 
 
-def _fill_host_tables(tables: list[tuple[str, torch.Size, torch.dtype, float]], clock: Clock) -> float:
-    """Allocate the tables in fresh host memory and fill each with its declared value, as vLLM fills offloaded
-    tables (pinned there; pageable here, where there is no CUDA to pin with): the seconds it took."""
-    made = [torch.empty(shape, dtype=dtype) for _, shape, dtype, _ in tables]
+def _host_share(result: DeploymentResult, budget_s: float) -> float:
+    """The host-resident part's share of the time budget where the device part is filled too: by bytes, each side
+    at least a fifth."""
+    walked = [r for r in result.ranks if r.counted_as == r.rank]
+    host, held = sum(r.offloaded_bytes for r in walked), sum(r.held_bytes for r in walked)
+    return budget_s * min(0.8, max(0.2, host / held if held else 0.0))
+
+
+def _fill_host_tables(
+    tables: list[tuple[str, torch.Size, torch.dtype, float]], clock: Clock, *, pinned: bool = False
+) -> float:
+    """Allocate the tables in fresh host memory (pinned where CUDA is present, as vLLM pins offloaded tables;
+    pageable otherwise) and fill each with its declared value: the seconds it took."""
+    made = [torch.empty(shape, dtype=dtype, pin_memory=pinned) for _, shape, dtype, _ in tables]
     t0 = clock()
     for tensor, (_, _, _, value) in zip(made, tables, strict=True):
         tensor.fill_(value)
@@ -343,8 +417,10 @@ def _fill_host(
     options: CompareOptions,
     strategies: list[str],
     clock: Clock,
+    budget_s: float,
 ) -> None:
-    """A GPU deployment on a machine without CUDA: its host-resident bytes (CPU-offloaded tables) are timed here.
+    """A GPU deployment's host-resident bytes (CPU-offloaded tables), timed on this host's CPU (pinned memory where
+    CUDA is present, ``pinned_host_memory``), with or without the device-resident rest timed on the device.
 
     Each distinct shard's offloaded tables (the largest first, at most ``MAX_FILLED_SHARDS``, the time budget
     shared) are filled for real in fresh host memory where they fit ``--max-memory`` and a probe predicts they
@@ -355,7 +431,8 @@ def _fill_host(
     """
     walked = [r for r in result.ranks if r.counted_as == r.rank and r.offloaded_bytes]
     distinct = sorted(walked, key=lambda r: (-r.offloaded_bytes, r.rank))[:MAX_FILLED_SHARDS]
-    share = options.time_budget / len(distinct)
+    share = budget_s / len(distinct)
+    pinned = pinned_host_memory()
     room = host_budget(options.max_memory)
     window = contention.Window(clock=clock)
     for rank in distinct:
@@ -366,7 +443,7 @@ def _fill_host(
         probe = min(nbytes, HOST_PROBE_BYTES)
         with window.measure():
             trials = [
-                _fill_host_tables([("probe", torch.Size([probe]), torch.uint8, 1.0)], clock)
+                _fill_host_tables([("probe", torch.Size([probe]), torch.uint8, 1.0)], clock, pinned=pinned)
                 for _ in range(HOST_PROBE_TRIALS)
             ]
             rates = [probe / max(t, 1e-9) for t in trials]
@@ -375,7 +452,7 @@ def _fill_host(
             if nbytes <= room and nbytes / rate <= share:
                 start = clock()
                 for _ in range(max(1, options.repeat)):
-                    samples.append(_fill_host_tables(tables, clock))
+                    samples.append(_fill_host_tables(tables, clock, pinned=pinned))
                     if clock() - start + samples[-1] > share:
                         break
         counted = {}
@@ -396,4 +473,5 @@ def _fill_host(
                 else:
                     s.host = HostFill(visits, written, PROJECTED, written / rate)
                     s.host.low_s, s.host.high_s = written / max(rates), written / min(rates)
+                s.host.pinned = pinned
     result.host_contention = window.result()

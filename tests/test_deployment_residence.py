@@ -1,0 +1,164 @@
+"""Issue #25.1: each byte of a GPU deployment is timed on the device it lives on.
+
+The device-resident part of a shard is filled on the device, its host-resident part (the CPU-offloaded Engram
+tables) on this host's CPU, in pinned memory where CUDA is present. There is no GPU here: the choice per tensor
+is a plain function, checked with ``torch.cuda.is_available`` faked and meta/cpu standing in for the device.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+from dummyprof.deploy import ParallelLayout, Sharder
+from dummyprof.deploy.plan import ModelDims
+from dummyprof.deploy.quant import quantizer_of
+from dummyprof.deploy.shards import RankShard
+from dummyprof.loaders.counting import count_on_meta
+from dummyprof.loaders.strategies import get_strategy
+from dummyprof.models.presets import preset_source
+from dummyprof.scenarios.deployment import run
+from dummyprof.scenarios.deployment.run import DEVICE, HOST, device_part, fill_device, residence
+from tests.conftest import CliResult
+
+META = torch.device("meta")
+# two Engram tables (each a weight and its scales) of 3000 rows, split over 2 tp ranks by heads
+ENGRAM = ("--preset", "deepseek-v4-like", "--model-arg", "engram_rows=3000")
+HOST_BYTES = [794_112, 789_888]  # each rank's tables (test_deployment_cli pins the same)
+
+
+def _shards(tp: int = 2) -> list[RankShard]:
+    source = preset_source("deepseek-v4-like", {"engram_rows": 3000})
+    model = source.build(META)
+    layout = ParallelLayout(tp=tp)
+    sharder = Sharder(model, layout, ModelDims.of(model, source.options), quantizer_of(source.options))
+    return [sharder.build(coord) for coord in layout.coords()]
+
+
+def _named(module: torch.nn.Module) -> dict[str, torch.Tensor]:
+    found = dict(module.named_parameters(remove_duplicate=False))
+    found.update(module.named_buffers(remove_duplicate=False))
+    return found
+
+
+def test_each_tensor_lives_on_the_host_only_if_it_is_an_offloaded_table() -> None:
+    for shard, host_bytes in zip(_shards(), HOST_BYTES, strict=True):
+        where = residence(shard)
+        assert set(where) == {t.name for t in shard.tensors}
+        host = sorted(name for name, w in where.items() if w == HOST)
+        assert host == [
+            "model.engram.0.weight",
+            "model.engram.0.weight_scale_inv",
+            "model.engram.1.weight",
+            "model.engram.1.weight_scale_inv",
+        ]
+        assert sum(t.nbytes for t in shard.tensors if where[t.name] == HOST) == host_bytes
+
+
+@pytest.mark.parametrize("cuda", [True, False])
+def test_the_fill_device_per_tensor(monkeypatch: pytest.MonkeyPatch, cuda: bool) -> None:
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: cuda)
+    gpu = torch.device("cuda", 0)
+    assert fill_device(HOST, gpu) == torch.device("cpu")  # a host table never goes to the device-side fill
+    assert fill_device(DEVICE, gpu) == gpu
+    assert fill_device(DEVICE, META) == META  # meta standing in for the device
+    assert run.pinned_host_memory() is cuda  # pinned as vLLM pins them where CUDA is, pageable otherwise
+
+
+@pytest.mark.parametrize("device", ["meta", "cpu"])
+def test_the_device_part_holds_every_device_resident_tensor_and_no_host_table(device: str) -> None:
+    for shard, host_bytes in zip(_shards(), HOST_BYTES, strict=True):
+        where = residence(shard)
+        whole = {t.name: t.nbytes for t in shard.tensors}
+        tables = run._host_tables(shard)
+        counts = {
+            name: count_on_meta(shard.module, get_strategy(name)).recorder.records.values()
+            for name in ("per-layer", "legacy")
+        }
+        part = device_part(shard, torch.device(device))
+        held = _named(part)
+        assert {n for n, w in where.items() if w == DEVICE} <= set(held)  # every device-resident tensor ...
+        assert not {n for n, w in where.items() if w == HOST} & set(held)  # ... and no host table
+        assert all(t.device.type == device for t in held.values())
+        stored = {id(t): t.nbytes for t in held.values()}  # tied tensors count once
+        assert sum(stored.values()) == sum(whole.values()) - host_bytes
+        # the host-side fill gets exactly the tables, and their bytes
+        assert sorted(n for n, *_ in tables) == sorted(n for n, w in where.items() if w == HOST)
+        assert sum(torch.Size(shape).numel() * dtype.itemsize for _, shape, dtype, _ in tables) == host_bytes
+        # exact visits and bytes per side: the device part's and the tables' add up to the whole shard's
+        fresh = _shards()[shard.coord.rank]
+        for name, records in counts.items():
+            mine = count_on_meta(device_part(fresh, META), get_strategy(name)).recorder.records.values()
+            table_names = {n for n, *_ in tables}
+            host_side = [x for x in records if table_names & set(x.names)]
+            assert not any(table_names & set(x.names) for x in mine)
+            assert sum(x.visits for x in mine) + sum(x.visits for x in host_side) == sum(x.visits for x in records)
+            assert sum(x.bytes_written for x in mine) + sum(x.bytes_written for x in host_side) == sum(
+                x.bytes_written for x in records
+            )
+
+
+def _json(cli: Any, tmp_path: Path, *args: str) -> dict[str, Any]:
+    out = tmp_path / "r.json"
+    result: CliResult = cli(*args, "--json", str(out))
+    assert result.exit_code == 0, result.stderr
+    return json.loads(out.read_text())
+
+
+def test_with_cuda_the_device_part_is_filled_on_the_device_and_the_tables_on_the_host(
+    cli: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """CUDA faked present, the CPU standing in for the GPU: compare fills each shard's device-resident part on
+    the "device" and its offloaded tables in (requested) pinned host memory, never one on the other's side."""
+    import dummyprof.measure.device as device_module
+    import dummyprof.scenarios.compare.measure as compare_measure
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(device_module, "resolve_device", lambda spec: torch.device("cpu"))
+    monkeypatch.setattr(compare_measure, "resolve_device", lambda spec: torch.device("cpu"))
+    device_side: list[dict[str, torch.Tensor]] = []
+    host_side: list[tuple[list[str], bool]] = []
+    real_measure, real_fill = run.measure, run._fill_host_tables
+
+    def spy_measure(options: Any, *, source: Any, progress: Any) -> Any:
+        build = source.build
+
+        def recorded(device: torch.device) -> torch.nn.Module:
+            module = build(device)
+            if device.type != "meta":
+                device_side.append(_named(module))
+            return module
+
+        source.build = recorded
+        return real_measure(options, source=source, progress=progress)
+
+    def spy_fill(tables: Any, clock: Any, *, pinned: bool = False) -> float:
+        host_side.append(([name for name, *_ in tables], pinned))
+        return real_fill(tables, clock, pinned=False)  # no CUDA here to pin with
+
+    monkeypatch.setattr(run, "measure", spy_measure)
+    monkeypatch.setattr(run, "_fill_host_tables", spy_fill)
+    args = ("compare", *ENGRAM, "--tp", "2", "--device", "cuda", "--repeat", "1", "--warmup", "0", "-s", "per-layer")
+    section = _json(cli, tmp_path, *args)["deployment"]
+    assert (section["target"], section["not_timed"]) == ("cuda", "")
+    tables = {f"model.engram.{i}.{w}" for i in (0, 1) for w in ("weight", "weight_scale_inv")}
+    assert device_side and all(not tables & set(named) for named in device_side)  # no table on the device side
+    fills = [names for names, _ in host_side if names != ["probe"]]
+    assert fills and all(set(names) == tables for names in fills)  # only the tables on the host side
+    assert all(pinned for _, pinned in host_side)  # pinned memory where CUDA is present
+    for entry, host_bytes in zip(section["ranks"], HOST_BYTES, strict=True):
+        assert entry["offloaded_bytes"] == host_bytes
+        (s,) = entry["strategies"]
+        assert s["fill"] in ("measured", "projected") and s["seconds"] is not None  # the device-resident part
+        assert (s["host"]["visits"], s["host"]["bytes_written"]) == (4, host_bytes)
+        assert (s["host"]["device"], s["host"]["pinned"]) == ("cpu", True)
+        assert s["host"]["seconds"] is not None
+    report = cli(*args).stdout
+    assert "host-resident part (offloaded tables" in report and "on cpu (pinned memory) measured" in report
+    assert "fill on cpu " in report and "host fill on cpu" in report
+    quiet = cli(*args, "-q").stdout.strip()
+    assert " on cpu" in quiet and "host" in quiet, quiet

@@ -162,3 +162,33 @@ def test_with_cuda_the_device_part_is_filled_on_the_device_and_the_tables_on_the
     assert "fill on cpu " in report and "host fill on cpu" in report
     quiet = cli(*args, "-q").stdout.strip()
     assert " on cpu" in quiet and "host" in quiet, quiet
+
+
+def test_every_time_in_the_work_table_names_its_device() -> None:
+    """Unit: both parts timed (the device part on cuda:0, the tables on the host); real ranks on the host's CPU."""
+    from dummyprof.reports.tables.deployment import deployment_summary, slowest_line, work_table
+    from dummyprof.results.deployment import DeploymentResult, HostFill, RankEntry, RankStrategy
+
+    host = HostFill(4, 794_112, "measured", 0.002, [0.002], device="cpu", pinned=True)
+    figures = RankStrategy("per-layer", visits=97, bytes_written=3_500_000, fill="measured", seconds=0.5)
+    figures.samples_s, figures.host, figures.rank_seconds = [0.5], host, 0.7
+    entry = RankEntry(rank=0, counted_as=0, filled_as=0, offloaded_bytes=794_112, strategies=[figures])
+    result = DeploymentResult(device="cuda:0", target="cuda", tp=1, world=1, ranks=[entry], nproc=1)
+    result.slowest_rank, result.slowest_strategy = 0, "per-layer"
+    table = work_table(result)
+    headers = [c.header for c in table.columns]
+    assert headers[4] == "fill on cuda:0" and "host fill on cpu" in headers and headers[-1] == "own rank on cpu"
+    notes = "; ".join(table.notes)
+    assert "filled on this host's cpu (pinned memory)" in notes
+    assert "device-resident part (visits less host visits, written less host written) filled on cuda:0" in notes
+    assert "a GPU layout: own rank is the whole shard filled on cpu, a CPU time, not the GPU start-up" in notes
+    line = slowest_line(result)
+    assert line is not None
+    assert line.text == (
+        "slowest rank: 0, per-layer dummy start-up 500.0 ms on cuda:0 measured (device-resident part); host-resident "
+        "part (offloaded tables, 775.50 KiB, 4 visits) per-layer 2.0 ms on cpu (pinned memory) measured (rank 0)"
+    )
+    assert (
+        deployment_summary(result)
+        == "tp 1: 1 ranks; slowest rank 0 500.0 ms on cuda:0, host 2.0 ms on cpu (pinned memory)"
+    )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import itertools
 import random
@@ -19,6 +20,7 @@ from dummyprof.models.engram import EngramSpec
 from dummyprof.reports.summary import summary_line
 from dummyprof.reports.tables.engram import plan_notes, reason_text
 from dummyprof.results.engram import EngramResult, MethodResult, RoundsCut
+from dummyprof.results.session import Results
 from dummyprof.scenarios.engram.plan import ALLOCATE, FIRST_TOUCH, Rates, plan_samples, time_plan
 from dummyprof.scenarios.engram.run import EngramOptions, run
 from dummyprof.units import format_seconds
@@ -115,10 +117,27 @@ def test_refuses_when_no_sample_fits_the_time_budget() -> None:
     assert "raise --time-budget" in info.value.message
 
 
+_ROOMY: list[Results] = []
+
+
+def roomy_projected_run() -> Results:
+    """400,000 rows projected from samples under 8 MiB, on the fake clock, with all the time it wants, the worker
+    count and engine pinned as ``two_kernel_workers`` pins them: run once for the tests that read it (a few seconds
+    of real sample fills), a copy each."""
+    if not _ROOMY:
+        from dummyprof.loaders import random_fast
+
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(random_fast, "default_workers", lambda: 2)
+            patch.setattr(random_fast, "default_engine", lambda: random_fast.KERNEL)
+            options = EngramOptions(rows=400_000, dim=64, max_memory=8 * 1024 * 1024, time_budget_s=10**6)
+            _ROOMY.append(run(options, clock=counter_clock()))
+    return copy.deepcopy(_ROOMY[0])
+
+
 @pytest.mark.usefixtures("two_kernel_workers")
 def test_projected_figures_are_labelled_and_summarised() -> None:
-    options = EngramOptions(rows=400_000, dim=64, max_memory=8 * 1024 * 1024, time_budget_s=10**6)
-    results = run(options, clock=counter_clock())
+    results = roomy_projected_run()
     engram = results.engram
     assert engram is not None
     for m in engram.methods:
@@ -237,7 +256,7 @@ def test_sampling_past_the_time_budget_says_so_and_by_how_much() -> None:
     text = dummyprof.render(results, width=1000)
     assert f"OVER THE TIME BUDGET: sampling ended {format_seconds(over.over_s)} after the 120 s budget" in text
     assert f"(predicted after the {over.predicted_after_rows:,}-row sample: ~" in text
-    roomy = run(EngramOptions(rows=400_000, dim=64, max_memory=8 << 20, time_budget_s=10**6), clock=counter_clock())
+    roomy = roomy_projected_run()
     assert roomy.engram is not None and roomy.engram.sample_overrun is None
     assert "OVER THE TIME BUDGET" not in dummyprof.render(roomy, width=1000)
 

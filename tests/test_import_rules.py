@@ -18,8 +18,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import pytest
-
 PACKAGE = Path(__file__).resolve().parent.parent / "dummyprof"
 
 # What a folder holds decides what it may import. Folders below a line never import those above it:
@@ -339,30 +337,3 @@ def test_ranks_live_in_their_own_room() -> None:
         if i.importer.startswith("dummyprof.scenarios.deployment") and i.target.startswith("dummyprof.scenarios.engram")
     ]
     assert into_engram == []
-
-
-def test_inspect_of_an_hf_config_imports_no_scipy() -> None:
-    # issue #27.5: scipy (~0.4 s) is for fits and statistics; transformers imports it only for its
-    # object-detection losses, which a model built on meta never computes
-    pytest.importorskip("transformers")
-    model = str(Path(__file__).parent / "data" / "Llama-3.1-8B.json")
-    out = _loaded(["inspect", "--model", f"hf:{model}"], ["engram", "--dry-run"])
-    assert out == "[0, 0] ['numpy', 'rich', 'torch', 'transformers']"
-
-
-def test_transformers_losses_still_match_boxes_after_a_build_without_scipy() -> None:
-    # the losses imported without scipy get a stand-in that imports scipy's function on its first call
-    pytest.importorskip("transformers")
-    pytest.importorskip("scipy")
-    code = """
-import sys
-from dummyprof.models.huggingface import build_on_meta, load_config
-build_on_meta(load_config(sys.argv[1]), trust_remote_code=False, limits=None, target=sys.argv[1])
-print("scipy" in sys.modules)
-from transformers.loss import loss_for_object_detection as loss
-rows, cols = loss.linear_sum_assignment([[4.0, 1.0], [2.0, 8.0]])
-print(rows.tolist(), cols.tolist(), "scipy" in sys.modules)
-"""
-    model = str(Path(__file__).parent / "data" / "Llama-3.1-8B.json")
-    out = subprocess.run([sys.executable, "-c", code, model], capture_output=True, text=True, check=True).stdout
-    assert out.split("\n")[:2] == ["False", "[0, 1] [1, 0] True"]

@@ -17,7 +17,6 @@ import json
 import logging
 import os
 import re
-import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,42 +57,6 @@ def _transformers() -> Any:
     transformers_logging.disable_default_handler()
     transformers_logging.enable_propagation()
     return transformers
-
-
-SCIPY_LOSSES = "transformers.loss.loss_utils"  # its object-detection losses import scipy.optimize (~0.4 s)
-
-
-def _lazy_linear_sum_assignment(*args: Any, **kwargs: Any) -> Any:
-    from scipy.optimize import linear_sum_assignment  # imported when a loss first matches boxes, not before
-
-    return linear_sum_assignment(*args, **kwargs)
-
-
-def _import_losses_without_scipy(transformers: Any) -> None:
-    """Import transformers' losses (every model class imports them) without importing scipy.
-
-    Only the object-detection losses use scipy (``linear_sum_assignment``), and a model built on meta computes
-    no loss: they are imported with transformers' scipy check answering no, then given a stand-in that imports
-    scipy's function on its first call, so a loss computed later in this process works as before.
-    """
-    if SCIPY_LOSSES in sys.modules:
-        return
-    utils = transformers.utils
-    found = utils.is_scipy_available
-
-    def no() -> bool:
-        return False
-
-    utils.is_scipy_available = no
-    try:
-        __import__(SCIPY_LOSSES)
-    finally:
-        utils.is_scipy_available = found
-    for name, module in list(sys.modules.items()):
-        if name.startswith("transformers.loss.") and getattr(module, "is_scipy_available", None) is no:
-            setattr(module, "is_scipy_available", found)  # noqa: B010 (a module, typed as any module)
-            if found() and not hasattr(module, "linear_sum_assignment"):
-                setattr(module, "linear_sum_assignment", _lazy_linear_sum_assignment)  # noqa: B010
 
 
 def _read_config_dict(path: Path, target: str) -> dict[str, Any]:
@@ -370,7 +333,6 @@ def _build(config: Any, trust_remote_code: bool, dtype: torch.dtype | None = Non
     """The causal-LM class for ``config`` (else the base model class), built on the meta device in ``dtype``
     (default: the engine's ``--dtype auto``)."""
     transformers = _transformers()
-    _import_losses_without_scipy(transformers)
     dtype = dtype or _config_dtype(config)
     errors = []
     for auto in (transformers.AutoModelForCausalLM, transformers.AutoModel):

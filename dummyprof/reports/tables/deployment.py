@@ -123,7 +123,8 @@ def work_table(result: DeploymentResult) -> Table:
     columns += [
         (h, NUMBER) for h in ("host visits", "host written", "host fill on cpu" if host and timed else "host fill")
     ]
-    table = Table.of("Work per rank", [*columns, ("own rank", NUMBER)], [], keys=2)
+    own = "own rank on cpu" if result.nproc else "own rank"  # real ranks fill on this host's CPU (gloo)
+    table = Table.of("Work per rank", [*columns, (own, NUMBER)], [], keys=2)
     for group in rank_groups(result):
         for i, s in enumerate(group[0].strategies):
             table.add(
@@ -158,7 +159,12 @@ def work_table(result: DeploymentResult) -> Table:
     if result.nproc:
         table.notes.append(
             f"own rank: each rank's fill in its own process, {result.nproc} ranks ({result.backend}) filling at "
-            "once on this host; fill: one rank alone (the model of the deployment from one rank)"
+            "once on this host's cpu; fill: one rank alone (the model of the deployment from one rank)"
+            + (
+                "; a GPU layout: own rank is the whole shard filled on cpu, a CPU time, not the GPU start-up"
+                if result.target == "cuda"
+                else ""
+            )
         )
     if result.not_timed:
         part = "the device-resident part (visits less host visits, written less host written) " if host else ""

@@ -73,10 +73,25 @@ def _given(field: dataclasses.Field[Any], spec: Spec, params: Mapping[str, Any])
         return raw
     from dummyprof.cli.output import report_renamed
 
-    if raw is not None and raw != _shown(field, spec):  # the new flag given too (not just its default)
+    if raw is not None and _typed(param_name(name, spec), raw != _shown(field, spec)):  # the new flag given too
         raise UsageError(spec.was, f"is the old name of {flag_of(name, spec)}; give only {flag_of(name, spec)}")
     report_renamed(str(spec.was), flag_of(name, spec))
     return old
+
+
+def _typed(param: str, differs: bool) -> bool:
+    """Whether the user gave the flag of ``param``: its source on the command line where click tells (``--tp 1`` is
+    given though it is the default), else whether its value ``differs`` from the default."""
+    try:  # typer >= 0.20 vendors click (as cli/app.py imports its exceptions)
+        from typer._click import core, globals  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:  # pragma: no cover - depends on the installed typer
+        from click import core, globals  # type: ignore[no-redef,import-not-found,unused-ignore]
+
+    ctx = globals.get_current_context(silent=True)
+    source = ctx.get_parameter_source(param) if ctx is not None else None
+    if source is None:
+        return differs
+    return bool(source not in (core.ParameterSource.DEFAULT, core.ParameterSource.DEFAULT_MAP))
 
 
 def _shown(field: dataclasses.Field[Any], spec: Spec) -> str | None:

@@ -579,3 +579,15 @@ def test_the_page_renders_whatever_the_table_model_holds_for_its_kind(monkeypatc
     assert "<p>a line &lt;b&gt;of&lt;/b&gt; the report</p>" in page
     assert page.index('<div class="chart"') < page.index("From the blocks") < page.index('id="figures"')
     assert "<th>verdict</th>" not in page  # the charts' own table
+
+
+def test_the_deployment_pages_fill_times_name_the_device_they_were_taken_on(tmp_path: Path) -> None:
+    from dummyprof.reports.html import render_html
+
+    results = _deployment()
+    assert results.deployment is not None
+    results.deployment.device = "cuda:0"
+    page = tmp_path / "deployment.html"
+    page.write_text(render_html(results))
+    titles = [f["layout"]["title"]["text"] for f in _figures(page).values()]
+    assert "Fill time per rank and strategy on cuda:0" in titles

@@ -799,7 +799,8 @@ def deployment_sections(results: Results) -> list[Section]:
             for label, s in timed
         ]
         whiskers = "hatched: projected, whiskers its interval" if any(b.hatched for b in bars) else "whiskers: min–max"
-        section.figures.append(bar_chart("Fill time per rank and strategy", whiskers, bars, "s", "seconds"))
+        title = f"Fill time per rank and strategy on {result.device}"  # a CPU time is never read as a GPU one
+        section.figures.append(bar_chart(title, whiskers, bars, "s", "seconds"))
     return [section]
 
 

@@ -184,3 +184,19 @@ def test_both_layout_names_are_refused_when_the_new_one_is_given_its_default(cli
     result = cli("engram", "--rows", "1000", "--dim", "32", *args, "--rank", "1", "--dry-run")
     assert result.exit_code == 2
     assert result.stderr == "dummyprof: error: --tp-size: is the old name of --tp; give only --tp\n"
+
+
+@pytest.mark.parametrize(
+    ("args", "error"),
+    [
+        (("--tp-size", "abc"), "--tp-size: expected a whole number, got 'abc'; try --tp 8"),
+        (("--tp-size", "2", "--dp-size", "0"), "--dp-size: must be at least 1, got 0; try --dp 1"),
+    ],
+)
+def test_a_bad_value_under_an_old_layout_flag_is_one_line_naming_that_flag(
+    cli: Cli, args: tuple[str, ...], error: str
+) -> None:
+    # before: the deprecation notice(s), then an error naming --tp/--dp, a flag the command line did not have
+    result = cli("engram", "--rows", "1000", "--dim", "32", *args, "--dry-run")
+    assert result.exit_code == 2
+    assert result.stderr == f"dummyprof: error: {error}\n"

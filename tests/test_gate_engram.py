@@ -143,3 +143,39 @@ def test_a_baseline_written_under_the_old_layout_keys_stays_comparable(cli: Cli,
     result = cli("gate", "--config", str(config), "--baseline", str(baseline), "--json", str(gate_json), "-q")
     checks = json.loads(gate_json.read_text())["gate"]["checks"]
     assert result.exit_code == 0 and {c["verdict"] for c in checks} == {"pass"}, [c["detail"] for c in checks]
+
+
+@pytest.mark.parametrize(
+    ("options", "key", "message"),
+    [
+        ('rows = 65536, tp_size = 0, device = "cpu"', "scenarios.e.options.tp_size", "must be at least 1, got 0"),
+        ('rows = 65536, tp_size = "x", device = "cpu"', "scenarios.e.options.tp_size", "Expected `int`, got `str`"),
+        ('rows = 65536, tp = 0, device = "cpu"', "scenarios.e.options.tp", "must be at least 1, got 0"),
+    ],
+)
+def test_a_bad_value_under_an_old_key_is_named_by_the_key_written(
+    tmp_path: Path, options: str, key: str, message: str
+) -> None:
+    # before: the error named options.tp, a key the config does not have (and the old key's notice never came)
+    from dummyprof.gate.config import ConfigError, load_config
+
+    config = tmp_path / "dummyprof.toml"
+    config.write_text(f'[scenarios.e]\ncommand = "engram"\noptions = {{ {options} }}\ncounters = "all"\n')
+    with pytest.raises(ConfigError) as caught:
+        load_config(config)
+    assert caught.value.message == f"{config}: {key}: {message}"
+
+
+@pytest.mark.parametrize("name", ["tp", "tp_size"])
+def test_a_bad_value_in_a_sweeps_engram_table_is_named_with_its_table(tmp_path: Path, name: str) -> None:
+    # before: scenarios.s.options.tp, a key the sweep's own table does not have (it is in options.engram)
+    from dummyprof.gate.config import ConfigError, load_config
+
+    config = tmp_path / "dummyprof.toml"
+    config.write_text(
+        '[scenarios.s]\ncommand = "sweep"\n[scenarios.s.options]\nparameter = "rows"\nvalues = [4096, 8192]\n'
+        f'[scenarios.s.options.engram]\ndim = 64\n{name} = 0\nmethods = ["constant"]\n'
+    )
+    with pytest.raises(ConfigError) as caught:
+        load_config(config)
+    assert caught.value.message == f"{config}: scenarios.s.options.engram.{name}: must be at least 1, got 0"

@@ -337,3 +337,25 @@ def test_ranks_live_in_their_own_room() -> None:
         if i.importer.startswith("dummyprof.scenarios.deployment") and i.target.startswith("dummyprof.scenarios.engram")
     ]
     assert into_engram == []
+
+
+def _names(tree: ast.AST, names: set[str]) -> bool:
+    """Whether code (not a comment) names one of ``names``: a name, attribute, keyword, argument or string key."""
+    for node in ast.walk(tree):
+        said = (
+            getattr(node, "id", None) if isinstance(node, ast.Name) else
+            node.attr if isinstance(node, ast.Attribute) else
+            node.arg if isinstance(node, ast.keyword | ast.arg) else
+            node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
+        )  # fmt: skip
+        if said in names:
+            return True
+    return False
+
+
+def test_architecture_counts_the_files_that_name_tp() -> None:
+    """docs/architecture.md's figure of files that name ``tp`` or ``tp_size`` (it said 16 where the code had 19)."""
+    text = (PACKAGE.parent / "docs" / "architecture.md").read_text(encoding="utf-8")
+    said = int(text.split("Over the whole package ", 1)[1].split(" files name `tp`", 1)[0])
+    counted = [p for p in PACKAGE.rglob("*.py") if _names(ast.parse(p.read_text(encoding="utf-8")), {"tp", "tp_size"})]
+    assert said == len(counted), sorted(str(p.relative_to(PACKAGE)) for p in counted)

@@ -65,18 +65,30 @@ def _old_name(spec: Spec) -> str:
 
 
 def _given(field: dataclasses.Field[Any], spec: Spec, params: Mapping[str, Any]) -> Any:
-    """The raw value of ``field``: its flag's, else its old flag's (said on stderr: the old name goes)."""
+    """The raw value of ``field``: its flag's, else its old flag's (``options_from`` says so on stderr)."""
     name = field.name
     raw = params.get(param_name(name, spec))
     old = params.get(_old_name(spec)) if spec.was else None
     if old is None:
         return raw
-    from dummyprof.cli.output import report_renamed
-
-    if raw is not None and raw != _shown(field, spec):  # the new flag given too (not just its default)
+    if raw is not None and _typed(param_name(name, spec), raw != _shown(field, spec)):  # the new flag given too
         raise UsageError(spec.was, f"is the old name of {flag_of(name, spec)}; give only {flag_of(name, spec)}")
-    report_renamed(str(spec.was), flag_of(name, spec))
     return old
+
+
+def _typed(param: str, differs: bool) -> bool:
+    """Whether the user gave the flag of ``param``: its source on the command line where click tells (``--tp 1`` is
+    given though it is the default), else whether its value ``differs`` from the default."""
+    try:  # typer >= 0.20 vendors click (as cli/app.py imports its exceptions)
+        from typer._click import core, globals  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:  # pragma: no cover - depends on the installed typer
+        from click import core, globals  # type: ignore[no-redef,import-not-found,unused-ignore]
+
+    ctx = globals.get_current_context(silent=True)
+    source = ctx.get_parameter_source(param) if ctx is not None else None
+    if source is None:
+        return differs
+    return bool(source not in (core.ParameterSource.DEFAULT, core.ParameterSource.DEFAULT_MAP))
 
 
 def _shown(field: dataclasses.Field[Any], spec: Spec) -> str | None:
@@ -111,14 +123,27 @@ def options_from(
     """``cls`` from the raw flag values in ``params`` (keyed as ``ctx.params``), and the fields the user gave;
     each field's text parsed as command ``form`` declares it (its name: ``sweep``, ``compare``)."""
     values: dict[str, Any] = {}
+    renamed: list[tuple[str, str]] = []  # old flags given: said once every value parsed (bad input: one line)
     for name, (field, spec) in _declared(cls, fields, form).items():
         raw = _given(field, spec, params)
+        if spec.was is not None and params.get(_old_name(spec)) is not None:
+            renamed.append((spec.was, flag_of(name, spec)))
         if raw is None or (spec.unit in ("list", "args") and not raw):
             continue
         if spec.auto and str(raw).strip().lower() == "auto":
             values[spec.auto] = True
             continue
-        values[name] = parse(name, spec, raw)
+        try:
+            values[name] = parse(name, spec, raw)
+        except UsageError as exc:  # given by its old flag: named as given (the fix names the new one)
+            if not renamed or renamed[-1][0] != spec.was:
+                raise
+            raise UsageError(spec.was, exc.message) from None
+    if renamed:
+        from dummyprof.cli.output import report_renamed
+
+        for old, new in renamed:
+            report_renamed(old, new)
     return cls(**values), frozenset(values)
 
 

@@ -178,7 +178,10 @@ def _options(path: Path, key: str, command: CommandSpec, table: dict[str, Any], 
         cls = command.options_type()
     except (ImportError, AttributeError) as exc:
         raise ConfigError(path, key, f"the {command.name!r} scenario is not available here ({exc})") from None
+    before = len(renamed)
     table = _new_keys(path, key, cls, table, renamed)
+    olds = [(where.removeprefix(f"{path}: "), new) for where, new in renamed[before:]]
+    given = {f"{old.rpartition('.')[0]}.{new}": old for old, new in olds}  # an error names the key as written
     valid = [f.name for f in fields(cls)]
     for name in table:
         if name not in valid:
@@ -188,13 +191,23 @@ def _options(path: Path, key: str, command: CommandSpec, table: dict[str, Any], 
         options: Any = msgspec.convert(table, cls)
     except msgspec.ValidationError as exc:
         message, where = said(exc, table, cls)
-        raise ConfigError(path, key + where.removeprefix("$"), message) from None
+        raise ConfigError(path, _as_given(key + where.removeprefix("$"), given), message) from None
     try:
         command.validate(options)
     except UsageError as exc:
         field = option_key(exc)
-        raise ConfigError(path, f"{key}.{field}" if field else key, exc.message) from None
+        if field and field not in valid:  # the swept command's option, in a sweep's nested table (its engram)
+            field = next((f"{k}.{field}" for k, v in table.items() if isinstance(v, dict) and field in v), field)
+        raise ConfigError(path, _as_given(f"{key}.{field}" if field else key, given), exc.message) from None
     return options
+
+
+def _as_given(key: str, given: dict[str, str]) -> str:
+    """``key`` (``scenarios.S.options.tp``) as the config wrote it where it used an old name (``...tp_size``)."""
+    for new, old in given.items():
+        if key == new or key.startswith(f"{new}."):
+            return old + key[len(new) :]
+    return key
 
 
 def _new_keys(path: Path, key: str, cls: type, table: dict[str, Any], renamed: list[tuple[str, str]]) -> dict[str, Any]:

@@ -141,3 +141,17 @@ def test_what_vllm_builds_but_the_config_cannot_size_is_named(model: torch.nn.Mo
         == "rotary cache of rope type mllama4: the vision encoder's (complex64, patches)"
     )
     assert skipped({"rope_type": "made-up"}) == "rotary cache of rope type made-up"
+
+
+def test_gpt_oss_builds_its_cache_in_float32(model: torch.nn.Module) -> None:
+    """gpt-oss (and DomynEdge) pass ``dtype=torch.float32`` to get_rope: the cache is not cast to bfloat16.
+    gpt-oss-20b as shipped: YaRN [4096 x 32 = 131072 positions, head_dim 64] float32 on every rank."""
+    yarn = {"rope_type": "yarn", "factor": 32.0, "original_max_position_embeddings": 4096}
+    assert _rotary(model, yarn, 131072, architectures=["GptOssForCausalLM"]) == 131072 * HEAD * 4
+    pytest.importorskip("transformers")
+    from dummyprof.deploy import ParallelLayout, count_deployment
+    from dummyprof.models.huggingface import hf_source
+
+    source = hf_source(f"hf:{__file__.rpartition('/')[0]}/data/gpt-oss-20b.json").build(torch.device("meta"))
+    counts = count_deployment(source, ParallelLayout(tp=2), strategies=["per-layer"])
+    assert [r.rotary_cache_bytes for r in counts.ranks] == [131072 * 64 * 4] * len(counts.ranks)  # 33,554,432

@@ -39,6 +39,7 @@ class LoadBuffers:
 ALIASES = {"su": "longrope", "mrope": "default", "telechat3-yarn": "yarn", "deepseek_llama_scaling": "deepseek_yarn"}
 PLAIN = ("default", "llama3", "ntk", "dynamic", "proportional")  # RotaryEmbedding's [max_position] rows
 MROPE_ONCE = ("qwen3_vl", "qwen3_5")  # their attention passes mrope_positions_factor=1 (4 elsewhere)
+FLOAT32 = ("GptOssForCausalLM", "DomynEdgeForCausalLM")  # their attention passes get_rope dtype=torch.float32
 NOT_SIZED = {"mllama4": "the vision encoder's (complex64, patches)", "fope": "FoPE's (per-rank kv heads)"}
 
 
@@ -105,6 +106,7 @@ def load_buffers(config: object, shard: nn.Module, *, ep: int, experts: int) -> 
         text = getattr(config, "text_config", None) or config
         heads = getattr(text, "num_attention_heads", 1) or 1
         head = getattr(text, "head_dim", None) or getattr(text, "hidden_size", 0) // heads
+        dtype = model_dtype(shard)
         mrope = 1 if str(getattr(config, "model_type", "")).startswith(MROPE_ONCE) else 4
         for rope in _rope_sets(text, layers):
             kind = str(rope.get("rope_type", rope.get("type", "default")))
@@ -115,7 +117,8 @@ def load_buffers(config: object, shard: nn.Module, *, ep: int, experts: int) -> 
             rows = rope_positions(
                 kind, rope, getattr(text, "max_position_embeddings", 8192), mrope_factor=mrope, dual_chunk=dual
             )
-            itemsize = 4 if rope.get("is_deepseek_v4") else model_dtype(shard).itemsize  # DeepSeek-V4's stays float32
+            v4 = rope.get("is_deepseek_v4")  # DeepseekV4ScalingRotaryEmbedding registers its cache float32
+            itemsize = 4 if v4 or set(getattr(config, "architectures", None) or ()) & set(FLOAT32) else dtype.itemsize
             if rows is None:
                 why = NOT_SIZED.get("fope" if rope.get("use_fope") else kind, "")
                 skipped = f"rotary cache of rope type {kind}" + (f": {why}" if why else "")

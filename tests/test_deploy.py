@@ -7,7 +7,6 @@ import functools
 import re
 from collections.abc import Callable
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 import torch
@@ -601,23 +600,6 @@ def test_deepseek_v3_yarn_rotary_cache_is_vllms() -> None:
         (163_840 * 64 * 2, 31 * 16),
         (163_840 * 64 * 2, 30 * 16),
     ]
-
-
-def test_rope_positions_per_rope_type_and_a_type_not_modelled_is_named() -> None:
-    from dummyprof.deploy.load_buffers import load_buffers, rope_positions
-
-    yarn = {"factor": 4.0, "original_max_position_embeddings": 32768}
-    assert rope_positions("yarn", yarn, 131072) == 131072  # ceil(original x factor), not max_position
-    assert rope_positions("deepseek_yarn", {"factor": 2.5, "original_max_position_embeddings": 4097}, 1) == 10243
-    assert rope_positions("linear", {"factor": 2.0}, 4096) == rope_positions("dynamic", {"factor": 2.0}, 4096) == 8192
-    assert rope_positions("longrope", {"original_max_position_embeddings": 4096}, 131072) == 135168  # short + long
-    assert rope_positions("llama3", {"factor": 8.0}, 131072) == 131072
-    assert rope_positions("dynamic", {"alpha": 1000.0}, 4096) is None
-    assert rope_positions("yarn", {**yarn, "mrope_section": [16, 24, 24]}, 131072) is None
-    with META:
-        model = dense_decoder()
-    config = SimpleNamespace(rope_scaling={"rope_type": "ntk", "factor": 2.0}, num_attention_heads=8, hidden_size=1024)
-    assert load_buffers(config, model, ep=1, experts=0).not_counted == "rotary cache of rope type ntk"
 
 
 def test_a_model_without_a_config_has_no_load_buffers() -> None:

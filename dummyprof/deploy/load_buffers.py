@@ -1,7 +1,8 @@
 """Device bytes that are not weights but that vLLM 0.33 allocates on each rank at load, counted per rank.
 
-The rotary cos/sin cache (``RotaryEmbedding.cos_sin_cache``, non-persistent: one per rank, as ``get_rope`` caches
-instances; ``[positions, rotary_dim]`` in the model's dtype), the expert map (``ExpertMapManager``:
+The rotary cos/sin cache (``RotaryEmbedding.cos_sin_cache``, non-persistent: one per rank and distinct rope
+parameter set, as ``get_rope`` caches instances; ``[positions, rotary_dim]`` in the model's dtype; dual-chunk
+attention's five caches), the expert map (``ExpertMapManager``:
 ``determine_expert_map``, int32 per global expert per MoE layer, only under ep > 1) and the kv-cache scales
 (``_init_kv_cache_quant``: four float32 scalars per attention layer). Only a transformers model (a config) says
 what vLLM builds; a preset or a user's model gets none of these.
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 from torch import nn
@@ -34,23 +36,51 @@ class LoadBuffers:
         return self.rotary_cache + self.expert_map + self.kv_scales
 
 
-def _rope(config: object) -> dict[str, object]:
+ALIASES = {"su": "longrope", "mrope": "default", "telechat3-yarn": "yarn", "deepseek_llama_scaling": "deepseek_yarn"}
+PLAIN = ("default", "llama3", "ntk", "dynamic", "proportional")  # RotaryEmbedding's [max_position] rows
+MROPE_ONCE = ("qwen3_vl", "qwen3_5")  # their attention passes mrope_positions_factor=1 (4 elsewhere)
+FLOAT32 = ("GptOssForCausalLM", "DomynEdgeForCausalLM")  # their attention passes get_rope dtype=torch.float32
+NOT_SIZED = {"mllama4": "the vision encoder's (complex64, patches)", "fope": "FoPE's (per-rank kv heads)"}
+
+
+def _rope_sets(config: object, layers: set[int]) -> list[dict[str, Any]]:
+    """The distinct rope parameter sets ``get_rope`` builds a cache for (one, or one per layer type on the rank when
+    the parameters are nested by layer type, as Gemma-3's; equal sets share a cache, as ``_ROPE_DICT`` does)."""
     params = getattr(config, "rope_parameters", None) or getattr(config, "rope_scaling", None) or {}
-    return dict(params) if isinstance(params, dict) else {}
+    if not isinstance(params, dict):
+        return [{}]
+    if not (params and all(isinstance(v, dict) or v is None for v in params.values())):
+        return [dict(params)]
+    types = getattr(config, "layer_types", None) or []
+    present = {types[i] for i in layers if i < len(types)} or set(params)
+    distinct = {repr(sorted(params[t].items())): dict(params[t]) for t in sorted(present) if params.get(t)}
+    return list(distinct.values())
 
 
-def rope_positions(kind: str, rope: dict[str, object], max_position: int) -> int | None:
-    """Rows of vLLM 0.33's cos/sin cache for ``get_rope``'s rope type (None: a type whose cache is not modelled):
-    RotaryEmbedding and Llama3 ``max_position``; YaRN and DeepseekScaling ``ceil(original x factor)``;
-    LinearScaling and DynamicNTKScaling ``ceil(max_position x factor)``; Phi3LongRoPE short + long caches."""
-    factor = float(rope.get("factor", 1.0))  # type: ignore[arg-type]
-    original = int(rope.get("original_max_position_embeddings", max_position))  # type: ignore[call-overload]
-    if kind in ("default", "llama3") and "mrope_section" not in rope:
-        return max_position
-    if kind in ("yarn", "deepseek_yarn", "deepseek_llama_scaling") and "mrope_section" not in rope:
-        return math.ceil(original * factor)
-    if kind == "linear" or (kind == "dynamic" and "alpha" not in rope):
-        return math.ceil(max_position * factor)
+def rope_positions(
+    kind: str, rope: dict[str, Any], max_position: int, *, mrope_factor: int = 4, dual_chunk: object = None
+) -> int | None:
+    """Rows of vLLM 0.33's cos/sin cache(s) for ``get_rope``'s rope type (None: not sized). Dual-chunk (any rope
+    type): q, qc, qc_no_clamp, q_inter ``[chunk_size - local_size]`` + k ``[max_position]``; RotaryEmbedding, Llama3,
+    NTK, DynamicNTK alpha and factor (0.33 builds ``max_position`` rows for both), Gemma-4's proportional:
+    ``max_position``; MRoPE ``max_position x mrope_positions_factor`` (openpangu, bailing: x 4); YaRN and
+    DeepseekScaling ``ceil(original x factor)`` (YaRN MRoPE: ``original x mrope_positions_factor x factor``);
+    LinearScaling: ``ceil(max_position x factor)`` per factor; Phi3LongRoPE: short + long caches."""
+    if isinstance(dual_chunk, dict):
+        chunk, local = dual_chunk.get("chunk_size"), dual_chunk.get("local_size")
+        return 4 * (int(chunk) - int(local)) + max_position if chunk and local is not None else None
+    kind = ALIASES.get(kind, kind)
+    factor = rope.get("factor", 1.0)
+    original = int(rope.get("original_max_position_embeddings", max_position))
+    mrope = mrope_factor if "mrope_section" in rope and kind in ("default", "yarn") else 1  # others ignore it
+    if kind in PLAIN and not rope.get("use_fope"):
+        return max_position * mrope
+    if kind in ("openpangu", "bailing_mrope"):
+        return max_position * 4
+    if kind in ("yarn", "deepseek_yarn"):
+        return math.ceil(original * mrope * float(factor))
+    if kind == "linear":
+        return sum(math.ceil(max_position * float(f)) for f in (factor if isinstance(factor, list) else [factor]))
     return original + max_position if kind == "longrope" else None
 
 
@@ -66,23 +96,34 @@ def load_buffers(config: object, shard: nn.Module, *, ep: int, experts: int) -> 
     model's transformers config (None: nothing is known, nothing counted); ``experts``: per MoE layer, all ranks."""
     if config is None:
         return LoadBuffers()
-    names = [path.rpartition(".")[2] for path, _ in shard.named_modules()]
+    paths = [path.split(".") for path, _ in shard.named_modules()]
+    names = [parts[-1] for parts in paths]
     attention = sum(name in ("self_attn", "attn") for name in names)
     moe_layers = sum(name == "experts" for name in names)
-    dtype = model_dtype(shard)
+    layers = {int(p[-2]) for p in paths if p[-1] in ("self_attn", "attn") and len(p) > 1 and p[-2].isdigit()}
     rotary, skipped = 0, ""
     if attention and any(name == "rotary_emb" for name in names):
-        rope = _rope(config)
-        kind = str(rope.get("rope_type", rope.get("type", "default")))
-        heads = getattr(config, "num_attention_heads", 1) or 1
-        head = getattr(config, "head_dim", None) or getattr(config, "hidden_size", 0) // heads
-        partial = float(rope.get("partial_rotary_factor", getattr(config, "partial_rotary_factor", 1.0)))  # type: ignore[arg-type]
-        rotary_dim = getattr(config, "qk_rope_head_dim", None) or int(head * partial)  # MLA: the rope part only
-        positions = rope_positions(kind, rope, getattr(config, "max_position_embeddings", 8192))
-        if positions is not None:
-            rotary = positions * rotary_dim * dtype.itemsize
-        else:
-            skipped = f"rotary cache of rope type {kind}"
+        text = getattr(config, "text_config", None) or config
+        heads = getattr(text, "num_attention_heads", 1) or 1
+        head = getattr(text, "head_dim", None) or getattr(text, "hidden_size", 0) // heads
+        dtype = model_dtype(shard)
+        mrope = 1 if str(getattr(config, "model_type", "")).startswith(MROPE_ONCE) else 4
+        for rope in _rope_sets(text, layers):
+            kind = str(rope.get("rope_type", rope.get("type", "default")))
+            partial = float(rope.get("partial_rotary_factor", getattr(text, "partial_rotary_factor", 1.0)))
+            rotary_dim = rope.get("rope_dim") or getattr(text, "qk_rope_head_dim", None) or int(head * partial)
+            width = head if kind == "proportional" else int(rotary_dim)
+            dual = getattr(text, "dual_chunk_attention_config", None)
+            rows = rope_positions(
+                kind, rope, getattr(text, "max_position_embeddings", 8192), mrope_factor=mrope, dual_chunk=dual
+            )
+            v4 = rope.get("is_deepseek_v4")  # DeepseekV4ScalingRotaryEmbedding registers its cache float32
+            itemsize = 4 if v4 or set(getattr(config, "architectures", None) or ()) & set(FLOAT32) else dtype.itemsize
+            if rows is None:
+                why = NOT_SIZED.get("fope" if rope.get("use_fope") else kind, "")
+                skipped = f"rotary cache of rope type {kind}" + (f": {why}" if why else "")
+            else:
+                rotary += rows * width * itemsize
     return LoadBuffers(
         rotary_cache=rotary,
         expert_map=moe_layers * int(experts) * EXPERT_ID_BYTES if ep > 1 else 0,

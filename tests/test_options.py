@@ -233,3 +233,14 @@ def test_a_field_error_reads_as_its_flag_at_the_cli_and_as_its_field_in_python()
     exc = UsageError.for_field("time_budget_s", "must be a positive number of seconds, got 0")
     assert (exc.flag, str(exc)) == ("--time-budget", "time_budget_s: must be a positive number of seconds, got 0")
     assert flag_text(exc) == "--time-budget: must be a positive number of seconds, got 0"
+
+
+@pytest.mark.parametrize("command", ["compare", "audit"])
+def test_loader_args_without_a_loader_are_refused(cli: Cli, command: str) -> None:
+    # before: taken and never used (compare ran the strategies, exit 0), where --model-arg without a model is refused
+    result = cli(command, "--depth", "2", "--loader-arg", "scale=2")
+    assert result.exit_code == 2
+    assert result.stderr == (
+        "dummyprof: error: --loader-arg: needs --loader: its arguments go to every --loader's function; "
+        "add one or drop it\n"
+    )

@@ -170,6 +170,7 @@ class FillGroup(Protocol):
     strategies: list[str]
     initializer: str | None
     loaders: list[str]
+    loader_args: dict[str, Any]
 
 
 class ModelGroup(Protocol):
@@ -194,6 +195,10 @@ def check_fillers(options: FillGroup, *, require_one: bool) -> list[str]:
     """The strategies, the initializer every strategy uses, and the loaders: returns the loaders' names."""
     check_strategies(options.strategies, require_one=require_one)
     check_initializer(options.initializer)
+    if options.loader_args and not options.loaders:  # else taken and never used, as --model-arg without a model
+        raise UsageError.for_field(
+            "loader_args", "needs --loader: its arguments go to every --loader's function; add one or drop it"
+        )
     return loader_names(options.loaders, options.strategies)
 
 

@@ -155,3 +155,28 @@ def test_gpt_oss_builds_its_cache_in_float32(model: torch.nn.Module) -> None:
     source = hf_source(f"hf:{__file__.rpartition('/')[0]}/data/gpt-oss-20b.json").build(torch.device("meta"))
     counts = count_deployment(source, ParallelLayout(tp=2), strategies=["per-layer"])
     assert [r.rotary_cache_bytes for r in counts.ranks] == [131072 * 64 * 4] * len(counts.ranks)  # 33,554,432
+
+
+def test_deepseek_v4_one_float32_cache_per_rope_its_layers_build(model: torch.nn.Module) -> None:
+    """DeepSeek-V4 (``build_deepseek_v4_rope``): a layer whose ``compress_rates[layer_type]`` is over 1 uses the
+    ``compress`` parameters at ``compress_rope_theta`` (YaRN 16 x 65536 positions); others plain positions (factor
+    1, ``max_position_embeddings`` rows) at ``rope_theta``; float32, ``qk_rope_head_dim`` 64 wide; layers 3 and
+    up (MTP here: ``num_hidden_layers`` 3) are ratio 1."""
+    yarn = {"rope_type": "yarn", "factor": 16.0, "original_max_position_embeddings": 65536, "attention_factor": 1.0}
+    config = SimpleNamespace(
+        model_type="deepseek_v4",
+        rope_parameters={"main": {"rope_type": "default", "rope_theta": 10000.0}, "compress": yarn},
+        layer_types=["compressed_sparse_attention", "heavily_compressed_attention"] * 2,
+        compress_rates={"compressed_sparse_attention": 4, "heavily_compressed_attention": 128},
+        compress_rope_theta=160000.0,
+        rope_theta=10000.0,
+        max_position_embeddings=1048576,
+        qk_rope_head_dim=64,
+        head_dim=512,
+        num_attention_heads=8,
+        hidden_size=1024,
+        num_hidden_layers=4,
+    )
+    assert load_buffers(config, model, ep=1, experts=0).rotary_cache == 1_048_576 * 64 * 4 == 268_435_456
+    config.num_hidden_layers = 3  # layer 3 is then an MTP layer: ratio 1, the main cache too
+    assert load_buffers(config, model, ep=1, experts=0).rotary_cache == 2 * 268_435_456

@@ -57,6 +57,23 @@ def _rope_sets(config: object, layers: set[int]) -> list[dict[str, Any]]:
     return list(distinct.values())
 
 
+def _deepseek_v4_sets(config: Any, layers: set[int]) -> list[dict[str, Any]]:
+    """DeepSeek-V4 (``build_deepseek_v4_rope``): per layer, ``compress_rates[layer_type]`` > 1 takes the
+    ``compress`` parameters at ``compress_rope_theta`` (YaRN unless ``default``), else plain positions (factor 1)
+    at ``rope_theta``; always ``deepseek_yarn``, float32, ``qk_rope_head_dim`` wide; MTP layers ratio 1."""
+    params, types, out = config.rope_parameters, config.layer_types, {}
+    nested = isinstance(params.get("main"), dict) and isinstance(params.get("compress"), dict)
+    for i in sorted(layers):
+        ratio = max(1, config.compress_rates.get(types[i], 0)) if i < config.num_hidden_layers else 1
+        rope = dict(params["compress" if ratio > 1 else "main"] if nested else params)
+        theta = config.compress_rope_theta if ratio > 1 else getattr(config, "rope_theta", rope.get("rope_theta"))
+        if ratio == 1 or rope.get("rope_type", "default") == "default":
+            rope.update(factor=1.0, original_max_position_embeddings=config.max_position_embeddings)
+        rope.update(rope_type="deepseek_yarn", rope_theta=theta, is_deepseek_v4=True, rope_dim=config.qk_rope_head_dim)
+        out[repr(sorted(rope.items()))] = rope
+    return list(out.values())
+
+
 def rope_positions(
     kind: str, rope: dict[str, Any], max_position: int, *, mrope_factor: int = 4, dual_chunk: object = None
 ) -> int | None:
@@ -108,7 +125,8 @@ def load_buffers(config: object, shard: nn.Module, *, ep: int, experts: int) -> 
         head = getattr(text, "head_dim", None) or getattr(text, "hidden_size", 0) // heads
         dtype = model_dtype(shard)
         mrope = 1 if str(getattr(config, "model_type", "")).startswith(MROPE_ONCE) else 4
-        for rope in _rope_sets(text, layers):
+        v4 = str(getattr(config, "model_type", "")) == "deepseek_v4"
+        for rope in (_deepseek_v4_sets if v4 else _rope_sets)(text, layers):
             kind = str(rope.get("rope_type", rope.get("type", "default")))
             partial = float(rope.get("partial_rotary_factor", getattr(text, "partial_rotary_factor", 1.0)))
             rotary_dim = rope.get("rope_dim") or getattr(text, "qk_rope_head_dim", None) or int(head * partial)
@@ -117,8 +135,8 @@ def load_buffers(config: object, shard: nn.Module, *, ep: int, experts: int) -> 
             rows = rope_positions(
                 kind, rope, getattr(text, "max_position_embeddings", 8192), mrope_factor=mrope, dual_chunk=dual
             )
-            v4 = rope.get("is_deepseek_v4")  # DeepseekV4ScalingRotaryEmbedding registers its cache float32
-            itemsize = 4 if v4 or set(getattr(config, "architectures", None) or ()) & set(FLOAT32) else dtype.itemsize
+            f32 = rope.get("is_deepseek_v4")  # DeepseekV4ScalingRotaryEmbedding registers its cache float32
+            itemsize = 4 if f32 or set(getattr(config, "architectures", None) or ()) & set(FLOAT32) else dtype.itemsize
             if rows is None:
                 why = NOT_SIZED.get("fope" if rope.get("use_fope") else kind, "")
                 skipped = f"rotary cache of rope type {kind}" + (f": {why}" if why else "")

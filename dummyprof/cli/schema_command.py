@@ -118,10 +118,11 @@ def field_spec(cls: type, field: str, form: str | None = None) -> Spec:
 
 
 def options_from(
-    cls: type, fields: Sequence[str], params: Mapping[str, Any], form: str | None = None
+    cls: type, fields: Sequence[str], params: Mapping[str, Any], form: str | None = None, *, notices: bool = True
 ) -> tuple[Any, frozenset[str]]:
     """``cls`` from the raw flag values in ``params`` (keyed as ``ctx.params``), and the fields the user gave;
-    each field's text parsed as command ``form`` declares it (its name: ``sweep``, ``compare``)."""
+    each field's text parsed as command ``form`` declares it (its name: ``sweep``, ``compare``). ``notices``: say
+    an old flag's deprecation (one torchrun rank says it for all)."""
     values: dict[str, Any] = {}
     renamed: list[tuple[str, str]] = []  # old flags given: said once every value parsed (bad input: one line)
     for name, (field, spec) in _declared(cls, fields, form).items():
@@ -139,7 +140,7 @@ def options_from(
             if not renamed or renamed[-1][0] != spec.was:
                 raise
             raise UsageError(spec.was, exc.message) from None
-    if renamed:
+    if renamed and notices:
         from dummyprof.cli.output import report_renamed
 
         for old, new in renamed:

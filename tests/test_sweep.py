@@ -271,3 +271,11 @@ def test_a_sweep_whose_largest_point_overruns_the_budget_is_refused_before_the_f
     assert caught.value.flag == "--time-budget"
     assert "the sweep's largest point (width=4) is predicted at 120" in caught.value.message
     assert "end the range before 4" in caught.value.message
+
+
+@pytest.mark.parametrize(("flag", "value"), [("--dim", "64"), ("--method", "constant")])
+def test_an_engram_flag_on_a_tree_sweep_is_refused(cli: Cli, flag: str, value: str) -> None:
+    # before: taken and never used (the tree sweep ran, exit 0)
+    result = cli("sweep", "--depth", "1:3", flag, value)
+    assert result.exit_code == 2
+    assert result.stderr == f"dummyprof: error: {flag}: only applies to an engram sweep (--rows RANGE); drop it\n"

@@ -81,6 +81,10 @@ def sweep(
         flags = ", ".join(flag for _, flag, _ in axes)
         raise UsageError(axes[1][1], f"sweep one parameter at a time; got ranges for {flags}")
     parameter, _, values = axes[0]
+    engram_only = (("--dim", dim != str(EngramOptions.dim)), ("--method", bool(method)))
+    for flag, given in engram_only if parameter != "rows" else ():  # else taken and never used
+        if given:
+            raise UsageError(flag, "only applies to an engram sweep (--rows RANGE); drop it")
     time_budget = raw["time_budget"]
     fixed = {**raw, "model_arg": fixed_args, **({parameter: "1"} if parameter in TREE_PARAMETERS else {})}
     compare, _ = options_from(CompareOptions, [f for f in FIELDS if f != "time_budget"], fixed, "sweep")

@@ -180,3 +180,22 @@ def test_deepseek_v4_one_float32_cache_per_rope_its_layers_build(model: torch.nn
     assert load_buffers(config, model, ep=1, experts=0).rotary_cache == 1_048_576 * 64 * 4 == 268_435_456
     config.num_hidden_layers = 3  # layer 3 is then an MTP layer: ratio 1, the main cache too
     assert load_buffers(config, model, ep=1, experts=0).rotary_cache == 2 * 268_435_456
+
+
+def test_gemma_configs_as_transformers_builds_them() -> None:
+    """Gemma-3: sliding (theta 1e4) and full (theta 1e6) layers, two default caches of the one head size;
+    Gemma-4: sliding ``default`` at head_dim 64, full ``proportional`` at its ``per_layer_config`` head size
+    (``global_head_dim`` 128, the cache that wide whatever the partial factor); bfloat16, 4096 positions."""
+    transformers = pytest.importorskip("transformers")
+    small = dict(num_hidden_layers=6, hidden_size=256, num_attention_heads=4, num_key_value_heads=1, head_dim=64)
+    small |= dict(vocab_size=1000, intermediate_size=64, max_position_embeddings=4096)
+    for config, expected in (
+        (transformers.Gemma3TextConfig(**small), 2 * 4096 * 64 * BF16),  # 1,048,576
+        (
+            transformers.Gemma4TextConfig(**small, global_head_dim=128, num_kv_shared_layers=0),
+            4096 * 64 * BF16 + 4096 * 128 * BF16,  # 1,572,864
+        ),
+    ):
+        with torch.device("meta"):
+            built = transformers.AutoModelForCausalLM.from_config(config).to(torch.bfloat16)
+        assert load_buffers(config, built, ep=1, experts=0).rotary_cache == expected

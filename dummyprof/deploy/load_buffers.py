@@ -43,21 +43,32 @@ FLOAT32 = ("GptOssForCausalLM", "DomynEdgeForCausalLM")  # their attention passe
 NOT_SIZED = {"mllama4": "the vision encoder's (complex64, patches)", "fope": "FoPE's (per-rank kv heads)"}
 
 
-def _rope_sets(config: object, layers: set[int]) -> list[dict[str, Any]]:
-    """The distinct rope parameter sets ``get_rope`` builds a cache for (one, or one per layer type on the rank when
-    the parameters are nested by layer type, as Gemma-3's; equal sets share a cache, as ``_ROPE_DICT`` does)."""
+def _attr(config: object, name: str) -> Any:
+    """``getattr`` or None; transformers raises for a per-layer attribute of a heterogeneous config (Gemma-4)."""
+    try:
+        return getattr(config, name, None)
+    except Exception:  # AmbiguousGlobalPerLayerAttributeError
+        return None
+
+
+def _rope_sets(config: object, layers: set[int], head: int) -> list[tuple[dict[str, Any], int]]:
+    """The distinct (rope parameters, head size) ``get_rope`` builds a cache for among the rank's layers: the
+    parameters nested by layer type (Gemma-3, Gemma-4) are the layer's, the head size the layer's own
+    (``per_layer_config``: Gemma-4's full-attention ``global_head_dim``); equal pairs share a cache."""
     params = getattr(config, "rope_parameters", None) or getattr(config, "rope_scaling", None) or {}
-    if not isinstance(params, dict):
-        return [{}]
-    if not (params and all(isinstance(v, dict) or v is None for v in params.values())):
-        return [dict(params)]
-    types = getattr(config, "layer_types", None) or []
-    present = {types[i] for i in layers if i < len(types)} or set(params)
-    distinct = {repr(sorted(params[t].items())): dict(params[t]) for t in sorted(present) if params.get(t)}
-    return list(distinct.values())
+    params = dict(params) if isinstance(params, dict) else {}
+    nested = bool(params) and all(isinstance(v, dict) or v is None for v in params.values())
+    types, per = getattr(config, "layer_types", None) or [], _attr(config, "per_layer_config") or []
+    out: dict[str, tuple[dict[str, Any], int]] = {}
+    for i in sorted(layers) or [-1]:
+        own = types[i] if 0 <= i < len(types) and nested and types[i] in params else None
+        sets = [params[own]] if own else [v for v in params.values() if v] if nested else [params]
+        size = (_attr(per[i], "head_dim") if 0 <= i < len(per) else None) or head
+        out.update({repr((sorted(r.items()), size)): (dict(r), size) for r in sets})
+    return list(out.values())
 
 
-def _deepseek_v4_sets(config: Any, layers: set[int]) -> list[dict[str, Any]]:
+def _deepseek_v4_sets(config: Any, layers: set[int], head: int) -> list[tuple[dict[str, Any], int]]:
     """DeepSeek-V4 (``build_deepseek_v4_rope``): per layer, ``compress_rates[layer_type]`` > 1 takes the
     ``compress`` parameters at ``compress_rope_theta`` (YaRN unless ``default``), else plain positions (factor 1)
     at ``rope_theta``; always ``deepseek_yarn``, float32, ``qk_rope_head_dim`` wide; MTP layers ratio 1."""
@@ -70,7 +81,7 @@ def _deepseek_v4_sets(config: Any, layers: set[int]) -> list[dict[str, Any]]:
         if ratio == 1 or rope.get("rope_type", "default") == "default":
             rope.update(factor=1.0, original_max_position_embeddings=config.max_position_embeddings)
         rope.update(rope_type="deepseek_yarn", rope_theta=theta, is_deepseek_v4=True, rope_dim=config.qk_rope_head_dim)
-        out[repr(sorted(rope.items()))] = rope
+        out[repr(sorted(rope.items()))] = (rope, head)
     return list(out.values())
 
 
@@ -122,15 +133,15 @@ def load_buffers(config: object, shard: nn.Module, *, ep: int, experts: int) -> 
     if attention and any(name == "rotary_emb" for name in names):
         text = getattr(config, "text_config", None) or config
         heads = getattr(text, "num_attention_heads", 1) or 1
-        head = getattr(text, "head_dim", None) or getattr(text, "hidden_size", 0) // heads
+        head = _attr(text, "head_dim") or getattr(text, "hidden_size", 0) // heads
         dtype = model_dtype(shard)
         mrope = 1 if str(getattr(config, "model_type", "")).startswith(MROPE_ONCE) else 4
         v4 = str(getattr(config, "model_type", "")) == "deepseek_v4"
-        for rope in (_deepseek_v4_sets if v4 else _rope_sets)(text, layers):
+        for rope, size in (_deepseek_v4_sets if v4 else _rope_sets)(text, layers, head):
             kind = str(rope.get("rope_type", rope.get("type", "default")))
-            partial = float(rope.get("partial_rotary_factor", getattr(text, "partial_rotary_factor", 1.0)))
-            rotary_dim = rope.get("rope_dim") or getattr(text, "qk_rope_head_dim", None) or int(head * partial)
-            width = head if kind == "proportional" else int(rotary_dim)
+            partial = float(rope.get("partial_rotary_factor", _attr(text, "partial_rotary_factor") or 1.0))
+            rotary_dim = rope.get("rope_dim") or _attr(text, "qk_rope_head_dim") or int(size * partial)
+            width = size if kind == "proportional" else int(rotary_dim)
             dual = getattr(text, "dual_chunk_attention_config", None)
             rows = rope_positions(
                 kind, rope, getattr(text, "max_position_embeddings", 8192), mrope_factor=mrope, dual_chunk=dual

@@ -200,3 +200,11 @@ def test_a_bad_value_under_an_old_layout_flag_is_one_line_naming_that_flag(
     result = cli("engram", "--rows", "1000", "--dim", "32", *args, "--dry-run")
     assert result.exit_code == 2
     assert result.stderr == f"dummyprof: error: {error}\n"
+
+
+def test_quiet_says_the_floor_when_it_is_the_only_method(cli: Cli) -> None:
+    # before: -q printed nothing at all (exit 0): the summary had no method to recommend
+    result = cli("engram", "--rows", "1000", "--dim", "32", "--method", "memset", "--dry-run", "-q")
+    assert result.exit_code == 0
+    assert result.stdout.startswith("plan (dry run): memset (the floor) only: need 36.00 KiB per rank; fits in ")
+    assert result.stdout.count("\n") == 1

@@ -85,7 +85,7 @@ def engram_summary(result: EngramResult) -> str:
     """
     methods = [m for m in result.methods if m.name != result.floor_method]
     if not methods:
-        return ""
+        return _floor_summary(result)
     fitting = sum(1 for m in methods if m.fits_in_memory)
     n = len(methods)
     fits = f"all {n} fit" if fitting == n else "none fit" if fitting == 0 else f"{fitting} of {n} fit"
@@ -104,6 +104,21 @@ def engram_summary(result: EngramResult) -> str:
     lines += [f"recommended {best.name}: {time}; {verdict}", f"{best.name} {time}; {verdict}"]
     lines.append("; ".join(part for part in (f"{best.name} {time}", short) if part))
     return _first_that_fits(lines)
+
+
+def _floor_summary(result: EngramResult) -> str:
+    """The floor's figure when it is the only method run (``--method memset``): there is none to recommend."""
+    floor = next((m for m in result.methods if m.name == result.floor_method), None)
+    if floor is None:
+        return ""
+    head = f"{floor.name} (the floor) only"
+    if floor.startup_seconds.value is None:
+        fits = "fits" if floor.fits_in_memory else "does not fit"
+        plan = "plan (dry run): " if result.dry_run else ""
+        need = format_bytes(floor.needed_bytes)
+        return f"{plan}{head}: need {need} per rank; {fits} in {format_bytes(result.budget.memory_bytes)}"
+    time = projected(format_seconds(floor.startup_seconds.value), floor.startup_seconds)
+    return f"{head}: start-up {time} per rank on {result.backing.device}"
 
 
 def baseline_summary(section: GateResult) -> str:

@@ -199,3 +199,27 @@ def test_gemma_configs_as_transformers_builds_them() -> None:
         with torch.device("meta"):
             built = transformers.AutoModelForCausalLM.from_config(config).to(torch.bfloat16)
         assert load_buffers(config, built, ep=1, experts=0).rotary_cache == expected
+
+
+@pytest.mark.parametrize("factor", [-1.0, 0.0, float("nan"), "x"])
+def test_a_scaling_factor_that_sizes_no_cache_is_refused_naming_the_model(model: torch.nn.Module, factor: Any) -> None:
+    # before: -1 counted -8 MiB (a results file that does not load back), NaN a ValueError traceback
+    from dummyprof.errors import UsageError
+
+    with pytest.raises(UsageError) as caught:
+        _rotary(model, {"rope_type": "yarn", "factor": factor, "original_max_position_embeddings": 4096})
+    assert (caught.value.field, caught.value.message) == (
+        "model",
+        f"the config's rope scaling factor {factor!r} is not a positive number; set one above 0 in its rope_scaling",
+    )
+
+
+def test_a_cache_beyond_int64_bytes_is_refused(model: torch.nn.Module) -> None:
+    # before: 8.39e+20 bytes written to the results, which then refused to load them
+    from dummyprof.errors import UsageError
+
+    with pytest.raises(UsageError) as caught:
+        _rotary(model, {"rope_type": "yarn", "factor": 1e14, "original_max_position_embeddings": 32768})
+    assert caught.value.message == (
+        "the config's rotary cos/sin cache is 8.39e+20 bytes, beyond int64; lower its rope_scaling factor"
+    )

@@ -17,6 +17,8 @@ from typing import Any
 import torch
 from torch import nn
 
+from dummyprof.errors import UsageError
+
 KV_SCALES = 4  # _k_scale, _v_scale, _q_scale, _prob_scale
 SCALE_BYTES = 4  # float32
 EXPERT_ID_BYTES = 4  # int32
@@ -106,10 +108,24 @@ def rope_positions(
     if kind in ("openpangu", "bailing_mrope"):
         return max_position * 4
     if kind in ("yarn", "deepseek_yarn"):
-        return math.ceil(original * mrope * float(factor))
+        return math.ceil(original * mrope * _factor(factor))
     if kind == "linear":
-        return sum(math.ceil(max_position * float(f)) for f in (factor if isinstance(factor, list) else [factor]))
+        return sum(math.ceil(max_position * _factor(f)) for f in (factor if isinstance(factor, list) else [factor]))
     return original + max_position if kind == "longrope" else None
+
+
+def _factor(value: Any) -> float:
+    """A rope scaling factor of the config, a positive number (a hand-edited NaN, 0 or -1 sizes no cache)."""
+    try:
+        factor = float(value)
+    except (TypeError, ValueError):
+        factor = math.nan
+    if not (math.isfinite(factor) and factor > 0):
+        raise UsageError.for_field(
+            "model",
+            f"the config's rope scaling factor {value!r} is not a positive number; set one above 0 in its rope_scaling",
+        )
+    return factor
 
 
 def model_dtype(shard: nn.Module) -> torch.dtype:
@@ -153,6 +169,11 @@ def load_buffers(config: object, shard: nn.Module, *, ep: int, experts: int) -> 
                 skipped = f"rotary cache of rope type {kind}" + (f": {why}" if why else "")
             else:
                 rotary += rows * width * itemsize
+    if rotary >= 2**63:  # no device holds it, and a results file cannot say it
+        raise UsageError.for_field(
+            "model",
+            f"the config's rotary cos/sin cache is {rotary:.3g} bytes, beyond int64; lower its rope_scaling factor",
+        )
     return LoadBuffers(
         rotary_cache=rotary,
         expert_map=moe_layers * int(experts) * EXPERT_ID_BYTES if ep > 1 else 0,

@@ -602,3 +602,35 @@ def test_the_flag_help_names_every_known_method(cli: Callable[..., CliResult]) -
 
     shown = " ".join(cli("inspect", "--help").stdout.split())
     assert f"the config's method ({', '.join(METHODS)})" in shown
+
+
+# ---- hand-edited quantization configs: one line naming --quantization, not a traceback -------------------------------
+
+
+@pytest.mark.parametrize(
+    ("value", "shown"), [(-5, "-5"), ("x", "'x'"), (0.5, "0.5")], ids=["negative", "text", "fraction"]
+)
+def test_a_compressed_tensors_group_size_that_is_no_count_is_refused(tmp_path: Path, value: Any, shown: str) -> None:
+    # before: -5 a RuntimeError (negative dimension), 'x' a ValueError, both tracebacks (exit 1)
+    config = json.loads((DATA / "Qwen3-30B-A3B-quantized.w4a16.json").read_text())
+    config["quantization_config"]["config_groups"]["group_0"]["weights"]["group_size"] = value
+    path = _with_quant(tmp_path, "Qwen3-30B-A3B-quantized.w4a16", config["quantization_config"], num_hidden_layers=1)
+    with pytest.raises(UsageError) as caught:
+        _shard(_source(path), ParallelLayout(tp=2))
+    assert caught.value.message == (
+        f"the config's group_size {shown} is not a whole number above 0; "
+        "give --quantization none to count the model unquantized"
+    )
+
+
+def test_modelopt_exclude_modules_that_are_not_names_are_refused(tmp_path: Path) -> None:
+    # before: a TypeError traceback (object of type 'int' has no len())
+    config = json.loads((DATA / "DeepSeek-R1-FP4.json").read_text())
+    config["quantization_config"]["quantization"]["exclude_modules"] = [1, 2]
+    path = _with_quant(tmp_path, "DeepSeek-R1-FP4", config["quantization_config"], num_hidden_layers=4)
+    with pytest.raises(UsageError) as caught:
+        _shard(_source(path), ParallelLayout(tp=2))
+    assert caught.value.message == (
+        "the config's exclude_modules [1, 2] is not a list of module names; "
+        "give --quantization none to count the model unquantized"
+    )

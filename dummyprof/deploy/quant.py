@@ -249,6 +249,17 @@ def _refuse(what: str) -> UsageError:
     return UsageError.for_field(FLAG, f"{what}; give --quantization none to count the model unquantized")
 
 
+def _count(value: Any, name: str) -> int:
+    """A quantization config's ``num_bits`` or ``group_size``: a whole number above 0, or -1 (a group: none)."""
+    try:
+        count = int(value)
+    except (TypeError, ValueError):
+        count = 0
+    if (count < 1 and count != -1) or (isinstance(value, float) and not value.is_integer()):
+        raise _refuse(f"the config's {name} {value!r} is not a whole number above 0")
+    return count
+
+
 # ---- tensors the methods share ------------------------------------------------------------------------
 def _w8_linear(layer: Linear, scale: Made, input_scale: tuple[int, ...] | None, dtype: torch.dtype = FP8) -> Made:
     """An 8-bit ``weight`` [out, in], its ``scale`` tensor, and a static activation's float32 ``input_scale``."""
@@ -431,7 +442,7 @@ def _ct_scheme(scheme: QuantScheme, prefixes: tuple[str, ...]) -> tuple[Any, ...
                 inputs = group.get("input_activations") or {}
                 fmt = group.get("format") or scheme.get("format")
                 kind, strategy = weights.get("type", "int"), weights.get("strategy")
-                return weights, inputs, fmt, int(weights.get("num_bits", 8)), kind, strategy
+                return weights, inputs, fmt, _count(weights.get("num_bits", 8), "num_bits"), kind, strategy
     return None
 
 
@@ -444,7 +455,7 @@ def ct_linear(scheme: QuantScheme, layer: Linear) -> Made | None:
     weights, inputs, fmt, bits, kind, strategy = ct
     static = bool(inputs) and not inputs.get("dynamic", False)
     if kind == "int" and not inputs and fmt == "pack-quantized" and strategy in ("group", "channel"):
-        group_size = int(weights.get("group_size") or -1) if strategy == "group" else -1
+        group_size = _count(weights.get("group_size") or -1, "group_size") if strategy == "group" else -1
         groups = 1 if group_size == -1 else layer.inp // group_size
         made: Made = [
             ("weight_packed", (layer.out, _cdiv(layer.inp * bits, 32)), torch.int32),
@@ -484,7 +495,7 @@ def ct_moe(scheme: QuantScheme, experts: int, inter: int, hidden: int, bias: boo
     if not inputs and strategy in ("group", "channel") and not weights.get("dynamic"):
         if fmt != "pack-quantized" or bits not in (4, 8):
             raise unsupported
-        size = int(weights.get("group_size") or -1) if strategy == "group" else -1
+        size = _count(weights.get("group_size") or -1, "group_size") if strategy == "group" else -1
         full = inter * scheme.moe_tp if weights.get("actorder") == "group" and size != -1 else inter  # load_full_w2
         if size != -1 and (hidden % size or full % size):
             raise _refuse(f"WNA16 MoE: the hidden size {hidden} or intermediate size per rank {full} is not a "
@@ -524,8 +535,11 @@ def _modelopt(scheme: QuantScheme) -> tuple[str, list[str], int]:
     """(quant_algo, exclude_modules, group size) from either layout vLLM reads (``quantization: {...}`` or flat)."""
     nested = scheme.get("quantization")
     config: Mapping[str, Any] = nested if isinstance(nested, Mapping) else scheme.config
-    excluded = config.get("exclude_modules" if nested else "ignore") or []
-    return str(config.get("quant_algo", "")).upper(), list(excluded), int(config.get("group_size") or 16)
+    key = "exclude_modules" if nested else "ignore"
+    excluded = config.get(key) or []
+    if not isinstance(excluded, list) or not all(isinstance(rule, str) for rule in excluded):
+        raise _refuse(f"the config's {key} {excluded!r} is not a list of module names")
+    return str(config.get("quant_algo", "")).upper(), excluded, _count(config.get("group_size") or 16, "group_size")
 
 
 def modelopt_linear(scheme: QuantScheme, layer: Linear) -> Made | None:

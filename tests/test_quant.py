@@ -634,3 +634,24 @@ def test_modelopt_exclude_modules_that_are_not_names_are_refused(tmp_path: Path)
         "the config's exclude_modules [1, 2] is not a list of module names; "
         "give --quantization none to count the model unquantized"
     )
+
+
+@pytest.mark.parametrize(
+    ("edit", "error"),
+    [
+        ({"strategy": "block", "block_structure": [128]}, "IndexError: list index out of range"),
+        ({"strategy": "block", "block_structure": [0, 128]}, "ZeroDivisionError: integer modulo by zero"),
+    ],
+    ids=["one-number-block", "zero-block"],
+)
+def test_a_quantization_config_vllm_cannot_read_is_one_line(tmp_path: Path, edit: dict[str, Any], error: str) -> None:
+    # before: the exception's traceback (exit 1)
+    config = json.loads((DATA / "Qwen3-30B-A3B-FP8-dynamic.json").read_text())
+    config["quantization_config"]["config_groups"]["group_0"]["weights"].update(edit)
+    path = _with_quant(tmp_path, "Qwen3-30B-A3B-FP8-dynamic", config["quantization_config"], num_hidden_layers=1)
+    with pytest.raises(UsageError) as caught:
+        _shard(_source(path), ParallelLayout(tp=2))
+    assert caught.value.message == (
+        f"the config's quantization_config is not one vLLM 0.33 reads ({error}); "
+        "give --quantization none to count the model unquantized"
+    )

@@ -664,6 +664,14 @@ class ShardQuantizer:
         self.linear, self.moe = METHODS[scheme.method]
 
     def apply(self, shard: RankShard, layout: ParallelLayout) -> None:
+        try:
+            self._apply(shard, layout)
+        except (AttributeError, IndexError, KeyError, TypeError, ValueError, ZeroDivisionError) as exc:
+            # a hand-edited quantization_config (a block_structure of one number, a group of text ...): one line
+            what = f"{type(exc).__name__}: {exc}"
+            raise _refuse(f"the config's quantization_config is not one vLLM 0.33 reads ({what})") from None
+
+    def _apply(self, shard: RankShard, layout: ParallelLayout) -> None:
         self._tensors = shard.tensors
         self._index = {e.name: i for i, e in enumerate(shard.tensors)}
         self._out: dict[int, list[ShardTensor]] = {}  # entry index -> what replaces it

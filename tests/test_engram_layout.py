@@ -150,7 +150,12 @@ def test_layout_lists_every_rank() -> None:
         (EngramSpec(rows=100, dim=250), "--dim", "not a multiple of --block-size 32"),
         (EngramSpec(rows=100, tp=8, heads=4), "--heads", "leaves ranks without hash heads: 4 heads over 8 shards"),
         (EngramSpec(rows=100, tp=8, heads=9), "--heads", "use --heads 8 or a multiple of it"),
-        (EngramSpec(rows=4, tp=8), "--heads", "4 rows cannot give each of 8 ranks a hash head; use at most 4"),
+        # --rows, not --heads (no --heads was given; none could help): the rows or the ranks are the fix
+        (
+            EngramSpec(rows=4, tp=8),
+            "--rows",
+            "4 rows cannot give each of 8 ranks a hash head; use --rows 8 or more, or",
+        ),
         (EngramSpec(rows=20, tp=8, heads=24), "--heads", "more than the 20 rows; use --heads 16"),
         (EngramSpec(rows=100, tp=8), "--rank", None),
         (EngramSpec(rows=5, heads=6), "--heads", "more than the 5 rows"),

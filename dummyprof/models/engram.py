@@ -118,9 +118,11 @@ def validate_engram_spec(spec: EngramSpec) -> None:
         raise UsageError.for_field(
             "rank", f"must be between 0 and {ranks - 1} (tp {spec.tp} x dp {spec.dp} ranks), got {spec.rank}"
         )
-    if spec.rows < ranks:  # not one row, so not one head, for every rank: no --heads can help
+    if spec.rows < ranks:  # not one row, so not one head, for every rank: no --heads can help (--heads not given)
         raise UsageError.for_field(
-            "heads", f"{spec.rows} rows cannot give each of {ranks} ranks a hash head; use at most {spec.rows} ranks"
+            "rows",
+            f"{spec.rows} rows cannot give each of {ranks} ranks a hash head; use --rows {ranks} or more, or at most "
+            f"{spec.rows} ranks",
         )
     # A multiple of the ranks, at most the rows, is a --heads that passes both checks below.
     fits = spec.rows // ranks * ranks

@@ -299,3 +299,12 @@ def test_call_costs_keep_the_lower_figure_of_two_noisy_pre_probes() -> None:
     probe_s, sampling_s = least_seconds(costs, methods, {"memset": True, "constant": False}, 1000, repeat=3)
     assert probe_s == pytest.approx(2.0 + 1.0)  # memset 1 s + 1 s, constant 1 s
     assert sampling_s == pytest.approx(3 * 3 * 1.0)  # constant alone projected: 3 sizes x 3 rounds of 1 s
+
+
+def test_a_refused_budget_with_nothing_to_project_names_only_the_probe() -> None:
+    # before: "... and three sample sizes per group it projects (~0 µs)" when every method fits in full
+    options = EngramOptions(rows=100_000, dim=64, offload=True, max_memory=2**30, time_budget_s=5)
+    with pytest.raises(DoesNotFitError) as info:
+        run(options, clock=counter_clock())
+    assert "sample sizes" not in info.value.message
+    assert "predicted from smaller probes on this machine now), after " in info.value.message

@@ -180,11 +180,14 @@ def _refuse_a_budget_too_short(
     probe_s, sampling_s = least_seconds(costs, methods, fits, probe, options.repeat)
     least = sync.broadcast("least", elapsed() + probe_s + sampling_s)  # rank 0's verdict, the same on every rank
     if least > options.time_budget_s:
+        projects = (
+            f" and three sample sizes per group it projects (~{format_seconds(sampling_s)})" if sampling_s else ""
+        )
         raise DoesNotFitError.for_field(
             "time_budget_s",
             f"{format_seconds(options.time_budget_s)} cannot hold the least this run measures: the calibration "
             f"probe on {probe:,} rows (~{format_seconds(probe_s)} predicted from smaller probes on this machine "
-            f"now) and three sample sizes per group it projects (~{format_seconds(sampling_s)}), after "
+            f"now){projects}, after "
             f"{format_seconds(least - probe_s - sampling_s)} spent on set-up and those probes; raise --time-budget to "
             f"{math.ceil(least)} s or more",
         )

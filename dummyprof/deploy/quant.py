@@ -497,9 +497,11 @@ def ct_moe(scheme: QuantScheme, experts: int, inter: int, hidden: int, bias: boo
             raise unsupported
         size = _count(weights.get("group_size") or -1, "group_size") if strategy == "group" else -1
         full = inter * scheme.moe_tp if weights.get("actorder") == "group" and size != -1 else inter  # load_full_w2
-        if size != -1 and (hidden % size or full % size):
-            raise _refuse(f"WNA16 MoE: the hidden size {hidden} or intermediate size per rank {full} is not a "
-                          f"multiple of the group size {size} (vLLM refuses it)")  # fmt: skip
+        sizes = (("hidden size", hidden), ("intermediate size per rank", full))
+        off = " and the ".join(f"{what} {n}" for what, n in sizes if size != -1 and n % size)  # the one(s) at fault
+        if off:
+            raise _refuse(f"WNA16 MoE: the {off} {'are' if ' and ' in off else 'is'} not a multiple of the group "
+                          f"size {size} (vLLM refuses it)")  # fmt: skip
         groups = (1, 1) if size == -1 else (hidden // size, full // size)
         names = ("weight_packed", "weight_scale", "weight_zero_point")
         symmetric = weights.get("symmetric", True)

@@ -72,6 +72,7 @@ def main() -> None:
     rows: dict[str, list[tuple[str, tuple[float, float] | None, dict | None, float, bool]]] = {k: [] for k in COMMANDS}
     with tempfile.TemporaryDirectory() as scratch:
         tmp = args.keep or Path(scratch)
+        tmp.mkdir(parents=True, exist_ok=True)  # --keep names a folder it may create
         for round_ in range(1, args.rounds + 1):
             busy = _busy(2) if round_ == args.busy_round else []
             try:

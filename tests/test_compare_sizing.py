@@ -226,3 +226,16 @@ def test_projected_peak_rss_is_the_model_it_fills_plus_its_scratch() -> None:
         ]
         p = project_strategy(count, calibration, memset_bytes_per_s=1e15, rss_now=1000)  # type: ignore[arg-type]
         assert p.peak_rss_bytes == 1000 + expected + scratch
+
+
+def test_the_interval_spans_the_slopes_of_every_trial_line_and_holds_the_capability() -> None:
+    # issue #25: the lines through each size's fastest and slowest readings can both miss how steep a single
+    # interleaved pass was (their intercepts take the noise); each trial's own line counts too
+    from dummyprof.scenarios.compare.sizing import slope_bounds
+
+    sizes = [1.0, 2.0, 3.0]
+    samples = [[1.0, 1.0, 1.5], [2.0, 2.0, 2.0], [3.0, 3.9, 3.0]]
+    # per-size fastest [1, 2, 3]: slope 1.0 (the capability too); slowest [1.5, 2, 3.9]: slope 1.2;
+    # trial 2 [1, 2, 3.9]: slope 1.45; trial 3 [1.5, 2, 3]: slope 0.75
+    low, high = slope_bounds(sizes, samples)
+    assert low.slope == pytest.approx(0.75) and high.slope == pytest.approx(1.45)

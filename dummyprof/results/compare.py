@@ -35,8 +35,8 @@ class CalibrationClass(Record):
     samples_s: list[list[float]] = []  # per size, every trial
     small_call_s: float = 0.0  # one fill of a tiny tensor, fastest quartile: the per-visit floor
     fit: LinearFit = field(default_factory=LinearFit)  # seconds vs bytes, fastest quartile per size (capability)
-    fit_low: LinearFit = field(default_factory=LinearFit)  # fastest trial per size
-    fit_high: LinearFit = field(default_factory=LinearFit)  # slowest trial per size
+    fit_low: LinearFit = field(default_factory=LinearFit)  # the least steep trial line (sizing.slope_bounds)
+    fit_high: LinearFit = field(default_factory=LinearFit)  # the steepest trial line
     rss_growth_per_byte: float | None = None  # files before issue #25 (no longer measured: peaks are need-bound)
 
 

@@ -3,8 +3,8 @@
 A model that does not fit the memory budget, or whose rounds are predicted past the time budget, has every
 counted visit priced by calibration fills: fresh tensors of each (initializer, rule, dtype) the model uses,
 filled by the real initializer at a few sizes, interleaved. A projection is the walk on meta plus the visits'
-costs at the fastest quartile of the trials, an interval from the fastest and slowest, never below the bytes
-written at this run's memset rate.
+costs at the fastest quartile of the trials, an interval from the least and steepest slope of the trials'
+lines (``slope_bounds``), never below the bytes written at this run's memset rate.
 """
 
 from __future__ import annotations
@@ -184,6 +184,7 @@ def calibrate(
                 samples[i].append(_timed_fill(key, local_name, n // element, device, clock))
         kept = [i for i, trials in enumerate(samples) if trials]
         sizes, samples = [sizes[i] for i in kept], [samples[i] for i in kept]
+        fit_low, fit_high = slope_bounds(sizes, samples)
         out.append(
             CalibrationClass(
                 initializer=key.initializer,
@@ -193,11 +194,27 @@ def calibrate(
                 samples_s=samples,
                 small_call_s=capability(small),
                 fit=fit_time(sizes, [capability(s) for s in samples]),
-                fit_low=fit_time(sizes, [min(s) for s in samples]),
-                fit_high=fit_time(sizes, [max(s) for s in samples]),
+                fit_low=fit_low,
+                fit_high=fit_high,
             )
         )
     return out
+
+
+def slope_bounds(sizes: Sequence[float], samples: Sequence[Sequence[float]]) -> tuple[LinearFit, LinearFit]:
+    """The least and the steepest of the lines through each trial across the sizes (trials are interleaved, so
+    each is one pass over the machine's state), through each size's fastest and slowest reading, and through
+    the capability: the slope's spread from one pass to the next, which a second run of the same command
+    sees too. Lines through the fastest and slowest readings alone can both lie on one side of the capability's
+    (a line's intercept absorbs part of the noise), which left the point on an edge of its interval."""
+    lines = [
+        fit_time(sizes, [capability(s) for s in samples]),
+        fit_time(sizes, [min(s) for s in samples]),
+        fit_time(sizes, [max(s) for s in samples]),
+    ]
+    for trial in range(min(len(s) for s in samples)):
+        lines.append(fit_time(sizes, [s[trial] for s in samples]))
+    return min(lines, key=lambda f: f.slope), max(lines, key=lambda f: f.slope)
 
 
 def _visit_costs(

@@ -12,6 +12,12 @@ from pathlib import Path
 import pytest
 
 
+def _as_in_a_terminal() -> None:
+    """Ctrl-C's default action in the child, as a terminal's foreground job has it: a CI runner or a shell that
+    starts its jobs in the background hands SIGINT down ignored, and a program started so keeps ignoring it."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_sigint_mid_run_exits_130_and_writes_nothing(tmp_path: Path) -> None:
     out = tmp_path / "out" / "out.json"
     out.parent.mkdir()
@@ -41,6 +47,7 @@ def test_sigint_mid_run_exits_130_and_writes_nothing(tmp_path: Path) -> None:
             "NO_COLOR": "1",
             "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")]),
         },
+        preexec_fn=_as_in_a_terminal,
     )
     deadline = time.monotonic() + 120
     while not working.exists():
@@ -88,6 +95,7 @@ def test_a_signal_during_a_two_rank_run_stops_every_rank_with_one_line(
         text=True,
         env=env,
         start_new_session=True,  # its own process group, as a shell gives a foreground job
+        preexec_fn=_as_in_a_terminal,
     )
     try:
         deadline = time.monotonic() + 120

@@ -204,9 +204,9 @@ def calibrate(
 def slope_bounds(sizes: Sequence[float], samples: Sequence[Sequence[float]]) -> tuple[LinearFit, LinearFit]:
     """The least and the steepest of the lines through each trial across the sizes (trials are interleaved, so
     each is one pass over the machine's state), through each size's fastest and slowest reading, and through
-    the capability: the slope's spread from one pass to the next, which a second run of the same command
-    sees too. Lines through the fastest and slowest readings alone can both lie on one side of the capability's
-    (a line's intercept absorbs part of the noise), which left the point on an edge of its interval."""
+    the capability: the slope's spread from one pass to the next within this run. Lines through the fastest and
+    slowest readings alone can both lie on one side of the capability's (a line's intercept absorbs part of the
+    noise). A second run can still land outside (BENCHMARKS.md, reproducibility on a quiet machine)."""
     lines = [
         fit_time(sizes, [capability(s) for s in samples]),
         fit_time(sizes, [min(s) for s in samples]),

@@ -49,6 +49,11 @@ SMALL_ELEMENTS = 1024
 PROBE_BYTES = 16 << 20
 SMALL_CALLS = 15
 SAFETY = 1.25  # building, garbage collection and the recorder between timed fills
+# glibc serves a request above 32 MiB (the ceiling of its dynamic mmap threshold) with fresh pages, as a model's
+# large tensors are when first filled; below it, memory an earlier fill freed comes back already touched and a
+# fill costs ~15% less per byte (2-core EPYC, bf16 uniform_). Calibration sizes straddling it moved the slope, and
+# DeepSeek-V3's projection, ~10% run to run (BENCHMARKS.md), so a class with tensors past it is calibrated past it.
+FRESH_BYTES = 33 << 20
 
 
 def fit_time(xs: Sequence[float], ys: Sequence[float]) -> LinearFit:
@@ -173,6 +178,8 @@ def calibrate(
         rate = probe_bytes / max(probe, 1e-9)
         units = SIZE_POINTS * (SIZE_POINTS + 1) // 2 * TRIALS
         step = int(min(MAX_STEP, max(MIN_STEP, share * rate / units), max(MIN_STEP, largest // SIZE_POINTS)))
+        if largest > FRESH_BYTES:
+            step = max(step, FRESH_BYTES)
         step -= step % element
         sizes = [k * step for k in range(1, SIZE_POINTS + 1)]
         deadline = clock() + share

@@ -17,7 +17,7 @@ from dummyprof.reports.registry import render
 from dummyprof.reports.reporter import RenderOptions
 from dummyprof.reports.summary import summary_line
 from dummyprof.results.audit import FillerSummary
-from dummyprof.results.common import Figure, Timing
+from dummyprof.results.common import Contention, Figure, Timing
 from dummyprof.results.compare import (
     CalibrationClass,
     CompareResult,
@@ -426,3 +426,35 @@ def test_a_report_keeps_to_its_width_however_long_the_names() -> None:
     out = render(results, "terminal", RenderOptions(width=80))
     assert max(len(line) for line in out.splitlines()) <= 80 and "…" not in out
     assert "per-layer." + "x" * 20 in out
+
+
+BUSY = Contention(wall_s=1, cores=2, pressure=0.6, steal=0.0, process_cpu_share=0.7, reasons=["cpu-pressure"])
+QUIET = Contention(wall_s=1, cores=2, pressure=0.0, steal=0.0, process_cpu_share=1.9)
+
+
+def test_quiet_lines_say_contended_when_their_times_were_taken_on_a_busy_machine() -> None:
+    """-q is the answer alone: a time taken under contention carries the mark there too, in every wording."""
+    projected = _compare()
+    assert projected.compare is not None
+    projected.compare.size.contention = QUIET
+    assert "CONTENDED" not in summary_line(projected)
+    projected.compare.size.contention = BUSY
+    assert summary_line(projected) == "projected fill on cpu: 187.5 ms to 920.4 ms, 3 strategies; CONTENDED"
+    measured = load_results(SAVED / "compare.json")
+    assert measured.compare is not None
+    measured.compare.contention = BUSY  # the timed rounds' reading, for a measured run
+    assert summary_line(measured) == "median fill on cpu: legacy 993 µs, per-layer 356 µs, unique 192 µs; CONTENDED"
+
+    engram = load_results(SAVED / "engram-projected.json")
+    assert engram.engram is not None
+    engram.engram.contention = BUSY
+    line = "recommended constant: start-up ~5.75 s per rank on cpu; no --deadline; CONTENDED"
+    assert summary_line(engram) == line  # how many fit gives way, never the mark
+
+    deployment = _deployment("cpu")
+    assert deployment.deployment is not None
+    deployment.deployment.contention = BUSY
+    assert summary_line(deployment) == "tp 2, pp 2: 4 ranks; slowest rank 2 per-layer ~13.24 s on cpu; CONTENDED"
+    for results in (projected, measured, engram, deployment):
+        for width in WIDTHS:
+            fits(results, width)

@@ -11,6 +11,7 @@ from dummyprof.reports.tables.deployment import deployment_summary
 from dummyprof.reports.tables.engram import deadline_text, recommended
 from dummyprof.reports.tables.inspect import visit_counts
 from dummyprof.results.audit import AuditResult
+from dummyprof.results.common import Contention
 from dummyprof.results.compare import CompareResult
 from dummyprof.results.engram import EngramResult
 from dummyprof.results.gate import EXIT_INCOMPLETE, NOT_COMPARABLE, NOT_JUDGED, NOT_MEASURED, REGRESSED, GateResult
@@ -23,14 +24,24 @@ from dummyprof.units import format_bytes, format_seconds
 SUMMARY_WIDTH = 80  # -q prints one line; where a line can choose its words, it keeps to this
 
 
+CONTENDED = "; CONTENDED"  # ends every wording of a line whose times were taken on a busy machine
+
+
+def contended_mark(c: Contention | None) -> str:
+    return CONTENDED if c is not None and c.contended else ""
+
+
 def compare_summary(result: CompareResult) -> str:
     """One line of at most 80 columns (``-q``): where the times were taken, each strategy's time and speedup,
     or fewer words where that is too long ("fill" left out, then the speedups, then every strategy but the
-    fastest and the slowest). The device stays in every wording. The tables hold the rest.
+    fastest and the slowest). The device stays in every wording, and so does CONTENDED when the machine was busy
+    while the times were taken. The tables hold the rest.
     """
     kind = "projected" if result.size.mode == "projected" else "median"  # measured there, or calibrated there
     head, short = f"{kind} fill on {result.model.device}: ", f"{kind} on {result.model.device}: "
     tail = " (nothing to fill: no speedup)" if result.nothing_to_fill else ""
+    busy = result.size.contention if result.size.mode == "projected" else result.contention
+    tail += contended_mark(busy)
     timed = [s for s in result.strategies if s.seconds is not None]
 
     def every(speedup: bool) -> str:
@@ -98,6 +109,8 @@ def engram_summary(result: EngramResult) -> str:
     time = projected(format_seconds(best.startup_seconds.value), best.startup_seconds)
     verdict, short = deadline_text(result, best), deadline_text(result, best, short=True)
     where = f" on {result.backing.device}"
+    if mark := contended_mark(result.contention):
+        verdict, short = verdict + mark, (short + mark if short else mark.removeprefix("; "))
     heads = [f"recommended {best.name}: start-up {time}{per}{where}" for per in (" per rank", "")]
     time += where
     lines = [f"{heads[0]}; {verdict}; {fits}", *(f"{head}; {verdict}" for head in heads)]
@@ -118,7 +131,7 @@ def _floor_summary(result: EngramResult) -> str:
         need = format_bytes(floor.needed_bytes)
         return f"{plan}{head}: need {need} per rank; {fits} in {format_bytes(result.budget.memory_bytes)}"
     time = projected(format_seconds(floor.startup_seconds.value), floor.startup_seconds)
-    return f"{head}: start-up {time} per rank on {result.backing.device}"
+    return f"{head}: start-up {time} per rank on {result.backing.device}{contended_mark(result.contention)}"
 
 
 def baseline_summary(section: GateResult) -> str:

@@ -350,7 +350,8 @@ def deployment_blocks(result: DeploymentResult, *, detail: bool = True) -> list[
 
 def deployment_summary(result: DeploymentResult) -> str:
     """One line of at most 80 columns: layout, the largest rank's bytes, the slowest rank's fill, its strategy
-    and the device it was timed on."""
+    and the device it was timed on; CONTENDED at the end of every wording when the machine was busy while the
+    shards (or the host-resident part) were filled or calibrated."""
     largest = max(result.ranks, key=lambda r: r.held_bytes, default=None)
     head = f"{layout_text(result)}: {result.world} ranks"
     held = f", up to {format_bytes(largest.held_bytes)}/rank" if largest else ""
@@ -374,6 +375,9 @@ def deployment_summary(result: DeploymentResult) -> str:
     quant = ""
     if result.online_quant:
         quant = "; online fp8 peak " + " vs ".join(format_bytes(q.peak_bytes) for q in result.online_quant)
+    busy = any(c is not None and c.contended for c in (result.contention, result.host_contention))
+    if busy:  # the mark ends the timed part, so the wordings that shorten keep it
+        slow, short_slow = slow + "; CONTENDED", short_slow + "; CONTENDED"
     # Where too long, left out in turn: online fp8, the bytes per rank, the strategy's name (the bytes back),
     # whether ranks fit. The device stays.
     lines = [

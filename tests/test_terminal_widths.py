@@ -458,3 +458,21 @@ def test_quiet_lines_say_contended_when_their_times_were_taken_on_a_busy_machine
     for results in (projected, measured, engram, deployment):
         for width in WIDTHS:
             fits(results, width)
+
+
+def test_a_calibration_held_on_reused_pages_by_the_budget_says_so_and_names_the_budget_that_would_not() -> None:
+    projected = _compare()
+    assert projected.compare is not None
+    assert "REUSED PAGES" not in flat(render(projected, "terminal", RenderOptions(width=200)))
+    projected.compare.size.fresh_budget_s = 30.2
+    out = flat(render(projected, "terminal", RenderOptions(width=200)))
+    assert (
+        "CALIBRATED ON REUSED PAGES for lack of time: the model's tensors past 32 MiB are first filled on fresh pages, "
+        "slower per byte, so its projection reads low; --time-budget 31 s or more calibrates there"
+    ) in out
+    deployment = _deployment("cpu")
+    assert deployment.deployment is not None
+    deployment.deployment.fresh_budget_s = 44.0
+    assert "--time-budget 44 s or more calibrates there" in flat(render(deployment, "terminal", RenderOptions(width=200)))
+    saved = render(deployment, "json", RenderOptions())
+    assert '"fresh_budget_s": 44.0' in saved or '"fresh_budget_s":44.0' in saved

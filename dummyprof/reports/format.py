@@ -6,6 +6,7 @@ Results store a code for an unavailable figure (see results/engram.py); :func:`u
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from itertools import groupby
 
@@ -137,6 +138,16 @@ CONTENTION_REASONS = {
     LOAD_ABOVE_CORES: "load average above the cores",
     CPU_STEAL: "the hypervisor took CPU time",
 }
+
+
+def fresh_text(budget_s: float | None) -> str:
+    """A calibration held under glibc's 32 MiB fresh-page threshold by the budget (``fresh_budget_s``)."""
+    if budget_s is None:
+        return ""
+    return (
+        "CALIBRATED ON REUSED PAGES for lack of time: the model's tensors past 32 MiB are first filled on fresh pages, "
+        f"slower per byte, so its projection reads low; --time-budget {math.ceil(budget_s)} s or more calibrates there"
+    )
 
 
 def contention_text(c: Contention | None, what: str) -> str:

@@ -38,6 +38,9 @@ class CalibrationClass(Record):
     fit_low: LinearFit = field(default_factory=LinearFit)  # the least steep trial line (sizing.slope_bounds)
     fit_high: LinearFit = field(default_factory=LinearFit)  # the steepest trial line
     rss_growth_per_byte: float | None = None  # files before issue #25 (no longer measured: peaks are need-bound)
+    # Its tensors pass FRESH_BYTES but it was calibrated below it, the budget leaving it less than these seconds
+    # (sizing.calibration_step); None when it was calibrated there or needed not be.
+    fresh_room_s: float | None = None
 
 
 class Projection(Record):
@@ -67,6 +70,7 @@ class SizeDecision(Record):
     counting_s: float = 0.0  # wall time of the meta build and counting passes
     calibration: list[CalibrationClass] = []
     contention: Contention | None = None  # how busy the machine was while the calibration fills ran
+    fresh_budget_s: float | None = None  # the --time-budget that calibrates every class on fresh pages, if short
 
 
 class StrategyResult(Record):

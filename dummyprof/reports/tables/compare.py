@@ -12,6 +12,7 @@ from dummyprof.reports.format import (
     PROJECTED_NOTE,
     contention_text,
     figure_bytes,
+    fresh_text,
     projected,
     range_cell,
     rate,
@@ -83,6 +84,8 @@ def size_lines(result: CompareResult, *, detail: bool = True) -> list[str]:
                 f"{result.repeat} fit: the rounds took longer than calibrated (a slower or busier machine); no speedup "
                 f"interval from under {PROMISED_ROUNDS} rounds; raise --time-budget"
             )
+    if size.mode == "projected" and size.fresh_budget_s is not None:
+        lines.append(fresh_text(size.fresh_budget_s))
     if size.mode == "projected" and size.contention is not None:
         lines.append(contention_text(size.contention, f"calibrating on {result.model.device}"))
     elif result.contention is not None and (detail or result.contention.contended):

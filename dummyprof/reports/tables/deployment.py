@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dummyprof.reports.format import contention_text, projected, range_cell, seconds_range
+from dummyprof.reports.format import contention_text, fresh_text, projected, range_cell, seconds_range
 from dummyprof.reports.tables.model import BAD, DIM, NAME, NUMBER, STRONG, WORD, Block, Cell, Line, Table
 from dummyprof.results.deployment import (
     FP16_SCRATCH,
@@ -179,9 +179,12 @@ def work_table(result: DeploymentResult) -> Table:
             "initializers (ranks alike share its figures); ~ projected from calibration fills (interval in range, "
             "never below this run's memset floor)"
         )
-    line = contention_text(result.contention, f"the shards were filled or calibrated on {result.device}")
-    if line:
-        table.notes.append(line)
+    for line in (
+        fresh_text(result.fresh_budget_s),
+        contention_text(result.contention, f"the shards were filled or calibrated on {result.device}"),
+    ):
+        if line:
+            table.notes.append(line)
     return table
 
 

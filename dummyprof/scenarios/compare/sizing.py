@@ -54,6 +54,7 @@ SAFETY = 1.25  # building, garbage collection and the recorder between timed fil
 # fill costs ~15% less per byte (2-core EPYC, bf16 uniform_). Calibration sizes straddling it moved the slope, and
 # DeepSeek-V3's projection, ~10% run to run (BENCHMARKS.md), so a class with tensors past it is calibrated past it.
 FRESH_BYTES = 33 << 20
+PROBE_MARGIN = 1.5
 
 
 def fit_time(xs: Sequence[float], ys: Sequence[float]) -> LinearFit:
@@ -158,16 +159,38 @@ def memset_rate(nbytes: int, device: torch.device, clock: Clock = time.perf_coun
     return buffer.numel() / max(best, 1e-9)
 
 
+def fresh_room(largest: int, rate: float) -> float | None:
+    """Seconds a class needs to calibrate past FRESH_BYTES (every trial of its two smallest sizes there, which
+    always run), at ``rate`` bytes/s; None when its largest visit stays below it."""
+    return SAFETY * TRIALS * 3 * FRESH_BYTES / rate if largest > FRESH_BYTES else None
+
+
+def calibration_step(largest: int, rate: float, share_s: float, room_s: float, element: int) -> int:
+    """Bytes between the calibration sizes (s, 2s, 3s, 4s) of a class whose largest visit writes ``largest``
+    bytes, at ``rate`` bytes/s: as large as its share of the budget allows, up to MAX_STEP and a quarter of
+    ``largest``; past FRESH_BYTES when ``largest`` is and ``room_s`` holds it (``fresh_room``)."""
+    units = SIZE_POINTS * (SIZE_POINTS + 1) // 2 * TRIALS
+    step = int(min(MAX_STEP, max(MIN_STEP, share_s * rate / units), max(MIN_STEP, largest // SIZE_POINTS)))
+    need = fresh_room(largest, rate)
+    if need is not None and need <= room_s:
+        step = max(step, FRESH_BYTES)
+    return step - step % element
+
+
 def calibrate(
     counts: dict[str, CountResult],
     device: torch.device,
     *,
     time_budget_s: float,
+    room_s: float = 0.0,
     clock: Clock = time.perf_counter,
 ) -> list[CalibrationClass]:
-    """Time the real initializers on fresh tensors of every class the counted visits use."""
+    """Time the real initializers on fresh tensors of every class the counted visits use, each class within its
+    share of the time budget; ``room_s``: the seconds the calibration may take in all when no measured round
+    follows it (a model that does not fit memory), which lets a large class calibrate on fresh pages."""
     classes = _classes(counts)
     share = time_budget_s * CALIBRATION_SHARE / max(1, len(classes))
+    room = max(share, room_s / max(1, len(classes)))
     out = []
     for key, (local_name, largest) in classes.items():
         element = torch.empty(0, dtype=key.dtype).element_size()
@@ -176,11 +199,8 @@ def calibrate(
         probe_bytes = max(MIN_STEP, min(PROBE_BYTES, largest))
         probe = _timed_fill(key, local_name, probe_bytes // element, device, clock)
         rate = probe_bytes / max(probe, 1e-9)
-        units = SIZE_POINTS * (SIZE_POINTS + 1) // 2 * TRIALS
-        step = int(min(MAX_STEP, max(MIN_STEP, share * rate / units), max(MIN_STEP, largest // SIZE_POINTS)))
-        if largest > FRESH_BYTES:
-            step = max(step, FRESH_BYTES)
-        step -= step % element
+        step = calibration_step(largest, rate, share, room, element)
+        need = fresh_room(largest, rate)
         sizes = [k * step for k in range(1, SIZE_POINTS + 1)]
         deadline = clock() + share
         samples: list[list[float]] = [[] for _ in sizes]
@@ -203,6 +223,7 @@ def calibrate(
                 fit=fit_time(sizes, [capability(s) for s in samples]),
                 fit_low=fit_low,
                 fit_high=fit_high,
+                fresh_room_s=need if need is not None and step < FRESH_BYTES else None,
             )
         )
     return out
@@ -291,13 +312,15 @@ def decide(
     t0 = clock()
     window = contention.Window()
     with window.measure():
-        calibration = calibrate(meta.counts, device, time_budget_s=time_budget_s, clock=clock)
+        room = 0.0 if fits else time_budget_s - meta.seconds  # projected for sure: no measured round follows
+        calibration = calibrate(meta.counts, device, time_budget_s=time_budget_s, room_s=room, clock=clock)
         largest = max((c.sizes_bytes[-1] for c in calibration), default=1 << 20)
         rate = memset_rate(largest, device, clock)
     decision.calibration_s = clock() - t0
     decision.contention = window.result()
     decision.calibration = calibration
     decision.memset_bytes_per_s = rate
+    decision.fresh_budget_s = fresh_budget(calibration, fits=fits, counting_s=meta.seconds)
     rss_now = rss_bytes()
     projections = {name: project_strategy(c, calibration, rate, rss_now) for name, c in meta.counts.items()}
     decision.predicted_s = SAFETY * rounds * sum(p.seconds for p in projections.values())
@@ -308,6 +331,17 @@ def decide(
     else:
         decision.mode, decision.reason = "measured", "fits"
     return decision, projections
+
+
+def fresh_budget(calibration: Sequence[CalibrationClass], *, fits: bool, counting_s: float) -> float | None:
+    """The --time-budget whose calibration room holds every class that was calibrated below FRESH_BYTES for lack
+    of it (``calibrate``: a share of the budget per class, or what counting left when no round follows)."""
+    need = max((c.fresh_room_s for c in calibration if c.fresh_room_s is not None), default=None)
+    if need is None:
+        return None
+    need *= PROBE_MARGIN  # one probe fill gave the rate: a budget just over its need flips on the next probe
+    classes = len(calibration)
+    return counting_s + classes * need if not fits else classes * need / CALIBRATION_SHARE
 
 
 def projected_result(

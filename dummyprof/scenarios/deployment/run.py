@@ -343,6 +343,7 @@ def _fill_shards(
     notes: list[str] = []
     memset: list[float] = []
     busy: list[Contention] = []
+    fresh: list[float] = []  # each shard's fresh-page budget, where its own was short
     for rank in filled:
         nbytes = rank.held_bytes - rank.offloaded_bytes if split else rank.held_bytes
         shard = shard_source(source, sharder, coords[rank.rank], nbytes, layout_text(result), split=split)
@@ -354,6 +355,7 @@ def _fill_shards(
         if part.size.memset_bytes_per_s:
             memset.append(part.size.memset_bytes_per_s)
         busy += [c for c in (part.size.contention, part.contention) if c is not None]
+        fresh += [part.size.fresh_budget_s] if part.size.fresh_budget_s is not None else []
         for entry in result.ranks:
             if entry.counted_as != rank.counted_as:
                 continue
@@ -364,6 +366,8 @@ def _fill_shards(
     result.shards_filled = len(filled)
     result.memset_bytes_per_s = max(memset) if memset else None
     result.contention = contention.combine(busy)
+    if fresh:  # the budget is shared by the filled shards, after the host-resident part's time
+        result.fresh_budget_s = options.time_budget - budget_s + len(filled) * max(fresh)
     return notes
 
 

@@ -22,7 +22,7 @@ Cli = Callable[..., Any]
         (["--rows", "-5"], "--rows", "at least 1"),
         (["--rows", "lots"], "--rows", "expected a whole number"),
         (["--rows", "0"], "--rows", "at least 1"),
-        (["--rows", "1000", "--dim", "250"], "--dim", "not a multiple of --block-size 32"),
+        (["--rows", "1000", "--dim", "250"], "--dim", "scale block (32 elements, one scale byte each); try --dim 224"),
         (["--rows", "1000", "--tp", "8", "--heads", "4"], "--heads", "use --heads 8 or a multiple of it"),
         (["--rows", "1000", "--tp", "8", "--rank", "8"], "--rank", "between 0 and 7"),
         (["--rows", "1000", "--backing", "shm"], "--backing", "only apply with --offload"),

@@ -147,7 +147,7 @@ def test_layout_lists_every_rank() -> None:
 @pytest.mark.parametrize(
     ("spec", "flag", "needle"),
     [
-        (EngramSpec(rows=100, dim=250), "--dim", "not a multiple of --block-size 32"),
+        (EngramSpec(rows=100, dim=250), "--dim", "scale block (32 elements, one scale byte each); try --dim 224"),
         (EngramSpec(rows=100, tp=8, heads=4), "--heads", "leaves ranks without hash heads: 4 heads over 8 shards"),
         (EngramSpec(rows=100, tp=8, heads=9), "--heads", "use --heads 8 or a multiple of it"),
         # --rows, not --heads (no --heads was given; none could help): the rows or the ranks are the fix

@@ -229,7 +229,7 @@ def test_bad_input_on_one_rank_is_named_and_every_rank_exits_2(tmp_path: Path) -
     assert set(re.findall(r"exitcode *: (\d+)", out.stderr)) == {"2"}  # every rank exited 2
     lines = [line for line in out.stderr.splitlines() if line.startswith("dummyprof: error:")]
     assert len(lines) == 1
-    assert "rank 1: --dim: 250 is not a multiple of --block-size 32" in lines[0]
+    assert "rank 1: --dim: 250 is not a multiple of the scale block (32 elements, one scale byte each)" in lines[0]
     assert "rank 0" not in lines[0]
 
 

@@ -279,3 +279,13 @@ def test_an_engram_flag_on_a_tree_sweep_is_refused(cli: Cli, flag: str, value: s
     result = cli("sweep", "--depth", "1:3", flag, value)
     assert result.exit_code == 2
     assert result.stderr == f"dummyprof: error: {flag}: only applies to an engram sweep (--rows RANGE); drop it\n"
+
+
+def test_an_engram_sweeps_dim_off_the_block_names_only_flags_sweep_has(cli: Cli) -> None:
+    # before: "try --block-size", a flag sweep does not have
+    result = cli("sweep", "--rows", "1e6,2e6", "--dim", "33")
+    assert result.exit_code == 2
+    assert result.stderr == (
+        "dummyprof: error: --dim: 33 is not a multiple of the scale block (32 elements, one scale byte each); "
+        "try --dim 32\n"
+    )

@@ -473,6 +473,7 @@ def test_a_calibration_held_on_reused_pages_by_the_budget_says_so_and_names_the_
     deployment = _deployment("cpu")
     assert deployment.deployment is not None
     deployment.deployment.fresh_budget_s = 44.0
-    assert "--time-budget 44 s or more calibrates there" in flat(render(deployment, "terminal", RenderOptions(width=200)))
+    out = flat(render(deployment, "terminal", RenderOptions(width=200)))
+    assert "--time-budget 44 s or more calibrates there" in out
     saved = render(deployment, "json", RenderOptions())
     assert '"fresh_budget_s": 44.0' in saved or '"fresh_budget_s":44.0' in saved

@@ -110,7 +110,8 @@ def validate_engram_spec(spec: EngramSpec) -> None:
         fixed = max(spec.block_size, spec.dim // spec.block_size * spec.block_size)
         raise UsageError.for_field(
             "dim",
-            f"{spec.dim} is not a multiple of --block-size {spec.block_size} (one scale byte per block); "
+            # no flag named for the block: sweep --rows has none (its blocks are always 32 elements)
+            f"{spec.dim} is not a multiple of the scale block ({spec.block_size} elements, one scale byte each); "
             f"try --dim {fixed}",
         )
     ranks = spec.layout.world

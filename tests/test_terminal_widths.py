@@ -26,7 +26,7 @@ from dummyprof.results.compare import (
     SizeDecision,
     StrategyResult,
 )
-from dummyprof.results.deployment import PROJECTED, DeploymentResult, RankEntry, RankStrategy
+from dummyprof.results.deployment import NO_CUDA_HERE, PROJECTED, DeploymentResult, HostFill, RankEntry, RankStrategy
 from dummyprof.results.engram import EngramResult, LinearFit
 from dummyprof.results.ranks import RankFill, RankRecord
 from dummyprof.results.session import Results
@@ -468,12 +468,35 @@ def test_a_calibration_held_on_reused_pages_by_the_budget_says_so_and_names_the_
     out = flat(render(projected, "terminal", RenderOptions(width=200)))
     assert (
         "CALIBRATED ON REUSED PAGES for lack of time: the model's tensors past 32 MiB are first filled on fresh pages, "
-        "slower per byte, so its projection reads low; --time-budget 31 s or more calibrates there"
+        "slower per byte, so its projection reads low; --time-budget 31s or more calibrates there"
     ) in out
     deployment = _deployment("cpu")
     assert deployment.deployment is not None
     deployment.deployment.fresh_budget_s = 44.0
     out = flat(render(deployment, "terminal", RenderOptions(width=200)))
-    assert "--time-budget 44 s or more calibrates there" in out
+    assert "--time-budget 44s or more calibrates there" in out
     saved = render(deployment, "json", RenderOptions())
     assert '"fresh_budget_s": 44.0' in saved or '"fresh_budget_s":44.0' in saved
+
+
+def test_contended_quiet_lines_keep_to_80_columns_in_their_longest_cases() -> None:
+    # a GPU layout whose host-resident tables were timed here and whose device part was not (no CUDA), contended
+    results = _deployment("cuda:0")
+    assert results.deployment is not None
+    d = results.deployment
+    d.not_timed, d.target, d.host_contention = NO_CUDA_HERE, "cuda", BUSY
+    for r in d.ranks:
+        r.strategies = [
+            RankStrategy("per-layer", host=HostFill(visits=4, bytes_written=1 << 30, fill=PROJECTED, seconds=5.12))
+        ]
+    line = summary_line(results)
+    assert line == "tp 2, pp 2: 4 ranks; host ~5.12 s on cpu, device not timed; CONTENDED"
+    # a model with nothing to fill, contended: the short head and the range of the strategies
+    empty = _compare()
+    assert empty.compare is not None
+    empty.compare.model.bytes = 0
+    for s in empty.compare.strategies:
+        s.bytes_written = 0
+    assert empty.compare.nothing_to_fill
+    empty.compare.size.contention = BUSY
+    assert summary_line(empty) == "projected on cpu: 187.5 ms to 920.4 ms (nothing to fill); CONTENDED"

@@ -146,7 +146,7 @@ def fresh_text(budget_s: float | None) -> str:
         return ""
     return (
         "CALIBRATED ON REUSED PAGES for lack of time: the model's tensors past 32 MiB are first filled on fresh pages, "
-        f"slower per byte, so its projection reads low; --time-budget {math.ceil(budget_s)} s or more calibrates there"
+        f"slower per byte, so its projection reads low; --time-budget {math.ceil(budget_s)}s or more calibrates there"
     )
 
 

@@ -39,9 +39,9 @@ def compare_summary(result: CompareResult) -> str:
     """
     kind = "projected" if result.size.mode == "projected" else "median"  # measured there, or calibrated there
     head, short = f"{kind} fill on {result.model.device}: ", f"{kind} on {result.model.device}: "
-    tail = " (nothing to fill: no speedup)" if result.nothing_to_fill else ""
-    busy = result.size.contention if result.size.mode == "projected" else result.contention
-    tail += contended_mark(busy)
+    busy = contended_mark(result.size.contention if result.size.mode == "projected" else result.contention)
+    tail = (" (nothing to fill: no speedup)" if result.nothing_to_fill else "") + busy
+    least = (" (nothing to fill)" if result.nothing_to_fill else "") + busy
     timed = [s for s in result.strategies if s.seconds is not None]
 
     def every(speedup: bool) -> str:
@@ -58,6 +58,8 @@ def compare_summary(result: CompareResult) -> str:
         low, high = format_seconds(fastest.seconds), format_seconds(slowest.seconds)
         lines.append(f"{head}{low} ({fastest.name}) to {high} ({slowest.name}), {len(timed)} strategies{tail}")
         lines.append(f"{head}{low} to {high}, {len(timed)} strategies{tail}")
+        lines.append(f"{short}{low} to {high}, {len(timed)} strategies{tail}")
+        lines.append(f"{short}{low} to {high}{least}")
     return _first_that_fits(lines)
 
 
@@ -109,14 +111,13 @@ def engram_summary(result: EngramResult) -> str:
     time = projected(format_seconds(best.startup_seconds.value), best.startup_seconds)
     verdict, short = deadline_text(result, best), deadline_text(result, best, short=True)
     where = f" on {result.backing.device}"
-    if mark := contended_mark(result.contention):
-        verdict, short = verdict + mark, (short + mark if short else mark.removeprefix("; "))
     heads = [f"recommended {best.name}: start-up {time}{per}{where}" for per in (" per rank", "")]
     time += where
     lines = [f"{heads[0]}; {verdict}; {fits}", *(f"{head}; {verdict}" for head in heads)]
     lines += [f"recommended {best.name}: {time}; {verdict}", f"{best.name} {time}; {verdict}"]
     lines.append("; ".join(part for part in (f"{best.name} {time}", short) if part))
-    return _first_that_fits(lines)
+    mark = contended_mark(result.contention)
+    return _first_that_fits([line + mark for line in lines])
 
 
 def _floor_summary(result: EngramResult) -> str:

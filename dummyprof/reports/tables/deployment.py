@@ -360,13 +360,14 @@ def deployment_summary(result: DeploymentResult) -> str:
     held = f", up to {format_bytes(largest.held_bytes)}/rank" if largest else ""
     short = sum(r.copies for r in result.ranks if r.device_fits is False)
     fit = f", {short} over device memory" if short else ", all fit the device" if result.device_memory_bytes else ""
-    slow = short_slow = ""
+    slow = short_slow = tiny_slow = ""
     host = host_part(result)
     if result.not_timed:
         slow = short_slow = "; not timed: no CUDA device here" if result.not_timed == NO_CUDA_HERE else "; not timed"
         if host:  # the host-resident part timed here; the device-resident rest not
             slow = f"; host part {fill_text(host[1].host)} on cpu, device part{slow[1:]}"
             short_slow = f"; host {fill_text(host[1].host)} on cpu, device{slow.partition(', device part')[2]}"
+            tiny_slow = f"; host {fill_text(host[1].host)} on cpu, device not timed"
     elif result.slowest_rank is not None:
         s = result.rank(result.slowest_rank).strategy(result.slowest_strategy)
         who = "ranks within noise" if result.slowest_within_noise else f"slowest rank {result.slowest_rank}"
@@ -378,9 +379,6 @@ def deployment_summary(result: DeploymentResult) -> str:
     quant = ""
     if result.online_quant:
         quant = "; online fp8 peak " + " vs ".join(format_bytes(q.peak_bytes) for q in result.online_quant)
-    busy = any(c is not None and c.contended for c in (result.contention, result.host_contention))
-    if busy:  # the mark ends the timed part, so the wordings that shorten keep it
-        slow, short_slow = slow + "; CONTENDED", short_slow + "; CONTENDED"
     # Where too long, left out in turn: online fp8, the bytes per rank, the strategy's name (the bytes back),
     # whether ranks fit. The device stays.
     lines = [
@@ -392,4 +390,8 @@ def deployment_summary(result: DeploymentResult) -> str:
         head + held + short_slow,
         head + short_slow,
     ]
+    if tiny_slow:
+        lines.append(head + tiny_slow)
+    busy = any(c is not None and c.contended for c in (result.contention, result.host_contention))
+    lines = [line + "; CONTENDED" for line in lines] if busy else lines
     return next((line for line in lines if len(line) <= 80), min(lines, key=len))

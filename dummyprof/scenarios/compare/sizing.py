@@ -49,11 +49,14 @@ SMALL_ELEMENTS = 1024
 PROBE_BYTES = 16 << 20
 SMALL_CALLS = 15
 SAFETY = 1.25  # building, garbage collection and the recorder between timed fills
-# glibc serves a request above 32 MiB (the ceiling of its dynamic mmap threshold) with fresh pages, as a model's
-# large tensors are when first filled; below it, memory an earlier fill freed comes back already touched and a
-# fill costs ~15% less per byte (2-core EPYC, bf16 uniform_). Calibration sizes straddling it moved the slope, and
-# DeepSeek-V3's projection, ~10% run to run (BENCHMARKS.md), so a class with tensors past it is calibrated past it.
-FRESH_BYTES = 33 << 20
+# glibc serves a request of 32 MiB or more (the ceiling of its dynamic mmap threshold) with fresh pages, as a
+# model's large tensors are when first filled; below it, memory an earlier fill freed comes back already touched and
+# a fill costs ~15% less per byte (2-core EPYC, bf16 uniform_). Calibration sizes straddling it moved the slope, and
+# DeepSeek-V3's projection, ~10% run to run (BENCHMARKS.md), so a CPU class with tensors past it is calibrated past
+# it, or, where its room cannot hold that, wholly below it (and the report says so).
+MMAP_THRESHOLD = 32 << 20
+FRESH_BYTES = 33 << 20  # the least step past it
+REUSED_STEP = (MMAP_THRESHOLD - (1 << 20)) // SIZE_POINTS  # the most step whose 4 sizes all stay under it
 PROBE_MARGIN = 1.5
 
 
@@ -160,20 +163,22 @@ def memset_rate(nbytes: int, device: torch.device, clock: Clock = time.perf_coun
 
 
 def fresh_room(largest: int, rate: float) -> float | None:
-    """Seconds a class needs to calibrate past FRESH_BYTES (every trial of its two smallest sizes there, which
+    """Seconds a class needs to calibrate past the threshold (every trial of its two smallest sizes there, which
     always run), at ``rate`` bytes/s; None when its largest visit stays below it."""
-    return SAFETY * TRIALS * 3 * FRESH_BYTES / rate if largest > FRESH_BYTES else None
+    return SAFETY * TRIALS * 3 * FRESH_BYTES / rate if largest >= MMAP_THRESHOLD else None
 
 
-def calibration_step(largest: int, rate: float, share_s: float, room_s: float, element: int) -> int:
+def calibration_step(
+    largest: int, rate: float, share_s: float, room_s: float, element: int, need_s: float | None = None
+) -> int:
     """Bytes between the calibration sizes (s, 2s, 3s, 4s) of a class whose largest visit writes ``largest``
     bytes, at ``rate`` bytes/s: as large as its share of the budget allows, up to MAX_STEP and a quarter of
-    ``largest``; past FRESH_BYTES when ``largest`` is and ``room_s`` holds it (``fresh_room``)."""
+    ``largest``. ``need_s`` (``fresh_room``, CPU only): past the mmap threshold when ``room_s`` holds it, else
+    every size below it, never straddling."""
     units = SIZE_POINTS * (SIZE_POINTS + 1) // 2 * TRIALS
     step = int(min(MAX_STEP, max(MIN_STEP, share_s * rate / units), max(MIN_STEP, largest // SIZE_POINTS)))
-    need = fresh_room(largest, rate)
-    if need is not None and need <= room_s:
-        step = max(step, FRESH_BYTES)
+    if need_s is not None:
+        step = max(step, FRESH_BYTES) if need_s <= room_s else min(step, REUSED_STEP)
     return step - step % element
 
 
@@ -199,8 +204,8 @@ def calibrate(
         probe_bytes = max(MIN_STEP, min(PROBE_BYTES, largest))
         probe = _timed_fill(key, local_name, probe_bytes // element, device, clock)
         rate = probe_bytes / max(probe, 1e-9)
-        step = calibration_step(largest, rate, share, room, element)
-        need = fresh_room(largest, rate)
+        need = fresh_room(largest, rate) if device.type == "cpu" else None  # glibc's pages: nothing of a GPU's
+        step = calibration_step(largest, rate, share, room, element, need)
         sizes = [k * step for k in range(1, SIZE_POINTS + 1)]
         deadline = clock() + share
         samples: list[list[float]] = [[] for _ in sizes]
@@ -223,7 +228,7 @@ def calibrate(
                 fit=fit_time(sizes, [capability(s) for s in samples]),
                 fit_low=fit_low,
                 fit_high=fit_high,
-                fresh_room_s=need if need is not None and step < FRESH_BYTES else None,
+                fresh_room_s=need if need is not None and need > room else None,
             )
         )
     return out
@@ -320,7 +325,6 @@ def decide(
     decision.contention = window.result()
     decision.calibration = calibration
     decision.memset_bytes_per_s = rate
-    decision.fresh_budget_s = fresh_budget(calibration, fits=fits, counting_s=meta.seconds)
     rss_now = rss_bytes()
     projections = {name: project_strategy(c, calibration, rate, rss_now) for name, c in meta.counts.items()}
     decision.predicted_s = SAFETY * rounds * sum(p.seconds for p in projections.values())
@@ -330,6 +334,8 @@ def decide(
         decision.mode, decision.reason = "projected", "time"
     else:
         decision.mode, decision.reason = "measured", "fits"
+    if decision.mode == "projected":  # a measured run's times are not the calibration's
+        decision.fresh_budget_s = fresh_budget(calibration, fits=fits, counting_s=meta.seconds)
     return decision, projections
 
 

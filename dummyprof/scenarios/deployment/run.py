@@ -355,7 +355,7 @@ def _fill_shards(
         if part.size.memset_bytes_per_s:
             memset.append(part.size.memset_bytes_per_s)
         busy += [c for c in (part.size.contention, part.contention) if c is not None]
-        fresh += [part.size.fresh_budget_s] if part.size.fresh_budget_s is not None else []
+        fresh += [part.size.fresh_budget_s] if part.size.fresh_budget_s is not None else []  # projected shards
         for entry in result.ranks:
             if entry.counted_as != rank.counted_as:
                 continue
@@ -366,8 +366,8 @@ def _fill_shards(
     result.shards_filled = len(filled)
     result.memset_bytes_per_s = max(memset) if memset else None
     result.contention = contention.combine(busy)
-    if fresh:  # the budget is shared by the filled shards, after the host-resident part's time
-        result.fresh_budget_s = options.time_budget - budget_s + len(filled) * max(fresh)
+    if fresh:
+        result.fresh_budget_s = deployment_fresh_budget(max(fresh), len(filled), options.time_budget, budget_s)
     return notes
 
 
@@ -392,6 +392,12 @@ def _real_ranks(result: DeploymentResult, options: CompareOptions, strategies: l
                 s.rank_seconds = mine[s.strategy]["seconds"]
                 s.rank_visits = mine[s.strategy]["visits"]
                 s.rank_bytes_written = mine[s.strategy]["bytes_written"]
+
+
+def deployment_fresh_budget(shard_s: float, shards: int, time_budget_s: float, shards_s: float) -> float:
+    """The --time-budget whose shards' share gives each filled shard ``shard_s``: the shards share ``shards_s`` of
+    ``time_budget_s`` (the host-resident part takes the rest, in proportion to the budget: ``_host_share``)."""
+    return shards * shard_s * time_budget_s / shards_s
 
 
 def _host_share(result: DeploymentResult, budget_s: float) -> float:

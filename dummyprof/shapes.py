@@ -7,8 +7,12 @@ and help are the same for the Python API, the CLI and the gate.
 
 from __future__ import annotations
 
+import functools
+import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Any, TypeVar
 
 from dummyprof.layout import ParallelLayout
 from dummyprof.schema import integer, option
@@ -93,3 +97,29 @@ class EngramShape:
     def layout(self) -> ParallelLayout:
         """The ranks the tables are split over: the one layout object (``--tp`` x ``--dp``), parsed once."""
         return ParallelLayout(tp=self.tp, dp=self.dp)
+
+
+LAYOUT_ALIASES = {"tp_size": "tp", "dp_size": "dp"}  # the Python API's old names of the Engram layout's sizes
+T = TypeVar("T")
+
+
+def layout_aliases(cls: type[T]) -> type[T]:
+    """``EngramOptions(tp_size=8)`` as ``tp=8``, with a DeprecationWarning, as ``--tp-size`` still works on the
+    command line. Wraps the dataclass's ``__init__`` (msgspec builds gate configs without calling it: TOML keys
+    have their own aliases, ``Spec.was``); a dataclass ``InitVar`` would do it, but msgspec refuses those."""
+    init: Callable[..., None] = cls.__init__
+
+    @functools.wraps(init)
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        for old, new in LAYOUT_ALIASES.items():
+            if old not in kwargs:
+                continue
+            value = kwargs.pop(old)
+            if new in kwargs and kwargs[new] != value:
+                raise TypeError(f"{cls.__name__}: give {new}= alone ({old}= is its deprecated name)")
+            warnings.warn(f"{cls.__name__}({old}=) is deprecated; use {new}=", DeprecationWarning, stacklevel=2)
+            kwargs[new] = value
+        init(self, *args, **kwargs)
+
+    cls.__init__ = __init__  # type: ignore[method-assign]
+    return cls

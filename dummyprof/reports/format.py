@@ -140,6 +140,11 @@ CONTENTION_REASONS = {
 }
 
 
+def contended_mark(*readings: Contention | None) -> str:
+    """'; CONTENDED', which ends every wording of a -q line whose times were taken on a busy machine; else ''."""
+    return "; CONTENDED" if any(c is not None and c.contended for c in readings) else ""
+
+
 def fresh_text(budget_s: float | None) -> str:
     """A calibration held under glibc's 32 MiB fresh-page threshold by the budget (``fresh_budget_s``)."""
     if budget_s is None:

@@ -6,12 +6,11 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-from dummyprof.reports.format import projected
+from dummyprof.reports.format import contended_mark, projected
 from dummyprof.reports.tables.deployment import deployment_summary
 from dummyprof.reports.tables.engram import deadline_text, recommended
 from dummyprof.reports.tables.inspect import visit_counts
 from dummyprof.results.audit import AuditResult
-from dummyprof.results.common import Contention
 from dummyprof.results.compare import CompareResult
 from dummyprof.results.engram import EngramResult
 from dummyprof.results.gate import EXIT_INCOMPLETE, NOT_COMPARABLE, NOT_JUDGED, NOT_MEASURED, REGRESSED, GateResult
@@ -22,13 +21,6 @@ from dummyprof.results.sweep import SweepResult
 from dummyprof.units import format_bytes, format_seconds
 
 SUMMARY_WIDTH = 80  # -q prints one line; where a line can choose its words, it keeps to this
-
-
-CONTENDED = "; CONTENDED"  # ends every wording of a line whose times were taken on a busy machine
-
-
-def contended_mark(c: Contention | None) -> str:
-    return CONTENDED if c is not None and c.contended else ""
 
 
 def compare_summary(result: CompareResult) -> str:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dummyprof.reports.format import contention_text, fresh_text, projected, range_cell, seconds_range
+from dummyprof.reports.format import contended_mark, contention_text, fresh_text, projected, range_cell, seconds_range
 from dummyprof.reports.tables.model import BAD, DIM, NAME, NUMBER, STRONG, WORD, Block, Cell, Line, Table
 from dummyprof.results.deployment import (
     FP16_SCRATCH,
@@ -392,6 +392,5 @@ def deployment_summary(result: DeploymentResult) -> str:
     ]
     if tiny_slow:
         lines.append(head + tiny_slow)
-    busy = any(c is not None and c.contended for c in (result.contention, result.host_contention))
-    lines = [line + "; CONTENDED" for line in lines] if busy else lines
-    return next((line for line in lines if len(line) <= 80), min(lines, key=len))
+    mark = contended_mark(result.contention, result.host_contention)
+    return next((line + mark for line in lines if len(line + mark) <= 80), min(lines, key=len) + mark)

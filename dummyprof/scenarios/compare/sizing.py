@@ -340,8 +340,8 @@ def decide(
 
 
 def fresh_budget(calibration: Sequence[CalibrationClass], *, fits: bool, counting_s: float) -> float | None:
-    """The --time-budget whose calibration room holds every class that was calibrated below FRESH_BYTES for lack
-    of it (``calibrate``: a share of the budget per class, or what counting left when no round follows)."""
+    """The --time-budget whose calibration room holds every class that was calibrated below the mmap threshold for
+    lack of it (``calibrate``: a share of the budget per class, or what counting left when no round follows)."""
     need = max((c.fresh_room_s for c in calibration if c.fresh_room_s is not None), default=None)
     if need is None:
         return None

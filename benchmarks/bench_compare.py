@@ -44,13 +44,13 @@ def main() -> None:
         assert results.compare is not None
         c = results.compare
         legacy, per_layer, unique = (c.strategy(n) for n in ("legacy", "per-layer", "unique"))
-        assert legacy.timing.median and per_layer.timing.median and legacy.recording_overhead_s is not None
+        assert legacy.time.value and per_layer.time.value and legacy.recording_overhead_s is not None
         print(
             f"| {depth} | {c.model.tensors} | {legacy.visits:,} | {per_layer.visits:,} "
-            f"| {format_seconds(legacy.timing.median)} | {format_seconds(per_layer.timing.median)} "
-            f"| {format_seconds(unique.timing.median)} "
-            f"| {legacy.timing.median / per_layer.timing.median:.1f}x | {legacy.visits / per_layer.visits:.1f}x "
-            f"| {100 * legacy.recording_overhead_s / legacy.timing.median:.2f}% |"
+            f"| {format_seconds(legacy.time.value)} | {format_seconds(per_layer.time.value)} "
+            f"| {format_seconds(unique.time.value)} "
+            f"| {legacy.time.value / per_layer.time.value:.1f}x | {legacy.visits / per_layer.visits:.1f}x "
+            f"| {100 * legacy.recording_overhead_s / legacy.time.value:.2f}% |"
         )
     env = results.environment
     print(

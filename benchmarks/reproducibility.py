@@ -49,9 +49,9 @@ def _figures(name: str, doc: dict) -> tuple[str, tuple[float, float] | None, dic
     if name == "engram":
         section = doc["engram"]
         m = next(m for m in section["methods"] if m["name"] == "constant")
-        iv = m["startup_interval"]
-        text = f"constant start-up ~{m['startup_seconds']['value']:.0f} s [{iv['low']:.0f}–{iv['high']:.0f}]"
-        return text, (iv["low"], iv["high"]), section.get("contention")
+        iv = m["startup"]
+        text = f"constant start-up ~{iv['value']:.0f} s [{iv['low']:.0f}–{iv['high']:.0f}]"
+        return text, (iv["low"], iv["high"]), m["time"]["contention"]
     d = doc["deployment"]
     r0 = d["ranks"][0]
     s = next(s for s in r0["strategies"] if s["strategy"] == "per-layer")
@@ -59,8 +59,9 @@ def _figures(name: str, doc: dict) -> tuple[str, tuple[float, float] | None, dic
     if d["not_timed"]:
         return (f"rank 0: {device / 2**30:.2f} GiB device-resident, {s['visits']} visits: not timed "
                 f"({d['not_timed']}); {r0['offloaded_bytes']} B host-resident"), None, None  # fmt: skip
-    text = f"per-layer ~{s['seconds']:.0f} s [{s['low_s']:.0f}–{s['high_s']:.0f}] on {d['device']}"
-    return text, (s["low_s"], s["high_s"]), d.get("contention")
+    t = s["time"]
+    text = f"per-layer ~{t['value']:.0f} s [{t['low']:.0f}–{t['high']:.0f}] on {d['device']}"
+    return text, (t["low"], t["high"]), d.get("contention")
 
 
 def main() -> None:

@@ -187,7 +187,7 @@ def full(e2e_runs: int) -> int:
     results = run(CompareOptions(depth=12, device="cpu"))
     c = results.compare
     assert c is not None
-    shares = {s.name: 100 * (s.recording_overhead_s or 0) / s.timing.median for s in c.strategies if s.timing.median}
+    shares = {s.name: 100 * (s.recording_overhead_s or 0) / s.time.value for s in c.strategies if s.time.value}
     row(
         "visit accounting",
         ", ".join(f"{n} {v:.2f}%" for n, v in shares.items()) + " of the fill (recorder cost measured in the run)",

@@ -65,7 +65,7 @@ def _text(result: CompareResult) -> str:
 def test_budget_enough_measures_every_round() -> None:
     result = _run(budget=61.0)  # 6 rounds x 10 s
     assert (result.size.mode, result.size.reason, result.repeat, result.repeats_requested) == ("measured", "fits", 5, 0)
-    assert all(len(s.timing.samples_s) == 5 for s in result.strategies)
+    assert all(len(s.time.samples) == 5 for s in result.strategies)
     assert "PROJECTED" not in _text(result) and "REDUCED" not in _text(result)
 
 
@@ -75,7 +75,7 @@ def test_budget_short_of_all_rounds_measures_fewer_and_says_so() -> None:
     assert (result.size.mode, result.size.reason, result.repeat, result.repeats_requested) == (
         "measured", "reduced", 3, 5,
     )  # fmt: skip
-    assert all(len(s.timing.samples_s) == 3 for s in result.strategies)
+    assert all(len(s.time.samples) == 3 for s in result.strategies)
     assert "repeats REDUCED from 5 to 3 to fit the time budget" in _text(result)
 
 
@@ -83,9 +83,10 @@ def test_budget_short_of_all_rounds_measures_fewer_and_says_so() -> None:
 def test_budget_exceeded_projects_with_a_label() -> None:
     result = _run(budget=25.0)  # not even 3 measured rounds fit
     assert (result.size.mode, result.size.reason, result.repeat) == ("projected", "time", 0)
-    assert all(s.timing.samples_s == [] and s.projection is not None for s in result.strategies)
+    assert all(s.time.samples == [] and s.projection is not None for s in result.strategies)
     for s in result.strategies:
-        assert s.projection is not None and s.projection.low_s <= s.projection.seconds <= s.projection.high_s
+        assert s.projection is not None and s.projection.time.span is not None
+        assert s.projection.time.span[0] <= (s.projection.time.value or 0) <= s.projection.time.span[1]
     assert "fill times and memory: PROJECTED, not measured" in _text(result)
 
 
@@ -118,9 +119,9 @@ def test_repeat_auto_goes_on_while_noisy_and_stops_at_the_budget() -> None:
     result = _auto(cycle([1.0, 3.0]), cycle([3.0, 1.0, 1.0]), AutoRepeat(budget_s=60))
     assert result.auto_stop == "budget"
     # each round takes 4-6 s on the fake clock: it stopped when one more would pass 60 s
-    spent = sum(sum(s.timing.samples_s) for s in result.strategies)
+    spent = sum(sum(s.time.samples) for s in result.strategies)
     assert result.repeat > 3 and spent <= 60
-    assert all(len(s.timing.samples_s) == result.repeat for s in result.strategies)
+    assert all(len(s.time.samples) == result.repeat for s in result.strategies)
 
 
 def test_repeat_auto_stops_at_its_maximum() -> None:
@@ -155,7 +156,7 @@ def test_a_fixed_repeat_stops_at_the_deadline_with_the_rounds_it_measured() -> N
     )  # fmt: skip
     # 3 s a round: warm-up ends at 3 s, measured rounds at 6, 9, ..., 18; a seventh would end at 21 > 20
     assert (result.repeat, result.auto_stop) == (5, "budget")
-    assert all(len(s.timing.samples_s) == 5 for s in result.strategies)
+    assert all(len(s.time.samples) == 5 for s in result.strategies)
     assert all(s.recording_overhead_s is None for s in result.strategies)  # no time was left for it
     assert clock() - 1000.0 <= 20.0
     result.repeats_requested = 10**9
@@ -169,7 +170,7 @@ def test_the_deadline_keeps_one_measured_round_however_late() -> None:
         lambda: build_tree(TreeSpec(depth=1, hidden=32)), ModelSummary(), strategies, torch.device("cpu"),
         repeat=5, warmup=1, clock=clock, deadline=clock() + 1.0, measure_overhead=False,
     )  # fmt: skip
-    assert (result.repeat, result.auto_stop, len(result.strategies[0].timing.samples_s)) == (1, "budget", 1)
+    assert (result.repeat, result.auto_stop, len(result.strategies[0].time.samples)) == (1, "budget", 1)
     result.repeats_requested = 5
     said = " ".join(_text(result).split())
     assert "FEWER ROUNDS THAN PROMISED: --time-budget promises 3 measured rounds, and 1 fit" in said

@@ -13,7 +13,7 @@ from dummyprof.loaders.strategies import Strategy, per_layer_traversal
 from dummyprof.models.synthetic import TreeSpec, build_tree
 from dummyprof.reports.registry import render
 from dummyprof.reports.reporter import RenderOptions
-from dummyprof.results.common import Timing
+from dummyprof.results.common import Estimate
 from dummyprof.results.compare import CompareResult, FloorResult, ModelSummary, StrategyResult
 from dummyprof.results.session import Results
 from dummyprof.scenarios.compare import runner
@@ -47,16 +47,16 @@ def test_the_floor_is_read_after_every_fill(monkeypatch: pytest.MonkeyPatch) -> 
     )  # fmt: skip
     assert result.floor is not None
     # 2 strategies x 3 measured rounds: six readings (the two of the warm-up round discarded), the fastest used
-    assert len(result.floor.timing.samples_s) == 6
+    assert len(result.floor.time.samples) == 6
     assert result.floor.bytes_per_s == 1000 / 0.25
 
 
 def _faster_than_floor() -> CompareResult:
     result = CompareResult(model=ModelSummary(bytes=1000), repeat=2)
-    result.floor = FloorResult(bytes_written=1000, timing=Timing([1.0, 2.0]))  # 1000 B/s at best
+    result.floor = FloorResult(bytes_written=1000, time=Estimate.measured([1.0, 2.0]))  # 1000 B/s at best
     result.strategies = [
-        StrategyResult(name="legacy", timing=Timing([4.0, 4.0]), bytes_written=1000),  # 25% of the floor
-        StrategyResult(name="per-layer", timing=Timing([0.25, 0.25]), bytes_written=1000),  # 400%: cannot be
+        StrategyResult(name="legacy", time=Estimate.measured([4.0, 4.0]), bytes_written=1000),  # 25% of the floor
+        StrategyResult(name="per-layer", time=Estimate.measured([0.25, 0.25]), bytes_written=1000),  # 400%: cannot be
     ]
     assess_noise(result)
     return result

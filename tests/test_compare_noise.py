@@ -68,7 +68,7 @@ def test_steady_timings_carry_spread_and_a_tight_interval_and_no_warning() -> No
     result = measure(STEADY_A, STEADY_B)
     assert result.noise == []
     a, b = result.strategies
-    assert a.timing.cv == pytest.approx(0.0075, abs=0.001)
+    assert a.time.cv == pytest.approx(0.0075, abs=0.001)
     assert a.speedup_interval == []  # the baseline
     low, high = b.speedup_interval
     assert 1.9 < low <= result.speedup("b") <= high < 2.1
@@ -140,7 +140,7 @@ def test_compare_tables_fit_80_and_120_columns(width: int) -> None:
         torch.device("cpu"), repeat=3, warmup=0, clock=clock, measure_overhead=False,
     )  # fmt: skip
     for s, seconds in zip(result.strategies, (2.40, 0.51, 0.0123), strict=True):
-        s.timing.samples_s = [seconds, seconds * 1.4, seconds * 0.9]
+        s.time.samples = [seconds, seconds * 1.4, seconds * 0.9]
     out = text(result, width, detail=True)
     lines = out.splitlines()
     assert max(len(line) for line in lines) <= width, max(lines, key=len)

@@ -7,8 +7,7 @@ import pytest
 from dummyprof.reports.tables.compare import floor_share_cell, floor_share_text, memory_table, roofline_line, short_name
 from dummyprof.reports.tables.to_markdown import md_table, table_lines
 from dummyprof.reports.tables.to_terminal import elide_path
-from dummyprof.results import CompareResult, Figure, StrategyResult
-from dummyprof.results.common import Timing
+from dummyprof.results import CompareResult, Estimate, StrategyResult
 from dummyprof.results.compare import FloorResult
 
 
@@ -30,9 +29,9 @@ def test_a_long_dotted_name_loses_middle_segments_never_part_of_a_word() -> None
 def test_memory_columns_unavailable_everywhere_become_one_line() -> None:
     strategies = [StrategyResult(name="a"), StrategyResult(name="b")]
     for s in strategies:
-        s.memory.pinned_bytes = Figure.missing("no CUDA")
-        s.memory.gpu_used_bytes = Figure(1024.0)
-        s.memory.gpu_allocator_peak_bytes = Figure.missing("no GPU")
+        s.memory.pinned_bytes = Estimate.missing("no CUDA")
+        s.memory.gpu_used_bytes = Estimate(1024.0)
+        s.memory.gpu_allocator_peak_bytes = Estimate.missing("no GPU")
     table = memory_table(CompareResult(strategies=strategies))
     missing = table.notes[1:]
     assert missing == ["pinned host: unavailable: no CUDA", "GPU allocator peak: unavailable: no GPU"]
@@ -50,10 +49,10 @@ def test_markdown_table_escapes_pipes() -> None:
 def test_share_of_floor_and_the_generator_bound_line() -> None:
     result = CompareResult(
         strategies=[
-            StrategyResult(name="fast", bytes_written=8_000, timing=Timing([1.0])),  # 8 kB/s
-            StrategyResult(name="slow", bytes_written=100, timing=Timing([1.0])),  # 100 B/s
+            StrategyResult(name="fast", bytes_written=8_000, time=Estimate.measured([1.0])),  # 8 kB/s
+            StrategyResult(name="slow", bytes_written=100, time=Estimate.measured([1.0])),  # 100 B/s
         ],
-        floor=FloorResult(bytes_written=4_000, timing=Timing([0.5, 0.4, 0.6]), generator_bound_share=0.05),
+        floor=FloorResult(bytes_written=4_000, time=Estimate.measured([0.5, 0.4, 0.6]), generator_bound_share=0.05),
     )
     # the floor's fastest round: 4 kB in 0.4 s, 10 kB/s
     assert result.share_of_floor("fast") == pytest.approx(0.8)
@@ -73,10 +72,10 @@ def test_markdown_shows_each_strategys_share_of_the_memset_floor_and_the_rooflin
 
     result = CompareResult(
         strategies=[
-            StrategyResult(name="fast", bytes_written=8_000, timing=Timing([1.0])),
-            StrategyResult(name="slow", bytes_written=100, timing=Timing([1.0])),
+            StrategyResult(name="fast", bytes_written=8_000, time=Estimate.measured([1.0])),
+            StrategyResult(name="slow", bytes_written=100, time=Estimate.measured([1.0])),
         ],
-        floor=FloorResult(bytes_written=4_000, timing=Timing([0.5, 0.4, 0.6]), generator_bound_share=0.05),
+        floor=FloorResult(bytes_written=4_000, time=Estimate.measured([0.5, 0.4, 0.6]), generator_bound_share=0.05),
         baseline_strategy="slow",
     )
     lines = render_markdown(Results(command="compare", compare=result)).splitlines()

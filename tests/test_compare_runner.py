@@ -46,9 +46,9 @@ def test_times_are_ratios_of_medians_over_interleaved_rounds() -> None:
     )
     assert order == ["a", "b"] * 4  # A, B, A, B, ... including the warm-up round
     sa, sb = result.strategies
-    assert len(sa.timing.samples_s) == 3  # warm-up discarded
-    assert sa.timing.samples_s == pytest.approx([sa.visits * MS] * 3)
-    assert sb.timing.samples_s == pytest.approx([sb.visits * MS] * 3)
+    assert len(sa.time.samples) == 3  # warm-up discarded
+    assert sa.time.samples == pytest.approx([sa.visits * MS] * 3)
+    assert sb.time.samples == pytest.approx([sb.visits * MS] * 3)
     assert result.baseline_strategy == "a"
     assert result.speedup("b") == pytest.approx(sa.visits / sb.visits)
     assert sa.visits == 9 * (2 + 3 + 4 + 5) + 4
@@ -79,7 +79,7 @@ def test_counts_and_per_tensor_table() -> None:
     assert legacy.peak_scratch_bytes == 3 * 32 * 32  # fp16 widening + fp8 narrowing
     assert legacy.recording_overhead_s == 0.0  # the fake clock never moves
     assert legacy.memory.rss_peak_bytes is not None and legacy.memory.rss_before_bytes is not None
-    assert legacy.memory.pinned_bytes.value is None and legacy.memory.pinned_bytes.unavailable
+    assert legacy.memory.pinned_bytes.value is None and legacy.memory.pinned_bytes.reason
 
 
 def test_each_round_measures_the_memset_floor_on_a_fresh_model() -> None:
@@ -96,7 +96,7 @@ def test_each_round_measures_the_memset_floor_on_a_fresh_model() -> None:
     floor = result.floor
     assert floor is not None
     assert floor.bytes_written == allocated_bytes(build_tree(spec))
-    assert len(floor.timing.samples_s) == 2  # one per measured round
+    assert len(floor.time.samples) == 2  # one per measured round
     assert len(built) == 3 * 2 + 1  # per round: the strategy's model and the floor's, plus the overhead probe
     floored = built[-2]  # the last round's floor model (the overhead probe was built after it)
     assert all(not t.any() for t in floored.state_dict().values() if t.dtype != torch.bool)

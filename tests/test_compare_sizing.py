@@ -14,6 +14,7 @@ from dummyprof.loaders.counting import CountingTooLong, count_on_meta
 from dummyprof.loaders.strategies import get_strategy
 from dummyprof.measure.projection import fit_line
 from dummyprof.models.synthetic import TreeSpec, build_tree, synthetic_source
+from dummyprof.results.common import Estimate
 from dummyprof.results.compare import CalibrationClass
 from dummyprof.scenarios.compare.run import CompareOptions, run
 from dummyprof.scenarios.compare.sizing import project_strategy
@@ -45,7 +46,7 @@ def test_projected_counts_equal_the_measured_counts() -> None:
             b.bytes_written,
             b.peak_scratch_bytes,
         )
-        assert b.timing.samples_s == []  # nothing was filled at full size
+        assert b.time.samples == []  # nothing was filled at full size
     assert {k: t.visits for k, t in measured.tensors.items()} == {k: t.visits for k, t in projected.tensors.items()}
     assert projected.model.bytes == measured.model.bytes
 
@@ -57,13 +58,14 @@ def test_projection_has_an_interval_and_never_beats_the_memset_floor() -> None:
     assert size.memset_bytes_per_s and size.memset_bytes_per_s > 0
     assert {c.rule for c in size.calibration} >= {"uniform"}
     for c in size.calibration:
-        assert len(c.sizes_bytes) >= 2 and all(c.samples_s)
+        assert len(c.sizes_bytes) >= 2 and all(t.samples for t in c.trials)
     for s in result.strategies:
         p = s.projection
         assert p is not None
-        assert p.floor_s == pytest.approx(s.bytes_written / size.memset_bytes_per_s)
-        assert p.floor_s <= p.low_s <= p.seconds <= p.high_s
-        assert p.seconds >= p.floor_s
+        t = p.time
+        assert t.floor == pytest.approx(s.bytes_written / size.memset_bytes_per_s)
+        assert t.floor is not None and t.low is not None and t.value is not None and t.high is not None
+        assert t.floor <= t.low <= t.value <= t.high
         assert p.peak_rss_bytes > 0
 
 
@@ -85,8 +87,9 @@ def test_floor_binds_when_calibration_claims_faster_than_memset() -> None:
     ]
     p = project_strategy(count, calibration, memset_bytes_per_s=1e6, rss_now=0)  # type: ignore[arg-type]
     assert p.floor_bound
-    assert p.seconds == pytest.approx(max(written / 1e6, p.walk_s)) or p.seconds == pytest.approx(written / 1e6)
-    assert p.low_s == p.high_s == p.seconds
+    t = p.time
+    assert t.value == pytest.approx(max(written / 1e6, p.walk_s)) or t.value == pytest.approx(written / 1e6)
+    assert t.low == t.high == t.value and t.how == "projected"
 
 
 def test_projection_sums_calibrated_visit_costs() -> None:
@@ -102,7 +105,7 @@ def test_projection_sums_calibrated_visit_costs() -> None:
     ]
     p = project_strategy(count, calibration, memset_bytes_per_s=1e15, rss_now=100)  # type: ignore[arg-type]
     written = sum(v.outcome.bytes_written for v in count.visits)  # type: ignore[attr-defined]
-    assert p.seconds == pytest.approx(p.walk_s + written * slope)
+    assert p.time.value == pytest.approx(p.walk_s + written * slope)
     assert not p.floor_bound
 
 
@@ -124,7 +127,7 @@ def test_a_calibrated_measured_run_shows_projection_next_to_measurement(monkeypa
     result = run(_options(time_budget=600)).compare
     assert result is not None
     assert result.size.mode == "measured" and result.size.calibration
-    assert all(s.projection is not None and s.timing.samples_s for s in result.strategies)
+    assert all(s.projection is not None and s.time.samples for s in result.strategies)
 
 
 def test_cli_projected_run_says_so_and_round_trips(cli: Cli, tmp_path: Path) -> None:
@@ -139,7 +142,7 @@ def test_cli_projected_run_says_so_and_round_trips(cli: Cli, tmp_path: Path) -> 
     assert "Strategies: projected time (speedup vs legacy)" in result.stdout and "…" not in result.stdout
     data = json.loads(path.read_text())
     assert data["compare"]["size"]["mode"] == "projected"
-    assert data["compare"]["strategies"][0]["projection"]["seconds"] > 0
+    assert data["compare"]["strategies"][0]["projection"]["time"]["value"] > 0
     for fmt in ("terminal", "markdown"):
         shown = cli("report", str(path), "--format", fmt)
         assert shown.exit_code == 0, shown.stderr
@@ -207,8 +210,7 @@ def test_counting_limit_is_half_the_budget_and_never_under_ten_seconds() -> None
 
 
 def test_projected_peak_rss_is_the_model_it_fills_plus_its_scratch() -> None:
-    """#17.7: calibration measured 0 RSS growth per byte and projected 0.40 GiB for a 14.96 GiB model; #25: a
-    growth of 1.34 per byte projected more than the fill can hold. Growth measured on calibration counts no more."""
+    """The projected peak is RSS now + the bytes the fill first touches + its largest temporary, nothing more."""
     count = _count()
     records = [r for r in count.recorder.records.values() if r.bytes_written]  # type: ignore[attr-defined]
     touched = sum(r.nbytes for r in records)
@@ -216,16 +218,13 @@ def test_projected_peak_rss_is_the_model_it_fills_plus_its_scratch() -> None:
     line = fit_line([1.0, 2.0], [1e-9, 2e-9])
     dtypes = {str(v.dtype).removeprefix("torch.") for v in count.visits}  # type: ignore[attr-defined]
     rules = {v.rule for v in count.visits}  # type: ignore[attr-defined]
-    for growth, expected in ((0.0, touched), (0.5, touched), (1.5, touched)):
-        calibration = [
-            CalibrationClass(
-                initializer="v0.33", rule=r, dtype=d, fit=line, fit_low=line, fit_high=line, rss_growth_per_byte=growth
-            )
-            for r in rules
-            for d in dtypes
-        ]
-        p = project_strategy(count, calibration, memset_bytes_per_s=1e15, rss_now=1000)  # type: ignore[arg-type]
-        assert p.peak_rss_bytes == 1000 + expected + scratch
+    calibration = [
+        CalibrationClass(initializer="v0.33", rule=r, dtype=d, fit=line, fit_low=line, fit_high=line)
+        for r in rules
+        for d in dtypes
+    ]
+    p = project_strategy(count, calibration, memset_bytes_per_s=1e15, rss_now=1000)  # type: ignore[arg-type]
+    assert p.peak_rss_bytes == 1000 + touched + scratch
 
 
 def test_the_interval_spans_the_slopes_of_every_trial_line_and_holds_the_capability() -> None:
@@ -273,10 +272,14 @@ def test_decide_gives_calibration_the_budget_counting_left_only_when_no_round_fo
 
     def calibrate(counts: object, device: object, *, time_budget_s: float, room_s: float, clock: object) -> list:
         rooms.append(room_s)
-        return [CalibrationClass(sizes_bytes=[1, 2], samples_s=[[1.0], [2.0]], fresh_room_s=3.0)]
+        return [
+            CalibrationClass(
+                sizes_bytes=[1, 2], trials=[Estimate.measured([1.0]), Estimate.measured([2.0])], fresh_room_s=3.0
+            )
+        ]
 
     monkeypatch.setattr(sizing, "calibrate", calibrate)
-    monkeypatch.setattr(sizing, "project_strategy", lambda *a: sizing.Projection(seconds=1e6))
+    monkeypatch.setattr(sizing, "project_strategy", lambda *a, **k: sizing.Projection(time=Estimate.projected(1e6)))
     monkeypatch.setattr(sizing, "QUICK_BYTES", 0)  # the tiny tree is calibrated as a large one would be
     source = synthetic_source(TreeSpec(depth=2, hidden=64))
     meta = sizing.count_strategies(source, [get_strategy("per-layer")], None, time_budget_s=60)
@@ -287,7 +290,7 @@ def test_decide_gives_calibration_the_budget_counting_left_only_when_no_round_fo
     assert small.fresh_budget_s == pytest.approx(4.0 + 3.0 * sizing.PROBE_MARGIN)  # one class, counting first
     fits, _ = decide(source, meta, torch.device("cpu"), max_memory=None, rounds=3, time_budget_s=60)
     assert rooms[-1] == 0.0 and fits.mode == "projected" and fits.reason == "time"
-    monkeypatch.setattr(sizing, "project_strategy", lambda *a: sizing.Projection(seconds=0.001))
+    monkeypatch.setattr(sizing, "project_strategy", lambda *a, **k: sizing.Projection(time=Estimate.projected(0.001)))
     measured, _ = decide(source, meta, torch.device("cpu"), max_memory=None, rounds=3, time_budget_s=60)
     assert measured.mode == "measured" and measured.fresh_budget_s is None  # its times are the rounds' own
 

@@ -171,11 +171,12 @@ def test_online_quant_peaks_are_the_exact_accounting(cli: Cli, tmp_path: Path) -
 
 def test_strings_from_the_model_are_data_in_every_medium() -> None:
     from dummyprof.reports.registry import RenderOptions, get_reporter
+    from dummyprof.results.common import Estimate
     from dummyprof.results.deployment import DeploymentResult, RankEntry, RankStrategy
     from dummyprof.results.session import Results
 
     hostile = "\x1b[31m|`<b>*x*</b>"
-    strategy = RankStrategy(strategy=hostile, visits=3, bytes_written=6, fill="projected", seconds=1.0)
+    strategy = RankStrategy(strategy=hostile, visits=3, bytes_written=6, time=Estimate.projected(1.0))
     result = DeploymentResult(description=hostile, source=hostile, world=1, ranks=[RankEntry(strategies=[strategy])])
     results = Results(command="deployment", deployment=result)
     text = get_reporter("terminal", "deployment").render(results, RenderOptions(width=80))
@@ -228,19 +229,20 @@ def test_offloaded_engram_tables_are_pinned_per_node_rounded_to_powers_of_two(cl
 
 
 def test_measured_and_projected_peaks_are_both_growth_over_the_rss_before() -> None:
-    from dummyprof.results.common import MemoryUse, Timing
+    from dummyprof.results.common import Estimate, MemoryUse
     from dummyprof.results.compare import Projection, StrategyResult
     from dummyprof.results.deployment import RankStrategy
     from dummyprof.scenarios.deployment.run import _fill_figures
 
     entry = RankStrategy(strategy="per-layer")
-    projection = Projection(seconds=2.0, low_s=1.5, high_s=3.0, floor_s=1.0, peak_rss_bytes=5100, rss_before_bytes=4000)
+    time = Estimate.projected(2.0, 1.5, 3.0, floor=1.0)
+    projection = Projection(time=time, peak_rss_bytes=5100, rss_before_bytes=4000)
     _fill_figures(entry, StrategyResult(name="per-layer", projection=projection))
-    assert (entry.fill, entry.seconds, entry.low_s, entry.high_s, entry.floor_s) == ("projected", 2.0, 1.5, 3.0, 1.0)
+    assert entry.time == time
     assert entry.peak_bytes == 1100  # written bytes + temporary, not the process
     measured = RankStrategy(strategy="per-layer")
     memory = MemoryUse(rss_before_bytes=420 << 20, rss_peak_bytes=(420 << 20) + (102 << 20))
-    _fill_figures(measured, StrategyResult(name="per-layer", timing=Timing([1.0]), memory=memory))
+    _fill_figures(measured, StrategyResult(name="per-layer", time=Estimate.measured([1.0]), memory=memory))
     assert measured.peak_bytes == 102 << 20
 
 
@@ -364,11 +366,12 @@ def test_a_cpu_deployment_names_its_device_in_every_headline(cli: Cli) -> None:
 
 
 def test_the_slowest_rank_is_named_only_outside_the_noise() -> None:
+    from dummyprof.results.common import Estimate
     from dummyprof.results.deployment import DeploymentResult, RankEntry, RankStrategy
     from dummyprof.scenarios.deployment.run import _slowest
 
     def rank(index: int, seconds: float, low: float, high: float) -> RankEntry:
-        figures = RankStrategy("per-layer", fill="projected", seconds=seconds, low_s=low, high_s=high)
+        figures = RankStrategy("per-layer", time=Estimate.projected(seconds, low, high))
         return RankEntry(rank=index, counted_as=index, filled_as=index, strategies=[figures])
 
     overlapping = DeploymentResult(ranks=[rank(0, 10.0, 8.0, 12.0), rank(1, 17.0, 11.0, 20.0)])  # 70% larger
@@ -442,8 +445,9 @@ def test_real_ranks_that_do_not_finish_lose_nothing_already_measured(monkeypatch
     _real_ranks(result, SimpleNamespace(nproc=2, time_budget=3.0), ["per-layer"])
     assert (result.ranks_finished, result.ranks_failure) == ([0], "2 ranks did not finish within 63 s")
     mine, theirs = (r.strategies[0] for r in result.ranks)
-    assert (mine.rank_seconds, mine.rank_visits, mine.rank_bytes_written) == (1.5, 15, 99)
-    assert (theirs.rank_seconds, theirs.rank_visits) == (None, None)  # missing, not zero
+    assert mine.rank_time is not None and mine.rank_time.value == 1.5
+    assert (mine.rank_visits, mine.rank_bytes_written) == (15, 99)
+    assert (theirs.rank_time, theirs.rank_visits) == (None, None)  # missing, not zero
     from dummyprof.reports.tables.deployment import work_table
 
     notes = " ".join(work_table(result).notes)

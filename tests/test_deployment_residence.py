@@ -167,11 +167,12 @@ def test_with_cuda_the_device_part_is_filled_on_the_device_and_the_tables_on_the
 def test_every_time_in_the_work_table_names_its_device() -> None:
     """Unit: both parts timed (the device part on cuda:0, the tables on the host); real ranks on the host's CPU."""
     from dummyprof.reports.tables.deployment import deployment_summary, slowest_line, work_table
+    from dummyprof.results.common import Estimate
     from dummyprof.results.deployment import DeploymentResult, HostFill, RankEntry, RankStrategy
 
-    host = HostFill(4, 794_112, "measured", 0.002, [0.002], device="cpu", pinned=True)
-    figures = RankStrategy("per-layer", visits=97, bytes_written=3_500_000, fill="measured", seconds=0.5)
-    figures.samples_s, figures.host, figures.rank_seconds = [0.5], host, 0.7
+    host = HostFill(4, 794_112, Estimate.measured([0.002], device="cpu"), pinned=True)
+    figures = RankStrategy("per-layer", visits=97, bytes_written=3_500_000, time=Estimate.measured([0.5]))
+    figures.host, figures.rank_time = host, Estimate(0.7)
     entry = RankEntry(rank=0, counted_as=0, filled_as=0, offloaded_bytes=794_112, strategies=[figures])
     result = DeploymentResult(device="cuda:0", target="cuda", tp=1, world=1, ranks=[entry], nproc=1)
     result.slowest_rank, result.slowest_strategy = 0, "per-layer"

@@ -85,9 +85,9 @@ def test_small_table_is_measured_in_full(cli: Cli, tmp_path: Path) -> None:
     assert [p.mode for p in engram.phases] == ["measured", "measured"]
     for m in engram.methods:
         assert m.mode == "measured", m.name
-        assert len(m.timing.samples_s) == 2
+        assert len(m.time.samples) == 2
         assert m.samples == [] and m.time_fit is None
-        assert not m.seconds.projected and m.seconds.value is not None
+        assert not m.time.is_projected and m.time.value is not None
         assert m.over_deadline is False
     constant = engram.method("constant")
     assert constant.values is not None
@@ -100,7 +100,7 @@ def test_small_table_is_measured_in_full(cli: Cli, tmp_path: Path) -> None:
     assert engram.method("random-convert").measured_scratch_bytes == 3 * 4096 * 64
     assert engram.method("random-scratch").measured_scratch_bytes == engram.method("random-scratch").peak_scratch_bytes
     floor = engram.method("memset")  # %memset is of the floor's fastest round: its own median reads at most 100%
-    assert floor.percent_of_floor.value == pytest.approx(100 * min(floor.timing.samples_s) / (floor.timing.median or 0))
+    assert floor.percent_of_floor.value == pytest.approx(100 * min(floor.time.samples) / (floor.time.value or 0))
     assert engram.run_peak_rss_bytes is not None
     # The answer first, a line per method; the fill table and the statistics behind --detail
     assert result.stdout.startswith("recommended ") and "600 s deadline met" in result.stdout.splitlines()[0]
@@ -120,8 +120,8 @@ def test_too_big_for_the_budget_is_projected_never_allocated(cli: Cli, tmp_path:
     assert engram is not None
     assert engram.budget.memory_bytes == budget
     assert engram.layout.table_bytes_per_rank == 1_000_000 * 66 > budget
-    assert all(p.mode == "projected" and p.seconds.projected for p in engram.phases), [
-        (p.name, p.mode, p.seconds, p.samples) for p in engram.phases
+    assert all(p.mode == "projected" and p.time.is_projected for p in engram.phases), [
+        (p.name, p.mode, p.time, p.samples) for p in engram.phases
     ]
     for m in engram.methods:
         assert m.mode == "projected" and not m.fits_in_memory, m.name
@@ -129,10 +129,10 @@ def test_too_big_for_the_budget_is_projected_never_allocated(cli: Cli, tmp_path:
         assert len(m.samples) >= 3
         assert m.time_fit is not None and m.projection is not None and m.projection.line is not None
         assert m.projection.line.points == len(m.samples)
-        assert m.projection.low_s <= m.seconds.value == m.projection.seconds <= m.projection.high_s
-        assert m.seconds.projected and m.gb_per_s.projected and m.peak_rss_bytes.projected
+        assert m.projection.time.low <= m.time.value == m.projection.time.value <= m.projection.time.high
+        assert m.time.is_projected and m.gb_per_s.is_projected and m.peak_rss_bytes.is_projected
         assert (m.percent_of_floor.value or 0) <= 100 + 1e-9  # never projected faster than the floor
-        assert m.timing.samples_s == []
+        assert m.time.samples == []
         assert all(p.needed_bytes <= budget for p in m.samples), [
             (m.name, p.part_rows, p.needed_bytes) for p in m.samples
         ]

@@ -50,12 +50,12 @@ def test_a_flat_or_falling_line_falls_back_to_the_largest_samples_rate() -> None
     assert projection.fallback == FALLBACK_FLAT and projection.line is not None and projection.line.slope < 0
     # the fastest quartile of 3 readings (the fastest): the machine's capability, not the busy readings
     assert fit.model == "b x" and fit.intercept == 0.0 and fit.slope == pytest.approx(0.8 / 4.0)
-    assert projection.seconds == pytest.approx(1000.0 * 0.8 / 4.0)
+    assert projection.time.value == pytest.approx(1000.0 * 0.8 / 4.0)
     assert projection.rate_bytes == 4
     # the interval spans the fastest and slowest per-byte reading of every sample
     assert projection.interval == "readings"
-    assert projection.low_s == pytest.approx(1000.0 * 0.8 / 4.0)
-    assert projection.high_s == pytest.approx(1000.0 * 2.0 / 1.0)
+    assert projection.time.low == pytest.approx(1000.0 * 0.8 / 4.0)
+    assert projection.time.high == pytest.approx(1000.0 * 2.0 / 1.0)
 
 
 def test_a_good_line_is_used_with_a_prediction_interval() -> None:
@@ -65,8 +65,8 @@ def test_a_good_line_is_used_with_a_prediction_interval() -> None:
     fit, projection = project_time(samples, 1e11)
     assert projection.fallback == "" and fit.model == "a + b x" and fit.r_squared > MIN_R_SQUARED
     assert projection.interval == "residuals"
-    assert projection.seconds == pytest.approx(project(fit, 1e11))
-    assert projection.low_s < projection.seconds < projection.high_s
+    assert projection.time.value == pytest.approx(project(fit, 1e11))
+    assert projection.time.low < projection.time.value < projection.time.high
     assert projection.extrapolation == pytest.approx(250.0)
     # farther out, the interval widens
     near = prediction_interval(fit, 5e8)
@@ -87,31 +87,31 @@ def test_the_issue_12_case_stays_physical() -> None:
     memset = [Sample(x, [t, t * 1.1, t * 0.95]) for x, t in zip(sizes, [0.0101, 0.0195, 0.0286, 0.0371], strict=True)]
     full = 2e9 * 264
     _, floor = project_time(memset, full, ceiling_bytes_per_s=fastest_rate(memset), ceiling_name="memset")
-    floor_rate = full / floor.seconds
+    floor_rate = full / floor.time.value
     assert floor_rate <= (fastest_rate(memset) or 0) * (1 + 1e-12)
     _, projection = project_time(constant, full, ceiling_bytes_per_s=floor_rate, ceiling_name="memset")
     assert projection.line is not None and projection.line.r_squared < MIN_R_SQUARED
     assert projection.fallback == FALLBACK_POOR_FIT
-    assert full / projection.seconds <= floor_rate * (1 + 1e-12)  # never faster than the floor
-    assert full / projection.low_s <= floor_rate * (1 + 1e-12)  # nor is the interval's fast end
-    assert projection.low_s <= projection.seconds <= projection.high_s
+    assert full / projection.time.value <= floor_rate * (1 + 1e-12)  # never faster than the floor
+    assert full / projection.time.low <= floor_rate * (1 + 1e-12)  # nor is the interval's fast end
+    assert projection.time.low <= projection.time.value <= projection.time.high
 
 
 def test_the_bound_raises_a_projection_faster_than_the_ceiling() -> None:
     samples = [Sample(x, [x / 20e9]) for x in (1e8, 2e8, 3e8, 4e8)]  # an exact 20 GB/s line
     _, free = project_time(samples, 1e11)
-    assert not free.bounded and free.seconds == pytest.approx(5.0)
+    assert not free.bounded and free.time.value == pytest.approx(5.0)
     _, bounded = project_time(samples, 1e11, ceiling_bytes_per_s=10e9, ceiling_name="memset")
-    assert bounded.bounded and bounded.seconds == pytest.approx(10.0)  # 1e11 bytes at the 10 GB/s floor
-    assert bounded.low_s == pytest.approx(10.0) and bounded.high_s >= bounded.seconds
+    assert bounded.bounded and bounded.time.value == pytest.approx(10.0)  # 1e11 bytes at the 10 GB/s floor
+    assert bounded.time.low == pytest.approx(10.0) and bounded.time.high >= bounded.time.value
     assert (bounded.ceiling_bytes_per_s, bounded.ceiling_name) == (10e9, "memset")
     # raised to the bound, the point keeps the bound's own slow end (the floor's interval) as its slow end
     _, inherited = project_time(
         samples, 1e11, ceiling_bytes_per_s=10e9, ceiling_slow_bytes_per_s=5e9, ceiling_name="memset"
     )
-    assert (inherited.seconds, inherited.low_s, inherited.high_s) == pytest.approx((10.0, 10.0, 20.0))
+    assert (inherited.time.value, inherited.time.low, inherited.time.high) == pytest.approx((10.0, 10.0, 20.0))
     _, slower = project_time(samples, 1e11, ceiling_bytes_per_s=40e9, ceiling_name="memset")
-    assert not slower.bounded and slower.seconds == pytest.approx(5.0)  # a ceiling above the fit changes nothing
+    assert not slower.bounded and slower.time.value == pytest.approx(5.0)  # a ceiling above the fit changes nothing
 
 
 def test_a_size_independent_step_falls_back_to_its_median_reading() -> None:
@@ -119,8 +119,8 @@ def test_a_size_independent_step_falls_back_to_its_median_reading() -> None:
     samples = [Sample(1e6, [2e-4]), Sample(2e6, [1e-4]), Sample(3e6, [3e-4]), Sample(4e6, [1.5e-4])]
     fit, projection = project_time(samples, 1e12, size_independent=True)
     assert fit.model == "a" and fit.slope == 0.0
-    assert projection.seconds == pytest.approx(1.75e-4)  # median of the four readings
-    assert (projection.low_s, projection.high_s) == pytest.approx((1e-4, 3e-4))
+    assert projection.time.value == pytest.approx(1.75e-4)  # median of the four readings
+    assert (projection.time.low, projection.time.high) == pytest.approx((1e-4, 3e-4))
     assert projection.fallback and projection.rate_bytes == 0
     # a rising, clean line is still a line
     rising = [Sample(x, [x * 1e-9]) for x in (1e6, 2e6, 3e6, 4e6)]

@@ -40,15 +40,15 @@ def test_fake_clock_drives_every_measured_figure() -> None:
     results = run(options, clock=counter_clock())
     engram = results.engram
     assert engram is not None
-    assert [p.seconds.value for p in engram.phases] == [1.0, 1.0]
+    assert [p.time.value for p in engram.phases] == [1.0, 1.0]
     floor = engram.method("memset")
     for m in engram.methods:
         assert m.mode == "measured"
-        assert m.timing.samples_s == [1.0, 1.0]
-        assert m.seconds.value == 1.0 and not m.seconds.projected
+        assert m.time.samples == [1.0, 1.0]
+        assert m.time.value == 1.0 and not m.time.is_projected
         assert m.gb_per_s.value == pytest.approx(m.bytes_written / 1e9)
         assert m.percent_of_floor.value == pytest.approx(100 * m.bytes_written / floor.bytes_written)
-        assert m.startup_seconds.value == 3.0  # allocation + first touch + fill
+        assert m.startup.value == 3.0  # allocation + first touch + fill
         assert m.over_deadline is True
     assert engram.method("random-convert").bytes_written == 2048 * 64  # scales untouched
     assert engram.method("constant").bytes_written == 2048 * 66
@@ -142,14 +142,14 @@ def test_projected_figures_are_labelled_and_summarised() -> None:
     assert engram is not None
     for m in engram.methods:
         assert m.mode == "projected"
-        assert [p.seconds for p in m.samples] == [1.0] * len(m.samples)  # the median of fake 1 s readings
+        assert [p.time.value for p in m.samples] == [1.0] * len(m.samples)  # the median of fake 1 s readings
         # equal fake times give a flat line, which would project a free fill: the largest sample's rate is used
         assert m.time_fit is not None and m.time_fit.model == "b x"
         assert m.projection is not None and m.projection.fallback == "flat"
         largest = m.samples[-1]
-        assert m.seconds.value == pytest.approx(m.bytes_written / largest.bytes_written) and m.seconds.projected
-        assert m.startup_seconds.projected
-        assert m.peak_rss_bytes.projected and (m.peak_rss_bytes.value or 0) >= m.needed_bytes
+        assert m.time.value == pytest.approx(m.bytes_written / largest.bytes_written) and m.time.is_projected
+        assert m.startup.is_projected
+        assert m.peak_rss_bytes.is_projected and (m.peak_rss_bytes.value or 0) >= m.needed_bytes
     # ~: projected; the floor is not counted among the methods
     assert (
         summary_line(results)
@@ -177,27 +177,27 @@ def test_tiny_noisy_samples_project_nothing_faster_than_this_runs_floor() -> Non
     assert engram is not None
     floor = engram.method("memset")
     assert floor.projection is not None
-    floor_rate = floor.bytes_written / (floor.seconds.value or 0)
-    best_floor = max(p.bytes_written / r for p in floor.samples for r in p.readings_s)
+    floor_rate = floor.bytes_written / (floor.time.value or 0)
+    best_floor = max(p.bytes_written / r for p in floor.samples for r in p.time.samples)
     assert floor_rate <= best_floor * (1 + 1e-9)
     for m in engram.methods:
-        assert m.mode == "projected" and m.projection is not None and m.seconds.value is not None, m.name
-        assert m.bytes_written / m.seconds.value <= floor_rate * (1 + 1e-9), m.name
+        assert m.mode == "projected" and m.projection is not None and m.time.value is not None, m.name
+        assert m.bytes_written / m.time.value <= floor_rate * (1 + 1e-9), m.name
         assert (m.percent_of_floor.value or 0) <= 100 + 1e-6, m.name
-        assert m.projection.low_s <= m.seconds.value <= m.projection.high_s
+        assert m.projection.time.low <= m.time.value <= m.projection.time.high
         # the interval's fast end too: the floor's own is its fastest reading, every other fill's the floor
         ceiling = best_floor if m.name == "memset" else floor_rate
-        assert m.bytes_written / m.projection.low_s <= ceiling * (1 + 1e-9), m.name
-        assert m.startup_interval is not None
-        assert m.startup_interval.low <= (m.startup_seconds.value or 0) <= m.startup_interval.high
+        assert m.bytes_written / m.projection.time.low <= ceiling * (1 + 1e-9), m.name
+        assert m.startup.span is not None
+        assert m.startup.low <= (m.startup.value or 0) <= m.startup.high
         assert m.startup_dominant in ("allocate", "first touch", "fill")
     # one group here: on a noisy fake clock every method calibrates within 4x of the floor (memory-bound)
     assert [(g.memory_bound, len(g.rows), g.rounds) for g in engram.sample_groups] == [(True, 4, 3)]
     assert engram.sample_groups[0].methods == [m.name for m in engram.methods]
     touch = next(p for p in engram.phases if p.name == FIRST_TOUCH)
-    assert touch.projection is not None and touch.seconds.value
-    best_touch = max(p.bytes_written / r for p in touch.samples for r in p.readings_s)
-    assert touch.bytes / touch.seconds.value <= min(best_touch, floor_rate) * (1 + 1e-9)
+    assert touch.projection is not None and touch.time.value
+    best_touch = max(p.bytes_written / r for p in touch.samples for r in p.time.samples)
+    assert touch.bytes / touch.time.value <= min(best_touch, floor_rate) * (1 + 1e-9)
 
 
 def test_pinned_reserved_bytes_reads_host_memory_stats(monkeypatch: pytest.MonkeyPatch) -> None:

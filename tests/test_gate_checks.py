@@ -11,7 +11,7 @@ import pytest
 from dummyprof.gate.checks import evaluate
 from dummyprof.gate.config import GateConfig, ScenarioConfig, load_config
 from dummyprof.gate.fingerprint import make_fingerprint
-from dummyprof.results.common import Environment
+from dummyprof.results.common import Contention, Environment, Estimate
 from dummyprof.results.gate import (
     EXIT_INCOMPLETE,
     EXIT_PASS,
@@ -51,13 +51,22 @@ def gate_config(tmp_path: Path) -> GateConfig:
     return load_config(path)
 
 
+def _time(value: float, samples: list[float], contended: list[str] | None = None) -> Metric:
+    return Metric("time", "s", value, Estimate.measured(samples, contention=Contention(reasons=contended or [])))
+
+
+def _busy(time: Estimate | None, codes: list[str]) -> Estimate:
+    assert time is not None
+    return msgspec.structs.replace(time, contention=Contention(reasons=codes))
+
+
 def make_run(scenario: ScenarioConfig, env: Environment = ENV) -> ScenarioRun:
     metrics = {
         "per-layer.visits": Metric("counter", "visits", 20.0),
         "per-layer.bytes_written": Metric("counter", "bytes", 4096.0),
         "per-layer.max_visits": Metric("counter", "visits", 2.0),
-        "per-layer.time": Metric("time", "s", 1.005, list(BASE)),
-        "legacy.time": Metric("time", "s", 4.0, [4.0] * 7),
+        "per-layer.time": _time(1.005, list(BASE)),
+        "legacy.time": _time(4.0, [4.0] * 7),
     }
     options = {f.name: getattr(scenario.options, f.name) for f in dataclasses.fields(scenario.options)}
     fingerprint = make_fingerprint(scenario.name, "compare", options, env, ignore=scenario.command.not_in_fingerprint)
@@ -106,7 +115,7 @@ def test_limit_and_ratio_fail_without_a_baseline_problem(gate_config: GateConfig
     scenario = gate_config.scenarios[0]
     trap = make_run(scenario)
     trap.metrics["per-layer.max_visits"] = Metric("counter", "visits", 4.0)
-    trap.metrics["per-layer.time"] = Metric("time", "s", 3.9, [3.9] * 7)
+    trap.metrics["per-layer.time"] = _time(3.9, [3.9] * 7)
     checks = run_checks(gate_config, trap, make_run(scenario))
     got = verdicts(checks)
     assert got["limit per-layer.max_visits"] == REGRESSED
@@ -116,14 +125,14 @@ def test_limit_and_ratio_fail_without_a_baseline_problem(gate_config: GateConfig
 def test_significant_slowdown_is_a_regression_and_noise_is_not(gate_config: GateConfig) -> None:
     scenario = gate_config.scenarios[0]
     slow = make_run(scenario)
-    slow.metrics["per-layer.time"] = Metric("time", "s", 1.505, list(SLOW))
+    slow.metrics["per-layer.time"] = _time(1.505, list(SLOW))
     checks = run_checks(gate_config, slow, make_run(scenario))
     timing = next(c for c in checks if c.kind == "timing")
     assert timing.verdict == REGRESSED
     assert timing.p_value is not None and timing.p_value < 0.05
 
     noisy = make_run(scenario)
-    noisy.metrics["per-layer.time"] = Metric("time", "s", 1.2, [0.90, 1.30, 0.95, 1.25, 1.20, 0.97, 1.35])
+    noisy.metrics["per-layer.time"] = _time(1.2, [0.90, 1.30, 0.95, 1.25, 1.20, 0.97, 1.35])
     timing = next(c for c in run_checks(gate_config, noisy, make_run(scenario)) if c.kind == "timing")
     assert timing.verdict == NOT_SIGNIFICANT
     assert gate_exit_code([timing]) == EXIT_PASS
@@ -189,7 +198,7 @@ def test_a_regression_wins_over_an_incomplete_gate() -> None:
 def test_times_measured_under_contention_are_not_judged_and_counters_still_are(gate_config: GateConfig) -> None:
     scenario = gate_config.scenarios[0]
     current = make_run(scenario)
-    current.metrics["per-layer.time"] = Metric("time", "s", 1.505, list(SLOW), ["cpu-pressure"])  # slower, busy
+    current.metrics["per-layer.time"] = _time(1.505, list(SLOW), ["cpu-pressure"])  # slower, busy
     current.metrics["per-layer.visits"].value = 21.0  # a real regression of an exact counter
     checks = run_checks(gate_config, current, make_run(scenario))
     assert verdicts(checks) == {
@@ -213,7 +222,7 @@ def test_a_ratio_of_interleaved_times_is_judged_under_steal_alone(gate_config: G
     scenario = gate_config.scenarios[0]
     current = make_run(scenario)
     for name in ("per-layer.time", "legacy.time"):
-        current.metrics[name].contended = ["cpu-steal"]
+        current.metrics[name].time = _busy(current.metrics[name].time, ["cpu-steal"])
     checks = {f"{c.kind} {c.name}": c for c in run_checks(gate_config, current, make_run(scenario))}
     ratio, timing = checks["ratio per-layer.time / legacy.time"], checks["timing per-layer.time"]
     assert ratio.verdict == PASS and ratio.current == pytest.approx(1.005 / 4.0)
@@ -221,24 +230,25 @@ def test_a_ratio_of_interleaved_times_is_judged_under_steal_alone(gate_config: G
         "same-run ratio of medians (judged under cpu-steal: both sides' interleaved rounds lose it alike)"
     )
     assert timing.verdict == NOT_JUDGED and "(cpu-steal)" in timing.detail
-    current.metrics["per-layer.time"] = Metric("time", "s", 3.0, [3.0] * 7, ["cpu-steal"])  # a real regression
+    current.metrics["per-layer.time"] = _time(3.0, [3.0] * 7, ["cpu-steal"])  # a real regression
     ratio = next(c for c in run_checks(gate_config, current, make_run(scenario)) if c.kind == "ratio")
     assert ratio.verdict == REGRESSED and ratio.detail.startswith("ratio 0.75 is over 0.6 (judged under cpu-steal")
-    current.metrics["legacy.time"].contended = ["cpu-pressure", "cpu-steal"]
+    current.metrics["legacy.time"].time = _busy(current.metrics["legacy.time"].time, ["cpu-pressure", "cpu-steal"])
     ratio = next(c for c in run_checks(gate_config, current, make_run(scenario)) if c.kind == "ratio")
     assert ratio.verdict == NOT_JUDGED and "(cpu-pressure)" in ratio.detail
 
 
 def test_a_runs_contention_reaches_its_time_metrics_and_not_its_counters() -> None:
     from dummyprof.gate.metrics import compare_metrics
-    from dummyprof.results.common import Contention, Timing
+    from dummyprof.results.common import Contention, Estimate
     from dummyprof.results.compare import CompareResult, StrategyResult
     from dummyprof.results.session import Results
 
     busy = Contention(wall_s=3.0, cores=2, pressure=0.6, reasons=["cpu-pressure"])
-    section = CompareResult(strategies=[StrategyResult(name="a", timing=Timing([1.0, 2.0, 3.0]))], contention=busy)
+    section = CompareResult(strategies=[StrategyResult(name="a", time=Estimate.measured([1.0, 2.0, 3.0]))])
+    section.strategies[0].time.contention = busy
     metrics = compare_metrics(Results(command="compare", compare=section))
     assert metrics["a.time"].contended == ["cpu-pressure"]
     assert metrics["a.visits"].contended == []
-    section.contention = None  # a file from before issue #25: nothing known, nothing withheld
+    section.strategies[0].time.contention = None  # no reading: nothing known, nothing withheld
     assert compare_metrics(Results(command="compare", compare=section))["a.time"].contended == []

@@ -11,7 +11,7 @@ import pytest
 
 from dummyprof.gate.metrics import engram_metric_names, engram_metrics
 from dummyprof.loaders import fp8_methods as fp8_fill
-from dummyprof.results.common import Timing
+from dummyprof.results.common import Estimate
 from dummyprof.results.engram import EngramLayout, EngramResult, MethodResult
 from dummyprof.results.session import Results
 from dummyprof.scenarios.engram.run import EngramOptions
@@ -49,7 +49,7 @@ def test_projected_methods_give_no_time_to_compare() -> None:
                 mode="measured",
                 bytes_written=264,
                 measured_scratch_bytes=0,
-                timing=Timing([0.002, 0.001, 0.003]),
+                time=Estimate.measured([0.002, 0.001, 0.003]),
             ),
             MethodResult(name="random-convert", mode="projected", bytes_written=256, peak_scratch_bytes=768),
         ],

@@ -89,5 +89,5 @@ def test_a_warm_up_that_leaves_no_room_for_a_measured_round_is_dropped(
         repeat=5, warmup=2, clock=clock, deadline=clock() + budget, round_estimate_s=5.0, measure_overhead=False,
     )  # fmt: skip
     assert (result.warmup, result.repeat, result.auto_stop) == (warmed, 1, "budget")
-    assert result.strategies[0].timing.samples_s == [5.0]
+    assert result.strategies[0].time.samples == [5.0]
     assert clock() - 1000.0 == spent

@@ -6,7 +6,7 @@ import json
 
 from dummyprof.reports.registry import render
 from dummyprof.reports.reporter import RenderOptions
-from dummyprof.results.common import Timing
+from dummyprof.results.common import Estimate
 from dummyprof.results.engram import FASTER_THAN_FLOOR, MEASURED, EngramResult, MethodResult
 from dummyprof.results.session import Results
 from dummyprof.scenarios.engram.runner import derive
@@ -16,9 +16,9 @@ GB = 10**9
 
 def _result() -> EngramResult:
     # The floor's rounds: one quiet (1 s) and two preempted (2 s): its median says 1 GB/s, its best 2 GB/s.
-    floor = MethodResult(name="memset", mode=MEASURED, bytes_written=2 * GB, timing=Timing([2.0, 1.0, 2.0]))
-    steady = MethodResult(name="constant", mode=MEASURED, bytes_written=2 * GB, timing=Timing([1.5, 1.5, 1.5]))
-    faster = MethodResult(name="odd", mode=MEASURED, bytes_written=2 * GB, timing=Timing([0.5, 0.5, 0.5]))
+    floor = MethodResult(name="memset", mode=MEASURED, bytes_written=2 * GB, time=Estimate.measured([2.0, 1.0, 2.0]))
+    steady = MethodResult(name="constant", mode=MEASURED, bytes_written=2 * GB, time=Estimate.measured([1.5, 1.5, 1.5]))
+    faster = MethodResult(name="odd", mode=MEASURED, bytes_written=2 * GB, time=Estimate.measured([0.5, 0.5, 0.5]))
     result = EngramResult(methods=[floor, steady, faster])
     derive(result)
     return result
@@ -34,7 +34,7 @@ def test_share_is_of_the_fastest_floor_round() -> None:
 def test_a_fill_faster_than_the_floor_is_flagged_in_results_and_every_report() -> None:
     result = _result()
     flagged = result.method("odd").percent_of_floor
-    assert (flagged.value, flagged.unavailable) == (None, FASTER_THAN_FLOOR)
+    assert (flagged.value, flagged.reason) == (None, FASTER_THAN_FLOOR)
     results = Results(command="engram", engram=result)
     terminal = render(results, "terminal", RenderOptions(width=200))
     assert "over!" in terminal and "measured faster than this run's fastest memset floor" in terminal
@@ -44,4 +44,5 @@ def test_a_fill_faster_than_the_floor_is_flagged_in_results_and_every_report() -
     assert "400%" not in markdown
     saved = json.loads(render(results, "json", RenderOptions()))
     odd = next(m for m in saved["engram"]["methods"] if m["name"] == "odd")
-    assert odd["percent_of_floor"] == {"value": None, "unavailable": FASTER_THAN_FLOOR, "projected": False}
+    assert (odd["percent_of_floor"]["value"], odd["percent_of_floor"]["how"]) == (None, "unavailable")
+    assert odd["percent_of_floor"]["reason"] == FASTER_THAN_FLOOR

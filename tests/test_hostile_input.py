@@ -28,7 +28,7 @@ from tests.conftest import CliResult, fake_proc
 from tests.fixtures.gate_configs import tiny_config
 
 Cli = Callable[..., CliResult]
-DEPLOYMENT = Path(__file__).parent / "fixtures" / "results_v3" / "deployment-deepseek-v3-tp8.json"
+DEPLOYMENT = Path(__file__).parent / "fixtures" / "results" / "deployment-deepseek-v3-tp8.json"
 
 # One check of each kind the files carry: counters, a ratio and a timing (two rounds).
 CONFIG = tiny_config(

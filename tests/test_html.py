@@ -155,7 +155,7 @@ def _engram_spread(reports: dict[str, Path]) -> Results:
     results = load_results(reports["engram"].with_suffix(".json"))
     assert results.engram is not None and results.engram.budget.deadline_s == 600
     for m, seconds in zip(results.engram.methods, (10.0, 0.01), strict=True):
-        m.startup_seconds.value = seconds
+        m.startup.value = seconds
     return results
 
 
@@ -183,14 +183,17 @@ def test_engram_start_up_chart_leads_on_a_log_axis_with_the_deadline_line(
 
 def _deployment() -> Results:
     """Two alike ranks holding 6 GiB on the device (1 GiB replicated) and 2 GiB offloaded, under 8 GiB each."""
-    from dummyprof.results.deployment import MEASURED, DeploymentResult, RankEntry, RankStrategy
+    from dummyprof.results.common import Estimate
+    from dummyprof.results.deployment import DeploymentResult, RankEntry, RankStrategy
 
     gib = 1024**3
 
     def rank(index: int) -> RankEntry:
         strategies = [
-            RankStrategy("legacy", visits=40, redundant_visits=30, fill=MEASURED, seconds=2.0, samples_s=[1.5, 2.0]),
-            RankStrategy("per-layer", visits=10, fill=MEASURED, seconds=0.5, samples_s=[0.5, 0.6]),
+            RankStrategy(
+                "legacy", visits=40, redundant_visits=30, time=Estimate(2.0, samples=[1.5, 2.0], low=1.5, high=2.0)
+            ),
+            RankStrategy("per-layer", visits=10, time=Estimate(0.5, samples=[0.5, 0.6], low=0.5, high=0.6)),
         ]
         return RankEntry(
             rank=index, tp_rank=index, layers=[0, 4], held_bytes=8 * gib, replicated_bytes=gib, offloaded_bytes=2 * gib,
@@ -396,9 +399,9 @@ def test_the_time_label_sits_above_the_whisker_never_under_it(reports: dict[str,
     time_bars = next(f for f in _figures(reports["compare"]).values() if f["data"][0]["type"] == "bar")
     bars, labels = time_bars["data"]
     strategies = results.compare.strategies
-    assert bars["error_y"]["array"] == [s.timing.max - s.timing.median for s in strategies]  # type: ignore[operator]
+    assert bars["error_y"]["array"] == [s.time.high - s.time.value for s in strategies]  # type: ignore[operator]
     assert labels["mode"] == "text" and labels["textposition"] == "top center"
-    assert labels["y"] == [s.timing.max for s in strategies]  # at the whisker's top
+    assert labels["y"] == [s.time.high for s in strategies]  # at the whisker's top
     assert time_bars["layout"]["yaxis"]["range"][1] > max(labels["y"])  # and inside the plot
 
 

@@ -15,7 +15,7 @@ from dummyprof.ranks.world import LaunchEnv, RanksFailed, World, check_ranks, la
 from dummyprof.reports.markdown import render_markdown
 from dummyprof.reports.summary import ranks_summary
 from dummyprof.reports.terminal import render
-from dummyprof.results.common import Figure
+from dummyprof.results.common import Estimate
 from dummyprof.results.engram import EngramResult
 from dummyprof.results.ranks import RankFill, RankRecord
 from dummyprof.results.session import Results
@@ -176,11 +176,19 @@ def _record(rank: int, host: str, alone: float, together: float, fill_s: float, 
         table_bytes=1000,
         reserved_bytes=1024,
         available_bytes=3000 - rank,
-        allocate_s=Figure(0.001 * (rank + 1)),
-        first_touch_s=Figure(0.5 - 0.1 * rank),
+        allocate_s=Estimate(0.001 * (rank + 1)),
+        first_touch_s=Estimate(0.5 - 0.1 * rank),
         fills=[
             RankFill(
-                "memset", "measured", Figure(fill_s), 1500, True, Figure(2000.0), Figure(alone), Figure(together), 2
+                "memset",
+                "measured",
+                Estimate(fill_s),
+                1500,
+                True,
+                Estimate(2000.0),
+                Estimate(alone),
+                Estimate(together),
+                2,
             )
         ],
         peak_rss_bytes=2000,

@@ -695,7 +695,7 @@ def test_a_helper_the_model_imports_lazily_from_a_zip_is_never_overwritten(
 def test_the_results_file_behind_standard_input_is_never_overwritten(cli: Cli, tmp_path: Path) -> None:
     """``report - -o r.json --force < r.json``: descriptor 0 is compared as a file (device and inode)."""
     results = tmp_path / "r.json"
-    results.write_bytes(Path("tests/fixtures/results_v1/audit.json").read_bytes())
+    results.write_bytes(Path("tests/fixtures/results/audit.json").read_bytes())
     before = results.read_bytes()
     saved = os.dup(0)
     try:

@@ -23,7 +23,7 @@ from dummyprof.results.store import load_results
 from tests.fixtures.results import gate_results
 from tests.test_multirank_units import _gathered
 
-SAVED = Path(__file__).parent / "fixtures" / "results_v1"
+SAVED = Path(__file__).parent / "fixtures" / "results"
 
 
 def _documents() -> dict[str, Results]:

@@ -26,7 +26,7 @@ from dummyprof.results.session import Results
 from dummyprof.results.store import load_results
 from tests.test_terminal_widths import _compare, _ranks, _sweep
 
-SAVED = Path(__file__).parent / "fixtures" / "results_v1"
+SAVED = Path(__file__).parent / "fixtures" / "results"
 KEEP = {"command"}  # which reporter renders a document; not data shown to anyone
 
 PAYLOADS = [

@@ -19,7 +19,7 @@ from dummyprof.results.session import Results
 from dummyprof.results.store import load_results
 from tests.conftest import CliResult
 
-OLD = Path(__file__).resolve().parent / "fixtures" / "results_v1"
+OLD = Path(__file__).resolve().parent / "fixtures" / "results"
 FILES = sorted(OLD.glob("*.json"))
 
 

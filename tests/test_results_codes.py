@@ -10,14 +10,14 @@ import pytest
 import dummyprof
 from dummyprof.reports.format import unavailable_text
 from dummyprof.reports.tables.engram import plan_notes, reason_text
-from dummyprof.results.common import Figure
+from dummyprof.results.common import Estimate
 from dummyprof.results.engram import BackingInfo, EngramResult, MethodResult
 from dummyprof.scenarios.engram.run import EngramOptions, run
 
 
-def _figures(value: Any, where: str = "$") -> list[tuple[str, Figure]]:
-    """Every Figure in a Results tree, with its path."""
-    if isinstance(value, Figure):
+def _figures(value: Any, where: str = "$") -> list[tuple[str, Estimate]]:
+    """Every Estimate in a Results tree, with its path."""
+    if isinstance(value, Estimate):
         return [(where, value)]
     if isinstance(value, msgspec.Struct):
         return [x for n in value.__struct_fields__ for x in _figures(getattr(value, n), f"{where}.{n}")]
@@ -37,7 +37,7 @@ def _figures(value: Any, where: str = "$") -> list[tuple[str, Figure]]:
         ("no-huge-pages-asked:shm", "shm memory: no huge pages asked"),
         ("no-host-memory-stats", "torch.cuda.host_memory_stats() reports no bytes"),
         ("no-anon-huge-pages", "/proc/self/smaps_rollup has no AnonHugePages"),
-        ("no CUDA", "no CUDA"),  # a probe's own message, and an older file's sentence, pass as they are
+        ("no CUDA", "no CUDA"),  # a probe's own message passes as it is
         ("nvml: not found", "nvml: not found"),
     ],
 )
@@ -49,10 +49,10 @@ def test_a_dry_run_stores_codes_and_renders_the_words() -> None:
     results = run(EngramOptions(rows=4096, dim=64, offload=True, backing="pageable", dry_run=True, device="cpu"))
     engram = results.engram
     assert engram is not None
-    reasons = {f.unavailable for _, f in _figures(engram) if f.unavailable}
+    reasons = {f.reason for _, f in _figures(engram) if f.reason}
     assert {"dry-run", "no-reserved-figure:pageable", "no-huge-pages-asked:pageable"} <= reasons
     assert all(" " not in reason for reason in reasons), reasons  # codes, not sentences
-    assert {m.reason for m in engram.methods} == {"fits"} and all(m.legacy_reason == "" for m in engram.methods)
+    assert {m.reason for m in engram.methods} == {"fits"}
     text = dummyprof.render(results, width=1000)
     assert "fill and start-up times: unavailable: dry run: nothing allocated" in text
     assert "fits: measured in full unless the calibration at start-up says one round exceeds the time budget" in text

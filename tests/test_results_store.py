@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,7 @@ from dummyprof.files import outputs
 from dummyprof.files.outputs import Output, probe_output
 from dummyprof.results import (
     SCHEMA_VERSION,
-    Figure,
+    Estimate,
     ModelSummary,
     Results,
     TensorResult,
@@ -25,6 +26,7 @@ from dummyprof.results import (
     results_to_json,
     store,
 )
+from tests.conftest import CliResult
 from tests.fixtures.results import legacy_and_per_layer
 
 
@@ -32,7 +34,7 @@ def sample() -> Results:
     model = ModelSummary(description="tree", tensors=2, bytes=64, options={"depth": 2})
     tensors = {"a.weight": TensorResult(names=["a.weight"], depth=1, shape=[4, 4], visits={"legacy": 2})}
     results = legacy_and_per_layer(model, tensors, [0.4, 0.2], [0.1, 0.1], visits=2, redundant=1, max_visits=2)
-    results.compare.strategies[0].memory.pinned_bytes = Figure.missing("no CUDA")
+    results.compare.strategies[0].memory.pinned_bytes = Estimate.missing("no CUDA")
     return results
 
 
@@ -48,36 +50,78 @@ def test_round_trip_keeps_every_field(tmp_path: Path) -> None:
     assert data["compare"]["tensors"]["a.weight"]["visits"] == {"legacy": 2}
     assert data["compare"]["strategies"][0]["memory"]["pinned_bytes"] == {
         "value": None,
-        "unavailable": "no CUDA",
-        "projected": False,
+        "how": "unavailable",
+        "reason": "no CUDA",
+        "samples": [],
+        "low": None,
+        "high": None,
+        "floor": None,
+        "device": "",
+        "contention": None,
     }
     assert loaded.compare is not None and loaded.compare.speedup("per-layer") == pytest.approx(3.0)
 
 
-def test_older_files_load_with_defaults() -> None:
-    loaded = results_from_dict({"schema_version": 1, "command": "compare", "compare": {"repeat": 3}})
+def test_fields_a_file_leaves_out_load_with_defaults() -> None:
+    loaded = results_from_dict({"schema_version": 5, "command": "compare", "compare": {"repeat": 3}})
     assert loaded.compare is not None and loaded.compare.repeat == 3
     assert loaded.compare.strategies == [] and loaded.notices == []
+
+
+@pytest.mark.parametrize(
+    ("version", "command", "again"),
+    [
+        (1, "compare", "run it again: dummyprof compare ... --json old.json"),
+        (2, "engram", "run it again: dummyprof engram ... --json old.json"),
+        (3, "deployment", "run it again: dummyprof deployment ... --json old.json"),
+        (4, "baseline", "make it again: dummyprof baseline --config CONFIG --output old.json"),
+        (4, "gate", "run the gate again: dummyprof gate --config CONFIG --baseline BASELINE --json old.json"),
+        (4, None, "run its command again with --json"),
+    ],
+)
+def test_an_older_schema_is_refused_in_one_line_naming_the_command_that_writes_it_again(
+    tmp_path: Path, version: int, command: str | None, again: str
+) -> None:
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps({"schema_version": version, "command": command, "compare": {"timing": {}}}))
+    with pytest.raises(ResultsFileError) as raised:
+        load_results(path)
+    assert str(raised.value) == (
+        f"{path}: results schema {version}, which this dummyprof no longer reads (it reads schema 5); "
+        + again.replace("old.json", str(path))
+    )
+
+
+def test_report_on_an_older_file_exits_2_with_one_line(cli: Callable[..., CliResult], tmp_path: Path) -> None:
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps({"schema_version": 4, "command": "compare", "compare": {}}))
+    result = cli("report", str(path))
+    assert result.exit_code == 2
+    assert result.stderr.strip().splitlines() == [
+        f"dummyprof: error: {path}: results schema 4, which this dummyprof no longer reads (it reads schema 5); "
+        f"run it again: dummyprof compare ... --json {path}"
+    ]
+    assert "Traceback" not in result.stdout + result.stderr
 
 
 def test_unknown_fields_are_refused_naming_them() -> None:
     """Every record forbids keys it does not declare: an edited typo is an error, not silently dropped."""
     with pytest.raises(ResultsFileError, match=r"^results: \$: Object contains unknown field `from_the_future`$"):
-        results_from_dict({"schema_version": 1, "command": "inspect", "inspect": {}, "from_the_future": 1})
+        results_from_dict({"schema_version": 5, "command": "inspect", "inspect": {}, "from_the_future": 1})
     with pytest.raises(ResultsFileError, match=r"^results: \$.inspect.model: Object contains unknown field `x`$"):
-        results_from_dict({"schema_version": 3, "command": "inspect", "inspect": {"model": {"x": 1}}})
+        results_from_dict({"schema_version": 5, "command": "inspect", "inspect": {"model": {"x": 1}}})
 
 
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ('{"schema_version": 1, "command": "compare", "compare": {"rep', "not valid JSON"),
+        ('{"schema_version": 5, "command": "compare", "compare": {"rep', "not valid JSON"),
         ("[1, 2]", "not a dummyprof results file"),
         ('{"command": "compare"}', "not a dummyprof results file"),
         ('{"schema_version": 99}', "newer dummyprof"),
         ('{"schema_version": "1"}', "not valid"),
         (
-            '{"schema_version": 1, "command": "compare", "compare": {"repeat": "three"}}',
+            '{"schema_version": 5, "command": "compare", "compare": {"repeat": "three"}}',
             r"\$.compare.repeat: Expected `int`, got `str`$",
         ),
     ],
@@ -142,12 +186,12 @@ def test_converted_lists_and_dicts_are_copies_of_the_document() -> None:
     ("samples", "expected"),
     [
         ([1, 2, 3], [1.0, 2.0, 3.0]),  # whole numbers in a list of floats are floats
-        ([0.5, float("nan")], "$.compare.strategies[0].timing.samples_s[1]: NaN is not a finite number"),
-        ([0.5, "1"], "$.compare.strategies[0].timing.samples_s[1]: Expected `float`, got `str`"),
+        ([0.5, float("nan")], "$.compare.strategies[0].time.samples[1]: NaN is not a finite number"),
+        ([0.5, "1"], "$.compare.strategies[0].time.samples[1]: Expected `float`, got `str`"),
     ],
 )
 def test_lists_of_numbers_are_checked_item_by_item(samples: list[Any], expected: Any) -> None:
-    data = {"schema_version": 2, "command": "compare", "compare": {"strategies": [{"timing": {"samples_s": samples}}]}}
+    data = {"schema_version": 5, "command": "compare", "compare": {"strategies": [{"time": {"samples": samples}}]}}
     if isinstance(expected, str):
         with pytest.raises(ResultsFileError) as raised:
             results_from_dict(data, source="f.json")
@@ -155,7 +199,7 @@ def test_lists_of_numbers_are_checked_item_by_item(samples: list[Any], expected:
     else:
         loaded = results_from_dict(data)
         assert loaded.compare is not None
-        got = loaded.compare.strategies[0].timing.samples_s
+        got = loaded.compare.strategies[0].time.samples
         assert got == expected and all(type(x) is float for x in got)
 
 
@@ -164,7 +208,7 @@ def test_loading_leaves_the_garbage_collector_as_it_found_it(tmp_path: Path, ena
     """Loading pauses the cyclic collector (a large file is millions of containers, no cycles), and only that."""
     good, bad = tmp_path / "r.json", tmp_path / "bad.json"
     save_results(sample(), good)
-    bad.write_text('{"schema_version": 2, "command": "compare", "compare": {"repeat": null}}')
+    bad.write_text('{"schema_version": 5, "command": "compare", "compare": {"repeat": null}}')
     was = gc.isenabled()
     try:
         gc.enable() if enabled else gc.disable()

@@ -16,7 +16,7 @@ import pytest
 from tests.conftest import CliResult
 
 Cli = Callable[..., CliResult]
-DEPLOYMENT = Path(__file__).parent / "fixtures" / "results_v3" / "deployment-deepseek-v3-tp8.json"
+DEPLOYMENT = Path(__file__).parent / "fixtures" / "results" / "deployment-deepseek-v3-tp8.json"
 
 
 def _set(path: str, value: Any) -> Callable[[dict[str, Any]], None]:

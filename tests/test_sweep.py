@@ -237,7 +237,7 @@ def test_cli_a_sweep_failing_at_its_third_point_keeps_shows_and_saves_the_two_me
     assert saved is not None
     assert [p.value for p in saved.points] == [1, 2] and saved.failed_at == 3
     assert "RuntimeError: cannot build 3 here" in saved.failure
-    assert all(len(s.samples_s) == 1 for p in saved.points for s in p.series.values())
+    assert all(len(s.time.samples) == 1 for p in saved.points for s in p.series.values())
 
 
 def test_a_sweep_whose_largest_point_overruns_the_budget_is_refused_before_the_first(

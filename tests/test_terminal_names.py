@@ -13,13 +13,13 @@ from pathlib import Path
 from dummyprof.reports.registry import render
 from dummyprof.reports.reporter import RenderOptions
 from dummyprof.reports.summary import summary_line
-from dummyprof.results.common import NoiseWarning, Timing
+from dummyprof.results.common import Estimate, NoiseWarning
 from dummyprof.results.compare import CompareResult, FloorResult, ModelSummary, StrategyResult, TensorResult
 from dummyprof.results.session import Results
 from dummyprof.results.store import load_results
 from dummyprof.results.sweep import GrowthFit, SeriesPoint, SweepPoint, SweepResult
 
-SAVED = Path(__file__).parent / "fixtures" / "results_v1"
+SAVED = Path(__file__).parent / "fixtures" / "results"
 FILLERS = ["legacy", "per-layer", "unique", "fill_everything", "fill_like_vllm_033_loader"]
 TENSORS = [
     "model.layers.0.mlp.down_proj.weight",
@@ -35,7 +35,8 @@ def _compare(warnings: int = 3, fillers: list[str] = FILLERS) -> Results:
     strategies = [
         StrategyResult(
             name=name, initializer="v0.33" if i else "v0.29", visits=210_566 * (i + 1), redundant_visits=i * 1_024,
-            max_visits=i + 1, bytes_written=(i + 1) * 16_063_000_000, timing=Timing([0.9 / (i + 1), 1.0 / (i + 1)] * 3),
+            max_visits=i + 1, bytes_written=(i + 1) * 16_063_000_000,
+            time=Estimate.measured([0.9 / (i + 1), 1.0 / (i + 1)] * 3),
         )
         for i, name in enumerate(fillers)
     ]  # fmt: skip
@@ -48,7 +49,7 @@ def _compare(warnings: int = 3, fillers: list[str] = FILLERS) -> Results:
         model=ModelSummary("hf:Llama-3.1-8B", "hf: LlamaForCausalLM", modules=291, tensors=291, names=292),
         strategies=strategies,
         tensors=tensors,
-        floor=FloorResult(bytes_written=16_063_000_000, timing=Timing([0.07, 0.069, 0.071])),
+        floor=FloorResult(bytes_written=16_063_000_000, time=Estimate.measured([0.07, 0.069, 0.071])),
         baseline_strategy="legacy",
         repeat=6,
         warmup=1,
@@ -108,8 +109,8 @@ def test_sweep_of_engram_over_rows_cuts_no_header_and_no_figure() -> None:
     methods = ["random-convert", "random-scratch", "random-chunked", "random-fast", "constant"]
     values = [1_024, 32_768, 1_048_576]
     points = [
-        SweepPoint(v, v * 4096, {m: SeriesPoint(seconds=v * 1e-6 * (i + 1), visits=v, bytes_written=v * 4096,
-                                                samples_s=[v * 1e-6, v * 1.2e-6], peak_rss_bytes=v * 8192)
+        SweepPoint(v, v * 4096, {m: SeriesPoint(Estimate(v * 1e-6 * (i + 1), samples=[v * 1e-6, v * 1.2e-6],
+                                                         low=v * 1e-6, high=v * 1.2e-6), v, v * 4096, v * 8192)
                                  for i, m in enumerate(methods)})
         for v in values
     ]  # fmt: skip

@@ -17,7 +17,7 @@ from dummyprof.reports.registry import render
 from dummyprof.reports.reporter import RenderOptions
 from dummyprof.reports.summary import summary_line
 from dummyprof.results.audit import FillerSummary
-from dummyprof.results.common import Contention, Figure, Timing
+from dummyprof.results.common import Contention, Estimate
 from dummyprof.results.compare import (
     CalibrationClass,
     CompareResult,
@@ -26,7 +26,7 @@ from dummyprof.results.compare import (
     SizeDecision,
     StrategyResult,
 )
-from dummyprof.results.deployment import NO_CUDA_HERE, PROJECTED, DeploymentResult, HostFill, RankEntry, RankStrategy
+from dummyprof.results.deployment import NO_CUDA_HERE, DeploymentResult, HostFill, RankEntry, RankStrategy
 from dummyprof.results.engram import EngramResult, LinearFit
 from dummyprof.results.ranks import RankFill, RankRecord
 from dummyprof.results.session import Results
@@ -34,7 +34,7 @@ from dummyprof.results.store import load_results
 from dummyprof.results.sweep import GrowthFit, SeriesPoint, SweepPoint, SweepResult
 from tests.fixtures.results import gate_results
 
-SAVED = Path(__file__).parent / "fixtures" / "results_v1"
+SAVED = Path(__file__).parent / "fixtures" / "results"
 WIDTHS = [80, 120]
 
 
@@ -105,7 +105,9 @@ def _compare(mode: str = "projected") -> Results:
     strategies = [
         StrategyResult(
             name=name, initializer=init, visits=visits, redundant_visits=redundant, max_visits=most,
-            bytes_written=written, projection=Projection(*times, peak_rss_bytes=int(153.7 * GIB), floor_bound=bound),
+            bytes_written=written, time=Estimate.projected(*times[:3], floor=times[3], device="cpu"),
+            projection=Projection(Estimate.projected(*times[:3], floor=times[3], device="cpu"), times[4],
+                                  peak_rss_bytes=int(153.7 * GIB), floor_bound=bound),
         )
         for name, init, visits, redundant, most, written, times, bound in figures
     ]  # fmt: skip
@@ -115,7 +117,7 @@ def _compare(mode: str = "projected") -> Results:
     calibration = [
         CalibrationClass(
             initializer=init, rule=rule, dtype=dtype, sizes_bytes=[k * 1000 * KIB for k in range(1, 5)],
-            samples_s=[[0.001] * 3] * 4, small_call_s=0.000123,
+            trials=[Estimate.measured([0.001] * 3)] * 4, small_call_s=0.000123,
             fit=LinearFit(slope=1 / (0.0891e9 * (i + 1) ** 2), r_squared=0.9987 - i / 100),
         )
         for i, (init, rule, dtype) in enumerate(classes)
@@ -132,7 +134,7 @@ def _compare(mode: str = "projected") -> Results:
         result.size.mode, result.size.reason, result.counts, result.repeat = "measured", "fits", "exact", 3
         result.size.budget_bytes = 24 * GIB
         for s, median in zip(result.strategies, (1.1045, 0.2131, 0.1907), strict=True):
-            s.timing = Timing([median * 0.95, median, median * 1.3])
+            s.time = Estimate.measured([median * 0.95, median, median * 1.3])
     return Results(command="compare", compare=result)
 
 
@@ -241,11 +243,11 @@ def _engram_worst_quiet(case: str) -> Results:
         engram.methods = [m for m in engram.methods if m.name in ("random-scratch", engram.floor_method)]
         engram.budget.deadline_s = 0.1
         for m in engram.methods:
-            m.startup_seconds, m.fits_in_memory, m.over_deadline = Figure(0.1234, projected=True), True, True
+            m.startup, m.fits_in_memory, m.over_deadline = Estimate.projected(0.1234), True, True
     else:  # every method the same to 4 digits, some fit, all over a 100 ms deadline: 81 columns before
         engram.budget.deadline_s = 0.1
         for i, m in enumerate(engram.methods):
-            m.startup_seconds, m.fits_in_memory, m.over_deadline = Figure(0.1234, projected=True), i < 2, True
+            m.startup, m.fits_in_memory, m.over_deadline = Estimate.projected(0.1234), i < 2, True
     return results
 
 
@@ -283,7 +285,7 @@ def _deployment(device: str) -> Results:
             rank=r,
             stage=r // 2,
             held_bytes=round(3.74 * GIB),
-            strategies=[RankStrategy("per-layer", fill=PROJECTED, seconds=13.24 if r == 2 else 12.0)],
+            strategies=[RankStrategy("per-layer", time=Estimate.projected(13.24 if r == 2 else 12.0))],
         )
         for r in range(4)
     ]
@@ -321,8 +323,7 @@ def _sweep() -> Results:
         for k, name in enumerate(series, start=1):
             median = 0.001 * depth ** (2 / k)
             entries[name] = SeriesPoint(
-                seconds=median,
-                samples_s=[median * 0.9, median, median * 1.4],
+                time=Estimate.measured([median * 0.9, median, median * 1.4]),
                 visits=int(4.5 * depth**2) if name == "legacy" else 9 * depth,
                 bytes_written=123_456 * depth,
                 peak_rss_bytes=300 << 20,
@@ -359,8 +360,8 @@ def _ranks(world: int = 8) -> Results:
     records = []
     for rank in range(world):
         fills = [
-            RankFill(m, "measured", Figure(0.2 + 0.01 * i + 0.001 * rank), 100 << 20, True, Figure(300e6),
-                     Figure(0.2 + 0.01 * i), Figure(0.25 + 0.01 * i + 0.001 * rank), 3)
+            RankFill(m, "measured", Estimate(0.2 + 0.01 * i + 0.001 * rank), 100 << 20, True, Estimate(300e6),
+                     Estimate(0.2 + 0.01 * i), Estimate(0.25 + 0.01 * i + 0.001 * rank), 3)
             for i, m in enumerate(METHODS)
         ]  # fmt: skip
         records.append(
@@ -368,7 +369,7 @@ def _ranks(world: int = 8) -> Results:
                 rank=rank, world_size=world, local_rank=rank % 4, local_world_size=4,
                 host=f"gpu-node-{rank // 4:02d}", part_rows=250_000_000,
                 table_bytes=66_000_000_000, reserved_bytes=66_000_003_072, available_bytes=1_500_000_000_000,
-                allocate_s=Figure(0.000418 + rank * 1e-6), first_touch_s=Figure(12.5 + rank / 100),
+                allocate_s=Estimate(0.000418 + rank * 1e-6), first_touch_s=Estimate(12.5 + rank / 100),
                 fills=fills, peak_rss_bytes=66_500_000_000 + rank, steps=["x"], engram=EngramResult(),
             )
         )  # fmt: skip
@@ -432,22 +433,32 @@ BUSY = Contention(wall_s=1, cores=2, pressure=0.6, steal=0.0, process_cpu_share=
 QUIET = Contention(wall_s=1, cores=2, pressure=0.0, steal=0.0, process_cpu_share=1.9)
 
 
+def _calibrated_under(results: Results, reading: Contention) -> None:
+    """The reading taken while the calibration fills ran, as the projections carry it."""
+    assert results.compare is not None
+    for s in results.compare.strategies:
+        if s.projection is not None:
+            s.projection.time.contention = reading
+
+
 def test_quiet_lines_say_contended_when_their_times_were_taken_on_a_busy_machine() -> None:
     """-q is the answer alone: a time taken under contention carries the mark there too, in every wording."""
     projected = _compare()
     assert projected.compare is not None
-    projected.compare.size.contention = QUIET
+    _calibrated_under(projected, QUIET)
     assert "CONTENDED" not in summary_line(projected)
-    projected.compare.size.contention = BUSY
+    _calibrated_under(projected, BUSY)
     assert summary_line(projected) == "projected fill on cpu: 187.5 ms to 920.4 ms, 3 strategies; CONTENDED"
     measured = load_results(SAVED / "compare.json")
     assert measured.compare is not None
-    measured.compare.contention = BUSY  # the timed rounds' reading, for a measured run
+    for s in measured.compare.strategies:
+        s.time.contention = BUSY  # the timed rounds' reading, for a measured run
     assert summary_line(measured) == "median fill on cpu: legacy 993 µs, per-layer 356 µs, unique 192 µs; CONTENDED"
 
     engram = load_results(SAVED / "engram-projected.json")
     assert engram.engram is not None
-    engram.engram.contention = BUSY
+    for m in engram.engram.methods:
+        m.time.contention = BUSY
     line = "recommended constant: start-up ~5.75 s per rank on cpu; no --deadline; CONTENDED"
     assert summary_line(engram) == line  # how many fit gives way, never the mark
 
@@ -484,10 +495,15 @@ def test_contended_quiet_lines_keep_to_80_columns_in_their_longest_cases() -> No
     results = _deployment("cuda:0")
     assert results.deployment is not None
     d = results.deployment
-    d.not_timed, d.target, d.host_contention = NO_CUDA_HERE, "cuda", BUSY
+    d.not_timed, d.target = NO_CUDA_HERE, "cuda"
     for r in d.ranks:
         r.strategies = [
-            RankStrategy("per-layer", host=HostFill(visits=4, bytes_written=1 << 30, fill=PROJECTED, seconds=5.12))
+            RankStrategy(
+                "per-layer",
+                host=HostFill(
+                    visits=4, bytes_written=1 << 30, time=Estimate.projected(5.12, device="cpu", contention=BUSY)
+                ),
+            )
         ]
     line = summary_line(results)
     assert line == "tp 2, pp 2: 4 ranks; host ~5.12 s on cpu, device not timed; CONTENDED"
@@ -498,5 +514,5 @@ def test_contended_quiet_lines_keep_to_80_columns_in_their_longest_cases() -> No
     for s in empty.compare.strategies:
         s.bytes_written = 0
     assert empty.compare.nothing_to_fill
-    empty.compare.size.contention = BUSY
+    _calibrated_under(empty, BUSY)
     assert summary_line(empty) == "projected on cpu: 187.5 ms to 920.4 ms (nothing to fill); CONTENDED"

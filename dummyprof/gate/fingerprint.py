@@ -59,8 +59,7 @@ def differences(
     current: Fingerprint, baseline: Fingerprint, fields: Iterable[str], *, defaults: dict[str, Any] | None = None
 ) -> list[str]:
     """What differs (``cpu_model: AMD EPYC (baseline: Intel Xeon)``); an option one side lacks counts as its
-    default, so a baseline from before an option existed stays comparable while it is left at that. One written
-    under an option's old name (engram's ``tp_size``) was renamed when the file was read (``results/migrate.py``)."""
+    default, so a baseline from before an option existed stays comparable while it is left at that."""
     found: list[str] = []
     fallback = defaults or {}
     for name in fields:

@@ -7,11 +7,13 @@ counts, ``SERIES.time.exponent`` to medians; engram-ranks' ``METHOD.time`` is ea
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import msgspec
+
+from dummyprof.results.common import Contention, Estimate
 from dummyprof.results.compare import CompareResult
 from dummyprof.results.engram import MEASURED, EngramResult, MethodResult
 from dummyprof.results.gate import Metric
@@ -75,15 +77,21 @@ def compare_metrics(results: Results) -> dict[str, Metric]:
     for s in section.strategies:
         for counter, unit in COMPARE_COUNTERS.items():
             metrics[f"{s.name}.{counter}"] = Metric("counter", unit, float(getattr(s, counter)))
-        median = s.timing.median
-        if median is not None:
-            metrics[f"{s.name}.time"] = Metric("time", "s", float(median), list(s.timing.samples_s), _busy(section))
+        if s.time.samples and s.time.value is not None:
+            metrics[f"{s.name}.time"] = _time(s.time)
     return metrics
 
 
-def _busy(section: Any) -> list[str]:  # contention codes of the window the section's times were measured in
-    found = getattr(section, "contention", None)
-    return list(found.reasons) if found is not None else []
+def _time(time: Estimate) -> Metric:
+    return Metric("time", "s", float(time.value or 0.0), Estimate.measured(time.samples, contention=time.contention))
+
+
+def _worst(readings: list[Contention]) -> Contention | None:
+    """Every rank's contention codes on the first contended rank's reading (else the first rank's)."""
+    if not readings:
+        return None
+    codes = list(dict.fromkeys(code for c in readings for code in c.reasons))
+    return msgspec.structs.replace(next((c for c in readings if c.contended), readings[0]), reasons=codes)
 
 
 FIT = "fit"  # a metric kind of its own: not an exact counter, not a timing with samples
@@ -158,9 +166,8 @@ def engram_metrics(results: Results) -> dict[str, Metric]:
         measured = method.measured_scratch_bytes
         if measured is not None:
             metrics[f"{method.name}.{MEASURED_SCRATCH}"] = Metric("counter", "bytes", float(measured))
-        median = method.timing.median  # None without samples
-        if method.mode == MEASURED and median is not None:
-            metrics[f"{method.name}.time"] = Metric("time", "s", median, list(method.timing.samples_s), _busy(section))
+        if method.mode == MEASURED and method.time.samples and method.time.value is not None:
+            metrics[f"{method.name}.time"] = _time(method.time)
     return metrics
 
 
@@ -181,20 +188,20 @@ def engram_ranks_metrics(results: Results) -> dict[str, Metric]:
         raise ValueError("the multi-rank engram scenario returned no ranks")
     metrics: dict[str, Metric] = {}
     rounds: dict[str, list[list[float]]] = {}
-    busy: list[str] = []
+    readings: list[Contention] = []
     for record in sorted(results.ranks, key=lambda r: r.rank):
         section = record.engram
         if section is None:
             raise ValueError(f"rank {record.rank} returned no engram section")
         metrics.update(layout_counters(section, f"rank{record.rank}."))
-        busy += [code for code in _busy(section) if code not in busy]
+        readings += [m.time.contention for m in section.methods if m.time.contention is not None][:1]
         for method in section.methods:
             metrics.update(method_counters(method, f"rank{record.rank}."))
-            if method.mode == MEASURED and method.timing.samples_s:
-                rounds.setdefault(method.name, []).append(list(method.timing.samples_s))
+            if method.mode == MEASURED and method.time.samples:
+                rounds.setdefault(method.name, []).append(list(method.time.samples))
     for name, per_rank in rounds.items():
         if len(per_rank) != len(results.ranks) or len({len(s) for s in per_rank}) != 1:
             continue  # not measured in full on every rank, or not in step: no critical path to gate
         slowest = [max(values) for values in zip(*per_rank, strict=True)]
-        metrics[f"{name}.time"] = Metric("time", "s", statistics.median(slowest), slowest, busy)
+        metrics[f"{name}.time"] = _time(Estimate.measured(slowest, contention=_worst(readings)))
     return metrics

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import psutil
 import torch
 
-from dummyprof.results.common import Figure
+from dummyprof.results.common import Estimate
 
 _STATUS = "/proc/self/status"
 _CLEAR_REFS = "/proc/self/clear_refs"
@@ -83,17 +83,17 @@ class PeakRss:
         self.reading = PeakReading(before, peak, f"psutil sampled every {self.interval_s * 1e3:.0f} ms")
 
 
-def pinned_memory_figure() -> Figure:
+def pinned_memory_figure() -> Estimate:
     if not torch.cuda.is_available():
-        return Figure.missing("no CUDA (pinned memory needs CUDA)")
+        return Estimate.missing("no CUDA (pinned memory needs CUDA)")
     stats_fn = getattr(torch.cuda, "host_memory_stats", None)
     if stats_fn is None:
-        return Figure.missing(f"torch {torch.__version__} has no torch.cuda.host_memory_stats()")
+        return Estimate.missing(f"torch {torch.__version__} has no torch.cuda.host_memory_stats()")
     stats = stats_fn()
     for key in ("allocated_bytes.current", "reserved_bytes.current", "allocations.current"):
         if key in stats:
-            return Figure(float(stats[key]))
-    return Figure.missing("host_memory_stats() reports no byte counts")
+            return Estimate(float(stats[key]))
+    return Estimate.missing("host_memory_stats() reports no byte counts")
 
 
 @functools.cache
@@ -110,25 +110,25 @@ def _nvml_init() -> str | None:
     return None
 
 
-def gpu_used_figure(device: torch.device | None = None) -> Figure:
+def gpu_used_figure(device: torch.device | None = None) -> Estimate:
     """Device memory in use (all processes) from NVML."""
     index = device.index if device is not None and device.type == "cuda" and device.index is not None else 0
     error = _nvml_init()
     if error is not None:
-        return Figure.missing(error)
+        return Estimate.missing(error)
     import pynvml
 
     try:
         handle = pynvml.nvmlDeviceGetHandleByIndex(index)
     except Exception as exc:
-        return Figure.missing(f"nvml has no device {index} ({exc})")
-    return Figure(float(pynvml.nvmlDeviceGetMemoryInfo(handle).used))
+        return Estimate.missing(f"nvml has no device {index} ({exc})")
+    return Estimate(float(pynvml.nvmlDeviceGetMemoryInfo(handle).used))
 
 
-def gpu_allocator_peak_figure(device: torch.device) -> Figure:
+def gpu_allocator_peak_figure(device: torch.device) -> Estimate:
     if device.type != "cuda":
-        return Figure.missing("tensors on CPU" if torch.cuda.is_available() else "no GPU")
-    return Figure(float(torch.cuda.max_memory_allocated(device)))
+        return Estimate.missing("tensors on CPU" if torch.cuda.is_available() else "no GPU")
+    return Estimate(float(torch.cuda.max_memory_allocated(device)))
 
 
 def reset_gpu_peak(device: torch.device) -> None:

@@ -10,6 +10,7 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from dummyprof.results.common import Estimate
 from dummyprof.results.engram import FALLBACK_FLAT, FALLBACK_POOR_FIT, LinearFit, TimeProjection
 
 SAMPLE_POINTS = 4  # sizes s, 2s, 3s, 4s: evenly spread points pin a line better than a geometric run
@@ -118,6 +119,7 @@ def project_time(
     ceiling_name: str = "",
     min_r_squared: float = MIN_R_SQUARED,
     size_independent: bool = False,
+    device: str = "",
 ) -> tuple[LinearFit, TimeProjection]:
     """Full-size seconds from samples: the model used, and the projection with its interval and bound.
 
@@ -152,7 +154,7 @@ def project_time(
         point = project(line, full_bytes)
         low, high = prediction_interval(line, full_bytes)
         interval = "residuals"
-    bounded = False
+    bounded, fastest = False, None
     if ceiling_bytes_per_s is not None and ceiling_bytes_per_s > 0:
         fastest = full_bytes / ceiling_bytes_per_s
         if point < fastest:
@@ -162,9 +164,7 @@ def project_time(
         low = max(low, fastest)
     low, high = min(low, point), max(high, point)
     return fit, TimeProjection(
-        seconds=point,
-        low_s=low,
-        high_s=high,
+        time=Estimate.projected(point, low, high, floor=fastest, device=device),
         interval=interval,
         line=line,
         fallback=fallback,

@@ -7,11 +7,11 @@ Results store a code for an unavailable figure (see results/engram.py); :func:`u
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable
 from itertools import groupby
 
 from dummyprof.results import engram as codes
-from dummyprof.results.common import CPU_PRESSURE, CPU_STEAL, LOAD_ABOVE_CORES, Contention, Figure, Timing
+from dummyprof.results.common import CPU_PRESSURE, CPU_STEAL, LOAD_ABOVE_CORES, Contention, Estimate
 from dummyprof.units import format_bytes, format_seconds
 
 # Short dtype names for narrow tables (the JSON keeps torch's names).
@@ -51,22 +51,36 @@ GENERATOR_BOUND_WHY = (
 )
 
 
-def figure_bytes(figure: Figure) -> str:
+def figure_bytes(figure: Estimate) -> str:
     if figure.value is None:
-        return f"unavailable: {unavailable_text(figure.unavailable)}" if figure.unavailable else "unavailable"
+        return f"unavailable: {unavailable_text(figure.reason)}" if figure.reason else "unavailable"
     text = format_bytes(figure.value)
-    return f"{text} (projected)" if figure.projected else text
+    return f"{text} (projected)" if figure.is_projected else text
 
 
-def seconds_range(low: float | None, high: float | None) -> str:
-    """``1.20 s–1.50 s``: an interval, or the fastest and slowest round."""
-    return f"{format_seconds(low)}–{format_seconds(high)}"
+# The one way an Estimate is drawn, in every medium: its cell, its range, its whisker.
+def estimate_cell(e: Estimate | None, unit: Callable[[float], str] = format_seconds) -> str:
+    """``1.23 s`` measured, ``~1.23 s`` projected, ``n/a`` when there is none."""
+    return "n/a" if e is None or e.value is None else projected(unit(e.value), e.is_projected)
 
 
-def range_cell(timing: Timing | Sequence[float]) -> str:
-    """min–max of the samples (of a Timing, or the seconds themselves); '' for a single sample."""
-    samples = timing.samples_s if isinstance(timing, Timing) else timing
-    return seconds_range(min(samples), max(samples)) if len(samples) > 1 else ""
+def estimate_range(e: Estimate | None, unit: Callable[[float], str] = format_seconds) -> str:
+    """``1.20 s–1.50 s``: a projection's interval, or the fastest and slowest of two rounds or more; '' without."""
+    span = e.span if e is not None else None
+    return f"{unit(span[0])}–{unit(span[1])}" if span is not None else ""
+
+
+def estimate_whisker(e: Estimate | None) -> tuple[float, float]:
+    """A chart's error bar as (below, above) the point: the range's distance from the value; (0, 0) without one."""
+    span = e.span if e is not None else None
+    if e is None or e.value is None or span is None:
+        return 0.0, 0.0
+    return max(0.0, e.value - span[0]), max(0.0, span[1] - e.value)
+
+
+def estimate_spread(e: Estimate) -> str:
+    """The rounds' coefficient of variation, e.g. '±4%'; 'n/a' under two rounds."""
+    return "n/a" if e.cv is None else f"±{100 * e.cv:.0f}%"
 
 
 def rate(bytes_: int | float, seconds: float | None) -> str:
@@ -92,7 +106,7 @@ OF_A_BACKING = {  # CODE:KIND, the kind of memory used
 
 
 def unavailable_text(reason: str) -> str:
-    """The words for a code; anything else (an older file's sentence, a probe's own message) as it is."""
+    """The words for a code; anything else (a probe's own message) as it is."""
     code, _, kind = reason.partition(":")
     if kind and code in OF_A_BACKING:
         return OF_A_BACKING[code].format(kind)
@@ -104,24 +118,19 @@ PROJECTED_MARK = "~"
 PROJECTED_NOTE = "~: projected from smaller samples, not measured"
 
 
-def projected(text: str, figure: Figure | bool) -> str:
+def projected(text: str, figure: Estimate | bool) -> str:
     """``~text`` for a projected figure (or where ``figure`` is True), ``text`` for a measured one."""
-    return f"{PROJECTED_MARK}{text}" if (figure if isinstance(figure, bool) else figure.projected) else text
+    return f"{PROJECTED_MARK}{text}" if (figure if isinstance(figure, bool) else figure.is_projected) else text
 
 
-def projected_seconds(figure: Figure) -> str:
-    """A time as a cell: ``~1.23 s`` when projected, ``n/a`` when unavailable."""
-    return projected(format_seconds(figure.value), figure) if figure.value is not None else "n/a"
-
-
-def projected_note(figures: Iterable[Figure]) -> list[str]:
+def projected_note(figures: Iterable[Estimate | None]) -> list[str]:
     """The note that explains ``~``, for a table where some figure carries it."""
-    return [PROJECTED_NOTE] if any(f.projected and f.value is not None for f in figures) else []
+    return [PROJECTED_NOTE] if any(f is not None and f.is_projected for f in figures) else []
 
 
-def same_unavailable(figures: list[Figure]) -> str | None:
+def same_unavailable(figures: list[Estimate]) -> str | None:
     """The shared reason when a figure is unavailable for every row, else None."""
-    reasons = {f.unavailable for f in figures}
+    reasons = {f.reason for f in figures}
     if figures and all(f.value is None for f in figures) and len(reasons) == 1:
         return unavailable_text(next(iter(reasons)) or "unavailable")
     return None

@@ -14,15 +14,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from dummyprof.reports.format import projected, projected_seconds, seconds_range
+from dummyprof.reports.format import estimate_cell, estimate_range, estimate_whisker
 from dummyprof.reports.tables.deployment import fill_text, rank_groups
 from dummyprof.reports.tables.deployment import ranks_text as rank_text
 from dummyprof.reports.tables.engram import dominant_text, reason_text, recommended
 from dummyprof.reports.tables.escape import html_text as text
 from dummyprof.reports.tables.gate import value_text
 from dummyprof.reports.tables.sweep import parameter_label
-from dummyprof.results.compare import CompareResult, StrategyResult
-from dummyprof.results.deployment import PROJECTED, DeploymentResult, RankEntry, layout_text
+from dummyprof.results.common import Estimate
+from dummyprof.results.compare import CompareResult
+from dummyprof.results.deployment import DeploymentResult, RankEntry, layout_text
 from dummyprof.results.engram import EngramResult, MethodResult
 from dummyprof.results.gate import PASS, CheckResult
 from dummyprof.results.session import Results
@@ -140,21 +141,6 @@ def tail(path: str, parts: int = LABEL_PARTS) -> str:
 # --- compare --------------------------------------------------------------------------------------
 
 
-def _time_label(s: StrategyResult) -> str:
-    if s.timing.samples_s:
-        return format_seconds(s.timing.median)
-    return f"~{format_seconds(s.seconds)} projected" if s.seconds is not None else "n/a"
-
-
-def _time_range(s: StrategyResult) -> tuple[float, float] | None:
-    """The whisker: min–max of the measured rounds, or a projection's interval."""
-    if len(s.timing.samples_s) >= 2 and s.timing.min is not None and s.timing.max is not None:
-        return s.timing.min, s.timing.max
-    if not s.timing.samples_s and s.projection is not None:
-        return s.projection.low_s, s.projection.high_s
-    return None
-
-
 def compare_sections(results: Results) -> list[Section]:
     result = results.compare
     assert result is not None
@@ -162,8 +148,9 @@ def compare_sections(results: Results) -> list[Section]:
     strategies = result.strategies
     names = [text(s.name) for s in strategies]
     seconds = [s.seconds or 0.0 for s in strategies]
-    ranges = [_time_range(s) or (y, y) for s, y in zip(strategies, seconds, strict=True)]
-    projected = any(not s.timing.samples_s and s.projection is not None for s in strategies)
+    below, above = zip(*(estimate_whisker(s.time) for s in strategies), strict=True) if strategies else ((), ())
+    tops = [s.time.span[1] if s.time.span else y for s, y in zip(strategies, seconds, strict=True)]
+    projected = any(s.time.is_projected for s in strategies)
     time_fig = go.Figure(
         [
             go.Bar(
@@ -171,21 +158,17 @@ def compare_sections(results: Results) -> list[Section]:
                 y=seconds,
                 marker={
                     "color": [colour(s.name) for s in strategies],
-                    "pattern": {"shape": ["" if s.timing.samples_s else "/" for s in strategies]},
+                    "pattern": {"shape": ["/" if s.time.is_projected else "" for s in strategies]},
                 },
-                error_y=_whiskers(
-                    [high - y for (_, high), y in zip(ranges, seconds, strict=True)],
-                    [y - low for (low, _), y in zip(ranges, seconds, strict=True)],
-                    color=WHISKER,
-                ),
-                **_hover([f"{n}: {text(_time_label(s))}" for n, s in zip(names, strategies, strict=True)]),
+                error_y=_whiskers(list(above), list(below), color=WHISKER),
+                **_hover([f"{n}: {text(estimate_cell(s.time))}" for n, s in zip(names, strategies, strict=True)]),
                 showlegend=False,
             ),
             # The value sits above the whisker's top, so the bar's range never covers it.
-            _labels([text(_time_label(s)) for s in strategies], "top center", x=names, y=[high for _, high in ranges]),
+            _labels([text(estimate_cell(s.time)) for s in strategies], "top center", x=names, y=tops),
         ]
     )
-    top = max((high for _, high in ranges), default=0.0)
+    top = max(tops, default=0.0)
     whiskers = "hatched: projected, whiskers its interval" if projected else "whiskers: min–max"
     _layout(
         time_fig,
@@ -465,12 +448,9 @@ def _time_errors(result: SweepResult, series: str) -> dict[str, Any] | None:
     plus, minus = [], []
     for point in result.points:
         entry = point.series.get(series)
-        if entry is None or entry.seconds is None or len(entry.samples_s) < 2:
-            plus.append(0.0)
-            minus.append(0.0)
-        else:
-            plus.append(max(entry.samples_s) - entry.seconds)
-            minus.append(entry.seconds - min(entry.samples_s))
+        below, above = estimate_whisker(entry.time if entry is not None else None)
+        plus.append(above)
+        minus.append(below)
     if not any(plus) and not any(minus):
         return None
     return _whiskers(plus, minus, thickness=1)
@@ -543,9 +523,7 @@ class Bar:
     colour: str
     label: str = ""
     hover: str = ""
-    hatched: bool = False  # projected
-    low: float | None = None  # the whisker, where the value has an interval
-    high: float | None = None
+    time: Estimate | None = None  # the figure drawn: hatched when projected, its whisker its range
 
 
 def bar_chart(
@@ -553,14 +531,15 @@ def bar_chart(
 ) -> Chart:
     """Horizontal bars, top to bottom in the given order, on value_axis, with a dashed line at ``line``'s value."""
     go = _go()
-    values = [b.value for b in bars] + [b.high for b in bars if b.high is not None] + ([line[0]] if line else [])
-    values += [b.low for b in bars if b.low is not None]
+    minus, plus = zip(*(estimate_whisker(b.time) for b in bars), strict=True) if bars else ((), ())
+    values = [b.value + up for b, up in zip(bars, plus, strict=True)] + ([line[0]] if line else [])
+    values += [b.value - down for b, down in zip(bars, minus, strict=True)]
     axis = value_axis(values, unit, axis_title)
     names = [text(f"{b.name} · {b.label}" if b.label else b.name) for b in bars]  # the value beside its name
-    plus = [(b.high if b.high is not None else b.value) - b.value for b in bars]
-    minus = [b.value - (b.low if b.low is not None else b.value) for b in bars]
-    whiskers = _whiskers(plus, minus, color=WHISKER) if any(b.high is not None for b in bars) else None
-    marker = {"color": [b.colour for b in bars], "pattern": {"shape": ["/" if b.hatched else "" for b in bars]}}
+    spans = any(b.time is not None and b.time.span is not None for b in bars)
+    whiskers = _whiskers(list(plus), list(minus), color=WHISKER) if spans else None
+    hatched = ["/" if b.time is not None and b.time.is_projected else "" for b in bars]
+    marker = {"color": [b.colour for b in bars], "pattern": {"shape": hatched}}
     hover = _hover([text(b.hover or b.label) for b in bars])
     fig = go.Figure(_hbar(names, [b.value for b in bars], marker=marker, error_x=whiskers, **hover, showlegend=False))
     height = max(260, 46 * len(bars) + 150)
@@ -587,25 +566,21 @@ def engram_sections(results: Results) -> list[Section]:
             f"{format_bytes(result.layout.table_bytes_per_rank)} per rank."
         ],
     )
-    timed = [m for m in result.methods if m.startup_seconds.value is not None]
+    timed = [m for m in result.methods if m.startup.value is not None]
     if timed:
         bars = []
         for m in timed:
-            seconds = m.startup_seconds
             share = dominant_text(m)
-            interval = m.startup_interval
-            tags = [projected(format_seconds(seconds.value), seconds), *([share] if share else [])]
+            tags = [estimate_cell(m.startup), *([share] if share else [])]
             tags += ["recommended"] if m is best else ["floor"] if m.name == result.floor_method else []
             bars.append(
                 Bar(
                     m.name,
-                    seconds.value or 0.0,
+                    m.startup.value or 0.0,
                     colour(m.name),
                     " · ".join(tags),
-                    f"{m.name}: start-up {' · '.join(tags)}; fill {projected_seconds(m.seconds)}",
-                    seconds.projected,
-                    interval.low if interval else None,
-                    interval.high if interval else None,
+                    f"{m.name}: start-up {' · '.join(tags)}; fill {estimate_cell(m.time)}",
+                    m.startup,
                 )
             )
         deadline = result.budget.deadline_s
@@ -642,22 +617,22 @@ def engram_sections(results: Results) -> list[Section]:
 def _terms_chart(result: EngramResult, methods: list[MethodResult]) -> Chart:
     """Each method's start-up as shares of its three terms: which one to work on."""
     go = _go()
-    phases = {p.name: p.seconds for p in result.phases}
+    phases = {p.name: p.time for p in result.phases}
     names = [text(m.name) for m in methods]
     terms = [
         (name, [phases[name]] * len(methods), [PHASE_COLOURS[name]] * len(methods))
         for name in PHASE_COLOURS
         if name in phases
     ]
-    terms.append(("fill", [m.seconds for m in methods], [colour(m.name) for m in methods]))
-    totals = [m.startup_seconds.value or 1.0 for m in methods]
+    terms.append(("fill", [m.time for m in methods], [colour(m.name) for m in methods]))
+    totals = [m.startup.value or 1.0 for m in methods]
     traces = [
         _hbar(
             names,
             [100 * (f.value or 0.0) / total for f, total in zip(figures, totals, strict=True)],
             name=term,
             marker_color=colours,
-            **_hover([f"{n}: {term} {text(projected_seconds(f))}" for n, f in zip(names, figures, strict=True)]),
+            **_hover([f"{n}: {term} {text(estimate_cell(f))}" for n, f in zip(names, figures, strict=True)]),
         )
         for term, figures, colours in terms
     ]
@@ -686,19 +661,18 @@ def _projection_sections(result: EngramResult) -> list[Section]:
         method_colour = colour(m.name)
         scale, unit = byte_unit(m.bytes_written)
         xs = [s.bytes_written for s in m.samples]
-        readings = [(s.bytes_written, r) for s in m.samples for r in (s.readings_s or [s.seconds])]
+        readings = [(s.bytes_written, r) for s in m.samples for r in s.time.samples]
         line_x = [min(xs) * (m.bytes_written / min(xs)) ** (i / 40) for i in range(41)]
         line = [(x, fit.predict(x)) for x in line_x]
         line = [(x, y) for x, y in line if y > 0]
         projection = m.projection
         full_error = None
         interval_text = ""
-        if projection is not None and m.seconds.value is not None:
-            full_error = _whiskers(
-                [max(0.0, projection.high_s - m.seconds.value)], [max(0.0, m.seconds.value - projection.low_s)]
-            )
-            interval_text = f", 95% interval {seconds_range(projection.low_s, projection.high_s)}"
-        full = m.seconds.value
+        if projection is not None and m.time.value is not None:
+            below, above = estimate_whisker(projection.time)
+            full_error = _whiskers([above], [below])
+            interval_text = f", 95% interval {estimate_range(projection.time)}"
+        full = m.time.value
         fitted = f"fit {text(fit.model)}, R² {fit.r_squared:.3f}"
         fig = go.Figure(
             [
@@ -711,7 +685,7 @@ def _projection_sections(result: EngramResult) -> list[Section]:
                 ),
                 go.Scatter(
                     x=[x / scale for x in xs],
-                    y=[s.seconds for s in m.samples],
+                    y=[s.time.value for s in m.samples],
                     mode="markers",
                     name="sample medians",
                     marker={"size": 10, "symbol": "diamond", "color": method_colour},
@@ -723,13 +697,13 @@ def _projection_sections(result: EngramResult) -> list[Section]:
                     mode="markers",
                     marker={"symbol": "x", "size": 12, "color": WHISKER},
                     error_y=full_error,
-                    name=("projected at full size" if m.seconds.projected else "measured at full size")
+                    name=("projected at full size" if m.time.is_projected else "measured at full size")
                     + text(interval_text),
                 ),
             ]
         )
         ys = [y for _, y in readings] + [y for _, y in line] + ([full] if full else [])
-        ys += [projection.high_s] if projection is not None else []
+        ys += [projection.time.high] if projection is not None and projection.time.high is not None else []
         _layout(
             fig,
             f"{m.name}: {m.mode}{' (' + reason_text(m) + ')' if reason_text(m) else ''}",
@@ -738,12 +712,12 @@ def _projection_sections(result: EngramResult) -> list[Section]:
             yaxis=value_axis(ys, "s", "seconds"),
         )
         section.figures.append(_chart(fig, half=True))
-        spread = [s.seconds for s in m.samples]
+        spread = Estimate.measured([s.time.value or 0.0 for s in m.samples])
         fallback = f"; the line was not used ({projection.fallback})" if projection and projection.fallback else ""
         bound = f"; raised to this run's {projection.ceiling_name} bound" if projection and projection.bounded else ""
         section.text.append(
             f"{m.name}: {len(m.samples)} sample sizes up to {format_bytes(max(xs))} "
-            f"({seconds_range(min(spread), max(spread))}); "
+            f"({format_seconds(spread.low)}–{format_seconds(spread.high)}); "
             f"fit R² {fit.r_squared:.3f}, reaching {m.bytes_written / max(xs):,.1f}x past the largest sample"
             f"{interval_text}{fallback}{bound}."
         )
@@ -792,13 +766,12 @@ def deployment_sections(results: Results) -> list[Section]:
                 s.seconds or 0.0,
                 colour(s.strategy),
                 fill_text(s),
-                hatched=s.fill == PROJECTED,
-                low=s.low_s if s.fill == PROJECTED else min(s.samples_s, default=None),
-                high=s.high_s if s.fill == PROJECTED else max(s.samples_s, default=None),
+                time=s.time,
             )
             for label, s in timed
         ]
-        whiskers = "hatched: projected, whiskers its interval" if any(b.hatched for b in bars) else "whiskers: min–max"
+        projected = any(b.time is not None and b.time.is_projected for b in bars)
+        whiskers = "hatched: projected, whiskers its interval" if projected else "whiskers: min–max"
         title = f"Fill time per rank and strategy on {result.device}"  # a CPU time is never read as a GPU one
         section.figures.append(bar_chart(title, whiskers, bars, "s", "seconds"))
     return [section]

@@ -8,8 +8,9 @@ from collections.abc import Iterable
 from typing import Any
 
 from dummyprof.reports.reporter import RenderOptions, Reporter, never
+from dummyprof.results.common import MEASURED, PROJECTED, Estimate
 from dummyprof.results.compare import CompareResult, StrategyResult
-from dummyprof.results.deployment import MEASURED, PROJECTED, RankStrategy
+from dummyprof.results.deployment import RankStrategy
 from dummyprof.results.session import Results
 
 BENCHMARK_NAME = "dummyprof dummy-weight fill"
@@ -36,22 +37,14 @@ def _runner(results: Results) -> dict[str, Any]:
 Metric = tuple[str, list[float], dict[str, Any]]  # name, benchmark_values, extra_info
 
 
-def _time(
-    fill: str,
-    samples: list[float],
-    seconds: float = 0.0,
-    interval: list[float | None] | None = None,
-    floor: float | None = None,
-) -> Metric:
+def _time(time: Estimate | None) -> Metric:
     """The fill time: the measured rounds, or the projected point with its interval and memset floor."""
-    if fill == MEASURED:
-        return "fill_time_s", list(samples), {"unit": "s", "projected": False, "rounds": len(samples)}
-    if fill == PROJECTED:
-        return (
-            "fill_time_s",
-            [seconds],
-            {"unit": "s", "projected": True, "interval_s": interval, "memset_floor_s": floor},
-        )
+    if time is not None and time.how == MEASURED and time.samples:
+        return "fill_time_s", list(time.samples), {"unit": "s", "projected": False, "rounds": len(time.samples)}
+    if time is not None and time.is_projected:
+        interval = [time.low, time.high]
+        extra = {"unit": "s", "projected": True, "interval_s": interval, "memset_floor_s": time.floor}
+        return "fill_time_s", [time.value or 0.0], extra
     return "fill_time_s", [], {"unit": "s"}
 
 
@@ -70,20 +63,19 @@ def _counts(visits: int, redundant: int, written: int, counts: str) -> list[Metr
 
 def _metrics(result: CompareResult, s: StrategyResult) -> list[Metric]:
     p = s.projection
-    if s.timing.samples_s:
-        time, peak = _time(MEASURED, s.timing.samples_s), _peak(s.memory.rss_peak_bytes, False)
+    if s.time.samples:
+        time, peak = _time(s.time), _peak(s.memory.rss_peak_bytes, False)
     elif p is not None:
-        time = _time(PROJECTED, [], p.seconds, [p.low_s, p.high_s], p.floor_s)
-        peak = _peak(p.peak_rss_bytes, True)
+        time, peak = _time(p.time), _peak(p.peak_rss_bytes, True)
     else:
-        time, peak = _time("", []), _peak(None, None)
+        time, peak = _time(None), _peak(None, None)
     return [time, peak, *_counts(s.visits, s.redundant_visits, s.bytes_written, result.counts)]
 
 
 def _rank_metrics(s: RankStrategy) -> list[Metric]:
     return [
-        _time(s.fill, s.samples_s, s.seconds or 0.0, [s.low_s, s.high_s], s.floor_s),
-        _peak(s.peak_bytes, s.fill == PROJECTED),
+        _time(s.time),
+        _peak(s.peak_bytes, s.time is not None and s.time.how == PROJECTED),
         *_counts(s.visits, s.redundant_visits, s.bytes_written, "exact-meta"),
     ]
 
@@ -147,7 +139,12 @@ def deployment_records(results: Results) -> list[dict[str, Any]]:
         place = {"rank": r.rank, "stage": r.stage, "dp_rank": r.dp_rank, "tp_rank": r.tp_rank, "ep_rank": r.ep_rank}
         about = {"description": result.description, "bytes": result.model_bytes, "rank_bytes": r.held_bytes}
         for s in r.strategies:
-            run = {"strategy": s.strategy, "initializer": s.initializer, "fill": s.fill, "filled_as": r.filled_as}
+            run = {
+                "strategy": s.strategy,
+                "initializer": s.initializer,
+                "fill": s.time.how if s.time else "",
+                "filled_as": r.filled_as,
+            }
             bench_extra = {**place, **layout, "node": r.node, **run, "device": result.device}
             model_extra = {**about, "storages": r.storages}
             entries.append(("", bench_extra, result.source, s.strategy, model_extra, _rank_metrics(s)))

@@ -6,7 +6,7 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-from dummyprof.reports.format import contended_mark, projected
+from dummyprof.reports.format import contended_mark, estimate_cell
 from dummyprof.reports.tables.deployment import deployment_summary
 from dummyprof.reports.tables.engram import deadline_text, recommended
 from dummyprof.reports.tables.inspect import visit_counts
@@ -31,7 +31,7 @@ def compare_summary(result: CompareResult) -> str:
     """
     kind = "projected" if result.size.mode == "projected" else "median"  # measured there, or calibrated there
     head, short = f"{kind} fill on {result.model.device}: ", f"{kind} on {result.model.device}: "
-    busy = contended_mark(result.size.contention if result.size.mode == "projected" else result.contention)
+    busy = contended_mark(result.calibration_contention if result.size.mode == "projected" else result.contention)
     tail = (" (nothing to fill: no speedup)" if result.nothing_to_fill else "") + busy
     least = (" (nothing to fill)" if result.nothing_to_fill else "") + busy
     timed = [s for s in result.strategies if s.seconds is not None]
@@ -100,7 +100,7 @@ def engram_summary(result: EngramResult) -> str:
         need = format_bytes(low) if low == high else f"{format_bytes(low)} to {format_bytes(high)}"
         head = "plan (dry run): " if result.dry_run else ""
         return head + f"need {need} per rank; {fits} in {format_bytes(result.budget.memory_bytes)}"
-    time = projected(format_seconds(best.startup_seconds.value), best.startup_seconds)
+    time = estimate_cell(best.startup)
     verdict, short = deadline_text(result, best), deadline_text(result, best, short=True)
     where = f" on {result.backing.device}"
     heads = [f"recommended {best.name}: start-up {time}{per}{where}" for per in (" per rank", "")]
@@ -118,12 +118,12 @@ def _floor_summary(result: EngramResult) -> str:
     if floor is None:
         return ""
     head = f"{floor.name} (the floor) only"
-    if floor.startup_seconds.value is None:
+    if floor.startup.value is None:
         fits = "fits" if floor.fits_in_memory else "does not fit"
         plan = "plan (dry run): " if result.dry_run else ""
         need = format_bytes(floor.needed_bytes)
         return f"{plan}{head}: need {need} per rank; {fits} in {format_bytes(result.budget.memory_bytes)}"
-    time = projected(format_seconds(floor.startup_seconds.value), floor.startup_seconds)
+    time = estimate_cell(floor.startup)
     return f"{head}: start-up {time} per rank on {result.backing.device}{contended_mark(result.contention)}"
 
 

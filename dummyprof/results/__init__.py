@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dummyprof.results.common import Environment, Figure, MemoryUse, Timing
+from dummyprof.results.common import Environment, Estimate, MemoryUse
 from dummyprof.results.compare import CompareResult, ModelSummary, StrategyResult, TensorResult
 from dummyprof.results.session import SCHEMA_VERSION, Results
 from dummyprof.results.store import load_results, results_from_dict, results_to_json
@@ -11,13 +11,12 @@ __all__ = [
     "SCHEMA_VERSION",
     "CompareResult",
     "Environment",
-    "Figure",
+    "Estimate",
     "MemoryUse",
     "ModelSummary",
     "Results",
     "StrategyResult",
     "TensorResult",
-    "Timing",
     "load_results",
     "results_from_dict",
     "results_to_json",

@@ -48,7 +48,6 @@ class Finding(Record):
     traced_bytes: Count = 0  # recorder-mismatch: what the write tracer saw
     groups: list[list[str]] = []  # values-differ: fillers that left identical bytes
     detail: str = ""  # persistence: what the model's structure showed (anatomy's note)
-    legacy_message: str = ""  # files of schema 1 only: the sentence the finding was written as
 
     @property
     def informational(self) -> bool:

@@ -41,22 +41,6 @@ def copied(cls: type[T], source: Any, **given: Any) -> T:
     return cls(**given, **{name: getattr(source, name) for name in field_names(cls) if name in shared})
 
 
-class Figure(Record):
-    """A measured (or projected) number, or, never as 0, the reason it could not be had (``unavailable``)."""
-
-    value: float | None = None
-    unavailable: str | None = None
-    projected: bool = False
-
-    @classmethod
-    def missing(cls, reason: str) -> Figure:
-        return cls(None, reason)
-
-    @property
-    def available(self) -> bool:
-        return self.value is not None
-
-
 class Environment(Record):
     """Where a run happened; the fingerprint that makes two runs comparable."""
 
@@ -75,31 +59,6 @@ class Environment(Record):
     random_fast_engine: str = ""  # "kernel" or "numpy" when the run used random-fast, else empty
 
 
-class Timing(Record):
-    """Wall-clock samples of one measured phase, warm-up excluded."""
-
-    samples_s: list[float] = []
-
-    @property
-    def median(self) -> float | None:
-        return statistics.median(self.samples_s) if self.samples_s else None
-
-    @property
-    def min(self) -> float | None:
-        return min(self.samples_s) if self.samples_s else None
-
-    @property
-    def max(self) -> float | None:
-        return max(self.samples_s) if self.samples_s else None
-
-    @property
-    def cv(self) -> float | None:  # sample standard deviation over mean
-        if len(self.samples_s) < 2:
-            return None
-        mean = statistics.fmean(self.samples_s)
-        return statistics.stdev(self.samples_s) / mean if mean > 0 else None
-
-
 class NoiseWarning(Record):
     """A reason not to trust a timing as it stands (codes in ``measure/noise.py``; reporters say why)."""
 
@@ -109,23 +68,6 @@ class NoiseWarning(Record):
     value: float | None = None  # first-round-slow: its time over the median; outliers: median with / without them
     low: float | None = None  # speedup-uncertain: the interval
     high: float | None = None
-
-
-class MemoryUse(Record):
-    """Memory seen while one strategy or method ran (worst round)."""
-
-    rss_before_bytes: Count | None = None
-    rss_peak_bytes: Count | None = None
-    rss_peak_method: str = ""
-    pinned_bytes: Figure = field(default_factory=Figure)
-    gpu_used_bytes: Figure = field(default_factory=Figure)
-    gpu_allocator_peak_bytes: Figure = field(default_factory=Figure)
-
-    @property
-    def rss_growth_bytes(self) -> int | None:
-        if self.rss_before_bytes is None or self.rss_peak_bytes is None:
-            return None
-        return max(0, self.rss_peak_bytes - self.rss_before_bytes)
 
 
 # Contention reason codes (reporters own the words).
@@ -148,3 +90,85 @@ class Contention(Record):
     @property
     def contended(self) -> bool:
         return bool(self.reasons)
+
+
+MEASURED = "measured"  # timed in full in this run: ``samples`` are its rounds, ``value`` their median
+PROJECTED = "projected"  # derived from smaller fills or a probe of this run: ``low``/``high`` its interval
+UNAVAILABLE = "unavailable"  # not had: ``reason`` is a code (reports/format.py says each) or a probe's message
+
+
+class Estimate(Record):
+    """Every figure dummyprof reports, a time above all: measured, projected, or not available, and where from.
+
+    The one shape of a number with its range: a measured time keeps every round (``samples``, their fastest and
+    slowest as ``low``/``high``), a projected one its interval; neither is ever faster than ``floor``.
+    """
+
+    value: float | None = None  # the median measured, or the projected point; None: not available
+    how: str = MEASURED  # MEASURED, PROJECTED or UNAVAILABLE
+    reason: str = ""  # UNAVAILABLE: why, as a code
+    samples: list[float] = []  # MEASURED: every timed round, warm-up excluded
+    low: float | None = None  # the fastest round, or the projection's low end
+    high: float | None = None  # the slowest round, or the projection's high end
+    floor: float | None = None  # the same bytes at the memset rate measured in the same run; nothing is faster
+    device: str = ""  # where it was taken ("cpu", "cuda"); '' where the run's device says it
+    contention: Contention | None = None  # how busy the machine was while it was taken
+
+    @classmethod
+    def measured(cls, samples: list[float], **given: Any) -> Estimate:
+        """The median of ``samples`` (empty: no value yet), their fastest and slowest as the range."""
+        if not samples:
+            return cls(samples=list(samples), **given)
+        return cls(statistics.median(samples), samples=list(samples), low=min(samples), high=max(samples), **given)
+
+    @classmethod
+    def projected(cls, value: float, low: float | None = None, high: float | None = None, **given: Any) -> Estimate:
+        return cls(value, PROJECTED, low=low, high=high, **given)
+
+    @classmethod
+    def missing(cls, reason: str, **given: Any) -> Estimate:
+        return cls(None, UNAVAILABLE, reason, **given)
+
+    def add(self, sample: float) -> None:
+        """One more measured round."""
+        self.samples.append(sample)
+        self.value, self.low, self.high = statistics.median(self.samples), min(self.samples), max(self.samples)
+
+    @property
+    def available(self) -> bool:
+        return self.value is not None
+
+    @property
+    def is_projected(self) -> bool:
+        return self.how == PROJECTED and self.value is not None
+
+    @property
+    def cv(self) -> float | None:  # sample standard deviation over mean
+        if len(self.samples) < 2:
+            return None
+        mean = statistics.fmean(self.samples)
+        return statistics.stdev(self.samples) / mean if mean > 0 else None
+
+    @property
+    def span(self) -> tuple[float, float] | None:
+        """The range a whisker draws: the projection's interval, or the fastest and slowest of two rounds or more."""
+        if self.low is None or self.high is None or (self.how == MEASURED and len(self.samples) < 2):
+            return None
+        return self.low, self.high
+
+
+class MemoryUse(Record):
+    """Memory seen while one strategy or method ran (worst round)."""
+
+    rss_before_bytes: Count | None = None
+    rss_peak_bytes: Count | None = None
+    rss_peak_method: str = ""
+    pinned_bytes: Estimate = field(default_factory=Estimate)
+    gpu_used_bytes: Estimate = field(default_factory=Estimate)
+    gpu_allocator_peak_bytes: Estimate = field(default_factory=Estimate)
+
+    @property
+    def rss_growth_bytes(self) -> int | None:
+        if self.rss_before_bytes is None or self.rss_peak_bytes is None:
+            return None
+        return max(0, self.rss_peak_bytes - self.rss_before_bytes)

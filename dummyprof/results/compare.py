@@ -6,7 +6,7 @@ from typing import Any
 
 from msgspec import field
 
-from dummyprof.results.common import Contention, Count, MemoryUse, NoiseWarning, Record, Timing, named
+from dummyprof.results.common import Contention, Count, Estimate, MemoryUse, NoiseWarning, Record, named
 from dummyprof.results.engram import LinearFit
 from dummyprof.results.trace import StrategyTrace
 
@@ -32,12 +32,11 @@ class CalibrationClass(Record):
     rule: str = ""  # uniform, uniform-via-fp16, declared, scale-byte, random-bytes
     dtype: str = ""
     sizes_bytes: list[Count] = []
-    samples_s: list[list[float]] = []  # per size, every trial
+    trials: list[Estimate] = []  # per size, every trial
     small_call_s: float = 0.0  # one fill of a tiny tensor, fastest quartile: the per-visit floor
     fit: LinearFit = field(default_factory=LinearFit)  # seconds vs bytes, fastest quartile per size (capability)
     fit_low: LinearFit = field(default_factory=LinearFit)  # the least steep trial line (sizing.slope_bounds)
     fit_high: LinearFit = field(default_factory=LinearFit)  # the steepest trial line
-    rss_growth_per_byte: float | None = None  # files before issue #25 (no longer measured: peaks are need-bound)
     # Its tensors pass FRESH_BYTES but it was calibrated below it, the budget leaving it less than these seconds
     # (sizing.calibration_step); None when it was calibrated there or needed not be.
     fresh_room_s: float | None = None
@@ -46,14 +45,11 @@ class CalibrationClass(Record):
 class Projection(Record):
     """A strategy's full-size fill, projected from exact meta counts and this run's calibration fills."""
 
-    seconds: float = 0.0
-    low_s: float = 0.0  # every visit at its fastest calibration trial
-    high_s: float = 0.0  # every visit at its slowest
-    floor_s: float = 0.0  # the bytes it writes at the memset rate measured in this run; never faster
+    time: Estimate = field(default_factory=Estimate)  # low/high: every visit at its fastest/slowest calibration trial
     walk_s: float = 0.0  # the traversal itself, measured on the meta model with a no-op fill
     peak_rss_bytes: Count = 0  # RSS now + model pages first-touched + largest temporary: never above fill + scratch
-    floor_bound: bool = False  # the floor, not the calibration, set ``seconds``
-    rss_before_bytes: Count = 0  # the RSS ``peak_rss_bytes`` starts from (0 in files before issue #25)
+    floor_bound: bool = False  # the floor, not the calibration, set the point
+    rss_before_bytes: Count = 0  # the RSS ``peak_rss_bytes`` starts from
 
 
 class SizeDecision(Record):
@@ -69,7 +65,6 @@ class SizeDecision(Record):
     calibration_s: float = 0.0  # wall time the calibration fills took
     counting_s: float = 0.0  # wall time of the meta build and counting passes
     calibration: list[CalibrationClass] = []
-    contention: Contention | None = None  # how busy the machine was while the calibration fills ran
     fresh_budget_s: float | None = None  # the --time-budget that calibrates every class on fresh pages, if short
 
 
@@ -77,7 +72,7 @@ class StrategyResult(Record):
     name: str = ""
     description: str = ""
     initializer: str = ""
-    timing: Timing = field(default_factory=Timing)
+    time: Estimate = field(default_factory=Estimate)  # measured rounds, or (nothing measured) the projection
     visits: Count = 0
     distinct_tensors: Count = 0
     redundant_visits: Count = 0
@@ -88,14 +83,11 @@ class StrategyResult(Record):
     memory: MemoryUse = field(default_factory=MemoryUse)
     recording_overhead_s: float | None = None
     speedup_interval: list[float] = []  # 95% bootstrap [low, high]; empty when unknown
-    projection: Projection | None = None  # set when the model was too big (or slow) to fill here
+    projection: Projection | None = None  # set when calibrated; ``time`` is then its time where nothing was measured
 
     @property
     def seconds(self) -> float | None:
-        """The measured median, or the projected time when nothing was measured."""
-        if self.timing.samples_s:
-            return self.timing.median
-        return self.projection.seconds if self.projection is not None else None
+        return self.time.value
 
     @property
     def gb_per_s(self) -> float | None:
@@ -125,14 +117,14 @@ class FloorResult(Record):
     """
 
     bytes_written: Count = 0
-    timing: Timing = field(default_factory=Timing)
+    time: Estimate = field(default_factory=Estimate)
     generator_bound_share: float = 0.0  # a strategy under this share of the floor is flagged generator-bound
 
     @property
     def bytes_per_s(self) -> float | None:
         """The fastest round: a floor is the best the machine did, and a sub-millisecond memset of a small
         model is easily preempted on a shared machine, which only ever makes a reading slower."""
-        fastest = self.timing.min
+        fastest = self.time.low
         return self.bytes_written / fastest if fastest and self.bytes_written else None
 
 
@@ -143,7 +135,7 @@ class CompareResult(Record):
     strategies: list[StrategyResult] = []
     tensors: dict[str, TensorResult] = {}  # keyed by qualified name
     baseline_strategy: str = "legacy"
-    floor: FloorResult | None = None  # None in files written before the floor was measured
+    floor: FloorResult | None = None  # None when nothing was filled at full size (projected)
     counts: str = "recorded"  # recorded (real fills) | exact-meta (counting pass on the meta model)
     size: SizeDecision = field(default_factory=SizeDecision)
     noise: list[NoiseWarning] = []  # cold starts, outliers, uncertain speedups
@@ -151,7 +143,16 @@ class CompareResult(Record):
     # Why the rounds stopped before --repeat: tight | budget | max under --repeat auto; budget also when a fixed
     # --repeat N ran out of --time-budget (repeats_requested then holds N). '' when every round ran.
     auto_stop: str = ""
-    contention: Contention | None = None  # how busy the machine was during the timed rounds
+
+    @property
+    def contention(self) -> Contention | None:
+        """How busy the machine was during the timed rounds (the strategies' times carry it)."""
+        return next((s.time.contention for s in self.strategies if s.time.samples), None)
+
+    @property
+    def calibration_contention(self) -> Contention | None:
+        """How busy the machine was while the calibration fills ran (the projections carry it)."""
+        return next((s.projection.time.contention for s in self.strategies if s.projection is not None), None)
 
     @property
     def nothing_to_fill(self) -> bool:

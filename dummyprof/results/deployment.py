@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from msgspec import field
 
-from dummyprof.results.common import Contention, Count, Int64, Record
+from dummyprof.results.common import Contention, Count, Estimate, Int64, Record
 
-MEASURED, PROJECTED = "measured", "projected"
 # What vLLM 0.33's initializer does to each tensor of a quantized shard (RankEntry.fill_kinds), in report order.
 FILL_KINDS = ("fp8", "scale", "integer", "skipped", "float", "declared")
 FP16_SCRATCH = "fp16-scratch"  # the float16 temporaries fp8 tensors are drawn through, all of them together
@@ -17,17 +16,18 @@ NO_CUDA_HERE = "no-cuda-device-here"
 
 class HostFill(Record):
     """A GPU deployment: one strategy's work on the CPU-offloaded tables (host-resident), timed on this host's CPU;
-    the rest of the shard (device-resident) is timed on the device where it is here (``RankStrategy.seconds``)."""
+    the rest of the shard (device-resident) is timed on the device where it is here (``RankStrategy.time``)."""
 
     visits: Count = 0  # exact visits and bytes this strategy makes to the tables
     bytes_written: Count = 0
-    fill: str = ""  # MEASURED, or PROJECTED (from a probe fill, or scaled by the bytes written more than once)
-    seconds: float | None = None  # on this host's CPU: the median round, or the projected point
-    samples_s: list[float] = []
-    low_s: float | None = None  # projected interval
-    high_s: float | None = None
-    device: str = "cpu"  # where these times were taken: this host's CPU
+    # On this host's CPU: measured, or projected (from a probe fill, or rounds scaled by the bytes written more
+    # than once, ``samples`` then scaled too)
+    time: Estimate = field(default_factory=lambda: Estimate(device="cpu"))
     pinned: bool = False  # in pinned host memory (CUDA present, as vLLM pins offloaded tables), else pageable
+
+    @property
+    def seconds(self) -> float | None:
+        return self.time.value
 
 
 class RankStrategy(Record):
@@ -40,20 +40,19 @@ class RankStrategy(Record):
     bytes_written: Count = 0
     redundant_bytes_written: Count = 0
     largest_scratch_bytes: Count = 0
-    fill: str = ""  # MEASURED, PROJECTED, or "" (counted only: inspect, audit)
-    seconds: float | None = None  # the median measured round, or the projected point
-    samples_s: list[float] = []  # measured rounds
-    low_s: float | None = None  # projected interval
-    high_s: float | None = None
-    floor_s: float | None = None  # bytes written at this run's memset rate: nothing is projected faster
+    time: Estimate | None = None  # the shard's fill, measured or projected; None: counted only (inspect, audit)
     peak_bytes: Count | None = None  # measured RSS peak, or projected (never below what the shard holds)
     # --nproc: this rank's own fill, measured in its own process while every rank filled at once
-    rank_seconds: float | None = None
+    rank_time: Estimate | None = None
     rank_visits: Count | None = None  # recorded by that real fill (equal to ``visits`` when the meta count holds)
     rank_bytes_written: Count | None = None
-    # A GPU deployment's host-resident part, timed on this host's CPU; ``seconds`` is then the device-resident
+    # A GPU deployment's host-resident part, timed on this host's CPU; ``time`` is then the device-resident
     # part's time on the device (DeploymentResult.device), or None where no CUDA device is here
     host: HostFill | None = None
+
+    @property
+    def seconds(self) -> float | None:
+        return self.time.value if self.time is not None else None
 
 
 class RankEntry(Record):
@@ -176,14 +175,19 @@ class DeploymentResult(Record):
     backend: str = ""
     online_quant_target: str = ""  # the model or the rank whose shard the online path ran on
     # Where the shards' bytes live: "cuda" (a GPU deployment: --device cuda, or --device-memory) or "cpu" (a CPU
-    # deployment, vLLM's CPU backend); "" in files written before it was stored, and for inspect and audit.
+    # deployment, vLLM's CPU backend); "" for inspect and audit.
     target: str = ""
     not_timed: str = ""  # why no fill was timed (NO_CUDA_HERE), '' when the shards were filled or projected
-    contention: Contention | None = None  # how busy the machine was while the shards were filled or calibrated
-    host_contention: Contention | None = None  # the same while the host-resident part was filled (not_timed runs)
+    contention: Contention | None = None  # every shard's reading (its times carry their own) as one window
     # The slowest rank's figures overlap another rank's (or every rank has the same shard): no rank is slower
     # than the noise says, so none is named; ``slowest_rank`` still holds the rank whose time is shown.
     slowest_within_noise: bool = False
+
+    @property
+    def host_contention(self) -> Contention | None:
+        """How busy the machine was while the host-resident part was filled (not_timed runs; its times carry it)."""
+        hosts = (s.host for r in self.ranks for s in r.strategies if s.host is not None)
+        return next((h.time.contention for h in hosts if h.time.contention is not None), None)
 
     @property
     def held_bytes(self) -> int:

@@ -1,14 +1,14 @@
-"""Results of ``dummyprof engram``: table sizes per rank, and fill methods measured at full size (``timing``)
-or projected from smaller samples (``samples``, ``time_fit``); every :class:`Figure` says which."""
+"""Results of ``dummyprof engram``: table sizes per rank, and fill methods measured at full size or projected from
+smaller samples (``samples``, ``time_fit``); every :class:`Estimate` says which."""
 
 from __future__ import annotations
 
 from msgspec import field
 
-from dummyprof.results.common import Contention, Count, Figure, Int64, MemoryUse, Record, Timing, named
+from dummyprof.results.common import MEASURED as MEASURED  # a method's mode: these two as an Estimate says them
+from dummyprof.results.common import PROJECTED as PROJECTED
+from dummyprof.results.common import Contention, Count, Estimate, Int64, MemoryUse, Record, named
 
-MEASURED = "measured"
-PROJECTED = "projected"
 PLANNED = "planned"  # dry run: nothing ran
 
 # Why a method was projected (or, in a dry run, how it is planned): ``MethodResult.reason``.
@@ -16,7 +16,7 @@ FOR_MEMORY = "memory"  # it does not fit in memory (projected, or planned to be)
 FOR_TIME = "time"  # one full-size fill would overrun the time budget (``one_fill_s``)
 FITS = "fits"  # planned: it fits and will be measured in full unless calibration says it is too slow
 
-# Why an engram figure is unavailable (``Figure.unavailable``); reports/format.py says each. A code
+# Why an engram figure is unavailable (``Estimate.reason``); reports/format.py says each. A code
 # followed by ``:KIND`` names the backing used.
 DRY_RUN = "dry-run"  # nothing was allocated
 NOT_ALLOCATED = "not-allocated"  # the full tables were not allocated (the run projected them)
@@ -45,7 +45,7 @@ class EngramLayout(Record):
     block_size: Count = 0
     tables: Count = 0
     heads: Count = 0
-    tp: Count = 1  # schema 3 said tp_size and dp_size (migrate.py)
+    tp: Count = 1
     dp: Count = 1
     rank: Count = 0  # the rank this run builds
     part_rows: Count = 0  # rows of one table on that rank
@@ -63,8 +63,8 @@ class BackingInfo(Record):
     device: str = "cpu"
     note: str = ""
     rounding: str = ""
-    reserved_measured_bytes: Figure = field(default_factory=Figure)  # pinned: host_memory_stats()
-    huge_page_bytes: Figure = field(default_factory=Figure)  # hugepages: read back after first touch
+    reserved_measured_bytes: Estimate = field(default_factory=Estimate)  # pinned: host_memory_stats()
+    huge_page_bytes: Estimate = field(default_factory=Estimate)  # hugepages: read back after first touch
 
 
 class Budget(Record):
@@ -103,11 +103,11 @@ FALLBACK_POOR_FIT = "poor-fit"  # R² under the threshold: the samples are noise
 
 
 class TimeProjection(Record):
-    """How a full-size time was projected (``measure/projection.project_time``): the point, its interval, the bound."""
+    """How a full-size time was projected (``measure/projection.project_time``): the time, and how it was had."""
 
-    seconds: float = 0.0
-    low_s: float = 0.0  # a 95% prediction interval from the line's residuals ("residuals"), or without the line
-    high_s: float = 0.0  # the fastest and slowest per-byte rate of any reading ("readings")
+    # low/high: a 95% prediction interval from the line's residuals ("residuals"), or without the line the fastest
+    # and slowest per-byte rate of any reading ("readings"); floor: the full bytes at the ceiling's rate
+    time: Estimate = field(default_factory=Estimate)
     interval: str = "residuals"  # or "readings"
     line: LinearFit | None = None  # the least-squares line, always fitted (its R² says how good it was)
     fallback: str = ""  # "" (the line was used), FALLBACK_FLAT or FALLBACK_POOR_FIT
@@ -125,10 +125,9 @@ class SamplePoint(Record):
     part_rows: Count = 0
     bytes_written: Count = 0
     needed_bytes: Count = 0  # computed tables + scratch at this size
-    seconds: float = 0.0  # the median of ``readings_s``
+    time: Estimate = field(default_factory=Estimate)  # every round at this size
     rss_growth_bytes: Int64 | None = None  # peak RSS during the fill minus RSS before the tables existed
     scratch_bytes: Count = 0  # temporaries the method reported
-    readings_s: list[float] = []  # every round at this size
 
 
 class ValueStats(Record):
@@ -137,7 +136,7 @@ class ValueStats(Record):
     weight_distinct: Count = 0
     scale_values: list[Count] = []
     scale_distinct: Count = 0
-    weight_min: float | None = None  # None in files written before these were recorded
+    weight_min: float | None = None
     weight_max: float | None = None
 
 
@@ -147,16 +146,10 @@ class PhaseResult(Record):
     name: str = ""
     mode: str = MEASURED
     bytes: Count = 0
-    seconds: Figure = field(default_factory=Figure)
-    timing: Timing = field(default_factory=Timing)
+    time: Estimate = field(default_factory=Estimate)
     samples: list[SamplePoint] = []
     time_fit: LinearFit | None = None
     projection: TimeProjection | None = None
-
-
-class Interval(Record):
-    low: float = 0.0
-    high: float = 0.0
 
 
 class MethodResult(Record):
@@ -166,24 +159,21 @@ class MethodResult(Record):
     mode: str = MEASURED  # measured, projected or planned
     reason: str = ""  # FOR_MEMORY, FOR_TIME or FITS; empty when measured
     one_fill_s: float | None = None  # FOR_TIME: one full-size fill as calibrated at start-up
-    legacy_reason: str = ""  # schema 1 and 2: the sentence stored in ``reason``, shown as it was
     fits_in_memory: bool = True
     needed_bytes: Count = 0  # per rank: reserved tables + peak scratch, computed before allocating
     peak_scratch_bytes: Count = 0  # per rank at full size, computed from the shapes
     bytes_written: Count = 0  # per rank at full size
     measured_scratch_bytes: Count | None = None  # what the fill reported at full size (measured mode)
-    timing: Timing = field(default_factory=Timing)  # full-size rounds (measured mode only)
+    time: Estimate = field(default_factory=Estimate)  # the fill: full-size rounds, or the projection's time
     memory: MemoryUse = field(default_factory=MemoryUse)
     samples: list[SamplePoint] = []
     time_fit: LinearFit | None = None  # the model used: the line, or the rate through the origin
     projection: TimeProjection | None = None
     memory_fit: LinearFit | None = None  # RSS growth against computed need, over the samples
-    seconds: Figure = field(default_factory=Figure)  # median fill time, measured or projected
-    gb_per_s: Figure = field(default_factory=Figure)
-    percent_of_floor: Figure = field(default_factory=Figure)  # floor time / this time x 100
-    peak_rss_bytes: Figure = field(default_factory=Figure)
-    startup_seconds: Figure = field(default_factory=Figure)  # allocation + first touch + fill
-    startup_interval: Interval | None = None  # sum of the terms' intervals (projected terms only)
+    gb_per_s: Estimate = field(default_factory=Estimate)
+    percent_of_floor: Estimate = field(default_factory=Estimate)  # floor time / this time x 100
+    peak_rss_bytes: Estimate = field(default_factory=Estimate)
+    startup: Estimate = field(default_factory=Estimate)  # allocation + first touch + fill; a projection's: summed
     startup_dominant: str = ""  # the largest term: "allocate", "first touch" or "fill"
     startup_dominant_share: float | None = None  # its share of the start-up
     over_deadline: bool | None = None
@@ -234,11 +224,15 @@ class EngramResult(Record):
     gpu: MemoryUse = field(default_factory=MemoryUse)
     rounds_cut: RoundsCut | None = None
     huge_pages_from_sample: bool = False  # huge-page bytes read back on the largest sample, not the full table
-    legacy_plan_notes: list[str] = []  # schema 1 and 2: ``plan_notes``, sentences
     sample_groups: list[SampleGroupInfo] = []  # empty when nothing was projected
     sample_sizes_cut: list[Count] = []  # planned sample rows left out: past the time budget
     sample_overrun: SampleOverrun | None = None  # sampling ended past the time budget (None: within it)
-    contention: Contention | None = None  # how busy the machine was while this run calibrated, filled, sampled
+
+    @property
+    def contention(self) -> Contention | None:
+        """How busy the machine was while this run calibrated, filled and sampled (its times carry it)."""
+        return next((t.contention for t in (*(p.time for p in self.phases), *(m.time for m in self.methods))
+                     if t.contention is not None), None)  # fmt: skip
 
     def method(self, name: str) -> MethodResult:
         return named(self.methods, name)

@@ -7,7 +7,7 @@ from typing import Any
 
 from msgspec import field
 
-from dummyprof.results.common import Count, Record
+from dummyprof.results.common import Count, Estimate, Record
 
 PASS = "pass"
 REGRESSED = "regressed"
@@ -40,13 +40,21 @@ class Fingerprint(Record):
 
 
 class Metric(Record):
-    """One measured quantity. Counters are exact; times keep every measured round."""
+    """One measured quantity. Counters are exact; a time keeps every measured round and the machine's reading."""
 
-    kind: str = "counter"  # counter or time
+    kind: str = "counter"  # counter, time or fit
     unit: str = ""
-    value: float = 0.0  # the count, or the median of ``samples``
-    samples: list[float] = []
-    contended: list[str] = []  # a time's contention reason codes (results.common)
+    value: float = 0.0  # the count, or the time's median
+    time: Estimate | None = None  # a time: its rounds and how busy the machine was
+
+    @property
+    def samples(self) -> list[float]:
+        return self.time.samples if self.time is not None else []
+
+    @property
+    def contended(self) -> list[str]:  # a time's contention reason codes (results.common)
+        c = self.time.contention if self.time is not None else None
+        return list(c.reasons) if c is not None else []
 
 
 class ScenarioRun(Record):

@@ -5,19 +5,19 @@ from __future__ import annotations
 
 from msgspec import field
 
-from dummyprof.results.common import Count, Figure, Record, named
+from dummyprof.results.common import Count, Estimate, Record, named
 from dummyprof.results.engram import EngramResult
 
 
 class RankFill(Record):
     method: str = ""
     mode: str = ""  # measured, projected or planned (as the rank's engram section says)
-    seconds: Figure = field(default_factory=Figure)  # median fill with every rank filling at once
+    time: Estimate = field(default_factory=Estimate)  # the fill with every rank filling at once
     needed_bytes: Count = 0  # tables + scratch of this rank, computed before allocating
     fits_in_memory: bool = True  # within this rank's share of the node's memory budget
-    peak_rss_bytes: Figure = field(default_factory=Figure)
-    alone_s: Figure = field(default_factory=Figure)  # contention check: this rank alone, the others waiting
-    together_s: Figure = field(default_factory=Figure)  # contention check: every rank at once, same tables
+    peak_rss_bytes: Estimate = field(default_factory=Estimate)
+    alone_s: Estimate = field(default_factory=Estimate)  # contention check: this rank alone, the others waiting
+    together_s: Estimate = field(default_factory=Estimate)  # contention check: every rank at once, same tables
     contention_rounds: Count = 0  # rounds of the contention check (medians above)
 
 
@@ -30,16 +30,16 @@ class RankRecord(Record):
     part_rows: Count = 0  # rows of one table on this rank
     table_bytes: Count = 0  # all tables, weights + scales, as requested (pinned: requested from the allocator)
     reserved_bytes: Count = 0  # after the backing's rounding, computed
-    reserved_measured_bytes: Figure = field(default_factory=Figure)  # pinned: read back from the allocator
+    reserved_measured_bytes: Estimate = field(default_factory=Estimate)  # pinned: read back from the allocator
     backing: str = ""  # the memory kind really used
     available_bytes: Count = 0  # host memory available when this rank started (psutil)
     memory_budget_bytes: Count = 0  # this rank's share of the node budget
-    allocate_s: Figure = field(default_factory=Figure)
-    first_touch_s: Figure = field(default_factory=Figure)
+    allocate_s: Estimate = field(default_factory=Estimate)
+    first_touch_s: Estimate = field(default_factory=Estimate)
     fills: list[RankFill] = []
     peak_rss_bytes: Count | None = None  # worst peak RSS of any measured step on this rank
     steps: list[str] = []  # barriers passed, in order (all ranks must agree)
-    threads: Count = 0  # torch threads of this rank (0: not recorded, older files)
+    threads: Count = 0  # torch threads of this rank
     threads_source: str = ""  # who chose them: "cores" (cores / local ranks), "OMP_NUM_THREADS" or "torch"
     cores: Count = 0  # cores this rank's process may run on
     engram: EngramResult | None = None  # the rank's full engram section
@@ -53,8 +53,8 @@ class PhaseCritical(Record):
 
     phase: str = ""  # allocate, first touch, or a fill method
     slowest_rank: Count | None = None
-    seconds: Figure = field(default_factory=Figure)
-    fastest_seconds: Figure = field(default_factory=Figure)
+    seconds: Estimate = field(default_factory=Estimate)
+    fastest_seconds: Estimate = field(default_factory=Estimate)
 
 
 class NodeMemory(Record):
@@ -75,9 +75,9 @@ class Contention(Record):
 
     method: str = ""
     rounds: Count = 0
-    alone_s: Figure = field(default_factory=Figure)  # slowest rank alone
-    together_s: Figure = field(default_factory=Figure)  # slowest rank with every rank filling
-    ratio: Figure = field(default_factory=Figure)  # together / alone: 1.0 means no contention
+    alone_s: Estimate = field(default_factory=Estimate)  # slowest rank alone
+    together_s: Estimate = field(default_factory=Estimate)  # slowest rank with every rank filling
+    ratio: Estimate = field(default_factory=Estimate)  # together / alone: 1.0 means no contention
     unavailable: str = ""  # why no check was made (projected method, dry run)
 
 

@@ -17,8 +17,8 @@ from dummyprof.results.inspect import InspectResult
 from dummyprof.results.ranks import RankRecord, RanksAggregate
 from dummyprof.results.sweep import SweepResult
 
-# What each version changed, and how schemas 1 to 3 load (``migrate.py``): docs/architecture.md, "Results schema".
-SCHEMA_VERSION = 4
+# Files of any other schema are refused (results/store.py): docs/architecture.md, "Results schema".
+SCHEMA_VERSION = 5
 
 
 def _now() -> str:

@@ -1,8 +1,8 @@
 """Reading results files (JSON only, never pickled) and turning Results into their JSON text.
 
-msgspec decodes the file as plain values, ``migrate`` brings an older schema up, msgspec converts them into
-the records (``Record``) and ``whole.py`` checks them together. Added here: which file, a key given twice,
-and a field's path under a mapping (``files/reading.said``). Writing a file is the edges' business.
+msgspec decodes the file as plain values (an older schema is refused, naming the command that writes it again),
+msgspec converts them into the records (``Record``) and ``whole.py`` checks them together. Added here: which
+file, a key given twice, and a field's path under a mapping (``files/reading.said``). Writing files is the edges' job.
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ from dummyprof.errors import ResultsFileError
 from dummyprof.files.reading import RESULTS, DuplicateKeyError, FileKind, read_bounded, said, unique_keys
 from dummyprof.gc_pause import gc_paused
 from dummyprof.results.compare import CompareResult
-from dummyprof.results.migrate import migrate
 from dummyprof.results.session import SCHEMA_VERSION, Results
 from dummyprof.results.whole import Refused, check_whole
 
@@ -161,8 +160,10 @@ def _from_plain(data: Any, source: str, tensor_rows: bool) -> Results:
             f"{source}: written by a newer dummyprof (schema {version}, this one reads up to "
             f"{SCHEMA_VERSION}); upgrade dummyprof"
         )
-    data = migrate(data)
     command = data.get("command")
+    if version < SCHEMA_VERSION:
+        raise ResultsFileError(f"{source}: results schema {version}, which this dummyprof no longer reads "
+                               f"(it reads schema {SCHEMA_VERSION}); {_again(command, source)}")  # fmt: skip
     if not isinstance(command, str) or command not in SECTIONS:
         known = ", ".join(sorted(SECTIONS))
         raise ResultsFileError(f"{source}: $.command: {command!r} is not a dummyprof command ({known})")
@@ -179,6 +180,17 @@ def _from_plain(data: Any, source: str, tensor_rows: bool) -> Results:
         raise ResultsFileError(f"{source}: {where}: {message}") from None
     results.schema_version = SCHEMA_VERSION
     return _checked(results, source)
+
+
+def _again(command: Any, source: str) -> str:
+    """The command that writes an older file again, in this dummyprof's schema."""
+    if command == "baseline":
+        return f"make it again: dummyprof baseline --config CONFIG --output {source}"
+    if command == "gate":
+        return f"run the gate again: dummyprof gate --config CONFIG --baseline BASELINE --json {source}"
+    if command in SECTIONS:
+        return f"run it again: dummyprof {command} ... --json {source}"
+    return "run its command again with --json"
 
 
 def _checked(results: Results, source: str) -> Results:

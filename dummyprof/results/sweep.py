@@ -6,7 +6,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from dummyprof.results.common import Count, Record
+from msgspec import field
+
+from dummyprof.results.common import Count, Estimate, Record
 
 # The SeriesPoint field behind each metric a column is read for.
 METRIC_FIELDS = {"time": "seconds", "visits": "visits", "bytes": "bytes_written", "peak_rss": "peak_rss_bytes"}
@@ -15,12 +17,14 @@ METRIC_FIELDS = {"time": "seconds", "visits": "visits", "bytes": "bytes_written"
 class SeriesPoint(Record):
     """One series at one value of the swept parameter."""
 
-    seconds: float | None = None  # median of the measured rounds (None: not measured)
-    samples_s: list[float] = []
-    projected: bool = False  # engram: the time is a projection from smaller samples, not a measurement
+    time: Estimate = field(default_factory=Estimate)  # engram's may be projected; compare's only measured
     visits: Count | None = None  # compare only; engram fills have no traversal
     bytes_written: Count = 0
     peak_rss_bytes: Count | None = None  # worst measured round
+
+    @property
+    def seconds(self) -> float | None:
+        return self.time.value
 
 
 class SweepPoint(Record):

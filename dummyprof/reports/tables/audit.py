@@ -65,16 +65,14 @@ SENTENCES: dict[str, Callable[[Finding], str]] = {
 
 
 def finding_text(f: Finding) -> str:
-    """What the finding says; a finding from a schema-1 file keeps the sentence it was saved with."""
-    if f.legacy_message:
-        return f.legacy_message
+    """What the finding says."""
     sentence = SENTENCES.get(f.kind)
     return sentence(f) if sentence is not None else f"{f.kind}: {f.tensor}"
 
 
 def finding_subject(f: Finding) -> str:
     """The tensor a row of findings names (untouched: the list, as shown)."""
-    return untouched_names(f) if f.kind == "untouched" and not f.legacy_message else f.tensor
+    return untouched_names(f) if f.kind == "untouched" else f.tensor
 
 
 def filler_table(result: AuditResult) -> Table:

@@ -11,16 +11,18 @@ from dummyprof.reports.format import (
     PROJECTED_MARK,
     PROJECTED_NOTE,
     contention_text,
+    estimate_cell,
+    estimate_range,
+    estimate_spread,
     figure_bytes,
     fresh_text,
     projected,
-    range_cell,
     rate,
     same_unavailable,
     short_dtype,
 )
 from dummyprof.reports.tables.model import BAD, DIM, NAME, NUMBER, PATH, WARN, WORD, Block, Cell, Column, Line, Table
-from dummyprof.results.common import Figure, NoiseWarning, Timing
+from dummyprof.results.common import Estimate, NoiseWarning
 from dummyprof.results.compare import CompareResult, StrategyResult
 from dummyprof.units import format_bytes, format_seconds
 
@@ -86,8 +88,8 @@ def size_lines(result: CompareResult, *, detail: bool = True) -> list[str]:
             )
     if size.mode == "projected" and size.fresh_budget_s is not None:
         lines.append(fresh_text(size.fresh_budget_s))
-    if size.mode == "projected" and size.contention is not None:
-        lines.append(contention_text(size.contention, f"calibrating on {result.model.device}"))
+    if size.mode == "projected" and result.calibration_contention is not None:
+        lines.append(contention_text(result.calibration_contention, f"calibrating on {result.model.device}"))
     elif result.contention is not None and (detail or result.contention.contended):
         lines.append(contention_text(result.contention, f"the rounds ran on {result.model.device}"))
     return lines
@@ -97,12 +99,6 @@ NOTHING_TO_FILL = (
     "speedup: n/a: nothing was filled (the model has no tensor with bytes to write), so each time is only the "
     "walk's overhead and a ratio of them says nothing about filling"
 )
-
-
-def spread_cell(timing: Timing) -> str:
-    """The coefficient of variation, e.g. '±4%'; 'n/a' under two samples."""
-    cv = timing.cv
-    return "n/a" if cv is None else f"±{100 * cv:.0f}%"
 
 
 def speedup_cell(result: CompareResult, name: str) -> str:
@@ -216,9 +212,9 @@ def strategy_table(result: CompareResult) -> Table:
     for s in result.strategies:
         table.add(
             s.name,
-            format_seconds(s.timing.median),
-            spread_cell(s.timing),
-            range_cell(s.timing),
+            estimate_cell(s.time),
+            estimate_spread(s.time),
+            estimate_range(s.time),
             speedup_cell(result, s.name),
             interval_cell(result, s.name),
         )
@@ -247,7 +243,7 @@ def floor_words(result: CompareResult) -> str | None:
     return (
         f"rate over this run's memset floor ({result.floor.bytes_per_s / 1e9:.2f} GB/s: "
         f"{format_bytes(result.floor.bytes_written)} of fresh storages zeroed once, fastest of "
-        f"{len(result.floor.timing.samples_s)} readings interleaved with the fills)"
+        f"{len(result.floor.time.samples)} readings interleaved with the fills)"
     )
 
 
@@ -266,7 +262,7 @@ def work_table(result: CompareResult) -> Table:
     """What each strategy did: visits, bytes, rate against this run's memset floor (about 75 columns)."""
     table = _work("Strategies: work", "rate", "%memset")
     for s in result.strategies:
-        table.add(*_work_cells(s), rate(s.bytes_written, s.timing.median), floor_share_cell(result, s.name))
+        table.add(*_work_cells(s), rate(s.bytes_written, s.time.value), floor_share_cell(result, s.name))
     table.notes.append(WORK_NOTE)
     floor = floor_words(result)
     if floor:
@@ -304,7 +300,7 @@ def top_tensor_table(result: CompareResult, limit: int = TOP_TENSORS, *, detail:
     return table
 
 
-MEMORY_COLUMNS: list[tuple[str, Callable[[StrategyResult], Figure]]] = [
+MEMORY_COLUMNS: list[tuple[str, Callable[[StrategyResult], Estimate]]] = [
     ("pinned host", lambda s: s.memory.pinned_bytes),
     ("GPU used (NVML)", lambda s: s.memory.gpu_used_bytes),
     ("GPU allocator peak", lambda s: s.memory.gpu_allocator_peak_bytes),
@@ -343,9 +339,9 @@ def memory_table(result: CompareResult) -> Table:
 def overhead_line(result: CompareResult) -> str | None:
     parts = []
     for s in result.strategies:
-        if s.recording_overhead_s is None or not s.timing.median:
+        if s.recording_overhead_s is None or not s.time.samples or not s.time.value:
             continue
-        share = 100 * s.recording_overhead_s / s.timing.median
+        share = 100 * s.recording_overhead_s / s.time.value
         parts.append(f"{s.name} {format_seconds(s.recording_overhead_s)} ({share:.2f}% of its fill)")
     return "visit recording cost (no-op fill, measured): " + ", ".join(parts) if parts else None
 
@@ -366,10 +362,8 @@ def _projection_table(
     table = _per_strategy(title, headers[0], "range", headers[1], "floor", "walk")
     for s in result.strategies:
         if (p := s.projection) is not None:
-            time, low, high, floor, walk = (
-                format_seconds(x) for x in (p.seconds, p.low_s, p.high_s, p.floor_s, p.walk_s)
-            )
-            table.add(s.name, PROJECTED_MARK + time, f"{low}–{high}", third(s), floor, walk)
+            floor = format_seconds(p.time.floor) if p.time.floor is not None else "n/a"
+            table.add(s.name, estimate_cell(p.time), estimate_range(p.time), third(s), floor, format_seconds(p.walk_s))
     table.notes += [PROJECTED_NOTE, RANGE_NOTE, FLOOR_NOTE, WALK_NOTE]
     bound = [s.name for s in result.strategies if s.projection is not None and s.projection.floor_bound]
     if bound:
@@ -407,7 +401,7 @@ def projection_check_table(result: CompareResult) -> Table:
         result,
         "Projected vs measured",
         ("projected", "measured"),
-        lambda s: format_seconds(s.timing.median) if s.timing.samples_s else "n/a",
+        lambda s: estimate_cell(s.time) if s.time.samples else "n/a",
     )
     table.notes.insert(1, "measured: the median round (its min–max: Strategies: time)")
     rss = [
@@ -448,7 +442,7 @@ def calibration_table(result: CompareResult) -> Table | None:
             c.initializer,
             f"{c.rule} {short_dtype(c.dtype)}",
             _sizes(c.sizes_bytes),
-            str(sum(len(s) for s in c.samples_s)),
+            str(sum(len(t.samples) for t in c.trials)),
             f"{1 / c.fit.slope / 1e9:.2f}" if c.fit.slope > 0 else "n/a",
             f"{c.fit.r_squared:.3f}",
             format_seconds(c.small_call_s),

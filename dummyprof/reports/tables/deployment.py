@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
-from dummyprof.reports.format import contended_mark, contention_text, fresh_text, projected, range_cell, seconds_range
+from dummyprof.reports.format import (
+    contended_mark,
+    contention_text,
+    estimate_cell,
+    estimate_range,
+    fresh_text,
+    projected,
+)
 from dummyprof.reports.tables.model import BAD, DIM, NAME, NUMBER, STRONG, WORD, Block, Cell, Line, Table
+from dummyprof.results.common import MEASURED
 from dummyprof.results.deployment import (
     FP16_SCRATCH,
-    MEASURED,
     NO_CUDA_HERE,
-    PROJECTED,
     DeploymentResult,
     HostFill,
     RankEntry,
@@ -19,7 +25,7 @@ from dummyprof.units import format_bytes, format_seconds
 
 
 def _key(r: RankEntry) -> tuple[object, ...]:
-    figures = tuple((s.strategy, s.fill, s.seconds, s.rank_seconds, s.host) for s in r.strategies)
+    figures = tuple((s.strategy, s.time, s.rank_time, s.host) for s in r.strategies)
     return (r.counted_as, r.filled_as, r.stage, r.node, r.device_fits, r.held_bytes, r.offloaded_bytes, figures)
 
 
@@ -46,13 +52,7 @@ def ranks_text(group: list[RankEntry], tp: int) -> str:
 
 def fill_text(s: RankStrategy | HostFill | None) -> str:
     """A fill's time (a rank's, or its host-resident part's on this host's CPU), ``~`` projected; "" if not timed."""
-    return projected(format_seconds(s.seconds), s.fill == PROJECTED) if s is not None and s.seconds is not None else ""
-
-
-def _interval(s: RankStrategy) -> str:
-    if s.fill == PROJECTED and s.low_s is not None and s.high_s is not None:
-        return seconds_range(s.low_s, s.high_s)
-    return range_cell(s.samples_s) if s.fill == MEASURED else ""
+    return estimate_cell(s.time) if s is not None and s.seconds is not None else ""
 
 
 def _room(r: RankEntry) -> Cell:
@@ -68,7 +68,7 @@ def _peak(r: RankEntry) -> str:
     if not peaks:
         return ""
     top = max(peaks, key=lambda s: s.peak_bytes or 0)
-    return projected(format_bytes(top.peak_bytes), top.fill == PROJECTED)
+    return projected(format_bytes(top.peak_bytes), top.time is not None and top.time.is_projected)
 
 
 def _nodes(r: RankEntry, result: DeploymentResult) -> str:
@@ -133,11 +133,11 @@ def work_table(result: DeploymentResult) -> Table:
                 f"{s.visits:,} ({s.redundant_visits:,})",
                 format_bytes(s.bytes_written),
                 fill_text(s),
-                _interval(s),
+                estimate_range(s.time),
                 f"{s.host.visits:,}" if s.host else "",
                 format_bytes(s.host.bytes_written) if s.host else "",
                 fill_text(s.host),
-                format_seconds(s.rank_seconds) if s.rank_seconds is not None else "",
+                estimate_cell(s.rank_time) if s.rank_time is not None else "",
             )
     table.notes.append("counts exact; visits (n): n redundant")
     if host:
@@ -171,7 +171,7 @@ def work_table(result: DeploymentResult) -> Table:
         table.notes.append(f"fill: {part}{NOT_TIMED.get(result.not_timed, result.not_timed)}")
     if timed:
         filled = sorted({r.filled_as for r in result.ranks if r.filled_as is not None})
-        measured = any(s.fill == MEASURED for r in result.ranks for s in r.strategies)
+        measured = any(s.time is not None and s.time.how == MEASURED for r in result.ranks for s in r.strategies)
         how = "filled" if measured else "calibrated"
         part = "'s device-resident part (visits less host visits, written less host written)" if host else ""
         table.notes.append(
@@ -301,7 +301,7 @@ def _host_seconds(s: RankStrategy) -> float:
 def host_device_text(result: DeploymentResult) -> str:
     """Where the host-resident part was timed: "cpu", or "cpu (pinned memory)" where CUDA is present."""
     fills = [s.host for r in result.ranks for s in r.strategies if s.host]
-    device = fills[0].device if fills else "cpu"
+    device = (fills[0].time.device or "cpu") if fills else "cpu"
     return f"{device} (pinned memory)" if any(h.pinned for h in fills) else device
 
 
@@ -311,7 +311,7 @@ def _host_text(result: DeploymentResult) -> str:
     if found is None or found[1].host is None:
         return ""
     r, s, h = *found, found[1].host
-    kind = "projected" if h.fill == PROJECTED else "measured"
+    kind = "projected" if h.time.is_projected else "measured"
     return (
         f"host-resident part (offloaded tables, {format_bytes(h.bytes_written)}, {h.visits:,} visits) {s.strategy} "
         f"{fill_text(h)} on {host_device_text(result)} {kind} (rank {r.rank})"
@@ -331,8 +331,8 @@ def slowest_line(result: DeploymentResult) -> Line | None:
     if result.slowest_rank is None:
         return None
     s = result.rank(result.slowest_rank).strategy(result.slowest_strategy)
-    kind = "projected" if s.fill == PROJECTED else "measured"
-    interval = f" ({_interval(s)})" if _interval(s) else ""
+    kind = "projected" if s.time is not None and s.time.is_projected else "measured"
+    interval = f" ({estimate_range(s.time)})" if estimate_range(s.time) else ""
     figure = f"{result.slowest_strategy} dummy start-up {format_seconds(s.seconds)} on {result.device} {kind}{interval}"
     if host:  # a GPU deployment with CUDA here: each part timed on the device it lives on
         figure = f"{figure} (device-resident part); {host}"

@@ -11,18 +11,17 @@ from collections.abc import Sequence
 from dummyprof.reports.format import (
     GENERATOR_BOUND_WHY,
     contention_text,
+    estimate_cell,
+    estimate_range,
     figure_bytes,
     projected,
     projected_note,
-    projected_seconds,
-    range_cell,
     same_unavailable,
-    seconds_range,
     unavailable_text,
 )
 from dummyprof.reports.tables.model import BAD, DIM, NAME, NUMBER, TEXT, WORD, Block, Cell, Line, Table
 from dummyprof.reports.tables.ranks import ranks_blocks
-from dummyprof.results.common import Figure, Timing
+from dummyprof.results.common import Estimate
 from dummyprof.results.engram import (
     FALLBACK_FLAT,
     FALLBACK_POOR_FIT,
@@ -80,17 +79,17 @@ def dominant_text(m: MethodResult) -> str:
 
 def recommended(result: EngramResult) -> MethodResult | None:
     """The method to use: the fastest start-up of those that fit in memory (of all, when none fits), floor left out."""
-    timed = [m for m in result.methods if m.name != result.floor_method and m.startup_seconds.value is not None]
+    timed = [m for m in result.methods if m.name != result.floor_method and m.startup.value is not None]
     fitting = [m for m in timed if m.fits_in_memory] or timed
-    return min(fitting, key=lambda m: m.startup_seconds.value or 0.0, default=None)
+    return min(fitting, key=lambda m: m.startup.value or 0.0, default=None)
 
 
 def deadline_text(result: EngramResult, m: MethodResult, *, short: bool = False) -> str:
     """The verdict of a start-up against ``--deadline``: met (with the slack) or missed by how much."""
-    deadline, value = result.budget.deadline_s, m.startup_seconds.value
+    deadline, value = result.budget.deadline_s, m.startup.value
     if deadline is None or value is None:
         return "" if short else "no --deadline"
-    gap = projected(format_seconds(abs(deadline - value)), m.startup_seconds)
+    gap = projected(format_seconds(abs(deadline - value)), m.startup)
     if value > deadline:
         return f"over by {gap}" if short else f"{format_seconds(deadline)} deadline missed by {gap}"
     return "met" if short else f"{format_seconds(deadline)} deadline met, {gap} to spare"
@@ -125,8 +124,6 @@ PLANNED_REASONS = {
 
 def reason_text(m: MethodResult) -> str:
     """Why a method was projected, or how a dry run plans it; empty when it was measured."""
-    if m.legacy_reason:
-        return m.legacy_reason
     if m.mode == PLANNED:
         return PLANNED_REASONS.get(m.reason, m.reason)
     if m.reason == FOR_MEMORY:
@@ -139,7 +136,7 @@ def reason_text(m: MethodResult) -> str:
 
 def plan_notes(result: EngramResult) -> list[str]:
     """What the plan changed, and the backing's own note when the backing asked for was the one used."""
-    notes = list(result.legacy_plan_notes)
+    notes: list[str] = []
     if result.huge_pages_from_sample:
         notes.append("huge-page bytes were read back on the largest sample, not the full table")
     cut = result.rounds_cut
@@ -176,33 +173,18 @@ def plan_notes(result: EngramResult) -> list[str]:
     return notes
 
 
-def _number(figure: Figure, fmt: str, unit: str = "") -> str:
-    if figure.value is None:
-        return "n/a"
-    return projected(f"{figure.value:{fmt}}{unit}", figure)
-
-
-def _rate(figure: Figure) -> str:
-    return _number(figure, ".2f", " GB/s")
+def _rate(figure: Estimate) -> str:
+    return estimate_cell(figure, lambda v: f"{v:.2f} GB/s")
 
 
 def _plural(n: int, noun: str) -> str:
     return f"{n:,} {noun}" + ("" if n == 1 else "s")
 
 
-def _percent(figure: Figure) -> str:
-    if figure.unavailable == FASTER_THAN_FLOOR:
+def _percent(figure: Estimate) -> str:
+    if figure.reason == FASTER_THAN_FLOOR:
         return "over!"
-    if figure.value is None:
-        return "n/a"
-    return _number(figure, ".1f" if figure.value < 10 else ".0f", "%")
-
-
-def _range(projection: TimeProjection | None, timing: Timing) -> str:
-    """The projected interval, or the measured rounds' min–max ('' for one round)."""
-    if projection is not None:
-        return seconds_range(projection.low_s, projection.high_s)
-    return range_cell(timing)
+    return estimate_cell(figure, lambda v: f"{v:.1f}%" if v < 10 else f"{v:.0f}%")
 
 
 def _fit(fit: LinearFit | None) -> str:
@@ -279,16 +261,16 @@ def phase_table(result: EngramResult) -> Table | None:
     rows = []
     for p in result.phases:
         rate = (
-            _rate(Figure(p.bytes / p.seconds.value / 1e9, projected=p.seconds.projected))
-            if p.seconds.value and p.name != "allocate"  # allocation maps address space; a rate means nothing
+            _rate(Estimate(p.bytes / p.time.value / 1e9, p.time.how))
+            if p.time.value and p.name != "allocate"  # allocation maps address space; a rate means nothing
             else ""
         )
-        rows.append([p.name, format_bytes(p.bytes), projected_seconds(p.seconds), _range(p.projection, p.timing), rate])
+        rows.append([p.name, format_bytes(p.bytes), estimate_cell(p.time), estimate_range(p.time), rate])
     columns = [("phase", NAME), ("bytes", NUMBER), ("time", NUMBER), ("range", NUMBER), ("rate", NUMBER)]
-    notes = projected_note(p.seconds for p in result.phases)
+    notes = projected_note(p.time for p in result.phases)
     if any(p.projection is not None for p in result.phases):
         notes.append("range: the projection's interval (see the note on intervals)")
-    elif any(len(p.timing.samples_s) > 1 for p in result.phases):
+    elif any(len(p.time.samples) > 1 for p in result.phases):
         notes.append("range: fastest–slowest round")
     return Table.of("Phases (full tables)", columns, rows, notes=notes)
 
@@ -310,8 +292,8 @@ def method_table(result: EngramResult) -> Table:
         [
             m.name,
             PLAN_WORDS[m.fits_in_memory] if m.mode == PLANNED else m.mode,
-            projected_seconds(m.seconds),
-            _range(m.projection, m.timing),
+            estimate_cell(m.time),
+            estimate_range(m.time),
             _rate(m.gb_per_s),
             _percent(m.percent_of_floor),
         ]
@@ -319,13 +301,13 @@ def method_table(result: EngramResult) -> Table:
     ]
     columns = [("method", NAME), ("how", WORD), ("fill", NUMBER), ("range", NUMBER), ("rate", NUMBER)]
     columns.append(("%memset", NUMBER))
-    notes = projected_note(f for m in result.methods for f in (m.seconds, m.gb_per_s))
+    notes = projected_note(f for m in result.methods for f in (m.time, m.gb_per_s))
     if any(m.projection is not None for m in result.methods):
         notes.append("range: the projected interval, or the fastest–slowest measured round")
-    elif any(len(m.timing.samples_s) > 1 for m in result.methods):
+    elif any(len(m.time.samples) > 1 for m in result.methods):
         notes.append("range: fastest–slowest round")
     notes.append("rate: the bytes each method writes; %memset: of the fastest memset round of this run")
-    if any(m.percent_of_floor.unavailable == FASTER_THAN_FLOOR for m in result.methods):
+    if any(m.percent_of_floor.reason == FASTER_THAN_FLOOR for m in result.methods):
         notes.append(unavailable_text(FASTER_THAN_FLOOR))
     return Table.of("Fill methods (per rank)", columns, rows, notes=notes)
 
@@ -336,21 +318,20 @@ def startup_table(result: EngramResult) -> Table:
     title = "Start-up per rank" + (f" (deadline {format_seconds(deadline)})" if deadline is not None else "")
     rows = []
     for m in result.methods:
-        interval = m.startup_interval
         over = "" if deadline is None else "n/a" if m.over_deadline is None else "within"
         rows.append(
             [
                 m.name,
-                projected_seconds(m.startup_seconds),
-                seconds_range(interval.low, interval.high) if interval is not None else "",
+                estimate_cell(m.startup),
+                estimate_range(m.startup),
                 dominant_text(m),
                 Cell("over", BAD) if m.over_deadline and deadline is not None else over,
             ]
         )
     columns = [("method", NAME), ("start-up", NUMBER), ("range", NUMBER), ("largest term", WORD)]
     columns.append(("deadline", WORD))
-    notes = ["start-up: allocation + first touch + fill", *projected_note(m.startup_seconds for m in result.methods)]
-    if any(m.startup_interval is not None for m in result.methods):
+    notes = ["start-up: allocation + first touch + fill", *projected_note(m.startup for m in result.methods)]
+    if any(m.startup.span is not None for m in result.methods):
         notes.append("range: the sum of the terms' ranges")
     return Table.of(title, columns, rows, notes=notes)
 
@@ -447,12 +428,12 @@ def samples_table(result: EngramResult) -> Table | None:
     named: list[tuple[str, list[SamplePoint]]] = [(m.name, m.samples) for m in projected_methods]
     named += [(p.name, p.samples) for p in phases]
     for name, points in named:
-        rounds = sorted({max(1, len(p.readings_s)) for p in points})
+        rounds = sorted({max(1, len(p.time.samples)) for p in points})
         table.add(
             name,
             " ".join(f"{p.part_rows:,}" for p in points),
-            _times_in_one_unit([p.seconds for p in points]),
-            str(rounds[0]) if len(rounds) == 1 else " ".join(str(max(1, len(p.readings_s))) for p in points),
+            _times_in_one_unit([p.time.value or 0.0 for p in points]),
+            str(rounds[0]) if len(rounds) == 1 else " ".join(str(max(1, len(p.time.samples))) for p in points),
         )
     return table
 
@@ -463,7 +444,7 @@ def method_lines(result: EngramResult) -> list[str]:
     planned: dict[str, list[str]] = {}  # a dry run: one line per reason, naming its methods
     for m in result.methods:
         if m.mode == PLANNED:
-            if m.reason or m.legacy_reason:
+            if m.reason:
                 planned.setdefault(reason_text(m), []).append(m.name)
             continue
         detail = ""
@@ -486,13 +467,12 @@ def glance_table(result: EngramResult) -> Table:
     columns.append(("deadline", WORD))
     table = Table.of(title, columns, [])
     for m in result.methods:
-        interval = m.startup_interval
         verdict = deadline_text(result, m, short=True)
         table.add(
             m.name + (" (floor)" if m.name == result.floor_method else ""),
-            projected_seconds(m.startup_seconds),
-            seconds_range(interval.low, interval.high) if interval is not None else range_cell(m.timing),
-            projected_seconds(m.seconds),
+            estimate_cell(m.startup),
+            estimate_range(m.startup) or estimate_range(m.time),
+            estimate_cell(m.time),
             "yes" if m.fits_in_memory else Cell("no", BAD),
             Cell(verdict, BAD) if m.over_deadline else verdict,
         )
@@ -500,7 +480,7 @@ def glance_table(result: EngramResult) -> Table:
         f"start-up: allocation + first touch + fill; fits: tables + scratch in "
         f"{format_bytes(result.budget.memory_bytes)}"
     )
-    table.notes += projected_note(m.startup_seconds for m in result.methods)
+    table.notes += projected_note(m.startup for m in result.methods)
     table.notes.append("every table, fit, sample and interval: --detail")
     return table
 
@@ -511,7 +491,7 @@ def glance_lines(result: EngramResult) -> list[str]:
     for m in result.methods:
         if m.mode != PROJECTED or not reason_text(m):
             continue
-        if m.reason == FOR_TIME and not m.legacy_reason:  # one line for all: each with its calibrated fill
+        if m.reason == FOR_TIME:  # one line for all: each with its calibrated fill
             one = f" (about {format_seconds(m.one_fill_s)})" if m.one_fill_s is not None else ""
             why.setdefault(
                 f"one full-size fill would take over the {format_seconds(result.budget.time_s)} time budget", []
@@ -525,7 +505,7 @@ def glance_lines(result: EngramResult) -> list[str]:
 def engram_blocks(results: Results, detail: bool = True) -> list[Block]:
     result = results.engram
     assert result is not None
-    if not detail and not results.ranks and same_unavailable([m.startup_seconds for m in result.methods]) is None:
+    if not detail and not results.ranks and same_unavailable([m.startup for m in result.methods]) is None:
         # the answer and a line per method; the statistics behind --detail
         return [glance_table(result), *(Line(line, DIM) for line in glance_lines(result))]
     blocks: list[Block] = [layout_table(result)]
@@ -533,7 +513,7 @@ def engram_blocks(results: Results, detail: bool = True) -> list[Block]:
         return blocks + ranks_blocks(results) + [Line(f"note (rank 0): {note}", DIM) for note in plan_notes(result)]
     blocks += [t for t in (ranks_table(result), phase_table(result)) if t is not None]
     blocks += [Line(line, DIM) for line in phase_lines(result)]
-    unmeasured = same_unavailable([m.seconds for m in result.methods])
+    unmeasured = same_unavailable([m.time for m in result.methods])
     if unmeasured is None:
         blocks += [method_table(result), startup_table(result)]
     else:  # a dry run: nothing was filled, so no times at all

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dummyprof.reports.format import PROJECTED_MARK, PROJECTED_NOTE, projected_seconds, rank_ranges
+from dummyprof.reports.format import PROJECTED_MARK, PROJECTED_NOTE, estimate_cell, rank_ranges
 from dummyprof.reports.tables.model import BAD, DIM, NUMBER, TEXT, WARN, WORD, Block, Cell, Line, Table
 from dummyprof.results.ranks import RankRecord, RanksAggregate
 from dummyprof.results.session import Results
@@ -54,7 +54,7 @@ def rank_table(records: list[RankRecord]) -> Table:
 
 
 def threads_note(records: list[RankRecord]) -> str | None:
-    """How many torch threads each rank ran with, and who chose that: said once (None in older files)."""
+    """How many torch threads each rank ran with, and who chose that: said once (None when not recorded)."""
     if not records or not records[0].threads:
         return None
     first = records[0]
@@ -77,10 +77,8 @@ def time_table(records: list[RankRecord]) -> Table:
     rows = []
     for r in records:
         filled = {f.method for f in r.fills}
-        fills = [projected_seconds(r.fill(m).seconds) if m in filled else "n/a" for m in methods]
-        rows.append(
-            [f"{r.rank}/{r.world_size}", projected_seconds(r.allocate_s), projected_seconds(r.first_touch_s), *fills]
-        )
+        fills = [estimate_cell(r.fill(m).time) if m in filled else "n/a" for m in methods]
+        rows.append([f"{r.rank}/{r.world_size}", estimate_cell(r.allocate_s), estimate_cell(r.first_touch_s), *fills])
     note = "times per rank: every rank in step (a barrier per phase); the other columns are fill methods"
     shortened = [_short_method(m) for m in methods if _short_method(m) != m]
     if shortened:
@@ -96,8 +94,8 @@ def critical_table(agg: RanksAggregate) -> Table:
         [
             p.phase,
             str(p.slowest_rank) if p.slowest_rank is not None else "n/a",
-            projected_seconds(p.seconds),
-            projected_seconds(p.fastest_seconds),
+            estimate_cell(p.seconds),
+            estimate_cell(p.fastest_seconds),
         ]
         for p in agg.critical_path
     ]
@@ -117,9 +115,7 @@ def contention_table(agg: RanksAggregate, records: list[RankRecord]) -> Table:
             f"r{r.rank}:x{(r.fill(c.method).together_s.value or 0) / (r.fill(c.method).alone_s.value or 1):.2f}"
             for r in records
         )
-        table.add(
-            c.method, projected_seconds(c.alone_s), projected_seconds(c.together_s), f"x{c.ratio.value:.2f}", per_rank
-        )
+        table.add(c.method, estimate_cell(c.alone_s), estimate_cell(c.together_s), f"x{c.ratio.value:.2f}", per_rank)
     return table
 
 

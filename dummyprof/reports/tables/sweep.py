@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import math
 
-from dummyprof.reports.format import PROJECTED_NOTE, projected, range_cell
+from dummyprof.reports.format import estimate_cell, estimate_range, projected_note
 from dummyprof.reports.tables.model import DIM, NAME, NUMBER, STRONG, WORD, Block, Column, Line, Table
 from dummyprof.results.sweep import GrowthFit, SweepResult
-from dummyprof.units import format_bytes, format_seconds
+from dummyprof.units import format_bytes
 
 SPARK = "▁▂▃▄▅▆▇█"
 METRICS = {"visits": "visits", "time": "time", "bytes": "written"}
@@ -52,14 +52,13 @@ def points_table(result: SweepResult) -> Table:
                 f"{point.value:,}" if i == 0 else "",
                 name,
                 format_bytes(point.model_bytes) if i == 0 else "",
-                projected(format_seconds(entry.seconds), entry.projected) if entry.seconds is not None else "n/a",
-                "" if entry.projected else range_cell(entry.samples_s),
+                estimate_cell(entry.time),
+                estimate_range(entry.time),
                 "n/a" if entry.visits is None else f"{entry.visits:,}",
                 format_bytes(entry.bytes_written),
                 format_bytes(entry.peak_rss_bytes) if entry.peak_rss_bytes is not None else "n/a",
             )
-    if any(entry.projected for point in result.points for entry in point.series.values()):
-        table.notes.append(PROJECTED_NOTE)
+    table.notes += projected_note(entry.time for point in result.points for entry in point.series.values())
     return table
 
 

@@ -147,7 +147,7 @@ def auto_stop(result: CompareResult, rule: AutoRepeat, rounds: int, elapsed_s: f
         tight = all(speed and low >= speed * (1 - rule.tight) and high <= speed * (1 + rule.tight)
                     for (low, high), speed in intervals)  # fmt: skip
     else:
-        tight = all(s.timing.cv is not None and s.timing.cv <= rule.tight for s in result.strategies)
+        tight = all(s.time.cv is not None and s.time.cv <= rule.tight for s in result.strategies)
     return "tight" if tight else ""
 
 
@@ -155,7 +155,7 @@ def assess_noise(result: CompareResult) -> None:
     """Each strategy's cold start or outliers, each speedup's bootstrap interval, and whether it straddles 1.0."""
     result.noise = []
     for s in result.strategies:
-        result.noise.extend(noise.sample_warnings(s.name, s.timing.samples_s))
+        result.noise.extend(noise.sample_warnings(s.name, s.time.samples))
         share = result.share_of_floor(s.name)
         if share is not None and share > 1.0:
             result.noise.append(NoiseWarning(noise.FASTER_THAN_FLOOR, s.name, value=share))
@@ -167,7 +167,7 @@ def assess_noise(result: CompareResult) -> None:
         s.speedup_interval = []
         if s.name == base.name or result.nothing_to_fill:
             continue
-        interval = noise.ratio_interval(base.timing.samples_s, s.timing.samples_s)
+        interval = noise.ratio_interval(base.time.samples, s.time.samples)
         if interval is None:
             continue
         s.speedup_interval = list(interval)
@@ -248,7 +248,7 @@ def run_compare(
             elif recorder.visits != first_recorders[strategy.name].visits:
                 raise RuntimeError(f"strategy {strategy.name!r} visited a different number of tensors between rounds")
             if not warming:
-                results[strategy.name].timing.samples_s.append(elapsed)
+                results[strategy.name].time.add(elapsed)
                 reading = peak.reading
                 assert reading is not None
                 memory[strategy.name] = _merge_memory(
@@ -269,7 +269,7 @@ def run_compare(
             target = build()
             floor.bytes_written, elapsed = _time_floor(target, device, clock)
             if not warming:
-                floor.timing.samples_s.append(elapsed)
+                floor.time.add(elapsed)
             del target
             done += 1
             if progress is not None:
@@ -295,7 +295,9 @@ def run_compare(
     result.strategies = [results[s.name] for s in strategies]
     result.tensors = tensor_table(first_recorders)
     result.floor = floor
-    result.contention = contention.between(busy, contention.read())
+    machine = contention.between(busy, contention.read())
+    for timed in [*(s.time for s in result.strategies), floor.time]:
+        timed.contention, timed.device = machine, model.device
     assess_noise(result)
     gc.collect()
     return result

@@ -28,6 +28,7 @@ from dummyprof.measure.memory import rss_bytes
 from dummyprof.measure.projection import capability, fit_line, fit_proportional
 from dummyprof.measure.recorder import dtype_name
 from dummyprof.models.source import ModelSource
+from dummyprof.results.common import Contention, Estimate
 from dummyprof.results.compare import (
     CalibrationClass,
     CompareResult,
@@ -223,7 +224,7 @@ def calibrate(
                 rule=key.rule,
                 dtype=dtype_name(key.dtype),
                 sizes_bytes=sizes,
-                samples_s=samples,
+                trials=[Estimate.measured(trials, device=device.type) for trials in samples],
                 small_call_s=capability(small),
                 fit=fit_time(sizes, [capability(s) for s in samples]),
                 fit_low=fit_low,
@@ -270,7 +271,13 @@ def _visit_costs(
 
 
 def project_strategy(
-    count: CountResult, calibration: Sequence[CalibrationClass], memset_bytes_per_s: float, rss_now: int
+    count: CountResult,
+    calibration: Sequence[CalibrationClass],
+    memset_bytes_per_s: float,
+    rss_now: int,
+    *,
+    device: str = "",
+    contention: Contention | None = None,
 ) -> Projection:
     point, low, high = _visit_costs(count.visits, count.initializer, calibration)
     records = [r for r in count.recorder.records.values() if r.bytes_written]
@@ -278,11 +285,9 @@ def project_strategy(
     touched = sum(r.nbytes for r in records)
     floor = written / memset_bytes_per_s if memset_bytes_per_s > 0 else 0.0
     seconds = count.walk_seconds + point
+    bounds = max(count.walk_seconds + low, floor), max(count.walk_seconds + high, floor)
     return Projection(
-        seconds=max(seconds, floor),
-        low_s=max(count.walk_seconds + low, floor),
-        high_s=max(count.walk_seconds + high, floor),
-        floor_s=floor,
+        time=Estimate.projected(max(seconds, floor), *bounds, floor=floor, device=device, contention=contention),
         walk_s=count.walk_seconds,
         # One byte of RSS per byte the fill first-touches, plus its largest temporary: the filled model holds
         # them, and nothing more (a growth measured on calibration fills once put a peak at 1.34x the need).
@@ -322,12 +327,15 @@ def decide(
         largest = max((c.sizes_bytes[-1] for c in calibration), default=1 << 20)
         rate = memset_rate(largest, device, clock)
     decision.calibration_s = clock() - t0
-    decision.contention = window.result()
+    busy = window.result()
     decision.calibration = calibration
     decision.memset_bytes_per_s = rate
     rss_now = rss_bytes()
-    projections = {name: project_strategy(c, calibration, rate, rss_now) for name, c in meta.counts.items()}
-    decision.predicted_s = SAFETY * rounds * sum(p.seconds for p in projections.values())
+    projections = {
+        name: project_strategy(c, calibration, rate, rss_now, device=device.type, contention=busy)
+        for name, c in meta.counts.items()
+    }
+    decision.predicted_s = SAFETY * rounds * sum(p.time.value or 0.0 for p in projections.values())
     if not fits:
         decision.mode, decision.reason = "projected", "memory"
     elif decision.predicted_s > time_budget_s:
@@ -366,6 +374,7 @@ def projected_result(
         entry = StrategyResult(name=strategy.name, description=strategy.description, initializer=count.initializer)
         summarize_records(entry, count.recorder.records.values(), count.recorder.peak_scratch_bytes)
         entry.projection = projections[strategy.name]
+        entry.time = entry.projection.time
         result.strategies.append(entry)
     result.tensors = tensor_table({name: c.recorder for name, c in meta.counts.items()})
     if strategies and "legacy" not in meta.counts:

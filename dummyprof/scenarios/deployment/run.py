@@ -25,12 +25,10 @@ from dummyprof.measure.budget import host_budget
 from dummyprof.measure.memory import total_memory_bytes
 from dummyprof.measure.projection import capability
 from dummyprof.models.source import ModelSource
-from dummyprof.results.common import Contention
+from dummyprof.results.common import MEASURED, PROJECTED, Contention, Estimate
 from dummyprof.results.compare import CompareResult, StrategyResult
 from dummyprof.results.deployment import (
-    MEASURED,
     NO_CUDA_HERE,
-    PROJECTED,
     DeploymentResult,
     HostFill,
     NodeEntry,
@@ -146,13 +144,12 @@ def shard_source(
 def _fill_figures(entry: RankStrategy, s: StrategyResult) -> None:
     """The filled shard's time (measured, or compare's projection) onto a rank's strategy; its peak the RSS growth
     over the RSS before the fill (the whole RSS also counts torch: 420 MiB for a 102 MiB shard)."""
-    if s.timing.samples_s:
-        entry.fill, entry.seconds, entry.samples_s = MEASURED, s.timing.median, list(s.timing.samples_s)
+    if s.time.samples:
+        entry.time = s.time
         entry.peak_bytes = s.memory.rss_growth_bytes
     elif s.projection is not None:
         p = s.projection
-        entry.fill, entry.seconds = PROJECTED, p.seconds
-        entry.low_s, entry.high_s, entry.floor_s = p.low_s, p.high_s, p.floor_s
+        entry.time = p.time
         entry.peak_bytes = p.peak_rss_bytes - p.rss_before_bytes  # the bytes it writes + its largest temporary
 
 
@@ -188,12 +185,10 @@ def _node_view(result: DeploymentResult, offloaded: dict[int, list[int]], option
     result.nodes = [nodes[n] for n in sorted(nodes)]
 
 
-def _span(s: RankStrategy) -> tuple[float, float]:
+def _noise(time: Estimate | None) -> tuple[float, float]:
     """The figures' noise: a projection's interval, or the fastest to slowest measured round."""
-    if s.fill == PROJECTED and s.low_s is not None and s.high_s is not None:
-        return s.low_s, s.high_s
-    readings = s.samples_s or [s.seconds or 0.0]
-    return min(readings), max(readings)
+    value = time.value if time is not None and time.value is not None else 0.0
+    return time.span or (value, value) if time is not None else (value, value)
 
 
 def _slowest(result: DeploymentResult) -> None:
@@ -206,8 +201,8 @@ def _slowest(result: DeploymentResult) -> None:
     name = "per-layer" if "per-layer" in names else names[0]
     slowest = max(timed, key=lambda r: (r.strategy(name).seconds or 0.0, -r.rank))
     result.slowest_rank, result.slowest_strategy = slowest.rank, name
-    low = _span(slowest.strategy(name))[0]
-    others = [_span(r.strategy(name))[1] for r in timed if r.filled_as != slowest.filled_as]
+    low = _noise(slowest.strategy(name).time)[0]
+    others = [_noise(r.strategy(name).time)[1] for r in timed if r.filled_as != slowest.filled_as]
     result.slowest_within_noise = not others or low <= max(others)
 
 
@@ -354,7 +349,7 @@ def _fill_shards(
         by_name = {x.name: x for x in part.strategies}
         if part.size.memset_bytes_per_s:
             memset.append(part.size.memset_bytes_per_s)
-        busy += [c for c in (part.size.contention, part.contention) if c is not None]
+        busy += [c for c in (part.calibration_contention, part.contention) if c is not None]
         fresh += [part.size.fresh_budget_s] if part.size.fresh_budget_s is not None else []  # projected shards
         for entry in result.ranks:
             if entry.counted_as != rank.counted_as:
@@ -389,7 +384,7 @@ def _real_ranks(result: DeploymentResult, options: CompareOptions, strategies: l
         mine = figures[entry.rank]["strategies"]
         for s in entry.strategies:
             if s.strategy in mine:
-                s.rank_seconds = mine[s.strategy]["seconds"]
+                s.rank_time = Estimate(mine[s.strategy]["seconds"], device=result.device)
                 s.rank_visits = mine[s.strategy]["visits"]
                 s.rank_bytes_written = mine[s.strategy]["bytes_written"]
 
@@ -478,10 +473,16 @@ def _fill_host(
                 visits, written = counted.get(s.strategy, (0, 0))
                 scale = written / nbytes
                 if median is not None:
-                    s.host = HostFill(visits, written, MEASURED if written == nbytes else PROJECTED, median * scale)
-                    s.host.samples_s = [x * scale for x in samples]
+                    scaled = [x * scale for x in samples]
+                    how = MEASURED if written == nbytes else PROJECTED  # scaled by the bytes written again
+                    time = Estimate(
+                        median * scale, how, samples=scaled, low=min(scaled), high=max(scaled), device="cpu"
+                    )
                 else:
-                    s.host = HostFill(visits, written, PROJECTED, written / rate)
-                    s.host.low_s, s.host.high_s = written / max(rates), written / min(rates)
-                s.host.pinned = pinned
-    result.host_contention = window.result()
+                    time = Estimate.projected(written / rate, written / max(rates), written / min(rates), device="cpu")
+                s.host = HostFill(visits, written, time, pinned)
+    machine = window.result()
+    for r in result.ranks:
+        for s in r.strategies:
+            if s.host is not None:
+                s.host.time.contention = machine

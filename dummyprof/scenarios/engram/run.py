@@ -20,7 +20,7 @@ from dummyprof.measure import contention
 from dummyprof.measure.device import resolve_device
 from dummyprof.measure.environment import collect_environment
 from dummyprof.models.engram import EngramSpec
-from dummyprof.results.common import Figure, MemoryUse, copied
+from dummyprof.results.common import Estimate, MemoryUse, copied
 from dummyprof.results.engram import (
     DRY_RUN,
     FITS,
@@ -141,8 +141,8 @@ def run(
         measure_full(runner, plan, result, step)
         # First touch of many GiB can be far slower than on the probe (page reclaim); trust the full figure.
         for phase in result.phases:
-            if phase.seconds.value is not None:
-                rate[phase.name] = max(rate[phase.name], phase.seconds.value / max(1, result.layout.part_rows))
+            if phase.time.value is not None:
+                rate[phase.name] = max(rate[phase.name], phase.time.value / max(1, result.layout.part_rows))
     if plan.projected:
         time_left = options.time_budget_s - (clock() - started)
         sampled = plan_samples(spec, plan, methods, rate, options, time_left, budget, backing, memory.limit)
@@ -151,7 +151,9 @@ def run(
         measure_samples(runner, plan, result, sampled, step, deadline=started + options.time_budget_s)
     if not plan.full:
         result.gpu = unallocated_device_figures(device)
-    result.contention = contention.between(busy, contention.read())
+    machine = contention.between(busy, contention.read())
+    for timed in [*(p.time for p in result.phases), *(m.time for m in result.methods)]:
+        timed.contention = machine
     derive(result)
     result.rounds_measured = plan.rounds
     result.rounds_cut = plan.rounds_cut
@@ -202,19 +204,19 @@ def placement(options: EngramOptions) -> tuple[torch.device, Backing]:
 def _backing_info(backing: Backing) -> BackingInfo:
     """Measured figures unavailable, with the reason, until a full-size allocation fills them in."""
     if backing.caching_host_allocator:
-        reserved = Figure.missing(NOT_ALLOCATED_COMPUTED)
+        reserved = Estimate.missing(NOT_ALLOCATED_COMPUTED)
     else:
-        reserved = Figure.missing(f"{NO_RESERVED_FIGURE}:{backing.used}")
-    huge = Figure.missing(NOT_ALLOCATED if backing.used == "hugepages" else f"{NO_HUGE_PAGES_ASKED}:{backing.used}")
+        reserved = Estimate.missing(f"{NO_RESERVED_FIGURE}:{backing.used}")
+    huge = Estimate.missing(NOT_ALLOCATED if backing.used == "hugepages" else f"{NO_HUGE_PAGES_ASKED}:{backing.used}")
     return copied(
         BackingInfo, backing, rounding=backing.rounding, reserved_measured_bytes=reserved, huge_page_bytes=huge
     )
 
 
 def _dry_run(result: EngramResult) -> None:
-    nothing = Figure.missing(DRY_RUN)
+    nothing = Estimate.missing(DRY_RUN)
     result.gpu = MemoryUse(pinned_bytes=nothing, gpu_used_bytes=nothing, gpu_allocator_peak_bytes=nothing)
     for m in result.methods:
         m.mode = PLANNED
-        m.peak_rss_bytes = m.seconds = Figure.missing(DRY_RUN)
+        m.peak_rss_bytes, m.time = Estimate.missing(DRY_RUN), Estimate.missing(DRY_RUN)
         m.reason = FITS if m.fits_in_memory else FOR_MEMORY

@@ -25,7 +25,7 @@ from dummyprof.measure.memory import (
 from dummyprof.measure.projection import Sample, fastest_rate, fit_proportional, project_time
 from dummyprof.measure.roofline import generator_bound, share_of_floor
 from dummyprof.models.engram import EngramSpec, EngramTable
-from dummyprof.results.common import Figure, MemoryUse, Timing, copied
+from dummyprof.results.common import Estimate, MemoryUse, copied
 from dummyprof.results.engram import (
     FASTER_THAN_FLOOR,
     MEASURED,
@@ -34,7 +34,6 @@ from dummyprof.results.engram import (
     NOT_ALLOCATED_PROJECTED,
     PROJECTED,
     EngramResult,
-    Interval,
     MethodResult,
     PhaseResult,
     SampleGroupInfo,
@@ -166,8 +165,8 @@ def _device_memory(device: torch.device, **rss: Any) -> MemoryUse:
     )
 
 
-def _growth(before: int | None, after: int | None, missing: str) -> Figure:
-    return Figure(float(after - before)) if before is not None and after is not None else Figure.missing(missing)
+def _growth(before: int | None, after: int | None, missing: str) -> Estimate:
+    return Estimate(float(after - before)) if before is not None and after is not None else Estimate.missing(missing)
 
 
 def calibrate(runner: Runner, methods: Sequence[FillMethod], rows: int) -> Rates:
@@ -194,8 +193,8 @@ def measure_full(runner: Runner, plan: Plan, result: EngramResult, step: Callabl
         result.backing.huge_page_bytes = _growth(huge_before, anon_huge_page_bytes(), NO_ANON_HUGE_PAGES)
     table_bytes = layout.table_bytes_per_rank
     result.phases = [
-        PhaseResult(ALLOCATE, MEASURED, table_bytes, Figure(alloc_s), Timing([alloc_s])),
-        PhaseResult(FIRST_TOUCH, MEASURED, table_bytes, Figure(touch_s), Timing([touch_s])),
+        PhaseResult(ALLOCATE, MEASURED, table_bytes, Estimate.measured([alloc_s], device=runner.device.type)),
+        PhaseResult(FIRST_TOUCH, MEASURED, table_bytes, Estimate.measured([touch_s], device=runner.device.type)),
     ]
     worst: dict[str, Step] = {}
     for round_index in range(max(plan.full_rounds.values())):
@@ -204,7 +203,8 @@ def measure_full(runner: Runner, plan: Plan, result: EngramResult, step: Callabl
                 continue
             s = runner.fill(method, tables)
             entry = result.method(method.name)
-            entry.timing.samples_s.append(s.seconds)
+            entry.time.add(s.seconds)
+            entry.time.device = runner.device.type
             entry.measured_scratch_bytes = s.outcome.scratch_bytes
             if method.name not in worst or s.peak.peak > worst[method.name].peak.peak:
                 worst[method.name] = s
@@ -216,7 +216,7 @@ def measure_full(runner: Runner, plan: Plan, result: EngramResult, step: Callabl
         entry.memory = _device_memory(
             runner.device, rss_before_bytes=s.peak.before, rss_peak_bytes=s.peak.peak, rss_peak_method=s.peak.method
         )
-        entry.peak_rss_bytes = Figure(float(s.peak.peak))
+        entry.peak_rss_bytes = Estimate(float(s.peak.peak))
     result.gpu = _device_memory(runner.device)
     runner.release(tables)
 
@@ -283,12 +283,12 @@ def measure_samples(
         touch_s = runner.first_touch(tables)
         table_bytes = spec.tables * rows * spec.row_bytes
         reserved = reserved_tables(spec, rows, runner.backing)
-        phase_points[ALLOCATE].append(SamplePoint(rows, table_bytes, reserved, alloc_s, readings_s=[alloc_s]))
-        phase_points[FIRST_TOUCH].append(SamplePoint(rows, table_bytes, reserved, touch_s, readings_s=[touch_s]))
+        phase_points[ALLOCATE].append(SamplePoint(rows, table_bytes, reserved, Estimate.measured([alloc_s])))
+        phase_points[FIRST_TOUCH].append(SamplePoint(rows, table_bytes, reserved, Estimate.measured([touch_s])))
         if huge_before is not None and index == len(sizes) - 1:
             after = anon_huge_page_bytes()
             if after is not None:
-                huge_note = Figure(float(after - huge_before), projected=False)
+                huge_note = Estimate(float(after - huge_before))
         for group in plan.sample_groups:
             if rows not in group.rows:
                 continue
@@ -305,10 +305,9 @@ def measure_samples(
                         rows,
                         s.outcome.bytes_written,
                         need,
-                        s.seconds,
+                        Estimate.measured([r.seconds for r in readings]),
                         s.peak.peak - tables.rss_before,
                         s.outcome.scratch_bytes,
-                        readings_s=[r.seconds for r in readings],
                     )
                 )
                 # sampled methods are never filled in full: the values of the largest size measured (sizes ascend)
@@ -334,7 +333,7 @@ def measure_samples(
         # The RSS before the tables plus the computed need, as a measured peak is. Not the fitted growth: small
         # samples reuse freed heap pages (under glibc's 32 MiB mmap threshold), and page-cache noise once fitted
         # x1.342, more than the fill can hold. The fit stays in the report as RSS/need.
-        entry.peak_rss_bytes = Figure(base_rss + entry.needed_bytes, projected=True)
+        entry.peak_rss_bytes = Estimate.projected(base_rss + entry.needed_bytes)
     project_samples(result, sampled, phase_points)
     result.sample_groups = [
         SampleGroupInfo(
@@ -348,7 +347,7 @@ def measure_samples(
 
 
 def _samples(points: Sequence[SamplePoint]) -> list[Sample]:
-    return [Sample(p.bytes_written, p.readings_s or [p.seconds]) for p in points]
+    return [Sample(p.bytes_written, p.time.samples) for p in points]
 
 
 def floor_rate(result: EngramResult, *, slow: bool = False) -> float | None:
@@ -356,10 +355,7 @@ def floor_rate(result: EngramResult, *, slow: bool = False) -> float | None:
     floor = result.floor()
     if floor is None:
         return None
-    if slow:
-        seconds = floor.projection.high_s if floor.projection is not None else floor.timing.max
-    else:
-        seconds = floor.timing.median if floor.mode == MEASURED else floor.seconds.value
+    seconds = floor.time.high if slow else floor.time.value
     return floor.bytes_written / seconds if seconds else None
 
 
@@ -369,6 +365,7 @@ def project_samples(
     """Fit and project every sampled figure: the floor bounded by its fastest reading, every other fill by the
     floor's rate, first touch by both, allocation (address space, no bytes moved) by nothing."""
     ordered = sorted(sampled, key=lambda m: m.name != result.floor_method)
+    device = result.backing.device
     for method in ordered:
         entry = result.method(method.name)
         samples = _samples(entry.samples)
@@ -382,8 +379,9 @@ def project_samples(
             ceiling_bytes_per_s=ceiling,
             ceiling_slow_bytes_per_s=slow,
             ceiling_name=result.floor_method,
+            device=device,
         )
-        entry.seconds = Figure(entry.projection.seconds, projected=True)
+        entry.time = entry.projection.time
     if result.phases:
         return
     table_bytes = result.layout.table_bytes_per_rank
@@ -402,13 +400,14 @@ def project_samples(
             ceiling_slow_bytes_per_s=floor_rate(result, slow=True) if bound[1] == result.floor_method else None,
             ceiling_name=bound[1],
             size_independent=phase == ALLOCATE,  # pageable allocation maps address space: no bytes move
+            device=device,
         )
         result.phases.append(
             PhaseResult(
                 phase,
                 PROJECTED,
                 table_bytes,
-                Figure(projection.seconds, projected=True),
+                projection.time,
                 samples=pts,
                 time_fit=fit,
                 projection=projection,
@@ -421,57 +420,49 @@ def unallocated_device_figures(device: torch.device) -> MemoryUse:
     memory = _device_memory(device)
     for name in ("pinned_bytes", "gpu_used_bytes", "gpu_allocator_peak_bytes"):
         if getattr(memory, name).value is not None:
-            setattr(memory, name, Figure.missing(NOT_ALLOCATED_PROJECTED))
+            setattr(memory, name, Estimate.missing(NOT_ALLOCATED_PROJECTED))
     return memory
 
 
 def derive(result: EngramResult) -> None:
-    """Seconds, rates, share of the floor, start-up time (with its interval and largest term) and the deadline."""
-    for m in result.methods:
-        if m.mode == MEASURED and m.timing.samples_s:
-            median = m.timing.median
-            assert median is not None
-            m.seconds = Figure(median)
+    """Rates, share of the floor, start-up time (with its interval and largest term) and the deadline."""
     floor = result.floor()
     # The floor is its fastest round (a preempted memset only reads slower), as compare's is: a fill still
     # faster than that is flagged, never shown as a share above 100%.
-    floor_s = min(floor.timing.samples_s) if floor and floor.mode == MEASURED and floor.timing.samples_s else None
-    if floor is not None and floor_s is None:
-        floor_s = floor.seconds.value
-    setup = [p.seconds for p in result.phases]
+    floor_s = None if floor is None else floor.time.low if floor.time.samples else floor.time.value
+    setup = [p.time for p in result.phases]
     for m in result.methods:
-        if m.seconds.value is None:
+        if m.time.value is None:
             continue
-        if m.seconds.value > 0:
-            m.gb_per_s = Figure(m.bytes_written / m.seconds.value / 1e9, projected=m.seconds.projected)
+        projected = m.time.how
+        if m.time.value > 0:
+            m.gb_per_s = Estimate(m.bytes_written / m.time.value / 1e9, projected)
         if floor is not None and floor_s:
-            share = share_of_floor(m.bytes_written, m.seconds.value, floor.bytes_written, floor_s)
+            share = share_of_floor(m.bytes_written, m.time.value, floor.bytes_written, floor_s)
             if share is not None:
-                m.percent_of_floor = Figure(100 * share, projected=m.seconds.projected or floor.seconds.projected)
-                if share > 1.0:
-                    m.percent_of_floor = Figure.missing(FASTER_THAN_FLOOR)
+                either = PROJECTED if floor.time.is_projected else projected
+                m.percent_of_floor = (
+                    Estimate(100 * share, either) if share <= 1.0 else Estimate.missing(FASTER_THAN_FLOOR)
+                )
                 m.generator_bound = generator_bound(share)
         if setup and all(s.value is not None for s in setup):
-            terms = {p.name: p.seconds.value or 0.0 for p in result.phases}
-            terms[FILL] = m.seconds.value
+            m.startup = _startup(result, m)
+            terms = {p.name: p.time.value or 0.0 for p in result.phases}
+            terms[FILL] = m.time.value
             total = sum(terms.values())
-            m.startup_seconds = Figure(total, projected=m.seconds.projected or any(s.projected for s in setup))
             m.startup_dominant = max(terms, key=lambda k: terms[k])
             m.startup_dominant_share = terms[m.startup_dominant] / total if total > 0 else None
-            if m.startup_seconds.projected:
-                m.startup_interval = _startup_interval(result, m)
             if result.budget.deadline_s is not None:
                 m.over_deadline = total > result.budget.deadline_s
 
 
-def _startup_interval(result: EngramResult, m: MethodResult) -> Interval:
-    """Sum of the terms' lows and highs; a measured term counts its fastest and slowest reading."""
-    low = high = 0.0
-    terms: list[PhaseResult | MethodResult] = [*result.phases, m]
-    for term in terms:
-        if term.projection is not None:
-            low, high = low + term.projection.low_s, high + term.projection.high_s
-        else:
-            readings = term.timing.samples_s or [term.seconds.value or 0.0]
-            low, high = low + min(readings), high + max(readings)
-    return Interval(low, high)
+def _startup(result: EngramResult, m: MethodResult) -> Estimate:
+    """Allocation + first touch + fill; projected when any term is, with the sum of the terms' lows and highs
+    (a measured term counts its fastest and slowest reading)."""
+    terms = [*(p.time for p in result.phases), m.time]
+    total = sum(t.value or 0.0 for t in terms)
+    if not any(t.is_projected for t in terms):
+        return Estimate(total, device=m.time.device)
+    low = sum(t.low if t.low is not None else t.value or 0.0 for t in terms)
+    high = sum(t.high if t.high is not None else t.value or 0.0 for t in terms)
+    return Estimate.projected(total, low, high, device=m.time.device)

@@ -10,6 +10,7 @@ from typing import Any
 import msgspec
 
 from dummyprof.errors import DoesNotFitError, DummyprofError
+from dummyprof.results.common import Estimate
 from dummyprof.results.session import Results
 from dummyprof.results.sweep import SeriesPoint, SweepPoint, SweepResult
 from dummyprof.scenarios.engram.options import EngramOptions
@@ -109,9 +110,7 @@ def _run_point(
         for m in tables.methods:
             peak = m.peak_rss_bytes.value
             point.series[m.name] = SeriesPoint(
-                seconds=m.seconds.value,
-                samples_s=list(m.timing.samples_s),
-                projected=m.seconds.projected,
+                time=m.time,
                 bytes_written=m.bytes_written,
                 peak_rss_bytes=None if peak is None else int(peak),
             )
@@ -126,8 +125,7 @@ def _run_point(
     point = SweepPoint(value=value, model_bytes=compared.model.bytes)
     for s in compared.strategies:
         point.series[s.name] = SeriesPoint(
-            seconds=s.timing.median,
-            samples_s=list(s.timing.samples_s),
+            time=s.time if s.time.samples else Estimate(),  # a point's projection is not a measurement
             visits=s.visits,
             bytes_written=s.bytes_written,
             peak_rss_bytes=s.memory.rss_peak_bytes,

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import statistics
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -30,7 +29,7 @@ from dummyprof.ranks.world import (
     join,
     run_checked,
 )
-from dummyprof.results.common import Figure, copied
+from dummyprof.results.common import Estimate, copied
 from dummyprof.results.engram import MEASURED, EngramResult
 from dummyprof.results.ranks import Contention, NodeMemory, PhaseCritical, RankFill, RankRecord, RanksAggregate
 from dummyprof.results.session import Results
@@ -145,7 +144,7 @@ def run_ranks(
     assert section is not None
     section.budget.memory_source = budget_source(section.budget.memory_source, options, world, available)
     measured = [get_method(m.name) for m in section.methods if m.mode == MEASURED]
-    rounds = {m.name: len(section.method(m.name).timing.samples_s) for m in measured}
+    rounds = {m.name: len(section.method(m.name).time.samples) for m in measured}
     samples = measure_contention(mine, world, measured, rounds, clock) if measured else {}
     record = rank_record(world, section, samples, available, mine.max_memory or 0)
     record.steps = list(world.steps)
@@ -185,13 +184,13 @@ def measure_contention(
     return samples
 
 
-def _median(values: list[float], why: str) -> Figure:
-    return Figure(statistics.median(values)) if values else Figure.missing(why)
+def _median(values: list[float], why: str) -> Estimate:
+    return Estimate.measured(values) if values else Estimate.missing(why)
 
 
 def rank_record(world: World, section: EngramResult, samples: Samples, available: int, budget: int) -> RankRecord:
     lay = section.layout
-    phases = {p.name: p.seconds for p in section.phases}
+    phases = {p.name: p.time for p in section.phases}
     why = "dry run: nothing allocated" if section.dry_run else "not measured"
     fills = []
     for m in section.methods:
@@ -218,19 +217,19 @@ def rank_record(world: World, section: EngramResult, samples: Samples, available
         backing=section.backing.used,
         available_bytes=available,
         memory_budget_bytes=budget,
-        allocate_s=phases.get(ALLOCATE, Figure.missing(why)),
-        first_touch_s=phases.get(FIRST_TOUCH, Figure.missing(why)),
+        allocate_s=phases.get(ALLOCATE, Estimate.missing(why)),
+        first_touch_s=phases.get(FIRST_TOUCH, Estimate.missing(why)),
         fills=fills,
         peak_rss_bytes=section.run_peak_rss_bytes,
         engram=section,
     )
 
 
-def _critical(phase: str, figures: list[tuple[int, Figure]]) -> PhaseCritical:
+def _critical(phase: str, figures: list[tuple[int, Estimate]]) -> PhaseCritical:
     known = [(r, f) for r, f in figures if f.value is not None]
     if not known:
-        reason = next((f.unavailable for _, f in figures if f.unavailable), None) or "not measured"
-        return PhaseCritical(phase, None, Figure.missing(reason), Figure.missing(reason))
+        reason = next((f.reason for _, f in figures if f.reason), None) or "not measured"
+        return PhaseCritical(phase, None, Estimate.missing(reason), Estimate.missing(reason))
     slow_rank, slow = max(known, key=lambda rf: rf[1].value or 0.0)
     _, fast = min(known, key=lambda rf: rf[1].value or 0.0)
     return PhaseCritical(phase, slow_rank, slow, fast)
@@ -257,12 +256,12 @@ def _contention(method: str, records: Sequence[RankRecord]) -> Contention:
     fills = [r.fill(method) for r in records]
     rounds = min(f.contention_rounds for f in fills)
     if any(f.alone_s.value is None or f.together_s.value is None for f in fills):
-        why = next((f.alone_s.unavailable for f in fills if f.alone_s.unavailable), None) or "not measured"
+        why = next((f.alone_s.reason for f in fills if f.alone_s.reason), None) or "not measured"
         return Contention(method, 0, unavailable=why)
     alone = max(f.alone_s.value or 0.0 for f in fills)
     together = max(f.together_s.value or 0.0 for f in fills)
-    ratio = Figure(together / alone) if alone > 0 else Figure.missing("the fill alone took no measurable time")
-    return Contention(method, rounds, Figure(alone), Figure(together), ratio)
+    ratio = Estimate(together / alone) if alone > 0 else Estimate.missing("the fill alone took no measurable time")
+    return Contention(method, rounds, Estimate(alone), Estimate(together), ratio)
 
 
 def aggregate(records: Sequence[RankRecord], backend: str) -> RanksAggregate:
@@ -273,7 +272,7 @@ def aggregate(records: Sequence[RankRecord], backend: str) -> RanksAggregate:
         _critical(FIRST_TOUCH, [(r.rank, r.first_touch_s) for r in records]),
     ]
     methods = [f.method for f in records[0].fills]
-    agg.critical_path += [_critical(name, [(r.rank, r.fill(name).seconds) for r in records]) for name in methods]
+    agg.critical_path += [_critical(name, [(r.rank, r.fill(name).time) for r in records]) for name in methods]
     agg.contention = [_contention(name, records) for name in methods]
     first = records[0].steps
     for rec in records[1:]:

@@ -84,7 +84,7 @@ def test_compare_with_a_loader(cli: Cli) -> None:
 
     data = json.loads(outcome.stdout)["compare"]
     loader = next(s for s in data["strategies"] if s["name"] == "fill_everything")
-    assert loader["initializer"] == "loader's own" and len(loader["timing"]["samples_s"]) == 1
+    assert loader["initializer"] == "loader's own" and len(loader["time"]["samples"]) == 1
     # embed.weight (tied): root state_dict lists it twice, embed and lm_head once each = 4; block tensors 2 each
     assert data["tensors"]["embed.weight"]["visits"] == {"per-layer": 2, "fill_everything": 4}
     assert data["tensors"]["block.proj.weight"]["visits"] == {"per-layer": 1, "fill_everything": 3}

@@ -50,7 +50,7 @@ def test_json_file_has_schema_and_per_tensor_visits(cli: Cli, tmp_path: Path) ->
     assert tensors["embed_tokens.weight"]["names"] == ["embed_tokens.weight", "lm_head.weight"]
     strategies = {s["name"]: s for s in data["compare"]["strategies"]}
     assert strategies["legacy"]["max_visits"] == 4
-    assert len(strategies["legacy"]["timing"]["samples_s"]) == 1
+    assert len(strategies["legacy"]["time"]["samples"]) == 1
     assert data["environment"]["torch_version"]
 
 
@@ -146,7 +146,7 @@ def test_report_renders_a_saved_file_in_every_format(cli: Cli, tmp_path: Path) -
 
 def test_report_bad_inputs(cli: Cli, tmp_path: Path) -> None:
     broken = tmp_path / "broken.json"
-    broken.write_text('{"schema_version": 1, "command": "comp')
+    broken.write_text('{"schema_version": 5, "command": "comp')
     result = cli("report", str(broken))
     assert result.exit_code == 2 and "not valid JSON (truncated or corrupt?)" in result.stderr
     assert cli("report", str(tmp_path / "missing.json")).exit_code == 2

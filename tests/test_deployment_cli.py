@@ -65,7 +65,7 @@ def test_inspect_tp2_has_one_entry_per_rank_equal_to_count_deployment(cli: Cli, 
                 want.redundant_visits,
                 want.bytes_written,
             )
-            assert s["fill"] == "" and s["seconds"] is None  # inspect counts, never fills
+            assert s["time"] is None  # inspect counts, never fills
     # the identity: the ranks' bytes = the whole model + replicated tensors once per extra rank (no padding here)
     held = sum(r["held_bytes"] for r in section["ranks"])
     assert section["model_bytes"] == expected.model_bytes
@@ -107,7 +107,7 @@ def test_compare_tp2_measures_the_shard_and_exports_per_rank_records(cli: Cli, t
         assert entry["filled_as"] == 0
         for s in entry["strategies"]:
             assert s["visits"] == rank.strategy(s["strategy"]).visits
-            assert s["fill"] == "measured" and len(s["samples_s"]) == 1
+            assert s["time"]["how"] == "measured" and len(s["time"]["samples"]) == 1
     assert section["slowest_rank"] in (0, 1) and section["slowest_strategy"] == "per-layer"
     records = json.loads(export.read_text())
     assert len(records) == 2 * 3 * 5  # ranks x strategies x metrics
@@ -205,7 +205,7 @@ def test_two_real_gloo_ranks_record_the_meta_counts(cli: Cli, tmp_path: Path) ->
         for s in entry["strategies"]:
             want = rank.strategy(s["strategy"])
             assert (s["rank_visits"], s["rank_bytes_written"]) == (want.visits, want.bytes_written)
-            assert s["rank_seconds"] > 0
+            assert s["rank_time"]["value"] > 0
 
 
 def test_nproc_must_equal_the_layout(cli: Cli) -> None:
@@ -307,7 +307,7 @@ def test_a_gpu_layout_without_cuda_here_is_not_timed_and_keeps_exact_counts(
     )
     for entry, rank in zip(section["ranks"], expected.ranks, strict=True):
         per_layer = next(s for s in entry["strategies"] if s["strategy"] == "per-layer")
-        assert (per_layer["fill"], per_layer["seconds"]) == ("", None)  # no CPU time stands in for a GPU's
+        assert per_layer["time"] is None  # no CPU time stands in for a GPU's
         counted = rank.strategy("per-layer")
         assert (per_layer["visits"], per_layer["bytes_written"]) == (counted.visits, counted.bytes_written)
     quiet = cli(*args, "-q")
@@ -332,21 +332,21 @@ def test_a_gpu_layout_without_cuda_times_its_host_resident_tables_here(
     assert [r["offloaded_bytes"] for r in section["ranks"]] == [794_112, 789_888]  # tables' rows split by heads
     for entry, legacy_bytes in zip(section["ranks"], [3_080_192, 3_063_808], strict=True):
         per_layer, legacy = entry["strategies"]
-        assert (per_layer["fill"], per_layer["seconds"], legacy["seconds"]) == ("", None, None)  # device part
+        assert (per_layer["time"], legacy["time"]) == (None, None)  # device part
         # two tables, each a weight and its scales: per-layer visits each once; legacy sixteen times in all
         host, legacy_host = per_layer["host"], legacy["host"]
         assert (host["visits"], host["bytes_written"]) == (4, entry["offloaded_bytes"])
-        assert (legacy_host["visits"], legacy_host["bytes_written"], legacy_host["fill"]) == (
+        assert (legacy_host["visits"], legacy_host["bytes_written"], legacy_host["time"]["how"]) == (
             16,
             legacy_bytes,
             "projected",
         )
         if memory is None:
-            assert (host["fill"], len(host["samples_s"])) == ("measured", 1)
+            assert (host["time"]["how"], len(host["time"]["samples"])) == ("measured", 1)
         else:  # more than --max-memory: projected from the probe, with its interval
-            assert host["fill"] == "projected"
-            assert host["low_s"] <= host["seconds"] <= host["high_s"]
-    assert section["host_contention"]["wall_s"] > 0
+            assert host["time"]["how"] == "projected"
+            assert host["time"]["low"] <= host["time"]["value"] <= host["time"]["high"]
+        assert host["time"]["contention"]["wall_s"] > 0 and host["time"]["device"] == "cpu"
     quiet = cli(*args, "-q").stdout.strip()
     assert re.fullmatch(r"tp 2: 2 ranks; host ~?\S+ \S+ on cpu, device not timed: no CUDA device here", quiet), quiet
     report = cli(*args).stdout

@@ -153,10 +153,10 @@ def test_with_cuda_the_device_part_is_filled_on_the_device_and_the_tables_on_the
     for entry, host_bytes in zip(section["ranks"], HOST_BYTES, strict=True):
         assert entry["offloaded_bytes"] == host_bytes
         (s,) = entry["strategies"]
-        assert s["fill"] in ("measured", "projected") and s["seconds"] is not None  # the device-resident part
+        assert s["time"]["how"] in ("measured", "projected") and s["time"]["value"] is not None  # device-resident
         assert (s["host"]["visits"], s["host"]["bytes_written"]) == (4, host_bytes)
-        assert (s["host"]["device"], s["host"]["pinned"]) == ("cpu", True)
-        assert s["host"]["seconds"] is not None
+        assert (s["host"]["time"]["device"], s["host"]["pinned"]) == ("cpu", True)
+        assert s["host"]["time"]["value"] is not None
     report = cli(*args).stdout
     assert "host-resident part (offloaded tables" in report and "on cpu (pinned memory) measured" in report
     assert "fill on cpu " in report and "host fill on cpu" in report

@@ -64,7 +64,7 @@ def test_dry_run_plans_without_measuring(cli: Cli, tmp_path: Path) -> None:
     assert data["dry_run"] is True and data["phases"] == []
     methods = {m["name"]: m for m in data["methods"]}
     assert set(methods) == {"random-convert", "random-scratch", "random-chunked", "random-fast", "constant", "memset"}
-    assert all(m["mode"] == "planned" and m["timing"]["samples_s"] == [] for m in methods.values())
+    assert all(m["mode"] == "planned" and m["time"]["samples"] == [] for m in methods.values())
     tables = data["layout"]["reserved_bytes_per_rank"]
     assert methods["random-convert"]["needed_bytes"] == tables + 3 * rows * 256
     assert methods["random-scratch"]["peak_scratch_bytes"] == 2 * rows * 256

@@ -109,7 +109,7 @@ def test_baseline_records_exact_counters_and_every_round(baseline: Path) -> None
     assert metrics["unique.max_visits"]["value"] == 1
     assert metrics["unique.redundant_visits"]["value"] == 0
     assert metrics["per-layer.visits"]["value"] == metrics["unique.visits"]["value"] + 1
-    assert len(metrics["legacy.time"]["samples"]) == 2
+    assert len(metrics["legacy.time"]["time"]["samples"]) == 2
     fingerprint = scenario["fingerprint"]
     assert fingerprint["options"]["depth"] == 4 and "repeat" not in fingerprint["options"]
     assert fingerprint["torch_version"] and fingerprint["cpu_model"] and fingerprint["torch_threads"] >= 1
@@ -218,11 +218,11 @@ def test_a_baseline_from_other_flags_is_not_comparable(edited_gate: EditedGate) 
         ("[1, 2]", "not a dummyprof results file (no schema_version)"),
         ('{"schema_version": 99, "command": "baseline"}', "written by a newer dummyprof (schema 99"),
         (
-            '{"schema_version": 1, "command": "compare"}',
+            '{"schema_version": 5, "command": "compare"}',
             "$.compare: a 'compare' results file needs its 'compare' section",
         ),
         (
-            '{"schema_version": 1, "command": "baseline", "gate": {"scenarios": [{"metrics": 5}]}}',
+            '{"schema_version": 5, "command": "baseline", "gate": {"scenarios": [{"metrics": 5}]}}',
             "$.gate.scenarios[0].metrics: Expected `object`, got `int`",
         ),
     ],

@@ -17,7 +17,7 @@ import pytest
 
 from dummyprof.gate.commands import COMMANDS, CommandSpec, register_command
 from dummyprof.gate.metrics import MetricSpec
-from dummyprof.results.common import Environment
+from dummyprof.results.common import Environment, Estimate
 from dummyprof.results.gate import Metric
 from dummyprof.results.session import Results
 from tests.conftest import CliResult
@@ -48,7 +48,7 @@ def extract(results: Results) -> dict[str, Metric]:
     samples = data["samples"]
     return {
         "copy.visits": Metric("counter", "visits", float(data["visits"])),
-        "copy.time": Metric("time", "s", statistics.median(samples), samples),
+        "copy.time": Metric("time", "s", statistics.median(samples), Estimate.measured(samples)),
     }
 
 

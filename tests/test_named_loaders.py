@@ -96,7 +96,7 @@ def test_compare_times_hf_init_next_to_the_strategies(cli: Cli, tmp_path: Path) 
     strategies = {s["name"]: s for s in json.loads(path.read_text())["compare"]["strategies"]}
     assert strategies["hf-init"]["visits"] == 15 and strategies["hf-init"]["redundant_visits"] == 4
     assert strategies["unique"]["visits"] == 11 and strategies["unique"]["redundant_visits"] == 0
-    assert len(strategies["hf-init"]["timing"]["samples_s"]) == 1
+    assert len(strategies["hf-init"]["time"]["samples"]) == 1
 
 
 def _writes(model: nn.Module, init: Callable[[], object]) -> Counter[str]:

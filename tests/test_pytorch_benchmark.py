@@ -49,7 +49,7 @@ def test_export_writes_one_valid_record_per_metric(cli: Cli, tmp_path: Path) -> 
     assert {m for _, m in by} == METRICS
     saved = json.loads((tmp_path / "r.json").read_text())["compare"]
     legacy = next(s for s in saved["strategies"] if s["name"] == "legacy")
-    assert by[("legacy", "fill_time_s")]["metric"]["benchmark_values"] == legacy["timing"]["samples_s"]
+    assert by[("legacy", "fill_time_s")]["metric"]["benchmark_values"] == legacy["time"]["samples"]
     assert by[("legacy", "visits")]["metric"]["benchmark_values"] == [float(legacy["visits"])]
     assert by[("legacy", "fill_time_s")]["metric"]["extra_info"]["projected"] is False
 

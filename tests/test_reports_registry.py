@@ -148,6 +148,6 @@ print(rendered)
 """
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
-    # gate adds junit and benchmark-json, baseline the latter, compare pytorch-benchmark;
+    # gate adds junit and benchmark-json, baseline the latter, compare and deployment pytorch-benchmark;
     # html renders every kind
-    assert int(proc.stdout) == 3 * len(FILES) + 2 + 1 + 1 + len(FILES)
+    assert int(proc.stdout) == 3 * len(FILES) + 2 + 1 + 2 + len(FILES)

@@ -4,16 +4,9 @@ scenario and every in-run ratio, for the action to chart across commits."""
 from __future__ import annotations
 
 import json
-import statistics
 
 from dummyprof.reports.reporter import RenderOptions, Reporter
 from dummyprof.results.session import Results
-
-
-def _spread(samples: list[float]) -> str | None:
-    if len(samples) < 2:
-        return None
-    return f"± {statistics.stdev(samples):.6g}"
 
 
 def benchmark_entries(results: Results) -> list[dict[str, object]]:
@@ -26,9 +19,9 @@ def benchmark_entries(results: Results) -> list[dict[str, object]]:
         for name, metric in run.metrics.items():
             entry: dict[str, object] = {"name": f"{run.name}: {name}", "unit": metric.unit, "value": metric.value}
             if metric.kind == "time":
-                spread = _spread(metric.samples)
-                if spread:
-                    entry["range"] = spread
+                stdev = metric.time.stdev if metric.time is not None else None
+                if stdev is not None:
+                    entry["range"] = f"± {stdev:.6g}"
                 entry["extra"] = f"median of {len(metric.samples)} interleaved rounds"
             entries.append(entry)
     for check in section.checks:

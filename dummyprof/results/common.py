@@ -143,11 +143,13 @@ class Estimate(Record):
         return self.how == PROJECTED and self.value is not None
 
     @property
+    def stdev(self) -> float | None:  # of the rounds; None under two
+        return statistics.stdev(self.samples) if len(self.samples) >= 2 else None
+
+    @property
     def cv(self) -> float | None:  # sample standard deviation over mean
-        if len(self.samples) < 2:
-            return None
-        mean = statistics.fmean(self.samples)
-        return statistics.stdev(self.samples) / mean if mean > 0 else None
+        mean = statistics.fmean(self.samples) if self.samples else 0.0
+        return self.stdev / mean if self.stdev is not None and mean > 0 else None
 
     @property
     def span(self) -> tuple[float, float] | None:

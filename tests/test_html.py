@@ -460,8 +460,8 @@ FIELD_NAMES = _field_names(Results, set())
 
 def _poison(value: Any, key: str = "") -> Any:
     """The payload after every string value and every name used as a key (tensors, strategies, metrics...)."""
-    if isinstance(value, str):
-        return value if key == "command" else value + PAYLOAD
+    if isinstance(value, str):  # command and an Estimate's how: closed sets, any other value refused on load
+        return value if key in ("command", "how") else value + PAYLOAD
     if isinstance(value, list):
         return [_poison(v, key) for v in value]
     if isinstance(value, dict):

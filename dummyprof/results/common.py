@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import statistics
 from collections.abc import Iterable
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
 import msgspec
 from msgspec import field
@@ -92,9 +92,10 @@ class Contention(Record):
         return bool(self.reasons)
 
 
-MEASURED = "measured"  # timed in full in this run: ``samples`` are its rounds, ``value`` their median
-PROJECTED = "projected"  # derived from smaller fills or a probe of this run: ``low``/``high`` its interval
-UNAVAILABLE = "unavailable"  # not had: ``reason`` is a code (reports/format.py says each) or a probe's message
+How = Literal["measured", "projected", "unavailable"]
+MEASURED: How = "measured"  # timed in full in this run: ``samples`` are its rounds, ``value`` their median
+PROJECTED: How = "projected"  # derived from smaller fills or a probe of this run: ``low``/``high`` its interval
+UNAVAILABLE: How = "unavailable"  # not had: ``reason`` is a code (reports/format.py says each) or a probe's message
 
 
 class Estimate(Record):
@@ -105,7 +106,7 @@ class Estimate(Record):
     """
 
     value: float | None = None  # the median measured, or the projected point; None: not available
-    how: str = MEASURED  # MEASURED, PROJECTED or UNAVAILABLE
+    how: How = MEASURED
     reason: str = ""  # UNAVAILABLE: why, as a code
     samples: list[float] = []  # MEASURED: every timed round, warm-up excluded
     low: float | None = None  # the fastest round, or the projection's low end

@@ -122,30 +122,30 @@ def main() -> None:
         f"{engram.backing.used} memory, {engram.rounds_measured} interleaved rounds, wall {format_seconds(wall)}"
     )
     for phase in engram.phases:
-        value = phase.seconds.value or 0.0
-        extra = f", {value / floor.seconds.value:.1f}x a warm memset" if floor.seconds.value else ""
+        value = phase.time.value or 0.0
+        extra = f", {value / floor.time.value:.1f}x a warm memset" if floor.time.value else ""
         print(f"{phase.name}: {format_seconds(value)} ({phase.mode}{extra})")
     print()
     print("| method | mode | median fill | GB/s | % of memset | vs random-convert | peak scratch | zeros in sample |")
     print("|---|---|---:|---:|---:|---:|---:|---:|")
     for m in engram.methods:
         speedup = (
-            f"{convert.seconds.value / m.seconds.value:.1f}x" if m.seconds.value and convert.seconds.value else "n/a"
+            f"{convert.time.value / m.time.value:.1f}x" if m.time.value and convert.time.value else "n/a"
         )
         zeros = f"{m.values.weight_zero_share:.1%}" if m.values else "n/a"
         print(
-            f"| {m.name} | {m.mode} | {format_seconds(m.seconds.value)} | {m.gb_per_s.value or 0:.2f} "
+            f"| {m.name} | {m.mode} | {format_seconds(m.time.value)} | {m.gb_per_s.value or 0:.2f} "
             f"| {m.percent_of_floor.value or 0:.1f}% | {speedup} | {format_bytes(m.peak_scratch_bytes)} | {zeros} |"
         )
     print()
-    print(f"floor (memset) {format_seconds(floor.seconds.value)}; peak RSS {format_bytes(engram.run_peak_rss_bytes)}")
+    print(f"floor (memset) {format_seconds(floor.time.value)}; peak RSS {format_bytes(engram.run_peak_rss_bytes)}")
     fast = next((m for m in engram.methods if m.name == FAST), None)
-    if fast is not None and fast.seconds.value:
+    if fast is not None and fast.time.value:
         print()
         ratios = ", ".join(
-            f"{m.name} {m.seconds.value / fast.seconds.value:.1f}x"
+            f"{m.name} {m.time.value / fast.time.value:.1f}x"
             for m in engram.methods
-            if m.name != FAST and m.seconds.value
+            if m.name != FAST and m.time.value
         )
         print(f"random-fast at {fast.percent_of_floor.value or 0:.1f}% of memset; its speed-up over: {ratios}")
         if fast.values is not None:

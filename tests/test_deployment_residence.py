@@ -15,8 +15,8 @@ import pytest
 import torch
 
 from dummyprof.deploy import ParallelLayout, Sharder
+from dummyprof.deploy.engine import quantizer_of
 from dummyprof.deploy.plan import ModelDims
-from dummyprof.deploy.quant import quantizer_of
 from dummyprof.deploy.shards import RankShard
 from dummyprof.loaders.counting import count_on_meta
 from dummyprof.loaders.strategies import get_strategy

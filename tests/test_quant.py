@@ -15,8 +15,9 @@ import pytest
 import torch
 
 from dummyprof.deploy import ParallelLayout, Sharder
+from dummyprof.deploy.engine import engine_source, quantizer_of
 from dummyprof.deploy.plan import ModelDims
-from dummyprof.deploy.quant import engine_source, fill_kinds, quantizer_of, resolve_method
+from dummyprof.deploy.quant import fill_kinds, resolve_method
 from dummyprof.deploy.shards import RankShard
 from dummyprof.errors import UsageError
 from dummyprof.models.source import ModelSource

@@ -19,9 +19,10 @@ import msgspec
 from torch import nn
 
 from dummyprof.anatomy import model_bytes
+from dummyprof.deploy.engine import quantizer_of
 from dummyprof.deploy.load_buffers import load_buffers
 from dummyprof.deploy.plan import REPLICATED, ModelDims
-from dummyprof.deploy.quant import fill_kinds, quantizer_of
+from dummyprof.deploy.quant import fill_kinds
 from dummyprof.deploy.shards import RankShard, Sharder
 from dummyprof.layout import ParallelLayout
 from dummyprof.loaders.counting import count_on_meta

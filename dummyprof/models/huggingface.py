@@ -437,7 +437,7 @@ def hf_source(
     """A ModelSource for ``hf:TARGET`` with ``--model-arg`` config overrides, built in vLLM's ``--dtype``.
 
     A checkpoint's ``quantization_config`` is kept in the options (``quantization_config``, with the
-    ``hidden_size`` and ``architectures`` its rules read); ``deploy.quant.engine_source`` applies it.
+    ``hidden_size`` and ``architectures`` its rules read); ``deploy.engine.engine_source`` applies it.
     """
     from dummyprof.anatomy import largest_low_precision_elements, model_bytes
     from dummyprof.models.loading import materialize_meta

@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from dummyprof.deploy import Sharder
+from dummyprof.deploy.engine import quantizer_of
 from dummyprof.deploy.plan import ModelDims
-from dummyprof.deploy.quant import quantizer_of
 from dummyprof.loaders.initializers import get_initializer
 from dummyprof.loaders.strategies import get_strategy, run_strategy
 from dummyprof.measure.recorder import VisitRecorder

@@ -14,8 +14,8 @@ from torch import nn
 
 from dummyprof.allocation.backings import next_power_of_two
 from dummyprof.deploy import DeploymentCounts, RankCoord, Sharder, count_deployment
+from dummyprof.deploy.engine import quantizer_of
 from dummyprof.deploy.plan import ROWS, ModelDims
-from dummyprof.deploy.quant import quantizer_of
 from dummyprof.deploy.shards import RankShard, empty_copy
 from dummyprof.errors import UsageError
 from dummyprof.loaders.counting import count_on_meta

@@ -14,9 +14,8 @@ from typing import Any
 import pytest
 import torch
 
-from dummyprof.deploy import ParallelLayout, Sharder
-from dummyprof.deploy.engine import quantizer_of
-from dummyprof.deploy.plan import ModelDims
+from dummyprof.deploy import ParallelLayout
+from dummyprof.deploy.engine import source_sharder
 from dummyprof.deploy.shards import RankShard
 from dummyprof.loaders.counting import count_on_meta
 from dummyprof.loaders.strategies import get_strategy
@@ -35,7 +34,7 @@ def _shards(tp: int = 2) -> list[RankShard]:
     source = preset_source("deepseek-v4-like", {"engram_rows": 3000})
     model = source.build(META)
     layout = ParallelLayout(tp=tp)
-    sharder = Sharder(model, layout, ModelDims.of(model, source.options), quantizer_of(source.options))
+    sharder = source_sharder(source, model, layout)
     return [sharder.build(coord) for coord in layout.coords()]
 
 

@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from dummyprof.deploy import ParallelLayout, Sharder
-from dummyprof.deploy.engine import engine_source, quantizer_of
+from dummyprof.deploy.engine import engine_source, source_sharder
 from dummyprof.deploy.plan import ModelDims
 from dummyprof.deploy.quant import fill_kinds, resolve_method
 from dummyprof.deploy.shards import RankShard
@@ -43,7 +43,7 @@ def _source(path: str, flag: str = "auto", **args: Any) -> ModelSource:
 def _shard(source: ModelSource, layout: ParallelLayout, rank: int = 0) -> RankShard:
     assert source.whole is not None
     whole = source.whole()
-    sharder = Sharder(whole, layout, ModelDims.of(whole, source.options), quantizer_of(source.options))
+    sharder = source_sharder(source, whole, layout)
     return sharder.build(layout.coords()[rank])
 
 
@@ -109,7 +109,8 @@ def test_deepseek_v3_fp8_block_weights_per_rank_are_vllms(sizes: dict[str, int],
 
 def test_deepseek_v3_one_rank_is_the_engine_model() -> None:
     source = _source(f"{DATA}/DeepSeek-V3.json")
-    assert source.options["quantization"] == "fp8"
+    assert source.quantization is not None and source.quantization.method == "fp8"
+    assert source.recorded_options()["quantization"] == "fp8"  # what the Results record
     assert source.estimated_bytes == _deepseek_v3_rank_bytes(1, 1) + 256  # + transformers' two rotary inv_freq
     model = source.build(torch.device("meta"))
     assert model.get_submodule("model.layers.3.mlp.experts").w13_weight.dtype == torch.float8_e4m3fn

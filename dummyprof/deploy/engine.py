@@ -7,10 +7,9 @@ together for a source, so neither of them imports the other's caller.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
-from typing import Any
 
 import torch
+from torch import nn
 
 from dummyprof.anatomy import largest_low_precision_elements, model_bytes
 from dummyprof.deploy.plan import ModelDims
@@ -21,26 +20,31 @@ from dummyprof.layout import ParallelLayout
 from dummyprof.models.source import ModelSource
 
 
-def scheme_of(options: Mapping[str, Any] | None) -> QuantScheme | None:
-    """The scheme :func:`engine_source` resolved into a source's options (``quantization``), else None."""
-    found = (options or {}).get("quantization")
-    if not isinstance(found, str) or found not in METHODS:
+def scheme_of(source: ModelSource) -> QuantScheme | None:
+    """The scheme a source is built with (its quantization, once :func:`engine_source` resolved the method), else
+    None."""
+    found = source.quantization
+    if found is None or found.method not in METHODS:
         return None
-    opts = options or {}
-    dtype = getattr(torch, str(opts.get("dtype", "bfloat16")), torch.bfloat16)
     return QuantScheme(
-        method=found,
-        config=dict(opts.get("quantization_config") or {}),
-        dtype=dtype if isinstance(dtype, torch.dtype) else torch.bfloat16,
-        hidden=opts.get("hidden_size"),
-        architectures=tuple(opts.get("architectures") or ()),
+        method=found.method,
+        config=found.config,
+        dtype=source.dtype or torch.bfloat16,
+        hidden=found.hidden,
+        architectures=found.architectures,
     )
 
 
-def quantizer_of(options: Mapping[str, Any] | None) -> ShardQuantizer | None:
-    """What rewrites each shard of a source whose options carry a scheme (None: unquantized)."""
-    scheme = scheme_of(options)
+def quantizer_of(source: ModelSource) -> ShardQuantizer | None:
+    """What rewrites each shard of a quantized source (None: unquantized)."""
+    scheme = scheme_of(source)
     return None if scheme is None else ShardQuantizer(scheme)
+
+
+def source_sharder(source: ModelSource, model: nn.Module, layout: ParallelLayout) -> Sharder:
+    """Each rank's shard of ``model`` (``source`` built on meta) under ``layout``, as the engine builds it: split by
+    the model's heads (a preset's options name them), each shard rewritten by the source's quantization."""
+    return Sharder(model, layout, ModelDims.of(model, source.options), quantizer_of(source))
 
 
 def engine_source(source: ModelSource, flag: str = AUTO) -> ModelSource:
@@ -50,27 +54,26 @@ def engine_source(source: ModelSource, flag: str = AUTO) -> ModelSource:
     Unquantized (no ``quantization_config``, or ``none``), the source is returned as it is (with a notice for
     ``none`` on a quantized checkpoint).
     """
-
-    method, notice = resolve_method(source.options.get("quantization_config"), flag)
+    found = source.quantization
+    method, notice = resolve_method(None if found is None else found.config, flag)
     if notice:
         source.notes.append(notice)
-    if method is None:
+    if method is None or found is None:
         return source
-    options = {**source.options, "quantization": method}
-    dtype = str(options.get("dtype"))
+    dtype = str(source.dtype).removeprefix("torch.")
     supported = [str(d).removeprefix("torch.") for d in ACT_DTYPES[method]]
     if dtype not in supported:
         raise UsageError.for_field("dtype", f"vLLM refuses {method} with {dtype}: it supports {', '.join(supported)}")
+    engine = dataclasses.replace(source, quantization=dataclasses.replace(found, method=method))
     whole = source.build(torch.device("meta"))
     one = ParallelLayout()
-    sharder = Sharder(whole, one, ModelDims.of(whole, options), quantizer_of(options))
-    engine = sharder.build(one.coords()[0]).module
+    sharder = source_sharder(engine, whole, one)
+    model = sharder.build(one.coords()[0]).module
     return dataclasses.replace(
-        source,
+        engine,
         description=f"{source.description}, {method} as vLLM builds it",
         build=lambda device: sharder.build(one.coords()[0], device).module,
-        estimated_bytes=model_bytes(engine),
-        options=options,
-        largest_scratch_bytes=3 * largest_low_precision_elements(engine),
+        estimated_bytes=model_bytes(model),
+        largest_scratch_bytes=3 * largest_low_precision_elements(model),
         whole=lambda: whole,
     )

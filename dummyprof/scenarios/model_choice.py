@@ -147,7 +147,7 @@ def model_summary(
         tensors=tensors,
         names=names,
         bytes=nbytes,
-        options=dict(source.options),
+        options=source.recorded_options(),
         notes=list(source.notes),
     )
 

@@ -14,8 +14,8 @@ from torch import nn
 
 from dummyprof.allocation.backings import next_power_of_two
 from dummyprof.deploy import DeploymentCounts, RankCoord, Sharder, count_deployment
-from dummyprof.deploy.engine import quantizer_of
-from dummyprof.deploy.plan import ROWS, ModelDims
+from dummyprof.deploy.engine import quantizer_of, source_sharder
+from dummyprof.deploy.plan import ROWS
 from dummyprof.deploy.shards import RankShard, empty_copy
 from dummyprof.errors import UsageError
 from dummyprof.loaders.counting import count_on_meta
@@ -140,6 +140,8 @@ def shard_source(
         options=dict(whole.options),
         largest_scratch_bytes=whole.largest_scratch_bytes,
         size_flag=whole.size_flag,
+        dtype=whole.dtype,
+        quantization=whole.quantization,
     )
 
 
@@ -246,12 +248,13 @@ def run_deployment(
     meta = source.whole() if source.whole is not None else source.build(META)
     build_s = clock() - t0
     # refuses a tp vLLM cannot split first
-    sharder = Sharder(meta, layout, ModelDims.of(meta, source.options), quantizer_of(source.options))
+    sharder = source_sharder(source, meta, layout)
     quant_plan = None
-    if own is not None and own.online_quant and source.options.get("quantization"):
+    applied = source.quantization.method if source.quantization is not None else None
+    if own is not None and own.online_quant and applied:
         raise UsageError.for_field(
             "online_quant",
-            f"the checkpoint is already {source.options['quantization']}-quantized (vLLM quantizes online only an "
+            f"the checkpoint is already {applied}-quantized (vLLM quantizes online only an "
             "unquantized model); add --quantization none to run it on the model counted unquantized",
         )
     if own is not None and own.online_quant:
@@ -262,7 +265,13 @@ def run_deployment(
         quant_target = f"rank {largest.rank}" if layout.world > 1 else "whole model"
     real = own is not None and bool(own.nproc)  # real ranks report one by one
     counts = count_deployment(
-        meta, layout, options=source.options, strategies=strategies, clock=clock, grouped=not real
+        meta,
+        layout,
+        options=source.options,
+        quant=quantizer_of(source),
+        strategies=strategies,
+        clock=clock,
+        grouped=not real,
     )
     target_kind = _target(own) if own is not None else ""  # compare's
     here = target_kind != "cuda" or torch.cuda.is_available()  # the device the bytes are for is on this machine

@@ -74,7 +74,7 @@ def test_no_line_or_function_over_the_limits() -> None:
 
 
 def test_the_measure_counts_branches_lines_and_nested_functions() -> None:
-    text = '''
+    text = """
 class Shape:
     def area(self, a, b):
         if a and b:
@@ -95,7 +95,7 @@ def outer(xs):
     except ValueError:
         pass
     return total
-'''
+"""
     assert _measured(text) == {
         "Shape.area": (4, 3),  # if (+1), and (+1)
         "outer": (13, 6),  # for, while, comprehension's for and its if, except: +5, not inner's ternary

@@ -1,7 +1,7 @@
 """A model source as the engine builds it: a quantized checkpoint's one-rank model, and the sharder of a source.
 
-The quantization rules (``quant.py``) rewrite a shard once it is cut (``shards.py``); this module puts the two
-together for a source, so neither of them imports the other's caller.
+The quantization rules (``quant.py``) rewrite a shard once it is cut (``shards.py``, which takes any rewrite
+through its ``ShardRewrite`` protocol and imports no rule); this module joins the two for a model source.
 """
 
 from __future__ import annotations

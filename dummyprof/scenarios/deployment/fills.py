@@ -198,7 +198,7 @@ def measure_deployment(
     refuse_loaders(options)
     source = source or chosen_source(options, counting_limit(options.time_budget) if options.time_budget else None)
     shards = shard_model(options, source, clock)
-    online = _online_plan(options, source, shards[0], shards[2])
+    online = _online_plan(options, source, shards.model, shards.sharder)
     counted = count(options, "compare", source, shards, strategies=strategies, clock=clock, grouped=not options.nproc)
     result = counted.result
     result.target = _target(options)

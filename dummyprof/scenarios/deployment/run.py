@@ -9,6 +9,7 @@ import dataclasses
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import torch
 from torch import nn
@@ -125,19 +126,27 @@ def refuse_loaders(options: BuildGroups) -> None:
         )
 
 
-def shard_model(options: BuildGroups, source: ModelSource, clock: Clock) -> tuple[nn.Module, float, Sharder]:
-    """The whole model on meta, the seconds it took, and its sharder (which refuses a tp vLLM cannot split)."""
+class Shards(NamedTuple):
+    """The whole model on meta, the seconds it took to build, and its sharder."""
+
+    model: nn.Module
+    build_s: float
+    sharder: Sharder
+
+
+def shard_model(options: BuildGroups, source: ModelSource, clock: Clock) -> Shards:
+    """The whole model on meta and its sharder, which refuses a tp vLLM cannot split."""
     t0 = clock()
     meta = source.whole() if source.whole is not None else source.build(META)
     build_s = clock() - t0
-    return meta, build_s, source_sharder(source, meta, options.layout)
+    return Shards(meta, build_s, source_sharder(source, meta, options.layout))
 
 
 def count(
     options: BuildGroups,
     command: str,
     source: ModelSource,
-    shards: tuple[nn.Module, float, Sharder],
+    shards: Shards,
     *,
     strategies: list[str],
     clock: Clock,

@@ -20,9 +20,9 @@ _CLEAR_REFS = "/proc/self/clear_refs"
 
 # glibc serves a request of 32 MiB or more (the ceiling of its dynamic mmap threshold on 64-bit) with freshly
 # mapped pages, whatever the process did before; a smaller one may come back from memory an earlier allocation
-# freed, already touched. Fresh pages cost a page fault each on the first write: a memset of them ran at 1.20 GB/s
-# where one of touched pages ran at 17.07 GB/s (2-core EPYC), so a floor and the fills it is compared with must
-# be timed on the same kind.
+# freed, already touched. Fresh pages cost a page fault each on the first write (a memset of them can run an order
+# of magnitude slower than one of touched pages), so a floor and the fills it is compared with are timed on the
+# same kind.
 MMAP_THRESHOLD = 32 << 20
 
 

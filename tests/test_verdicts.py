@@ -132,3 +132,21 @@ def test_an_older_file_without_a_stored_verdict_is_judged_by_the_same_rule() -> 
     assert deadline_text(result, m) == "2000 s deadline uncertain: ~1342 s to ~2840 s"
     result.contention = BUSY
     assert deadline_text(result, m) == "2000 s deadline: no verdict"
+
+
+@pytest.mark.parametrize(("memory", "fits_", "room"), [(1000, True, "0 B left"), (999, False, "short 1 B")])
+def test_a_deployment_judges_device_memory_by_the_same_rule_to_the_byte(memory: int, fits_: bool, room: str) -> None:
+    """A rank's device bytes (held less offloaded, plus load buffers) against --device-memory: met on the byte."""
+    from types import SimpleNamespace
+
+    from dummyprof.reports.tables.deployment import _room
+    from dummyprof.results.deployment import DeploymentResult, RankEntry
+    from dummyprof.scenarios.deployment.run import _node_view
+
+    rank = RankEntry(rank=0, held_bytes=900, offloaded_bytes=100, rotary_cache_bytes=200)
+    result = DeploymentResult(world=1, ranks=[rank])
+    options = SimpleNamespace(ranks_per_node=None, host_memory=1 << 40, device_memory=memory)
+    _node_view(result, {0: [100]}, options)  # type: ignore[arg-type]
+    assert rank.device_bytes == 1000 and rank.device_fits is fits_ and rank.device_room_bytes == memory - 1000
+    assert _room(rank).text == room
+    assert result.nodes[0].host_fits is True  # 128 B pinned (a power of two) within the host's memory

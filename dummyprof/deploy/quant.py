@@ -568,7 +568,8 @@ ALIASES = {"gptq": ("gptq_marlin", "auto_gptq", "marlin"), "awq": ("awq_marlin",
 
 # ---- what the dummy fill does to a quantized shard ---------------------------------------------------------
 def fill_kinds(module: nn.Module) -> dict[str, int]:
-    """Bytes per vLLM 0.33 fill rule (REFERENCE.md section 2), each storage once, and the float16 scratch:
+    """Bytes per vLLM 0.33 fill rule (REFERENCE.md section 2), each storage once, and the float16 scratch (the
+    largest one tensor's temporary: the fill draws one tensor at a time, so no two are alive together):
     ``fp8`` drawn through a float16 scratch; ``scale`` (UE8M0/uint8 scale bytes set to 120, and float scales
     drawn as floats); ``integer`` (int8, uint8 and fp4 random bytes); ``skipped`` (int32/int64 such as
     ``qweight``, ``qzeros``: visited, left as allocated off ROCm); ``float``; ``declared`` values."""
@@ -584,7 +585,8 @@ def fill_kinds(module: nn.Module) -> dict[str, int]:
             rule, outcome = plan(tensor, local)
             name = kind.get(rule, "scale" if "scale" in local else "float")
             out[name] += tensor.nbytes
-            out[FP16_SCRATCH] += outcome.scratch_bytes if rule == RULE_UNIFORM_VIA_FP16 else 0
+            if rule == RULE_UNIFORM_VIA_FP16:  # one tensor's temporary at a time: freed before the next is drawn
+                out[FP16_SCRATCH] = max(out[FP16_SCRATCH], outcome.scratch_bytes)
     return out
 
 

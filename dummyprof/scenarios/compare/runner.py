@@ -18,6 +18,7 @@ from dummyprof.measure import contention, noise
 from dummyprof.measure.device import synchronize
 from dummyprof.measure.memory import (
     PeakRss,
+    fresh_pages,
     gpu_allocator_peak_figure,
     gpu_used_figure,
     pinned_memory_figure,
@@ -60,17 +61,24 @@ def _recording_overhead(build: Callable[[], nn.Module], strategy: Strategy, cloc
     return max(0.0, min(recorded) - min(plain))
 
 
-def _time_floor(model: nn.Module, device: torch.device, clock: Clock) -> tuple[int, float]:
-    """Zero every distinct real storage of a fresh model once: the memset floor of this round."""
+def _time_floor(model: nn.Module, device: torch.device, clock: Clock) -> tuple[int, int, float]:
+    """Zero every distinct real storage of a fresh model once: the memset floor of this round; its bytes, those
+    touched first, and the seconds. Each storage on the kind of pages the fills find: one past the mmap threshold
+    is freshly mapped in every model built (its page faults timed, as a fill's are); one below it comes back, for
+    fills and floor alike, from memory an earlier model freed, sometimes fresh and sometimes touched, so it is
+    touched first, outside the clock, and the floor is the same kind of figure run to run."""
     storages = [t.untyped_storage() for t in storage_tensors(model).values() if t.device.type != "meta"]
+    touched = [s for s in storages if device.type == "cpu" and not fresh_pages(s.nbytes(), device)]
+    for storage in touched:
+        storage.fill_(0)  # type: ignore[attr-defined]  # a memset of the bytes; torch's stubs omit it
     synchronize(device)
     with gc_paused():
         t0 = clock()
         for storage in storages:
-            storage.fill_(0)  # type: ignore[attr-defined]  # a memset of the bytes; torch's stubs omit it
+            storage.fill_(0)  # type: ignore[attr-defined]
         synchronize(device)
         elapsed = clock() - t0
-    return sum(s.nbytes() for s in storages), elapsed
+    return sum(s.nbytes() for s in storages), sum(s.nbytes() for s in touched), elapsed
 
 
 def summarize_records(result: StrategyResult, records: Iterable[StorageRecord], peak_scratch_bytes: int = 0) -> None:
@@ -254,7 +262,7 @@ class _Tally:
             self.memory[name] = _merge_memory(self.memory.get(name), used)
         del target, recorder
         target = build()
-        self.floor.bytes_written, elapsed = _time_floor(target, device, clock)
+        self.floor.bytes_written, self.floor.touched_bytes, elapsed = _time_floor(target, device, clock)
         if not warming:
             self.floor.timing.samples_s.append(elapsed)
         del target

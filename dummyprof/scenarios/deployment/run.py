@@ -22,6 +22,7 @@ from dummyprof.deploy.shards import RankShard
 from dummyprof.errors import UsageError
 from dummyprof.measure.memory import total_memory_bytes
 from dummyprof.models.source import ModelSource
+from dummyprof.results import verdict
 from dummyprof.results.deployment import DeploymentResult, NodeEntry
 from dummyprof.results.session import Results
 from dummyprof.scenarios.deployment.options import LayoutGroup
@@ -90,10 +91,10 @@ def _node_view(result: DeploymentResult, offloaded: dict[int, list[int]], option
             node.pinned_bytes += pinned
         if options.device_memory is not None:
             r.device_room_bytes = options.device_memory - r.device_bytes
-            r.device_fits = r.device_room_bytes >= 0
+            r.device_fits = verdict.fits(r.device_bytes, options.device_memory)
     for node in nodes.values():
         node.ranks.sort()
-        node.host_fits = node.pinned_bytes <= node.host_memory_bytes if node.offloaded_bytes else None
+        node.host_fits = verdict.fits(node.pinned_bytes, node.host_memory_bytes) if node.offloaded_bytes else None
     result.nodes = [nodes[n] for n in sorted(nodes)]
 
 

@@ -66,7 +66,8 @@ class EngramOptions(EngramShape):
     )
     deadline_s: float | None = duration(
         None,
-        "Health-check deadline, e.g. 600: flags methods whose start-up passes it.",
+        "Health-check deadline, e.g. 600: each start-up judged on its interval (met, missed or uncertain; "
+        "no verdict from a busy machine).",
         example="600",
         flag="--deadline",
     )

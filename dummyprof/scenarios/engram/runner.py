@@ -42,6 +42,7 @@ from dummyprof.results.engram import (
     SamplePoint,
     ValueStats,
 )
+from dummyprof.results.verdict import MISSED, judge
 from dummyprof.scenarios.engram.plan import ALLOCATE, FILL, FIRST_TOUCH, Plan, Rates, reserved_tables
 
 Clock = Callable[[], float]
@@ -479,17 +480,20 @@ def derive(result: EngramResult) -> None:
 
 def _startup(result: EngramResult, m: MethodResult, fill_s: float) -> None:
     """A method's start-up time (the set-up phases and its fill, ``fill_s``), its largest term, its interval where
-    projected, and whether it misses the deadline."""
+    projected, and its deadline verdict, judged on that interval."""
     terms = {p.name: p.seconds.value or 0.0 for p in result.phases}
     terms[FILL] = fill_s
     total = sum(terms.values())
     m.startup_seconds = Figure(total, projected=m.seconds.projected or any(p.seconds.projected for p in result.phases))
     m.startup_dominant = max(terms, key=lambda k: terms[k])
     m.startup_dominant_share = terms[m.startup_dominant] / total if total > 0 else None
+    interval = _startup_interval(result, m)
     if m.startup_seconds.projected:
-        m.startup_interval = _startup_interval(result, m)
+        m.startup_interval = interval
     if result.budget.deadline_s is not None:
-        m.over_deadline = total > result.budget.deadline_s
+        busy = result.contention is not None and result.contention.contended
+        m.deadline = judge(interval.low, interval.high, result.budget.deadline_s, contended=busy)
+        m.over_deadline = m.deadline.code == MISSED
 
 
 def _startup_interval(result: EngramResult, m: MethodResult) -> Interval:

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import torch
 
-from dummyprof.deploy import ParallelLayout, Sharder
+from dummyprof.deploy import ParallelLayout, Sharder, count_deployment
 from dummyprof.deploy.plan import ModelDims
 from dummyprof.deploy.quant import engine_source, fill_kinds, quantizer_of, resolve_method
 from dummyprof.deploy.shards import RankShard
@@ -144,6 +144,7 @@ def test_fp8_per_tensor_static_scales_follow_the_fused_parts(tmp_path: Path) -> 
         "mlp.down_proj.input_scale": ((1,), F32),
         "input_layernorm.weight": ((4096,), BF16),
         "post_attention_layernorm.weight": ((4096,), BF16),
+        **{f"self_attn.attn.{kind}_scale": ((), BF16) for kind in ("q", "k", "v", "prob")},  # Fp8KVCacheMethod
     }
     assert _table(shard, "layers.1.mlp.down_proj") == {".weight": ((4096, 7168), BF16)}  # ignored_layers
     assert _table(shard, "embed_tokens.") == {"weight": ((128256 // 2, 4096), BF16)}
@@ -237,6 +238,7 @@ def test_compressed_tensors_fp8_dynamic_llama_is_vllms() -> None:
         "qkv_proj.weight_scale": ((qkv, 1), F32),
         "o_proj.weight": ((h, h // 2), FP8),
         "o_proj.weight_scale": ((h, 1), F32),
+        **CT_KV_SCALES,  # kv_cache_scheme null: CompressedTensorsKVCacheMethod registers them all the same
     }
     assert _table(shard, "layers.0.mlp.") == {
         "gate_up_proj.weight": ((2 * inter, h), FP8),
@@ -245,6 +247,64 @@ def test_compressed_tensors_fp8_dynamic_llama_is_vllms() -> None:
         "down_proj.weight_scale": ((h, 1), F32),
     }
     assert _table(shard, "lm_head.") == {"weight": ((128256 // 2, h), BF16)}  # ignore: lm_head
+
+
+# CompressedTensorsKVCacheMethod.create_weights: float32 scales and zero points in the model's dtype, [1] per layer
+CT_KV_SCALES = {f"attn.{kv}_{what}": ((1,), dtype) for what, dtype in (("scale", F32), ("zero_point", BF16))
+                for kv in "kvq"}  # fmt: skip
+
+
+def _llama_ct_fp8_bytes(tp: int) -> int:
+    """vLLM's weights per rank for Llama-3.1-8B compressed-tensors fp8 (channel scales), the KV-cache method's too."""
+    qkv, inter, h, vocab = (4096 + 2 * 1024) // tp, 14336 // tp, 4096, 128256 // tp
+    linears = [(qkv, h), (h, h // tp), (2 * inter, h), (h, inter)]  # fp8 weight + float32 channel scale [out, 1]
+    layer = sum(o * i + o * 4 for o, i in linears) + 2 * h * 2 + 3 * 4 + 3 * 2  # + kv scales, zero points
+    return 32 * layer + 2 * vocab * h * 2 + h * 2
+
+
+def test_the_kv_cache_methods_tensors_are_counted_per_rank() -> None:
+    """vLLM gives each attention layer of a compressed-tensors, fp8 or ModelOpt checkpoint a KV-cache method whose
+    ``create_weights`` registers parameters on the ``Attention`` module (``self_attn.attn``), so the dummy loader
+    visits them: Llama-3.1-8B compressed-tensors fp8 at tp 2 holds 6 more tensors (18 bytes) per layer."""
+    source = _source(f"{DATA}/Llama-3.1-8B-Instruct-FP8-dynamic.json")
+    assert source.whole is not None
+    counts = count_deployment(source.whole(), ParallelLayout(tp=2), options=source.options)
+    weights = _llama_ct_fp8_bytes(2)
+    for rank in counts.ranks:
+        assert rank.storages == 32 * (8 + 2 + 6) + 3 + 2  # + transformers' two rotary inv_freq buffers (not visited)
+        assert rank.held_bytes == weights + 2 * 64 * 4 == 4_544_143_936 + 512
+        per_layer, legacy = rank.strategy("per-layer"), rank.strategy("legacy")
+        assert (per_layer.visits, per_layer.bytes_written) == (32 * 16 + 3, weights)
+        # legacy: a tensor k modules below the root is visited k + 1 times (model.layers.N.self_attn.attn.k_scale: 6)
+        assert legacy.visits == 32 * (8 * 6 + 2 * 5 + 6 * 6) + 3 + 3 + 2  # embedding, final norm, head
+        assert rank.kv_scale_bytes == 32 * 4 * 4  # the _k/_v/_q/_prob_scale buffers: load buffers, counted once
+    assert counts.model_bytes == _llama_ct_fp8_bytes(1) + 512  # the engine's one-rank model, rotary buffers too
+    shard = _shard(source, ParallelLayout(tp=2))
+    kv = [t for t in shard.tensors if ".self_attn.attn." in t.name]
+    assert (len(kv), sum(t.nbytes for t in kv)) == (32 * 6, 32 * 18)  # 192 tensors, 576 bytes
+
+
+def test_the_kv_cache_method_follows_the_scheme_and_the_attention_class(tmp_path: Path) -> None:
+    """``attn_head``: one scale and zero point per kv head of the rank (kv-column); an fp8 checkpoint's method takes
+    vLLM's ``Attention`` only, so DeepSeek's ``MLAAttention`` gets none (ModelOpt's takes both); GPTQ, AWQ and mxfp4
+    have none; a kv_cache_scheme vLLM refuses is refused."""
+    fp8 = {"num_bits": 8, "type": "float", "strategy": "channel", "symmetric": True}
+    quant = _ct(fp8, "float-quantized", {"num_bits": 8, "type": "float", "strategy": "token", "dynamic": True})
+    heads = {"num_bits": 8, "type": "float", "strategy": "attn_head", "symmetric": True, "dynamic": False}
+    path = _with_quant(tmp_path, "Llama-3.1-8B", dict(quant, kv_cache_scheme=heads), num_hidden_layers=1)
+    for tp, kv in ((2, 4), (16, 1)):  # 8 kv heads: 4 per rank at tp 2, one (shared by 2 ranks) at tp 16
+        shard = _shard(_source(path), ParallelLayout(tp=tp))
+        assert _table(shard, "self_attn.attn.") == {k.removeprefix("attn."): ((kv,), d) for k, (_, d) in
+                                                    CT_KV_SCALES.items()}  # fmt: skip
+        assert {t.rule for t in shard.tensors if ".attn." in t.name} == {"kv-column"}
+    deepseek = _shard(_source(f"{DATA}/DeepSeek-V3.json", num_hidden_layers=1), ParallelLayout(tp=8))
+    assert not [t for t in deepseek.tensors if ".attn." in t.name]
+    awq = _shard(_source(f"{DATA}/Llama-3.1-8B-Instruct-AWQ-INT4.json", num_hidden_layers=1), ParallelLayout())
+    assert not [t for t in awq.tensors if ".attn." in t.name]
+    asymmetric = dict(heads, symmetric=False)
+    path = _with_quant(tmp_path, "Llama-3.1-8B", dict(quant, kv_cache_scheme=asymmetric), num_hidden_layers=1)
+    with pytest.raises(UsageError, match=r"kv_cache_scheme .* is not a symmetric tensor or attn_head strategy"):
+        _shard(_source(path), ParallelLayout())
 
 
 def _ct(weights: dict[str, Any], fmt: str, inputs: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -359,14 +419,16 @@ def test_modelopt_fp8_llama_is_vllms() -> None:
         "o_proj.weight": ((h, h // 2), FP8),
         "o_proj.weight_scale": ((1,), F32),
         "o_proj.input_scale": ((1,), F32),
+        **{f"attn.{kind}_scale": ((), BF16) for kind in ("q", "k", "v", "prob")},  # ModelOptKVCacheMethod
     }
     assert _table(shard, "mlp.gate_up_proj.") == {"weight": ((2 * inter, h), FP8), "weight_scale": ((2,), F32),
                                                   "input_scale": ((2,), F32)}  # fmt: skip
     assert _table(shard, "lm_head.") == {"weight": ((128256 // 2, h), BF16)}
     per_layer = sum(o * i + 2 * parts * 4 for o, i, parts in [(qkv, h, 3), (h, h // 2, 1), (2 * inter, h, 2),
-                                                              (h, inter, 1)]) + 2 * h * 2  # fmt: skip
+                                                              (h, inter, 1)]) + 2 * h * 2 + 4 * 2  # fmt: skip
     weights = [t for t in shard.tensors if "rotary_emb" not in t.name]
-    assert sum(t.nbytes for t in weights) == 32 * per_layer + 2 * 128256 // 2 * h * 2 + h * 2 == 4_540_868_352
+    assert sum(t.nbytes for t in weights) == 32 * per_layer + 2 * 128256 // 2 * h * 2 + h * 2 == 4_540_868_608
+    assert len(weights) == 32 * (10 + 4 + 4) + 3 == 579  # + the four kv-cache scalars per layer
 
 
 def test_modelopt_fp8_moe_and_a_quantized_head(tmp_path: Path) -> None:
@@ -399,6 +461,7 @@ def _deepseek_r1_fp4_rank_bytes(tp: int) -> int:
 
     norms = 2 * h * 2 + 1536 * 2 + 512 * 2
     attn = 2 * ((1536 + 576) * h + 128 * 192 // tp * 1536 + 128 * 256 // tp * 512 + h * 128 * 128 // tp)  # bf16
+    attn += 4 * 2  # ModelOptKVCacheMethod on MLAAttention: q/k/v/prob_scale, bfloat16 scalars
     mlp = lin(2 * 18432 // tp, h, 2) + lin(h, 18432 // tp, 1)
     inter = 2048 // tp
     routed = experts * (2 * inter * h // 2 + 2 * inter * h // 16 + h * inter // 2 + h * inter // 16 + 6 * 4)
@@ -429,8 +492,8 @@ def test_modelopt_nvfp4_deepseek_r1_is_vllms() -> None:
     }
     assert {dtype for _, dtype in _table(shard, "layers.3.self_attn.").values()} == {BF16}
     weights = [t for t in shard.tensors if "rotary_emb" not in t.name]
-    assert sum(t.nbytes for t in weights) == _deepseek_r1_fp4_rank_bytes(8) == 51_389_224_376
-    assert len(weights) == 1559
+    assert sum(t.nbytes for t in weights) == _deepseek_r1_fp4_rank_bytes(8) == 51_389_224_864
+    assert len(weights) == 1559 + 61 * 4
 
 
 def test_modelopt_method_follows_quant_algo() -> None:

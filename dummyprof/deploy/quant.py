@@ -4,8 +4,9 @@ vLLM builds a quantized linear or fused-MoE layer through its method's ``create_
 the sizes one rank holds (``output_partition_sizes``, ``input_size_per_partition``). Here the same
 rules run on a rank's shard (``deploy/shards.py``) after it is cut: each linear weight becomes the
 method's tensors (fp8 weight and scales; packed int4 and its scales, zeros and indices ...), each
-fused-MoE pair becomes ``w13_*``/``w2_*``. What stays unquantized is vLLM's rule: embeddings, the
-head, router gates (built with ``quant_config=None``), norms, biases, and what the config excludes.
+fused-MoE pair becomes ``w13_*``/``w2_*``, and each attention layer gets its KV-cache method's scales. What stays
+unquantized is vLLM's rule: embeddings, the head, router gates (built with ``quant_config=None``), norms, biases, and
+what the config excludes.
 The methods and their vLLM sources are listed in docs/deployments.md ("Quantized checkpoints").
 """
 
@@ -22,6 +23,7 @@ import torch
 from torch import nn
 
 from dummyprof.anatomy import dtype_name, qualified_name
+from dummyprof.deploy.plan import KV_COLUMN, REPLICATED, VLLM
 from dummyprof.errors import UsageError
 from dummyprof.loaders.initializers import (
     RULE_DECLARED,
@@ -606,6 +608,40 @@ def mxfp4_moe(scheme: QuantScheme, experts: int, inter: int, hidden: int, bias: 
     return made + (_moe_bias(torch.bfloat16, experts, inter, hidden) if bias else [])
 
 
+# ---- the attention layer's KV-cache method (vLLM kv_cache.py BaseKVCacheMethod; compressed_tensors.py) ----------
+# Methods whose get_quant_method gives an attention layer a KV-cache method, and which attention classes: fp8 and
+# compressed-tensors take vLLM's ``Attention`` only, ModelOpt ``MLAAttention`` too (DeepSeek's latent attention).
+_KV_METHOD = {"fp8": False, "compressed-tensors": False, "modelopt": True, "modelopt_fp4": True}  # value: MLA too
+
+
+def kv_cache_tensors(scheme: QuantScheme, kv_heads: int, mla: bool) -> tuple[Made, str, bool]:
+    """(tensors, vLLM class, one per kv head) the KV-cache method's ``create_weights`` registers on one attention
+    layer, whatever the config's ``kv_cache_scheme`` (null included). ``BaseKVCacheMethod``: four scalars
+    ``q_scale``, ``k_scale``, ``v_scale``, ``prob_scale`` (``torch.tensor(-1.0)``: shape [], the model's dtype, the
+    default dtype while vLLM builds the model). ``CompressedTensorsKVCacheMethod``: float32 ``k_scale``, ``v_scale``,
+    ``q_scale`` [n] and ``k_zero_point``, ``v_zero_point``, ``q_zero_point`` [n] in the model's dtype, n the rank's kv
+    heads under the ``attn_head`` strategy, else 1. ``kv_heads``: the rank's kv heads; ``mla``: latent attention."""
+    if scheme.method not in _KV_METHOD or (mla and not _KV_METHOD[scheme.method]):
+        return [], "", False
+    if scheme.method != "compressed-tensors":
+        scalars: Made = [(name, (), scheme.dtype) for name in ("q_scale", "k_scale", "v_scale", "prob_scale")]
+        return scalars, "BaseKVCacheMethod", False
+    kv_scheme = scheme.get("kv_cache_scheme")
+    strategy = None
+    if kv_scheme:  # CompressedTensorsKVCacheMethod.validate_kv_cache_scheme
+        strategy = kv_scheme.get("strategy")
+        if kv_scheme.get("type") != "float" or kv_scheme.get("num_bits") != 8:
+            raise _refuse(f"compressed-tensors kv_cache_scheme {dict(kv_scheme)} is not num_bits 8, type float "
+                          "(vLLM refuses it)")  # fmt: skip
+        if strategy not in ("tensor", "attn_head") or not kv_scheme.get("symmetric"):
+            raise _refuse(f"compressed-tensors kv_cache_scheme {dict(kv_scheme)} is not a symmetric tensor or "
+                          "attn_head strategy (vLLM refuses it)")  # fmt: skip
+    n = (kv_heads if strategy == "attn_head" else 1,)
+    made: Made = [(f"{kv}_scale", n, F32) for kv in "kvq"]
+    made += [(f"{kv}_zero_point", n, scheme.dtype) for kv in "kvq"]
+    return made, "CompressedTensorsKVCacheMethod", strategy == "attn_head"
+
+
 LinearRule = Callable[[QuantScheme, Linear], "Made | None"]
 MoeRule = Callable[[QuantScheme, int, int, int, bool], "Made | None"]
 METHODS: dict[str, tuple[LinearRule, MoeRule]] = {
@@ -665,9 +701,11 @@ class ShardQuantizer:
         self.scheme = scheme
         self.linear, self.moe = METHODS[scheme.method]
 
-    def apply(self, shard: RankShard, layout: ParallelLayout) -> None:
+    def apply(self, shard: RankShard, layout: ParallelLayout, kv_heads: int | None = None) -> None:
+        """``kv_heads``: the model's kv heads (the rank's attention layers hold max(1, kv_heads / tp))."""
         try:
             self._apply(shard, layout)
+            self._attention(shard, max(1, (kv_heads or 1) // layout.tp))
         except (AttributeError, IndexError, KeyError, TypeError, ValueError, ZeroDivisionError) as exc:
             # a hand-edited quantization_config (a block_structure of one number, a group of text ...): one line
             what = f"{type(exc).__name__}: {exc}"
@@ -689,6 +727,32 @@ class ShardQuantizer:
                 rank = 0 if layout.expert_parallel else shard.coord.moe_rank(layout.tp)  # within the MoE tp group
                 self._experts(module, path, (layout.moe_tp, rank))
         shard.tensors[:] = [new for i, entry in enumerate(shard.tensors) for new in self._out.get(i, [entry])]
+
+    def _attention(self, shard: RankShard, kv_heads: int) -> None:
+        """Each attention layer's KV-cache method tensors, on an ``attn`` child as vLLM's ``Attention`` module holds
+        them (``self_attn.attn.k_scale``), entered after the layer's other tensors."""
+        for path, module in list(shard.module.named_modules()):
+            if path.rpartition(".")[2] != "self_attn" or "attn" in module._modules:
+                continue
+            mla = any(m in module._modules for m in ("kv_b_proj", "fused_qkv_a_proj", "kv_a_proj_with_mqa"))
+            made, style, per_head = kv_cache_tensors(self.scheme, kv_heads, mla)
+            if not made:
+                continue
+            inside = [i for i, e in enumerate(shard.tensors) if e.name.startswith(path + ".")]
+            if not inside:
+                continue
+            template, attn, entries = shard.tensors[inside[-1]], nn.Module(), []
+            device = next(t.device for t in (*module.parameters(), *module.buffers()))
+            for local, shape, dtype in made:
+                tensor = nn.Parameter(torch.empty(shape, dtype=dtype, device=device), requires_grad=False)
+                attn.register_parameter(local, tensor)
+                name = qualified_name(qualified_name(path, "attn"), local)
+                entries.append(dataclasses.replace(template, name=name, members=(name,),
+                                                   rule=KV_COLUMN if per_head else REPLICATED, source=VLLM,
+                                                   style=style, shape=shape, dtype=dtype_name(dtype),
+                                                   nbytes=tensor.nbytes, padding_bytes=0))  # fmt: skip
+            module.add_module("attn", attn)
+            shard.tensors[inside[-1] + 1 : inside[-1] + 1] = entries
 
     def _linear(self, module: nn.Module, path: str, weight: torch.Tensor) -> None:
         index = self._index[qualified_name(path, "weight")]

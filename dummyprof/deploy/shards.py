@@ -420,7 +420,7 @@ class Sharder:
         root = shell(self.model, "")
         shard = RankShard(coord, self.stage_layers(coord.stage), root, entries)
         if self.quant is not None:
-            self.quant.apply(shard, self.layout)
+            self.quant.apply(shard, self.layout, self.dims.kv_heads)
         return shard
 
     def _fused(

@@ -496,6 +496,39 @@ def test_modelopt_nvfp4_deepseek_r1_is_vllms() -> None:
     assert len(weights) == 1559 + 61 * 4
 
 
+def _llama_nvfp4(tmp_path: Path, **quant: Any) -> str:
+    """A ModelOpt NVFP4 Llama-3.1-8B in the flat layout ModelOpt's newer exports write in config.json."""
+    flat = {"quant_method": "modelopt", "quant_algo": "NVFP4", "group_size": 16, "kv_cache_scheme": None}
+    return _with_quant(tmp_path, "Llama-3.1-8B", dict(flat, **quant))
+
+
+def test_modelopt_flat_exclude_modules_keep_the_head_in_bfloat16(tmp_path: Path) -> None:
+    """``ModelOptQuantConfigBase.from_config``, flat layout: ``ignore`` where the key is there, else
+    ``exclude_modules``; ``["lm_head"]`` leaves the head a bfloat16 ``ParallelLMHead`` (UnquantizedLinearMethod)."""
+    shard = _shard(_source(_llama_nvfp4(tmp_path, exclude_modules=["lm_head"])), ParallelLayout())
+    h, inter, vocab = 4096, 14336, 128256
+
+    def lin(out: int, inp: int, parts: int) -> int:  # packed fp4 + fp8 group scales + input_scale, weight_scale_2
+        return out * inp // 2 + out * inp // 16 + 2 * parts * 4
+
+    layer = lin(6144, h, 3) + lin(h, h, 1) + lin(2 * inter, h, 2) + lin(h, inter, 1) + 2 * h * 2 + 4 * 2  # kv scalars
+    weights = [t for t in shard.tensors if "rotary_emb" not in t.name]
+    assert _table(shard, "lm_head.") == {"weight": ((vocab, h), BF16)}
+    assert sum(t.nbytes for t in weights) == 32 * layer + 2 * vocab * h * 2 + h * 2 == 6_027_749_376
+    assert len(weights) == 32 * (4 * 4 + 2 + 4) + 3
+    quantized = _shard(_source(_llama_nvfp4(tmp_path, exclude_modules=[])), ParallelLayout())
+    assert _table(quantized, "lm_head.") == {
+        "weight": ((vocab, h // 2), "uint8"),
+        "input_scale": ((1,), F32),
+        "weight_scale_2": ((1,), F32),
+        "weight_scale": ((vocab, h // 16), FP8),
+    }
+    both = _shard(_source(_llama_nvfp4(tmp_path, ignore=[], exclude_modules=["lm_head"])), ParallelLayout())
+    assert _table(both, "lm_head.")["weight"] == ((vocab, h // 2), "uint8")  # ignore is read first
+    with pytest.raises(UsageError, match=r"the config's ignore None is not a list of module names"):
+        _shard(_source(_llama_nvfp4(tmp_path, ignore=None, exclude_modules=["lm_head"])), ParallelLayout())
+
+
 def test_modelopt_method_follows_quant_algo() -> None:
     assert resolve_method({"quant_method": "modelopt", "quant_algo": "NVFP4"}, "auto") == ("modelopt_fp4", None)
     assert resolve_method({"quant_method": "modelopt", "quantization": {"quant_algo": "FP8"}}, "modelopt") == (

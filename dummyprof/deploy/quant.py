@@ -536,11 +536,13 @@ def ct_moe(scheme: QuantScheme, experts: int, inter: int, hidden: int, bias: boo
 
 # ---- ModelOpt (vLLM modelopt.py: ModelOptFp8Config, ModelOptNvFp4Config; the head is quantized unless excluded) ---
 def _modelopt(scheme: QuantScheme) -> tuple[str, list[str], int]:
-    """(quant_algo, exclude_modules, group size) from either layout vLLM reads (``quantization: {...}`` or flat)."""
+    """(quant_algo, exclude_modules, group size) from either layout ``ModelOptQuantConfigBase.from_config`` reads:
+    ``quantization: {..., "exclude_modules": [...]}``, or flat, ``ignore`` where the key is there, else
+    ``exclude_modules`` (ModelOpt's exports write either)."""
     nested = scheme.get("quantization")
     config: Mapping[str, Any] = nested if isinstance(nested, Mapping) else scheme.config
-    key = "exclude_modules" if nested else "ignore"
-    excluded = config.get(key) or []
+    key = "exclude_modules" if nested or "ignore" not in config else "ignore"
+    excluded = config.get(key, [])
     if not isinstance(excluded, list) or not all(isinstance(rule, str) for rule in excluded):
         raise _refuse(f"the config's {key} {excluded!r} is not a list of module names")
     return str(config.get("quant_algo", "")).upper(), excluded, _count(config.get("group_size") or 16, "group_size")

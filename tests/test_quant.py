@@ -156,6 +156,71 @@ def test_fp8_block_refuses_a_split_vllm_refuses(tmp_path: Path) -> None:
         _shard(_source(path), ParallelLayout(tp=32))
 
 
+# Qwen/Qwen1.5-MoE-A2.7B's published config (transformers' Qwen2MoeConfig defaults are this model's numbers)
+QWEN15_MOE = {
+    "architectures": ["Qwen2MoeForCausalLM"], "model_type": "qwen2_moe", "torch_dtype": "bfloat16",
+    "hidden_size": 2048, "intermediate_size": 5632, "moe_intermediate_size": 1408,
+    "shared_expert_intermediate_size": 5632, "num_experts": 60, "num_experts_per_tok": 4, "norm_topk_prob": False,
+    "decoder_sparse_step": 1, "num_hidden_layers": 24, "num_attention_heads": 16, "num_key_value_heads": 16,
+    "vocab_size": 151936, "max_position_embeddings": 8192, "rope_theta": 1000000.0, "rms_norm_eps": 1e-06,
+    "hidden_act": "silu", "tie_word_embeddings": False, "use_sliding_window": False, "sliding_window": 32768,
+    "max_window_layers": 21, "bos_token_id": 151643, "eos_token_id": 151643,
+}  # fmt: skip
+FP8_BLOCK = {"quant_method": "fp8", "activation_scheme": "dynamic", "fmt": "e4m3", "weight_block_size": [128, 128]}
+
+
+def _qwen15_moe(tmp_path: Path, **fields: Any) -> str:
+    config = {**QWEN15_MOE, **fields}
+    text = json.dumps(config)
+    path = tmp_path / f"Qwen1.5-MoE-{hashlib.sha1(text.encode()).hexdigest()[:12]}.json"
+    path.write_text(text)
+    return str(path)
+
+
+def test_fp8_block_routers_follow_each_architectures_vllm_class(tmp_path: Path) -> None:
+    """vLLM 0.33's Qwen3-MoE builds ``mlp.gate`` (GateLinear) with the model's quant config, so an fp8 block checkpoint
+    without ``modules_to_not_convert`` holds it as Fp8LinearMethod makes it: fp8 [128, 2048] and a float32
+    ``weight_scale_inv`` [ceil(128 / 128), ceil(2048 / 128)] = [1, 16], replicated. Qwen2-MoE, DeepSeek-V2/V3, Mixtral
+    and gpt-oss build their routers without it (bfloat16), and every ``shared_expert_gate`` is built with
+    ``quant_config=None``."""
+    path = _with_quant(tmp_path, "Qwen3-30B-A3B", FP8_BLOCK, num_hidden_layers=2)
+    shard = _shard(_source(path), ParallelLayout(tp=2))
+    assert _table(shard, "layers.1.mlp.gate.") == {"weight": ((128, 2048), FP8), "weight_scale_inv": ((1, 16), F32)}
+    assert {t.rule for t in shard.tensors if ".mlp.gate." in t.name} == {"replicated"}
+    assert _table(shard, "layers.1.mlp.experts.") == {
+        "w13_weight": ((128, 2 * 384, 2048), FP8),
+        "w2_weight": ((128, 2048, 384), FP8),
+        "w13_weight_scale_inv": ((128, 2 * 3, 16), F32),
+        "w2_weight_scale_inv": ((128, 16, 3), F32),
+    }
+    kept = _with_quant(tmp_path, "Qwen3-30B-A3B", dict(FP8_BLOCK, modules_to_not_convert=["model.layers.1.mlp.gate"]),
+                       num_hidden_layers=2)  # fmt: skip
+    assert _table(_shard(_source(kept), ParallelLayout(tp=2)), "layers.1.mlp.gate.") == {"weight": ((128, 2048), BF16)}
+    qwen2 = _shard(_source(_qwen15_moe(tmp_path, num_hidden_layers=1, quantization_config=FP8_BLOCK)), ParallelLayout())
+    assert _table(qwen2, "layers.0.mlp.gate.") == {"weight": ((60, 2048), BF16)}  # GateLinear, no quant config
+    assert _table(qwen2, "layers.0.mlp.shared_expert.") == {  # the shared expert: quantized
+        "gate_up_proj.weight": ((2 * 5632, 2048), FP8),
+        "gate_up_proj.weight_scale_inv": ((2 * 44, 16), F32),
+        "down_proj.weight": ((2048, 5632), FP8),
+        "down_proj.weight_scale_inv": ((16, 44), F32),
+    }
+    assert _table(qwen2, "layers.0.mlp.shared_expert_gate.") == {"weight": ((1, 2048), BF16)}
+    deepseek = _shard(_source(f"{DATA}/DeepSeek-V3.json", num_hidden_layers=4), ParallelLayout(tp=8))
+    assert _table(deepseek, "layers.3.mlp.gate.") == {"weight": ((256, 7168), BF16),
+                                                      "e_score_correction_bias": ((256,), F32)}  # fmt: skip
+    mixtral = {
+        "architectures": ["MixtralForCausalLM"],
+        "model_type": "mixtral",
+        "torch_dtype": "bfloat16",
+        "num_hidden_layers": 1,
+        "quantization_config": FP8_BLOCK,
+    }  # transformers' defaults: Mixtral-8x7B
+    (tmp_path / "mixtral.json").write_text(json.dumps(mixtral))
+    assert _table(_shard(_source(str(tmp_path / "mixtral.json")), ParallelLayout()), "mlp.gate.") == {
+        "weight": ((8, 4096), BF16)
+    }  # gpt-oss's router: test_gpt_oss_mxfp4_experts_are_vllms
+
+
 # ---- GPTQ and AWQ (vLLM auto_gptq.py / auto_awq.py, the CUDA path) ----------------------------------------------
 
 I32, F16 = "int32", "float16"
@@ -433,13 +498,15 @@ def test_modelopt_fp8_llama_is_vllms() -> None:
 
 def test_modelopt_fp8_moe_and_a_quantized_head(tmp_path: Path) -> None:
     """ModelOptFp8MoEMethod (per-tensor scales, static input scales per expert); nothing excluded (flat layout,
-    ``ignore`` empty): vLLM's ParallelLMHead takes the linear method too; the router stays bfloat16."""
+    ``ignore`` empty): vLLM's ParallelLMHead takes the linear method too, and so does Qwen3-MoE's router."""
     quant = {"quant_method": "modelopt", "quant_algo": "FP8", "ignore": []}
     path = _with_quant(tmp_path, "Qwen3-30B-A3B", quant, num_hidden_layers=1)
     shard = _shard(_source(path), ParallelLayout(tp=2))
     h, experts, inter, vocab = 2048, 128, 384, 151936 // 2
     assert _table(shard, "layers.0.mlp.") == {
-        "gate.weight": ((experts, h), BF16),
+        "gate.weight": ((experts, h), FP8),  # Qwen3-MoE's GateLinear takes the quant config: quantized unless excluded
+        "gate.weight_scale": ((1,), F32),
+        "gate.input_scale": ((1,), F32),
         "experts.w13_weight": ((experts, 2 * inter, h), FP8),
         "experts.w2_weight": ((experts, h, inter), FP8),
         "experts.w13_weight_scale": ((experts, 2), F32),

@@ -5,8 +5,8 @@ the sizes one rank holds (``output_partition_sizes``, ``input_size_per_partition
 rules run on a rank's shard (``deploy/shards.py``) after it is cut: each linear weight becomes the
 method's tensors (fp8 weight and scales; packed int4 and its scales, zeros and indices ...), each
 fused-MoE pair becomes ``w13_*``/``w2_*``, and each attention layer gets its KV-cache method's scales. What stays
-unquantized is vLLM's rule: embeddings, the head, router gates (built with ``quant_config=None``), norms, biases, and
-what the config excludes.
+unquantized is vLLM's rule: embeddings, the head, router gates (built with ``quant_config=None``, but for the
+architectures in ``_QUANTIZED_ROUTERS``), norms, biases, and what the config excludes.
 The methods and their vLLM sources are listed in docs/deployments.md ("Quantized checkpoints").
 """
 
@@ -48,6 +48,22 @@ F32 = torch.float32
 # Modules vLLM builds without a quantization method whatever the config says.
 _NEVER = ("embed", "lm_head", "norm")
 _ROUTERS = ("gate", "router")
+# Architectures whose vLLM 0.33 class builds the MoE router (``GateLinear``) with the model's ``quant_config``
+# (qwen3_moe.py, whose block Qwen3-VL-MoE and Qwen3-Omni-MoE reuse; lfm2_moe.py; k2_horizon.py): the method then
+# quantizes it as any linear, unless the config excludes it. Every other router, and every ``shared_expert_gate``
+# (a ``ReplicatedLinear`` built with ``quant_config=None``), stays in the model's dtype.
+_QUANTIZED_ROUTERS = frozenset(
+    {
+        "Qwen3MoeForCausalLM",
+        "Qwen3VLMoeForConditionalGeneration",
+        "Qwen3OmniMoeForConditionalGeneration",
+        "Lfm2MoeForCausalLM",
+        "K2HorizonForCausalLM",
+    }
+)
+# GPTQ: vLLM reads which layers are quantized from the checkpoint's files (``maybe_update_config``), where GPTQ tools
+# keep the router in 16 bits; a config alone does not say, so routers stay unquantized under it.
+_ROUTERS_KEPT = frozenset({"gptq"})
 # transformers' fused expert tensors -> vLLM's FusedMoE names
 _EXPERT_NAMES = {"gate_up_proj": "w13", "down_proj": "w2"}
 # Architectures whose vLLM model reads ``scale_fmt`` and builds UE8M0 (float8_e8m0fnu) fp8 block scales.
@@ -689,11 +705,14 @@ def fill_kinds(module: nn.Module) -> dict[str, int]:
 
 
 # ---- applying a scheme to a shard -----------------------------------------------------------
-def _linear_module(name: str, weight: torch.Tensor, head: bool) -> bool:
-    """A linear vLLM builds with the quantization method: not an embedding, a norm or a router; the head only for
-    ModelOpt (``head``: its ``ParallelLMHead`` takes the linear method), and not when it is the embedding (tied)."""
+def _linear_module(name: str, weight: torch.Tensor, head: bool, router: bool) -> bool:
+    """A linear vLLM builds with the quantization method: not an embedding, a norm or a shared expert's gate; a router
+    only where ``router`` (the architecture builds it with the quant config); the head only for ModelOpt (``head``:
+    its ``ParallelLMHead`` takes the linear method), and not when it is the embedding (tied)."""
     never = ("embed", "norm") if head else _NEVER
-    return weight.dtype.is_floating_point and not any(w in name for w in never) and name not in _ROUTERS
+    if name == "shared_expert_gate" or (name in _ROUTERS and not router):
+        return False
+    return weight.dtype.is_floating_point and not any(w in name for w in never)
 
 
 class ShardQuantizer:
@@ -718,11 +737,14 @@ class ShardQuantizer:
         self._index = {e.name: i for i, e in enumerate(shard.tensors)}
         self._out: dict[int, list[ShardTensor]] = {}  # entry index -> what replaces it
         embedded = {id(m._parameters.get("weight")) for p, m in shard.module.named_modules() if "embed" in p}
+        router = self.scheme.method not in _ROUTERS_KEPT and bool(
+            _QUANTIZED_ROUTERS.intersection(self.scheme.architectures)
+        )
         for path, module in shard.module.named_modules():
             name = path.rpartition(".")[2]
             weight = module._parameters.get("weight")
             head = self.scheme.method.startswith("modelopt") and id(weight) not in embedded
-            if weight is not None and weight.dim() == 2 and _linear_module(name, weight, head):
+            if weight is not None and weight.dim() == 2 and _linear_module(name, weight, head, router):
                 self._linear(module, path, weight)
             experts = [k for k in _EXPERT_NAMES if isinstance(module._parameters.get(k), torch.Tensor)]
             if name == "experts" and len(experts) == 2:

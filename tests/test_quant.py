@@ -221,6 +221,62 @@ def test_fp8_block_routers_follow_each_architectures_vllm_class(tmp_path: Path) 
     }  # gpt-oss's router: test_gpt_oss_mxfp4_experts_are_vllms
 
 
+def _qwen3_fp8_block_rank_bytes(tp: int, grid: int) -> int:
+    """vLLM's weights per rank for Qwen3-30B-A3B fp8 (128 x 128 blocks) at tp, the experts' scales on ``grid``."""
+    h, experts, inter, vocab = 2048, 128, 768 // tp, 151936 // tp
+
+    def lin(out: int, inp: int) -> int:  # fp8 weight + float32 block scales
+        return out * inp + _cdiv(out, 128) * _cdiv(inp, 128) * 4
+
+    qkv = (32 // tp + 2 * max(1, 4 // tp)) * 128
+    attn = lin(qkv, h) + lin(h, 32 * 128 // tp) + 2 * 128 * 2 + 4 * 2  # q/k norms, the KV-cache method's scalars
+    moe = lin(experts, h) + experts * 3 * inter * h  # the router (GateLinear takes the quant config), w13 and w2
+    moe += experts * (2 * _cdiv(inter, grid) * _cdiv(h, grid) + _cdiv(h, grid) * _cdiv(inter, grid)) * 4
+    return 48 * (attn + moe + 2 * h * 2) + 2 * vocab * h * 2 + h * 2
+
+
+def test_fp8_block_moe_refines_its_scale_grid_where_vllm_does(tmp_path: Path) -> None:
+    """Qwen3-30B-A3B fp8 (128 x 128) at tp 4 holds 192 intermediate rows per expert, not whole blocks: vLLM 0.33
+    (``refine_fp8_moe_block_shape``, the default ``--moe-backend auto``) builds it with the scales on a 64 x 64 grid,
+    gcd(128, 128, 192, 2048), the checkpoint's upsampled at load; at tp 8 on 32 x 32 (96 rows). At tp 16 (48 rows)
+    the gcd is 16, under 32: ``validate_fp8_block_shape_moe`` refuses it, and so does dummyprof, naming the tp that
+    passes; ``--ep 16`` holds whole experts."""
+    path = _with_quant(tmp_path, "Qwen3-30B-A3B", FP8_BLOCK)
+    source = _source(path)
+    assert source.whole is not None
+    counts = count_deployment(source.whole(), ParallelLayout(tp=4), options=source.options, strategies=["per-layer"])
+    for rank in counts.ranks:  # + transformers' two rotary inv_freq buffers (64 float32 each), never visited
+        assert (rank.storages, rank.held_bytes) == (48 * 18 + 3 + 2, _qwen3_fp8_block_rank_bytes(4, 64) + 512)
+        assert rank.strategy("per-layer").visits == 48 * 18 + 3
+        assert rank.strategy("per-layer").bytes_written == _qwen3_fp8_block_rank_bytes(4, 64) == 7_805_556_096
+    shard = _shard(source, ParallelLayout(tp=4), rank=3)
+    assert _table(shard, "layers.47.mlp.experts.") == {
+        "w13_weight": ((128, 2 * 192, 2048), FP8),
+        "w2_weight": ((128, 2048, 192), FP8),
+        "w13_weight_scale_inv": ((128, 2 * 3, 32), F32),  # 2 x ceil(192 / 64), ceil(2048 / 64)
+        "w2_weight_scale_inv": ((128, 32, 3), F32),
+    }
+    assert _table(_shard(source, ParallelLayout(tp=8)), "layers.0.mlp.experts.w") == {
+        "13_weight": ((128, 2 * 96, 2048), FP8),
+        "2_weight": ((128, 2048, 96), FP8),
+        "13_weight_scale_inv": ((128, 2 * 3, 64), F32),
+        "2_weight_scale_inv": ((128, 64, 3), F32),
+    }
+    with pytest.raises(UsageError) as caught:
+        _shard(source, ParallelLayout(tp=16))
+    assert caught.value.field == "tp"
+    assert caught.value.message == (
+        "model.layers.0.mlp.experts: the experts' intermediate size per rank 48 is not a multiple of the fp8 block_n "
+        "128, and no block of 32 or more divides 128 x 128, it and the hidden size 2048 (vLLM refuses it; --ep 16 "
+        "holds whole experts on each rank); try --tp 8"
+    )
+    whole = _shard(source, ParallelLayout.from_sizes(tp=16, ep=16), rank=15)
+    assert _table(whole, "layers.0.mlp.experts.w13_weight") == {
+        "": ((8, 2 * 768, 2048), FP8),
+        "_scale_inv": ((8, 2 * 6, 16), F32),
+    }
+
+
 # ---- GPTQ and AWQ (vLLM auto_gptq.py / auto_awq.py, the CUDA path) ----------------------------------------------
 
 I32, F16 = "int32", "float16"

@@ -13,6 +13,7 @@ The methods and their vLLM sources are listed in docs/deployments.md ("Quantized
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -84,6 +85,7 @@ class QuantScheme:
     architectures: tuple[str, ...] = ()
     layer: tuple[str, ...] = ()  # a fused-MoE layer's vLLM names (compressed-tensors matches its unfused parts)
     moe_tp: int = 1  # ranks splitting each expert's intermediate dimension
+    tp: int = 1  # the attention's tensor-parallel ranks (vLLM's get_tensor_model_parallel_world_size)
 
     def get(self, key: str, default: Any = None) -> Any:
         value = self.config.get(key, default)
@@ -345,7 +347,7 @@ def _check_fp8_block(block: tuple[int, int] | None, name: str, layer: Linear, sp
             raise UsageError.for_field(
                 "tp",
                 f"{name}: {what} size per rank {size} is not a multiple of the fp8 block {block[step]} "
-                "(vLLM refuses it); choose a smaller tp",
+                "(vLLM refuses it)",
             )
 
 
@@ -366,18 +368,45 @@ def fp8_linear(scheme: QuantScheme, layer: Linear) -> Made | None:
     return _w8_linear(layer, [("weight_scale_inv", _fp8_scale("block", layer, block), E8M0 if e8m0 else F32)], static)
 
 
+def fp8_moe_block(scheme: QuantScheme, block: tuple[int, int], inter: int, hidden: int) -> tuple[int, int]:
+    """The block grid vLLM 0.33 sizes an fp8 MoE's scales on, for ``inter`` (the rank's intermediate size).
+
+    ``refine_fp8_moe_block_shape`` (fused_moe/oracle/fp8.py; ``--moe-backend auto``): where ``inter`` is not whole
+    blocks (of ``n``, or of ``k`` once the MoE is split over ranks), the checkpoint's scales are upsampled at load to
+    ``r x r``, r = gcd(n, k, inter, hidden), if r >= 32 (only Triton's kernels take it, and they take any block);
+    ``Fp8MoEMethod.create_weights`` then takes ``r x r`` where ``inter % n`` or (tp > 1 and ``inter % k``). Without a
+    refinement ``validate_fp8_block_shape_moe`` refuses what is not whole blocks, as vLLM does."""
+    n, k = block
+    refine = None
+    if inter % n or (scheme.moe_tp > 1 and inter % k):
+        found = math.gcd(n, k, inter, hidden)
+        refine = found if found >= 32 else None
+    if refine is None:
+        for size, what in [(n, "block_n")] + ([(k, "block_k")] if scheme.tp > 1 else []):
+            if inter % size:
+                whole = f"; --ep {scheme.moe_tp} holds whole experts on each rank" if scheme.moe_tp > 1 else ""
+                raise UsageError.for_field(
+                    "tp",
+                    f"{scheme.layer[0]}: the experts' intermediate size per rank {inter} is not a multiple of the fp8 "
+                    f"{what} {size}, and no block of 32 or more divides {n} x {k}, it and the hidden size {hidden} "
+                    f"(vLLM refuses it{whole})",
+                )
+        return n, k
+    if inter % n:
+        n, k = refine, refine
+    if scheme.tp > 1 and inter % k:
+        n, k = refine, refine
+    return n, k
+
+
 def fp8_moe(scheme: QuantScheme, experts: int, inter: int, hidden: int, bias: bool) -> Made:
-    """Scales per expert (and per w1/w3) or per block; biases (gpt-oss style) in the model's dtype."""
+    """Scales per expert (and per w1/w3) or per block (on :func:`fp8_moe_block`'s grid); biases (gpt-oss style) in
+    the model's dtype."""
     block = _fp8_block(scheme)
     if block is None:
         scales = _pair("weight_scale", (experts, 2), (experts,), F32)
-    elif inter % block[0]:
-        raise _refuse(
-            f"fp8 MoE: the intermediate size per rank {inter} is not a multiple of the block {block[0]}; vLLM refines "
-            "the block grid there, which dummyprof does not model"
-        )
     else:
-        scales = _block_scales("weight_scale_inv", experts, inter, hidden, block)
+        scales = _block_scales("weight_scale_inv", experts, inter, hidden, fp8_moe_block(scheme, block, inter, hidden))
     static = scheme.get("activation_scheme") == "static"
     return _w8_experts(
         experts, inter, hidden, scales, static, _moe_bias(scheme.dtype, experts, inter, hidden) if bias else []
@@ -531,9 +560,9 @@ def ct_moe(scheme: QuantScheme, experts: int, inter: int, hidden: int, bias: boo
         static = not inputs.get("dynamic", False)
         if strategy == "block":
             n, k = (int(b) for b in weights["block_structure"])
-            if inter % n or (scheme.moe_tp > 1 and inter % k):
-                raise _refuse(f"fp8 MoE: the intermediate size per rank {inter} is not a multiple of the block "
-                              f"{n} x {k} (vLLM refuses it)")  # fmt: skip
+            if inter % n or (scheme.tp > 1 and inter % k):  # validate_fp8_block_shape_moe, no refinement
+                raise UsageError.for_field("tp", f"fp8 MoE: the intermediate size per rank {inter} is not a multiple "
+                                           f"of the block {n} x {k} (vLLM refuses it)")  # fmt: skip
             scales = _block_scales("weight_scale", experts, inter, hidden, (n, k))
         elif strategy == "tensor":
             scales = _pair("weight_scale", (experts, 2), (experts,), F32)
@@ -733,6 +762,7 @@ class ShardQuantizer:
             raise _refuse(f"the config's quantization_config is not one vLLM 0.33 reads ({what})") from None
 
     def _apply(self, shard: RankShard, layout: ParallelLayout) -> None:
+        self._tp = layout.tp
         self._tensors = shard.tensors
         self._index = {e.name: i for i, e in enumerate(shard.tensors)}
         self._out: dict[int, list[ShardTensor]] = {}  # entry index -> what replaces it
@@ -809,7 +839,7 @@ class ShardQuantizer:
         # per rank gate_up holds [E, 2I, H] (gpt-oss's [E, H, 2I] turned as vLLM holds it)
         inter = up.numel() // (experts * 2 * hidden)
         biases = [b for b in ("gate_up_proj_bias", "down_proj_bias") if module._parameters.get(b) is not None]
-        scheme = dataclasses.replace(self.scheme, layer=tuple(names), moe_tp=moe[0])
+        scheme = dataclasses.replace(self.scheme, layer=tuple(names), moe_tp=moe[0], tp=self._tp)
         made = self.moe(scheme, experts, inter, hidden, bool(biases))
         if made is None:
             return

@@ -131,6 +131,7 @@ class Sharder:
     ) -> None:
         self.model = model
         self.quant = quant  # a quantized checkpoint: each shard is rewritten into the method's tensors
+        self.advise = advise  # a refused tp names the nearest that pass (False: the check behind that advice)
         self.layout = layout
         self.dims = dims or ModelDims.of(model)
         self.planner = Planner(model)
@@ -189,13 +190,15 @@ class Sharder:
             if layout.expert_parallel and layout.ep % t:  # --ep as given must still equal tp x dp
                 return False
             try:
-                Sharder(
+                other = Sharder(
                     self.model,
                     dataclasses.replace(layout, tp=t, dp=layout.ep // t if layout.expert_parallel else layout.dp),
                     self.dims,
                     self.quant,
                     advise=False,
                 )
+                if self.quant is not None:  # what the method refuses shows in a shard (every rank's sizes alike)
+                    other.build(other.layout.coords()[0])
             except UsageError:
                 return False
             return True
@@ -420,7 +423,12 @@ class Sharder:
         root = shell(self.model, "")
         shard = RankShard(coord, self.stage_layers(coord.stage), root, entries)
         if self.quant is not None:
-            self.quant.apply(shard, self.layout, self.dims.kv_heads)
+            try:
+                self.quant.apply(shard, self.layout, self.dims.kv_heads)
+            except UsageError as refused:  # a quantized split vLLM refuses (fp8 blocks, groups): say what passes
+                if not self.advise or refused.field != "tp":
+                    raise
+                raise UsageError.for_field("tp", f"{refused.message}; {self._tp_advice()}") from None
         return shard
 
     def _fused(

@@ -28,6 +28,7 @@ from dummyprof.deploy.plan import (
     REPLICATED,
     ROW,
     ROWS,
+    SHARED_EXPERTS_WHOLE_UNDER_SP,
     VLLM,
     VOCAB,
     ModelDims,
@@ -235,14 +236,20 @@ class Sharder:
 
     @property
     def sequence_parallel_moe(self) -> bool:
-        """vLLM's sequence-parallel MoE (``use_sequence_parallel_moe``, the default all2all backend): expert parallel
-        with tp > 1 and dp > 1; the shared experts are then built whole on every rank (``disable_tp``)."""
+        """vLLM's sequence-parallel MoE (``ParallelConfig.use_sequence_parallel_moe`` with the default all2all backend,
+        ``allgather_reducescatter``): expert parallel with tp > 1 and dp > 1."""
         return self.layout.expert_parallel and self.layout.tp > 1 and self.layout.dp > 1
+
+    @property
+    def shared_experts_whole(self) -> bool:
+        """The shared experts are built whole on every rank (``disable_tp``): sequence-parallel MoE, and an
+        architecture whose vLLM class passes it to its shared experts (``SHARED_EXPERTS_WHOLE_UNDER_SP``)."""
+        return self.sequence_parallel_moe and self.stage_rule.architecture in SHARED_EXPERTS_WHOLE_UNDER_SP
 
     def placement(self, path: str, local: str) -> Placement:
         """The whole model's rule for one tensor, as this layout applies it."""
         place = self.planner.placements[(path, local)]
-        if self.sequence_parallel_moe and "shared_expert" in place.name and place.rule in (COLUMN, KV_COLUMN, ROW):
+        if self.shared_experts_whole and "shared_expert" in place.name and place.rule in (COLUMN, KV_COLUMN, ROW):
             return dataclasses.replace(place, rule=REPLICATED, style="sequence-parallel MoE: shared experts whole")
         return place
 

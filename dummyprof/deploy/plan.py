@@ -93,12 +93,11 @@ EMBED, NORM, HEAD = "embed", "norm", "head"
 # Qwen3.5-MoE reuses; llama4.py; nemotron_h.py; openpangu.py; interns2_mobius.py; DeepSeek-V4's and GLM-5-Next's own
 # MoE). The others (Qwen2-MoE, Qwen3-MoE, GLM-4-MoE, ...) split their shared experts over tp in every layout.
 _SHARED_WHOLE = """AXK1ForCausalLM DeepseekForCausalLM DeepseekV2ForCausalLM DeepseekV3ForCausalLM
-    DeepseekV32ForCausalLM
-    DeepseekV4ForCausalLM DeepseekV4ForConditionalGeneration Dots3NoteForCausalLM Glm5NextForCausalLM
-    Glm5NextForConditionalGeneration GlmMoeDsaForCausalLM InternS2MobiusForConditionalGeneration Llama4ForCausalLM
-    Llama4ForConditionalGeneration MistralLarge3ForCausalLM NemotronHForCausalLM NemotronHPuzzleForCausalLM
-    PanguProMoEV2ForCausalLM PanguUltraMoEForCausalLM Qwen3NextForCausalLM Qwen3_5MoeForCausalLM
-    Qwen3_5MoeForConditionalGeneration"""
+DeepseekV32ForCausalLM DeepseekV4ForCausalLM DeepseekV4ForConditionalGeneration Dots3NoteForCausalLM
+Glm5NextForCausalLM Glm5NextForConditionalGeneration GlmMoeDsaForCausalLM InternS2MobiusForConditionalGeneration
+Llama4ForCausalLM Llama4ForConditionalGeneration MistralLarge3ForCausalLM NemotronHForCausalLM
+NemotronHPuzzleForCausalLM PanguProMoEV2ForCausalLM PanguUltraMoEForCausalLM Qwen3NextForCausalLM
+Qwen3_5MoeForCausalLM Qwen3_5MoeForConditionalGeneration"""
 SHARED_EXPERTS_WHOLE_UNDER_SP = frozenset(_SHARED_WHOLE.split())
 
 

@@ -15,8 +15,9 @@ import pytest
 import torch
 
 from dummyprof.deploy import ParallelLayout, Sharder, count_deployment
+from dummyprof.deploy.engine import engine_source, quantizer_of, source_sharder
 from dummyprof.deploy.plan import ModelDims
-from dummyprof.deploy.quant import engine_source, fill_kinds, quantizer_of, resolve_method
+from dummyprof.deploy.quant import fill_kinds, resolve_method
 from dummyprof.deploy.shards import RankShard
 from dummyprof.errors import UsageError
 from dummyprof.models.source import ModelSource
@@ -42,7 +43,7 @@ def _source(path: str, flag: str = "auto", **args: Any) -> ModelSource:
 def _shard(source: ModelSource, layout: ParallelLayout, rank: int = 0) -> RankShard:
     assert source.whole is not None
     whole = source.whole()
-    sharder = Sharder(whole, layout, ModelDims.of(whole, source.options), quantizer_of(source.options))
+    sharder = source_sharder(source, whole, layout)
     return sharder.build(layout.coords()[rank])
 
 
@@ -108,7 +109,8 @@ def test_deepseek_v3_fp8_block_weights_per_rank_are_vllms(sizes: dict[str, int],
 
 def test_deepseek_v3_one_rank_is_the_engine_model() -> None:
     source = _source(f"{DATA}/DeepSeek-V3.json")
-    assert source.options["quantization"] == "fp8"
+    assert source.quantization is not None and source.quantization.method == "fp8"
+    assert source.recorded_options()["quantization"] == "fp8"  # what the Results record
     assert source.estimated_bytes == _deepseek_v3_rank_bytes(1, 1) + 256  # + transformers' two rotary inv_freq
     model = source.build(torch.device("meta"))
     assert model.get_submodule("model.layers.3.mlp.experts").w13_weight.dtype == torch.float8_e4m3fn
@@ -244,7 +246,8 @@ def test_fp8_block_moe_refines_its_scale_grid_where_vllm_does(tmp_path: Path) ->
     path = _with_quant(tmp_path, "Qwen3-30B-A3B", FP8_BLOCK)
     source = _source(path)
     assert source.whole is not None
-    counts = count_deployment(source.whole(), ParallelLayout(tp=4), options=source.options, strategies=["per-layer"])
+    quant, layout = quantizer_of(source), ParallelLayout(tp=4)
+    counts = count_deployment(source.whole(), layout, options=source.options, quant=quant, strategies=["per-layer"])
     for rank in counts.ranks:  # + transformers' two rotary inv_freq buffers (64 float32 each), never visited
         assert (rank.storages, rank.held_bytes) == (48 * 18 + 3 + 2, _qwen3_fp8_block_rank_bytes(4, 64) + 512)
         assert rank.strategy("per-layer").visits == 48 * 18 + 3
@@ -389,7 +392,7 @@ def test_the_kv_cache_methods_tensors_are_counted_per_rank() -> None:
     visits them: Llama-3.1-8B compressed-tensors fp8 at tp 2 holds 6 more tensors (18 bytes) per layer."""
     source = _source(f"{DATA}/Llama-3.1-8B-Instruct-FP8-dynamic.json")
     assert source.whole is not None
-    counts = count_deployment(source.whole(), ParallelLayout(tp=2), options=source.options)
+    counts = count_deployment(source.whole(), ParallelLayout(tp=2), options=source.options, quant=quantizer_of(source))
     weights = _llama_ct_fp8_bytes(2)
     for rank in counts.ranks:
         assert rank.storages == 32 * (8 + 2 + 6) + 3 + 2  # + transformers' two rotary inv_freq buffers (not visited)

@@ -248,12 +248,32 @@ class Planner:
             if len({(w.dtype, w.shape[1]) for w in weights}) == 1 and len(biases) == 1:
                 self.fusions.setdefault(id(module), []).append((fused, members))
 
+    def _expert_placement(
+        self, full: str, path: str, name: str, local: str, tensor: torch.Tensor, module: nn.Module
+    ) -> Placement:
+        """A tensor of a fused-MoE layer: the plans' declared styles (tp and ep), else vLLM's ``FusedMoE``."""
+        ep_style = self._declared(self.ep_plan, full, path)
+        tp_style = self._declared(self.tp_plan, full, path)
+        style = "; ".join(f"{k} {v}" for k, v in (("tp", tp_style), ("ep", ep_style)) if v)
+        source = DECLARED if style else VLLM
+        # held [experts, in, out] (transformers' is_transposed, gpt-oss): the shard holds it as vLLM, [E, out, in]
+        transposed = bool(getattr(module, "is_transposed", False)) and tensor.dim() == 3
+        return Placement(
+            full,
+            _expert_rule(local, name),
+            source,
+            style or "FusedMoE",
+            experts_first=name == "experts",
+            transposed=transposed,
+        )
+
     def _place(
         self, path: str, name: str, local: str, tensor: torch.Tensor, module: nn.Module, in_experts: bool
     ) -> Placement:
         full = qualified_name(path, local)
-        if "scale" in local and local != "weight" and isinstance(module._parameters.get("weight"), torch.Tensor):
-            weight = self._place(path, name, "weight", module._parameters["weight"], module, in_experts)  # type: ignore[arg-type]
+        held = module._parameters.get("weight")
+        if "scale" in local and local != "weight" and isinstance(held, torch.Tensor):
+            weight = self._place(path, name, "weight", held, module, in_experts)
             return Placement(full, weight.rule, weight.source, weight.style, scale_of="weight", heads=weight.heads)
         if any(part.startswith("engram") for part in path.split(".")):
             heads = getattr(module, "heads", None)
@@ -261,20 +281,7 @@ class Planner:
                 full, ROWS, VLLM, "ParallelEngramEmbedding", heads=heads if isinstance(heads, int) else None
             )
         if in_experts:
-            ep_style = self._declared(self.ep_plan, full, path)
-            tp_style = self._declared(self.tp_plan, full, path)
-            style = "; ".join(f"{k} {v}" for k, v in (("tp", tp_style), ("ep", ep_style)) if v)
-            source = DECLARED if style else VLLM
-            # held [experts, in, out] (transformers' is_transposed, gpt-oss): the shard holds it as vLLM, [E, out, in]
-            transposed = bool(getattr(module, "is_transposed", False)) and tensor.dim() == 3
-            return Placement(
-                full,
-                _expert_rule(local, name),
-                source,
-                style or "FusedMoE",
-                experts_first=name == "experts",
-                transposed=transposed,
-            )
+            return self._expert_placement(full, path, name, local, tensor, module)
         if type(module).__name__ == "Conv1D" and name in (*_CONV1D, "c_proj"):
             style, rule = _CONV1D.get(name, ("RowParallelLinear", ROW))
             if tensor.dim() < 2:  # a column bias splits with its outputs; a row bias is whole on every rank

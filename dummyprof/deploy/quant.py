@@ -18,14 +18,16 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from fnmatch import fnmatch
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 from torch import nn
 
 from dummyprof.anatomy import dtype_name, qualified_name
 from dummyprof.deploy.plan import KV_COLUMN, REPLICATED, VLLM
+from dummyprof.deploy.shards import RankShard, ShardTensor
 from dummyprof.errors import UsageError
+from dummyprof.layout import ParallelLayout
 from dummyprof.loaders.initializers import (
     RULE_DECLARED,
     RULE_RANDOM_BYTES,
@@ -34,12 +36,7 @@ from dummyprof.loaders.initializers import (
     RULE_UNIFORM_VIA_FP16,
     V033Initializer,
 )
-from dummyprof.models.source import ModelSource
 from dummyprof.results.deployment import FILL_KINDS, FP16_SCRATCH
-
-if TYPE_CHECKING:
-    from dummyprof.deploy.shards import RankShard, ShardTensor  # shards imports this module
-    from dummyprof.layout import ParallelLayout
 
 AUTO, NONE = "auto", "none"
 FLAG = "quantization"
@@ -140,65 +137,6 @@ def _config_method(config: Mapping[str, Any]) -> str:
     algo = str((config.get("quantization") or config).get("quant_algo", "")).upper()
     other = {"MXFP8": "modelopt_mxfp8", "MIXED_PRECISION": "modelopt_mixed"}  # not modelled: refused by name
     return other.get(algo, "modelopt_fp4" if "FP4" in algo else "modelopt")
-
-
-def scheme_of(options: Mapping[str, Any] | None) -> QuantScheme | None:
-    """The scheme :func:`engine_source` resolved into a source's options (``quantization``), else None."""
-    found = (options or {}).get("quantization")
-    if not isinstance(found, str) or found not in METHODS:
-        return None
-    opts = options or {}
-    dtype = getattr(torch, str(opts.get("dtype", "bfloat16")), torch.bfloat16)
-    return QuantScheme(
-        method=found,
-        config=dict(opts.get("quantization_config") or {}),
-        dtype=dtype if isinstance(dtype, torch.dtype) else torch.bfloat16,
-        hidden=opts.get("hidden_size"),
-        architectures=tuple(opts.get("architectures") or ()),
-    )
-
-
-def quantizer_of(options: Mapping[str, Any] | None) -> ShardQuantizer | None:
-    """What rewrites each shard of a source whose options carry a scheme (None: unquantized)."""
-    scheme = scheme_of(options)
-    return None if scheme is None else ShardQuantizer(scheme)
-
-
-def engine_source(source: ModelSource, flag: str = AUTO) -> ModelSource:
-    """``source`` as vLLM builds it with ``--quantization flag``: a quantized checkpoint becomes the engine's
-    one-rank model (fused linears holding the method's tensors); deployments cut its ``whole`` model per rank.
-
-    Unquantized (no ``quantization_config``, or ``none``), the source is returned as it is (with a notice for
-    ``none`` on a quantized checkpoint).
-    """
-    from dummyprof.anatomy import largest_low_precision_elements, model_bytes
-    from dummyprof.deploy.plan import ModelDims
-    from dummyprof.deploy.shards import Sharder
-    from dummyprof.layout import ParallelLayout
-
-    method, notice = resolve_method(source.options.get("quantization_config"), flag)
-    if notice:
-        source.notes.append(notice)
-    if method is None:
-        return source
-    options = {**source.options, "quantization": method}
-    dtype = str(options.get("dtype"))
-    supported = [str(d).removeprefix("torch.") for d in ACT_DTYPES[method]]
-    if dtype not in supported:
-        raise UsageError.for_field("dtype", f"vLLM refuses {method} with {dtype}: it supports {', '.join(supported)}")
-    whole = source.build(torch.device("meta"))
-    one = ParallelLayout()
-    sharder = Sharder(whole, one, ModelDims.of(whole, options), quantizer_of(options))
-    engine = sharder.build(one.coords()[0]).module
-    return dataclasses.replace(
-        source,
-        description=f"{source.description}, {method} as vLLM builds it",
-        build=lambda device: sharder.build(one.coords()[0], device).module,
-        estimated_bytes=model_bytes(engine),
-        options=options,
-        largest_scratch_bytes=3 * largest_low_precision_elements(engine),
-        whole=lambda: whole,
-    )
 
 
 # ---- which modules a method skips ---------------------------------------------------------

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import torch
 from torch import nn
@@ -48,9 +48,6 @@ from dummyprof.layout import (
     pp_range,
 )
 from dummyprof.units import MAX_WORLD_RANKS
-
-if TYPE_CHECKING:
-    from dummyprof.deploy.quant import ShardQuantizer
 
 META = torch.device("meta")
 
@@ -118,6 +115,12 @@ def heads_split(tp: int, heads: int | None, kv: int | None) -> bool:
     return (heads is None or heads % tp == 0) and (kv is None or (kv % tp if tp <= kv else tp % kv) == 0)
 
 
+class ShardRewrite(Protocol):
+    """What rewrites each shard after it is cut (a quantized checkpoint's method: ``deploy.quant.ShardQuantizer``)."""
+
+    def apply(self, shard: RankShard, layout: ParallelLayout, kv_heads: int | None = None) -> None: ...
+
+
 class Sharder:
     """Builds each rank's shard of ``model`` (on meta) under ``layout``."""
 
@@ -126,7 +129,7 @@ class Sharder:
         model: nn.Module,
         layout: ParallelLayout,
         dims: ModelDims | None = None,
-        quant: ShardQuantizer | None = None,
+        quant: ShardRewrite | None = None,
         *,
         advise: bool = True,
     ) -> None:

@@ -171,7 +171,9 @@ def load_buffers(config: object, shard: nn.Module, *, ep: int, experts: int) -> 
         return LoadBuffers()
     paths = [path.split(".") for path, _ in shard.named_modules()]
     names = [parts[-1] for parts in paths]
-    attention = sum(name in ("self_attn", "attn") for name in names)
+    # an attention layer is a ``self_attn`` (or GPT-2's ``attn``); a quantized shard's ``self_attn.attn`` holds its
+    # KV-cache method's tensors and is the same layer
+    attention = sum(p[-1] == "self_attn" or (p[-1] == "attn" and p[-2:-1] != ["self_attn"]) for p in paths)
     moe_layers = sum(name == "experts" for name in names)
     layers = {int(p[-2]) for p in paths if p[-1] in ("self_attn", "attn") and len(p) > 1 and p[-2].isdigit()}
     rotary, skipped = 0, ""

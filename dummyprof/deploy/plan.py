@@ -87,6 +87,19 @@ _PARTLY_SPLIT = {  # only these parts are split; the rest is on every stage
 }
 EMBED, NORM, HEAD = "embed", "norm", "head"
 
+# vLLM 0.33 classes that build their shared experts whole (``disable_tp``) under sequence-parallel MoE: they pass
+# ``parallel_config.use_sequence_parallel_moe`` to the shared expert's MLP (deepseek_v2.py DeepseekV2MoE, which
+# DeepSeek V1-V3.2, GLM-MoE-DSA, Mistral Large 3 and dots3 build; AXK1.py; qwen3_next.py Qwen3NextSparseMoeBlock, which
+# Qwen3.5-MoE reuses; llama4.py; nemotron_h.py; openpangu.py; interns2_mobius.py; DeepSeek-V4's and GLM-5-Next's own
+# MoE). The others (Qwen2-MoE, Qwen3-MoE, GLM-4-MoE, ...) split their shared experts over tp in every layout.
+_SHARED_WHOLE = """AXK1ForCausalLM DeepseekForCausalLM DeepseekV2ForCausalLM DeepseekV3ForCausalLM
+DeepseekV32ForCausalLM DeepseekV4ForCausalLM DeepseekV4ForConditionalGeneration Dots3NoteForCausalLM
+Glm5NextForCausalLM Glm5NextForConditionalGeneration GlmMoeDsaForCausalLM InternS2MobiusForConditionalGeneration
+Llama4ForCausalLM Llama4ForConditionalGeneration MistralLarge3ForCausalLM NemotronHForCausalLM
+NemotronHPuzzleForCausalLM PanguProMoEV2ForCausalLM PanguUltraMoEForCausalLM Qwen3NextForCausalLM
+Qwen3_5MoeForCausalLM Qwen3_5MoeForConditionalGeneration"""
+SHARED_EXPERTS_WHOLE_UNDER_SP = frozenset(_SHARED_WHOLE.split())
+
 
 @dataclass(frozen=True)
 class StageRule:

@@ -129,9 +129,7 @@ def main() -> None:
     print("| method | mode | median fill | GB/s | % of memset | vs random-convert | peak scratch | zeros in sample |")
     print("|---|---|---:|---:|---:|---:|---:|---:|")
     for m in engram.methods:
-        speedup = (
-            f"{convert.time.value / m.time.value:.1f}x" if m.time.value and convert.time.value else "n/a"
-        )
+        speedup = f"{convert.time.value / m.time.value:.1f}x" if m.time.value and convert.time.value else "n/a"
         zeros = f"{m.values.weight_zero_share:.1%}" if m.values else "n/a"
         print(
             f"| {m.name} | {m.mode} | {format_seconds(m.time.value)} | {m.gb_per_s.value or 0:.2f} "
@@ -143,9 +141,7 @@ def main() -> None:
     if fast is not None and fast.time.value:
         print()
         ratios = ", ".join(
-            f"{m.name} {m.time.value / fast.time.value:.1f}x"
-            for m in engram.methods
-            if m.name != FAST and m.time.value
+            f"{m.name} {m.time.value / fast.time.value:.1f}x" for m in engram.methods if m.name != FAST and m.time.value
         )
         print(f"random-fast at {fast.percent_of_floor.value or 0:.1f}% of memset; its speed-up over: {ratios}")
         if fast.values is not None:

@@ -232,7 +232,7 @@ def test_measured_and_projected_peaks_are_both_growth_over_the_rss_before() -> N
     from dummyprof.results.common import Estimate, MemoryUse
     from dummyprof.results.compare import Projection, StrategyResult
     from dummyprof.results.deployment import RankStrategy
-    from dummyprof.scenarios.deployment.run import _fill_figures
+    from dummyprof.scenarios.deployment.fills import _fill_figures
 
     entry = RankStrategy(strategy="per-layer")
     time = Estimate.projected(2.0, 1.5, 3.0, floor=1.0)
@@ -368,7 +368,7 @@ def test_a_cpu_deployment_names_its_device_in_every_headline(cli: Cli) -> None:
 def test_the_slowest_rank_is_named_only_outside_the_noise() -> None:
     from dummyprof.results.common import Estimate
     from dummyprof.results.deployment import DeploymentResult, RankEntry, RankStrategy
-    from dummyprof.scenarios.deployment.run import _slowest
+    from dummyprof.scenarios.deployment.fills import _slowest
 
     def rank(index: int, seconds: float, low: float, high: float) -> RankEntry:
         figures = RankStrategy("per-layer", time=Estimate.projected(seconds, low, high))
@@ -431,7 +431,7 @@ def test_real_ranks_that_do_not_finish_lose_nothing_already_measured(monkeypatch
     from dummyprof.ranks.world import RanksFailed
     from dummyprof.results.deployment import DeploymentResult, RankEntry, RankStrategy
     from dummyprof.scenarios.deployment import ranks
-    from dummyprof.scenarios.deployment.run import _real_ranks
+    from dummyprof.scenarios.deployment.fills import _real_ranks
 
     def one_finishes(options: object, strategies: list[str], limit_s: float) -> dict:
         failed = RanksFailed("2 ranks did not finish within 63 s")

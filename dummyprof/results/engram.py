@@ -8,6 +8,7 @@ from msgspec import field
 from dummyprof.results.common import MEASURED as MEASURED  # a method's mode: these two as an Estimate says them
 from dummyprof.results.common import PROJECTED as PROJECTED
 from dummyprof.results.common import Contention, Count, Estimate, Int64, MemoryUse, Record, named
+from dummyprof.results.verdict import Verdict
 
 PLANNED = "planned"  # dry run: nothing ran
 
@@ -176,7 +177,8 @@ class MethodResult(Record):
     startup: Estimate = field(default_factory=Estimate)  # allocation + first touch + fill; a projection's: summed
     startup_dominant: str = ""  # the largest term: "allocate", "first touch" or "fill"
     startup_dominant_share: float | None = None  # its share of the start-up
-    over_deadline: bool | None = None
+    over_deadline: bool | None = None  # the verdict's code is ``missed`` (files without ``deadline``: the point's)
+    deadline: Verdict | None = None  # the start-up's interval against --deadline (None: no deadline, or no time)
     generator_bound: bool | None = None  # under GENERATOR_BOUND_PERCENT of the memset floor
     values: ValueStats | None = None
 

@@ -15,8 +15,9 @@ from typing import Annotated, Any
 import typer
 
 from dummyprof.cli import audit, compare, engram, gate, inspect, report, sweep
-from dummyprof.cli.output import report_error, silence_stdout, third_party_warnings
+from dummyprof.cli.output import report_error, third_party_warnings
 from dummyprof.cli.signals import EXIT_TERMINATED, TERMINATED_MESSAGE, sigterm_interrupts
+from dummyprof.cli.stdout import ReaderGone, StandardOutputError, flush_at_end, guarded_stdout, silence_stdout
 from dummyprof.errors import DummyprofError, flag_text
 from dummyprof.reports.encoding import encoding_safe
 
@@ -98,10 +99,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     for stream in (sys.stdout, sys.stderr):
         encoding_safe(stream)  # PYTHONIOENCODING=ascii: µ becomes u, never a UnicodeEncodeError
     try:
-        with sigterm_interrupts() as sigterm, third_party_warnings():  # kept out of the report; --detail shows them
+        # stdout guarded: a write that fails is one line and exit 2 (cli/stdout.py); warnings kept off the report
+        with guarded_stdout() as stdout, sigterm_interrupts() as sigterm, third_party_warnings():
             rv = command.main(
                 args=list(argv) if argv is not None else None, prog_name="dummyprof", standalone_mode=False
             )
+            flush_at_end(stdout)
+    except StandardOutputError as exc:
+        silence_stdout()  # what is left in its buffer is not flushed again at exit
+        report_error(str(exc))
+        return exc.exit_code
     except DummyprofError as exc:
         report_error(flag_text(exc))
         return exc.exit_code
@@ -114,7 +121,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exc.exit_code
     except (KeyboardInterrupt, typer.Abort):
         rv = EXIT_INTERRUPTED
-    except BrokenPipeError:  # the reader went away (| head): not an error of ours
+    except (ReaderGone, BrokenPipeError):  # the reader went away (| head): not an error of ours
         silence_stdout()
         return EXIT_OK
     code = rv if isinstance(rv, int) else EXIT_OK

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
+from dummyprof.cli.stdout import ReaderGone, StandardOutputError, silence_stdout
 from dummyprof.files.inputs import RunInput
 from dummyprof.files.outputs import Output, path_of, write_outputs
 from dummyprof.files.outputs import check_outputs as check_outputs_of
@@ -169,8 +170,9 @@ def report_renamed(old: str, new: str) -> None:
 def report_error(message: str) -> None:
     from dummyprof.reports.tables.escape import visible
 
-    sys.stderr.write(f"dummyprof: error: {visible(message)}\n")  # a user's exception text is data: one line, inert
-    sys.stderr.flush()
+    with suppress(OSError, AttributeError, ValueError):  # no stderr left (closed, full): nothing more can be said
+        sys.stderr.write(f"dummyprof: error: {visible(message)}\n")  # a user's exception text is data: one line, inert
+        sys.stderr.flush()
 
 
 def emit(
@@ -199,6 +201,7 @@ def emit(
         files.insert(0, (output_for("--json", json_path), reporter("json", flag="--json")))
     failures: list[str] = []
     written: list[Output] = []
+    stdout_failed: StandardOutputError | None = None
     for output, render_file in files:
         failed = write_outputs([(output, render_file(results))], force=force)
         failures += failed
@@ -218,19 +221,16 @@ def emit(
                 verb = "appended to" if output.append else "written to"
                 line = (confirm or {}).get(output.flag, f"{WRITTEN.get(output.flag, output.flag)} {verb} {{path}}")
                 console.print(line.format(path=output.path), style="dim", markup=False)
-    except BrokenPipeError:  # | head: the reader has seen enough; the files are written, the exit code stands
+    except ReaderGone:  # | head: the reader has seen enough; the files are written, the exit code stands
         silence_stdout()
+    except StandardOutputError as exc:  # e.g. > /dev/full: the files are written; said last, exit 2 (main)
+        silence_stdout()
+        stdout_failed = exc
     for message in failures:
         report_error(message)
+    if stdout_failed is not None:
+        raise stdout_failed
     return EXIT_NOT_WRITTEN if failures else 0
-
-
-def silence_stdout() -> None:
-    """Send the rest of stdout, and the flush at exit, to /dev/null: a closed pipe is not worth a traceback."""
-    with suppress(OSError, ValueError):  # no descriptor (captured in tests): nothing will be flushed to a pipe
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        os.close(devnull)
 
 
 @contextmanager

@@ -8,6 +8,7 @@ imported inside a command, so ``dummyprof --help`` stays fast.
 from __future__ import annotations
 
 import functools
+import os
 import sys
 from collections.abc import Sequence
 from typing import Annotated, Any
@@ -121,6 +122,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exc.exit_code
     except (KeyboardInterrupt, typer.Abort):
         rv = EXIT_INTERRUPTED
+    except FileNotFoundError:  # os.path.realpath('rel.md') and the like, from a removed working folder
+        gone = working_folder_gone()
+        if gone is None:
+            raise
+        report_error(gone)
+        return EXIT_USAGE
     except (ReaderGone, BrokenPipeError):  # the reader went away (| head): not an error of ours
         silence_stdout()
         return EXIT_OK
@@ -131,6 +138,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     if code == EXIT_INTERRUPTED:
         sys.stderr.write("dummyprof: interrupted\n")
     return code
+
+
+def working_folder_gone() -> str | None:
+    """Why a relative path cannot be used: the working folder was removed (``os.getcwd()`` fails); None if it is
+    there. Absolute paths still work from a removed folder, so this is asked only once something failed."""
+    try:
+        os.getcwd()
+    except FileNotFoundError:
+        was = os.environ.get("PWD", "")
+        named = f" ({was})" if was else ""
+        return (
+            f"the working folder{named} no longer exists, so a relative path names nothing; "
+            "cd to a folder that exists, or give absolute paths"
+        )
+    return None
 
 
 def run() -> None:

@@ -194,6 +194,7 @@ def emit(
     replaces the line confirming a flag's file (``{path}`` is its path). ``detail``: the terminal's every table.
     """
     from dummyprof.reports.console import make_console
+    from dummyprof.results.whole import Refused
 
     to_stdout = json_to_stdout(json_path)
     files = list(reports)
@@ -203,7 +204,12 @@ def emit(
     written: list[Output] = []
     stdout_failed: StandardOutputError | None = None
     for output, render_file in files:
-        failed = write_outputs([(output, render_file(results))], force=force)
+        try:
+            text = render_file(results)
+        except Refused as exc:  # what the results reader would refuse is never written (results/store.py)
+            failures.append(f"{output.flag}: {output.path} not written: it would not read back: {exc}")
+            continue
+        failed = write_outputs([(output, text)], force=force)
         failures += failed
         if not failed:
             written.append(output)

@@ -15,6 +15,7 @@ from contextlib import contextmanager, suppress
 from typing import Any, TextIO
 
 from dummyprof.errors import DummyprofError
+from dummyprof.files.undecodable import spelled
 
 
 class StandardOutputError(DummyprofError):
@@ -62,8 +63,11 @@ class GuardedStream:
         try:
             raw = getattr(target, "buffer", None)
             if isinstance(raw, io.RawIOBase):  # unbuffered (python -u): TextIOWrapper drops a short write silently
-                return _write_raw(target, raw, text)
-            return target.write(text)
+                return _write_raw(target, raw, spelled(text))
+            try:
+                return target.write(text)
+            except UnicodeEncodeError:  # a name that was not UTF-8 (strict stdout): spelled, as in every file
+                return target.write(spelled(text))
         except OSError as exc:
             raise _failed(exc) from None
 

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from dummyprof.errors import UsageError
 from dummyprof.files.inputs import RunInput, imported_sources
+from dummyprof.files.undecodable import ERRORS as UNDECODABLE
 
 STDOUT = "-"
 STEP_SUMMARY = "GITHUB_STEP_SUMMARY"
@@ -230,12 +231,13 @@ def check_outputs(outputs: Sequence[Output], *, force: bool, inputs: Iterable[Ru
 
 def publish(path: Path, text: str, *, replace: bool) -> None:
     """``text`` to a temporary file in ``path``'s folder, moved into place: renamed over what is there (``replace``,
-    keeping a regular file's mode) or linked (FileExistsError if anything is there); never half a file."""
+    keeping a regular file's mode) or linked (FileExistsError if anything is there); never half a file. A name that
+    was not UTF-8 is written as a visible escape (files/undecodable.py), never as a UnicodeEncodeError."""
     st = _stat(path) if replace else None
     mode = stat.S_IMODE(st.st_mode) if st is not None and stat.S_ISREG(st.st_mode) else new_file_mode()
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        with os.fdopen(fd, "w", encoding="utf-8", errors=UNDECODABLE) as handle:
             handle.write(text)
             handle.flush()
             os.fchmod(handle.fileno(), mode)  # mkstemp makes 0600; give the file the mode open() would
@@ -248,7 +250,9 @@ def publish(path: Path, text: str, *, replace: bool) -> None:
         except FileExistsError:
             raise
         except OSError:  # no hard links on this file system: exclusive create, written in place
-            with os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode), "w", encoding="utf-8") as out:
+            with os.fdopen(
+                os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode), "w", encoding="utf-8", errors=UNDECODABLE
+            ) as out:
                 out.write(text)
     finally:
         with contextlib.suppress(OSError):
@@ -262,7 +266,7 @@ def write_output(output: Output, text: str, *, force: bool) -> None:
         raise IsADirectoryError(21, "Is a directory", str(output.path))
     # Appended to (the step summary), or a FIFO or device: written into, never replaced.
     if output.append or (st is not None and not stat.S_ISREG(st.st_mode)):
-        with open(real, "a" if output.append else "w", encoding="utf-8") as handle:
+        with open(real, "a" if output.append else "w", encoding="utf-8", errors=UNDECODABLE) as handle:
             handle.write(text)
     else:
         publish(real, text, replace=force)

@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from dummyprof.results.session import Results
-from dummyprof.units import MAX_WORLD_RANKS
+from dummyprof.units import MAX_NESTING, MAX_WORLD_RANKS, nesting_depth
 
 
 class Refused(ValueError):
@@ -76,21 +76,9 @@ def _deployment(d: Any, where: str) -> None:
         _names(d.slowest_strategy, strategies, f"{where}.slowest_strategy", f"strategy of rank {d.slowest_rank}")
 
 
-MAX_DEPTH = 64  # a model's options nest a level or two; deeper free-form values are corrupt or hostile
-
-
 def _shallow(value: Any, where: str) -> None:
-    level = [value]
-    for _ in range(MAX_DEPTH):
-        level = [
-            v
-            for item in level
-            if isinstance(item, (dict, list))
-            for v in (item.values() if isinstance(item, dict) else item)
-        ]
-        if not level:
-            return
-    raise Refused(f"{where}: nested more than {MAX_DEPTH} levels deep (corrupt?)")
+    if nesting_depth(value) > MAX_NESTING:
+        raise Refused(f"{where}: nested more than {MAX_NESTING} levels deep (corrupt?)")
 
 
 def _free_values(results: Results) -> Iterable[tuple[Any, str]]:

@@ -24,7 +24,7 @@ MAX_NESTING = 64
 
 
 def nesting_depth(value: object, limit: int = MAX_NESTING) -> int:
-    """How many levels of lists and dicts ``value`` nests (0 for a scalar, 1 for ``[]``), counted up to ``limit + 1``."""
+    """How many levels of lists and dicts ``value`` nests (0: a scalar, 1: ``[]``), counted up to ``limit + 1``."""
     level, depth = [value], 0
     while depth <= limit:
         containers = [item for item in level if isinstance(item, (dict, list, tuple))]

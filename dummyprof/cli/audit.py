@@ -64,12 +64,12 @@ def audit(
         options.strategies = []  # --loader alone audits the loaders, not the default strategies too
     validate(options)  # bad flags are refused before torch is imported (the scenario checks again)
     inputs = run_inputs(model=options.model, loaders=options.loaders)
-    reports = check_outputs({"--json": json_path, "--html": html}, force=force, inputs=inputs)
+    reports = check_outputs({"--json": json_path, "--html": html}, force=force, inputs=inputs, command="audit")
     from dummyprof.scenarios.audit import run as scenario
 
     with measuring(None, quiet=quiet, json_path=json_path):
         results = scenario.run(options)
-    if code := emit(results, json_path=json_path, quiet=quiet, force=force, reports=reports):
+    if code := emit(results, json_path=json_path, quiet=quiet, force=force, reports=reports, command="audit"):
         return code  # never 1: a finding that was not recorded is not a verdict CI can trust
     assert results.audit is not None
     return 0 if results.audit.clean else 1

@@ -98,12 +98,12 @@ def engram(
             if given:
                 raise UsageError(flag, "only applies to a multi-rank run: add --nproc N or start under torchrun")
         options = options_from(EngramOptions, FIELDS, params)[0]  # the run validates once
-        reports = check_outputs({"--json": json_path, "--html": html}, force=force)
+        reports = check_outputs({"--json": json_path, "--html": html}, force=force, command="engram")
         from dummyprof.scenarios.engram import run as scenario
 
         with progress_bar(not quiet and not options.dry_run, "engram") as progress:
             results = scenario.run(options, progress=progress)
-        return emit(results, json_path=json_path, quiet=quiet, force=force, reports=reports)
+        return emit(results, json_path=json_path, quiet=quiet, force=force, reports=reports, command="engram")
     timeout_s = parse_float("--dist-timeout", dist_timeout, example="600")
     if env is not None:
         return _torchrun_rank(params, env, timeout_s)
@@ -116,9 +116,9 @@ def engram(
     single = _checked(params)
     fields = {f.name: getattr(single, f.name) for f in dataclasses.fields(single)}
     options = EngramRanksOptions(**fields, nproc=count, dist_timeout_s=timeout_s, dist_backend=dist_backend)
-    reports = check_outputs({"--json": json_path, "--html": html}, force=force)
+    reports = check_outputs({"--json": json_path, "--html": html}, force=force, command="engram")
     run = launch_ranks(options, describe=flag_text)
-    code = emit(run.gathered, json_path=json_path, quiet=quiet, force=force, reports=reports)
+    code = emit(run.gathered, json_path=json_path, quiet=quiet, force=force, reports=reports, command="engram")
     if all_ranks:
         for own in run.own[1:]:
             emit(own, json_path=None, quiet=quiet)
@@ -153,7 +153,7 @@ def _torchrun_rank(params: dict[str, Any], env: LaunchEnv, timeout_s: float) -> 
         options = _checked(params, notices=world.rank == 0)  # a deprecated flag said once, not by every rank
         validate(rank_options(options, world, available=0))
         if world.rank == 0:  # only rank 0 writes the results files
-            check_outputs({"--json": json_path, "--html": params["html"]}, force=force)
+            check_outputs({"--json": json_path, "--html": params["html"]}, force=force, command="engram")
         return options
 
     backend = pick_backend(str(params["dist_backend"]), offload=bool(params["offload"]), device=str(params["device"]))
@@ -166,8 +166,8 @@ def _torchrun_rank(params: dict[str, Any], env: LaunchEnv, timeout_s: float) -> 
             report_error(outcome.error)
         raise typer.Exit(outcome.exit_code)
     if outcome.gathered is not None:
-        reports = html_reports(params["html"])
-        return emit(outcome.gathered, json_path=json_path, quiet=quiet, force=force, reports=reports)
+        reports = html_reports(params["html"], command="engram")
+        return emit(outcome.gathered, json_path=json_path, quiet=quiet, force=force, reports=reports, command="engram")
     if params["all_ranks"] and outcome.results is not None:
         sys.stdout.flush()
         emit(outcome.results, json_path=None, quiet=quiet)

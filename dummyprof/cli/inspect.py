@@ -36,9 +36,9 @@ FIELDS = (  # inspect's groups, in the order --help lists their flags
 def inspect(
     options: InspectOptions, json_path: JsonOpt = None, force: ForceOpt = False, quiet: QuietOpt = False
 ) -> int:
-    check_outputs({"--json": json_path}, force=force, inputs=run_inputs(model=options.model))
+    check_outputs({"--json": json_path}, force=force, inputs=run_inputs(model=options.model), command="inspect")
     from dummyprof.scenarios.inspect import run as scenario
 
     with measuring(None, quiet=quiet, json_path=json_path):
         results = scenario.run(options)
-    return emit(results, json_path=json_path, quiet=quiet, force=force)
+    return emit(results, json_path=json_path, quiet=quiet, force=force, command="inspect")

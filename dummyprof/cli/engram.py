@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from dummyprof.cli.output import ForceOpt, HtmlOpt, JsonOpt, QuietOpt, check_outputs, emit, progress_bar
+from dummyprof.cli.output import DETAIL, ForceOpt, HtmlOpt, JsonOpt, QuietOpt, check_outputs, emit, progress_bar
 from dummyprof.cli.schema_command import options_from, with_options
 from dummyprof.errors import UsageError, flag_text
 from dummyprof.ranks.world import LaunchEnv, launch_env
@@ -75,6 +75,7 @@ FLAGS = {
     "dist_backend": Spec(help="Multi-rank: auto (nccl for tables on GPUs, else gloo), gloo or nccl."),
     "dist_timeout": Spec(metavar="SECONDS", help="Multi-rank: how long a rank waits for the others at any step."),
     "all_ranks": Spec(unit="flag", help="Multi-rank: every rank prints its own report too (rank 0 always)."),
+    "detail": DETAIL,
 }
 
 
@@ -89,8 +90,10 @@ def engram(
     dist_backend: str = "auto",
     dist_timeout: str = "600",
     all_ranks: bool = False,
+    detail: bool = False,
 ) -> int:
     params = dict(ctx.params)
+    shown: dict[str, Any] = {"detail": detail, "command": "engram"}
     env = launch_env()
     if nproc is None and env is None:
         single_process = (("--all-ranks", all_ranks), ("--dist-backend", dist_backend != "auto"))
@@ -103,7 +106,7 @@ def engram(
 
         with progress_bar(not quiet and not options.dry_run, "engram") as progress:
             results = scenario.run(options, progress=progress)
-        return emit(results, json_path=json_path, quiet=quiet, force=force, reports=reports, command="engram")
+        return emit(results, json_path=json_path, quiet=quiet, force=force, reports=reports, **shown)
     timeout_s = parse_float("--dist-timeout", dist_timeout, example="600")
     if env is not None:
         return _torchrun_rank(params, env, timeout_s)
@@ -118,10 +121,10 @@ def engram(
     options = EngramRanksOptions(**fields, nproc=count, dist_timeout_s=timeout_s, dist_backend=dist_backend)
     reports = check_outputs({"--json": json_path, "--html": html}, force=force, command="engram")
     run = launch_ranks(options, describe=flag_text)
-    code = emit(run.gathered, json_path=json_path, quiet=quiet, force=force, reports=reports, command="engram")
+    code = emit(run.gathered, json_path=json_path, quiet=quiet, force=force, reports=reports, **shown)
     if all_ranks:
         for own in run.own[1:]:
-            emit(own, json_path=None, quiet=quiet)
+            emit(own, json_path=None, quiet=quiet, detail=detail)
     return code
 
 
@@ -167,8 +170,17 @@ def _torchrun_rank(params: dict[str, Any], env: LaunchEnv, timeout_s: float) -> 
         raise typer.Exit(outcome.exit_code)
     if outcome.gathered is not None:
         reports = html_reports(params["html"], command="engram")
-        return emit(outcome.gathered, json_path=json_path, quiet=quiet, force=force, reports=reports, command="engram")
+        detail = bool(params["detail"])
+        return emit(
+            outcome.gathered,
+            json_path=json_path,
+            quiet=quiet,
+            force=force,
+            reports=reports,
+            detail=detail,
+            command="engram",
+        )
     if params["all_ranks"] and outcome.results is not None:
         sys.stdout.flush()
-        emit(outcome.results, json_path=None, quiet=quiet)
+        emit(outcome.results, json_path=None, quiet=quiet, detail=bool(params["detail"]))
     return 0

@@ -18,6 +18,7 @@ from dummyprof.cli.stdout import ReaderGone, StandardOutputError, silence_stdout
 from dummyprof.files.inputs import RunInput
 from dummyprof.files.outputs import Output, path_of, write_outputs
 from dummyprof.files.outputs import check_outputs as check_outputs_of
+from dummyprof.schema import Spec
 
 if TYPE_CHECKING:  # results (and what reading them needs) load when a command runs, not for --help
     from dummyprof.results.session import Results
@@ -42,6 +43,12 @@ HtmlOpt = Annotated[
     ),
 ]
 ForceOpt = Annotated[bool, typer.Option("--force", help="Overwrite output files that already exist.")]
+# --detail, on every command whose terminal report leaves detail out (a deployment's, engram's; compare states its own)
+DETAIL = Spec(
+    unit="flag",
+    help="Print every table, fit, sample and interval. Without it the report leads with the answer and fits one "
+    "screen; --json, --html and Markdown always carry the detail.",
+)
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="Print only the summary line.")]
 
 EXIT_NOT_WRITTEN = 2  # results shown, but a file could not be written (the gate uses 3, "could not record")

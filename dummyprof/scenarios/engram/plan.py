@@ -13,7 +13,7 @@ import torch
 from dummyprof.allocation.backings import SHM_DIR, Backing, backing_disk_free, disk_free_bytes
 from dummyprof.errors import DoesNotFitError
 from dummyprof.loaders.fp8_methods import FLOOR, FillMethod
-from dummyprof.measure.budget import DEFAULT_SHARE, host_memory, limit_flag, memory_fix
+from dummyprof.measure.budget import DEFAULT_SHARE, host_memory, limit_flag, memory_fix, offered_seconds
 from dummyprof.measure.memory import gpu_free_bytes
 from dummyprof.measure.projection import SamplingError, sample_sizes
 from dummyprof.models.engram import EngramSpec, rank_table_bytes, shard
@@ -309,8 +309,14 @@ def plan_samples(
         names = ", ".join(m.name for m in plan.projected)
         if exc.binding == "memory":
             raise DoesNotFitError(limit_flag(limit), f"cannot project {names}: {exc}; {memory_fix(limit)}") from None
-        raise DoesNotFitError.for_field(
-            "time_budget_s", f"cannot project {names}: {exc}; raise --time-budget"
-        ) from None
+        # The sampling share grows at least in proportion to the budget (what is left of it, or its share):
+        # the budget scaled by what the smallest samples need over the share they had holds them.
+        scale = (exc.needed_s or 0.0) / seconds if seconds > 0 else 0.0
+        fix = (
+            f"give --time-budget {offered_seconds(options.time_budget_s * scale)}s"
+            if scale > 1
+            else "raise --time-budget"
+        )
+        raise DoesNotFitError.for_field("time_budget_s", f"cannot project {names}: {exc}; {fix}") from None
     plan.sample_groups = groups
     return sampled

@@ -100,8 +100,11 @@ def test_refuses_to_overwrite_without_force(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="already exists; pass --force"):
         probe_output(Output("--json", path), force=False)
     probe_output(Output("--json", path), force=True)
-    with pytest.raises(UsageError, match="does not exist"):
-        probe_output(Output("--json", tmp_path / "no" / "r.json"), force=False)
+    probe_output(Output("--json", tmp_path / "no" / "r.json"), force=False)  # its folder is made, as pytest's
+    assert (tmp_path / "no").is_dir()
+    (tmp_path / "file").write_text("")
+    with pytest.raises(UsageError, match="a folder in its path is a file"):
+        probe_output(Output("--json", tmp_path / "file" / "sub" / "r.json"), force=False)
     with pytest.raises(UsageError, match="is a directory"):
         probe_output(Output("--json", tmp_path), force=True)
 

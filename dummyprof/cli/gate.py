@@ -19,7 +19,6 @@ from dummyprof.cli.output import (
     output_for,
     reporter,
 )
-from dummyprof.cli.output import report_renamed as say_renamed
 from dummyprof.cli.schema_command import with_options
 from dummyprof.errors import DummyprofError, UsageError
 from dummyprof.files.outputs import Output, is_step_summary
@@ -151,8 +150,6 @@ def baseline(
     from dummyprof.gate.runner import contended_timings, make_baseline, not_recorded
 
     cfg = load_config(config)
-    for old, new in cfg.renamed:
-        say_renamed(old, new)
     json_output = {"--output": "json"}
     check_outputs({"--output": output}, force=force, inputs=run_inputs(gate=cfg), command=BASELINE, formats=json_output)
     scenarios = cfg.select(scenario)
@@ -224,8 +221,6 @@ def gate(
     from dummyprof.gate.runner import load_baseline, not_recorded, run_gate
 
     cfg = load_config(config)
-    for old, new in cfg.renamed:
-        say_renamed(old, new)
     append = markdown is not None and is_step_summary(markdown)  # appended only to the CI step summary
     html_files = check_outputs(
         {"--json": json_path, "--junit": junit, "--benchmark-json": benchmark_json, "--html": html}

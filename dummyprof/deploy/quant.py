@@ -12,7 +12,6 @@ The methods and their vLLM sources are listed in docs/deployments.md ("Quantized
 from __future__ import annotations
 
 import dataclasses
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from fnmatch import fnmatch
@@ -22,6 +21,8 @@ import torch
 from torch import nn
 
 from dummyprof.anatomy import dtype_name, qualified_name
+from dummyprof.deploy import name_patterns
+from dummyprof.deploy.quant_config import check_config
 from dummyprof.errors import UsageError
 from dummyprof.loaders.initializers import (
     RULE_DECLARED,
@@ -161,6 +162,7 @@ def engine_source(source: ModelSource, flag: str = AUTO) -> ModelSource:
         source.notes.append(notice)
     if method is None:
         return source
+    check_config(method, source.options.get("quantization_config") or {})
     options = {**source.options, "quantization": method}
     dtype = str(options.get("dtype"))
     supported = [str(d).removeprefix("torch.") for d in ACT_DTYPES[method]]
@@ -187,9 +189,9 @@ def _match(method: str, prefix: str, rule: str) -> bool:
     fp8 exact names; compressed-tensors ``re:`` patterns (matched at the start) or exact names; GPTQ ``-:``
     patterns; AWQ and mxfp4 substrings; ModelOpt substrings or globs."""
     if method == "compressed-tensors" and rule.startswith("re:"):
-        return re.match(rule[3:], prefix) is not None
+        return name_patterns.match(rule[3:], prefix)
     if method == "gptq":
-        return rule.startswith("-:") and re.match(rule[2:], prefix) is not None
+        return rule.startswith("-:") and name_patterns.match(rule[2:], prefix)
     if method.startswith("modelopt"):
         return rule in prefix or fnmatch(prefix, rule)
     if method in ("awq", "mxfp4"):
@@ -371,7 +373,7 @@ def _gptq_config(scheme: QuantScheme, prefixes: tuple[str, ...]) -> dict[str, An
     """The base config with the first positive ``dynamic`` rule matching the module applied (``override_config``)."""
     config = dict(scheme.config)
     for pattern, override in (scheme.get("dynamic") or {}).items():
-        if not pattern.startswith("-:") and any(re.match(pattern.removeprefix("+:"), p) for p in prefixes):
+        if not pattern.startswith("-:") and any(name_patterns.match(pattern.removeprefix("+:"), p) for p in prefixes):
             return {**config, **(override if isinstance(override, Mapping) else {})}
     return config
 

@@ -26,6 +26,8 @@ POSITIVE = (
     "num_key_value_heads",
     "head_dim",
 )
+# A checkpoint's quantization: checked by deploy/quant_config.py for the method vLLM builds from it.
+QUANTIZATION_CONFIGS = ("quantization_config", "compression_config")
 # One dimension past this is no model (and a product of two would overflow torch's int64 sizes).
 MAX_DIMENSION = 1 << 32
 
@@ -79,6 +81,8 @@ def check_fields(data: Mapping[str, Any], model_type: str, *, flag: str, where: 
     """
     defaults = _class_defaults(model_type)
     for name, value in data.items():
+        if name in QUANTIZATION_CONFIGS:
+            continue  # its own rules (a group of -1 is channelwise): deploy/quant_config.py, for the method vLLM builds
         if isinstance(value, Mapping) and name.endswith("_config"):
             nested_type = value.get("model_type")
             nested = nested_type if isinstance(nested_type, str) else ""

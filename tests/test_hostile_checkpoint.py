@@ -1,0 +1,156 @@
+"""A hand-edited checkpoint config: every quantization field and every rotary field is checked where it enters,
+refused in one line naming the flag and the field (exit 2), and no figure shown is impossible."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dummyprof.deploy.name_patterns import MAX_STATES, NamePattern, PatternError, match
+from tests.conftest import CliResult
+
+Cli = Callable[..., CliResult]
+DATA = Path("tests/data")
+FIX = "correct it in the config, or give --quantization none to count the model unquantized"
+
+
+def _config(tmp_path: Path, base: str, quant: dict[str, Any] | None = None, **fields: Any) -> str:
+    data = json.loads((DATA / f"{base}.json").read_text())
+    data.update({"num_hidden_layers": 1, **fields})
+    if "layer_types" in data:  # gpt-oss: one per layer
+        data["layer_types"] = data["layer_types"][: data["num_hidden_layers"]]
+    if quant is not None:
+        data["quantization_config"] = quant
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(data))
+    return f"hf:{path}"
+
+
+def _refused(result: CliResult, flag: str, *words: str) -> None:
+    assert result.exit_code == 2, result.stderr + result.stdout
+    assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr, result.stderr
+    assert result.stderr.startswith(f"dummyprof: error: {flag}: "), result.stderr
+    for word in words:
+        assert word in result.stderr, result.stderr
+
+
+# ---- class 1: quantization fields --------------------------------------------------------------------------------
+
+GPTQ = {"quant_method": "gptq", "bits": 4, "group_size": 128, "desc_act": False, "sym": True}
+
+
+@pytest.mark.parametrize(
+    ("base", "edit", "field", "shown"),
+    [
+        ("DeepSeek-V3", {"weight_block_size": [-128, -128]}, "weight_block_size[0]", "-128 is not a whole number"),
+        ("DeepSeek-V3", {"weight_block_size": ["128", 128]}, "weight_block_size[0]", "'128' is not a whole number"),
+        ("DeepSeek-V3", {"weight_block_size": 128}, "weight_block_size", "128 is not a block"),
+        ("DeepSeek-V3", {"ignored_layers": "lm_head"}, "ignored_layers", "is not a list of module names"),
+        (None, {"bits": -4}, "bits", "-4 is not one of 2, 3, 4, 8"),
+        (None, {"bits": 4.0}, "bits", "4.0 is not a whole number"),
+        (None, {"group_size": 0}, "group_size", "0 is not a whole number above 0 (or -1: channelwise)"),
+        (None, {"dynamic": {"-:([": {}}}, "dynamic['-:([']", "is not a regular expression (unterminated"),
+        (None, {"dynamic": {r"+:(a)\1": {}}}, "dynamic['+:(a)\\\\1']", "has a backreference"),
+        (None, {"dynamic": {"+:.*": {"bits": 5}}}, "dynamic['+:.*'].bits", "5 is not one of 2, 3, 4, 8"),
+        ("Llama-3.1-8B-Instruct-AWQ-INT4", {"bits": 3}, "bits", "3 is not one of 4, 8"),
+        ("Llama-3.1-8B-Instruct-AWQ-INT4", {"group_size": -128}, "group_size", "-128 is not a whole number above 0"),
+        ("Qwen3-30B-A3B-FP8-dynamic", {"ignore": ["re:(["]}, "ignore[0]", "is not a regular expression"),
+        ("Qwen3-30B-A3B-FP8-dynamic", {"ignore": ["re:(?=x)"]}, "ignore[0]", "has a lookahead or lookbehind"),
+        (
+            "DeepSeek-R1-FP4",
+            {"quantization": {"quant_algo": "NVFP4", "group_size": -16}},
+            "quantization.group_size",
+            "-16 is not a whole number",
+        ),
+        ("gpt-oss-20b", {"modules_to_not_convert": [1]}, "modules_to_not_convert", "is not a list of module names"),
+    ],
+    ids=lambda v: None if isinstance(v, (dict, str)) else "gptq",
+)
+def test_a_quantization_field_no_checkpoint_holds_is_one_line_naming_it(
+    tmp_path: Path, cli: Cli, base: str | None, edit: dict[str, Any], field: str, shown: str
+) -> None:
+    # before: a RuntimeError from torch.empty (negative dimension), re.error, TypeError: tracebacks, exit 1
+    quant = dict(GPTQ) if base is None else json.loads((DATA / f"{base}.json").read_text())["quantization_config"]
+    quant.update(edit)
+    model = _config(tmp_path, base or "Llama-3.1-8B", quant)
+    result = cli("inspect", "--model", model, "--tp", "2", "-q")
+    _refused(result, "--quantization", f"quantization_config.{field} ", shown, FIX)
+    assert cli("inspect", "--model", model, "--tp", "2", "-q", "--quantization", "none").exit_code == 0
+
+
+def test_a_pathological_pattern_is_matched_in_bounded_time(tmp_path: Path, cli: Cli) -> None:
+    # before: Python's re backtracks through 2^n ways of splitting every module name; the run never ended
+    quant = dict(GPTQ, dynamic={"-:(.|.)*(.|.)*Z": {}})
+    started = time.perf_counter()
+    result = cli("inspect", "--model", _config(tmp_path, "Llama-3.1-8B", quant, num_hidden_layers=2), "-q")
+    assert result.exit_code == 0, result.stderr
+    assert time.perf_counter() - started < 60  # re takes days on the 30-character names
+
+
+# ---- the matcher: re.match's answer, without backtracking --------------------------------------------------------
+
+NAMES = [
+    "model.layers.0.mlp.gate",
+    "model.layers.1.mlp.gate_proj",
+    "model.layers.12.self_attn.q_proj",
+    "lm_head",
+    "LM_HEAD",
+    "model.layers.0.mlp.experts.0.gate_proj",
+    "",
+    "a\n",
+]
+PATTERNS = [
+    r".*mlp.gate$",
+    r"model\.layers\.1\.mlp\..*",
+    r"(?i)lm_head",
+    r"model.layers.\d+.self_attn",
+    r".*\.0\.(gate|up)_proj$",
+    r"[\w.]+proj\b",
+    r"(?:q|k|v)_proj",
+    r"model\.layers\.[^2-9]\.",
+    r"a\Z",
+    r"a$",
+    r"(?m)a$",
+    r"x?",
+    r"model.{3,5}layers",
+    r"\Blayers",
+    r"(?s).*\n",
+]
+
+
+@pytest.mark.parametrize("pattern", PATTERNS)
+def test_the_matcher_answers_as_re_match(pattern: str) -> None:
+    for name in NAMES:
+        assert match(pattern, name) == (re.match(pattern, name) is not None), (pattern, name)
+
+
+@pytest.mark.parametrize(
+    ("pattern", "why"),
+    [
+        ("([", "not a regular expression"),
+        (r"(a)\1", "backreference"),
+        ("(?(1)a|b)", "not a regular expression"),
+        ("(?<=a)b", "lookahead or lookbehind"),
+        ("(?!a)", "lookahead or lookbehind"),
+        ("(?>a)", "atomic group"),
+        ("a*+", "possessive quantifier"),
+        ("(a{1000}){1000}", f"more than {MAX_STATES:,} states"),
+        ("a" * 1001, "over 1,000"),
+    ],
+)
+def test_what_the_matcher_cannot_run_is_refused_saying_why(pattern: str, why: str) -> None:
+    with pytest.raises(PatternError, match=re.escape(why)):
+        NamePattern(pattern)
+
+
+def test_nested_quantifiers_cost_states_times_characters() -> None:
+    started = time.perf_counter()
+    assert not match("(a*)*b", "a" * 20_000)
+    assert not match("(.|.)*(.|.)*Z", "model.layers.0.mlp.experts.0.gate_proj" * 100)
+    assert time.perf_counter() - started < 10  # re.match: 2^20000 ways

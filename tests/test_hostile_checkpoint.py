@@ -154,3 +154,101 @@ def test_nested_quantifiers_cost_states_times_characters() -> None:
     assert not match("(a*)*b", "a" * 20_000)
     assert not match("(.|.)*(.|.)*Z", "model.layers.0.mlp.experts.0.gate_proj" * 100)
     assert time.perf_counter() - started < 10  # re.match: 2^20000 ways
+
+
+# ---- class 2: rotary-cache fields, and no impossible figure --------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("base", "fields", "field", "shown"),
+    [
+        ("Qwen3-30B-A3B", {"dual_chunk_attention_config": {"chunk_size": 1000, "local_size": 200000}},
+         "dual_chunk_attention_config.local_size", "200,000 is larger than chunk_size 1,000"),
+        ("Qwen3-30B-A3B", {"dual_chunk_attention_config": {"chunk_size": "x", "local_size": 2}},
+         "dual_chunk_attention_config.chunk_size", "'x' is text where a whole number belongs"),
+        ("Llama-3.1-8B", {"rope_scaling": {"rope_type": "default", "rope_dim": -64}},
+         "rope_scaling.rope_dim", "-64 is negative"),
+        ("Llama-3.1-8B", {"rope_scaling": {"rope_type": "default", "rope_dim": "x"}},
+         "rope_scaling.rope_dim", "'x' is text where a whole number belongs"),
+        ("Llama-3.1-8B", {"rope_scaling": {"rope_type": "yarn", "factor": 8, "original_max_position_embeddings": -8}},
+         "rope_scaling.original_max_position_embeddings", "-8 is negative"),
+        ("Llama-3.1-8B", {"rope_scaling": {"rope_type": "yarn", "factor": 8, "original_max_position_embeddings": "x"}},
+         "rope_scaling.original_max_position_embeddings", "'x' is text where a whole number belongs"),
+        ("Llama-3.1-8B", {"rope_scaling": {"rope_type": "default", "partial_rotary_factor": "x"}},
+         "rope_scaling.partial_rotary_factor", "'x' is not a number"),
+        ("Llama-3.1-8B", {"partial_rotary_factor": 2.0}, "partial_rotary_factor", "2.0 is more than the whole head"),
+    ],
+    ids=["dual-chunk-local-over-chunk", "dual-chunk-text", "negative-rope-dim", "text-rope-dim",
+         "negative-original", "text-original", "text-partial", "partial-over-1"],
+)  # fmt: skip
+def test_a_rotary_field_no_model_holds_is_one_line_naming_it(
+    tmp_path: Path, cli: Cli, base: str, fields: dict[str, Any], field: str, shown: str
+) -> None:
+    # before: "-32.83 MiB" of rotary cache per rank and an inflated room on the device, or a ValueError traceback
+    result = cli("inspect", "--model", _config(tmp_path, base, **fields), "--tp", "2", "--json", "-")
+    _refused(result, "--model", f"config field {field}: {shown}")
+    assert result.stdout == ""
+
+
+def _config_object(**rope: Any) -> Any:
+    from types import SimpleNamespace
+
+    return SimpleNamespace(
+        rope_parameters=rope, num_attention_heads=8, hidden_size=1024, max_position_embeddings=4096
+    )  # as a remote-code config or a --model-arg leaves it: past hf_fields' checks
+
+
+@pytest.mark.parametrize(
+    ("rope", "dual", "shown"),
+    [
+        ({"rope_type": "default", "rope_dim": -64}, None, "rope_scaling.rope_dim -64 is not a whole number from 1"),
+        ({"rope_type": "default", "rope_dim": "x"}, None, "rope_scaling.rope_dim 'x' is not a whole number"),
+        ({"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": -1}, None,
+         "rope_scaling.original_max_position_embeddings -1 is not a whole number from 1"),
+        ({"rope_type": "default", "partial_rotary_factor": -0.5}, None, "partial_rotary_factor -0.5 is not a share"),
+        ({"rope_type": "default"}, {"chunk_size": 10, "local_size": 20},
+         "dual_chunk_attention_config.local_size 20 is larger than its chunk_size 10"),
+        ({"rope_type": "default"}, {"chunk_size": 10, "local_size": "x"},
+         "dual_chunk_attention_config.local_size 'x' is not a whole number"),
+    ],
+)  # fmt: skip
+def test_load_buffers_checks_each_rotary_field_where_it_enters(rope: dict[str, Any], dual: Any, shown: str) -> None:
+    import torch
+
+    from dummyprof.deploy.load_buffers import load_buffers
+    from dummyprof.errors import UsageError
+    from dummyprof.models.presets import dense_decoder
+
+    with torch.device("meta"):
+        model = dense_decoder()
+    config = _config_object(**rope)
+    config.dual_chunk_attention_config = dual
+    with pytest.raises(UsageError) as caught:
+        load_buffers(config, model, ep=1, experts=0)
+    assert caught.value.field == "model" and caught.value.message.startswith(f"the config's {shown}")
+
+
+def _deployment(**rank: Any) -> Any:
+    from dummyprof.results.deployment import DeploymentResult, RankEntry
+    from dummyprof.results.session import Results
+
+    entry = RankEntry(held_bytes=100, **rank)
+    deployment = DeploymentResult(ranks=[entry], world=1, model_bytes=100, layer_count=0, device_memory_bytes=1000)
+    return Results(command="deployment", deployment=deployment)
+
+
+@pytest.mark.parametrize(
+    ("rank", "where"),
+    [
+        ({"rotary_cache_bytes": -34_420_736}, "rotary_cache_bytes"),
+        ({"device_room_bytes": 5000, "device_fits": True}, "device_room_bytes: 5000 is more than the device's 1000"),
+    ],
+    ids=["negative-bytes", "room-beyond-the-device"],
+)
+def test_an_impossible_figure_is_a_bug_caught_not_shown(rank: dict[str, Any], where: str) -> None:
+    from dummyprof.errors import ImpossibleFigure
+    from dummyprof.results.whole import check_possible
+
+    check_possible(_deployment())
+    with pytest.raises(ImpossibleFigure, match=re.escape(where)):
+        check_possible(_deployment(**rank))

@@ -6,6 +6,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
+import msgspec
+
+from dummyprof.errors import ImpossibleFigure
 from dummyprof.results.session import Results
 from dummyprof.units import MAX_WORLD_RANKS
 
@@ -58,6 +61,9 @@ def _deployment(d: Any, where: str) -> None:
         if r.replicated_bytes + r.padding_bytes > r.held_bytes or r.offloaded_bytes > r.held_bytes:
             raise Refused(f"{at}.held_bytes: {r.held_bytes} is less than the replicated, padding or offloaded bytes")
         _unique((s.strategy for s in r.strategies), f"{at}.strategies")
+        room, device = r.device_room_bytes, d.device_memory_bytes
+        if room is not None and (device is None or room > device):
+            raise Refused(f"{at}.device_room_bytes: {room} is more than the device's {device} bytes")
     for i, n in enumerate(d.nodes):
         if not n.ranks:
             raise Refused(f"{where}.nodes[{i}].ranks: a node has at least one rank")
@@ -114,3 +120,13 @@ def check_whole(results: Results) -> None:
         value = getattr(results, section)
         if value is not None:
             check(value, f"$.{section}")
+
+
+def check_possible(results: Results) -> None:
+    """Results as a run built them, held to what ``report`` holds their file to (no byte count below zero, every
+    identity true, no room beyond the device): what fails is a bug, refused rather than shown or written."""
+    try:
+        msgspec.convert(msgspec.to_builtins(results), type(results))  # the records' bounds: Count, Int64
+        check_whole(results)
+    except (msgspec.ValidationError, Refused) as exc:
+        raise ImpossibleFigure(str(exc)) from None

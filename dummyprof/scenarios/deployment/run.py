@@ -38,6 +38,7 @@ from dummyprof.results.deployment import (
     layout_text,
 )
 from dummyprof.results.session import Results
+from dummyprof.results.whole import check_possible
 from dummyprof.scenarios.compare.measure import measure
 from dummyprof.scenarios.compare.options import CompareOptions
 from dummyprof.scenarios.compare.runner import Progress
@@ -317,6 +318,7 @@ def run_deployment(
         result.online_quant_target = quant_target
     results = Results(command="deployment", environment=collect_environment(device), deployment=result)
     results.notices.extend(dict.fromkeys(notes))
+    check_possible(results)  # an impossible figure is a bug caught here, never shown
     return results
 
 

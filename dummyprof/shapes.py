@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, TypeVar
 
-from dummyprof.layout import ParallelLayout
+from dummyprof.layout import ParallelLayout, engram_split_refusal
 from dummyprof.schema import integer, option
 
 # --dtype auto: the synthetic tree is built in float32; an hf: model in vLLM's --dtype auto (the config's).
@@ -97,6 +97,13 @@ class EngramShape:
     def layout(self) -> ParallelLayout:
         """The ranks the tables are split over: the one layout object (``--tp`` x ``--dp``), parsed once."""
         return ParallelLayout(tp=self.tp, dp=self.dp)
+
+    def check_offer(self) -> None:
+        """The rules across the tables' fields that need no torch (the split over the ranks): what a flag's refusal
+        offers is held to them with the other flags given, before it is printed (``cli/schema_command.py``)."""
+        refused = engram_split_refusal(self.rows, self.heads, self.layout, self.rank)
+        if refused is not None:
+            raise refused
 
 
 LAYOUT_ALIASES = {"tp_size": "tp", "dp_size": "dp"}  # the Python API's old names of the Engram layout's sizes

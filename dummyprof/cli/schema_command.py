@@ -9,6 +9,7 @@ import inspect
 import typing
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Annotated, Any, Optional
 
 import typer
@@ -125,6 +126,7 @@ def options_from(
     an old flag's deprecation (one torchrun rank says it for all)."""
     values: dict[str, Any] = {}
     renamed: list[tuple[str, str]] = []  # old flags given: said once every value parsed (bad input: one line)
+    refused: tuple[str, Spec, Any, UsageError] | None = None  # the first value refused, said once the others parse
     for name, (field, spec) in _declared(cls, fields, form).items():
         raw = _given(field, spec, params)
         if spec.was is not None and params.get(_old_name(spec)) is not None:
@@ -136,16 +138,44 @@ def options_from(
             continue
         try:
             values[name] = parse(name, spec, raw)
-        except UsageError as exc:  # given by its old flag: named as given (the fix names the new one)
-            if not renamed or renamed[-1][0] != spec.was:
-                raise
-            raise UsageError(spec.was, exc.message) from None
+        except UsageError as exc:
+            if renamed and renamed[-1][0] == spec.was:  # given by its old flag: named as given (the fix: the new)
+                raise UsageError(spec.was, exc.message) from None
+            refused = refused or (name, spec, raw, exc)
+    if refused is not None:
+        name, spec, raw, first = refused
+        if not spec.example:
+            raise first
+        offer = _offer(cls, name, spec, values)
+        parse(name, dataclasses.replace(spec, example=offer), raw)  # refused again, offering what holds (or nothing)
+        raise first  # pragma: no cover - parse refused it once
     if renamed and notices:
         from dummyprof.cli.output import report_renamed
 
         for old, new in renamed:
             report_renamed(old, new)
     return cls(**values), frozenset(values)
+
+
+def _offer(cls: type, name: str, spec: Spec, others: Mapping[str, Any]) -> str:
+    """The value a refused flag offers: its example, else its least value, the first that passes with every other
+    flag as given the checks that need no torch (the world's bound, ``check_offer`` of the options' group that
+    declares one: Engram's split over the ranks); '' if none. The options class itself is not made: some of its
+    defaults import torch, which a flag's error never loads."""
+    declared = {f.name: f.default for f in dataclasses.fields(cls) if f.default is not dataclasses.MISSING}
+    least = str(int(spec.minimum)) if spec.minimum is not None else ""
+    owner = next((k for k in reversed(cls.__mro__) if "check_offer" in vars(k)), None)
+    for text in dict.fromkeys(t for t in (spec.example, least) if t):
+        values = {**declared, **others, name: parse(name, spec, text)}
+        try:
+            if all(f in values for f in LAYOUT_FIELDS):
+                check_world(SimpleNamespace(**values))  # reads the four sizes only
+            if owner is not None:
+                owner(**{f.name: values[f.name] for f in dataclasses.fields(owner) if f.name in values}).check_offer()
+        except UsageError:
+            continue
+        return text
+    return ""
 
 
 def with_options(

@@ -102,7 +102,7 @@ def resolve_method(config: Mapping[str, Any] | None, flag: str) -> tuple[str | N
         raise UsageError.for_field(
             FLAG,
             f"the model's config has no quantization_config, so there is no checkpoint layout for {method!r}; "
-            "for vLLM's online fp8 path give --online-quant fp8",
+            "give --quantization auto or none (vLLM's online fp8 path: dummyprof compare --online-quant fp8)",
         )
     if method not in METHODS:
         raise UsageError.for_field(
@@ -329,7 +329,7 @@ def _check_fp8_block(block: tuple[int, int] | None, name: str, layer: Linear, sp
             raise UsageError.for_field(
                 "tp",
                 f"{name}: {what} size per rank {size} is not a multiple of the fp8 block {block[step]} "
-                "(vLLM refuses it); choose a smaller tp",
+                "(vLLM refuses it)",  # the Sharder offers the tps that split it, each tried on the model
             )
 
 

@@ -378,3 +378,93 @@ def test_a_parse_time_offer_holds_with_the_other_flags_as_given(
     for tp in offered:
         values = {k: parse(k, specs(EngramOptions)[k][1], v) for k, v in {**given, "tp": tp}.items()}
         validate(EngramOptions(**values))  # the whole check, torch and all: passes
+
+
+# ---- issue #36.7: time advice carries the margin its own noise needs, and holds when followed ---------------------
+
+
+class NoisyClock:
+    """A machine whose every timed step takes ``step`` seconds times the next factor of ``factors`` (from ``phase``):
+    the same noise for every run, each run meeting it at its own phase."""
+
+    def __init__(self, factors: list[float], phase: int = 0, step: float = 1.0) -> None:
+        import itertools
+
+        self.now, self.step = 0.0, step
+        self.factors = itertools.islice(itertools.cycle(factors), phase, None)
+
+    def __call__(self) -> float:
+        self.now += self.step * next(self.factors)
+        return self.now
+
+
+class _Held(Exception):
+    """The budget check passed: the run stops there (what follows is other tests' business)."""
+
+
+def _engram_offer(budget: float, factors: list[float], phase: int, monkeypatch: pytest.MonkeyPatch) -> int | None:
+    from dummyprof.errors import DoesNotFitError
+    from dummyprof.scenarios.engram import run as engram_run
+
+    check = engram_run._refuse_a_budget_too_short
+
+    def checked(*args: Any, **kwargs: Any) -> None:
+        check(*args, **kwargs)
+        raise _Held
+
+    monkeypatch.setattr(engram_run, "_refuse_a_budget_too_short", checked)
+    options = EngramOptions(rows=2_000_000_000, dim=64, offload=True, max_memory=16 * 2**20, time_budget_s=budget)
+    try:
+        run(options, clock=NoisyClock(factors, phase))
+    except _Held:
+        return None
+    except DoesNotFitError as refused:
+        found = re.search(r"cannot hold the least this run measures.*raise --time-budget to (\d+) s", refused.message)
+        assert found is not None, refused.message
+        return int(found.group(1))
+    raise AssertionError("the budget check did not run")
+
+
+@pytest.mark.parametrize("phase", range(3))
+def test_a_time_budget_engram_offers_holds_when_followed_on_the_same_machine(
+    phase: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # before: the offer was the lower prediction itself (ceil(least)); followed, a run meeting the noise at another
+    # phase predicted more and was refused ("raise --time-budget to 3 s" then "~3.68 s predicted")
+    factors = [1.0, 1.6, 0.7]
+    offer = _engram_offer(60, factors, phase, monkeypatch)
+    assert offer is not None
+    for again in range(len(factors)):
+        assert _engram_offer(offer, factors, again, monkeypatch) is None, (offer, again)
+
+
+def test_a_layer_count_offered_under_the_time_limit_holds_when_followed(tmp_path: Path) -> None:
+    # before: sized from one timing of the two-layer build; followed, a slower reading refused it
+    import json
+
+    from dummyprof.errors import DoesNotFitError
+    from dummyprof.models.huggingface import hf_source
+    from dummyprof.models.meta_bounds import BuildLimits
+
+    tiny = {"hidden_size": 64, "intermediate_size": 128, "num_attention_heads": 4, "num_key_value_heads": 2}
+    tiny |= {"head_dim": 16, "vocab_size": 256, "bos_token_id": 1, "eos_token_id": 2}
+
+    def model(layers: int) -> str:
+        path = tmp_path / f"{layers}.json"
+        path.write_text(
+            json.dumps(json.loads((DATA / "Llama-3.1-8B.json").read_text()) | tiny | {"num_hidden_layers": layers})
+        )
+        return f"hf:{path}"
+
+    factors = [1.0, 1.3, 0.8, 1.1, 0.9, 1.25, 1.0]
+
+    def limits(phase: int) -> BuildLimits:
+        return BuildLimits(seconds=1.0, time_field="time_budget", clock=NoisyClock(factors, phase, step=0.01))
+
+    for phase in (0, 2, 6):
+        with pytest.raises(DoesNotFitError) as refused:
+            hf_source(model(10_000), limits=limits(phase))
+        found = re.search(r"about ([\d,]+) layers fit: pass --model-arg num_hidden_layers=(\d+)", refused.value.message)
+        assert found is not None, refused.value.message
+        for again in range(len(factors)):
+            hf_source(model(int(found.group(2))), limits=limits(again))  # not refused

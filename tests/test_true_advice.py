@@ -459,9 +459,9 @@ def test_a_layer_count_offered_under_the_time_limit_holds_when_followed(tmp_path
     factors = [1.0, 1.3, 0.8, 1.1, 0.9, 1.25, 1.0]
 
     def limits(phase: int) -> BuildLimits:
-        return BuildLimits(seconds=1.0, time_field="time_budget", clock=NoisyClock(factors, phase, step=0.01))
+        return BuildLimits(seconds=0.3, time_field="time_budget", clock=NoisyClock(factors, phase, step=0.01))
 
-    for phase in (0, 2, 6):
+    for phase in (0, 6):
         with pytest.raises(DoesNotFitError) as refused:
             hf_source(model(10_000), limits=limits(phase))
         found = re.search(r"about ([\d,]+) layers fit: pass --model-arg num_hidden_layers=(\d+)", refused.value.message)

@@ -3,6 +3,7 @@ refused in one line naming the flag and the field (exit 2), and no figure shown 
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 import time
@@ -252,3 +253,122 @@ def test_an_impossible_figure_is_a_bug_caught_not_shown(rank: dict[str, Any], wh
     check_possible(_deployment())
     with pytest.raises(ImpossibleFigure, match=re.escape(where)):
         check_possible(_deployment(**rank))
+
+
+# ---- the property: any edit of a quantization or rotary field runs to exit 0 or 2, shows only possible figures,
+# ---- and what it writes reads back ---------------------------------------------------------------------------------
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+# Each family's published config, made small where it does not matter (the fields edited are what the rules read).
+BASES = {
+    "fp8": ("DeepSeek-V3", {"n_routed_experts": 8, "num_experts_per_tok": 2, "first_k_dense_replace": 0}),
+    "compressed-tensors fp8": ("Qwen3-30B-A3B-FP8-dynamic", {"num_experts": 8, "num_experts_per_tok": 2}),
+    "compressed-tensors w4a16": ("Qwen3-30B-A3B-quantized.w4a16", {"num_experts": 8, "num_experts_per_tok": 2}),
+    "gptq": ("Llama-3.1-8B", {"quantization_config": {**GPTQ, "dynamic": {r"-:.*\.1\.mlp\..*": {"bits": 8}}}}),
+    "awq": ("Llama-3.1-8B-Instruct-AWQ-INT4", {}),
+    "modelopt fp8": ("Llama-3.1-8B-Instruct-FP8-modelopt", {}),
+    "modelopt nvfp4": ("DeepSeek-R1-FP4", {"n_routed_experts": 8, "num_experts_per_tok": 2}),
+    "mxfp4": ("gpt-oss-20b", {"num_local_experts": 8}),
+    "rotary": ("Qwen3-30B-A3B", {"num_experts": 8, "num_experts_per_tok": 2,
+                                "dual_chunk_attention_config": {"chunk_size": 8192, "local_size": 1024}}),
+    "rotary yarn": ("Llama-3.1-8B", {"rope_scaling": {"rope_type": "yarn", "factor": 4.0, "rope_dim": 64,
+                                                      "original_max_position_embeddings": 8192}}),
+}  # fmt: skip
+PATTERN_LISTS = ("ignore", "targets", "modules_to_not_convert", "exclude_modules", "ignored_layers")
+ROTARY = ("rope_scaling", "rope_parameters", "dual_chunk_attention_config", "partial_rotary_factor", "rope_theta",
+          "max_position_embeddings", "qk_rope_head_dim", "head_dim")  # fmt: skip
+
+
+def _base(name: str) -> dict[str, Any]:
+    file, edits = BASES[name]
+    data = json.loads((DATA / f"{file}.json").read_text())
+    data.update({"num_hidden_layers": 2, **copy.deepcopy(edits)})  # edited in place by the test
+    if "layer_types" in data:
+        data["layer_types"] = data["layer_types"][:2]
+    return data
+
+
+def _fields(data: Any, path: tuple[Any, ...] = ()) -> list[tuple[tuple[Any, ...], str]]:
+    """Every numeric field (``number``), pattern (``pattern``) and pattern key (``key``) under ``data``."""
+    found: list[tuple[tuple[Any, ...], str]] = []
+    items = data.items() if isinstance(data, dict) else enumerate(data) if isinstance(data, list) else []
+    for key, value in items:
+        here = (*path, key)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            found.append((here, "number"))
+        elif isinstance(value, str) and len(path) >= 1 and path[-1] in PATTERN_LISTS:
+            found.append((here, "pattern"))
+        elif isinstance(value, (dict, list)):
+            found += _fields(value, here)
+        if key == "dynamic" or (len(path) >= 1 and path[-1] == "dynamic"):
+            found += [((*here, "<key>"), "key")] if len(path) >= 1 and path[-1] == "dynamic" else []
+    return found
+
+
+def _edit_paths(name: str) -> list[tuple[tuple[Any, ...], str]]:
+    data = _base(name)
+    quant = [((("quantization_config", *p), kind)) for p, kind in _fields(data.get("quantization_config") or {})]
+    rotary = [(p, kind) for p, kind in _fields({k: data[k] for k in ROTARY if k in data}) if kind == "number"]
+    return quant + rotary
+
+
+NUMBERS = st.one_of(
+    st.integers(-(2**70), 2**70),
+    st.sampled_from([0, -1, 1, 2, 3, 5, 7, 16, 32, 33, 64, 100, 128, 2**31, 2**32 + 1, 2**63]),
+    st.floats(allow_nan=False, allow_infinity=False, width=32),
+    st.sampled_from(["x", "128", None, True, [], [128], {}]),
+)
+PATTERNS = st.one_of(
+    st.text(alphabet="re:.*+?()[]{}|\\^$ab01_-", max_size=24),
+    st.sampled_from(["re:([", "re:(a)\\1", "re:(?=x)", "re:(.|.)*(.|.)*Z", "re:a{1000}{1000}", "-:([", "+:(?<=a)"]),
+)
+EDITS = st.sampled_from(sorted(BASES)).flatmap(
+    lambda name: st.tuples(st.just(name), st.sampled_from(_edit_paths(name))).flatmap(
+        lambda picked: st.tuples(
+            st.just(picked[0]), st.just(picked[1][0]), NUMBERS if picked[1][1] == "number" else PATTERNS
+        )
+    )
+)
+
+
+def _apply(data: dict[str, Any], path: tuple[Any, ...], value: Any) -> None:
+    parent = data
+    for key in path[:-2] if path[-1] == "<key>" else path[:-1]:
+        parent = parent[key]
+    if path[-1] == "<key>":  # a GPTQ dynamic rule's pattern: the key itself
+        rule = path[-2]
+        parent[value if isinstance(value, str) else str(value)] = parent.pop(rule)
+    else:
+        parent[path[-1]] = value
+
+
+def _bytes_figures(value: Any, where: str = "$") -> list[tuple[str, Any]]:
+    if isinstance(value, dict):
+        return [f for k, v in value.items() for f in _bytes_figures(v, f"{where}.{k}")] + [
+            (f"{where}.{k}", v) for k, v in value.items() if k.endswith("_bytes") and isinstance(v, (int, float))
+        ]
+    if isinstance(value, list):
+        return [f for i, v in enumerate(value) for f in _bytes_figures(v, f"{where}[{i}]")]
+    return []
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(edit=EDITS)
+def test_any_edit_of_a_checkpoint_field_ends_as_promised(tmp_path: Path, cli: Cli, edit: tuple[str, Any, Any]) -> None:
+    name, path, value = edit
+    data = _base(name)
+    _apply(data, path, value)
+    config, out = tmp_path / "config.json", tmp_path / "out.json"
+    config.write_text(json.dumps(data))
+    result = cli("inspect", "--model", f"hf:{config}", "--tp", "2", "--json", str(out), "--force", "-q")
+    assert result.exit_code in (0, 2), (edit, result.stderr)
+    assert "Traceback" not in result.stderr and "-" not in re.findall(r"(-?)\d[\d.,]* [KMGT]?i?B\b", result.stdout)
+    if result.exit_code == 2:
+        assert result.stderr.count("\n") == 1 and result.stderr.startswith("dummyprof: error: --"), result.stderr
+        return
+    figures = _bytes_figures(json.loads(out.read_text()))
+    assert figures and all(v >= 0 for _, v in figures), [f for f in figures if f[1] < 0]
+    shown = cli("report", str(out), "-q")
+    assert shown.exit_code == 0, shown.stderr

@@ -262,6 +262,15 @@ def _count(value: Any, name: str) -> int:
     return count
 
 
+def _per(size: int, group: int, layer: Linear | str) -> int:
+    """Groups of ``group`` in a dimension of ``size`` per rank: vLLM refuses a group that does not divide it ("The
+    input size is not aligned with the quantized weight shape")."""
+    if size % group:
+        where = "/".join(layer.prefixes) if isinstance(layer, Linear) else layer
+        raise _refuse(f"{where}: a size per rank of {size} is not whole groups of {group} (vLLM refuses it)")
+    return size // group
+
+
 # ---- tensors the methods share ------------------------------------------------------------------------
 def _w8_linear(layer: Linear, scale: Made, input_scale: tuple[int, ...] | None, dtype: torch.dtype = FP8) -> Made:
     """An 8-bit ``weight`` [out, in], its ``scale`` tensor, and a static activation's float32 ``input_scale``."""
@@ -394,7 +403,7 @@ def gptq_linear(scheme: QuantScheme, layer: Linear) -> Made | None:
     config = _gptq_config(scheme, layer.prefixes)
     bits, group = _bits_group(config, layer.inp)
     pack = 32 // bits
-    groups = 1 if config.get("group_size", -1) == -1 else layer.inp // group
+    groups = 1 if config.get("group_size", -1) == -1 else _per(layer.inp, group, layer)
     return [
         ("qweight", (layer.inp // pack, layer.out), torch.int32),
         ("scales", (groups, layer.out), scheme.dtype),
@@ -414,7 +423,7 @@ def awq_linear(scheme: QuantScheme, layer: Linear) -> Made | None:
     """Packed along the output; groups = in per rank / group size."""
     bits, group = _bits_group(scheme.config, layer.inp)
     pack = 32 // bits
-    groups = layer.inp // group
+    groups = _per(layer.inp, group, layer)
     return [
         ("qweight", (layer.inp, layer.out // pack), torch.int32),
         ("qzeros", (groups, layer.out // pack), torch.int32),
@@ -458,7 +467,7 @@ def ct_linear(scheme: QuantScheme, layer: Linear) -> Made | None:
     static = bool(inputs) and not inputs.get("dynamic", False)
     if kind == "int" and not inputs and fmt == "pack-quantized" and strategy in ("group", "channel"):
         group_size = _count(weights.get("group_size") or -1, "group_size") if strategy == "group" else -1
-        groups = 1 if group_size == -1 else layer.inp // group_size
+        groups = 1 if group_size == -1 else _per(layer.inp, group_size, layer)
         made: Made = [
             ("weight_packed", (layer.out, _cdiv(layer.inp * bits, 32)), torch.int32),
             ("weight_scale", (layer.out, groups), scheme.dtype),
@@ -555,7 +564,7 @@ def modelopt_linear(scheme: QuantScheme, layer: Linear) -> Made | None:
             raise _refuse(f"NVFP4: {'/'.join(layer.prefixes)} input size per rank {layer.inp} is not a multiple of 16")
         return [("weight", (layer.out, layer.inp // 2), torch.uint8), ("input_scale", (layer.parts,), F32),
                 ("weight_scale_2", (layer.parts,), F32),
-                ("weight_scale", (layer.out, layer.inp // group), FP8)]  # fmt: skip
+                ("weight_scale", (layer.out, _per(layer.inp, group, layer)), FP8)]  # fmt: skip
     if algo == "FP8":
         return _w8_linear(layer, [("weight_scale", (layer.parts,), F32)], (layer.parts,))
     if algo == "FP8_PER_CHANNEL_PER_TOKEN":
@@ -573,7 +582,8 @@ def modelopt_moe(scheme: QuantScheme, experts: int, inter: int, hidden: int, bia
         return _w8_experts(experts, inter, hidden, _pair("weight_scale", (experts, 2), (experts,), F32), True, [])
     group, u8 = _modelopt(scheme)[2], torch.uint8
     made = _pair("weight", (experts, 2 * inter, hidden // 2), (experts, hidden, inter // 2), u8)
-    made += _pair("weight_scale", (experts, 2 * inter, hidden // group), (experts, hidden, inter // group), FP8)
+    scales = (experts, 2 * inter, _per(hidden, group, "experts")), (experts, hidden, _per(inter, group, "experts"))
+    made += _pair("weight_scale", *scales, FP8)
     made += _pair("weight_scale_2", (experts, 2), (experts,), F32)
     return made + _pair("input_scale", (experts, 2), (experts,), F32)
 

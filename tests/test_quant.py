@@ -837,7 +837,13 @@ def test_the_flag_help_names_every_known_method(cli: Callable[..., CliResult]) -
 
 
 @pytest.mark.parametrize(
-    ("value", "shown"), [(-5, "-5"), ("x", "'x'"), (0.5, "0.5")], ids=["negative", "text", "fraction"]
+    ("value", "shown"),
+    [
+        (-5, "-5 is not a whole number above 0 (or -1: channelwise)"),
+        ("x", "'x' is not a whole number"),
+        (0.5, "0.5 is not a whole number"),
+    ],
+    ids=["negative", "text", "fraction"],
 )
 def test_a_compressed_tensors_group_size_that_is_no_count_is_refused(tmp_path: Path, value: Any, shown: str) -> None:
     # before: -5 a RuntimeError (negative dimension), 'x' a ValueError, both tracebacks (exit 1)
@@ -847,8 +853,8 @@ def test_a_compressed_tensors_group_size_that_is_no_count_is_refused(tmp_path: P
     with pytest.raises(UsageError) as caught:
         _shard(_source(path), ParallelLayout(tp=2))
     assert caught.value.message == (
-        f"the config's group_size {shown} is not a whole number above 0; "
-        "give --quantization none to count the model unquantized"
+        f"the config's quantization_config.config_groups.group_0.weights.group_size {shown}; "
+        "correct it in the config, or give --quantization none to count the model unquantized"
     )
 
 
@@ -860,16 +866,16 @@ def test_modelopt_exclude_modules_that_are_not_names_are_refused(tmp_path: Path)
     with pytest.raises(UsageError) as caught:
         _shard(_source(path), ParallelLayout(tp=2))
     assert caught.value.message == (
-        "the config's exclude_modules [1, 2] is not a list of module names; "
-        "give --quantization none to count the model unquantized"
+        "the config's quantization_config.quantization.exclude_modules [1, 2] is not a list of module names; "
+        "correct it in the config, or give --quantization none to count the model unquantized"
     )
 
 
 @pytest.mark.parametrize(
     ("edit", "error"),
     [
-        ({"strategy": "block", "block_structure": [128]}, "IndexError: list index out of range"),
-        ({"strategy": "block", "block_structure": [0, 128]}, "ZeroDivisionError: integer modulo by zero"),
+        ({"strategy": "block", "block_structure": [128]}, " [128] is not a block [rows, columns] of two whole numbers"),
+        ({"strategy": "block", "block_structure": [0, 128]}, "[0] 0 is not a whole number from 1 to 4,294,967,296"),
     ],
     ids=["one-number-block", "zero-block"],
 )
@@ -880,7 +886,7 @@ def test_a_quantization_config_vllm_cannot_read_is_one_line(tmp_path: Path, edit
     path = _with_quant(tmp_path, "Qwen3-30B-A3B-FP8-dynamic", config["quantization_config"], num_hidden_layers=1)
     with pytest.raises(UsageError) as caught:
         _shard(_source(path), ParallelLayout(tp=2))
-    assert caught.value.message == (
-        f"the config's quantization_config is not one vLLM 0.33 reads ({error}); "
-        "give --quantization none to count the model unquantized"
+    assert caught.value.message == (  # refused by the field checks before any rule computes with it
+        f"the config's quantization_config.config_groups.group_0.weights.block_structure{error}; "
+        "correct it in the config, or give --quantization none to count the model unquantized"
     )

@@ -178,16 +178,19 @@ class CallCost:
         return self.fixed_s + self.per_row_s * rows
 
 
-def call_costs(small: Rates, large: Rates, rows: int) -> dict[str, CallCost]:
+def call_costs(small: Rates, large: Rates, rows: int, *, dearer: bool = False) -> dict[str, CallCost]:
     """Each call's cost from two pre-probes, ``rows`` and ``2 * rows`` (their per-row rates): the slope, never
     negative nor above either probe's own per-row rate, and the intercept, never above either reading. Noise
     makes a call look dearer, not cheaper: the lower figure is kept, so a budget is refused only when even it
-    overruns."""
+    overruns. ``dearer``: the intercept the dearer reading gives on that slope instead (where the two readings
+    disagree with the line, their noise): what a value offered from these probes is sized by, so that followed,
+    the next run's lower figure (its own readings) lands under it."""
     costs = {}
     for name, rate in small.items():
         t1, t2 = rate * rows, large[name] * 2 * rows
         slope = max(0.0, min((t2 - t1) / rows, rate, large[name]))
-        costs[name] = CallCost(max(0.0, min(t1, t2, t1 - slope * rows)), slope)
+        low = min(t1, t2, t1 - slope * rows)
+        costs[name] = CallCost(max(0.0, max(t1 - slope * rows, t2 - 2 * slope * rows) if dearer else low), slope)
     return costs
 
 

@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import re
 import shutil
 import sys
@@ -88,7 +89,8 @@ CASES: list[dict[str, Any]] = [
      "layouts": [{"tp": 1}]},
     {"name": "deepseek-r1-nvfp4", "base": "DeepSeek-R1-FP4", "fields": {"num_hidden_layers": 4},
      "layouts": [{"tp": 8}]},
-    {"name": "gpt-oss-20b-mxfp4", "base": "gpt-oss-20b", "fields": {"num_hidden_layers": 2},
+    {"name": "gpt-oss-20b-mxfp4", "base": "gpt-oss-20b",
+     "fields": {"num_hidden_layers": 2, "layer_types": ["sliding_attention", "full_attention"]},
      "layouts": [{"tp": 2}]},
     {"name": "qwen1.5-moe-a2.7b-sp", "base": None, "fields": {
         "architectures": ["Qwen2MoeForCausalLM"], "model_type": "qwen2_moe", "hidden_size": 2048,
@@ -141,6 +143,7 @@ class _StubOps:
 
 def fake_cuda(capability: tuple[int, int], device_name: str) -> None:
     """Make vLLM believe it runs on a CUDA GPU of ``capability``: before any other vLLM module is imported."""
+    os.environ["VLLM_DISABLE_SHARED_EXPERTS_STREAM"] = "1"  # a CUDA stream per shared expert: no weights
     for name in ("vllm._C_stable_libtorch", "vllm._moe_C_stable_libtorch", "vllm._C", "vllm.vllm_flash_attn"):
         _stub_module(name)
     import vllm.platforms as platforms
@@ -163,6 +166,10 @@ def fake_cuda(capability: tuple[int, int], device_name: str) -> None:
         @classmethod
         def device_count(cls) -> int:
             return 1 << 16
+
+        @classmethod
+        def num_compute_units(cls, device_id: int = 0) -> int:
+            return 132  # an H200's SMs
 
     platforms._current_platform = FakeCuda()  # type: ignore[attr-defined]
     import vllm._custom_ops as ops
@@ -334,6 +341,27 @@ def tensor_rows(model: torch.nn.Module) -> list[list[Any]]:
     return rows
 
 
+def module_aliases(model: torch.nn.Module) -> list[list[str]]:
+    """Modules registered under more than one parent: ``[path, first path]``, the topmost alias only (what is below
+    it is aliased with it). ``model.modules()`` visits such a module once; each parent's ``state_dict()`` lists it."""
+    first: dict[int, str] = {}
+    aliases: list[list[str]] = []
+    for path, module in model.named_modules(remove_duplicate=False):
+        seen = first.setdefault(id(module), path)
+        if seen != path and not any(path.startswith(f"{a}.") for a, _ in aliases):
+            aliases.append([path, seen])
+    out: list[list[str]] = []
+    for path, seen in aliases:
+        match, other = _LAYER.match(path), _LAYER.match(seen)
+        if match and other and match.group(2) == other.group(2):
+            pair = [f"{match.group(1)}*{match.group(3)}", f"{other.group(1)}*{other.group(3)}"]
+            if pair not in out:
+                out.append(pair)
+        else:
+            out.append([path, seen])
+    return out
+
+
 def per_layer_fill(model: torch.nn.Module, model_config: Any) -> dict[str, int]:
     """``DummyModelLoader.load_weights`` itself on the meta model, its per-tensor initializer hooked."""
     from vllm.config.load import LoadConfig
@@ -434,8 +462,8 @@ def record_case(case: dict[str, Any]) -> dict[str, Any]:
                 for rank in range(world):
                     model, model_config = build_rank(directory, layout, rank)
                     rows = compact(tensor_rows(model))
-                    record = {"tensors": rows, "per_layer": per_layer_fill(model, model_config),
-                              "recursive": recursive_fill(model)}  # fmt: skip
+                    record = {"tensors": rows, "aliases": module_aliases(model),
+                              "per_layer": per_layer_fill(model, model_config), "recursive": recursive_fill(model)}  # fmt: skip
                     key = json.dumps(record, sort_keys=True)
                     if key in seen:
                         seen[key]["ranks"].append(rank)
@@ -445,7 +473,9 @@ def record_case(case: dict[str, Any]) -> dict[str, Any]:
                     del model
             except Exception as exc:  # vLLM refuses the layout, or this script cannot build it on a CPU
                 entry["refused"] = f"{type(exc).__name__}: {exc}".splitlines()[0][:400]
-                entry["where"] = traceback.extract_tb(exc.__traceback__)[-1].filename.split("site-packages/")[-1]
+                frames = [f for f in traceback.extract_tb(exc.__traceback__) if "/vllm/" in f.filename]
+                where = frames[-1] if frames else traceback.extract_tb(exc.__traceback__)[-1]
+                entry["where"] = f"{where.filename.split('site-packages/')[-1]}:{where.lineno}"
                 entry["shards"] = []
             out["layouts"].append(entry)
     finally:
@@ -466,7 +496,7 @@ def write(record: dict[str, Any], out: Path) -> Path:
                      + ', "shards": [')  # fmt: skip
         for j, shard in enumerate(entry["shards"]):
             lines.append("{" + f'"ranks": {json.dumps(shard["ranks"])}, "per_layer": {json.dumps(shard["per_layer"])}, '
-                         f'"recursive": {json.dumps(shard["recursive"])}, "tensors": [')  # fmt: skip
+                         f'"recursive": {json.dumps(shard["recursive"])}, "aliases": {json.dumps(shard["aliases"])}, "tensors": [')  # fmt: skip
             lines.append(",\n".join(json.dumps(row, separators=(",", ":")) for row in shard["tensors"]))
             lines.append("]}" + ("," if j < len(entry["shards"]) - 1 else ""))
         lines.append("]}" + ("," if i < len(record["layouts"]) - 1 else ""))

@@ -18,6 +18,7 @@ import torch
 from torch import nn
 
 from dummyprof.anatomy import dtype_name, qualified_name
+from dummyprof.deploy.engine_tree import engine_tree
 from dummyprof.deploy.plan import (
     COLUMN,
     EMBED,
@@ -421,6 +422,7 @@ class Sharder:
         shard = RankShard(coord, self.stage_layers(coord.stage), root, entries)
         if self.quant is not None:
             self.quant.apply(shard, self.layout)
+        engine_tree(root, self.model, device)
         return shard
 
     def _fused(

@@ -305,7 +305,7 @@ def fill_rule(tensor: torch.Tensor, name: str) -> list[Any]:
         return ["declared", value]
     if bool((raw == raw[0]).all()):
         return ["scale-byte", int(raw[0])]
-    if not tensor.dtype.is_floating_point or tensor.dtype.itemsize == 1 and tensor.dtype not in _FP8:
+    if not tensor.dtype.is_floating_point or (tensor.dtype.itemsize == 1 and tensor.dtype not in _FP8):
         return ["random-bytes"]
     bound = float(probe.float().abs().max())
     rule = "uniform-via-fp16" if torch.finfo(tensor.dtype).bits < 16 else "uniform"
@@ -342,24 +342,25 @@ def tensor_rows(model: torch.nn.Module) -> list[list[Any]]:
 
 
 def module_aliases(model: torch.nn.Module) -> list[list[str]]:
-    """Modules registered under more than one parent: ``[path, first path]``, the topmost alias only (what is below
-    it is aliased with it). ``model.modules()`` visits such a module once; each parent's ``state_dict()`` lists it."""
+    """Modules registered under more than one parent: ``[path, layers, first path]`` (``model.layers.*.x`` with the
+    layer indices, as tensors are compacted), the topmost alias only (what is below it is aliased with it).
+    ``model.modules()`` visits such a module once; each parent's ``state_dict()`` lists it."""
     first: dict[int, str] = {}
     aliases: list[list[str]] = []
     for path, module in model.named_modules(remove_duplicate=False):
         seen = first.setdefault(id(module), path)
         if seen != path and not any(path.startswith(f"{a}.") for a, _ in aliases):
             aliases.append([path, seen])
-    out: list[list[str]] = []
+    groups: dict[tuple[str, str], list[int]] = {}
     for path, seen in aliases:
         match, other = _LAYER.match(path), _LAYER.match(seen)
-        if match and other and match.group(2) == other.group(2):
-            pair = [f"{match.group(1)}*{match.group(3)}", f"{other.group(1)}*{other.group(3)}"]
-            if pair not in out:
-                out.append(pair)
-        else:
-            out.append([path, seen])
-    return out
+        if match is None:
+            groups.setdefault((path, seen), []).append(-1)
+            continue
+        same = other is not None and other.group(2) == match.group(2)
+        target = f"{other.group(1)}*{other.group(3)}" if same and other else seen
+        groups.setdefault((f"{match.group(1)}*{match.group(3)}", target), []).append(int(match.group(2)))
+    return [[path, _ranges(ix) if ix[0] >= 0 else "", seen] for (path, seen), ix in groups.items()]
 
 
 def per_layer_fill(model: torch.nn.Module, model_config: Any) -> dict[str, int]:
@@ -462,8 +463,12 @@ def record_case(case: dict[str, Any]) -> dict[str, Any]:
                 for rank in range(world):
                     model, model_config = build_rank(directory, layout, rank)
                     rows = compact(tensor_rows(model))
-                    record = {"tensors": rows, "aliases": module_aliases(model),
-                              "per_layer": per_layer_fill(model, model_config), "recursive": recursive_fill(model)}  # fmt: skip
+                    record = {
+                        "tensors": rows,
+                        "aliases": module_aliases(model),
+                        "per_layer": per_layer_fill(model, model_config),
+                        "recursive": recursive_fill(model),
+                    }
                     key = json.dumps(record, sort_keys=True)
                     if key in seen:
                         seen[key]["ranks"].append(rank)
@@ -495,8 +500,10 @@ def write(record: dict[str, Any], out: Path) -> Path:
         lines.append("{" + ", ".join(f"{json.dumps(k)}: {json.dumps(v)}" for k, v in entry.items() if k != "shards")
                      + ', "shards": [')  # fmt: skip
         for j, shard in enumerate(entry["shards"]):
-            lines.append("{" + f'"ranks": {json.dumps(shard["ranks"])}, "per_layer": {json.dumps(shard["per_layer"])}, '
-                         f'"recursive": {json.dumps(shard["recursive"])}, "aliases": {json.dumps(shard["aliases"])}, "tensors": [')  # fmt: skip
+            head = {k: shard[k] for k in ("ranks", "per_layer", "recursive", "aliases")}
+            lines.append(
+                "{" + ", ".join(f"{json.dumps(k)}: {json.dumps(v)}" for k, v in head.items()) + ', "tensors": ['
+            )
             lines.append(",\n".join(json.dumps(row, separators=(",", ":")) for row in shard["tensors"]))
             lines.append("]}" + ("," if j < len(entry["shards"]) - 1 else ""))
         lines.append("]}" + ("," if i < len(record["layouts"]) - 1 else ""))

@@ -109,9 +109,10 @@ def test_deepseek_v3_fp8_block_weights_per_rank_are_vllms(sizes: dict[str, int],
 def test_deepseek_v3_one_rank_is_the_engine_model() -> None:
     source = _source(f"{DATA}/DeepSeek-V3.json")
     assert source.options["quantization"] == "fp8"
-    assert source.estimated_bytes == _deepseek_v3_rank_bytes(1, 1) + 256  # + transformers' two rotary inv_freq
+    # + transformers' two rotary inv_freq, + vLLM's MLAAttention kv scales (four float32 per layer)
+    assert source.estimated_bytes == _deepseek_v3_rank_bytes(1, 1) + 256 + 61 * 4 * 4
     model = source.build(torch.device("meta"))
-    assert model.get_submodule("model.layers.3.mlp.experts").w13_weight.dtype == torch.float8_e4m3fn
+    assert model.get_submodule("model.layers.3.mlp.experts.routed_experts").w13_weight.dtype == torch.float8_e4m3fn
 
 
 # ---- fp8 per tensor, static activations, ignored layers (a Llama-3 fp8 checkpoint's config) --------------------
@@ -572,16 +573,19 @@ def test_fill_kinds_count_fp8_scales_integers_and_skipped_bytes() -> None:
     h, qkv, inter, layers = 4096, 3072, 7168, 32
     packed = [(h, qkv), (h // 2, h), (h, 2 * inter), (inter, h)]  # (in, out) per rank of qkv, o, gate_up, down
     skipped = layers * sum(i * o // 8 * 4 + i // 128 * o // 8 * 4 for i, o in packed)  # qweight + qzeros, int32
-    scales = layers * sum(i // 128 * o * 2 for i, o in packed)
-    floats = 2 * 128256 // 2 * h * 2 + (2 * layers + 1) * h * 2 + 2 * 64 * 4  # embedding, head, norms, inv_freq
+    kv_scales = layers * 4 * 4  # vLLM's attention: four float32 scalars per layer
+    scales = layers * sum(i // 128 * o * 2 for i, o in packed) + kv_scales
+    floats = 2 * 128256 // 2 * h * 2 + 2 * 64 * 4  # embedding, head, inv_freq
+    norms = (2 * layers + 1) * h * 2  # vLLM's RMSNorm declares its weight 1.0
     kinds = fill_kinds(llama.module)
-    assert kinds == {"fp8": 0, "scale": scales, "integer": 0, "skipped": skipped, "float": floats, "declared": 0,
+    assert kinds == {"fp8": 0, "scale": scales, "integer": 0, "skipped": skipped, "float": floats, "declared": norms,
                      "fp16-scratch": 0}  # fmt: skip
     deepseek = _shard(_source(f"{DATA}/DeepSeek-V3.json"), ParallelLayout(tp=8))
     kinds = fill_kinds(deepseek.module)
     fp8 = sum(t.nbytes for t in deepseek.tensors if t.dtype == FP8)
     assert kinds["fp8"] == fp8 and kinds["fp16-scratch"] == 2 * fp8  # one float16 element per fp8 element
-    assert kinds["scale"] == sum(t.nbytes for t in deepseek.tensors if "scale" in t.name)
+    kv_scales = 61 * 4 * 4  # vLLM's MLAAttention: four float32 scalars per layer, not weights
+    assert kinds["scale"] == sum(t.nbytes for t in deepseek.tensors if "scale" in t.name) + kv_scales
     assert kinds["skipped"] == kinds["integer"] == 0
 
 

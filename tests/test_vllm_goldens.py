@@ -168,9 +168,7 @@ def tensor_differences(vllm: list[list[Any]], ours: list[list[Any]]) -> list[str
             lines.append(f"{name}: vLLM {show(a)}, dummyprof {show(b)}")
     total = lambda w: sum(v[2] for v in w.values())  # noqa: E731
     if lines:
-        lines.append(
-            f"tensors: vLLM {len(theirs)} ({total(theirs):,} B), dummyprof {len(mine)} ({total(mine):,} B)"
-        )
+        lines.append(f"tensors: vLLM {len(theirs)} ({total(theirs):,} B), dummyprof {len(mine)} ({total(mine):,} B)")
     return lines
 
 
@@ -198,7 +196,9 @@ def rule_differences(vllm: list[list[Any]], ours: list[list[Any]]) -> list[str]:
 ITEM1 = "#34 item 1: attention's kv-cache quantization parameters (q/k/v/prob_scale, zero points) are not built"
 ITEM2 = "#34 item 2: ModelOpt exclude_modules lm_head is quantized by dummyprof, kept bfloat16 by vLLM"
 ITEM3 = "#34 item 3: the fp8 block checkpoint's MoE router (mlp.gate) is fp8 with block scales in vLLM"
-ITEM4 = "#34 item 4: fp8 block MoE, intermediate per rank not a multiple of the block: vLLM builds it, dummyprof refuses"
+ITEM4 = (
+    "#34 item 4: fp8 block MoE, intermediate per rank not a multiple of the block: vLLM builds it, dummyprof refuses"
+)
 ITEM5 = "#34 item 5: sequence-parallel MoE: vLLM splits the shared expert over tp, dummyprof replicates it"
 XFAIL: dict[tuple[str, int, int], str] = {}
 

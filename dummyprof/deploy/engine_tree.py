@@ -114,7 +114,7 @@ def engine_tree(shard: nn.Module, whole: nn.Module, device: torch.device) -> Non
         if value is not None and target is not None:
             weight = target._parameters.get("weight")
             if weight is not None:
-                weight.dummy_weight_value = value  # type: ignore[attr-defined]
+                weight.dummy_weight_value = value
     blocks = []
     for path, module in shard_modules.items():
         name = path.rsplit(".", 1)[-1]

@@ -14,7 +14,8 @@ vLLM itself by ``benchmarks/vllm_goldens.py``; docs/engine-goldens.md):
   under ``mla_attn``, and its ``MLAAttention`` the ``kv_b_proj``; the fused MoE (``MoERunner``) nests the routed
   experts one module deeper (``experts.routed_experts``), registers the model's router under it too
   (``experts.gate``, for the architectures in ``ROUTER_IN_RUNNER``), the shared expert
-  (``experts._shared_experts._layer``) and the router's ``e_score_correction_bias``
+  (``experts._shared_experts._layer``; Qwen-MoE's shared MLP holds ``shared_expert_gate`` again as
+  ``expert_gate``) and the router's ``e_score_correction_bias``
   (``routed_experts.e_score_correction_bias``). ``model.modules()`` meets an aliased module once, so the
   per-layer fill visits it once; each parent's recursive ``state_dict()`` lists it, so the recursive (legacy) fill
   visits it once per parent path.
@@ -88,12 +89,18 @@ def _nest_experts(block: nn.Module, architecture: str) -> None:
         else:
             experts.register_buffer("e_score_correction_bias", bias)
     shared = next((block._modules[n] for n in SHARED if block._modules.get(n) is not None), None)
+    shared_gate = block._modules.get("shared_expert_gate")
+    if shared is not None and shared_gate is not None and "expert_gate" not in shared._modules:
+        shared.add_module("expert_gate", shared_gate)  # Qwen2/3-MoE's shared MLP holds its gate (expert_gate)
     if shared is not None:
         wrapper = nn.Module()
         wrapper.add_module("_layer", shared)
         runner.add_module("_shared_experts", wrapper)
-    del block._modules["experts"]
-    block.add_module("experts", runner)  # registered after the router and shared expert, as vLLM's blocks do
+    block._modules["experts"] = runner
+    # vLLM's MoE blocks register the router, the shared expert's gate, the shared expert, then the runner: the
+    # first parent of an aliased module names it
+    first = [n for n in ("gate", "shared_expert_gate", *SHARED, "experts") if n in block._modules]
+    block._modules = {n: block._modules[n] for n in [*first, *(n for n in block._modules if n not in first)]}
 
 
 def _holds_fused_experts(module: nn.Module) -> bool:

@@ -51,9 +51,9 @@ FORMAT = 1  # the records' layout; the test refuses a file of another
 # name, base config in tests/data, fields replaced in it, layouts (tp, dp, ep, pp)
 CASES: list[dict[str, Any]] = [
     {"name": "llama-3.1-8b", "base": "Llama-3.1-8B", "fields": {},
-     "layouts": [{"tp": 1}, {"tp": 2}, {"tp": 16}]},
+     "layouts": [{"tp": 1}, {"tp": 2}, {"tp": 16}, {"tp": 1, "pp": 2}, {"tp": 3}]},
     {"name": "qwen3-30b-a3b", "base": "Qwen3-30B-A3B", "fields": {"num_hidden_layers": 2},
-     "layouts": [{"tp": 8}, {"tp": 1, "dp": 8, "ep": True}, {"tp": 2, "dp": 2, "ep": True}]},
+     "layouts": [{"tp": 8}, {"tp": 1, "dp": 8, "ep": True}, {"tp": 2, "dp": 2, "ep": True}, {"tp": 2, "pp": 2}]},
     {"name": "deepseek-v3-fp8-block", "base": "DeepSeek-V3", "fields": {"num_hidden_layers": 5},
      "layouts": [{"tp": 8}, {"tp": 1, "dp": 8, "ep": True}]},
     {"name": "qwen3-30b-a3b-fp8-block", "base": "Qwen3-30B-A3B", "fields": {
@@ -477,7 +477,8 @@ def record_case(case: dict[str, Any]) -> dict[str, Any]:
                         entry["shards"].append(seen[key])
                     del model
             except Exception as exc:  # vLLM refuses the layout, or this script cannot build it on a CPU
-                entry["refused"] = f"{type(exc).__name__}: {exc}".splitlines()[0][:400]
+                said = " ".join(line.strip() for line in str(exc).splitlines()[:3])  # pydantic: the reason is 2nd
+                entry["refused"] = f"{type(exc).__name__}: {said}"[:400]
                 frames = [f for f in traceback.extract_tb(exc.__traceback__) if "/vllm/" in f.filename]
                 where = frames[-1] if frames else traceback.extract_tb(exc.__traceback__)[-1]
                 entry["where"] = f"{where.filename.split('site-packages/')[-1]}:{where.lineno}"

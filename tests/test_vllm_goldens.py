@@ -25,6 +25,7 @@ from dummyprof.deploy.counts import DeploymentCounts
 from dummyprof.deploy.plan import ModelDims
 from dummyprof.deploy.quant import engine_source, quantizer_of
 from dummyprof.deploy.shards import RankShard
+from dummyprof.errors import UsageError
 from dummyprof.loaders.initializers import V033Initializer
 from dummyprof.models.source import ModelSource
 
@@ -282,3 +283,21 @@ def test_fill_counts_are_vllms(record: dict[str, Any], layout: dict[str, Any], s
             "legacy": (shard["recursive"]["visits"], shard["recursive"]["bytes_written"]),
         }
         assert got == want, f"rank {rank}: dummyprof {got}, vLLM {want}"
+
+
+def _refused() -> list[Any]:
+    return [
+        pytest.param(record, entry, id=f"{record['case']}-{_layout_label(entry['layout'])}")
+        for record in _goldens()
+        for entry in record["layouts"]
+        if "refused" in entry
+    ]
+
+
+@pytest.mark.parametrize(("record", "entry"), _refused())
+def test_a_layout_vllm_refuses_is_refused(record: dict[str, Any], entry: dict[str, Any],
+                                          tmp_path_factory: pytest.TempPathFactory) -> None:  # fmt: skip
+    """vLLM's own refusal (recorded with its error) is dummyprof's too: a one-line UsageError naming the flag."""
+    with pytest.raises(UsageError) as refused:
+        _shard(record["case"], tmp_path_factory.getbasetemp(), entry["layout"], 0)
+    assert refused.value.field in {"tp", "ep", "pp", "dp"}, entry["refused"]

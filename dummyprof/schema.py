@@ -35,7 +35,6 @@ class Spec:
     shown: str | None = None  # the default as the help shows it (and as it would be typed), e.g. "60s"; "": hidden
     auto: str | None = None  # the bool field that the text "auto" sets instead of this one (--repeat auto)
     flag: str | None = None  # the flag, where it is not ``--`` + the field with dashes (--strategy for strategies)
-    was: str | None = None  # the flag's old name: still taken, hidden, with a notice naming the flag (--tp-size)
     # How a command states this field its own way, declared here with the field: command name (or a tuple of
     # names) -> the Spec fields that differ, e.g. sweep's ``{"metavar": "RANGE", "help": "..., or a range."}``.
     forms: Mapping[str | tuple[str, ...], Mapping[str, Any]] = dataclasses.field(default_factory=dict)
@@ -79,11 +78,6 @@ def given_as(default: Any, flag: str) -> Any:
     field = dataclasses.field(default=default, metadata={"flag": flag})
     object.__setattr__(field, "__class__", _Declared)
     return field
-
-
-def old_keys(cls: type) -> dict[str, str]:
-    """The old name of each renamed field of ``cls``, as a config key (``tp_size``), and the field's name (``tp``)."""
-    return {spec.was[2:].replace("-", "_"): name for name, (_, spec) in specs(cls).items() if spec.was}
 
 
 def flag_of(name: str, spec: Spec) -> str:

@@ -7,12 +7,8 @@ and help are the same for the Python API, the CLI and the gate.
 
 from __future__ import annotations
 
-import functools
-import warnings
-from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, TypeVar
 
 from dummyprof.layout import ParallelLayout
 from dummyprof.schema import integer, option
@@ -84,10 +80,9 @@ class EngramShape:
     )
     block_size: int = integer(32, "Elements per scale byte; --dim must divide by it.")
     tables: int = integer(1, "Tables per model (DeepSeek V4.1 Flash has 2).", example="2")
-    # The layout's names, as on compare, inspect and audit; --tp-size/--dp-size (and the keys tp_size/dp_size) still
-    # work, hidden, with a notice naming the new flag (Spec.was).
-    tp: int = integer(1, "Tensor-parallel size.", example="8", was="--tp-size")
-    dp: int = integer(1, "Data-parallel size; tables shard over tp x dp ranks.", was="--dp-size")
+    # The layout's names, as on compare, inspect and audit.
+    tp: int = integer(1, "Tensor-parallel size.", example="8")
+    dp: int = integer(1, "Data-parallel size; tables shard over tp x dp ranks.")
     rank: int = integer(0, "Which rank to build (0 .. tp x dp - 1).", minimum=0)
     heads: int | None = integer(
         None, "Hash heads per table, split whole over ranks. Default: one per rank.", example="8"
@@ -97,29 +92,3 @@ class EngramShape:
     def layout(self) -> ParallelLayout:
         """The ranks the tables are split over: the one layout object (``--tp`` x ``--dp``), parsed once."""
         return ParallelLayout(tp=self.tp, dp=self.dp)
-
-
-LAYOUT_ALIASES = {"tp_size": "tp", "dp_size": "dp"}  # the Python API's old names of the Engram layout's sizes
-T = TypeVar("T")
-
-
-def layout_aliases(cls: type[T]) -> type[T]:
-    """``EngramOptions(tp_size=8)`` as ``tp=8``, with a DeprecationWarning, as ``--tp-size`` still works on the
-    command line. Wraps the dataclass's ``__init__`` (msgspec builds gate configs without calling it: TOML keys
-    have their own aliases, ``Spec.was``); a dataclass ``InitVar`` would do it, but msgspec refuses those."""
-    init: Callable[..., None] = cls.__init__
-
-    @functools.wraps(init)
-    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
-        for old, new in LAYOUT_ALIASES.items():
-            if old not in kwargs:
-                continue
-            value = kwargs.pop(old)
-            if new in kwargs and kwargs[new] != value:
-                raise TypeError(f"{cls.__name__}: give {new}= alone ({old}= is its deprecated name)")
-            warnings.warn(f"{cls.__name__}({old}=) is deprecated; use {new}=", DeprecationWarning, stacklevel=2)
-            kwargs[new] = value
-        init(self, *args, **kwargs)
-
-    cls.__init__ = __init__  # type: ignore[method-assign]
-    return cls

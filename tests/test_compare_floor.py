@@ -14,7 +14,7 @@ from dummyprof.models.synthetic import TreeSpec, build_tree
 from dummyprof.reports.registry import render
 from dummyprof.reports.reporter import RenderOptions
 from dummyprof.results.common import Timing
-from dummyprof.results.compare import CompareResult, FloorResult, ModelSummary, StrategyResult
+from dummyprof.results.compare import CalibrationClass, CompareResult, FloorResult, ModelSummary, StrategyResult
 from dummyprof.results.session import Results
 from dummyprof.scenarios.compare import runner
 from dummyprof.scenarios.compare.runner import assess_noise, run_compare
@@ -33,8 +33,8 @@ def test_the_floor_is_read_after_every_fill(monkeypatch: pytest.MonkeyPatch) -> 
     clock = FakeClock()
     readings = cycle([0.5, 0.25, 0.75])
 
-    def floor(model: nn.Module, device: torch.device, clock_: object) -> tuple[int, float]:
-        return 1000, next(readings)
+    def floor(model: nn.Module, device: torch.device, clock_: object) -> tuple[int, int, float]:
+        return 1000, 0, next(readings)
 
     monkeypatch.setattr(runner, "_time_floor", floor)
     strategies = [
@@ -74,3 +74,105 @@ def test_a_fill_faster_than_the_floor_is_shown_flagged_never_as_a_number(reporte
     assert "400%" not in text.replace("(400% of it)", "")
     assert "over!" in text and "25%" in text
     assert "per-layer: filled faster than the memset floor measured in this run (400% of it)" in text
+
+
+# ---- the floor on the fills' kind of pages: fresh past glibc's mmap threshold, touched below it --------------------
+
+MIB = 1 << 20
+
+
+def test_fresh_pages_are_those_glibc_maps_afresh_on_cpu() -> None:
+    from dummyprof.measure.memory import MMAP_THRESHOLD, fresh_pages
+
+    cpu, gpu = torch.device("cpu"), torch.device("cuda", 0)
+    assert MMAP_THRESHOLD == 32 * MIB
+    assert fresh_pages(32 * MIB, cpu) and fresh_pages(1 << 30, cpu)
+    assert not fresh_pages(32 * MIB - 1, cpu) and not fresh_pages(MIB, cpu)
+    assert not fresh_pages(1 << 30, gpu)  # a GPU's memory has no glibc pages
+
+
+class _Snapshot:
+    """A clock that, at its first reading (the start of the timed memset), notes each storage's first byte."""
+
+    def __init__(self, tensors: dict[str, torch.Tensor]) -> None:
+        self.tensors, self.seen, self.now = tensors, dict[str, int](), 0.0
+
+    def __call__(self) -> float:
+        if not self.seen:
+            self.seen = {name: int(t.view(-1)[0]) for name, t in self.tensors.items()}
+        self.now += 0.25
+        return self.now
+
+
+def test_the_floor_touches_storages_under_the_threshold_first_and_times_larger_ones_fresh() -> None:
+    """A 32 MiB storage is zeroed inside the clock (its first write on a fresh model, faults and all, as a fill's);
+    a 1 MiB one is written before the clock starts, so the timed memset finds it touched whatever glibc gave."""
+    model = nn.Module()
+    model.big = nn.Parameter(torch.full((32 * MIB,), 7, dtype=torch.uint8), requires_grad=False)
+    model.small = nn.Parameter(torch.full((MIB,), 7, dtype=torch.uint8), requires_grad=False)
+    clock = _Snapshot({"big": model.big, "small": model.small})
+    written, touched, seconds = runner._time_floor(model, torch.device("cpu"), clock)
+    assert clock.seen == {"big": 7, "small": 0}  # at the clock's start: small already written, big not yet
+    assert (written, touched, seconds) == (33 * MIB, MIB, 0.25)
+    assert int(model.big.sum()) == int(model.small.sum()) == 0
+
+
+def test_a_model_all_past_the_threshold_is_timed_on_fresh_pages_alone() -> None:
+    model = nn.Module()
+    model.big = nn.Parameter(torch.full((32 * MIB,), 7, dtype=torch.uint8), requires_grad=False)
+    clock = _Snapshot({"big": model.big})
+    assert runner._time_floor(model, torch.device("cpu"), clock) == (32 * MIB, 0, 0.25)
+    assert clock.seen == {"big": 7}
+
+
+def _class(*sizes_mib: int) -> CalibrationClass:
+    return CalibrationClass(sizes_bytes=[s * MIB for s in sizes_mib])
+
+
+@pytest.mark.parametrize(
+    ("classes", "fresh"),
+    [
+        ([_class(33, 66, 99, 132), _class(1, 2, 3, 4)], True),  # the largest tensors calibrated past it
+        ([_class(7, 14, 21, 28), _class(1, 2, 3, 4)], False),  # every class below it (or held there by the budget)
+        ([_class(1, 2, 3, 4), _class(32, 64, 96, 128)], True),  # the order of the classes does not matter
+        ([], False),
+    ],
+)
+def test_a_projected_floor_follows_the_page_kind_its_largest_class_was_calibrated_on(
+    classes: list[CalibrationClass], fresh: bool
+) -> None:
+    from dummyprof.scenarios.compare.sizing import floor_on_fresh_pages
+
+    assert floor_on_fresh_pages(classes, torch.device("cpu")) is fresh
+    assert floor_on_fresh_pages(classes, torch.device("cuda", 0)) is False
+
+
+@pytest.mark.parametrize(("fresh", "size"), [(False, 2 * MIB), (True, 33 * MIB)])
+def test_a_fresh_memset_rate_writes_past_the_threshold_each_time(fresh: bool, size: int) -> None:
+    """On a clock where every memset takes 1 s, the rate is the bytes written once: a fresh reading writes a new
+    buffer of at least 33 MiB (glibc maps it afresh), a touched one the size asked for."""
+    from dummyprof.scenarios.compare.sizing import memset_rate
+
+    clock = FakeClock()
+
+    def ticking() -> float:  # each reading a second after the last: every memset takes 1 s
+        clock.tick(1.0)
+        return clock()
+
+    assert memset_rate(2 * MIB, torch.device("cpu"), ticking, fresh=fresh) == size
+
+
+def test_the_floor_note_says_which_pages_it_was_timed_on() -> None:
+    result = CompareResult(
+        strategies=[StrategyResult(name="legacy", bytes_written=40 * MIB, timing=Timing([1.0]))],
+        floor=FloorResult(bytes_written=40 * MIB, touched_bytes=8 * MIB, timing=Timing([0.01])),
+    )
+    out = " ".join(render(Results(command="compare", compare=result), "markdown", RenderOptions()).split())
+    assert (
+        "memset floor (4.19 GB/s: 40.00 MiB of a fresh model's storages zeroed once, the 8.00 MiB under 32 MiB "
+        "touched first (glibc reuses memory there), fastest of 1 readings"
+    ) in out
+    assert result.floor is not None
+    result.floor.touched_bytes = 40 * MIB
+    out = " ".join(render(Results(command="compare", compare=result), "markdown", RenderOptions()).split())
+    assert "zeroed once, each under 32 MiB touched first (glibc reuses memory there), fastest" in out

@@ -133,7 +133,7 @@ def test_cli_projected_run_says_so_and_round_trips(cli: Cli, tmp_path: Path) -> 
     assert result.exit_code == 0, result.stderr
     assert "counts: exact for the full model" in result.stdout
     assert "PROJECTED, not measured" in result.stdout
-    projected = re.compile(r"projected( fill)?( on \S+)?: legacy ")
+    projected = re.compile(r"projected( fill)? on \S+[:,] ")  # the fastest strategy first
     (summary,) = [line for line in result.stdout.splitlines() if projected.match(line)]
     assert len(summary) <= 80  # the -q line, shorter words where the figures are long (issue #13)
     assert "Strategies: projected time (speedup vs legacy)" in result.stdout and "…" not in result.stdout
@@ -293,7 +293,7 @@ def test_decide_gives_calibration_the_budget_counting_left_only_when_no_round_fo
 
 
 def test_a_deployments_fresh_page_budget_gives_each_shard_its_own_after_the_host_part() -> None:
-    from dummyprof.scenarios.deployment.run import deployment_fresh_budget
+    from dummyprof.scenarios.deployment.fills import deployment_fresh_budget
 
     # 2 shards shared 60 s less a host part of 15 s (a quarter, by bytes); each shard needs a 40 s budget
     assert deployment_fresh_budget(40.0, 2, 60.0, 45.0) == pytest.approx(80.0 / 0.75)

@@ -22,6 +22,7 @@ from dummyprof.deploy import (
     pp_partition,
     shard_all,
 )
+from dummyprof.deploy.shards import RankShard
 from dummyprof.errors import UsageError
 from dummyprof.models.presets import dense_decoder, moe_decoder, torch_transformer
 from tests.fakes import FakeClock
@@ -498,6 +499,40 @@ def test_sequence_parallel_moe_builds_shared_experts_whole() -> None:
         held[layout.dp] = sum(t.nbytes for t in shard.tensors if ".shared_experts." in t.name)
     assert held == {2: 34_603_008, 1: 17_301_504}
     assert held[2] - held[1] == 17_301_504
+
+
+def _table_of(shard: RankShard, part: str) -> dict[str, tuple[tuple[int, ...], str]]:
+    return {t.name.split(part, 1)[1]: (t.shape, t.dtype) for t in shard.tensors if part in t.name}
+
+
+def test_sequence_parallel_moe_splits_qwen2_moe_shared_experts_over_tp() -> None:
+    """vLLM 0.33's Qwen2MoeSparseMoeBlock builds its shared expert without ``is_sequence_parallel`` (its MLP's
+    ``disable_tp`` stays False), so Qwen1.5-MoE-A2.7B at tp 2, dp 2, ep 4 splits it over tp as in every layout:
+    gate_up [2 x 2816, 2048], down [2048, 2816] per rank, where DeepSeek-V2's DeepseekV2MoE holds it whole."""
+    model = _tiny(
+        "qwen2_moe", vocab_size=151936, hidden_size=2048, intermediate_size=5632, moe_intermediate_size=1408,
+        shared_expert_intermediate_size=5632, num_experts=60, num_experts_per_tok=4, num_hidden_layers=2,
+        num_attention_heads=16, num_key_value_heads=16, head_dim=128, decoder_sparse_step=1,
+    )  # fmt: skip
+    layout = ParallelLayout.from_sizes(tp=2, ep=4, dp=2)
+    sharder = Sharder(model, layout)
+    assert sharder.sequence_parallel_moe and not sharder.shared_experts_whole
+    h, bf16 = 2048, 2
+    layer = (3 * h // 2 * h + 3 * h // 2) * bf16 + h * h // 2 * bf16  # qkv (with its bias), o_proj
+    layer += 60 * h * bf16 + 15 * 3 * 1408 * h * bf16  # the router; 15 whole experts (gate_up and down)
+    layer += 3 * 2816 * h * bf16 + h * bf16 + 2 * h * bf16  # the shared expert split over tp, its gate, two norms
+    for coord in layout.coords():
+        shard = sharder.build(coord)
+        assert _table_of(shard, "layers.1.mlp.shared_expert") == {
+            ".gate_up_proj.weight": ((2 * 2816, h), "bfloat16"),
+            ".down_proj.weight": ((h, 2816), "bfloat16"),
+            "_gate.weight": ((1, h), "bfloat16"),
+        }
+        weights = [t for t in shard.tensors if "rotary_emb" not in t.name]
+        assert sum(t.nbytes for t in weights) == 2 * layer + 2 * 151936 // 2 * h * bf16 + h * bf16
+        assert len(weights) == 2 * 11 + 3  # qkv weight and bias, o, router, 2 experts, 3 shared, 2 norms
+    deepseek = Sharder(_deepseek_v2_lite(), layout)
+    assert deepseek.shared_experts_whole  # the DeepSeek-V2-Lite test above: 34,603,008 bytes whole per MoE layer
 
 
 def test_expert_parallel_a_vllm_accepts_but_wastes_is_named() -> None:

@@ -231,7 +231,7 @@ def test_measured_and_projected_peaks_are_both_growth_over_the_rss_before() -> N
     from dummyprof.results.common import MemoryUse, Timing
     from dummyprof.results.compare import Projection, StrategyResult
     from dummyprof.results.deployment import RankStrategy
-    from dummyprof.scenarios.deployment.run import _fill_figures
+    from dummyprof.scenarios.deployment.fills import _fill_figures
 
     entry = RankStrategy(strategy="per-layer")
     projection = Projection(seconds=2.0, low_s=1.5, high_s=3.0, floor_s=1.0, peak_rss_bytes=5100, rss_before_bytes=4000)
@@ -365,7 +365,7 @@ def test_a_cpu_deployment_names_its_device_in_every_headline(cli: Cli) -> None:
 
 def test_the_slowest_rank_is_named_only_outside_the_noise() -> None:
     from dummyprof.results.deployment import DeploymentResult, RankEntry, RankStrategy
-    from dummyprof.scenarios.deployment.run import _slowest
+    from dummyprof.scenarios.deployment.fills import _slowest
 
     def rank(index: int, seconds: float, low: float, high: float) -> RankEntry:
         figures = RankStrategy("per-layer", fill="projected", seconds=seconds, low_s=low, high_s=high)
@@ -428,7 +428,7 @@ def test_real_ranks_that_do_not_finish_lose_nothing_already_measured(monkeypatch
     from dummyprof.ranks.world import RanksFailed
     from dummyprof.results.deployment import DeploymentResult, RankEntry, RankStrategy
     from dummyprof.scenarios.deployment import ranks
-    from dummyprof.scenarios.deployment.run import _real_ranks
+    from dummyprof.scenarios.deployment.fills import _real_ranks
 
     def one_finishes(options: object, strategies: list[str], limit_s: float) -> dict:
         failed = RanksFailed("2 ranks did not finish within 63 s")

@@ -14,15 +14,15 @@ from typing import Any
 import pytest
 import torch
 
-from dummyprof.deploy import ParallelLayout, Sharder
-from dummyprof.deploy.plan import ModelDims
-from dummyprof.deploy.quant import quantizer_of
+from dummyprof.deploy import ParallelLayout
+from dummyprof.deploy.engine import source_sharder
 from dummyprof.deploy.shards import RankShard
 from dummyprof.loaders.counting import count_on_meta
 from dummyprof.loaders.strategies import get_strategy
 from dummyprof.models.presets import preset_source
-from dummyprof.scenarios.deployment import run
-from dummyprof.scenarios.deployment.run import DEVICE, HOST, device_part, fill_device, residence
+from dummyprof.scenarios.deployment import fills
+from dummyprof.scenarios.deployment.fills import device_part
+from dummyprof.scenarios.deployment.run import DEVICE, HOST, fill_device, residence
 from tests.conftest import CliResult
 
 META = torch.device("meta")
@@ -35,7 +35,7 @@ def _shards(tp: int = 2) -> list[RankShard]:
     source = preset_source("deepseek-v4-like", {"engram_rows": 3000})
     model = source.build(META)
     layout = ParallelLayout(tp=tp)
-    sharder = Sharder(model, layout, ModelDims.of(model, source.options), quantizer_of(source.options))
+    sharder = source_sharder(source, model, layout)
     return [sharder.build(coord) for coord in layout.coords()]
 
 
@@ -66,7 +66,7 @@ def test_the_fill_device_per_tensor(monkeypatch: pytest.MonkeyPatch, cuda: bool)
     assert fill_device(HOST, gpu) == torch.device("cpu")  # a host table never goes to the device-side fill
     assert fill_device(DEVICE, gpu) == gpu
     assert fill_device(DEVICE, META) == META  # meta standing in for the device
-    assert run.pinned_host_memory() is cuda  # pinned as vLLM pins them where CUDA is, pageable otherwise
+    assert fills.pinned_host_memory() is cuda  # pinned as vLLM pins them where CUDA is, pageable otherwise
 
 
 @pytest.mark.parametrize("device", ["meta", "cpu"])
@@ -74,7 +74,7 @@ def test_the_device_part_holds_every_device_resident_tensor_and_no_host_table(de
     for shard, host_bytes in zip(_shards(), HOST_BYTES, strict=True):
         where = residence(shard)
         whole = {t.name: t.nbytes for t in shard.tensors}
-        tables = run._host_tables(shard)
+        tables = fills._host_tables(shard)
         counts = {
             name: count_on_meta(shard.module, get_strategy(name)).recorder.records.values()
             for name in ("per-layer", "legacy")
@@ -122,7 +122,7 @@ def test_with_cuda_the_device_part_is_filled_on_the_device_and_the_tables_on_the
     monkeypatch.setattr(compare_measure, "resolve_device", lambda spec: torch.device("cpu"))
     device_side: list[dict[str, torch.Tensor]] = []
     host_side: list[tuple[list[str], bool]] = []
-    real_measure, real_fill = run.measure, run._fill_host_tables
+    real_measure, real_fill = fills.measure, fills._fill_host_tables
 
     def spy_measure(options: Any, *, source: Any, progress: Any) -> Any:
         build = source.build
@@ -140,15 +140,15 @@ def test_with_cuda_the_device_part_is_filled_on_the_device_and_the_tables_on_the
         host_side.append(([name for name, *_ in tables], pinned))
         return real_fill(tables, clock, pinned=False)  # no CUDA here to pin with
 
-    monkeypatch.setattr(run, "measure", spy_measure)
-    monkeypatch.setattr(run, "_fill_host_tables", spy_fill)
+    monkeypatch.setattr(fills, "measure", spy_measure)
+    monkeypatch.setattr(fills, "_fill_host_tables", spy_fill)
     args = ("compare", *ENGRAM, "--tp", "2", "--device", "cuda", "--repeat", "1", "--warmup", "0", "-s", "per-layer")
     section = _json(cli, tmp_path, *args)["deployment"]
     assert (section["target"], section["not_timed"]) == ("cuda", "")
     tables = {f"model.engram.{i}.{w}" for i in (0, 1) for w in ("weight", "weight_scale_inv")}
     assert device_side and all(not tables & set(named) for named in device_side)  # no table on the device side
-    fills = [names for names, _ in host_side if names != ["probe"]]
-    assert fills and all(set(names) == tables for names in fills)  # only the tables on the host side
+    filled = [names for names, _ in host_side if names != ["probe"]]
+    assert filled and all(set(names) == tables for names in filled)  # only the tables on the host side
     assert all(pinned for _, pinned in host_side)  # pinned memory where CUDA is present
     for entry, host_bytes in zip(section["ranks"], HOST_BYTES, strict=True):
         assert entry["offloaded_bytes"] == host_bytes

@@ -138,7 +138,7 @@ def test_the_readme_command_table_has_one_row_per_command_with_every_flag() -> N
             for param in sub.params
             if param.param_type_name == "option"
             and any(opt.startswith("--") for opt in param.opts)
-            and not getattr(param, "hidden", False)  # deprecated aliases (--tp-size) are not advertised
+            and not getattr(param, "hidden", False)  # a hidden option is not advertised
         ]
         assert sorted(rows[0]) == sorted(flags), f"README's {name} row differs from `dummyprof {name} --help`"
 

@@ -3,9 +3,7 @@ and backings."""
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
-import warnings
 from pathlib import Path
 
 import pytest
@@ -221,20 +219,10 @@ def test_the_spec_takes_the_layout_its_options_parsed() -> None:
     assert (spec.tp, spec.dp, spec.rank, spec.num_heads) == (2, 2, 3, 4)
 
 
-def test_the_python_apis_old_layout_names_still_work_with_a_deprecation_warning() -> None:
-    # as --tp-size and the TOML key tp_size do; before: a TypeError for EngramOptions(tp_size=...)
+def test_the_python_apis_old_layout_names_are_unknown() -> None:
     from dummyprof.scenarios.engram.options import EngramOptions
     from dummyprof.scenarios.engram.ranks.options import EngramRanksOptions
 
-    with pytest.warns(DeprecationWarning, match=r"EngramOptions\(tp_size=\) is deprecated; use tp="):
-        options = EngramOptions(tp_size=4, dp=2)
-    assert (options.tp, options.dp, options.layout.world) == (4, 2, 8)
-    with pytest.warns(DeprecationWarning, match=r"EngramSpec\(dp_size=\) is deprecated; use dp="):
-        assert EngramSpec(rows=100, dp_size=2).layout.world == 2
-    with pytest.warns(DeprecationWarning, match=r"EngramRanksOptions\(tp_size=\)"):
-        assert EngramRanksOptions(tp_size=2, nproc=2).tp == 2
-    with pytest.raises(TypeError, match=r"give tp= alone \(tp_size= is its deprecated name\)"):
-        EngramOptions(tp=2, tp_size=4)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")  # the new names and replace() never warn
-        assert dataclasses.replace(options, rows=5).tp == 4 and EngramOptions(tp=4).tp == 4
+    for make in (EngramOptions, EngramRanksOptions, EngramSpec):
+        with pytest.raises(TypeError, match="tp_size"):
+            make(tp_size=2)

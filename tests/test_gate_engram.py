@@ -99,33 +99,22 @@ def test_gate_catches_a_constant_fill_that_falls_back_to_random(
     assert checks["table_bytes_per_rank"]["verdict"] == "pass"
 
 
-def test_the_old_layout_keys_are_still_taken_with_a_notice(tmp_path: Path, cli: Cli) -> None:
-    from dummyprof.gate.config import load_config
+@pytest.mark.parametrize("nested", [False, True])
+def test_the_old_layout_keys_are_unknown_options(tmp_path: Path, nested: bool) -> None:
+    from dummyprof.gate.config import ConfigError, load_config
 
     config = tmp_path / "dummyprof.toml"
-    config.write_text(CONFIG.replace("tp = 2", "tp_size = 2"))
-    loaded = load_config(config)
-    assert loaded.scenarios[0].options.tp == 2
-    assert loaded.renamed == [(f"{config}: scenarios.rank.options.tp_size", "tp")]
-    result = cli("gate", "--config", str(config), "--baseline", str(tmp_path / "missing.json"))
-    assert result.stderr.startswith(f"dummyprof: {config}: scenarios.rank.options.tp_size is deprecated; use tp\n")
-    config.write_text(CONFIG.replace("tp = 2", "tp_size = 2, tp = 2"))
-    result = cli("gate", "--config", str(config), "--baseline", str(tmp_path / "missing.json"))
-    assert result.exit_code == 2
-    assert "scenarios.rank.options.tp_size: is the old name of tp; give only tp" in result.stderr
-
-
-def test_an_old_key_nested_in_a_sweeps_options_is_taken_too(tmp_path: Path) -> None:
-    from dummyprof.gate.config import load_config
-
-    config = tmp_path / "dummyprof.toml"
-    config.write_text(
-        '[scenarios.s]\ncommand = "sweep"\n[scenarios.s.options]\nparameter = "rows"\nvalues = [4096, 8192]\n'
-        '[scenarios.s.options.engram]\ndim = 64\ntp_size = 2\nmethods = ["constant"]\n'
-    )
-    loaded = load_config(config)
-    assert loaded.scenarios[0].options.engram.tp == 2
-    assert loaded.renamed == [(f"{config}: scenarios.s.options.engram.tp_size", "tp")]
+    if nested:  # a sweep's options nest the swept command's
+        config.write_text(
+            '[scenarios.s]\ncommand = "sweep"\n[scenarios.s.options]\nparameter = "rows"\nvalues = [4096, 8192]\n'
+            '[scenarios.s.options.engram]\ndim = 64\ntp_size = 2\nmethods = ["constant"]\n'
+        )
+    else:
+        config.write_text(CONFIG.replace("tp = 2", "tp_size = 2"))
+    with pytest.raises(ConfigError) as caught:
+        load_config(config)
+    where = "scenarios.s.options.engram" if nested else "scenarios.rank.options"
+    assert caught.value.message.startswith(f"{config}: {where}.tp_size: unknown option for 'engram'; valid: ")
 
 
 def test_a_baseline_written_under_the_old_layout_keys_stays_comparable(cli: Cli, tmp_path: Path) -> None:
@@ -148,8 +137,7 @@ def test_a_baseline_written_under_the_old_layout_keys_stays_comparable(cli: Cli,
 @pytest.mark.parametrize(
     ("options", "key", "message"),
     [
-        ('rows = 65536, tp_size = 0, device = "cpu"', "scenarios.e.options.tp_size", "must be at least 1, got 0"),
-        ('rows = 65536, tp_size = "x", device = "cpu"', "scenarios.e.options.tp_size", "Expected `int`, got `str`"),
+        ('rows = 65536, tp = "x", device = "cpu"', "scenarios.e.options.tp", "Expected `int`, got `str`"),
         ('rows = 65536, tp = 0, device = "cpu"', "scenarios.e.options.tp", "must be at least 1, got 0"),
     ],
 )
@@ -166,7 +154,7 @@ def test_a_bad_value_under_an_old_key_is_named_by_the_key_written(
     assert caught.value.message == f"{config}: {key}: {message}"
 
 
-@pytest.mark.parametrize("name", ["tp", "tp_size"])
+@pytest.mark.parametrize("name", ["tp", "dp"])
 def test_a_bad_value_in_a_sweeps_engram_table_is_named_with_its_table(tmp_path: Path, name: str) -> None:
     # before: scenarios.s.options.tp, a key the sweep's own table does not have (it is in options.engram)
     from dummyprof.gate.config import ConfigError, load_config

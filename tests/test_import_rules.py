@@ -2,7 +2,8 @@
 
 Every ``import``/``from ... import`` in ``dummyprof/`` is read, at module level and
 inside functions. Imports under ``if TYPE_CHECKING:`` never run, so they count
-for no rule but the floors: a type named from a floor above is a dependency all the same.
+for the floors and the cycles alone: a type named from a floor above, or from a module
+that imports this one, is a dependency all the same.
 Relative imports are not used in this package; the scan would miss them, so one rule
 forbids them.
 """
@@ -86,6 +87,11 @@ def _is_type_checking(node: ast.If) -> bool:
 
 
 def _imports(path: Path, typing: bool) -> Iterator[Import]:
+    return _imports_of(path, path.read_text(), typing)
+
+
+def _imports_of(path: Path, text: str, typing: bool) -> Iterator[Import]:
+    """The imports of ``text``, read as the module at ``path``."""
     name = _module_name(path)
 
     def visit(node: ast.AST, module_level: bool) -> Iterator[Import]:
@@ -107,7 +113,7 @@ def _imports(path: Path, typing: bool) -> Iterator[Import]:
             inner = module_level and not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
             yield from visit(node, inner)
 
-    yield from visit(ast.parse(path.read_text(), filename=str(path)), True)
+    yield from visit(ast.parse(text, filename=str(path)), True)
 
 
 def all_imports(typing: bool = False) -> list[Import]:
@@ -248,9 +254,9 @@ def test_an_audit_option_error_is_refused_before_torch() -> None:
 
 
 def _module_graph(imports: list[Import], modules: set[str]) -> dict[str, set[str]]:
-    """Imports between dummyprof modules, at module level and inside functions alike: a function-level import
-    hides a cycle from Python at import time, not from the design. ``from pkg import mod`` counts as importing
-    ``pkg.mod``."""
+    """Imports between dummyprof modules, at module level, inside functions and under ``if TYPE_CHECKING:`` alike:
+    a function-level or type-only import hides a cycle from Python at import time, not from the design.
+    ``from pkg import mod`` counts as importing ``pkg.mod``."""
     graph: dict[str, set[str]] = {m: set() for m in modules}
     for imp in imports:
         if not imp.target.startswith("dummyprof"):
@@ -310,8 +316,25 @@ def test_the_cycle_finder_finds_cycles() -> None:
 
 def test_no_import_cycles_between_modules() -> None:
     modules = {_module_name(p) for p in PACKAGE.rglob("*.py")}
-    cycles = [c for c in strongly_connected(_module_graph(all_imports(), modules)) if len(c) > 1]
+    cycles = [c for c in strongly_connected(_module_graph(all_imports(typing=True), modules)) if len(c) > 1]
     assert cycles == []
+
+
+def test_a_type_checking_import_closes_a_cycle() -> None:
+    """The scan sees a cycle that only a type annotation closes, as ``deploy/quant.py`` and ``deploy/shards.py`` once
+    had: each module's imports are read from a file, the second one under ``if TYPE_CHECKING:``."""
+    source = {
+        "a": "from dummyprof import b\n",
+        "b": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from dummyprof.a import Thing\n",
+    }
+    found: list[Import] = []
+    for name, text in source.items():
+        path = PACKAGE / f"{name}.py"
+        found += [i for i in _imports_of(path, text, typing=True)]
+    a, b = "dummyprof.a", "dummyprof.b"
+    assert [c for c in strongly_connected(_module_graph(found, {a, b})) if len(c) > 1] == [[a, b]]
+    without_types = [i for name, text in source.items() for i in _imports_of(PACKAGE / f"{name}.py", text, False)]
+    assert [c for c in strongly_connected(_module_graph(without_types, {a, b})) if len(c) > 1] == []
 
 
 def test_an_import_inside_a_function_closes_a_cycle() -> None:

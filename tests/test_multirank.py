@@ -296,10 +296,3 @@ def test_a_failed_rank_keeps_what_the_finished_ranks_returned(tmp_path: Path) ->
         spawn(_returns_then_one_fails, (str(tmp_path / "returned"),), 2, limit_s=LIMIT_S)
     assert str(failed.value) == "rank 1 failed: ValueError: boom"
     assert failed.value.values == {0: 7}
-
-
-def test_an_old_layout_flag_is_said_once_under_torchrun(tmp_path: Path) -> None:
-    # before: every rank parsed the flags and said the deprecation, once per rank
-    out = torchrun(2, *SMALL, "--tp-size", "2", "-q", cwd=tmp_path)
-    assert out.returncode == 0, out.stderr[-3000:]
-    assert out.stderr.count("dummyprof: --tp-size is deprecated; use --tp\n") == 1

@@ -532,33 +532,6 @@ def test_the_step_summary_is_never_appended_to_when_the_run_reads_it(
     assert config.read_bytes() == before
 
 
-def _chattr(flag: str, path: Path) -> bool:
-    import shutil
-    import subprocess
-
-    tool = shutil.which("chattr")
-    return tool is not None and subprocess.run([tool, flag, str(path)], capture_output=True).returncode == 0
-
-
-@pytest.mark.parametrize(("attribute", "word"), [("+i", "immutable"), ("+a", "append-only")])
-def test_a_file_that_cannot_be_replaced_fails_before_the_run(
-    cli: Cli, tmp_path: Path, attribute: str, word: str, measuring_is_an_error: None
-) -> None:
-    pinned = tmp_path / "pinned.json"
-    pinned.write_text("kept")
-    if not _chattr(attribute, pinned):
-        pytest.skip(f"chattr {attribute} needs root (CAP_LINUX_IMMUTABLE) on ext4, xfs or btrfs")
-    try:
-        result = cli(*INSPECT, "--json", str(pinned), "--force")
-    finally:
-        _chattr(attribute.replace("+", "-"), pinned)
-    assert (result.exit_code, result.stderr) == (
-        2,
-        f"dummyprof: error: --json: cannot replace {pinned}: it is {word} (chattr); choose another file\n",
-    )
-    assert pinned.read_text() == "kept"
-
-
 # -- '-' is stdout only where a flag says so -----------------------------------------------------------
 
 

@@ -14,9 +14,10 @@ from typing import Any
 import pytest
 import torch
 
-from dummyprof.deploy import ParallelLayout, Sharder
+from dummyprof.deploy import ParallelLayout, Sharder, count_deployment
+from dummyprof.deploy.engine import engine_source, quantizer_of, source_sharder
 from dummyprof.deploy.plan import ModelDims
-from dummyprof.deploy.quant import engine_source, fill_kinds, quantizer_of, resolve_method
+from dummyprof.deploy.quant import fill_kinds, resolve_method
 from dummyprof.deploy.shards import RankShard
 from dummyprof.errors import UsageError
 from dummyprof.models.source import ModelSource
@@ -42,7 +43,7 @@ def _source(path: str, flag: str = "auto", **args: Any) -> ModelSource:
 def _shard(source: ModelSource, layout: ParallelLayout, rank: int = 0) -> RankShard:
     assert source.whole is not None
     whole = source.whole()
-    sharder = Sharder(whole, layout, ModelDims.of(whole, source.options), quantizer_of(source.options))
+    sharder = source_sharder(source, whole, layout)
     return sharder.build(layout.coords()[rank])
 
 
@@ -108,7 +109,8 @@ def test_deepseek_v3_fp8_block_weights_per_rank_are_vllms(sizes: dict[str, int],
 
 def test_deepseek_v3_one_rank_is_the_engine_model() -> None:
     source = _source(f"{DATA}/DeepSeek-V3.json")
-    assert source.options["quantization"] == "fp8"
+    assert source.quantization is not None and source.quantization.method == "fp8"
+    assert source.recorded_options()["quantization"] == "fp8"  # what the Results record
     # + transformers' two rotary inv_freq, + vLLM's MLAAttention kv scales (four float32 per layer)
     assert source.estimated_bytes == _deepseek_v3_rank_bytes(1, 1) + 256 + 61 * 4 * 4
     model = source.build(torch.device("meta"))
@@ -145,6 +147,7 @@ def test_fp8_per_tensor_static_scales_follow_the_fused_parts(tmp_path: Path) -> 
         "mlp.down_proj.input_scale": ((1,), F32),
         "input_layernorm.weight": ((4096,), BF16),
         "post_attention_layernorm.weight": ((4096,), BF16),
+        **{f"self_attn.attn.{kind}_scale": ((), BF16) for kind in ("q", "k", "v", "prob")},  # Fp8KVCacheMethod
     }
     assert _table(shard, "layers.1.mlp.down_proj") == {".weight": ((4096, 7168), BF16)}  # ignored_layers
     assert _table(shard, "embed_tokens.") == {"weight": ((128256 // 2, 4096), BF16)}
@@ -154,6 +157,128 @@ def test_fp8_block_refuses_a_split_vllm_refuses(tmp_path: Path) -> None:
     path = _llama_fp8(tmp_path, activation_scheme="dynamic", weight_block_size=[128, 256])
     with pytest.raises(UsageError, match=r"o_proj: input size per rank 128 is not a multiple of the fp8 block 256"):
         _shard(_source(path), ParallelLayout(tp=32))
+
+
+# Qwen/Qwen1.5-MoE-A2.7B's published config (transformers' Qwen2MoeConfig defaults are this model's numbers)
+QWEN15_MOE = {
+    "architectures": ["Qwen2MoeForCausalLM"], "model_type": "qwen2_moe", "torch_dtype": "bfloat16",
+    "hidden_size": 2048, "intermediate_size": 5632, "moe_intermediate_size": 1408,
+    "shared_expert_intermediate_size": 5632, "num_experts": 60, "num_experts_per_tok": 4, "norm_topk_prob": False,
+    "decoder_sparse_step": 1, "num_hidden_layers": 24, "num_attention_heads": 16, "num_key_value_heads": 16,
+    "vocab_size": 151936, "max_position_embeddings": 8192, "rope_theta": 1000000.0, "rms_norm_eps": 1e-06,
+    "hidden_act": "silu", "tie_word_embeddings": False, "use_sliding_window": False, "sliding_window": 32768,
+    "max_window_layers": 21, "bos_token_id": 151643, "eos_token_id": 151643,
+}  # fmt: skip
+FP8_BLOCK = {"quant_method": "fp8", "activation_scheme": "dynamic", "fmt": "e4m3", "weight_block_size": [128, 128]}
+
+
+def _qwen15_moe(tmp_path: Path, **fields: Any) -> str:
+    config = {**QWEN15_MOE, **fields}
+    text = json.dumps(config)
+    path = tmp_path / f"Qwen1.5-MoE-{hashlib.sha1(text.encode()).hexdigest()[:12]}.json"
+    path.write_text(text)
+    return str(path)
+
+
+def test_fp8_block_routers_follow_each_architectures_vllm_class(tmp_path: Path) -> None:
+    """vLLM 0.33's Qwen3-MoE builds ``mlp.gate`` (GateLinear) with the model's quant config, so an fp8 block checkpoint
+    without ``modules_to_not_convert`` holds it as Fp8LinearMethod makes it: fp8 [128, 2048] and a float32
+    ``weight_scale_inv`` [ceil(128 / 128), ceil(2048 / 128)] = [1, 16], replicated. Qwen2-MoE, DeepSeek-V2/V3, Mixtral
+    and gpt-oss build their routers without it (bfloat16), and every ``shared_expert_gate`` is built with
+    ``quant_config=None``."""
+    path = _with_quant(tmp_path, "Qwen3-30B-A3B", FP8_BLOCK, num_hidden_layers=2)
+    shard = _shard(_source(path), ParallelLayout(tp=2))
+    assert _table(shard, "layers.1.mlp.gate.") == {"weight": ((128, 2048), FP8), "weight_scale_inv": ((1, 16), F32)}
+    assert {t.rule for t in shard.tensors if ".mlp.gate." in t.name} == {"replicated"}
+    assert _table(shard, "layers.1.mlp.experts.") == {
+        "w13_weight": ((128, 2 * 384, 2048), FP8),
+        "w2_weight": ((128, 2048, 384), FP8),
+        "w13_weight_scale_inv": ((128, 2 * 3, 16), F32),
+        "w2_weight_scale_inv": ((128, 16, 3), F32),
+    }
+    kept = _with_quant(tmp_path, "Qwen3-30B-A3B", dict(FP8_BLOCK, modules_to_not_convert=["model.layers.1.mlp.gate"]),
+                       num_hidden_layers=2)  # fmt: skip
+    assert _table(_shard(_source(kept), ParallelLayout(tp=2)), "layers.1.mlp.gate.") == {"weight": ((128, 2048), BF16)}
+    qwen2 = _shard(_source(_qwen15_moe(tmp_path, num_hidden_layers=1, quantization_config=FP8_BLOCK)), ParallelLayout())
+    assert _table(qwen2, "layers.0.mlp.gate.") == {"weight": ((60, 2048), BF16)}  # GateLinear, no quant config
+    assert _table(qwen2, "layers.0.mlp.shared_expert.") == {  # the shared expert: quantized
+        "gate_up_proj.weight": ((2 * 5632, 2048), FP8),
+        "gate_up_proj.weight_scale_inv": ((2 * 44, 16), F32),
+        "down_proj.weight": ((2048, 5632), FP8),
+        "down_proj.weight_scale_inv": ((16, 44), F32),
+    }
+    assert _table(qwen2, "layers.0.mlp.shared_expert_gate.") == {"weight": ((1, 2048), BF16)}
+    deepseek = _shard(_source(f"{DATA}/DeepSeek-V3.json", num_hidden_layers=4), ParallelLayout(tp=8))
+    assert _table(deepseek, "layers.3.mlp.gate.") == {"weight": ((256, 7168), BF16),
+                                                      "e_score_correction_bias": ((256,), F32)}  # fmt: skip
+    mixtral = {
+        "architectures": ["MixtralForCausalLM"],
+        "model_type": "mixtral",
+        "torch_dtype": "bfloat16",
+        "num_hidden_layers": 1,
+        "quantization_config": FP8_BLOCK,
+    }  # transformers' defaults: Mixtral-8x7B
+    (tmp_path / "mixtral.json").write_text(json.dumps(mixtral))
+    assert _table(_shard(_source(str(tmp_path / "mixtral.json")), ParallelLayout()), "mlp.gate.") == {
+        "weight": ((8, 4096), BF16)
+    }  # gpt-oss's router: test_gpt_oss_mxfp4_experts_are_vllms
+
+
+def _qwen3_fp8_block_rank_bytes(tp: int, grid: int) -> int:
+    """vLLM's weights per rank for Qwen3-30B-A3B fp8 (128 x 128 blocks) at tp, the experts' scales on ``grid``."""
+    h, experts, inter, vocab = 2048, 128, 768 // tp, 151936 // tp
+
+    def lin(out: int, inp: int) -> int:  # fp8 weight + float32 block scales
+        return out * inp + _cdiv(out, 128) * _cdiv(inp, 128) * 4
+
+    qkv = (32 // tp + 2 * max(1, 4 // tp)) * 128
+    attn = lin(qkv, h) + lin(h, 32 * 128 // tp) + 2 * 128 * 2 + 4 * 2  # q/k norms, the KV-cache method's scalars
+    moe = lin(experts, h) + experts * 3 * inter * h  # the router (GateLinear takes the quant config), w13 and w2
+    moe += experts * (2 * _cdiv(inter, grid) * _cdiv(h, grid) + _cdiv(h, grid) * _cdiv(inter, grid)) * 4
+    return 48 * (attn + moe + 2 * h * 2) + 2 * vocab * h * 2 + h * 2
+
+
+def test_fp8_block_moe_refines_its_scale_grid_where_vllm_does(tmp_path: Path) -> None:
+    """Qwen3-30B-A3B fp8 (128 x 128) at tp 4 holds 192 intermediate rows per expert, not whole blocks: vLLM 0.33
+    (``refine_fp8_moe_block_shape``, the default ``--moe-backend auto``) builds it with the scales on a 64 x 64 grid,
+    gcd(128, 128, 192, 2048), the checkpoint's upsampled at load; at tp 8 on 32 x 32 (96 rows). At tp 16 (48 rows)
+    the gcd is 16, under 32: ``validate_fp8_block_shape_moe`` refuses it, and so does dummyprof, naming the tp that
+    passes; ``--ep 16`` holds whole experts."""
+    path = _with_quant(tmp_path, "Qwen3-30B-A3B", FP8_BLOCK)
+    source = _source(path)
+    assert source.whole is not None
+    quant, layout = quantizer_of(source), ParallelLayout(tp=4)
+    counts = count_deployment(source.whole(), layout, options=source.options, quant=quant, strategies=["per-layer"])
+    for rank in counts.ranks:  # + transformers' two rotary inv_freq buffers (64 float32 each), never visited
+        assert (rank.storages, rank.held_bytes) == (48 * 18 + 3 + 2, _qwen3_fp8_block_rank_bytes(4, 64) + 512)
+        assert rank.strategy("per-layer").visits == 48 * 18 + 3
+        assert rank.strategy("per-layer").bytes_written == _qwen3_fp8_block_rank_bytes(4, 64) == 7_805_556_096
+    shard = _shard(source, ParallelLayout(tp=4), rank=3)
+    assert _table(shard, "layers.47.mlp.experts.") == {
+        "w13_weight": ((128, 2 * 192, 2048), FP8),
+        "w2_weight": ((128, 2048, 192), FP8),
+        "w13_weight_scale_inv": ((128, 2 * 3, 32), F32),  # 2 x ceil(192 / 64), ceil(2048 / 64)
+        "w2_weight_scale_inv": ((128, 32, 3), F32),
+    }
+    assert _table(_shard(source, ParallelLayout(tp=8)), "layers.0.mlp.experts.w") == {
+        "13_weight": ((128, 2 * 96, 2048), FP8),
+        "2_weight": ((128, 2048, 96), FP8),
+        "13_weight_scale_inv": ((128, 2 * 3, 64), F32),
+        "2_weight_scale_inv": ((128, 64, 3), F32),
+    }
+    with pytest.raises(UsageError) as caught:
+        _shard(source, ParallelLayout(tp=16))
+    assert caught.value.field == "tp"
+    assert caught.value.message == (
+        "model.layers.0.mlp.experts: the experts' intermediate size per rank 48 is not a multiple of the fp8 block_n "
+        "128, and no block of 32 or more divides 128 x 128, it and the hidden size 2048 (vLLM refuses it; --ep 16 "
+        "holds whole experts on each rank); try --tp 8"
+    )
+    whole = _shard(source, ParallelLayout.from_sizes(tp=16, ep=16), rank=15)
+    assert _table(whole, "layers.0.mlp.experts.w13_weight") == {
+        "": ((8, 2 * 768, 2048), FP8),
+        "_scale_inv": ((8, 2 * 6, 16), F32),
+    }
 
 
 # ---- GPTQ and AWQ (vLLM auto_gptq.py / auto_awq.py, the CUDA path) ----------------------------------------------
@@ -238,6 +363,7 @@ def test_compressed_tensors_fp8_dynamic_llama_is_vllms() -> None:
         "qkv_proj.weight_scale": ((qkv, 1), F32),
         "o_proj.weight": ((h, h // 2), FP8),
         "o_proj.weight_scale": ((h, 1), F32),
+        **CT_KV_SCALES,  # kv_cache_scheme null: CompressedTensorsKVCacheMethod registers them all the same
     }
     assert _table(shard, "layers.0.mlp.") == {
         "gate_up_proj.weight": ((2 * inter, h), FP8),
@@ -246,6 +372,64 @@ def test_compressed_tensors_fp8_dynamic_llama_is_vllms() -> None:
         "down_proj.weight_scale": ((h, 1), F32),
     }
     assert _table(shard, "lm_head.") == {"weight": ((128256 // 2, h), BF16)}  # ignore: lm_head
+
+
+# CompressedTensorsKVCacheMethod.create_weights: float32 scales and zero points in the model's dtype, [1] per layer
+CT_KV_SCALES = {f"attn.{kv}_{what}": ((1,), dtype) for what, dtype in (("scale", F32), ("zero_point", BF16))
+                for kv in "kvq"}  # fmt: skip
+
+
+def _llama_ct_fp8_bytes(tp: int) -> int:
+    """vLLM's weights per rank for Llama-3.1-8B compressed-tensors fp8 (channel scales), the KV-cache method's too."""
+    qkv, inter, h, vocab = (4096 + 2 * 1024) // tp, 14336 // tp, 4096, 128256 // tp
+    linears = [(qkv, h), (h, h // tp), (2 * inter, h), (h, inter)]  # fp8 weight + float32 channel scale [out, 1]
+    layer = sum(o * i + o * 4 for o, i in linears) + 2 * h * 2 + 3 * 4 + 3 * 2  # + kv scales, zero points
+    return 32 * layer + 2 * vocab * h * 2 + h * 2
+
+
+def test_the_kv_cache_methods_tensors_are_counted_per_rank() -> None:
+    """vLLM gives each attention layer of a compressed-tensors, fp8 or ModelOpt checkpoint a KV-cache method whose
+    ``create_weights`` registers parameters on the ``Attention`` module (``self_attn.attn``), so the dummy loader
+    visits them: Llama-3.1-8B compressed-tensors fp8 at tp 2 holds 6 more tensors (18 bytes) per layer."""
+    source = _source(f"{DATA}/Llama-3.1-8B-Instruct-FP8-dynamic.json")
+    assert source.whole is not None
+    counts = count_deployment(source.whole(), ParallelLayout(tp=2), options=source.options, quant=quantizer_of(source))
+    weights = _llama_ct_fp8_bytes(2)
+    for rank in counts.ranks:
+        assert rank.storages == 32 * (8 + 2 + 6) + 3 + 2  # + transformers' two rotary inv_freq buffers (not visited)
+        assert rank.held_bytes == weights + 2 * 64 * 4 == 4_544_143_936 + 512
+        per_layer, legacy = rank.strategy("per-layer"), rank.strategy("legacy")
+        assert (per_layer.visits, per_layer.bytes_written) == (32 * 16 + 3, weights)
+        # legacy: a tensor k modules below the root is visited k + 1 times (model.layers.N.self_attn.attn.k_scale: 6)
+        assert legacy.visits == 32 * (8 * 6 + 2 * 5 + 6 * 6) + 3 + 3 + 2  # embedding, final norm, head
+        assert rank.kv_scale_bytes == 32 * 4 * 4  # the _k/_v/_q/_prob_scale buffers: load buffers, counted once
+    assert counts.model_bytes == _llama_ct_fp8_bytes(1) + 512  # the engine's one-rank model, rotary buffers too
+    shard = _shard(source, ParallelLayout(tp=2))
+    kv = [t for t in shard.tensors if ".self_attn.attn." in t.name]
+    assert (len(kv), sum(t.nbytes for t in kv)) == (32 * 6, 32 * 18)  # 192 tensors, 576 bytes
+
+
+def test_the_kv_cache_method_follows_the_scheme_and_the_attention_class(tmp_path: Path) -> None:
+    """``attn_head``: one scale and zero point per kv head of the rank (kv-column); an fp8 checkpoint's method takes
+    vLLM's ``Attention`` only, so DeepSeek's ``MLAAttention`` gets none (ModelOpt's takes both); GPTQ, AWQ and mxfp4
+    have none; a kv_cache_scheme vLLM refuses is refused."""
+    fp8 = {"num_bits": 8, "type": "float", "strategy": "channel", "symmetric": True}
+    quant = _ct(fp8, "float-quantized", {"num_bits": 8, "type": "float", "strategy": "token", "dynamic": True})
+    heads = {"num_bits": 8, "type": "float", "strategy": "attn_head", "symmetric": True, "dynamic": False}
+    path = _with_quant(tmp_path, "Llama-3.1-8B", dict(quant, kv_cache_scheme=heads), num_hidden_layers=1)
+    for tp, kv in ((2, 4), (16, 1)):  # 8 kv heads: 4 per rank at tp 2, one (shared by 2 ranks) at tp 16
+        shard = _shard(_source(path), ParallelLayout(tp=tp))
+        assert _table(shard, "self_attn.attn.") == {k.removeprefix("attn."): ((kv,), d) for k, (_, d) in
+                                                    CT_KV_SCALES.items()}  # fmt: skip
+        assert {t.rule for t in shard.tensors if ".attn." in t.name} == {"kv-column"}
+    deepseek = _shard(_source(f"{DATA}/DeepSeek-V3.json", num_hidden_layers=1), ParallelLayout(tp=8))
+    assert not [t for t in deepseek.tensors if ".attn." in t.name]
+    awq = _shard(_source(f"{DATA}/Llama-3.1-8B-Instruct-AWQ-INT4.json", num_hidden_layers=1), ParallelLayout())
+    assert not [t for t in awq.tensors if ".attn." in t.name]
+    asymmetric = dict(heads, symmetric=False)
+    path = _with_quant(tmp_path, "Llama-3.1-8B", dict(quant, kv_cache_scheme=asymmetric), num_hidden_layers=1)
+    with pytest.raises(UsageError, match=r"kv_cache_scheme .* is not a symmetric tensor or attn_head strategy"):
+        _shard(_source(path), ParallelLayout())
 
 
 def _ct(weights: dict[str, Any], fmt: str, inputs: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -360,25 +544,29 @@ def test_modelopt_fp8_llama_is_vllms() -> None:
         "o_proj.weight": ((h, h // 2), FP8),
         "o_proj.weight_scale": ((1,), F32),
         "o_proj.input_scale": ((1,), F32),
+        **{f"attn.{kind}_scale": ((), BF16) for kind in ("q", "k", "v", "prob")},  # ModelOptKVCacheMethod
     }
     assert _table(shard, "mlp.gate_up_proj.") == {"weight": ((2 * inter, h), FP8), "weight_scale": ((2,), F32),
                                                   "input_scale": ((2,), F32)}  # fmt: skip
     assert _table(shard, "lm_head.") == {"weight": ((128256 // 2, h), BF16)}
     per_layer = sum(o * i + 2 * parts * 4 for o, i, parts in [(qkv, h, 3), (h, h // 2, 1), (2 * inter, h, 2),
-                                                              (h, inter, 1)]) + 2 * h * 2  # fmt: skip
+                                                              (h, inter, 1)]) + 2 * h * 2 + 4 * 2  # fmt: skip
     weights = [t for t in shard.tensors if "rotary_emb" not in t.name]
-    assert sum(t.nbytes for t in weights) == 32 * per_layer + 2 * 128256 // 2 * h * 2 + h * 2 == 4_540_868_352
+    assert sum(t.nbytes for t in weights) == 32 * per_layer + 2 * 128256 // 2 * h * 2 + h * 2 == 4_540_868_608
+    assert len(weights) == 32 * (10 + 4 + 4) + 3 == 579  # + the four kv-cache scalars per layer
 
 
 def test_modelopt_fp8_moe_and_a_quantized_head(tmp_path: Path) -> None:
     """ModelOptFp8MoEMethod (per-tensor scales, static input scales per expert); nothing excluded (flat layout,
-    ``ignore`` empty): vLLM's ParallelLMHead takes the linear method too; the router stays bfloat16."""
+    ``ignore`` empty): vLLM's ParallelLMHead takes the linear method too, and so does Qwen3-MoE's router."""
     quant = {"quant_method": "modelopt", "quant_algo": "FP8", "ignore": []}
     path = _with_quant(tmp_path, "Qwen3-30B-A3B", quant, num_hidden_layers=1)
     shard = _shard(_source(path), ParallelLayout(tp=2))
     h, experts, inter, vocab = 2048, 128, 384, 151936 // 2
     assert _table(shard, "layers.0.mlp.") == {
-        "gate.weight": ((experts, h), BF16),
+        "gate.weight": ((experts, h), FP8),  # Qwen3-MoE's GateLinear takes the quant config: quantized unless excluded
+        "gate.weight_scale": ((1,), F32),
+        "gate.input_scale": ((1,), F32),
         "experts.w13_weight": ((experts, 2 * inter, h), FP8),
         "experts.w2_weight": ((experts, h, inter), FP8),
         "experts.w13_weight_scale": ((experts, 2), F32),
@@ -400,6 +588,7 @@ def _deepseek_r1_fp4_rank_bytes(tp: int) -> int:
 
     norms = 2 * h * 2 + 1536 * 2 + 512 * 2
     attn = 2 * ((1536 + 576) * h + 128 * 192 // tp * 1536 + 128 * 256 // tp * 512 + h * 128 * 128 // tp)  # bf16
+    attn += 4 * 2  # ModelOptKVCacheMethod on MLAAttention: q/k/v/prob_scale, bfloat16 scalars
     mlp = lin(2 * 18432 // tp, h, 2) + lin(h, 18432 // tp, 1)
     inter = 2048 // tp
     routed = experts * (2 * inter * h // 2 + 2 * inter * h // 16 + h * inter // 2 + h * inter // 16 + 6 * 4)
@@ -430,8 +619,41 @@ def test_modelopt_nvfp4_deepseek_r1_is_vllms() -> None:
     }
     assert {dtype for _, dtype in _table(shard, "layers.3.self_attn.").values()} == {BF16}
     weights = [t for t in shard.tensors if "rotary_emb" not in t.name]
-    assert sum(t.nbytes for t in weights) == _deepseek_r1_fp4_rank_bytes(8) == 51_389_224_376
-    assert len(weights) == 1559
+    assert sum(t.nbytes for t in weights) == _deepseek_r1_fp4_rank_bytes(8) == 51_389_224_864
+    assert len(weights) == 1559 + 61 * 4
+
+
+def _llama_nvfp4(tmp_path: Path, **quant: Any) -> str:
+    """A ModelOpt NVFP4 Llama-3.1-8B in the flat layout ModelOpt's newer exports write in config.json."""
+    flat = {"quant_method": "modelopt", "quant_algo": "NVFP4", "group_size": 16, "kv_cache_scheme": None}
+    return _with_quant(tmp_path, "Llama-3.1-8B", dict(flat, **quant))
+
+
+def test_modelopt_flat_exclude_modules_keep_the_head_in_bfloat16(tmp_path: Path) -> None:
+    """``ModelOptQuantConfigBase.from_config``, flat layout: ``ignore`` where the key is there, else
+    ``exclude_modules``; ``["lm_head"]`` leaves the head a bfloat16 ``ParallelLMHead`` (UnquantizedLinearMethod)."""
+    shard = _shard(_source(_llama_nvfp4(tmp_path, exclude_modules=["lm_head"])), ParallelLayout())
+    h, inter, vocab = 4096, 14336, 128256
+
+    def lin(out: int, inp: int, parts: int) -> int:  # packed fp4 + fp8 group scales + input_scale, weight_scale_2
+        return out * inp // 2 + out * inp // 16 + 2 * parts * 4
+
+    layer = lin(6144, h, 3) + lin(h, h, 1) + lin(2 * inter, h, 2) + lin(h, inter, 1) + 2 * h * 2 + 4 * 2  # kv scalars
+    weights = [t for t in shard.tensors if "rotary_emb" not in t.name]
+    assert _table(shard, "lm_head.") == {"weight": ((vocab, h), BF16)}
+    assert sum(t.nbytes for t in weights) == 32 * layer + 2 * vocab * h * 2 + h * 2 == 6_027_749_376
+    assert len(weights) == 32 * (4 * 4 + 2 + 4) + 3
+    quantized = _shard(_source(_llama_nvfp4(tmp_path, exclude_modules=[])), ParallelLayout())
+    assert _table(quantized, "lm_head.") == {
+        "weight": ((vocab, h // 2), "uint8"),
+        "input_scale": ((1,), F32),
+        "weight_scale_2": ((1,), F32),
+        "weight_scale": ((vocab, h // 16), FP8),
+    }
+    both = _shard(_source(_llama_nvfp4(tmp_path, ignore=[], exclude_modules=["lm_head"])), ParallelLayout())
+    assert _table(both, "lm_head.")["weight"] == ((vocab, h // 2), "uint8")  # ignore is read first
+    with pytest.raises(UsageError, match=r"the config's ignore None is not a list of module names"):
+        _shard(_source(_llama_nvfp4(tmp_path, ignore=None, exclude_modules=["lm_head"])), ParallelLayout())
 
 
 def test_modelopt_method_follows_quant_algo() -> None:
@@ -583,7 +805,11 @@ def test_fill_kinds_count_fp8_scales_integers_and_skipped_bytes() -> None:
     deepseek = _shard(_source(f"{DATA}/DeepSeek-V3.json"), ParallelLayout(tp=8))
     kinds = fill_kinds(deepseek.module)
     fp8 = sum(t.nbytes for t in deepseek.tensors if t.dtype == FP8)
-    assert kinds["fp8"] == fp8 and kinds["fp16-scratch"] == 2 * fp8  # one float16 element per fp8 element
+    assert kinds["fp8"] == fp8 == 84_441_235_456
+    # the scratch alive at once: one tensor's float16 copy, the largest (a layer's w13_weight, 256 experts x 2 x
+    # 2048 / 8 x 7168), never the sum of all of them (157.28 GiB: more than an H200 holds)
+    largest = max(t.nbytes for t in deepseek.tensors if t.dtype == FP8)
+    assert kinds["fp16-scratch"] == 2 * largest == 2 * 256 * (2 * 2048 // 8) * 7168 == 1_879_048_192
     kv_scales = 61 * 4 * 4  # vLLM's MLAAttention: four float32 scalars per layer, not weights
     assert kinds["scale"] == sum(t.nbytes for t in deepseek.tensors if "scale" in t.name) + kv_scales
     assert kinds["skipped"] == kinds["integer"] == 0

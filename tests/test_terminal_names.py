@@ -99,7 +99,7 @@ def test_default_compare_leads_with_the_answer_and_fits_a_50_line_screen() -> No
         "speedup" in out and "visits" in out and "%memset: rate over this run's memset floor" in " ".join(out.split())
     )
     saved = render(load_results(SAVED / "compare.json"), "terminal", RenderOptions(width=80))
-    assert re.match(r"median (fill )?on cpu: ", saved) and len(saved.splitlines()) <= 50
+    assert re.match(r"median (fill )?on cpu[:,] ", saved) and len(saved.splitlines()) <= 50
     full = render(results, "terminal", RenderOptions(width=80, detail=True))
     assert len(full.splitlines()) > len(lines) and "Scenario" in full  # the detail is one option away
 

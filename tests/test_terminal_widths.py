@@ -151,8 +151,8 @@ def test_compare_projected_fits(width: int) -> None:
     assert "uniform-via-fp16" in out and "fp8e4m3" in out and "float8" not in out
     assert "~: projected from smaller samples, not measured" in out
     quiet = render(_compare(), "terminal", RenderOptions(width=width, quiet=True))
-    # the device named first: the speedups give way (89 columns with them)
-    assert quiet == "projected fill on cpu: legacy 920.4 ms, per-layer 205.3 ms, unique 187.5 ms\n"
+    # the answer first, the device named: the other strategies give way (82 columns with them)
+    assert quiet == "projected fill on cpu, fastest unique 187.5 ms (4.9x legacy) of 3 strategies\n"
 
 
 @pytest.mark.parametrize("device", ["cpu", "cuda:0"])
@@ -163,11 +163,11 @@ def test_compare_quiet_names_the_device_of_its_times(device: str) -> None:
         assert results.compare is not None
         results.compare.model.device = device
     assert summary_line(measured) == (
-        f"median fill on {device}: legacy 993 µs, per-layer 356 µs (2.8x), unique 192 µs (5.2x)"
+        f"median fill on {device}: unique 192 µs (5.2x), per-layer 356 µs (2.8x), legacy 993 µs"
         if device == "cpu"  # 81 columns on cuda:0: "fill" gives way, never the device
-        else f"median on {device}: legacy 993 µs, per-layer 356 µs (2.8x), unique 192 µs (5.2x)"
+        else f"median on {device}: unique 192 µs (5.2x), per-layer 356 µs (2.8x), legacy 993 µs"
     )
-    assert summary_line(projected).startswith(f"projected fill on {device}: legacy 920.4 ms, ")
+    assert summary_line(projected).startswith(f"projected fill on {device}, fastest unique 187.5 ms (4.9x legacy)")
     for width in WIDTHS:
         fits(measured, width)
         fits(projected, width)
@@ -225,7 +225,7 @@ def test_engram_fits(width: int, kind: str) -> None:
         assert all(re.search(rf"(^| ){re.escape(h)}( |$)", out, re.M) for h in headers)
     if kind == "fake-projected":
         assert "~12.71 s  12.71 s–50.85 s" in out and "~: projected from smaller samples" in out
-        assert re.search(r"random-convert +~26\.43 s +26\.43 s–103 s +first touch 48% +over ", out)
+        assert re.search(r"random-convert +~26\.43 s +26\.43 s–103 s +first touch 48% +missed ", out)
         assert "(projected)" not in out  # one mark, '~', explained under each table that has it
     if kind == "engram-plan":
         assert "fill and start-up times: unavailable: dry run: nothing allocated" in out
@@ -439,11 +439,12 @@ def test_quiet_lines_say_contended_when_their_times_were_taken_on_a_busy_machine
     projected.compare.size.contention = QUIET
     assert "CONTENDED" not in summary_line(projected)
     projected.compare.size.contention = BUSY
-    assert summary_line(projected) == "projected fill on cpu: 187.5 ms to 920.4 ms, 3 strategies; CONTENDED"
+    # the answer stays first: the fastest strategy and its speedup, whatever the machine
+    assert summary_line(projected) == "projected on cpu, fastest unique 187.5 ms (4.9x legacy); CONTENDED"
     measured = load_results(SAVED / "compare.json")
     assert measured.compare is not None
     measured.compare.contention = BUSY  # the timed rounds' reading, for a measured run
-    assert summary_line(measured) == "median fill on cpu: legacy 993 µs, per-layer 356 µs, unique 192 µs; CONTENDED"
+    assert summary_line(measured) == "median on cpu, fastest unique 192 µs (5.2x legacy) of 3 strategies; CONTENDED"
 
     engram = load_results(SAVED / "engram-projected.json")
     assert engram.engram is not None
@@ -491,7 +492,7 @@ def test_contended_quiet_lines_keep_to_80_columns_in_their_longest_cases() -> No
         ]
     line = summary_line(results)
     assert line == "tp 2, pp 2: 4 ranks; host ~5.12 s on cpu, device not timed; CONTENDED"
-    # a model with nothing to fill, contended: the short head and the range of the strategies
+    # a model with nothing to fill, contended: the short head, the fastest strategy, and no speedup
     empty = _compare()
     assert empty.compare is not None
     empty.compare.model.bytes = 0
@@ -499,4 +500,33 @@ def test_contended_quiet_lines_keep_to_80_columns_in_their_longest_cases() -> No
         s.bytes_written = 0
     assert empty.compare.nothing_to_fill
     empty.compare.size.contention = BUSY
-    assert summary_line(empty) == "projected on cpu: 187.5 ms to 920.4 ms (nothing to fill); CONTENDED"
+    assert summary_line(empty) == "projected on cpu, fastest unique 187.5 ms (nothing to fill: no speedup); CONTENDED"
+
+
+@pytest.mark.parametrize("busy", [QUIET, BUSY])
+@pytest.mark.parametrize("names", [("legacy", "per-layer", "unique"), ("legacy", "per-layer-" + "x" * 30, "u" * 24)])
+def test_the_quiet_line_names_the_fastest_strategy_and_its_speedup_whatever_the_machine(
+    busy: Contention, names: tuple[str, str, str]
+) -> None:
+    """The answer first: however busy the machine and however long the names, the fastest strategy is the first
+    named, with its speedup over the baseline, within 80 columns; the HTML headline is the same line."""
+    results = load_results(SAVED / "compare.json")  # legacy 993 µs, per-layer 356 µs, unique 192 µs
+    assert results.compare is not None
+    results.compare.contention = busy
+    for s, name in zip(results.compare.strategies, names, strict=True):
+        s.name = name
+    line = summary_line(results)
+    assert len(line) <= 80 and line.endswith("; CONTENDED") == busy.contended
+    fastest = names[2]
+    assert re.match(
+        rf"median (fill )?on cpu(, fastest {fastest} 192 µs \(5\.2x legacy\)|: {fastest} 192 µs \(5\.2x\), )", line
+    )
+
+
+def test_a_baseline_that_is_fastest_is_named_so() -> None:
+    results = load_results(SAVED / "compare.json")
+    assert results.compare is not None
+    results.compare.contention = BUSY
+    legacy, _, unique = results.compare.strategies
+    legacy.timing, unique.timing = unique.timing, legacy.timing
+    assert summary_line(results) == "median on cpu, fastest legacy 192 µs (the baseline) of 3 strategies; CONTENDED"

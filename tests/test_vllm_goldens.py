@@ -20,10 +20,9 @@ from typing import Any
 import pytest
 import torch
 
-from dummyprof.deploy import ParallelLayout, Sharder, count_deployment
+from dummyprof.deploy import ParallelLayout, count_deployment
 from dummyprof.deploy.counts import DeploymentCounts
-from dummyprof.deploy.plan import ModelDims
-from dummyprof.deploy.quant import engine_source, quantizer_of
+from dummyprof.deploy.engine import engine_source, quantizer_of, source_sharder
 from dummyprof.deploy.shards import RankShard
 from dummyprof.errors import UsageError
 from dummyprof.loaders.initializers import V033Initializer
@@ -122,17 +121,17 @@ def _whole(source: ModelSource) -> torch.nn.Module:
 @functools.cache
 def _counts(case: str, tmp: Path, sizes: str) -> DeploymentCounts:
     source = _source(case, tmp)
+    layout = _layout(json.loads(sizes))
+    quant = quantizer_of(source)
     return count_deployment(
-        _whole(source), _layout(json.loads(sizes)), options=source.options, strategies=["per-layer", "legacy"]
+        _whole(source), layout, options=source.options, quant=quant, strategies=["per-layer", "legacy"]
     )
 
 
 def _shard(case: str, tmp: Path, layout: dict[str, Any], rank: int) -> RankShard:
     source = _source(case, tmp)
-    whole = _whole(source)
     parallel = _layout(layout)
-    sharder = Sharder(whole, parallel, ModelDims.of(whole, source.options), quantizer_of(source.options))
-    return sharder.build(parallel.coords()[rank])
+    return source_sharder(source, _whole(source), parallel).build(parallel.coords()[rank])
 
 
 def dummyprof_rows(shard: RankShard) -> list[list[Any]]:
@@ -223,29 +222,21 @@ def rule_differences(vllm: list[list[Any]], ours: list[list[Any]]) -> list[str]:
     )
 
 
-# ---- expected failures: what dummyprof does not build as vLLM does yet (issue #34, items 1-5) ----------------------
+# ---- expected failures: what dummyprof does not build as vLLM does yet ---------------------------------------------
 
-ITEM1 = "#34 item 1: attention's kv-cache quantization parameters (q/k/v/prob_scale, zero points) are not built"
-ITEM3 = "#34 item 3: vLLM quantizes the MoE router (mlp.gate) with the checkpoint's method, dummyprof keeps it bf16"
-ITEM4 = "#34 item 4: fp8 block MoE, intermediate per rank not a multiple of the block: vLLM builds it, we refuse"
-ITEM5 = "#34 item 5: sequence-parallel MoE: vLLM splits the shared expert over tp, dummyprof replicates it"
 NVFP4_DECLARED = "ModelOpt NVFP4 MoE scales declare dummy_weight_value in vLLM (1.0, 1e-3, 1e-2), drawn here"
-WNA16_MOE = (
-    "compressed-tensors WNA16 MoE: vLLM 0.33 on CUDA builds CompressedTensorsWNA16MoEMethod, not Marlin's layout"
-)
+WNA16_MOE = "compressed-tensors WNA16 MoE: vLLM 0.33 on CUDA builds CompressedTensorsWNA16MoEMethod, not Marlin"
 GPTQ_MOE = "GPTQ MoE, intermediate per rank not a multiple of the group: vLLM falls back to MoeWNA16's layout"
+GPTQ_ROUTER = (
+    "GPTQ router: recorded from a config without weight files, vLLM quantizes every linear (the router too); "
+    "from a checkpoint it quantizes what the files hold, and dummyprof keeps routers unquantized"
+)
 # (check, case, layout index) -> why dummyprof's shard differs from vLLM's there; each a strict xfail
 XFAIL: dict[tuple[str, str, int], tuple[str, ...]] = {
-    ("tensors", "deepseek-r1-nvfp4", 0): (ITEM1, NVFP4_DECLARED),
-    ("counts", "deepseek-r1-nvfp4", 0): (ITEM1,),
-    **{(check, case, 0): (ITEM1,) for check in ("tensors", "counts") for case in (
-        "llama-3.1-8b-ct-fp8", "llama-3.1-8b-modelopt-fp8", "llama-3.1-8b-modelopt-nvfp4", "qwen3-30b-a3b-ct-fp8")},
-    **{(check, "qwen3-30b-a3b-ct-w4a16", 0): (ITEM1, WNA16_MOE) for check in ("tensors", "counts")},
-    **{(check, "qwen3-30b-a3b-fp8-block", 0): (ITEM1, ITEM3) for check in ("tensors", "counts")},
-    **{(check, "qwen3-30b-a3b-fp8-block", 1): (ITEM1, ITEM3, ITEM4) for check in ("tensors", "counts")},
-    **{(check, "qwen3-30b-a3b-gptq", 0): (ITEM3, GPTQ_MOE) for check in ("tensors", "counts")},
-    **{(check, "qwen1.5-moe-a2.7b-sp", 1): (ITEM5,) for check in ("tensors", "counts")},
-}  # fmt: skip
+    ("tensors", "deepseek-r1-nvfp4", 0): (NVFP4_DECLARED,),
+    **{(check, "qwen3-30b-a3b-ct-w4a16", 0): (WNA16_MOE,) for check in ("tensors", "counts")},
+    **{(check, "qwen3-30b-a3b-gptq", 0): (GPTQ_ROUTER, GPTQ_MOE) for check in ("tensors", "counts")},
+}
 
 
 # ---- the tests -----------------------------------------------------------------------------------------------------

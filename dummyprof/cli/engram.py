@@ -125,11 +125,11 @@ def engram(
     return code
 
 
-def _checked(params: dict[str, Any], *, notices: bool = True) -> EngramOptions:
+def _checked(params: dict[str, Any]) -> EngramOptions:
     """The options, checked here: ranks start only on options that pass (raises UsageError naming the field)."""
     from dummyprof.scenarios.engram.options import validate
 
-    options = options_from(EngramOptions, FIELDS, params, notices=notices)[0]
+    options = options_from(EngramOptions, FIELDS, params)[0]
     validate(options)
     return options
 
@@ -150,7 +150,7 @@ def _torchrun_rank(params: dict[str, Any], env: LaunchEnv, timeout_s: float) -> 
         from dummyprof.scenarios.engram.options import validate
         from dummyprof.scenarios.engram.ranks.rank import rank_options
 
-        options = _checked(params, notices=world.rank == 0)  # a deprecated flag said once, not by every rank
+        options = _checked(params)
         validate(rank_options(options, world, available=0))
         if world.rank == 0:  # only rank 0 writes the results files
             check_outputs({"--json": json_path, "--html": params["html"]}, force=force)

@@ -7,7 +7,6 @@ from pathlib import Path
 
 from dummyprof.cli.inputs import run_inputs
 from dummyprof.cli.output import ForceOpt, HtmlOpt, JsonOpt, QuietOpt, Update, check_outputs, emit, measuring, reporter
-from dummyprof.cli.output import report_renamed as say_renamed
 from dummyprof.cli.schema_command import with_options
 from dummyprof.errors import UsageError
 from dummyprof.files.outputs import Output, is_step_summary
@@ -117,8 +116,6 @@ def baseline(
     from dummyprof.gate.runner import make_baseline, not_recorded
 
     cfg = load_config(config)
-    for old, new in cfg.renamed:
-        say_renamed(old, new)
     check_outputs({"--output": output}, force=force, inputs=run_inputs(gate=cfg))
     scenarios = cfg.select(scenario)
     with measuring("baseline", quiet=quiet, json_path=None) as update:
@@ -156,8 +153,6 @@ def gate(
     from dummyprof.gate.runner import load_baseline, not_recorded, run_gate
 
     cfg = load_config(config)
-    for old, new in cfg.renamed:
-        say_renamed(old, new)
     append = markdown is not None and is_step_summary(markdown)  # appended only to the CI step summary
     html_files = check_outputs(
         {"--json": json_path, "--junit": junit, "--benchmark-json": benchmark_json, "--html": html}

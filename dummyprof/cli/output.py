@@ -160,12 +160,6 @@ def html_reports(path: Path | None) -> list[tuple[Output, Render]]:
     return [(Output("--html", path), reporter("html", flag="--html"))]
 
 
-def report_renamed(old: str, new: str) -> None:
-    """One line on stderr: the old name of a flag (or a config key) still works, for now; the new one named."""
-    sys.stderr.write(f"dummyprof: {old} is deprecated; use {new}\n")
-    sys.stderr.flush()
-
-
 def report_error(message: str) -> None:
     from dummyprof.reports.tables.escape import visible
 

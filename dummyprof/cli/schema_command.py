@@ -13,7 +13,6 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from dummyprof.errors import UsageError
 from dummyprof.files.outputs import path_of
 from dummyprof.scenarios.deployment.options import LAYOUT_FIELDS, check_world
 from dummyprof.schema import Spec, flag_of, parse, specs
@@ -48,49 +47,6 @@ def _parameter(name: str, spec: Spec, default: Any) -> inspect.Parameter:
     )
 
 
-def _old_parameter(spec: Spec) -> inspect.Parameter:
-    """The hidden parameter of a renamed field's old flag (``--tp-size``): still taken, with a notice."""
-    assert spec.was is not None
-    info = typer.Option(spec.was, metavar=spec.metavar or "TEXT", hidden=True)
-    return inspect.Parameter(
-        _old_name(spec),
-        inspect.Parameter.KEYWORD_ONLY,
-        default=None,
-        annotation=Annotated[Optional[str], info],  # noqa: UP045
-    )
-
-
-def _old_name(spec: Spec) -> str:
-    return (spec.was or "")[2:].replace("-", "_")
-
-
-def _given(field: dataclasses.Field[Any], spec: Spec, params: Mapping[str, Any]) -> Any:
-    """The raw value of ``field``: its flag's, else its old flag's (``options_from`` says so on stderr)."""
-    name = field.name
-    raw = params.get(param_name(name, spec))
-    old = params.get(_old_name(spec)) if spec.was else None
-    if old is None:
-        return raw
-    if raw is not None and _typed(param_name(name, spec), raw != _shown(field, spec)):  # the new flag given too
-        raise UsageError(spec.was, f"is the old name of {flag_of(name, spec)}; give only {flag_of(name, spec)}")
-    return old
-
-
-def _typed(param: str, differs: bool) -> bool:
-    """Whether the user gave the flag of ``param``: its source on the command line where click tells (``--tp 1`` is
-    given though it is the default), else whether its value ``differs`` from the default."""
-    try:  # typer >= 0.20 vendors click (as cli/app.py imports its exceptions)
-        from typer._click import core, globals  # type: ignore[import-not-found,unused-ignore]
-    except ImportError:  # pragma: no cover - depends on the installed typer
-        from click import core, globals  # type: ignore[no-redef,import-not-found,unused-ignore]
-
-    ctx = globals.get_current_context(silent=True)
-    source = ctx.get_parameter_source(param) if ctx is not None else None
-    if source is None:
-        return differs
-    return bool(source not in (core.ParameterSource.DEFAULT, core.ParameterSource.DEFAULT_MAP))
-
-
 def _shown(field: dataclasses.Field[Any], spec: Spec) -> str | None:
     """The default as the flag's parameter holds it (and the help shows it): text, or None."""
     shown = spec.shown
@@ -118,33 +74,19 @@ def field_spec(cls: type, field: str, form: str | None = None) -> Spec:
 
 
 def options_from(
-    cls: type, fields: Sequence[str], params: Mapping[str, Any], form: str | None = None, *, notices: bool = True
+    cls: type, fields: Sequence[str], params: Mapping[str, Any], form: str | None = None
 ) -> tuple[Any, frozenset[str]]:
     """``cls`` from the raw flag values in ``params`` (keyed as ``ctx.params``), and the fields the user gave;
-    each field's text parsed as command ``form`` declares it (its name: ``sweep``, ``compare``). ``notices``: say
-    an old flag's deprecation (one torchrun rank says it for all)."""
+    each field's text parsed as command ``form`` declares it (its name: ``sweep``, ``compare``)."""
     values: dict[str, Any] = {}
-    renamed: list[tuple[str, str]] = []  # old flags given: said once every value parsed (bad input: one line)
-    for name, (field, spec) in _declared(cls, fields, form).items():
-        raw = _given(field, spec, params)
-        if spec.was is not None and params.get(_old_name(spec)) is not None:
-            renamed.append((spec.was, flag_of(name, spec)))
+    for name, (_, spec) in _declared(cls, fields, form).items():
+        raw = params.get(param_name(name, spec))
         if raw is None or (spec.unit in ("list", "args") and not raw):
             continue
         if spec.auto and str(raw).strip().lower() == "auto":
             values[spec.auto] = True
             continue
-        try:
-            values[name] = parse(name, spec, raw)
-        except UsageError as exc:  # given by its old flag: named as given (the fix names the new one)
-            if not renamed or renamed[-1][0] != spec.was:
-                raise
-            raise UsageError(spec.was, exc.message) from None
-    if renamed and notices:
-        from dummyprof.cli.output import report_renamed
-
-        for old, new in renamed:
-            report_renamed(old, new)
+        values[name] = parse(name, spec, raw)
     return cls(**values), frozenset(values)
 
 
@@ -178,10 +120,8 @@ def with_options(
         params = [mine("ctx")] if "ctx" in own else []
         for name in fields:  # a parameter the command declares itself wins over the field of that name
             params.append(mine(name) if name in own else _field_parameter(*declared[name]))
-        params += [_old_parameter(spec) for n, (_, spec) in declared.items() if spec.was and n not in own]
         params += [mine(n) for n in own if n not in special and n not in fields]
         generated = {param_name(n, spec) for n, (_, spec) in declared.items() if n not in own}
-        generated |= {_old_name(spec) for n, (_, spec) in declared.items() if spec.was and n not in own}
 
         def command(**kwargs: Any) -> int:
             passed = {k: v for k, v in kwargs.items() if k not in generated}

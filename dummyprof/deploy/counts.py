@@ -21,8 +21,8 @@ from torch import nn
 from dummyprof.anatomy import model_bytes
 from dummyprof.deploy.load_buffers import load_buffers
 from dummyprof.deploy.plan import REPLICATED, ModelDims
-from dummyprof.deploy.quant import fill_kinds, quantizer_of
-from dummyprof.deploy.shards import RankShard, Sharder
+from dummyprof.deploy.quant import fill_kinds
+from dummyprof.deploy.shards import RankShard, Sharder, ShardRewrite
 from dummyprof.layout import ParallelLayout
 from dummyprof.loaders.counting import count_on_meta
 from dummyprof.loaders.strategies import STRATEGIES, Strategy, get_strategy
@@ -95,6 +95,7 @@ def count_deployment(
     layout: ParallelLayout,
     *,
     options: dict[str, Any] | None = None,
+    quant: ShardRewrite | None = None,
     strategies: Sequence[str] | None = None,
     clock: Callable[[], float] = time.perf_counter,
     grouped: bool = True,
@@ -102,11 +103,12 @@ def count_deployment(
     """Build every rank's shard of ``model`` (a meta model) and count ``strategies`` (default: all) on each.
 
     Ranks that hold one shard by construction are one entry (``copies``; ``grouped`` False: one per rank, as real
-    ranks report). ``options``: the source's (a preset's ``heads``/``kv_heads``; a transformers config is read first).
+    ranks report). ``options``: the source's (a preset's ``heads``/``kv_heads``; a transformers config is read first);
+    ``quant``: what rewrites each shard (a quantized source's ``deploy.engine.quantizer_of``).
     """
     t0 = clock()
     chosen = [get_strategy(s, flag="--strategies") for s in (strategies or list(STRATEGIES))]
-    sharder = Sharder(model, layout, ModelDims.of(model, options), quantizer_of(options))
+    sharder = Sharder(model, layout, ModelDims.of(model, options), quant)
     walked: dict[tuple[Any, ...], tuple[int, tuple[RankStrategy, ...]]] = {}
     ranks = []
     not_counted: set[str] = set()

@@ -63,6 +63,8 @@ def _add_scales(attention: nn.Module, device: torch.device) -> None:
         for name in MLA_ALIASED:
             if name in attention._modules and name not in wrapper._modules:
                 wrapper.add_module(name, attention._modules[name])
+        if "mla_attn" not in wrapper._modules:  # a KV-cache method's tensors, put on ``attn`` by the rewrite, go there
+            wrapper.add_module("mla_attn", attention._modules.pop("attn", None) or nn.Module())
         inner = _child(wrapper, "mla_attn")
         inner.add_module("kv_b_proj", attention._modules["kv_b_proj"])
     else:

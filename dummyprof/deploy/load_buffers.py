@@ -134,6 +134,35 @@ def model_dtype(shard: nn.Module) -> torch.dtype:
     return (embedded or [d for _, d in floats] or [torch.bfloat16])[0]
 
 
+def _rotary_cache(config: object, shard: nn.Module, layers: set[int]) -> tuple[int, str]:
+    """The bytes of the rotary cos/sin caches vLLM builds for the shard's attention ``layers``, and the rope type
+    whose cache is not sized ('' when every one is)."""
+    text = getattr(config, "text_config", None) or config
+    heads = getattr(text, "num_attention_heads", 1) or 1
+    head = _attr(text, "head_dim") or getattr(text, "hidden_size", 0) // heads
+    dtype = model_dtype(shard)
+    mrope = 1 if str(getattr(config, "model_type", "")).startswith(MROPE_ONCE) else 4
+    v4 = str(getattr(config, "model_type", "")) == "deepseek_v4"
+    rotary, skipped = 0, ""
+    for rope, size in (_deepseek_v4_sets if v4 else _rope_sets)(text, layers, head):
+        kind = str(rope.get("rope_type", rope.get("type", "default")))
+        partial = float(rope.get("partial_rotary_factor", _attr(text, "partial_rotary_factor") or 1.0))
+        rotary_dim = rope.get("rope_dim") or _attr(text, "qk_rope_head_dim") or int(size * partial)
+        width = size if kind == "proportional" else int(rotary_dim)
+        dual = getattr(text, "dual_chunk_attention_config", None)
+        rows = rope_positions(
+            kind, rope, getattr(text, "max_position_embeddings", 8192), mrope_factor=mrope, dual_chunk=dual
+        )
+        f32 = rope.get("is_deepseek_v4")  # DeepseekV4ScalingRotaryEmbedding registers its cache float32
+        itemsize = 4 if f32 or set(getattr(config, "architectures", None) or ()) & set(FLOAT32) else dtype.itemsize
+        if rows is None:
+            why = NOT_SIZED.get("fope" if rope.get("use_fope") else kind, "")
+            skipped = f"rotary cache of rope type {kind}" + (f": {why}" if why else "")
+        else:
+            rotary += rows * width * itemsize
+    return rotary, skipped
+
+
 def load_buffers(config: object, shard: nn.Module, *, ep: int, experts: int) -> LoadBuffers:
     """What vLLM allocates beside the weights on the rank holding ``shard`` (that rank's module); ``config``: the
     model's transformers config (None: nothing is known, nothing counted); ``experts``: per MoE layer, all ranks."""
@@ -141,33 +170,14 @@ def load_buffers(config: object, shard: nn.Module, *, ep: int, experts: int) -> 
         return LoadBuffers()
     paths = [path.split(".") for path, _ in shard.named_modules()]
     names = [parts[-1] for parts in paths]
-    attention = sum(name in ("self_attn", "attn") for name in names)
+    # an attention layer is a ``self_attn`` (or GPT-2's ``attn``); a quantized shard's ``self_attn.attn`` holds its
+    # KV-cache method's tensors and is the same layer
+    attention = sum(p[-1] == "self_attn" or (p[-1] == "attn" and p[-2:-1] != ["self_attn"]) for p in paths)
     moe_layers = sum(name == "experts" for name in names)
     layers = {int(p[-2]) for p in paths if p[-1] in ("self_attn", "attn") and len(p) > 1 and p[-2].isdigit()}
     rotary, skipped = 0, ""
     if attention and any(name == "rotary_emb" for name in names):
-        text = getattr(config, "text_config", None) or config
-        heads = getattr(text, "num_attention_heads", 1) or 1
-        head = _attr(text, "head_dim") or getattr(text, "hidden_size", 0) // heads
-        dtype = model_dtype(shard)
-        mrope = 1 if str(getattr(config, "model_type", "")).startswith(MROPE_ONCE) else 4
-        v4 = str(getattr(config, "model_type", "")) == "deepseek_v4"
-        for rope, size in (_deepseek_v4_sets if v4 else _rope_sets)(text, layers, head):
-            kind = str(rope.get("rope_type", rope.get("type", "default")))
-            partial = float(rope.get("partial_rotary_factor", _attr(text, "partial_rotary_factor") or 1.0))
-            rotary_dim = rope.get("rope_dim") or _attr(text, "qk_rope_head_dim") or int(size * partial)
-            width = size if kind == "proportional" else int(rotary_dim)
-            dual = getattr(text, "dual_chunk_attention_config", None)
-            rows = rope_positions(
-                kind, rope, getattr(text, "max_position_embeddings", 8192), mrope_factor=mrope, dual_chunk=dual
-            )
-            f32 = rope.get("is_deepseek_v4")  # DeepseekV4ScalingRotaryEmbedding registers its cache float32
-            itemsize = 4 if f32 or set(getattr(config, "architectures", None) or ()) & set(FLOAT32) else dtype.itemsize
-            if rows is None:
-                why = NOT_SIZED.get("fope" if rope.get("use_fope") else kind, "")
-                skipped = f"rotary cache of rope type {kind}" + (f": {why}" if why else "")
-            else:
-                rotary += rows * width * itemsize
+        rotary, skipped = _rotary_cache(config, shard, layers)
     if rotary >= 2**63:  # no device holds it, and a results file cannot say it
         raise UsageError.for_field(
             "model",

@@ -87,6 +87,19 @@ _PARTLY_SPLIT = {  # only these parts are split; the rest is on every stage
 }
 EMBED, NORM, HEAD = "embed", "norm", "head"
 
+# vLLM 0.33 classes that build their shared experts whole (``disable_tp``) under sequence-parallel MoE: they pass
+# ``parallel_config.use_sequence_parallel_moe`` to the shared expert's MLP (deepseek_v2.py DeepseekV2MoE, which
+# DeepSeek V1-V3.2, GLM-MoE-DSA, Mistral Large 3 and dots3 build; AXK1.py; qwen3_next.py Qwen3NextSparseMoeBlock, which
+# Qwen3.5-MoE reuses; llama4.py; nemotron_h.py; openpangu.py; interns2_mobius.py; DeepSeek-V4's and GLM-5-Next's own
+# MoE). The others (Qwen2-MoE, Qwen3-MoE, GLM-4-MoE, ...) split their shared experts over tp in every layout.
+_SHARED_WHOLE = """AXK1ForCausalLM DeepseekForCausalLM DeepseekV2ForCausalLM DeepseekV3ForCausalLM
+DeepseekV32ForCausalLM DeepseekV4ForCausalLM DeepseekV4ForConditionalGeneration Dots3NoteForCausalLM
+Glm5NextForCausalLM Glm5NextForConditionalGeneration GlmMoeDsaForCausalLM InternS2MobiusForConditionalGeneration
+Llama4ForCausalLM Llama4ForConditionalGeneration MistralLarge3ForCausalLM NemotronHForCausalLM
+NemotronHPuzzleForCausalLM PanguProMoEV2ForCausalLM PanguUltraMoEForCausalLM Qwen3NextForCausalLM
+Qwen3_5MoeForCausalLM Qwen3_5MoeForConditionalGeneration"""
+SHARED_EXPERTS_WHOLE_UNDER_SP = frozenset(_SHARED_WHOLE.split())
+
 
 @dataclass(frozen=True)
 class StageRule:
@@ -235,12 +248,32 @@ class Planner:
             if len({(w.dtype, w.shape[1]) for w in weights}) == 1 and len(biases) == 1:
                 self.fusions.setdefault(id(module), []).append((fused, members))
 
+    def _expert_placement(
+        self, full: str, path: str, name: str, local: str, tensor: torch.Tensor, module: nn.Module
+    ) -> Placement:
+        """A tensor of a fused-MoE layer: the plans' declared styles (tp and ep), else vLLM's ``FusedMoE``."""
+        ep_style = self._declared(self.ep_plan, full, path)
+        tp_style = self._declared(self.tp_plan, full, path)
+        style = "; ".join(f"{k} {v}" for k, v in (("tp", tp_style), ("ep", ep_style)) if v)
+        source = DECLARED if style else VLLM
+        # held [experts, in, out] (transformers' is_transposed, gpt-oss): the shard holds it as vLLM, [E, out, in]
+        transposed = bool(getattr(module, "is_transposed", False)) and tensor.dim() == 3
+        return Placement(
+            full,
+            _expert_rule(local, name),
+            source,
+            style or "FusedMoE",
+            experts_first=name == "experts",
+            transposed=transposed,
+        )
+
     def _place(
         self, path: str, name: str, local: str, tensor: torch.Tensor, module: nn.Module, in_experts: bool
     ) -> Placement:
         full = qualified_name(path, local)
-        if "scale" in local and local != "weight" and isinstance(module._parameters.get("weight"), torch.Tensor):
-            weight = self._place(path, name, "weight", module._parameters["weight"], module, in_experts)  # type: ignore[arg-type]
+        held = module._parameters.get("weight")
+        if "scale" in local and local != "weight" and isinstance(held, torch.Tensor):
+            weight = self._place(path, name, "weight", held, module, in_experts)
             return Placement(full, weight.rule, weight.source, weight.style, scale_of="weight", heads=weight.heads)
         if any(part.startswith("engram") for part in path.split(".")):
             heads = getattr(module, "heads", None)
@@ -248,20 +281,7 @@ class Planner:
                 full, ROWS, VLLM, "ParallelEngramEmbedding", heads=heads if isinstance(heads, int) else None
             )
         if in_experts:
-            ep_style = self._declared(self.ep_plan, full, path)
-            tp_style = self._declared(self.tp_plan, full, path)
-            style = "; ".join(f"{k} {v}" for k, v in (("tp", tp_style), ("ep", ep_style)) if v)
-            source = DECLARED if style else VLLM
-            # held [experts, in, out] (transformers' is_transposed, gpt-oss): the shard holds it as vLLM, [E, out, in]
-            transposed = bool(getattr(module, "is_transposed", False)) and tensor.dim() == 3
-            return Placement(
-                full,
-                _expert_rule(local, name),
-                source,
-                style or "FusedMoE",
-                experts_first=name == "experts",
-                transposed=transposed,
-            )
+            return self._expert_placement(full, path, name, local, tensor, module)
         if type(module).__name__ == "Conv1D" and name in (*_CONV1D, "c_proj"):
             style, rule = _CONV1D.get(name, ("RowParallelLinear", ROW))
             if tensor.dim() < 2:  # a column bias splits with its outputs; a row bias is whole on every rank

@@ -4,25 +4,30 @@ vLLM builds a quantized linear or fused-MoE layer through its method's ``create_
 the sizes one rank holds (``output_partition_sizes``, ``input_size_per_partition``). Here the same
 rules run on a rank's shard (``deploy/shards.py``) after it is cut: each linear weight becomes the
 method's tensors (fp8 weight and scales; packed int4 and its scales, zeros and indices ...), each
-fused-MoE pair becomes ``w13_*``/``w2_*``. What stays unquantized is vLLM's rule: embeddings, the
-head, router gates (built with ``quant_config=None``), norms, biases, and what the config excludes.
+fused-MoE pair becomes ``w13_*``/``w2_*``, and each attention layer gets its KV-cache method's scales. What stays
+unquantized is vLLM's rule: embeddings, the head, router gates (built with ``quant_config=None``, but for the
+architectures in ``_QUANTIZED_ROUTERS``), norms, biases, and what the config excludes.
 The methods and their vLLM sources are listed in docs/deployments.md ("Quantized checkpoints").
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from fnmatch import fnmatch
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 from torch import nn
 
 from dummyprof.anatomy import dtype_name, qualified_name
+from dummyprof.deploy.plan import KV_COLUMN, REPLICATED, VLLM
+from dummyprof.deploy.shards import RankShard, ShardTensor
 from dummyprof.errors import UsageError
+from dummyprof.layout import ParallelLayout
 from dummyprof.loaders.initializers import (
     RULE_DECLARED,
     RULE_RANDOM_BYTES,
@@ -31,12 +36,7 @@ from dummyprof.loaders.initializers import (
     RULE_UNIFORM_VIA_FP16,
     V033Initializer,
 )
-from dummyprof.models.source import ModelSource
 from dummyprof.results.deployment import FILL_KINDS, FP16_SCRATCH
-
-if TYPE_CHECKING:
-    from dummyprof.deploy.shards import RankShard, ShardTensor  # shards imports this module
-    from dummyprof.layout import ParallelLayout
 
 AUTO, NONE = "auto", "none"
 FLAG = "quantization"
@@ -46,6 +46,22 @@ F32 = torch.float32
 # Modules vLLM builds without a quantization method whatever the config says.
 _NEVER = ("embed", "lm_head", "norm")
 _ROUTERS = ("gate", "router")
+# Architectures whose vLLM 0.33 class builds the MoE router (``GateLinear``) with the model's ``quant_config``
+# (qwen3_moe.py, whose block Qwen3-VL-MoE and Qwen3-Omni-MoE reuse; lfm2_moe.py; k2_horizon.py): the method then
+# quantizes it as any linear, unless the config excludes it. Every other router, and every ``shared_expert_gate``
+# (a ``ReplicatedLinear`` built with ``quant_config=None``), stays in the model's dtype.
+_QUANTIZED_ROUTERS = frozenset(
+    {
+        "Qwen3MoeForCausalLM",
+        "Qwen3VLMoeForConditionalGeneration",
+        "Qwen3OmniMoeForConditionalGeneration",
+        "Lfm2MoeForCausalLM",
+        "K2HorizonForCausalLM",
+    }
+)
+# GPTQ: vLLM reads which layers are quantized from the checkpoint's files (``maybe_update_config``), where GPTQ tools
+# keep the router in 16 bits; a config alone does not say, so routers stay unquantized under it.
+_ROUTERS_KEPT = frozenset({"gptq"})
 # transformers' fused expert tensors -> vLLM's FusedMoE names
 _EXPERT_NAMES = {"gate_up_proj": "w13", "down_proj": "w2"}
 # Architectures whose vLLM model reads ``scale_fmt`` and builds UE8M0 (float8_e8m0fnu) fp8 block scales.
@@ -66,6 +82,7 @@ class QuantScheme:
     architectures: tuple[str, ...] = ()
     layer: tuple[str, ...] = ()  # a fused-MoE layer's vLLM names (compressed-tensors matches its unfused parts)
     moe_tp: int = 1  # ranks splitting each expert's intermediate dimension
+    tp: int = 1  # the attention's tensor-parallel ranks (vLLM's get_tensor_model_parallel_world_size)
 
     def get(self, key: str, default: Any = None) -> Any:
         value = self.config.get(key, default)
@@ -120,65 +137,6 @@ def _config_method(config: Mapping[str, Any]) -> str:
     algo = str((config.get("quantization") or config).get("quant_algo", "")).upper()
     other = {"MXFP8": "modelopt_mxfp8", "MIXED_PRECISION": "modelopt_mixed"}  # not modelled: refused by name
     return other.get(algo, "modelopt_fp4" if "FP4" in algo else "modelopt")
-
-
-def scheme_of(options: Mapping[str, Any] | None) -> QuantScheme | None:
-    """The scheme :func:`engine_source` resolved into a source's options (``quantization``), else None."""
-    found = (options or {}).get("quantization")
-    if not isinstance(found, str) or found not in METHODS:
-        return None
-    opts = options or {}
-    dtype = getattr(torch, str(opts.get("dtype", "bfloat16")), torch.bfloat16)
-    return QuantScheme(
-        method=found,
-        config=dict(opts.get("quantization_config") or {}),
-        dtype=dtype if isinstance(dtype, torch.dtype) else torch.bfloat16,
-        hidden=opts.get("hidden_size"),
-        architectures=tuple(opts.get("architectures") or ()),
-    )
-
-
-def quantizer_of(options: Mapping[str, Any] | None) -> ShardQuantizer | None:
-    """What rewrites each shard of a source whose options carry a scheme (None: unquantized)."""
-    scheme = scheme_of(options)
-    return None if scheme is None else ShardQuantizer(scheme)
-
-
-def engine_source(source: ModelSource, flag: str = AUTO) -> ModelSource:
-    """``source`` as vLLM builds it with ``--quantization flag``: a quantized checkpoint becomes the engine's
-    one-rank model (fused linears holding the method's tensors); deployments cut its ``whole`` model per rank.
-
-    Unquantized (no ``quantization_config``, or ``none``), the source is returned as it is (with a notice for
-    ``none`` on a quantized checkpoint).
-    """
-    from dummyprof.anatomy import largest_low_precision_elements, model_bytes
-    from dummyprof.deploy.plan import ModelDims
-    from dummyprof.deploy.shards import Sharder
-    from dummyprof.layout import ParallelLayout
-
-    method, notice = resolve_method(source.options.get("quantization_config"), flag)
-    if notice:
-        source.notes.append(notice)
-    if method is None:
-        return source
-    options = {**source.options, "quantization": method}
-    dtype = str(options.get("dtype"))
-    supported = [str(d).removeprefix("torch.") for d in ACT_DTYPES[method]]
-    if dtype not in supported:
-        raise UsageError.for_field("dtype", f"vLLM refuses {method} with {dtype}: it supports {', '.join(supported)}")
-    whole = source.build(torch.device("meta"))
-    one = ParallelLayout()
-    sharder = Sharder(whole, one, ModelDims.of(whole, options), quantizer_of(options))
-    engine = sharder.build(one.coords()[0]).module
-    return dataclasses.replace(
-        source,
-        description=f"{source.description}, {method} as vLLM builds it",
-        build=lambda device: sharder.build(one.coords()[0], device).module,
-        estimated_bytes=model_bytes(engine),
-        options=options,
-        largest_scratch_bytes=3 * largest_low_precision_elements(engine),
-        whole=lambda: whole,
-    )
 
 
 # ---- which modules a method skips ---------------------------------------------------------
@@ -327,7 +285,7 @@ def _check_fp8_block(block: tuple[int, int] | None, name: str, layer: Linear, sp
             raise UsageError.for_field(
                 "tp",
                 f"{name}: {what} size per rank {size} is not a multiple of the fp8 block {block[step]} "
-                "(vLLM refuses it); choose a smaller tp",
+                "(vLLM refuses it)",
             )
 
 
@@ -348,18 +306,45 @@ def fp8_linear(scheme: QuantScheme, layer: Linear) -> Made | None:
     return _w8_linear(layer, [("weight_scale_inv", _fp8_scale("block", layer, block), E8M0 if e8m0 else F32)], static)
 
 
+def fp8_moe_block(scheme: QuantScheme, block: tuple[int, int], inter: int, hidden: int) -> tuple[int, int]:
+    """The block grid vLLM 0.33 sizes an fp8 MoE's scales on, for ``inter`` (the rank's intermediate size).
+
+    ``refine_fp8_moe_block_shape`` (fused_moe/oracle/fp8.py; ``--moe-backend auto``): where ``inter`` is not whole
+    blocks (of ``n``, or of ``k`` once the MoE is split over ranks), the checkpoint's scales are upsampled at load to
+    ``r x r``, r = gcd(n, k, inter, hidden), if r >= 32 (only Triton's kernels take it, and they take any block);
+    ``Fp8MoEMethod.create_weights`` then takes ``r x r`` where ``inter % n`` or (tp > 1 and ``inter % k``). Without a
+    refinement ``validate_fp8_block_shape_moe`` refuses what is not whole blocks, as vLLM does."""
+    n, k = block
+    refine = None
+    if inter % n or (scheme.moe_tp > 1 and inter % k):
+        found = math.gcd(n, k, inter, hidden)
+        refine = found if found >= 32 else None
+    if refine is None:
+        for size, what in [(n, "block_n")] + ([(k, "block_k")] if scheme.tp > 1 else []):
+            if inter % size:
+                whole = f"; --ep {scheme.moe_tp} holds whole experts on each rank" if scheme.moe_tp > 1 else ""
+                raise UsageError.for_field(
+                    "tp",
+                    f"{scheme.layer[0]}: the experts' intermediate size per rank {inter} is not a multiple of the fp8 "
+                    f"{what} {size}, and no block of 32 or more divides {n} x {k}, it and the hidden size {hidden} "
+                    f"(vLLM refuses it{whole})",
+                )
+        return n, k
+    if inter % n:
+        n, k = refine, refine
+    if scheme.tp > 1 and inter % k:
+        n, k = refine, refine
+    return n, k
+
+
 def fp8_moe(scheme: QuantScheme, experts: int, inter: int, hidden: int, bias: bool) -> Made:
-    """Scales per expert (and per w1/w3) or per block; biases (gpt-oss style) in the model's dtype."""
+    """Scales per expert (and per w1/w3) or per block (on :func:`fp8_moe_block`'s grid); biases (gpt-oss style) in
+    the model's dtype."""
     block = _fp8_block(scheme)
     if block is None:
         scales = _pair("weight_scale", (experts, 2), (experts,), F32)
-    elif inter % block[0]:
-        raise _refuse(
-            f"fp8 MoE: the intermediate size per rank {inter} is not a multiple of the block {block[0]}; vLLM refines "
-            "the block grid there, which dummyprof does not model"
-        )
     else:
-        scales = _block_scales("weight_scale_inv", experts, inter, hidden, block)
+        scales = _block_scales("weight_scale_inv", experts, inter, hidden, fp8_moe_block(scheme, block, inter, hidden))
     static = scheme.get("activation_scheme") == "static"
     return _w8_experts(
         experts, inter, hidden, scales, static, _moe_bias(scheme.dtype, experts, inter, hidden) if bias else []
@@ -513,9 +498,9 @@ def ct_moe(scheme: QuantScheme, experts: int, inter: int, hidden: int, bias: boo
         static = not inputs.get("dynamic", False)
         if strategy == "block":
             n, k = (int(b) for b in weights["block_structure"])
-            if inter % n or (scheme.moe_tp > 1 and inter % k):
-                raise _refuse(f"fp8 MoE: the intermediate size per rank {inter} is not a multiple of the block "
-                              f"{n} x {k} (vLLM refuses it)")  # fmt: skip
+            if inter % n or (scheme.tp > 1 and inter % k):  # validate_fp8_block_shape_moe, no refinement
+                raise UsageError.for_field("tp", f"fp8 MoE: the intermediate size per rank {inter} is not a multiple "
+                                           f"of the block {n} x {k} (vLLM refuses it)")  # fmt: skip
             scales = _block_scales("weight_scale", experts, inter, hidden, (n, k))
         elif strategy == "tensor":
             scales = _pair("weight_scale", (experts, 2), (experts,), F32)
@@ -534,11 +519,13 @@ def ct_moe(scheme: QuantScheme, experts: int, inter: int, hidden: int, bias: boo
 
 # ---- ModelOpt (vLLM modelopt.py: ModelOptFp8Config, ModelOptNvFp4Config; the head is quantized unless excluded) ---
 def _modelopt(scheme: QuantScheme) -> tuple[str, list[str], int]:
-    """(quant_algo, exclude_modules, group size) from either layout vLLM reads (``quantization: {...}`` or flat)."""
+    """(quant_algo, exclude_modules, group size) from either layout ``ModelOptQuantConfigBase.from_config`` reads:
+    ``quantization: {..., "exclude_modules": [...]}``, or flat, ``ignore`` where the key is there, else
+    ``exclude_modules`` (ModelOpt's exports write either)."""
     nested = scheme.get("quantization")
     config: Mapping[str, Any] = nested if isinstance(nested, Mapping) else scheme.config
-    key = "exclude_modules" if nested else "ignore"
-    excluded = config.get(key) or []
+    key = "exclude_modules" if nested or "ignore" not in config else "ignore"
+    excluded = config.get(key, [])
     if not isinstance(excluded, list) or not all(isinstance(rule, str) for rule in excluded):
         raise _refuse(f"the config's {key} {excluded!r} is not a list of module names")
     return str(config.get("quant_algo", "")).upper(), excluded, _count(config.get("group_size") or 16, "group_size")
@@ -606,6 +593,40 @@ def mxfp4_moe(scheme: QuantScheme, experts: int, inter: int, hidden: int, bias: 
     return made + (_moe_bias(torch.bfloat16, experts, inter, hidden) if bias else [])
 
 
+# ---- the attention layer's KV-cache method (vLLM kv_cache.py BaseKVCacheMethod; compressed_tensors.py) ----------
+# Methods whose get_quant_method gives an attention layer a KV-cache method, and which attention classes: fp8 and
+# compressed-tensors take vLLM's ``Attention`` only, ModelOpt ``MLAAttention`` too (DeepSeek's latent attention).
+_KV_METHOD = {"fp8": False, "compressed-tensors": False, "modelopt": True, "modelopt_fp4": True}  # value: MLA too
+
+
+def kv_cache_tensors(scheme: QuantScheme, kv_heads: int, mla: bool) -> tuple[Made, str, bool]:
+    """(tensors, vLLM class, one per kv head) the KV-cache method's ``create_weights`` registers on one attention
+    layer, whatever the config's ``kv_cache_scheme`` (null included). ``BaseKVCacheMethod``: four scalars
+    ``q_scale``, ``k_scale``, ``v_scale``, ``prob_scale`` (``torch.tensor(-1.0)``: shape [], the model's dtype, the
+    default dtype while vLLM builds the model). ``CompressedTensorsKVCacheMethod``: float32 ``k_scale``, ``v_scale``,
+    ``q_scale`` [n] and ``k_zero_point``, ``v_zero_point``, ``q_zero_point`` [n] in the model's dtype, n the rank's kv
+    heads under the ``attn_head`` strategy, else 1. ``kv_heads``: the rank's kv heads; ``mla``: latent attention."""
+    if scheme.method not in _KV_METHOD or (mla and not _KV_METHOD[scheme.method]):
+        return [], "", False
+    if scheme.method != "compressed-tensors":
+        scalars: Made = [(name, (), scheme.dtype) for name in ("q_scale", "k_scale", "v_scale", "prob_scale")]
+        return scalars, "BaseKVCacheMethod", False
+    kv_scheme = scheme.get("kv_cache_scheme")
+    strategy = None
+    if kv_scheme:  # CompressedTensorsKVCacheMethod.validate_kv_cache_scheme
+        strategy = kv_scheme.get("strategy")
+        if kv_scheme.get("type") != "float" or kv_scheme.get("num_bits") != 8:
+            raise _refuse(f"compressed-tensors kv_cache_scheme {dict(kv_scheme)} is not num_bits 8, type float "
+                          "(vLLM refuses it)")  # fmt: skip
+        if strategy not in ("tensor", "attn_head") or not kv_scheme.get("symmetric"):
+            raise _refuse(f"compressed-tensors kv_cache_scheme {dict(kv_scheme)} is not a symmetric tensor or "
+                          "attn_head strategy (vLLM refuses it)")  # fmt: skip
+    n = (kv_heads if strategy == "attn_head" else 1,)
+    made: Made = [(f"{kv}_scale", n, F32) for kv in "kvq"]
+    made += [(f"{kv}_zero_point", n, scheme.dtype) for kv in "kvq"]
+    return made, "CompressedTensorsKVCacheMethod", strategy == "attn_head"
+
+
 LinearRule = Callable[[QuantScheme, Linear], "Made | None"]
 MoeRule = Callable[[QuantScheme, int, int, int, bool], "Made | None"]
 METHODS: dict[str, tuple[LinearRule, MoeRule]] = {
@@ -630,7 +651,8 @@ ALIASES = {"gptq": ("gptq_marlin", "auto_gptq", "marlin"), "awq": ("awq_marlin",
 
 # ---- what the dummy fill does to a quantized shard ---------------------------------------------------------
 def fill_kinds(module: nn.Module) -> dict[str, int]:
-    """Bytes per vLLM 0.33 fill rule (REFERENCE.md section 2), each storage once, and the float16 scratch:
+    """Bytes per vLLM 0.33 fill rule (REFERENCE.md section 2), each storage once, and the float16 scratch (the
+    largest one tensor's temporary: the fill draws one tensor at a time, so no two are alive together):
     ``fp8`` drawn through a float16 scratch; ``scale`` (UE8M0/uint8 scale bytes set to 120, and float scales
     drawn as floats); ``integer`` (int8, uint8 and fp4 random bytes); ``skipped`` (int32/int64 such as
     ``qweight``, ``qzeros``: visited, left as allocated off ROCm); ``float``; ``declared`` values."""
@@ -646,16 +668,20 @@ def fill_kinds(module: nn.Module) -> dict[str, int]:
             rule, outcome = plan(tensor, local)
             name = kind.get(rule, "scale" if "scale" in local else "float")
             out[name] += tensor.nbytes
-            out[FP16_SCRATCH] += outcome.scratch_bytes if rule == RULE_UNIFORM_VIA_FP16 else 0
+            if rule == RULE_UNIFORM_VIA_FP16:  # one tensor's temporary at a time: freed before the next is drawn
+                out[FP16_SCRATCH] = max(out[FP16_SCRATCH], outcome.scratch_bytes)
     return out
 
 
 # ---- applying a scheme to a shard -----------------------------------------------------------
-def _linear_module(name: str, weight: torch.Tensor, head: bool) -> bool:
-    """A linear vLLM builds with the quantization method: not an embedding, a norm or a router; the head only for
-    ModelOpt (``head``: its ``ParallelLMHead`` takes the linear method), and not when it is the embedding (tied)."""
+def _linear_module(name: str, weight: torch.Tensor, head: bool, router: bool) -> bool:
+    """A linear vLLM builds with the quantization method: not an embedding, a norm or a shared expert's gate; a router
+    only where ``router`` (the architecture builds it with the quant config); the head only for ModelOpt (``head``:
+    its ``ParallelLMHead`` takes the linear method), and not when it is the embedding (tied)."""
     never = ("embed", "norm") if head else _NEVER
-    return weight.dtype.is_floating_point and not any(w in name for w in never) and name not in _ROUTERS
+    if name == "shared_expert_gate" or (name in _ROUTERS and not router):
+        return False
+    return weight.dtype.is_floating_point and not any(w in name for w in never)
 
 
 class ShardQuantizer:
@@ -665,30 +691,62 @@ class ShardQuantizer:
         self.scheme = scheme
         self.linear, self.moe = METHODS[scheme.method]
 
-    def apply(self, shard: RankShard, layout: ParallelLayout) -> None:
+    def apply(self, shard: RankShard, layout: ParallelLayout, kv_heads: int | None = None) -> None:
+        """``kv_heads``: the model's kv heads (the rank's attention layers hold max(1, kv_heads / tp))."""
         try:
             self._apply(shard, layout)
+            self._attention(shard, max(1, (kv_heads or 1) // layout.tp))
         except (AttributeError, IndexError, KeyError, TypeError, ValueError, ZeroDivisionError) as exc:
             # a hand-edited quantization_config (a block_structure of one number, a group of text ...): one line
             what = f"{type(exc).__name__}: {exc}"
             raise _refuse(f"the config's quantization_config is not one vLLM 0.33 reads ({what})") from None
 
     def _apply(self, shard: RankShard, layout: ParallelLayout) -> None:
+        self._tp = layout.tp
         self._tensors = shard.tensors
         self._index = {e.name: i for i, e in enumerate(shard.tensors)}
         self._out: dict[int, list[ShardTensor]] = {}  # entry index -> what replaces it
         embedded = {id(m._parameters.get("weight")) for p, m in shard.module.named_modules() if "embed" in p}
+        router = self.scheme.method not in _ROUTERS_KEPT and bool(
+            _QUANTIZED_ROUTERS.intersection(self.scheme.architectures)
+        )
         for path, module in shard.module.named_modules():
             name = path.rpartition(".")[2]
             weight = module._parameters.get("weight")
             head = self.scheme.method.startswith("modelopt") and id(weight) not in embedded
-            if weight is not None and weight.dim() == 2 and _linear_module(name, weight, head):
+            if weight is not None and weight.dim() == 2 and _linear_module(name, weight, head, router):
                 self._linear(module, path, weight)
             experts = [k for k in _EXPERT_NAMES if isinstance(module._parameters.get(k), torch.Tensor)]
             if name == "experts" and len(experts) == 2:
                 rank = 0 if layout.expert_parallel else shard.coord.moe_rank(layout.tp)  # within the MoE tp group
                 self._experts(module, path, (layout.moe_tp, rank))
         shard.tensors[:] = [new for i, entry in enumerate(shard.tensors) for new in self._out.get(i, [entry])]
+
+    def _attention(self, shard: RankShard, kv_heads: int) -> None:
+        """Each attention layer's KV-cache method tensors, on an ``attn`` child as vLLM's ``Attention`` module holds
+        them (``self_attn.attn.k_scale``), entered after the layer's other tensors."""
+        for path, module in list(shard.module.named_modules()):
+            if path.rpartition(".")[2] != "self_attn" or "attn" in module._modules:
+                continue
+            mla = any(m in module._modules for m in ("kv_b_proj", "fused_qkv_a_proj", "kv_a_proj_with_mqa"))
+            made, style, per_head = kv_cache_tensors(self.scheme, kv_heads, mla)
+            if not made:
+                continue
+            inside = [i for i, e in enumerate(shard.tensors) if e.name.startswith(path + ".")]
+            if not inside:
+                continue
+            template, attn, entries = shard.tensors[inside[-1]], nn.Module(), []
+            device = next(t.device for t in (*module.parameters(), *module.buffers()))
+            for local, shape, dtype in made:
+                tensor = nn.Parameter(torch.empty(shape, dtype=dtype, device=device), requires_grad=False)
+                attn.register_parameter(local, tensor)
+                name = qualified_name(qualified_name(path, "attn"), local)
+                entries.append(dataclasses.replace(template, name=name, members=(name,),
+                                                   rule=KV_COLUMN if per_head else REPLICATED, source=VLLM,
+                                                   style=style, shape=shape, dtype=dtype_name(dtype),
+                                                   nbytes=tensor.nbytes, padding_bytes=0))  # fmt: skip
+            module.add_module("attn", attn)
+            shard.tensors[inside[-1] + 1 : inside[-1] + 1] = entries
 
     def _linear(self, module: nn.Module, path: str, weight: torch.Tensor) -> None:
         index = self._index[qualified_name(path, "weight")]
@@ -721,7 +779,7 @@ class ShardQuantizer:
         # per rank gate_up holds [E, 2I, H] (gpt-oss's [E, H, 2I] turned as vLLM holds it)
         inter = up.numel() // (experts * 2 * hidden)
         biases = [b for b in ("gate_up_proj_bias", "down_proj_bias") if module._parameters.get(b) is not None]
-        scheme = dataclasses.replace(self.scheme, layer=tuple(names), moe_tp=moe[0])
+        scheme = dataclasses.replace(self.scheme, layer=tuple(names), moe_tp=moe[0], tp=self._tp)
         made = self.moe(scheme, experts, inter, hidden, bool(biases))
         if made is None:
             return

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import torch
 from torch import nn
@@ -29,6 +29,7 @@ from dummyprof.deploy.plan import (
     REPLICATED,
     ROW,
     ROWS,
+    SHARED_EXPERTS_WHOLE_UNDER_SP,
     VLLM,
     VOCAB,
     ModelDims,
@@ -48,9 +49,6 @@ from dummyprof.layout import (
     pp_range,
 )
 from dummyprof.units import MAX_WORLD_RANKS
-
-if TYPE_CHECKING:
-    from dummyprof.deploy.quant import ShardQuantizer
 
 META = torch.device("meta")
 
@@ -118,6 +116,12 @@ def heads_split(tp: int, heads: int | None, kv: int | None) -> bool:
     return (heads is None or heads % tp == 0) and (kv is None or (kv % tp if tp <= kv else tp % kv) == 0)
 
 
+class ShardRewrite(Protocol):
+    """What rewrites each shard after it is cut (a quantized checkpoint's method: ``deploy.quant.ShardQuantizer``)."""
+
+    def apply(self, shard: RankShard, layout: ParallelLayout, kv_heads: int | None = None) -> None: ...
+
+
 class Sharder:
     """Builds each rank's shard of ``model`` (on meta) under ``layout``."""
 
@@ -126,12 +130,13 @@ class Sharder:
         model: nn.Module,
         layout: ParallelLayout,
         dims: ModelDims | None = None,
-        quant: ShardQuantizer | None = None,
+        quant: ShardRewrite | None = None,
         *,
         advise: bool = True,
     ) -> None:
         self.model = model
         self.quant = quant  # a quantized checkpoint: each shard is rewritten into the method's tensors
+        self.advise = advise  # a refused tp names the nearest that pass (False: the check behind that advice)
         self.layout = layout
         self.dims = dims or ModelDims.of(model)
         self.planner = Planner(model)
@@ -190,13 +195,15 @@ class Sharder:
             if layout.expert_parallel and layout.ep % t:  # --ep as given must still equal tp x dp
                 return False
             try:
-                Sharder(
+                other = Sharder(
                     self.model,
                     dataclasses.replace(layout, tp=t, dp=layout.ep // t if layout.expert_parallel else layout.dp),
                     self.dims,
                     self.quant,
                     advise=False,
                 )
+                if self.quant is not None:  # what the method refuses shows in a shard (every rank's sizes alike)
+                    other.build(other.layout.coords()[0])
             except UsageError:
                 return False
             return True
@@ -233,14 +240,20 @@ class Sharder:
 
     @property
     def sequence_parallel_moe(self) -> bool:
-        """vLLM's sequence-parallel MoE (``use_sequence_parallel_moe``, the default all2all backend): expert parallel
-        with tp > 1 and dp > 1; the shared experts are then built whole on every rank (``disable_tp``)."""
+        """vLLM's sequence-parallel MoE (``ParallelConfig.use_sequence_parallel_moe`` with the default all2all backend,
+        ``allgather_reducescatter``): expert parallel with tp > 1 and dp > 1."""
         return self.layout.expert_parallel and self.layout.tp > 1 and self.layout.dp > 1
+
+    @property
+    def shared_experts_whole(self) -> bool:
+        """The shared experts are built whole on every rank (``disable_tp``): sequence-parallel MoE, and an
+        architecture whose vLLM class passes it to its shared experts (``SHARED_EXPERTS_WHOLE_UNDER_SP``)."""
+        return self.sequence_parallel_moe and self.stage_rule.architecture in SHARED_EXPERTS_WHOLE_UNDER_SP
 
     def placement(self, path: str, local: str) -> Placement:
         """The whole model's rule for one tensor, as this layout applies it."""
         place = self.planner.placements[(path, local)]
-        if self.sequence_parallel_moe and "shared_expert" in place.name and place.rule in (COLUMN, KV_COLUMN, ROW):
+        if self.shared_experts_whole and "shared_expert" in place.name and place.rule in (COLUMN, KV_COLUMN, ROW):
             return dataclasses.replace(place, rule=REPLICATED, style="sequence-parallel MoE: shared experts whole")
         return place
 
@@ -421,7 +434,12 @@ class Sharder:
         root = shell(self.model, "")
         shard = RankShard(coord, self.stage_layers(coord.stage), root, entries)
         if self.quant is not None:
-            self.quant.apply(shard, self.layout)
+            try:
+                self.quant.apply(shard, self.layout, self.dims.kv_heads)
+            except UsageError as refused:  # a quantized split vLLM refuses (fp8 blocks, groups): say what passes
+                if not self.advise or refused.field != "tp":
+                    raise
+                raise UsageError.for_field("tp", f"{refused.message}; {self._tp_advice()}") from None
         engine_tree(root, self.model, device)
         return shard
 

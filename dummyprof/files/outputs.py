@@ -9,8 +9,6 @@ import contextlib
 import itertools
 import os
 import stat
-import struct
-import sys
 import tempfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -75,39 +73,6 @@ def _probe_open(flag: str, path: Path) -> None:
         raise UsageError(flag, f"cannot write {path}: permission denied")
 
 
-# chattr's immutable and append-only flags (linux/fs.h), read with FS_IOC_GETFLAGS = _IOR('f', 1, long).
-_FS_IMMUTABLE_FL = 0x10
-_FS_APPEND_FL = 0x20
-_FS_IOC_GETFLAGS = (2 << 30) | (struct.calcsize("l") << 16) | (ord("f") << 8) | 1
-
-
-def _pinned(path: Path) -> str | None:
-    """'immutable' or 'append-only' when no rename may replace ``path``, even as root; None when it may (or
-    the platform cannot say: the write then fails after the run, as a write failure)."""
-    flags = getattr(os.stat(path), "st_flags", None)  # BSD and macOS: chflags
-    if flags is not None:
-        if flags & (stat.UF_IMMUTABLE | stat.SF_IMMUTABLE):
-            return "immutable"
-        return "append-only" if flags & (stat.UF_APPEND | stat.SF_APPEND) else None
-    if not sys.platform.startswith("linux"):
-        return None
-    import fcntl
-
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-    except OSError:
-        return None
-    try:
-        buf = bytearray(8)
-        fcntl.ioctl(fd, _FS_IOC_GETFLAGS, buf, True)
-    except OSError:  # not supported here (e.g. some FUSE file systems)
-        return None
-    finally:
-        os.close(fd)
-    value = int.from_bytes(buf[:4], sys.byteorder)
-    return "immutable" if value & _FS_IMMUTABLE_FL else ("append-only" if value & _FS_APPEND_FL else None)
-
-
 def _refuse_dash(output: Output) -> None:
     if str(output.path) == STDOUT and not output.stdout:
         raise UsageError(
@@ -163,9 +128,6 @@ def probe_output(output: Output, *, force: bool) -> None:
     if not force:
         raise UsageError(flag, f"{path} already exists; pass --force to overwrite it or choose another name")
     if stat.S_ISREG(st.st_mode):  # replaced by a rename in the target's own folder
-        pinned = _pinned(path)
-        if pinned is not None:
-            raise UsageError(flag, f"cannot replace {path}: it is {pinned} (chattr); choose another file")
         _probe_folder(flag, Path(os.path.realpath(path)).parent, path)
     else:  # a block device: written in place
         _probe_open(flag, path)

@@ -16,7 +16,6 @@ from dummyprof.files.reading import GATE_CONFIG, read_bounded, said
 from dummyprof.gate.commands import COMMANDS, CommandSpec
 from dummyprof.gate.fingerprint import option_defaults
 from dummyprof.gate.metrics import MetricSpec
-from dummyprof.schema import old_keys
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -55,7 +54,6 @@ class GateConfig:
     factor: float = DEFAULT_FACTOR
     alpha: float = DEFAULT_ALPHA
     scenarios: list[ScenarioConfig] = field(default_factory=list)
-    renamed: list[tuple[str, str]] = field(default_factory=list)  # (old key, new key) still taken: the CLI says so
 
     def select(self, names: list[str] | None) -> list[ScenarioConfig]:
         if not names:
@@ -143,18 +141,17 @@ def load_config(path: Path | None = None) -> GateConfig:
         raise ConfigError(path, where.removeprefix("$").lstrip("."), message) from None
     if not config.scenarios:
         raise ConfigError(path, "scenarios", 'no scenarios; add a [scenarios.NAME] table with command = "compare"')
-    renamed: list[tuple[str, str]] = []
-    parsed = [_scenario(path, name, table, renamed) for name, table in config.scenarios.items()]
-    return GateConfig(path, config.gate.factor, config.gate.alpha, parsed, renamed)
+    parsed = [_scenario(path, name, table) for name, table in config.scenarios.items()]
+    return GateConfig(path, config.gate.factor, config.gate.alpha, parsed)
 
 
-def _scenario(path: Path, name: str, table: _Scenario, renamed: list[tuple[str, str]]) -> ScenarioConfig:
+def _scenario(path: Path, name: str, table: _Scenario) -> ScenarioConfig:
     key = f"scenarios.{name}"
     if table.command not in COMMANDS:
         choices = ", ".join(f'"{c}"' for c in COMMANDS)
         raise ConfigError(path, f"{key}.command", f"got {table.command!r}; choose one of: {choices}")
     command = COMMANDS[table.command]
-    options = _options(path, f"{key}.options", command, table.options, renamed)
+    options = _options(path, f"{key}.options", command, table.options)
     try:
         metrics = command.metric_names(options)
     except UsageError as exc:  # e.g. a --loader spec that cannot be imported
@@ -173,59 +170,41 @@ def _scenario(path: Path, name: str, table: _Scenario, renamed: list[tuple[str, 
     )
 
 
-def _options(path: Path, key: str, command: CommandSpec, table: dict[str, Any], renamed: list[tuple[str, str]]) -> Any:
+def _options(path: Path, key: str, command: CommandSpec, table: dict[str, Any]) -> Any:
     try:
         cls = command.options_type()
     except (ImportError, AttributeError) as exc:
         raise ConfigError(path, key, f"the {command.name!r} scenario is not available here ({exc})") from None
-    before = len(renamed)
-    table = _new_keys(path, key, cls, table, renamed)
-    olds = [(where.removeprefix(f"{path}: "), new) for where, new in renamed[before:]]
-    given = {f"{old.rpartition('.')[0]}.{new}": old for old, new in olds}  # an error names the key as written
     valid = [f.name for f in fields(cls)]
-    for name in table:
-        if name not in valid:
-            raise ConfigError(path, f"{key}.{name}", f"unknown option for {command.name!r}; valid: {', '.join(valid)}")
+    _known_keys(path, key, cls, table, command.name)
     table = _relative_to_config(path, table)
     try:
         options: Any = msgspec.convert(table, cls)
     except msgspec.ValidationError as exc:
         message, where = said(exc, table, cls)
-        raise ConfigError(path, _as_given(key + where.removeprefix("$"), given), message) from None
+        raise ConfigError(path, key + where.removeprefix("$"), message) from None
     try:
         command.validate(options)
     except UsageError as exc:
         field = option_key(exc)
         if field and field not in valid:  # the swept command's option, in a sweep's nested table (its engram)
             field = next((f"{k}.{field}" for k, v in table.items() if isinstance(v, dict) and field in v), field)
-        raise ConfigError(path, _as_given(f"{key}.{field}" if field else key, given), exc.message) from None
+        raise ConfigError(path, f"{key}.{field}" if field else key, exc.message) from None
     return options
 
 
-def _as_given(key: str, given: dict[str, str]) -> str:
-    """``key`` (``scenarios.S.options.tp``) as the config wrote it where it used an old name (``...tp_size``)."""
-    for new, old in given.items():
-        if key == new or key.startswith(f"{new}."):
-            return old + key[len(new) :]
-    return key
-
-
-def _new_keys(path: Path, key: str, cls: type, table: dict[str, Any], renamed: list[tuple[str, str]]) -> dict[str, Any]:
-    """A renamed option's old key (``tp_size``) as its new one (``tp``), noted for the CLI to say on stderr; at every
-    level: a sweep's options nest the swept command's (``[scenarios.S.options.engram]``)."""
-    for old, new in old_keys(cls).items():
-        if old in table:
-            if new in table:
-                raise ConfigError(path, f"{key}.{old}", f"is the old name of {new}; give only {new}")
-            renamed.append((f"{path}: {key}.{old}", new))
-            table = {(new if k == old else k): v for k, v in table.items()}
+def _known_keys(path: Path, key: str, cls: type, table: dict[str, Any], command: str) -> None:
+    """Refuses a key ``cls`` has no field for, at every level: a sweep's options nest the swept command's
+    (``[scenarios.S.options.engram]``), which msgspec would build ignoring a key it does not know."""
+    valid = [f.name for f in fields(cls)]
     hints = typing.get_type_hints(cls)
     for name, value in table.items():
+        if name not in valid:
+            raise ConfigError(path, f"{key}.{name}", f"unknown option for {command!r}; valid: {', '.join(valid)}")
         kinds = typing.get_args(hints.get(name)) or (hints.get(name),)  # EngramOptions | None, CompareOptions
         nested = [t for t in kinds if isinstance(t, type) and is_dataclass(t)]
         if isinstance(value, dict) and nested:
-            table = {**table, name: _new_keys(path, f"{key}.{name}", nested[0], value, renamed)}
-    return table
+            _known_keys(path, f"{key}.{name}", nested[0], value, name)  # a sweep's table is named by its command
 
 
 def _code_file(folder: Path, spec: Any) -> Any:

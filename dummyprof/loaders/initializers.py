@@ -79,7 +79,7 @@ class V033Initializer:
             return NOT_WRITTEN
         rule, outcome = self.plan(tensor, local_name)
         if rule == RULE_DECLARED:
-            tensor.fill_(getattr(tensor, "dummy_weight_value"))  # noqa: B009 - set by the model, not an attribute we know
+            tensor.fill_(getattr(tensor, "dummy_weight_value"))  # noqa: B009 - the model's, not an attribute of ours
         elif rule == RULE_SCALE:
             tensor.view(torch.uint8).fill_(SCALE_BYTE)
         elif rule == RULE_RANDOM_BYTES:

@@ -18,6 +18,19 @@ from dummyprof.results.common import Figure
 _STATUS = "/proc/self/status"
 _CLEAR_REFS = "/proc/self/clear_refs"
 
+# glibc serves a request of 32 MiB or more (the ceiling of its dynamic mmap threshold on 64-bit) with freshly
+# mapped pages, whatever the process did before; a smaller one may come back from memory an earlier allocation
+# freed, already touched. Fresh pages cost a page fault each on the first write (a memset of them can run an order
+# of magnitude slower than one of touched pages), so a floor and the fills it is compared with are timed on the
+# same kind.
+MMAP_THRESHOLD = 32 << 20
+
+
+def fresh_pages(nbytes: int, device: torch.device) -> bool:
+    """Whether an allocation of ``nbytes`` on ``device`` is first written on fresh pages whatever came before
+    (CPU, at or past :data:`MMAP_THRESHOLD`); below it, or on a GPU, its pages' kind is not the allocation's."""
+    return device.type == "cpu" and nbytes >= MMAP_THRESHOLD
+
 
 def rss_bytes() -> int:
     return int(psutil.Process().memory_info().rss)

@@ -11,7 +11,7 @@ from torch import nn
 from dummyprof.errors import UsageError
 from dummyprof.layout import EngramRange, engram_heads_problem, engram_range
 from dummyprof.schema import check_values
-from dummyprof.shapes import EngramShape, layout_aliases
+from dummyprof.shapes import EngramShape
 
 # Hash heads of a whole model's table: (max n-gram 3 - 1) x 8 heads, a DeepSeek-V4.1-like choice of the
 # presets and the synthetic tree (vLLM reads engram_n_heads from the checkpoint's config; we have none).
@@ -77,7 +77,6 @@ def engram_table_bytes(rows: int, dim: int, block_size: int = 32) -> int:
 # is plain ints on the one layout object, so plans and dry runs never allocate.
 
 
-@layout_aliases
 @dataclass
 class EngramSpec(EngramShape):
     """The whole deployment's tables and which rank this process plays (fields: ``shapes.EngramShape``)."""

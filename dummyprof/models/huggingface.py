@@ -29,7 +29,7 @@ from dummyprof.errors import DummyprofError, UsageError
 from dummyprof.files.reading import HF_CONFIG, read_bounded, unique_keys
 from dummyprof.models.hf_fields import check_fields, check_shape
 from dummyprof.models.meta_bounds import BuildLimits, within
-from dummyprof.models.source import FitHint, ModelSource
+from dummyprof.models.source import FitHint, ModelSource, Quantization
 
 PREFIX = "hf:"
 FLAG = "--model"
@@ -436,8 +436,8 @@ def hf_source(
 ) -> ModelSource:
     """A ModelSource for ``hf:TARGET`` with ``--model-arg`` config overrides, built in vLLM's ``--dtype``.
 
-    A checkpoint's ``quantization_config`` is kept in the options (``quantization_config``, with the
-    ``hidden_size`` and ``architectures`` its rules read); ``deploy.quant.engine_source`` applies it.
+    A checkpoint's ``quantization_config`` is kept as the source's ``quantization`` (with the ``hidden_size``
+    and ``architectures`` its rules read); ``deploy.engine.engine_source`` applies it.
     """
     from dummyprof.anatomy import largest_low_precision_elements, model_bytes
     from dummyprof.models.loading import materialize_meta
@@ -470,17 +470,18 @@ def hf_source(
     options: dict[str, Any] = {
         "model_type": config.model_type,
         "class": type(meta_model).__name__,
-        "dtype": str(engine_dtype).removeprefix("torch."),
         "overrides": dict(overrides),
         "trust_remote_code": trust_remote_code,
     }
     if isinstance(layers, int):
         options[LAYERS_FIELD] = layers
-    quantization = _quantization_config(config)
-    if quantization is not None:
-        options["quantization_config"] = quantization
-        options["hidden_size"] = getattr(config, "hidden_size", None)
-        options["architectures"] = list(getattr(config, "architectures", None) or [])
+    found = _quantization_config(config)
+    hidden = getattr(config, "hidden_size", None)
+    quantization = None if found is None else Quantization(
+        config=found,
+        hidden=hidden if isinstance(hidden, int) else None,
+        architectures=tuple(getattr(config, "architectures", None) or ()),
+    )  # fmt: skip
     return ModelSource(
         source=spec,
         description=f"{type(meta_model).__name__} from {target}" + (f" ({shown})" if shown else ""),
@@ -491,4 +492,6 @@ def hf_source(
         largest_scratch_bytes=3 * largest_low_precision_elements(meta_model),
         fit_hint=lambda budget: FitHint(LAYERS_FIELD, model_arg=True),
         construct=lambda: _build(config, trust_remote_code, engine_dtype),
+        dtype=engine_dtype,
+        quantization=quantization,
     )

@@ -31,6 +31,17 @@ class FitHint:
     model_arg: bool = False
 
 
+@dataclass(frozen=True)
+class Quantization:
+    """A checkpoint's quantization: its ``quantization_config``, the config fields its rules read, and the method
+    the engine builds (``deploy.engine.engine_source`` resolves ``--quantization``; None: not applied)."""
+
+    config: dict[str, Any]
+    hidden: int | None = None  # the model's hidden size: which dimension of a fused expert tensor is hidden
+    architectures: tuple[str, ...] = ()
+    method: str | None = None
+
+
 @dataclass
 class ModelSource:
     source: str
@@ -48,3 +59,19 @@ class ModelSource:
     # The model before the engine rewrites it (a quantized checkpoint: transformers' unquantized meta model),
     # which deployments cut into shards; None: ``build(meta)`` is that model.
     whole: Callable[[], nn.Module] | None = None
+    # The dtype its floating tensors are built in where the source decides it (hf:, vLLM's --dtype resolved);
+    # None: the model's code decides.
+    dtype: torch.dtype | None = None
+    quantization: Quantization | None = None  # a checkpoint's quantization (hf:), applied or not
+
+    def recorded_options(self) -> dict[str, Any]:
+        """What the Results record it was built with: its options, its dtype and the quantization it was built
+        with (the method and the checkpoint's ``quantization_config``)."""
+        recorded = dict(self.options)
+        if self.dtype is not None:
+            recorded.setdefault("dtype", str(self.dtype).removeprefix("torch."))
+        if self.quantization is not None:
+            recorded["quantization_config"] = self.quantization.config
+            if self.quantization.method is not None:
+                recorded["quantization"] = self.quantization.method
+        return recorded

@@ -12,8 +12,8 @@ from rich.text import Text
 from dummyprof.reports.encoding import encoding_safe
 from dummyprof.reports.tables.escape import visible_lines
 
-PIPED_WIDTH = 160  # wide enough that tables written to files or CI logs do not wrap
 DEFAULT_WIDTH = 80  # a terminal whose size cannot be read
+PIPED_WIDTH = DEFAULT_WIDTH  # a pipe or a file has no width: the 80 columns every report fits (COLUMNS widens it)
 MIN_WIDTH = 20  # below this a COLUMNS value is nonsense (COLUMNS=0 printed nothing at all)
 MAX_WIDTH = 10_000
 
@@ -29,7 +29,7 @@ def columns_from_env() -> int | None:
 
 
 def terminal_width(stream: TextIO) -> int | None:
-    """The width to render at: a sensible COLUMNS, else the terminal's, else wide for a pipe or a file."""
+    """The width to render at: a sensible COLUMNS, else the terminal's, else 80 columns for a pipe or a file."""
     columns = columns_from_env()
     if columns is not None:
         return columns

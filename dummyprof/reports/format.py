@@ -7,11 +7,12 @@ Results store a code for an unavailable figure (see results/engram.py); :func:`u
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from itertools import groupby
 
 from dummyprof.results import engram as codes
 from dummyprof.results.common import CPU_PRESSURE, CPU_STEAL, LOAD_ABOVE_CORES, Contention, Figure, Timing
+from dummyprof.results.verdict import CONTENDED, MET, MISSED, UNCERTAIN, Verdict
 from dummyprof.units import format_bytes, format_seconds
 
 # Short dtype names for narrow tables (the JSON keeps torch's names).
@@ -163,6 +164,18 @@ def contention_text(c: Contention | None, what: str) -> str:
     """
     if c is None:
         return ""
+    figures = contention_figures(c)
+    if not c.contended:
+        return f"machine while {what}: quiet ({figures})"
+    why = "; ".join(f"{code}: {CONTENTION_REASONS.get(code, code)}" for code in c.reasons)
+    return (
+        f"CONTENDED while {what} ({figures}; {why}): these times are slower than this machine can do "
+        "and another run will not reproduce them"
+    )
+
+
+def contention_figures(c: Contention) -> str:
+    """What was read of the machine's business: 'CPU pressure 99%, steal 0%, this process 0.22 of 2 CPUs'."""
     parts = []
     if c.pressure is not None:
         parts.append(f"CPU pressure {c.pressure:.0%}")
@@ -172,11 +185,35 @@ def contention_text(c: Contention | None, what: str) -> str:
         parts.append(f"steal {c.steal:.0%}")
     if c.process_cpu_share is not None:
         parts.append(f"this process {c.process_cpu_share:.2f} of {c.cores} CPUs")
-    figures = ", ".join(parts)
-    if not c.contended:
-        return f"machine while {what}: quiet ({figures})"
-    why = "; ".join(f"{code}: {CONTENTION_REASONS.get(code, code)}" for code in c.reasons)
+    return ", ".join(parts)
+
+
+VERDICT_SHORT = {MET: "met", MISSED: "missed", UNCERTAIN: "uncertain", CONTENDED: "no verdict"}
+
+
+def verdict_text(v: Verdict, limit: str, show: Callable[[float], str], *, short: bool = False) -> str:
+    """A verdict against ``limit`` (its words, e.g. '600 s deadline'), the interval's ends written by ``show``:
+    met with the room left at the interval's high end (the least there is), missed by the gap at its low end (the
+    least it misses by), uncertain with both ends, or no verdict on a contended machine. ``short``: the code's
+    word alone, for a narrow column.
+    """
+    if short:
+        return VERDICT_SHORT.get(v.code, v.code)
+    if v.code == MET:
+        return f"{limit} met, {show(v.limit - v.high)} to spare"
+    if v.code == MISSED:
+        return f"{limit} missed by {show(v.low - v.limit)}"
+    if v.code == UNCERTAIN:
+        return f"{limit} uncertain: {show(v.low)} to {show(v.high)}"
+    if v.code == CONTENDED:
+        return f"{limit}: no verdict"
+    return f"{limit}: {v.code}"  # a code this version does not know (a newer file): shown as it is
+
+
+def no_verdict_text(limit: str, c: Contention | None) -> str:
+    """Why a contended run gives no verdict against ``limit``, what was read, and what to do."""
+    read = f" ({contention_figures(c)})" if c is not None else ""
     return (
-        f"CONTENDED while {what} ({figures}; {why}): these times are slower than this machine can do "
-        "and another run will not reproduce them"
+        f"no verdict on the {limit}: the machine was busy while the times were taken{read}, so they are slower "
+        "than it can do; rerun on a quiet machine"
     )

@@ -11,7 +11,7 @@ from dummyprof.reports.tables.deployment import deployment_summary
 from dummyprof.reports.tables.engram import deadline_text, recommended
 from dummyprof.reports.tables.inspect import visit_counts
 from dummyprof.results.audit import AuditResult
-from dummyprof.results.compare import CompareResult
+from dummyprof.results.compare import CompareResult, StrategyResult
 from dummyprof.results.engram import EngramResult
 from dummyprof.results.gate import EXIT_INCOMPLETE, NOT_COMPARABLE, NOT_JUDGED, NOT_MEASURED, REGRESSED, GateResult
 from dummyprof.results.inspect import InspectResult
@@ -24,35 +24,48 @@ SUMMARY_WIDTH = 80  # -q prints one line; where a line can choose its words, it 
 
 
 def compare_summary(result: CompareResult) -> str:
-    """One line of at most 80 columns (``-q``): where the times were taken, each strategy's time and speedup,
-    or fewer words where that is too long ("fill" left out, then the speedups, then every strategy but the
-    fastest and the slowest). The device stays in every wording, and so does CONTENDED when the machine was busy
-    while the times were taken. The tables hold the rest.
+    """One line of at most 80 columns (``-q``), the answer first: where the times were taken, the fastest
+    strategy, its time and its speedup over the baseline, then the others' times and speedups; fewer words where
+    that is too long (every strategy fastest first, speedups unnamed; then "fill" left out; then the others named
+    by their count). The fastest strategy, its speedup and the device stay in every wording, and so does
+    CONTENDED when the machine was busy while the times were taken. The tables hold the rest.
     """
     kind = "projected" if result.size.mode == "projected" else "median"  # measured there, or calibrated there
-    head, short = f"{kind} fill on {result.model.device}: ", f"{kind} on {result.model.device}: "
     busy = contended_mark(result.size.contention if result.size.mode == "projected" else result.contention)
-    tail = (" (nothing to fill: no speedup)" if result.nothing_to_fill else "") + busy
-    least = (" (nothing to fill)" if result.nothing_to_fill else "") + busy
-    timed = [s for s in result.strategies if s.seconds is not None]
+    timed = sorted((s for s in result.strategies if s.seconds is not None), key=lambda s: s.seconds or 0.0)
+    if not timed:
+        return f"{kind} fill on {result.model.device}: no strategy timed{busy}"
+    best, others = timed[0], timed[1:]
+    answer = f"{best.name} {format_seconds(best.seconds)}{_speedup_words(result, best.name)}"
+    if others:
+        heads = [f"{kind} fill on {result.model.device}, fastest ", f"{kind} on {result.model.device}, fastest "]
+    else:
+        heads = [f"{kind} fill on {result.model.device}: ", f"{kind} on {result.model.device}: "]
 
-    def every(speedup: bool) -> str:
+    def listed(strategies: list[StrategyResult]) -> str:
         parts = []
-        for s in result.strategies:
-            ratio = result.speedup(s.name) if speedup and s.name != result.baseline_strategy else None
+        for s in strategies:
+            ratio = result.speedup(s.name) if s.name != result.baseline_strategy else None
             parts.append(f"{s.name} {format_seconds(s.seconds)}" + (f" ({ratio:.1f}x)" if ratio else ""))
-        return ", ".join(parts) + tail
+        return ", ".join(parts)
 
-    lines = [head + every(True), short + every(True), head + every(False)]
-    if len(timed) > 1:  # too many strategies, or names too long, for every one: the fastest and the slowest
-        fastest = min(timed, key=lambda s: s.seconds or 0.0)
-        slowest = max(timed, key=lambda s: s.seconds or 0.0)
-        low, high = format_seconds(fastest.seconds), format_seconds(slowest.seconds)
-        lines.append(f"{head}{low} ({fastest.name}) to {high} ({slowest.name}), {len(timed)} strategies{tail}")
-        lines.append(f"{head}{low} to {high}, {len(timed)} strategies{tail}")
-        lines.append(f"{short}{low} to {high}, {len(timed)} strategies{tail}")
-        lines.append(f"{short}{low} to {high}{least}")
-    return _first_that_fits(lines)
+    lines = [heads[0] + answer + ("; " + listed(others) if others else "")]
+    if others:  # every strategy, fastest first: the first named is the answer
+        empty = " (nothing to fill: no speedup)" if result.nothing_to_fill else ""
+        lines += [f"{kind}{fill} on {result.model.device}: {listed(timed)}{empty}" for fill in (" fill", "")]
+        lines += [head + answer + f" of {len(timed)} strategies" for head in heads]
+    lines.append(heads[1] + answer)
+    return _first_that_fits([line + busy for line in lines])
+
+
+def _speedup_words(result: CompareResult, name: str) -> str:
+    """' (5.2x legacy)': a strategy's speedup over the baseline; what stands instead where there is none."""
+    if result.nothing_to_fill:
+        return " (nothing to fill: no speedup)"
+    if name == result.baseline_strategy:
+        return " (the baseline)"
+    ratio = result.speedup(name)
+    return f" ({ratio:.1f}x {result.baseline_strategy})" if ratio else ""
 
 
 def _first_that_fits(lines: list[str]) -> str:

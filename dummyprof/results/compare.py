@@ -66,6 +66,9 @@ class SizeDecision(Record):
     predicted_s: float | None = None  # predicted wall time of the measured rounds
     time_budget_s: float = 0.0
     memset_bytes_per_s: float | None = None
+    memset_fresh_pages: bool = (
+        False  # the floor timed on fresh pages (as the largest class was calibrated), else touched
+    )
     calibration_s: float = 0.0  # wall time the calibration fills took
     counting_s: float = 0.0  # wall time of the meta build and counting passes
     calibration: list[CalibrationClass] = []
@@ -125,6 +128,7 @@ class FloorResult(Record):
     """
 
     bytes_written: Count = 0
+    touched_bytes: Count = 0  # of them, storages below the mmap threshold: touched before the timed memset
     timing: Timing = field(default_factory=Timing)
     generator_bound_share: float = 0.0  # a strategy under this share of the floor is flagged generator-bound
 

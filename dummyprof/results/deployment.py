@@ -9,7 +9,7 @@ from dummyprof.results.common import Contention, Count, Int64, Record
 MEASURED, PROJECTED = "measured", "projected"
 # What vLLM 0.33's initializer does to each tensor of a quantized shard (RankEntry.fill_kinds), in report order.
 FILL_KINDS = ("fp8", "scale", "integer", "skipped", "float", "declared")
-FP16_SCRATCH = "fp16-scratch"  # the float16 temporaries fp8 tensors are drawn through, all of them together
+FP16_SCRATCH = "fp16-scratch"  # the largest float16 temporary alive at once (one fp8 tensor is drawn at a time)
 # DeploymentResult.not_timed: the layout is for a GPU (--device cuda, or --device-memory) and this machine has
 # none, so the device-resident bytes get no time (a CPU time is not a GPU start-up time); counts stay exact.
 NO_CUDA_HERE = "no-cuda-device-here"
@@ -81,7 +81,8 @@ class RankEntry(Record):
     strategies: list[RankStrategy] = []
     device_fits: bool | None = None  # None: no --device-memory given
     device_room_bytes: Int64 | None = None  # device memory left after the shard (negative: short by)
-    # A quantized checkpoint: bytes per vLLM 0.33 fill rule (FILL_KINDS), and FP16_SCRATCH: float16 temporaries
+    # A quantized checkpoint: bytes per vLLM 0.33 fill rule (FILL_KINDS), and FP16_SCRATCH: the largest float16
+    # temporary alive at once
     fill_kinds: dict[str, Count] = {}
 
     @property

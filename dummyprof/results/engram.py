@@ -6,6 +6,7 @@ from __future__ import annotations
 from msgspec import field
 
 from dummyprof.results.common import Contention, Count, Figure, Int64, MemoryUse, Record, Timing, named
+from dummyprof.results.verdict import Verdict
 
 MEASURED = "measured"
 PROJECTED = "projected"
@@ -186,7 +187,8 @@ class MethodResult(Record):
     startup_interval: Interval | None = None  # sum of the terms' intervals (projected terms only)
     startup_dominant: str = ""  # the largest term: "allocate", "first touch" or "fill"
     startup_dominant_share: float | None = None  # its share of the start-up
-    over_deadline: bool | None = None
+    over_deadline: bool | None = None  # the verdict's code is ``missed`` (files without ``deadline``: the point's)
+    deadline: Verdict | None = None  # the start-up's interval against --deadline (None: no deadline, or no time)
     generator_bound: bool | None = None  # under GENERATOR_BOUND_PERCENT of the memset floor
     values: ValueStats | None = None
 

@@ -12,7 +12,8 @@ from typing import Any
 import torch
 from torch import nn
 
-from dummyprof.deploy.quant import AUTO, engine_source
+from dummyprof.deploy.engine import engine_source
+from dummyprof.deploy.quant import AUTO
 from dummyprof.errors import UsageError
 from dummyprof.measure.budget import device_available, device_budget, ensure_fits, host_budget
 from dummyprof.models.huggingface import PREFIX, hf_reads, hf_source
@@ -146,7 +147,7 @@ def model_summary(
         tensors=tensors,
         names=names,
         bytes=nbytes,
-        options=dict(source.options),
+        options=source.recorded_options(),
         notes=list(source.notes),
     )
 

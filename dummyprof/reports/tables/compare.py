@@ -244,10 +244,16 @@ def floor_words(result: CompareResult) -> str | None:
     """What the memset floor was in this run, for the line under a table; None when it was not measured."""
     if result.floor is None or not result.floor.bytes_per_s:
         return None
+    floor, rate_ = result.floor, result.floor.bytes_per_s
+    touched = floor.touched_bytes
+    pages = ""
+    if touched:  # the fills find memory under glibc's mmap threshold touched or not, run to run: touched, always
+        which = "each under 32 MiB" if touched >= floor.bytes_written else f"the {format_bytes(touched)} under 32 MiB"
+        pages = f", {which} touched first (glibc reuses memory there)"
     return (
-        f"rate over this run's memset floor ({result.floor.bytes_per_s / 1e9:.2f} GB/s: "
-        f"{format_bytes(result.floor.bytes_written)} of fresh storages zeroed once, fastest of "
-        f"{len(result.floor.timing.samples_s)} readings interleaved with the fills)"
+        f"rate over this run's memset floor ({rate_ / 1e9:.2f} GB/s: "
+        f"{format_bytes(floor.bytes_written)} of a fresh model's storages zeroed once{pages}, fastest of "
+        f"{len(floor.timing.samples_s)} readings interleaved with the fills)"
     )
 
 
@@ -465,8 +471,10 @@ def calibration_line(result: CompareResult) -> str | None:
     size = result.size
     if not size.calibration or size.memset_bytes_per_s is None:
         return None
+    pages = "fill_ on fresh pages, as the largest tensors were calibrated" if size.memset_fresh_pages else ""
+    pages = pages or "fill_ on touched memory"
     return (
-        f"memset floor {size.memset_bytes_per_s / 1e9:.2f} GB/s (fill_ on touched memory, this run); "
+        f"memset floor {size.memset_bytes_per_s / 1e9:.2f} GB/s ({pages}, this run); "
         f"calibration took {format_seconds(size.calibration_s)}, "
         f"meta build and counting {format_seconds(size.counting_s)}"
     )

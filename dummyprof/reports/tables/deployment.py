@@ -201,8 +201,9 @@ def kinds_table(result: DeploymentResult) -> Table | None:
         cells = [k.get(name, 0) for name in ("fp8", "scale", "integer", "skipped", FP16_SCRATCH)]
         table.add(Cell(ranks_text(group, result.tp)), *(format_bytes(n) for n in cells))
     table.notes.append(
-        "fp8: drawn uniform in [-1, 1] through a float16 scratch of the same shape (fp16 scratch: all of them "
-        "together, one at a time alive); scales: UE8M0/uint8 bytes set to 120, float scales drawn as floats; "
+        "fp8: drawn uniform in [-1, 1] through a float16 scratch of the same shape, one tensor at a time "
+        "(fp16 scratch: the largest, the most alive at once); scales: UE8M0/uint8 bytes set to 120, float scales "
+        "drawn as floats; "
         "int8/uint8: random bytes (packed fp4 included); skipped: int32/int64 tensors (qweight, qzeros, "
         "weight_packed ...) vLLM visits but leaves as allocated off ROCm, so no strategy writes them"
     )

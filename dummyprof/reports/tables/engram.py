@@ -12,6 +12,7 @@ from dummyprof.reports.format import (
     GENERATOR_BOUND_WHY,
     contention_text,
     figure_bytes,
+    no_verdict_text,
     projected,
     projected_note,
     projected_seconds,
@@ -19,8 +20,9 @@ from dummyprof.reports.format import (
     same_unavailable,
     seconds_range,
     unavailable_text,
+    verdict_text,
 )
-from dummyprof.reports.tables.model import BAD, DIM, NAME, NUMBER, TEXT, WORD, Block, Cell, Line, Table
+from dummyprof.reports.tables.model import BAD, DIM, NAME, NUMBER, TEXT, WARN, WORD, Block, Cell, Line, Table
 from dummyprof.reports.tables.ranks import ranks_blocks
 from dummyprof.results.common import Figure, Timing
 from dummyprof.results.engram import (
@@ -40,6 +42,7 @@ from dummyprof.results.engram import (
     TimeProjection,
 )
 from dummyprof.results.session import Results
+from dummyprof.results.verdict import CONTENDED, MET, MISSED, Verdict, judge
 from dummyprof.units import format_bytes, format_seconds
 
 MAX_RANK_ROWS = 16
@@ -85,15 +88,43 @@ def recommended(result: EngramResult) -> MethodResult | None:
     return min(fitting, key=lambda m: m.startup_seconds.value or 0.0, default=None)
 
 
-def deadline_text(result: EngramResult, m: MethodResult, *, short: bool = False) -> str:
-    """The verdict of a start-up against ``--deadline``: met (with the slack) or missed by how much."""
+def deadline_verdict(result: EngramResult, m: MethodResult) -> Verdict | None:
+    """The start-up's verdict against ``--deadline``; None without a deadline or a start-up time. A file that
+    stored none is judged here on its own figures, by the same rule."""
     deadline, value = result.budget.deadline_s, m.startup_seconds.value
     if deadline is None or value is None:
+        return None
+    if m.deadline is not None:
+        return m.deadline
+    low, high = (m.startup_interval.low, m.startup_interval.high) if m.startup_interval else (value, value)
+    busy = result.contention is not None and result.contention.contended
+    return judge(min(low, high), max(low, high), deadline, contended=busy)
+
+
+def deadline_text(result: EngramResult, m: MethodResult, *, short: bool = False) -> str:
+    """The verdict of a start-up against ``--deadline``, judged on its interval (:func:`results.verdict.judge`)."""
+    verdict = deadline_verdict(result, m)
+    if verdict is None:
         return "" if short else "no --deadline"
-    gap = projected(format_seconds(abs(deadline - value)), m.startup_seconds)
-    if value > deadline:
-        return f"over by {gap}" if short else f"{format_seconds(deadline)} deadline missed by {gap}"
-    return "met" if short else f"{format_seconds(deadline)} deadline met, {gap} to spare"
+    limit = f"{format_seconds(verdict.limit)} deadline"
+    return verdict_text(verdict, limit, lambda s: projected(format_seconds(s), m.startup_seconds), short=short)
+
+
+def deadline_cell(result: EngramResult, m: MethodResult) -> str | Cell:
+    """The short verdict for a table's deadline column: missed in red, uncertain and no verdict marked."""
+    verdict = deadline_verdict(result, m)
+    if verdict is None:
+        return "" if result.budget.deadline_s is None else "n/a"
+    word = deadline_text(result, m, short=True)
+    return Cell(word, BAD) if verdict.code == MISSED else Cell(word, WARN) if verdict.code != MET else word
+
+
+def verdict_lines(result: EngramResult) -> list[str]:
+    """A contended run's missing deadline verdict: why, what was read, what to do."""
+    deadline = result.budget.deadline_s
+    if deadline is None or not any((v := deadline_verdict(result, m)) and v.code == CONTENDED for m in result.methods):
+        return []
+    return [no_verdict_text(f"{format_seconds(deadline)} deadline", result.contention)]
 
 
 def generator_bound_line(methods: Sequence[MethodResult], floor: str) -> str | None:
@@ -337,14 +368,13 @@ def startup_table(result: EngramResult) -> Table:
     rows = []
     for m in result.methods:
         interval = m.startup_interval
-        over = "" if deadline is None else "n/a" if m.over_deadline is None else "within"
         rows.append(
             [
                 m.name,
                 projected_seconds(m.startup_seconds),
                 seconds_range(interval.low, interval.high) if interval is not None else "",
                 dominant_text(m),
-                Cell("over", BAD) if m.over_deadline and deadline is not None else over,
+                deadline_cell(result, m),
             ]
         )
     columns = [("method", NAME), ("start-up", NUMBER), ("range", NUMBER), ("largest term", WORD)]
@@ -487,14 +517,13 @@ def glance_table(result: EngramResult) -> Table:
     table = Table.of(title, columns, [])
     for m in result.methods:
         interval = m.startup_interval
-        verdict = deadline_text(result, m, short=True)
         table.add(
             m.name + (" (floor)" if m.name == result.floor_method else ""),
             projected_seconds(m.startup_seconds),
             seconds_range(interval.low, interval.high) if interval is not None else range_cell(m.timing),
             projected_seconds(m.seconds),
             "yes" if m.fits_in_memory else Cell("no", BAD),
-            Cell(verdict, BAD) if m.over_deadline else verdict,
+            deadline_cell(result, m),
         )
     table.notes.append(
         f"start-up: allocation + first touch + fill; fits: tables + scratch in "
@@ -519,7 +548,7 @@ def glance_lines(result: EngramResult) -> list[str]:
         else:
             why.setdefault(reason_text(m), []).append(m.name)
     lines = [f"projected, {reason}: {', '.join(names)}" for reason, names in why.items()]
-    return lines + [f"note: {note}" for note in plan_notes(result)]
+    return verdict_lines(result) + lines + [f"note: {note}" for note in plan_notes(result)]
 
 
 def engram_blocks(results: Results, detail: bool = True) -> list[Block]:
@@ -539,6 +568,7 @@ def engram_blocks(results: Results, detail: bool = True) -> list[Block]:
     else:  # a dry run: nothing was filled, so no times at all
         blocks.append(Line(f"fill and start-up times: unavailable: {unmeasured}", DIM))
     blocks += [t for t in (memory_table(result), values_table(result), samples_table(result)) if t is not None]
+    blocks += [Line(line, WARN) for line in verdict_lines(result)]
     blocks += [Line(line, DIM) for line in method_lines(result)]
     bound = generator_bound_line(result.methods, result.floor_method)
     if bound is not None:

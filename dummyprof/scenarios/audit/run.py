@@ -199,17 +199,9 @@ def _judge_buffer_writes(source: ModelSource, rows: dict[str, AuditTensor], audi
             audit.find("non-persistent-written", name, [filler])
 
 
-def _cross_check(fillers: list[_Filler], rows: dict[str, AuditTensor], audit: _Audit) -> list[list[str]]:
-    names = [f.name for f in fillers]
-    for tensor, row in rows.items():
-        wrote = [n for n in names if row.writes.get(n, 0)]
-        if all(k == NON_PERSISTENT for k in row.kinds):
-            continue  # writing a non-persistent buffer is the finding; leaving it alone is right
-        if not wrote and not row.vllm_fills:
-            continue  # nobody fills it, and vLLM would not either: 'untouched' notes it
-        missed = [n for n in names if not row.writes.get(n, 0)]
-        if missed:
-            audit.find("missed", tensor, missed, written_by=wrote, dtype=row.dtype)
+def _compare_values(fillers: list[_Filler], rows: dict[str, AuditTensor], audit: _Audit) -> list[list[str]]:
+    """Fillers that share an initializer must write the same values: each tensor whose digests differ is a finding,
+    with the fillers grouped by the values they wrote. The groups compared."""
     groups: dict[str, list[str]] = {}
     for filler in fillers:
         if filler.initializer is not None:
@@ -223,6 +215,21 @@ def _cross_check(fillers: list[_Filler], rows: dict[str, AuditTensor], audit: _A
                 for filler_name, digest in digests.items():
                     same.setdefault(digest, []).append(filler_name)
                 audit.find("values-differ", tensor, list(digests), groups=list(same.values()))
+    return compared
+
+
+def _cross_check(fillers: list[_Filler], rows: dict[str, AuditTensor], audit: _Audit) -> list[list[str]]:
+    names = [f.name for f in fillers]
+    for tensor, row in rows.items():
+        wrote = [n for n in names if row.writes.get(n, 0)]
+        if all(k == NON_PERSISTENT for k in row.kinds):
+            continue  # writing a non-persistent buffer is the finding; leaving it alone is right
+        if not wrote and not row.vllm_fills:
+            continue  # nobody fills it, and vLLM would not either: 'untouched' notes it
+        missed = [n for n in names if not row.writes.get(n, 0)]
+        if missed:
+            audit.find("missed", tensor, missed, written_by=wrote, dtype=row.dtype)
+    compared = _compare_values(fillers, rows, audit)
     untouched = [t for t, row in rows.items() if not any(row.writes.values()) and not row.vllm_fills]
     if untouched:
         audit.find("untouched", untouched[0], names=untouched)

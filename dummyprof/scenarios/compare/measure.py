@@ -65,6 +65,44 @@ def size_up(
     return source, builtin, meta, decision, projections
 
 
+def _repeat(options: CompareOptions, decision: SizeDecision) -> int:
+    """The measured rounds: as asked, or fewer where only fewer fit the time budget (``decision`` is then measured,
+    ``reduced``, rather than projected; the report says so)."""
+    repeat = options.repeat
+    if decision.mode == "projected" and decision.reason == "time" and options.project and not options.repeat_auto:
+        repeat = _repeats_that_fit(decision.predicted_s, options.warmup + options.repeat, options)
+        if repeat:
+            decision.predicted_s = (
+                (decision.predicted_s or 0.0) * (options.warmup + repeat) / (options.warmup + options.repeat)
+            )
+            decision.mode, decision.reason = "measured", "reduced"
+    return repeat
+
+
+def _refuse_projection(
+    options: CompareOptions, decision: SizeDecision, source: ModelSource, device: torch.device, loaders: bool
+) -> None:
+    """A projected model is refused without ``--project``, and with what only a real fill gives (a trace, a
+    loader's writes)."""
+    if not options.project:
+        check_source_fits(source, device, options.max_memory, flag="--preset" if options.preset else source.size_flag)
+        raise DoesNotFitError.for_field(
+            "time_budget",
+            f"{source.description}: the measured rounds are predicted at {format_seconds(decision.predicted_s)}, "
+            f"over the time budget of {format_seconds(options.time_budget)}; raise it or shrink the model",
+        )
+    for field, wanted, why in (
+        ("trace", options.trace, "a trace is recorded from a real fill"),
+        ("loaders", loaders, "a loader's writes are only seen by running it"),
+    ):
+        if wanted:
+            raise UsageError.for_field(
+                field,
+                f"{source.description} is projected, not filled, here ({decision.reason} budget); {why}: "
+                "shrink the model (--model-arg) or raise the budget",
+            )
+
+
 def measure(
     options: CompareOptions,
     *,
@@ -81,32 +119,9 @@ def measure(
     loaders = load_loaders(options.loaders, options.loader_args, options.strategies)
     device = resolve_device(options.device)
     source, builtin, meta, decision, projections = size_up(options, device, source)
-    repeat = options.repeat
-    if decision.mode == "projected" and decision.reason == "time" and options.project and not options.repeat_auto:
-        repeat = _repeats_that_fit(decision.predicted_s, options.warmup + options.repeat, options)
-        if repeat:  # fewer measured rounds fit: measure those rather than project (the report says so)
-            decision.predicted_s = (
-                (decision.predicted_s or 0.0) * (options.warmup + repeat) / (options.warmup + options.repeat)
-            )
-            decision.mode, decision.reason = "measured", "reduced"
-    if decision.mode == "projected" and not options.project:
-        check_source_fits(source, device, options.max_memory, flag="--preset" if options.preset else source.size_flag)
-        raise DoesNotFitError.for_field(
-            "time_budget",
-            f"{source.description}: the measured rounds are predicted at {format_seconds(decision.predicted_s)}, "
-            f"over the time budget of {format_seconds(options.time_budget)}; raise it or shrink the model",
-        )
+    repeat = _repeat(options, decision)
     if decision.mode == "projected":
-        for field, wanted, why in (
-            ("trace", options.trace, "a trace is recorded from a real fill"),
-            ("loaders", loaders, "a loader's writes are only seen by running it"),
-        ):
-            if wanted:
-                raise UsageError.for_field(
-                    field,
-                    f"{source.description} is projected, not filled, here ({decision.reason} budget); {why}: "
-                    "shrink the model (--model-arg) or raise the budget",
-                )
+        _refuse_projection(options, decision, source, device, bool(loaders))
         result = projected_result(source, meta, builtin, projections, decision, str(device))
         return Results(
             command="compare", environment=collect_environment(device), compare=result, notices=list(source.notes)

@@ -25,7 +25,7 @@ def run(
     started = clock()
     validate(options)
     if options.deployed or options.online_quant:
-        from dummyprof.scenarios.deployment.run import run_deployment
+        from dummyprof.scenarios.deployment.fills import measure_deployment
 
-        return run_deployment(options, "compare", strategies=options.strategies, source=source, progress=progress)
+        return measure_deployment(options, strategies=options.strategies, source=source, progress=progress)
     return measure(options, source=source, clock=clock, progress=progress, started=started)

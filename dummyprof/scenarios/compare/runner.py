@@ -5,19 +5,20 @@ from __future__ import annotations
 import gc
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 from torch import nn
 
 from dummyprof.anatomy import storage_tensors
 from dummyprof.gc_pause import gc_paused
-from dummyprof.loaders.initializers import NOT_WRITTEN, get_initializer
+from dummyprof.loaders.initializers import NOT_WRITTEN, Initializer, get_initializer
 from dummyprof.loaders.strategies import Strategy, run_strategy
 from dummyprof.measure import contention, noise
 from dummyprof.measure.device import synchronize
 from dummyprof.measure.memory import (
     PeakRss,
+    fresh_pages,
     gpu_allocator_peak_figure,
     gpu_used_figure,
     pinned_memory_figure,
@@ -60,17 +61,24 @@ def _recording_overhead(build: Callable[[], nn.Module], strategy: Strategy, cloc
     return max(0.0, min(recorded) - min(plain))
 
 
-def _time_floor(model: nn.Module, device: torch.device, clock: Clock) -> tuple[int, float]:
-    """Zero every distinct real storage of a fresh model once: the memset floor of this round."""
+def _time_floor(model: nn.Module, device: torch.device, clock: Clock) -> tuple[int, int, float]:
+    """Zero every distinct real storage of a fresh model once: the memset floor of this round; its bytes, those
+    touched first, and the seconds. Each storage on the kind of pages the fills find: one past the mmap threshold
+    is freshly mapped in every model built (its page faults timed, as a fill's are); one below it comes back, for
+    fills and floor alike, from memory an earlier model freed, sometimes fresh and sometimes touched, so it is
+    touched first, outside the clock, and the floor is the same kind of figure run to run."""
     storages = [t.untyped_storage() for t in storage_tensors(model).values() if t.device.type != "meta"]
+    touched = [s for s in storages if device.type == "cpu" and not fresh_pages(s.nbytes(), device)]
+    for storage in touched:
+        storage.fill_(0)  # type: ignore[attr-defined]  # a memset of the bytes; torch's stubs omit it
     synchronize(device)
     with gc_paused():
         t0 = clock()
         for storage in storages:
-            storage.fill_(0)  # type: ignore[attr-defined]  # a memset of the bytes; torch's stubs omit it
+            storage.fill_(0)  # type: ignore[attr-defined]
         synchronize(device)
         elapsed = clock() - t0
-    return sum(s.nbytes() for s in storages), elapsed
+    return sum(s.nbytes() for s in storages), sum(s.nbytes() for s in touched), elapsed
 
 
 def summarize_records(result: StrategyResult, records: Iterable[StorageRecord], peak_scratch_bytes: int = 0) -> None:
@@ -175,6 +183,111 @@ def assess_noise(result: CompareResult) -> None:
             result.noise.append(NoiseWarning(noise.SPEEDUP_UNCERTAIN, s.name, low=interval[0], high=interval[1]))
 
 
+def _past(deadline: float | None, at: float) -> bool:
+    """Whether a reading ``at`` of the clock lies past the ``deadline`` (None: there is none)."""
+    return deadline is not None and at > deadline
+
+
+def _auto_stopped(
+    result: CompareResult, strategies: list[StrategyResult], auto: AutoRepeat, measured: int, elapsed: float
+) -> bool:
+    """With ``--repeat auto``, whether the rounds so far are enough (:func:`auto_stop` says why, on ``result``)."""
+    result.strategies = strategies
+    result.auto_stop = auto_stop(result, auto, measured, elapsed)
+    if result.auto_stop:
+        result.repeat = measured
+    return bool(result.auto_stop)
+
+
+@dataclass
+class _Tally:
+    """What the rounds gather: each strategy's result and its first round's recorder (every later round must
+    visit as many tensors), its worst round's memory, and the floor's readings."""
+
+    results: dict[str, StrategyResult]
+    floor: FloorResult
+    first: dict[str, VisitRecorder] = field(default_factory=dict)
+    memory: dict[str, MemoryUse] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, strategies: Sequence[Strategy], initializer: str | None) -> _Tally:
+        """Nothing gathered yet for ``strategies``, each filled with ``initializer`` (None: its own)."""
+        results = {
+            s.name: StrategyResult(name=s.name, description=s.description, initializer=initializer or s.initializer)
+            for s in strategies
+        }
+        return cls(results, FloorResult(generator_bound_share=GENERATOR_BOUND_SHARE))
+
+    def fill(
+        self,
+        build: Callable[[], nn.Module],
+        strategy: Strategy,
+        initializer: Initializer,
+        device: torch.device,
+        clock: Clock,
+        *,
+        warming: bool,
+    ) -> None:
+        """One timed fill of ``strategy`` on a fresh model, then the memset floor on another: after every fill, not
+        once a round, so there are as many readings as fills, in the same memory state (a fresh model), and the
+        fastest is as fast as the fills could be (a preempted memset only ever reads slower, and a fill faster
+        than the floor is flagged, see assess_noise)."""
+        target = build()
+        recorder = VisitRecorder(target)
+        synchronize(device)
+        reset_gpu_peak(device)
+        peak = PeakRss()
+        with peak.measure(), gc_paused():
+            t0 = clock()
+            run_strategy(target, strategy, initializer=initializer, recorder=recorder)
+            synchronize(device)
+            elapsed = clock() - t0
+        name = strategy.name
+        if name not in self.first:
+            self.first[name] = recorder
+        elif recorder.visits != self.first[name].visits:
+            raise RuntimeError(f"strategy {name!r} visited a different number of tensors between rounds")
+        if not warming:
+            self.results[name].timing.samples_s.append(elapsed)
+            reading = peak.reading
+            assert reading is not None
+            used = MemoryUse(
+                rss_before_bytes=reading.before,
+                rss_peak_bytes=reading.peak,
+                rss_peak_method=reading.method,
+                pinned_bytes=pinned_memory_figure(),
+                gpu_used_bytes=gpu_used_figure(device),
+                gpu_allocator_peak_bytes=gpu_allocator_peak_figure(device),
+            )
+            self.memory[name] = _merge_memory(self.memory.get(name), used)
+        del target, recorder
+        target = build()
+        self.floor.bytes_written, self.floor.touched_bytes, elapsed = _time_floor(target, device, clock)
+        if not warming:
+            self.floor.timing.samples_s.append(elapsed)
+        del target
+
+    def summarize(
+        self,
+        result: CompareResult,
+        strategies: Sequence[Strategy],
+        overhead_of: Callable[[], nn.Module] | None,
+        clock: Clock,
+    ) -> None:
+        """Each strategy's records, memory and (with ``overhead_of``, its model's build) recording overhead, the
+        tensors' table and the floor onto ``result``."""
+        for strategy in strategies:
+            entry = self.results[strategy.name]
+            recorder = self.first[strategy.name]
+            summarize_records(entry, recorder.records.values(), recorder.peak_scratch_bytes)
+            entry.memory = self.memory.get(strategy.name) or MemoryUse()
+            if overhead_of is not None:
+                entry.recording_overhead_s = _recording_overhead(overhead_of, strategy, clock)
+        result.strategies = [self.results[s.name] for s in strategies]
+        result.tensors = tensor_table(self.first)
+        result.floor = self.floor
+
+
 def run_compare(
     build: Callable[[], nn.Module],
     model: ModelSummary,
@@ -203,16 +316,10 @@ def run_compare(
     busy = contention.read()  # how busy the machine is over the rounds, stored with them
     started = clock()
     result = CompareResult(model=model, repeat=repeat, warmup=warmup)
-    floor = FloorResult(generator_bound_share=GENERATOR_BOUND_SHARE)
-    results = {
-        s.name: StrategyResult(name=s.name, description=s.description, initializer=initializer or s.initializer)
-        for s in strategies
-    }
-    if strategies and "legacy" not in results:
+    tally = _Tally.of(strategies, initializer)
+    if strategies and "legacy" not in tally.results:
         result.baseline_strategy = strategies[0].name
     inits = {s.name: get_initializer(initializer or s.initializer) for s in strategies}
-    first_recorders: dict[str, VisitRecorder] = {}
-    memory: dict[str, MemoryUse | None] = {s.name: None for s in strategies}
     total = (warmup + repeat) * len(strategies)
     done = 0
     slowest_round = 0.0
@@ -221,56 +328,19 @@ def run_compare(
         round_start = clock()
         expected = slowest_round or round_estimate_s
         warming = warmed < warmup
-        if deadline is not None and warming and expected and round_start + 2 * expected > deadline:
+        if warming and expected and _past(deadline, round_start + 2 * expected):
             # A warm-up that leaves no time for a measured round is dropped (the report says how many ran).
             result.warmup = warmup = warmed
             total = (warmup + repeat) * len(strategies)
             warming = False
-        if deadline is not None and not warming and measured >= 1 and round_start + expected > deadline:
+        if not warming and measured >= 1 and _past(deadline, round_start + expected):
             result.repeat, result.auto_stop = measured, "budget"
             break
         label = f"warm-up {warmed + 1}/{warmup}" if warming else f"round {measured + 1}/{repeat}"
         # Collect once a round, outside the clock; during a timed fill the collector is off (as timeit does).
         gc.collect()
         for strategy in strategies:
-            target = build()
-            recorder = VisitRecorder(target)
-            synchronize(device)
-            reset_gpu_peak(device)
-            peak = PeakRss()
-            with peak.measure(), gc_paused():
-                t0 = clock()
-                run_strategy(target, strategy, initializer=inits[strategy.name], recorder=recorder)
-                synchronize(device)
-                elapsed = clock() - t0
-            if strategy.name not in first_recorders:
-                first_recorders[strategy.name] = recorder
-            elif recorder.visits != first_recorders[strategy.name].visits:
-                raise RuntimeError(f"strategy {strategy.name!r} visited a different number of tensors between rounds")
-            if not warming:
-                results[strategy.name].timing.samples_s.append(elapsed)
-                reading = peak.reading
-                assert reading is not None
-                memory[strategy.name] = _merge_memory(
-                    memory[strategy.name],
-                    MemoryUse(
-                        rss_before_bytes=reading.before,
-                        rss_peak_bytes=reading.peak,
-                        rss_peak_method=reading.method,
-                        pinned_bytes=pinned_memory_figure(),
-                        gpu_used_bytes=gpu_used_figure(device),
-                        gpu_allocator_peak_bytes=gpu_allocator_peak_figure(device),
-                    ),
-                )
-            del target, recorder
-            # After every fill, not once a round: as many readings as fills, in the same memory state
-            # (a fresh model), so the fastest is as fast as the fills could be (a preempted memset only
-            # ever reads slower, and a fill faster than the floor is flagged, see assess_noise).
-            target = build()
-            floor.bytes_written, elapsed = _time_floor(target, device, clock)
-            if not warming:
-                floor.timing.samples_s.append(elapsed)
-            del target
+            tally.fill(build, strategy, inits[strategy.name], device, clock, warming=warming)
             done += 1
             if progress is not None:
                 progress(done, total, f"{label}: {strategy.name}")
@@ -279,22 +349,11 @@ def run_compare(
             warmed += 1
             continue
         measured += 1
-        if auto is not None:
-            result.strategies = [results[s.name] for s in strategies]
-            result.auto_stop = auto_stop(result, auto, measured, clock() - started)
-            if result.auto_stop:
-                result.repeat = measured
-                break
-    for strategy in strategies:
-        entry = results[strategy.name]
-        recorder = first_recorders[strategy.name]
-        summarize_records(entry, recorder.records.values(), recorder.peak_scratch_bytes)
-        entry.memory = memory[strategy.name] or MemoryUse()
-        if measure_overhead and (deadline is None or clock() + slowest_round <= deadline):
-            entry.recording_overhead_s = _recording_overhead(build, strategy, clock)
-    result.strategies = [results[s.name] for s in strategies]
-    result.tensors = tensor_table(first_recorders)
-    result.floor = floor
+        if auto is not None and _auto_stopped(result, [tally.results[s.name] for s in strategies], auto, measured,
+                                              clock() - started):  # fmt: skip
+            break
+    overhead = measure_overhead and not _past(deadline, clock() + slowest_round)
+    tally.summarize(result, strategies, build if overhead else None, clock)
     result.contention = contention.between(busy, contention.read())
     assess_noise(result)
     gc.collect()

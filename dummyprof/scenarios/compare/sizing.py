@@ -24,7 +24,7 @@ from dummyprof.loaders.strategies import Strategy
 from dummyprof.measure import contention
 from dummyprof.measure.budget import device_budget
 from dummyprof.measure.device import synchronize
-from dummyprof.measure.memory import rss_bytes
+from dummyprof.measure.memory import MMAP_THRESHOLD, fresh_pages, rss_bytes
 from dummyprof.measure.projection import capability, fit_line, fit_proportional
 from dummyprof.measure.recorder import dtype_name
 from dummyprof.models.source import ModelSource
@@ -54,7 +54,6 @@ SAFETY = 1.25  # building, garbage collection and the recorder between timed fil
 # a fill costs ~15% less per byte (2-core EPYC, bf16 uniform_). Calibration sizes straddling it moved the slope, and
 # DeepSeek-V3's projection, ~10% run to run (BENCHMARKS.md), so a CPU class with tensors past it is calibrated past
 # it, or, where its room cannot hold that, wholly below it (and the report says so).
-MMAP_THRESHOLD = 32 << 20
 FRESH_BYTES = 33 << 20  # the least step past it
 REUSED_STEP = (MMAP_THRESHOLD - (1 << 20)) // SIZE_POINTS  # the most step whose 4 sizes all stay under it
 PROBE_MARGIN = 1.5
@@ -148,18 +147,31 @@ def _timed_fill(key: _ClassKey, local_name: str, elements: int, device: torch.de
     return clock() - t0
 
 
-def memset_rate(nbytes: int, device: torch.device, clock: Clock = time.perf_counter) -> float:
-    """Bytes per second of ``fill_`` over memory already touched: the fastest a fill can write."""
-    buffer = torch.empty(max(nbytes, 1 << 20), dtype=torch.uint8, device=device)
+def memset_rate(nbytes: int, device: torch.device, clock: Clock = time.perf_counter, *, fresh: bool = False) -> float:
+    """Bytes per second of ``fill_``, the fastest of a few: over memory already touched, or with ``fresh`` over a
+    new allocation of at least :data:`FRESH_BYTES` each time (fresh pages, their faults included), as the
+    calibration fills it bounds were timed (:func:`floor_on_fresh_pages`)."""
+    size = max(nbytes, FRESH_BYTES if fresh else 1 << 20)
+    buffer = torch.empty(size, dtype=torch.uint8, device=device)
     buffer.fill_(0)
     best = float("inf")
     for value in range(1, TRIALS + 2):
+        if fresh:
+            del buffer  # unmapped, so the next allocation is mapped afresh
+            buffer = torch.empty(size, dtype=torch.uint8, device=device)
         synchronize(device)
         t0 = clock()
         buffer.fill_(value)
         synchronize(device)
         best = min(best, clock() - t0)
-    return buffer.numel() / max(best, 1e-9)
+    return size / max(best, 1e-9)
+
+
+def floor_on_fresh_pages(calibration: Sequence[CalibrationClass], device: torch.device) -> bool:
+    """Whether the memset floor is timed on fresh pages: when the class with the largest sizes was calibrated on
+    them (its sizes past the mmap threshold), as the model's largest tensors are first filled."""
+    largest = max((c for c in calibration if c.sizes_bytes), key=lambda c: c.sizes_bytes[-1], default=None)
+    return largest is not None and fresh_pages(largest.sizes_bytes[0], device)
 
 
 def fresh_room(largest: int, rate: float) -> float | None:
@@ -320,11 +332,12 @@ def decide(
         room = 0.0 if fits else time_budget_s - meta.seconds  # projected for sure: no measured round follows
         calibration = calibrate(meta.counts, device, time_budget_s=time_budget_s, room_s=room, clock=clock)
         largest = max((c.sizes_bytes[-1] for c in calibration), default=1 << 20)
-        rate = memset_rate(largest, device, clock)
+        fresh = floor_on_fresh_pages(calibration, device)
+        rate = memset_rate(largest, device, clock, fresh=fresh)
     decision.calibration_s = clock() - t0
     decision.contention = window.result()
     decision.calibration = calibration
-    decision.memset_bytes_per_s = rate
+    decision.memset_bytes_per_s, decision.memset_fresh_pages = rate, fresh
     rss_now = rss_bytes()
     projections = {name: project_strategy(c, calibration, rate, rss_now) for name, c in meta.counts.items()}
     decision.predicted_s = SAFETY * rounds * sum(p.seconds for p in projections.values())

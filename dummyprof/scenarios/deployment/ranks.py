@@ -9,9 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from dummyprof.deploy import Sharder
-from dummyprof.deploy.plan import ModelDims
-from dummyprof.deploy.quant import quantizer_of
+from dummyprof.deploy.engine import source_sharder
 from dummyprof.loaders.initializers import get_initializer
 from dummyprof.loaders.strategies import get_strategy, run_strategy
 from dummyprof.measure.recorder import VisitRecorder
@@ -34,7 +32,7 @@ def rank_main(env: LaunchEnv, options: CompareOptions, strategies: list[str], li
         source = chosen_source(options)
         meta = source.whole() if source.whole is not None else source.build(torch.device("meta"))
         layout = options.layout  # parsed once in this process's parent, arrived as an object
-        sharder = Sharder(meta, layout, ModelDims.of(meta, source.options), quantizer_of(source.options))
+        sharder = source_sharder(source, meta, layout)
         coord = layout.coord(env.rank)
         figures: dict[str, dict[str, Any]] = {}
         for name in strategies:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from dummyprof.errors import UsageError
 from dummyprof.scenarios.options import check_listed, max_memory_option
 from dummyprof.schema import check_values, duration, integer, option
-from dummyprof.shapes import EngramShape, layout_aliases
+from dummyprof.shapes import EngramShape
 
 if TYPE_CHECKING:
     from dummyprof.loaders.fp8_methods import FillMethod
@@ -31,7 +31,6 @@ def _default_chunk() -> int:
     return DEFAULT_CHUNK_ELEMENTS
 
 
-@layout_aliases
 @dataclass
 class EngramOptions(EngramShape):
     """Plain data (the CI gate builds it from TOML); sizes are per deployment, the run builds one rank."""
@@ -67,7 +66,8 @@ class EngramOptions(EngramShape):
     )
     deadline_s: float | None = duration(
         None,
-        "Health-check deadline, e.g. 600: flags methods whose start-up passes it.",
+        "Health-check deadline, e.g. 600: each start-up judged on its interval (met, missed or uncertain; "
+        "no verdict from a busy machine).",
         example="600",
         flag="--deadline",
     )

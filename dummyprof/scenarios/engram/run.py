@@ -20,6 +20,7 @@ from dummyprof.measure import contention
 from dummyprof.measure.device import resolve_device
 from dummyprof.measure.environment import collect_environment
 from dummyprof.models.engram import EngramSpec
+from dummyprof.results import verdict
 from dummyprof.results.common import Figure, MemoryUse, copied
 from dummyprof.results.engram import (
     DRY_RUN,
@@ -96,7 +97,7 @@ def run(
     memory = memory_budget(options, backing, device)
     budget = memory.memory_bytes
     needs = {m.name: needed_bytes(spec, layout.part_rows, m, backing, options.chunk_elements) for m in methods}
-    fits = {name: need <= budget for name, need in needs.items()}
+    fits = {name: verdict.fits(need, budget) for name, need in needs.items()}
     result = EngramResult(
         layout=layout,
         backing=_backing_info(backing),

@@ -42,6 +42,7 @@ from dummyprof.results.engram import (
     SamplePoint,
     ValueStats,
 )
+from dummyprof.results.verdict import MISSED, judge
 from dummyprof.scenarios.engram.plan import ALLOCATE, FILL, FIRST_TOUCH, Plan, Rates, reserved_tables
 
 Clock = Callable[[], float]
@@ -252,6 +253,59 @@ def _minimum_overrun(plan: Plan, took: dict[int, float], now: float, deadline: f
     return over if needed and over > 0 else None
 
 
+def _sample_methods(
+    runner: Runner,
+    plan: Plan,
+    result: EngramResult,
+    size: tuple[int, int],
+    tables: Tables,
+    points: dict[str, list[SamplePoint]],
+    step: Callable[[str], None],
+) -> None:
+    """The methods sampled at ``size`` (rows, reserved bytes) filled on ``tables``, each for its group's rounds:
+    the median round as a point (its readings kept) and the tables' values after it."""
+    rows, reserved = size
+    for group in plan.sample_groups:
+        if rows not in group.rows:
+            continue
+        k = group.rows.index(rows) + 1
+        for method in group.methods:
+            readings = []
+            for _ in range(group.rounds[method.name]):
+                readings.append(runner.fill(method, tables))
+                step(f"sample {k}/{len(group.rows)} ({rows:,} rows): {method.name}")
+            s = _median_step(readings)
+            need = reserved + method.scratch_bytes(rows * runner.spec.dim, runner.chunk)
+            points[method.name].append(
+                SamplePoint(
+                    rows,
+                    s.outcome.bytes_written,
+                    need,
+                    s.seconds,
+                    s.peak.peak - tables.rss_before,
+                    s.outcome.scratch_bytes,
+                    readings_s=[r.seconds for r in readings],
+                )
+            )
+            # sampled methods are never filled in full: the values of the largest size measured (sizes ascend)
+            result.method(method.name).values = _values(tables)
+
+
+def _fit_memory(
+    result: EngramResult, sampled: Sequence[FillMethod], points: dict[str, list[SamplePoint]], base_rss: int
+) -> None:
+    """Each sampled method's points, their RSS growth fitted to the need, and its full-size peak."""
+    for method in sampled:
+        entry = result.method(method.name)
+        entry.samples = points[method.name]
+        growth = [float(p.rss_growth_bytes or 0) for p in entry.samples]  # every point above has one
+        entry.memory_fit = fit_proportional([p.needed_bytes for p in entry.samples], growth)
+        # The RSS before the tables plus the computed need, as a measured peak is. Not the fitted growth: small
+        # samples reuse freed heap pages (under glibc's 32 MiB mmap threshold), and page-cache noise once fitted
+        # x1.342, more than the fill can hold. The fit stays in the report as RSS/need.
+        entry.peak_rss_bytes = Figure(base_rss + entry.needed_bytes, projected=True)
+
+
 def measure_samples(
     runner: Runner,
     plan: Plan,
@@ -289,30 +343,7 @@ def measure_samples(
             after = anon_huge_page_bytes()
             if after is not None:
                 huge_note = Figure(float(after - huge_before), projected=False)
-        for group in plan.sample_groups:
-            if rows not in group.rows:
-                continue
-            k = group.rows.index(rows) + 1
-            for method in group.methods:
-                readings = []
-                for _ in range(group.rounds[method.name]):
-                    readings.append(runner.fill(method, tables))
-                    step(f"sample {k}/{len(group.rows)} ({rows:,} rows): {method.name}")
-                s = _median_step(readings)
-                need = reserved + method.scratch_bytes(rows * spec.dim, runner.chunk)
-                points[method.name].append(
-                    SamplePoint(
-                        rows,
-                        s.outcome.bytes_written,
-                        need,
-                        s.seconds,
-                        s.peak.peak - tables.rss_before,
-                        s.outcome.scratch_bytes,
-                        readings_s=[r.seconds for r in readings],
-                    )
-                )
-                # sampled methods are never filled in full: the values of the largest size measured (sizes ascend)
-                result.method(method.name).values = _values(tables)
+        _sample_methods(runner, plan, result, (rows, reserved), tables, points, step)
         base_rss = tables.rss_before
         runner.release(tables)
         took[rows] = runner.clock() - size_started
@@ -326,15 +357,7 @@ def measure_samples(
     if huge_note is not None:
         result.backing.huge_page_bytes = huge_note
         result.huge_pages_from_sample = True
-    for method in sampled:
-        entry = result.method(method.name)
-        entry.samples = points[method.name]
-        growth = [float(p.rss_growth_bytes or 0) for p in entry.samples]  # every point above has one
-        entry.memory_fit = fit_proportional([p.needed_bytes for p in entry.samples], growth)
-        # The RSS before the tables plus the computed need, as a measured peak is. Not the fitted growth: small
-        # samples reuse freed heap pages (under glibc's 32 MiB mmap threshold), and page-cache noise once fitted
-        # x1.342, more than the fill can hold. The fit stays in the report as RSS/need.
-        entry.peak_rss_bytes = Figure(base_rss + entry.needed_bytes, projected=True)
+    _fit_memory(result, sampled, points, base_rss)
     project_samples(result, sampled, phase_points)
     result.sample_groups = [
         SampleGroupInfo(
@@ -452,16 +475,25 @@ def derive(result: EngramResult) -> None:
                     m.percent_of_floor = Figure.missing(FASTER_THAN_FLOOR)
                 m.generator_bound = generator_bound(share)
         if setup and all(s.value is not None for s in setup):
-            terms = {p.name: p.seconds.value or 0.0 for p in result.phases}
-            terms[FILL] = m.seconds.value
-            total = sum(terms.values())
-            m.startup_seconds = Figure(total, projected=m.seconds.projected or any(s.projected for s in setup))
-            m.startup_dominant = max(terms, key=lambda k: terms[k])
-            m.startup_dominant_share = terms[m.startup_dominant] / total if total > 0 else None
-            if m.startup_seconds.projected:
-                m.startup_interval = _startup_interval(result, m)
-            if result.budget.deadline_s is not None:
-                m.over_deadline = total > result.budget.deadline_s
+            _startup(result, m, m.seconds.value)
+
+
+def _startup(result: EngramResult, m: MethodResult, fill_s: float) -> None:
+    """A method's start-up time (the set-up phases and its fill, ``fill_s``), its largest term, its interval where
+    projected, and its deadline verdict, judged on that interval."""
+    terms = {p.name: p.seconds.value or 0.0 for p in result.phases}
+    terms[FILL] = fill_s
+    total = sum(terms.values())
+    m.startup_seconds = Figure(total, projected=m.seconds.projected or any(p.seconds.projected for p in result.phases))
+    m.startup_dominant = max(terms, key=lambda k: terms[k])
+    m.startup_dominant_share = terms[m.startup_dominant] / total if total > 0 else None
+    interval = _startup_interval(result, m)
+    if m.startup_seconds.projected:
+        m.startup_interval = interval
+    if result.budget.deadline_s is not None:
+        busy = result.contention is not None and result.contention.contended
+        m.deadline = judge(interval.low, interval.high, result.budget.deadline_s, contended=busy)
+        m.over_deadline = m.deadline.code == MISSED
 
 
 def _startup_interval(result: EngramResult, m: MethodResult) -> Interval:

@@ -15,13 +15,11 @@ from dummyprof.results.common import copied
 from dummyprof.scenarios.engram.options import EngramOptions
 from dummyprof.scenarios.engram.options import validate as validate_engram
 from dummyprof.schema import given_as
-from dummyprof.shapes import layout_aliases
 from dummyprof.units import format_bytes
 
 DEFAULT_DIST_TIMEOUT_S = 120.0
 
 
-@layout_aliases
 @dataclass
 class EngramRanksOptions(EngramOptions):
     """``EngramOptions`` for every rank at once; ``rank`` stays 0 (each rank takes its own)."""

@@ -30,6 +30,7 @@ from dummyprof.ranks.world import (
     join,
     run_checked,
 )
+from dummyprof.results import verdict
 from dummyprof.results.common import Figure, copied
 from dummyprof.results.engram import MEASURED, EngramResult
 from dummyprof.results.ranks import Contention, NodeMemory, PhaseCritical, RankFill, RankRecord, RanksAggregate
@@ -249,7 +250,7 @@ def _nodes(records: Sequence[RankRecord]) -> list[NodeMemory]:
     for node in nodes.values():
         peaks = [r.peak_rss_bytes for r in records if r.host == node.host]
         node.peak_rss_sum_bytes = sum(p for p in peaks if p is not None) if all(p is not None for p in peaks) else None
-        node.fits = {name: need <= node.available_bytes for name, need in node.needed_bytes.items()}
+        node.fits = {name: verdict.fits(need, node.available_bytes) for name, need in node.needed_bytes.items()}
     return list(nodes.values())
 
 

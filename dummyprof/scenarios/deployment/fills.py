@@ -1,0 +1,413 @@
+"""compare on a deployment: the counts (``run.py``), then compare's measurement on each distinct shard (a GPU
+deployment's device-resident part on the device, its CPU-offloaded tables filled on the host), the real ranks of
+``--nproc``, the online fp8 passes of ``--online-quant``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import statistics
+import time
+
+import torch
+from torch import nn
+
+from dummyprof.deploy import RankCoord, Sharder
+from dummyprof.deploy.shards import RankShard, empty_copy
+from dummyprof.errors import UsageError
+from dummyprof.loaders.counting import count_on_meta
+from dummyprof.loaders.strategies import get_strategy
+from dummyprof.measure import contention
+from dummyprof.measure.budget import host_budget
+from dummyprof.measure.projection import capability
+from dummyprof.models.source import ModelSource
+from dummyprof.results.common import Contention
+from dummyprof.results.compare import CompareResult, StrategyResult
+from dummyprof.results.deployment import (
+    MEASURED,
+    NO_CUDA_HERE,
+    PROJECTED,
+    DeploymentResult,
+    HostFill,
+    RankStrategy,
+    layout_text,
+)
+from dummyprof.results.session import Results
+from dummyprof.scenarios.compare.measure import measure
+from dummyprof.scenarios.compare.options import CompareOptions
+from dummyprof.scenarios.compare.runner import Progress
+from dummyprof.scenarios.compare.sizing import counting_limit
+from dummyprof.scenarios.deployment.online import OnlinePlan, online_quant_entries, plan_online_quant
+from dummyprof.scenarios.deployment.run import (
+    DEVICE,
+    HOST,
+    Clock,
+    Counted,
+    count,
+    fill_device,
+    refuse_loaders,
+    residence,
+    shard_model,
+    shard_tensors,
+)
+from dummyprof.scenarios.model_choice import chosen_source
+
+MAX_FILLED_SHARDS = 4  # distinct shards filled or projected; more (deep pipelines) would split the budget too thin
+HOST_PROBE_BYTES = 64 << 20  # the host-resident part's probe fill (fresh memory), and its trials
+HOST_PROBE_TRIALS = 5
+
+
+def pinned_host_memory() -> bool:
+    """Host-resident tables go to pinned memory where CUDA is present (vLLM pins them), pageable otherwise."""
+    return torch.cuda.is_available()
+
+
+def _host_tables(shard: RankShard) -> list[tuple[str, torch.Size, torch.dtype, float]]:
+    """The shard's CPU-offloaded tables as (name, shape, dtype, declared value): what ``_offloaded`` counts."""
+    tensors, where = shard_tensors(shard), residence(shard)
+    tables = []
+    for entry in (t for t in shard.tensors if where[t.name] == HOST):
+        tensor = tensors[entry.name]
+        value = float(tensor.dummy_weight_value)  # type: ignore[attr-defined]
+        tables.append((entry.name, tensor.shape, tensor.dtype, value))
+    return tables
+
+
+def device_part(shard: RankShard, device: torch.device) -> nn.Module:
+    """The shard's module (built on meta) with its host-resident tables taken out and every other tensor allocated,
+    unfilled, on ``device`` (``fill_device``): what the device-side fill fills. Tied tensors stay tied; the host
+    tables are never allocated on the device."""
+    where = residence(shard)
+    made: dict[int, torch.Tensor] = {}
+    for path, module in shard.module.named_modules(remove_duplicate=False):
+        for store in (module._parameters, module._buffers):
+            for local, tensor in list(store.items()):
+                if tensor is None:
+                    continue
+                name = f"{path}.{local}" if path else local
+                if where.get(name, DEVICE) == HOST:
+                    del store[local]
+                    continue
+                if id(tensor) not in made:
+                    made[id(tensor)] = empty_copy(tensor, tuple(tensor.shape), fill_device(DEVICE, device))
+                store[local] = made[id(tensor)]
+    return shard.module
+
+
+def shard_source(
+    whole: ModelSource, sharder: Sharder, coord: RankCoord, nbytes: int, layout: str, *, split: bool = False
+) -> ModelSource:
+    """Rank ``coord``'s shard as a model source: compare builds, counts and fills it. ``split`` (a GPU deployment
+    filled on its device): the device-resident part only (``device_part``), ``nbytes`` its bytes."""
+
+    def build(device: torch.device) -> nn.Module:
+        return device_part(sharder.build(coord), device) if split else sharder.build(coord, device).module
+
+    return ModelSource(
+        source=whole.source,
+        description=f"{whole.description}, rank {coord.rank} of {layout}" + (", device-resident part" if split else ""),
+        build=build,
+        estimated_bytes=nbytes,
+        options=dict(whole.options),
+        largest_scratch_bytes=whole.largest_scratch_bytes,
+        size_flag=whole.size_flag,
+        dtype=whole.dtype,
+        quantization=whole.quantization,
+    )
+
+
+def _fill_figures(entry: RankStrategy, s: StrategyResult) -> None:
+    """The filled shard's time (measured, or compare's projection) onto a rank's strategy; its peak the RSS growth
+    over the RSS before the fill (the whole RSS also counts torch: 420 MiB for a 102 MiB shard)."""
+    if s.timing.samples_s:
+        entry.fill, entry.seconds, entry.samples_s = MEASURED, s.timing.median, list(s.timing.samples_s)
+        entry.peak_bytes = s.memory.rss_growth_bytes
+    elif s.projection is not None:
+        p = s.projection
+        entry.fill, entry.seconds = PROJECTED, p.seconds
+        entry.low_s, entry.high_s, entry.floor_s = p.low_s, p.high_s, p.floor_s
+        entry.peak_bytes = p.peak_rss_bytes - p.rss_before_bytes  # the bytes it writes + its largest temporary
+
+
+def _span(s: RankStrategy) -> tuple[float, float]:
+    """The figures' noise: a projection's interval, or the fastest to slowest measured round."""
+    if s.fill == PROJECTED and s.low_s is not None and s.high_s is not None:
+        return s.low_s, s.high_s
+    readings = s.samples_s or [s.seconds or 0.0]
+    return min(readings), max(readings)
+
+
+def _slowest(result: DeploymentResult) -> None:
+    """The rank whose fill takes longest (per-layer first), within noise unless its figures lie above every
+    other shard's (a stage with 3% more bytes once got a 70% larger projection from noisy calibration fills)."""
+    timed = [r for r in result.ranks if any(s.seconds is not None for s in r.strategies)]
+    if not timed:
+        return
+    names = [s.strategy for s in timed[0].strategies if s.seconds is not None]
+    name = "per-layer" if "per-layer" in names else names[0]
+    slowest = max(timed, key=lambda r: (r.strategy(name).seconds or 0.0, -r.rank))
+    result.slowest_rank, result.slowest_strategy = slowest.rank, name
+    low = _span(slowest.strategy(name))[0]
+    others = [_span(r.strategy(name))[1] for r in timed if r.filled_as != slowest.filled_as]
+    result.slowest_within_noise = not others or low <= max(others)
+
+
+def _target(options: CompareOptions) -> str:
+    """ "cuda" for a GPU deployment (``--device cuda``, CUDA found by ``auto``, or ``--device-memory`` without
+    ``--device cpu``), else "cpu": a CPU deployment (vLLM's CPU backend) is timed on the CPU."""
+    spec = options.device.strip().lower()
+    if spec.startswith("cuda") or (spec == "auto" and (torch.cuda.is_available() or options.device_memory)):
+        return "cuda"
+    return "cpu"
+
+
+def _online_plan(
+    options: CompareOptions, source: ModelSource, meta: nn.Module, sharder: Sharder
+) -> tuple[OnlinePlan, str] | None:
+    """``--online-quant``'s plan on the largest distinct shard (the whole model on one rank), and what it ran on;
+    refused before anything is counted."""
+    if not options.online_quant:
+        return None
+    applied = source.quantization.method if source.quantization is not None else None
+    if applied:
+        raise UsageError.for_field(
+            "online_quant",
+            f"the checkpoint is already {applied}-quantized (vLLM quantizes online only an "
+            "unquantized model); add --quantization none to run it on the model counted unquantized",
+        )
+    layout = options.layout
+    firsts = [g.coord for g in sharder.groups()]  # each distinct shard once
+    largest = max(firsts, key=lambda c: (sharder.build(c).nbytes, -c.rank))
+    target = sharder.build(largest).module if layout.world > 1 else meta
+    plan = plan_online_quant(target, options)  # refuses first
+    return plan, f"rank {largest.rank}" if layout.world > 1 else "whole model"
+
+
+def measure_deployment(
+    options: CompareOptions,
+    *,
+    strategies: list[str],
+    source: ModelSource | None = None,
+    progress: Progress | None = None,
+    clock: Clock = time.perf_counter,
+) -> Results:
+    """compare's per-rank answers: the counts, then each distinct shard measured within the time budget, the
+    real ranks (``--nproc``) and the online fp8 passes (``--online-quant``)."""
+    from dummyprof.measure.device import resolve_device
+
+    refuse_loaders(options)
+    source = source or chosen_source(options, counting_limit(options.time_budget) if options.time_budget else None)
+    shards = shard_model(options, source, clock)
+    online = _online_plan(options, source, shards.model, shards.sharder)
+    counted = count(options, "compare", source, shards, strategies=strategies, clock=clock, grouped=not options.nproc)
+    result = counted.result
+    result.target = _target(options)
+    here = result.target != "cuda" or torch.cuda.is_available()  # the device the bytes are for is on this machine
+    device = torch.device("cpu")
+    if here:
+        device = resolve_device("cuda" if result.target == "cuda" and options.device == "auto" else options.device)
+    result.device, result.not_timed = str(device), "" if here else NO_CUDA_HERE
+    _fill(counted, options, strategies, progress, clock, here=here)
+    if options.nproc:
+        _real_ranks(result, options, strategies)
+    _slowest(result)
+    if online is not None:
+        result.online_quant = online_quant_entries(online[0], options)
+        result.online_quant_target = online[1]
+    return counted.results(options, device)
+
+
+def _fill(
+    counted: Counted,
+    options: CompareOptions,
+    strategies: list[str],
+    progress: Progress | None,
+    clock: Clock,
+    *,
+    here: bool,
+) -> None:
+    """A GPU deployment's bytes are timed where they live: the device-resident part on the device (where it is
+    here), the host-resident part (CPU-offloaded tables) on this host's CPU, each with its share of the budget."""
+    result = counted.result
+    split = result.target == "cuda" and any(r.offloaded_bytes for r in result.ranks)
+    host_s = _host_share(result, options.time_budget) if split and here else 0.0
+    if here:
+        counted.notes += _fill_shards(
+            result, counted.source, counted.sharder, counted.coords, options, progress, options.time_budget - host_s,
+            split=split,
+        )  # fmt: skip
+    if split:
+        _fill_host(result, counted.sharder, counted.coords, options, strategies, clock, host_s or options.time_budget)
+
+
+def _fill_shards(
+    result: DeploymentResult,
+    source: ModelSource,
+    sharder: Sharder,
+    coords: dict[int, RankCoord],
+    options: CompareOptions,
+    progress: Progress | None,
+    budget_s: float,
+    *,
+    split: bool = False,
+) -> list[str]:
+    """compare on each distinct shard, the largest first: measured where it fits, projected where not; ``split``:
+    the device-resident part of each (its host-resident tables are timed on the host, ``_fill_host``)."""
+    walked = [r for r in result.ranks if r.counted_as == r.rank]  # each distinct shard's first rank walked it
+    distinct = sorted(walked, key=lambda r: (-r.held_bytes, r.rank))
+    filled = distinct[:MAX_FILLED_SHARDS]
+    share = budget_s / len(filled)
+    single = dataclasses.replace(
+        options, tp=1, ep=1, pp=1, dp=1, ranks_per_node=None, online_quant=None, nproc=None, time_budget=share
+    )
+    notes: list[str] = []
+    memset: list[float] = []
+    busy: list[Contention] = []
+    fresh: list[float] = []  # each shard's fresh-page budget, where its own was short
+    for rank in filled:
+        nbytes = rank.held_bytes - rank.offloaded_bytes if split else rank.held_bytes
+        shard = shard_source(source, sharder, coords[rank.rank], nbytes, layout_text(result), split=split)
+        run = measure(single, source=shard, progress=progress)
+        assert run.compare is not None
+        notes += run.notices
+        part: CompareResult = run.compare
+        by_name = {x.name: x for x in part.strategies}
+        if part.size.memset_bytes_per_s:
+            memset.append(part.size.memset_bytes_per_s)
+        busy += [c for c in (part.size.contention, part.contention) if c is not None]
+        fresh += [part.size.fresh_budget_s] if part.size.fresh_budget_s is not None else []  # projected shards
+        for entry in result.ranks:
+            if entry.counted_as != rank.counted_as:
+                continue
+            entry.filled_as = rank.rank
+            for s in entry.strategies:
+                if s.strategy in by_name:
+                    _fill_figures(s, by_name[s.strategy])
+    result.shards_filled = len(filled)
+    result.memset_bytes_per_s = max(memset) if memset else None
+    result.contention = contention.combine(busy)
+    if fresh:
+        result.fresh_budget_s = deployment_fresh_budget(max(fresh), len(filled), options.time_budget, budget_s)
+    return notes
+
+
+def _real_ranks(result: DeploymentResult, options: CompareOptions, strategies: list[str]) -> None:
+    """Every rank as a process, filling its shard at once with the others; its own figures onto its entry."""
+    from dummyprof.ranks.world import RanksFailed
+    from dummyprof.scenarios.deployment.ranks import BACKEND, run_ranks
+
+    assert options.nproc is not None  # run with --nproc only
+    try:
+        figures = run_ranks(options, strategies, options.time_budget)
+    except RanksFailed as failed:  # what the ranks that finished measured is kept, and the report says which
+        figures, result.ranks_failure = failed.values, str(failed)
+    result.nproc, result.backend = options.nproc, BACKEND
+    result.ranks_finished = sorted(figures)
+    for entry in result.ranks:
+        if entry.rank not in figures:
+            continue
+        mine = figures[entry.rank]["strategies"]
+        for s in entry.strategies:
+            if s.strategy in mine:
+                s.rank_seconds = mine[s.strategy]["seconds"]
+                s.rank_visits = mine[s.strategy]["visits"]
+                s.rank_bytes_written = mine[s.strategy]["bytes_written"]
+
+
+def deployment_fresh_budget(shard_s: float, shards: int, time_budget_s: float, shards_s: float) -> float:
+    """The --time-budget whose shards' share gives each filled shard ``shard_s``: the shards share ``shards_s`` of
+    ``time_budget_s`` (the host-resident part takes the rest, in proportion to the budget: ``_host_share``)."""
+    return shards * shard_s * time_budget_s / shards_s
+
+
+def _host_share(result: DeploymentResult, budget_s: float) -> float:
+    """The host-resident part's share of the time budget where the device part is filled too: by bytes, each side
+    at least a fifth."""
+    walked = [r for r in result.ranks if r.counted_as == r.rank]
+    host, held = sum(r.offloaded_bytes for r in walked), sum(r.held_bytes for r in walked)
+    return budget_s * min(0.8, max(0.2, host / held if held else 0.0))
+
+
+def _fill_host_tables(
+    tables: list[tuple[str, torch.Size, torch.dtype, float]], clock: Clock, *, pinned: bool = False
+) -> float:
+    """Allocate the tables in fresh host memory (pinned where CUDA is present, as vLLM pins offloaded tables;
+    pageable otherwise) and fill each with its declared value: the seconds it took."""
+    made = [torch.empty(shape, dtype=dtype, pin_memory=pinned) for _, shape, dtype, _ in tables]
+    t0 = clock()
+    for tensor, (_, _, _, value) in zip(made, tables, strict=True):
+        tensor.fill_(value)
+    return clock() - t0
+
+
+def _table_counts(shard: RankShard, names: set[str], strategies: list[str]) -> dict[str, tuple[int, int]]:
+    """Each strategy's exact visits and bytes written of the tables ``names`` on the shard, counted on meta."""
+    counted = {}
+    for name in strategies:
+        records = count_on_meta(shard.module, get_strategy(name)).recorder.records.values()
+        mine = [x for x in records if names & set(x.names)]
+        counted[name] = (sum(x.visits for x in mine), sum(x.bytes_written for x in mine))
+    return counted
+
+
+def _fill_host(
+    result: DeploymentResult,
+    sharder: Sharder,
+    coords: dict[int, RankCoord],
+    options: CompareOptions,
+    strategies: list[str],
+    clock: Clock,
+    budget_s: float,
+) -> None:
+    """A GPU deployment's host-resident bytes (CPU-offloaded tables), timed on this host's CPU (pinned memory where
+    CUDA is present, ``pinned_host_memory``), with or without the device-resident rest timed on the device.
+
+    Each distinct shard's offloaded tables (the largest first, at most ``MAX_FILLED_SHARDS``, the time budget
+    shared) are filled for real in fresh host memory where they fit ``--max-memory`` and a probe predicts they
+    fit the budget (the median of up to ``--repeat`` rounds), projected from the probe otherwise (its fastest
+    quartile, the interval from its fastest to its slowest trial). Each strategy's exact visits and bytes of
+    those tables are counted on the shard; a strategy that writes them more than once is scaled by its bytes
+    (projected). The device-resident rest stays not timed.
+    """
+    walked = [r for r in result.ranks if r.counted_as == r.rank and r.offloaded_bytes]
+    distinct = sorted(walked, key=lambda r: (-r.offloaded_bytes, r.rank))[:MAX_FILLED_SHARDS]
+    share = budget_s / len(distinct)
+    pinned = pinned_host_memory()
+    room = host_budget(options.max_memory)
+    window = contention.Window(clock=clock)
+    for rank in distinct:
+        shard = sharder.build(coords[rank.rank])
+        tables = _host_tables(shard)
+        names = {name for name, *_ in tables}
+        nbytes = rank.offloaded_bytes
+        probe = min(nbytes, HOST_PROBE_BYTES)
+        with window.measure():
+            trials = [
+                _fill_host_tables([("probe", torch.Size([probe]), torch.uint8, 1.0)], clock, pinned=pinned)
+                for _ in range(HOST_PROBE_TRIALS)
+            ]
+            rates = [probe / max(t, 1e-9) for t in trials]
+            rate = probe / max(capability(trials), 1e-9)
+            samples: list[float] = []
+            if nbytes <= room and nbytes / rate <= share:
+                start = clock()
+                for _ in range(max(1, options.repeat)):
+                    samples.append(_fill_host_tables(tables, clock, pinned=pinned))
+                    if clock() - start + samples[-1] > share:
+                        break
+        counted = _table_counts(shard, names, strategies)
+        median = statistics.median(samples) if samples else None
+        for entry in result.ranks:
+            if entry.counted_as != rank.counted_as:
+                continue
+            for s in entry.strategies:
+                visits, written = counted.get(s.strategy, (0, 0))
+                scale = written / nbytes
+                if median is not None:
+                    s.host = HostFill(visits, written, MEASURED if written == nbytes else PROJECTED, median * scale)
+                    s.host.samples_s = [x * scale for x in samples]
+                else:
+                    s.host = HostFill(visits, written, PROJECTED, written / rate)
+                    s.host.low_s, s.host.high_s = written / max(rates), written / min(rates)
+                s.host.pinned = pinned
+    result.host_contention = window.result()

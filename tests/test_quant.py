@@ -251,8 +251,10 @@ def test_fp8_block_moe_refines_its_scale_grid_where_vllm_does(tmp_path: Path) ->
     counts = count_deployment(source.whole(), layout, options=source.options, quant=quant, strategies=["per-layer"])
     for rank in counts.ranks:  # + transformers' two rotary inv_freq buffers (64 float32 each), never visited
         assert (rank.storages, rank.held_bytes) == (48 * 18 + 3 + 2, _qwen3_fp8_block_rank_bytes(4, 64) + 512)
-        assert rank.strategy("per-layer").visits == 48 * 18 + 3
-        assert rank.strategy("per-layer").bytes_written == _qwen3_fp8_block_rank_bytes(4, 64) == 7_805_556_096
+        # + vLLM's attention's four float32 kv scales per layer (self_attn.attn), visited, not weights
+        assert rank.strategy("per-layer").visits == 48 * (18 + 4) + 3
+        assert rank.strategy("per-layer").bytes_written == _qwen3_fp8_block_rank_bytes(4, 64) + 48 * 16
+        assert _qwen3_fp8_block_rank_bytes(4, 64) == 7_805_556_096
     shard = _shard(source, ParallelLayout(tp=4), rank=3)
     assert _table(shard, "layers.47.mlp.experts.") == {
         "w13_weight": ((128, 2 * 192, 2048), FP8),
@@ -399,9 +401,11 @@ def test_the_kv_cache_methods_tensors_are_counted_per_rank() -> None:
         assert rank.storages == 32 * (8 + 2 + 6) + 3 + 2  # + transformers' two rotary inv_freq buffers (not visited)
         assert rank.held_bytes == weights + 2 * 64 * 4 == 4_544_143_936 + 512
         per_layer, legacy = rank.strategy("per-layer"), rank.strategy("legacy")
-        assert (per_layer.visits, per_layer.bytes_written) == (32 * 16 + 3, weights)
+        # + the four float32 kv scale buffers vLLM's Attention registers beside them: 643 visits, as vLLM's own
+        assert (per_layer.visits, per_layer.bytes_written) == (32 * (16 + 4) + 3, weights + 32 * 16)
+        assert per_layer.visits == 643
         # legacy: a tensor k modules below the root is visited k + 1 times (model.layers.N.self_attn.attn.k_scale: 6)
-        assert legacy.visits == 32 * (8 * 6 + 2 * 5 + 6 * 6) + 3 + 3 + 2  # embedding, final norm, head
+        assert legacy.visits == 32 * (8 * 6 + 2 * 5 + (6 + 4) * 6) + 3 + 3 + 2  # embedding, final norm, head
         assert rank.kv_scale_bytes == 32 * 4 * 4  # the _k/_v/_q/_prob_scale buffers: load buffers, counted once
     assert counts.model_bytes == _llama_ct_fp8_bytes(1) + 512  # the engine's one-rank model, rotary buffers too
     shard = _shard(source, ParallelLayout(tp=2))

@@ -17,10 +17,9 @@ from typing import Any
 import torch
 from torch import nn
 
+from dummyprof.deploy.engine_tree import KV_SCALE_NAMES
 from dummyprof.errors import UsageError
 
-KV_SCALES = 4  # _k_scale, _v_scale, _q_scale, _prob_scale
-SCALE_BYTES = 4  # float32
 EXPERT_ID_BYTES = 4  # int32
 
 
@@ -235,6 +234,8 @@ def load_buffers(config: object, shard: nn.Module, *, ep: int, experts: int) -> 
     return LoadBuffers(
         rotary_cache=rotary,
         expert_map=moe_layers * int(experts) * EXPERT_ID_BYTES if ep > 1 else 0,
-        kv_scales=attention * KV_SCALES * SCALE_BYTES,
+        kv_scales=sum(
+            b.nbytes for m in shard.modules() for n, b in m._buffers.items() if n in KV_SCALE_NAMES and b is not None
+        ),
         not_counted=skipped,
     )

@@ -18,6 +18,7 @@ import torch
 from torch import nn
 
 from dummyprof.anatomy import dtype_name, qualified_name
+from dummyprof.deploy.engine_tree import engine_tree
 from dummyprof.deploy.plan import (
     COLUMN,
     EMBED,
@@ -446,6 +447,7 @@ class Sharder:
                 if self.layout.tp == 1:  # whole blocks missing on one rank are missing on more: no tp helps
                     raise UsageError.for_field("quantization", f"{refused.message}, at any tp; {NO_QUANT}") from None
                 raise UsageError.for_field("tp", f"{refused.message}; {self._tp_advice()}") from None
+        engine_tree(root, self.model, device)
         return shard
 
     def _fused(

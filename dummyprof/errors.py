@@ -75,6 +75,17 @@ class ResultsFileError(DummyprofError):
     """A results or baseline file is missing, corrupt or of an unknown schema."""
 
 
+class ImpossibleFigure(DummyprofError):
+    """A figure a run computed that no run can have (bytes below zero, more room than the device): a bug caught
+    before it is shown or written, never printed."""
+
+    def __init__(self, where: str) -> None:
+        super().__init__(
+            f"a figure this run computed is impossible ({where}); nothing was shown or written. This is a bug in "
+            "dummyprof: please report it with the command and the model's config"
+        )
+
+
 def user_code_error(flag: str, what: str, exc: BaseException, note: str = "") -> UsageError:
     """Code the user gave us (a model factory, a loader, a module it imports) failed: one line naming the flag.
 

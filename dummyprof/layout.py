@@ -171,3 +171,32 @@ def engram_range(rows: int, heads: int, layout: ParallelLayout, coord: RankCoord
     first = min(heads, (coord.tp_rank * layout.dp + coord.dp_rank) * per)
     count = min(per, heads - first)
     return EngramRange(first, count, head_rows(rows, heads, 0, first), head_rows(rows, heads, first, count))
+
+
+def engram_split_refusal(rows: int, heads: int | None, layout: ParallelLayout, rank: int) -> UsageError | None:
+    """Why tables of ``rows`` rows in ``heads`` hash heads (None: one per rank) cannot be split over ``layout`` as
+    vLLM splits them, or built as ``rank``: the error naming the field and its fix, or None. Torch-free, so a value a
+    flag's refusal offers is checked against the other flags while they are parsed."""
+    ranks = layout.world
+    if not rank < ranks:
+        return UsageError.for_field(
+            "rank", f"must be between 0 and {ranks - 1} (tp {layout.tp} x dp {layout.dp} ranks), got {rank}"
+        )
+    if rows < ranks:  # not one row, so not one head, for every rank: no --heads can help (--heads not given)
+        return UsageError.for_field(
+            "rows",
+            f"{rows} rows cannot give each of {ranks} ranks a hash head; use --rows {ranks} or more, or at most "
+            f"{rows} ranks",
+        )
+    # A multiple of the ranks, at most the rows, is a --heads that passes both checks below.
+    fits = rows // ranks * ranks
+    heads = ranks if heads is None else heads
+    problem = engram_heads_problem(heads, layout)
+    if problem is not None:  # vLLM's own refusal
+        return UsageError.for_field(
+            "heads", f"{problem} (tp {layout.tp} x dp {layout.dp}); use --heads {ranks} or a multiple of it"
+        )
+    if heads > rows:
+        fix = f"at most --heads {rows}" if ranks == 1 else f"--heads {fits}"
+        return UsageError.for_field("heads", f"{heads} heads is more than the {rows} rows; use {fix}")
+    return None

@@ -133,6 +133,10 @@ def check_values(options: Any) -> None:
     """Every declared bound of ``options``' typed values (the gate's TOML and the Python API give no text)."""
     for name, (_, spec) in specs(type(options)).items():
         value = getattr(options, name)
+        if isinstance(value, (dict, list, tuple)) and units.nesting_depth(value) > units.MAX_NESTING:
+            raise UsageError.for_field(  # what the results file would hold, and its reader refuse
+                name, f"nests more than {units.MAX_NESTING} levels deep, more than a results file keeps; flatten it"
+            )
         if value is None or isinstance(value, bool) or not isinstance(value, (int, float)):
             continue
         if isinstance(value, float) and not math.isfinite(value):

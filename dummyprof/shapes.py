@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cached_property
 
-from dummyprof.layout import ParallelLayout
+from dummyprof.layout import ParallelLayout, engram_split_refusal
 from dummyprof.schema import integer, option
 
 # --dtype auto: the synthetic tree is built in float32; an hf: model in vLLM's --dtype auto (the config's).
@@ -92,3 +92,10 @@ class EngramShape:
     def layout(self) -> ParallelLayout:
         """The ranks the tables are split over: the one layout object (``--tp`` x ``--dp``), parsed once."""
         return ParallelLayout(tp=self.tp, dp=self.dp)
+
+    def check_offer(self) -> None:
+        """The rules across the tables' fields that need no torch (the split over the ranks): what a flag's refusal
+        offers is held to them with the other flags given, before it is printed (``cli/schema_command.py``)."""
+        refused = engram_split_refusal(self.rows, self.heads, self.layout, self.rank)
+        if refused is not None:
+            raise refused

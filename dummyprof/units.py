@@ -18,6 +18,23 @@ INT64_MAX = 2**63 - 1
 # The most ranks a parallel layout may have (tp x pp x dp, and ep): 65,536 GPUs is beyond any deployment
 # dummyprof models, and bounds the per-node view and the rank groups before anything is built.
 MAX_WORLD_RANKS = 65_536
+# How deep a free-form value (a model's options, --model-arg, a config's model_args) may nest: a level or two is
+# usual; the results reader refuses deeper (a corrupt or hostile file), so the options refuse it before a run.
+MAX_NESTING = 64
+
+
+def nesting_depth(value: object, limit: int = MAX_NESTING) -> int:
+    """How many levels of lists and dicts ``value`` nests (0: a scalar, 1: ``[]``), counted up to ``limit + 1``."""
+    level, depth = [value], 0
+    while depth <= limit:
+        containers = [item for item in level if isinstance(item, (dict, list, tuple))]
+        if not containers:
+            return depth
+        depth += 1
+        level = [v for item in containers for v in (item.values() if isinstance(item, dict) else item)]
+    return depth
+
+
 _COUNT_RE = re.compile(r"^\s*([+-]?[0-9_]*\.?[0-9_]*(?:[eE][+-]?[0-9]+)?)\s*([KMGT]I?)?\s*$", re.IGNORECASE)
 _BYTES_RE = re.compile(r"^\s*([0-9_]*\.?[0-9_]*(?:[eE][+-]?[0-9]+)?)\s*([KMGT]I?)?B?\s*$", re.IGNORECASE)
 

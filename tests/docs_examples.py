@@ -17,6 +17,13 @@ What a command must do is read from the doc too:
   spaces folded (figures differ between machines, words and layout do not); otherwise
   it must print something and no traceback.
 
+A setup that must hold when run again (CI runs it on every push) is marked right above its block::
+
+    <!-- docs-check: twice "dummyprof.toml" the setup a user's CI runs on every change -->
+
+Its commands then run in a fresh folder holding only the files named (here ``dummyprof.toml``), in order, and
+then all again in the same folder, each time with the exit code the doc says.
+
 A command that needs what CI does not have is left out by an HTML comment (invisible in
 the rendered page) right above its block, naming a part of the command and why::
 
@@ -51,7 +58,7 @@ import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -59,6 +66,7 @@ DOCS = ("README.md", "docs")
 # What a scratch copy holds: the files the examples name (fixtures, configs, the gate's files).
 SCRATCH_FILES = ("tests", "dummyprof.toml", "perf", "out")  # out/: where the examples write their files
 SKIP = re.compile(r'<!--\s*docs-check:\s*skip\s+"([^"]+)"\s+(.+?)\s*-->')
+TWICE = re.compile(r'<!--\s*docs-check:\s*twice\s+"([^"]+)"\s+(.+?)\s*-->')
 FIGURE = re.compile(r'<!--\s*docs-check:\s*figure\s+"([^"]+)"\s+from\s+"([^"]+)"\s*-->')
 THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}\b)")
 FENCE = re.compile(r"^\s*```")
@@ -81,6 +89,7 @@ class Example:
     skip: str | None = None  # why it is not run here
     block: int = 0  # commands of one block run in order in one scratch folder (a later one reads what an earlier wrote)
     figure: str | None = None  # an exact figure the prose quotes: the output must print it (any exit code)
+    fresh: tuple[str, ...] | None = None  # twice: the only files of its scratch folder; None: SCRATCH_FILES
 
     @property
     def where(self) -> str:
@@ -122,12 +131,18 @@ def examples_in(path: Path, root: Path = ROOT) -> Iterator[Example]:
     lines = path.read_text(encoding="utf-8").splitlines()
     doc = str(path.relative_to(root))
     pending_skips: list[tuple[str, str]] = []
+    twice: tuple[str, ...] | None = None
     index = 0
     while index < len(lines):
         text = lines[index]
         quoted = FIGURE.search(text)
         if quoted:
             yield _figure_example(doc, lines, index, quoted[1], quoted[2])
+            index += 1
+            continue
+        again = TWICE.search(text)
+        if again:
+            twice = tuple(again.group(1).split())
             index += 1
             continue
         found = SKIP.search(text)
@@ -141,8 +156,11 @@ def examples_in(path: Path, root: Path = ROOT) -> Iterator[Example]:
         end = index + 1
         while end < len(lines) and not FENCE.match(lines[end]):
             end += 1
-        yield from _block_examples(doc, lines, index + 1, end, pending_skips, block=index + 1)
-        pending_skips = []
+        block = list(_block_examples(doc, lines, index + 1, end, pending_skips, block=index + 1))
+        if twice is not None:  # the whole block, then all of it again, in one fresh folder
+            block = [replace(e, fresh=twice) for e in block] * 2
+        yield from block
+        pending_skips, twice = [], None
         index = end + 1
 
 
@@ -229,8 +247,8 @@ def check(example: Example, returncode: int, output: str) -> str:
     return ""
 
 
-def scratch_copy(root: Path, into: Path) -> Path:
-    for name in SCRATCH_FILES:
+def scratch_copy(root: Path, into: Path, names: Sequence[str] = SCRATCH_FILES) -> Path:
+    for name in names:
         source = root / name
         if source.is_dir():
             shutil.copytree(source, into / name, ignore=shutil.ignore_patterns("__pycache__"))
@@ -273,7 +291,8 @@ def run_example(example: Example, *, cwd: Path, root: Path, timeout: float) -> O
 
 def run_block(examples: Sequence[Example], *, root: Path, timeout: float) -> list[Outcome]:
     with tempfile.TemporaryDirectory(prefix="docs-check-") as scratch:
-        cwd = scratch_copy(root, Path(scratch))
+        fresh = examples[0].fresh if examples else None
+        cwd = scratch_copy(root, Path(scratch), fresh if fresh is not None else SCRATCH_FILES)
         return [run_example(example, cwd=cwd, root=root, timeout=timeout) for example in examples]
 
 

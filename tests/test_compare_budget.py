@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator
 from itertools import cycle
 
@@ -9,6 +10,7 @@ import pytest
 import torch
 from torch import nn
 
+from dummyprof.errors import UsageError
 from dummyprof.loaders.strategies import Strategy, per_layer_traversal
 from dummyprof.models.synthetic import TreeSpec, build_tree
 from dummyprof.reports.registry import render
@@ -174,3 +176,22 @@ def test_the_deadline_keeps_one_measured_round_however_late() -> None:
     result.repeats_requested = 5
     said = " ".join(_text(result).split())
     assert "FEWER ROUNDS THAN PROMISED: --time-budget promises 3 measured rounds, and 1 fit" in said
+
+
+@pytest.mark.usefixtures("ten_seconds_a_round")
+def test_a_refused_loader_names_the_time_budget_that_fills_it_and_that_budget_works() -> None:
+    """The refusal's number, followed on the same (fake-clocked) machine, measures the model and runs the loader."""
+    loader = ["tests/fixtures/loaders.py:fill_once"]
+    options = CompareOptions(depth=2, hidden=32, repeat=5, warmup=1, device="cpu", time_budget=25.0, loaders=loader)
+    with pytest.raises(UsageError) as caught:
+        compare_run.run(options, clock=FakeClock())
+    message = str(caught.value)
+    assert caught.value.flag == "--loader" and "predicted at 60.00 s, over the time budget" in message
+    found = re.search(r"give --time-budget (\d+)s, or shrink the model", message)
+    assert found is not None, message
+    offered = int(found[1])
+    assert offered >= 60 * 1.25  # the 60 s predicted (6 rounds of 10 s), with the margin a rerun needs
+    options.time_budget = float(offered)
+    result = compare_run.run(options, clock=FakeClock()).compare
+    assert result is not None and result.size.mode == "measured"
+    assert "fill_once" in {s.name for s in result.strategies}

@@ -98,8 +98,8 @@ def test_qwen3_moe_tp8_holds_one_kv_head_and_splits_each_expert() -> None:
     layer = "model.layers.20"
     assert got[f"{layer}.self_attn.qkv_proj.weight"] == ((heads // tp + 2 * 1) * hd, h)  # tp 8 > 4 kv heads
     assert got[f"{layer}.self_attn.o_proj.weight"] == (h, heads * hd // tp)
-    assert got[f"{layer}.mlp.experts.gate_up_proj"] == (experts, 2 * inter // tp, h)
-    assert got[f"{layer}.mlp.experts.down_proj"] == (experts, h, inter // tp)
+    assert got[f"{layer}.mlp.experts.routed_experts.gate_up_proj"] == (experts, 2 * inter // tp, h)
+    assert got[f"{layer}.mlp.experts.routed_experts.down_proj"] == (experts, h, inter // tp)
     assert got[f"{layer}.mlp.gate.weight"] == (experts, h)
     assert got[f"{layer}.self_attn.k_norm.weight"] == (hd,)
     assert got["model.embed_tokens.weight"] == (vocab // tp, h)
@@ -112,8 +112,8 @@ def test_qwen3_moe_tp8_ep8_holds_whole_experts() -> None:
     shards = shard_all(_hf("Qwen3-30B-A3B"), ParallelLayout.from_sizes(tp=tp, ep=8))
     for shard in shards:
         got = _shapes(shard.module)
-        assert got["model.layers.0.mlp.experts.gate_up_proj"] == (experts // 8, 2 * inter, h)
-        assert got["model.layers.0.mlp.experts.down_proj"] == (experts // 8, h, inter)
+        assert got["model.layers.0.mlp.experts.routed_experts.gate_up_proj"] == (experts // 8, 2 * inter, h)
+        assert got["model.layers.0.mlp.experts.routed_experts.down_proj"] == (experts // 8, h, inter)
         assert got["model.layers.0.self_attn.o_proj.weight"] == (h, 32 * 128 // tp)
 
 
@@ -136,8 +136,8 @@ def test_deepseek_v3_tp8_and_ep8_shapes(ep: bool) -> None:
     assert got["model.layers.0.mlp.gate_up_proj.weight"] == (2 * inter // tp, h)
     assert got["model.layers.0.mlp.down_proj.weight"] == (h, inter // tp)
     per_rank, moe_tp = (experts // 8, 1) if ep else (experts, 8)
-    assert got["model.layers.40.mlp.experts.gate_up_proj"] == (per_rank, 2 * moe_inter // moe_tp, h)
-    assert got["model.layers.40.mlp.experts.down_proj"] == (per_rank, h, moe_inter // moe_tp)
+    assert got["model.layers.40.mlp.experts.routed_experts.gate_up_proj"] == (per_rank, 2 * moe_inter // moe_tp, h)
+    assert got["model.layers.40.mlp.experts.routed_experts.down_proj"] == (per_rank, h, moe_inter // moe_tp)
     assert got["model.layers.40.mlp.shared_experts.gate_up_proj.weight"] == (2 * moe_inter // tp, h)
     assert got["model.layers.40.mlp.gate.weight"] == (experts, h)
     assert got["model.layers.40.mlp.gate.e_score_correction_bias"] == (experts,)
@@ -275,18 +275,19 @@ def test_per_rank_counts_are_exact_for_llama_tp2() -> None:
     assert counts.shards_walked == 1 and [r.counted_as for r in counts.ranks] == [0, 0]
     rank = counts.ranks[1]
     h, kv_rows, inter, vocab, layers = 4096, (16 + 8) * 128, 14336, 128256, 32
-    per_layer_tensors = 6  # qkv, o, gate_up, down, two norms
+    # qkv, o, gate_up, down, two norms; and vLLM's attention's four float32 kv scales (self_attn.attn)
+    per_layer_tensors, kv_scales = 6, 4
     per_layer_bytes = 2 * (kv_rows * h + h * h // 2 + 2 * inter // 2 * h + h * inter // 2 + 2 * h)
     expected_bytes = layers * per_layer_bytes + 2 * 2 * (vocab // 2 * h) + 2 * h
     per_layer = rank.strategy("per-layer")
-    assert (per_layer.visits, per_layer.redundant_visits) == (layers * per_layer_tensors + 3, 0)
-    assert per_layer.bytes_written == expected_bytes
+    assert (per_layer.visits, per_layer.redundant_visits) == (layers * (per_layer_tensors + kv_scales) + 3, 0)
+    assert per_layer.bytes_written == expected_bytes + layers * kv_scales * 4
     # legacy: a tensor k modules deep is visited k + 1 times (model.layers.N.self_attn.qkv_proj: depth 5)
     legacy = rank.strategy("legacy")
-    depth_visits = layers * (4 * 6 + 2 * 5) + 3 + 3 + 2
+    depth_visits = layers * (4 * 6 + 2 * 5 + kv_scales * 6) + 3 + 3 + 2  # self_attn.attn._k_scale: depth 5
     assert legacy.visits == depth_visits
     assert legacy.redundant_visits == depth_visits - per_layer.visits
-    assert rank.held_bytes == expected_bytes + 2 * 64 * 4  # plus the two rotary float32 buffers
+    assert rank.held_bytes == expected_bytes + 2 * 64 * 4  # plus the two rotary float32 buffers; kv scales apart
     assert rank.replicated_bytes == 2 * (layers * 2 * h + h) + 2 * 64 * 4
 
 

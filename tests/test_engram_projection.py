@@ -226,3 +226,16 @@ def test_the_least_sampling_is_predicted_from_each_groups_last_size() -> None:
     took = {10: 1.0, 20: 2.0, 30: 3.0, 100: 0.5}
     assert _minimum_overrun(plan, took, now=50.0, deadline=52.0) == 0.5
     assert _minimum_overrun(plan, took | {200: 1.0, 300: 1.5}, now=60.0, deadline=52.0) is None  # nothing left
+
+
+def test_a_time_bound_sampling_refusal_carries_the_seconds_that_hold_the_smallest_samples() -> None:
+    from dummyprof.measure.budget import OFFER_MARGIN, offered_seconds
+    from dummyprof.measure.projection import SamplingError, sample_sizes
+
+    kwargs = {"seconds_per_row": 0.01, "bytes_per_row": 0.0, "fixed_bytes": 0, "memory_budget": 1 << 40}
+    with pytest.raises(SamplingError) as caught:
+        sample_sizes(10**9, time_budget=1.0, min_rows=100, **kwargs)  # type: ignore[arg-type]
+    assert caught.value.binding == "time" and caught.value.needed_s == pytest.approx(10 * 0.01 * 100)  # 1+2+3+4 samples
+    offered = offered_seconds(caught.value.needed_s or 0.0)
+    assert offered >= 10.0 * OFFER_MARGIN
+    assert sample_sizes(10**9, time_budget=offered, min_rows=100, **kwargs)[0] >= 100  # type: ignore[arg-type]

@@ -290,7 +290,8 @@ def test_help_documents_exit_codes(cli: Cli) -> None:
     assert "Exit codes: 0 every check passed" in texts["gate"]
     assert "1 a regression, 2 usage, config or baseline-file error, 3 could not measure" in texts["gate"]
     # baseline never compares, so it has no regression to report (issue #20)
-    assert "Exit codes: 0 the baseline was written, 2 usage or config error, 3 could not measure" in texts["baseline"]
+    assert "Exit codes: 0 the baseline was written, 2 usage or config error (or timings from a busy machine), " \
+        "3 could not measure" in texts["baseline"]  # fmt: skip
 
 
 def test_committed_gate_passes_on_this_tree(cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -157,3 +157,66 @@ options = { model = "m.py:build", loaders = ["./fill.py:fill", "tests.fixtures.l
     assert scenario.options.loaders == [f"{folder / 'fill.py'}:fill", "tests.fixtures.loaders:fill_once"]
     result = cli("baseline", "--config", str(config), "--output", str(tmp_path / "b.json"), "-q")
     assert result.exit_code == 0, result.stderr
+
+
+def _tiny_llama(folder: Path, layers: int) -> None:
+    import json
+
+    data = json.loads(Path("tests/data/Llama-3.1-8B.json").read_text())
+    data |= {"hidden_size": 64, "intermediate_size": 128, "num_attention_heads": 4, "num_key_value_heads": 2}
+    data |= {"head_dim": 16, "vocab_size": 256, "num_hidden_layers": layers}
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "config.json").write_text(json.dumps(data))
+
+
+HF_SCENARIO = """
+[scenarios.hf]
+command = "compare"
+counters = "all"
+options = {{ model = "{model}", repeat = 1 }}
+"""
+
+
+@pytest.mark.parametrize("model", ["hf:llama/config.json", "hf:./llama", "hf:llama"])
+def test_an_hf_model_is_found_next_to_the_config_never_in_the_cwd(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, model: str
+) -> None:
+    """The cwd holds a model of the same name with another layer count: the config's own is measured."""
+    pytest.importorskip("transformers")
+    folder = tmp_path / "ci"
+    _tiny_llama(folder / "llama", layers=2)
+    _tiny_llama(tmp_path / "llama", layers=5)  # what a cwd-relative read would silently measure
+    monkeypatch.chdir(tmp_path)
+    (scenario,) = load_config(write(folder, HF_SCENARIO.format(model=model))).scenarios
+    target = model.removeprefix("hf:").removeprefix("./")
+    assert scenario.options.model == f"hf:{folder / target}"
+
+
+def test_a_missing_hf_path_is_named_next_to_the_config_and_a_hub_id_stays_one(tmp_path: Path) -> None:
+    folder = tmp_path / "ci"
+    folder.mkdir()
+    (scenario,) = load_config(write(folder, HF_SCENARIO.format(model="hf:meta-llama/Llama-3.1-8B"))).scenarios
+    assert scenario.options.model == "hf:meta-llama/Llama-3.1-8B"  # a hub id, not a path
+    absolute = f"hf:{tmp_path / 'x' / 'config.json'}"
+    (scenario,) = load_config(write(folder, HF_SCENARIO.format(model=absolute))).scenarios
+    assert scenario.options.model == absolute
+
+
+def test_an_mmap_backing_is_made_next_to_the_config(tmp_path: Path) -> None:
+    folder = tmp_path / "ci"
+    folder.mkdir()
+    text = """
+[scenarios.e]
+command = "engram"
+options = { rows = 4096, dim = 64, offload = true, backing = "mmap:tables.bin", methods = ["constant"] }
+"""
+    (scenario,) = load_config(write(folder, text)).scenarios
+    assert scenario.options.backing == f"mmap:{folder / 'tables.bin'}"
+
+
+def test_the_config_reader_spells_the_prefixes_as_their_sources_do() -> None:
+    from dummyprof.allocation.backings import MMAP_PREFIX
+    from dummyprof.gate import config
+    from dummyprof.models.huggingface import PREFIX
+
+    assert (config.HF, config.MMAP) == (PREFIX, MMAP_PREFIX)

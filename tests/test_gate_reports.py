@@ -86,10 +86,10 @@ def test_gate_results_round_trip_and_render_without_measuring(tmp_path: Path, cl
     assert "| per-layer.visits | 110 | 110 | = | pass |" in result.stdout
 
 
-def test_a_time_not_judged_under_contention_is_incomplete_in_every_report() -> None:
+def test_a_time_not_judged_under_contention_is_skipped_in_every_report_and_incomplete_under_strict() -> None:
     results = gate_results()
     assert results.gate is not None
-    busy = "timed while the machine was contended (cpu-pressure): not judged; rerun quiet"
+    busy = "timed on a busy machine (CPU pressure 36% over the rounds: cpu-pressure), so not judged: skipped"
     results.gate.checks = [CheckResult("tree", "per-layer.time", "timing", "s", current=1.5, verdict=NOT_JUDGED,
                                        detail=busy)]  # fmt: skip
     results.gate.exit_code = gate_exit_code(results.gate.checks)
@@ -97,6 +97,18 @@ def test_a_time_not_judged_under_contention_is_incomplete_in_every_report() -> N
     render(results, Console(file=buffer, width=250, no_color=True))
     text = buffer.getvalue()
     assert busy in text
-    assert "gate INCOMPLETE: times not judged (contended) (1 checks: 1 not judged); exit 3" in text
+    assert "gate PASS, timings skipped (1 checks: 1 not judged); exit 0" in text
+    junit = ET.fromstring(gate_junit(results))
+    skipped = junit.find("./testsuite/testcase/skipped")
+    assert skipped is not None and busy in (skipped.get("message") or "")
+    assert (junit.get("skipped"), junit.get("errors"), junit.find("./testsuite").get("skipped")) == ("1", "0", "1")
+    markdown = render_markdown(results)
+    assert "gate PASS, timings skipped" in markdown and busy in markdown
+
+    results.gate.strict = True
+    results.gate.exit_code = gate_exit_code(results.gate.checks, strict=True)
+    buffer = io.StringIO()
+    render(results, Console(file=buffer, width=250, no_color=True))
+    assert "gate INCOMPLETE: times not judged (--strict) (1 checks: 1 not judged); exit 3" in buffer.getvalue()
     error = ET.fromstring(gate_junit(results)).find("./testsuite/testcase/error")
     assert error is not None and error.get("type") == "not-judged"

@@ -69,7 +69,8 @@ def test_a_projected_compare_refuses_trace_in_one_line(monkeypatch: pytest.Monke
     with pytest.raises(UsageError) as caught:
         compare_run.run(options, clock=FakeClock())
     assert caught.value.flag == "--trace"
-    assert "is projected, not filled, here (time budget); a trace is recorded from a real fill" in str(caught.value)
+    assert "is projected, not filled, here (its measured rounds are predicted at " in str(caught.value)
+    assert "over the time budget); a trace is recorded from a real fill: give --time-budget " in str(caught.value)
 
 
 @pytest.mark.parametrize(

@@ -716,3 +716,25 @@ def test_a_hub_config_read_from_the_cache_is_never_overwritten(cli: Cli, hub_cac
     result = cli("inspect", "--model", "hf:org/name", "-q")  # and it is the config the run builds, offline
     assert (result.exit_code, result.stderr) == (0, "")
     assert result.stdout.startswith("23 tensors, 208.69 KiB;")  # the two-layer config in the cache
+
+
+@pytest.mark.parametrize(
+    "args",
+    [("report", "{saved}", "-o", "rel.md", "-f", "markdown"), ("inspect", "--depth", "2", "--json", "rel.json")],
+    ids=["report -o", "inspect --json"],
+)
+def test_a_removed_working_folder_is_one_line_and_exit_2(
+    tmp_path: Path, results_file: Path, args: tuple[str, ...]
+) -> None:
+    """Run from a folder removed under the shell: a relative output names nothing; one line, exit 2."""
+    import subprocess
+
+    argv = [sys.executable, "-m", "dummyprof", *(a.format(saved=results_file) for a in args)]
+    script = 'mkdir gone && cd gone && rmdir ../gone && exec "$@"'
+    proc = subprocess.run(["sh", "-c", script, "sh", *argv], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr == (
+        f"dummyprof: error: the working folder ({tmp_path / 'gone'}) no longer exists, so a relative path names "
+        "nothing; cd to a folder that exists, or give absolute paths\n"
+    )
+    assert not list(tmp_path.iterdir())  # nothing written anywhere

@@ -111,9 +111,10 @@ def test_deepseek_v3_one_rank_is_the_engine_model() -> None:
     source = _source(f"{DATA}/DeepSeek-V3.json")
     assert source.quantization is not None and source.quantization.method == "fp8"
     assert source.recorded_options()["quantization"] == "fp8"  # what the Results record
-    assert source.estimated_bytes == _deepseek_v3_rank_bytes(1, 1) + 256  # + transformers' two rotary inv_freq
+    # + transformers' two rotary inv_freq, + vLLM's MLAAttention kv scales (four float32 per layer)
+    assert source.estimated_bytes == _deepseek_v3_rank_bytes(1, 1) + 256 + 61 * 4 * 4
     model = source.build(torch.device("meta"))
-    assert model.get_submodule("model.layers.3.mlp.experts").w13_weight.dtype == torch.float8_e4m3fn
+    assert model.get_submodule("model.layers.3.mlp.experts.routed_experts").w13_weight.dtype == torch.float8_e4m3fn
 
 
 # ---- fp8 per tensor, static activations, ignored layers (a Llama-3 fp8 checkpoint's config) --------------------
@@ -250,8 +251,10 @@ def test_fp8_block_moe_refines_its_scale_grid_where_vllm_does(tmp_path: Path) ->
     counts = count_deployment(source.whole(), layout, options=source.options, quant=quant, strategies=["per-layer"])
     for rank in counts.ranks:  # + transformers' two rotary inv_freq buffers (64 float32 each), never visited
         assert (rank.storages, rank.held_bytes) == (48 * 18 + 3 + 2, _qwen3_fp8_block_rank_bytes(4, 64) + 512)
-        assert rank.strategy("per-layer").visits == 48 * 18 + 3
-        assert rank.strategy("per-layer").bytes_written == _qwen3_fp8_block_rank_bytes(4, 64) == 7_805_556_096
+        # + vLLM's attention's four float32 kv scales per layer (self_attn.attn), visited, not weights
+        assert rank.strategy("per-layer").visits == 48 * (18 + 4) + 3
+        assert rank.strategy("per-layer").bytes_written == _qwen3_fp8_block_rank_bytes(4, 64) + 48 * 16
+        assert _qwen3_fp8_block_rank_bytes(4, 64) == 7_805_556_096
     shard = _shard(source, ParallelLayout(tp=4), rank=3)
     assert _table(shard, "layers.47.mlp.experts.") == {
         "w13_weight": ((128, 2 * 192, 2048), FP8),
@@ -398,9 +401,11 @@ def test_the_kv_cache_methods_tensors_are_counted_per_rank() -> None:
         assert rank.storages == 32 * (8 + 2 + 6) + 3 + 2  # + transformers' two rotary inv_freq buffers (not visited)
         assert rank.held_bytes == weights + 2 * 64 * 4 == 4_544_143_936 + 512
         per_layer, legacy = rank.strategy("per-layer"), rank.strategy("legacy")
-        assert (per_layer.visits, per_layer.bytes_written) == (32 * 16 + 3, weights)
+        # + the four float32 kv scale buffers vLLM's Attention registers beside them: 643 visits, as vLLM's own
+        assert (per_layer.visits, per_layer.bytes_written) == (32 * (16 + 4) + 3, weights + 32 * 16)
+        assert per_layer.visits == 643
         # legacy: a tensor k modules below the root is visited k + 1 times (model.layers.N.self_attn.attn.k_scale: 6)
-        assert legacy.visits == 32 * (8 * 6 + 2 * 5 + 6 * 6) + 3 + 3 + 2  # embedding, final norm, head
+        assert legacy.visits == 32 * (8 * 6 + 2 * 5 + (6 + 4) * 6) + 3 + 3 + 2  # embedding, final norm, head
         assert rank.kv_scale_bytes == 32 * 4 * 4  # the _k/_v/_q/_prob_scale buffers: load buffers, counted once
     assert counts.model_bytes == _llama_ct_fp8_bytes(1) + 512  # the engine's one-rank model, rotary buffers too
     shard = _shard(source, ParallelLayout(tp=2))
@@ -794,10 +799,12 @@ def test_fill_kinds_count_fp8_scales_integers_and_skipped_bytes() -> None:
     h, qkv, inter, layers = 4096, 3072, 7168, 32
     packed = [(h, qkv), (h // 2, h), (h, 2 * inter), (inter, h)]  # (in, out) per rank of qkv, o, gate_up, down
     skipped = layers * sum(i * o // 8 * 4 + i // 128 * o // 8 * 4 for i, o in packed)  # qweight + qzeros, int32
-    scales = layers * sum(i // 128 * o * 2 for i, o in packed)
-    floats = 2 * 128256 // 2 * h * 2 + (2 * layers + 1) * h * 2 + 2 * 64 * 4  # embedding, head, norms, inv_freq
+    kv_scales = layers * 4 * 4  # vLLM's attention: four float32 scalars per layer
+    scales = layers * sum(i // 128 * o * 2 for i, o in packed) + kv_scales
+    floats = 2 * 128256 // 2 * h * 2 + 2 * 64 * 4  # embedding, head, inv_freq
+    norms = (2 * layers + 1) * h * 2  # vLLM's RMSNorm declares its weight 1.0
     kinds = fill_kinds(llama.module)
-    assert kinds == {"fp8": 0, "scale": scales, "integer": 0, "skipped": skipped, "float": floats, "declared": 0,
+    assert kinds == {"fp8": 0, "scale": scales, "integer": 0, "skipped": skipped, "float": floats, "declared": norms,
                      "fp16-scratch": 0}  # fmt: skip
     deepseek = _shard(_source(f"{DATA}/DeepSeek-V3.json"), ParallelLayout(tp=8))
     kinds = fill_kinds(deepseek.module)
@@ -807,7 +814,8 @@ def test_fill_kinds_count_fp8_scales_integers_and_skipped_bytes() -> None:
     # 2048 / 8 x 7168), never the sum of all of them (157.28 GiB: more than an H200 holds)
     largest = max(t.nbytes for t in deepseek.tensors if t.dtype == FP8)
     assert kinds["fp16-scratch"] == 2 * largest == 2 * 256 * (2 * 2048 // 8) * 7168 == 1_879_048_192
-    assert kinds["scale"] == sum(t.nbytes for t in deepseek.tensors if "scale" in t.name)
+    kv_scales = 61 * 4 * 4  # vLLM's MLAAttention: four float32 scalars per layer, not weights
+    assert kinds["scale"] == sum(t.nbytes for t in deepseek.tensors if "scale" in t.name) + kv_scales
     assert kinds["skipped"] == kinds["integer"] == 0
 
 
@@ -837,7 +845,13 @@ def test_the_flag_help_names_every_known_method(cli: Callable[..., CliResult]) -
 
 
 @pytest.mark.parametrize(
-    ("value", "shown"), [(-5, "-5"), ("x", "'x'"), (0.5, "0.5")], ids=["negative", "text", "fraction"]
+    ("value", "shown"),
+    [
+        (-5, "-5 is not a whole number above 0 (or -1: channelwise)"),
+        ("x", "'x' is not a whole number"),
+        (0.5, "0.5 is not a whole number"),
+    ],
+    ids=["negative", "text", "fraction"],
 )
 def test_a_compressed_tensors_group_size_that_is_no_count_is_refused(tmp_path: Path, value: Any, shown: str) -> None:
     # before: -5 a RuntimeError (negative dimension), 'x' a ValueError, both tracebacks (exit 1)
@@ -847,8 +861,8 @@ def test_a_compressed_tensors_group_size_that_is_no_count_is_refused(tmp_path: P
     with pytest.raises(UsageError) as caught:
         _shard(_source(path), ParallelLayout(tp=2))
     assert caught.value.message == (
-        f"the config's group_size {shown} is not a whole number above 0; "
-        "give --quantization none to count the model unquantized"
+        f"the config's quantization_config.config_groups.group_0.weights.group_size {shown}; "
+        "correct it in the config, or give --quantization none to count the model unquantized"
     )
 
 
@@ -860,16 +874,16 @@ def test_modelopt_exclude_modules_that_are_not_names_are_refused(tmp_path: Path)
     with pytest.raises(UsageError) as caught:
         _shard(_source(path), ParallelLayout(tp=2))
     assert caught.value.message == (
-        "the config's exclude_modules [1, 2] is not a list of module names; "
-        "give --quantization none to count the model unquantized"
+        "the config's quantization_config.quantization.exclude_modules [1, 2] is not a list of module names; "
+        "correct it in the config, or give --quantization none to count the model unquantized"
     )
 
 
 @pytest.mark.parametrize(
     ("edit", "error"),
     [
-        ({"strategy": "block", "block_structure": [128]}, "IndexError: list index out of range"),
-        ({"strategy": "block", "block_structure": [0, 128]}, "ZeroDivisionError: integer modulo by zero"),
+        ({"strategy": "block", "block_structure": [128]}, " [128] is not a block [rows, columns] of two whole numbers"),
+        ({"strategy": "block", "block_structure": [0, 128]}, "[0] 0 is not a whole number from 1 to 4,294,967,296"),
     ],
     ids=["one-number-block", "zero-block"],
 )
@@ -880,7 +894,7 @@ def test_a_quantization_config_vllm_cannot_read_is_one_line(tmp_path: Path, edit
     path = _with_quant(tmp_path, "Qwen3-30B-A3B-FP8-dynamic", config["quantization_config"], num_hidden_layers=1)
     with pytest.raises(UsageError) as caught:
         _shard(_source(path), ParallelLayout(tp=2))
-    assert caught.value.message == (
-        f"the config's quantization_config is not one vLLM 0.33 reads ({error}); "
-        "give --quantization none to count the model unquantized"
+    assert caught.value.message == (  # refused by the field checks before any rule computes with it
+        f"the config's quantization_config.config_groups.group_0.weights.block_structure{error}; "
+        "correct it in the config, or give --quantization none to count the model unquantized"
     )

@@ -30,12 +30,11 @@ def saved(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _dummyprof(*args: str, env: dict[str, str] | None = None, **kwargs: object) -> subprocess.Popen[bytes]:
     full_env = {**os.environ, "NO_COLOR": "1", **(env or {})}
+    streams = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, **kwargs}
     return subprocess.Popen(
         [sys.executable, "-m", "dummyprof", *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
         env=full_env,
-        **kwargs,  # type: ignore[call-overload]
+        **streams,  # type: ignore[call-overload]
     )
 
 
@@ -101,3 +100,77 @@ def test_report_reads_standard_input(cli: Cli, saved: Path, monkeypatch: pytest.
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"not json")))
     result = cli("report", "-")
     assert (result.exit_code, result.stderr.split(":")[:3]) == (2, ["dummyprof", " error", " <stdin>"])
+
+
+FULL_STDOUT = [
+    ("report", "{saved}", "-f", "json"),
+    ("report", "{saved}"),
+    ("report", "{saved}", "-q"),
+    ("inspect", "--depth", "2", "--json", "-"),
+    ("compare", "--depth", "2", "--hidden", "32", "--repeat", "1", "--warmup", "0", "-q"),
+    ("--help",),
+    ("--version",),
+]
+STDOUT_LINE = "dummyprof: error: standard output: could not write: "
+
+
+def _one_line(err: bytes) -> str:
+    text = err.decode()
+    assert "Traceback" not in text, text
+    assert len(text.splitlines()) == 1, text
+    return text
+
+
+@pytest.mark.parametrize("args", FULL_STDOUT, ids=lambda a: " ".join(a))
+def test_a_full_standard_output_is_one_line_and_exit_2(saved: Path, args: tuple[str, ...]) -> None:
+    """``> /dev/full``: every writer to stdout (the terminal report, --json -, --help) fails in one line."""
+    argv = [a.format(saved=saved) for a in args]
+    with open("/dev/full", "w") as full:
+        proc = _dummyprof(*argv, stdout=full)
+        _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 2
+    assert _one_line(err).startswith(STDOUT_LINE + "No space left on device")
+
+
+@pytest.mark.parametrize("unbuffered", [True, False], ids=["python -u", "buffered"])
+def test_a_full_pipe_is_one_line_and_exit_2(monkeypatch: pytest.MonkeyPatch, unbuffered: bool) -> None:
+    """A non-blocking pipe nobody reads, already full: the write fails with EAGAIN, not a traceback; unbuffered
+    too, where Python's own text layer would drop the bytes silently."""
+    if unbuffered:
+        monkeypatch.setenv("PYTHONUNBUFFERED", "1")
+    else:
+        monkeypatch.delenv("PYTHONUNBUFFERED", raising=False)
+    read_end, write_end = os.pipe()
+    os.set_blocking(write_end, False)
+    try:
+        with pytest.raises(BlockingIOError):
+            while True:
+                os.write(write_end, b"x" * 65536)
+        proc = _dummyprof("inspect", "--depth", "2", stdout=write_end)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        os.close(write_end)
+        os.close(read_end)
+    assert proc.returncode == 2
+    assert _one_line(err).startswith(STDOUT_LINE)
+
+
+@pytest.mark.parametrize("args", [("inspect", "--depth", "2", "-q"), ("report", "{saved}", "-f", "markdown")])
+def test_a_closed_standard_output_is_one_line_and_exit_2(saved: Path, args: tuple[str, ...]) -> None:
+    argv = [sys.executable, "-m", "dummyprof", *[a.format(saved=saved) for a in args]]
+    proc = subprocess.run(
+        ["sh", "-c", 'exec "$@" >&-', "sh", *argv],
+        capture_output=True,
+        env={**os.environ, "NO_COLOR": "1"},
+        timeout=120,
+    )
+    assert proc.returncode == 2
+    assert _one_line(proc.stderr) == STDOUT_LINE + "it is closed; send it to a file or /dev/null\n"
+
+
+def test_a_closed_standard_output_leaves_the_files_written(tmp_path: Path) -> None:
+    """The --json file is written before the summary line, which then cannot be: exit 2, the file kept."""
+    out = tmp_path / "r.json"
+    argv = [sys.executable, "-m", "dummyprof", "inspect", "--depth", "2", "-q", "--json", str(out)]
+    proc = subprocess.run(["sh", "-c", 'exec "$@" >&-', "sh", *argv], capture_output=True, timeout=120)
+    assert proc.returncode == 2 and out.is_file()  # the file is written; the summary line could not be

@@ -293,3 +293,178 @@ def test_the_world_is_refused_while_parsing_before_torch_is_imported(command: st
         "ranks (MAX_WORLD_RANKS); give --dp 65536 or fewer"
     ]
     assert not [line for line in lines if line.endswith("| torch")]
+
+
+# ---- issue #36.6: an offer names a flag the command has, is better than the value refused, and holds with the
+# ---- other flags as given --------------------------------------------------------------------------------------
+
+DATA = Path("tests/data")
+
+
+def _hf(tmp_path: Path, base: str, quant: dict[str, Any] | None = None, **fields: Any) -> str:
+    import json
+
+    data = json.loads((DATA / f"{base}.json").read_text())
+    data.update(fields)
+    if quant is not None:
+        data["quantization_config"] = quant
+    path = tmp_path / f"{base}.json"
+    path.write_text(json.dumps(data))
+    return f"hf:{path}"
+
+
+def _flags(cli: Callable[..., Any], command: str) -> set[str]:
+    return set(re.findall(r"--[a-z][a-z-]+", cli(command, "--help").stdout))
+
+
+def test_a_quantization_offer_names_only_flags_the_command_has(tmp_path: Path, cli: Callable[..., Any]) -> None:
+    # before: inspect said "give --online-quant fp8", a flag inspect does not have
+    model = _hf(tmp_path, "Llama-3.1-8B", num_hidden_layers=1)
+    for command in ("inspect", "audit", "compare"):
+        refused = cli(command, "--model", model, "--quantization", "fp8", "-q")
+        assert refused.exit_code == 2, refused.stderr
+        own = re.sub(r"dummyprof (\w+) (--[a-z-]+)", "", refused.stderr)  # another command's flag, named with it
+        assert set(re.findall(r"--[a-z][a-z-]+", own)) <= _flags(cli, command), refused.stderr
+        for value in _offer(refused.stderr, "--quantization") or re.findall(r"--quantization (\w+) or (\w+)", own)[0]:
+            assert value in ("auto", "none")
+    named = re.search(r"dummyprof (\w+) (--[a-z-]+)", refused.stderr)
+    assert named is not None and named.group(2) in _flags(cli, named.group(1))
+    assert cli("inspect", "--model", model, "--quantization", "auto", "-q").exit_code == 0
+
+
+def test_a_block_no_tp_splits_offers_no_tp(tmp_path: Path, cli: Callable[..., Any]) -> None:
+    # before: "choose a smaller tp" at tp 1, where no tp is smaller and none splits the 100-wide blocks
+    quant = {"quant_method": "fp8", "activation_scheme": "dynamic", "weight_block_size": [100, 100]}
+    model = _hf(tmp_path, "DeepSeek-V3", quant, num_hidden_layers=1, n_routed_experts=8)
+    refused = cli("inspect", "--model", model, "-q")
+    assert refused.exit_code == 2 and refused.stderr.startswith("dummyprof: error: --quantization: "), refused.stderr
+    assert "smaller tp" not in refused.stderr and "--tp" not in refused.stderr
+    assert "at any tp; give --quantization none" in refused.stderr
+    assert cli("inspect", "--model", model, "--quantization", "none", "-q").exit_code == 0
+
+
+def test_a_tp_the_fp8_blocks_refuse_offers_a_tp_they_take(tmp_path: Path, cli: Callable[..., Any]) -> None:
+    # before: "choose a smaller tp", no value; the nearest that splits every block is computed and tried first
+    model = _hf(tmp_path, "DeepSeek-V3", num_hidden_layers=1, n_routed_experts=8)
+    refused = cli("inspect", "--model", model, "--tp", "64", "-q")
+    assert refused.exit_code == 2 and "is not a multiple of the fp8 block 128" in refused.stderr, refused.stderr
+    offers = _offer(refused.stderr, "--tp")
+    assert offers == ["16"], refused.stderr  # 32: down_proj's 576 inputs per rank; above 64, only 128 splits heads
+    for tp in offers:
+        followed = cli("inspect", "--model", model, "--tp", tp, "-q")
+        assert followed.exit_code == 0, followed.stderr
+
+
+@pytest.mark.parametrize(
+    ("given", "offered"),
+    [
+        ({"heads": "6", "tp": "0"}, ["1"]),  # before: --tp 8, which 6 heads over 8 shards refuse
+        ({"heads": "6", "dp": "4", "tp": "0"}, []),  # neither 8 nor 1 splits 6 heads with dp 4: no offer
+        ({"tp": "0"}, ["8"]),
+        ({"rows": "4", "tp": "0"}, ["1"]),  # 4 rows cannot give 8 ranks a head each
+    ],
+)
+def test_a_parse_time_offer_holds_with_the_other_flags_as_given(
+    given: dict[str, str], offered: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    from dummyprof.cli.app import main
+    from dummyprof.scenarios.engram.options import validate
+
+    args = [a for flag, value in given.items() for a in (f"--{flag}", value)]
+    assert main(["engram", *args, "-q"]) == 2
+    message = capsys.readouterr().err
+    assert message.startswith("dummyprof: error: --tp: must be at least 1, got 0"), message
+    assert _offer(message, "--tp") == offered, message
+    for tp in offered:
+        values = {k: parse(k, specs(EngramOptions)[k][1], v) for k, v in {**given, "tp": tp}.items()}
+        validate(EngramOptions(**values))  # the whole check, torch and all: passes
+
+
+# ---- issue #36.7: time advice carries the margin its own noise needs, and holds when followed ---------------------
+
+
+class NoisyClock:
+    """A machine whose every timed step takes ``step`` seconds times the next factor of ``factors`` (from ``phase``):
+    the same noise for every run, each run meeting it at its own phase."""
+
+    def __init__(self, factors: list[float], phase: int = 0, step: float = 1.0) -> None:
+        import itertools
+
+        self.now, self.step = 0.0, step
+        self.factors = itertools.islice(itertools.cycle(factors), phase, None)
+
+    def __call__(self) -> float:
+        self.now += self.step * next(self.factors)
+        return self.now
+
+
+class _Held(Exception):
+    """The budget check passed: the run stops there (what follows is other tests' business)."""
+
+
+def _engram_offer(budget: float, factors: list[float], phase: int, monkeypatch: pytest.MonkeyPatch) -> int | None:
+    from dummyprof.errors import DoesNotFitError
+    from dummyprof.scenarios.engram import run as engram_run
+
+    check = engram_run._refuse_a_budget_too_short
+
+    def checked(*args: Any, **kwargs: Any) -> None:
+        check(*args, **kwargs)
+        raise _Held
+
+    monkeypatch.setattr(engram_run, "_refuse_a_budget_too_short", checked)
+    options = EngramOptions(rows=2_000_000_000, dim=64, offload=True, max_memory=16 * 2**20, time_budget_s=budget)
+    try:
+        run(options, clock=NoisyClock(factors, phase))
+    except _Held:
+        return None
+    except DoesNotFitError as refused:
+        found = re.search(r"cannot hold the least this run measures.*raise --time-budget to (\d+) s", refused.message)
+        assert found is not None, refused.message
+        return int(found.group(1))
+    raise AssertionError("the budget check did not run")
+
+
+@pytest.mark.parametrize("phase", range(3))
+def test_a_time_budget_engram_offers_holds_when_followed_on_the_same_machine(
+    phase: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # before: the offer was the lower prediction itself (ceil(least)); followed, a run meeting the noise at another
+    # phase predicted more and was refused ("raise --time-budget to 3 s" then "~3.68 s predicted")
+    factors = [1.0, 1.6, 0.7]
+    offer = _engram_offer(60, factors, phase, monkeypatch)
+    assert offer is not None
+    for again in range(len(factors)):
+        assert _engram_offer(offer, factors, again, monkeypatch) is None, (offer, again)
+
+
+def test_a_layer_count_offered_under_the_time_limit_holds_when_followed(tmp_path: Path) -> None:
+    # before: sized from one timing of the two-layer build; followed, a slower reading refused it
+    import json
+
+    from dummyprof.errors import DoesNotFitError
+    from dummyprof.models.huggingface import hf_source
+    from dummyprof.models.meta_bounds import BuildLimits
+
+    tiny = {"hidden_size": 64, "intermediate_size": 128, "num_attention_heads": 4, "num_key_value_heads": 2}
+    tiny |= {"head_dim": 16, "vocab_size": 256, "bos_token_id": 1, "eos_token_id": 2}
+
+    def model(layers: int) -> str:
+        path = tmp_path / f"{layers}.json"
+        path.write_text(
+            json.dumps(json.loads((DATA / "Llama-3.1-8B.json").read_text()) | tiny | {"num_hidden_layers": layers})
+        )
+        return f"hf:{path}"
+
+    factors = [1.0, 1.3, 0.8, 1.1, 0.9, 1.25, 1.0]
+
+    def limits(phase: int) -> BuildLimits:
+        return BuildLimits(seconds=0.3, time_field="time_budget", clock=NoisyClock(factors, phase, step=0.01))
+
+    for phase in (0, 6):
+        with pytest.raises(DoesNotFitError) as refused:
+            hf_source(model(10_000), limits=limits(phase))
+        found = re.search(r"about ([\d,]+) layers fit: pass --model-arg num_hidden_layers=(\d+)", refused.value.message)
+        assert found is not None, refused.value.message
+        for again in range(len(factors)):
+            hf_source(model(int(found.group(2))), limits=limits(again))  # not refused

@@ -8,6 +8,7 @@ imported inside a command, so ``dummyprof --help`` stays fast.
 from __future__ import annotations
 
 import functools
+import os
 import sys
 from collections.abc import Sequence
 from typing import Annotated, Any
@@ -15,8 +16,9 @@ from typing import Annotated, Any
 import typer
 
 from dummyprof.cli import audit, compare, engram, gate, inspect, report, sweep
-from dummyprof.cli.output import report_error, silence_stdout, third_party_warnings
+from dummyprof.cli.output import report_error, third_party_warnings
 from dummyprof.cli.signals import EXIT_TERMINATED, TERMINATED_MESSAGE, sigterm_interrupts
+from dummyprof.cli.stdout import ReaderGone, StandardOutputError, flush_at_end, guarded_stdout, silence_stdout
 from dummyprof.errors import DummyprofError, flag_text
 from dummyprof.reports.encoding import encoding_safe
 
@@ -98,10 +100,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     for stream in (sys.stdout, sys.stderr):
         encoding_safe(stream)  # PYTHONIOENCODING=ascii: µ becomes u, never a UnicodeEncodeError
     try:
-        with sigterm_interrupts() as sigterm, third_party_warnings():  # kept out of the report; --detail shows them
+        # stdout guarded: a write that fails is one line and exit 2 (cli/stdout.py); warnings kept off the report
+        with guarded_stdout() as stdout, sigterm_interrupts() as sigterm, third_party_warnings():
             rv = command.main(
                 args=list(argv) if argv is not None else None, prog_name="dummyprof", standalone_mode=False
             )
+            flush_at_end(stdout)
+    except StandardOutputError as exc:
+        silence_stdout()  # what is left in its buffer is not flushed again at exit
+        report_error(str(exc))
+        return exc.exit_code
     except DummyprofError as exc:
         report_error(flag_text(exc))
         return exc.exit_code
@@ -114,7 +122,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exc.exit_code
     except (KeyboardInterrupt, typer.Abort):
         rv = EXIT_INTERRUPTED
-    except BrokenPipeError:  # the reader went away (| head): not an error of ours
+    except FileNotFoundError:  # os.path.realpath('rel.md') and the like, from a removed working folder
+        gone = working_folder_gone()
+        if gone is None:
+            raise
+        report_error(gone)
+        return EXIT_USAGE
+    except (ReaderGone, BrokenPipeError):  # the reader went away (| head): not an error of ours
         silence_stdout()
         return EXIT_OK
     code = rv if isinstance(rv, int) else EXIT_OK
@@ -124,6 +138,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     if code == EXIT_INTERRUPTED:
         sys.stderr.write("dummyprof: interrupted\n")
     return code
+
+
+def working_folder_gone() -> str | None:
+    """Why a relative path cannot be used: the working folder was removed (``os.getcwd()`` fails); None if it is
+    there. Absolute paths still work from a removed folder, so this is asked only once something failed."""
+    try:
+        os.getcwd()
+    except FileNotFoundError:
+        was = os.environ.get("PWD", "")
+        named = f" ({was})" if was else ""
+        return (
+            f"the working folder{named} no longer exists, so a relative path names nothing; "
+            "cd to a folder that exists, or give absolute paths"
+        )
+    return None
 
 
 def run() -> None:

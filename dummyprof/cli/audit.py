@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dummyprof.cli.inputs import run_inputs
-from dummyprof.cli.output import ForceOpt, HtmlOpt, JsonOpt, QuietOpt, check_outputs, emit, measuring
+from dummyprof.cli.output import DETAIL, ForceOpt, HtmlOpt, JsonOpt, QuietOpt, check_outputs, emit, measuring
 from dummyprof.cli.schema_command import with_options
 from dummyprof.scenarios.audit.options import AuditOptions, validate
 from dummyprof.scenarios.deployment.options import DEPLOYMENT_FIELDS
@@ -51,7 +51,7 @@ FIELDS = (  # audit's groups, in the order --help lists their flags
 )
 
 
-@with_options(AuditOptions, FIELDS)
+@with_options(AuditOptions, FIELDS, flags={"detail": DETAIL})
 def audit(
     options: AuditOptions,
     given: frozenset[str],
@@ -59,17 +59,19 @@ def audit(
     html: HtmlOpt = None,
     force: ForceOpt = False,
     quiet: QuietOpt = False,
+    detail: bool = False,
 ) -> int:
     if "strategies" not in given and options.loaders:
         options.strategies = []  # --loader alone audits the loaders, not the default strategies too
     validate(options)  # bad flags are refused before torch is imported (the scenario checks again)
     inputs = run_inputs(model=options.model, loaders=options.loaders)
-    reports = check_outputs({"--json": json_path, "--html": html}, force=force, inputs=inputs)
+    reports = check_outputs({"--json": json_path, "--html": html}, force=force, inputs=inputs, command="audit")
     from dummyprof.scenarios.audit import run as scenario
 
     with measuring(None, quiet=quiet, json_path=json_path):
         results = scenario.run(options)
-    if code := emit(results, json_path=json_path, quiet=quiet, force=force, reports=reports):
+    code = emit(results, json_path=json_path, quiet=quiet, force=force, reports=reports, detail=detail, command="audit")
+    if code:
         return code  # never 1: a finding that was not recorded is not a verdict CI can trust
     assert results.audit is not None
     return 0 if results.audit.clean else 1

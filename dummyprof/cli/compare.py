@@ -103,7 +103,9 @@ def compare(
         kind = "deployment" if options.deployed or options.online_quant else "compare"
         get_reporter(export[0], kind, flag="--export")  # an unknown format fails before measuring
     outputs = {"--json": json_path, "--export": export[1] if export else None, "--trace": trace, "--html": html}
-    reports = check_outputs(outputs, force=force, inputs=run_inputs(model=options.model, loaders=options.loaders))
+    reports = check_outputs(
+        outputs, force=force, inputs=run_inputs(model=options.model, loaders=options.loaders), command="compare"
+    )
     if export is not None:
         reports.append((Output("--export", export[1]), reporter(export[0], flag="--export")))
     from dummyprof.scenarios.compare import run as scenario
@@ -114,4 +116,6 @@ def compare(
         from dummyprof.reports.trace_formats import trace_renderer
 
         reports.append((Output("--trace", trace), trace_renderer(trace)))
-    return emit(results, json_path=json_path, quiet=quiet, force=force, reports=reports, detail=detail)
+    return emit(
+        results, json_path=json_path, quiet=quiet, force=force, reports=reports, detail=detail, command="compare"
+    )

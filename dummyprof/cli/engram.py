@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from dummyprof.cli.output import ForceOpt, HtmlOpt, JsonOpt, QuietOpt, check_outputs, emit, progress_bar
+from dummyprof.cli.output import DETAIL, ForceOpt, HtmlOpt, JsonOpt, QuietOpt, check_outputs, emit, progress_bar
 from dummyprof.cli.schema_command import options_from, with_options
 from dummyprof.errors import UsageError, flag_text
 from dummyprof.ranks.world import LaunchEnv, launch_env
@@ -75,6 +75,7 @@ FLAGS = {
     "dist_backend": Spec(help="Multi-rank: auto (nccl for tables on GPUs, else gloo), gloo or nccl."),
     "dist_timeout": Spec(metavar="SECONDS", help="Multi-rank: how long a rank waits for the others at any step."),
     "all_ranks": Spec(unit="flag", help="Multi-rank: every rank prints its own report too (rank 0 always)."),
+    "detail": DETAIL,
 }
 
 
@@ -89,8 +90,10 @@ def engram(
     dist_backend: str = "auto",
     dist_timeout: str = "600",
     all_ranks: bool = False,
+    detail: bool = False,
 ) -> int:
     params = dict(ctx.params)
+    shown: dict[str, Any] = {"detail": detail, "command": "engram"}
     env = launch_env()
     if nproc is None and env is None:
         single_process = (("--all-ranks", all_ranks), ("--dist-backend", dist_backend != "auto"))
@@ -98,12 +101,12 @@ def engram(
             if given:
                 raise UsageError(flag, "only applies to a multi-rank run: add --nproc N or start under torchrun")
         options = options_from(EngramOptions, FIELDS, params)[0]  # the run validates once
-        reports = check_outputs({"--json": json_path, "--html": html}, force=force)
+        reports = check_outputs({"--json": json_path, "--html": html}, force=force, command="engram")
         from dummyprof.scenarios.engram import run as scenario
 
         with progress_bar(not quiet and not options.dry_run, "engram") as progress:
             results = scenario.run(options, progress=progress)
-        return emit(results, json_path=json_path, quiet=quiet, force=force, reports=reports)
+        return emit(results, json_path=json_path, quiet=quiet, force=force, reports=reports, **shown)
     timeout_s = parse_float("--dist-timeout", dist_timeout, example="600")
     if env is not None:
         return _torchrun_rank(params, env, timeout_s)
@@ -116,12 +119,12 @@ def engram(
     single = _checked(params)
     fields = {f.name: getattr(single, f.name) for f in dataclasses.fields(single)}
     options = EngramRanksOptions(**fields, nproc=count, dist_timeout_s=timeout_s, dist_backend=dist_backend)
-    reports = check_outputs({"--json": json_path, "--html": html}, force=force)
+    reports = check_outputs({"--json": json_path, "--html": html}, force=force, command="engram")
     run = launch_ranks(options, describe=flag_text)
-    code = emit(run.gathered, json_path=json_path, quiet=quiet, force=force, reports=reports)
+    code = emit(run.gathered, json_path=json_path, quiet=quiet, force=force, reports=reports, **shown)
     if all_ranks:
         for own in run.own[1:]:
-            emit(own, json_path=None, quiet=quiet)
+            emit(own, json_path=None, quiet=quiet, detail=detail)
     return code
 
 
@@ -153,7 +156,7 @@ def _torchrun_rank(params: dict[str, Any], env: LaunchEnv, timeout_s: float) -> 
         options = _checked(params)
         validate(rank_options(options, world, available=0))
         if world.rank == 0:  # only rank 0 writes the results files
-            check_outputs({"--json": json_path, "--html": params["html"]}, force=force)
+            check_outputs({"--json": json_path, "--html": params["html"]}, force=force, command="engram")
         return options
 
     backend = pick_backend(str(params["dist_backend"]), offload=bool(params["offload"]), device=str(params["device"]))
@@ -166,9 +169,18 @@ def _torchrun_rank(params: dict[str, Any], env: LaunchEnv, timeout_s: float) -> 
             report_error(outcome.error)
         raise typer.Exit(outcome.exit_code)
     if outcome.gathered is not None:
-        reports = html_reports(params["html"])
-        return emit(outcome.gathered, json_path=json_path, quiet=quiet, force=force, reports=reports)
+        reports = html_reports(params["html"], command="engram")
+        detail = bool(params["detail"])
+        return emit(
+            outcome.gathered,
+            json_path=json_path,
+            quiet=quiet,
+            force=force,
+            reports=reports,
+            detail=detail,
+            command="engram",
+        )
     if params["all_ranks"] and outcome.results is not None:
         sys.stdout.flush()
-        emit(outcome.results, json_path=None, quiet=quiet)
+        emit(outcome.results, json_path=None, quiet=quiet, detail=bool(params["detail"]))
     return 0

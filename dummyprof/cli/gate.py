@@ -4,14 +4,29 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from dummyprof.cli.inputs import run_inputs
-from dummyprof.cli.output import ForceOpt, HtmlOpt, JsonOpt, QuietOpt, Update, check_outputs, emit, measuring, reporter
+from dummyprof.cli.output import (
+    ForceOpt,
+    HtmlOpt,
+    JsonOpt,
+    QuietOpt,
+    Update,
+    check_outputs,
+    emit,
+    measuring,
+    output_for,
+    reporter,
+)
 from dummyprof.cli.schema_command import with_options
-from dummyprof.errors import UsageError
+from dummyprof.errors import DummyprofError, UsageError
 from dummyprof.files.outputs import Output, is_step_summary
 from dummyprof.schema import Spec
 from dummyprof.units import parse_float
+
+if TYPE_CHECKING:
+    from dummyprof.results.gate import ScenarioRun
 
 BASELINE_HELP = """\
 Measure every scenario of the gate config and save the metrics as a baseline.
@@ -24,9 +39,14 @@ threads). Nothing is written if a scenario cannot be measured (exit 3).
 
 Example: dummyprof baseline --config dummyprof.toml --output perf/baseline.json
 
-Exit codes: 0 the baseline was written, 2 usage or config error, 3 could not
-measure (a scenario crashed; nothing is written) or could not record (the
-baseline could not be written).
+Timings that a timing check judges later runs against are refused when the
+machine was busy while they ran (exit 2, naming what was read); run again on a
+quiet machine, or give --allow-contended. Output folders are created; a baseline
+this command wrote before is replaced, any other file needs --force.
+
+Exit codes: 0 the baseline was written, 2 usage or config error (or timings
+from a busy machine), 3 could not measure (a scenario crashed; nothing is
+written) or could not record (the baseline could not be written).
 """
 
 GATE_HELP = """\
@@ -40,7 +60,9 @@ significant (one-sided Mann-Whitney U, p < --alpha) over the interleaved
 rounds, otherwise "not significant". A baseline with another fingerprint is
 "not comparable": reported, never silently compared.
 
-Verdicts: pass, regressed, improved, not significant, not comparable, could not measure.
+Verdicts: pass, regressed, improved, not significant, not comparable, could
+not measure, not judged (a timing measured on a busy machine: skipped, JUnit
+<skipped>; exit 0 unless --strict). Counters are judged always.
 
 Config (dummyprof.toml; full reference in docs/gate.md):
   [scenarios.deep-chain]
@@ -54,12 +76,13 @@ Example (GitHub Actions):
   dummyprof gate --config dummyprof.toml --baseline perf/baseline.json \\
       --markdown "$GITHUB_STEP_SUMMARY" --junit perf/junit.xml
 
-Exit codes: 0 every check passed (improved and not significant count as
-passing), 1 a regression, 2 usage, config or baseline-file error, 3 could not
+Exit codes: 0 every check passed (improved, not significant and skipped count
+as passing), 1 a regression, 2 usage, config or baseline-file error, 3 could not
 measure (a scenario crashed), not comparable (baseline from another
-fingerprint) or could not record (a report or the baseline could not be
-written). A regression wins over a crash; a crash is never reported as a
-regression; a result that could not be recorded is never 0 or 1.
+fingerprint), could not record (a report or the baseline could not be
+written), or with --strict a timing not judged. A regression wins over a
+crash; a crash is never reported as a regression; a result that could not be
+recorded is never 0 or 1.
 """
 
 
@@ -86,6 +109,16 @@ FLAGS = {
         help="Write metrics for github-action-benchmark (tool: customSmallerIsBetter). "
         "Refuses to overwrite without --force.",
     ),
+    "allow_contended": Spec(
+        unit="flag",
+        help="Record the timings even when the machine was busy while they ran (refused otherwise: gate judges "
+        "later runs against them).",
+    ),
+    "strict": Spec(
+        unit="flag",
+        help="Exit 3 when a timing check could not be judged because the machine was busy; without it such "
+        "checks are reported as skipped and the exit code stays 0.",
+    ),
     "factor": Spec(metavar="FLOAT", help="Timing change that can count as a regression. Default: config, else 1.10."),
     "alpha": Spec(metavar="FLOAT", help="Significance level of the rank test. Default: config, else 0.05."),
 }
@@ -105,6 +138,7 @@ def baseline(
     config: Path | None = None,
     output: Path | None = None,
     scenario: list[str] | None = None,
+    allow_contended: bool = False,
     force: ForceOpt = False,
     quiet: QuietOpt = False,
 ) -> int:
@@ -113,19 +147,52 @@ def baseline(
     if str(output) == "-":
         raise UsageError("--output", "a baseline is a file to commit; give a path such as perf/baseline.json")
     from dummyprof.gate.config import load_config
-    from dummyprof.gate.runner import make_baseline, not_recorded
+    from dummyprof.gate.runner import contended_timings, make_baseline, not_recorded
 
     cfg = load_config(config)
-    check_outputs({"--output": output}, force=force, inputs=run_inputs(gate=cfg))
+    json_output = {"--output": "json"}
+    check_outputs({"--output": output}, force=force, inputs=run_inputs(gate=cfg), command=BASELINE, formats=json_output)
     scenarios = cfg.select(scenario)
     with measuring("baseline", quiet=quiet, json_path=None) as update:
         results = make_baseline(cfg, scenarios, _per_scenario(update))
     assert results.gate is not None
+    busy = contended_timings(scenarios, results)
+    if busy and not allow_contended:
+        raise ContendedBaseline(_contended_text(busy))
     # Nothing is saved when a scenario could not be measured (exit 3).
-    reports = [(Output("--output", output), reporter("json", flag="--output"))] if results.gate.exit_code == 0 else []
+    written = output_for("--output", output, command=BASELINE, fmt="json")
+    reports = [(written, reporter("json", flag="--output"))] if results.gate.exit_code == 0 else []
     confirm = {"--output": "baseline written to {path}; review it and commit it"}
-    emit(results, json_path=None, quiet=quiet, force=force, reports=reports, on_failure=not_recorded, confirm=confirm)
+    emit(
+        results,
+        json_path=None,
+        quiet=quiet,
+        force=force,
+        reports=reports,
+        on_failure=not_recorded,
+        confirm=confirm,
+        command=BASELINE,
+    )
     return results.gate.exit_code
+
+
+BASELINE = "baseline"
+
+
+class ContendedBaseline(DummyprofError):
+    """A baseline's timing checks were measured on a busy machine: not recorded without --allow-contended."""
+
+
+def _contended_text(busy: list[tuple[ScenarioRun, list[str]]]) -> str:
+    from dummyprof.gate.checks import reading
+
+    where = "; ".join(f"{run.name}: {', '.join(names)} ({reading(run.contention)})" for run, names in busy)
+    codes = sorted({code for run, _ in busy for code in (run.contention.reasons if run.contention else [])})
+    return (
+        f"baseline not written: timings that gate judges against it were measured on a busy machine ({where}"
+        f"{'; ' + ', '.join(codes) if codes else ''}); run dummyprof baseline again when nothing else runs (a "
+        "dedicated runner), or pass --allow-contended to record them anyway"
+    )
 
 
 @with_options(None, flags=FLAGS)
@@ -140,6 +207,7 @@ def gate(
     factor: str | None = None,
     alpha: str | None = None,
     html: HtmlOpt = None,
+    strict: bool = False,
     force: ForceOpt = False,
     quiet: QuietOpt = False,
 ) -> int:
@@ -160,6 +228,7 @@ def gate(
         force=force,
         inputs=run_inputs(files={"--baseline": baseline}, gate=cfg),
         append={"--markdown": markdown} if append else None,
+        command="gate",
     )
     if factor_value is not None:
         cfg.factor = factor_value
@@ -168,12 +237,14 @@ def gate(
     scenarios = cfg.select(scenario)
     base = load_baseline(baseline)  # a bad baseline fails here, before anything is measured
     with measuring("gate", quiet=quiet, json_path=json_path) as update:
-        results = run_gate(cfg, scenarios, base, baseline, _per_scenario(update))
+        results = run_gate(cfg, scenarios, base, baseline, _per_scenario(update), strict=strict)
     assert results.gate is not None
     reports = []  # each file flag is rendered by the registered reporter of its name
     for flag, path in {"--markdown": markdown, "--junit": junit, "--benchmark-json": benchmark_json}.items():
         add = flag == "--markdown" and append  # only the CI step summary is appended to
         if path is not None:
-            reports.append((Output(flag, path, append=add), reporter(flag[2:], flag=flag, append=add)))
-    emit(results, json_path=json_path, quiet=quiet, force=force, reports=reports + html_files, on_failure=not_recorded)
+            written = Output(flag, path, append=True) if add else output_for(flag, path, command="gate")
+            reports.append((written, reporter(flag[2:], flag=flag, append=add)))
+    files = reports + html_files
+    emit(results, json_path=json_path, quiet=quiet, force=force, reports=files, on_failure=not_recorded, command="gate")
     return results.gate.exit_code

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dummyprof.cli.inputs import run_inputs
-from dummyprof.cli.output import ForceOpt, JsonOpt, QuietOpt, check_outputs, emit, measuring
+from dummyprof.cli.output import DETAIL, ForceOpt, JsonOpt, QuietOpt, check_outputs, emit, measuring
 from dummyprof.cli.schema_command import with_options
 from dummyprof.scenarios.deployment.options import DEPLOYMENT_FIELDS
 from dummyprof.scenarios.inspect.options import InspectOptions
@@ -32,13 +32,17 @@ FIELDS = (  # inspect's groups, in the order --help lists their flags
 )
 
 
-@with_options(InspectOptions, FIELDS)
+@with_options(InspectOptions, FIELDS, flags={"detail": DETAIL})
 def inspect(
-    options: InspectOptions, json_path: JsonOpt = None, force: ForceOpt = False, quiet: QuietOpt = False
+    options: InspectOptions,
+    json_path: JsonOpt = None,
+    force: ForceOpt = False,
+    quiet: QuietOpt = False,
+    detail: bool = False,
 ) -> int:
-    check_outputs({"--json": json_path}, force=force, inputs=run_inputs(model=options.model))
+    check_outputs({"--json": json_path}, force=force, inputs=run_inputs(model=options.model), command="inspect")
     from dummyprof.scenarios.inspect import run as scenario
 
     with measuring(None, quiet=quiet, json_path=json_path):
         results = scenario.run(options)
-    return emit(results, json_path=json_path, quiet=quiet, force=force)
+    return emit(results, json_path=json_path, quiet=quiet, force=force, detail=detail, command="inspect")

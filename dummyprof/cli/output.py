@@ -8,14 +8,17 @@ import sys
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, redirect_stdout, suppress
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
+from dummyprof.cli.stdout import ReaderGone, StandardOutputError, silence_stdout
 from dummyprof.files.inputs import RunInput
 from dummyprof.files.outputs import Output, path_of, write_outputs
 from dummyprof.files.outputs import check_outputs as check_outputs_of
+from dummyprof.schema import Spec
 
 if TYPE_CHECKING:  # results (and what reading them needs) load when a command runs, not for --help
     from dummyprof.results.session import Results
@@ -40,6 +43,12 @@ HtmlOpt = Annotated[
     ),
 ]
 ForceOpt = Annotated[bool, typer.Option("--force", help="Overwrite output files that already exist.")]
+# --detail, on every command whose terminal report leaves detail out (a deployment's, engram's; compare states its own)
+DETAIL = Spec(
+    unit="flag",
+    help="Print every table, fit, sample and interval. Without it the report leads with the answer and fits one "
+    "screen; --json, --html and Markdown always carry the detail.",
+)
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="Print only the summary line.")]
 
 EXIT_NOT_WRITTEN = 2  # results shown, but a file could not be written (the gate uses 3, "could not record")
@@ -128,8 +137,25 @@ WRITTEN = {
 STDOUT_FLAGS = frozenset({"--json"})
 
 
-def output_for(flag: str, path: Path, *, append: bool = False) -> Output:
-    return Output(flag, path, append=append, stdout=flag in STDOUT_FLAGS)
+# The report each file flag writes, and the results kinds each command writes (compare, inspect and audit with a
+# layout write a deployment): a file of that report and kind, written by an earlier run, is replaced without --force
+# (files/outputs.own_kind).
+FILE_FORMATS = {"--json": "json", "--junit": "junit", "--markdown": "markdown", "--html": "html"}
+WRITES = {command: (command, "deployment") for command in ("compare", "inspect", "audit")}
+
+
+def own_kinds(flag: str, command: str | None, fmt: str | None = None) -> frozenset[str]:
+    fmt = fmt or FILE_FORMATS.get(flag)
+    if fmt is None or command is None:
+        return frozenset()
+    return frozenset(f"{fmt}:{kind}" for kind in WRITES.get(command, (command,)))
+
+
+def output_for(
+    flag: str, path: Path, *, append: bool = False, command: str | None = None, fmt: str | None = None
+) -> Output:
+    """The output of ``flag``; ``command`` (and ``fmt`` for a flag of no one format): what it may replace."""
+    return Output(flag, path, append=append, stdout=flag in STDOUT_FLAGS, own=own_kinds(flag, command, fmt))
 
 
 def check_outputs(
@@ -138,33 +164,39 @@ def check_outputs(
     force: bool,
     inputs: Iterable[RunInput] = (),
     append: Mapping[str, Path | None] | None = None,
+    command: str | None = None,
+    formats: Mapping[str, str] | None = None,
 ) -> list[tuple[Output, Render]]:
     """Probe every output path before measuring, so a long run never ends in a write error (see files/outputs.py).
 
-    ``inputs``: what the run reads (``files.inputs.run_inputs``), never an output. Returns the ``--html``
-    report for ``emit`` (checked that it can be made: no plotly is exit 2 now, not after measuring).
+    ``inputs``: what the run reads (``files.inputs.run_inputs``), never an output. ``command``: the command that
+    writes them, whose own earlier files are replaced without --force (``formats``: a flag's report where the flag
+    has no one format, baseline's ``--output``). Returns the ``--html`` report for ``emit`` (checked that it can be
+    made: no plotly is exit 2 now, not after measuring).
     """
-    outputs = [output_for(flag, path) for flag, path in paths.items() if path is not None]
+    formats = formats or {}
+    outputs = [output_for(flag, path, command=command, fmt=formats.get(flag)) for flag, path in paths.items() if path]
     outputs += [output_for(flag, path, append=True) for flag, path in (append or {}).items() if path is not None]
     check_outputs_of(outputs, force=force, inputs=inputs)
-    return html_reports(paths.get("--html"))
+    return html_reports(paths.get("--html"), command=command)
 
 
-def html_reports(path: Path | None) -> list[tuple[Output, Render]]:
+def html_reports(path: Path | None, *, command: str | None = None) -> list[tuple[Output, Render]]:
     """The HTML output for ``emit``; checks before anything is measured that the report can be made."""
     if path is None:
         return []
     from dummyprof.reports.html import require_plotly
 
     require_plotly()
-    return [(Output("--html", path), reporter("html", flag="--html"))]
+    return [(output_for("--html", path, command=command), reporter("html", flag="--html"))]
 
 
 def report_error(message: str) -> None:
     from dummyprof.reports.tables.escape import visible
 
-    sys.stderr.write(f"dummyprof: error: {visible(message)}\n")  # a user's exception text is data: one line, inert
-    sys.stderr.flush()
+    with suppress(OSError, AttributeError, ValueError):  # no stderr left (closed, full): nothing more can be said
+        sys.stderr.write(f"dummyprof: error: {visible(message)}\n")  # a user's exception text is data: one line, inert
+        sys.stderr.flush()
 
 
 def emit(
@@ -177,6 +209,7 @@ def emit(
     on_failure: Callable[[Results, list[str]], None] | None = None,
     detail: bool = False,
     confirm: Mapping[str, str] | None = None,
+    command: str | None = None,
 ) -> int:
     """Write every output file, then show the results, a line per file written, one per file that could not be.
 
@@ -184,17 +217,25 @@ def emit(
     ``on_failure`` makes its own 3), else 0.
     ``reports`` pairs an output with the reporter that renders it (see :func:`reporter`). ``confirm``
     replaces the line confirming a flag's file (``{path}`` is its path). ``detail``: the terminal's every table.
+    ``command``: the command writing them, as given to :func:`check_outputs` (its own earlier files are replaced).
     """
     from dummyprof.reports.console import make_console
+    from dummyprof.results.whole import Refused
 
     to_stdout = json_to_stdout(json_path)
-    files = list(reports)
+    files = [(o if o.own or o.append else replace(o, own=own_kinds(o.flag, command)), r) for o, r in reports]
     if json_path is not None and not to_stdout:
-        files.insert(0, (output_for("--json", json_path), reporter("json", flag="--json")))
+        files.insert(0, (output_for("--json", json_path, command=command), reporter("json", flag="--json")))
     failures: list[str] = []
     written: list[Output] = []
+    stdout_failed: StandardOutputError | None = None
     for output, render_file in files:
-        failed = write_outputs([(output, render_file(results))], force=force)
+        try:
+            text = render_file(results)
+        except Refused as exc:  # what the results reader would refuse is never written (results/store.py)
+            failures.append(f"{output.flag}: {output.path} not written: it would not read back: {exc}")
+            continue
+        failed = write_outputs([(output, text)], force=force)
         failures += failed
         if not failed:
             written.append(output)
@@ -212,19 +253,16 @@ def emit(
                 verb = "appended to" if output.append else "written to"
                 line = (confirm or {}).get(output.flag, f"{WRITTEN.get(output.flag, output.flag)} {verb} {{path}}")
                 console.print(line.format(path=output.path), style="dim", markup=False)
-    except BrokenPipeError:  # | head: the reader has seen enough; the files are written, the exit code stands
+    except ReaderGone:  # | head: the reader has seen enough; the files are written, the exit code stands
         silence_stdout()
+    except StandardOutputError as exc:  # e.g. > /dev/full: the files are written; said last, exit 2 (main)
+        silence_stdout()
+        stdout_failed = exc
     for message in failures:
         report_error(message)
+    if stdout_failed is not None:
+        raise stdout_failed
     return EXIT_NOT_WRITTEN if failures else 0
-
-
-def silence_stdout() -> None:
-    """Send the rest of stdout, and the flush at exit, to /dev/null: a closed pipe is not worth a traceback."""
-    with suppress(OSError, ValueError):  # no descriptor (captured in tests): nothing will be flushed to a pipe
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        os.close(devnull)
 
 
 @contextmanager

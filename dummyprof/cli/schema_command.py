@@ -9,10 +9,12 @@ import inspect
 import typing
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Annotated, Any, Optional
 
 import typer
 
+from dummyprof.errors import UsageError
 from dummyprof.files.outputs import path_of
 from dummyprof.scenarios.deployment.options import LAYOUT_FIELDS, check_world
 from dummyprof.schema import Spec, flag_of, parse, specs
@@ -79,6 +81,7 @@ def options_from(
     """``cls`` from the raw flag values in ``params`` (keyed as ``ctx.params``), and the fields the user gave;
     each field's text parsed as command ``form`` declares it (its name: ``sweep``, ``compare``)."""
     values: dict[str, Any] = {}
+    refused: tuple[str, Spec, Any, UsageError] | None = None  # the first value refused, said once the others parse
     for name, (_, spec) in _declared(cls, fields, form).items():
         raw = params.get(param_name(name, spec))
         if raw is None or (spec.unit in ("list", "args") and not raw):
@@ -86,8 +89,39 @@ def options_from(
         if spec.auto and str(raw).strip().lower() == "auto":
             values[spec.auto] = True
             continue
-        values[name] = parse(name, spec, raw)
+        try:
+            values[name] = parse(name, spec, raw)
+        except UsageError as exc:
+            refused = refused or (name, spec, raw, exc)
+    if refused is not None:
+        name, spec, raw, first = refused
+        if not spec.example:
+            raise first
+        offer = _offer(cls, name, spec, values)
+        parse(name, dataclasses.replace(spec, example=offer), raw)  # refused again, offering what holds (or nothing)
+        raise first  # pragma: no cover - parse refused it once
     return cls(**values), frozenset(values)
+
+
+def _offer(cls: type, name: str, spec: Spec, others: Mapping[str, Any]) -> str:
+    """The value a refused flag offers: its example, else its least value, the first that passes with every other
+    flag as given the checks that need no torch (the world's bound, ``check_offer`` of the options' group that
+    declares one: Engram's split over the ranks); '' if none. The options class itself is not made: some of its
+    defaults import torch, which a flag's error never loads."""
+    declared = {f.name: f.default for f in dataclasses.fields(cls) if f.default is not dataclasses.MISSING}
+    least = str(int(spec.minimum)) if spec.minimum is not None else ""
+    owner = next((k for k in reversed(cls.__mro__) if "check_offer" in vars(k)), None)
+    for text in dict.fromkeys(t for t in (spec.example, least) if t):
+        values = {**declared, **others, name: parse(name, spec, text)}
+        try:
+            if all(f in values for f in LAYOUT_FIELDS):
+                check_world(SimpleNamespace(**values))  # reads the four sizes only
+            if owner is not None:
+                owner(**{f.name: values[f.name] for f in dataclasses.fields(owner) if f.name in values}).check_offer()
+        except UsageError:
+            continue
+        return text
+    return ""
 
 
 def with_options(

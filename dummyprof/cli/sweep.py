@@ -105,7 +105,8 @@ def sweep(
             max_memory=compare.max_memory,
             time_budget_s=parse_seconds("--time-budget", time_budget, example="10") if time_budget else 10.0,
         )
-    reports = check_outputs({"--json": json_path, "--html": html}, force=force, inputs=run_inputs(model=compare.model))
+    paths = {"--json": json_path, "--html": html}
+    reports = check_outputs(paths, force=force, inputs=run_inputs(model=compare.model), command="sweep")
     from dummyprof.scenarios.sweep import run as scenario
 
     failure = None
@@ -114,7 +115,7 @@ def sweep(
             results = scenario.run(options, progress=progress)
         except scenario.SweepStopped as stopped:  # the points measured are shown and saved, then the failure
             results, failure = stopped.results, stopped.error
-    code = emit(results, json_path=json_path, quiet=quiet, force=force, reports=reports)
+    code = emit(results, json_path=json_path, quiet=quiet, force=force, reports=reports, command="sweep")
     if failure is not None:
         raise failure
     return code

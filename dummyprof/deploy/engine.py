@@ -14,6 +14,7 @@ from torch import nn
 from dummyprof.anatomy import largest_low_precision_elements, model_bytes
 from dummyprof.deploy.plan import ModelDims
 from dummyprof.deploy.quant import ACT_DTYPES, AUTO, METHODS, QuantScheme, ShardQuantizer, resolve_method
+from dummyprof.deploy.quant_config import check_config
 from dummyprof.deploy.shards import Sharder
 from dummyprof.errors import UsageError
 from dummyprof.layout import ParallelLayout
@@ -60,6 +61,7 @@ def engine_source(source: ModelSource, flag: str = AUTO) -> ModelSource:
         source.notes.append(notice)
     if method is None or found is None:
         return source
+    check_config(method, found.config or {})
     dtype = str(source.dtype).removeprefix("torch.")
     supported = [str(d).removeprefix("torch.") for d in ACT_DTYPES[method]]
     if dtype not in supported:

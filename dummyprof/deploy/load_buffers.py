@@ -17,10 +17,9 @@ from typing import Any
 import torch
 from torch import nn
 
+from dummyprof.deploy.engine_tree import KV_SCALE_NAMES
 from dummyprof.errors import UsageError
 
-KV_SCALES = 4  # _k_scale, _v_scale, _q_scale, _prob_scale
-SCALE_BYTES = 4  # float32
 EXPERT_ID_BYTES = 4  # int32
 
 
@@ -42,6 +41,8 @@ ALIASES = {"su": "longrope", "mrope": "default", "telechat3-yarn": "yarn", "deep
 PLAIN = ("default", "llama3", "ntk", "dynamic", "proportional")  # RotaryEmbedding's [max_position] rows
 MROPE_ONCE = ("qwen3_vl", "qwen3_5")  # their attention passes mrope_positions_factor=1 (4 elsewhere)
 FLOAT32 = ("GptOssForCausalLM", "DomynEdgeForCausalLM")  # their attention passes get_rope dtype=torch.float32
+ROPE = "rope_scaling"  # where the config keeps the rope parameters (rope_parameters in newer transformers)
+MAX_ROTARY = 1 << 32  # positions or channels past any model (models.hf_fields.MAX_DIMENSION)
 NOT_SIZED = {"mllama4": "the vision encoder's (complex64, patches)", "fope": "FoPE's (per-rank kv heads)"}
 
 
@@ -96,12 +97,13 @@ def rope_positions(
     ``max_position``; MRoPE ``max_position x mrope_positions_factor`` (openpangu, bailing: x 4); YaRN and
     DeepseekScaling ``ceil(original x factor)`` (YaRN MRoPE: ``original x mrope_positions_factor x factor``);
     LinearScaling: ``ceil(max_position x factor)`` per factor; Phi3LongRoPE: short + long caches."""
+    max_position = _whole("max_position_embeddings", max_position)
     if isinstance(dual_chunk, dict):
-        chunk, local = dual_chunk.get("chunk_size"), dual_chunk.get("local_size")
-        return 4 * (int(chunk) - int(local)) + max_position if chunk and local is not None else None
+        return _dual_chunk_rows(dual_chunk, max_position)
     kind = ALIASES.get(kind, kind)
     factor = rope.get("factor", 1.0)
-    original = int(rope.get("original_max_position_embeddings", max_position))
+    original = rope.get("original_max_position_embeddings")
+    original = max_position if original is None else _whole(f"{ROPE}.original_max_position_embeddings", original)
     mrope = mrope_factor if "mrope_section" in rope and kind in ("default", "yarn") else 1  # others ignore it
     if kind in PLAIN and not rope.get("use_fope"):
         return max_position * mrope
@@ -112,6 +114,43 @@ def rope_positions(
     if kind == "linear":
         return sum(math.ceil(max_position * _factor(f)) for f in (factor if isinstance(factor, list) else [factor]))
     return original + max_position if kind == "longrope" else None
+
+
+def _refuse(field: str, value: Any, problem: str) -> UsageError:
+    return UsageError.for_field("model", f"the config's {field} {value!r} {problem}; correct it in the config")
+
+
+def _whole(field: str, value: Any, *, low: int = 1) -> int:
+    """A rotary field that counts positions or channels: a whole number (a float only when whole), at least ``low``."""
+    whole = isinstance(value, int) or (isinstance(value, float) and value.is_integer())
+    if isinstance(value, bool) or not whole:
+        raise _refuse(field, value, "is not a whole number")
+    if not low <= value <= MAX_ROTARY:
+        raise _refuse(field, value, f"is not a whole number from {low} to {MAX_ROTARY:,}")
+    return int(value)
+
+
+def _fraction(field: str, value: Any) -> float:
+    """``partial_rotary_factor``: the share of each head rotated, above 0 and at most 1."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 1:
+        raise _refuse(field, value, "is not a share above 0 and at most 1")
+    return float(value)
+
+
+def _dual_chunk_rows(dual_chunk: dict[str, Any], max_position: int) -> int | None:
+    """q, qc, qc_no_clamp, q_inter ``[chunk_size - local_size]`` + k ``[max_position]`` (None: not sized)."""
+    chunk, local = dual_chunk.get("chunk_size"), dual_chunk.get("local_size")
+    if not chunk or local is None:
+        return None
+    chunk = _whole("dual_chunk_attention_config.chunk_size", chunk)
+    local = _whole("dual_chunk_attention_config.local_size", local, low=0)
+    if local > chunk:
+        raise _refuse(
+            "dual_chunk_attention_config.local_size",
+            local,
+            f"is larger than its chunk_size {chunk} (each chunk holds it)",
+        )
+    return 4 * (chunk - local) + max_position
 
 
 def _factor(value: Any) -> float:
@@ -147,9 +186,17 @@ def _rotary_cache(config: object, shard: nn.Module, layers: set[int]) -> tuple[i
     rotary, skipped = 0, ""
     for rope, size in (_deepseek_v4_sets if v4 else _rope_sets)(text, layers, head):
         kind = str(rope.get("rope_type", rope.get("type", "default")))
-        partial = float(rope.get("partial_rotary_factor", _attr(text, "partial_rotary_factor") or 1.0))
-        rotary_dim = rope.get("rope_dim") or _attr(text, "qk_rope_head_dim") or int(size * partial)
-        width = size if kind == "proportional" else int(rotary_dim)
+        partial = _fraction(
+            "partial_rotary_factor", rope.get("partial_rotary_factor", _attr(text, "partial_rotary_factor") or 1.0)
+        )
+        size = _whole("head_dim", size)
+        if rope.get("rope_dim") is not None:
+            rotary_dim = _whole(f"{ROPE}.rope_dim", rope["rope_dim"])
+        elif _attr(text, "qk_rope_head_dim"):
+            rotary_dim = _whole("qk_rope_head_dim", _attr(text, "qk_rope_head_dim"))
+        else:
+            rotary_dim = int(size * partial)
+        width = size if kind == "proportional" else rotary_dim
         dual = getattr(text, "dual_chunk_attention_config", None)
         rows = rope_positions(
             kind, rope, getattr(text, "max_position_embeddings", 8192), mrope_factor=mrope, dual_chunk=dual
@@ -187,6 +234,8 @@ def load_buffers(config: object, shard: nn.Module, *, ep: int, experts: int) -> 
     return LoadBuffers(
         rotary_cache=rotary,
         expert_map=moe_layers * int(experts) * EXPERT_ID_BYTES if ep > 1 else 0,
-        kv_scales=attention * KV_SCALES * SCALE_BYTES,
+        kv_scales=sum(
+            b.nbytes for m in shard.modules() for n, b in m._buffers.items() if n in KV_SCALE_NAMES and b is not None
+        ),
         not_counted=skipped,
     )

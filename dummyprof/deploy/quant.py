@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from fnmatch import fnmatch
@@ -24,6 +23,7 @@ import torch
 from torch import nn
 
 from dummyprof.anatomy import dtype_name, qualified_name
+from dummyprof.deploy import name_patterns
 from dummyprof.deploy.plan import KV_COLUMN, REPLICATED, VLLM
 from dummyprof.deploy.shards import RankShard, ShardTensor
 from dummyprof.errors import UsageError
@@ -118,7 +118,7 @@ def resolve_method(config: Mapping[str, Any] | None, flag: str) -> tuple[str | N
         raise UsageError.for_field(
             FLAG,
             f"the model's config has no quantization_config, so there is no checkpoint layout for {method!r}; "
-            "for vLLM's online fp8 path give --online-quant fp8",
+            "give --quantization auto or none (vLLM's online fp8 path: dummyprof compare --online-quant fp8)",
         )
     if method not in METHODS:
         raise UsageError.for_field(
@@ -145,9 +145,9 @@ def _match(method: str, prefix: str, rule: str) -> bool:
     fp8 exact names; compressed-tensors ``re:`` patterns (matched at the start) or exact names; GPTQ ``-:``
     patterns; AWQ and mxfp4 substrings; ModelOpt substrings or globs."""
     if method == "compressed-tensors" and rule.startswith("re:"):
-        return re.match(rule[3:], prefix) is not None
+        return name_patterns.match(rule[3:], prefix)
     if method == "gptq":
-        return rule.startswith("-:") and re.match(rule[2:], prefix) is not None
+        return rule.startswith("-:") and name_patterns.match(rule[2:], prefix)
     if method.startswith("modelopt"):
         return rule in prefix or fnmatch(prefix, rule)
     if method in ("awq", "mxfp4"):
@@ -218,6 +218,15 @@ def _count(value: Any, name: str) -> int:
     return count
 
 
+def _per(size: int, group: int, layer: Linear | str) -> int:
+    """Groups of ``group`` in a dimension of ``size`` per rank: vLLM refuses a group that does not divide it ("The
+    input size is not aligned with the quantized weight shape")."""
+    if size % group:
+        where = "/".join(layer.prefixes) if isinstance(layer, Linear) else layer
+        raise _refuse(f"{where}: a size per rank of {size} is not whole groups of {group} (vLLM refuses it)")
+    return size // group
+
+
 # ---- tensors the methods share ------------------------------------------------------------------------
 def _w8_linear(layer: Linear, scale: Made, input_scale: tuple[int, ...] | None, dtype: torch.dtype = FP8) -> Made:
     """An 8-bit ``weight`` [out, in], its ``scale`` tensor, and a static activation's float32 ``input_scale``."""
@@ -285,7 +294,7 @@ def _check_fp8_block(block: tuple[int, int] | None, name: str, layer: Linear, sp
             raise UsageError.for_field(
                 "tp",
                 f"{name}: {what} size per rank {size} is not a multiple of the fp8 block {block[step]} "
-                "(vLLM refuses it)",
+                "(vLLM refuses it)",  # the Sharder offers the tps that split it, each tried on the model
             )
 
 
@@ -356,7 +365,7 @@ def _gptq_config(scheme: QuantScheme, prefixes: tuple[str, ...]) -> dict[str, An
     """The base config with the first positive ``dynamic`` rule matching the module applied (``override_config``)."""
     config = dict(scheme.config)
     for pattern, override in (scheme.get("dynamic") or {}).items():
-        if not pattern.startswith("-:") and any(re.match(pattern.removeprefix("+:"), p) for p in prefixes):
+        if not pattern.startswith("-:") and any(name_patterns.match(pattern.removeprefix("+:"), p) for p in prefixes):
             return {**config, **(override if isinstance(override, Mapping) else {})}
     return config
 
@@ -377,7 +386,7 @@ def gptq_linear(scheme: QuantScheme, layer: Linear) -> Made | None:
     config = _gptq_config(scheme, layer.prefixes)
     bits, group = _bits_group(config, layer.inp)
     pack = 32 // bits
-    groups = 1 if config.get("group_size", -1) == -1 else layer.inp // group
+    groups = 1 if config.get("group_size", -1) == -1 else _per(layer.inp, group, layer)
     return [
         ("qweight", (layer.inp // pack, layer.out), torch.int32),
         ("scales", (groups, layer.out), scheme.dtype),
@@ -397,7 +406,7 @@ def awq_linear(scheme: QuantScheme, layer: Linear) -> Made | None:
     """Packed along the output; groups = in per rank / group size."""
     bits, group = _bits_group(scheme.config, layer.inp)
     pack = 32 // bits
-    groups = layer.inp // group
+    groups = _per(layer.inp, group, layer)
     return [
         ("qweight", (layer.inp, layer.out // pack), torch.int32),
         ("qzeros", (groups, layer.out // pack), torch.int32),
@@ -441,7 +450,7 @@ def ct_linear(scheme: QuantScheme, layer: Linear) -> Made | None:
     static = bool(inputs) and not inputs.get("dynamic", False)
     if kind == "int" and not inputs and fmt == "pack-quantized" and strategy in ("group", "channel"):
         group_size = _count(weights.get("group_size") or -1, "group_size") if strategy == "group" else -1
-        groups = 1 if group_size == -1 else layer.inp // group_size
+        groups = 1 if group_size == -1 else _per(layer.inp, group_size, layer)
         made: Made = [
             ("weight_packed", (layer.out, _cdiv(layer.inp * bits, 32)), torch.int32),
             ("weight_scale", (layer.out, groups), scheme.dtype),
@@ -540,7 +549,7 @@ def modelopt_linear(scheme: QuantScheme, layer: Linear) -> Made | None:
             raise _refuse(f"NVFP4: {'/'.join(layer.prefixes)} input size per rank {layer.inp} is not a multiple of 16")
         return [("weight", (layer.out, layer.inp // 2), torch.uint8), ("input_scale", (layer.parts,), F32),
                 ("weight_scale_2", (layer.parts,), F32),
-                ("weight_scale", (layer.out, layer.inp // group), FP8)]  # fmt: skip
+                ("weight_scale", (layer.out, _per(layer.inp, group, layer)), FP8)]  # fmt: skip
     if algo == "FP8":
         return _w8_linear(layer, [("weight_scale", (layer.parts,), F32)], (layer.parts,))
     if algo == "FP8_PER_CHANNEL_PER_TOKEN":
@@ -558,7 +567,8 @@ def modelopt_moe(scheme: QuantScheme, experts: int, inter: int, hidden: int, bia
         return _w8_experts(experts, inter, hidden, _pair("weight_scale", (experts, 2), (experts,), F32), True, [])
     group, u8 = _modelopt(scheme)[2], torch.uint8
     made = _pair("weight", (experts, 2 * inter, hidden // 2), (experts, hidden, inter // 2), u8)
-    made += _pair("weight_scale", (experts, 2 * inter, hidden // group), (experts, hidden, inter // group), FP8)
+    scales = (experts, 2 * inter, _per(hidden, group, "experts")), (experts, hidden, _per(inter, group, "experts"))
+    made += _pair("weight_scale", *scales, FP8)
     made += _pair("weight_scale_2", (experts, 2), (experts,), F32)
     return made + _pair("input_scale", (experts, 2), (experts,), F32)
 

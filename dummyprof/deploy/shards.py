@@ -18,6 +18,7 @@ import torch
 from torch import nn
 
 from dummyprof.anatomy import dtype_name, qualified_name
+from dummyprof.deploy.engine_tree import engine_tree
 from dummyprof.deploy.plan import (
     COLUMN,
     EMBED,
@@ -50,6 +51,7 @@ from dummyprof.layout import (
 from dummyprof.units import MAX_WORLD_RANKS
 
 META = torch.device("meta")
+NO_QUANT = "give --quantization none to count the model unquantized"
 
 
 @dataclass(frozen=True)
@@ -134,8 +136,8 @@ class Sharder:
         advise: bool = True,
     ) -> None:
         self.model = model
+        self.advise = advise  # a tp refused offers the tps that pass (each tried on the model first)
         self.quant = quant  # a quantized checkpoint: each shard is rewritten into the method's tensors
-        self.advise = advise  # a refused tp names the nearest that pass (False: the check behind that advice)
         self.layout = layout
         self.dims = dims or ModelDims.of(model)
         self.planner = Planner(model)
@@ -194,15 +196,17 @@ class Sharder:
             if layout.expert_parallel and layout.ep % t:  # --ep as given must still equal tp x dp
                 return False
             try:
-                other = Sharder(
+                tried = Sharder(
                     self.model,
                     dataclasses.replace(layout, tp=t, dp=layout.ep // t if layout.expert_parallel else layout.dp),
                     self.dims,
                     self.quant,
                     advise=False,
                 )
-                if self.quant is not None:  # what the method refuses shows in a shard (every rank's sizes alike)
-                    other.build(other.layout.coords()[0])
+                if self.quant is not None:  # the method's own checks (fp8 blocks) run on a built shard
+                    for coord in tried.layout.coords():
+                        if coord.tp_rank == coord.dp_rank == 0:  # every tp rank of a stage holds the same sizes
+                            tried.build(coord)
             except UsageError:
                 return False
             return True
@@ -211,7 +215,9 @@ class Sharder:
         below = next((t for t in range(min(layout.tp, top + 1) - 1, 0, -1) if passes(t)), None)
         above = next((t for t in range(layout.tp + 1, top + 1) if passes(t)), None)
         offers = " or ".join(f"--tp {t}" for t in (below, above) if t is not None)
-        return f"try {offers}" if offers else f"no tp up to {top} splits this model"
+        if offers:
+            return f"try {offers}"
+        return f"no tp up to {top} splits this model" + (f"; {NO_QUANT}" if self.quant is not None else "")
 
     # ---- where things live -------------------------------------------------------------
     def _find_layers(self) -> tuple[str, int]:
@@ -435,10 +441,13 @@ class Sharder:
         if self.quant is not None:
             try:
                 self.quant.apply(shard, self.layout, self.dims.kv_heads)
-            except UsageError as refused:  # a quantized split vLLM refuses (fp8 blocks, groups): say what passes
+            except UsageError as refused:
                 if not self.advise or refused.field != "tp":
                     raise
+                if self.layout.tp == 1:  # whole blocks missing on one rank are missing on more: no tp helps
+                    raise UsageError.for_field("quantization", f"{refused.message}, at any tp; {NO_QUANT}") from None
                 raise UsageError.for_field("tp", f"{refused.message}; {self._tp_advice()}") from None
+        engine_tree(root, self.model, device)
         return shard
 
     def _fused(

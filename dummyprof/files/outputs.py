@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import os
+import re
 import stat
 import tempfile
 from collections.abc import Iterable, Sequence
@@ -16,6 +17,7 @@ from pathlib import Path
 
 from dummyprof.errors import UsageError
 from dummyprof.files.inputs import RunInput, imported_sources
+from dummyprof.files.undecodable import ERRORS as UNDECODABLE
 
 STDOUT = "-"
 STEP_SUMMARY = "GITHUB_STEP_SUMMARY"
@@ -27,6 +29,7 @@ class Output:
     path: Path
     append: bool = False  # appended, never truncated: only the CI step summary (is_step_summary)
     stdout: bool = False  # the flag documents '-' as standard output (--json)
+    own: frozenset[str] = frozenset()  # kinds of file (own_kind) this output replaces without --force
 
     @property
     def is_stdout(self) -> bool:
@@ -51,12 +54,22 @@ def new_file_mode() -> int:
     return 0o666 & ~mask
 
 
+def _make_folder(flag: str, folder: Path, path: Path) -> None:
+    """A missing folder of an output is created, as pytest's ``--junitxml`` creates its own (``out/junit.xml``)."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        raise UsageError(flag, f"cannot create {path}: a folder in its path is a file") from None
+    except OSError as exc:
+        raise UsageError(flag, f"cannot create the folder {folder} for {path}: {exc.strerror or exc}") from None
+
+
 def _probe_folder(flag: str, folder: Path, path: Path) -> None:
-    """Create and remove a temporary file in ``folder``: the later write, done now."""
+    """Create and remove a temporary file in ``folder`` (created if missing): the later write, done now."""
     if not folder.is_dir():
         if folder.exists():
             raise UsageError(flag, f"cannot create {path}: {folder} is a file, not a directory")
-        raise UsageError(flag, f"directory {folder} does not exist; create it first")
+        _make_folder(flag, folder, path)
     if not os.access(folder, os.W_OK | os.X_OK):
         raise UsageError(flag, f"cannot create {path}: no permission to write in {folder}")
     try:
@@ -96,6 +109,37 @@ def example_name(flag: str) -> str:
     return EXAMPLE_NAMES.get(flag, "results.json")
 
 
+# A file dummyprof wrote, told by its first bytes: the kind of report ("json", "junit", "markdown", "html") and the
+# command it records. A file of a kind an output lists in ``own`` (its earlier run's) is replaced without --force,
+# as a test runner replaces its own JUnit file; any other existing file still needs --force.
+HEAD_BYTES = 4096
+OWN_HEADS = (
+    ("json", re.compile(r'\{\s*"command": "([a-z-]+)",\s*"schema_version": \d+,\s*"dummyprof_version": "')),
+    ("junit", re.compile(r'(?:<\?xml[^>]*\?>\s*)?<testsuites name="dummyprof (gate)"')),
+    ("markdown", re.compile(r"## dummyprof ([a-z-]+)\n")),
+    ("html", re.compile(r"<!DOCTYPE html>.*?<title>dummyprof ([a-z-]+)</title>", re.DOTALL | re.IGNORECASE)),
+)
+
+
+def own_kind(path: Path | str) -> str | None:
+    """``json:gate``, ``junit:gate``, ``markdown:compare``...: the report dummyprof wrote at ``path``; None for any
+    other file (or one that cannot be read)."""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(HEAD_BYTES).decode("utf-8", "replace")
+    except OSError:
+        return None
+    for kind, pattern in OWN_HEADS:
+        found = pattern.match(head)
+        if found:
+            return f"{kind}:{found[1]}"
+    return None
+
+
+def _is_own(output: Output, path: Path | str) -> bool:
+    return bool(output.own) and own_kind(path) in output.own
+
+
 def path_of(flag: str, text: str) -> Path:
     """The path a flag names; an empty value (an unset ``$VAR``) is refused by name."""
     if not text.strip():
@@ -125,7 +169,7 @@ def probe_output(output: Output, *, force: bool) -> None:
     if _is_stream(st.st_mode) or output.append:
         _probe_open(flag, path)
         return
-    if not force:
+    if not force and not (stat.S_ISREG(st.st_mode) and _is_own(output, path)):
         raise UsageError(flag, f"{path} already exists; pass --force to overwrite it or choose another name")
     if stat.S_ISREG(st.st_mode):  # replaced by a rename in the target's own folder
         _probe_folder(flag, Path(os.path.realpath(path)).parent, path)
@@ -192,12 +236,15 @@ def check_outputs(outputs: Sequence[Output], *, force: bool, inputs: Iterable[Ru
 
 def publish(path: Path, text: str, *, replace: bool) -> None:
     """``text`` to a temporary file in ``path``'s folder, moved into place: renamed over what is there (``replace``,
-    keeping a regular file's mode) or linked (FileExistsError if anything is there); never half a file."""
+    keeping a regular file's mode) or linked (FileExistsError if anything is there); never half a file. A name that
+    was not UTF-8 is written as a visible escape (files/undecodable.py), never as a UnicodeEncodeError."""
     st = _stat(path) if replace else None
     mode = stat.S_IMODE(st.st_mode) if st is not None and stat.S_ISREG(st.st_mode) else new_file_mode()
+    if not path.parent.is_dir():  # created when probed; made again if it went while the run measured
+        path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        with os.fdopen(fd, "w", encoding="utf-8", errors=UNDECODABLE) as handle:
             handle.write(text)
             handle.flush()
             os.fchmod(handle.fileno(), mode)  # mkstemp makes 0600; give the file the mode open() would
@@ -210,7 +257,9 @@ def publish(path: Path, text: str, *, replace: bool) -> None:
         except FileExistsError:
             raise
         except OSError:  # no hard links on this file system: exclusive create, written in place
-            with os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode), "w", encoding="utf-8") as out:
+            with os.fdopen(
+                os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode), "w", encoding="utf-8", errors=UNDECODABLE
+            ) as out:
                 out.write(text)
     finally:
         with contextlib.suppress(OSError):
@@ -224,10 +273,10 @@ def write_output(output: Output, text: str, *, force: bool) -> None:
         raise IsADirectoryError(21, "Is a directory", str(output.path))
     # Appended to (the step summary), or a FIFO or device: written into, never replaced.
     if output.append or (st is not None and not stat.S_ISREG(st.st_mode)):
-        with open(real, "a" if output.append else "w", encoding="utf-8") as handle:
+        with open(real, "a" if output.append else "w", encoding="utf-8", errors=UNDECODABLE) as handle:
             handle.write(text)
     else:
-        publish(real, text, replace=force)
+        publish(real, text, replace=force or (st is not None and _is_own(output, real)))
 
 
 def write_outputs(items: Sequence[tuple[Output, str]], *, force: bool) -> list[str]:

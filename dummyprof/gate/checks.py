@@ -6,7 +6,7 @@ from __future__ import annotations
 from dummyprof.gate.config import GateConfig, RatioCheck, ScenarioConfig
 from dummyprof.gate.fingerprint import COUNTER_FIELDS, TIMING_FIELDS, differences
 from dummyprof.gate.stats import compare_timings
-from dummyprof.results.common import CPU_STEAL
+from dummyprof.results.common import CPU_STEAL, Contention
 from dummyprof.results.gate import (
     IMPROVED,
     NOT_COMPARABLE,
@@ -107,7 +107,24 @@ def _timing(
     outcome = compare_timings(metric.samples, then.samples, factor=config.factor, alpha=config.alpha)
     check.change, check.p_value = outcome.change, outcome.p_value
     check.verdict, check.detail = outcome.verdict, outcome.detail
+    if then.contended:  # recorded with baseline --allow-contended: judged, and said
+        busy = ", ".join(then.contended)
+        check.detail = f"{check.detail}; the baseline's rounds were timed on a busy machine ({busy})".lstrip("; ")
     return check
+
+
+def reading(found: Contention | None) -> str:
+    """The contention figures a run read over its timed rounds: ``CPU pressure 36%, steal 0%``."""
+    if found is None:
+        return "no reading"
+    parts = []
+    if found.pressure is not None:
+        parts.append(f"CPU pressure {found.pressure:.0%}")
+    elif found.load_per_core is not None:
+        parts.append(f"load {found.load_per_core:.2f} per core")
+    if found.steal is not None:
+        parts.append(f"steal {found.steal:.0%}")
+    return ", ".join(parts) or "no reading"
 
 
 def _contended(run: ScenarioRun, names: list[str]) -> str | None:
@@ -119,7 +136,10 @@ def _contended(run: ScenarioRun, names: list[str]) -> str | None:
         codes = [c for c in codes if c != CPU_STEAL]
     if not codes:
         return None
-    return f"timed while the machine was contended ({', '.join(dict.fromkeys(codes))}): not judged; rerun quiet"
+    return (
+        f"timed on a busy machine ({reading(run.contention)} over the rounds: {', '.join(dict.fromkeys(codes))}), "
+        "so not judged: skipped (exit 0; --strict makes it exit 3); judged when the gate runs on a quiet machine"
+    )
 
 
 def planned_checks(scenario: ScenarioConfig) -> list[tuple[str, str]]:

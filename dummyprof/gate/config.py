@@ -217,8 +217,42 @@ def _code_file(folder: Path, spec: Any) -> Any:
     return f"{folder / target}:{attr}"
 
 
+HF = "hf:"  # models/huggingface.PREFIX (the gate's config reader imports no torch)
+MMAP = "mmap:"  # allocation/backings.MMAP_PREFIX
+
+
+def _is_hub_id(target: str) -> bool:
+    """``ORG/NAME``: a Hugging Face hub id, not a path, unless the config's folder holds it (checked first)."""
+    return target.count("/") == 1 and not target.startswith((".", "/", "~")) and not target.endswith(".json")
+
+
+def _model(folder: Path, spec: Any) -> Any:
+    """A ``model`` value relative to the config's folder: ``hf:config.json``, ``hf:FOLDER`` (a hub id ``hf:ORG/NAME``
+    stays one unless the config's folder holds that path) and ``./file.py:callable``."""
+    if not isinstance(spec, str) or not spec.startswith(HF):
+        return _code_file(folder, spec)
+    target = spec.removeprefix(HF)
+    if not target or Path(target).expanduser().is_absolute() or target.startswith("~"):
+        return spec
+    here = folder / target
+    if _is_hub_id(target) and not here.exists():
+        return spec
+    return f"{HF}{here}"  # also when it is missing: the error then names the file next to the config
+
+
+def _backing(folder: Path, spec: Any) -> Any:
+    """``mmap:PATH`` (a file made for the tables) relative to the config's folder."""
+    if not isinstance(spec, str) or not spec.startswith(MMAP):
+        return spec
+    target = spec.removeprefix(MMAP)
+    if not target or Path(target).expanduser().is_absolute() or target.startswith("~"):
+        return spec
+    return f"{MMAP}{folder / target}"
+
+
 def _relative_to_config(path: Path, table: dict[str, Any]) -> dict[str, Any]:
-    """``model`` and ``loaders`` files are found next to the config, as a user reading it expects, not in the cwd.
+    """Every path a scenario's options hold is relative to the config, as a user reading it expects, never to the
+    working folder: ``model`` (a file, an ``hf:`` config or folder), ``loaders``, an ``mmap:`` ``backing``.
 
     At every level: a sweep's options nest the swept command's (``[scenarios.S.options.compare]``).
     """
@@ -228,9 +262,11 @@ def _relative_to_config(path: Path, table: dict[str, Any]) -> dict[str, Any]:
         for k, v in table.items()
     }
     if "model" in table:
-        table["model"] = _code_file(folder, table["model"])
+        table["model"] = _model(folder, table["model"])
     if isinstance(table.get("loaders"), list):
         table["loaders"] = [_code_file(folder, spec) for spec in table["loaders"]]
+    if "backing" in table:
+        table["backing"] = _backing(folder, table["backing"])
     return table
 
 

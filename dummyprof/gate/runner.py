@@ -12,7 +12,7 @@ from dummyprof.gate.checks import evaluate
 from dummyprof.gate.config import GateConfig, ScenarioConfig
 from dummyprof.gate.fingerprint import make_fingerprint
 from dummyprof.gate.metrics import FIT
-from dummyprof.results.common import Environment
+from dummyprof.results.common import Contention, Environment
 from dummyprof.results.gate import EXIT_INCOMPLETE, CheckResult, GateResult, Metric, ScenarioRun, gate_exit_code
 from dummyprof.results.session import Results
 from dummyprof.results.store import load_results
@@ -35,6 +35,7 @@ def measure_scenario(
     try:
         results = scenario.command.run(scenario.options, progress=progress)
         run.metrics = scenario.command.extract(results)
+        run.contention = _contention(results)
     except DoesNotFitError as exc:  # valid options that this machine cannot hold: a measurement problem
         run.error = f"does not fit on this machine: {flag_text(exc)}"
     except UsageError as exc:
@@ -52,6 +53,15 @@ def measure_scenario(
         ignore=scenario.command.not_in_fingerprint,
     )
     return run, environment
+
+
+def _contention(results: Results) -> Contention | None:
+    """How busy the machine was while the scenario timed: its contended reading where it has one (a sweep's point,
+    an engram rank), else the first."""
+    sections = [getattr(results, name, None) for name in ("compare", "engram", "sweep", "deployment")]
+    sections += [record.engram for record in results.ranks]
+    found = [c for s in sections if s is not None and (c := getattr(s, "contention", None)) is not None]
+    return next((c for c in found if c.contended), found[0] if found else None)
 
 
 def measure_all(
@@ -92,6 +102,20 @@ def make_baseline(
     runs, environment = measure_all(config, scenarios, progress)
     section = _section(config, runs, exit_code=EXIT_INCOMPLETE if any(r.error is not None for r in runs) else 0)
     return Results(command="baseline", environment=environment, gate=section)
+
+
+def contended_timings(scenarios: list[ScenarioConfig], results: Results) -> list[tuple[ScenarioRun, list[str]]]:
+    """Each scenario whose timing checks' times (what ``gate`` judges against the baseline) were measured on a
+    contended machine, with those times' names: a baseline keeps none of them unless asked to."""
+    assert results.gate is not None
+    runs = {run.name: run for run in results.gate.scenarios}
+    found = []
+    for scenario in scenarios:
+        run = runs[scenario.name]
+        names = [name for name in scenario.timings if name in run.metrics and run.metrics[name].contended]
+        if names:
+            found.append((run, names))
+    return found
 
 
 def load_baseline(path: Path) -> dict[str, ScenarioRun]:
@@ -142,10 +166,14 @@ def run_gate(
     baseline: dict[str, ScenarioRun],
     baseline_path: Path,
     progress: Callable[[str], Progress | None] | None = None,
+    *,
+    strict: bool = False,
 ) -> Results:
     runs, environment = measure_all(config, scenarios, progress)
     checks = evaluate(config, scenarios, {r.name: r for r in runs}, baseline)
-    section = _section(config, runs, baseline_path=str(baseline_path), checks=checks, exit_code=gate_exit_code(checks))
+    code = gate_exit_code(checks, strict=strict)
+    section = _section(config, runs, baseline_path=str(baseline_path), checks=checks, exit_code=code)
+    section.strict = strict
     return Results(command="gate", environment=environment, gate=section)
 
 

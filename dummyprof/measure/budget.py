@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -80,6 +81,17 @@ LIMIT_FIXES = {
     "/dev/shm": "/dev/shm is the limit, not --max-memory: free space there or use another --backing",
     "GPU": "the GPU's free memory is the limit, not --max-memory: free it or lower the size",
 }
+
+
+# A time budget a refusal offers holds what the refusing check predicted, its interval's spread and this margin on
+# top: another run on the same machine predicts again, a little higher or lower.
+OFFER_MARGIN = 1.25
+
+
+def offered_seconds(needed_s: float, *, noise: float = 1.0) -> int:
+    """The ``--time-budget`` a refusal offers for ``needed_s`` predicted (``noise``: the prediction's high end over
+    its point), with :data:`OFFER_MARGIN`, in whole seconds: a value that passes the same check when followed."""
+    return max(1, math.ceil(needed_s * max(noise, 1.0) * OFFER_MARGIN))
 
 
 def limit_flag(limit: str) -> str:

@@ -23,9 +23,10 @@ LEVEL = 0.95  # of the prediction interval
 class SamplingError(ValueError):
     """No sample size fits both the memory and the time budget; ``binding``: memory, time or table size."""
 
-    def __init__(self, message: str, binding: str = "") -> None:
+    def __init__(self, message: str, binding: str = "", *, needed_s: float | None = None) -> None:
         super().__init__(message)
         self.binding = binding
+        self.needed_s = needed_s  # time binding: the seconds the smallest samples need
 
 
 def fit_line(xs: Sequence[float], ys: Sequence[float]) -> LinearFit:
@@ -211,6 +212,8 @@ def sample_sizes(
         if step == limits[0]:
             binding = "table size"
         raise SamplingError(
-            f"no sample of {points} sizes fits the {binding} budget (largest step {step} rows)", binding
+            f"no sample of {points} sizes fits the {binding} budget (largest step {step} rows)",
+            binding,
+            needed_s=units * seconds_per_row * min_rows if binding == "time" else None,
         )
     return [k * step for k in range(1, points + 1)]

@@ -9,7 +9,7 @@ import torch
 from torch import nn
 
 from dummyprof.errors import UsageError
-from dummyprof.layout import EngramRange, engram_heads_problem, engram_range
+from dummyprof.layout import EngramRange, engram_range, engram_split_refusal
 from dummyprof.schema import check_values
 from dummyprof.shapes import EngramShape
 
@@ -114,28 +114,9 @@ def validate_engram_spec(spec: EngramSpec) -> None:
             f"{spec.dim} is not a multiple of the scale block ({spec.block_size} elements, one scale byte each); "
             f"try --dim {fixed}",
         )
-    ranks = spec.layout.world
-    if not spec.rank < ranks:
-        raise UsageError.for_field(
-            "rank", f"must be between 0 and {ranks - 1} (tp {spec.tp} x dp {spec.dp} ranks), got {spec.rank}"
-        )
-    if spec.rows < ranks:  # not one row, so not one head, for every rank: no --heads can help (--heads not given)
-        raise UsageError.for_field(
-            "rows",
-            f"{spec.rows} rows cannot give each of {ranks} ranks a hash head; use --rows {ranks} or more, or at most "
-            f"{spec.rows} ranks",
-        )
-    # A multiple of the ranks, at most the rows, is a --heads that passes both checks below.
-    fits = spec.rows // ranks * ranks
-    heads = spec.num_heads
-    problem = engram_heads_problem(heads, spec.layout)
-    if problem is not None:  # vLLM's own refusal
-        raise UsageError.for_field(
-            "heads", f"{problem} (tp {spec.tp} x dp {spec.dp}); use --heads {ranks} or a multiple of it"
-        )
-    if heads > spec.rows:
-        fix = f"at most --heads {spec.rows}" if ranks == 1 else f"--heads {fits}"
-        raise UsageError.for_field("heads", f"{heads} heads is more than the {spec.rows} rows; use {fix}")
+    refused = engram_split_refusal(spec.rows, spec.heads, spec.layout, spec.rank)
+    if refused is not None:
+        raise refused
     total = spec.tables * engram_table_bytes(spec.rows, spec.dim, spec.block_size)
     if total > MAX_TABLE_BYTES:
         fitting = MAX_TABLE_BYTES // (spec.tables * spec.row_bytes)

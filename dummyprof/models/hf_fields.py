@@ -7,6 +7,7 @@ error. Each field is checked here by name, so the message names the field and th
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 from functools import lru_cache
@@ -26,6 +27,16 @@ POSITIVE = (
     "num_key_value_heads",
     "head_dim",
 )
+# A checkpoint's quantization: checked by deploy/quant_config.py for the method vLLM builds from it.
+QUANTIZATION_CONFIGS = ("quantization_config", "compression_config")
+# The rope parameters: a mapping, or one per layer type (Gemma-3); their positions and dimensions are sizes too.
+ROPE_FIELDS = ("rope_scaling", "rope_parameters")
+# Rope parameters that are numbers, wherever the config keeps them; those that must be above 0.
+ROPE_NUMBERS = frozenset(
+    ("factor", "partial_rotary_factor", "rope_theta", "beta_fast", "beta_slow", "mscale", "mscale_all_dim",
+     "low_freq_factor", "high_freq_factor", "attention_factor", "extrapolation_factor")
+)  # fmt: skip
+ROPE_POSITIVE = frozenset(("factor", "partial_rotary_factor", "rope_theta", "low_freq_factor", "high_freq_factor"))
 # One dimension past this is no model (and a product of two would overflow torch's int64 sizes).
 MAX_DIMENSION = 1 << 32
 
@@ -68,6 +79,19 @@ def field_error(name: str, value: Any, defaults: Mapping[str, Any]) -> str | Non
     return None
 
 
+def rope_error(name: str, value: Any) -> str | None:
+    """Why ``value`` cannot be the rope parameter ``name`` (a scaling factor, a share, a base), or None."""
+    if name not in ROPE_NUMBERS or value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return f"{value!r} is not a number"
+    if name in ROPE_POSITIVE and value <= 0:
+        return f"{value!r} is not above 0"
+    if name == "partial_rotary_factor" and value > 1:
+        return f"{value!r} is more than the whole head (a share of at most 1)"
+    return None
+
+
 def _named(where: str, field: str) -> str:
     return f"{where}: config field {field}" if where else f"config field {field}"
 
@@ -79,14 +103,31 @@ def check_fields(data: Mapping[str, Any], model_type: str, *, flag: str, where: 
     """
     defaults = _class_defaults(model_type)
     for name, value in data.items():
+        if name in QUANTIZATION_CONFIGS:
+            continue  # its own rules (a group of -1 is channelwise): deploy/quant_config.py, for the method vLLM builds
+        if isinstance(value, Mapping) and name in ROPE_FIELDS:  # positions and dimensions, by layer type or not
+            for key, inner in value.items():
+                if isinstance(inner, Mapping):
+                    check_fields(inner, "", flag=flag, where=where, prefix=f"{prefix}{name}.{key}.")
+            check_fields(value, "", flag=flag, where=where, prefix=f"{prefix}{name}.")
+            continue
         if isinstance(value, Mapping) and name.endswith("_config"):
             nested_type = value.get("model_type")
             nested = nested_type if isinstance(nested_type, str) else ""
             check_fields(value, nested, flag=flag, where=where, prefix=f"{prefix}{name}.")
             continue
-        problem = field_error(name, value, defaults)
+        problem = field_error(name, value, defaults) or rope_error(name, value)
+        if problem is None and prefix and SIZE_FIELD.search(name) and isinstance(value, str):
+            problem = f"{value!r} is text where a whole number belongs"
         if problem is not None:
             raise UsageError(flag, f"{_named(where, prefix + name)}: {problem}")
+    chunk, local = _whole(data.get("chunk_size")), _whole(data.get("local_size"))
+    if prefix.endswith("dual_chunk_attention_config.") and chunk is not None and local is not None and local > chunk:
+        raise UsageError(
+            flag,
+            f"{_named(where, prefix + 'local_size')}: {local:,} is larger than chunk_size {chunk:,} "
+            "(each chunk holds its local window); give at most chunk_size",
+        )
 
 
 def check_shape(

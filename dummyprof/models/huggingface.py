@@ -12,12 +12,13 @@ from __future__ import annotations
 import contextlib
 import copy
 import difflib
+import functools
 import itertools
 import json
 import logging
 import os
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,7 @@ from dummyprof.files.reading import HF_CONFIG, read_bounded, unique_keys
 from dummyprof.models.hf_fields import check_fields, check_shape
 from dummyprof.models.meta_bounds import BuildLimits, within
 from dummyprof.models.source import FitHint, ModelSource, Quantization
+from dummyprof.noise import spread
 
 PREFIX = "hf:"
 FLAG = "--model"
@@ -388,8 +390,25 @@ def _layers_that_fit(estimate: BuildEstimate, objects: float) -> int:
     return max(0, int((objects - estimate.fixed_objects) // max(1, estimate.objects_per_layer)))
 
 
-def _refuse_estimate(estimate: BuildEstimate, limits: BuildLimits, target: str) -> None:
-    """Before building: more objects than memory holds, or more seconds than the limit, is one line."""
+RETIMES = 4  # more timed two-layer builds behind a layer count offered under the time limit (only when refused)
+
+
+def _seconds_per_object(config: Any, trust_remote_code: bool, clock: Any, layers: int = 2) -> float:
+    """One more timed build of ``layers`` layers, per module and tensor it makes (imports and caches warm)."""
+    small = copy.deepcopy(config)
+    setattr(small, LAYERS_FIELD, layers)
+    t0 = clock()
+    model = _build(small, trust_remote_code)
+    return (clock() - t0) / max(1, _objects(model))
+
+
+def _refuse_estimate(
+    estimate: BuildEstimate, limits: BuildLimits, target: str, retime: Callable[[], float] | None = None
+) -> None:
+    """Before building: more objects than memory holds, or more seconds than the limit, is one line. A layer count
+    offered under the time limit carries the noise of the build's timing: ``retime`` times the two-layer build
+    ``RETIMES`` times more, and the offer is sized at the slowest reading times their spread, so that followed, the
+    next run's estimate (one more such reading) lands under the limit."""
     what = (
         f"{PREFIX}{target}: config field {LAYERS_FIELD}: {estimate.layers:,} layers would build about "
         f"{estimate.objects:,} modules and tensors on meta"
@@ -398,7 +417,9 @@ def _refuse_estimate(estimate: BuildEstimate, limits: BuildLimits, target: str) 
         fit = _layers_that_fit(estimate, limits.max_objects)
         raise limits.too_many_objects(FLAG, what, f"at most {fit:,} layers fit: pass --model-arg {LAYERS_FIELD}={fit}")
     if limits.seconds is not None and estimate.seconds > limits.seconds:
-        fit = _layers_that_fit(estimate, limits.seconds / max(estimate.seconds_per_object, 1e-12))
+        readings = [estimate.seconds_per_object] + ([retime() for _ in range(RETIMES)] if retime is not None else [])
+        slowest = max(readings) * spread(readings)
+        fit = _layers_that_fit(estimate, limits.seconds / max(slowest, 1e-12))
         fix = f"about {fit:,} layers fit: pass --model-arg {LAYERS_FIELD}={fit}"
         raise limits.past_time(FLAG, f"{what}, estimated at {estimate.seconds:,.0f} s, over", fix)
 
@@ -418,7 +439,8 @@ def build_on_meta(
         with within(limits, flag=FLAG, what=f"{PREFIX}{target}{shown}", fix=fix):
             estimate = estimate_build(config, trust_remote_code, limits.clock) if limits is not None else None
             if estimate is not None and limits is not None:
-                _refuse_estimate(estimate, limits, target)
+                retime = functools.partial(_seconds_per_object, config, trust_remote_code, limits.clock)
+                _refuse_estimate(estimate, limits, target, retime)
             return _build(config, trust_remote_code, dtype)
     except DummyprofError:
         raise

@@ -30,20 +30,25 @@ def _element(parent: ET.Element | None, tag: str, text: str | None = None, **att
     return element
 
 
-INCOMPLETE = (NOT_COMPARABLE, NOT_MEASURED, NOT_JUDGED)
+def _incomplete(strict: bool) -> tuple[str, ...]:
+    """The verdicts that are errors (exit code 3): a timing not judged on a busy machine only under --strict;
+    otherwise it is skipped, as a test that could not run here."""
+    return (NOT_COMPARABLE, NOT_MEASURED, NOT_JUDGED) if strict else (NOT_COMPARABLE, NOT_MEASURED)
 
 
-def _tally(checks: list[CheckResult]) -> dict[str, str]:
-    """Regressions are failures; checks that could not be measured, compared or judged are errors (exit code 3)."""
+def _tally(checks: list[CheckResult], strict: bool) -> dict[str, str]:
+    """Regressions are failures; checks that could not be measured or compared are errors (exit code 3)."""
     failures = sum(1 for c in checks if c.verdict == REGRESSED)
-    errors = sum(1 for c in checks if c.verdict in INCOMPLETE)
-    return {"tests": str(len(checks)), "failures": str(failures), "errors": str(errors)}
+    errors = sum(1 for c in checks if c.verdict in _incomplete(strict))
+    skipped = sum(1 for c in checks if c.verdict == NOT_JUDGED and not strict)
+    return {"tests": str(len(checks)), "failures": str(failures), "errors": str(errors), "skipped": str(skipped)}
 
 
 def gate_junit(results: Results, options: RenderOptions | None = None) -> str:
     section = results.gate
     assert section is not None
-    suites = _element(None, "testsuites", name="dummyprof gate", **_tally(section.checks))
+    strict = section.strict
+    suites = _element(None, "testsuites", name="dummyprof gate", **_tally(section.checks, strict))
     by_scenario: dict[str, list[CheckResult]] = {}
     for check in section.checks:
         by_scenario.setdefault(check.scenario, []).append(check)
@@ -52,8 +57,7 @@ def gate_junit(results: Results, options: RenderOptions | None = None) -> str:
             suites,
             "testsuite",
             name=f"dummyprof gate: {scenario}",
-            **_tally(checks),
-            skipped="0",
+            **_tally(checks, strict),
             timestamp=results.created_at[:19],  # JUnit timestamps carry no time zone
         )
         for check in checks:
@@ -63,8 +67,10 @@ def gate_junit(results: Results, options: RenderOptions | None = None) -> str:
             message = _message(check)
             if check.verdict == REGRESSED:
                 _element(case, "failure", message, message=message, type="regression")
-            elif check.verdict in INCOMPLETE:
+            elif check.verdict in _incomplete(strict):
                 _element(case, "error", message, message=message, type=check.verdict.replace(" ", "-"))
+            elif check.verdict == NOT_JUDGED:
+                _element(case, "skipped", message, message=message)
             else:
                 _element(case, "system-out", message)
     ET.indent(suites)

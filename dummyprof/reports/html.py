@@ -69,7 +69,7 @@ def render_html(results: Results, options: RenderOptions | None = None) -> str:
     sections = SECTIONS[results.command](results) if results.command in SECTIONS else []
     figures: dict[str, str] = {}
     body = [_section_html(section, figures) for section in sections if not section.after_tables]
-    heading = "Every figure: the terminal report with --detail" if sections else "Report"
+    heading = "Every figure: the terminal report in full" if sections else "Report"
     body.append(f"<section><h2>{heading}</h2>\n{html_blocks(BLOCKS[results.command](results, True))}\n</section>")
     body += [_section_html(section, figures) for section in sections if section.after_tables]
     notes = "".join(f'<p class="notice">notice: {text(n)}</p>' for n in notices(results))

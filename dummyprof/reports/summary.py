@@ -159,7 +159,9 @@ def gate_summary(section: GateResult) -> str:
     parts = [f"{n} {verdict}" for verdict, n in counts.items() if n]
     outcome = {0: "PASS", 1: "FAIL: regression", 3: "INCOMPLETE: could not measure or not comparable"}
     if counts.get(NOT_JUDGED) and not counts.get(NOT_MEASURED) and not counts.get(NOT_COMPARABLE):
-        outcome[3] = "INCOMPLETE: times not judged (contended)"
+        outcome[3] = "INCOMPLETE: times not judged (--strict)"
+    if counts.get(NOT_JUDGED):
+        outcome[0] = "PASS, timings skipped"  # measured on a busy machine; the reason is each check's detail
     label = outcome.get(section.exit_code, str(section.exit_code))
     if section.unrecorded:
         verdict = "regressions found" if any(c.verdict == REGRESSED for c in section.checks) else "measured"
@@ -169,7 +171,9 @@ def gate_summary(section: GateResult) -> str:
         return line
     # Too long for one line: the outcome's first word, and only the verdicts that did not pass.
     failing = [f"{n} {verdict}" for verdict, n in counts.items() if n and verdict in FAILING]
-    return f"gate {label.split(':')[0]} ({len(section.checks)} checks: {', '.join(failing)}); exit {section.exit_code}"
+    tail = f"({len(section.checks)} checks: {', '.join(failing)}); exit {section.exit_code}"
+    line = f"gate {label} {tail}"
+    return line if len(line) <= SUMMARY_WIDTH else f"gate {label.split(':')[0]} {tail}"
 
 
 def sweep_summary(result: SweepResult) -> str:

@@ -7,7 +7,7 @@ from typing import Any
 
 from msgspec import field
 
-from dummyprof.results.common import Count, Estimate, Record
+from dummyprof.results.common import Contention, Count, Estimate, Record
 
 PASS = "pass"
 REGRESSED = "regressed"
@@ -15,12 +15,12 @@ IMPROVED = "improved"
 NOT_SIGNIFICANT = "not significant"
 NOT_COMPARABLE = "not comparable"
 NOT_MEASURED = "could not measure"
-NOT_JUDGED = "not judged"  # a time measured while the machine was contended: neither passed nor failed
+NOT_JUDGED = "not judged"  # a time measured while the machine was contended: skipped, neither passed nor failed
 VERDICTS = (PASS, REGRESSED, IMPROVED, NOT_SIGNIFICANT, NOT_COMPARABLE, NOT_MEASURED, NOT_JUDGED)
 
 EXIT_PASS = 0
 EXIT_REGRESSION = 1
-EXIT_INCOMPLETE = 3  # could not measure, not comparable, or not judged
+EXIT_INCOMPLETE = 3  # could not measure, not comparable, or (--strict) not judged
 
 
 class Fingerprint(Record):
@@ -63,6 +63,7 @@ class ScenarioRun(Record):
     fingerprint: Fingerprint = field(default_factory=Fingerprint)
     metrics: dict[str, Metric] = {}
     error: str | None = None  # why the scenario could not be measured (a crash is never a regression)
+    contention: Contention | None = None  # how busy the machine was while the scenario timed its rounds
 
 
 class CheckResult(Record):
@@ -92,17 +93,18 @@ class GateResult(Record):
     checks: list[CheckResult] = []
     exit_code: Count = EXIT_PASS
     unrecorded: list[str] = []  # reports or the baseline that could not be written, and why
+    strict: bool = False  # --strict: a check not judged (a contended timing) fails the gate (exit 3)
 
     def counts(self) -> dict[str, Count]:
         return dict.fromkeys(VERDICTS, 0) | Counter(check.verdict for check in self.checks)
 
 
-def gate_exit_code(checks: list[CheckResult]) -> int:
-    """1 for a regression (a definite finding wins), else 3 if anything could not be measured, compared or judged
-    (a time under contention), else 0."""
+def gate_exit_code(checks: list[CheckResult], *, strict: bool = False) -> int:
+    """1 for a regression (a definite finding wins), else 3 if anything could not be measured or compared, else 0.
+    A time not judged (measured under contention) is skipped: 0, unless ``strict`` (then 3)."""
     verdicts = {c.verdict for c in checks}
     if REGRESSED in verdicts:
         return EXIT_REGRESSION
-    if verdicts & {NOT_COMPARABLE, NOT_MEASURED, NOT_JUDGED}:
+    if verdicts & {NOT_COMPARABLE, NOT_MEASURED} or (strict and NOT_JUDGED in verdicts):
         return EXIT_INCOMPLETE
     return EXIT_PASS

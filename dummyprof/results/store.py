@@ -18,6 +18,7 @@ import msgspec
 
 from dummyprof.errors import ResultsFileError
 from dummyprof.files.reading import RESULTS, DuplicateKeyError, FileKind, read_bounded, said, unique_keys
+from dummyprof.files.undecodable import spelled_values
 from dummyprof.gc_pause import gc_paused
 from dummyprof.results.compare import CompareResult
 from dummyprof.results.session import SCHEMA_VERSION, Results
@@ -25,13 +26,20 @@ from dummyprof.results.whole import Refused, check_whole
 
 
 def results_to_json(results: Results) -> str:
-    """``json.dumps(indent=2)``'s text, 4x faster: its C encoder's, indented by msgspec (keeping every token)."""
+    """``json.dumps(indent=2)``'s text, 4x faster: its C encoder's, indented by msgspec (keeping every token).
+
+    Only what ``load_results`` reads back is written: the whole file's checks run first (``Refused``, naming the
+    field), and a name that was not UTF-8 is spelled as a visible escape (files/undecodable.py)."""
+    check_whole(results)
     with gc_paused():  # millions of containers, no cycles
         data = msgspec.to_builtins(results)
     try:
         return msgspec.json.format(json.dumps(data, separators=(",", ":"), allow_nan=False), indent=2) + "\n"
-    except (ValueError, msgspec.DecodeError):  # a NaN, named by the indenting encoder's message; a lone surrogate
+    except msgspec.DecodeError:  # a lone surrogate (a name that was not UTF-8), which no reader takes: spelled
+        data = spelled_values(data)
+    except ValueError:  # a NaN, named by the indenting encoder's message
         return json.dumps(data, indent=2, allow_nan=False) + "\n"
+    return msgspec.json.format(json.dumps(data, separators=(",", ":"), allow_nan=False), indent=2) + "\n"
 
 
 # The section each command fills (its own; a baseline the gate's); a file without it cannot be rendered.

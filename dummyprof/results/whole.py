@@ -6,8 +6,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
+import msgspec
+
+from dummyprof.errors import ImpossibleFigure
 from dummyprof.results.session import Results
-from dummyprof.units import MAX_WORLD_RANKS
+from dummyprof.units import MAX_NESTING, MAX_WORLD_RANKS, nesting_depth
 
 
 class Refused(ValueError):
@@ -45,19 +48,7 @@ def _deployment(d: Any, where: str) -> None:
     if sorted(covered) != list(range(d.world)):
         raise Refused(f"{where}.ranks: the entries' ranks are not each rank 0 to {d.world - 1} once")
     ranks = set(covered)
-    nodes = _unique((n.node for n in d.nodes), f"{where}.nodes")
-    for i, r in enumerate(d.ranks):
-        at = f"{where}.ranks[{i}]"
-        if len(r.layers) != 2 or not r.layers[0] <= r.layers[1] <= d.layer_count:
-            raise Refused(f"{at}.layers: {r.layers} is not [start, end) within the {d.layer_count} layers")
-        _names(r.counted_as, ranks, f"{at}.counted_as", "rank")
-        if r.filled_as is not None:
-            _names(r.filled_as, ranks, f"{at}.filled_as", "rank")
-        if nodes:
-            _names(r.node, nodes, f"{at}.node", "node")
-        if r.replicated_bytes + r.padding_bytes > r.held_bytes or r.offloaded_bytes > r.held_bytes:
-            raise Refused(f"{at}.held_bytes: {r.held_bytes} is less than the replicated, padding or offloaded bytes")
-        _unique((s.strategy for s in r.strategies), f"{at}.strategies")
+    _rank_entries(d, where, ranks)
     for i, n in enumerate(d.nodes):
         if not n.ranks:
             raise Refused(f"{where}.nodes[{i}].ranks: a node has at least one rank")
@@ -76,21 +67,30 @@ def _deployment(d: Any, where: str) -> None:
         _names(d.slowest_strategy, strategies, f"{where}.slowest_strategy", f"strategy of rank {d.slowest_rank}")
 
 
-MAX_DEPTH = 64  # a model's options nest a level or two; deeper free-form values are corrupt or hostile
+def _rank_entries(d: Any, where: str, ranks: set[int]) -> None:
+    """Each rank entry's layers, the ranks and node it names, and bytes that can be: none held below its parts,
+    no room larger than the device."""
+    nodes = _unique((n.node for n in d.nodes), f"{where}.nodes")
+    for i, r in enumerate(d.ranks):
+        at = f"{where}.ranks[{i}]"
+        if len(r.layers) != 2 or not r.layers[0] <= r.layers[1] <= d.layer_count:
+            raise Refused(f"{at}.layers: {r.layers} is not [start, end) within the {d.layer_count} layers")
+        _names(r.counted_as, ranks, f"{at}.counted_as", "rank")
+        if r.filled_as is not None:
+            _names(r.filled_as, ranks, f"{at}.filled_as", "rank")
+        if nodes:
+            _names(r.node, nodes, f"{at}.node", "node")
+        if r.replicated_bytes + r.padding_bytes > r.held_bytes or r.offloaded_bytes > r.held_bytes:
+            raise Refused(f"{at}.held_bytes: {r.held_bytes} is less than the replicated, padding or offloaded bytes")
+        _unique((s.strategy for s in r.strategies), f"{at}.strategies")
+        room, device = r.device_room_bytes, d.device_memory_bytes
+        if room is not None and (device is None or room > device):
+            raise Refused(f"{at}.device_room_bytes: {room} is more than the device's {device} bytes")
 
 
 def _shallow(value: Any, where: str) -> None:
-    level = [value]
-    for _ in range(MAX_DEPTH):
-        level = [
-            v
-            for item in level
-            if isinstance(item, (dict, list))
-            for v in (item.values() if isinstance(item, dict) else item)
-        ]
-        if not level:
-            return
-    raise Refused(f"{where}: nested more than {MAX_DEPTH} levels deep (corrupt?)")
+    if nesting_depth(value) > MAX_NESTING:
+        raise Refused(f"{where}: nested more than {MAX_NESTING} levels deep (corrupt?)")
 
 
 def _free_values(results: Results) -> Iterable[tuple[Any, str]]:
@@ -114,3 +114,13 @@ def check_whole(results: Results) -> None:
         value = getattr(results, section)
         if value is not None:
             check(value, f"$.{section}")
+
+
+def check_possible(results: Results) -> None:
+    """Results as a run built them, held to what ``report`` holds their file to (no byte count below zero, every
+    identity true, no room beyond the device): what fails is a bug, refused rather than shown or written."""
+    try:
+        msgspec.convert(msgspec.to_builtins(results), type(results))  # the records' bounds: Count, Int64
+        check_whole(results)
+    except (msgspec.ValidationError, Refused) as exc:
+        raise ImpossibleFigure(str(exc)) from None

@@ -111,7 +111,7 @@ def ranks_table(result: DeploymentResult) -> Table:
     if result.target == "cuda":
         table.notes.append("a GPU deployment: held less offloaded is device-resident, offloaded is host-resident")
     elif result.target == "cpu":
-        table.notes.append("a CPU deployment (--device cpu): every byte is host-resident")
+        table.notes.append("a CPU deployment: every byte is host-resident")
     return table
 
 

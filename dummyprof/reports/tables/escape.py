@@ -21,8 +21,11 @@ import json
 import re
 from typing import Any
 
-# C0 and C1 controls, DEL, and the bidirectional overrides that reorder what a reader sees (Trojan Source).
-_CONTROLS = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029]")
+from dummyprof.files.undecodable import LONE_SURROGATE, spelled_char
+
+# C0 and C1 controls, DEL, the bidirectional overrides that reorder what a reader sees (Trojan Source), and the
+# lone surrogates of a name that was not UTF-8 (files/undecodable.py: m\udcff shows as m\xff).
+_CONTROLS = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029\ud800-\udfff]")
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
@@ -30,6 +33,8 @@ def _spelled(match: re.Match[str]) -> str:
     ch = match.group()
     if ch in _NAMED:
         return _NAMED[ch]
+    if LONE_SURROGATE.match(ch):
+        return spelled_char(ch)
     code = ord(ch)
     return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
 

@@ -3,6 +3,7 @@ rounds or a projection."""
 
 from __future__ import annotations
 
+import math
 import time
 from typing import TYPE_CHECKING
 
@@ -13,6 +14,7 @@ from dummyprof.loaders.counting import CountResult
 from dummyprof.loaders.initializers import FastInitializer
 from dummyprof.loaders.strategies import Strategy, get_strategy
 from dummyprof.loaders.user_loader import loader_strategy
+from dummyprof.measure.budget import offered_seconds
 from dummyprof.measure.device import resolve_device
 from dummyprof.measure.environment import collect_environment
 from dummyprof.models.source import ModelSource
@@ -23,7 +25,7 @@ from dummyprof.scenarios.compare.runner import AutoRepeat, Clock, Progress, run_
 from dummyprof.scenarios.compare.sizing import MetaCounts, count_strategies, counting_limit, decide, projected_result
 from dummyprof.scenarios.compare.trace import trace_fills
 from dummyprof.scenarios.model_choice import check_source_fits, chosen_source
-from dummyprof.units import format_seconds
+from dummyprof.units import format_bytes, format_seconds
 
 if TYPE_CHECKING:
     import torch
@@ -44,6 +46,31 @@ def _repeats_that_fit(predicted_s: float | None, rounds: int, options: CompareOp
     per_round = predicted_s / rounds
     repeat = min(options.repeat - 1, int(options.time_budget / per_round) - options.warmup)
     return repeat if repeat >= MIN_REDUCED_REPEATS else 0
+
+
+def budget_that_measures(decision: SizeDecision, projections: dict[str, Projection]) -> int:
+    """The ``--time-budget`` (whole seconds) under which ``decide`` measures this model instead of projecting it:
+    the measured rounds' prediction at its interval's high end, with the margin a rerun's prediction needs, and
+    the counting and calibration that come before the rounds; at least what calibrates on fresh pages."""
+    predicted = decision.predicted_s or 0.0
+    times = [p.time for p in projections.values()]
+    noise = max(((t.high or 0.0) / t.value for t in times if t.value and t.value > 0), default=1.0)
+    before = decision.counting_s + decision.calibration_s
+    offer = offered_seconds(predicted, noise=noise) + math.ceil(before)
+    return max(offer, math.ceil(decision.fresh_budget_s or 0.0))
+
+
+def _over(decision: SizeDecision) -> str:
+    if decision.reason == "time":
+        return f"its measured rounds are predicted at {format_seconds(decision.predicted_s)}, over the time budget"
+    return f"it needs {format_bytes(decision.needed_bytes)}, over the {format_bytes(decision.budget_bytes)} it may use"
+
+
+def _fill_fix(decision: SizeDecision, projections: dict[str, Projection]) -> str:
+    """The budget that lets this model be filled: a --time-budget that measures it, or the memory it must fit."""
+    if decision.reason == "time":
+        return f"give --time-budget {budget_that_measures(decision, projections)}s, or shrink the model (--model-arg)"
+    return f"shrink the model (--model-arg) to {format_bytes(decision.budget_bytes)} with its largest temporary"
 
 
 def size_up(
@@ -80,16 +107,22 @@ def _repeat(options: CompareOptions, decision: SizeDecision) -> int:
 
 
 def _refuse_projection(
-    options: CompareOptions, decision: SizeDecision, source: ModelSource, device: torch.device, loaders: bool
+    options: CompareOptions,
+    decision: SizeDecision,
+    source: ModelSource,
+    device: torch.device,
+    loaders: bool,
+    projections: dict[str, Projection],
 ) -> None:
     """A projected model is refused without ``--project``, and with what only a real fill gives (a trace, a
-    loader's writes)."""
+    loader's writes); each refusal names the budget that works."""
     if not options.project:
         check_source_fits(source, device, options.max_memory, flag="--preset" if options.preset else source.size_flag)
         raise DoesNotFitError.for_field(
             "time_budget",
             f"{source.description}: the measured rounds are predicted at {format_seconds(decision.predicted_s)}, "
-            f"over the time budget of {format_seconds(options.time_budget)}; raise it or shrink the model",
+            f"over the time budget of {format_seconds(options.time_budget)}; give --time-budget "
+            f"{budget_that_measures(decision, projections)}s or shrink the model",
         )
     for field, wanted, why in (
         ("trace", options.trace, "a trace is recorded from a real fill"),
@@ -98,8 +131,8 @@ def _refuse_projection(
         if wanted:
             raise UsageError.for_field(
                 field,
-                f"{source.description} is projected, not filled, here ({decision.reason} budget); {why}: "
-                "shrink the model (--model-arg) or raise the budget",
+                f"{source.description} is projected, not filled, here ({_over(decision)}); "
+                f"{why}: {_fill_fix(decision, projections)}",
             )
 
 
@@ -121,7 +154,7 @@ def measure(
     source, builtin, meta, decision, projections = size_up(options, device, source)
     repeat = _repeat(options, decision)
     if decision.mode == "projected":
-        _refuse_projection(options, decision, source, device, bool(loaders))
+        _refuse_projection(options, decision, source, device, bool(loaders), projections)
         result = projected_result(source, meta, builtin, projections, decision, str(device))
         return Results(
             command="compare", environment=collect_environment(device), compare=result, notices=list(source.notes)

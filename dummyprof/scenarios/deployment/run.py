@@ -25,6 +25,7 @@ from dummyprof.models.source import ModelSource
 from dummyprof.results import verdict
 from dummyprof.results.deployment import DeploymentResult, NodeEntry
 from dummyprof.results.session import Results
+from dummyprof.results.whole import check_possible
 from dummyprof.scenarios.deployment.options import LayoutGroup
 from dummyprof.scenarios.model_choice import chosen_source
 from dummyprof.scenarios.options import BuildGroups
@@ -117,6 +118,7 @@ class Counted:
         _node_view(self.result, self.offloaded, options)
         results = Results(command="deployment", environment=collect_environment(device), deployment=self.result)
         results.notices.extend(dict.fromkeys(self.notes))
+        check_possible(results)  # an impossible figure is a bug caught here, never shown
         return results
 
 

@@ -13,7 +13,7 @@ import torch
 from dummyprof.allocation.backings import SHM_DIR, Backing, backing_disk_free, disk_free_bytes
 from dummyprof.errors import DoesNotFitError
 from dummyprof.loaders.fp8_methods import FLOOR, FillMethod
-from dummyprof.measure.budget import DEFAULT_SHARE, host_memory, limit_flag, memory_fix
+from dummyprof.measure.budget import DEFAULT_SHARE, host_memory, limit_flag, memory_fix, offered_seconds
 from dummyprof.measure.memory import gpu_free_bytes
 from dummyprof.measure.projection import SamplingError, sample_sizes
 from dummyprof.models.engram import EngramSpec, rank_table_bytes, shard
@@ -178,16 +178,19 @@ class CallCost:
         return self.fixed_s + self.per_row_s * rows
 
 
-def call_costs(small: Rates, large: Rates, rows: int) -> dict[str, CallCost]:
+def call_costs(small: Rates, large: Rates, rows: int, *, dearer: bool = False) -> dict[str, CallCost]:
     """Each call's cost from two pre-probes, ``rows`` and ``2 * rows`` (their per-row rates): the slope, never
     negative nor above either probe's own per-row rate, and the intercept, never above either reading. Noise
     makes a call look dearer, not cheaper: the lower figure is kept, so a budget is refused only when even it
-    overruns."""
+    overruns. ``dearer``: the intercept the dearer reading gives on that slope instead (where the two readings
+    disagree with the line, their noise): what a value offered from these probes is sized by, so that followed,
+    the next run's lower figure (its own readings) lands under it."""
     costs = {}
     for name, rate in small.items():
         t1, t2 = rate * rows, large[name] * 2 * rows
         slope = max(0.0, min((t2 - t1) / rows, rate, large[name]))
-        costs[name] = CallCost(max(0.0, min(t1, t2, t1 - slope * rows)), slope)
+        low = min(t1, t2, t1 - slope * rows)
+        costs[name] = CallCost(max(0.0, max(t1 - slope * rows, t2 - 2 * slope * rows) if dearer else low), slope)
     return costs
 
 
@@ -309,8 +312,14 @@ def plan_samples(
         names = ", ".join(m.name for m in plan.projected)
         if exc.binding == "memory":
             raise DoesNotFitError(limit_flag(limit), f"cannot project {names}: {exc}; {memory_fix(limit)}") from None
-        raise DoesNotFitError.for_field(
-            "time_budget_s", f"cannot project {names}: {exc}; raise --time-budget"
-        ) from None
+        # The sampling share grows at least in proportion to the budget (what is left of it, or its share):
+        # the budget scaled by what the smallest samples need over the share they had holds them.
+        scale = (exc.needed_s or 0.0) / seconds if seconds > 0 else 0.0
+        fix = (
+            f"give --time-budget {offered_seconds(options.time_budget_s * scale)}s"
+            if scale > 1
+            else "raise --time-budget"
+        )
+        raise DoesNotFitError.for_field("time_budget_s", f"cannot project {names}: {exc}; {fix}") from None
     plan.sample_groups = groups
     return sampled

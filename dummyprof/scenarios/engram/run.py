@@ -20,6 +20,7 @@ from dummyprof.measure import contention
 from dummyprof.measure.device import resolve_device
 from dummyprof.measure.environment import collect_environment
 from dummyprof.models.engram import EngramSpec
+from dummyprof.noise import spread
 from dummyprof.results import verdict
 from dummyprof.results.common import Estimate, MemoryUse, copied
 from dummyprof.results.engram import (
@@ -179,9 +180,17 @@ def _refuse_a_budget_too_short(
     anything: a budget is refused only where even that prediction overruns it.
     """
     small = max(1, probe // PRE_PROBE_SHARE)
-    costs = call_costs(calibrate(runner, methods, small), calibrate(runner, methods, 2 * small), small)
-    probe_s, sampling_s = least_seconds(costs, methods, fits, probe, options.repeat)
-    least = sync.broadcast("least", elapsed() + probe_s + sampling_s)  # rank 0's verdict, the same on every rank
+    once, twice = calibrate(runner, methods, small), calibrate(runner, methods, 2 * small)
+    low, high = call_costs(once, twice, small), call_costs(once, twice, small, dearer=True)
+    probe_s, sampling_s = least_seconds(low, methods, fits, probe, options.repeat)
+    spent = elapsed()
+    least = sync.broadcast("least", spent + probe_s + sampling_s)  # rank 0's verdict, the same on every rank
+    # The offer carries the noise these pre-probes measured (the lower figure above is for refusing only): each call
+    # from its dearer reading, and all of it times the widest spread of one call's two figures at the probe's size,
+    # as far as a run meeting the noise at another moment may read above this one.
+    dearer = sum(least_seconds(high, methods, fits, probe, options.repeat))
+    margin = max(spread((low[name].at(probe), high[name].at(probe))) for name in low)
+    offer = sync.broadcast("offer", math.ceil(max(least, (spent + dearer) * margin)))
     if least > options.time_budget_s:
         projects = (
             f" and three sample sizes per group it projects (~{format_seconds(sampling_s)})" if sampling_s else ""
@@ -192,7 +201,7 @@ def _refuse_a_budget_too_short(
             f"probe on {probe:,} rows (~{format_seconds(probe_s)} predicted from smaller probes on this machine "
             f"now){projects}, after "
             f"{format_seconds(least - probe_s - sampling_s)} spent on set-up and those probes; raise --time-budget to "
-            f"{math.ceil(least)} s or more",
+            f"{offer} s or more",
         )
 
 

@@ -77,21 +77,21 @@ def _check_compare_plan(options: SweepOptions) -> None:
     """Refuse, before the smaller points spend minutes, when the largest point's rounds are predicted (as compare
     predicts them) past --time-budget: a sweep never projects."""
     from dummyprof.measure.device import resolve_device
-    from dummyprof.scenarios.compare.measure import size_up
+    from dummyprof.scenarios.compare.measure import budget_that_measures, size_up
 
     largest_value = options.values[-1]
     largest = compare_options(options, largest_value)
     if largest.repeat_auto:
         return  # --repeat auto stops at the budget by itself
-    _, _, _, decision, _ = size_up(largest, resolve_device(largest.device))
+    _, _, _, decision, projections = size_up(largest, resolve_device(largest.device))
     if decision.mode == "projected" and decision.reason == "time":
         point = f"{options.model_arg or options.parameter}={largest_value}"
         raise DoesNotFitError.for_field(
             "time_budget",
             f"the sweep's largest point ({point}) is predicted at {format_seconds(decision.predicted_s)} for "
             f"its {largest.warmup + largest.repeat} rounds, over the {format_seconds(largest.time_budget)} each "
-            f"point may take (a sweep never projects); raise --time-budget past "
-            f"{format_seconds(decision.predicted_s)}, end the range before {largest_value}, or lower --repeat",
+            f"point may take (a sweep never projects); give --time-budget "
+            f"{budget_that_measures(decision, projections)}s, end the range before {largest_value}, or lower --repeat",
         )
 
 

@@ -23,9 +23,6 @@ NOT_A_TIME = {
     ("StrategyResult", "speedup_interval"): "a speedup's bootstrap interval (a ratio)",
     ("GrowthFit", "ci_low"): "a growth exponent's interval",
     ("GrowthFit", "ci_high"): "a growth exponent's interval",
-    ("Verdict", "low"): "the ends a verdict judged against its limit (results/verdict.py), kept beside its code",
-    ("Verdict", "high"): "the ends a verdict judged against its limit (results/verdict.py), kept beside its code",
-    ("MethodResult", "deadline"): "a Verdict: the start-up Estimate's ends judged against --deadline",
 }
 RANGE_ENDS = ("samples", "readings", "low", "high", "floor")
 

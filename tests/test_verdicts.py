@@ -33,12 +33,12 @@ QUIET = Contention(wall_s=60, cores=2, pressure=0.0, steal=0.0, process_cpu_shar
     ],
 )
 def test_a_verdict_is_judged_on_the_interval(low: float, high: float, code: str) -> None:
-    assert judge(low, high, 600.0) == Verdict(code, 600.0, low, high)
+    assert judge(low, high, 600.0) == Verdict(code, 600.0)
 
 
 @pytest.mark.parametrize(("low", "high"), [(100.0, 200.0), (700.0, 800.0), (500.0, 700.0)])
 def test_a_contended_run_gets_no_verdict_whatever_its_interval(low: float, high: float) -> None:
-    assert judge(low, high, 600.0, contended=True) == Verdict(CONTENDED, 600.0, low, high)
+    assert judge(low, high, 600.0, contended=True) == Verdict(CONTENDED, 600.0)
 
 
 def test_an_interval_upside_down_is_a_bug_not_a_verdict() -> None:
@@ -53,18 +53,18 @@ def test_a_byte_count_fits_a_memory_to_the_byte() -> None:
 
 
 @pytest.mark.parametrize(
-    ("verdict", "long", "short"),
+    ("verdict", "ends", "long", "short"),
     [
-        (Verdict(MET, 600.0, 397.0, 481.0), "600 s deadline met, 119 s to spare", "met"),
-        (Verdict(MISSED, 600.0, 742.0, 1120.0), "600 s deadline missed by 142 s", "missed"),
-        (Verdict(UNCERTAIN, 600.0, 397.0, 1120.0), "600 s deadline uncertain: 397 s to 1120 s", "uncertain"),
-        (Verdict(CONTENDED, 600.0, 397.0, 1120.0), "600 s deadline: no verdict", "no verdict"),
+        (Verdict(MET, 600.0), (397.0, 481.0), "600 s deadline met, 119 s to spare", "met"),
+        (Verdict(MISSED, 600.0), (742.0, 1120.0), "600 s deadline missed by 142 s", "missed"),
+        (Verdict(UNCERTAIN, 600.0), (397.0, 1120.0), "600 s deadline uncertain: 397 s to 1120 s", "uncertain"),
+        (Verdict(CONTENDED, 600.0), (397.0, 1120.0), "600 s deadline: no verdict", "no verdict"),
     ],
 )
-def test_the_words_of_each_verdict(verdict: Verdict, long: str, short: str) -> None:
+def test_the_words_of_each_verdict(verdict: Verdict, ends: tuple[float, float], long: str, short: str) -> None:
     """Met: the room left at the interval's high end; missed: the gap at its low end; uncertain: both ends."""
-    assert verdict_text(verdict, "600 s deadline", format_seconds) == long
-    assert verdict_text(verdict, "600 s deadline", format_seconds, short=True) == short
+    assert verdict_text(verdict, ends, "600 s deadline", format_seconds) == long
+    assert verdict_text(verdict, ends, "600 s deadline", format_seconds, short=True) == short
 
 
 def _engram(fill_s: list[float], deadline: float, contention: Contention | None = QUIET) -> Results:
@@ -97,7 +97,8 @@ def test_engram_judges_its_start_up_on_the_rounds(fill_s: list[float], deadline:
     results = _engram(fill_s, deadline)
     assert results.engram is not None
     constant = results.engram.methods[0]
-    assert constant.deadline == Verdict(code, deadline, 4.0, 6.0)
+    assert constant.deadline == Verdict(code, deadline)
+    assert (constant.startup.low, constant.startup.high) == (4.0, 6.0)
     assert constant.over_deadline is (code == MISSED)
     assert summary_line(results) == line
     out = render(results, "terminal", RenderOptions(width=80))
@@ -108,7 +109,7 @@ def test_engram_judges_its_start_up_on_the_rounds(fill_s: list[float], deadline:
 def test_engram_gives_no_verdict_from_a_contended_run_and_says_what_to_do() -> None:
     results = _engram([1.0, 2.0, 3.0], 600.0, BUSY)
     assert results.engram is not None
-    assert results.engram.methods[0].deadline == Verdict(CONTENDED, 600.0, 4.0, 6.0)
+    assert results.engram.methods[0].deadline == Verdict(CONTENDED, 600.0)
     assert results.engram.methods[0].over_deadline is False
     # the answer still comes first: the method, its time, and that there is no verdict
     assert summary_line(results) == ("recommended constant: 5.00 s on cpu; 600 s deadline: no verdict; CONTENDED")

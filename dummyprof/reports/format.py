@@ -200,8 +200,11 @@ def contention_figures(c: Contention) -> str:
 VERDICT_SHORT = {MET: "met", MISSED: "missed", UNCERTAIN: "uncertain", CONTENDED: "no verdict"}
 
 
-def verdict_text(v: Verdict, limit: str, show: Callable[[float], str], *, short: bool = False) -> str:
-    """A verdict against ``limit`` (its words, e.g. '600 s deadline'), the interval's ends written by ``show``:
+def verdict_text(
+    v: Verdict, ends: tuple[float, float], limit: str, show: Callable[[float], str], *, short: bool = False
+) -> str:
+    """A verdict against ``limit`` (its words, e.g. '600 s deadline') on the interval ``ends`` (low, high), written
+    by ``show``:
     met with the room left at the interval's high end (the least there is), missed by the gap at its low end (the
     least it misses by), uncertain with both ends, or no verdict on a contended machine. ``short``: the code's
     word alone, for a narrow column.
@@ -209,11 +212,11 @@ def verdict_text(v: Verdict, limit: str, show: Callable[[float], str], *, short:
     if short:
         return VERDICT_SHORT.get(v.code, v.code)
     if v.code == MET:
-        return f"{limit} met, {show(v.limit - v.high)} to spare"
+        return f"{limit} met, {show(v.limit - ends[1])} to spare"
     if v.code == MISSED:
-        return f"{limit} missed by {show(v.low - v.limit)}"
+        return f"{limit} missed by {show(ends[0] - v.limit)}"
     if v.code == UNCERTAIN:
-        return f"{limit} uncertain: {show(v.low)} to {show(v.high)}"
+        return f"{limit} uncertain: {show(ends[0])} to {show(ends[1])}"
     if v.code == CONTENDED:
         return f"{limit}: no verdict"
     return f"{limit}: {v.code}"  # a code this version does not know (a newer file): shown as it is

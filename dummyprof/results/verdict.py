@@ -16,12 +16,11 @@ CONTENDED = "contended"  # no verdict: the figures were taken on a busy machine 
 
 
 class Verdict(Record):
-    """How a figure with its interval ``[low, high]`` stands against ``limit``, in the figure's own unit."""
+    """How a figure stands against ``limit``, in the figure's own unit; the interval it was judged on is the
+    figure's own (an ``Estimate``'s ``low``/``high``), not repeated here."""
 
     code: str = ""
     limit: float = 0.0
-    low: float = 0.0
-    high: float = 0.0
 
 
 def judge(low: float, high: float, limit: float, *, contended: bool = False) -> Verdict:
@@ -36,7 +35,7 @@ def judge(low: float, high: float, limit: float, *, contended: bool = False) -> 
         code = MISSED
     else:
         code = UNCERTAIN
-    return Verdict(code, limit, low, high)
+    return Verdict(code, limit)
 
 
 def fits(nbytes: int, limit: int) -> bool:

@@ -95,9 +95,15 @@ def deadline_verdict(result: EngramResult, m: MethodResult) -> Verdict | None:
         return None
     if m.deadline is not None:
         return m.deadline
-    low, high = m.startup.span or (value, value)
     busy = result.contention is not None and result.contention.contended
-    return judge(min(low, high), max(low, high), deadline, contended=busy)
+    return judge(*_ends(m), deadline, contended=busy)
+
+
+def _ends(m: MethodResult) -> tuple[float, float]:
+    """The interval a start-up is judged on: its low and high ends (a measured one's too), else the point alone."""
+    value = m.startup.value or 0.0
+    low, high = m.startup.low, m.startup.high
+    return (min(low, high), max(low, high)) if low is not None and high is not None else (value, value)
 
 
 def deadline_text(result: EngramResult, m: MethodResult, *, short: bool = False) -> str:
@@ -106,7 +112,7 @@ def deadline_text(result: EngramResult, m: MethodResult, *, short: bool = False)
     if verdict is None:
         return "" if short else "no --deadline"
     limit = f"{format_seconds(verdict.limit)} deadline"
-    return verdict_text(verdict, limit, lambda s: projected(format_seconds(s), m.startup), short=short)
+    return verdict_text(verdict, _ends(m), limit, lambda s: projected(format_seconds(s), m.startup), short=short)
 
 
 def deadline_cell(result: EngramResult, m: MethodResult) -> str | Cell:

@@ -474,7 +474,7 @@ def derive(result: EngramResult) -> None:
 
 def _startup(result: EngramResult, m: MethodResult) -> None:
     """A method's start-up (the set-up phases and its fill), its largest term, its interval (the sum of the terms'
-    lows and highs, a measured term its fastest and slowest reading; kept where a term was projected) and its
+    lows and highs, a measured term its fastest and slowest reading) and its
     deadline verdict, judged on that interval."""
     times = [*(p.time for p in result.phases), m.time]
     terms = {p.name: p.time.value or 0.0 for p in result.phases}
@@ -483,8 +483,9 @@ def _startup(result: EngramResult, m: MethodResult) -> None:
     low = sum(t.low if t.low is not None else t.value or 0.0 for t in times)
     high = sum(t.high if t.high is not None else t.value or 0.0 for t in times)
     projected = any(t.is_projected for t in times)
-    m.startup = Estimate.projected(total, low, high, device=m.time.device) if projected else Estimate(total)
-    m.startup.device = m.time.device
+    # a measured start-up keeps its ends too (what its verdict is judged on); without samples it draws no range
+    how = PROJECTED if projected else MEASURED
+    m.startup = Estimate(total, how, low=low, high=high, device=m.time.device)
     m.startup_dominant = max(terms, key=lambda k: terms[k])
     m.startup_dominant_share = terms[m.startup_dominant] / total if total > 0 else None
     if result.budget.deadline_s is not None:

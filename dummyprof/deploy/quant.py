@@ -560,9 +560,24 @@ def modelopt_linear(scheme: QuantScheme, layer: Linear) -> Made | None:
                   "by vLLM 0.33 (FP8_PB_WO: 128 x 128 blocks)")  # fmt: skip
 
 
+# The constants vLLM's fused-MoE methods declare (``dummy_weight_value``) on the tensors they create, which its dummy
+# loader fills with them instead of drawing: ModelOptNvFp4FusedMoE keeps dummy scales positive and the gate/up
+# global scales identical.
+DECLARED_MOE: dict[str, dict[str, float]] = {
+    "modelopt_fp4": {
+        "w13_weight_scale": 1.0,
+        "w2_weight_scale": 1.0,
+        "w13_weight_scale_2": 1e-3,
+        "w2_weight_scale_2": 1e-3,
+        "w13_input_scale": 1e-2,
+        "w2_input_scale": 1e-2,
+    }
+}
+
+
 def modelopt_moe(scheme: QuantScheme, experts: int, inter: int, hidden: int, bias: bool) -> Made:
     """FP8: ModelOptFp8MoEMethod. NVFP4 (ModelOptNvFp4FusedMoE): the rank's experts' ``input_scale`` (H200's
-    backend has no global scale)."""
+    backend has no global scale); its scales declare the constants of ``DECLARED_MOE``."""
     if scheme.method != "modelopt_fp4":
         return _w8_experts(experts, inter, hidden, _pair("weight_scale", (experts, 2), (experts,), F32), True, [])
     group, u8 = _modelopt(scheme)[2], torch.uint8
@@ -801,16 +816,27 @@ class ShardQuantizer:
             del module._parameters[local]
             if local != "gate_up_proj":
                 self._out[self._index[qualified_name(path, local)]] = []
-        self._register(module, path, self._index[qualified_name(path, "gate_up_proj")], made, up.device, padding)
+        index = self._index[qualified_name(path, "gate_up_proj")]
+        self._register(module, path, index, made, up.device, padding, DECLARED_MOE.get(self.scheme.method, {}))
 
     def _register(
-        self, module: nn.Module, path: str, index: int, made: Made, device: torch.device, padding: Padding | None = None
+        self,
+        module: nn.Module,
+        path: str,
+        index: int,
+        made: Made,
+        device: torch.device,
+        padding: Padding | None = None,
+        declared: Mapping[str, float] | None = None,
     ) -> list[ShardTensor]:
         """The method's tensors in place of entry ``index``; ``padding`` (rows, of held) of the experts'
-        intermediate dimension, in every tensor that has it (all but ``w2_bias``)."""
+        intermediate dimension, in every tensor that has it (all but ``w2_bias``); ``declared``: the constant the
+        method declares on a tensor, by its local name."""
         entries = self._out[index] = []
         for local, shape, dtype in made:
             tensor = nn.Parameter(torch.empty(shape, dtype=dtype, device=device), requires_grad=False)
+            if declared and local in declared:
+                tensor.dummy_weight_value = declared[local]  # type: ignore[attr-defined]
             module.register_parameter(local, tensor)
             pad = 0 if padding is None or local == "w2_bias" else tensor.nbytes * padding[0] // padding[1]
             name, dt = qualified_name(path, local), dtype_name(dtype)

@@ -467,8 +467,9 @@ def test_compressed_tensors_w4a16_and_int8_w8a8(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(("sizes", "local", "inter"), [({"tp": 2}, 128, 384), ({"ep": 8}, 16, 768)])
 def test_compressed_tensors_moe_fp8_channel_and_w4a16_are_vllms(sizes: dict[str, int], local: int, inter: int) -> None:
-    """CompressedTensorsW8A8Fp8MoEMethod (channel weights, dynamic tokens) and CompressedTensorsWNA16MarlinMoEMethod
-    (pack-quantized int4, group 128, symmetric: no zero points); the router (``re:.*mlp.gate$``) stays bfloat16."""
+    """CompressedTensorsW8A8Fp8MoEMethod (channel weights, dynamic tokens) and CompressedTensorsWNA16MoEMethod
+    (pack-quantized int4, group 128, symmetric: no zero points; N-first, no g_idx); the router (``re:.*mlp.gate$``)
+    stays bfloat16."""
     h, layout = 2048, ParallelLayout.from_sizes(**sizes)
     fp8 = _shard(_source(f"{DATA}/Qwen3-30B-A3B-FP8-dynamic.json", num_hidden_layers=1), layout)
     assert _table(fp8, "layers.0.mlp.") == {
@@ -480,16 +481,12 @@ def test_compressed_tensors_moe_fp8_channel_and_w4a16_are_vllms(sizes: dict[str,
     }
     w4 = _shard(_source(f"{DATA}/Qwen3-30B-A3B-quantized.w4a16.json", num_hidden_layers=1), layout)
     assert _table(w4, "layers.0.mlp.experts.") == {
-        "w13_weight_packed": ((local, h // 8, 2 * inter), I32),
-        "w2_weight_packed": ((local, inter // 8, h), I32),
-        "w13_weight_scale": ((local, h // 128, 2 * inter), BF16),
-        "w2_weight_scale": ((local, inter // 128, h), BF16),
+        "w13_weight_packed": ((local, 2 * inter, h // 8), I32),
+        "w2_weight_packed": ((local, h, inter // 8), I32),
+        "w13_weight_scale": ((local, 2 * inter, h // 128), BF16),
+        "w2_weight_scale": ((local, h, inter // 128), BF16),
         "w2_weight_shape": ((local, 2), BF16),  # torch.empty under the model's default dtype
         "w13_weight_shape": ((local, 2), BF16),
-        "w13_weight_g_idx": ((local, h), I32),
-        "w2_weight_g_idx": ((local, inter), I32),
-        "w13_g_idx_sort_indices": ((local, h), I32),
-        "w2_g_idx_sort_indices": ((local, inter), I32),
     }
     assert _table(w4, "layers.0.mlp.gate.") == {"weight": ((128, h), BF16)}
     with pytest.raises(UsageError) as caught:
@@ -521,9 +518,9 @@ def test_compressed_tensors_moe_block_int8_zero_points_and_refusals(tmp_path: Pa
     w4 = {"num_bits": 4, "type": "int", "strategy": "group", "group_size": 128, "symmetric": False, "actorder": "group"}
     path = _with_quant(tmp_path, "Qwen3-30B-A3B", _ct(w4, "pack-quantized"), num_hidden_layers=1)
     table = _table(_shard(_source(path), ParallelLayout(tp=2)), "experts.")
-    assert table["w2_weight_scale"] == ((experts, 768 // 128, h), BF16)  # actorder group: full-size w2 scales
-    assert table["w13_weight_zero_point"] == ((experts, h // 128, 2 * inter // 8), I32)
-    assert table["w2_weight_zero_point"] == ((experts, 768 // 128, h // 8), I32)
+    assert table["w2_weight_scale"] == ((experts, h, inter // 128), BF16)  # actorder group: the rank's groups
+    assert table["w13_weight_zero_point"] == ((experts, 2 * inter // 8, h // 128), I32)
+    assert table["w2_weight_zero_point"] == ((experts, h // 8, inter // 128), I32)
     with pytest.raises(UsageError, match=r"intermediate size per rank 96 is not a multiple of the block 128 x 128"):
         path = _with_quant(tmp_path, "Qwen3-30B-A3B", _ct(block, "float-quantized", dyn), num_hidden_layers=1)
         _shard(_source(path), ParallelLayout(tp=8))

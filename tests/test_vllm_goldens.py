@@ -224,7 +224,6 @@ def rule_differences(vllm: list[list[Any]], ours: list[list[Any]]) -> list[str]:
 
 # ---- expected failures: what dummyprof does not build as vLLM does yet ---------------------------------------------
 
-WNA16_MOE = "compressed-tensors WNA16 MoE: vLLM 0.33 on CUDA builds CompressedTensorsWNA16MoEMethod, not Marlin"
 GPTQ_MOE = "GPTQ MoE, intermediate per rank not a multiple of the group: vLLM falls back to MoeWNA16's layout"
 GPTQ_ROUTER = (
     "GPTQ router: recorded from a config without weight files, vLLM quantizes every linear (the router too); "
@@ -232,7 +231,6 @@ GPTQ_ROUTER = (
 )
 # (check, case, layout index) -> why dummyprof's shard differs from vLLM's there; each a strict xfail
 XFAIL: dict[tuple[str, str, int], tuple[str, ...]] = {
-    **{(check, "qwen3-30b-a3b-ct-w4a16", 0): (WNA16_MOE,) for check in ("tensors", "counts")},
     **{(check, "qwen3-30b-a3b-gptq", 0): (GPTQ_ROUTER, GPTQ_MOE) for check in ("tensors", "counts")},
 }
 

@@ -264,7 +264,6 @@ def _int_experts(
     dtype: torch.dtype,
     *,
     packed_out: bool = False,
-    zeros: bool = True,
 ) -> Made:
     """Packed int32 weights [E, H/pack, 2I], [E, I/pack, H] (``packed_out``, AWQ: [E, H, 2I/pack], [E, I, H/pack]),
     scales in the model's dtype [E, groups, out] and int32 zero points [E, groups, out/pack]; ``dims``: (E, I, H,
@@ -276,9 +275,7 @@ def _int_experts(
     else:
         made = _pair(names[0], (experts, hidden // pack, 2 * inter), (experts, inter // pack, hidden), int32)
     made += _pair(names[1], (experts, g13, 2 * inter), (experts, g2, hidden), dtype)
-    return made + (
-        _pair(names[2], (experts, g13, 2 * inter // pack), (experts, g2, hidden // pack), int32) if zeros else []
-    )
+    return made + _pair(names[2], (experts, g13, 2 * inter // pack), (experts, g2, hidden // pack), int32)
 
 
 # ---- fp8 (vLLM fp8.py: Fp8LinearMethod, Fp8MoEMethod; utils/fp8_utils.py) ------------------------
@@ -478,8 +475,8 @@ def ct_linear(scheme: QuantScheme, layer: Linear) -> Made | None:
 
 def ct_moe(scheme: QuantScheme, experts: int, inter: int, hidden: int, bias: bool) -> Made | None:
     """``CompressedTensorsMoEMethod.get_moe_method`` on CUDA, for the group of the unfused ``.0.gate_proj`` ...
-    (none: unquantized): W8A8 fp8 (tensor, channel, block), int8 W8A8 (channel, dynamic tokens), WNA16 (Marlin
-    layout, pack-quantized: ``weight_shape`` in the model's dtype, int32 ``g_idx`` and sort indices)."""
+    (none: unquantized): W8A8 fp8 (tensor, channel, block), int8 W8A8 (channel, dynamic tokens), pack-quantized
+    WNA16 (:func:`ct_wna16_moe`)."""
     ct = _ct_scheme(scheme, scheme.layer)
     if ct is None:
         return None
@@ -489,20 +486,7 @@ def ct_moe(scheme: QuantScheme, experts: int, inter: int, hidden: int, bias: boo
     if not inputs and strategy in ("group", "channel") and not weights.get("dynamic"):
         if fmt != "pack-quantized" or bits not in (4, 8):
             raise unsupported
-        size = _count(weights.get("group_size") or -1, "group_size") if strategy == "group" else -1
-        full = inter * scheme.moe_tp if weights.get("actorder") == "group" and size != -1 else inter  # load_full_w2
-        sizes = (("hidden size", hidden), ("intermediate size per rank", full))
-        off = " and the ".join(f"{what} {n}" for what, n in sizes if size != -1 and n % size)  # the one(s) at fault
-        if off:
-            raise _refuse(f"WNA16 MoE: the {off} {'are' if ' and ' in off else 'is'} not a multiple of the group "
-                          f"size {size} (vLLM refuses it)")  # fmt: skip
-        groups = (1, 1) if size == -1 else (hidden // size, full // size)
-        names = ("weight_packed", "weight_scale", "weight_zero_point")
-        symmetric = weights.get("symmetric", True)
-        made = _int_experts(names, (experts, inter, hidden, 32 // bits), groups, scheme.dtype, zeros=not symmetric)
-        made += [("w2_weight_shape", (experts, 2), scheme.dtype), ("w13_weight_shape", (experts, 2), scheme.dtype)]
-        made += _pair("weight_g_idx", (experts, hidden), (experts, inter), torch.int32)
-        return made + _pair("g_idx_sort_indices", (experts, hidden), (experts, inter), torch.int32)
+        return ct_wna16_moe(scheme, weights, experts, (inter, hidden, bits), bias)
     if kind == "float" and bits == 8 and inputs.get("type") == "float" and inputs.get("num_bits") == 8:
         static = not inputs.get("dynamic", False)
         if strategy == "block":
@@ -524,6 +508,35 @@ def ct_moe(scheme: QuantScheme, experts: int, inter: int, hidden: int, bias: boo
         biases = _moe_bias(scheme.dtype, experts, inter, hidden) if bias else []
         return _w8_experts(experts, inter, hidden, scales, False, biases, torch.int8)
     raise unsupported
+
+
+def ct_wna16_moe(scheme: QuantScheme, weights: Mapping[str, Any], experts: int, dims: tuple[int, int, int],
+                 bias: bool) -> Made:  # fmt: skip
+    """``CompressedTensorsWNA16MoEMethod.create_weights`` (every CUDA backend, Marlin's too, allocates the checkpoint's
+    N-first layout): int32 ``weight_packed`` [E, 2I, H/pack] and [E, H, I/pack], biases in the model's dtype where the
+    model has them, ``weight_scale`` [E, 2I, H/group] and [E, H, I/group] in the model's dtype, int32
+    ``weight_zero_point`` [E, 2I/pack, H/group] and [E, H/pack, I/group] when asymmetric, and ``weight_shape`` [E, 2]
+    in the default dtype (the model's, while vLLM builds it). ``dims``: (I per rank, H, bits)."""
+    inter, hidden, bits = dims
+    pack = 32 // bits
+    size = _count(weights.get("group_size") or -1, "group_size") if weights.get("strategy") == "group" else -1
+    sizes = (("hidden size", hidden), ("intermediate size per rank", inter))
+    off = " and the ".join(f"{what} {n}" for what, n in sizes if size != -1 and n % size)  # the one(s) at fault
+    if off:
+        raise _refuse(f"WNA16 MoE: the {off} {'are' if ' and ' in off else 'is'} not a multiple of the group "
+                      f"size {size} (vLLM refuses it)")  # fmt: skip
+    symmetric = weights.get("symmetric", True)
+    if not symmetric and (2 * inter % pack or hidden % pack):
+        raise _refuse(f"WNA16 MoE: asymmetric zero points need 2 x the intermediate size per rank ({2 * inter}) and "
+                      f"the hidden size ({hidden}) in whole int32 words of {pack} (vLLM refuses it)")  # fmt: skip
+    g13, g2 = (1, 1) if size == -1 else (hidden // size, inter // size)
+    made = _pair("weight_packed", (experts, 2 * inter, hidden // pack), (experts, hidden, inter // pack), torch.int32)
+    made += _moe_bias(scheme.dtype, experts, inter, hidden) if bias else []
+    made += _pair("weight_scale", (experts, 2 * inter, g13), (experts, hidden, g2), scheme.dtype)
+    if not symmetric:
+        zeros = (experts, 2 * inter // pack, g13), (experts, hidden // pack, g2)
+        made += _pair("weight_zero_point", *zeros, torch.int32)
+    return [*made, ("w2_weight_shape", (experts, 2), scheme.dtype), ("w13_weight_shape", (experts, 2), scheme.dtype)]
 
 
 # ---- ModelOpt (vLLM modelopt.py: ModelOptFp8Config, ModelOptNvFp4Config; the head is quantized unless excluded) ---

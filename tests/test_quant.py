@@ -285,7 +285,7 @@ def test_fp8_block_moe_refines_its_scale_grid_where_vllm_does(tmp_path: Path) ->
 
 # ---- GPTQ and AWQ (vLLM auto_gptq.py / auto_awq.py, the CUDA path) ----------------------------------------------
 
-I32, F16 = "int32", "float16"
+I32, F16, U8 = "int32", "float16", "uint8"
 
 
 def _with_quant(tmp_path: Path, base: str, quant: dict[str, Any], **fields: Any) -> str:
@@ -325,17 +325,34 @@ def test_gptq_linear_and_moe_with_dynamic_exclusions(tmp_path: Path) -> None:
     path = _with_quant(tmp_path, "Qwen3-30B-A3B", quant, num_hidden_layers=2)
     shard = _shard(_source(path), ParallelLayout(tp=4))
     h, experts, inter = 2048, 128, 768 // 4
+    # 192 per rank is not whole groups of 128: vLLM falls back from Marlin to MoeWNA16Method, group halved to 64
     assert _table(shard, "layers.0.mlp.") == {
         "gate.weight": ((experts, h), BF16),
-        "experts.w13_qweight": ((experts, h // 8, 2 * inter), I32),  # packed along the input (K first)
-        "experts.w2_qweight": ((experts, inter // 8, h), I32),
-        "experts.w13_scales": ((experts, h // 128, 2 * inter), BF16),
-        "experts.w2_scales": ((experts, inter // 128, h), BF16),
-        "experts.w13_qzeros": ((experts, h // 128, 2 * inter // 8), I32),
-        "experts.w2_qzeros": ((experts, inter // 128, h // 8), I32),
-        "experts.w13_bias": ((experts, 2 * inter), BF16),  # AutoGPTQMoEMethod registers zero biases always
-        "experts.w2_bias": ((experts, h), BF16),
+        "experts.w13_qweight": ((experts, 2 * inter, h // 2), U8),  # two int4 per byte, N first
+        "experts.w2_qweight": ((experts, h, inter // 2), U8),
+        "experts.w13_scales": ((experts, 2 * inter, h // 64), BF16),
+        "experts.w2_scales": ((experts, h, inter // 64), BF16),
+        "experts.w13_qzeros": ((0,), I32),  # symmetric: registered empty
+        "experts.w2_qzeros": ((0,), I32),
     }
+    marlin = _shard(_source(path), ParallelLayout(tp=2))
+    assert _table(marlin, "layers.0.mlp.experts.") == {
+        "w13_qweight": ((experts, h // 8, 2 * 384), I32),  # packed along the input (K first)
+        "w2_qweight": ((experts, 384 // 8, h), I32),
+        "w13_scales": ((experts, h // 128, 2 * 384), BF16),
+        "w2_scales": ((experts, 384 // 128, h), BF16),
+        "w13_qzeros": ((experts, h // 128, 2 * 384 // 8), I32),
+        "w2_qzeros": ((experts, 384 // 128, h // 8), I32),
+        "w13_bias": ((experts, 2 * 384), BF16),  # AutoGPTQMoEMethod registers zero biases always
+        "w2_bias": ((experts, h), BF16),
+    }
+    asymmetric = _with_quant(tmp_path, "Qwen3-30B-A3B", {**quant, "sym": False, "bits": 8}, num_hidden_layers=1)
+    table = _table(_shard(_source(asymmetric), ParallelLayout(tp=4)), "layers.0.mlp.experts.")
+    assert table["w13_qweight"] == ((experts, 2 * inter, h), U8)  # 8 bits: one per byte
+    assert table["w13_qzeros"] == ((experts, 2 * inter, h // 64), U8)
+    assert table["w2_qzeros"] == ((experts, h, inter // 64), U8)
+    with pytest.raises(UsageError, match=r"no group of 32 or more divides the intermediate size per rank 48"):
+        _shard(_source(path), ParallelLayout(tp=16))
     o_in = 32 * 128 // 4
     assert _table(shard, "layers.0.self_attn.o_proj.") == {
         "qweight": ((o_in // 8, h), I32),

@@ -392,11 +392,40 @@ def gptq_linear(scheme: QuantScheme, layer: Linear) -> Made | None:
 
 
 def gptq_moe(scheme: QuantScheme, experts: int, inter: int, hidden: int, bias: bool) -> Made:
-    """Zero biases are registered even without checkpoint biases."""
+    """Marlin's layout (``AutoGPTQMoEMethod``), zero biases registered even without checkpoint biases; where
+    ``check_moe_marlin_supports_layer`` fails, ``MoeWNA16Method`` (:func:`moe_wna16`)."""
     bits, group = _bits_group(scheme.config, -1)
+    marlin = hidden % 128 == 0 and (group <= 0 or inter % group == 0) and group in (-1, 32, 64, 128)
+    if not marlin:
+        return moe_wna16(scheme, experts, inter, hidden, (bits, group))
     groups = (1, 1) if group == -1 else (hidden // group, inter // group)
     made = _int_experts(("qweight", "scales", "qzeros"), (experts, inter, hidden, 32 // bits), groups, scheme.dtype)
     return made + _moe_bias(scheme.dtype, experts, inter, hidden)
+
+
+def moe_wna16(scheme: QuantScheme, experts: int, inter: int, hidden: int, bits_group: tuple[int, int]) -> Made:
+    """vLLM moe_wna16.py ``MoeWNA16Method.create_weights`` for a GPTQ checkpoint: the group halved until it divides
+    the intermediate size per rank and the hidden size (below 32 refused, as vLLM asserts); uint8 ``qweight``
+    [E, 2I, H/pack] and [E, H, I/pack] (pack = 8 / bits), ``scales`` [E, 2I, H/group] and [E, H, I/group] in the
+    model's dtype, ``qzeros`` uint8 [E, 2I/pack, H/group] and [E, H/pack, I/group] when asymmetric, else int32 [0]
+    (registered unused); no biases."""
+    bits, group = bits_group
+    if bits not in (4, 8) or group < 1:
+        what = f"{bits} bits" if bits not in (4, 8) else "no group (channelwise)"
+        raise _refuse(f"GPTQ MoE: {scheme.layer[0]} falls back to vLLM's MoeWNA16 (hidden size {hidden}, intermediate "
+                      f"size per rank {inter}), which does not take {what} (vLLM refuses it)")  # fmt: skip
+    while inter % group or hidden % group:
+        group //= 2
+        if group < 32:
+            raise _refuse(f"GPTQ MoE: no group of 32 or more divides the intermediate size per rank {inter} and the "
+                          f"hidden size {hidden} (vLLM's MoeWNA16 fallback refuses it)")  # fmt: skip
+    pack, u8, e2i = 8 // bits, torch.uint8, 2 * inter
+    made = _pair("qweight", (experts, e2i, hidden // pack), (experts, hidden, inter // pack), u8)
+    made += _pair("scales", (experts, e2i, hidden // group), (experts, hidden, inter // group), scheme.dtype)
+    if scheme.get("sym", True):
+        return made + _pair("qzeros", (0,), (0,), torch.int32)
+    zeros = (experts, e2i // pack, hidden // group), (experts, hidden // pack, inter // group)
+    return made + _pair("qzeros", *zeros, u8)
 
 
 def awq_linear(scheme: QuantScheme, layer: Linear) -> Made | None:

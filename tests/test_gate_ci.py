@@ -104,6 +104,7 @@ def test_output_folders_are_created_and_own_files_replaced_but_no_other(
     config, base = quiet_baseline
     out = tmp_path / "deep" / "er"
     files = {"--junit": out / "junit.xml", "--markdown": out / "summary.md", "--json": out / "gate.json"}
+    files["--benchmark-json"] = out / "bench.json"
     args = ["gate", "--config", str(config), "--baseline", str(base), "-q"]
     args += [word for flag, path in files.items() for word in (flag, str(path))]
     for _ in range(2):  # the second run replaces what the first wrote
@@ -114,6 +115,10 @@ def test_output_folders_are_created_and_own_files_replaced_but_no_other(
     result = cli(*args)
     assert result.exit_code == 2 and f"--junit: {files['--junit']} already exists; pass --force" in result.stderr
     assert files["--junit"].read_text() == "<testsuites name='mine'/>"
+    files["--junit"].unlink()
+    files["--benchmark-json"].write_text("[]\n")  # a benchmark file with no owner in it: not replaced either
+    result = cli(*args)
+    assert result.exit_code == 2 and f"--benchmark-json: {files['--benchmark-json']} already exists" in result.stderr
     # Another command's file of the same format is not its own either: a baseline is never a gate's --json.
     result = cli("gate", "--config", str(config), "--baseline", str(base), "--json", str(out / "other.json"), "-q")
     assert result.exit_code == 0

@@ -159,7 +159,7 @@ def test_gate_passes_on_an_unchanged_tree_and_writes_every_report(
     summary = out["summary.md"].read_text()  # the terminal's table: a row per scenario, then its checks
     assert "| check | baseline | current | change | verdict |" in summary and "| **small** |" in summary
     bench = json.loads(out["bench.json"].read_text())
-    assert {"name": "small: per-layer.max_visits", "unit": "visits", "value": 2.0} in bench
+    assert {"dummyprof": "gate", "name": "small: per-layer.max_visits", "unit": "visits", "value": 2.0} in bench
     assert all(set(e) >= {"name", "unit", "value"} for e in bench)
 
 

@@ -738,3 +738,41 @@ def test_a_removed_working_folder_is_one_line_and_exit_2(
         "nothing; cd to a folder that exists, or give absolute paths\n"
     )
     assert not list(tmp_path.iterdir())  # nothing written anywhere
+
+
+# -- an earlier run's own file ------------------------------------------------------------------------
+
+
+def test_report_replaces_its_own_earlier_output_and_no_other_file(
+    cli: Cli, gate_files: tuple[Path, Path], results_file: Path, tmp_path: Path
+) -> None:
+    """``report -o FILE`` run again replaces what it wrote (the file tells its report and command); a user's file,
+    another command's report, a format that tells no command, or the results it reads still need --force or are
+    refused."""
+    _, baseline = gate_files
+    for saved, fmt, name in [(results_file, "markdown", "r.md"), (baseline, "benchmark-json", "bench.json")]:
+        target = tmp_path / name
+        for _ in range(2):  # the second run replaces what the first wrote
+            result = cli("report", str(saved), "-f", fmt, "-o", str(target), "-q")
+            assert (result.exit_code, result.stderr) == (0, ""), result.stderr
+        target.write_text("mine\n")  # the user's file now
+        result = cli("report", str(saved), "-f", fmt, "-o", str(target), "-q")
+        assert result.exit_code == 2 and f"--output: {target} already exists; pass --force" in result.stderr
+        assert target.read_text() == "mine\n"
+    other = tmp_path / "other.md"  # baseline's Markdown is not an inspect report's own
+    assert cli("report", str(baseline), "-f", "markdown", "-o", str(other), "-q").exit_code == 0
+    result = cli("report", str(results_file), "-f", "markdown", "-o", str(other), "-q")
+    assert result.exit_code == 2 and "already exists; pass --force" in result.stderr
+    assert other.read_text().startswith("## dummyprof baseline\n")
+
+
+def test_a_benchmark_json_file_is_told_as_its_commands_own(gate_files: tuple[Path, Path], tmp_path: Path) -> None:
+    """Each entry opens with the command that wrote it: github-action-benchmark reads name, unit and value only."""
+    config, baseline = gate_files
+    bench = tmp_path / "bench.json"
+    assert main(["gate", "--config", str(config), "--baseline", str(baseline), "--benchmark-json", str(bench)]) == 0
+    entries = json.loads(bench.read_text())
+    assert entries and all(next(iter(entry)) == "dummyprof" and entry["dummyprof"] == "gate" for entry in entries)
+    assert outputs.own_kind(bench) == "benchmark:gate"
+    bench.write_text('[{"name": "x", "unit": "s", "value": 1.0}]\n')  # the same format, not dummyprof's
+    assert outputs.own_kind(bench) is None

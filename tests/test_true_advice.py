@@ -468,3 +468,51 @@ def test_a_layer_count_offered_under_the_time_limit_holds_when_followed(tmp_path
         assert found is not None, refused.value.message
         for again in range(len(factors)):
             hf_source(model(int(found.group(2))), limits=limits(again))  # not refused
+
+
+def test_a_time_budget_offered_for_a_meta_build_holds_when_followed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the meta build has the counting share of --time-budget: the offer is that share's inverse, sized like the
+    # layer offer at the slowest reading times their spread
+    import json
+
+    from dummyprof.models import huggingface
+    from dummyprof.scenarios.compare.sizing import COUNTING_SHARE, counting_limit
+    from dummyprof.scenarios.model_choice import meta_build_limits
+
+    tiny = {"hidden_size": 64, "intermediate_size": 128, "num_attention_heads": 4, "num_key_value_heads": 2}
+    tiny |= {"head_dim": 16, "vocab_size": 256, "bos_token_id": 1, "eos_token_id": 2, "num_hidden_layers": 10_000}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(json.loads((DATA / "Llama-3.1-8B.json").read_text()) | tiny))
+    check = huggingface._refuse_estimate
+
+    class Passed(BaseException):  # not an Exception: the build turns those into a one-line error
+        """The estimate's check passed: the build stops there."""
+
+    def checked(*args: Any, **kwargs: Any) -> None:
+        check(*args, **kwargs)
+        raise Passed
+
+    monkeypatch.setattr(huggingface, "_refuse_estimate", checked)
+
+    def offer(budget: int, factors: list[float], phase: int) -> int | None:
+        limits = meta_build_limits(counting_limit(budget), COUNTING_SHARE)
+        limits = dataclasses.replace(limits, clock=NoisyClock(factors, phase, step=0.01))
+        try:
+            huggingface.hf_source(f"hf:{path}", limits=limits)
+        except Passed:
+            return None
+        except DoesNotFitError as refused:
+            assert refused.field == "time_budget", refused.message
+            found = re.search(r"time budget \(\d+ s\); .* or give --time-budget (\d+)s$", refused.message)
+            assert found is not None, refused.message
+            return int(found.group(1))
+        raise AssertionError("the estimate was not checked")
+
+    for factors in ([1.0], [1.0, 1.3, 0.8, 1.1, 0.9, 1.25, 1.0]):  # a quiet machine, a noisy one
+        for phase in range(len(factors)):
+            offered = offer(20, factors, phase)
+            assert offered is not None and offered > 20
+            for again in range(len(factors)):
+                assert offer(offered, factors, again) is None, (factors, phase, offered, again)

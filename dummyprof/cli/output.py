@@ -140,7 +140,21 @@ STDOUT_FLAGS = frozenset({"--json"})
 # The report each file flag writes, and the results kinds each command writes (compare, inspect and audit with a
 # layout write a deployment): a file of that report and kind, written by an earlier run, is replaced without --force
 # (files/outputs.own_kind).
-FILE_FORMATS = {"--json": "json", "--junit": "junit", "--markdown": "markdown", "--html": "html"}
+FILE_FORMATS = {
+    "--json": "json",
+    "--junit": "junit",
+    "--benchmark-json": "benchmark",
+    "--markdown": "markdown",
+    "--html": "html",
+}
+# ``report --format``'s formats whose files tell their command (pytorch-benchmark's do not: always --force).
+REPORT_FORMATS = {
+    "json": "json",
+    "junit": "junit",
+    "benchmark-json": "benchmark",
+    "markdown": "markdown",
+    "html": "html",
+}
 WRITES = {command: (command, "deployment") for command in ("compare", "inspect", "audit")}
 
 

@@ -30,7 +30,10 @@ Example: dummyprof report results.json --format markdown --output summary.md
 FLAGS = {
     "format": Spec(short="-f", help="terminal, json, markdown, html, junit, benchmark-json or pytorch-benchmark."),
     "output": Spec(unit="path", short="-o", help="Write to PATH instead of stdout ('-': stdout; not for terminal)."),
-    "force": Spec(unit="flag", help="Overwrite --output if it exists."),
+    "force": Spec(
+        unit="flag",
+        help="Overwrite --output if it exists (a report it made earlier from the same kind: no need).",
+    ),
     "quiet": Spec(unit="flag", short="-q", help="Terminal: only the summary line."),
     "detail": Spec(unit="flag", help="Terminal: every table (the other formats always carry them)."),
 }
@@ -48,8 +51,15 @@ def report(
     detail: bool = False,
 ) -> int:
     from dummyprof.cli.inputs import run_inputs
-    from dummyprof.cli.output import EXIT_NOT_WRITTEN, check_outputs, print_terminal, report_error
-    from dummyprof.files.outputs import Output, write_outputs
+    from dummyprof.cli.output import (
+        EXIT_NOT_WRITTEN,
+        REPORT_FORMATS,
+        check_outputs,
+        output_for,
+        print_terminal,
+        report_error,
+    )
+    from dummyprof.files.outputs import write_outputs
     from dummyprof.reports.registry import RenderOptions, get_reporter, render
     from dummyprof.results.store import load_results
 
@@ -58,10 +68,13 @@ def report(
         raise UsageError("--detail", f"the {format} format always carries every table; drop --detail")
     if output is not None and str(output) == "-":
         output = None  # standard output, as without --output
+    fmt = REPORT_FORMATS.get(format, "")
     if output is not None:
         if format == "terminal":
             raise UsageError("--output", "terminal output goes to stdout; use --format markdown or json with --output")
-        check_outputs({"--output": output}, force=force, inputs=run_inputs(files={"RESULTS.json": path}))
+        inputs = run_inputs(files={"RESULTS.json": path})
+        command = _results_command(path)
+        check_outputs({"--output": output}, force=force, inputs=inputs, command=command, formats={"--output": fmt})
     # Per-tensor rows are most of a large compare file: a format that shows none (-q, markdown) skips them.
     rows = chosen.reads_tensor_rows(RenderOptions(quiet=quiet and format == "terminal"))
     results = load_results(path, tensor_rows=rows)
@@ -73,7 +86,8 @@ def report(
     if output is None:
         sys.stdout.write(text)
         return 0
-    failures = write_outputs([(Output("--output", output), text)], force=force)
+    written = output_for("--output", output, command=results.command, fmt=fmt)
+    failures = write_outputs([(written, text)], force=force)
     for message in failures:
         report_error(message)
     if not failures and not quiet:
@@ -81,3 +95,22 @@ def report(
 
         make_console().print(f"{chosen.name} report written to {output}", style="dim")
     return EXIT_NOT_WRITTEN if failures else 0
+
+
+def _results_command(path: Path) -> str | None:
+    """The command a saved results file records, from its first bytes, before it is loaded: what makes an earlier
+    report of the same kind this report's own. None for standard input or a pipe (a peek would consume it)."""
+    import os
+    import stat
+
+    from dummyprof.files.outputs import own_kind
+
+    if str(path) == "-":
+        return None
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return None
+    except OSError:
+        return None  # a missing file is refused by the load, naming it
+    kind = own_kind(path) or ""
+    return kind.removeprefix("json:") if kind.startswith("json:") else None

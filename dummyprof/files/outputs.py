@@ -109,13 +109,14 @@ def example_name(flag: str) -> str:
     return EXAMPLE_NAMES.get(flag, "results.json")
 
 
-# A file dummyprof wrote, told by its first bytes: the kind of report ("json", "junit", "markdown", "html") and the
-# command it records. A file of a kind an output lists in ``own`` (its earlier run's) is replaced without --force,
-# as a test runner replaces its own JUnit file; any other existing file still needs --force.
+# A file dummyprof wrote, told by its first bytes: the kind of report ("json", "junit", "benchmark", "markdown",
+# "html") and the command it records. A file of a kind an output lists in ``own`` (its earlier run's) is replaced
+# without --force, as a test runner replaces its own JUnit file; any other existing file still needs --force.
 HEAD_BYTES = 4096
 OWN_HEADS = (
     ("json", re.compile(r'\{\s*"command": "([a-z-]+)",\s*"schema_version": \d+,\s*"dummyprof_version": "')),
     ("junit", re.compile(r'(?:<\?xml[^>]*\?>\s*)?<testsuites name="dummyprof (gate)"')),
+    ("benchmark", re.compile(r'\[\s*\{\s*"dummyprof": "([a-z-]+)",')),
     ("markdown", re.compile(r"## dummyprof ([a-z-]+)\n")),
     ("html", re.compile(r"<!DOCTYPE html>.*?<title>dummyprof ([a-z-]+)</title>", re.DOTALL | re.IGNORECASE)),
 )

@@ -406,9 +406,10 @@ def _refuse_estimate(
     estimate: BuildEstimate, limits: BuildLimits, target: str, retime: Callable[[], float] | None = None
 ) -> None:
     """Before building: more objects than memory holds, or more seconds than the limit, is one line. A layer count
-    offered under the time limit carries the noise of the build's timing: ``retime`` times the two-layer build
-    ``RETIMES`` times more, and the offer is sized at the slowest reading times their spread, so that followed, the
-    next run's estimate (one more such reading) lands under the limit."""
+    offered under the time limit, and the time budget offered for the whole build, carry the noise of the build's
+    timing: ``retime`` times the two-layer build ``RETIMES`` times more, and both offers are sized at the slowest
+    reading times their spread, so that followed, the next run's estimate (one more such reading) lands under the
+    limit."""
     what = (
         f"{PREFIX}{target}: config field {LAYERS_FIELD}: {estimate.layers:,} layers would build about "
         f"{estimate.objects:,} modules and tensors on meta"
@@ -421,7 +422,8 @@ def _refuse_estimate(
         slowest = max(readings) * spread(readings)
         fit = _layers_that_fit(estimate, limits.seconds / max(slowest, 1e-12))
         fix = f"about {fit:,} layers fit: pass --model-arg {LAYERS_FIELD}={fit}"
-        raise limits.past_time(FLAG, f"{what}, estimated at {estimate.seconds:,.0f} s, over", fix)
+        needed = estimate.objects * slowest  # the whole build at the slowest reading, as the layer offer is sized
+        raise limits.past_time(FLAG, f"{what}, estimated at {estimate.seconds:,.0f} s, over", fix, needed)
 
 
 def build_on_meta(

@@ -35,11 +35,19 @@ class BuildLimits:
     max_objects: int | None = None
     time_field: str = ""  # the options field that set ``seconds`` (``time_budget``), '' for a default
     clock: Clock = time.perf_counter
+    # The whole seconds of ``time_field`` that give a build this many seconds, with an offer's margin (the build has
+    # a share of that budget); None where ``seconds`` is no share of a budget.
+    budget_for: Callable[[float], int] | None = None
 
-    def past_time(self, flag: str, got: str, fix: str) -> DoesNotFitError:
-        """``got`` (ending "past" or "over") went beyond ``seconds``: names the time budget when it set them."""
+    def past_time(self, flag: str, got: str, fix: str, needed_s: float | None = None) -> DoesNotFitError:
+        """``got`` (ending "past" or "over") went beyond ``seconds``: names the time budget when it set them, and the
+        budget that holds ``needed_s`` (the build's predicted seconds) where there is a prediction."""
         budget = "its share of the time budget" if self.time_field else "the limit for building on meta"
-        more = " or raise the time budget" if self.time_field else ""
+        more = ""
+        if self.time_field and self.budget_for is not None and needed_s is not None:
+            more = f" or give --time-budget {self.budget_for(needed_s)}s"
+        elif self.time_field and needed_s is None:
+            more = "; how long the whole build takes is not predicted, so no --time-budget can be promised"
         message = f"{got} {budget} ({self.seconds or 0:.0f} s); {fix}{more}"
         return DoesNotFitError(None if self.time_field else flag, message, field=self.time_field or None)
 

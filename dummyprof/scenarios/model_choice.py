@@ -4,6 +4,7 @@ command, rank and the Python API, and whether it fits the memory budget: models 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -15,7 +16,7 @@ from torch import nn
 from dummyprof.deploy.engine import engine_source
 from dummyprof.deploy.quant import AUTO
 from dummyprof.errors import UsageError
-from dummyprof.measure.budget import device_available, device_budget, ensure_fits, host_budget
+from dummyprof.measure.budget import device_available, device_budget, ensure_fits, host_budget, offered_seconds
 from dummyprof.models.huggingface import PREFIX, hf_reads, hf_source
 from dummyprof.models.loading import model_source
 from dummyprof.models.meta_bounds import BYTES_PER_META_OBJECT, BuildLimits, within
@@ -31,14 +32,21 @@ from dummyprof.usercode import spec_reads
 DEFAULT_META_BUILD_S = 60.0
 
 
-def meta_build_limits(seconds: float | None = None) -> BuildLimits:
-    """Bounds on building on meta: ``seconds`` (the counting share of the time budget, else a fixed bound), and
-    host memory as objects (the interpreter's own memory, not --max-memory's tensors)."""
+def meta_build_limits(seconds: float | None = None, share: float | None = None) -> BuildLimits:
+    """Bounds on building on meta: ``seconds`` (``share`` of the time budget, else a fixed bound), and host memory
+    as objects (the interpreter's own memory, not --max-memory's tensors). With ``share``, a refusal offers the
+    time budget whose share holds the build."""
     return BuildLimits(
         seconds=DEFAULT_META_BUILD_S if seconds is None else seconds,
         max_objects=max(1, host_budget() // BYTES_PER_META_OBJECT),
         time_field="" if seconds is None else "time_budget",
+        budget_for=None if seconds is None or share is None else functools.partial(_budget_for, share=share),
     )
+
+
+def _budget_for(build_s: float, *, share: float) -> int:
+    """The --time-budget whose ``share`` holds ``build_s``, with an offer's margin."""
+    return offered_seconds(build_s / share)
 
 
 @dataclass(frozen=True)
@@ -80,9 +88,10 @@ def choose_source(
     quantization: str = AUTO,
     dtype: str = AUTO,
     seconds: float | None = None,
+    share: float | None = None,
 ) -> ModelSource:
     """``--model`` by its prefix, ``--preset``, else the synthetic ``tree``; every build on meta bounded."""
-    limits = meta_build_limits(seconds)
+    limits = meta_build_limits(seconds, share)
     if model and preset:
         raise UsageError.for_field("model", "give either --model or --preset, not both")
     kind = source_kind(model) if model else None
@@ -105,7 +114,7 @@ def choose_source(
     return bounded(source, limits)
 
 
-def chosen_source(options: ModelGroup, seconds: float | None = None) -> ModelSource:
+def chosen_source(options: ModelGroup, seconds: float | None = None, share: float | None = None) -> ModelSource:
     """The model an options object's model group names (``model``, ``preset``, ``model_args``, the tree's fields)."""
     return choose_source(
         model=options.model,
@@ -116,6 +125,7 @@ def chosen_source(options: ModelGroup, seconds: float | None = None) -> ModelSou
         dtype=options.dtype,
         tree=options.tree_spec(),
         seconds=seconds,
+        share=share,
     )
 
 

@@ -22,7 +22,14 @@ from dummyprof.results.compare import Projection, SizeDecision, StrategyResult
 from dummyprof.results.session import Results
 from dummyprof.scenarios.compare.options import CompareOptions
 from dummyprof.scenarios.compare.runner import AutoRepeat, Clock, Progress, run_compare, summarize_model
-from dummyprof.scenarios.compare.sizing import MetaCounts, count_strategies, counting_limit, decide, projected_result
+from dummyprof.scenarios.compare.sizing import (
+    COUNTING_SHARE,
+    MetaCounts,
+    count_strategies,
+    counting_limit,
+    decide,
+    projected_result,
+)
 from dummyprof.scenarios.compare.trace import trace_fills
 from dummyprof.scenarios.model_choice import check_source_fits, chosen_source
 from dummyprof.units import format_bytes, format_seconds
@@ -78,7 +85,7 @@ def size_up(
 ) -> tuple[ModelSource, list[Strategy], MetaCounts, SizeDecision, dict[str, Projection]]:
     """The first half of a run: the model, each strategy's exact counts on meta, measure or project."""
     if source is None:
-        source = chosen_source(options, counting_limit(options.time_budget))
+        source = chosen_source(options, counting_limit(options.time_budget), COUNTING_SHARE)
     builtin = [get_strategy(name) for name in options.strategies]
     meta = count_strategies(source, builtin, options.initializer, time_budget_s=options.time_budget)
     decision, projections = decide(

@@ -34,7 +34,7 @@ from dummyprof.results.session import Results
 from dummyprof.scenarios.compare.measure import measure
 from dummyprof.scenarios.compare.options import CompareOptions
 from dummyprof.scenarios.compare.runner import Progress
-from dummyprof.scenarios.compare.sizing import counting_limit
+from dummyprof.scenarios.compare.sizing import COUNTING_SHARE, counting_limit
 from dummyprof.scenarios.deployment.online import OnlinePlan, online_quant_entries, plan_online_quant
 from dummyprof.scenarios.deployment.run import (
     DEVICE,
@@ -191,7 +191,8 @@ def measure_deployment(
     from dummyprof.measure.device import resolve_device
 
     refuse_loaders(options)
-    source = source or chosen_source(options, counting_limit(options.time_budget) if options.time_budget else None)
+    budget = options.time_budget
+    source = source or chosen_source(options, counting_limit(budget) if budget else None, COUNTING_SHARE)
     shards = shard_model(options, source, clock)
     online = _online_plan(options, source, shards.model, shards.sharder)
     counted = count(options, "compare", source, shards, strategies=strategies, clock=clock, grouped=not options.nproc)

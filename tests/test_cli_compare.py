@@ -141,8 +141,12 @@ def test_report_renders_a_saved_file_in_every_format(cli: Cli, tmp_path: Path) -
     assert json.loads(as_json.stdout) == json.loads(path.read_text())
     md_path = tmp_path / "summary.md"
     assert cli("report", str(path), "-f", "markdown", "-o", str(md_path)).exit_code == 0
-    again = cli("report", str(path), "-f", "markdown", "-o", str(md_path))
-    assert again.exit_code == 2 and "--output" in again.stderr
+    again = cli("report", str(path), "-f", "markdown", "-o", str(md_path))  # its own earlier report: replaced
+    assert again.exit_code == 0 and "| legacy |" in md_path.read_text()
+    mine = tmp_path / "notes.md"
+    mine.write_text("a user's notes\n")
+    refused = cli("report", str(path), "-f", "markdown", "-o", str(mine))  # not dummyprof's: never replaced
+    assert refused.exit_code == 2 and "--output" in refused.stderr and mine.read_text() == "a user's notes\n"
 
 
 def test_report_bad_inputs(cli: Cli, tmp_path: Path) -> None:

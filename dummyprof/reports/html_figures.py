@@ -403,33 +403,7 @@ def sweep_sections(results: Results) -> list[Section]:
         every = [y for series in result.series for y in result.column(series, metric) if y]
         scale, unit = byte_unit(max(every, default=1.0)) if metric == "bytes" else (1.0, SWEEP_UNITS[metric])
         for series in result.series:
-            ys = [y / scale if y is not None else None for y in result.column(series, metric)]
-            if all(y is None for y in ys):
-                continue
-            name = text(series)
-            hover = [
-                f"{name}<br>{text(label)} {x:,}<br>{axis} " + ("n/a" if y is None else tick_text(y, unit))
-                for x, y in zip(result.values, ys, strict=True)
-            ]
-            traces.append(
-                go.Scatter(
-                    x=result.values,
-                    y=ys,
-                    mode="lines+markers",
-                    name=name,
-                    line={"color": colour(series)},
-                    error_y=_time_errors(result, series) if metric == "time" else None,
-                    **_hover(hover),
-                )
-            )
-            fit = result.fit(series, metric)
-            if fit is not None:
-                xs = [x for x in result.values if fit.x_from <= x <= fit.x_to]
-                interval = f" [{fit.ci_low:.2f}, {fit.ci_high:.2f}]" if fit.ci_low is not None else ""
-                r2 = f", R² {fit.r_squared:.4f}" if fit.r_squared is not None else ""
-                fit_ys = [fit.predict(x) / scale for x in xs]
-                fitted = f"{name} fit: exponent {fit.exponent:.2f}{interval}{r2}"
-                traces.append(_fit_line(xs, fit_ys, fitted, colour(series), hoverinfo="name"))
+            traces.extend(_sweep_series_traces(result, series, metric, axis, scale, unit))
         if not traces:
             continue
         fig = go.Figure(traces)
@@ -442,6 +416,43 @@ def sweep_sections(results: Results) -> list[Section]:
         _layout(fig, f"{axis} vs {label}", 480, xaxis=xaxis, yaxis=yaxis, font={"size": 13})
         section.figures.append(_chart(fig))
     return [section]
+
+
+def _sweep_series_traces(
+    result: SweepResult, series: str, metric: str, axis: str, scale: float, unit: str
+) -> list[Any]:
+    """One series' line on a sweep's metric chart, with its fitted power law when it has one; none when the series
+    has no value for the metric."""
+    go = _go()
+    label = parameter_label(result)
+    ys = [y / scale if y is not None else None for y in result.column(series, metric)]
+    if all(y is None for y in ys):
+        return []
+    name = text(series)
+    hover = [
+        f"{name}<br>{text(label)} {x:,}<br>{axis} " + ("n/a" if y is None else tick_text(y, unit))
+        for x, y in zip(result.values, ys, strict=True)
+    ]
+    traces = [
+        go.Scatter(
+            x=result.values,
+            y=ys,
+            mode="lines+markers",
+            name=name,
+            line={"color": colour(series)},
+            error_y=_time_errors(result, series) if metric == "time" else None,
+            **_hover(hover),
+        )
+    ]
+    fit = result.fit(series, metric)
+    if fit is not None:
+        xs = [x for x in result.values if fit.x_from <= x <= fit.x_to]
+        interval = f" [{fit.ci_low:.2f}, {fit.ci_high:.2f}]" if fit.ci_low is not None else ""
+        r2 = f", R² {fit.r_squared:.4f}" if fit.r_squared is not None else ""
+        fit_ys = [fit.predict(x) / scale for x in xs]
+        fitted = f"{name} fit: exponent {fit.exponent:.2f}{interval}{r2}"
+        traces.append(_fit_line(xs, fit_ys, fitted, colour(series), hoverinfo="name"))
+    return traces
 
 
 def _time_errors(result: SweepResult, series: str) -> dict[str, Any] | None:

@@ -663,76 +663,97 @@ def _terms_chart(result: EngramResult, methods: list[MethodResult]) -> Chart:
 
 def _projection_sections(result: EngramResult) -> list[Section]:
     """How each projection was made: samples, the fitted line and the full-size point on log axes; the statistics."""
-    go = _go()
     section = Section("How each projection was made", after_tables=True)
     for m in result.methods:
         if m.time_fit is None or not m.samples:
             continue
-        fit = m.time_fit
-        method_colour = colour(m.name)
-        scale, unit = byte_unit(m.bytes_written)
-        xs = [s.bytes_written for s in m.samples]
-        readings = [(s.bytes_written, r) for s in m.samples for r in s.time.samples]
-        line_x = [min(xs) * (m.bytes_written / min(xs)) ** (i / 40) for i in range(41)]
-        line = [(x, fit.predict(x)) for x in line_x]
-        line = [(x, y) for x, y in line if y > 0]
-        projection = m.projection
-        full_error = None
-        interval_text = ""
-        if projection is not None and m.time.value is not None:
-            below, above = estimate_whisker(projection.time)
-            full_error = _whiskers([above], [below])
-            interval_text = f", 95% interval {estimate_range(projection.time)}"
-        full = m.time.value
-        fitted = f"fit {text(fit.model)}, R² {fit.r_squared:.3f}"
-        fig = go.Figure(
-            [
-                go.Scatter(
-                    x=[x / scale for x, _ in readings],
-                    y=[y for _, y in readings],
-                    mode="markers",
-                    name="measured rounds at sample sizes",
-                    marker={"size": 6, "opacity": 0.5, "color": method_colour},
-                ),
-                go.Scatter(
-                    x=[x / scale for x in xs],
-                    y=[s.time.value for s in m.samples],
-                    mode="markers",
-                    name="sample medians",
-                    marker={"size": 10, "symbol": "diamond", "color": method_colour},
-                ),
-                _fit_line([x / scale for x, _ in line], [y for _, y in line], fitted, method_colour),
-                go.Scatter(
-                    x=[m.bytes_written / scale],
-                    y=[full],
-                    mode="markers",
-                    marker={"symbol": "x", "size": 12, "color": WHISKER},
-                    error_y=full_error,
-                    name=("projected at full size" if m.time.is_projected else "measured at full size")
-                    + text(interval_text),
-                ),
-            ]
-        )
-        ys = [y for _, y in readings] + [y for _, y in line] + ([full] if full else [])
-        ys += [projection.time.high] if projection is not None and projection.time.high is not None else []
-        _layout(
-            fig,
-            f"{m.name}: {m.mode}{' (' + reason_text(m) + ')' if reason_text(m) else ''}",
-            420,
-            xaxis=value_axis([x / scale for x in [*xs, m.bytes_written]], unit, "written on this rank"),
-            yaxis=value_axis(ys, "s", "seconds"),
-        )
-        section.figures.append(_chart(fig, half=True))
-        spread = Estimate.measured([s.time.value or 0.0 for s in m.samples])
-        fallback = f"; the line was not used ({projection.fallback})" if projection and projection.fallback else ""
-        bound = f"; raised to this run's {projection.ceiling_name} bound" if projection and projection.bounded else ""
-        section.text.append(
-            f"{m.name}: {len(m.samples)} sample sizes up to {format_bytes(max(xs))} "
-            f"({format_seconds(spread.low)}–{format_seconds(spread.high)}); "
-            f"fit R² {fit.r_squared:.3f}, reaching {m.bytes_written / max(xs):,.1f}x past the largest sample"
-            f"{interval_text}{fallback}{bound}."
-        )
+        interval_text = _projection_interval_text(m)
+        section.figures.append(_projection_chart(m, interval_text))
+        section.text.append(_projection_note(m, interval_text))
     return [section] if section.figures else []
+
+
+def _projection_interval_text(m: MethodResult) -> str:
+    """The full-size point's 95% interval as the chart's legend and the note append it; empty without one."""
+    if m.projection is None or m.time.value is None:
+        return ""
+    return f", 95% interval {estimate_range(m.projection.time)}"
+
+
+def _projection_chart(m: MethodResult, interval_text: str) -> Chart:
+    """A method's measured rounds, sample medians, fitted line and full-size point on log axes."""
+    go = _go()
+    fit = m.time_fit
+    assert fit is not None
+    method_colour = colour(m.name)
+    scale, unit = byte_unit(m.bytes_written)
+    xs = [s.bytes_written for s in m.samples]
+    readings = [(s.bytes_written, r) for s in m.samples for r in s.time.samples]
+    line_x = [min(xs) * (m.bytes_written / min(xs)) ** (i / 40) for i in range(41)]
+    line = [(x, fit.predict(x)) for x in line_x]
+    line = [(x, y) for x, y in line if y > 0]
+    projection = m.projection
+    full_error = None
+    if projection is not None and m.time.value is not None:
+        below, above = estimate_whisker(projection.time)
+        full_error = _whiskers([above], [below])
+    full = m.time.value
+    fitted = f"fit {text(fit.model)}, R² {fit.r_squared:.3f}"
+    fig = go.Figure(
+        [
+            go.Scatter(
+                x=[x / scale for x, _ in readings],
+                y=[y for _, y in readings],
+                mode="markers",
+                name="measured rounds at sample sizes",
+                marker={"size": 6, "opacity": 0.5, "color": method_colour},
+            ),
+            go.Scatter(
+                x=[x / scale for x in xs],
+                y=[s.time.value for s in m.samples],
+                mode="markers",
+                name="sample medians",
+                marker={"size": 10, "symbol": "diamond", "color": method_colour},
+            ),
+            _fit_line([x / scale for x, _ in line], [y for _, y in line], fitted, method_colour),
+            go.Scatter(
+                x=[m.bytes_written / scale],
+                y=[full],
+                mode="markers",
+                marker={"symbol": "x", "size": 12, "color": WHISKER},
+                error_y=full_error,
+                name=("projected at full size" if m.time.is_projected else "measured at full size")
+                + text(interval_text),
+            ),
+        ]
+    )
+    ys = [y for _, y in readings] + [y for _, y in line] + ([full] if full else [])
+    ys += [projection.time.high] if projection is not None and projection.time.high is not None else []
+    _layout(
+        fig,
+        f"{m.name}: {m.mode}{' (' + reason_text(m) + ')' if reason_text(m) else ''}",
+        420,
+        xaxis=value_axis([x / scale for x in [*xs, m.bytes_written]], unit, "written on this rank"),
+        yaxis=value_axis(ys, "s", "seconds"),
+    )
+    return _chart(fig, half=True)
+
+
+def _projection_note(m: MethodResult, interval_text: str) -> str:
+    """The statistics under a method's projection chart: its sample sizes and spread, the fit, how far it reaches."""
+    fit = m.time_fit
+    assert fit is not None
+    projection = m.projection
+    xs = [s.bytes_written for s in m.samples]
+    spread = Estimate.measured([s.time.value or 0.0 for s in m.samples])
+    fallback = f"; the line was not used ({projection.fallback})" if projection and projection.fallback else ""
+    bound = f"; raised to this run's {projection.ceiling_name} bound" if projection and projection.bounded else ""
+    return (
+        f"{m.name}: {len(m.samples)} sample sizes up to {format_bytes(max(xs))} "
+        f"({format_seconds(spread.low)}–{format_seconds(spread.high)}); "
+        f"fit R² {fit.r_squared:.3f}, reaching {m.bytes_written / max(xs):,.1f}x past the largest sample"
+        f"{interval_text}{fallback}{bound}."
+    )
 
 
 # --- deployment -----------------------------------------------------------------------------------

@@ -817,13 +817,6 @@ def _held_chart(result: DeploymentResult, groups: list[list[RankEntry]], labels:
     device_memory = result.device_memory_bytes
     scale, unit = byte_unit(max([r.held_bytes for r in ranks] + [device_memory or 0]))
     rows = labels + ([f"{label} · host" for label in labels] if offloaded else [])
-    quantized = any(r.fill_kinds for r in ranks)
-    chosen = (*(QUANTIZED_KINDS if quantized else PLAIN_KINDS), ENGINE_KIND)
-    kinds = [(name, paint, [get(r) for r in ranks]) for name, paint, get in chosen]
-    # The rest of the device bytes: sharded weights (for a quantized shard, any weight no fill rule counted)
-    sharded = [r.device_bytes - sum(k[2][i] for k in kinds) for i, r in enumerate(ranks)]
-    rest = ("other weights" if quantized else SHARDED[0], SHARDED[1], sharded)
-    order = [*kinds[:-1], rest, kinds[-1]] if quantized else [rest, *kinds]
     traces = [
         _hbar(
             rows,
@@ -832,7 +825,7 @@ def _held_chart(result: DeploymentResult, groups: list[list[RankEntry]], labels:
             marker_color=paint,
             **_hover([f"{label}: {text(name)} {format_bytes(b)}" for label, b in zip(labels, values, strict=True)]),
         )
-        for name, paint, values in order
+        for name, paint, values in _held_kinds(ranks)
         if any(values)
     ]
     if offloaded:
@@ -844,14 +837,9 @@ def _held_chart(result: DeploymentResult, groups: list[list[RankEntry]], labels:
     totals_x = [t / scale for t in totals]
     fig = go.Figure([*traces, _labels([format_bytes(t) for t in totals], "middle right", y=rows, x=totals_x)])
     top = max([*totals, device_memory or 0]) / scale
-    if device_memory is None:
-        verdict = "no --device-memory given: the fit is not checked"
-    else:
-        short = sum(r.copies for r in result.ranks if r.device_fits is False)
-        verdict = f"{short} of {result.world} ranks over device memory" if short else f"all {result.world} ranks fit"
     _layout(
         fig,
-        f"Bytes each rank holds: {verdict}",
+        f"Bytes each rank holds: {_held_verdict(result)}",
         max(280, 50 * len(rows) + 170),
         subtitle="device bytes stacked by kind"
         + (f" against the device memory ({format_bytes(device_memory)})" if device_memory else "")
@@ -863,6 +851,25 @@ def _held_chart(result: DeploymentResult, groups: list[list[RankEntry]], labels:
     if device_memory is not None:
         _mark(fig, device_memory / scale, f"device memory {format_bytes(device_memory)}", font={"color": LINE_COLOUR})
     return _chart(fig)
+
+
+def _held_kinds(ranks: list[RankEntry]) -> list[tuple[str, str, list[int]]]:
+    """The kinds a rank's device bytes stack by, in order: each one's label, colour and bytes per rank."""
+    quantized = any(r.fill_kinds for r in ranks)
+    chosen = (*(QUANTIZED_KINDS if quantized else PLAIN_KINDS), ENGINE_KIND)
+    kinds = [(name, paint, [get(r) for r in ranks]) for name, paint, get in chosen]
+    # The rest of the device bytes: sharded weights (for a quantized shard, any weight no fill rule counted)
+    sharded = [r.device_bytes - sum(k[2][i] for k in kinds) for i, r in enumerate(ranks)]
+    rest = ("other weights" if quantized else SHARDED[0], SHARDED[1], sharded)
+    return [*kinds[:-1], rest, kinds[-1]] if quantized else [rest, *kinds]
+
+
+def _held_verdict(result: DeploymentResult) -> str:
+    """Whether the ranks fit in the device memory, as the held chart's title says it."""
+    if result.device_memory_bytes is None:
+        return "no --device-memory given: the fit is not checked"
+    short = sum(r.copies for r in result.ranks if r.device_fits is False)
+    return f"{short} of {result.world} ranks over device memory" if short else f"all {result.world} ranks fit"
 
 
 def _rank_visits_chart(groups: list[list[RankEntry]], labels: list[str]) -> Chart:

@@ -25,7 +25,7 @@ from dummyprof.results.common import Estimate
 from dummyprof.results.compare import CompareResult
 from dummyprof.results.deployment import DeploymentResult, RankEntry, layout_text
 from dummyprof.results.engram import EngramResult, MethodResult
-from dummyprof.results.gate import PASS, CheckResult
+from dummyprof.results.gate import PASS, CheckResult, GateResult
 from dummyprof.results.session import Results
 from dummyprof.results.sweep import SweepResult
 from dummyprof.units import format_bytes, format_seconds
@@ -922,7 +922,6 @@ def gate_sections(results: Results) -> list[Section]:
     """What differs: the checks whose value moved from the baseline (or did not pass), closest to failing first."""
     section = results.gate
     assert section is not None
-    go = _go()
     out = Section(
         "Gate verdicts" if results.command == "gate" else "Baseline",
         [f"config {section.config_path}; baseline {section.baseline_path or 'none'}; exit code {section.exit_code}."],
@@ -935,62 +934,67 @@ def gate_sections(results: Results) -> list[Section]:
     if compared and not moved:
         out.text.append(f"All {len(compared)} checks equal their baselines: nothing to draw (the table lists them).")
     if shown:
-        ids = [text(c.check_id) for c in shown]
-        ratios = [_ratio(c) for c in shown]
-        now_text = [
-            f"{text(value_text(c.current, c.unit))} ({text(c.verdict)}); "
-            f"baseline {text(value_text(c.baseline, c.unit))}"
-            for c in shown
-        ]
-        paints = [VERDICT_COLOURS.get(c.verdict, "#333333") for c in shown]
-        fig = go.Figure(
-            [
-                _hbar(
-                    ids,
-                    [r or 0.0 for r in ratios],
-                    name="now / baseline",
-                    marker_color=paints,
-                    **_hover(now_text),
-                    showlegend=False,
-                ),
-                # A mark at every check's ratio, so a check at 0 (or one with no ratio) still shows where it is.
-                go.Scatter(
-                    name="now (value)",
-                    y=ids,
-                    x=[r if r is not None else 0.0 for r in ratios],
-                    mode="markers+text",
-                    marker={
-                        "symbol": ["line-ns" if r is not None else "x-thin" for r in ratios],
-                        "size": 16,
-                        "line": {"width": 3, "color": paints},
-                    },
-                    text=now_text,
-                    textposition="middle right",
-                    **_hover(now_text),
-                    showlegend=False,
-                ),
-            ]
-        )
-        widest = max([r for r in ratios if r is not None] + [section.factor])
-        of = f"the {len(shown)} closest to failing of {len(moved)}" if len(moved) > len(shown) else f"{len(moved)}"
-        _layout(
-            fig,
-            f"Checks that moved from the baseline ({of}; {len(compared) - len(moved)} equal it)",
-            max(300, 34 * len(shown) + 140),
-            subtitle="now / baseline, colour = verdict; failing first, then the highest ratio",
-            xaxis={"title": "now / baseline", "range": [0, widest * 2.2]},
-            yaxis={"automargin": True, "autorange": "reversed"},
-            margin={"t": 96},
-        )
-        for at, label in (
-            (1.0, "baseline"),
-            (section.factor, f"x{section.factor:.2f}: a time past it (and significant) regresses"),
-        ):
-            grey = at == 1.0
-            look = {"color": "#999999" if grey else LINE_COLOUR, "dash": "dash"}
-            _mark(fig, at, text(label), line=look, xanchor="right" if grey else "left")
-        out.figures.append(_chart(fig))
+        out.figures.append(_moved_chart(section, shown, moved, len(compared)))
     return [out]
+
+
+def _moved_chart(section: GateResult, shown: list[CheckResult], moved: list[CheckResult], compared: int) -> Chart:
+    """The checks shown, as now / baseline bars coloured by verdict, against the baseline and the gate's factor."""
+    go = _go()
+    ids = [text(c.check_id) for c in shown]
+    ratios = [_ratio(c) for c in shown]
+    now_text = [
+        f"{text(value_text(c.current, c.unit))} ({text(c.verdict)}); baseline {text(value_text(c.baseline, c.unit))}"
+        for c in shown
+    ]
+    paints = [VERDICT_COLOURS.get(c.verdict, "#333333") for c in shown]
+    fig = go.Figure(
+        [
+            _hbar(
+                ids,
+                [r or 0.0 for r in ratios],
+                name="now / baseline",
+                marker_color=paints,
+                **_hover(now_text),
+                showlegend=False,
+            ),
+            # A mark at every check's ratio, so a check at 0 (or one with no ratio) still shows where it is.
+            go.Scatter(
+                name="now (value)",
+                y=ids,
+                x=[r if r is not None else 0.0 for r in ratios],
+                mode="markers+text",
+                marker={
+                    "symbol": ["line-ns" if r is not None else "x-thin" for r in ratios],
+                    "size": 16,
+                    "line": {"width": 3, "color": paints},
+                },
+                text=now_text,
+                textposition="middle right",
+                **_hover(now_text),
+                showlegend=False,
+            ),
+        ]
+    )
+    widest = max([r for r in ratios if r is not None] + [section.factor])
+    of = f"the {len(shown)} closest to failing of {len(moved)}" if len(moved) > len(shown) else f"{len(moved)}"
+    _layout(
+        fig,
+        f"Checks that moved from the baseline ({of}; {compared - len(moved)} equal it)",
+        max(300, 34 * len(shown) + 140),
+        subtitle="now / baseline, colour = verdict; failing first, then the highest ratio",
+        xaxis={"title": "now / baseline", "range": [0, widest * 2.2]},
+        yaxis={"automargin": True, "autorange": "reversed"},
+        margin={"t": 96},
+    )
+    for at, label in (
+        (1.0, "baseline"),
+        (section.factor, f"x{section.factor:.2f}: a time past it (and significant) regresses"),
+    ):
+        grey = at == 1.0
+        look = {"color": "#999999" if grey else LINE_COLOUR, "dash": "dash"}
+        _mark(fig, at, text(label), line=look, xanchor="right" if grey else "left")
+    return _chart(fig)
 
 
 # --- audit ----------------------------------------------------------------------------------------

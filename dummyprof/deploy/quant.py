@@ -517,26 +517,34 @@ def ct_moe(scheme: QuantScheme, experts: int, inter: int, hidden: int, bias: boo
             raise unsupported
         return ct_wna16_moe(scheme, weights, experts, (inter, hidden, bits), bias)
     if kind == "float" and bits == 8 and inputs.get("type") == "float" and inputs.get("num_bits") == 8:
-        static = not inputs.get("dynamic", False)
-        if strategy == "block":
-            n, k = (int(b) for b in weights["block_structure"])
-            if inter % n or (scheme.tp > 1 and inter % k):  # validate_fp8_block_shape_moe, no refinement
-                raise UsageError.for_field("tp", f"fp8 MoE: the intermediate size per rank {inter} is not a multiple "
-                                           f"of the block {n} x {k} (vLLM refuses it)")  # fmt: skip
-            scales = _block_scales("weight_scale", experts, inter, hidden, (n, k))
-        elif strategy == "tensor":
-            scales = _pair("weight_scale", (experts, 2), (experts,), F32)
-        elif strategy == "channel" and not static:
-            scales = _pair("weight_scale", (experts, 2 * inter, 1), (experts, hidden, 1), F32)
-        else:
-            raise unsupported
-        return _w8_experts(experts, inter, hidden, scales, static, [])
+        return _ct_fp8_moe(scheme, weights, inputs, strategy, (experts, inter, hidden), unsupported)
     dynamic_tokens = inputs.get("dynamic") and inputs.get("strategy") == "token" and inputs.get("num_bits") == 8
     if kind == "int" and bits == 8 and strategy == "channel" and dynamic_tokens:
         scales = _pair("weight_scale", (experts, 2 * inter, 1), (experts, hidden, 1), F32)
         biases = _moe_bias(scheme.dtype, experts, inter, hidden) if bias else []
         return _w8_experts(experts, inter, hidden, scales, False, biases, torch.int8)
     raise unsupported
+
+
+def _ct_fp8_moe(scheme: QuantScheme, weights: Mapping[str, Any], inputs: Mapping[str, Any], strategy: str,
+                dims: tuple[int, int, int], unsupported: UsageError) -> Made:  # fmt: skip
+    """``CompressedTensorsW8A8Fp8MoEMethod.create_weights``: fp8 experts with per-block, per-tensor or (dynamic
+    inputs only) per-channel weight scales. ``dims``: (E, I per rank, H)."""
+    experts, inter, hidden = dims
+    static = not inputs.get("dynamic", False)
+    if strategy == "block":
+        n, k = (int(b) for b in weights["block_structure"])
+        if inter % n or (scheme.tp > 1 and inter % k):  # validate_fp8_block_shape_moe, no refinement
+            raise UsageError.for_field("tp", f"fp8 MoE: the intermediate size per rank {inter} is not a multiple "
+                                       f"of the block {n} x {k} (vLLM refuses it)")  # fmt: skip
+        scales = _block_scales("weight_scale", experts, inter, hidden, (n, k))
+    elif strategy == "tensor":
+        scales = _pair("weight_scale", (experts, 2), (experts,), F32)
+    elif strategy == "channel" and not static:
+        scales = _pair("weight_scale", (experts, 2 * inter, 1), (experts, hidden, 1), F32)
+    else:
+        raise unsupported
+    return _w8_experts(experts, inter, hidden, scales, static, [])
 
 
 def ct_wna16_moe(scheme: QuantScheme, weights: Mapping[str, Any], experts: int, dims: tuple[int, int, int],

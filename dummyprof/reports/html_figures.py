@@ -25,7 +25,7 @@ from dummyprof.results.common import Estimate
 from dummyprof.results.compare import CompareResult
 from dummyprof.results.deployment import DeploymentResult, RankEntry, layout_text
 from dummyprof.results.engram import EngramResult, MethodResult
-from dummyprof.results.gate import PASS, CheckResult
+from dummyprof.results.gate import PASS, CheckResult, GateResult
 from dummyprof.results.session import Results
 from dummyprof.results.sweep import SweepResult
 from dummyprof.units import format_bytes, format_seconds
@@ -403,33 +403,7 @@ def sweep_sections(results: Results) -> list[Section]:
         every = [y for series in result.series for y in result.column(series, metric) if y]
         scale, unit = byte_unit(max(every, default=1.0)) if metric == "bytes" else (1.0, SWEEP_UNITS[metric])
         for series in result.series:
-            ys = [y / scale if y is not None else None for y in result.column(series, metric)]
-            if all(y is None for y in ys):
-                continue
-            name = text(series)
-            hover = [
-                f"{name}<br>{text(label)} {x:,}<br>{axis} " + ("n/a" if y is None else tick_text(y, unit))
-                for x, y in zip(result.values, ys, strict=True)
-            ]
-            traces.append(
-                go.Scatter(
-                    x=result.values,
-                    y=ys,
-                    mode="lines+markers",
-                    name=name,
-                    line={"color": colour(series)},
-                    error_y=_time_errors(result, series) if metric == "time" else None,
-                    **_hover(hover),
-                )
-            )
-            fit = result.fit(series, metric)
-            if fit is not None:
-                xs = [x for x in result.values if fit.x_from <= x <= fit.x_to]
-                interval = f" [{fit.ci_low:.2f}, {fit.ci_high:.2f}]" if fit.ci_low is not None else ""
-                r2 = f", R² {fit.r_squared:.4f}" if fit.r_squared is not None else ""
-                fit_ys = [fit.predict(x) / scale for x in xs]
-                fitted = f"{name} fit: exponent {fit.exponent:.2f}{interval}{r2}"
-                traces.append(_fit_line(xs, fit_ys, fitted, colour(series), hoverinfo="name"))
+            traces.extend(_sweep_series_traces(result, series, metric, axis, scale, unit))
         if not traces:
             continue
         fig = go.Figure(traces)
@@ -442,6 +416,43 @@ def sweep_sections(results: Results) -> list[Section]:
         _layout(fig, f"{axis} vs {label}", 480, xaxis=xaxis, yaxis=yaxis, font={"size": 13})
         section.figures.append(_chart(fig))
     return [section]
+
+
+def _sweep_series_traces(
+    result: SweepResult, series: str, metric: str, axis: str, scale: float, unit: str
+) -> list[Any]:
+    """One series' line on a sweep's metric chart, with its fitted power law when it has one; none when the series
+    has no value for the metric."""
+    go = _go()
+    label = parameter_label(result)
+    ys = [y / scale if y is not None else None for y in result.column(series, metric)]
+    if all(y is None for y in ys):
+        return []
+    name = text(series)
+    hover = [
+        f"{name}<br>{text(label)} {x:,}<br>{axis} " + ("n/a" if y is None else tick_text(y, unit))
+        for x, y in zip(result.values, ys, strict=True)
+    ]
+    traces = [
+        go.Scatter(
+            x=result.values,
+            y=ys,
+            mode="lines+markers",
+            name=name,
+            line={"color": colour(series)},
+            error_y=_time_errors(result, series) if metric == "time" else None,
+            **_hover(hover),
+        )
+    ]
+    fit = result.fit(series, metric)
+    if fit is not None:
+        xs = [x for x in result.values if fit.x_from <= x <= fit.x_to]
+        interval = f" [{fit.ci_low:.2f}, {fit.ci_high:.2f}]" if fit.ci_low is not None else ""
+        r2 = f", R² {fit.r_squared:.4f}" if fit.r_squared is not None else ""
+        fit_ys = [fit.predict(x) / scale for x in xs]
+        fitted = f"{name} fit: exponent {fit.exponent:.2f}{interval}{r2}"
+        traces.append(_fit_line(xs, fit_ys, fitted, colour(series), hoverinfo="name"))
+    return traces
 
 
 def _time_errors(result: SweepResult, series: str) -> dict[str, Any] | None:
@@ -652,76 +663,97 @@ def _terms_chart(result: EngramResult, methods: list[MethodResult]) -> Chart:
 
 def _projection_sections(result: EngramResult) -> list[Section]:
     """How each projection was made: samples, the fitted line and the full-size point on log axes; the statistics."""
-    go = _go()
     section = Section("How each projection was made", after_tables=True)
     for m in result.methods:
         if m.time_fit is None or not m.samples:
             continue
-        fit = m.time_fit
-        method_colour = colour(m.name)
-        scale, unit = byte_unit(m.bytes_written)
-        xs = [s.bytes_written for s in m.samples]
-        readings = [(s.bytes_written, r) for s in m.samples for r in s.time.samples]
-        line_x = [min(xs) * (m.bytes_written / min(xs)) ** (i / 40) for i in range(41)]
-        line = [(x, fit.predict(x)) for x in line_x]
-        line = [(x, y) for x, y in line if y > 0]
-        projection = m.projection
-        full_error = None
-        interval_text = ""
-        if projection is not None and m.time.value is not None:
-            below, above = estimate_whisker(projection.time)
-            full_error = _whiskers([above], [below])
-            interval_text = f", 95% interval {estimate_range(projection.time)}"
-        full = m.time.value
-        fitted = f"fit {text(fit.model)}, R² {fit.r_squared:.3f}"
-        fig = go.Figure(
-            [
-                go.Scatter(
-                    x=[x / scale for x, _ in readings],
-                    y=[y for _, y in readings],
-                    mode="markers",
-                    name="measured rounds at sample sizes",
-                    marker={"size": 6, "opacity": 0.5, "color": method_colour},
-                ),
-                go.Scatter(
-                    x=[x / scale for x in xs],
-                    y=[s.time.value for s in m.samples],
-                    mode="markers",
-                    name="sample medians",
-                    marker={"size": 10, "symbol": "diamond", "color": method_colour},
-                ),
-                _fit_line([x / scale for x, _ in line], [y for _, y in line], fitted, method_colour),
-                go.Scatter(
-                    x=[m.bytes_written / scale],
-                    y=[full],
-                    mode="markers",
-                    marker={"symbol": "x", "size": 12, "color": WHISKER},
-                    error_y=full_error,
-                    name=("projected at full size" if m.time.is_projected else "measured at full size")
-                    + text(interval_text),
-                ),
-            ]
-        )
-        ys = [y for _, y in readings] + [y for _, y in line] + ([full] if full else [])
-        ys += [projection.time.high] if projection is not None and projection.time.high is not None else []
-        _layout(
-            fig,
-            f"{m.name}: {m.mode}{' (' + reason_text(m) + ')' if reason_text(m) else ''}",
-            420,
-            xaxis=value_axis([x / scale for x in [*xs, m.bytes_written]], unit, "written on this rank"),
-            yaxis=value_axis(ys, "s", "seconds"),
-        )
-        section.figures.append(_chart(fig, half=True))
-        spread = Estimate.measured([s.time.value or 0.0 for s in m.samples])
-        fallback = f"; the line was not used ({projection.fallback})" if projection and projection.fallback else ""
-        bound = f"; raised to this run's {projection.ceiling_name} bound" if projection and projection.bounded else ""
-        section.text.append(
-            f"{m.name}: {len(m.samples)} sample sizes up to {format_bytes(max(xs))} "
-            f"({format_seconds(spread.low)}–{format_seconds(spread.high)}); "
-            f"fit R² {fit.r_squared:.3f}, reaching {m.bytes_written / max(xs):,.1f}x past the largest sample"
-            f"{interval_text}{fallback}{bound}."
-        )
+        interval_text = _projection_interval_text(m)
+        section.figures.append(_projection_chart(m, interval_text))
+        section.text.append(_projection_note(m, interval_text))
     return [section] if section.figures else []
+
+
+def _projection_interval_text(m: MethodResult) -> str:
+    """The full-size point's 95% interval as the chart's legend and the note append it; empty without one."""
+    if m.projection is None or m.time.value is None:
+        return ""
+    return f", 95% interval {estimate_range(m.projection.time)}"
+
+
+def _projection_chart(m: MethodResult, interval_text: str) -> Chart:
+    """A method's measured rounds, sample medians, fitted line and full-size point on log axes."""
+    go = _go()
+    fit = m.time_fit
+    assert fit is not None
+    method_colour = colour(m.name)
+    scale, unit = byte_unit(m.bytes_written)
+    xs = [s.bytes_written for s in m.samples]
+    readings = [(s.bytes_written, r) for s in m.samples for r in s.time.samples]
+    line_x = [min(xs) * (m.bytes_written / min(xs)) ** (i / 40) for i in range(41)]
+    line = [(x, fit.predict(x)) for x in line_x]
+    line = [(x, y) for x, y in line if y > 0]
+    projection = m.projection
+    full_error = None
+    if projection is not None and m.time.value is not None:
+        below, above = estimate_whisker(projection.time)
+        full_error = _whiskers([above], [below])
+    full = m.time.value
+    fitted = f"fit {text(fit.model)}, R² {fit.r_squared:.3f}"
+    fig = go.Figure(
+        [
+            go.Scatter(
+                x=[x / scale for x, _ in readings],
+                y=[y for _, y in readings],
+                mode="markers",
+                name="measured rounds at sample sizes",
+                marker={"size": 6, "opacity": 0.5, "color": method_colour},
+            ),
+            go.Scatter(
+                x=[x / scale for x in xs],
+                y=[s.time.value for s in m.samples],
+                mode="markers",
+                name="sample medians",
+                marker={"size": 10, "symbol": "diamond", "color": method_colour},
+            ),
+            _fit_line([x / scale for x, _ in line], [y for _, y in line], fitted, method_colour),
+            go.Scatter(
+                x=[m.bytes_written / scale],
+                y=[full],
+                mode="markers",
+                marker={"symbol": "x", "size": 12, "color": WHISKER},
+                error_y=full_error,
+                name=("projected at full size" if m.time.is_projected else "measured at full size")
+                + text(interval_text),
+            ),
+        ]
+    )
+    ys = [y for _, y in readings] + [y for _, y in line] + ([full] if full else [])
+    ys += [projection.time.high] if projection is not None and projection.time.high is not None else []
+    _layout(
+        fig,
+        f"{m.name}: {m.mode}{' (' + reason_text(m) + ')' if reason_text(m) else ''}",
+        420,
+        xaxis=value_axis([x / scale for x in [*xs, m.bytes_written]], unit, "written on this rank"),
+        yaxis=value_axis(ys, "s", "seconds"),
+    )
+    return _chart(fig, half=True)
+
+
+def _projection_note(m: MethodResult, interval_text: str) -> str:
+    """The statistics under a method's projection chart: its sample sizes and spread, the fit, how far it reaches."""
+    fit = m.time_fit
+    assert fit is not None
+    projection = m.projection
+    xs = [s.bytes_written for s in m.samples]
+    spread = Estimate.measured([s.time.value or 0.0 for s in m.samples])
+    fallback = f"; the line was not used ({projection.fallback})" if projection and projection.fallback else ""
+    bound = f"; raised to this run's {projection.ceiling_name} bound" if projection and projection.bounded else ""
+    return (
+        f"{m.name}: {len(m.samples)} sample sizes up to {format_bytes(max(xs))} "
+        f"({format_seconds(spread.low)}–{format_seconds(spread.high)}); "
+        f"fit R² {fit.r_squared:.3f}, reaching {m.bytes_written / max(xs):,.1f}x past the largest sample"
+        f"{interval_text}{fallback}{bound}."
+    )
 
 
 # --- deployment -----------------------------------------------------------------------------------
@@ -785,13 +817,6 @@ def _held_chart(result: DeploymentResult, groups: list[list[RankEntry]], labels:
     device_memory = result.device_memory_bytes
     scale, unit = byte_unit(max([r.held_bytes for r in ranks] + [device_memory or 0]))
     rows = labels + ([f"{label} · host" for label in labels] if offloaded else [])
-    quantized = any(r.fill_kinds for r in ranks)
-    chosen = (*(QUANTIZED_KINDS if quantized else PLAIN_KINDS), ENGINE_KIND)
-    kinds = [(name, paint, [get(r) for r in ranks]) for name, paint, get in chosen]
-    # The rest of the device bytes: sharded weights (for a quantized shard, any weight no fill rule counted)
-    sharded = [r.device_bytes - sum(k[2][i] for k in kinds) for i, r in enumerate(ranks)]
-    rest = ("other weights" if quantized else SHARDED[0], SHARDED[1], sharded)
-    order = [*kinds[:-1], rest, kinds[-1]] if quantized else [rest, *kinds]
     traces = [
         _hbar(
             rows,
@@ -800,7 +825,7 @@ def _held_chart(result: DeploymentResult, groups: list[list[RankEntry]], labels:
             marker_color=paint,
             **_hover([f"{label}: {text(name)} {format_bytes(b)}" for label, b in zip(labels, values, strict=True)]),
         )
-        for name, paint, values in order
+        for name, paint, values in _held_kinds(ranks)
         if any(values)
     ]
     if offloaded:
@@ -812,14 +837,9 @@ def _held_chart(result: DeploymentResult, groups: list[list[RankEntry]], labels:
     totals_x = [t / scale for t in totals]
     fig = go.Figure([*traces, _labels([format_bytes(t) for t in totals], "middle right", y=rows, x=totals_x)])
     top = max([*totals, device_memory or 0]) / scale
-    if device_memory is None:
-        verdict = "no --device-memory given: the fit is not checked"
-    else:
-        short = sum(r.copies for r in result.ranks if r.device_fits is False)
-        verdict = f"{short} of {result.world} ranks over device memory" if short else f"all {result.world} ranks fit"
     _layout(
         fig,
-        f"Bytes each rank holds: {verdict}",
+        f"Bytes each rank holds: {_held_verdict(result)}",
         max(280, 50 * len(rows) + 170),
         subtitle="device bytes stacked by kind"
         + (f" against the device memory ({format_bytes(device_memory)})" if device_memory else "")
@@ -831,6 +851,25 @@ def _held_chart(result: DeploymentResult, groups: list[list[RankEntry]], labels:
     if device_memory is not None:
         _mark(fig, device_memory / scale, f"device memory {format_bytes(device_memory)}", font={"color": LINE_COLOUR})
     return _chart(fig)
+
+
+def _held_kinds(ranks: list[RankEntry]) -> list[tuple[str, str, list[int]]]:
+    """The kinds a rank's device bytes stack by, in order: each one's label, colour and bytes per rank."""
+    quantized = any(r.fill_kinds for r in ranks)
+    chosen = (*(QUANTIZED_KINDS if quantized else PLAIN_KINDS), ENGINE_KIND)
+    kinds = [(name, paint, [get(r) for r in ranks]) for name, paint, get in chosen]
+    # The rest of the device bytes: sharded weights (for a quantized shard, any weight no fill rule counted)
+    sharded = [r.device_bytes - sum(k[2][i] for k in kinds) for i, r in enumerate(ranks)]
+    rest = ("other weights" if quantized else SHARDED[0], SHARDED[1], sharded)
+    return [*kinds[:-1], rest, kinds[-1]] if quantized else [rest, *kinds]
+
+
+def _held_verdict(result: DeploymentResult) -> str:
+    """Whether the ranks fit in the device memory, as the held chart's title says it."""
+    if result.device_memory_bytes is None:
+        return "no --device-memory given: the fit is not checked"
+    short = sum(r.copies for r in result.ranks if r.device_fits is False)
+    return f"{short} of {result.world} ranks over device memory" if short else f"all {result.world} ranks fit"
 
 
 def _rank_visits_chart(groups: list[list[RankEntry]], labels: list[str]) -> Chart:
@@ -883,7 +922,6 @@ def gate_sections(results: Results) -> list[Section]:
     """What differs: the checks whose value moved from the baseline (or did not pass), closest to failing first."""
     section = results.gate
     assert section is not None
-    go = _go()
     out = Section(
         "Gate verdicts" if results.command == "gate" else "Baseline",
         [f"config {section.config_path}; baseline {section.baseline_path or 'none'}; exit code {section.exit_code}."],
@@ -896,62 +934,67 @@ def gate_sections(results: Results) -> list[Section]:
     if compared and not moved:
         out.text.append(f"All {len(compared)} checks equal their baselines: nothing to draw (the table lists them).")
     if shown:
-        ids = [text(c.check_id) for c in shown]
-        ratios = [_ratio(c) for c in shown]
-        now_text = [
-            f"{text(value_text(c.current, c.unit))} ({text(c.verdict)}); "
-            f"baseline {text(value_text(c.baseline, c.unit))}"
-            for c in shown
-        ]
-        paints = [VERDICT_COLOURS.get(c.verdict, "#333333") for c in shown]
-        fig = go.Figure(
-            [
-                _hbar(
-                    ids,
-                    [r or 0.0 for r in ratios],
-                    name="now / baseline",
-                    marker_color=paints,
-                    **_hover(now_text),
-                    showlegend=False,
-                ),
-                # A mark at every check's ratio, so a check at 0 (or one with no ratio) still shows where it is.
-                go.Scatter(
-                    name="now (value)",
-                    y=ids,
-                    x=[r if r is not None else 0.0 for r in ratios],
-                    mode="markers+text",
-                    marker={
-                        "symbol": ["line-ns" if r is not None else "x-thin" for r in ratios],
-                        "size": 16,
-                        "line": {"width": 3, "color": paints},
-                    },
-                    text=now_text,
-                    textposition="middle right",
-                    **_hover(now_text),
-                    showlegend=False,
-                ),
-            ]
-        )
-        widest = max([r for r in ratios if r is not None] + [section.factor])
-        of = f"the {len(shown)} closest to failing of {len(moved)}" if len(moved) > len(shown) else f"{len(moved)}"
-        _layout(
-            fig,
-            f"Checks that moved from the baseline ({of}; {len(compared) - len(moved)} equal it)",
-            max(300, 34 * len(shown) + 140),
-            subtitle="now / baseline, colour = verdict; failing first, then the highest ratio",
-            xaxis={"title": "now / baseline", "range": [0, widest * 2.2]},
-            yaxis={"automargin": True, "autorange": "reversed"},
-            margin={"t": 96},
-        )
-        for at, label in (
-            (1.0, "baseline"),
-            (section.factor, f"x{section.factor:.2f}: a time past it (and significant) regresses"),
-        ):
-            grey = at == 1.0
-            look = {"color": "#999999" if grey else LINE_COLOUR, "dash": "dash"}
-            _mark(fig, at, text(label), line=look, xanchor="right" if grey else "left")
-        out.figures.append(_chart(fig))
+        out.figures.append(_moved_chart(section, shown, moved, len(compared)))
     return [out]
+
+
+def _moved_chart(section: GateResult, shown: list[CheckResult], moved: list[CheckResult], compared: int) -> Chart:
+    """The checks shown, as now / baseline bars coloured by verdict, against the baseline and the gate's factor."""
+    go = _go()
+    ids = [text(c.check_id) for c in shown]
+    ratios = [_ratio(c) for c in shown]
+    now_text = [
+        f"{text(value_text(c.current, c.unit))} ({text(c.verdict)}); baseline {text(value_text(c.baseline, c.unit))}"
+        for c in shown
+    ]
+    paints = [VERDICT_COLOURS.get(c.verdict, "#333333") for c in shown]
+    fig = go.Figure(
+        [
+            _hbar(
+                ids,
+                [r or 0.0 for r in ratios],
+                name="now / baseline",
+                marker_color=paints,
+                **_hover(now_text),
+                showlegend=False,
+            ),
+            # A mark at every check's ratio, so a check at 0 (or one with no ratio) still shows where it is.
+            go.Scatter(
+                name="now (value)",
+                y=ids,
+                x=[r if r is not None else 0.0 for r in ratios],
+                mode="markers+text",
+                marker={
+                    "symbol": ["line-ns" if r is not None else "x-thin" for r in ratios],
+                    "size": 16,
+                    "line": {"width": 3, "color": paints},
+                },
+                text=now_text,
+                textposition="middle right",
+                **_hover(now_text),
+                showlegend=False,
+            ),
+        ]
+    )
+    widest = max([r for r in ratios if r is not None] + [section.factor])
+    of = f"the {len(shown)} closest to failing of {len(moved)}" if len(moved) > len(shown) else f"{len(moved)}"
+    _layout(
+        fig,
+        f"Checks that moved from the baseline ({of}; {compared - len(moved)} equal it)",
+        max(300, 34 * len(shown) + 140),
+        subtitle="now / baseline, colour = verdict; failing first, then the highest ratio",
+        xaxis={"title": "now / baseline", "range": [0, widest * 2.2]},
+        yaxis={"automargin": True, "autorange": "reversed"},
+        margin={"t": 96},
+    )
+    for at, label in (
+        (1.0, "baseline"),
+        (section.factor, f"x{section.factor:.2f}: a time past it (and significant) regresses"),
+    ):
+        grey = at == 1.0
+        look = {"color": "#999999" if grey else LINE_COLOUR, "dash": "dash"}
+        _mark(fig, at, text(label), line=look, xanchor="right" if grey else "left")
+    return _chart(fig)
 
 
 # --- audit ----------------------------------------------------------------------------------------

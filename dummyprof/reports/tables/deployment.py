@@ -125,6 +125,17 @@ def work_table(result: DeploymentResult) -> Table:
     ]
     own = "own rank on cpu" if result.nproc else "own rank"  # real ranks fill on this host's CPU (gloo)
     table = Table.of("Work per rank", [*columns, (own, NUMBER)], [], keys=2)
+    _add_work_rows(table, result)
+    table.notes.append("counts exact; visits (n): n redundant")
+    if host:
+        table.notes.extend(_host_work_notes(result))
+    table.notes.extend(_own_rank_notes(result))
+    table.notes.extend(_fill_notes(result, host, timed))
+    return table
+
+
+def _add_work_rows(table: Table, result: DeploymentResult) -> None:
+    """A row per strategy of each group of ranks alike, the group named on its first row."""
     for group in rank_groups(result):
         for i, s in enumerate(group[0].strategies):
             table.add(
@@ -139,25 +150,31 @@ def work_table(result: DeploymentResult) -> Table:
                 fill_text(s.host),
                 estimate_cell(s.rank_time) if s.rank_time is not None else "",
             )
-    table.notes.append("counts exact; visits (n): n redundant")
-    if host:
-        table.notes.append(
-            "host visits, host written, host fill: the CPU-offloaded tables (host-resident), filled on this host's "
-            f"{host_device_text(result)} with their declared value in fresh memory (median of the rounds; ~ projected "
-            "from a probe fill or scaled by the bytes a strategy writes more than once); the rest of visits and "
-            "written is device-resident"
-        )
-        line = contention_text(result.host_contention, "the host-resident part was filled on cpu")
-        if line:
-            table.notes.append(line)
+
+
+def _host_work_notes(result: DeploymentResult) -> list[str]:
+    """What the host columns hold: the CPU-offloaded tables, and how they were filled."""
+    notes = [
+        "host visits, host written, host fill: the CPU-offloaded tables (host-resident), filled on this host's "
+        f"{host_device_text(result)} with their declared value in fresh memory (median of the rounds; ~ projected "
+        "from a probe fill or scaled by the bytes a strategy writes more than once); the rest of visits and "
+        "written is device-resident"
+    ]
+    line = contention_text(result.host_contention, "the host-resident part was filled on cpu")
+    return [*notes, line] if line else notes
+
+
+def _own_rank_notes(result: DeploymentResult) -> list[str]:
+    """What the own-rank column holds: each rank's fill in its own process, and the ranks that did not finish."""
+    notes = []
     if result.ranks_failure:
         finished = ", ".join(map(str, result.ranks_finished)) or "none"
-        table.notes.append(
+        notes.append(
             f"own rank: ranks finished: {finished} of {result.nproc}; the others did not ({result.ranks_failure}): "
             "their own-rank figures are missing, everything else is whole"
         )
     if result.nproc:
-        table.notes.append(
+        notes.append(
             f"own rank: each rank's fill in its own process, {result.nproc} ranks ({result.backend}) filling at "
             "once on this host's cpu; fill: one rank alone (the model of the deployment from one rank)"
             + (
@@ -166,15 +183,21 @@ def work_table(result: DeploymentResult) -> Table:
                 else ""
             )
         )
+    return notes
+
+
+def _fill_notes(result: DeploymentResult, host: bool, timed: bool) -> list[str]:
+    """What the fill column holds: how the shards were timed (or why not), and what disturbed the timing."""
+    notes = []
     if result.not_timed:
         part = "the device-resident part (visits less host visits, written less host written) " if host else ""
-        table.notes.append(f"fill: {part}{NOT_TIMED.get(result.not_timed, result.not_timed)}")
+        notes.append(f"fill: {part}{NOT_TIMED.get(result.not_timed, result.not_timed)}")
     if timed:
         filled = sorted({r.filled_as for r in result.ranks if r.filled_as is not None})
         measured = any(s.time is not None and s.time.how == MEASURED for r in result.ranks for s in r.strategies)
         how = "filled" if measured else "calibrated"
         part = "'s device-resident part (visits less host visits, written less host written)" if host else ""
-        table.notes.append(
+        notes.append(
             f"fill: median; rank {', '.join(map(str, filled))}'s shard{part} {how} on {result.device} with the real "
             "initializers (ranks alike share its figures); ~ projected from calibration fills (interval in range, "
             "never below this run's memset floor)"
@@ -184,8 +207,8 @@ def work_table(result: DeploymentResult) -> Table:
         contention_text(result.contention, f"the shards were filled or calibrated on {result.device}"),
     ):
         if line:
-            table.notes.append(line)
-    return table
+            notes.append(line)
+    return notes
 
 
 def kinds_table(result: DeploymentResult) -> Table | None:

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from dummyprof.cli.app import main
+from dummyprof.loaders.strategies import STRATEGIES, Strategy, legacy_traversal, register_strategy
 
 
 @pytest.fixture(autouse=True)
@@ -79,3 +80,14 @@ def quiet_machine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(contention, "PROC", root)
         yield root
+
+
+@pytest.fixture
+def revisiting_per_layer() -> Iterator[None]:
+    """A real regression: "per-layer" walks every ancestor's recursive state_dict() again (the O(depth) refill)."""
+    original = STRATEGIES["per-layer"]
+    register_strategy(Strategy("per-layer", original.description, legacy_traversal, original.initializer), replace=True)
+    try:
+        yield
+    finally:
+        register_strategy(original, replace=True)

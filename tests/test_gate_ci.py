@@ -8,12 +8,11 @@ import json
 import shlex
 import time
 import xml.etree.ElementTree as ET
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from dummyprof.loaders.strategies import STRATEGIES, Strategy, legacy_traversal, register_strategy
 from tests import docs_examples
 from tests.conftest import CliResult
 from tests.fixtures.gate_configs import tiny_config
@@ -124,17 +123,6 @@ def test_output_folders_are_created_and_own_files_replaced_but_no_other(
     assert result.exit_code == 0
     result = cli("baseline", "--config", str(config), "--output", str(out / "other.json"), "-q")
     assert result.exit_code == 2 and "already exists" in result.stderr
-
-
-@pytest.fixture
-def revisiting_per_layer() -> Iterator[None]:
-    """A real regression: "per-layer" walks every ancestor's recursive state_dict() again (the O(depth) refill)."""
-    original = STRATEGIES["per-layer"]
-    register_strategy(Strategy("per-layer", original.description, legacy_traversal, original.initializer), replace=True)
-    try:
-        yield
-    finally:
-        register_strategy(original, replace=True)
 
 
 def _setup_commands() -> list[list[str]]:

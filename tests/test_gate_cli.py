@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from dummyprof.cli.app import main
-from dummyprof.loaders.strategies import STRATEGIES, Strategy, legacy_traversal, register_strategy
+from dummyprof.loaders.strategies import STRATEGIES, Strategy, register_strategy
 from tests.conftest import CliResult
 
 Cli = Callable[..., CliResult]
@@ -53,17 +53,6 @@ def baseline(config: Path) -> Path:
     assert main(["baseline", "--config", str(config), "--output", str(path), "--quiet"]) == 0
     path.chmod(0o444)
     return path
-
-
-@pytest.fixture
-def revisiting_per_layer() -> Iterator[None]:
-    """The O(depth) trap brought back: "per-layer" walks every ancestor's recursive state_dict() again."""
-    original = STRATEGIES["per-layer"]
-    register_strategy(Strategy("per-layer", original.description, legacy_traversal, original.initializer), replace=True)
-    try:
-        yield
-    finally:
-        register_strategy(original, replace=True)
 
 
 @pytest.fixture

@@ -81,14 +81,33 @@ def test_a_fill_faster_than_the_floor_is_shown_flagged_never_as_a_number(reporte
 MIB = 1 << 20
 
 
-def test_fresh_pages_are_those_glibc_maps_afresh_on_cpu() -> None:
-    from dummyprof.measure.memory import MMAP_THRESHOLD, fresh_pages
+@pytest.fixture(autouse=True)
+def _dynamic_threshold(monkeypatch: pytest.MonkeyPatch) -> None:
+    """glibc's threshold as a process starts (a measured run earlier in this process may have fixed it)."""
+    from dummyprof.measure import memory
+
+    monkeypatch.setattr(memory, "_mapped_afresh", False)
+
+
+def test_fresh_pages_are_those_glibc_maps_afresh_on_cpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    from dummyprof.measure import memory
+    from dummyprof.measure.memory import FRESH_MAP_BYTES, MMAP_THRESHOLD, fresh_pages
 
     cpu, gpu = torch.device("cpu"), torch.device("cuda", 0)
     assert MMAP_THRESHOLD == 32 * MIB
     assert fresh_pages(32 * MIB, cpu) and fresh_pages(1 << 30, cpu)
     assert not fresh_pages(32 * MIB - 1, cpu) and not fresh_pages(MIB, cpu)
     assert not fresh_pages(1 << 30, gpu)  # a GPU's memory has no glibc pages
+    monkeypatch.setattr(memory, "_mapped_afresh", True)  # the threshold fixed where glibc starts it: 128 KiB
+    assert FRESH_MAP_BYTES == 128 << 10 and fresh_pages(FRESH_MAP_BYTES, cpu) and fresh_pages(MIB, cpu)
+    assert not fresh_pages(FRESH_MAP_BYTES - 1, cpu)
+
+
+def test_measured_rounds_fix_glibcs_threshold_so_each_model_is_mapped_afresh() -> None:
+    from dummyprof.measure import memory
+
+    run_compare(lambda: build_tree(TreeSpec(depth=1, hidden=8)), ModelSummary(), [], torch.device("cpu"), repeat=1)
+    assert memory._mapped_afresh is True  # glibc here: mallopt took it
 
 
 class _Snapshot:
@@ -125,32 +144,8 @@ def test_a_model_all_past_the_threshold_is_timed_on_fresh_pages_alone() -> None:
     assert clock.seen == {"big": 7}
 
 
-def _class(*sizes_mib: int) -> CalibrationClass:
-    return CalibrationClass(sizes_bytes=[s * MIB for s in sizes_mib])
-
-
-@pytest.mark.parametrize(
-    ("classes", "fresh"),
-    [
-        ([_class(33, 66, 99, 132), _class(1, 2, 3, 4)], True),  # the largest tensors calibrated past it
-        ([_class(7, 14, 21, 28), _class(1, 2, 3, 4)], False),  # every class below it (or held there by the budget)
-        ([_class(1, 2, 3, 4), _class(32, 64, 96, 128)], True),  # the order of the classes does not matter
-        ([], False),
-    ],
-)
-def test_a_projected_floor_follows_the_page_kind_its_largest_class_was_calibrated_on(
-    classes: list[CalibrationClass], fresh: bool
-) -> None:
-    from dummyprof.scenarios.compare.sizing import floor_on_fresh_pages
-
-    assert floor_on_fresh_pages(classes, torch.device("cpu")) is fresh
-    assert floor_on_fresh_pages(classes, torch.device("cuda", 0)) is False
-
-
-@pytest.mark.parametrize(("fresh", "size"), [(False, 2 * MIB), (True, 33 * MIB)])
-def test_a_fresh_memset_rate_writes_past_the_threshold_each_time(fresh: bool, size: int) -> None:
-    """On a clock where every memset takes 1 s, the rate is the bytes written once: a fresh reading writes a new
-    buffer of at least 33 MiB (glibc maps it afresh), a touched one the size asked for."""
+def test_a_memset_rate_is_timed_on_touched_memory_of_the_size_asked() -> None:
+    """On a clock where every memset takes 1 s, the rate is the bytes written once (at least 1 MiB)."""
     from dummyprof.scenarios.compare.sizing import memset_rate
 
     clock = FakeClock()
@@ -159,7 +154,8 @@ def test_a_fresh_memset_rate_writes_past_the_threshold_each_time(fresh: bool, si
         clock.tick(1.0)
         return clock()
 
-    assert memset_rate(2 * MIB, torch.device("cpu"), ticking, fresh=fresh) == size
+    assert memset_rate(2 * MIB, torch.device("cpu"), ticking) == 2 * MIB
+    assert memset_rate(1024, torch.device("cpu"), ticking) == MIB
 
 
 def test_the_floor_note_says_which_pages_it_was_timed_on() -> None:
@@ -169,10 +165,10 @@ def test_the_floor_note_says_which_pages_it_was_timed_on() -> None:
     )
     out = " ".join(render(Results(command="compare", compare=result), "markdown", RenderOptions()).split())
     assert (
-        "memset floor (4.19 GB/s: 40.00 MiB of a fresh model's storages zeroed once, the 8.00 MiB under 32 MiB "
-        "touched first (glibc reuses memory there), fastest of 1 readings"
+        "memset floor (4.19 GB/s: 40.00 MiB of a fresh model's storages zeroed once, the 8.00 MiB under glibc's "
+        "mmap threshold touched first (glibc reuses memory there), fastest of 1 readings"
     ) in out
     assert result.floor is not None
     result.floor.touched_bytes = 40 * MIB
     out = " ".join(render(Results(command="compare", compare=result), "markdown", RenderOptions()).split())
-    assert "zeroed once, each under 32 MiB touched first (glibc reuses memory there), fastest" in out
+    assert "zeroed once, each under glibc's mmap threshold touched first (glibc reuses memory there), fastest" in out

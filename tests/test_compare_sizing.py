@@ -243,56 +243,46 @@ def test_the_interval_spans_the_slopes_of_every_trial_line_and_holds_the_capabil
 MIB = 1 << 20
 
 
-def test_a_class_past_the_fresh_page_threshold_is_calibrated_past_it_or_wholly_below_it() -> None:
-    # glibc hands requests of 32 MiB or more fresh pages and smaller ones reused, touched ones: calibration sizes
-    # that straddled it moved DeepSeek-V3's projection ~10% run to run (BENCHMARKS.md)
-    from dummyprof.scenarios.compare.sizing import FRESH_BYTES, MMAP_THRESHOLD, calibration_step, fresh_room
+def test_calibration_steps_follow_the_share_within_their_bounds() -> None:
+    from dummyprof.scenarios.compare.sizing import MAX_STEP, MIN_STEP, calibration_step
 
     rate = 400e6  # bytes/s
-    need = fresh_room(1 << 30, rate)
-    assert need == pytest.approx(1.25 * 5 * 3 * FRESH_BYTES / rate)  # five trials of s and 2s there, SAFETY on top
-    assert fresh_room(MMAP_THRESHOLD, rate) == need  # a 4096 x 4096 bf16 weight is mmapped: it counts
-    assert fresh_room(MMAP_THRESHOLD - 1, rate) is None  # a class whose tensors stay below has no need
-    assert need is not None
-    # a 1.5 s share alone sizes steps of 12 MB (sizes 12..48 MB: across the threshold)
-    assert calibration_step(1 << 30, rate, 1.5, need, 2) == 12_000_000  # no need given (not cpu): as it was
-    assert calibration_step(1 << 30, rate, 1.5, need, 2, need) == FRESH_BYTES  # the room holds it: past it
-    below = calibration_step(1 << 30, rate, 1.5, need * 0.99, 2, need)  # it does not: every size below it
-    assert 4 * below < MMAP_THRESHOLD and below > 7 * MIB
-    assert calibration_step(1 << 30, rate, 1e3, 1e9, 2, need) == 64 * MIB  # a large share: MAX_STEP, past it
-    assert calibration_step(20 * MIB, rate, 1.5, 1e9, 2) == 5 * MIB  # tensors below: never pushed past it
+    assert calibration_step(1 << 30, rate, 1.5, 2) == 12_000_000  # 1.5 s over 50 fills of s..4s at 400 MB/s
+    assert calibration_step(1 << 30, rate, 1e3, 2) == MAX_STEP  # a large share: the most step
+    assert calibration_step(20 * MIB, rate, 1e3, 2) == 5 * MIB  # never past a quarter of the largest visit
+    assert calibration_step(1 << 30, rate, 1e-6, 2) == MIN_STEP
 
 
-def test_decide_gives_calibration_the_budget_counting_left_only_when_no_round_follows(
+def test_decide_probes_first_touch_on_a_cpu_and_prices_it_into_every_projection(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    from dummyprof.results.common import FirstTouch
     from dummyprof.scenarios.compare import sizing
 
-    rooms: list[float] = []
+    probed: list[tuple[int, float]] = []
 
-    def calibrate(counts: object, device: object, *, time_budget_s: float, room_s: float, clock: object) -> list:
-        rooms.append(room_s)
-        return [
-            CalibrationClass(
-                sizes_bytes=[1, 2], trials=[Estimate.measured([1.0]), Estimate.measured([2.0])], fresh_room_s=3.0
-            )
-        ]
+    def probe(needed: int, *, memory_bytes: int, seconds: float, share: float) -> FirstTouch:
+        probed.append((needed, seconds))
+        return FirstTouch(chunk_bytes=4096, fresh_s=[0.5], touched_s=[0.25], needed_bytes=needed)
 
-    monkeypatch.setattr(sizing, "calibrate", calibrate)
-    monkeypatch.setattr(sizing, "project_strategy", lambda *a, **k: sizing.Projection(time=Estimate.projected(1e6)))
+    calibration = [CalibrationClass(sizes_bytes=[1, 2], trials=[Estimate.measured([1.0]), Estimate.measured([2.0])])]
+    monkeypatch.setattr(sizing, "calibrate", lambda *a, **k: calibration)
+    monkeypatch.setattr(sizing.first_touch, "probe", probe)
+    prices: list[object] = []
+    monkeypatch.setattr(
+        sizing,
+        "project_strategy",
+        lambda *a, pages, **k: prices.append(pages) or sizing.Projection(time=Estimate.projected(1e6)),
+    )
     monkeypatch.setattr(sizing, "QUICK_BYTES", 0)  # the tiny tree is calibrated as a large one would be
     source = synthetic_source(TreeSpec(depth=2, hidden=64))
     meta = sizing.count_strategies(source, [get_strategy("per-layer")], None, time_budget_s=60)
-    meta.seconds = 4.0
-    decide = sizing.decide
-    small, _ = decide(source, meta, torch.device("cpu"), max_memory=1, rounds=3, time_budget_s=60)
-    assert rooms[-1] == 56.0 and small.mode == "projected" and small.reason == "memory"
-    assert small.fresh_budget_s == pytest.approx(4.0 + 3.0 * sizing.PROBE_MARGIN)  # one class, counting first
-    fits, _ = decide(source, meta, torch.device("cpu"), max_memory=None, rounds=3, time_budget_s=60)
-    assert rooms[-1] == 0.0 and fits.mode == "projected" and fits.reason == "time"
-    monkeypatch.setattr(sizing, "project_strategy", lambda *a, **k: sizing.Projection(time=Estimate.projected(0.001)))
-    measured, _ = decide(source, meta, torch.device("cpu"), max_memory=None, rounds=3, time_budget_s=60)
-    assert measured.mode == "measured" and measured.fresh_budget_s is None  # its times are the rounds' own
+    small, _ = sizing.decide(source, meta, torch.device("cpu"), max_memory=1, rounds=3, time_budget_s=60)
+    assert small.mode == "projected" and small.reason == "memory"
+    needed = sum(r.nbytes for r in meta.counts["per-layer"].recorder.records.values() if r.bytes_written)
+    assert probed == [(needed, 60 * sizing.FIRST_TOUCH_SHARE)]  # every page the fill writes first, its share
+    assert small.first_touch is not None and small.first_touch.needed_bytes == needed
+    assert prices == [small.first_touch]
 
 
 def test_a_deployments_fresh_page_budget_gives_each_shard_its_own_after_the_host_part() -> None:
@@ -301,14 +291,3 @@ def test_a_deployments_fresh_page_budget_gives_each_shard_its_own_after_the_host
     # 2 shards shared 60 s less a host part of 15 s (a quarter, by bytes); each shard needs a 40 s budget
     assert deployment_fresh_budget(40.0, 2, 60.0, 45.0) == pytest.approx(80.0 / 0.75)
     assert deployment_fresh_budget(40.0, 1, 60.0, 60.0) == pytest.approx(40.0)
-
-
-def test_the_budget_that_calibrates_on_fresh_pages_is_said_with_the_probes_margin() -> None:
-    from dummyprof.scenarios.compare.sizing import CALIBRATION_SHARE, PROBE_MARGIN, fresh_budget
-
-    classes = [CalibrationClass(fresh_room_s=2.0), CalibrationClass(fresh_room_s=None), CalibrationClass()]
-    # no measured round follows (the model does not fit memory): what counting leaves is the room
-    assert fresh_budget(classes, fits=False, counting_s=4.0) == pytest.approx(4.0 + 3 * 2.0 * PROBE_MARGIN)
-    # rounds may follow: each class has its share of the budget
-    assert fresh_budget(classes, fits=True, counting_s=4.0) == pytest.approx(3 * 2.0 * PROBE_MARGIN / CALIBRATION_SHARE)
-    assert fresh_budget(classes[1:], fits=True, counting_s=4.0) is None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import functools
 import os
 import re
@@ -24,12 +25,31 @@ _CLEAR_REFS = "/proc/self/clear_refs"
 # of magnitude slower than one of touched pages), so a floor and the fills it is compared with are timed on the
 # same kind.
 MMAP_THRESHOLD = 32 << 20
+# glibc's starting threshold. Fixed there (``map_afresh``), every allocation past it is mapped afresh and unmapped
+# when freed, so a model built again for the next measured round first-touches its pages as the engine's does.
+FRESH_MAP_BYTES = 128 << 10
+_M_MMAP_THRESHOLD = -3  # mallopt's parameter number (malloc.h)
+_mapped_afresh = False
+
+
+def map_afresh() -> bool:
+    """Fix glibc's mmap threshold at :data:`FRESH_MAP_BYTES` for the rest of the process (it stops growing as
+    allocations are freed); False where the C library is not glibc."""
+    global _mapped_afresh
+    if not _mapped_afresh:
+        try:
+            libc = ctypes.CDLL(None)
+            _mapped_afresh = bool(libc.mallopt(_M_MMAP_THRESHOLD, FRESH_MAP_BYTES))
+        except (OSError, AttributeError):
+            return False
+    return _mapped_afresh
 
 
 def fresh_pages(nbytes: int, device: torch.device) -> bool:
     """Whether an allocation of ``nbytes`` on ``device`` is first written on fresh pages whatever came before
-    (CPU, at or past :data:`MMAP_THRESHOLD`); below it, or on a GPU, its pages' kind is not the allocation's."""
-    return device.type == "cpu" and nbytes >= MMAP_THRESHOLD
+    (CPU, at or past glibc's mmap threshold: :data:`FRESH_MAP_BYTES` once ``map_afresh`` fixed it, else
+    :data:`MMAP_THRESHOLD`); below it, or on a GPU, its pages' kind is not the allocation's."""
+    return device.type == "cpu" and nbytes >= (FRESH_MAP_BYTES if _mapped_afresh else MMAP_THRESHOLD)
 
 
 def rss_bytes() -> int:

@@ -156,12 +156,12 @@ def contended_mark(*readings: Contention | None) -> str:
 
 
 def fresh_text(budget_s: float | None) -> str:
-    """A calibration held under glibc's 32 MiB fresh-page threshold by the budget (``fresh_budget_s``)."""
+    """A first-touch probe stopped by the budget before it covered every page the fill first-touches."""
     if budget_s is None:
         return ""
     return (
-        "CALIBRATED ON REUSED PAGES for lack of time: the model's tensors past 32 MiB are first filled on fresh pages, "
-        f"slower per byte, so its projection reads low; --time-budget {math.ceil(budget_s)}s or more calibrates there"
+        "FIRST TOUCH PARTLY SAMPLED for lack of time: the pages past the probe are priced at its last pages' rate "
+        f"(the interval: its cheapest and dearest); --time-budget {math.ceil(budget_s)}s or more probes them all"
     )
 
 

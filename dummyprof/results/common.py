@@ -175,3 +175,41 @@ class MemoryUse(Record):
         if self.rss_before_bytes is None or self.rss_peak_bytes is None:
             return None
         return max(0, self.rss_peak_bytes - self.rss_before_bytes)
+
+
+class FirstTouch(Record):
+    """Fresh pages written for the first time, chunk after chunk in the order the kernel handed them out, as an
+    engine's worker writes its weights at start-up (``measure/first_touch.py``): each chunk's memset on its fresh
+    pages (the page faults included) and the same memset again on them touched. The difference is what the first
+    touch costs; the first chunks often come from memory freed moments ago and cost less than the rest."""
+
+    chunk_bytes: Count = 0
+    fresh_s: list[float] = []  # per chunk, in order: the first memset (its page faults included)
+    touched_s: list[float] = []  # per chunk: the same memset on the same pages, touched
+    needed_bytes: Count = 0  # the pages the fill first-touches
+    binding: str = ""  # what stopped the probe before ``needed_bytes``: "time", "memory"; "" it covered them
+    budget_s: float | None = None  # time binding: the --time-budget whose share covers every needed page
+
+    @property
+    def sampled_bytes(self) -> int:
+        return self.chunk_bytes * len(self.fresh_s)
+
+    def chunk_costs(self) -> list[float]:
+        """Seconds each chunk's first touch cost over its touched memset."""
+        return [max(0.0, fresh - touched) for fresh, touched in zip(self.fresh_s, self.touched_s, strict=True)]
+
+    def price(self, nbytes: int) -> tuple[float, float, float]:
+        """Seconds (point, low, high) to first-touch ``nbytes``: the sampled chunks in their order, exactly, then
+        the rest at the last quarter's rate (the point) or the cheapest and dearest chunk's (the interval)."""
+        costs = self.chunk_costs()
+        if not costs or nbytes <= 0 or self.chunk_bytes <= 0:
+            return 0.0, 0.0, 0.0
+        whole, part = divmod(nbytes, self.chunk_bytes)
+        sampled = sum(costs[:whole]) + (costs[whole] * part / self.chunk_bytes if whole < len(costs) else 0.0)
+        rest = max(0, nbytes - self.sampled_bytes) / self.chunk_bytes
+        tail = costs[-max(1, len(costs) // 4) :]
+        return (
+            sampled + rest * sum(tail) / len(tail),
+            sampled + rest * min(costs),
+            sampled + rest * max(costs),
+        )

@@ -6,7 +6,7 @@ from typing import Any
 
 from msgspec import field
 
-from dummyprof.results.common import Contention, Count, Estimate, MemoryUse, NoiseWarning, Record, named
+from dummyprof.results.common import Contention, Count, Estimate, FirstTouch, MemoryUse, NoiseWarning, Record, named
 from dummyprof.results.engram import LinearFit
 from dummyprof.results.trace import StrategyTrace
 
@@ -26,20 +26,18 @@ class ModelSummary(Record):
 
 
 class CalibrationClass(Record):
-    """Fresh tensors of one dtype filled by one initializer rule at a few sizes, timed: the cost of a visit."""
+    """Touched tensors of one dtype filled by one operation at a few sizes, timed: the cost of a visit (its first
+    touch is priced apart, ``SizeDecision.first_touch``); one class per operation, whichever initializers share it."""
 
     initializer: str = ""
     rule: str = ""  # uniform, uniform-via-fp16, declared, scale-byte, random-bytes
     dtype: str = ""
     sizes_bytes: list[Count] = []
     trials: list[Estimate] = []  # per size, every trial
-    small_call_s: float = 0.0  # one fill of a tiny tensor, fastest quartile: the per-visit floor
-    fit: LinearFit = field(default_factory=LinearFit)  # seconds vs bytes, fastest quartile per size (capability)
+    small_call_s: float = 0.0  # one fill of a tiny tensor, the median: the per-visit cost before its bytes
+    fit: LinearFit = field(default_factory=LinearFit)  # seconds vs bytes, through each size's median
     fit_low: LinearFit = field(default_factory=LinearFit)  # the least steep trial line (sizing.slope_bounds)
     fit_high: LinearFit = field(default_factory=LinearFit)  # the steepest trial line
-    # Its tensors pass FRESH_BYTES but it was calibrated below it, the budget leaving it less than these seconds
-    # (sizing.calibration_step); None when it was calibrated there or needed not be.
-    fresh_room_s: float | None = None
 
 
 class Projection(Record):
@@ -47,6 +45,7 @@ class Projection(Record):
 
     time: Estimate = field(default_factory=Estimate)  # low/high: every visit at its fastest/slowest calibration trial
     walk_s: float = 0.0  # the traversal itself, measured on the meta model with a no-op fill
+    first_touch_s: float = 0.0  # of the point: the first write to every page the fill touches (the probe's price)
     peak_rss_bytes: Count = 0  # RSS now + model pages first-touched + largest temporary: never above fill + scratch
     floor_bound: bool = False  # the floor, not the calibration, set the point
     rss_before_bytes: Count = 0  # the RSS ``peak_rss_bytes`` starts from
@@ -61,14 +60,11 @@ class SizeDecision(Record):
     budget_bytes: Count = 0
     predicted_s: float | None = None  # predicted wall time of the measured rounds
     time_budget_s: float = 0.0
-    memset_bytes_per_s: float | None = None
-    memset_fresh_pages: bool = (
-        False  # the floor timed on fresh pages (as the largest class was calibrated), else touched
-    )
+    memset_bytes_per_s: float | None = None  # fill_ over touched memory
     calibration_s: float = 0.0  # wall time the calibration fills took
     counting_s: float = 0.0  # wall time of the meta build and counting passes
     calibration: list[CalibrationClass] = []
-    fresh_budget_s: float | None = None  # the --time-budget that calibrates every class on fresh pages, if short
+    first_touch: FirstTouch | None = None  # the probe of fresh pages (CPU); None where no page faults are taken
 
 
 class StrategyResult(Record):

@@ -162,7 +162,7 @@ class DeploymentResult(Record):
     count_s: float = 0.0  # building every shard on meta and counting them
     build_s: float = 0.0  # building the whole model on meta
     memset_bytes_per_s: float | None = None  # this run's floor, where a shard was projected
-    fresh_budget_s: float | None = None  # the --time-budget that calibrates every shard on fresh pages, if short
+    fresh_budget_s: float | None = None  # the --time-budget whose first-touch probes cover every page, if short
     ranks: list[RankEntry] = []
     ranks_per_node: Count = 0
     device_memory_bytes: Count | None = None

@@ -22,9 +22,11 @@ from dummyprof.reports.format import (
     short_dtype,
 )
 from dummyprof.reports.tables.model import BAD, DIM, NAME, NUMBER, PATH, WARN, WORD, Block, Cell, Column, Line, Table
-from dummyprof.results.common import Estimate, NoiseWarning
+from dummyprof.results.common import Estimate, FirstTouch, NoiseWarning
 from dummyprof.results.compare import CompareResult, StrategyResult
 from dummyprof.units import format_bytes, format_seconds
+
+PAGE = 4096  # the page size the first-touch cost is quoted per
 
 TOP_TENSORS = 10  # the most revisited tensors a file shows
 TOP_TENSORS_SHORT = 5  # ... and the terminal by default
@@ -86,8 +88,8 @@ def size_lines(result: CompareResult, *, detail: bool = True) -> list[str]:
                 f"{result.repeat} fit: the rounds took longer than calibrated (a slower or busier machine); no speedup "
                 f"interval from under {PROMISED_ROUNDS} rounds; raise --time-budget"
             )
-    if size.mode == "projected" and size.fresh_budget_s is not None:
-        lines.append(fresh_text(size.fresh_budget_s))
+    if size.mode == "projected" and size.first_touch is not None:
+        lines.append(fresh_text(size.first_touch.budget_s))
     if size.mode == "projected" and result.calibration_contention is not None:
         lines.append(contention_text(result.calibration_contention, f"calibrating on {result.model.device}"))
     elif result.contention is not None and (detail or result.contention.contended):
@@ -244,7 +246,8 @@ def floor_words(result: CompareResult) -> str | None:
     touched = floor.touched_bytes
     pages = ""
     if touched:  # the fills find memory under glibc's mmap threshold touched or not, run to run: touched, always
-        which = "each under 32 MiB" if touched >= floor.bytes_written else f"the {format_bytes(touched)} under 32 MiB"
+        under = "under glibc's mmap threshold"
+        which = f"each {under}" if touched >= floor.bytes_written else f"the {format_bytes(touched)} {under}"
         pages = f", {which} touched first (glibc reuses memory there)"
     return (
         f"rate over this run's memset floor ({rate_ / 1e9:.2f} GB/s: "
@@ -454,8 +457,7 @@ def calibration_table(result: CompareResult) -> Table | None:
             format_seconds(c.small_call_s),
         )
     table.notes += [
-        "GB/s: the rate of a line fitted to the fastest quartile of the trials per size (the machine's capability; "
-        "R²: of that fit)",
+        "GB/s: the rate of a line fitted to the median trial per size, on touched memory (R²: of that fit)",
         "tiny: one fill of a tiny tensor, the cost of a visit before its bytes",
     ]
     return table
@@ -465,13 +467,20 @@ def calibration_line(result: CompareResult) -> str | None:
     size = result.size
     if not size.calibration or size.memset_bytes_per_s is None:
         return None
-    pages = "fill_ on fresh pages, as the largest tensors were calibrated" if size.memset_fresh_pages else ""
-    pages = pages or "fill_ on touched memory"
     return (
-        f"memset floor {size.memset_bytes_per_s / 1e9:.2f} GB/s ({pages}, this run); "
-        f"calibration took {format_seconds(size.calibration_s)}, "
+        f"memset floor {size.memset_bytes_per_s / 1e9:.2f} GB/s (fill_ on touched memory, this run)"
+        f"{first_touch_text(size.first_touch)}; calibration took {format_seconds(size.calibration_s)}, "
         f"meta build and counting {format_seconds(size.counting_s)}"
     )
+
+
+def first_touch_text(pages: FirstTouch | None) -> str:
+    """The probe of fresh pages, in a clause: how much it covered and what a page's first write cost."""
+    if pages is None or not pages.fresh_s:
+        return ""
+    costs = [c / (pages.chunk_bytes / PAGE) * 1e6 for c in pages.chunk_costs()]
+    covered = f"{format_bytes(pages.sampled_bytes)} of {format_bytes(pages.needed_bytes)}"
+    return f"; first touch {min(costs):.1f}-{max(costs):.1f} µs per 4 KiB page (fresh pages, {covered} probed)"
 
 
 def _lines(texts: Sequence[str | None], emphasis: str = "") -> list[Block]:

@@ -58,13 +58,12 @@ def _repeats_that_fit(predicted_s: float | None, rounds: int, options: CompareOp
 def budget_that_measures(decision: SizeDecision, projections: dict[str, Projection]) -> int:
     """The ``--time-budget`` (whole seconds) under which ``decide`` measures this model instead of projecting it:
     the measured rounds' prediction at its interval's high end, with the margin a rerun's prediction needs, and
-    the counting and calibration that come before the rounds; at least what calibrates on fresh pages."""
+    the counting and calibration that come before the rounds."""
     predicted = decision.predicted_s or 0.0
     times = [p.time for p in projections.values()]
     noise = max(((t.high or 0.0) / t.value for t in times if t.value and t.value > 0), default=1.0)
     before = decision.counting_s + decision.calibration_s
-    offer = offered_seconds(predicted, noise=noise) + math.ceil(before)
-    return max(offer, math.ceil(decision.fresh_budget_s or 0.0))
+    return offered_seconds(predicted, noise=noise) + math.ceil(before)
 
 
 def _over(decision: SizeDecision) -> str:

@@ -21,6 +21,7 @@ from dummyprof.measure.memory import (
     fresh_pages,
     gpu_allocator_peak_figure,
     gpu_used_figure,
+    map_afresh,
     pinned_memory_figure,
     reset_gpu_peak,
 )
@@ -313,6 +314,8 @@ def run_compare(
     """
     if auto is not None:
         repeat = auto.max_rounds
+    if device.type == "cpu":
+        map_afresh()  # every round's model on pages it writes first, as the engine's worker does at start-up
     busy = contention.read()  # how busy the machine is over the rounds, stored with them
     started = clock()
     result = CompareResult(model=model, repeat=repeat, warmup=warmup)

@@ -1,14 +1,18 @@
 """Measured where it fits, projected where it does not (counts are exact at any size: :mod:`loaders.counting`).
 
 A model that does not fit the memory budget, or whose rounds are predicted past the time budget, has every
-counted visit priced by calibration fills: fresh tensors of each (initializer, rule, dtype) the model uses,
-filled by the real initializer at a few sizes, interleaved. A projection is the walk on meta plus the visits'
-costs at the fastest quartile of the trials, an interval from the least and steepest slope of the trials'
-lines (``slope_bounds``), never below the bytes written at this run's memset rate.
+counted visit priced by calibration fills: tensors of each operation and dtype the model uses, touched, then filled
+by the real initializer at a few sizes, interleaved. The engine writes its weights once into memory it has just
+allocated, so a projection adds what writing fresh pages costs for every byte first visited
+(:mod:`measure.first_touch`, probed in this run); a redundant visit finds its pages touched. A projection is the
+walk on meta plus the visits' costs at the median of the trials, an interval from the least and steepest slope of
+the trials' lines (``slope_bounds``) and the first touch's, never below the bytes written at this run's memset rate
+and the first touch's cheapest pages.
 """
 
 from __future__ import annotations
 
+import statistics
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -19,16 +23,23 @@ from torch import nn
 from dummyprof.anatomy import model_bytes
 from dummyprof.errors import DoesNotFitError
 from dummyprof.loaders.counting import CountingTooLong, CountResult, VisitPlan, count_on_meta
-from dummyprof.loaders.initializers import RULE_DECLARED, RULE_SKIP, get_initializer
+from dummyprof.loaders.initializers import (
+    RULE_DECLARED,
+    RULE_RANDOM_BYTES,
+    RULE_SCALE,
+    RULE_SKIP,
+    RULE_UNIFORM,
+    get_initializer,
+)
 from dummyprof.loaders.strategies import Strategy
-from dummyprof.measure import contention
+from dummyprof.measure import contention, first_touch
 from dummyprof.measure.budget import device_budget
 from dummyprof.measure.device import synchronize
-from dummyprof.measure.memory import MMAP_THRESHOLD, fresh_pages, rss_bytes
-from dummyprof.measure.projection import capability, fit_line, fit_proportional
+from dummyprof.measure.memory import rss_bytes
+from dummyprof.measure.projection import fit_line, fit_proportional
 from dummyprof.measure.recorder import dtype_name
 from dummyprof.models.source import ModelSource
-from dummyprof.results.common import Contention, Estimate
+from dummyprof.results.common import Contention, Estimate, FirstTouch
 from dummyprof.results.compare import (
     CalibrationClass,
     CompareResult,
@@ -41,23 +52,19 @@ from dummyprof.scenarios.compare.runner import Clock, summarize_model, summarize
 
 META = torch.device("meta")
 CALIBRATION_SHARE = 0.15  # of the time budget, for all calibration fills together
+FIRST_TOUCH_SHARE = 0.25  # of the time budget, for the first-touch probe
 QUICK_BYTES = 1 << 30  # measured rounds writing less than this in all are not worth predicting
 SIZE_POINTS = 4  # calibration sizes s, 2s, 3s, 4s
-TRIALS = 5  # per size, interleaved; the fastest quartile (the 2nd fastest of 5) is the capability
+TRIALS = 5  # per size, interleaved; the median is the point
 MIN_STEP = 256 << 10
 MAX_STEP = 64 << 20
 SMALL_ELEMENTS = 1024
 PROBE_BYTES = 16 << 20
 SMALL_CALLS = 15
 SAFETY = 1.25  # building, garbage collection and the recorder between timed fills
-# glibc serves a request of 32 MiB or more (the ceiling of its dynamic mmap threshold) with fresh pages, as a
-# model's large tensors are when first filled; below it, memory an earlier fill freed comes back already touched and
-# a fill costs ~15% less per byte (2-core EPYC, bf16 uniform_). Calibration sizes straddling it moved the slope, and
-# DeepSeek-V3's projection, ~10% run to run (BENCHMARKS.md), so a CPU class with tensors past it is calibrated past
-# it, or, where its room cannot hold that, wholly below it (and the report says so).
-FRESH_BYTES = 33 << 20  # the least step past it
-REUSED_STEP = (MMAP_THRESHOLD - (1 << 20)) // SIZE_POINTS  # the most step whose 4 sizes all stay under it
-PROBE_MARGIN = 1.5
+# Operations every initializer performs alike (v0.29's and v0.33's ``uniform_`` in place, the fast initializer's
+# fallbacks to v0.33): one class each, whichever initializer visits them, so one operation has one rate in a run.
+SHARED_RULES = frozenset({RULE_UNIFORM, RULE_DECLARED, RULE_SCALE, RULE_RANDOM_BYTES})
 
 
 def fit_time(xs: Sequence[float], ys: Sequence[float]) -> LinearFit:
@@ -118,28 +125,36 @@ def count_strategies(
 
 @dataclass(frozen=True)
 class _ClassKey:
-    initializer: str
-    rule: str
+    operation: str  # the rule, or for a rule initializers perform differently, ``initializer:rule``
     dtype: torch.dtype
 
 
-def _classes(counts: dict[str, CountResult]) -> dict[_ClassKey, tuple[str, int]]:
-    """Each (initializer, rule, dtype) visited, with a local name that triggers the rule and the largest size."""
-    found: dict[_ClassKey, tuple[str, int]] = {}
+def operation(initializer: str, rule: str) -> str:
+    return rule if rule in SHARED_RULES else f"{initializer}:{rule}"
+
+
+def _classes(counts: dict[str, CountResult]) -> dict[_ClassKey, tuple[str, str, int]]:
+    """Each operation and dtype visited, with an initializer that performs it, a local name that triggers the rule
+    and the largest size."""
+    found: dict[_ClassKey, tuple[str, str, int]] = {}
     for count in counts.values():
         for visit in count.visits:
             if visit.rule == RULE_SKIP or visit.outcome.bytes_written == 0:
                 continue
-            key = _ClassKey(count.initializer, visit.rule, visit.dtype)
-            name, largest = found.get(key, (visit.local_name, 0))
-            found[key] = (name, max(largest, visit.outcome.bytes_written))
+            key = _ClassKey(operation(count.initializer, visit.rule), visit.dtype)
+            init, name, largest = found.get(key, (count.initializer, visit.local_name, 0))
+            found[key] = (init, name, max(largest, visit.outcome.bytes_written))
     return found
 
 
-def _timed_fill(key: _ClassKey, local_name: str, elements: int, device: torch.device, clock: Clock) -> float:
-    init = get_initializer(key.initializer)
-    tensor = torch.empty(elements, dtype=key.dtype, device=device)  # fresh memory: a real fill first-touches too
-    if key.rule == RULE_DECLARED:
+def _timed_fill(
+    init_name: str, key: _ClassKey, local_name: str, elements: int, device: torch.device, clock: Clock
+) -> float:
+    """One fill of a new tensor whose pages were touched first: the fill's own cost (first touch is probed apart)."""
+    init = get_initializer(init_name)
+    tensor = torch.empty(elements, dtype=key.dtype, device=device)
+    tensor.view(torch.uint8).fill_(0)
+    if key.operation == RULE_DECLARED:
         tensor.dummy_weight_value = 1.0  # type: ignore[attr-defined]  # the value does not change the cost
     synchronize(device)
     t0 = clock()
@@ -148,18 +163,13 @@ def _timed_fill(key: _ClassKey, local_name: str, elements: int, device: torch.de
     return clock() - t0
 
 
-def memset_rate(nbytes: int, device: torch.device, clock: Clock = time.perf_counter, *, fresh: bool = False) -> float:
-    """Bytes per second of ``fill_``, the fastest of a few: over memory already touched, or with ``fresh`` over a
-    new allocation of at least :data:`FRESH_BYTES` each time (fresh pages, their faults included), as the
-    calibration fills it bounds were timed (:func:`floor_on_fresh_pages`)."""
-    size = max(nbytes, FRESH_BYTES if fresh else 1 << 20)
+def memset_rate(nbytes: int, device: torch.device, clock: Clock = time.perf_counter) -> float:
+    """Bytes per second of ``fill_`` over touched memory, the fastest of a few (first touch is priced apart)."""
+    size = max(nbytes, 1 << 20)
     buffer = torch.empty(size, dtype=torch.uint8, device=device)
     buffer.fill_(0)
     best = float("inf")
     for value in range(1, TRIALS + 2):
-        if fresh:
-            del buffer  # unmapped, so the next allocation is mapped afresh
-            buffer = torch.empty(size, dtype=torch.uint8, device=device)
         synchronize(device)
         t0 = clock()
         buffer.fill_(value)
@@ -168,30 +178,12 @@ def memset_rate(nbytes: int, device: torch.device, clock: Clock = time.perf_coun
     return size / max(best, 1e-9)
 
 
-def floor_on_fresh_pages(calibration: Sequence[CalibrationClass], device: torch.device) -> bool:
-    """Whether the memset floor is timed on fresh pages: when the class with the largest sizes was calibrated on
-    them (its sizes past the mmap threshold), as the model's largest tensors are first filled."""
-    largest = max((c for c in calibration if c.sizes_bytes), key=lambda c: c.sizes_bytes[-1], default=None)
-    return largest is not None and fresh_pages(largest.sizes_bytes[0], device)
-
-
-def fresh_room(largest: int, rate: float) -> float | None:
-    """Seconds a class needs to calibrate past the threshold (every trial of its two smallest sizes there, which
-    always run), at ``rate`` bytes/s; None when its largest visit stays below it."""
-    return SAFETY * TRIALS * 3 * FRESH_BYTES / rate if largest >= MMAP_THRESHOLD else None
-
-
-def calibration_step(
-    largest: int, rate: float, share_s: float, room_s: float, element: int, need_s: float | None = None
-) -> int:
+def calibration_step(largest: int, rate: float, share_s: float, element: int) -> int:
     """Bytes between the calibration sizes (s, 2s, 3s, 4s) of a class whose largest visit writes ``largest``
     bytes, at ``rate`` bytes/s: as large as its share of the budget allows, up to MAX_STEP and a quarter of
-    ``largest``. ``need_s`` (``fresh_room``, CPU only): past the mmap threshold when ``room_s`` holds it, else
-    every size below it, never straddling."""
+    ``largest``."""
     units = SIZE_POINTS * (SIZE_POINTS + 1) // 2 * TRIALS
     step = int(min(MAX_STEP, max(MIN_STEP, share_s * rate / units), max(MIN_STEP, largest // SIZE_POINTS)))
-    if need_s is not None:
-        step = max(step, FRESH_BYTES) if need_s <= room_s else min(step, REUSED_STEP)
     return step - step % element
 
 
@@ -200,25 +192,26 @@ def calibrate(
     device: torch.device,
     *,
     time_budget_s: float,
-    room_s: float = 0.0,
     clock: Clock = time.perf_counter,
 ) -> list[CalibrationClass]:
-    """Time the real initializers on fresh tensors of every class the counted visits use, each class within its
-    share of the time budget; ``room_s``: the seconds the calibration may take in all when no measured round
-    follows it (a model that does not fit memory), which lets a large class calibrate on fresh pages."""
+    """Time the real initializers on touched tensors of every class the counted visits use, each class within its
+    share of the time budget."""
     classes = _classes(counts)
     share = time_budget_s * CALIBRATION_SHARE / max(1, len(classes))
-    room = max(share, room_s / max(1, len(classes)))
     out = []
-    for key, (local_name, largest) in classes.items():
+    for key, (init_name, local_name, largest) in classes.items():
         element = torch.empty(0, dtype=key.dtype).element_size()
-        small = [_timed_fill(key, local_name, SMALL_ELEMENTS, device, clock) for _ in range(SMALL_CALLS)]
+
+        def fill(
+            elements: int, init_name: str = init_name, key: _ClassKey = key, local_name: str = local_name
+        ) -> float:
+            return _timed_fill(init_name, key, local_name, elements, device, clock)
+
+        small = [fill(SMALL_ELEMENTS) for _ in range(SMALL_CALLS)]
         # The probe is big enough to leave the caches, as the model's large tensors do.
         probe_bytes = max(MIN_STEP, min(PROBE_BYTES, largest))
-        probe = _timed_fill(key, local_name, probe_bytes // element, device, clock)
-        rate = probe_bytes / max(probe, 1e-9)
-        need = fresh_room(largest, rate) if device.type == "cpu" else None  # glibc's pages: nothing of a GPU's
-        step = calibration_step(largest, rate, share, room, element, need)
+        rate = probe_bytes / max(fill(probe_bytes // element), 1e-9)
+        step = calibration_step(largest, rate, share, element)
         sizes = [k * step for k in range(1, SIZE_POINTS + 1)]
         deadline = clock() + share
         samples: list[list[float]] = [[] for _ in sizes]
@@ -226,22 +219,21 @@ def calibrate(
             for i, n in enumerate(sizes):
                 if i >= 2 and samples[1] and clock() > deadline:
                     break
-                samples[i].append(_timed_fill(key, local_name, n // element, device, clock))
+                samples[i].append(fill(n // element))
         kept = [i for i, trials in enumerate(samples) if trials]
         sizes, samples = [sizes[i] for i in kept], [samples[i] for i in kept]
         fit_low, fit_high = slope_bounds(sizes, samples)
         out.append(
             CalibrationClass(
-                initializer=key.initializer,
-                rule=key.rule,
+                initializer=init_name,
+                rule=key.operation.rpartition(":")[2],
                 dtype=dtype_name(key.dtype),
                 sizes_bytes=sizes,
                 trials=[Estimate.measured(trials, device=device.type) for trials in samples],
-                small_call_s=capability(small),
-                fit=fit_time(sizes, [capability(s) for s in samples]),
+                small_call_s=statistics.median(small),
+                fit=fit_time(sizes, [statistics.median(s) for s in samples]),
                 fit_low=fit_low,
                 fit_high=fit_high,
-                fresh_room_s=need if need is not None and need > room else None,
             )
         )
     return out
@@ -254,7 +246,7 @@ def slope_bounds(sizes: Sequence[float], samples: Sequence[Sequence[float]]) -> 
     slowest readings alone can both lie on one side of the capability's (a line's intercept absorbs part of the
     noise). A second run can still land outside (BENCHMARKS.md, reproducibility on a quiet machine)."""
     lines = [
-        fit_time(sizes, [capability(s) for s in samples]),
+        fit_time(sizes, [statistics.median(s) for s in samples]),
         fit_time(sizes, [min(s) for s in samples]),
         fit_time(sizes, [max(s) for s in samples]),
     ]
@@ -268,12 +260,12 @@ def _visit_costs(
 ) -> tuple[float, float, float]:
     """Seconds of all visits (point, fastest, slowest): each one tiny fill (the per-call cost) plus its bytes at
     the calibrated slope. Not the fitted intercepts: noise over MiB samples, times thousands of small tensors."""
-    by_key = {(c.initializer, c.rule, c.dtype): c for c in calibration}
+    by_key = {(operation(c.initializer, c.rule), c.dtype): c for c in calibration}
     point = low = high = 0.0
     for visit in visits:
         if visit.rule == RULE_SKIP or visit.outcome.bytes_written == 0:
             continue
-        c = by_key[(initializer, visit.rule, dtype_name(visit.dtype))]
+        c = by_key[(operation(initializer, visit.rule), dtype_name(visit.dtype))]
         n = visit.outcome.bytes_written
         slopes = [max(0.0, f.slope) for f in (c.fit, c.fit_low, c.fit_high)]
         point += c.small_call_s + slopes[0] * n
@@ -288,24 +280,50 @@ def project_strategy(
     memset_bytes_per_s: float,
     rss_now: int,
     *,
+    pages: FirstTouch | None = None,
     device: str = "",
     contention: Contention | None = None,
 ) -> Projection:
+    """The visits at their calibrated costs, plus the first touch of every page the strategy writes (``pages``:
+    this run's probe; None where the device's memory takes no page faults)."""
     point, low, high = _visit_costs(count.visits, count.initializer, calibration)
     records = [r for r in count.recorder.records.values() if r.bytes_written]
     written = sum(r.bytes_written for r in records)
     touched = sum(r.nbytes for r in records)
-    floor = written / memset_bytes_per_s if memset_bytes_per_s > 0 else 0.0
-    seconds = count.walk_seconds + point
-    bounds = max(count.walk_seconds + low, floor), max(count.walk_seconds + high, floor)
+    touch, touch_low, touch_high = pages.price(touched) if pages is not None else (0.0, 0.0, 0.0)
+    floor = (written / memset_bytes_per_s if memset_bytes_per_s > 0 else 0.0) + touch_low
+    seconds = count.walk_seconds + point + touch
+    bounds = max(count.walk_seconds + low + touch_low, floor), max(count.walk_seconds + high + touch_high, floor)
     return Projection(
         time=Estimate.projected(max(seconds, floor), *bounds, floor=floor, device=device, contention=contention),
         walk_s=count.walk_seconds,
+        first_touch_s=touch,
         # One byte of RSS per byte the fill first-touches, plus its largest temporary: the filled model holds
         # them, and nothing more (a growth measured on calibration fills once put a peak at 1.34x the need).
         peak_rss_bytes=rss_now + touched + count.recorder.peak_scratch_bytes,
         rss_before_bytes=rss_now,
         floor_bound=floor > seconds,
+    )
+
+
+def _first_touched(meta: MetaCounts) -> int:
+    """The pages the fill writes first, the most of any strategy (each writes every page it touches once first)."""
+    return max(
+        (sum(r.nbytes for r in c.recorder.records.values() if r.bytes_written) for c in meta.counts.values()), default=0
+    )
+
+
+def probe_pages(meta: MetaCounts, device: torch.device, budget: int, time_budget_s: float) -> FirstTouch | None:
+    """This run's first-touch probe over as many fresh pages as the fill first-touches, within half the memory
+    left and its share of the time budget; None on a GPU (its memory is mapped when allocated)."""
+    if device.type != "cpu":
+        return None
+    room = max(0, (budget - rss_bytes()) // 2)
+    return first_touch.probe(
+        _first_touched(meta),
+        memory_bytes=room,
+        seconds=time_budget_s * FIRST_TOUCH_SHARE,
+        share=FIRST_TOUCH_SHARE,
     )
 
 
@@ -334,18 +352,16 @@ def decide(
     t0 = clock()
     window = contention.Window()
     with window.measure():
-        room = 0.0 if fits else time_budget_s - meta.seconds  # projected for sure: no measured round follows
-        calibration = calibrate(meta.counts, device, time_budget_s=time_budget_s, room_s=room, clock=clock)
+        calibration = calibrate(meta.counts, device, time_budget_s=time_budget_s, clock=clock)
         largest = max((c.sizes_bytes[-1] for c in calibration), default=1 << 20)
-        fresh = floor_on_fresh_pages(calibration, device)
-        rate = memset_rate(largest, device, clock, fresh=fresh)
+        rate = memset_rate(largest, device, clock)
+        pages = probe_pages(meta, device, budget, time_budget_s)
     decision.calibration_s = clock() - t0
     busy = window.result()
-    decision.calibration = calibration
-    decision.memset_bytes_per_s, decision.memset_fresh_pages = rate, fresh
+    decision.calibration, decision.memset_bytes_per_s, decision.first_touch = calibration, rate, pages
     rss_now = rss_bytes()
     projections = {
-        name: project_strategy(c, calibration, rate, rss_now, device=device.type, contention=busy)
+        name: project_strategy(c, calibration, rate, rss_now, pages=pages, device=device.type, contention=busy)
         for name, c in meta.counts.items()
     }
     decision.predicted_s = SAFETY * rounds * sum(p.time.value or 0.0 for p in projections.values())
@@ -355,20 +371,7 @@ def decide(
         decision.mode, decision.reason = "projected", "time"
     else:
         decision.mode, decision.reason = "measured", "fits"
-    if decision.mode == "projected":  # a measured run's times are not the calibration's
-        decision.fresh_budget_s = fresh_budget(calibration, fits=fits, counting_s=meta.seconds)
     return decision, projections
-
-
-def fresh_budget(calibration: Sequence[CalibrationClass], *, fits: bool, counting_s: float) -> float | None:
-    """The --time-budget whose calibration room holds every class that was calibrated below the mmap threshold for
-    lack of it (``calibrate``: a share of the budget per class, or what counting left when no round follows)."""
-    need = max((c.fresh_room_s for c in calibration if c.fresh_room_s is not None), default=None)
-    if need is None:
-        return None
-    need *= PROBE_MARGIN  # one probe fill gave the rate: a budget just over its need flips on the next probe
-    classes = len(calibration)
-    return counting_s + classes * need if not fits else classes * need / CALIBRATION_SHARE
 
 
 def projected_result(

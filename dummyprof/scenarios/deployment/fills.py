@@ -259,7 +259,7 @@ def _fill_shards(
     notes: list[str] = []
     memset: list[float] = []
     busy: list[Contention] = []
-    fresh: list[float] = []  # each shard's fresh-page budget, where its own was short
+    fresh: list[float] = []  # each projected shard's first-touch budget, where its probe ran out of time
     for rank in filled:
         nbytes = rank.held_bytes - rank.offloaded_bytes if split else rank.held_bytes
         shard = shard_source(source, sharder, coords[rank.rank], nbytes, layout_text(result), split=split)
@@ -271,7 +271,8 @@ def _fill_shards(
         if part.size.memset_bytes_per_s:
             memset.append(part.size.memset_bytes_per_s)
         busy += [c for c in (part.calibration_contention, part.contention) if c is not None]
-        fresh += [part.size.fresh_budget_s] if part.size.fresh_budget_s is not None else []  # projected shards
+        pages = part.size.first_touch if part.size.mode == "projected" else None
+        fresh += [pages.budget_s] if pages is not None and pages.budget_s is not None else []
         for entry in result.ranks:
             if entry.counted_as != rank.counted_as:
                 continue

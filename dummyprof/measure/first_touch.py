@@ -1,0 +1,69 @@
+"""What the first write to memory the process never touched costs: a page fault per page, which the kernel (and
+under a hypervisor, the host) pays before the fill's own work. An engine's worker fills its weights once, into
+memory it has just allocated, so its start-up pays it for every byte; a refill, or a calibration fill that reuses
+memory freed a moment ago, does not. The probe holds fresh chunks, in order, until it has as many bytes as the fill
+first-touches or its share of a budget ends: the first chunks often come from pages freed moments ago and cost a
+tenth of the rest, so a small sample would price the cheap ones alone."""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+import torch
+
+from dummyprof.results.common import FirstTouch
+
+CHUNK_BYTES = 64 << 20  # past glibc's mmap threshold: each chunk is mapped afresh
+MIN_CHUNKS = 2  # a rest priced from one chunk would be priced from the cheapest pages alone
+
+
+@contextmanager
+def _one_thread() -> Iterator[None]:
+    """Faults taken on one thread, as vLLM's ``uniform_`` (single-threaded on a CPU) takes them; a fill on every
+    core can take them faster, so this prices its first touch at most, never below."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+
+
+def probe(
+    needed_bytes: int,
+    *,
+    memory_bytes: int,
+    seconds: float,
+    clock: Callable[[], float] = time.perf_counter,
+    chunk_bytes: int = CHUNK_BYTES,
+    share: float = 1.0,
+) -> FirstTouch:
+    """Fresh chunks of ``chunk_bytes`` held until they cover ``needed_bytes``, ``memory_bytes`` would be passed, or
+    ``seconds`` are spent (after :data:`MIN_CHUNKS`); each memset on its fresh pages, then again touched. Stopped by
+    time, it names the budget whose ``share`` covers every needed page at the rate it saw."""
+    result = FirstTouch(chunk_bytes=chunk_bytes, needed_bytes=needed_bytes)
+    held: list[torch.Tensor] = []
+    deadline = clock() + seconds
+    with _one_thread():
+        while result.sampled_bytes < needed_bytes:
+            if result.sampled_bytes + chunk_bytes > memory_bytes:
+                result.binding = "memory"
+                break
+            if len(held) >= MIN_CHUNKS and clock() > deadline:
+                result.binding = "time"
+                break
+            chunk = torch.empty(chunk_bytes, dtype=torch.uint8)
+            t0 = clock()
+            chunk.fill_(0)
+            t1 = clock()
+            chunk.fill_(1)
+            result.fresh_s.append(t1 - t0)
+            result.touched_s.append(clock() - t1)
+            held.append(chunk)
+    if result.binding == "time":
+        per_byte = sum(f + t for f, t in zip(result.fresh_s, result.touched_s, strict=True)) / result.sampled_bytes
+        result.budget_s = float(math.ceil(needed_bytes * per_byte / share))
+    return result

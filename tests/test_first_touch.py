@@ -1,0 +1,117 @@
+"""The first touch of fresh pages: the probe's stopping rules, its price of a fill's pages, and its place in a
+projection (first visits pay it, redundant visits do not)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from dummyprof.loaders.counting import CountResult, count_on_meta
+from dummyprof.loaders.initializers import RULE_DECLARED, RULE_SKIP, RULE_UNIFORM, RULE_UNIFORM_VIA_FP16
+from dummyprof.loaders.strategies import get_strategy
+from dummyprof.measure import first_touch
+from dummyprof.measure.recorder import dtype_name
+from dummyprof.models.synthetic import TreeSpec, build_tree
+from dummyprof.results.common import Estimate, FirstTouch
+from dummyprof.results.compare import CalibrationClass
+from dummyprof.results.engram import LinearFit
+from dummyprof.scenarios.compare.sizing import operation, project_strategy
+
+KIB = 1 << 10
+
+
+class _Steps:
+    """A clock that moves ``step`` seconds at every reading."""
+
+    def __init__(self, step: float) -> None:
+        self.now, self.step = 0.0, step
+
+    def __call__(self) -> float:
+        self.now += self.step
+        return self.now
+
+
+def test_the_probe_covers_the_pages_needed_in_chunks_each_timed_fresh_then_touched() -> None:
+    pages = first_touch.probe(10 * KIB, memory_bytes=1 << 20, seconds=100.0, clock=_Steps(1.0), chunk_bytes=4 * KIB)
+    assert len(pages.fresh_s) == 3 and pages.sampled_bytes == 12 * KIB  # 10 KiB needs three 4 KiB chunks
+    assert pages.fresh_s == pages.touched_s == [1.0, 1.0, 1.0] and pages.binding == "" and pages.budget_s is None
+    assert pages.needed_bytes == 10 * KIB and pages.chunk_bytes == 4 * KIB
+
+
+def test_the_probe_stops_at_its_memory_and_at_its_time_after_two_chunks_naming_the_budget() -> None:
+    short = first_touch.probe(1 << 20, memory_bytes=9 * KIB, seconds=100.0, clock=_Steps(1.0), chunk_bytes=4 * KIB)
+    assert short.binding == "memory" and short.sampled_bytes == 8 * KIB and short.budget_s is None
+    late = first_touch.probe(
+        64 * KIB, memory_bytes=1 << 20, seconds=0.5, clock=_Steps(1.0), chunk_bytes=4 * KIB, share=0.25
+    )
+    assert late.binding == "time" and len(late.fresh_s) == 2  # never fewer than two chunks
+    # 2 s per 4 KiB chunk (fresh + touched): 64 KiB need 32 s, a quarter of a 128 s budget
+    assert late.budget_s == 128.0
+
+
+def test_the_probe_writes_every_page_and_restores_torchs_threads() -> None:
+    threads = torch.get_num_threads()
+    pages = first_touch.probe(8 << 20, memory_bytes=1 << 30, seconds=60.0, chunk_bytes=4 << 20)
+    assert len(pages.fresh_s) == 2 and all(s > 0 for s in pages.fresh_s + pages.touched_s)
+    assert torch.get_num_threads() == threads
+
+
+def test_a_price_takes_the_sampled_chunks_in_order_then_the_tail_for_the_rest() -> None:
+    # four 1 KiB chunks whose first touch cost 1, 1, 3, 5 s over their touched memset
+    pages = FirstTouch(chunk_bytes=KIB, fresh_s=[2.0, 2.0, 4.0, 6.0], touched_s=[1.0] * 4, needed_bytes=8 * KIB)
+    assert pages.chunk_costs() == [1.0, 1.0, 3.0, 5.0]
+    assert pages.price(2 * KIB) == (2.0, 2.0, 2.0)  # the first two chunks: as the engine meets them
+    assert pages.price(KIB + KIB // 2) == (1.5, 1.5, 1.5)  # the first chunk and half of the second
+    # all four sampled (10 s), then 4 KiB more at the last quarter's 5 s per chunk, the interval at 1 and 5
+    assert pages.price(8 * KIB) == (30.0, 14.0, 30.0)
+    assert pages.price(0) == (0.0, 0.0, 0.0) and FirstTouch().price(KIB) == (0.0, 0.0, 0.0)
+
+
+def test_a_fresh_chunk_faster_than_its_refill_costs_nothing_not_a_negative() -> None:
+    pages = FirstTouch(chunk_bytes=KIB, fresh_s=[1.0], touched_s=[1.5])
+    assert pages.chunk_costs() == [0.0] and pages.price(KIB) == (0.0, 0.0, 0.0)
+
+
+def test_one_operation_is_one_class_whichever_initializer_performs_it() -> None:
+    assert operation("v0.29", RULE_UNIFORM) == operation("v0.33", RULE_UNIFORM) == RULE_UNIFORM
+    assert operation("fast", RULE_DECLARED) == operation("v0.33", RULE_DECLARED)
+    # v0.29 widens and narrows whole tensors, v0.33 fills an fp16 temporary: two operations
+    assert operation("v0.29", RULE_UNIFORM_VIA_FP16) != operation("v0.33", RULE_UNIFORM_VIA_FP16)
+
+
+def _calibration(*counts: CountResult) -> list[CalibrationClass]:
+    """One class per operation and dtype the counts visit, each writing one GB per second on touched memory."""
+    fit = LinearFit(slope=1e-9)
+    keys = {(operation(c.initializer, v.rule), dtype_name(v.dtype)) for c in counts for v in c.visits}
+    return [
+        CalibrationClass(
+            initializer="v0.33", rule=op.rpartition(":")[2], dtype=dtype, fit=fit, fit_low=fit, fit_high=fit
+        )
+        for op, dtype in keys
+        if op != RULE_SKIP
+    ]
+
+
+def test_first_visits_pay_the_first_touch_and_redundant_visits_do_not() -> None:
+    model = build_tree(TreeSpec(depth=3, width=1, hidden=64), device=torch.device("meta"))
+    legacy = count_on_meta(model, get_strategy("legacy"), "v0.33")
+    per_layer = count_on_meta(model, get_strategy("per-layer"), "v0.33")
+    pages = FirstTouch(chunk_bytes=KIB, fresh_s=[3.0] * 4, touched_s=[1.0] * 4)  # 2 s per KiB, first touch
+    touched = sum(r.nbytes for r in per_layer.recorder.records.values() if r.bytes_written)
+    for count in (legacy, per_layer):
+        bare = project_strategy(count, _calibration(count), 0.0, 0)
+        paid = project_strategy(count, _calibration(count), 0.0, 0, pages=pages)
+        assert paid.first_touch_s == pytest.approx(pages.price(touched)[0])  # the same pages, first touched once
+        assert paid.time.value == pytest.approx((bare.time.value or 0.0) + paid.first_touch_s)
+    assert legacy.recorder.visits > per_layer.recorder.visits  # legacy revisits: its extra visits find touched pages
+
+
+def test_the_floor_holds_the_cheapest_first_touch_too() -> None:
+    model = build_tree(TreeSpec(depth=1, width=1, hidden=64), device=torch.device("meta"))
+    count = count_on_meta(model, get_strategy("per-layer"), "v0.33")
+    written = sum(r.bytes_written for r in count.recorder.records.values())
+    touched = sum(r.nbytes for r in count.recorder.records.values() if r.bytes_written)
+    pages = FirstTouch(chunk_bytes=1 << 30, fresh_s=[3.0, 9.0], touched_s=[1.0, 1.0])
+    projection = project_strategy(count, _calibration(count), 1e9, 0, pages=pages)
+    assert projection.time.floor == pytest.approx(written / 1e9 + pages.price(touched)[1])
+    assert isinstance(projection.time, Estimate) and projection.time.is_projected

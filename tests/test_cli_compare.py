@@ -151,7 +151,7 @@ def test_report_renders_a_saved_file_in_every_format(cli: Cli, tmp_path: Path) -
 
 def test_report_bad_inputs(cli: Cli, tmp_path: Path) -> None:
     broken = tmp_path / "broken.json"
-    broken.write_text('{"schema_version": 5, "command": "comp')
+    broken.write_text('{"schema_version": 6, "command": "comp')
     result = cli("report", str(broken))
     assert result.exit_code == 2 and "not valid JSON (truncated or corrupt?)" in result.stderr
     assert cli("report", str(tmp_path / "missing.json")).exit_code == 2

@@ -14,7 +14,7 @@ from dummyprof.models.synthetic import TreeSpec, build_tree
 from dummyprof.reports.registry import render
 from dummyprof.reports.reporter import RenderOptions
 from dummyprof.results.common import Estimate
-from dummyprof.results.compare import CalibrationClass, CompareResult, FloorResult, ModelSummary, StrategyResult
+from dummyprof.results.compare import CompareResult, FloorResult, ModelSummary, StrategyResult
 from dummyprof.results.session import Results
 from dummyprof.scenarios.compare import runner
 from dummyprof.scenarios.compare.runner import assess_noise, run_compare

@@ -207,11 +207,11 @@ def test_a_baseline_from_other_flags_is_not_comparable(edited_gate: EditedGate) 
         ("[1, 2]", "not a dummyprof results file (no schema_version)"),
         ('{"schema_version": 99, "command": "baseline"}', "written by a newer dummyprof (schema 99"),
         (
-            '{"schema_version": 5, "command": "compare"}',
+            '{"schema_version": 6, "command": "compare"}',
             "$.compare: a 'compare' results file needs its 'compare' section",
         ),
         (
-            '{"schema_version": 5, "command": "baseline", "gate": {"scenarios": [{"metrics": 5}]}}',
+            '{"schema_version": 6, "command": "baseline", "gate": {"scenarios": [{"metrics": 5}]}}',
             "$.gate.scenarios[0].metrics: Expected `object`, got `int`",
         ),
     ],

@@ -126,12 +126,12 @@ def test_a_baseline_of_an_older_schema_is_refused_naming_the_command_that_makes_
     assert cli("baseline", "--config", str(config), "--output", str(baseline), "-q").exit_code == 0
     text = baseline.read_text()
     assert text.count('"tp": 2,') == 1  # the fingerprint's options (dp, at its default, is left out)
-    assert text.count('"schema_version": 5,') == 1
-    baseline.write_text(text.replace('"schema_version": 5,', '"schema_version": 4,'))
+    assert text.count('"schema_version": 6,') == 1
+    baseline.write_text(text.replace('"schema_version": 6,', '"schema_version": 4,'))
     result = cli("gate", "--config", str(config), "--baseline", str(baseline), "-q")
     assert result.exit_code == 2 and "Traceback" not in result.stderr
     assert result.stderr == (
-        f"dummyprof: error: {baseline}: results schema 4, which this dummyprof no longer reads (it reads schema 5); "
+        f"dummyprof: error: {baseline}: results schema 4, which this dummyprof no longer reads (it reads schema 6); "
         f"make it again: dummyprof baseline --config CONFIG --output {baseline}\n"
     )
 

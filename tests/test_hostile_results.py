@@ -23,7 +23,7 @@ def test_an_int_literal_beyond_int64_in_a_float_field_is_refused(cli: Cli, tmp_p
     """10**30 in a float field passed as 1e30 (an int literal beyond int64 is an edited or corrupt number)."""
     path = tmp_path / "r.json"
     path.write_text(
-        '{"schema_version": 5, "command": "compare", "compare": {"strategies": [{"name": "a", '
+        '{"schema_version": 6, "command": "compare", "compare": {"strategies": [{"name": "a", '
         f'"recording_overhead_s": {literal}}}]}}}}'
     )
     result = cli("report", str(path), "-f", "json")

@@ -235,7 +235,7 @@ def test_saved_multirank_results_round_trip_and_one_process_files_have_no_ranks(
     loaded = results_from_dict(json.loads(results_to_json(_gathered())))
     assert [r.rank for r in loaded.ranks] == [0, 1]
     assert loaded.ranks_aggregate is not None and loaded.ranks_aggregate.contention[0].ratio.value == 1.5
-    old = results_from_dict({"schema_version": 5, "command": "engram", "engram": {}})
+    old = results_from_dict({"schema_version": 6, "command": "engram", "engram": {}})
     assert old.ranks == [] and old.ranks_aggregate is None
 
 

@@ -63,7 +63,7 @@ def test_round_trip_keeps_every_field(tmp_path: Path) -> None:
 
 
 def test_fields_a_file_leaves_out_load_with_defaults() -> None:
-    loaded = results_from_dict({"schema_version": 5, "command": "compare", "compare": {"repeat": 3}})
+    loaded = results_from_dict({"schema_version": 6, "command": "compare", "compare": {"repeat": 3}})
     assert loaded.compare is not None and loaded.compare.repeat == 3
     assert loaded.compare.strategies == [] and loaded.notices == []
 
@@ -87,7 +87,7 @@ def test_an_older_schema_is_refused_in_one_line_naming_the_command_that_writes_i
     with pytest.raises(ResultsFileError) as raised:
         load_results(path)
     assert str(raised.value) == (
-        f"{path}: results schema {version}, which this dummyprof no longer reads (it reads schema 5); "
+        f"{path}: results schema {version}, which this dummyprof no longer reads (it reads schema 6); "
         + again.replace("old.json", str(path))
     )
 
@@ -98,7 +98,7 @@ def test_report_on_an_older_file_exits_2_with_one_line(cli: Callable[..., CliRes
     result = cli("report", str(path))
     assert result.exit_code == 2
     assert result.stderr.strip().splitlines() == [
-        f"dummyprof: error: {path}: results schema 4, which this dummyprof no longer reads (it reads schema 5); "
+        f"dummyprof: error: {path}: results schema 4, which this dummyprof no longer reads (it reads schema 6); "
         f"run it again: dummyprof compare ... --json {path}"
     ]
     assert "Traceback" not in result.stdout + result.stderr
@@ -107,21 +107,21 @@ def test_report_on_an_older_file_exits_2_with_one_line(cli: Callable[..., CliRes
 def test_unknown_fields_are_refused_naming_them() -> None:
     """Every record forbids keys it does not declare: an edited typo is an error, not silently dropped."""
     with pytest.raises(ResultsFileError, match=r"^results: \$: Object contains unknown field `from_the_future`$"):
-        results_from_dict({"schema_version": 5, "command": "inspect", "inspect": {}, "from_the_future": 1})
+        results_from_dict({"schema_version": 6, "command": "inspect", "inspect": {}, "from_the_future": 1})
     with pytest.raises(ResultsFileError, match=r"^results: \$.inspect.model: Object contains unknown field `x`$"):
-        results_from_dict({"schema_version": 5, "command": "inspect", "inspect": {"model": {"x": 1}}})
+        results_from_dict({"schema_version": 6, "command": "inspect", "inspect": {"model": {"x": 1}}})
 
 
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ('{"schema_version": 5, "command": "compare", "compare": {"rep', "not valid JSON"),
+        ('{"schema_version": 6, "command": "compare", "compare": {"rep', "not valid JSON"),
         ("[1, 2]", "not a dummyprof results file"),
         ('{"command": "compare"}', "not a dummyprof results file"),
         ('{"schema_version": 99}', "newer dummyprof"),
         ('{"schema_version": "1"}', "not valid"),
         (
-            '{"schema_version": 5, "command": "compare", "compare": {"repeat": "three"}}',
+            '{"schema_version": 6, "command": "compare", "compare": {"repeat": "three"}}',
             r"\$.compare.repeat: Expected `int`, got `str`$",
         ),
     ],
@@ -194,7 +194,7 @@ def test_converted_lists_and_dicts_are_copies_of_the_document() -> None:
     ],
 )
 def test_lists_of_numbers_are_checked_item_by_item(samples: list[Any], expected: Any) -> None:
-    data = {"schema_version": 5, "command": "compare", "compare": {"strategies": [{"time": {"samples": samples}}]}}
+    data = {"schema_version": 6, "command": "compare", "compare": {"strategies": [{"time": {"samples": samples}}]}}
     if isinstance(expected, str):
         with pytest.raises(ResultsFileError) as raised:
             results_from_dict(data, source="f.json")
@@ -211,7 +211,7 @@ def test_loading_leaves_the_garbage_collector_as_it_found_it(tmp_path: Path, ena
     """Loading pauses the cyclic collector (a large file is millions of containers, no cycles), and only that."""
     good, bad = tmp_path / "r.json", tmp_path / "bad.json"
     save_results(sample(), good)
-    bad.write_text('{"schema_version": 5, "command": "compare", "compare": {"repeat": null}}')
+    bad.write_text('{"schema_version": 6, "command": "compare", "compare": {"repeat": null}}')
     was = gc.isenabled()
     try:
         gc.enable() if enabled else gc.disable()

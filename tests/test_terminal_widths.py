@@ -478,21 +478,30 @@ def test_quiet_lines_say_contended_when_their_times_were_taken_on_a_busy_machine
             fits(results, width)
 
 
-def test_a_calibration_held_on_reused_pages_by_the_budget_says_so_and_names_the_budget_that_would_not() -> None:
+def test_a_first_touch_probe_cut_short_by_the_budget_says_so_and_names_the_budget_that_would_not() -> None:
+    from dummyprof.results.common import FirstTouch
+
     projected = _compare()
     assert projected.compare is not None
-    assert "REUSED PAGES" not in flat(render(projected, "terminal", RenderOptions(width=200)))
-    projected.compare.size.fresh_budget_s = 30.2
+    assert "PARTLY SAMPLED" not in flat(render(projected, "terminal", RenderOptions(width=200)))
+    projected.compare.size.first_touch = FirstTouch(
+        chunk_bytes=64 << 20,
+        fresh_s=[0.3, 0.2],
+        touched_s=[0.1, 0.1],
+        needed_bytes=1 << 30,
+        binding="time",
+        budget_s=30.2,
+    )
     out = flat(render(projected, "terminal", RenderOptions(width=200)))
     assert (
-        "CALIBRATED ON REUSED PAGES for lack of time: the model's tensors past 32 MiB are first filled on fresh pages, "
-        "slower per byte, so its projection reads low; --time-budget 31s or more calibrates there"
+        "FIRST TOUCH PARTLY SAMPLED for lack of time: the pages past the probe are priced at its last pages' rate "
+        "(the interval: its cheapest and dearest); --time-budget 31s or more probes them all"
     ) in out
     deployment = _deployment("cpu")
     assert deployment.deployment is not None
     deployment.deployment.fresh_budget_s = 44.0
     out = flat(render(deployment, "terminal", RenderOptions(width=200)))
-    assert "--time-budget 44s or more calibrates there" in out
+    assert "--time-budget 44s or more probes them all" in out
     saved = render(deployment, "json", RenderOptions())
     assert '"fresh_budget_s": 44.0' in saved or '"fresh_budget_s":44.0' in saved
 

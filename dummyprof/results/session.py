@@ -18,7 +18,7 @@ from dummyprof.results.ranks import RankRecord, RanksAggregate
 from dummyprof.results.sweep import SweepResult
 
 # Files of any other schema are refused (results/store.py): docs/architecture.md, "Results schema".
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 
 def _now() -> str:

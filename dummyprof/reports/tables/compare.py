@@ -31,9 +31,13 @@ PAGE = 4096  # the page size the first-touch cost is quoted per
 TOP_TENSORS = 10  # the most revisited tensors a file shows
 TOP_TENSORS_SHORT = 5  # ... and the terminal by default
 WORK_NOTE = "redund.: visits beyond the first; max/t: most visits of one tensor"
-RANGE_NOTE = "range: every visit at its fastest–slowest calibration trial"
-FLOOR_NOTE = "floor: its bytes at this run's memset rate (no projection is faster)"
+RANGE_NOTE = "range: every visit at its fastest–slowest calibration trial, first touch at its cheapest–dearest pages"
+FLOOR_NOTE = "floor: its bytes at this run's memset rate, first touched at the cheapest pages (no projection is faster)"
 WALK_NOTE = "walk: the traversal alone, timed on the meta model"
+TOUCH_NOTE = (
+    "touch: of the time, the first write to every page it fills (page faults, probed on fresh pages in this run, "
+    "as the engine's worker writes its weights at start-up); the rest is the fill on touched memory"
+)
 
 REASONS = {
     "memory": "one model plus its largest temporary does not fit the memory budget",
@@ -367,13 +371,18 @@ def roofline_line(result: CompareResult) -> str | None:
 def _projection_table(
     result: CompareResult, title: str, headers: tuple[str, str], third: Callable[[StrategyResult], str]
 ) -> Table:
-    """A row per strategy with a projection: its time, its interval, ``third``, the memset floor and the walk."""
-    table = _per_strategy(title, headers[0], "range", headers[1], "floor", "walk")
+    """A row per strategy with a projection: its time, its interval, ``third``, the memset floor, the first touch
+    (where probed) and the walk."""
+    touched = result.size.first_touch is not None
+    table = _per_strategy(title, headers[0], "range", headers[1], "floor", *(["touch"] if touched else []), "walk")
     for s in result.strategies:
         if (p := s.projection) is not None:
             floor = format_seconds(p.time.floor) if p.time.floor is not None else "n/a"
-            table.add(s.name, estimate_cell(p.time), estimate_range(p.time), third(s), floor, format_seconds(p.walk_s))
-    table.notes += [PROJECTED_NOTE, RANGE_NOTE, FLOOR_NOTE, WALK_NOTE]
+            touch = [format_seconds(p.first_touch_s)] if touched else []
+            table.add(
+                s.name, estimate_cell(p.time), estimate_range(p.time), third(s), floor, *touch, format_seconds(p.walk_s)
+            )
+    table.notes += [PROJECTED_NOTE, RANGE_NOTE, FLOOR_NOTE, *([TOUCH_NOTE] if touched else []), WALK_NOTE]
     bound = [s.name for s in result.strategies if s.projection is not None and s.projection.floor_bound]
     if bound:
         table.notes.append(f"at the floor: {', '.join(bound)} (calibrated faster than memset)")
@@ -442,7 +451,7 @@ def calibration_table(result: CompareResult) -> Table | None:
     if not size.calibration:
         return None
     table = Table(
-        "Calibration fills (fresh tensors, real initializer, this run)",
+        "Calibration fills (touched tensors, real initializer, this run)",
         [Column("init", WORD), Column("rule, dtype")]
         + [Column(h, NUMBER) for h in ("sizes", "trials", "GB/s", "R²", "tiny")],
     )

@@ -146,7 +146,7 @@ def test_a_model_all_past_the_threshold_is_timed_on_fresh_pages_alone() -> None:
 
 def test_a_memset_rate_is_timed_on_touched_memory_of_the_size_asked() -> None:
     """On a clock where every memset takes 1 s, the rate is the bytes written once (at least 1 MiB)."""
-    from dummyprof.scenarios.compare.sizing import memset_rate
+    from dummyprof.measure.engine import memset_rate
 
     clock = FakeClock()
 

@@ -230,7 +230,7 @@ def test_projected_peak_rss_is_the_model_it_fills_plus_its_scratch() -> None:
 def test_the_interval_spans_the_slopes_of_every_trial_line_and_holds_the_capability() -> None:
     # issue #25: the lines through each size's fastest and slowest readings can both miss how steep a single
     # interleaved pass was (their intercepts take the noise); each trial's own line counts too
-    from dummyprof.scenarios.compare.sizing import slope_bounds
+    from dummyprof.measure.engine import slope_bounds
 
     sizes = [1.0, 2.0, 3.0]
     samples = [[1.0, 1.0, 1.5], [2.0, 2.0, 2.0], [3.0, 3.9, 3.0]]
@@ -244,7 +244,8 @@ MIB = 1 << 20
 
 
 def test_calibration_steps_follow_the_share_within_their_bounds() -> None:
-    from dummyprof.scenarios.compare.sizing import MAX_STEP, MIN_STEP, calibration_step
+    from dummyprof.measure.engine import MAX_STEP, MIN_STEP
+    from dummyprof.measure.engine import step_bytes as calibration_step
 
     rate = 400e6  # bytes/s
     assert calibration_step(1 << 30, rate, 1.5, 2) == 12_000_000  # 1.5 s over 50 fills of s..4s at 400 MB/s
@@ -256,6 +257,7 @@ def test_calibration_steps_follow_the_share_within_their_bounds() -> None:
 def test_decide_probes_first_touch_on_a_cpu_and_prices_it_into_every_projection(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    from dummyprof.measure import engine, first_touch
     from dummyprof.results.common import FirstTouch
     from dummyprof.scenarios.compare import sizing
 
@@ -267,7 +269,7 @@ def test_decide_probes_first_touch_on_a_cpu_and_prices_it_into_every_projection(
 
     calibration = [CalibrationClass(sizes_bytes=[1, 2], trials=[Estimate.measured([1.0]), Estimate.measured([2.0])])]
     monkeypatch.setattr(sizing, "calibrate", lambda *a, **k: calibration)
-    monkeypatch.setattr(sizing.first_touch, "probe", probe)
+    monkeypatch.setattr(first_touch, "probe", probe)
     prices: list[object] = []
     monkeypatch.setattr(
         sizing,
@@ -280,7 +282,7 @@ def test_decide_probes_first_touch_on_a_cpu_and_prices_it_into_every_projection(
     small, _ = sizing.decide(source, meta, torch.device("cpu"), max_memory=1, rounds=3, time_budget_s=60)
     assert small.mode == "projected" and small.reason == "memory"
     needed = sum(r.nbytes for r in meta.counts["per-layer"].recorder.records.values() if r.bytes_written)
-    assert probed == [(needed, 60 * sizing.FIRST_TOUCH_SHARE)]  # every page the fill writes first, its share
+    assert probed == [(needed, 60 * engine.FIRST_TOUCH_SHARE)]  # every page the fill writes first, its share
     assert small.first_touch is not None and small.first_touch.needed_bytes == needed
     assert prices == [small.first_touch]
 

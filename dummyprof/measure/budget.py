@@ -94,6 +94,11 @@ def offered_seconds(needed_s: float, *, noise: float = 1.0) -> int:
     return max(1, math.ceil(needed_s * max(noise, 1.0) * OFFER_MARGIN))
 
 
+def full_budget(needed_s: float, share: float = 1.0) -> float:
+    """The ``--time-budget`` whose ``share`` holds ``needed_s``: the budget under which a measurement is whole."""
+    return float(math.ceil(needed_s / share))
+
+
 def limit_flag(limit: str) -> str:
     """The flag that can change a budget bound by ``limit``: the one its error names."""
     return {"--max-memory": "--max-memory", "disk": "--backing", "/dev/shm": "--backing"}.get(limit, "--dim")

@@ -7,13 +7,13 @@ tenth of the rest, so a small sample would price the cheap ones alone."""
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 import torch
 
+from dummyprof.measure.budget import full_budget
 from dummyprof.results.common import FirstTouch
 
 CHUNK_BYTES = 64 << 20  # past glibc's mmap threshold: each chunk is mapped afresh
@@ -65,5 +65,5 @@ def probe(
             held.append(chunk)
     if result.binding == "time":
         per_byte = sum(f + t for f, t in zip(result.fresh_s, result.touched_s, strict=True)) / result.sampled_bytes
-        result.budget_s = float(math.ceil(needed_bytes * per_byte / share))
+        result.budget_s = full_budget(needed_bytes * per_byte, share)
     return result

@@ -291,5 +291,5 @@ def test_a_deployments_fresh_page_budget_gives_each_shard_its_own_after_the_host
     from dummyprof.scenarios.deployment.fills import deployment_fresh_budget
 
     # 2 shards shared 60 s less a host part of 15 s (a quarter, by bytes); each shard needs a 40 s budget
-    assert deployment_fresh_budget(40.0, 2, 60.0, 45.0) == pytest.approx(80.0 / 0.75)
-    assert deployment_fresh_budget(40.0, 1, 60.0, 60.0) == pytest.approx(40.0)
+    assert deployment_fresh_budget(40.0, 2, 60.0, 45.0) == 107.0  # 80 s / 0.75, in whole seconds
+    assert deployment_fresh_budget(40.0, 1, 60.0, 60.0) == 40.0

@@ -136,9 +136,9 @@ def test_with_cuda_the_device_part_is_filled_on_the_device_and_the_tables_on_the
         source.build = recorded
         return real_measure(options, source=source, progress=progress)
 
-    def spy_fill(tables: Any, clock: Any, *, pinned: bool = False) -> float:
+    def spy_fill(tables: Any, clock: Any, *, pinned: bool = False, touched: bool = False) -> float:
         host_side.append(([name for name, *_ in tables], pinned))
-        return real_fill(tables, clock, pinned=False)  # no CUDA here to pin with
+        return real_fill(tables, clock, pinned=False, touched=touched)  # no CUDA here to pin with
 
     monkeypatch.setattr(fills, "measure", spy_measure)
     monkeypatch.setattr(fills, "_fill_host_tables", spy_fill)

@@ -6,7 +6,6 @@ deployment's device-resident part on the device, its CPU-offloaded tables filled
 from __future__ import annotations
 
 import dataclasses
-import statistics
 import time
 
 import torch
@@ -17,9 +16,9 @@ from dummyprof.deploy.shards import RankShard, empty_copy
 from dummyprof.errors import UsageError
 from dummyprof.loaders.counting import count_on_meta
 from dummyprof.loaders.strategies import get_strategy
-from dummyprof.measure import contention
-from dummyprof.measure.budget import host_budget
-from dummyprof.measure.projection import capability
+from dummyprof.measure import contention, engine
+from dummyprof.measure.budget import full_budget, host_budget
+from dummyprof.measure.memory import rss_bytes
 from dummyprof.models.source import ModelSource
 from dummyprof.results.common import MEASURED, PROJECTED, Contention, Estimate
 from dummyprof.results.compare import CompareResult, StrategyResult
@@ -51,8 +50,7 @@ from dummyprof.scenarios.deployment.run import (
 from dummyprof.scenarios.model_choice import chosen_source
 
 MAX_FILLED_SHARDS = 4  # distinct shards filled or projected; more (deep pipelines) would split the budget too thin
-HOST_PROBE_BYTES = 64 << 20  # the host-resident part's probe fill (fresh memory), and its trials
-HOST_PROBE_TRIALS = 5
+SAMPLE_SHARE = 0.15  # of a shard's host share, for the engine's samples of its tables' fill
 
 
 def pinned_host_memory() -> bool:
@@ -314,7 +312,7 @@ def _real_ranks(result: DeploymentResult, options: CompareOptions, strategies: l
 def deployment_fresh_budget(shard_s: float, shards: int, time_budget_s: float, shards_s: float) -> float:
     """The --time-budget whose shards' share gives each filled shard ``shard_s``: the shards share ``shards_s`` of
     ``time_budget_s`` (the host-resident part takes the rest, in proportion to the budget: ``_host_share``)."""
-    return shards * shard_s * time_budget_s / shards_s
+    return full_budget(shards * shard_s, shards_s / time_budget_s)
 
 
 def _host_share(result: DeploymentResult, budget_s: float) -> float:
@@ -326,15 +324,43 @@ def _host_share(result: DeploymentResult, budget_s: float) -> float:
 
 
 def _fill_host_tables(
-    tables: list[tuple[str, torch.Size, torch.dtype, float]], clock: Clock, *, pinned: bool = False
+    tables: list[tuple[str, torch.Size, torch.dtype, float]],
+    clock: Clock,
+    *,
+    pinned: bool = False,
+    touched: bool = False,
 ) -> float:
     """Allocate the tables in fresh host memory (pinned where CUDA is present, as vLLM pins offloaded tables;
-    pageable otherwise) and fill each with its declared value: the seconds it took."""
+    pageable otherwise; ``touched``: written once first) and fill each with its declared value: the seconds it took."""
     made = [torch.empty(shape, dtype=dtype, pin_memory=pinned) for _, shape, dtype, _ in tables]
+    for tensor in made if touched else ():
+        tensor.view(torch.uint8).fill_(0)
     t0 = clock()
     for tensor, (_, _, _, value) in zip(made, tables, strict=True):
         tensor.fill_(value)
     return clock() - t0
+
+
+def _host_sampled(
+    tables: list[tuple[str, torch.Size, torch.dtype, float]], nbytes: int, room: int, share: float, clock: Clock
+) -> tuple[engine.Sampled, engine.Floors]:
+    """The tables' fill sampled by the engine (their largest table's dtype and value, in memory touched first)
+    within SAMPLE_SHARE of ``share``, and the floors: the memset rate, and the first touch of ``nbytes`` fresh
+    pages where they are pageable (pinned pages are mapped when allocated), within half of ``room``."""
+    pinned = pinned_host_memory()
+    _, _, dtype, value = max(tables, key=lambda t: t[1].numel() * t[2].itemsize)
+    element = dtype.itemsize
+
+    def fill(size: int) -> float:
+        return _fill_host_tables(
+            [("probe", torch.Size([size // element]), dtype, value)], clock, pinned=pinned, touched=True
+        )
+
+    cpu, fresh = torch.device("cpu"), 0 if pinned else nbytes
+    with engine.measuring(engine.Floors(), cpu, fresh_bytes=fresh, room_bytes=room // 2, time_budget_s=share) as floors:
+        sampled = engine.sample(fill, nbytes, seconds=share * SAMPLE_SHARE, element=element, clock=clock)
+        floors.memset_bytes = sampled.sizes[-1]
+    return sampled, floors
 
 
 def _table_counts(shard: RankShard, names: set[str], strategies: list[str]) -> dict[str, tuple[int, int]]:
@@ -360,16 +386,15 @@ def _fill_host(
     CUDA is present, ``pinned_host_memory``), with or without the device-resident rest timed on the device.
 
     Each distinct shard's offloaded tables (the largest first, at most ``MAX_FILLED_SHARDS``, the time budget
-    shared) are filled for real in fresh host memory where they fit ``--max-memory`` and a probe predicts they
-    fit the budget (the median of up to ``--repeat`` rounds), projected from the probe otherwise (its fastest
-    quartile, the interval from its fastest to its slowest trial). Each strategy's exact visits and bytes of
-    those tables are counted on the shard; a strategy that writes them more than once is scaled by its bytes
-    (projected). The device-resident rest stays not timed.
+    shared) are sampled by the engine (``_host_sampled``) and filled for real in fresh host memory where they fit
+    ``--max-memory`` and the engine's projection fits what the sampling left of the budget (the median of up to
+    ``--repeat`` rounds); projected by the engine otherwise. Each strategy's exact visits and bytes of those tables
+    are counted on the shard; a strategy that writes them more than once is scaled by its bytes (projected). The
+    device-resident rest stays not timed.
     """
     walked = [r for r in result.ranks if r.counted_as == r.rank and r.offloaded_bytes]
     distinct = sorted(walked, key=lambda r: (-r.offloaded_bytes, r.rank))[:MAX_FILLED_SHARDS]
     share = budget_s / len(distinct)
-    pinned = pinned_host_memory()
     room = host_budget(options.max_memory)
     window = contention.Window(clock=clock)
     for rank in distinct:
@@ -377,40 +402,30 @@ def _fill_host(
         tables = _host_tables(shard)
         names = {name for name, *_ in tables}
         nbytes = rank.offloaded_bytes
-        probe = min(nbytes, HOST_PROBE_BYTES)
         with window.measure():
-            trials = [
-                _fill_host_tables([("probe", torch.Size([probe]), torch.uint8, 1.0)], clock, pinned=pinned)
-                for _ in range(HOST_PROBE_TRIALS)
-            ]
-            rates = [probe / max(t, 1e-9) for t in trials]
-            rate = probe / max(capability(trials), 1e-9)
+            sampled, floors = _host_sampled(tables, nbytes, max(0, room - rss_bytes()), share, clock)
+            whole = engine.project(engine.cost(sampled, nbytes, len(tables)), nbytes, floors, touched=nbytes)
             samples: list[float] = []
-            if nbytes <= room and nbytes / rate <= share:
+            if nbytes <= room and (whole.time.value or 0.0) <= share - floors.seconds:
                 start = clock()
                 for _ in range(max(1, options.repeat)):
-                    samples.append(_fill_host_tables(tables, clock, pinned=pinned))
-                    if clock() - start + samples[-1] > share:
+                    samples.append(_fill_host_tables(tables, clock, pinned=pinned_host_memory()))
+                    if clock() - start + samples[-1] > share - floors.seconds:
                         break
         counted = _table_counts(shard, names, strategies)
-        median = statistics.median(samples) if samples else None
         for entry in result.ranks:
             if entry.counted_as != rank.counted_as:
                 continue
             for s in entry.strategies:
                 visits, written = counted.get(s.strategy, (0, 0))
-                scale = written / nbytes
-                if median is not None:
-                    scaled = [x * scale for x in samples]
-                    how = MEASURED if written == nbytes else PROJECTED  # scaled by the bytes written again
-                    fill_time = Estimate(
-                        median * scale, how, samples=scaled, low=min(scaled), high=max(scaled), device="cpu"
-                    )
+                if samples:
+                    scaled = [x * written / nbytes for x in samples]
+                    fill_time = Estimate.measured(scaled, device="cpu")
+                    fill_time.how = MEASURED if written == nbytes else PROJECTED  # scaled by the bytes written again
                 else:
-                    fill_time = Estimate.projected(
-                        written / rate, written / max(rates), written / min(rates), device="cpu"
-                    )
-                s.host = HostFill(visits, written, fill_time, pinned)
+                    costs = engine.cost(sampled, written, visits)
+                    fill_time = engine.project(costs, written, floors, touched=nbytes, device="cpu").time
+                s.host = HostFill(visits, written, fill_time, pinned_host_memory())
     machine = window.result()
     for r in result.ranks:
         for s in r.strategies:

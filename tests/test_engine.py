@@ -55,7 +55,8 @@ def test_a_projection_is_never_under_the_memset_floor_plus_the_cheapest_first_to
     assert (slow.time.low, slow.time.value, slow.time.high) == pytest.approx((6.0, 7.4, 9.4))
 
 
-def test_the_full_budget_is_the_seconds_over_their_share_in_whole_seconds() -> None:
-    from dummyprof.measure.budget import full_budget
+def test_the_offered_budget_is_the_seconds_over_their_share_with_the_margin_in_whole_seconds() -> None:
+    from dummyprof.measure.budget import OFFER_MARGIN, offered_seconds
 
-    assert full_budget(10.0, 0.25) == 40.0 and full_budget(10.1) == 11.0
+    assert offered_seconds(10.0, share=0.25, margin=1.0) == 40 and offered_seconds(10.1, margin=1.0) == 11
+    assert offered_seconds(10.0, noise=2.0) == 20 * OFFER_MARGIN

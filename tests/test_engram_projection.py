@@ -4,19 +4,20 @@ from __future__ import annotations
 
 import pytest
 
-from dummyprof.measure.projection import (
-    MIN_R_SQUARED,
-    Sample,
-    SamplingError,
-    fastest_rate,
-    fit_line,
-    fit_proportional,
-    prediction_interval,
-    project,
-    project_time,
-    sample_sizes,
-)
-from dummyprof.results.engram import FALLBACK_FLAT, FALLBACK_POOR_FIT, LinearFit
+from dummyprof.measure.projection import SamplingError, fit_line, fit_proportional, sample_sizes
+from dummyprof.results.common import Estimate
+from dummyprof.results.engram import FALLBACK_FLAT, FALLBACK_POOR_FIT, SamplePoint, TimeProjection
+from dummyprof.scenarios.engram.runner import _fastest, _projected
+
+
+def _points(xs: list[float], readings: list[list[float]]) -> list[SamplePoint]:
+    return [SamplePoint(bytes_written=int(x), time=Estimate.measured(r)) for x, r in zip(xs, readings, strict=True)]
+
+
+def _project(
+    xs: list[float], readings: list[list[float]], full: float, ceiling: float | None = None, *, fixed: bool = False
+) -> TimeProjection:
+    return _projected(_points(xs, readings), int(full), (ceiling, "memset"), "cpu", fixed=fixed)[1]
 
 
 def test_fit_line_recovers_an_exact_line() -> None:
@@ -25,16 +26,12 @@ def test_fit_line_recovers_an_exact_line() -> None:
     assert fit.slope == pytest.approx(3.0)
     assert fit.r_squared == pytest.approx(1.0)
     assert (fit.points, fit.x_max) == (4, 4.0)
-    assert project(fit, 1000.0) == pytest.approx(3002.0)
+    assert fit.predict(1000.0) == pytest.approx(3002.0)
 
 
 def test_fit_line_reports_a_poor_fit() -> None:
     fit = fit_line([1.0, 2.0, 3.0, 4.0], [1.0, 4.0, 1.0, 4.0])
     assert fit.r_squared < 0.5
-
-
-def test_projection_never_goes_negative() -> None:
-    assert project(LinearFit(intercept=-5.0, slope=1.0), 2.0) == 0.0
 
 
 def test_fit_proportional_goes_through_the_origin() -> None:
@@ -45,91 +42,82 @@ def test_fit_proportional_goes_through_the_origin() -> None:
 
 
 def test_a_flat_or_falling_line_falls_back_to_the_largest_samples_rate() -> None:
-    samples = [Sample(1.0, [2.0]), Sample(2.0, [1.0]), Sample(3.0, [1.5]), Sample(4.0, [0.9, 0.8, 1.2])]
-    fit, projection = project_time(samples, 1000.0)
+    """Writing more bytes never takes less time: a falling line would price the full size as free."""
+    fit, projection = _projected(
+        _points([1.0, 2.0, 3.0, 4.0], [[2.0], [1.0], [1.5], [0.9, 0.8, 1.2]]), 1000, (None, ""), ""
+    )
     assert projection.fallback == FALLBACK_FLAT and projection.line is not None and projection.line.slope < 0
-    # the fastest quartile of 3 readings (the fastest): the machine's capability, not the busy readings
-    assert fit.model == "b x" and fit.intercept == 0.0 and fit.slope == pytest.approx(0.8 / 4.0)
-    assert projection.time.value == pytest.approx(1000.0 * 0.8 / 4.0)
-    assert projection.rate_bytes == 4
-    # the interval spans the fastest and slowest per-byte reading of every sample
-    assert projection.interval == "readings"
-    assert projection.time.low == pytest.approx(1000.0 * 0.8 / 4.0)
-    assert projection.time.high == pytest.approx(1000.0 * 2.0 / 1.0)
+    assert fit.model == "b x" and fit.intercept == 0.0 and fit.slope == pytest.approx(0.9 / 4.0)  # its median
+    assert projection.time.value == pytest.approx(1000.0 * 0.9 / 4.0) and projection.rate_bytes == 4
+    assert projection.time.low is not None and projection.time.high is not None
+    assert 0 < projection.time.low <= projection.time.value <= projection.time.high
 
 
-def test_a_good_line_is_used_with_a_prediction_interval() -> None:
+def test_a_clean_line_is_used_with_the_slopes_of_its_rounds_as_the_interval() -> None:
     xs = [1e8, 2e8, 3e8, 4e8]
-    noise = [0.01, -0.01, -0.01, 0.01]
-    samples = [Sample(x, [0.05 + x / 1e9 + e]) for x, e in zip(xs, noise, strict=True)]
-    fit, projection = project_time(samples, 1e11)
-    assert projection.fallback == "" and fit.model == "a + b x" and fit.r_squared > MIN_R_SQUARED
-    assert projection.interval == "residuals"
-    assert projection.time.value == pytest.approx(project(fit, 1e11))
-    assert projection.time.low < projection.time.value < projection.time.high
+    rounds = [[0.05 + x / 1e9, 0.05 + x / 1e9 * 1.1, 0.05 + x / 1e9 * 0.95] for x in xs]
+    projection = _project(xs, rounds, 1e11)
+    assert projection.fallback == "" and projection.interval == "slopes" and not projection.bounded
+    assert projection.line is not None and projection.line.slope == pytest.approx(1e-9)  # the medians' line
+    assert projection.time.value == pytest.approx(100.0)  # the slope times the full bytes, no intercept
+    assert (projection.time.low, projection.time.high) == pytest.approx((95.0, 110.0))  # the rounds' own slopes
     assert projection.extrapolation == pytest.approx(250.0)
-    # farther out, the interval widens
-    near = prediction_interval(fit, 5e8)
-    far = prediction_interval(fit, 1e11)
-    assert near[1] - near[0] < far[1] - far[0]
 
 
-def test_an_exact_line_has_an_interval_of_zero_width() -> None:
-    fit = fit_line([1.0, 2.0, 3.0, 4.0], [5.0, 8.0, 11.0, 14.0])
-    assert prediction_interval(fit, 1000.0) == pytest.approx((3002.0, 3002.0))
+def test_one_reading_per_size_takes_the_lines_that_leave_out_one_size_each() -> None:
+    xs = [1.0, 2.0, 3.0, 4.0]
+    projection = _project(xs, [[1.0], [2.0], [3.5], [4.0]], 100.0)
+    # leaving out 4: slope 1.25 (the steepest); leaving out 3: slope 1.0; all four: slope 1.05
+    assert projection.time.low is not None and projection.time.high is not None
+    assert projection.time.low < projection.time.value < projection.time.high
+    assert projection.time.high == pytest.approx(125.0)
 
 
 def test_the_issue_12_case_stays_physical() -> None:
-    """2e9 rows, four samples of 7-23 ms (R² about 0.01): the line once put `constant` at 343% of memset."""
+    """2e9 rows, four samples of 7-23 ms (R² about 0.01): a line once put `constant` at 343% of memset."""
     mib = 1024 * 1024
     sizes = [31.6 * mib, 63.3 * mib, 94.9 * mib, 126.5 * mib]
-    constant = [Sample(x, [t]) for x, t in zip(sizes, [0.0071, 0.0228, 0.0098, 0.0214], strict=True)]
-    memset = [Sample(x, [t, t * 1.1, t * 0.95]) for x, t in zip(sizes, [0.0101, 0.0195, 0.0286, 0.0371], strict=True)]
-    full = 2e9 * 264
-    _, floor = project_time(memset, full, ceiling_bytes_per_s=fastest_rate(memset), ceiling_name="memset")
+    memset = _points(sizes, [[t, t * 1.1, t * 0.95] for t in (0.0101, 0.0195, 0.0286, 0.0371)])
+    full = int(2e9 * 264)
+    fastest = _fastest(memset)
+    _, floor = _projected(memset, full, (fastest, "memset"), "cpu")
+    assert floor.time.value is not None
     floor_rate = full / floor.time.value
-    assert floor_rate <= (fastest_rate(memset) or 0) * (1 + 1e-12)
-    _, projection = project_time(constant, full, ceiling_bytes_per_s=floor_rate, ceiling_name="memset")
-    assert projection.line is not None and projection.line.r_squared < MIN_R_SQUARED
-    assert projection.fallback == FALLBACK_POOR_FIT
+    assert floor_rate <= (fastest or 0) * (1 + 1e-12)
+    projection = _project(sizes, [[t] for t in (0.0071, 0.0228, 0.0098, 0.0214)], full, floor_rate)
+    assert projection.time.value is not None and projection.time.low is not None
     assert full / projection.time.value <= floor_rate * (1 + 1e-12)  # never faster than the floor
     assert full / projection.time.low <= floor_rate * (1 + 1e-12)  # nor is the interval's fast end
-    assert projection.time.low <= projection.time.value <= projection.time.high
+    assert projection.time.low <= projection.time.value <= (projection.time.high or 0)
 
 
 def test_the_bound_raises_a_projection_faster_than_the_ceiling() -> None:
-    samples = [Sample(x, [x / 20e9]) for x in (1e8, 2e8, 3e8, 4e8)]  # an exact 20 GB/s line
-    _, free = project_time(samples, 1e11)
+    xs = [1e8, 2e8, 3e8, 4e8]
+    exact = [[x / 20e9] for x in xs]  # an exact 20 GB/s line
+    free = _project(xs, exact, 1e11)
     assert not free.bounded and free.time.value == pytest.approx(5.0)
-    _, bounded = project_time(samples, 1e11, ceiling_bytes_per_s=10e9, ceiling_name="memset")
+    bounded = _project(xs, exact, 1e11, 10e9)
     assert bounded.bounded and bounded.time.value == pytest.approx(10.0)  # 1e11 bytes at the 10 GB/s floor
-    assert bounded.time.low == pytest.approx(10.0) and bounded.time.high >= bounded.time.value
-    assert (bounded.ceiling_bytes_per_s, bounded.ceiling_name) == (10e9, "memset")
-    # raised to the bound, the point keeps the bound's own slow end (the floor's interval) as its slow end
-    _, inherited = project_time(
-        samples, 1e11, ceiling_bytes_per_s=10e9, ceiling_slow_bytes_per_s=5e9, ceiling_name="memset"
-    )
-    assert (inherited.time.value, inherited.time.low, inherited.time.high) == pytest.approx((10.0, 10.0, 20.0))
-    _, slower = project_time(samples, 1e11, ceiling_bytes_per_s=40e9, ceiling_name="memset")
+    assert bounded.time.low == pytest.approx(10.0) and (bounded.time.high or 0) >= bounded.time.value
+    assert (bounded.ceiling_bytes_per_s, bounded.ceiling_name, bounded.time.floor) == (10e9, "memset", 10.0)
+    slower = _project(xs, exact, 1e11, 40e9)
     assert not slower.bounded and slower.time.value == pytest.approx(5.0)  # a ceiling above the fit changes nothing
 
 
 def test_a_size_independent_step_falls_back_to_its_median_reading() -> None:
     """Allocating pageable memory maps address space: a flat line means a fixed cost, not a free rate."""
-    samples = [Sample(1e6, [2e-4]), Sample(2e6, [1e-4]), Sample(3e6, [3e-4]), Sample(4e6, [1.5e-4])]
-    fit, projection = project_time(samples, 1e12, size_independent=True)
-    assert fit.model == "a" and fit.slope == 0.0
+    xs = [1e6, 2e6, 3e6, 4e6]
+    projection = _project(xs, [[2e-4], [1e-4], [3e-4], [1.5e-4]], 1e12, fixed=True)
     assert projection.time.value == pytest.approx(1.75e-4)  # median of the four readings
     assert (projection.time.low, projection.time.high) == pytest.approx((1e-4, 3e-4))
-    assert projection.fallback and projection.rate_bytes == 0
+    assert projection.fallback == FALLBACK_POOR_FIT and projection.interval == "readings"  # R² about 0.03
     # a rising, clean line is still a line
-    rising = [Sample(x, [x * 1e-9]) for x in (1e6, 2e6, 3e6, 4e6)]
-    assert project_time(rising, 1e9, size_independent=True)[1].fallback == ""
+    assert _project(xs, [[x * 1e-9] for x in xs], 1e9, fixed=True).fallback == ""
 
 
 def test_fastest_rate_is_the_best_reading() -> None:
-    assert fastest_rate([Sample(100.0, [2.0, 1.0]), Sample(400.0, [2.0])]) == pytest.approx(200.0)
-    assert fastest_rate([]) is None
+    assert _fastest(_points([100.0, 400.0], [[2.0, 1.0], [2.0]])) == pytest.approx(200.0)
+    assert _fastest([]) is None
 
 
 @pytest.mark.parametrize(("xs", "ys"), [([1.0], [1.0]), ([2.0, 2.0], [1.0, 3.0]), ([1.0, 2.0], [1.0])])
@@ -171,28 +159,15 @@ def test_sample_sizes_refuse_when_no_budget_allows_a_row() -> None:
         sample_sizes(10, seconds_per_row=1, bytes_per_row=1, fixed_bytes=0, memory_budget=1, time_budget=1, points=2)
 
 
-def test_projecting_fake_measurements_end_to_end() -> None:
-    """A fill at 0.1 GB/s plus 50 ms of fixed cost, sampled at four sizes, projected to 100 GB."""
-    xs = [1e8, 2e8, 3e8, 4e8]
-    ys = [0.05 + x / 0.1e9 for x in xs]
-    fit = fit_line(xs, ys)
-    assert project(fit, 100e9) == pytest.approx(1000.05)
-
-
 def test_the_report_says_how_each_projection_was_made_and_bounded() -> None:
     from dummyprof.reports.tables.engram import projection_how
 
-    samples = [Sample(x, [x / 20e9]) for x in (1e8, 2e8, 3e8, 4e8)]
-    _, bounded = project_time(samples, 1e11, ceiling_bytes_per_s=10e9, ceiling_name="memset")
+    xs = [1e8, 2e8, 3e8, 4e8]
+    bounded = _project(xs, [[x / 20e9] for x in xs], 1e11, 10e9)
     assert projection_how(bounded, "constant") == (
         "projected (line, R² 1.000, 4 sizes, x250, raised to the memset floor (10.00 GB/s))"
     )
     assert projection_how(bounded, "memset").endswith("raised to its own fastest sample (10.00 GB/s))")
-    noisy = [Sample(1e6, [3.0]), Sample(2e6, [1.0]), Sample(3e6, [4.0]), Sample(4e6, [2.2, 2.4])]
-    _, poor = project_time(noisy, 1e9)
-    assert projection_how(poor, "x").startswith("projected (R² 0.") and "under 0.9: rate of the largest sample" in (
-        projection_how(poor, "x")
-    )
 
 
 def test_a_sample_size_predicted_past_the_deadline_is_left_out_once_its_group_has_three() -> None:

@@ -88,15 +88,11 @@ LIMIT_FIXES = {
 OFFER_MARGIN = 1.25
 
 
-def offered_seconds(needed_s: float, *, noise: float = 1.0) -> int:
-    """The ``--time-budget`` a refusal offers for ``needed_s`` predicted (``noise``: the prediction's high end over
-    its point), with :data:`OFFER_MARGIN`, in whole seconds: a value that passes the same check when followed."""
-    return max(1, math.ceil(needed_s * max(noise, 1.0) * OFFER_MARGIN))
-
-
-def full_budget(needed_s: float, share: float = 1.0) -> float:
-    """The ``--time-budget`` whose ``share`` holds ``needed_s``: the budget under which a measurement is whole."""
-    return float(math.ceil(needed_s / share))
+def offered_seconds(needed_s: float, *, noise: float = 1.0, share: float = 1.0, margin: float = OFFER_MARGIN) -> int:
+    """The ``--time-budget`` under which a step needing ``needed_s`` is measured in full, the one advice every
+    command gives: ``share`` the step's part of the budget, ``noise`` the prediction's high end over its point,
+    with ``margin`` (a refusal's: a value that passes the same check when followed), in whole seconds."""
+    return max(1, math.ceil(needed_s / share * max(noise, 1.0) * margin))
 
 
 def limit_flag(limit: str) -> str:

@@ -47,7 +47,8 @@ def slope_bounds(sizes: Sequence[float], samples: Sequence[Sequence[float]]) -> 
     each is one pass over the machine's state), through each size's fastest and slowest reading, and through
     the median: the slope's spread from one pass to the next within this run. Lines through the fastest and
     slowest readings alone can both lie on one side of the median's (a line's intercept absorbs part of the
-    noise). A second run can still land outside (BENCHMARKS.md, reproducibility on a quiet machine)."""
+    noise). With one reading per size, the lines leaving out one size each. A second run can still land outside
+    (BENCHMARKS.md, reproducibility on a quiet machine)."""
     lines = [
         fit_time(sizes, [statistics.median(s) for s in samples]),
         fit_time(sizes, [min(s) for s in samples]),
@@ -55,6 +56,9 @@ def slope_bounds(sizes: Sequence[float], samples: Sequence[Sequence[float]]) -> 
     ]
     for trial in range(min(len(s) for s in samples)):
         lines.append(fit_time(sizes, [s[trial] for s in samples]))
+    if max(len(s) for s in samples) == 1 and len(sizes) > 2:
+        ys = [s[0] for s in samples]
+        lines += [fit_time([*sizes[:i], *sizes[i + 1 :]], [*ys[:i], *ys[i + 1 :]]) for i in range(len(sizes))]
     return min(lines, key=lambda f: f.slope), max(lines, key=lambda f: f.slope)
 
 
@@ -104,9 +108,14 @@ def sample(
                 break
             trials[i].append(fill(n))
     kept = [i for i, t in enumerate(trials) if t]
-    sizes, trials = [sizes[i] for i in kept], [trials[i] for i in kept]
+    return fitted([sizes[i] for i in kept], [trials[i] for i in kept], small)
+
+
+def fitted(sizes: Sequence[int], trials: Sequence[Sequence[float]], small_call_s: float = 0.0) -> Sampled:
+    """Readings at each size (two sizes or more) as a :class:`Sampled`: the median line and its slope bounds."""
     low, high = slope_bounds(sizes, trials)
-    return Sampled(sizes, trials, small, fit_time(sizes, [statistics.median(t) for t in trials]), low, high)
+    line = fit_time(sizes, [statistics.median(t) for t in trials])
+    return Sampled(list(sizes), [list(t) for t in trials], small_call_s, line, low, high)
 
 
 class Line(Protocol):
@@ -165,7 +174,8 @@ def project(
     floor = (written / rate if rate > 0 else 0.0) + touch_low
     point = fixed_s + costs[0] + touch
     low, high = max(fixed_s + costs[1] + touch_low, floor), max(fixed_s + costs[2] + touch_high, floor)
-    estimate = Estimate.projected(max(point, floor), low, high, floor=floor, device=device)
+    known = floor if rate > 0 or pages is not None else None  # a floor measured, else none to show
+    estimate = Estimate.projected(max(point, floor), low, high, floor=known, device=device)
     estimate.contention = floors.contention
     return Budgeted(estimate, touch, floor > point)
 

@@ -13,7 +13,7 @@ from contextlib import contextmanager
 
 import torch
 
-from dummyprof.measure.budget import full_budget
+from dummyprof.measure.budget import offered_seconds
 from dummyprof.results.common import FirstTouch
 
 CHUNK_BYTES = 64 << 20  # past glibc's mmap threshold: each chunk is mapped afresh
@@ -65,5 +65,5 @@ def probe(
             held.append(chunk)
     if result.binding == "time":
         per_byte = sum(f + t for f, t in zip(result.fresh_s, result.touched_s, strict=True)) / result.sampled_bytes
-        result.budget_s = full_budget(needed_bytes * per_byte, share)
+        result.budget_s = float(offered_seconds(needed_bytes * per_byte, share=share, margin=1.0))
     return result

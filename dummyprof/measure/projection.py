@@ -1,23 +1,14 @@
-"""Projecting full-size figures from smaller samples (pure arithmetic): sample sizes, a line ``a + b * bytes``,
-extrapolated. Kept physical (tiny noisy samples once put a memset-like fill at 343% of the memset floor): a poor
-line gives way to the largest sample's rate, an interval comes with the point, and nothing is projected faster
-than the fastest rate this run measured for what bounds it."""
+"""The arithmetic under :mod:`measure.engine`: least-squares lines (``a + b * bytes``, or through the origin) and
+the sample sizes that fit a time and a memory budget."""
 
 from __future__ import annotations
 
 import math
-import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass
 
-from dummyprof.results.common import Estimate
-from dummyprof.results.engram import FALLBACK_FLAT, FALLBACK_POOR_FIT, LinearFit, TimeProjection
+from dummyprof.results.engram import LinearFit
 
 SAMPLE_POINTS = 4  # sizes s, 2s, 3s, 4s: evenly spread points pin a line better than a geometric run
-# Below this R² the samples are mostly noise around the line (the 2e9-row run of issue #12 fitted 0.013);
-# the largest sample's own rate is then the better estimate: it has the least fixed cost per byte.
-MIN_R_SQUARED = 0.9
-LEVEL = 0.95  # of the prediction interval
 
 
 class SamplingError(ValueError):
@@ -69,119 +60,6 @@ def _least_squares(xs: Sequence[float], ys: Sequence[float], *, through_origin: 
         mean_x=cx,
         sxx=sxx,
     )
-
-
-def project(fit: LinearFit, x: float) -> float:
-    """The fit at ``x``, never below zero (a negative intercept must not give negative seconds)."""
-    return max(0.0, fit.predict(x))
-
-
-def prediction_interval(fit: LinearFit, x: float, level: float = LEVEL) -> tuple[float, float]:
-    """Student-t prediction interval of one new reading at ``x``, from the fit's residuals (never below 0)."""
-    from scipy.special import stdtrit  # Student t's quantile, without importing scipy.stats (~1 s)
-
-    if fit.model == "b x":
-        dof = fit.points - 1
-        spread = 1.0 + (x * x / fit.sxx if fit.sxx > 0 else 0.0)
-    else:
-        dof = fit.points - 2
-        spread = 1.0 + 1.0 / fit.points + ((x - fit.mean_x) ** 2 / fit.sxx if fit.sxx > 0 else 0.0)
-    point = fit.predict(x)
-    if dof < 1:
-        return max(0.0, point), max(0.0, point)
-    half = float(stdtrit(dof, 0.5 + level / 2)) * fit.residual_s * math.sqrt(spread)
-    return max(0.0, point - half), max(0.0, point + half)
-
-
-def capability(readings: Sequence[float]) -> float:
-    """The fastest quartile of ``readings`` (the fastest of up to four, the 2nd fastest of five to eight):
-    what the machine can do. Other programs only ever slow a fill down, so the slow readings say how busy
-    the machine was, not how fast it fills; one quartile up is robust to a single lucky reading."""
-    ordered = sorted(readings)
-    return ordered[(len(ordered) - 1) // 4]
-
-
-@dataclass(frozen=True)
-class Sample:
-    bytes: float
-    readings_s: Sequence[float]
-
-    @property
-    def capability_s(self) -> float:
-        return capability(self.readings_s)
-
-
-def project_time(
-    samples: Sequence[Sample],
-    full_bytes: float,
-    *,
-    ceiling_bytes_per_s: float | None = None,
-    ceiling_slow_bytes_per_s: float | None = None,
-    ceiling_name: str = "",
-    min_r_squared: float = MIN_R_SQUARED,
-    size_independent: bool = False,
-    device: str = "",
-) -> tuple[LinearFit, TimeProjection]:
-    """Full-size seconds from samples: the model used, and the projection with its interval and bound.
-
-    The line of each size's capability against bytes, when its slope is positive and its R² reaches
-    ``min_r_squared``; else the largest sample's rate through the origin (the least fixed cost per byte),
-    between the fastest and slowest per-byte rate of any reading, or with ``size_independent`` (a step whose
-    cost does not grow with bytes, such as mapping pageable memory) the median reading. A point raised to
-    ``ceiling_bytes_per_s`` keeps that bound's slow end (``ceiling_slow_bytes_per_s``) as its own.
-    """
-    if not samples:
-        raise ValueError("a projection needs samples")
-    xs = [s.bytes for s in samples]
-    ys = [s.capability_s for s in samples]
-    line = fit_line(xs, ys)
-    largest = max(samples, key=lambda s: s.bytes)
-    fallback = FALLBACK_FLAT if line.slope <= 0 else FALLBACK_POOR_FIT if line.r_squared < min_r_squared else ""
-    if fallback and size_independent:
-        readings = sorted(r for s in samples for r in s.readings_s)
-        point = statistics.median(readings)
-        fit = LinearFit(intercept=point, r_squared=line.r_squared, points=len(readings), x_max=largest.bytes, model="a")
-        low, high = readings[0], readings[-1]
-        interval = "readings"
-    elif fallback:
-        rate = largest.capability_s / largest.bytes
-        fit = LinearFit(slope=rate, r_squared=line.r_squared, points=1, x_max=largest.bytes, model="b x")
-        per_byte = [r / s.bytes for s in samples for r in s.readings_s]
-        point = rate * full_bytes
-        low, high = min(per_byte) * full_bytes, max(per_byte) * full_bytes
-        interval = "readings"
-    else:
-        fit = line
-        point = project(line, full_bytes)
-        low, high = prediction_interval(line, full_bytes)
-        interval = "residuals"
-    bounded, fastest = False, None
-    if ceiling_bytes_per_s is not None and ceiling_bytes_per_s > 0:
-        fastest = full_bytes / ceiling_bytes_per_s
-        if point < fastest:
-            point, bounded = fastest, True
-            if ceiling_slow_bytes_per_s:
-                high = max(high, full_bytes / ceiling_slow_bytes_per_s)
-        low = max(low, fastest)
-    low, high = min(low, point), max(high, point)
-    return fit, TimeProjection(
-        time=Estimate.projected(point, low, high, floor=fastest, device=device),
-        interval=interval,
-        line=line,
-        fallback=fallback,
-        min_r_squared=min_r_squared,
-        rate_bytes=int(largest.bytes) if fallback and not size_independent else 0,
-        ceiling_bytes_per_s=ceiling_bytes_per_s,
-        ceiling_name=ceiling_name if ceiling_bytes_per_s else "",
-        bounded=bounded,
-        extrapolation=full_bytes / largest.bytes,
-    )
-
-
-def fastest_rate(samples: Sequence[Sample]) -> float | None:
-    """Bytes per second of the fastest reading of any sample: what this run measured the operation doing."""
-    rates = [s.bytes / r for s in samples for r in s.readings_s if r > 0]
-    return max(rates) if rates else None
 
 
 def sample_sizes(

@@ -104,12 +104,13 @@ FALLBACK_POOR_FIT = "poor-fit"  # R² under the threshold: the samples are noise
 
 
 class TimeProjection(Record):
-    """How a full-size time was projected (``measure/projection.project_time``): the time, and how it was had."""
+    """How a full-size time was projected (``measure/engine.py``, ``scenarios/engram/runner.project_samples``): the
+    time, and how it was had."""
 
-    # low/high: a 95% prediction interval from the line's residuals ("residuals"), or without the line the fastest
-    # and slowest per-byte rate of any reading ("readings"); floor: the full bytes at the ceiling's rate
+    # low/high: from the least and steepest slope of the trials' lines ("slopes"), or for a step that did not grow
+    # with size the fastest and slowest reading ("readings"); floor: the full bytes at the ceiling's rate
     time: Estimate = field(default_factory=Estimate)
-    interval: str = "residuals"  # or "readings"
+    interval: str = "slopes"  # or "readings"
     line: LinearFit | None = None  # the least-squares line, always fitted (its R² says how good it was)
     fallback: str = ""  # "" (the line was used), FALLBACK_FLAT or FALLBACK_POOR_FIT
     min_r_squared: float = 0.0  # the threshold the line was held to

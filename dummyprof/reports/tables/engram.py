@@ -574,7 +574,7 @@ def engram_blocks(results: Results, detail: bool = True) -> list[Block]:
 
 
 INTERVALS_NOTE = (
-    "note: intervals are 95% prediction intervals from the line's residuals, or, where the line was "
-    "too poor to use, the fastest to slowest per-byte reading of any sample; no projection is faster "
+    "note: intervals run from the least to the steepest slope of the samples' lines (an allocation that "
+    "does not grow with size: its fastest to slowest reading); no projection is faster "
     "than this run's memset floor (first touch: nor than its own fastest sample)"
 )

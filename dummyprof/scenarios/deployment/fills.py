@@ -17,7 +17,7 @@ from dummyprof.errors import UsageError
 from dummyprof.loaders.counting import count_on_meta
 from dummyprof.loaders.strategies import get_strategy
 from dummyprof.measure import contention, engine
-from dummyprof.measure.budget import full_budget, host_budget
+from dummyprof.measure.budget import host_budget, offered_seconds
 from dummyprof.measure.memory import rss_bytes
 from dummyprof.models.source import ModelSource
 from dummyprof.results.common import MEASURED, PROJECTED, Contention, Estimate
@@ -312,7 +312,7 @@ def _real_ranks(result: DeploymentResult, options: CompareOptions, strategies: l
 def deployment_fresh_budget(shard_s: float, shards: int, time_budget_s: float, shards_s: float) -> float:
     """The --time-budget whose shards' share gives each filled shard ``shard_s``: the shards share ``shards_s`` of
     ``time_budget_s`` (the host-resident part takes the rest, in proportion to the budget: ``_host_share``)."""
-    return full_budget(shards * shard_s, shards_s / time_budget_s)
+    return float(offered_seconds(shards * shard_s, share=shards_s / time_budget_s, margin=1.0))
 
 
 def _host_share(result: DeploymentResult, budget_s: float) -> float:

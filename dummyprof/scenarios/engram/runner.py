@@ -3,6 +3,7 @@ the samples projected to full size, and rates, share of the floor and start-up t
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, TypeVar
@@ -12,6 +13,7 @@ import torch
 from dummyprof.allocation.backings import Arena, Backing, anon_huge_page_bytes, pinned_reserved_bytes
 from dummyprof.loaders.fp8_methods import FillMethod, TablePair, sample_values
 from dummyprof.loaders.outcome import FillOutcome
+from dummyprof.measure import engine
 from dummyprof.measure.device import synchronize
 from dummyprof.measure.memory import (
     PeakReading,
@@ -22,11 +24,13 @@ from dummyprof.measure.memory import (
     reset_gpu_peak,
     rss_bytes,
 )
-from dummyprof.measure.projection import Sample, fastest_rate, fit_proportional, project_time
+from dummyprof.measure.projection import fit_line, fit_proportional
 from dummyprof.measure.roofline import generator_bound, share_of_floor
 from dummyprof.models.engram import EngramSpec, EngramTable
 from dummyprof.results.common import Estimate, MemoryUse, copied
 from dummyprof.results.engram import (
+    FALLBACK_FLAT,
+    FALLBACK_POOR_FIT,
     FASTER_THAN_FLOOR,
     MEASURED,
     NO_ANON_HUGE_PAGES,
@@ -34,11 +38,13 @@ from dummyprof.results.engram import (
     NOT_ALLOCATED_PROJECTED,
     PROJECTED,
     EngramResult,
+    LinearFit,
     MethodResult,
     PhaseResult,
     SampleGroupInfo,
     SampleOverrun,
     SamplePoint,
+    TimeProjection,
     ValueStats,
 )
 from dummyprof.results.verdict import MISSED, judge
@@ -369,71 +375,89 @@ def measure_samples(
     ]
 
 
-def _samples(points: Sequence[SamplePoint]) -> list[Sample]:
-    return [Sample(p.bytes_written, p.time.samples) for p in points]
-
-
-def floor_rate(result: EngramResult, *, slow: bool = False) -> float | None:
-    """Bytes per second of the memset floor at full size (median, or projected); ``slow``: its slow end."""
+def floor_rate(result: EngramResult) -> float | None:
+    """Bytes per second of the memset floor at full size (its median, or projected)."""
     floor = result.floor()
     if floor is None:
         return None
-    seconds = floor.time.high if slow else floor.time.value
-    return floor.bytes_written / seconds if seconds else None
+    return floor.bytes_written / floor.time.value if floor.time.value else None
+
+
+def _fastest(points: Sequence[SamplePoint]) -> float | None:
+    """Bytes per second of the fastest reading at any size: what this run measured the operation doing."""
+    return max((p.bytes_written / r for p in points for r in p.time.samples if r > 0), default=None)
+
+
+FIXED_R_SQUARED = 0.9  # below it, a fixed step's line is noise around its median reading
+
+
+def _projected(
+    points: Sequence[SamplePoint], nbytes: int, ceiling: tuple[float | None, str], device: str, *, fixed: bool = False
+) -> tuple[LinearFit, TimeProjection]:
+    """``points`` projected to ``nbytes`` by the engine (the medians' line, its slope bounds), never faster than the
+    ceiling's rate: the fit used, and the projection (its ``line``: the medians' least squares, always fitted). A
+    line that does not rise gives way to the largest sample's rate through the origin; ``fixed``, a step that need
+    not grow with bytes (mapping pageable memory), to the median of its readings, also where the line is poor."""
+    sampled = engine.fitted([p.bytes_written for p in points], [p.time.samples for p in points])
+    line, largest = fit_line(sampled.sizes, [statistics.median(t) for t in sampled.trials]), max(sampled.sizes)
+    flat = line.slope <= 0
+    if flat:
+        slope = statistics.median(sampled.trials[-1]) / largest
+        sampled.fit = LinearFit(slope=slope, r_squared=line.r_squared, points=1, x_max=largest, model="b x")
+    rate, name = ceiling
+    timed = engine.project(
+        engine.cost(sampled, nbytes, calls=0), nbytes, engine.Floors(memset_bytes_per_s=rate or 0.0), device=device
+    )
+    projection = TimeProjection(
+        time=timed.time,
+        interval="slopes",
+        line=line,
+        fallback=FALLBACK_FLAT if flat else "",
+        rate_bytes=largest if flat else 0,
+        ceiling_bytes_per_s=rate,
+        ceiling_name=name if rate else "",
+        bounded=timed.floor_bound,
+        extrapolation=nbytes / largest,
+    )
+    if not (fixed and (flat or line.r_squared < FIXED_R_SQUARED)):
+        return sampled.fit, projection
+    readings = sorted(r for p in points for r in p.time.samples)
+    median = statistics.median(readings)
+    projection.time = Estimate.projected(median, readings[0], readings[-1], device=device)
+    projection.interval, projection.bounded, projection.rate_bytes = "readings", False, 0
+    projection.min_r_squared = FIXED_R_SQUARED
+    projection.fallback = FALLBACK_FLAT if flat else FALLBACK_POOR_FIT
+    fit = LinearFit(intercept=median, r_squared=line.r_squared, points=len(readings), x_max=largest, model="a")
+    return fit, projection
 
 
 def project_samples(
     result: EngramResult, sampled: Sequence[FillMethod], phase_points: dict[str, list[SamplePoint]]
 ) -> None:
-    """Fit and project every sampled figure: the floor bounded by its fastest reading, every other fill by the
-    floor's rate, first touch by both, allocation (address space, no bytes moved) by nothing."""
+    """Project every sampled figure on the engine: the floor bounded by its fastest reading, every other fill by
+    the floor's rate, first touch by both, allocation (address space, no bytes moved) by nothing."""
     ordered = sorted(sampled, key=lambda m: m.name != result.floor_method)
     device = result.backing.device
     for method in ordered:
         entry = result.method(method.name)
-        samples = _samples(entry.samples)
-        if method.name == result.floor_method:
-            ceiling, slow = fastest_rate(samples), None
-        else:
-            ceiling, slow = floor_rate(result), floor_rate(result, slow=True)
-        entry.time_fit, entry.projection = project_time(
-            samples,
-            entry.bytes_written,
-            ceiling_bytes_per_s=ceiling,
-            ceiling_slow_bytes_per_s=slow,
-            ceiling_name=result.floor_method,
-            device=device,
-        )
+        own = method.name == result.floor_method
+        rate = _fastest(entry.samples) if own else floor_rate(result)
+        ceiling = (rate, result.floor_method)
+        entry.time_fit, entry.projection = _projected(entry.samples, entry.bytes_written, ceiling, device)
         entry.time = entry.projection.time
     if result.phases:
         return
     table_bytes = result.layout.table_bytes_per_rank
     for phase in (ALLOCATE, FIRST_TOUCH):
         pts = phase_points[phase]
-        samples = _samples(pts)
-        candidates: list[tuple[float, str]] = []
+        bound: tuple[float | None, str] = (None, "")
         if phase == FIRST_TOUCH:
-            rates = ((fastest_rate(samples), FIRST_TOUCH), (floor_rate(result), result.floor_method))
-            candidates = [(r, n) for r, n in rates if r]
-        bound: tuple[float | None, str] = min(candidates, default=(None, ""))
-        fit, projection = project_time(
-            samples,
-            table_bytes,
-            ceiling_bytes_per_s=bound[0],
-            ceiling_slow_bytes_per_s=floor_rate(result, slow=True) if bound[1] == result.floor_method else None,
-            ceiling_name=bound[1],
-            size_independent=phase == ALLOCATE,  # pageable allocation maps address space: no bytes move
-            device=device,
-        )
+            rates = ((_fastest(pts), FIRST_TOUCH), (floor_rate(result), result.floor_method))
+            bound = min(((r, n) for r, n in rates if r), default=(None, ""))
+        fit, projection = _projected(pts, table_bytes, bound, device, fixed=phase == ALLOCATE)
         result.phases.append(
             PhaseResult(
-                phase,
-                PROJECTED,
-                table_bytes,
-                projection.time,
-                samples=pts,
-                time_fit=fit,
-                projection=projection,
+                phase, PROJECTED, table_bytes, projection.time, samples=pts, time_fit=fit, projection=projection
             )
         )
 

@@ -14,7 +14,8 @@ from itertools import groupby
 from pathlib import Path
 
 from dummyprof.errors import UsageError
-from dummyprof.reports.html_figures import SECTIONS, TEXTS, Chart, Section, run_device, table_charts
+from dummyprof.reports.html_figures import SECTIONS, Chart, Section, run_device, table_charts
+from dummyprof.reports.html_text import TEXTS
 from dummyprof.reports.notices import environment_line, notices
 from dummyprof.reports.reporter import RenderOptions, Reporter
 from dummyprof.reports.summary import summary_line

@@ -19,17 +19,15 @@ from dataclasses import dataclass, field
 from itertools import accumulate
 from typing import Any
 
-from dummyprof.reports.format import estimate_range, estimate_whisker
-from dummyprof.reports.tables.deployment import rank_groups, ranks_text
+from dummyprof.reports.format import estimate_whisker
 from dummyprof.reports.tables.escape import html_text as text
 from dummyprof.reports.tables.model import BYTES, TIME, Block, Table
 from dummyprof.reports.tables.sweep import parameter_label
 from dummyprof.results.common import Estimate
 from dummyprof.results.compare import CompareResult
-from dummyprof.results.gate import PASS
 from dummyprof.results.session import Results
 from dummyprof.results.sweep import SweepResult
-from dummyprof.units import format_bytes, format_seconds
+from dummyprof.units import format_bytes
 
 MAX_TREE_NODES = 3000  # icicle nodes; past this the tree shows modules only, to a depth that fits
 TEMPLATE = "plotly_white"
@@ -112,18 +110,12 @@ def _hover(texts: list[str]) -> dict[str, Any]:
     return {"hovertext": texts, "hoverinfo": "text"}
 
 
-def _hbar(names: list[str], values: list[float], **more: Any) -> Any:
-    """Horizontal bars: a value per name, the first name on top (with ``yaxis=DOWN``)."""
-    return _go().Bar(y=names, x=values, orientation="h", **more)
-
-
-def _fit_line(xs: Sequence[float], ys: Sequence[float | None], name: str, paint: str, **more: Any) -> Any:
-    """A fitted line, dashed in the colour of the points it was fitted to."""
-    return _go().Scatter(x=xs, y=ys, mode="lines", name=name, line={"color": paint, "dash": "dash"}, **more)
-
-
-def _whiskers(plus: list[float], minus: list[float], **look: Any) -> dict[str, Any]:
-    """Error bars from each point up by ``plus`` and down by ``minus``."""
+def _whiskers(figures: Sequence[Estimate | None], scale: float = 1.0, **look: Any) -> dict[str, Any] | None:
+    """Error bars from each figure's range (``estimate_whisker``) in units of ``scale``; None where none has one."""
+    ends = [estimate_whisker(f) for f in figures]
+    if not any(below or above for below, above in ends):
+        return None
+    minus, plus = ([end[i] / scale for end in ends] for i in (0, 1))
     return {"type": "data", "symmetric": False, "array": plus, "arrayminus": minus, **look}
 
 
@@ -230,25 +222,22 @@ def _column_chart(table: Table, index: int, device: str) -> Chart | None:
         return None
     scale, unit = byte_unit(max(f.value or 0.0 for _, _, f in rows)) if column.unit == BYTES else (1.0, TIME)
     values = [(f.value or 0.0) / scale for _, _, f in rows]
-    whiskers = [estimate_whisker(f) for _, _, f in rows]
-    minus, plus = [down / scale for down, _ in whiskers], [up / scale for _, up in whiskers]
-    ends = [v + up for v, up in zip(values, plus, strict=True)] + [
-        v - down for v, down in zip(values, minus, strict=True)
-    ]
+    ends = [end / scale for _, _, f in rows if f.span is not None for end in f.span]  # the whiskers' ends
+    whiskers = _whiskers([f for _, _, f in rows], scale, color=WHISKER)
     hatched = ["/" if f.is_projected else "" for _, _, f in rows]
-    ranged = any(plus) or any(minus)
-    bars = _hbar(
-        [text(f"{name} · {cell}") for name, cell, _ in rows],
-        values,
+    bars = _go().Bar(  # horizontal, the first row on top (DOWN), its figure as the table writes it beside its name
+        y=[text(f"{name} · {cell}") for name, cell, _ in rows],
+        x=values,
+        orientation="h",
         marker={"color": [colour(name.rpartition(" · ")[2]) for name, _, _ in rows], "pattern": {"shape": hatched}},
-        error_x=_whiskers(plus, minus, color=WHISKER) if ranged else None,
+        error_x=whiskers,
         **_hover([text(f"{name}: {cell}") for name, cell, _ in rows]),
         showlegend=False,
     )
     taken = next((f.device for _, _, f in rows if f.device), device)
     title = f"{column.header} per {table.columns[0].header}" + (f" on {taken}" if column.unit == TIME else "")
     legend = "hatched: projected, whiskers its interval" if any(hatched) else "whiskers: fastest–slowest round"
-    subtitle = table.title + (f"; {legend}" if ranged or any(hatched) else "")
+    subtitle = table.title + (f"; {legend}" if whiskers or any(hatched) else "")
     fig = _go().Figure(bars)
     height, margin = max(260, 46 * len(rows) + 150), {"t": 86, "l": 10, "r": 40, "b": 50}
     _layout(fig, title, height, subtitle, margin, xaxis=value_axis(values + ends, unit, column.header), yaxis=DOWN)
@@ -493,6 +482,7 @@ def _sweep_series_traces(
     if all(y is None for y in ys):
         return []
     name = text(series)
+    times = [p.series[series].time if series in p.series else None for p in result.points]
     hover = [
         f"{name}<br>{text(label)} {x:,}<br>{axis} " + ("n/a" if y is None else tick_text(y, unit))
         for x, y in zip(result.values, ys, strict=True)
@@ -504,7 +494,7 @@ def _sweep_series_traces(
             mode="lines+markers",
             name=name,
             line={"color": colour(series)},
-            error_y=_time_errors(result, series) if metric == "time" else None,
+            error_y=_whiskers(times, thickness=1) if metric == "time" else None,
             **_hover(hover),
         )
     ]
@@ -515,89 +505,10 @@ def _sweep_series_traces(
         r2 = f", R² {fit.r_squared:.4f}" if fit.r_squared is not None else ""
         fit_ys = [fit.predict(x) / scale for x in xs]
         fitted = f"{name} fit: exponent {fit.exponent:.2f}{interval}{r2}"
-        traces.append(_fit_line(xs, fit_ys, fitted, colour(series), hoverinfo="name"))
+        dashed = {"color": colour(series), "dash": "dash"}  # in the colour of the points it was fitted to
+        traces.append(go.Scatter(x=xs, y=fit_ys, mode="lines", name=fitted, line=dashed, hoverinfo="name"))
     return traces
-
-
-def _time_errors(result: SweepResult, series: str) -> dict[str, Any] | None:
-    plus, minus = [], []
-    for point in result.points:
-        entry = point.series.get(series)
-        below, above = estimate_whisker(entry.time if entry is not None else None)
-        plus.append(above)
-        minus.append(below)
-    if not any(plus) and not any(minus):
-        return None
-    return _whiskers(plus, minus, thickness=1)
-
-
-# --- figures no table holds, as words above the charts -------------------------------------------------
-
-FILL_KINDS = {"float": "unquantized weights", "declared": "declared values"}  # those the kinds table leaves out
-
-
-def deployment_text(results: Results) -> list[str]:
-    """Each group of ranks alike: its device bytes, and the bytes of the fill kinds the kinds table leaves out."""
-    result = results.deployment
-    assert result is not None
-    lines = []
-    for group in rank_groups(result):
-        r = group[0]
-        kinds = [f"{FILL_KINDS[k]} {format_bytes(r.fill_kinds[k])}" for k in FILL_KINDS if r.fill_kinds.get(k)]
-        more = f" ({', '.join(kinds)})" if kinds else ""
-        lines.append(f"ranks {ranks_text(group, result.tp)}: {format_bytes(r.device_bytes)} on the device{more}.")
-    return lines
-
-
-def engram_text(results: Results) -> list[str]:
-    """How each projection was made: its sample sizes and their spread, the fit, how far past the samples it reaches."""
-    result = results.engram
-    assert result is not None
-    lines = []
-    for m in result.methods:
-        if m.time_fit is None or not m.samples:
-            continue
-        xs = [s.bytes_written for s in m.samples]
-        spread = Estimate.measured([s.time.value or 0.0 for s in m.samples])
-        full = m.projection is not None and m.time.value is not None
-        interval = f", 95% interval {estimate_range(m.projection.time)}" if full and m.projection else ""
-        p = m.projection
-        fallback = f"; the line was not used ({p.fallback})" if p and p.fallback else ""
-        bound = f"; raised to this run's {p.ceiling_name} bound" if p and p.bounded else ""
-        lines.append(
-            f"{m.name}: {len(m.samples)} sample sizes up to {format_bytes(max(xs))} "
-            f"({format_seconds(spread.low)}–{format_seconds(spread.high)}); fit {m.time_fit.model}, "
-            f"R² {m.time_fit.r_squared:.3f}, reaching {m.bytes_written / max(xs):,.1f}x past the largest sample"
-            f"{interval}{fallback}{bound}."
-        )
-    return lines
-
-
-def audit_text(results: Results) -> list[str]:
-    result = results.audit
-    assert result is not None
-    return [f"{len(result.failing)} failing finding(s), {len(result.findings)} in all."]
-
-
-def gate_text(results: Results) -> list[str]:
-    section = results.gate
-    assert section is not None
-    compared = [c for c in section.checks if c.baseline is not None and c.current is not None]
-    equal = sum(c.verdict == PASS and c.current == c.baseline for c in compared)
-    return [
-        f"config {section.config_path}; baseline {section.baseline_path or 'none'}; exit code {section.exit_code}; "
-        f"{equal} of {len(compared)} checks equal their baselines; a time past x{section.factor:.2f} of its "
-        "baseline (and significant) regresses."
-    ]
 
 
 # The pictures no table holds, per kind; every kind's tables are charted by table_charts.
 SECTIONS = {"compare": compare_sections, "sweep": sweep_sections}
-# The figures no table holds, per kind, as paragraphs above the charts.
-TEXTS = {
-    "deployment": deployment_text,
-    "engram": engram_text,
-    "audit": audit_text,
-    "gate": gate_text,
-    "baseline": gate_text,
-}

@@ -235,7 +235,9 @@ def _column_chart(table: Table, index: int, device: str) -> Chart | None:
         showlegend=False,
     )
     taken = next((f.device for _, _, f in rows if f.device), device)
-    title = f"{column.header} per {table.columns[0].header}" + (f" on {taken}" if column.unit == TIME else "")
+    keys = " and ".join(c.header for c in table.columns[: max(1, table.keys)])
+    where = f" on {taken}" if column.unit == TIME and taken not in column.header else ""  # a time names its device
+    title = f"{column.header} by {keys}{where}"
     legend = "hatched: projected, whiskers its interval" if any(hatched) else "whiskers: fastest–slowest round"
     subtitle = table.title + (f"; {legend}" if whiskers or any(hatched) else "")
     fig = _go().Figure(bars)

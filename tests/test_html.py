@@ -213,10 +213,12 @@ def test_deployment_page_charts_its_ranks_and_work_tables(
     from dummyprof.reports.html_figures import COLOURS
 
     page = deployment_page
-    held, fill = _figures(page).values()
+    held, written, fill = _figures(page).values()
     # ranks 0-1 share a row, as in the table: its held bytes, in GiB
     assert held["layout"]["title"]["text"] == "held by ranks"
     assert held["data"][0]["y"] == ["0-1 · 8.00 GiB"] and held["data"][0]["x"] == [8.0]
+    assert written["layout"]["title"]["text"] == "written by ranks and strategy"  # bytes: no device
+    assert written["data"][0]["y"] == ["0-1 · legacy · 0 B", "0-1 · per-layer · 0 B"]
     assert fill["layout"]["title"]["text"] == "fill by ranks and strategy on cpu"
     assert fill["data"][0]["y"] == ["0-1 · legacy · 2.00 s", "0-1 · per-layer · 500.0 ms"]
     assert fill["data"][0]["x"] == [2.0, 0.5]
@@ -224,7 +226,7 @@ def test_deployment_page_charts_its_ranks_and_work_tables(
     whiskers = fill["data"][0]["error_x"]  # each fill's fastest and slowest round
     assert whiskers["arrayminus"] == [0.5, 0.0] and whiskers["array"] == pytest.approx([0.0, 0.1])
     drawn = opened(page)
-    assert drawn.errors == [] and drawn.at_load["drawn"] == drawn.chart_divs == 2
+    assert drawn.errors == [] and drawn.at_load["drawn"] == drawn.chart_divs == 3
     assert "ranks 0-1: 6.00 GiB on the device." in drawn.text and "tiny <b>model</b>" in drawn.text
 
 

@@ -135,7 +135,7 @@ def work_table(result: DeploymentResult) -> Table:
     host = any(s.host for r in result.ranks for s in r.strategies)
     fill = f"fill on {result.device}" if host and timed else "fill"  # each part's time names its device
     columns: list[tuple[str, str] | Column] = [("ranks", NAME), ("strategy", WORD), ("visits", NUMBER)]
-    columns.append(("written", NUMBER))
+    columns.append(Column("written", NUMBER, unit=BYTES))
     columns += [Column(fill, NUMBER, unit=TIME), ("range", NUMBER)]
     columns += [
         (h, NUMBER) for h in ("host visits", "host written", "host fill on cpu" if host and timed else "host fill")
@@ -159,7 +159,7 @@ def _add_work_rows(table: Table, result: DeploymentResult) -> None:
                 Cell(ranks_text(group, result.tp) if i == 0 else ""),
                 s.strategy,
                 f"{s.visits:,} ({s.redundant_visits:,})",
-                format_bytes(s.bytes_written),
+                Cell(format_bytes(s.bytes_written), value=s.bytes_written),
                 Cell(fill_text(s), value=s.time if s.seconds is not None else None),
                 estimate_range(s.time),
                 f"{s.host.visits:,}" if s.host else "",

@@ -16,7 +16,6 @@ import sys
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from itertools import accumulate
 from typing import Any
 
 from dummyprof.reports.format import estimate_whisker
@@ -191,16 +190,13 @@ def table_charts(blocks: Sequence[Block], device: str) -> list[Chart]:
     return [chart for chart in charts if chart is not None]
 
 
-def _or(above: str, cell: str) -> str:
-    return cell or above
-
-
 def _row_names(table: Table) -> list[str]:
     """Each row's key cells joined (``0-7 · legacy``); a blank key is the row above's (a group named once)."""
-    keys = [
-        list(accumulate((row[i].text for row in table.rows), _or)) for i in range(min(table.keys, len(table.columns)))
-    ]
-    return [" · ".join(k for k in parts if k) for parts in zip(*keys, strict=True)] if keys else []
+    names, keys = [], [""] * min(table.keys, len(table.columns))
+    for row in table.rows:
+        keys = [row[i].text or above for i, above in enumerate(keys)]
+        names.append(" · ".join(k for k in keys if k))
+    return names
 
 
 def _figures(table: Table, index: int) -> list[tuple[str, str, Estimate]]:
@@ -252,7 +248,6 @@ def _column_chart(table: Table, index: int, device: str) -> Chart | None:
 def compare_sections(results: Results) -> list[Section]:
     result = results.compare
     assert result is not None
-    strategies = result.strategies
     tree = Section(
         "Module tree: area = bytes, colour = visits per tensor",
         [
@@ -264,7 +259,7 @@ def compare_sections(results: Results) -> list[Section]:
     )
     cmax = max((max(t.visits.values(), default=0) for t in result.tensors.values()), default=1)
     # The telling icicles first, full width; the pale ones after them, two to a row.
-    ordered = sorted(strategies, key=lambda s: s.max_visits <= PALE_MAX_VISITS)
+    ordered = sorted(result.strategies, key=lambda s: s.max_visits <= PALE_MAX_VISITS)
     for s in ordered:
         compact = s.max_visits <= PALE_MAX_VISITS
         fig, note = _icicle(result, s.name, cmax, COMPACT_HEIGHT if compact else FULL_HEIGHT)

@@ -397,6 +397,29 @@ def test_a_time_bar_carries_its_figure_as_the_table_writes_it_and_whiskers_from_
     assert (10 ** axis["range"][1] if axis.get("type") == "log" else axis["range"][1]) > top
 
 
+def test_a_time_column_is_a_bar_per_row_with_a_figure_hatched_when_projected_on_the_device_it_was_taken_on() -> None:
+    from dummyprof.reports.html_figures import table_charts
+    from dummyprof.reports.tables.escape import html_text
+    from dummyprof.reports.tables.model import NAME, NUMBER, TIME, Cell, Column, Table
+    from dummyprof.results.common import Estimate
+
+    table = Table("Fills", [Column("method", NAME), Column("fill", NUMBER, unit=TIME), Column("rounds", NUMBER)])
+    table.add("constant", Cell("~2.00 s", value=Estimate.projected(2.0, 1.5, 3.0, device="cuda:0")), "")
+    table.add("memset", Cell("n/a", value=Estimate.missing("dry-run")), "")  # no figure: no bar
+    table.add("<b>mine</b>", Cell("1.00 s", value=Estimate.measured([0.9, 1.0, 1.2])), "3")
+    untimed = Table("Counts", [Column("method", NAME), Column("visits", NUMBER)], [[Cell("constant"), Cell("3")]])
+    (chart,) = table_charts([untimed, table], "cpu")  # a column without a unit is not charted
+    figure = json.loads(chart.figure)
+    bars = figure["data"][0]
+    assert figure["layout"]["title"]["text"] == "fill by method on cuda:0"  # the Estimate's device, not the run's
+    assert figure["layout"]["title"]["subtitle"]["text"] == "Fills; hatched: projected, whiskers its interval"
+    assert bars["x"] == [2.0, 1.0] and bars["y"] == ["constant · ~2.00 s", html_text("<b>mine</b> · 1.00 s")]
+    assert bars["marker"]["pattern"]["shape"] == ["/", ""]
+    assert bars["error_x"]["arrayminus"] == pytest.approx([0.5, 0.1]) and bars["error_x"]["array"] == pytest.approx(
+        [1.0, 0.2]
+    )
+
+
 def _gate_results() -> Results:
     def check(name: str, unit: str, baseline: float, current: float, verdict: str = "pass") -> CheckResult:
         return CheckResult("chain", name, "counter", unit, baseline, current, None, "== baseline", None, verdict, "")

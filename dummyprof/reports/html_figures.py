@@ -20,7 +20,7 @@ from typing import Any
 
 from dummyprof.reports.format import estimate_whisker
 from dummyprof.reports.tables.escape import html_text as text
-from dummyprof.reports.tables.model import BYTES, TIME, Block, Table
+from dummyprof.reports.tables.model import BYTES, TIME, Block, Column, Table
 from dummyprof.reports.tables.sweep import parameter_label
 from dummyprof.results.common import Estimate
 from dummyprof.results.compare import CompareResult
@@ -231,15 +231,19 @@ def _column_chart(table: Table, index: int, device: str) -> Chart | None:
         showlegend=False,
     )
     taken = next((f.device for _, _, f in rows if f.device), device)
-    keys = " and ".join(c.header for c in table.columns[: max(1, table.keys)])
-    where = f" on {taken}" if column.unit == TIME and taken not in column.header else ""  # a time names its device
-    title = f"{column.header} by {keys}{where}"
-    legend = "hatched: projected, whiskers its interval" if any(hatched) else "whiskers: fastest–slowest round"
-    subtitle = table.title + (f"; {legend}" if whiskers or any(hatched) else "")
+    title, subtitle = _headings(table, column, taken, any(hatched), whiskers is not None)
     fig = _go().Figure(bars)
     height, margin = max(260, 46 * len(rows) + 150), {"t": 86, "l": 10, "r": 40, "b": 50}
     _layout(fig, title, height, subtitle, margin, xaxis=value_axis(values + ends, unit, column.header), yaxis=DOWN)
     return _chart(fig, half=len(rows) <= HALF_ROWS)
+
+
+def _headings(table: Table, column: Column, device: str, projected: bool, ranged: bool) -> tuple[str, str]:
+    """The column by the table's key columns, a time on the device it was taken on; the table's title under it."""
+    keys = " and ".join(c.header for c in table.columns[: max(1, table.keys)])
+    where = f" on {device}" if column.unit == TIME and device not in column.header else ""
+    legend = "hatched: projected, whiskers its interval" if projected else "whiskers: fastest–slowest round"
+    return f"{column.header} by {keys}{where}", table.title + (f"; {legend}" if ranged or projected else "")
 
 
 # --- compare: the module icicle --------------------------------------------------------------------

@@ -4,7 +4,21 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from dummyprof.reports.tables.model import BAD, DIM, NAME, NUMBER, TEXT, WARN, WORD, Block, Cell, Column, Line, Table
+from dummyprof.reports.tables.model import (
+    BAD,
+    BYTES,
+    DIM,
+    NAME,
+    NUMBER,
+    TEXT,
+    WARN,
+    WORD,
+    Block,
+    Cell,
+    Column,
+    Line,
+    Table,
+)
 from dummyprof.results.audit import FINDING_KINDS, INFO_KINDS, AuditResult, Finding
 from dummyprof.units import format_bytes
 
@@ -84,7 +98,10 @@ def filler_table(result: AuditResult) -> Table:
     table = Table(
         "Fillers (each traced once on a fresh model)",
         [Column("filler", NAME), Column("init", WORD)]
-        + [Column(h, NUMBER) for h in ("writes", "tensors", "repeated", "written", "other")],
+        + [
+            Column(h, NUMBER, unit=BYTES if h == "written" else "")
+            for h in ("writes", "tensors", "repeated", "written", "other")
+        ],
         notes=[filler_note(result)],
     )
     for f in result.fillers:
@@ -98,7 +115,7 @@ def filler_table(result: AuditResult) -> Table:
             f"{f.writes:,}",
             f"{f.tensors_written:,}/{len(result.tensors):,}",
             Cell(f"{f.repeated_tensors:,}", BAD) if f.repeated_tensors else "0",
-            format_bytes(f.bytes_written),
+            Cell(format_bytes(f.bytes_written), value=f.bytes_written),
             f"{f.outside_writes:,}",
         )
     return table

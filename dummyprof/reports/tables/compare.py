@@ -21,7 +21,22 @@ from dummyprof.reports.format import (
     same_unavailable,
     short_dtype,
 )
-from dummyprof.reports.tables.model import BAD, DIM, NAME, NUMBER, PATH, WARN, WORD, Block, Cell, Column, Line, Table
+from dummyprof.reports.tables.model import (
+    BAD,
+    BYTES,
+    DIM,
+    NAME,
+    NUMBER,
+    PATH,
+    TIME,
+    WARN,
+    WORD,
+    Block,
+    Cell,
+    Column,
+    Line,
+    Table,
+)
 from dummyprof.results.common import Estimate, FirstTouch, NoiseWarning
 from dummyprof.results.compare import CompareResult, StrategyResult
 from dummyprof.units import format_bytes, format_seconds
@@ -208,7 +223,11 @@ def scenario_table(result: CompareResult) -> Table:
 
 
 def _per_strategy(title: str, *figures: str) -> Table:
-    return Table(title, [Column("strategy", NAME), *(Column(h, NUMBER) for h in figures)])
+    """A row per strategy; its first figure a time (charted on the HTML page)."""
+    first, *rest = figures
+    return Table(
+        title, [Column("strategy", NAME), Column(first, NUMBER, unit=TIME), *(Column(h, NUMBER) for h in rest)]
+    )
 
 
 def strategy_table(result: CompareResult) -> Table:
@@ -218,7 +237,7 @@ def strategy_table(result: CompareResult) -> Table:
     for s in result.strategies:
         table.add(
             s.name,
-            estimate_cell(s.time),
+            Cell(estimate_cell(s.time), value=s.time),
             estimate_spread(s.time),
             estimate_range(s.time),
             speedup_cell(result, s.name),
@@ -263,11 +282,12 @@ def floor_words(result: CompareResult) -> str | None:
 def _work(title: str, *figures: str) -> Table:
     """A row per strategy: its name, initializer and exact counts (:func:`_work_cells`), then ``figures``."""
     counts = ("visits", "redund.", "max/t", "written", *figures)
-    return Table(title, [Column("strategy", NAME), Column("init", WORD)] + [Column(h, NUMBER) for h in counts])
+    columns = [Column(h, NUMBER, unit=BYTES if h == "written" else "") for h in counts]
+    return Table(title, [Column("strategy", NAME), Column("init", WORD), *columns])
 
 
 def _work_cells(s: StrategyResult) -> list[str | Cell]:
-    written = format_bytes(s.bytes_written)
+    written = Cell(format_bytes(s.bytes_written), value=s.bytes_written)
     return [s.name, s.initializer, f"{s.visits:,}", _count(s.redundant_visits), str(s.max_visits), written]
 
 
@@ -379,9 +399,8 @@ def _projection_table(
         if (p := s.projection) is not None:
             floor = format_seconds(p.time.floor) if p.time.floor is not None else "n/a"
             touch = [format_seconds(p.first_touch_s)] if touched else []
-            table.add(
-                s.name, estimate_cell(p.time), estimate_range(p.time), third(s), floor, *touch, format_seconds(p.walk_s)
-            )
+            time = Cell(estimate_cell(p.time), value=p.time)
+            table.add(s.name, time, estimate_range(p.time), third(s), floor, *touch, format_seconds(p.walk_s))
     table.notes += [PROJECTED_NOTE, RANGE_NOTE, FLOOR_NOTE, *([TOUCH_NOTE] if touched else []), WALK_NOTE]
     bound = [s.name for s in result.strategies if s.projection is not None and s.projection.floor_bound]
     if bound:

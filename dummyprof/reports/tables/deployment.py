@@ -10,7 +10,21 @@ from dummyprof.reports.format import (
     fresh_text,
     projected,
 )
-from dummyprof.reports.tables.model import BAD, DIM, NAME, NUMBER, STRONG, WORD, Block, Cell, Line, Table
+from dummyprof.reports.tables.model import (
+    BAD,
+    BYTES,
+    DIM,
+    NAME,
+    NUMBER,
+    STRONG,
+    TIME,
+    WORD,
+    Block,
+    Cell,
+    Column,
+    Line,
+    Table,
+)
 from dummyprof.results.common import MEASURED
 from dummyprof.results.deployment import (
     FP16_SCRATCH,
@@ -79,7 +93,8 @@ def _nodes(r: RankEntry, result: DeploymentResult) -> str:
 
 def ranks_table(result: DeploymentResult) -> Table:
     heads = ("stage", "layers", "node", "held", "replicated", "offloaded", "load buffers")
-    columns = [("ranks", NAME), *((h, NUMBER) for h in heads)]
+    columns: list[tuple[str, str] | Column] = [("ranks", NAME)]
+    columns += [Column(h, NUMBER, unit=BYTES if h == "held" else "") for h in heads]
     columns += [("device room", WORD), ("fill peak", NUMBER)]
     table = Table.of("Ranks (each shard built on meta; bytes exact)", columns, [])
     for group in rank_groups(result):
@@ -89,7 +104,7 @@ def ranks_table(result: DeploymentResult) -> Table:
             str(r.stage) if result.pp > 1 else "",
             f"{r.layers[0]}-{r.layers[1] - 1}" if r.layers[1] > r.layers[0] else "",
             _nodes(r, result) if len(result.nodes) > 1 else "",
-            format_bytes(r.held_bytes),
+            Cell(format_bytes(r.held_bytes), value=r.held_bytes),
             format_bytes(r.replicated_bytes),
             format_bytes(r.offloaded_bytes) if r.offloaded_bytes else "",
             format_bytes(r.engine_bytes) if r.engine_bytes else "",
@@ -119,7 +134,9 @@ def work_table(result: DeploymentResult) -> Table:
     timed = any(s.seconds is not None for r in result.ranks for s in r.strategies)
     host = any(s.host for r in result.ranks for s in r.strategies)
     fill = f"fill on {result.device}" if host and timed else "fill"  # each part's time names its device
-    columns = [("ranks", NAME), ("strategy", WORD), *((h, NUMBER) for h in ("visits", "written", fill, "range"))]
+    columns: list[tuple[str, str] | Column] = [("ranks", NAME), ("strategy", WORD), ("visits", NUMBER)]
+    columns.append(Column("written", NUMBER, unit=BYTES))
+    columns += [Column(fill, NUMBER, unit=TIME), ("range", NUMBER)]
     columns += [
         (h, NUMBER) for h in ("host visits", "host written", "host fill on cpu" if host and timed else "host fill")
     ]
@@ -142,8 +159,8 @@ def _add_work_rows(table: Table, result: DeploymentResult) -> None:
                 Cell(ranks_text(group, result.tp) if i == 0 else ""),
                 s.strategy,
                 f"{s.visits:,} ({s.redundant_visits:,})",
-                format_bytes(s.bytes_written),
-                fill_text(s),
+                Cell(format_bytes(s.bytes_written), value=s.bytes_written),
+                Cell(fill_text(s), value=s.time if s.seconds is not None else None),
                 estimate_range(s.time),
                 f"{s.host.visits:,}" if s.host else "",
                 format_bytes(s.host.bytes_written) if s.host else "",

@@ -21,7 +21,22 @@ from dummyprof.reports.format import (
     unavailable_text,
     verdict_text,
 )
-from dummyprof.reports.tables.model import BAD, DIM, NAME, NUMBER, TEXT, WARN, WORD, Block, Cell, Line, Table
+from dummyprof.reports.tables.model import (
+    BAD,
+    BYTES,
+    DIM,
+    NAME,
+    NUMBER,
+    TEXT,
+    TIME,
+    WARN,
+    WORD,
+    Block,
+    Cell,
+    Column,
+    Line,
+    Table,
+)
 from dummyprof.reports.tables.ranks import ranks_blocks
 from dummyprof.results.common import Estimate
 from dummyprof.results.engram import (
@@ -353,18 +368,19 @@ def startup_table(result: EngramResult) -> Table:
     """Start-up = allocation + first touch + fill: its value, its interval, its largest term, the deadline."""
     deadline = result.budget.deadline_s
     title = "Start-up per rank" + (f" (deadline {format_seconds(deadline)})" if deadline is not None else "")
-    rows = []
+    rows: list[list[str | Cell]] = []
     for m in result.methods:
         rows.append(
             [
                 m.name,
-                estimate_cell(m.startup),
+                Cell(estimate_cell(m.startup), value=m.startup),
                 estimate_range(m.startup),
                 dominant_text(m),
                 deadline_cell(result, m),
             ]
         )
-    columns = [("method", NAME), ("start-up", NUMBER), ("range", NUMBER), ("largest term", WORD)]
+    columns: list[tuple[str, str] | Column] = [("method", NAME), Column("start-up", NUMBER, unit=TIME)]
+    columns += [("range", NUMBER), ("largest term", WORD)]
     columns.append(("deadline", WORD))
     notes = ["start-up: allocation + first touch + fill", *projected_note(m.startup for m in result.methods)]
     if any(m.startup.span is not None for m in result.methods):
@@ -375,7 +391,8 @@ def startup_table(result: EngramResult) -> Table:
 def memory_table(result: EngramResult) -> Table:
     """Need, scratch, fit and peak RSS per method; a column unavailable for every method becomes a line instead."""
     budget = format_bytes(result.budget.memory_bytes)
-    columns = [("method", NAME), ("needs", NUMBER), ("scratch", NUMBER), ("fits", WORD)]
+    columns: list[tuple[str, str] | Column] = [("method", NAME), Column("needs", NUMBER, unit=BYTES)]
+    columns += [("scratch", NUMBER), ("fits", WORD)]
     missing = []
     rss_reason = same_unavailable([m.peak_rss_bytes for m in result.methods])
     if rss_reason is None:
@@ -389,7 +406,7 @@ def memory_table(result: EngramResult) -> Table:
     for m in result.methods:
         row: list[str | Cell] = [
             m.name,
-            format_bytes(m.needed_bytes),
+            Cell(format_bytes(m.needed_bytes), value=m.needed_bytes),
             format_bytes(m.peak_scratch_bytes),
             "yes" if m.fits_in_memory else Cell("no", BAD),
         ]

@@ -9,7 +9,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from dummyprof.reports.format import (
-    GENERATOR_BOUND_WHY,
     contention_text,
     estimate_cell,
     estimate_range,
@@ -21,15 +20,28 @@ from dummyprof.reports.format import (
     unavailable_text,
     verdict_text,
 )
-from dummyprof.reports.tables.model import BAD, DIM, NAME, NUMBER, TEXT, WARN, WORD, Block, Cell, Line, Table
+from dummyprof.reports.messages import known, say
+from dummyprof.reports.tables.model import (
+    BAD,
+    DIM,
+    NAME,
+    NUMBER,
+    TEXT,
+    WARN,
+    WORD,
+    Block,
+    Cell,
+    Column,
+    ColumnSpec,
+    Line,
+    Table,
+)
 from dummyprof.reports.tables.ranks import ranks_blocks
 from dummyprof.results.common import Estimate
 from dummyprof.results.engram import (
     FALLBACK_FLAT,
     FALLBACK_POOR_FIT,
     FASTER_THAN_FLOOR,
-    FITS,
-    FOR_MEMORY,
     FOR_TIME,
     PLANNED,
     PROJECTED,
@@ -140,7 +152,7 @@ def generator_bound_line(methods: Sequence[MethodResult], floor: str) -> str | N
     shares = ", ".join(
         f"{m.name} {m.percent_of_floor.value:.1f}%" for m in flagged if m.percent_of_floor.value is not None
     )
-    return f"{shares} of {floor}: {GENERATOR_BOUND_WHY}"
+    return f"{shares} of {floor}: {say('fill.generator-bound')}"
 
 
 def sample_group_note(group: SampleGroupInfo, part_rows: int) -> str:
@@ -153,22 +165,13 @@ def sample_group_note(group: SampleGroupInfo, part_rows: int) -> str:
     )
 
 
-PLANNED_REASONS = {
-    FITS: "fits: measured in full unless the calibration at start-up says one round exceeds the time budget",
-    FOR_MEMORY: "does not fit in memory: will be projected from samples",
-}
-
-
 def reason_text(m: MethodResult) -> str:
     """Why a method was projected, or how a dry run plans it; empty when it was measured."""
-    if m.mode == PLANNED:
-        return PLANNED_REASONS.get(m.reason, m.reason)
-    if m.reason == FOR_MEMORY:
-        return "does not fit in memory"
-    if m.reason == FOR_TIME:
-        about = f"about {format_seconds(m.one_fill_s)}" if m.one_fill_s is not None else "longer than that"
-        return f"one full-size fill would take {about}, over the time budget"
-    return m.reason  # a code this version does not know (a newer file): shown as it is
+    code = f"{'planned' if m.mode == PLANNED else 'projected'}.{m.reason}"
+    if not m.reason or not known(code):
+        return m.reason  # a code this version does not know (a newer file): shown as it is
+    about = f"about {format_seconds(m.one_fill_s)}" if m.one_fill_s is not None else "longer than that"
+    return say(code, about=about)
 
 
 def plan_notes(result: EngramResult) -> list[str]:
@@ -196,11 +199,8 @@ def plan_notes(result: EngramResult) -> list[str]:
                 f" (predicted after the {over.predicted_after_rows:,}-row sample: "
                 f"~{format_seconds(over.predicted_over_s)} over)"
             )
-        notes.append(
-            f"OVER THE TIME BUDGET: sampling ended {format_seconds(over.over_s)} after the "
-            f"{format_seconds(over.time_budget_s)} budget{when}; the three sample sizes per group a projection "
-            "needs are measured however late: raise --time-budget, or run on a quieter machine"
-        )
+        over_s, budget = format_seconds(over.over_s), format_seconds(over.time_budget_s)
+        notes.append(say("engram.over-budget", over=over_s, budget=budget, when=when))
     line = contention_text(result.contention, "this run calibrated, filled and sampled")
     if line and ((result.contention is not None and result.contention.contended) or result.sample_groups):
         notes.append(line)  # next to every projected time, and whenever the machine was contended
@@ -323,6 +323,10 @@ def phase_lines(result: EngramResult) -> list[str]:
     return lines
 
 
+OF_FLOOR = "of the fastest memset round of this run"
+STARTUP = "allocation + first touch + fill"
+
+
 def method_table(result: EngramResult) -> Table:
     """Fill time per method: measured or projected, its range, rate and share of the memset floor."""
     rows = [
@@ -336,14 +340,16 @@ def method_table(result: EngramResult) -> Table:
         ]
         for m in result.methods
     ]
-    columns = [("method", NAME), ("how", WORD), ("fill", NUMBER), ("range", NUMBER), ("rate", NUMBER)]
-    columns.append(("%memset", NUMBER))
+    columns: list[ColumnSpec] = [("method", NAME), ("how", WORD), ("fill", NUMBER), ("range", NUMBER)]
+    columns += [
+        Column("rate", NUMBER, legend="the bytes each method writes"),
+        Column("%memset", NUMBER, legend=OF_FLOOR),
+    ]
     notes = projected_note(f for m in result.methods for f in (m.time, m.gb_per_s))
     if any(m.projection is not None for m in result.methods):
         notes.append("range: the projected interval, or the fastest–slowest measured round")
     elif any(len(m.time.samples) > 1 for m in result.methods):
         notes.append("range: fastest–slowest round")
-    notes.append("rate: the bytes each method writes; %memset: of the fastest memset round of this run")
     if any(m.percent_of_floor.reason == FASTER_THAN_FLOOR for m in result.methods):
         notes.append(unavailable_text(FASTER_THAN_FLOOR))
     return Table.of("Fill methods (per rank)", columns, rows, notes=notes)
@@ -364,9 +370,14 @@ def startup_table(result: EngramResult) -> Table:
                 deadline_cell(result, m),
             ]
         )
-    columns = [("method", NAME), ("start-up", NUMBER), ("range", NUMBER), ("largest term", WORD)]
+    columns: list[ColumnSpec] = [
+        ("method", NAME),
+        Column("start-up", NUMBER, legend=STARTUP),
+        ("range", NUMBER),
+        ("largest term", WORD),
+    ]
     columns.append(("deadline", WORD))
-    notes = ["start-up: allocation + first touch + fill", *projected_note(m.startup for m in result.methods)]
+    notes = projected_note(m.startup for m in result.methods)
     if any(m.startup.span is not None for m in result.methods):
         notes.append("range: the sum of the terms' ranges")
     return Table.of(title, columns, rows, notes=notes)
@@ -375,16 +386,20 @@ def startup_table(result: EngramResult) -> Table:
 def memory_table(result: EngramResult) -> Table:
     """Need, scratch, fit and peak RSS per method; a column unavailable for every method becomes a line instead."""
     budget = format_bytes(result.budget.memory_bytes)
-    columns = [("method", NAME), ("needs", NUMBER), ("scratch", NUMBER), ("fits", WORD)]
+    needs = Column("needs", NUMBER, legend="tables (allocator-rounded) + scratch")
+    columns: list[ColumnSpec] = [("method", NAME), needs, ("scratch", NUMBER), ("fits", WORD)]
     missing = []
     rss_reason = same_unavailable([m.peak_rss_bytes for m in result.methods])
     if rss_reason is None:
-        columns.append(("peak RSS", NUMBER))
+        columns.append(
+            Column("peak RSS", NUMBER, legend="the whole process's; ~ projected: its RSS before the tables + needs")
+        )
     else:
         missing.append(f"peak RSS: unavailable: {rss_reason}")
     fitted = any(m.memory_fit is not None for m in result.methods)
     if fitted:
-        columns += [("RSS/need", NUMBER), ("n", NUMBER), ("R²", NUMBER)]
+        slope = "slope of RSS growth against the need over n samples (R²: of that fit)"
+        columns += [Column("RSS/need", NUMBER, legend=slope), ("n", NUMBER), ("R²", NUMBER)]
     table = Table.of(f"Memory per rank (budget {budget})", columns, [])
     for m in result.methods:
         row: list[str | Cell] = [
@@ -400,13 +415,9 @@ def memory_table(result: EngramResult) -> Table:
             fit = m.memory_fit
             row += [f"x{fit.slope:.3f}", str(fit.points), f"{fit.r_squared:.3f}"] if fit else ["", "", ""]
         table.add(*row)
-    notes = ["needs: tables (allocator-rounded) + scratch"]
     if rss_reason is None:
-        notes.append("peak RSS: the whole process's; ~ projected: its RSS before the tables + needs")
-        notes += projected_note(m.peak_rss_bytes for m in result.methods)
-    if fitted:
-        notes.append("RSS/need: slope of RSS growth against the need over n samples (R²: of that fit)")
-    table.notes += notes + missing
+        table.notes += projected_note(m.peak_rss_bytes for m in result.methods)
+    table.notes += missing
     return table
 
 
@@ -560,7 +571,7 @@ def engram_blocks(results: Results, detail: bool = True) -> list[Block]:
     if bound is not None:
         blocks.append(Line(f"roofline: {bound}"))
     if any(m.projection is not None for m in result.methods):
-        blocks.append(Line(INTERVALS_NOTE, DIM))
+        blocks.append(Line(say("engram.intervals"), DIM))
     blocks += [
         Line(f"note: {sample_group_note(group, result.layout.part_rows)}", DIM)
         for group in result.sample_groups
@@ -571,10 +582,3 @@ def engram_blocks(results: Results, detail: bool = True) -> list[Block]:
         rss, budget = format_bytes(result.run_peak_rss_bytes), format_bytes(result.budget.memory_bytes)
         blocks.append(Line(f"peak RSS of this run: {rss} (memory budget {budget})", DIM))
     return blocks
-
-
-INTERVALS_NOTE = (
-    "note: intervals are 95% prediction intervals from the line's residuals, or, where the line was "
-    "too poor to use, the fastest to slowest per-byte reading of any sample; no projection is faster "
-    "than this run's memset floor (first touch: nor than its own fastest sample)"
-)

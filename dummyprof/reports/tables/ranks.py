@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dummyprof.reports.format import PROJECTED_MARK, PROJECTED_NOTE, estimate_cell, rank_ranges
+from dummyprof.reports.format import PROJECTED_MARK, estimate_cell, rank_ranges
+from dummyprof.reports.messages import say
 from dummyprof.reports.tables.model import BAD, DIM, NUMBER, TEXT, WARN, WORD, Block, Cell, Line, Table
 from dummyprof.results.ranks import RankRecord, RanksAggregate
 from dummyprof.results.session import Results
@@ -84,7 +85,7 @@ def time_table(records: list[RankRecord]) -> Table:
     if shortened:
         note += f" ({', '.join(shortened)}: random-*)"
     if any(cell.startswith(PROJECTED_MARK) for row in rows for cell in row):
-        note += f"; {PROJECTED_NOTE}"
+        note += f"; {say('fill.projected-mark')}"
     return Table.of("Times per rank", columns, rows, notes=[note])
 
 

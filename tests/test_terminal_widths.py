@@ -514,7 +514,7 @@ def test_contended_quiet_lines_keep_to_80_columns_in_their_longest_cases() -> No
             )
         ]
     line = summary_line(results)
-    assert line == "tp 2, pp 2: 4 ranks; host part ~5.12 s on cpu, device part not timed; CONTENDED"
+    assert line == "tp 2, pp 2: 4 ranks; host ~5.12 s on cpu, device not timed; CONTENDED"
     # a model with nothing to fill, contended: the short head, the fastest strategy, and no speedup
     empty = _compare()
     assert empty.compare is not None

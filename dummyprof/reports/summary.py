@@ -240,8 +240,7 @@ def deployment_summary(result: DeploymentResult) -> str:
     host = host_part(result)
     if result.not_timed:
         if host:  # the host-resident part timed here; the device-resident rest not
-            clauses += [Clause("; host"), Clause(" part", 1), Clause(f" {fill_text(host[1].host)} on cpu, device")]
-            clauses.append(Clause(" part", 1))
+            clauses.append(Clause(f"; host {fill_text(host[1].host)} on cpu, device"))
         clauses.append(Clause(" not timed" if host else "; not timed"))
         clauses.append(Clause(": no CUDA device here" if result.not_timed == NO_CUDA_HERE else "", 4))
     elif result.slowest_rank is not None:

@@ -39,10 +39,11 @@ class Clause:
     stands_for: str = ""
 
 
-def fit(clauses: list[Clause], width: int = SUMMARY_WIDTH) -> str:
-    """The clauses as one line of at most ``width`` columns: the least important dropped until it fits, then each
-    dropped one put back, the most important first, where it fits after all (a group's only after those before
-    it). The clauses kept ``ALWAYS`` stay whatever the width."""
+def fit(parts: list[Clause | str], width: int = SUMMARY_WIDTH) -> str:
+    """The clauses (a string: one kept ``ALWAYS``) as one line of at most ``width`` columns: the least important
+    dropped until it fits, then each dropped one put back, the most important first, where it fits after all (a
+    group's only after those before it). The clauses kept ``ALWAYS`` stay whatever the width."""
+    clauses = [p if isinstance(p, Clause) else Clause(p) for p in parts]
     kept = [c for c in clauses if c.text]
     while len(_joined(clauses, kept)) > width and any(c.keep < ALWAYS for c in kept):
         droppable = [i for i, c in enumerate(kept) if c.keep < ALWAYS]
@@ -68,30 +69,30 @@ def compare_summary(result: CompareResult) -> str:
     kind = "projected" if result.size.mode == "projected" else "median"  # measured there, or calibrated there
     busy = contended_mark(result.calibration_contention if result.size.mode == "projected" else result.contention)
     timed = sorted((s for s in result.strategies if s.seconds is not None), key=lambda s: s.seconds or 0.0)
-    head = [Clause(kind), Clause(" fill", 0), Clause(f" on {result.model.device}")]
+    head: list[Clause | str] = [kind, Clause(" fill", 0), f" on {result.model.device}"]
     if not timed:
-        return fit([*head, Clause(": no strategy timed"), Clause(busy)])
+        return fit([*head, ": no strategy timed", busy])
     best, others = timed[0], timed[1:]
-    clauses = [*head, Clause(", fastest ", 2, group="fastest") if others else Clause(": ")]
-    clauses += [Clause(": ", stands_for="fastest"), Clause(f"{best.name} {format_seconds(best.seconds)}")]
+    clauses = [*head, Clause(", fastest ", 2, group="fastest") if others else ": "]
+    clauses += [Clause(": ", stands_for="fastest"), f"{best.name} {format_seconds(best.seconds)}"]
     clauses += _speedup_words(result, best.name)
     clauses.append(Clause(f" of {len(timed)} strategies", stands_for="others"))
     for i, s in enumerate(others):
         ratio = result.speedup(s.name) if s.name != result.baseline_strategy else None
         said = f"{s.name} {format_seconds(s.seconds)}" + (f" ({ratio:.1f}x)" if ratio else "")
         clauses.append(Clause(("; " if i == 0 else ", ") + said, 4, group="others"))
-    return fit([*clauses, Clause(busy)])
+    return fit([*clauses, busy])
 
 
-def _speedup_words(result: CompareResult, name: str) -> list[Clause]:
+def _speedup_words(result: CompareResult, name: str) -> list[Clause | str]:
     """' (5.2x legacy)': a strategy's speedup over the baseline (the baseline's name the first to go); what stands
     instead where there is none."""
     if result.nothing_to_fill:
-        return [Clause(" (nothing to fill"), Clause(": no speedup", 3), Clause(")")]
+        return [" (nothing to fill", Clause(": no speedup", 3), ")"]
     if name == result.baseline_strategy:
-        return [Clause(" (the baseline)")]
+        return [" (the baseline)"]
     ratio = result.speedup(name)
-    return [Clause(f" ({ratio:.1f}x"), Clause(f" {result.baseline_strategy}", 3), Clause(")")] if ratio else []
+    return [f" ({ratio:.1f}x", Clause(f" {result.baseline_strategy}", 3), ")"] if ratio else []
 
 
 def audit_summary(result: AuditResult) -> str:
@@ -135,20 +136,15 @@ def engram_summary(result: EngramResult) -> str:
         return head + f"need {need} per rank; {fits} in {format_bytes(result.budget.memory_bytes)}"
     verdict = deadline_verdict(result, best)
     short = f"; {deadline_text(result, best, short=True)}" if verdict is not None else ""
-    return fit(
-        [
-            Clause("recommended ", 4),
-            Clause(f"{best.name}:"),
-            Clause(" start-up", 3),
-            Clause(f" {estimate_cell(best.startup)}"),
-            Clause(" per rank", 2),
-            Clause(f" on {result.backing.device}"),
-            Clause(f"; {deadline_text(result, best)}", 5 if short else ALWAYS, group="verdict"),
-            Clause(short, stands_for="verdict"),
-            Clause(f"; {fits}", 1),
-            Clause(contended_mark(result.contention)),
-        ]
-    )
+    said: list[Clause | str] = [
+        Clause("recommended ", 4),
+        f"{best.name}:",
+        Clause(" start-up", 3),
+        f" {estimate_cell(best.startup)}",
+    ]
+    said += [Clause(" per rank", 2), f" on {result.backing.device}"]
+    said += [Clause(f"; {deadline_text(result, best)}", 5 if short else ALWAYS, group="verdict")]
+    return fit([*said, Clause(short, stands_for="verdict"), Clause(f"; {fits}", 1), contended_mark(result.contention)])
 
 
 def _floor_summary(result: EngramResult) -> str:
@@ -196,20 +192,17 @@ def gate_summary(section: GateResult) -> str:
     outcome, _, why = label.partition(":")
     failing = [f"{n} {verdict}" for verdict, n in counts.items() if n and verdict in FAILING]
     passing = [f"{n} {verdict}" for verdict, n in counts.items() if n and verdict not in FAILING]
-    said = [
+    said: list[Clause | str] = [
         Clause(text if i == 0 else f", {text}", ALWAYS if i < len(failing) else 2)
         for i, text in enumerate(failing + passing)
     ]
     why_kept = ALWAYS if section.unrecorded else 3
-    return fit(
-        [
-            Clause(f"gate {outcome}"),
-            Clause(f":{why}" if why else "", why_kept),
-            Clause(f" ({len(section.checks)} checks: "),
-            *(said or [Clause("none")]),
-            Clause(f"); exit {code}"),
-        ]
-    )
+    head: list[Clause | str] = [
+        f"gate {outcome}",
+        Clause(f":{why}" if why else "", why_kept),
+        f" ({len(section.checks)} checks: ",
+    ]
+    return fit([*head, *(said or ["none"]), f"); exit {code}"])
 
 
 def sweep_summary(result: SweepResult) -> str:
@@ -232,29 +225,21 @@ def deployment_summary(result: DeploymentResult) -> str:
     fit_text = (
         f", {short} over device memory" if short else ", all fit the device" if result.device_memory_bytes else ""
     )
-    clauses = [
-        Clause(f"{layout_text(result)}: {result.world} ranks"),
-        Clause(f", up to {format_bytes(largest.held_bytes)}/rank" if largest else "", 2),
-        Clause(fit_text, 3),
-    ]
+    held = Clause(f", up to {format_bytes(largest.held_bytes)}/rank" if largest else "", 2)
+    clauses: list[Clause | str] = [f"{layout_text(result)}: {result.world} ranks", held, Clause(fit_text, 3)]
     host = host_part(result)
-    if result.not_timed:
-        if host:  # the host-resident part timed here; the device-resident rest not
-            clauses.append(Clause(f"; host {fill_text(host[1].host)} on cpu, device"))
-        clauses.append(Clause(" not timed" if host else "; not timed"))
+    if result.not_timed:  # the host-resident part timed here where there is one; the device-resident rest not
+        clauses.append(f"; host {fill_text(host[1].host)} on cpu, device not timed" if host else "; not timed")
         clauses.append(Clause(": no CUDA device here" if result.not_timed == NO_CUDA_HERE else "", 4))
     elif result.slowest_rank is not None:
         s = result.rank(result.slowest_rank).strategy(result.slowest_strategy)
         who = "ranks within noise" if result.slowest_within_noise else f"slowest rank {result.slowest_rank}"
-        clauses += [Clause(f"; {who}"), Clause(f" {result.slowest_strategy}", 4)]
-        clauses.append(Clause(f" {fill_text(s)} on {result.device}"))
+        clauses += [f"; {who}", Clause(f" {result.slowest_strategy}", 4), f" {fill_text(s)} on {result.device}"]
         if host and host[1].host:  # each part on the device it lives on
-            clauses.append(Clause(f", host {fill_text(host[1].host)} on {host_device_text(result)}"))
-    if result.online_quant:
-        clauses.append(
-            Clause("; online fp8 peak " + " vs ".join(format_bytes(q.peak_bytes) for q in result.online_quant), 1)
-        )
-    return fit([*clauses, Clause(contended_mark(result.contention, result.host_contention))])
+            clauses.append(f", host {fill_text(host[1].host)} on {host_device_text(result)}")
+    fp8 = " vs ".join(format_bytes(q.peak_bytes) for q in result.online_quant)
+    clauses.append(Clause(f"; online fp8 peak {fp8}" if fp8 else "", 1))
+    return fit([*clauses, contended_mark(result.contention, result.host_contention)])
 
 
 # One writer per kind of Results, keyed by command; baseline and gate share the gate section.
@@ -275,28 +260,22 @@ def ranks_summary(agg: RanksAggregate) -> str:
     Where that is too long the byte counts give way first, then the hosts short of memory (how many stays), then
     the contention's methods, then the backend."""
     hosts = len(agg.nodes)
-    clauses = [
-        Clause(f"{agg.world_size} ranks on {hosts} host{'s' if hosts != 1 else ''}"),
-        Clause(f" ({agg.backend})", 3),
-    ]
+    clauses: list[Clause | str] = [f"{agg.world_size} ranks on {hosts} host{'s' if hosts != 1 else ''}"]
+    clauses.append(Clause(f" ({agg.backend})", 3))
     checked = [c for c in agg.contention if c.ratio.value is not None]
     if checked:
         low = min(checked, key=lambda c: c.ratio.value or 0.0)
         high = max(checked, key=lambda c: c.ratio.value or 0.0)
-        clauses += [Clause(f"; contention x{low.ratio.value:.2f}"), Clause(f" ({low.method})", 2)]
+        clauses += [f"; contention x{low.ratio.value:.2f}", Clause(f" ({low.method})", 2)]
         if f"{high.ratio.value:.2f}" != f"{low.ratio.value:.2f}":
-            clauses += [Clause(f" to x{high.ratio.value:.2f}"), Clause(f" ({high.method})", 2)]
-    short = 0
-    for node in agg.nodes:
-        missing = [name for name, ok in node.fits.items() if not ok]
-        if missing:
-            short += 1
-            need = format_bytes(max(node.needed_bytes[n] for n in missing))
-            clauses.append(Clause(f"; {node.host} cannot hold {', '.join(missing)}", 1, group="hosts"))
-            clauses.append(
-                Clause(f" on all {len(node.ranks)} ranks ({need} > {format_bytes(node.available_bytes)})", 0)
-            )
-    clauses.append(Clause(f"; {short} host{'s' if short != 1 else ''} short of memory", stands_for="hosts"))
+            clauses += [f" to x{high.ratio.value:.2f}", Clause(f" ({high.method})", 2)]
+    short = [(node, [name for name, ok in node.fits.items() if not ok]) for node in agg.nodes]
+    short = [(node, missing) for node, missing in short if missing]
+    for node, missing in short:
+        need = f"{format_bytes(max(node.needed_bytes[n] for n in missing))} > {format_bytes(node.available_bytes)}"
+        clauses.append(Clause(f"; {node.host} cannot hold {', '.join(missing)}", 1, group="hosts"))
+        clauses.append(Clause(f" on all {len(node.ranks)} ranks ({need})", 0))
+    clauses.append(Clause(f"; {len(short)} host{'s' if len(short) != 1 else ''} short of memory", stands_for="hosts"))
     return fit(clauses)
 
 

@@ -355,32 +355,32 @@ def method_table(result: EngramResult) -> Table:
     return Table.of("Fill methods (per rank)", columns, rows, notes=notes)
 
 
-def startup_table(result: EngramResult) -> Table:
-    """Start-up = allocation + first touch + fill: its value, its interval, its largest term, the deadline."""
+def startup_table(result: EngramResult, *, detail: bool = True) -> Table:
+    """Start-up = allocation + first touch + fill: its value, its interval, the deadline's verdict; with ``detail``
+    its largest term, else the fill and whether it fits (the glance: every other figure is behind --detail)."""
     deadline = result.budget.deadline_s
     title = "Start-up per rank" + (f" (deadline {format_seconds(deadline)})" if deadline is not None else "")
-    rows = []
+    fits = f"tables + scratch in {format_bytes(result.budget.memory_bytes)}"
+    columns: list[ColumnSpec] = [("method", NAME), Column("start-up", NUMBER, legend=STARTUP), ("range", NUMBER)]
+    columns += [("fill", NUMBER), Column("fits", WORD, legend=fits), ("largest term", WORD), ("deadline", WORD)]
+    table = Table.of(title, columns, [])
     for m in result.methods:
-        rows.append(
-            [
-                m.name,
-                estimate_cell(m.startup),
-                estimate_range(m.startup),
-                dominant_text(m),
-                deadline_cell(result, m),
-            ]
+        fitting = "yes" if m.fits_in_memory else Cell("no", BAD)
+        table.add(
+            m.name + (" (floor)" if m.name == result.floor_method and not detail else ""),
+            estimate_cell(m.startup),
+            estimate_range(m.startup) or ("" if detail else estimate_range(m.time)),
+            "" if detail else estimate_cell(m.time),
+            "" if detail else fitting,
+            dominant_text(m) if detail else "",
+            deadline_cell(result, m),
         )
-    columns: list[ColumnSpec] = [
-        ("method", NAME),
-        Column("start-up", NUMBER, legend=STARTUP),
-        ("range", NUMBER),
-        ("largest term", WORD),
-    ]
-    columns.append(("deadline", WORD))
-    notes = projected_note(m.startup for m in result.methods)
-    if any(m.startup.span is not None for m in result.methods):
-        notes.append("range: the sum of the terms' ranges")
-    return Table.of(title, columns, rows, notes=notes)
+    table.notes += projected_note(m.startup for m in result.methods)
+    if detail and any(m.startup.span is not None for m in result.methods):
+        table.notes.append("range: the sum of the terms' ranges")
+    if not detail:
+        table.notes.append("every table, fit, sample and interval: --detail")
+    return table
 
 
 def memory_table(result: EngramResult) -> Table:
@@ -506,31 +506,6 @@ def method_lines(result: EngramResult) -> list[str]:
     return [f"{', '.join(names)}: {reason}" for reason, names in planned.items()] + lines
 
 
-def glance_table(result: EngramResult) -> Table:
-    """One line per method (start-up, its range, the fill, the need, the verdicts); the statistics: --detail."""
-    deadline = result.budget.deadline_s
-    title = "Start-up per rank" + (f" (deadline {format_seconds(deadline)})" if deadline is not None else "")
-    columns = [("method", NAME), ("start-up", NUMBER), ("range", NUMBER), ("fill", NUMBER), ("fits", WORD)]
-    columns.append(("deadline", WORD))
-    table = Table.of(title, columns, [])
-    for m in result.methods:
-        table.add(
-            m.name + (" (floor)" if m.name == result.floor_method else ""),
-            estimate_cell(m.startup),
-            estimate_range(m.startup) or estimate_range(m.time),
-            estimate_cell(m.time),
-            "yes" if m.fits_in_memory else Cell("no", BAD),
-            deadline_cell(result, m),
-        )
-    table.notes.append(
-        f"start-up: allocation + first touch + fill; fits: tables + scratch in "
-        f"{format_bytes(result.budget.memory_bytes)}"
-    )
-    table.notes += projected_note(m.startup for m in result.methods)
-    table.notes.append("every table, fit, sample and interval: --detail")
-    return table
-
-
 def glance_lines(result: EngramResult) -> list[str]:
     """Why methods were projected (one line per reason) and what the plan changed: the words, not the statistics."""
     why: dict[str, list[str]] = {}
@@ -553,7 +528,7 @@ def engram_blocks(results: Results, detail: bool = True) -> list[Block]:
     assert result is not None
     if not detail and not results.ranks and same_unavailable([m.startup for m in result.methods]) is None:
         # the answer and a line per method; the statistics behind --detail
-        return [glance_table(result), *(Line(line, DIM) for line in glance_lines(result))]
+        return [startup_table(result, detail=False), *(Line(line, DIM) for line in glance_lines(result))]
     blocks: list[Block] = [layout_table(result)]
     if results.ranks:  # a multi-rank run: every rank's figures side by side instead of rank 0's alone
         return blocks + ranks_blocks(results) + [Line(f"note (rank 0): {note}", DIM) for note in plan_notes(result)]

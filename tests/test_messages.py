@@ -80,3 +80,9 @@ def test_a_column_legend_is_said_where_the_column_shows_before_the_table_notes()
     assert table.explained() == ["peak: the largest RSS growth", "a note"]
     empty = Table.of("t", columns, [["a", ""]], notes=["a note"])  # the column is not shown: nor its legend
     assert empty.explained() == ["a note"]
+
+
+def test_every_audit_finding_kind_has_its_sentence() -> None:
+    from dummyprof.results.audit import FINDING_KINDS, INFO_KINDS
+
+    assert [kind for kind in {**FINDING_KINDS, **INFO_KINDS} if not known(f"finding.{kind}")] == []

@@ -109,6 +109,24 @@ MESSAGES: dict[str, str] = {
     # Which engine wrote random-fast's values (the environment line).
     "engine.kernel": "C kernel",
     "engine.numpy": "numpy engine (no C kernel built: slower, see BENCHMARKS.md)",
+    # An audit's findings (results/audit.py's kinds).
+    "finding.missed": "{tensor} ({dtype}) is written by {written_by} but not by {fillers}",
+    "finding.repeated": "{filler} writes {tensor} {count} times",
+    "finding.values-differ": "{tensor}: final bytes differ ({groups}) with the same initializer",
+    "finding.non-persistent-written": "{filler} overwrites non-persistent buffer {tensor} (computed at construction, "
+    "never in a checkpoint; vLLM's per-layer fill leaves it alone)",
+    "finding.non-persistent-restored": "{filler} writes non-persistent buffer {tensor} back to the values its module "
+    "computes at construction (bitwise equal): a restore, not a problem",
+    "finding.unregistered": "{tensor} ({dtype} {shape}, {nbytes:,} bytes) is held by its module but not registered "
+    "as a parameter or buffer: no parameters()/state_dict() traversal fills it",
+    "finding.replaced": "{filler} replaced {tensor} instead of writing it in place",
+    "finding.recorder-mismatch": "{filler}: recorder counts {recorded:,} bytes written to {tensor}, tracing saw "
+    "{traced:,}",
+    "finding.shared-storage": "{names}: {shared}",
+    "finding.untouched": "{count_names} tensor(s) written by no filler: {untouched}",
+    "finding.persistence": "{detail}",
+    "finding.untraced-write": "{filler}: {tensor} changed although no operator wrote it (a numpy view or a raw "
+    "pointer); counted as written once",
     # The gate's outcome, by its exit code and what it found.
     "gate.0": "PASS",
     "gate.1": "FAIL: regression",

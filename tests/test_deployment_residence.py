@@ -182,7 +182,7 @@ def test_every_time_in_the_work_table_names_its_device() -> None:
     assert headers[4] == "fill on cuda:0" and "host fill on cpu" in headers and headers[-1] == "own rank on cpu"
     notes = "; ".join(table.notes)
     assert "filled on this host's cpu (pinned memory)" in notes
-    assert "device-resident part (visits less host visits, written less host written) filled on cuda:0" in notes
+    assert "shard's device-resident part (visits less host visits, written less host written) filled on cuda:0" in notes
     assert "a GPU layout: own rank is the whole shard filled on cpu, a CPU time, not the GPU start-up" in notes
     line = slowest_line(result)
     assert line is not None

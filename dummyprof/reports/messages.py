@@ -90,6 +90,21 @@ MESSAGES: dict[str, str] = {
     "not-timed.no-cuda-device-here": "not timed: no CUDA device here. The layout is for a GPU (--device cuda or "
     "--device-memory) and a CPU time is not a GPU start-up time; the bytes and visits per rank are exact. Time it "
     "with --device cuda on a machine with one, or give --device cpu for a CPU deployment",
+    # The deployment's work table: what its host, own-rank and fill columns hold.
+    "deployment.host-columns": "host visits, host written, host fill: the CPU-offloaded tables (host-resident), "
+    "filled on this host's {device} with their declared value in fresh memory (median of the rounds; ~ projected "
+    "from a probe fill or scaled by the bytes a strategy writes more than once); the rest of visits and written is "
+    "device-resident",
+    "deployment.ranks-failed": "own rank: ranks finished: {finished} of {nproc}; the others did not ({why}): their "
+    "own-rank figures are missing, everything else is whole",
+    "deployment.own-rank": "own rank: each rank's fill in its own process, {nproc} ranks ({backend}) filling at "
+    "once on this host's cpu; fill: one rank alone (the model of the deployment from one rank){gpu}",
+    "deployment.own-rank-gpu": "; a GPU layout: own rank is the whole shard filled on cpu, a CPU time, not the GPU "
+    "start-up",
+    "deployment.device-part": "device-resident part (visits less host visits, written less host written)",
+    "deployment.fill-timed": "fill: median; rank {ranks}'s shard{part} {how} on {device} with the real initializers "
+    "(ranks alike share its figures); ~ projected from calibration fills (interval in range, never below this run's "
+    "memset floor)",
     # Notices written from the data (reports/notices.py), and the backing's note as a dry run reads it.
     "notice.loaders-traced": "loaders are traced (every operator that writes in place is seen); a visit that writes "
     "nothing cannot be seen; {values}",

@@ -141,11 +141,7 @@ def work_table(result: DeploymentResult) -> Table:
     own = "own rank on cpu" if result.nproc else "own rank"  # real ranks fill on this host's CPU (gloo)
     table = Table.of("Work per rank", [*columns, (own, NUMBER)], [], keys=2)
     _add_work_rows(table, result)
-    table.notes.append("counts exact; visits (n): n redundant")
-    if host:
-        table.notes.extend(_host_work_notes(result))
-    table.notes.extend(_own_rank_notes(result))
-    table.notes.extend(_fill_notes(result, host, timed))
+    table.notes += ["counts exact; visits (n): n redundant", *_work_notes(result, host, timed)]
     return table
 
 
@@ -167,63 +163,29 @@ def _add_work_rows(table: Table, result: DeploymentResult) -> None:
             )
 
 
-def _host_work_notes(result: DeploymentResult) -> list[str]:
-    """What the host columns hold: the CPU-offloaded tables, and how they were filled."""
-    notes = [
-        "host visits, host written, host fill: the CPU-offloaded tables (host-resident), filled on this host's "
-        f"{host_device_text(result)} with their declared value in fresh memory (median of the rounds; ~ projected "
-        "from a probe fill or scaled by the bytes a strategy writes more than once); the rest of visits and "
-        "written is device-resident"
-    ]
-    line = contention_text(result.host_contention, "the host-resident part was filled on cpu")
-    return [*notes, line] if line else notes
-
-
-def _own_rank_notes(result: DeploymentResult) -> list[str]:
-    """What the own-rank column holds: each rank's fill in its own process, and the ranks that did not finish."""
-    notes = []
+def _work_notes(result: DeploymentResult, host: bool, timed: bool) -> list[str]:
+    """What the host, own-rank and fill columns hold: how each was timed (or why not), the ranks that did not
+    finish, and what disturbed the timing."""
+    notes = [say("deployment.host-columns", device=host_device_text(result))] if host else []
+    notes.append(contention_text(result.host_contention, "the host-resident part was filled on cpu") if host else "")
     if result.ranks_failure:
         finished = ", ".join(map(str, result.ranks_finished)) or "none"
-        notes.append(
-            f"own rank: ranks finished: {finished} of {result.nproc}; the others did not ({result.ranks_failure}): "
-            "their own-rank figures are missing, everything else is whole"
-        )
+        notes.append(say("deployment.ranks-failed", finished=finished, nproc=result.nproc, why=result.ranks_failure))
     if result.nproc:
-        notes.append(
-            f"own rank: each rank's fill in its own process, {result.nproc} ranks ({result.backend}) filling at "
-            "once on this host's cpu; fill: one rank alone (the model of the deployment from one rank)"
-            + (
-                "; a GPU layout: own rank is the whole shard filled on cpu, a CPU time, not the GPU start-up"
-                if result.target == "cuda"
-                else ""
-            )
-        )
-    return notes
-
-
-def _fill_notes(result: DeploymentResult, host: bool, timed: bool) -> list[str]:
-    """What the fill column holds: how the shards were timed (or why not), and what disturbed the timing."""
-    notes = []
+        gpu = say("deployment.own-rank-gpu") if result.target == "cuda" else ""
+        notes.append(say("deployment.own-rank", nproc=result.nproc, backend=result.backend, gpu=gpu))
+    part = say("deployment.device-part") if host else ""
     if result.not_timed:
-        part = "the device-resident part (visits less host visits, written less host written) " if host else ""
-        notes.append(f"fill: {part}{say('not-timed.' + result.not_timed)}")
+        notes.append(f"fill: {f'the {part} ' if part else ''}{say('not-timed.' + result.not_timed)}")
     if timed:
-        filled = sorted({r.filled_as for r in result.ranks if r.filled_as is not None})
+        filled = ", ".join(map(str, sorted({r.filled_as for r in result.ranks if r.filled_as is not None})))
         measured = any(s.time is not None and s.time.how == MEASURED for r in result.ranks for s in r.strategies)
         how = "filled" if measured else "calibrated"
-        part = "'s device-resident part (visits less host visits, written less host written)" if host else ""
-        notes.append(
-            f"fill: median; rank {', '.join(map(str, filled))}'s shard{part} {how} on {result.device} with the real "
-            "initializers (ranks alike share its figures); ~ projected from calibration fills (interval in range, "
-            "never below this run's memset floor)"
-        )
-    for line in (
-        fresh_text(result.fresh_budget_s),
-        contention_text(result.contention, f"the shards were filled or calibrated on {result.device}"),
-    ):
-        if line:
-            notes.append(line)
-    return notes
+        said = {"ranks": filled, "part": f"'s {part}" if part else "", "how": how, "device": result.device}
+        notes.append(say("deployment.fill-timed", **said))
+    notes.append(fresh_text(result.fresh_budget_s))
+    notes.append(contention_text(result.contention, f"the shards were filled or calibrated on {result.device}"))
+    return [note for note in notes if note]
 
 
 def kinds_table(result: DeploymentResult) -> Table | None:

@@ -54,18 +54,22 @@ def finding_subject(f: Finding) -> str:
     return untouched_names(f) if f.kind == "untouched" else f.tensor
 
 
+REPEATED = "tensors written more than once"
+OTHER = "writes outside the model's tensors (temporaries, unregistered)"
+
+
 def filler_table(result: AuditResult) -> Table:
-    """One row per filler, in about 70 columns: short headers, explained in :func:`filler_note` under it.
+    """One row per filler, in about 70 columns: short headers, each with its legend.
 
     ``init`` says what a filler fills like: a strategy's initializer, ``loader`` for a loader's own values
     (compared with nothing), or ``v0.33 (loader)`` for a loader declared with --loader-initializer.
     """
-    table = Table(
-        "Fillers (each traced once on a fresh model)",
-        [Column("filler", NAME), Column("init", WORD)]
-        + [Column(h, NUMBER) for h in ("writes", "tensors", "repeated", "written", "other")],
-        notes=[filler_note(result)],
-    )
+    columns = [Column("filler", NAME), Column("init", WORD), Column("writes", NUMBER)]
+    columns += [Column("tensors", NUMBER, legend="written of the model's"), Column("repeated", NUMBER, legend=REPEATED)]
+    columns += [Column("written", NUMBER), Column("other", NUMBER, legend=OTHER)]
+    table = Table("Fillers (each traced once on a fresh model)", columns)
+    if any(f.kind == "loader" and not f.initializer for f in result.fillers):
+        table.notes.append("init loader: a loader's own values (compared with no other filler)")
     for f in result.fillers:
         if f.kind == "loader":
             init = f"{f.initializer} (loader)" if f.initializer else "loader"
@@ -81,16 +85,6 @@ def filler_table(result: AuditResult) -> Table:
             f"{f.outside_writes:,}",
         )
     return table
-
-
-def filler_note(result: AuditResult) -> str:
-    note = (
-        "tensors: written of the model's; repeated: tensors written more than once; "
-        "other: writes outside the model's tensors (temporaries, unregistered)"
-    )
-    if any(f.kind == "loader" and not f.initializer for f in result.fillers):
-        note += "; init loader: a loader's own values (compared with no other filler)"
-    return note
 
 
 def findings_table(result: AuditResult, *, informational: bool) -> Table | None:

@@ -205,13 +205,12 @@ def floor_words(result: CompareResult) -> str | None:
     )
 
 
-def _work(title: str, *figures: str) -> Table:
+def _work(title: str, *figures: str | Column) -> Table:
     """A row per strategy: its name, initializer and exact counts (:func:`_work_cells`), then ``figures``."""
     counts = [Column("visits", NUMBER), Column("redund.", NUMBER, legend="visits beyond the first")]
     counts += [Column("max/t", NUMBER, legend="most visits of one tensor"), Column("written", NUMBER)]
-    return Table(
-        title, [Column("strategy", NAME), Column("init", WORD), *counts, *(Column(h, NUMBER) for h in figures)]
-    )
+    figured = [f if isinstance(f, Column) else Column(f, NUMBER) for f in figures]
+    return Table(title, [Column("strategy", NAME), Column("init", WORD), *counts, *figured])
 
 
 def _work_cells(s: StrategyResult) -> list[str | Cell]:
@@ -221,12 +220,9 @@ def _work_cells(s: StrategyResult) -> list[str | Cell]:
 
 def work_table(result: CompareResult) -> Table:
     """What each strategy did: visits, bytes, rate against this run's memset floor (about 75 columns)."""
-    table = _work("Strategies: work", "rate", "%memset")
+    table = _work("Strategies: work", "rate", Column("%memset", NUMBER, legend=floor_words(result) or ""))
     for s in result.strategies:
         table.add(*_work_cells(s), rate(s.bytes_written, s.time.value), floor_share_cell(result, s.name))
-    floor = floor_words(result)
-    if floor:
-        table.notes.append(f"%memset: {floor}")
     return table
 
 

@@ -444,13 +444,11 @@ def values_table(result: EngramResult) -> Table:
         scale = "untouched" if m.name == "random-convert" else ",".join(str(x) for x in v.scale_values)
         spread = _spread(v.weight_min, v.weight_max)
         rows.append([m.name, m.origin, f"{v.weight_zero_share:.1%}", str(v.weight_distinct), spread, scale])
-    columns = [("method", NAME), ("as in", TEXT), ("zeros", NUMBER), ("distinct", NUMBER), ("weights", NUMBER)]
-    columns.append(("scales", TEXT))
+    columns: list[ColumnSpec] = [("method", NAME), ("as in", TEXT), ("zeros", NUMBER), ("distinct", NUMBER)]
+    columns.append(Column("weights", NUMBER, legend="smallest and largest value sampled (±1: -1..1)"))
+    columns.append(Column("scales", TEXT, legend="the scale bytes seen"))
     title = "Methods: as in, and the values written (sample)" if sampled else "Methods"
-    notes = ["scales: the scale bytes seen"] if sampled else []
-    if any(row[4] and row[4] != "n/a" for row in rows):
-        notes.insert(0, "weights: smallest and largest value sampled (±1: -1..1)")
-    return Table.of(title, columns, rows, notes=notes)
+    return Table.of(title, columns, rows)
 
 
 def _times_in_one_unit(seconds: list[float]) -> str:

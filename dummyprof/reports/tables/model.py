@@ -77,8 +77,8 @@ class Table:
 
     def explained(self) -> list[str]:
         """The lines under the table: the legends of the columns it shows (``header: legend``), then its notes."""
-        legends = [f"{c.header}: {c.legend}" for i, c in enumerate(self.columns) if c.legend and i in self.shown()]
-        return legends + self.notes
+        shown = self.shown()
+        return [f"{c.header}: {c.legend}" for i, c in enumerate(self.columns) if c.legend and i in shown] + self.notes
 
     def shown(self) -> list[int]:
         """The columns with a cell in some row (a column empty everywhere says nothing)."""

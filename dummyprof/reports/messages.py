@@ -83,6 +83,11 @@ MESSAGES: dict[str, str] = {
     "engram.intervals": "note: intervals are 95% prediction intervals from the line's residuals, or, where the line "
     "was too poor to use, the fastest to slowest per-byte reading of any sample; no projection is faster than this "
     "run's memset floor (first touch: nor than its own fastest sample)",
+    "engram.huge-pages-sampled": "huge-page bytes were read back on the largest sample, not the full table",
+    "engram.rounds-cut": "measured {rounds} of {repeat} rounds at full size for {methods}: one round takes about "
+    "{round} and the time budget is {budget}",
+    "engram.sizes-cut": "sample sizes of {rows} rows left out: predicted to end after the time budget (the machine "
+    "was slower than at calibration); the projections use the sizes measured",
     "engram.over-budget": "OVER THE TIME BUDGET: sampling ended {over} after the {budget} budget{when}; the three "
     "sample sizes per group a projection needs are measured however late: raise --time-budget, or run on a "
     "quieter machine",

@@ -176,21 +176,13 @@ def reason_text(m: MethodResult) -> str:
 
 def plan_notes(result: EngramResult) -> list[str]:
     """What the plan changed, and the backing's own note when the backing asked for was the one used."""
-    notes: list[str] = []
-    if result.huge_pages_from_sample:
-        notes.append("huge-page bytes were read back on the largest sample, not the full table")
-    cut = result.rounds_cut
-    if cut is not None:
-        notes.append(
-            f"measured {cut.rounds} of {cut.repeat} rounds at full size for {', '.join(cut.methods)}: one round "
-            f"takes about {format_seconds(cut.round_s)} and the time budget is {format_seconds(cut.time_budget_s)}"
-        )
+    notes = [say("engram.huge-pages-sampled")] if result.huge_pages_from_sample else []
+    if (cut := result.rounds_cut) is not None:
+        round_s, budget = format_seconds(cut.round_s), format_seconds(cut.time_budget_s)
+        said = {"rounds": cut.rounds, "repeat": cut.repeat, "methods": ", ".join(cut.methods)}
+        notes.append(say("engram.rounds-cut", round=round_s, budget=budget, **said))
     if result.sample_sizes_cut:
-        rows = ", ".join(f"{r:,}" for r in result.sample_sizes_cut)
-        notes.append(
-            f"sample sizes of {rows} rows left out: predicted to end after the time budget (the machine was slower "
-            "than at calibration); the projections use the sizes measured"
-        )
+        notes.append(say("engram.sizes-cut", rows=", ".join(f"{r:,}" for r in result.sample_sizes_cut)))
     over = result.sample_overrun
     if over is not None:
         when = ""

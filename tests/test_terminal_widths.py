@@ -450,7 +450,7 @@ def _calibrated_under(results: Results, reading: Contention) -> None:
 
 
 def test_quiet_lines_say_contended_when_their_times_were_taken_on_a_busy_machine() -> None:
-    """-q is the answer alone: a time taken under contention carries the mark there too, in every wording."""
+    """-q is the answer alone: a time taken under contention carries the mark there too, whatever else gives way."""
     projected = _compare()
     assert projected.compare is not None
     _calibrated_under(projected, QUIET)

@@ -120,7 +120,7 @@ def rank_ranges(ranks: list[int]) -> str:
 
 
 def contended_mark(*readings: Contention | None) -> str:
-    """'; CONTENDED', which ends every wording of a -q line whose times were taken on a busy machine; else ''."""
+    """'; CONTENDED', which ends a -q line whose times were taken on a busy machine, whatever it gives way; else ''."""
     return "; CONTENDED" if any(c is not None and c.contended for c in readings) else ""
 
 

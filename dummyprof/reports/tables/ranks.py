@@ -4,20 +4,7 @@ from __future__ import annotations
 
 from dummyprof.reports.format import PROJECTED_MARK, estimate_cell, rank_ranges
 from dummyprof.reports.messages import say
-from dummyprof.reports.tables.model import (
-    BAD,
-    DIM,
-    NUMBER,
-    TEXT,
-    WARN,
-    WORD,
-    Block,
-    Cell,
-    Column,
-    ColumnSpec,
-    Line,
-    Table,
-)
+from dummyprof.reports.tables.model import BAD, DIM, NUMBER, TEXT, WARN, WORD, Block, Cell, Column, Line, Table
 from dummyprof.results.ranks import RankRecord, RanksAggregate
 from dummyprof.results.session import Results
 from dummyprof.units import format_bytes
@@ -119,7 +106,8 @@ def critical_table(agg: RanksAggregate) -> Table:
 def contention_table(agg: RanksAggregate, records: list[RankRecord]) -> Table:
     """Alone against together, for the slowest rank; every rank's own ratio folds onto as many lines as it needs."""
     ratio = Column("ratio", NUMBER, legend="together / alone")
-    columns: list[ColumnSpec] = [("method", WORD), ("alone", NUMBER), ("together", NUMBER), ratio, ("per rank", TEXT)]
+    columns: list[tuple[str, str] | Column] = [("method", WORD), ("alone", NUMBER), ("together", NUMBER), ratio]
+    columns.append(("per rank", TEXT))
     table = Table.of("Contention (fill time of the slowest rank)", columns, [])
     table.notes.append(f"contention: {CONTENTION_CAPTION}")
     for c in agg.contention:

@@ -39,6 +39,10 @@ class Column:
     kind: str = TEXT
     tight: int | None = None  # TEXT only: the width its words wrap to first where a terminal is short of room
     unit: str = ""  # TIME or BYTES: the cells carry their figures and the HTML page charts the column
+    legend: str = ""  # what the column holds: said under every table that shows the column, before its notes
+
+
+ColumnSpec = tuple[str, str] | Column  # ``(header, kind)``, or a Column with more said
 
 
 @dataclass
@@ -58,7 +62,7 @@ class Table:
     def of(
         cls,
         title: str,
-        columns: Sequence[tuple[str, str] | Column],
+        columns: Sequence[ColumnSpec],
         rows: Sequence[Sequence[str | Cell]],
         **kwargs: object,
     ) -> Table:
@@ -78,6 +82,11 @@ class Table:
         """A rule under the last row added (terminal only: the other formats group by the cells)."""
         if self.rows:
             self.section_ends.add(len(self.rows) - 1)
+
+    def explained(self) -> list[str]:
+        """The lines under the table: the legends of the columns it shows (``header: legend``), then its notes."""
+        shown = self.shown()
+        return [f"{c.header}: {c.legend}" for i, c in enumerate(self.columns) if c.legend and i in shown] + self.notes
 
     def shown(self) -> list[int]:
         """The columns with a cell in some row (a column empty everywhere says nothing)."""

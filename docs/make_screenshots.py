@@ -28,9 +28,9 @@ WIDTH = 1400  # px: the page's full width
 EXAMPLES: dict[str, tuple[list[str], int]] = {
     "compare-html": (["compare", "--depth", "12"], 2860),  # the whole page: charts, then every table
     "sweep-html": (["sweep", "--depth", "1:16"], 1900),
-    # the answer first: start-up per method on a log axis against the deadline
+    # the answer first: start-up per method on a log axis
     "engram-html": (["engram", "--rows", "2e9", "--offload", "--deadline", "600"], 1150),
-    # bytes per rank against the device memory, visits and fill per rank
+    # bytes each rank holds and writes
     "deployment-html": (
         ["compare", "--model", "hf:tests/data/DeepSeek-V3.json", "--tp", "8", "--device-memory", "141GiB"],
         1400,

@@ -33,7 +33,8 @@ def test_memory_columns_unavailable_everywhere_become_one_line() -> None:
         s.memory.gpu_used_bytes = Estimate(1024.0)
         s.memory.gpu_allocator_peak_bytes = Estimate.missing("no GPU")
     table = memory_table(CompareResult(strategies=strategies))
-    missing = table.notes[1:]
+    assert table.explained()[:2] == ["growth: during the fill", "scratch: largest temporary"]  # the columns' legends
+    missing = table.notes
     assert missing == ["pinned host: unavailable: no CUDA", "GPU allocator peak: unavailable: no GPU"]
     out = table_lines(table)
     assert "GPU used (NVML)" in out[2] and "1.00 KiB" in "\n".join(out)

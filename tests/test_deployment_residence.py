@@ -166,7 +166,8 @@ def test_with_cuda_the_device_part_is_filled_on_the_device_and_the_tables_on_the
 
 def test_every_time_in_the_work_table_names_its_device() -> None:
     """Unit: both parts timed (the device part on cuda:0, the tables on the host); real ranks on the host's CPU."""
-    from dummyprof.reports.tables.deployment import deployment_summary, slowest_line, work_table
+    from dummyprof.reports.summary import deployment_summary
+    from dummyprof.reports.tables.deployment import slowest_line, work_table
     from dummyprof.results.common import Estimate
     from dummyprof.results.deployment import DeploymentResult, HostFill, RankEntry, RankStrategy
 
@@ -181,7 +182,7 @@ def test_every_time_in_the_work_table_names_its_device() -> None:
     assert headers[4] == "fill on cuda:0" and "host fill on cpu" in headers and headers[-1] == "own rank on cpu"
     notes = "; ".join(table.notes)
     assert "filled on this host's cpu (pinned memory)" in notes
-    assert "device-resident part (visits less host visits, written less host written) filled on cuda:0" in notes
+    assert "shard's device-resident part (visits less host visits, written less host written) filled on cuda:0" in notes
     assert "a GPU layout: own rank is the whole shard filled on cpu, a CPU time, not the GPU start-up" in notes
     line = slowest_line(result)
     assert line is not None

@@ -159,26 +159,26 @@ def _engram_spread(reports: dict[str, Path]) -> Results:
     return results
 
 
-def test_engram_start_up_chart_leads_on_a_log_axis_with_the_deadline_line(
+def test_engram_start_up_chart_leads_on_a_log_axis_and_names_its_table_and_device(
     reports: dict[str, Path], browser: Browser, tmp_path: Path
 ) -> None:
     from dummyprof.reports.html import render_html
 
     page = tmp_path / "engram.html"
     page.write_text(render_html(_engram_spread(reports)))
-    first = next(iter(_figures(page).values()))
-    assert first["layout"]["title"]["text"].startswith("Start-up per rank")
+    first = next(iter(_figures(page).values()))  # the start-up table's column, the first charted one
+    assert first["layout"]["title"]["text"] == "start-up by method on cpu"
+    assert first["layout"]["title"]["subtitle"]["text"].startswith("Start-up per rank (deadline 600 s)")
     axis = first["layout"]["xaxis"]
-    assert axis["type"] == "log" and axis["ticktext"] == ["10 ms", "100 ms", "1 s", "10 s", "100 s"]
-    assert first["data"][0]["x"] == [10.0, 0.01] and first["data"][0]["y"][0].startswith("constant · 10.00 s")
-    assert [(s["x0"], s["x1"]) for s in first["layout"]["shapes"]] == [(600, 600)]  # the deadline, in seconds
+    assert axis["type"] == "log" and axis["ticktext"][0] == "10 ms" and axis["ticktext"][-1] == "10 s"
+    assert first["data"][0]["x"] == [10.0, 0.01] and first["data"][0]["y"][0] == "constant · 10.00 s"
     text = page.read_text()
-    assert text.index("<h2>Engram start-up</h2>") < text.index("Every figure: the terminal report")  # charts first
+    assert text.index("<h2>Charts</h2>") < text.index("Every figure: the terminal report")  # charts first
     figures = text[text.index('id="figures"') : text.index('<script id="plotly-js">')]
     assert not re.search(r"\de[+-]\d", figures)  # no 2.68e+04 anywhere in the charts
     drawn = browser.open(page)
     assert drawn.errors == [] and drawn.at_load["drawn"] == drawn.chart_divs
-    assert "deadline 600 s" in drawn.svg_text and "10 s" in drawn.svg_text
+    assert any("deadline 600 s" in t for t in drawn.svg_text) and "10 s" in drawn.svg_text
 
 
 def _deployment() -> Results:
@@ -207,32 +207,27 @@ def _deployment() -> Results:
     return Results(command="deployment", deployment=result)
 
 
-def test_deployment_page_stacks_each_ranks_bytes_against_the_device_memory(
+def test_deployment_page_charts_its_ranks_and_work_tables(
     opened: Callable[[Path], PageReport], deployment_page: Path
 ) -> None:
     from dummyprof.reports.html_figures import COLOURS
 
     page = deployment_page
-    held, visits, fill = _figures(page).values()
-    assert held["layout"]["title"]["text"] == "Bytes each rank holds: all 2 ranks fit"
-    bars = {t["name"]: t["x"] for t in held["data"] if t["type"] == "bar"}
-    # ranks 0-1 share a bar; device bytes by kind, the offloaded 2 GiB on a row of their own (the host)
-    assert held["data"][0]["y"] == ["ranks 0-1", "ranks 0-1 · host"]
-    assert bars == {
-        "sharded weights": [5.0, 0.0],
-        "replicated (whole on every rank)": [1.0, 0.0],
-        "host: CPU-offloaded (hatched)": [0.0, 2.0],
-    }
-    assert [(s["x0"], s["x1"]) for s in held["layout"]["shapes"]] == [(8.0, 8.0)]  # the device memory, in GiB
-    assert visits["data"][0]["x"] == [10, 10] and visits["data"][1]["x"] == [30, 0]  # first visits, redundant
-    assert visits["data"][0]["marker"]["color"] == [COLOURS["legacy"], COLOURS["per-layer"]]  # one palette
-    assert (
-        fill["data"][0]["x"] == [2.0, 0.5]
-        and fill["data"][0]["marker"]["color"] == visits["data"][0]["marker"]["color"]
-    )
+    held, written, fill = _figures(page).values()
+    # ranks 0-1 share a row, as in the table: its held bytes, in GiB
+    assert held["layout"]["title"]["text"] == "held by ranks"
+    assert held["data"][0]["y"] == ["0-1 · 8.00 GiB"] and held["data"][0]["x"] == [8.0]
+    assert written["layout"]["title"]["text"] == "written by ranks and strategy"  # bytes: no device
+    assert written["data"][0]["y"] == ["0-1 · legacy · 0 B", "0-1 · per-layer · 0 B"]
+    assert fill["layout"]["title"]["text"] == "fill by ranks and strategy on cpu"
+    assert fill["data"][0]["y"] == ["0-1 · legacy · 2.00 s", "0-1 · per-layer · 500.0 ms"]
+    assert fill["data"][0]["x"] == [2.0, 0.5]
+    assert fill["data"][0]["marker"]["color"] == [COLOURS["legacy"], COLOURS["per-layer"]]  # one palette
+    whiskers = fill["data"][0]["error_x"]  # each fill's fastest and slowest round
+    assert whiskers["arrayminus"] == [0.5, 0.0] and whiskers["array"] == pytest.approx([0.0, 0.1])
     drawn = opened(page)
     assert drawn.errors == [] and drawn.at_load["drawn"] == drawn.chart_divs == 3
-    assert "device memory 8.00 GiB" in drawn.svg_text and "tiny <b>model</b>" in drawn.text
+    assert "ranks 0-1: 6.00 GiB on the device." in drawn.text and "tiny <b>model</b>" in drawn.text
 
 
 def test_the_deployment_page_holds_every_figure_of_its_terminal_report(
@@ -243,7 +238,7 @@ def test_the_deployment_page_holds_every_figure_of_its_terminal_report(
     assert len(figures) > 10 and [f for f in figures if f not in drawn.text] == []
 
 
-def test_a_quantized_ranks_bytes_stack_by_vllms_fill_rule_and_load_buffers(tmp_path: Path) -> None:
+def test_a_quantized_ranks_device_bytes_and_unquantized_weights_are_on_the_page(tmp_path: Path) -> None:
     from dummyprof.reports.html import render_html
 
     results = _deployment()
@@ -252,17 +247,9 @@ def test_a_quantized_ranks_bytes_stack_by_vllms_fill_rule_and_load_buffers(tmp_p
     for r in results.deployment.ranks:  # 6 GiB on the device: 4 GiB fp8, 1 GiB scales, 1 GiB unquantized
         r.fill_kinds = {"fp8": 4 * gib, "scale": gib, "float": gib, "fp16-scratch": 8 * gib}
         r.rotary_cache_bytes = gib // 2  # a load buffer, not a weight: on the device too
-    page = tmp_path / "quantized.html"
-    page.write_text(render_html(results))
-    held = next(iter(_figures(page).values()))
-    bars = {t["name"]: t["x"][0] for t in held["data"] if t["type"] == "bar"}
-    assert bars == {  # the fp16 scratch is a temporary, not held; nothing left over as "other weights"
-        "fp8 weights": 4.0,
-        "scales": 1.0,
-        "unquantized weights": 1.0,
-        "load buffers: not weights (rotary cache, expert map, kv scales)": 0.5,
-        "host: CPU-offloaded (hatched)": 0.0,
-    }
+    page = render_html(results)
+    # the kinds table has no column for unquantized weights: the page says them above the charts
+    assert "ranks 0-1: 6.50 GiB on the device (unquantized weights 1.00 GiB)." in page
 
 
 def test_icicles_collapse_alike_numbered_modules_into_one_block_with_a_count() -> None:
@@ -338,7 +325,7 @@ def test_page_loads_in_headless_chromium_without_console_errors_and_draws_its_ch
     assert page.errors == []
     assert page.charts == "drawn"
     # every placeholder holds a drawn plot; a gate whose checks all equal the baseline says so instead of a chart
-    assert page.chart_divs > 0 or (name == "gate" and "nothing to draw" in page.text)
+    assert page.chart_divs > 0 or name == "gate"  # a gate's checks mix units: no column of them is charted
     assert page.svg_charts >= page.chart_divs
     # In real time, no virtual time: every chart holds drawn traces when the load event fires, so a plain
     # `chromium --headless --screenshot` shows them (the page used to draw after load, asynchronously).
@@ -354,9 +341,8 @@ def test_report_format_html_renders_a_saved_file(cli: Cli, reports: dict[str, Pa
 
 def test_gate_page_shows_each_verdict_with_baseline_and_now(reports: dict[str, Path]) -> None:
     text = reports["gate"].read_text()
-    assert "Gate verdicts" in text and "per-layer.visits" in text  # every check in the table
-    # The chart shows what differs from the baseline, or says that nothing does (no chart of identical bars)
-    assert "Checks that moved from the baseline" in text or "checks equal their baselines: nothing to draw" in text
+    assert "per-layer.visits" in text  # every check in the table
+    assert re.search(r"\d+ of \d+ checks equal their baselines; a time past x1\.10 of its baseline", text)
 
 
 # -- colours, labels, the gate's figures --------------------------------------------------------------
@@ -366,17 +352,16 @@ def test_each_strategy_has_the_same_colour_on_every_chart_of_every_page(reports:
     from dummyprof.reports.html_figures import COLOURS
 
     compare = _figures(reports["compare"])
-    time_bars = next(
-        f for f in compare.values() if f["layout"]["title"]["text"].startswith("Fill time per strategy on ")
-    )
+    time_bars = next(f for f in compare.values() if f["layout"]["title"]["text"] == "median by strategy on cpu")
     assert time_bars["data"][0]["marker"]["color"] == [COLOURS[n] for n in ("legacy", "per-layer", "unique")]
-    visits = next(f for f in compare.values() if f["layout"]["title"]["text"] == "Visits per strategy")
-    assert all(t["marker"]["color"] == time_bars["data"][0]["marker"]["color"] for t in visits["data"])
+    written = next(f for f in compare.values() if f["layout"]["title"]["text"] == "written by strategy")
+    assert written["data"][0]["marker"]["color"] == time_bars["data"][0]["marker"]["color"]
     for figure in _figures(reports["sweep"]).values():
         lines = {t["name"]: t["line"]["color"] for t in figure["data"] if "fit" not in t["name"]}
         assert lines == {"legacy": COLOURS["legacy"], "per-layer": COLOURS["per-layer"]}
     audit = next(iter(_figures(reports["audit"]).values()))
-    assert {t["name"]: t["marker"]["color"] for t in audit["data"]} == {n: COLOURS[n] for n in ("per-layer", "unique")}
+    assert audit["layout"]["title"]["text"] == "written by filler"
+    assert audit["data"][0]["marker"]["color"] == [COLOURS[n] for n in ("per-layer", "unique")]
 
 
 def test_every_built_in_strategy_loader_and_fill_method_has_a_colour_of_its_own() -> None:
@@ -393,16 +378,46 @@ def test_every_built_in_strategy_loader_and_fill_method_has_a_colour_of_its_own(
     assert re.fullmatch(r"#[0-9a-f]{6}", colour("./my_loader.py:fill"))
 
 
-def test_the_time_label_sits_above_the_whisker_never_under_it(reports: dict[str, Path]) -> None:
+def test_a_time_bar_carries_its_figure_as_the_table_writes_it_and_whiskers_from_its_estimate(
+    reports: dict[str, Path],
+) -> None:
+    from dummyprof.reports.format import estimate_cell
+
     results = load_results(reports["compare"].with_suffix(".json"))
     assert results.compare is not None
     time_bars = next(f for f in _figures(reports["compare"]).values() if f["data"][0]["type"] == "bar")
-    bars, labels = time_bars["data"]
+    bars = time_bars["data"][0]
     strategies = results.compare.strategies
-    assert bars["error_y"]["array"] == [s.time.high - s.time.value for s in strategies]  # type: ignore[operator]
-    assert labels["mode"] == "text" and labels["textposition"] == "top center"
-    assert labels["y"] == [s.time.high for s in strategies]  # at the whisker's top
-    assert time_bars["layout"]["yaxis"]["range"][1] > max(labels["y"])  # and inside the plot
+    assert bars["x"] == [s.time.value for s in strategies]
+    assert bars["y"] == [f"{s.name} · {estimate_cell(s.time)}" for s in strategies]  # the table's cell, beside it
+    assert bars["error_x"]["array"] == [s.time.high - s.time.value for s in strategies]  # type: ignore[operator]
+    assert bars["error_x"]["arrayminus"] == [s.time.value - s.time.low for s in strategies]  # type: ignore[operator]
+    axis = time_bars["layout"]["xaxis"]  # the whiskers' tops inside the plot
+    top = max(s.time.high for s in strategies)  # type: ignore[type-var]
+    assert (10 ** axis["range"][1] if axis.get("type") == "log" else axis["range"][1]) > top
+
+
+def test_a_time_column_is_a_bar_per_row_with_a_figure_hatched_when_projected_on_the_device_it_was_taken_on() -> None:
+    from dummyprof.reports.html_figures import table_charts
+    from dummyprof.reports.tables.escape import html_text
+    from dummyprof.reports.tables.model import NAME, NUMBER, TIME, Cell, Column, Table
+    from dummyprof.results.common import Estimate
+
+    table = Table("Fills", [Column("method", NAME), Column("fill", NUMBER, unit=TIME), Column("rounds", NUMBER)])
+    table.add("constant", Cell("~2.00 s", value=Estimate.projected(2.0, 1.5, 3.0, device="cuda:0")), "")
+    table.add("memset", Cell("n/a", value=Estimate.missing("dry-run")), "")  # no figure: no bar
+    table.add("<b>mine</b>", Cell("1.00 s", value=Estimate.measured([0.9, 1.0, 1.2])), "3")
+    untimed = Table("Counts", [Column("method", NAME), Column("visits", NUMBER)], [[Cell("constant"), Cell("3")]])
+    (chart,) = table_charts([untimed, table], "cpu")  # a column without a unit is not charted
+    figure = json.loads(chart.figure)
+    bars = figure["data"][0]
+    assert figure["layout"]["title"]["text"] == "fill by method on cuda:0"  # the Estimate's device, not the run's
+    assert figure["layout"]["title"]["subtitle"]["text"] == "Fills; hatched: projected, whiskers its interval"
+    assert bars["x"] == [2.0, 1.0] and bars["y"] == ["constant · ~2.00 s", html_text("<b>mine</b> · 1.00 s")]
+    assert bars["marker"]["pattern"]["shape"] == ["/", ""]
+    assert bars["error_x"]["arrayminus"] == pytest.approx([0.5, 0.1]) and bars["error_x"]["array"] == pytest.approx(
+        [1.0, 0.2]
+    )
 
 
 def _gate_results() -> Results:
@@ -418,21 +433,14 @@ def _gate_results() -> Results:
     return Results(command="gate", gate=GateResult(config_path="dummyprof.toml", checks=checks))
 
 
-def test_gate_page_prints_whole_counters_and_draws_only_the_checks_that_moved() -> None:
+def test_gate_page_prints_whole_counters_and_says_how_many_checks_moved() -> None:
     from dummyprof.reports.html import render_html
 
     page = render_html(_gate_results())
     tables = page[: page.index('<script type="application/json"')]
     assert "9,602,048 B" in tables and not re.search(r"\de[+-]\d", tables)  # was 9.60205e+06
-    figure = next(iter(json.loads(re.search(r'id="figures">(.*?)</script>', page, re.S)[1]).values()))  # type: ignore[index]
-    marks = next(t for t in figure["data"] if t["type"] == "scatter")
-    # The two checks equal to their baselines are left out; 0 -> 3 has no ratio (an x at 0, its values in the
-    # label); 110 -> 0 is a ratio of 0.
-    assert figure["layout"]["title"]["text"].startswith("Checks that moved from the baseline (2; 2 equal it)")
-    assert marks["x"] == [0.0, 0.0]
-    assert marks["marker"]["symbol"] == ["x-thin", "line-ns"]
-    assert marks["text"] == ["3 (regressed); baseline 0", "0 (regressed); baseline 110"]
-    assert "e+" not in "".join(marks["text"])
+    # 0 -> 3 and 110 -> 0 moved; the two others equal their baselines
+    assert "2 of 4 checks equal their baselines" in tables and "exit code 0" in tables
 
 
 # -- hostile strings: every string field of a results file is data on the page --------------------------
@@ -565,10 +573,10 @@ def test_the_page_renders_whatever_the_table_model_holds_for_its_kind(monkeypatc
     """A kind added to tables/kinds.py BLOCKS is on the page as it is, in place of the charts' own tables."""
     from dummyprof.reports.html import render_html
     from dummyprof.reports.tables.kinds import BLOCKS
-    from dummyprof.reports.tables.model import NUMBER, Column, Line, Table
+    from dummyprof.reports.tables.model import BYTES, NUMBER, Cell, Column, Line, Table
 
-    table = Table("From the blocks", [Column("check"), Column("now", NUMBER)])
-    table.add("per-layer.visits", "1,234,567")
+    table = Table("From the blocks", [Column("check"), Column("now", NUMBER, unit=BYTES)])
+    table.add("per-layer.visits", Cell("1,234,567", value=1234567))
     asked: list[bool] = []
 
     def blocks(results: Results, detail: bool) -> list[Table | Line]:
@@ -582,6 +590,11 @@ def test_the_page_renders_whatever_the_table_model_holds_for_its_kind(monkeypatc
     assert "<p>a line &lt;b&gt;of&lt;/b&gt; the report</p>" in page
     assert page.index('<div class="chart"') < page.index("From the blocks") < page.index('id="figures"')
     assert "<th>verdict</th>" not in page  # the charts' own table
+    figures = json.loads(re.search(r'id="figures">(.*?)</script>', page, re.S)[1])  # type: ignore[index]
+    chart = next(iter(figures.values()))  # its charted column, drawn from the block
+    assert chart["layout"]["title"]["text"] == "now by check" and chart["data"][0]["y"] == [
+        "per-layer.visits · 1,234,567"
+    ]
 
 
 def test_the_deployment_pages_fill_times_name_the_device_they_were_taken_on(tmp_path: Path) -> None:
@@ -593,4 +606,4 @@ def test_the_deployment_pages_fill_times_name_the_device_they_were_taken_on(tmp_
     page = tmp_path / "deployment.html"
     page.write_text(render_html(results))
     titles = [f["layout"]["title"]["text"] for f in _figures(page).values()]
-    assert "Fill time per rank and strategy on cuda:0" in titles
+    assert "fill by ranks and strategy on cuda:0" in titles

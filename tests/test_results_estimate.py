@@ -23,6 +23,8 @@ NOT_A_TIME = {
     ("StrategyResult", "speedup_interval"): "a speedup's bootstrap interval (a ratio)",
     ("GrowthFit", "ci_low"): "a growth exponent's interval",
     ("GrowthFit", "ci_high"): "a growth exponent's interval",
+    ("FirstTouch", "fresh_s"): "one reading per chunk, in the order the pages came: a series over memory, not rounds",
+    ("FirstTouch", "touched_s"): "one reading per chunk, in the order the pages came: a series over memory, not rounds",
 }
 RANGE_ENDS = ("samples", "readings", "low", "high", "floor")
 

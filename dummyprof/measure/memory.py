@@ -32,10 +32,12 @@ _M_MMAP_THRESHOLD = -3  # mallopt's parameter number (malloc.h)
 _mapped_afresh = False
 
 
-def map_afresh() -> bool:
+def map_afresh(device: torch.device) -> bool:
     """Fix glibc's mmap threshold at :data:`FRESH_MAP_BYTES` for the rest of the process (it stops growing as
-    allocations are freed); False where the C library is not glibc."""
+    allocations are freed) when ``device`` is the CPU; False where the C library is not glibc, or on a GPU."""
     global _mapped_afresh
+    if device.type != "cpu":
+        return False
     if not _mapped_afresh:
         try:
             libc = ctypes.CDLL(None)

@@ -10,9 +10,9 @@ import math
 from collections.abc import Callable, Iterable
 from itertools import groupby
 
-from dummyprof.results import engram as codes
-from dummyprof.results.common import CPU_PRESSURE, CPU_STEAL, LOAD_ABOVE_CORES, Contention, Estimate
-from dummyprof.results.verdict import CONTENDED, MET, MISSED, UNCERTAIN, Verdict
+from dummyprof.reports.messages import known, say
+from dummyprof.results.common import Contention, Estimate
+from dummyprof.results.verdict import Verdict
 from dummyprof.units import format_bytes, format_seconds
 
 # Short dtype names for narrow tables (the JSON keeps torch's names).
@@ -43,13 +43,6 @@ DTYPE_ABBREVIATIONS = {
 def short_dtype(name: str) -> str:
     """``float8_e4m3fn`` -> ``fp8e4m3``; names without an abbreviation pass unchanged."""
     return DTYPE_ABBREVIATIONS.get(name.removeprefix("torch."), name.removeprefix("torch."))
-
-
-# Why a fill far under the memset floor is slow (the roofline line of compare and engram).
-GENERATOR_BOUND_WHY = (
-    "bound by the random generator, not by memory: on CPU, torch's uniform_ draws on one thread behind the "
-    "generator's lock (and fp8 goes through an fp16 temporary), whatever the memory system could take"
-)
 
 
 def figure_bytes(figure: Estimate) -> str:
@@ -90,33 +83,16 @@ def rate(bytes_: int | float, seconds: float | None) -> str:
     return f"{bytes_ / seconds / 1e9:.2f} GB/s"
 
 
-UNAVAILABLE = {
-    codes.DRY_RUN: "dry run: nothing allocated",
-    codes.NOT_ALLOCATED: "full tables not allocated here",
-    codes.NOT_ALLOCATED_COMPUTED: "full tables not allocated here (see the computed figure)",
-    codes.NOT_ALLOCATED_PROJECTED: "full tables not allocated here (projected run)",
-    codes.NO_HOST_MEMORY_STATS: "torch.cuda.host_memory_stats() reports no bytes",
-    codes.NO_ANON_HUGE_PAGES: "/proc/self/smaps_rollup has no AnonHugePages",
-    codes.FASTER_THAN_FLOOR: "over!: measured faster than this run's fastest memset floor, which no fill can be: "
-    "the floor readings were disturbed (CPU contention?); rerun on a quiet machine",
-}
-OF_A_BACKING = {  # CODE:KIND, the kind of memory used
-    codes.NO_RESERVED_FIGURE: "{} memory: only torch's CUDA pinned allocator reports reserved bytes",
-    codes.NO_HUGE_PAGES_ASKED: "{} memory: no huge pages asked",
-}
-
-
 def unavailable_text(reason: str) -> str:
-    """The words for a code; anything else (a probe's own message) as it is."""
+    """The words for a code (``CODE:KIND`` names the kind of memory used); anything else (a probe's own message)
+    as it is."""
     code, _, kind = reason.partition(":")
-    if kind and code in OF_A_BACKING:
-        return OF_A_BACKING[code].format(kind)
-    return UNAVAILABLE.get(reason, reason)
+    key = f"unavailable.{code}"
+    return say(key, kind=kind) if known(key) else reason
 
 
 # A projected figure (from smaller samples, not measured at full size) is shown as ``~1.23 s``.
 PROJECTED_MARK = "~"
-PROJECTED_NOTE = "~: projected from smaller samples, not measured"
 
 
 def projected(text: str, figure: Estimate | bool) -> str:
@@ -126,7 +102,7 @@ def projected(text: str, figure: Estimate | bool) -> str:
 
 def projected_note(figures: Iterable[Estimate | None]) -> list[str]:
     """The note that explains ``~``, for a table where some figure carries it."""
-    return [PROJECTED_NOTE] if any(f is not None and f.is_projected for f in figures) else []
+    return [say("fill.projected-mark")] if any(f is not None and f.is_projected for f in figures) else []
 
 
 def same_unavailable(figures: list[Estimate]) -> str | None:
@@ -143,26 +119,14 @@ def rank_ranges(ranks: list[int]) -> str:
     return ",".join(str(run[0]) if len(run) == 1 else f"{run[0]}-{run[-1]}" for run in runs)
 
 
-CONTENTION_REASONS = {
-    CPU_PRESSURE: "other tasks waited for a CPU",
-    LOAD_ABOVE_CORES: "load average above the cores",
-    CPU_STEAL: "the hypervisor took CPU time",
-}
-
-
 def contended_mark(*readings: Contention | None) -> str:
-    """'; CONTENDED', which ends every wording of a -q line whose times were taken on a busy machine; else ''."""
+    """'; CONTENDED', which ends a -q line whose times were taken on a busy machine, whatever it gives way; else ''."""
     return "; CONTENDED" if any(c is not None and c.contended for c in readings) else ""
 
 
 def fresh_text(budget_s: float | None) -> str:
     """A first-touch probe stopped by the budget before it covered every page the fill first-touches."""
-    if budget_s is None:
-        return ""
-    return (
-        "FIRST TOUCH PARTLY SAMPLED for lack of time: the pages past the probe are priced at its last pages' rate "
-        f"(the interval: its cheapest and dearest); --time-budget {math.ceil(budget_s)}s or more probes them all"
-    )
+    return "" if budget_s is None else say("fill.first-touch-short", budget=math.ceil(budget_s))
 
 
 def contention_text(c: Contention | None, what: str) -> str:
@@ -175,12 +139,9 @@ def contention_text(c: Contention | None, what: str) -> str:
         return ""
     figures = contention_figures(c)
     if not c.contended:
-        return f"machine while {what}: quiet ({figures})"
-    why = "; ".join(f"{code}: {CONTENTION_REASONS.get(code, code)}" for code in c.reasons)
-    return (
-        f"CONTENDED while {what} ({figures}; {why}): these times are slower than this machine can do "
-        "and another run will not reproduce them"
-    )
+        return say("contention.quiet", what=what, figures=figures)
+    why = "; ".join(f"{code}: {say('contention.' + code)}" for code in c.reasons)
+    return say("contention.contended", what=what, figures=figures, why=why)
 
 
 def contention_figures(c: Contention) -> str:
@@ -197,9 +158,6 @@ def contention_figures(c: Contention) -> str:
     return ", ".join(parts)
 
 
-VERDICT_SHORT = {MET: "met", MISSED: "missed", UNCERTAIN: "uncertain", CONTENDED: "no verdict"}
-
-
 def verdict_text(
     v: Verdict, ends: tuple[float, float], limit: str, show: Callable[[float], str], *, short: bool = False
 ) -> str:
@@ -210,22 +168,13 @@ def verdict_text(
     word alone, for a narrow column.
     """
     if short:
-        return VERDICT_SHORT.get(v.code, v.code)
-    if v.code == MET:
-        return f"{limit} met, {show(v.limit - ends[1])} to spare"
-    if v.code == MISSED:
-        return f"{limit} missed by {show(ends[0] - v.limit)}"
-    if v.code == UNCERTAIN:
-        return f"{limit} uncertain: {show(ends[0])} to {show(ends[1])}"
-    if v.code == CONTENDED:
-        return f"{limit}: no verdict"
-    return f"{limit}: {v.code}"  # a code this version does not know (a newer file): shown as it is
+        return say(f"short.{v.code}")
+    low, high = ends
+    fields = {"spare": show(v.limit - high), "gap": show(low - v.limit), "low": show(low), "high": show(high)}
+    return say(f"verdict.{v.code}", limit=limit, **fields) if known(f"verdict.{v.code}") else f"{limit}: {v.code}"
 
 
 def no_verdict_text(limit: str, c: Contention | None) -> str:
     """Why a contended run gives no verdict against ``limit``, what was read, and what to do."""
     read = f" ({contention_figures(c)})" if c is not None else ""
-    return (
-        f"no verdict on the {limit}: the machine was busy while the times were taken{read}, so they are slower "
-        "than it can do; rerun on a quiet machine"
-    )
+    return say("contention.no-verdict", limit=limit, read=read)

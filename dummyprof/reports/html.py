@@ -2,7 +2,8 @@
 
 plotly.js (the optional ``html`` extra) is inlined as it ships, as plotly's ``write_html`` does: it runs
 while the page is parsed and the next script draws every chart, so a plain headless screenshot shows them
-(why plotly: docs/sweep-html-trace.md). The charts come first, then the command's blocks with the detail.
+(why plotly: docs/sweep-html-trace.md). The charts come first (those of the command's table blocks, then the module
+icicle or the sweep's fits), then the blocks themselves with the detail.
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ from itertools import groupby
 from pathlib import Path
 
 from dummyprof.errors import UsageError
-from dummyprof.reports.html_figures import SECTIONS, Chart, Section
+from dummyprof.reports.html_figures import SECTIONS, Chart, Section, run_device, table_charts
+from dummyprof.reports.html_text import TEXTS
 from dummyprof.reports.notices import environment_line, notices
 from dummyprof.reports.reporter import RenderOptions, Reporter
 from dummyprof.reports.summary import summary_line
@@ -23,7 +25,7 @@ from dummyprof.reports.tables.kinds import BLOCKS
 from dummyprof.reports.tables.to_html import TABLE_CSS, html_blocks
 from dummyprof.results.session import Results
 
-KINDS = frozenset(BLOCKS)  # every kind built as blocks; SECTIONS adds charts to some
+KINDS = frozenset(BLOCKS)  # every kind built as blocks, charted from them; SECTIONS adds pictures to some
 INSTALL_HINT = 'in your dummyprof clone, pip install -e ".[html]" (plotly)'
 
 STYLE = """
@@ -66,12 +68,15 @@ def require_plotly() -> None:
 def render_html(results: Results, options: RenderOptions | None = None) -> str:
     """The page for ``results``: its charts, then every figure of its terminal report (with the detail)."""
     plotly_js, plotly_version = _plotly_js()
-    sections = SECTIONS[results.command](results) if results.command in SECTIONS else []
+    blocks = BLOCKS[results.command](results, True)
+    charts = table_charts(blocks, run_device(results))
+    said = TEXTS[results.command](results) if results.command in TEXTS else []
+    sections = [Section("Charts", said, charts)] if charts or said else []
+    sections += SECTIONS[results.command](results) if results.command in SECTIONS else []
     figures: dict[str, str] = {}
-    body = [_section_html(section, figures) for section in sections if not section.after_tables]
+    body = [_section_html(section, figures) for section in sections]
     heading = "Every figure: the terminal report in full" if sections else "Report"
-    body.append(f"<section><h2>{heading}</h2>\n{html_blocks(BLOCKS[results.command](results, True))}\n</section>")
-    body += [_section_html(section, figures) for section in sections if section.after_tables]
+    body.append(f"<section><h2>{heading}</h2>\n{html_blocks(blocks)}\n</section>")
     notes = "".join(f'<p class="notice">notice: {text(n)}</p>' for n in notices(results))
     figures_json = script_safe("{" + ",".join(f"{script_json(k)}:{v}" for k, v in figures.items()) + "}")
     return f"""<!DOCTYPE html>

@@ -1,10 +1,23 @@
-"""The audit report as blocks: a row per filler, the findings grouped by kind (their sentences: ``SENTENCES``)."""
+"""The audit report as blocks: a row per filler, the findings grouped by kind (their sentences: reports/messages.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
-from dummyprof.reports.tables.model import BAD, DIM, NAME, NUMBER, TEXT, WARN, WORD, Block, Cell, Column, Line, Table
+from dummyprof.reports.messages import known, say
+from dummyprof.reports.tables.model import (
+    BAD,
+    BYTES,
+    DIM,
+    NAME,
+    NUMBER,
+    TEXT,
+    WARN,
+    WORD,
+    Block,
+    Cell,
+    Column,
+    Line,
+    Table,
+)
 from dummyprof.results.audit import FINDING_KINDS, INFO_KINDS, AuditResult, Finding
 from dummyprof.units import format_bytes
 
@@ -24,50 +37,30 @@ def untouched_names(f: Finding) -> str:
     return shown + (f" and {more} more" if more > 0 else "")
 
 
-SENTENCES: dict[str, Callable[[Finding], str]] = {
-    "missed": lambda f: (
-        # No filler wrote it: vLLM's per-layer fill is the reference (a lone --loader that skips a tensor).
-        f"{f.tensor} ({f.dtype}) is written by {', '.join(f.written_by) or 'vLLM' + chr(39) + 's per-layer fill'} "
-        f"but not by {', '.join(f.fillers)}"
-    ),
-    "repeated": lambda f: f"{_filler(f)} writes {f.tensor} {f.count} times",
-    "values-differ": lambda f: (
-        f"{f.tensor}: final bytes differ ({' vs '.join(' = '.join(g) for g in f.groups)}) with the same initializer"
-    ),
-    "non-persistent-written": lambda f: (
-        f"{_filler(f)} overwrites non-persistent buffer {f.tensor} (computed at construction, never in a "
-        "checkpoint; vLLM's per-layer fill leaves it alone)"
-    ),
-    "non-persistent-restored": lambda f: (
-        f"{_filler(f)} writes non-persistent buffer {f.tensor} back to the values its module computes at "
-        "construction (bitwise equal): a restore, not a problem"
-    ),
-    "unregistered": lambda f: (
-        f"{f.tensor} ({f.dtype} {f.shape}, {f.nbytes:,} bytes) is held by its module but not registered as a "
-        "parameter or buffer: no parameters()/state_dict() traversal fills it"
-    ),
-    "replaced": lambda f: f"{_filler(f)} replaced {f.tensor} instead of writing it in place",
-    "recorder-mismatch": lambda f: (
-        f"{_filler(f)}: recorder counts {f.recorded_bytes:,} bytes written to {f.tensor}, "
-        f"tracing saw {f.traced_bytes:,}"
-    ),
-    "shared-storage": lambda f: (
-        f"{', '.join(f.names)}: "
-        + ("tied (one tensor, several owners)" if f.tied else "aliased (views of one storage)")
-    ),
-    "untouched": lambda f: f"{len(f.names)} tensor(s) written by no filler: {untouched_names(f)}",
-    "persistence": lambda f: f.detail,
-    "untraced-write": lambda f: (
-        f"{_filler(f)}: {f.tensor} changed although no operator wrote it (a numpy view or a raw pointer); "
-        "counted as written once"
-    ),
-}
-
-
 def finding_text(f: Finding) -> str:
-    """What the finding says."""
-    sentence = SENTENCES.get(f.kind)
-    return sentence(f) if sentence is not None else f"{f.kind}: {f.tensor}"
+    """What the finding says: its kind's template (``finding.KIND`` in reports/messages.py) with its data."""
+    if not known(f"finding.{f.kind}"):
+        return f"{f.kind}: {f.tensor}"
+    fields = {
+        "tensor": f.tensor,
+        "dtype": f.dtype,
+        "shape": f.shape,
+        "nbytes": f.nbytes,
+        "count": f.count,
+        "filler": _filler(f),
+        "fillers": ", ".join(f.fillers),
+        # No filler wrote it: vLLM's per-layer fill is the reference (a lone --loader that skips a tensor).
+        "written_by": ", ".join(f.written_by) or "vLLM's per-layer fill",
+        "groups": " vs ".join(" = ".join(g) for g in f.groups),
+        "names": ", ".join(f.names),
+        "count_names": len(f.names),
+        "untouched": untouched_names(f),
+        "recorded": f.recorded_bytes,
+        "traced": f.traced_bytes,
+        "detail": f.detail,
+        "shared": "tied (one tensor, several owners)" if f.tied else "aliased (views of one storage)",
+    }
+    return say(f"finding.{f.kind}", **fields)
 
 
 def finding_subject(f: Finding) -> str:
@@ -75,18 +68,22 @@ def finding_subject(f: Finding) -> str:
     return untouched_names(f) if f.kind == "untouched" else f.tensor
 
 
+REPEATED = "tensors written more than once"
+OTHER = "writes outside the model's tensors (temporaries, unregistered)"
+
+
 def filler_table(result: AuditResult) -> Table:
-    """One row per filler, in about 70 columns: short headers, explained in :func:`filler_note` under it.
+    """One row per filler, in about 70 columns: short headers, each with its legend.
 
     ``init`` says what a filler fills like: a strategy's initializer, ``loader`` for a loader's own values
     (compared with nothing), or ``v0.33 (loader)`` for a loader declared with --loader-initializer.
     """
-    table = Table(
-        "Fillers (each traced once on a fresh model)",
-        [Column("filler", NAME), Column("init", WORD)]
-        + [Column(h, NUMBER) for h in ("writes", "tensors", "repeated", "written", "other")],
-        notes=[filler_note(result)],
-    )
+    columns = [Column("filler", NAME), Column("init", WORD), Column("writes", NUMBER)]
+    columns += [Column("tensors", NUMBER, legend="written of the model's"), Column("repeated", NUMBER, legend=REPEATED)]
+    columns += [Column("written", NUMBER, unit=BYTES), Column("other", NUMBER, legend=OTHER)]
+    table = Table("Fillers (each traced once on a fresh model)", columns)
+    if any(f.kind == "loader" and not f.initializer for f in result.fillers):
+        table.notes.append("init loader: a loader's own values (compared with no other filler)")
     for f in result.fillers:
         if f.kind == "loader":
             init = f"{f.initializer} (loader)" if f.initializer else "loader"
@@ -98,20 +95,10 @@ def filler_table(result: AuditResult) -> Table:
             f"{f.writes:,}",
             f"{f.tensors_written:,}/{len(result.tensors):,}",
             Cell(f"{f.repeated_tensors:,}", BAD) if f.repeated_tensors else "0",
-            format_bytes(f.bytes_written),
+            Cell(format_bytes(f.bytes_written), value=f.bytes_written),
             f"{f.outside_writes:,}",
         )
     return table
-
-
-def filler_note(result: AuditResult) -> str:
-    note = (
-        "tensors: written of the model's; repeated: tensors written more than once; "
-        "other: writes outside the model's tensors (temporaries, unregistered)"
-    )
-    if any(f.kind == "loader" and not f.initializer for f in result.fillers):
-        note += "; init loader: a loader's own values (compared with no other filler)"
-    return note
 
 
 def findings_table(result: AuditResult, *, informational: bool) -> Table | None:

@@ -7,9 +7,7 @@ import heapq
 from collections.abc import Callable, Sequence
 
 from dummyprof.reports.format import (
-    GENERATOR_BOUND_WHY,
     PROJECTED_MARK,
-    PROJECTED_NOTE,
     contention_text,
     estimate_cell,
     estimate_range,
@@ -21,7 +19,23 @@ from dummyprof.reports.format import (
     same_unavailable,
     short_dtype,
 )
-from dummyprof.reports.tables.model import BAD, DIM, NAME, NUMBER, PATH, WARN, WORD, Block, Cell, Column, Line, Table
+from dummyprof.reports.messages import known, say
+from dummyprof.reports.tables.model import (
+    BAD,
+    BYTES,
+    DIM,
+    NAME,
+    NUMBER,
+    PATH,
+    TIME,
+    WARN,
+    WORD,
+    Block,
+    Cell,
+    Column,
+    Line,
+    Table,
+)
 from dummyprof.results.common import Estimate, FirstTouch, NoiseWarning
 from dummyprof.results.compare import CompareResult, StrategyResult
 from dummyprof.units import format_bytes, format_seconds
@@ -30,29 +44,13 @@ PAGE = 4096  # the page size the first-touch cost is quoted per
 
 TOP_TENSORS = 10  # the most revisited tensors a file shows
 TOP_TENSORS_SHORT = 5  # ... and the terminal by default
-WORK_NOTE = "redund.: visits beyond the first; max/t: most visits of one tensor"
-RANGE_NOTE = "range: every visit at its fastest–slowest calibration trial, first touch at its cheapest–dearest pages"
-FLOOR_NOTE = "floor: its bytes at this run's memset rate, first touched at the cheapest pages (no projection is faster)"
-WALK_NOTE = "walk: the traversal alone, timed on the meta model"
-TOUCH_NOTE = (
-    "touch: of the time, the first write to every page it fills (page faults, probed on fresh pages in this run, "
-    "as the engine's worker writes its weights at start-up); the rest is the fill on touched memory"
+RANGE_LEGEND = "every visit at its fastest–slowest calibration trial, first touch at its cheapest–dearest pages"
+FLOOR_LEGEND = "its bytes at this run's memset rate, first touched at the cheapest pages (no projection is faster)"
+TOUCH_LEGEND = (
+    "of the time, the first write to every page it fills (page faults, probed on fresh pages in this run, as the "
+    "engine's worker writes its weights at start-up); the rest is the fill on touched memory"
 )
-
-REASONS = {
-    "memory": "one model plus its largest temporary does not fit the memory budget",
-    "time": "the measured rounds are predicted to overrun the time budget",
-    "fits": "the model fits the memory and time budgets",
-    "reduced": "fewer measured rounds than --repeat asked for fit the time budget",
-}
-
-
 PROMISED_ROUNDS = 3  # what --time-budget promises to measure (fewer are projected instead, when known in time)
-AUTO_STOPS = {
-    "tight": "stopped once every speedup's 95% interval was within 5% of it",
-    "budget": "stopped because one more round would overrun the time budget (intervals may still be wide)",
-    "max": "stopped at the most rounds it takes",
-}
 
 
 def size_lines(result: CompareResult, *, detail: bool = True) -> list[str]:
@@ -61,37 +59,24 @@ def size_lines(result: CompareResult, *, detail: bool = True) -> list[str]:
     size = result.size
     lines = []
     confirm = detail or size.mode == "projected"
-    if confirm and result.counts == "exact-meta":
-        lines.append(
-            "counts: exact for the full model (each strategy's traversal run on the meta device; nothing allocated)"
-        )
-    elif confirm and result.counts == "exact":
-        lines.append("counts: exact (recorded in the real fills; equal to the counting pass on the meta device)")
+    if confirm and result.counts in ("exact-meta", "exact"):
+        lines.append(say("size.counts-meta" if result.counts == "exact-meta" else "size.counts-exact"))
     need = f"needs {format_bytes(size.needed_bytes)} of {format_bytes(size.budget_bytes)} allowed"
     predicted = f", measured rounds predicted at {format_seconds(size.predicted_s)}" if size.predicted_s else ""
     budget = f" (time budget {format_seconds(size.time_budget_s)})"
     if size.mode == "projected":
-        lines.append(
-            f"fill times and memory: PROJECTED, not measured: {REASONS.get(size.reason, size.reason)} "
-            f"({need}{predicted}{budget}); projected from calibration fills made in this run"
-        )
+        lines.append(say("size.projected", reason=say(f"size.{size.reason}"), need=need + predicted + budget))
     elif size.reason == "reduced":
-        lines.append(
-            f"repeats REDUCED from {result.repeats_requested} to {result.repeat} to fit the time budget: "
-            f"measured rounds predicted at {format_seconds(size.predicted_s)}{budget}; raise --time-budget "
-            "for all of them"
-        )
+        asked, repeat = result.repeats_requested, result.repeat
+        predicted = format_seconds(size.predicted_s)
+        lines.append(say("size.repeats-reduced", asked=asked, repeat=repeat, predicted=predicted, budget=budget))
     elif size.calibration and confirm:
-        lines.append(f"fill times and memory: measured ({need}{predicted}{budget})")
+        lines.append(say("size.measured", need=need + predicted + budget))
     if result.auto_stop:
-        asked = f"--repeat {result.repeats_requested}" if result.repeats_requested else "--repeat auto"
-        lines.append(f"{asked}: {result.repeat} measured rounds; {AUTO_STOPS.get(result.auto_stop, result.auto_stop)}")
+        repeat_flag = f"--repeat {result.repeats_requested}" if result.repeats_requested else "--repeat auto"
+        lines.append(f"{repeat_flag}: {result.repeat} measured rounds; {say('auto-stop.' + result.auto_stop)}")
         if result.auto_stop == "budget" and result.repeat < PROMISED_ROUNDS:
-            lines.append(
-                f"FEWER ROUNDS THAN PROMISED: --time-budget promises {PROMISED_ROUNDS} measured rounds, and "
-                f"{result.repeat} fit: the rounds took longer than calibrated (a slower or busier machine); no speedup "
-                f"interval from under {PROMISED_ROUNDS} rounds; raise --time-budget"
-            )
+            lines.append(say("auto-stop.fewer-rounds", promised=PROMISED_ROUNDS, repeat=result.repeat))
     if size.mode == "projected" and size.first_touch is not None:
         lines.append(fresh_text(size.first_touch.budget_s))
     if size.mode == "projected" and result.calibration_contention is not None:
@@ -99,12 +84,6 @@ def size_lines(result: CompareResult, *, detail: bool = True) -> list[str]:
     elif result.contention is not None and (detail or result.contention.contended):
         lines.append(contention_text(result.contention, f"the rounds ran on {result.model.device}"))
     return lines
-
-
-NOTHING_TO_FILL = (
-    "speedup: n/a: nothing was filled (the model has no tensor with bytes to write), so each time is only the "
-    "walk's overhead and a ratio of them says nothing about filling"
-)
 
 
 def speedup_cell(result: CompareResult, name: str) -> str:
@@ -124,37 +103,26 @@ def interval_cell(result: CompareResult, name: str) -> str:
 
 def noise_line(warning: NoiseWarning, baseline: str) -> str:
     """hyperfine's warnings, adapted: what was seen and what to do about it."""
-    if warning.code == "first-round-slow":
-        times = f" ({warning.value:.1f}x its median)" if warning.value else ""
-        return (
-            f"warning: {warning.subject}: the first measured round was significantly slower than the rest{times}: "
-            "a cold start (caches, page faults, lazy initialization) that warm-up did not absorb; "
-            "raise --warmup"
-        )
-    if warning.code == "statistical-outliers":
-        moved = f"; with them the median is {warning.value:.2f}x the median without" if warning.value else ""
-        return (
-            f"warning: {warning.subject}: statistical outliers were detected ({warning.count} outside 1.5 IQR of "
-            f"the quartiles{moved}); consider re-running on a quiet machine without other programs competing"
-        )
-    if warning.code == "speedup-uncertain":
-        return (
-            f"warning: {warning.subject}: the speedup vs {baseline} is uncertain: its 95% interval "
-            f"{warning.low:.2f}–{warning.high:.2f}x includes 1.0 (no difference); raise --repeat or quiet the machine"
-        )
-    if warning.code == "faster-than-floor":
-        share = f" ({100 * warning.value:.0f}% of it)" if warning.value else ""
-        return (
-            f"warning: {warning.subject}: filled faster than the memset floor measured in this run{share}, which "
-            "no fill can: the floor's readings were slowed (contention), so its %memset is not shown; rerun quiet"
-        )
-    return f"warning: {warning.subject}: {warning.code}"
+    value = warning.value
+    fields = {
+        "times": f" ({value:.1f}x its median)" if value else "",
+        "moved": f"; with them the median is {value:.2f}x the median without" if value else "",
+        "share": f" ({100 * value:.0f}% of it)" if value else "",
+    }
+    code = f"noise.{warning.code}"
+    if not known(code):
+        return f"warning: {warning.subject}: {warning.code}"
+    return say(code, subject=warning.subject, count=warning.count, baseline=baseline, **fields, **_ends(warning))
+
+
+def _ends(warning: NoiseWarning) -> dict[str, float]:
+    return {"low": warning.low or 0.0, "high": warning.high or 0.0}
 
 
 def noise_lines(result: CompareResult) -> list[str]:
     lines = [noise_line(w, result.baseline_strategy) for w in result.noise]
     if result.nothing_to_fill:
-        lines.append(NOTHING_TO_FILL)
+        lines.append(say("compare.nothing-to-fill"))
     return lines
 
 
@@ -207,8 +175,12 @@ def scenario_table(result: CompareResult) -> Table:
     return table
 
 
-def _per_strategy(title: str, *figures: str) -> Table:
-    return Table(title, [Column("strategy", NAME), *(Column(h, NUMBER) for h in figures)])
+def _per_strategy(title: str, *figures: str | Column) -> Table:
+    """A row per strategy; its first figure a time (charted on the HTML page)."""
+    columns = [f if isinstance(f, Column) else Column(f, NUMBER) for f in figures]
+    if columns:
+        columns[0] = Column(columns[0].header, NUMBER, unit=TIME, legend=columns[0].legend)
+    return Table(title, [Column("strategy", NAME), *columns])
 
 
 def strategy_table(result: CompareResult) -> Table:
@@ -218,7 +190,7 @@ def strategy_table(result: CompareResult) -> Table:
     for s in result.strategies:
         table.add(
             s.name,
-            estimate_cell(s.time),
+            Cell(estimate_cell(s.time), value=s.time),
             estimate_spread(s.time),
             estimate_range(s.time),
             speedup_cell(result, s.name),
@@ -260,26 +232,24 @@ def floor_words(result: CompareResult) -> str | None:
     )
 
 
-def _work(title: str, *figures: str) -> Table:
+def _work(title: str, *figures: str | Column) -> Table:
     """A row per strategy: its name, initializer and exact counts (:func:`_work_cells`), then ``figures``."""
-    counts = ("visits", "redund.", "max/t", "written", *figures)
-    return Table(title, [Column("strategy", NAME), Column("init", WORD)] + [Column(h, NUMBER) for h in counts])
+    counts = [Column("visits", NUMBER), Column("redund.", NUMBER, legend="visits beyond the first")]
+    counts += [Column("max/t", NUMBER, legend="most visits of one tensor"), Column("written", NUMBER, unit=BYTES)]
+    figured = [f if isinstance(f, Column) else Column(f, NUMBER) for f in figures]
+    return Table(title, [Column("strategy", NAME), Column("init", WORD), *counts, *figured])
 
 
 def _work_cells(s: StrategyResult) -> list[str | Cell]:
-    written = format_bytes(s.bytes_written)
+    written = Cell(format_bytes(s.bytes_written), value=s.bytes_written)
     return [s.name, s.initializer, f"{s.visits:,}", _count(s.redundant_visits), str(s.max_visits), written]
 
 
 def work_table(result: CompareResult) -> Table:
     """What each strategy did: visits, bytes, rate against this run's memset floor (about 75 columns)."""
-    table = _work("Strategies: work", "rate", "%memset")
+    table = _work("Strategies: work", "rate", Column("%memset", NUMBER, legend=floor_words(result) or ""))
     for s in result.strategies:
         table.add(*_work_cells(s), rate(s.bytes_written, s.time.value), floor_share_cell(result, s.name))
-    table.notes.append(WORK_NOTE)
-    floor = floor_words(result)
-    if floor:
-        table.notes.append(f"%memset: {floor}")
     return table
 
 
@@ -332,7 +302,8 @@ def memory_table(result: CompareResult) -> Table:
     table = Table(
         "Memory (worst measured round)",
         [Column("strategy", NAME)]
-        + [Column(h, NUMBER) for h in ("RSS before", "RSS peak", "growth", "scratch")]
+        + [Column(h, NUMBER) for h in ("RSS before", "RSS peak")]
+        + [Column("growth", NUMBER, legend="during the fill"), Column("scratch", NUMBER, legend="largest temporary")]
         + [Column(title) for title, _ in shown],
     )
     for s in result.strategies:
@@ -345,7 +316,7 @@ def memory_table(result: CompareResult) -> Table:
             format_bytes(s.peak_scratch_bytes),
             *[figure_bytes(get(s)) for _, get in shown],
         )
-    table.notes += ["growth: during the fill; scratch: largest temporary", *missing]
+    table.notes += missing
     return table
 
 
@@ -365,7 +336,7 @@ def roofline_line(result: CompareResult) -> str | None:
     if not flagged:
         return None
     shares = ", ".join(f"{name} {100 * (result.share_of_floor(name) or 0):.1f}%" for name in flagged)
-    return f"roofline: {shares} of memset: {GENERATOR_BOUND_WHY}"
+    return f"roofline: {shares} of memset: {say('fill.generator-bound')}"
 
 
 def _projection_table(
@@ -374,15 +345,23 @@ def _projection_table(
     """A row per strategy with a projection: its time, its interval, ``third``, the memset floor, the first touch
     (where probed) and the walk."""
     touched = result.size.first_touch is not None
-    table = _per_strategy(title, headers[0], "range", headers[1], "floor", *(["touch"] if touched else []), "walk")
+    touch = Column("touch", NUMBER, legend=TOUCH_LEGEND)
+    table = _per_strategy(
+        title,
+        headers[0],
+        Column("range", NUMBER, legend=RANGE_LEGEND),
+        headers[1],
+        Column("floor", NUMBER, legend=FLOOR_LEGEND),
+        *([touch] if touched else []),
+        Column("walk", NUMBER, legend="the traversal alone, timed on the meta model"),
+    )
     for s in result.strategies:
         if (p := s.projection) is not None:
             floor = format_seconds(p.time.floor) if p.time.floor is not None else "n/a"
-            touch = [format_seconds(p.first_touch_s)] if touched else []
-            table.add(
-                s.name, estimate_cell(p.time), estimate_range(p.time), third(s), floor, *touch, format_seconds(p.walk_s)
-            )
-    table.notes += [PROJECTED_NOTE, RANGE_NOTE, FLOOR_NOTE, *([TOUCH_NOTE] if touched else []), WALK_NOTE]
+            touch_cell = [format_seconds(p.first_touch_s)] if touched else []
+            time = Cell(estimate_cell(p.time), value=p.time)
+            table.add(s.name, time, estimate_range(p.time), third(s), floor, *touch_cell, format_seconds(p.walk_s))
+    table.notes.append(say("fill.projected-mark"))
     bound = [s.name for s in result.strategies if s.projection is not None and s.projection.floor_bound]
     if bound:
         table.notes.append(f"at the floor: {', '.join(bound)} (calibrated faster than memset)")
@@ -406,10 +385,9 @@ def projected_work_table(result: CompareResult) -> Table:
     for s in result.strategies:
         if s.projection is not None:
             table.add(*_work_cells(s), projected(format_bytes(s.projection.peak_rss_bytes), True))
-    table.notes += [
-        WORK_NOTE,
-        f"peak RSS ({PROJECTED_MARK}: projected): RSS now + the pages its writes touch + its largest temporary",
-    ]
+    table.notes.append(
+        f"peak RSS ({PROJECTED_MARK}: projected): RSS now + the pages its writes touch + its largest temporary"
+    )
     return table
 
 
@@ -421,7 +399,7 @@ def projection_check_table(result: CompareResult) -> Table:
         ("projected", "measured"),
         lambda s: estimate_cell(s.time) if s.time.samples else "n/a",
     )
-    table.notes.insert(1, "measured: the median round (its min–max: Strategies: time)")
+    table.notes.append("measured: the median round (its min–max: Strategies: time)")
     rss = [
         (s.name, projected(format_bytes(s.projection.peak_rss_bytes), True)) for s in result.strategies if s.projection
     ]
@@ -445,15 +423,23 @@ def _sizes(sizes: list[int]) -> str:
     return f"{low_number}–{high_number} {high_unit}" if low_unit == high_unit else f"{low}–{high}"
 
 
+CALIBRATED_RATE = "the rate of a line fitted to the median trial per size, on touched memory (R²: of that fit)"
+
+
 def calibration_table(result: CompareResult) -> Table | None:
-    """One row per (initializer, rule, dtype) the visits use: sizes, trials, fitted rate, R², tiny fill."""
+    """One row per operation and dtype the visits use: sizes, trials, fitted rate, R², tiny fill."""
     size = result.size
     if not size.calibration:
         return None
     table = Table(
         "Calibration fills (touched tensors, real initializer, this run)",
         [Column("init", WORD), Column("rule, dtype")]
-        + [Column(h, NUMBER) for h in ("sizes", "trials", "GB/s", "R²", "tiny")],
+        + [Column(h, NUMBER) for h in ("sizes", "trials")]
+        + [
+            Column("GB/s", NUMBER, legend=CALIBRATED_RATE),
+            Column("R²", NUMBER),
+            Column("tiny", NUMBER, legend="one fill of a tiny tensor, the cost of a visit before its bytes"),
+        ],
     )
     for c in size.calibration:
         table.add(
@@ -465,10 +451,6 @@ def calibration_table(result: CompareResult) -> Table | None:
             f"{c.fit.r_squared:.3f}",
             format_seconds(c.small_call_s),
         )
-    table.notes += [
-        "GB/s: the rate of a line fitted to the median trial per size, on touched memory (R²: of that fit)",
-        "tiny: one fill of a tiny tensor, the cost of a visit before its bytes",
-    ]
     return table
 
 

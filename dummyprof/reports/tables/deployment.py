@@ -3,18 +3,32 @@
 from __future__ import annotations
 
 from dummyprof.reports.format import (
-    contended_mark,
     contention_text,
     estimate_cell,
     estimate_range,
     fresh_text,
     projected,
 )
-from dummyprof.reports.tables.model import BAD, DIM, NAME, NUMBER, STRONG, WORD, Block, Cell, Line, Table
+from dummyprof.reports.messages import say
+from dummyprof.reports.tables.model import (
+    BAD,
+    BYTES,
+    DIM,
+    NAME,
+    NUMBER,
+    STRONG,
+    TIME,
+    WORD,
+    Block,
+    Cell,
+    Column,
+    ColumnSpec,
+    Line,
+    Table,
+)
 from dummyprof.results.common import MEASURED
 from dummyprof.results.deployment import (
     FP16_SCRATCH,
-    NO_CUDA_HERE,
     DeploymentResult,
     HostFill,
     RankEntry,
@@ -77,10 +91,26 @@ def _nodes(r: RankEntry, result: DeploymentResult) -> str:
     return str(r.node) if last == r.node else f"{r.node}-{last}"
 
 
+LOAD_BUFFERS = (
+    "device bytes vLLM allocates at load that are not weights (rotary cos/sin cache, expert map, kv scales), in "
+    "each rank's device bytes"
+)
+FILL_PEAK = (
+    "the largest of the strategies' RSS growth over the RSS before the fill (~ projected: the bytes it writes + "
+    "its largest temporary)"
+)
+
+
 def ranks_table(result: DeploymentResult) -> Table:
-    heads = ("stage", "layers", "node", "held", "replicated", "offloaded", "load buffers")
-    columns = [("ranks", NAME), *((h, NUMBER) for h in heads)]
-    columns += [("device room", WORD), ("fill peak", NUMBER)]
+    heads = ("stage", "layers", "node")
+    columns: list[ColumnSpec] = [("ranks", NAME), *((h, NUMBER) for h in heads), Column("held", NUMBER, unit=BYTES)]
+    columns += [("replicated", NUMBER), ("offloaded", NUMBER)]
+    room = f"{format_bytes(result.device_memory_bytes)} per rank less its device bytes"
+    columns += [
+        Column("load buffers", NUMBER, legend=LOAD_BUFFERS),
+        Column("device room", WORD, legend=room if result.device_memory_bytes is not None else ""),
+        Column("fill peak", NUMBER, legend=FILL_PEAK),
+    ]
     table = Table.of("Ranks (each shard built on meta; bytes exact)", columns, [])
     for group in rank_groups(result):
         r = group[0]
@@ -89,25 +119,13 @@ def ranks_table(result: DeploymentResult) -> Table:
             str(r.stage) if result.pp > 1 else "",
             f"{r.layers[0]}-{r.layers[1] - 1}" if r.layers[1] > r.layers[0] else "",
             _nodes(r, result) if len(result.nodes) > 1 else "",
-            format_bytes(r.held_bytes),
+            Cell(format_bytes(r.held_bytes), value=r.held_bytes),
             format_bytes(r.replicated_bytes),
             format_bytes(r.offloaded_bytes) if r.offloaded_bytes else "",
             format_bytes(r.engine_bytes) if r.engine_bytes else "",
             _room(r),
             _peak(r),
         )
-    if any(r.engine_bytes for r in result.ranks):
-        table.notes.append(
-            "load buffers: device bytes vLLM allocates at load that are not weights (rotary cos/sin cache, expert "
-            "map, kv scales), in each rank's device bytes"
-        )
-    if any(_peak(r) for r in result.ranks):
-        table.notes.append(
-            "fill peak: the largest of the strategies' RSS growth over the RSS before the fill (~ projected: "
-            "the bytes it writes + its largest temporary)"
-        )
-    if result.device_memory_bytes is not None:
-        table.notes.append(f"device room: {format_bytes(result.device_memory_bytes)} per rank less its device bytes")
     if result.target == "cuda":
         table.notes.append("a GPU deployment: held less offloaded is device-resident, offloaded is host-resident")
     elif result.target == "cpu":
@@ -119,18 +137,16 @@ def work_table(result: DeploymentResult) -> Table:
     timed = any(s.seconds is not None for r in result.ranks for s in r.strategies)
     host = any(s.host for r in result.ranks for s in r.strategies)
     fill = f"fill on {result.device}" if host and timed else "fill"  # each part's time names its device
-    columns = [("ranks", NAME), ("strategy", WORD), *((h, NUMBER) for h in ("visits", "written", fill, "range"))]
+    columns: list[tuple[str, str] | Column] = [("ranks", NAME), ("strategy", WORD), ("visits", NUMBER)]
+    columns.append(Column("written", NUMBER, unit=BYTES))
+    columns += [Column(fill, NUMBER, unit=TIME), ("range", NUMBER)]
     columns += [
         (h, NUMBER) for h in ("host visits", "host written", "host fill on cpu" if host and timed else "host fill")
     ]
     own = "own rank on cpu" if result.nproc else "own rank"  # real ranks fill on this host's CPU (gloo)
     table = Table.of("Work per rank", [*columns, (own, NUMBER)], [], keys=2)
     _add_work_rows(table, result)
-    table.notes.append("counts exact; visits (n): n redundant")
-    if host:
-        table.notes.extend(_host_work_notes(result))
-    table.notes.extend(_own_rank_notes(result))
-    table.notes.extend(_fill_notes(result, host, timed))
+    table.notes += ["counts exact; visits (n): n redundant", *_work_notes(result, host, timed)]
     return table
 
 
@@ -142,8 +158,8 @@ def _add_work_rows(table: Table, result: DeploymentResult) -> None:
                 Cell(ranks_text(group, result.tp) if i == 0 else ""),
                 s.strategy,
                 f"{s.visits:,} ({s.redundant_visits:,})",
-                format_bytes(s.bytes_written),
-                fill_text(s),
+                Cell(format_bytes(s.bytes_written), value=s.bytes_written),
+                Cell(fill_text(s), value=s.time if s.seconds is not None else None),
                 estimate_range(s.time),
                 f"{s.host.visits:,}" if s.host else "",
                 format_bytes(s.host.bytes_written) if s.host else "",
@@ -152,63 +168,29 @@ def _add_work_rows(table: Table, result: DeploymentResult) -> None:
             )
 
 
-def _host_work_notes(result: DeploymentResult) -> list[str]:
-    """What the host columns hold: the CPU-offloaded tables, and how they were filled."""
-    notes = [
-        "host visits, host written, host fill: the CPU-offloaded tables (host-resident), filled on this host's "
-        f"{host_device_text(result)} with their declared value in fresh memory (median of the rounds; ~ projected "
-        "from a probe fill or scaled by the bytes a strategy writes more than once); the rest of visits and "
-        "written is device-resident"
-    ]
-    line = contention_text(result.host_contention, "the host-resident part was filled on cpu")
-    return [*notes, line] if line else notes
-
-
-def _own_rank_notes(result: DeploymentResult) -> list[str]:
-    """What the own-rank column holds: each rank's fill in its own process, and the ranks that did not finish."""
-    notes = []
+def _work_notes(result: DeploymentResult, host: bool, timed: bool) -> list[str]:
+    """What the host, own-rank and fill columns hold: how each was timed (or why not), the ranks that did not
+    finish, and what disturbed the timing."""
+    notes = [say("deployment.host-columns", device=host_device_text(result))] if host else []
+    notes.append(contention_text(result.host_contention, "the host-resident part was filled on cpu") if host else "")
     if result.ranks_failure:
         finished = ", ".join(map(str, result.ranks_finished)) or "none"
-        notes.append(
-            f"own rank: ranks finished: {finished} of {result.nproc}; the others did not ({result.ranks_failure}): "
-            "their own-rank figures are missing, everything else is whole"
-        )
+        notes.append(say("deployment.ranks-failed", finished=finished, nproc=result.nproc, why=result.ranks_failure))
     if result.nproc:
-        notes.append(
-            f"own rank: each rank's fill in its own process, {result.nproc} ranks ({result.backend}) filling at "
-            "once on this host's cpu; fill: one rank alone (the model of the deployment from one rank)"
-            + (
-                "; a GPU layout: own rank is the whole shard filled on cpu, a CPU time, not the GPU start-up"
-                if result.target == "cuda"
-                else ""
-            )
-        )
-    return notes
-
-
-def _fill_notes(result: DeploymentResult, host: bool, timed: bool) -> list[str]:
-    """What the fill column holds: how the shards were timed (or why not), and what disturbed the timing."""
-    notes = []
+        gpu = say("deployment.own-rank-gpu") if result.target == "cuda" else ""
+        notes.append(say("deployment.own-rank", nproc=result.nproc, backend=result.backend, gpu=gpu))
+    part = say("deployment.device-part") if host else ""
     if result.not_timed:
-        part = "the device-resident part (visits less host visits, written less host written) " if host else ""
-        notes.append(f"fill: {part}{NOT_TIMED.get(result.not_timed, result.not_timed)}")
+        notes.append(f"fill: {f'the {part} ' if part else ''}{say('not-timed.' + result.not_timed)}")
     if timed:
-        filled = sorted({r.filled_as for r in result.ranks if r.filled_as is not None})
+        filled = ", ".join(map(str, sorted({r.filled_as for r in result.ranks if r.filled_as is not None})))
         measured = any(s.time is not None and s.time.how == MEASURED for r in result.ranks for s in r.strategies)
         how = "filled" if measured else "calibrated"
-        part = "'s device-resident part (visits less host visits, written less host written)" if host else ""
-        notes.append(
-            f"fill: median; rank {', '.join(map(str, filled))}'s shard{part} {how} on {result.device} with the real "
-            "initializers (ranks alike share its figures); ~ projected from calibration fills (interval in range, "
-            "never below this run's memset floor)"
-        )
-    for line in (
-        fresh_text(result.fresh_budget_s),
-        contention_text(result.contention, f"the shards were filled or calibrated on {result.device}"),
-    ):
-        if line:
-            notes.append(line)
-    return notes
+        said = {"ranks": filled, "part": f"'s {part}" if part else "", "how": how, "device": result.device}
+        notes.append(say("deployment.fill-timed", **said))
+    notes.append(fresh_text(result.fresh_budget_s))
+    notes.append(contention_text(result.contention, f"the shards were filled or calibrated on {result.device}"))
+    return [note for note in notes if note]
 
 
 def kinds_table(result: DeploymentResult) -> Table | None:
@@ -233,17 +215,13 @@ def kinds_table(result: DeploymentResult) -> Table | None:
     return table
 
 
-NOT_TIMED = {
-    NO_CUDA_HERE: "not timed: no CUDA device here. The layout is for a GPU (--device cuda or --device-memory) and a "
-    "CPU time is not a GPU start-up time; the bytes and visits per rank are exact. Time it with --device cuda "
-    "on a machine with one, or give --device cpu for a CPU deployment",
-}
-
-
 def nodes_table(result: DeploymentResult) -> Table | None:
     if len(result.nodes) < 2 and not any(n.offloaded_bytes for n in result.nodes):
         return None
-    figures = [(h, NUMBER) for h in ("ranks", "held", "offloaded", "pinned", "host")]
+    pinned = Column(
+        "pinned", NUMBER, legend="offloaded tables as the pinned allocator reserves them (next power of two each)"
+    )
+    figures: list[ColumnSpec] = [*((h, NUMBER) for h in ("ranks", "held", "offloaded")), pinned, ("host", NUMBER)]
     table = Table.of("Nodes", [("node", NAME), *figures, ("fits", WORD)], [])
     for n in result.nodes:
         fits = Cell("") if n.host_fits is None else Cell("yes") if n.host_fits else Cell("no", BAD)
@@ -256,14 +234,18 @@ def nodes_table(result: DeploymentResult) -> Table | None:
             format_bytes(n.host_memory_bytes),
             fits,
         )
-    table.notes.append("pinned: offloaded tables as the pinned allocator reserves them (next power of two each)")
     return table
 
 
 def online_table(result: DeploymentResult) -> Table | None:
     if not result.online_quant:
         return None
-    figures = [(h, NUMBER) for h in ("peak", "B/param", "RSS growth", "fill", "quantize", "total")]
+    growth = (
+        "the process's peak over its RSS before the pass, measured; pages freed by an earlier pass are reused by "
+        "the next, so it is not the pass's own memory (peak is)"
+    )
+    figures: list[ColumnSpec] = [("peak", NUMBER), Column("B/param", NUMBER, legend="peak per 2-byte element")]
+    figures += [Column("RSS growth", NUMBER, legend=growth), *((h, NUMBER) for h in ("fill", "quantize", "total"))]
     table = Table.of(
         f"Online fp8 ({result.online_quant_target}; peak by exact accounting)", [("path", NAME), *figures], []
     )
@@ -283,14 +265,8 @@ def online_table(result: DeploymentResult) -> Table | None:
     table.notes.append(
         f"{first.quantized} weights to fp8 ({first.scale} scales), {format_bytes(first.fp8_bytes)} fp8 + "
         f"{format_bytes(first.scale_bytes)} scales + {format_bytes(first.kept_bytes)} kept; largest layer "
-        f"{first.largest_layer or 'root'} {format_bytes(first.largest_layer_bytes)}; B/param: peak per "
-        "2-byte element"
+        f"{first.largest_layer or 'root'} {format_bytes(first.largest_layer_bytes)}"
     )
-    if any(q.rss_growth_bytes is not None for q in result.online_quant):
-        table.notes.append(
-            "RSS growth: the process's peak over its RSS before the pass, measured; pages freed by an earlier "
-            "pass are reused by the next, so it is not the pass's own memory (peak is)"
-        )
     return table
 
 
@@ -373,48 +349,3 @@ def deployment_blocks(result: DeploymentResult, *, detail: bool = True) -> list[
     )
     extras = (kinds_table(result), nodes_table(result), online_table(result), slowest_line(result))
     return [head, ranks_table(result), identity_line(result), work_table(result), *(b for b in extras if b is not None)]
-
-
-def deployment_summary(result: DeploymentResult) -> str:
-    """One line of at most 80 columns: layout, the largest rank's bytes, the slowest rank's fill, its strategy
-    and the device it was timed on; CONTENDED at the end of every wording when the machine was busy while the
-    shards (or the host-resident part) were filled or calibrated."""
-    largest = max(result.ranks, key=lambda r: r.held_bytes, default=None)
-    head = f"{layout_text(result)}: {result.world} ranks"
-    held = f", up to {format_bytes(largest.held_bytes)}/rank" if largest else ""
-    short = sum(r.copies for r in result.ranks if r.device_fits is False)
-    fit = f", {short} over device memory" if short else ", all fit the device" if result.device_memory_bytes else ""
-    slow = short_slow = tiny_slow = ""
-    host = host_part(result)
-    if result.not_timed:
-        slow = short_slow = "; not timed: no CUDA device here" if result.not_timed == NO_CUDA_HERE else "; not timed"
-        if host:  # the host-resident part timed here; the device-resident rest not
-            slow = f"; host part {fill_text(host[1].host)} on cpu, device part{slow[1:]}"
-            short_slow = f"; host {fill_text(host[1].host)} on cpu, device{slow.partition(', device part')[2]}"
-            tiny_slow = f"; host {fill_text(host[1].host)} on cpu, device not timed"
-    elif result.slowest_rank is not None:
-        s = result.rank(result.slowest_rank).strategy(result.slowest_strategy)
-        who = "ranks within noise" if result.slowest_within_noise else f"slowest rank {result.slowest_rank}"
-        slow = f"; {who} {result.slowest_strategy} {fill_text(s)} on {result.device}"
-        short_slow = f"; {who} {fill_text(s)} on {result.device}"
-        if host and host[1].host:  # each part on the device it lives on
-            on = f", host {fill_text(host[1].host)} on {host_device_text(result)}"
-            slow, short_slow = slow + on, short_slow + on
-    quant = ""
-    if result.online_quant:
-        quant = "; online fp8 peak " + " vs ".join(format_bytes(q.peak_bytes) for q in result.online_quant)
-    # Where too long, left out in turn: online fp8, the bytes per rank, the strategy's name (the bytes back),
-    # whether ranks fit. The device stays.
-    lines = [
-        head + held + fit + slow + quant,
-        head + held + fit + slow,
-        head + fit + slow,
-        head + held + fit + short_slow,
-        head + fit + short_slow,
-        head + held + short_slow,
-        head + short_slow,
-    ]
-    if tiny_slow:
-        lines.append(head + tiny_slow)
-    mark = contended_mark(result.contention, result.host_contention)
-    return next((line + mark for line in lines if len(line + mark) <= 80), min(lines, key=len) + mark)

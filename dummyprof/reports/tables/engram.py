@@ -9,7 +9,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from dummyprof.reports.format import (
-    GENERATOR_BOUND_WHY,
     contention_text,
     estimate_cell,
     estimate_range,
@@ -21,15 +20,30 @@ from dummyprof.reports.format import (
     unavailable_text,
     verdict_text,
 )
-from dummyprof.reports.tables.model import BAD, DIM, NAME, NUMBER, TEXT, WARN, WORD, Block, Cell, Line, Table
+from dummyprof.reports.messages import known, say
+from dummyprof.reports.tables.model import (
+    BAD,
+    BYTES,
+    DIM,
+    NAME,
+    NUMBER,
+    TEXT,
+    TIME,
+    WARN,
+    WORD,
+    Block,
+    Cell,
+    Column,
+    ColumnSpec,
+    Line,
+    Table,
+)
 from dummyprof.reports.tables.ranks import ranks_blocks
 from dummyprof.results.common import Estimate
 from dummyprof.results.engram import (
     FALLBACK_FLAT,
     FALLBACK_POOR_FIT,
     FASTER_THAN_FLOOR,
-    FITS,
-    FOR_MEMORY,
     FOR_TIME,
     PLANNED,
     PROJECTED,
@@ -140,7 +154,7 @@ def generator_bound_line(methods: Sequence[MethodResult], floor: str) -> str | N
     shares = ", ".join(
         f"{m.name} {m.percent_of_floor.value:.1f}%" for m in flagged if m.percent_of_floor.value is not None
     )
-    return f"{shares} of {floor}: {GENERATOR_BOUND_WHY}"
+    return f"{shares} of {floor}: {say('fill.generator-bound')}"
 
 
 def sample_group_note(group: SampleGroupInfo, part_rows: int) -> str:
@@ -153,41 +167,24 @@ def sample_group_note(group: SampleGroupInfo, part_rows: int) -> str:
     )
 
 
-PLANNED_REASONS = {
-    FITS: "fits: measured in full unless the calibration at start-up says one round exceeds the time budget",
-    FOR_MEMORY: "does not fit in memory: will be projected from samples",
-}
-
-
 def reason_text(m: MethodResult) -> str:
     """Why a method was projected, or how a dry run plans it; empty when it was measured."""
-    if m.mode == PLANNED:
-        return PLANNED_REASONS.get(m.reason, m.reason)
-    if m.reason == FOR_MEMORY:
-        return "does not fit in memory"
-    if m.reason == FOR_TIME:
-        about = f"about {format_seconds(m.one_fill_s)}" if m.one_fill_s is not None else "longer than that"
-        return f"one full-size fill would take {about}, over the time budget"
-    return m.reason  # a code this version does not know (a newer file): shown as it is
+    code = f"{'planned' if m.mode == PLANNED else 'projected'}.{m.reason}"
+    if not m.reason or not known(code):
+        return m.reason  # a code this version does not know (a newer file): shown as it is
+    about = f"about {format_seconds(m.one_fill_s)}" if m.one_fill_s is not None else "longer than that"
+    return say(code, about=about)
 
 
 def plan_notes(result: EngramResult) -> list[str]:
     """What the plan changed, and the backing's own note when the backing asked for was the one used."""
-    notes: list[str] = []
-    if result.huge_pages_from_sample:
-        notes.append("huge-page bytes were read back on the largest sample, not the full table")
-    cut = result.rounds_cut
-    if cut is not None:
-        notes.append(
-            f"measured {cut.rounds} of {cut.repeat} rounds at full size for {', '.join(cut.methods)}: one round "
-            f"takes about {format_seconds(cut.round_s)} and the time budget is {format_seconds(cut.time_budget_s)}"
-        )
+    notes = [say("engram.huge-pages-sampled")] if result.huge_pages_from_sample else []
+    if (cut := result.rounds_cut) is not None:
+        round_s, budget = format_seconds(cut.round_s), format_seconds(cut.time_budget_s)
+        said = {"rounds": cut.rounds, "repeat": cut.repeat, "methods": ", ".join(cut.methods)}
+        notes.append(say("engram.rounds-cut", round=round_s, budget=budget, **said))
     if result.sample_sizes_cut:
-        rows = ", ".join(f"{r:,}" for r in result.sample_sizes_cut)
-        notes.append(
-            f"sample sizes of {rows} rows left out: predicted to end after the time budget (the machine was slower "
-            "than at calibration); the projections use the sizes measured"
-        )
+        notes.append(say("engram.sizes-cut", rows=", ".join(f"{r:,}" for r in result.sample_sizes_cut)))
     over = result.sample_overrun
     if over is not None:
         when = ""
@@ -196,11 +193,8 @@ def plan_notes(result: EngramResult) -> list[str]:
                 f" (predicted after the {over.predicted_after_rows:,}-row sample: "
                 f"~{format_seconds(over.predicted_over_s)} over)"
             )
-        notes.append(
-            f"OVER THE TIME BUDGET: sampling ended {format_seconds(over.over_s)} after the "
-            f"{format_seconds(over.time_budget_s)} budget{when}; the three sample sizes per group a projection "
-            "needs are measured however late: raise --time-budget, or run on a quieter machine"
-        )
+        over_s, budget = format_seconds(over.over_s), format_seconds(over.time_budget_s)
+        notes.append(say("engram.over-budget", over=over_s, budget=budget, when=when))
     line = contention_text(result.contention, "this run calibrated, filled and sampled")
     if line and ((result.contention is not None and result.contention.contended) or result.sample_groups):
         notes.append(line)  # next to every projected time, and whenever the machine was contended
@@ -323,6 +317,10 @@ def phase_lines(result: EngramResult) -> list[str]:
     return lines
 
 
+OF_FLOOR = "of the fastest memset round of this run"
+STARTUP = "allocation + first touch + fill"
+
+
 def method_table(result: EngramResult) -> Table:
     """Fill time per method: measured or projected, its range, rate and share of the memset floor."""
     rows = [
@@ -336,60 +334,72 @@ def method_table(result: EngramResult) -> Table:
         ]
         for m in result.methods
     ]
-    columns = [("method", NAME), ("how", WORD), ("fill", NUMBER), ("range", NUMBER), ("rate", NUMBER)]
-    columns.append(("%memset", NUMBER))
+    columns: list[ColumnSpec] = [("method", NAME), ("how", WORD), ("fill", NUMBER), ("range", NUMBER)]
+    columns += [
+        Column("rate", NUMBER, legend="the bytes each method writes"),
+        Column("%memset", NUMBER, legend=OF_FLOOR),
+    ]
     notes = projected_note(f for m in result.methods for f in (m.time, m.gb_per_s))
     if any(m.projection is not None for m in result.methods):
         notes.append("range: the projected interval, or the fastest–slowest measured round")
     elif any(len(m.time.samples) > 1 for m in result.methods):
         notes.append("range: fastest–slowest round")
-    notes.append("rate: the bytes each method writes; %memset: of the fastest memset round of this run")
     if any(m.percent_of_floor.reason == FASTER_THAN_FLOOR for m in result.methods):
         notes.append(unavailable_text(FASTER_THAN_FLOOR))
     return Table.of("Fill methods (per rank)", columns, rows, notes=notes)
 
 
-def startup_table(result: EngramResult) -> Table:
-    """Start-up = allocation + first touch + fill: its value, its interval, its largest term, the deadline."""
+def startup_table(result: EngramResult, *, detail: bool = True) -> Table:
+    """Start-up = allocation + first touch + fill: its value, its interval, the deadline's verdict; with ``detail``
+    its largest term, else the fill and whether it fits (the glance: every other figure is behind --detail)."""
     deadline = result.budget.deadline_s
     title = "Start-up per rank" + (f" (deadline {format_seconds(deadline)})" if deadline is not None else "")
-    rows = []
+    fits = f"tables + scratch in {format_bytes(result.budget.memory_bytes)}"
+    startup = Column("start-up", NUMBER, unit=TIME, legend=STARTUP)
+    columns: list[ColumnSpec] = [("method", NAME), startup, ("range", NUMBER)]
+    columns += [("fill", NUMBER), Column("fits", WORD, legend=fits), ("largest term", WORD), ("deadline", WORD)]
+    table = Table.of(title, columns, [])
     for m in result.methods:
-        rows.append(
-            [
-                m.name,
-                estimate_cell(m.startup),
-                estimate_range(m.startup),
-                dominant_text(m),
-                deadline_cell(result, m),
-            ]
+        fitting = "yes" if m.fits_in_memory else Cell("no", BAD)
+        table.add(
+            m.name + (" (floor)" if m.name == result.floor_method and not detail else ""),
+            Cell(estimate_cell(m.startup), value=m.startup),
+            estimate_range(m.startup) or ("" if detail else estimate_range(m.time)),
+            "" if detail else estimate_cell(m.time),
+            "" if detail else fitting,
+            dominant_text(m) if detail else "",
+            deadline_cell(result, m),
         )
-    columns = [("method", NAME), ("start-up", NUMBER), ("range", NUMBER), ("largest term", WORD)]
-    columns.append(("deadline", WORD))
-    notes = ["start-up: allocation + first touch + fill", *projected_note(m.startup for m in result.methods)]
-    if any(m.startup.span is not None for m in result.methods):
-        notes.append("range: the sum of the terms' ranges")
-    return Table.of(title, columns, rows, notes=notes)
+    table.notes += projected_note(m.startup for m in result.methods)
+    if detail and any(m.startup.span is not None for m in result.methods):
+        table.notes.append("range: the sum of the terms' ranges")
+    if not detail:
+        table.notes.append("every table, fit, sample and interval: --detail")
+    return table
 
 
 def memory_table(result: EngramResult) -> Table:
     """Need, scratch, fit and peak RSS per method; a column unavailable for every method becomes a line instead."""
     budget = format_bytes(result.budget.memory_bytes)
-    columns = [("method", NAME), ("needs", NUMBER), ("scratch", NUMBER), ("fits", WORD)]
+    needs = Column("needs", NUMBER, unit=BYTES, legend="tables (allocator-rounded) + scratch")
+    columns: list[ColumnSpec] = [("method", NAME), needs, ("scratch", NUMBER), ("fits", WORD)]
     missing = []
     rss_reason = same_unavailable([m.peak_rss_bytes for m in result.methods])
     if rss_reason is None:
-        columns.append(("peak RSS", NUMBER))
+        columns.append(
+            Column("peak RSS", NUMBER, legend="the whole process's; ~ projected: its RSS before the tables + needs")
+        )
     else:
         missing.append(f"peak RSS: unavailable: {rss_reason}")
     fitted = any(m.memory_fit is not None for m in result.methods)
     if fitted:
-        columns += [("RSS/need", NUMBER), ("n", NUMBER), ("R²", NUMBER)]
+        slope = "slope of RSS growth against the need over n samples (R²: of that fit)"
+        columns += [Column("RSS/need", NUMBER, legend=slope), ("n", NUMBER), ("R²", NUMBER)]
     table = Table.of(f"Memory per rank (budget {budget})", columns, [])
     for m in result.methods:
         row: list[str | Cell] = [
             m.name,
-            format_bytes(m.needed_bytes),
+            Cell(format_bytes(m.needed_bytes), value=m.needed_bytes),
             format_bytes(m.peak_scratch_bytes),
             "yes" if m.fits_in_memory else Cell("no", BAD),
         ]
@@ -400,13 +410,9 @@ def memory_table(result: EngramResult) -> Table:
             fit = m.memory_fit
             row += [f"x{fit.slope:.3f}", str(fit.points), f"{fit.r_squared:.3f}"] if fit else ["", "", ""]
         table.add(*row)
-    notes = ["needs: tables (allocator-rounded) + scratch"]
     if rss_reason is None:
-        notes.append("peak RSS: the whole process's; ~ projected: its RSS before the tables + needs")
-        notes += projected_note(m.peak_rss_bytes for m in result.methods)
-    if fitted:
-        notes.append("RSS/need: slope of RSS growth against the need over n samples (R²: of that fit)")
-    table.notes += notes + missing
+        table.notes += projected_note(m.peak_rss_bytes for m in result.methods)
+    table.notes += missing
     return table
 
 
@@ -433,13 +439,11 @@ def values_table(result: EngramResult) -> Table:
         scale = "untouched" if m.name == "random-convert" else ",".join(str(x) for x in v.scale_values)
         spread = _spread(v.weight_min, v.weight_max)
         rows.append([m.name, m.origin, f"{v.weight_zero_share:.1%}", str(v.weight_distinct), spread, scale])
-    columns = [("method", NAME), ("as in", TEXT), ("zeros", NUMBER), ("distinct", NUMBER), ("weights", NUMBER)]
-    columns.append(("scales", TEXT))
+    columns: list[ColumnSpec] = [("method", NAME), ("as in", TEXT), ("zeros", NUMBER), ("distinct", NUMBER)]
+    columns.append(Column("weights", NUMBER, legend="smallest and largest value sampled (±1: -1..1)"))
+    columns.append(Column("scales", TEXT, legend="the scale bytes seen"))
     title = "Methods: as in, and the values written (sample)" if sampled else "Methods"
-    notes = ["scales: the scale bytes seen"] if sampled else []
-    if any(row[4] and row[4] != "n/a" for row in rows):
-        notes.insert(0, "weights: smallest and largest value sampled (±1: -1..1)")
-    return Table.of(title, columns, rows, notes=notes)
+    return Table.of(title, columns, rows)
 
 
 def _times_in_one_unit(seconds: list[float]) -> str:
@@ -495,31 +499,6 @@ def method_lines(result: EngramResult) -> list[str]:
     return [f"{', '.join(names)}: {reason}" for reason, names in planned.items()] + lines
 
 
-def glance_table(result: EngramResult) -> Table:
-    """One line per method (start-up, its range, the fill, the need, the verdicts); the statistics: --detail."""
-    deadline = result.budget.deadline_s
-    title = "Start-up per rank" + (f" (deadline {format_seconds(deadline)})" if deadline is not None else "")
-    columns = [("method", NAME), ("start-up", NUMBER), ("range", NUMBER), ("fill", NUMBER), ("fits", WORD)]
-    columns.append(("deadline", WORD))
-    table = Table.of(title, columns, [])
-    for m in result.methods:
-        table.add(
-            m.name + (" (floor)" if m.name == result.floor_method else ""),
-            estimate_cell(m.startup),
-            estimate_range(m.startup) or estimate_range(m.time),
-            estimate_cell(m.time),
-            "yes" if m.fits_in_memory else Cell("no", BAD),
-            deadline_cell(result, m),
-        )
-    table.notes.append(
-        f"start-up: allocation + first touch + fill; fits: tables + scratch in "
-        f"{format_bytes(result.budget.memory_bytes)}"
-    )
-    table.notes += projected_note(m.startup for m in result.methods)
-    table.notes.append("every table, fit, sample and interval: --detail")
-    return table
-
-
 def glance_lines(result: EngramResult) -> list[str]:
     """Why methods were projected (one line per reason) and what the plan changed: the words, not the statistics."""
     why: dict[str, list[str]] = {}
@@ -542,7 +521,7 @@ def engram_blocks(results: Results, detail: bool = True) -> list[Block]:
     assert result is not None
     if not detail and not results.ranks and same_unavailable([m.startup for m in result.methods]) is None:
         # the answer and a line per method; the statistics behind --detail
-        return [glance_table(result), *(Line(line, DIM) for line in glance_lines(result))]
+        return [startup_table(result, detail=False), *(Line(line, DIM) for line in glance_lines(result))]
     blocks: list[Block] = [layout_table(result)]
     if results.ranks:  # a multi-rank run: every rank's figures side by side instead of rank 0's alone
         return blocks + ranks_blocks(results) + [Line(f"note (rank 0): {note}", DIM) for note in plan_notes(result)]
@@ -560,7 +539,7 @@ def engram_blocks(results: Results, detail: bool = True) -> list[Block]:
     if bound is not None:
         blocks.append(Line(f"roofline: {bound}"))
     if any(m.projection is not None for m in result.methods):
-        blocks.append(Line(INTERVALS_NOTE, DIM))
+        blocks.append(Line(say("engram.intervals"), DIM))
     blocks += [
         Line(f"note: {sample_group_note(group, result.layout.part_rows)}", DIM)
         for group in result.sample_groups
@@ -571,10 +550,3 @@ def engram_blocks(results: Results, detail: bool = True) -> list[Block]:
         rss, budget = format_bytes(result.run_peak_rss_bytes), format_bytes(result.budget.memory_bytes)
         blocks.append(Line(f"peak RSS of this run: {rss} (memory budget {budget})", DIM))
     return blocks
-
-
-INTERVALS_NOTE = (
-    "note: intervals run from the least to the steepest slope of the samples' lines (an allocation that "
-    "does not grow with size: its fastest to slowest reading); no projection is faster "
-    "than this run's memset floor (first touch: nor than its own fastest sample)"
-)

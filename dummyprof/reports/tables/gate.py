@@ -31,7 +31,6 @@ VERDICTS = {
     verdicts.NOT_JUDGED: WARN,
 }
 GATE_NOTE = "a check without a rule line is a counter, exact against the baseline"
-BASELINE_NOTE = "value: a timing's median over its rounds"
 
 
 def value_text(value: float | None, unit: str) -> str:
@@ -87,8 +86,8 @@ def checks_table(section: GateResult) -> Table:
 
 def metrics_table(section: GateResult) -> Table:
     """Every metric of every scenario, grouped under its scenario; a timing's rounds in their own column."""
-    columns = [("metric", TEXT), ("kind", WORD), ("value", NUMBER), ("rounds", NUMBER)]
-    table = Table.of("Baseline metrics", columns, [], notes=[BASELINE_NOTE])
+    value = Column("value", NUMBER, legend="a timing's median over its rounds")
+    table = Table.of("Baseline metrics", [("metric", TEXT), ("kind", WORD), value, ("rounds", NUMBER)], [])
     for run in section.scenarios:
         table.add(Cell(run.name, STRONG), "", "", "")
         if run.error is not None:

@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from dummyprof.results.common import Estimate
+
 # Column kinds. NAME: a row's name, bold, kept whole; WORD: a short word kept whole; NUMBER: a
 # right-aligned figure that never wraps; TEXT: words that wrap; PATH: a dotted tensor name that a
 # narrow terminal shortens by eliding its middle (``model.….mlp.down_proj.weight``).
@@ -18,12 +20,17 @@ NAME, WORD, NUMBER, TEXT, PATH = "name", "word", "number", "text", "path"
 # CODE: an identifier a reader may copy (a Markdown code span); GOOD: a verdict that passed.
 PLAIN, BAD, WARN, STRONG, DIM, CODE, GOOD = "", "bad", "warn", "strong", "dim", "code", "good"
 
+# A column's unit, where its cells carry the figure behind their text (``Cell.value``): the HTML page draws
+# such a column as a chart, a bar per row (``reports/html_figures.table_charts``). TIME: seconds, BYTES: bytes.
+TIME, BYTES = "s", "B"
+
 
 @dataclass(frozen=True)
 class Cell:
     text: str
     emphasis: str = PLAIN
     under: str = ""  # a dim second line under the text (a gate check's rule), kept out of the cell's width
+    value: Estimate | float | None = None  # the figure the text writes, in its column's unit (a chart reads it)
 
 
 @dataclass(frozen=True)
@@ -31,6 +38,11 @@ class Column:
     header: str
     kind: str = TEXT
     tight: int | None = None  # TEXT only: the width its words wrap to first where a terminal is short of room
+    unit: str = ""  # TIME or BYTES: the cells carry their figures and the HTML page charts the column
+    legend: str = ""  # what the column holds: said under every table that shows the column, before its notes
+
+
+ColumnSpec = tuple[str, str] | Column  # ``(header, kind)``, or a Column with more said
 
 
 @dataclass
@@ -50,7 +62,7 @@ class Table:
     def of(
         cls,
         title: str,
-        columns: Sequence[tuple[str, str] | Column],
+        columns: Sequence[ColumnSpec],
         rows: Sequence[Sequence[str | Cell]],
         **kwargs: object,
     ) -> Table:
@@ -70,6 +82,11 @@ class Table:
         """A rule under the last row added (terminal only: the other formats group by the cells)."""
         if self.rows:
             self.section_ends.add(len(self.rows) - 1)
+
+    def explained(self) -> list[str]:
+        """The lines under the table: the legends of the columns it shows (``header: legend``), then its notes."""
+        shown = self.shown()
+        return [f"{c.header}: {c.legend}" for i, c in enumerate(self.columns) if c.legend and i in shown] + self.notes
 
     def shown(self) -> list[int]:
         """The columns with a cell in some row (a column empty everywhere says nothing)."""

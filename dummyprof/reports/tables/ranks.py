@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from dummyprof.reports.format import PROJECTED_MARK, PROJECTED_NOTE, estimate_cell, rank_ranges
-from dummyprof.reports.tables.model import BAD, DIM, NUMBER, TEXT, WARN, WORD, Block, Cell, Line, Table
+from dummyprof.reports.format import PROJECTED_MARK, estimate_cell, rank_ranges
+from dummyprof.reports.messages import say
+from dummyprof.reports.tables.model import BAD, DIM, NUMBER, TEXT, WARN, WORD, Block, Cell, Column, Line, Table
 from dummyprof.results.ranks import RankRecord, RanksAggregate
 from dummyprof.results.session import Results
 from dummyprof.units import format_bytes
@@ -84,7 +85,7 @@ def time_table(records: list[RankRecord]) -> Table:
     if shortened:
         note += f" ({', '.join(shortened)}: random-*)"
     if any(cell.startswith(PROJECTED_MARK) for row in rows for cell in row):
-        note += f"; {PROJECTED_NOTE}"
+        note += f"; {say('fill.projected-mark')}"
     return Table.of("Times per rank", columns, rows, notes=[note])
 
 
@@ -104,9 +105,11 @@ def critical_table(agg: RanksAggregate) -> Table:
 
 def contention_table(agg: RanksAggregate, records: list[RankRecord]) -> Table:
     """Alone against together, for the slowest rank; every rank's own ratio folds onto as many lines as it needs."""
-    columns = [("method", WORD), ("alone", NUMBER), ("together", NUMBER), ("ratio", NUMBER), ("per rank", TEXT)]
+    ratio = Column("ratio", NUMBER, legend="together / alone")
+    columns: list[tuple[str, str] | Column] = [("method", WORD), ("alone", NUMBER), ("together", NUMBER), ratio]
+    columns.append(("per rank", TEXT))
     table = Table.of("Contention (fill time of the slowest rank)", columns, [])
-    table.notes.append(f"contention: {CONTENTION_CAPTION}; ratio: together / alone")
+    table.notes.append(f"contention: {CONTENTION_CAPTION}")
     for c in agg.contention:
         if c.ratio.value is None:
             table.add(c.method, "", "", "", f"not checked: {c.unavailable}" if c.unavailable else "n/a")

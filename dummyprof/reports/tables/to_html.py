@@ -44,8 +44,8 @@ def html_table(table: Table) -> str:
         )
         out.append(f"<tr>{cells}</tr>")
     out.append("</tbody>")
-    if table.notes:
-        notes = escape("; ".join(table.notes))
+    if explained := table.explained():
+        notes = escape("; ".join(explained))
         out.append(f'<tfoot><tr><td colspan="{len(shown)}"><div class="notes">{notes}</div></td></tr></tfoot>')
     out.append("</table>")
     return "\n".join(out)

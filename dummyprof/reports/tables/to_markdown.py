@@ -37,8 +37,8 @@ def table_lines(table: Table) -> list[str]:
     for row, depth in zip(rows, table.depths or [], strict=False):  # a tree: the first cell indented
         row[0] = Cell("\u00a0\u00a0" * depth + row[0].text, row[0].emphasis)
     lines += md_table(header, rows, right)
-    if table.notes:
-        lines += ["", f"_{markdown_text('; '.join(table.notes))}_"]
+    if explained := table.explained():
+        lines += ["", f"_{markdown_text('; '.join(explained))}_"]
     return lines
 
 

@@ -187,5 +187,5 @@ def print_blocks(console: Console, blocks: list[Block]) -> None:
             continue
         for part in [rich_tree(block)] if block.depths is not None else rich_tables(block, console.width):
             console.print(part)
-        if block.notes:
-            console.print(styled("; ".join(block.notes), model.DIM))
+        if explained := block.explained():
+            console.print(styled("; ".join(explained), model.DIM))

@@ -314,8 +314,7 @@ def run_compare(
     """
     if auto is not None:
         repeat = auto.max_rounds
-    if device.type == "cpu":
-        map_afresh()  # every round's model on pages it writes first, as the engine's worker does at start-up
+    map_afresh(device)  # every round's model on pages it writes first, as the engine's worker does at start-up
     busy = contention.read()  # how busy the machine is over the rounds, stored with them
     started = clock()
     result = CompareResult(model=model, repeat=repeat, warmup=warmup)

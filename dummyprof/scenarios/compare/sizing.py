@@ -131,7 +131,7 @@ def _timed_fill(
 ) -> float:
     """One fill of a new tensor whose pages were touched first: the fill's own cost (first touch is probed apart)."""
     init = get_initializer(init_name)
-    tensor = torch.empty(nbytes // _element(key.dtype), dtype=key.dtype, device=device)
+    tensor = torch.empty(nbytes // key.dtype.itemsize, dtype=key.dtype, device=device)
     tensor.view(torch.uint8).fill_(0)
     if key.operation == RULE_DECLARED:
         tensor.dummy_weight_value = 1.0  # type: ignore[attr-defined]  # the value does not change the cost
@@ -140,10 +140,6 @@ def _timed_fill(
     init(tensor, local_name)
     synchronize(device)
     return clock() - t0
-
-
-def _element(dtype: torch.dtype) -> int:
-    return torch.empty(0, dtype=dtype).element_size()
 
 
 def calibrate(
@@ -163,7 +159,7 @@ def calibrate(
         def fill(nbytes: int, init_name: str = init_name, key: _ClassKey = key, local_name: str = local_name) -> float:
             return _timed_fill(init_name, key, local_name, nbytes, device, clock)
 
-        element = _element(key.dtype)
+        element = key.dtype.itemsize
         run = engine.sample(
             fill, largest, seconds=share, element=element, small_bytes=SMALL_ELEMENTS * element, clock=clock
         )

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from dummyprof.measure.projection import fit_line
 from dummyprof.results.sweep import GrowthFit
 
 
@@ -23,27 +24,19 @@ def fit_growth(
     pairs = [(x, y) for x, y in zip(xs, ys, strict=True) if y is not None and y > 0 and x > 0 and x >= x_from]
     if len(pairs) < 2 or len({x for x, _ in pairs}) < 2:
         return None
-    lx = [math.log(x) for x, _ in pairs]
-    ly = [math.log(y) for _, y in pairs]
-    n = len(pairs)
-    mx, my = sum(lx) / n, sum(ly) / n
-    sxx = sum((x - mx) ** 2 for x in lx)
-    sxy = sum((x - mx) * (y - my) for x, y in zip(lx, ly, strict=True))
-    syy = sum((y - my) ** 2 for y in ly)
-    slope = sxy / sxx
+    line = fit_line([math.log(x) for x, _ in pairs], [math.log(y) for _, y in pairs])
     result = GrowthFit(
         series=series,
         metric=metric,
-        exponent=slope,
-        intercept=my - slope * mx,
+        exponent=line.slope,
+        intercept=line.intercept,
         points=len(pairs),
         x_from=min(x for x, _ in pairs),
         x_to=max(x for x, _ in pairs),
     )
-    if n > 2:
-        # Least squares as scipy.stats.linregress computes it: r², and the slope's standard error.
-        result.r_squared = min(1.0, sxy * sxy / (sxx * syy)) if syy > 0 else 1.0  # flat: a perfect fit
-        stderr = math.sqrt(max(0.0, (1 - result.r_squared) * syy / sxx / (n - 2)))
-        half = float(stdtrit(n - 2, 0.975)) * stderr
+    if len(pairs) > 2:
+        # scipy.stats.linregress's r² (a flat line: a perfect fit) and the slope's standard error
+        result.r_squared = line.r_squared
+        half = float(stdtrit(len(pairs) - 2, 0.975)) * line.residual_s / math.sqrt(line.sxx)
         result.ci_low, result.ci_high = result.exponent - half, result.exponent + half
     return result

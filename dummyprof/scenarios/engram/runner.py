@@ -396,21 +396,24 @@ def _projected(
 ) -> tuple[LinearFit, TimeProjection]:
     """``points`` projected to ``nbytes`` by the engine (the medians' line, its slope bounds), never faster than the
     ceiling's rate: the fit used, and the projection (its ``line``: the medians' least squares, always fitted). A
-    line that does not rise gives way to the largest sample's rate through the origin; ``fixed``, a step that need
-    not grow with bytes (mapping pageable memory), to the median of its readings, also where the line is poor."""
+    line that does not rise gives way to the largest sample's rate through the origin, between the fastest and
+    slowest per-byte reading; ``fixed``, a step that need not grow with bytes (mapping pageable memory), to the
+    median of its readings, also where the line is poor."""
     sampled = engine.fitted([p.bytes_written for p in points], [p.time.samples for p in points])
     line, largest = fit_line(sampled.sizes, [statistics.median(t) for t in sampled.trials]), max(sampled.sizes)
     flat = line.slope <= 0
-    if flat:
+    if flat:  # the per-byte rates of every reading bound it, as no line can
+        per_byte = [r / p.bytes_written for p in points for r in p.time.samples]
         slope = statistics.median(sampled.trials[-1]) / largest
         sampled.fit = LinearFit(slope=slope, r_squared=line.r_squared, points=1, x_max=largest, model="b x")
+        sampled.fit_low, sampled.fit_high = LinearFit(slope=min(per_byte)), LinearFit(slope=max(per_byte))
     rate, name = ceiling
     timed = engine.project(
         engine.cost(sampled, nbytes, calls=0), nbytes, engine.Floors(memset_bytes_per_s=rate or 0.0), device=device
     )
     projection = TimeProjection(
         time=timed.time,
-        interval="slopes",
+        interval="readings" if flat else "slopes",
         line=line,
         fallback=FALLBACK_FLAT if flat else "",
         rate_bytes=largest if flat else 0,

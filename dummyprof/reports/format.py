@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable
 from itertools import groupby
 
 from dummyprof.reports.messages import known, say
-from dummyprof.results.common import Contention, Estimate
+from dummyprof.results.common import Contention, Estimate, FirstTouch
 from dummyprof.results.verdict import Verdict
 from dummyprof.units import format_bytes, format_seconds
 
@@ -127,6 +127,16 @@ def contended_mark(*readings: Contention | None) -> str:
 def fresh_text(budget_s: float | None) -> str:
     """A first-touch probe stopped by the budget before it covered every page the fill first-touches."""
     return "" if budget_s is None else say("fill.first-touch-short", budget=math.ceil(budget_s))
+
+
+def first_touch_notice(pages: FirstTouch, rss_bytes: int) -> str:
+    """What a first-touch probe cut short leaves out of a projection, and the budget that covers it."""
+    if pages.binding == "time":
+        return fresh_text(pages.budget_s)
+    if pages.binding != "memory" or pages.fresh_s:  # a memory-bound sample: the calibration line says how much
+        return ""
+    memory = format_bytes(rss_bytes + 4 * pages.chunk_bytes)  # the probe's room is half what --max-memory leaves
+    return say("fill.first-touch-no-room", needed=format_bytes(pages.needed_bytes), memory=memory)
 
 
 def contention_text(c: Contention | None, what: str) -> str:

@@ -42,6 +42,9 @@ MESSAGES: dict[str, str] = {
     "fill.generator-bound": "bound by the random generator, not by memory: on CPU, torch's uniform_ draws on one "
     "thread behind the generator's lock (and fp8 goes through an fp16 temporary), whatever the memory system "
     "could take",
+    "fill.first-touch-no-room": "FIRST TOUCH NOT PROBED: --max-memory leaves no room for fresh pages, so the "
+    "projection leaves out the first write to {needed} of them and reads low by its page faults; --max-memory "
+    "{memory} or more probes them",
     "fill.first-touch-short": "FIRST TOUCH PARTLY SAMPLED for lack of time: the pages past the probe are priced at "
     "its last pages' rate (the interval: its cheapest and dearest); --time-budget {budget}s or more probes them all",
     "fill.projected-mark": "~: projected from smaller samples, not measured",

@@ -180,7 +180,7 @@ def test_projecting_fake_measurements_end_to_end() -> None:
 
 
 def test_the_report_says_how_each_projection_was_made_and_bounded() -> None:
-    from dummyprof.reports.tables.engram import projection_how
+    from dummyprof.reports.kinds.engram import projection_how
 
     samples = [Sample(x, [x / 20e9]) for x in (1e8, 2e8, 3e8, 4e8)]
     _, bounded = project_time(samples, 1e11, ceiling_bytes_per_s=10e9, ceiling_name="memset")

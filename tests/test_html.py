@@ -571,8 +571,9 @@ def test_the_compare_page_carries_the_detail_and_the_most_revisited_tensors(repo
 
 def test_the_page_renders_whatever_the_table_model_holds_for_its_kind(monkeypatch: pytest.MonkeyPatch) -> None:
     """A kind added to tables/kinds.py BLOCKS is on the page as it is, in place of the charts' own tables."""
-    from dummyprof.reports.html import render_html
     from dummyprof.reports.tables.kinds import BLOCKS
+
+    from dummyprof.reports.html import render_html
     from dummyprof.reports.tables.model import BYTES, NUMBER, Cell, Column, Line, Table
 
     table = Table("From the blocks", [Column("check"), Column("now", NUMBER, unit=BYTES)])

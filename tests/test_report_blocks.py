@@ -10,11 +10,11 @@ import io
 from pathlib import Path
 
 import pytest
+from dummyprof.reports.tables.kinds import BLOCKS
 from rich.console import Console
 
 from dummyprof.reports.registry import render
 from dummyprof.reports.reporter import RenderOptions
-from dummyprof.reports.tables.kinds import BLOCKS
 from dummyprof.reports.tables.model import BAD, NAME, NUMBER, Cell, Line, Table
 from dummyprof.reports.tables.to_markdown import markdown_blocks
 from dummyprof.reports.tables.to_terminal import print_blocks

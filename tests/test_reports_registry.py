@@ -9,12 +9,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from dummyprof.reports.tables.kinds import BLOCKS
 
 import dummyprof
 from dummyprof.errors import UsageError
 from dummyprof.reports import registry
 from dummyprof.reports.registry import RenderOptions, Reporter, get_reporter, register_reporter, render, reporter_names
-from dummyprof.reports.tables.kinds import BLOCKS
 from dummyprof.results.session import Results
 from dummyprof.results.store import load_results
 from tests.conftest import CliResult

@@ -19,6 +19,10 @@ from dummyprof.results.sweep import SweepResult
 
 # Files of any other schema are refused (results/store.py): docs/architecture.md, "Results schema".
 SCHEMA_VERSION = 6
+# Each kind of Results (its ``command``) and the section it fills: the key of every per-kind table (whole-file checks,
+# gate metrics, reports/kinds/). A file without its section cannot be rendered.
+SECTIONS = {name: name for name in ("compare", "audit", "inspect", "engram", "gate", "sweep", "deployment")}
+SECTIONS["baseline"] = "gate"
 
 
 def _now() -> str:

@@ -9,11 +9,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from dummyprof.reports.tables.kinds import BLOCKS
 
 import dummyprof
 from dummyprof.errors import UsageError
 from dummyprof.reports import registry
+from dummyprof.reports.kinds import KINDS
 from dummyprof.reports.registry import RenderOptions, Reporter, get_reporter, register_reporter, render, reporter_names
 from dummyprof.results.session import Results
 from dummyprof.results.store import load_results
@@ -25,8 +25,8 @@ FILES = sorted(OLD.glob("*.json"))
 
 def test_builtin_reporters_and_the_kinds_they_render() -> None:
     assert reporter_names() == ["terminal", "json", "markdown", "junit", "benchmark-json", "pytorch-benchmark", "html"]
-    assert get_reporter("terminal").kinds == get_reporter("markdown").kinds == frozenset(BLOCKS)
-    assert set(BLOCKS) == {
+    assert get_reporter("terminal").kinds == get_reporter("markdown").kinds == frozenset(KINDS)
+    assert set(KINDS) == {
         "compare",
         "audit",
         "inspect",

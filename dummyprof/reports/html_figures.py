@@ -1,5 +1,5 @@
 """The HTML report's charts, as plotly figure JSON: a chart for each charted column of the command's table blocks
-(:func:`table_charts`), and the two pictures no table holds, compare's module icicle and the sweep's log-log fits.
+(:func:`table_charts`), the look every chart shares, and compare's module icicle (a picture no table holds).
 
 A column charts when it declares a unit (``Column.unit``: a time or a byte count) and its cells carry the figure
 behind their text (``Cell.value``): one bar per row, whiskers from the row's Estimate, the device the times were
@@ -74,17 +74,17 @@ class Section:
     figures: list[Chart] = field(default_factory=list)
 
 
-def _chart(fig: Any, *, half: bool = False) -> Chart:
+def chart(fig: Any, *, half: bool = False) -> Chart:
     return Chart(str(fig.to_json()), half)
 
 
-def _go() -> Any:
+def plotly() -> Any:
     import plotly.graph_objects as go
 
     return go
 
 
-def _layout(
+def layout(
     fig: Any, title: str, height: int, subtitle: str = "", margin: dict[str, int] | None = None, **more: Any
 ) -> None:
     """The look every chart shares: the title (escaped here), legend under the plot, margins that fit the labels."""
@@ -101,12 +101,12 @@ def _layout(
     )
 
 
-def _hover(texts: list[str]) -> dict[str, Any]:
+def hover(texts: list[str]) -> dict[str, Any]:
     """Hovering shows these texts (escaped by the caller), not plotly's own."""
     return {"hovertext": texts, "hoverinfo": "text"}
 
 
-def _whiskers(figures: Sequence[Estimate | None], scale: float = 1.0, **look: Any) -> dict[str, Any] | None:
+def whiskers(figures: Sequence[Estimate | None], scale: float = 1.0, **look: Any) -> dict[str, Any] | None:
     """Error bars from each figure's range (``estimate_whisker``) in units of ``scale``; None where none has one."""
     ends = [estimate_whisker(f) for f in figures]
     if not any(below or above for below, above in ends):
@@ -207,23 +207,23 @@ def _column_chart(table: Table, index: int, device: str) -> Chart | None:
     scale, unit = byte_unit(max(f.value or 0.0 for _, _, f in rows)) if column.unit == BYTES else (1.0, TIME)
     values = [(f.value or 0.0) / scale for _, _, f in rows]
     ends = [end / scale for _, _, f in rows if f.span is not None for end in f.span]  # the whiskers' ends
-    whiskers = _whiskers([f for _, _, f in rows], scale, color=WHISKER)
+    error = whiskers([f for _, _, f in rows], scale, color=WHISKER)
     hatched = ["/" if f.is_projected else "" for _, _, f in rows]
-    bars = _go().Bar(  # horizontal, the first row on top (DOWN), its figure as the table writes it beside its name
+    bars = plotly().Bar(  # horizontal, the first row on top (DOWN), its figure as the table writes it beside its name
         y=[text(f"{name} · {cell}") for name, cell, _ in rows],
         x=values,
         orientation="h",
         marker={"color": [colour(name.rpartition(" · ")[2]) for name, _, _ in rows], "pattern": {"shape": hatched}},
-        error_x=whiskers,
-        **_hover([text(f"{name}: {cell}") for name, cell, _ in rows]),
+        error_x=error,
+        **hover([text(f"{name}: {cell}") for name, cell, _ in rows]),
         showlegend=False,
     )
     taken = next((f.device for _, _, f in rows if f.device), device)
-    title, subtitle = _headings(table, column, taken, any(hatched), whiskers is not None)
-    fig = _go().Figure(bars)
+    title, subtitle = _headings(table, column, taken, any(hatched), error is not None)
+    fig = plotly().Figure(bars)
     height, margin = max(260, 46 * len(rows) + 150), {"t": 86, "l": 10, "r": 40, "b": 50}
-    _layout(fig, title, height, subtitle, margin, xaxis=value_axis(values + ends, unit, column.header), yaxis=DOWN)
-    return _chart(fig, half=len(rows) <= HALF_ROWS)
+    layout(fig, title, height, subtitle, margin, xaxis=value_axis(values + ends, unit, column.header), yaxis=DOWN)
+    return chart(fig, half=len(rows) <= HALF_ROWS)
 
 
 def _headings(table: Table, column: Column, device: str, projected: bool, ranged: bool) -> tuple[str, str]:
@@ -342,7 +342,7 @@ def _name_run(
 
 def _icicle(result: CompareResult, strategy: str, cmax: int, height: int) -> tuple[str, str]:
     """Nodes: modules (by path) and tensors (by qualified name); values are bytes, summed up the tree."""
-    go = _go()
+    go = plotly()
     own, repeats = collapse_repeats(
         [(t.module, name, t.nbytes, t.visits.get(strategy, 0)) for name, t in result.tensors.items()]
     )
@@ -371,7 +371,7 @@ def _icicle(result: CompareResult, strategy: str, cmax: int, height: int) -> tup
                 total[ancestor] += nbytes
                 weighted[ancestor] += nbytes * visits
 
-    ids, labels, parents, values, colours, hover = [], [], [], [], [], []
+    ids, labels, parents, values, colours, hovers = [], [], [], [], [], []
     for path in sorted(modules, key=lambda m: (depth(m), m)):
         if depth(path) > max_depth:
             continue
@@ -383,7 +383,7 @@ def _icicle(result: CompareResult, strategy: str, cmax: int, height: int) -> tup
         mean = weighted[path] / total[path] if total[path] else 0.0
         colours.append(mean)
         alike = f"<br>{repeats[path]} alike modules, their bytes together" if path in repeats else ""
-        hover.append(
+        hovers.append(
             f"module {text(path or 'model (root)')}<br>depth {depth(path)}<br>{format_bytes(total[path])}"
             f"<br>mean visits {mean:.2f}{alike}"
         )
@@ -395,7 +395,7 @@ def _icicle(result: CompareResult, strategy: str, cmax: int, height: int) -> tup
                 parents.append(f"m:{path}")
                 values.append(float(nbytes))
                 colours.append(float(visits))
-                hover.append(f"{text(name)}<br>{format_bytes(nbytes)}<br>{text(strategy)}: {visits} visit(s)")
+                hovers.append(f"{text(name)}<br>{format_bytes(nbytes)}<br>{text(strategy)}: {visits} visit(s)")
     compact = height < FULL_HEIGHT
     fig = go.Figure(
         go.Icicle(
@@ -405,10 +405,10 @@ def _icicle(result: CompareResult, strategy: str, cmax: int, height: int) -> tup
             values=values,
             branchvalues="total",
             marker={"colors": colours, "colorscale": "Reds", "cmin": 0, "cmax": cmax, "showscale": not compact},
-            **_hover(hover),
+            **hover(hovers),
             tiling={"orientation": "v"},
             maxdepth=-1,
         )
     )
-    _layout(fig, strategy, height, margin={"t": 36, "l": 10, "r": 10, "b": 10})
+    layout(fig, strategy, height, margin={"t": 36, "l": 10, "r": 10, "b": 10})
     return str(fig.to_json()), note

@@ -1,4 +1,4 @@
-"""The one-line summary of each kind of Results, written from its data (``--quiet`` prints only this line)."""
+"""One builder for every kind's one-line summary (``--quiet`` prints only it): its clauses fitted to the width."""
 
 from __future__ import annotations
 

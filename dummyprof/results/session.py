@@ -19,8 +19,7 @@ from dummyprof.results.sweep import SweepResult
 
 # Files of any other schema are refused (results/store.py): docs/architecture.md, "Results schema".
 SCHEMA_VERSION = 6
-# Each kind of Results (its ``command``) and the section it fills: the key of every per-kind table (whole-file checks,
-# gate metrics, reports/kinds/). A file without its section cannot be rendered.
+# Each kind of Results (``command``) and the section it fills (a file without it is refused): every per-kind key.
 SECTIONS = {name: name for name in ("compare", "audit", "inspect", "engram", "gate", "sweep", "deployment")}
 SECTIONS["baseline"] = "gate"
 

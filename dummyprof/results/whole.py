@@ -9,7 +9,7 @@ from typing import Any
 import msgspec
 
 from dummyprof.errors import ImpossibleFigure
-from dummyprof.results.session import SECTIONS, Results
+from dummyprof.results.session import Results
 from dummyprof.units import MAX_NESTING, MAX_WORLD_RANKS, nesting_depth
 
 
@@ -104,17 +104,17 @@ def _free_values(results: Results) -> Iterable[tuple[Any, str]]:
         yield run.fingerprint.options, f"$.gate.scenarios[{i}].fingerprint.options"
 
 
-# Per kind of Results (``command``, as every per-kind table is keyed): the rules its section is held to.
+# Per section, by the name of the kind that fills it (results/session.py SECTIONS): the rules it is held to.
 CHECKS: dict[str, Callable[[Any, str], None]] = {"deployment": _deployment}
 
 
 def check_whole(results: Results) -> None:
     for value, where in _free_values(results):
         _shallow(value, where)
-    check, section = CHECKS.get(results.command), SECTIONS.get(results.command, "")
-    value = getattr(results, section, None) if check is not None else None
-    if check is not None and value is not None:
-        check(value, f"$.{section}")
+    for section, check in CHECKS.items():
+        value = getattr(results, section)
+        if value is not None:
+            check(value, f"$.{section}")
 
 
 def check_possible(results: Results) -> None:

@@ -1,6 +1,5 @@
-"""Each kind of Results, one module each: what it means to a reader (its blocks, summary, notices, HTML words and
-pictures, the device its times were taken on). Every reporter reads them here; a new kind is one module and one
-entry in ``BUILTIN``."""
+"""Every kind of Results, a module each (its ``Kind``: reports/kind.py), registered here, where every reporter reads
+them: a new kind is one module and one entry in ``BUILTIN``."""
 
 from __future__ import annotations
 

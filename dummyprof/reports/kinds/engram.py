@@ -1,4 +1,4 @@
-"""The engram report as blocks (a multi-rank run: tables/ranks.py), and the words for its data's codes.
+"""The engram report as blocks (a multi-rank run: kinds/ranks.py), its summary, and the words for its data's codes.
 
 Sized for 80 columns (issue #13): figures in short columns, the long words (how a projection was made, why a
 method was projected) in lines under the tables instead of in cells.

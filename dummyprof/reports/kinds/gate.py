@@ -21,16 +21,7 @@ from dummyprof.reports.tables.model import (
     Table,
 )
 from dummyprof.results import gate as verdicts
-from dummyprof.results.gate import (
-    EXIT_INCOMPLETE,
-    NOT_COMPARABLE,
-    NOT_JUDGED,
-    NOT_MEASURED,
-    PASS,
-    REGRESSED,
-    CheckResult,
-    GateResult,
-)
+from dummyprof.results.gate import CheckResult, GateResult
 from dummyprof.units import format_seconds
 
 VERDICTS = {
@@ -125,13 +116,14 @@ def baseline_summary(section: GateResult) -> str:
     if failed:
         return f"baseline NOT written: could not measure {', '.join(failed)}"
     if section.unrecorded:
-        return f"baseline NOT written: {'; '.join(section.unrecorded)}; exit {EXIT_INCOMPLETE}"
+        return f"baseline NOT written: {'; '.join(section.unrecorded)}; exit {verdicts.EXIT_INCOMPLETE}"
     counters = sum(1 for r in section.scenarios for m in r.metrics.values() if m.kind == "counter")
     times = sum(1 for r in section.scenarios for m in r.metrics.values() if m.kind == "time")
     return f"baseline: {len(section.scenarios)} scenarios, {counters} counters, {times} timings"
 
 
-FAILING = (REGRESSED, NOT_COMPARABLE, NOT_MEASURED, NOT_JUDGED)  # the verdicts that make the gate's exit code not 0
+# The verdicts that make the gate's exit code not 0.
+FAILING = (verdicts.REGRESSED, verdicts.NOT_COMPARABLE, verdicts.NOT_MEASURED, verdicts.NOT_JUDGED)
 
 
 def gate_summary(section: GateResult) -> str:
@@ -139,13 +131,12 @@ def gate_summary(section: GateResult) -> str:
     counts = section.counts()
     code = section.exit_code
     label = say(f"gate.{code}") if known(f"gate.{code}") else str(code)
-    if counts.get(NOT_JUDGED):  # measured on a busy machine; the reason is each check's detail
-        only = not counts.get(NOT_MEASURED) and not counts.get(NOT_COMPARABLE)
-        label = (
-            say("gate.not-judged") if code == EXIT_INCOMPLETE and only else say("gate.skipped") if code == 0 else label
-        )
+    if counts.get(verdicts.NOT_JUDGED):  # measured on a busy machine; the reason is each check's detail
+        only = not counts.get(verdicts.NOT_MEASURED) and not counts.get(verdicts.NOT_COMPARABLE)
+        incomplete = code == verdicts.EXIT_INCOMPLETE
+        label = say("gate.not-judged") if incomplete and only else say("gate.skipped") if code == 0 else label
     if section.unrecorded:
-        verdict = "regressions found" if any(c.verdict == REGRESSED for c in section.checks) else "measured"
+        verdict = "regressions found" if any(c.verdict == verdicts.REGRESSED for c in section.checks) else "measured"
         label = say("gate.unrecorded", verdict=verdict)
     outcome, _, why = label.partition(":")
     failing = [f"{n} {verdict}" for verdict, n in counts.items() if n and verdict in FAILING]
@@ -174,7 +165,7 @@ def gate_notices(section: GateResult) -> list[str]:
 
 def gate_text(section: GateResult) -> list[str]:
     compared = [c for c in section.checks if c.baseline is not None and c.current is not None]
-    equal = sum(c.verdict == PASS and c.current == c.baseline for c in compared)
+    equal = sum(c.verdict == verdicts.PASS and c.current == c.baseline for c in compared)
     return [
         f"config {section.config_path}; baseline {section.baseline_path or 'none'}; exit code {section.exit_code}; "
         f"{equal} of {len(compared)} checks equal their baselines; a time past x{section.factor:.2f} of its "

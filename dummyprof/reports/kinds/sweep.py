@@ -5,19 +5,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from dummyprof.reports import html_figures as charts
 from dummyprof.reports.format import estimate_cell, estimate_range, projected_note
-from dummyprof.reports.html_figures import (
-    Section,
-    _chart,
-    _go,
-    _hover,
-    _layout,
-    _whiskers,
-    byte_unit,
-    colour,
-    log_ticks,
-    tick_text,
-)
 from dummyprof.reports.kind import Kind
 from dummyprof.reports.tables.escape import html_text as text
 from dummyprof.reports.tables.model import DIM, NAME, NUMBER, STRONG, WORD, Block, Column, Line, Table
@@ -146,10 +135,10 @@ SWEEP_UNITS = {"visits": "", "time": "s"}  # bytes: the binary unit that fits th
 MAX_TICKS = 20  # up to this many swept values, each is a tick of the log x axis
 
 
-def sweep_sections(result: SweepResult) -> list[Section]:
-    go = _go()
+def sweep_sections(result: SweepResult) -> list[charts.Section]:
+    go = charts.plotly()
     label = parameter_label(result)
-    section = Section(
+    section = charts.Section(
         f"Growth over {label}",
         [
             f"{result.scenario} at {', '.join(f'{v:,}' for v in result.values)}; log-log axes, so a power law is a "
@@ -164,7 +153,7 @@ def sweep_sections(result: SweepResult) -> list[Section]:
     for metric, axis in SWEEP_METRICS:
         traces = []
         every = [y for series in result.series for y in result.column(series, metric) if y]
-        scale, unit = byte_unit(max(every, default=1.0)) if metric == "bytes" else (1.0, SWEEP_UNITS[metric])
+        scale, unit = charts.byte_unit(max(every, default=1.0)) if metric == "bytes" else (1.0, SWEEP_UNITS[metric])
         for series in result.series:
             traces.extend(_sweep_series_traces(result, series, metric, axis, scale, unit))
         if not traces:
@@ -174,10 +163,10 @@ def sweep_sections(result: SweepResult) -> list[Section]:
         yaxis = {
             "type": "log",
             "title": f"{axis} ({unit})" if metric == "bytes" else axis,
-            **log_ticks(low, high, unit),
+            **charts.log_ticks(low, high, unit),
         }
-        _layout(fig, f"{axis} vs {label}", 480, xaxis=xaxis, yaxis=yaxis, font={"size": 13})
-        section.figures.append(_chart(fig))
+        charts.layout(fig, f"{axis} vs {label}", 480, xaxis=xaxis, yaxis=yaxis, font={"size": 13})
+        section.figures.append(charts.chart(fig))
     return [section]
 
 
@@ -186,7 +175,7 @@ def _sweep_series_traces(
 ) -> list[Any]:
     """One series' line on a sweep's metric chart, with its fitted power law when it has one; none when the series
     has no value for the metric."""
-    go = _go()
+    go = charts.plotly()
     label = parameter_label(result)
     ys = [y / scale if y is not None else None for y in result.column(series, metric)]
     if all(y is None for y in ys):
@@ -194,7 +183,7 @@ def _sweep_series_traces(
     name = text(series)
     times = [p.series[series].time if series in p.series else None for p in result.points]
     hover = [
-        f"{name}<br>{text(label)} {x:,}<br>{axis} " + ("n/a" if y is None else tick_text(y, unit))
+        f"{name}<br>{text(label)} {x:,}<br>{axis} " + ("n/a" if y is None else charts.tick_text(y, unit))
         for x, y in zip(result.values, ys, strict=True)
     ]
     traces = [
@@ -203,9 +192,9 @@ def _sweep_series_traces(
             y=ys,
             mode="lines+markers",
             name=name,
-            line={"color": colour(series)},
-            error_y=_whiskers(times, thickness=1) if metric == "time" else None,
-            **_hover(hover),
+            line={"color": charts.colour(series)},
+            error_y=charts.whiskers(times, thickness=1) if metric == "time" else None,
+            **charts.hover(hover),
         )
     ]
     fit = result.fit(series, metric)
@@ -215,7 +204,7 @@ def _sweep_series_traces(
         r2 = f", R² {fit.r_squared:.4f}" if fit.r_squared is not None else ""
         fit_ys = [fit.predict(x) / scale for x in xs]
         fitted = f"{name} fit: exponent {fit.exponent:.2f}{interval}{r2}"
-        dashed = {"color": colour(series), "dash": "dash"}  # in the colour of the points it was fitted to
+        dashed = {"color": charts.colour(series), "dash": "dash"}  # in the colour of the points it was fitted to
         traces.append(go.Scatter(x=xs, y=fit_ys, mode="lines", name=fitted, line=dashed, hoverinfo="name"))
     return traces
 

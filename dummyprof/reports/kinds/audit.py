@@ -1,4 +1,4 @@
-"""The audit report as blocks: a row per filler, the findings grouped by kind (their sentences: reports/messages.py)."""
+"""The audit kind: a row per filler, the findings grouped by kind (sentences: reports/messages.py), summary, notices."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""``compare``'s blocks. Without ``detail`` (the terminal's default) the calibration, the projection check, the
-recording cost and most revisited tensors are left out, so the answer fits one 50-line screen; files carry all."""
+"""``compare``'s kind: blocks, summary, icicle. Without ``detail`` (the terminal's default) the calibration, the
+projection check, the recording cost and most revisited tensors are left out, so the answer fits 50 lines."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A deployment's blocks: ranks, their work per strategy, nodes, online fp8. Ranks alike share a row ("0-7")."""
+"""A deployment's kind: ranks, their work per strategy, nodes, online fp8 (ranks alike share a row, "0-7"); summary."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The gate and baseline reports as blocks: a row per check (or metric), grouped under its scenario."""
+"""The gate and baseline kinds: a row per check (or metric), grouped under its scenario; summaries, notices, words."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The inspect report as blocks: the module tree, a row per shown module (the terminal draws it as a tree)."""
+"""The inspect kind: the module tree, a row per shown module (the terminal draws a tree), its summary and notice."""
 
 from __future__ import annotations
 

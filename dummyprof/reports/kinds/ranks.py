@@ -1,4 +1,4 @@
-"""A multi-rank run as blocks: a row per rank, the times per rank (a column per phase), critical path, nodes."""
+"""A multi-rank run as blocks: a row per rank, the times per rank (a column per phase), critical path, nodes; its -q."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``sweep``'s blocks: the points, the growth fits and a log-scale sparkline each."""
+"""``sweep``'s kind: the points, the growth fits and a log-scale sparkline each; its summary; its log-log charts."""
 
 from __future__ import annotations
 

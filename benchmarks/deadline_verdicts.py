@@ -18,7 +18,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from dummyprof.reports.tables.engram import recommended
+from dummyprof.reports.kinds.engram import recommended
 from dummyprof.results.store import load_results
 
 DEFAULT = ["engram", "--rows", "2e9", "--offload", "--deadline", "600"]

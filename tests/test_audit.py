@@ -19,7 +19,7 @@ from dummyprof.loaders.strategies import (
     per_layer_traversal,
     register_strategy,
 )
-from dummyprof.reports.tables.audit import finding_subject, finding_text
+from dummyprof.reports.kinds.audit import finding_subject, finding_text
 from dummyprof.results.audit import AuditResult
 from dummyprof.scenarios.audit.run import AuditOptions, run
 from tests.conftest import CliResult

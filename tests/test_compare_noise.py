@@ -11,9 +11,9 @@ from torch import nn
 
 from dummyprof.loaders.strategies import Strategy, per_layer_traversal
 from dummyprof.models.synthetic import TreeSpec, build_tree
+from dummyprof.reports.kinds.compare import compare_summary
 from dummyprof.reports.registry import render
 from dummyprof.reports.reporter import RenderOptions
-from dummyprof.reports.summary import compare_summary
 from dummyprof.results.compare import CompareResult, ModelSummary
 from dummyprof.results.session import Results
 from dummyprof.scenarios.compare.runner import run_compare

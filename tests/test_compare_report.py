@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from dummyprof.reports.tables.compare import floor_share_cell, floor_share_text, memory_table, roofline_line, short_name
+from dummyprof.reports.kinds.compare import floor_share_cell, floor_share_text, memory_table, roofline_line, short_name
 from dummyprof.reports.tables.to_markdown import md_table, table_lines
 from dummyprof.reports.tables.to_terminal import elide_path
 from dummyprof.results import CompareResult, Estimate, StrategyResult

@@ -448,7 +448,7 @@ def test_real_ranks_that_do_not_finish_lose_nothing_already_measured(monkeypatch
     assert mine.rank_time is not None and mine.rank_time.value == 1.5
     assert (mine.rank_visits, mine.rank_bytes_written) == (15, 99)
     assert (theirs.rank_time, theirs.rank_visits) == (None, None)  # missing, not zero
-    from dummyprof.reports.tables.deployment import work_table
+    from dummyprof.reports.kinds.deployment import work_table
 
     notes = " ".join(work_table(result).notes)
     assert "own rank: ranks finished: 0 of 2; the others did not (2 ranks did not finish within 63 s)" in notes

@@ -166,8 +166,7 @@ def test_with_cuda_the_device_part_is_filled_on_the_device_and_the_tables_on_the
 
 def test_every_time_in_the_work_table_names_its_device() -> None:
     """Unit: both parts timed (the device part on cuda:0, the tables on the host); real ranks on the host's CPU."""
-    from dummyprof.reports.summary import deployment_summary
-    from dummyprof.reports.tables.deployment import slowest_line, work_table
+    from dummyprof.reports.kinds.deployment import deployment_summary, slowest_line, work_table
     from dummyprof.results.common import Estimate
     from dummyprof.results.deployment import DeploymentResult, HostFill, RankEntry, RankStrategy
 

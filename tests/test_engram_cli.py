@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from dummyprof.reports.summary import engram_summary
+from dummyprof.reports.kinds.engram import engram_summary
 from dummyprof.results.store import load_results
 
 Cli = Callable[..., Any]

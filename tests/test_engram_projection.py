@@ -160,7 +160,7 @@ def test_sample_sizes_refuse_when_no_budget_allows_a_row() -> None:
 
 
 def test_the_report_says_how_each_projection_was_made_and_bounded() -> None:
-    from dummyprof.reports.tables.engram import projection_how
+    from dummyprof.reports.kinds.engram import projection_how
 
     xs = [1e8, 2e8, 3e8, 4e8]
     bounded = _project(xs, [[x / 20e9] for x in xs], 1e11, 10e9)

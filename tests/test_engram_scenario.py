@@ -17,8 +17,8 @@ from dummyprof.allocation.backings import Backing
 from dummyprof.errors import DoesNotFitError
 from dummyprof.loaders.fp8_methods import METHODS
 from dummyprof.models.engram import EngramSpec
-from dummyprof.reports.summary import summary_line
-from dummyprof.reports.tables.engram import plan_notes, reason_text
+from dummyprof.reports.kinds import summary_line
+from dummyprof.reports.kinds.engram import plan_notes, reason_text
 from dummyprof.results.engram import EngramResult, MethodResult, RoundsCut
 from dummyprof.results.session import Results
 from dummyprof.scenarios.engram.plan import ALLOCATE, FIRST_TOUCH, Rates, plan_samples, time_plan

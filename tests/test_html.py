@@ -535,10 +535,10 @@ def _terminal_figures(results: Results) -> list[str]:
 
 
 def _built_as_blocks() -> list[str]:
-    """The report kinds the table model builds (tables/kinds.py): their pages hold the terminal's blocks."""
-    from dummyprof.reports.tables.kinds import BLOCKS
+    """The report kinds the table model builds (reports/kinds/): their pages hold the terminal's blocks."""
+    from dummyprof.reports.kinds import KINDS
 
-    return [name for name in ("compare", "sweep", "engram", "audit", "gate") if name in BLOCKS]
+    return [name for name in ("compare", "sweep", "engram", "audit", "gate") if name in KINDS]
 
 
 @pytest.mark.parametrize("name", _built_as_blocks())
@@ -570,20 +570,23 @@ def test_the_compare_page_carries_the_detail_and_the_most_revisited_tensors(repo
 
 
 def test_the_page_renders_whatever_the_table_model_holds_for_its_kind(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A kind added to tables/kinds.py BLOCKS is on the page as it is, in place of the charts' own tables."""
+    """A kind's blocks (its ``Kind`` in reports/kinds/) are on the page as they are, in place of the charts' own
+    tables."""
+    import dataclasses
+
     from dummyprof.reports.html import render_html
-    from dummyprof.reports.tables.kinds import BLOCKS
+    from dummyprof.reports.kinds import KINDS
     from dummyprof.reports.tables.model import BYTES, NUMBER, Cell, Column, Line, Table
 
     table = Table("From the blocks", [Column("check"), Column("now", NUMBER, unit=BYTES)])
     table.add("per-layer.visits", Cell("1,234,567", value=1234567))
     asked: list[bool] = []
 
-    def blocks(results: Results, detail: bool) -> list[Table | Line]:
+    def blocks(section: Any, detail: bool) -> list[Table | Line]:
         asked.append(detail)
         return [Line("a line <b>of</b> the report"), table]
 
-    monkeypatch.setitem(BLOCKS, "gate", blocks)
+    monkeypatch.setitem(KINDS, "gate", dataclasses.replace(KINDS["gate"], blocks=blocks))
     page = render_html(_gate_results())
     assert asked == [True]  # files carry the detail
     assert "<caption>From the blocks</caption>" in page and '<td class="num">1,234,567</td>' in page

@@ -12,8 +12,8 @@ from rich.console import Console
 
 from dummyprof.errors import UsageError, flag_text
 from dummyprof.ranks.world import LaunchEnv, RanksFailed, World, check_ranks, launch_env
+from dummyprof.reports.kinds.ranks import ranks_summary
 from dummyprof.reports.markdown import render_markdown
-from dummyprof.reports.summary import ranks_summary
 from dummyprof.reports.terminal import render
 from dummyprof.results.common import Estimate
 from dummyprof.results.engram import EngramResult

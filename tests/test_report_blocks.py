@@ -1,6 +1,6 @@
 """One table model for every command (issue #18 item 3): the terminal and Markdown carry the same tables.
 
-Each kind's blocks are built once (``tables/kinds.py``); the terminal and Markdown reporters only lay
+Each kind's blocks are built once (its ``Kind`` in ``reports/kinds/``); the terminal and Markdown reporters only lay
 them out. So every table title, header and note the terminal prints is in the Markdown too.
 """
 
@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
+from dummyprof.reports.kinds import KINDS
 from dummyprof.reports.registry import render
 from dummyprof.reports.reporter import RenderOptions
-from dummyprof.reports.tables.kinds import BLOCKS
 from dummyprof.reports.tables.model import BAD, NAME, NUMBER, Cell, Line, Table
 from dummyprof.reports.tables.to_markdown import markdown_blocks
 from dummyprof.reports.tables.to_terminal import print_blocks
@@ -34,7 +34,8 @@ def _documents() -> dict[str, Results]:
 @pytest.mark.parametrize("name", sorted(_documents()))
 def test_markdown_carries_every_table_and_header_the_terminal_shows(name: str) -> None:
     results = _documents()[name]
-    blocks = BLOCKS[results.command](results, True)
+    kind = KINDS[results.command]
+    blocks = kind.blocks(kind.section(results), True)
     tables = [b for b in blocks if isinstance(b, Table)]
     assert tables, name  # every kind is built as blocks, none is a format's own section
     markdown = " ".join(render(results, "markdown").replace("\\", "").split())

@@ -13,8 +13,8 @@ import pytest
 import dummyprof
 from dummyprof.errors import UsageError
 from dummyprof.reports import registry
+from dummyprof.reports.kinds import KINDS
 from dummyprof.reports.registry import RenderOptions, Reporter, get_reporter, register_reporter, render, reporter_names
-from dummyprof.reports.tables.kinds import BLOCKS
 from dummyprof.results.session import Results
 from dummyprof.results.store import load_results
 from tests.conftest import CliResult
@@ -23,10 +23,26 @@ OLD = Path(__file__).resolve().parent / "fixtures" / "results"
 FILES = sorted(OLD.glob("*.json"))
 
 
+def test_each_results_kind_is_one_kind_keyed_alike_in_every_layer() -> None:
+    """A kind of Results (its ``command``) is one ``Kind`` in its own module, under the name ``results/`` keys its
+    section by; the whole-file checks and the gate's metrics use the same names."""
+    from dummyprof.gate.commands import COMMANDS
+    from dummyprof.reports.kinds import BUILTIN
+    from dummyprof.results.session import SECTIONS
+    from dummyprof.results.whole import CHECKS
+
+    assert set(KINDS) == set(SECTIONS) and len(BUILTIN) == len(KINDS)
+    assert all(kind.name == name and kind.blocks.__module__ == f"dummyprof.reports.kinds.{SECTIONS[name]}"
+               for name, kind in KINDS.items()), "each kind's blocks are built in its own module"  # fmt: skip
+    assert set(CHECKS) <= set(SECTIONS.values())
+    assert set(COMMANDS) - {"engram-ranks"} <= set(KINDS)  # engram-ranks: the gate's name for a multi-rank engram
+    assert get_reporter("html").kinds == get_reporter("terminal").kinds == frozenset(KINDS)
+
+
 def test_builtin_reporters_and_the_kinds_they_render() -> None:
     assert reporter_names() == ["terminal", "json", "markdown", "junit", "benchmark-json", "pytorch-benchmark", "html"]
-    assert get_reporter("terminal").kinds == get_reporter("markdown").kinds == frozenset(BLOCKS)
-    assert set(BLOCKS) == {
+    assert get_reporter("terminal").kinds == get_reporter("markdown").kinds == frozenset(KINDS)
+    assert set(KINDS) == {
         "compare",
         "audit",
         "inspect",

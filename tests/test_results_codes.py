@@ -9,7 +9,7 @@ import pytest
 
 import dummyprof
 from dummyprof.reports.format import unavailable_text
-from dummyprof.reports.tables.engram import plan_notes, reason_text
+from dummyprof.reports.kinds.engram import plan_notes, reason_text
 from dummyprof.results.common import Estimate
 from dummyprof.results.engram import BackingInfo, EngramResult, MethodResult
 from dummyprof.scenarios.engram.run import EngramOptions, run

@@ -11,7 +11,7 @@ import pytest
 
 from dummyprof.cli.ranges import parse_values
 from dummyprof.errors import UsageError
-from dummyprof.reports.summary import summary_line
+from dummyprof.reports.kinds import summary_line
 from dummyprof.results.store import load_results
 from dummyprof.scenarios.compare.run import CompareOptions
 from dummyprof.scenarios.sweep.fit import fit_growth

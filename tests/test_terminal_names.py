@@ -10,9 +10,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from dummyprof.reports.kinds import summary_line
 from dummyprof.reports.registry import render
 from dummyprof.reports.reporter import RenderOptions
-from dummyprof.reports.summary import summary_line
 from dummyprof.results.common import Estimate, NoiseWarning
 from dummyprof.results.compare import CompareResult, FloorResult, ModelSummary, StrategyResult, TensorResult
 from dummyprof.results.session import Results

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from dummyprof.reports.kinds import summary_line
 from dummyprof.reports.registry import render
 from dummyprof.reports.reporter import RenderOptions
-from dummyprof.reports.summary import summary_line
 from dummyprof.results.audit import FillerSummary
 from dummyprof.results.common import Contention, Estimate
 from dummyprof.results.compare import (

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 
 from dummyprof.reports.format import verdict_text
+from dummyprof.reports.kinds import summary_line
+from dummyprof.reports.kinds.engram import deadline_text
 from dummyprof.reports.registry import render
 from dummyprof.reports.reporter import RenderOptions
-from dummyprof.reports.summary import summary_line
-from dummyprof.reports.tables.engram import deadline_text
 from dummyprof.results.common import Contention, Estimate
 from dummyprof.results.engram import Budget, EngramResult, MethodResult, PhaseResult
 from dummyprof.results.session import Results
@@ -139,7 +139,7 @@ def test_a_deployment_judges_device_memory_by_the_same_rule_to_the_byte(memory: 
     """A rank's device bytes (held less offloaded, plus load buffers) against --device-memory: met on the byte."""
     from types import SimpleNamespace
 
-    from dummyprof.reports.tables.deployment import _room
+    from dummyprof.reports.kinds.deployment import _room
     from dummyprof.results.deployment import DeploymentResult, RankEntry
     from dummyprof.scenarios.deployment.run import _node_view
 

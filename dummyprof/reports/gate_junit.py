@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
+from dummyprof.reports.kinds.gate import change_text, value_text
 from dummyprof.reports.reporter import RenderOptions, Reporter
 from dummyprof.reports.tables.escape import xml_text
-from dummyprof.reports.tables.gate import change_text, value_text
 from dummyprof.results.gate import NOT_COMPARABLE, NOT_JUDGED, NOT_MEASURED, REGRESSED, CheckResult
 from dummyprof.results.session import Results
 

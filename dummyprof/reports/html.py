@@ -14,18 +14,15 @@ from itertools import groupby
 from pathlib import Path
 
 from dummyprof.errors import UsageError
-from dummyprof.reports.html_figures import SECTIONS, Chart, Section, run_device, table_charts
-from dummyprof.reports.html_text import TEXTS
+from dummyprof.reports.html_figures import Chart, Section, table_charts
+from dummyprof.reports.kinds import KINDS, summary_line
 from dummyprof.reports.notices import environment_line, notices
 from dummyprof.reports.reporter import RenderOptions, Reporter
-from dummyprof.reports.summary import summary_line
 from dummyprof.reports.tables.escape import html_text as text
 from dummyprof.reports.tables.escape import script_json, script_safe
-from dummyprof.reports.tables.kinds import BLOCKS
 from dummyprof.reports.tables.to_html import TABLE_CSS, html_blocks
 from dummyprof.results.session import Results
 
-KINDS = frozenset(BLOCKS)  # every kind built as blocks, charted from them; SECTIONS adds pictures to some
 INSTALL_HINT = 'in your dummyprof clone, pip install -e ".[html]" (plotly)'
 
 STYLE = """
@@ -68,11 +65,13 @@ def require_plotly() -> None:
 def render_html(results: Results, options: RenderOptions | None = None) -> str:
     """The page for ``results``: its charts, then every figure of its terminal report (with the detail)."""
     plotly_js, plotly_version = _plotly_js()
-    blocks = BLOCKS[results.command](results, True)
-    charts = table_charts(blocks, run_device(results))
-    said = TEXTS[results.command](results) if results.command in TEXTS else []
+    kind = KINDS[results.command]
+    section = kind.section(results)
+    blocks = kind.blocks(section, True)
+    charts = table_charts(blocks, kind.device(section) if kind.device else results.environment.device)
+    said = kind.texts(section)
     sections = [Section("Charts", said, charts)] if charts or said else []
-    sections += SECTIONS[results.command](results) if results.command in SECTIONS else []
+    sections += kind.pictures(section)
     figures: dict[str, str] = {}
     body = [_section_html(section, figures) for section in sections]
     heading = "Every figure: the terminal report in full" if sections else "Report"
@@ -151,7 +150,7 @@ DRAW = """
 REPORTER = Reporter(
     "html",
     ".html",
-    KINDS,
+    frozenset(KINDS),
     render_html,
     "one self-contained page with interactive charts (plotly.js inlined; needs the html extra)",
 )

@@ -1,5 +1,5 @@
 """The HTML report's charts, as plotly figure JSON: a chart for each charted column of the command's table blocks
-(:func:`table_charts`), and the two pictures no table holds, compare's module icicle and the sweep's log-log fits.
+(:func:`table_charts`), the look every chart shares, and compare's module icicle (a picture no table holds).
 
 A column charts when it declares a unit (``Column.unit``: a time or a byte count) and its cells carry the figure
 behind their text (``Cell.value``): one bar per row, whiskers from the row's Estimate, the device the times were
@@ -21,11 +21,8 @@ from typing import Any
 from dummyprof.reports.format import estimate_whisker
 from dummyprof.reports.tables.escape import html_text as text
 from dummyprof.reports.tables.model import BYTES, TIME, Block, Column, Table
-from dummyprof.reports.tables.sweep import parameter_label
 from dummyprof.results.common import Estimate
 from dummyprof.results.compare import CompareResult
-from dummyprof.results.session import Results
-from dummyprof.results.sweep import SweepResult
 from dummyprof.units import format_bytes
 
 MAX_TREE_NODES = 3000  # icicle nodes; past this the tree shows modules only, to a depth that fits
@@ -77,17 +74,17 @@ class Section:
     figures: list[Chart] = field(default_factory=list)
 
 
-def _chart(fig: Any, *, half: bool = False) -> Chart:
+def chart(fig: Any, *, half: bool = False) -> Chart:
     return Chart(str(fig.to_json()), half)
 
 
-def _go() -> Any:
+def plotly() -> Any:
     import plotly.graph_objects as go
 
     return go
 
 
-def _layout(
+def layout(
     fig: Any, title: str, height: int, subtitle: str = "", margin: dict[str, int] | None = None, **more: Any
 ) -> None:
     """The look every chart shares: the title (escaped here), legend under the plot, margins that fit the labels."""
@@ -104,12 +101,12 @@ def _layout(
     )
 
 
-def _hover(texts: list[str]) -> dict[str, Any]:
+def hover(texts: list[str]) -> dict[str, Any]:
     """Hovering shows these texts (escaped by the caller), not plotly's own."""
     return {"hovertext": texts, "hoverinfo": "text"}
 
 
-def _whiskers(figures: Sequence[Estimate | None], scale: float = 1.0, **look: Any) -> dict[str, Any] | None:
+def whiskers(figures: Sequence[Estimate | None], scale: float = 1.0, **look: Any) -> dict[str, Any] | None:
     """Error bars from each figure's range (``estimate_whisker``) in units of ``scale``; None where none has one."""
     ends = [estimate_whisker(f) for f in figures]
     if not any(below or above for below, above in ends):
@@ -169,15 +166,6 @@ def value_axis(values: list[float], unit: str, title: str) -> dict[str, Any]:
 # --- charts from table blocks ---------------------------------------------------------------------
 
 
-def run_device(results: Results) -> str:
-    """Where the run took its times, for an Estimate that does not name its own device."""
-    if results.compare is not None:
-        return results.compare.model.device
-    if results.deployment is not None:
-        return results.deployment.device
-    return results.environment.device
-
-
 def table_charts(blocks: Sequence[Block], device: str) -> list[Chart]:
     """A bar chart for each column of a table that declares a unit and whose cells carry their figures."""
     charts = [
@@ -219,23 +207,23 @@ def _column_chart(table: Table, index: int, device: str) -> Chart | None:
     scale, unit = byte_unit(max(f.value or 0.0 for _, _, f in rows)) if column.unit == BYTES else (1.0, TIME)
     values = [(f.value or 0.0) / scale for _, _, f in rows]
     ends = [end / scale for _, _, f in rows if f.span is not None for end in f.span]  # the whiskers' ends
-    whiskers = _whiskers([f for _, _, f in rows], scale, color=WHISKER)
+    error = whiskers([f for _, _, f in rows], scale, color=WHISKER)
     hatched = ["/" if f.is_projected else "" for _, _, f in rows]
-    bars = _go().Bar(  # horizontal, the first row on top (DOWN), its figure as the table writes it beside its name
+    bars = plotly().Bar(  # horizontal, the first row on top (DOWN), its figure as the table writes it beside its name
         y=[text(f"{name} · {cell}") for name, cell, _ in rows],
         x=values,
         orientation="h",
         marker={"color": [colour(name.rpartition(" · ")[2]) for name, _, _ in rows], "pattern": {"shape": hatched}},
-        error_x=whiskers,
-        **_hover([text(f"{name}: {cell}") for name, cell, _ in rows]),
+        error_x=error,
+        **hover([text(f"{name}: {cell}") for name, cell, _ in rows]),
         showlegend=False,
     )
     taken = next((f.device for _, _, f in rows if f.device), device)
-    title, subtitle = _headings(table, column, taken, any(hatched), whiskers is not None)
-    fig = _go().Figure(bars)
+    title, subtitle = _headings(table, column, taken, any(hatched), error is not None)
+    fig = plotly().Figure(bars)
     height, margin = max(260, 46 * len(rows) + 150), {"t": 86, "l": 10, "r": 40, "b": 50}
-    _layout(fig, title, height, subtitle, margin, xaxis=value_axis(values + ends, unit, column.header), yaxis=DOWN)
-    return _chart(fig, half=len(rows) <= HALF_ROWS)
+    layout(fig, title, height, subtitle, margin, xaxis=value_axis(values + ends, unit, column.header), yaxis=DOWN)
+    return chart(fig, half=len(rows) <= HALF_ROWS)
 
 
 def _headings(table: Table, column: Column, device: str, projected: bool, ranged: bool) -> tuple[str, str]:
@@ -249,9 +237,7 @@ def _headings(table: Table, column: Column, device: str, projected: bool, ranged
 # --- compare: the module icicle --------------------------------------------------------------------
 
 
-def compare_sections(results: Results) -> list[Section]:
-    result = results.compare
-    assert result is not None
+def compare_sections(result: CompareResult) -> list[Section]:
     tree = Section(
         "Module tree: area = bytes, colour = visits per tensor",
         [
@@ -356,7 +342,7 @@ def _name_run(
 
 def _icicle(result: CompareResult, strategy: str, cmax: int, height: int) -> tuple[str, str]:
     """Nodes: modules (by path) and tensors (by qualified name); values are bytes, summed up the tree."""
-    go = _go()
+    go = plotly()
     own, repeats = collapse_repeats(
         [(t.module, name, t.nbytes, t.visits.get(strategy, 0)) for name, t in result.tensors.items()]
     )
@@ -385,7 +371,7 @@ def _icicle(result: CompareResult, strategy: str, cmax: int, height: int) -> tup
                 total[ancestor] += nbytes
                 weighted[ancestor] += nbytes * visits
 
-    ids, labels, parents, values, colours, hover = [], [], [], [], [], []
+    ids, labels, parents, values, colours, hovers = [], [], [], [], [], []
     for path in sorted(modules, key=lambda m: (depth(m), m)):
         if depth(path) > max_depth:
             continue
@@ -397,7 +383,7 @@ def _icicle(result: CompareResult, strategy: str, cmax: int, height: int) -> tup
         mean = weighted[path] / total[path] if total[path] else 0.0
         colours.append(mean)
         alike = f"<br>{repeats[path]} alike modules, their bytes together" if path in repeats else ""
-        hover.append(
+        hovers.append(
             f"module {text(path or 'model (root)')}<br>depth {depth(path)}<br>{format_bytes(total[path])}"
             f"<br>mean visits {mean:.2f}{alike}"
         )
@@ -409,7 +395,7 @@ def _icicle(result: CompareResult, strategy: str, cmax: int, height: int) -> tup
                 parents.append(f"m:{path}")
                 values.append(float(nbytes))
                 colours.append(float(visits))
-                hover.append(f"{text(name)}<br>{format_bytes(nbytes)}<br>{text(strategy)}: {visits} visit(s)")
+                hovers.append(f"{text(name)}<br>{format_bytes(nbytes)}<br>{text(strategy)}: {visits} visit(s)")
     compact = height < FULL_HEIGHT
     fig = go.Figure(
         go.Icicle(
@@ -419,97 +405,10 @@ def _icicle(result: CompareResult, strategy: str, cmax: int, height: int) -> tup
             values=values,
             branchvalues="total",
             marker={"colors": colours, "colorscale": "Reds", "cmin": 0, "cmax": cmax, "showscale": not compact},
-            **_hover(hover),
+            **hover(hovers),
             tiling={"orientation": "v"},
             maxdepth=-1,
         )
     )
-    _layout(fig, strategy, height, margin={"t": 36, "l": 10, "r": 10, "b": 10})
+    layout(fig, strategy, height, margin={"t": 36, "l": 10, "r": 10, "b": 10})
     return str(fig.to_json()), note
-
-
-# --- sweep ----------------------------------------------------------------------------------------
-
-SWEEP_METRICS = (("visits", "visits"), ("time", "median time"), ("bytes", "bytes written"))
-SWEEP_UNITS = {"visits": "", "time": "s"}  # bytes: the binary unit that fits the largest
-MAX_TICKS = 20  # up to this many swept values, each is a tick of the log x axis
-
-
-def sweep_sections(results: Results) -> list[Section]:
-    result = results.sweep
-    assert result is not None
-    go = _go()
-    label = parameter_label(result)
-    section = Section(
-        f"Growth over {label}",
-        [
-            f"{result.scenario} at {', '.join(f'{v:,}' for v in result.values)}; log-log axes, so a power law is a "
-            f"straight line whose slope is its exponent. Dashed: least-squares fit over {label} "
-            f"{result.fit_from:,}–{result.values[-1] if result.values else 0:,}, with its 95% interval and R² "
-            "in the legend."
-        ],
-    )
-    xaxis: dict[str, Any] = {"type": "log", "title": text(label)}
-    if 0 < len(result.values) <= MAX_TICKS:
-        xaxis.update(tickvals=result.values, ticktext=[f"{v:,}" for v in result.values])
-    for metric, axis in SWEEP_METRICS:
-        traces = []
-        every = [y for series in result.series for y in result.column(series, metric) if y]
-        scale, unit = byte_unit(max(every, default=1.0)) if metric == "bytes" else (1.0, SWEEP_UNITS[metric])
-        for series in result.series:
-            traces.extend(_sweep_series_traces(result, series, metric, axis, scale, unit))
-        if not traces:
-            continue
-        fig = go.Figure(traces)
-        low, high = min(every) / scale / 1.3, max(every) / scale * 1.3
-        yaxis = {
-            "type": "log",
-            "title": f"{axis} ({unit})" if metric == "bytes" else axis,
-            **log_ticks(low, high, unit),
-        }
-        _layout(fig, f"{axis} vs {label}", 480, xaxis=xaxis, yaxis=yaxis, font={"size": 13})
-        section.figures.append(_chart(fig))
-    return [section]
-
-
-def _sweep_series_traces(
-    result: SweepResult, series: str, metric: str, axis: str, scale: float, unit: str
-) -> list[Any]:
-    """One series' line on a sweep's metric chart, with its fitted power law when it has one; none when the series
-    has no value for the metric."""
-    go = _go()
-    label = parameter_label(result)
-    ys = [y / scale if y is not None else None for y in result.column(series, metric)]
-    if all(y is None for y in ys):
-        return []
-    name = text(series)
-    times = [p.series[series].time if series in p.series else None for p in result.points]
-    hover = [
-        f"{name}<br>{text(label)} {x:,}<br>{axis} " + ("n/a" if y is None else tick_text(y, unit))
-        for x, y in zip(result.values, ys, strict=True)
-    ]
-    traces = [
-        go.Scatter(
-            x=result.values,
-            y=ys,
-            mode="lines+markers",
-            name=name,
-            line={"color": colour(series)},
-            error_y=_whiskers(times, thickness=1) if metric == "time" else None,
-            **_hover(hover),
-        )
-    ]
-    fit = result.fit(series, metric)
-    if fit is not None:
-        xs = [x for x in result.values if fit.x_from <= x <= fit.x_to]
-        interval = f" [{fit.ci_low:.2f}, {fit.ci_high:.2f}]" if fit.ci_low is not None else ""
-        r2 = f", R² {fit.r_squared:.4f}" if fit.r_squared is not None else ""
-        fit_ys = [fit.predict(x) / scale for x in xs]
-        fitted = f"{name} fit: exponent {fit.exponent:.2f}{interval}{r2}"
-        dashed = {"color": colour(series), "dash": "dash"}  # in the colour of the points it was fitted to
-        traces.append(go.Scatter(x=xs, y=fit_ys, mode="lines", name=fitted, line=dashed, hoverinfo="name"))
-    return traces
-
-
-# The pictures no table holds, per kind; every kind's tables are charted by table_charts.
-SECTIONS = {"compare": compare_sections, "sweep": sweep_sections}

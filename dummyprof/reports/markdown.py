@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
+from dummyprof.reports.kinds import KINDS, summary_line
 from dummyprof.reports.notices import environment_line, notices
 from dummyprof.reports.reporter import RenderOptions, Reporter
-from dummyprof.reports.summary import summary_line
 from dummyprof.reports.tables.escape import markdown_text
-from dummyprof.reports.tables.kinds import BLOCKS
 from dummyprof.reports.tables.to_markdown import markdown_blocks
 from dummyprof.results.session import Results
 
 
 def render_markdown(results: Results, options: RenderOptions | None = None) -> str:
-    blocks = markdown_blocks(BLOCKS[results.command](results, True))
+    kind = KINDS[results.command]
+    blocks = markdown_blocks(kind.blocks(kind.section(results), True))
     lines = [f"## dummyprof {results.command}", "", f"**{markdown_text(summary_line(results))}**", "", *blocks]
     lines += ["", f"<sub>{markdown_text(f'{environment_line(results)}, {results.created_at}')}</sub>"]
     for notice in notices(results):
@@ -23,7 +23,7 @@ def render_markdown(results: Results, options: RenderOptions | None = None) -> s
 REPORTER = Reporter(
     "markdown",
     ".md",
-    frozenset(BLOCKS),
+    frozenset(KINDS),
     render_markdown,
     "tables for a CI step summary or a pull request",  # reads compare's tensor rows: it ranks the most revisited
 )

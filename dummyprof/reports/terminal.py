@@ -7,22 +7,22 @@ import io
 from rich.console import Console
 
 from dummyprof.reports.console import DataConsole
+from dummyprof.reports.kinds import KINDS, summary_line
 from dummyprof.reports.notices import environment_line, notices
 from dummyprof.reports.reporter import RenderOptions, Reporter
-from dummyprof.reports.summary import summary_line
-from dummyprof.reports.tables.kinds import BLOCKS, HEADLINE_FIRST
 from dummyprof.reports.tables.to_terminal import print_blocks, styled
 from dummyprof.results.session import Results
 
 
 def render(results: Results, console: Console, *, quiet: bool = False, detail: bool = False) -> None:
-    """Full tables, or with ``quiet`` only the summary line (first, for a kind in HEADLINE_FIRST)."""
+    """Full tables, or with ``quiet`` only the summary line (first, for a kind whose answer leads)."""
     summary = summary_line(results)
-    first = results.command in HEADLINE_FIRST
+    kind = KINDS[results.command]
+    first = kind.headline_first
     if not quiet:
         if first and summary:
             console.print(styled(summary, "strong"))
-        print_blocks(console, BLOCKS[results.command](results, detail))
+        print_blocks(console, kind.blocks(kind.section(results), detail))
         for notice in notices(results):
             console.print(styled(f"notice: {notice}", "warn"))
         console.print(styled(environment_line(results), "dim"))
@@ -63,7 +63,7 @@ def reads_tensor_rows(options: RenderOptions) -> bool:
 REPORTER = Reporter(
     "terminal",
     ".txt",
-    frozenset(BLOCKS),
+    frozenset(KINDS),
     render_text,
     "Rich tables for a person at a terminal",
     reads_tensor_rows,

@@ -19,6 +19,9 @@ from dummyprof.results.sweep import SweepResult
 
 # Files of any other schema are refused (results/store.py): docs/architecture.md, "Results schema".
 SCHEMA_VERSION = 6
+# Each kind of Results (``command``) and the section it fills (a file without it is refused): every per-kind key.
+SECTIONS = {name: name for name in ("compare", "audit", "inspect", "engram", "gate", "sweep", "deployment")}
+SECTIONS["baseline"] = "gate"
 
 
 def _now() -> str:

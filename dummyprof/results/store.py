@@ -21,7 +21,7 @@ from dummyprof.files.reading import RESULTS, DuplicateKeyError, FileKind, read_b
 from dummyprof.files.undecodable import spelled_values
 from dummyprof.gc_pause import gc_paused
 from dummyprof.results.compare import CompareResult
-from dummyprof.results.session import SCHEMA_VERSION, Results
+from dummyprof.results.session import SCHEMA_VERSION, SECTIONS, Results
 from dummyprof.results.whole import Refused, check_whole
 
 
@@ -40,11 +40,6 @@ def results_to_json(results: Results) -> str:
     except ValueError:  # a NaN, named by the indenting encoder's message
         return json.dumps(data, indent=2, allow_nan=False) + "\n"
     return msgspec.json.format(json.dumps(data, separators=(",", ":"), allow_nan=False), indent=2) + "\n"
-
-
-# The section each command fills (its own; a baseline the gate's); a file without it cannot be rendered.
-SECTIONS = {name: name for name in ("compare", "audit", "inspect", "engram", "gate", "sweep", "deployment")}
-SECTIONS["baseline"] = "gate"
 
 
 @functools.cache

@@ -104,6 +104,7 @@ def _free_values(results: Results) -> Iterable[tuple[Any, str]]:
         yield run.fingerprint.options, f"$.gate.scenarios[{i}].fingerprint.options"
 
 
+# Per section, by the name of the kind that fills it (results/session.py SECTIONS): the rules it is held to.
 CHECKS: dict[str, Callable[[Any, str], None]] = {"deployment": _deployment}
 
 

@@ -1,7 +1,10 @@
-"""The audit report as blocks: a row per filler, the findings grouped by kind (their sentences: reports/messages.py)."""
+"""The audit kind: a row per filler, the findings grouped by kind (sentences: reports/messages.py), summary, notices."""
 
 from __future__ import annotations
 
+from collections import Counter
+
+from dummyprof.reports.kind import Kind
 from dummyprof.reports.messages import known, say
 from dummyprof.reports.tables.model import (
     BAD,
@@ -157,3 +160,33 @@ def audit_blocks(result: AuditResult) -> list[Block]:
     if result.findings:
         blocks.append(Line(legend(result), DIM))
     return blocks
+
+
+def audit_summary(result: AuditResult) -> str:
+    failing = result.failing
+    if not failing:
+        ignored = sum(1 for f in result.findings if f.ignored)
+        tail = f" ({ignored} ignored)" if ignored else ""
+        restored = sum(1 for f in result.findings if f.kind == "non-persistent-restored")
+        tail += f"; {restored} non-persistent buffer write(s) restore construction values" if restored else ""
+        return f"audit clean: {len(result.fillers)} filler(s), {len(result.tensors)} tensors, no findings{tail}"
+    parts = ", ".join(f"{n} {kind}" for kind, n in Counter(f.kind for f in failing).items())
+    return f"audit found {len(failing)} problem(s): {parts}"
+
+
+def loader_notices(result: AuditResult) -> list[str]:
+    loaders = [f for f in result.fillers if f.kind == "loader"]
+    if not loaders:
+        return []
+    declared = loaders[0].initializer  # every loader carries the one --loader-initializer declared
+    values = say("notice.loader-initializer", declared=declared) if declared else say("notice.no-loader-initializer")
+    return [say("notice.loaders-traced", values=values)]
+
+
+def audit_text(result: AuditResult) -> list[str]:
+    return [f"{len(result.failing)} failing finding(s), {len(result.findings)} in all."]
+
+
+KIND = Kind(
+    "audit", lambda result, detail: audit_blocks(result), audit_summary, notices=loader_notices, texts=audit_text
+)

@@ -1,7 +1,10 @@
-"""The gate and baseline reports as blocks: a row per check (or metric), grouped under its scenario."""
+"""The gate and baseline kinds: a row per check (or metric), grouped under its scenario; summaries, notices, words."""
 
 from __future__ import annotations
 
+from dummyprof.reports.kind import Kind
+from dummyprof.reports.messages import known, say
+from dummyprof.reports.summary import ALWAYS, Clause, fit
 from dummyprof.reports.tables.model import (
     BAD,
     DIM,
@@ -106,3 +109,75 @@ def gate_blocks(section: GateResult) -> list[Block]:
 
 def baseline_blocks(section: GateResult) -> list[Block]:
     return [metrics_table(section)]
+
+
+def baseline_summary(section: GateResult) -> str:
+    failed = [r.name for r in section.scenarios if r.error is not None]
+    if failed:
+        return f"baseline NOT written: could not measure {', '.join(failed)}"
+    if section.unrecorded:
+        return f"baseline NOT written: {'; '.join(section.unrecorded)}; exit {verdicts.EXIT_INCOMPLETE}"
+    counters = sum(1 for r in section.scenarios for m in r.metrics.values() if m.kind == "counter")
+    times = sum(1 for r in section.scenarios for m in r.metrics.values() if m.kind == "time")
+    return f"baseline: {len(section.scenarios)} scenarios, {counters} counters, {times} timings"
+
+
+# The verdicts that make the gate's exit code not 0.
+FAILING = (verdicts.REGRESSED, verdicts.NOT_COMPARABLE, verdicts.NOT_MEASURED, verdicts.NOT_JUDGED)
+
+
+def gate_summary(section: GateResult) -> str:
+    """The outcome and its exit code, the checks' verdicts: those that did not pass kept, the others given way."""
+    counts = section.counts()
+    code = section.exit_code
+    label = say(f"gate.{code}") if known(f"gate.{code}") else str(code)
+    if counts.get(verdicts.NOT_JUDGED):  # measured on a busy machine; the reason is each check's detail
+        only = not counts.get(verdicts.NOT_MEASURED) and not counts.get(verdicts.NOT_COMPARABLE)
+        incomplete = code == verdicts.EXIT_INCOMPLETE
+        label = say("gate.not-judged") if incomplete and only else say("gate.skipped") if code == 0 else label
+    if section.unrecorded:
+        verdict = "regressions found" if any(c.verdict == verdicts.REGRESSED for c in section.checks) else "measured"
+        label = say("gate.unrecorded", verdict=verdict)
+    outcome, _, why = label.partition(":")
+    failing = [f"{n} {verdict}" for verdict, n in counts.items() if n and verdict in FAILING]
+    passing = [f"{n} {verdict}" for verdict, n in counts.items() if n and verdict not in FAILING]
+    said: list[Clause | str] = [
+        Clause(text if i == 0 else f", {text}", ALWAYS if i < len(failing) else 2)
+        for i, text in enumerate(failing + passing)
+    ]
+    why_kept = ALWAYS if section.unrecorded else 3
+    head: list[Clause | str] = [
+        f"gate {outcome}",
+        Clause(f":{why}" if why else "", why_kept),
+        f" ({len(section.checks)} checks: ",
+    ]
+    return fit([*head, *(said or ["none"]), f"); exit {code}"])
+
+
+def unrecorded_notices(section: GateResult) -> list[str]:
+    return [say("notice.not-recorded", what="; ".join(section.unrecorded))] if section.unrecorded else []
+
+
+def gate_notices(section: GateResult) -> list[str]:
+    lines = [say("notice.not-measured", name=r.name, error=r.error) for r in section.scenarios if r.error]
+    return lines + unrecorded_notices(section)
+
+
+def gate_text(section: GateResult) -> list[str]:
+    compared = [c for c in section.checks if c.baseline is not None and c.current is not None]
+    equal = sum(c.verdict == verdicts.PASS and c.current == c.baseline for c in compared)
+    return [
+        f"config {section.config_path}; baseline {section.baseline_path or 'none'}; exit code {section.exit_code}; "
+        f"{equal} of {len(compared)} checks equal their baselines; a time past x{section.factor:.2f} of its "
+        "baseline (and significant) regresses."
+    ]
+
+
+GATE = Kind("gate", lambda section, detail: gate_blocks(section), gate_summary, notices=gate_notices, texts=gate_text)
+BASELINE = Kind(
+    "baseline",
+    lambda section, detail: baseline_blocks(section),
+    baseline_summary,
+    notices=unrecorded_notices,
+    texts=gate_text,
+)

@@ -1,4 +1,4 @@
-"""The engram report as blocks (a multi-rank run: tables/ranks.py), and the words for its data's codes.
+"""The engram report as blocks (a multi-rank run: kinds/ranks.py), its summary, and the words for its data's codes.
 
 Sized for 80 columns (issue #13): figures in short columns, the long words (how a projection was made, why a
 method was projected) in lines under the tables instead of in cells.
@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from dummyprof.reports.format import (
+    contended_mark,
     contention_text,
     estimate_cell,
     estimate_range,
@@ -20,7 +21,10 @@ from dummyprof.reports.format import (
     unavailable_text,
     verdict_text,
 )
+from dummyprof.reports.kind import Kind
+from dummyprof.reports.kinds.ranks import ranks_blocks, ranks_summary
 from dummyprof.reports.messages import known, say
+from dummyprof.reports.summary import ALWAYS, Clause, fit
 from dummyprof.reports.tables.model import (
     BAD,
     BYTES,
@@ -38,7 +42,6 @@ from dummyprof.reports.tables.model import (
     Line,
     Table,
 )
-from dummyprof.reports.tables.ranks import ranks_blocks
 from dummyprof.results.common import Estimate
 from dummyprof.results.engram import (
     FALLBACK_FLAT,
@@ -550,3 +553,85 @@ def engram_blocks(results: Results, detail: bool = True) -> list[Block]:
         rss, budget = format_bytes(result.run_peak_rss_bytes), format_bytes(result.budget.memory_bytes)
         blocks.append(Line(f"peak RSS of this run: {rss} (memory budget {budget})", DIM))
     return blocks
+
+
+def engram_summary(result: EngramResult) -> str:
+    """The method to use (the fastest start-up per rank of those that fit in memory), its start-up and the device
+    the tables were filled on, the verdict against ``--deadline`` (met, or missed by how much; its word alone
+    where the line is too long), then how many methods fit. ``~`` marks a projection. A dry run says what each
+    method needs instead. The tables hold every method's figures.
+    """
+    methods = [m for m in result.methods if m.name != result.floor_method]
+    if not methods:
+        return _floor_summary(result)
+    fitting = sum(1 for m in methods if m.fits_in_memory)
+    n = len(methods)
+    fits = f"all {n} fit" if fitting == n else "none fit" if fitting == 0 else f"{fitting} of {n} fit"
+    best = recommended(result)
+    if best is None:
+        low, high = min(m.needed_bytes for m in methods), max(m.needed_bytes for m in methods)
+        need = format_bytes(low) if low == high else f"{format_bytes(low)} to {format_bytes(high)}"
+        head = "plan (dry run): " if result.dry_run else ""
+        return head + f"need {need} per rank; {fits} in {format_bytes(result.budget.memory_bytes)}"
+    verdict = deadline_verdict(result, best)
+    short = f"; {deadline_text(result, best, short=True)}" if verdict is not None else ""
+    said: list[Clause | str] = [
+        Clause("recommended ", 4),
+        f"{best.name}:",
+        Clause(" start-up", 3),
+        f" {estimate_cell(best.startup)}",
+    ]
+    said += [Clause(" per rank", 2), f" on {result.backing.device}"]
+    said += [Clause(f"; {deadline_text(result, best)}", 5 if short else ALWAYS, group="verdict")]
+    return fit([*said, Clause(short, stands_for="verdict"), Clause(f"; {fits}", 1), contended_mark(result.contention)])
+
+
+def _floor_summary(result: EngramResult) -> str:
+    """The floor's figure when it is the only method run (``--method memset``): there is none to recommend."""
+    floor = next((m for m in result.methods if m.name == result.floor_method), None)
+    if floor is None:
+        return ""
+    head = f"{floor.name} (the floor) only"
+    if floor.startup.value is None:
+        fits = "fits" if floor.fits_in_memory else "does not fit"
+        plan = "plan (dry run): " if result.dry_run else ""
+        need = format_bytes(floor.needed_bytes)
+        return f"{plan}{head}: need {need} per rank; {fits} in {format_bytes(result.budget.memory_bytes)}"
+    time = estimate_cell(floor.startup)
+    return f"{head}: start-up {time} per rank on {result.backing.device}{contended_mark(result.contention)}"
+
+
+def engram_text(results: Results) -> list[str]:
+    """How each projection was made: its sample sizes and their spread, the fit, how far past the samples it reaches."""
+    result = results.engram
+    assert result is not None
+    lines = []
+    for m in result.methods:
+        if m.time_fit is None or not m.samples:
+            continue
+        xs = [s.bytes_written for s in m.samples]
+        spread = Estimate.measured([s.time.value or 0.0 for s in m.samples])
+        full = m.projection is not None and m.time.value is not None
+        interval = f", 95% interval {estimate_range(m.projection.time)}" if full and m.projection else ""
+        p = m.projection
+        fallback = f"; the line was not used ({p.fallback})" if p and p.fallback else ""
+        bound = f"; raised to this run's {p.ceiling_name} bound" if p and p.bounded else ""
+        lines.append(
+            f"{m.name}: {len(m.samples)} sample sizes up to {format_bytes(max(xs))} "
+            f"({format_seconds(spread.low)}–{format_seconds(spread.high)}); fit {m.time_fit.model}, "
+            f"R² {m.time_fit.r_squared:.3f}, reaching {m.bytes_written / max(xs):,.1f}x past the largest sample"
+            f"{interval}{fallback}{bound}."
+        )
+    return lines
+
+
+def summary_of(results: Results) -> str:
+    """A multi-rank run's line, else the one engram run's."""
+    if results.ranks_aggregate is not None:
+        return ranks_summary(results.ranks_aggregate)
+    assert results.engram is not None
+    return engram_summary(results.engram)
+
+
+# A multi-rank run shows every rank's figures: each part takes the whole Results.
+KIND = Kind("engram", engram_blocks, summary_of, headline_first=True, texts=engram_text, part=lambda results: results)

@@ -1,7 +1,9 @@
-"""The inspect report as blocks: the module tree, a row per shown module (the terminal draws it as a tree)."""
+"""The inspect kind: the module tree, a row per shown module (the terminal draws a tree), its summary and notice."""
 
 from __future__ import annotations
 
+from dummyprof.reports.kind import Kind
+from dummyprof.reports.messages import say
 from dummyprof.reports.tables.model import BAD, CODE, DIM, NAME, TEXT, WARN, WORD, Block, Cell, Line, Table
 from dummyprof.results.inspect import InspectResult, ModuleNode
 from dummyprof.units import format_bytes
@@ -63,3 +65,21 @@ def inspect_blocks(result: InspectResult) -> list[Block]:
             Line(f"{result.hidden_modules:,} module(s) hidden by {' and '.join(limits)} (still counted above)", DIM)
         )
     return blocks
+
+
+def inspect_summary(result: InspectResult) -> str:
+    """Tensors, bytes and each strategy's visits with (+N) redundant: about 80 columns for three strategies."""
+    root = result.nodes[0] if result.nodes else None
+    if root is None:
+        return "empty model"
+    visits = visit_counts(root.subtree_visits, root.subtree_redundant, result.strategies)
+    return f"{result.model.tensors:,} tensors, {format_bytes(root.subtree_bytes)}; visits: {visits}"
+
+
+def meta_notices(result: InspectResult) -> list[str]:
+    real = result.real_device_tensors
+    allocated = say("notice.meta-real-tensors", real=real) if real else say("notice.meta-nothing")
+    return [say("notice.meta-build", allocated=allocated)]
+
+
+KIND = Kind("inspect", lambda result, detail: inspect_blocks(result), inspect_summary, notices=meta_notices)

@@ -1,5 +1,5 @@
-"""``compare``'s blocks. Without ``detail`` (the terminal's default) the calibration, the projection check, the
-recording cost and most revisited tensors are left out, so the answer fits one 50-line screen; files carry all."""
+"""``compare``'s kind: blocks, summary, icicle. Without ``detail`` (the terminal's default) the calibration, the
+projection check, the recording cost and most revisited tensors are left out, so the answer fits 50 lines."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from collections.abc import Callable, Sequence
 
 from dummyprof.reports.format import (
     PROJECTED_MARK,
+    contended_mark,
     contention_text,
     estimate_cell,
     estimate_range,
@@ -19,7 +20,10 @@ from dummyprof.reports.format import (
     same_unavailable,
     short_dtype,
 )
+from dummyprof.reports.html_figures import compare_sections
+from dummyprof.reports.kind import Kind
 from dummyprof.reports.messages import known, say
+from dummyprof.reports.summary import Clause, fit
 from dummyprof.reports.tables.model import (
     BAD,
     BYTES,
@@ -485,7 +489,7 @@ def _size_lines(result: CompareResult, detail: bool) -> list[Line]:
     return [Line(text, WARN if "PROJECTED" in text or "REDUCED" in text else DIM) for text in lines]
 
 
-def compare_blocks(result: CompareResult, *, detail: bool = True) -> list[Block]:
+def compare_blocks(result: CompareResult, detail: bool = True) -> list[Block]:
     """The answer first (times, speedups, visits, the floor), then what explains it, then the detail."""
     projected = result.size.mode == "projected"
     blocks: list[Block] = [scenario_table(result)] if detail else [scenario_line(result)]
@@ -513,3 +517,46 @@ def compare_blocks(result: CompareResult, *, detail: bool = True) -> list[Block]
         blocks += _lines([overhead_line(result)], DIM)
     blocks += _lines([f"note: {note}" for note in result.model.notes], WARN)
     return blocks
+
+
+def compare_summary(result: CompareResult) -> str:
+    """The answer first: where the times were taken, the fastest strategy, its time and its speedup over the
+    baseline; then the others' times and speedups, the slowest given way first ("of N strategies" then says how
+    many there were). CONTENDED ends it when the machine was busy while the times were taken."""
+    kind = "projected" if result.size.mode == "projected" else "median"  # measured there, or calibrated there
+    busy = contended_mark(result.calibration_contention if result.size.mode == "projected" else result.contention)
+    timed = sorted((s for s in result.strategies if s.seconds is not None), key=lambda s: s.seconds or 0.0)
+    head: list[Clause | str] = [kind, Clause(" fill", 0), f" on {result.model.device}"]
+    if not timed:
+        return fit([*head, ": no strategy timed", busy])
+    best, others = timed[0], timed[1:]
+    clauses = [*head, Clause(", fastest ", 2, group="fastest") if others else ": "]
+    clauses += [Clause(": ", stands_for="fastest"), f"{best.name} {format_seconds(best.seconds)}"]
+    clauses += _speedup_words(result, best.name)
+    clauses.append(Clause(f" of {len(timed)} strategies", stands_for="others"))
+    for i, s in enumerate(others):
+        ratio = result.speedup(s.name) if s.name != result.baseline_strategy else None
+        said = f"{s.name} {format_seconds(s.seconds)}" + (f" ({ratio:.1f}x)" if ratio else "")
+        clauses.append(Clause(("; " if i == 0 else ", ") + said, 4, group="others"))
+    return fit([*clauses, busy])
+
+
+def _speedup_words(result: CompareResult, name: str) -> list[Clause | str]:
+    """' (5.2x legacy)': a strategy's speedup over the baseline (the baseline's name the first to go); what stands
+    instead where there is none."""
+    if result.nothing_to_fill:
+        return [" (nothing to fill", Clause(": no speedup", 3), ")"]
+    if name == result.baseline_strategy:
+        return [" (the baseline)"]
+    ratio = result.speedup(name)
+    return [f" ({ratio:.1f}x", Clause(f" {result.baseline_strategy}", 3), ")"] if ratio else []
+
+
+KIND = Kind(
+    "compare",
+    compare_blocks,
+    compare_summary,
+    headline_first=True,
+    pictures=compare_sections,
+    device=lambda result: result.model.device,
+)

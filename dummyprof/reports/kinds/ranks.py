@@ -1,9 +1,10 @@
-"""A multi-rank run as blocks: a row per rank, the times per rank (a column per phase), critical path, nodes."""
+"""A multi-rank run as blocks: a row per rank, the times per rank (a column per phase), critical path, nodes; its -q."""
 
 from __future__ import annotations
 
 from dummyprof.reports.format import PROJECTED_MARK, estimate_cell, rank_ranges
 from dummyprof.reports.messages import say
+from dummyprof.reports.summary import Clause, fit
 from dummyprof.reports.tables.model import BAD, DIM, NUMBER, TEXT, WARN, WORD, Block, Cell, Column, Line, Table
 from dummyprof.results.ranks import RankRecord, RanksAggregate
 from dummyprof.results.session import Results
@@ -163,3 +164,27 @@ def ranks_blocks(results: Results) -> list[Block]:
         return blocks
     blocks += [critical_table(agg), contention_table(agg, records), node_table(agg)]
     return blocks + [Line(f"note: {note}", WARN) for note in agg.notes]
+
+
+def ranks_summary(agg: RanksAggregate) -> str:
+    """A multi-rank run: ranks and hosts, the range of contention ratios, the hosts that cannot hold their ranks.
+    Where that is too long the byte counts give way first, then the hosts short of memory (how many stays), then
+    the contention's methods, then the backend."""
+    hosts = len(agg.nodes)
+    clauses: list[Clause | str] = [f"{agg.world_size} ranks on {hosts} host{'s' if hosts != 1 else ''}"]
+    clauses.append(Clause(f" ({agg.backend})", 3))
+    checked = [c for c in agg.contention if c.ratio.value is not None]
+    if checked:
+        low = min(checked, key=lambda c: c.ratio.value or 0.0)
+        high = max(checked, key=lambda c: c.ratio.value or 0.0)
+        clauses += [f"; contention x{low.ratio.value:.2f}", Clause(f" ({low.method})", 2)]
+        if f"{high.ratio.value:.2f}" != f"{low.ratio.value:.2f}":
+            clauses += [f" to x{high.ratio.value:.2f}", Clause(f" ({high.method})", 2)]
+    short = [(node, [name for name, ok in node.fits.items() if not ok]) for node in agg.nodes]
+    short = [(node, missing) for node, missing in short if missing]
+    for node, missing in short:
+        need = f"{format_bytes(max(node.needed_bytes[n] for n in missing))} > {format_bytes(node.available_bytes)}"
+        clauses.append(Clause(f"; {node.host} cannot hold {', '.join(missing)}", 1, group="hosts"))
+        clauses.append(Clause(f" on all {len(node.ranks)} ranks ({need})", 0))
+    clauses.append(Clause(f"; {len(short)} host{'s' if len(short) != 1 else ''} short of memory", stands_for="hosts"))
+    return fit(clauses)

@@ -1,15 +1,18 @@
-"""A deployment's blocks: ranks, their work per strategy, nodes, online fp8. Ranks alike share a row ("0-7")."""
+"""A deployment's kind: ranks, their work per strategy, nodes, online fp8 (ranks alike share a row, "0-7"); summary."""
 
 from __future__ import annotations
 
 from dummyprof.reports.format import (
+    contended_mark,
     contention_text,
     estimate_cell,
     estimate_range,
     fresh_text,
     projected,
 )
+from dummyprof.reports.kind import Kind
 from dummyprof.reports.messages import say
+from dummyprof.reports.summary import Clause, fit
 from dummyprof.reports.tables.model import (
     BAD,
     BYTES,
@@ -29,6 +32,7 @@ from dummyprof.reports.tables.model import (
 from dummyprof.results.common import MEASURED
 from dummyprof.results.deployment import (
     FP16_SCRATCH,
+    NO_CUDA_HERE,
     DeploymentResult,
     HostFill,
     RankEntry,
@@ -341,7 +345,7 @@ def slowest_line(result: DeploymentResult) -> Line | None:
     return Line(f"slowest rank: {result.slowest_rank}, {figure}", STRONG)
 
 
-def deployment_blocks(result: DeploymentResult, *, detail: bool = True) -> list[Block]:
+def deployment_blocks(result: DeploymentResult, detail: bool = True) -> list[Block]:
     head = Line(
         f"{result.description}: {layout_text(result)} = {result.world} ranks, {result.layer_count} layers; "
         f"{result.shards_walked} distinct shard(s) counted in {format_seconds(result.count_s)}",
@@ -349,3 +353,53 @@ def deployment_blocks(result: DeploymentResult, *, detail: bool = True) -> list[
     )
     extras = (kinds_table(result), nodes_table(result), online_table(result), slowest_line(result))
     return [head, ranks_table(result), identity_line(result), work_table(result), *(b for b in extras if b is not None)]
+
+
+def deployment_summary(result: DeploymentResult) -> str:
+    """Layout, the largest rank's bytes, whether ranks fit, the slowest rank's fill, its strategy and the device
+    it was timed on (each part's where a GPU deployment's tables were timed on the host); where too long, online
+    fp8 gives way first, then the bytes per rank, whether ranks fit, the strategy's name."""
+    largest = max(result.ranks, key=lambda r: r.held_bytes, default=None)
+    short = sum(r.copies for r in result.ranks if r.device_fits is False)
+    fit_text = (
+        f", {short} over device memory" if short else ", all fit the device" if result.device_memory_bytes else ""
+    )
+    held = Clause(f", up to {format_bytes(largest.held_bytes)}/rank" if largest else "", 2)
+    clauses: list[Clause | str] = [f"{layout_text(result)}: {result.world} ranks", held, Clause(fit_text, 3)]
+    host = host_part(result)
+    if result.not_timed:  # the host-resident part timed here where there is one; the device-resident rest not
+        clauses.append(f"; host {fill_text(host[1].host)} on cpu, device not timed" if host else "; not timed")
+        clauses.append(Clause(": no CUDA device here" if result.not_timed == NO_CUDA_HERE else "", 4))
+    elif result.slowest_rank is not None:
+        s = result.rank(result.slowest_rank).strategy(result.slowest_strategy)
+        who = "ranks within noise" if result.slowest_within_noise else f"slowest rank {result.slowest_rank}"
+        clauses += [f"; {who}", Clause(f" {result.slowest_strategy}", 4), f" {fill_text(s)} on {result.device}"]
+        if host and host[1].host:  # each part on the device it lives on
+            clauses.append(f", host {fill_text(host[1].host)} on {host_device_text(result)}")
+    fp8 = " vs ".join(format_bytes(q.peak_bytes) for q in result.online_quant)
+    clauses.append(Clause(f"; online fp8 peak {fp8}" if fp8 else "", 1))
+    return fit([*clauses, contended_mark(result.contention, result.host_contention)])
+
+
+FILL_KINDS = {"float": "unquantized weights", "declared": "declared values"}  # those the kinds table leaves out
+
+
+def deployment_text(result: DeploymentResult) -> list[str]:
+    """Each group of ranks alike: its device bytes, and the bytes of the fill kinds the kinds table leaves out."""
+    lines = []
+    for group in rank_groups(result):
+        r = group[0]
+        kinds = [f"{FILL_KINDS[k]} {format_bytes(r.fill_kinds[k])}" for k in FILL_KINDS if r.fill_kinds.get(k)]
+        more = f" ({', '.join(kinds)})" if kinds else ""
+        lines.append(f"ranks {ranks_text(group, result.tp)}: {format_bytes(r.device_bytes)} on the device{more}.")
+    return lines
+
+
+KIND = Kind(
+    "deployment",
+    deployment_blocks,
+    deployment_summary,
+    headline_first=True,
+    texts=deployment_text,
+    device=lambda result: result.device,
+)

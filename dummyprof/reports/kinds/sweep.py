@@ -1,10 +1,14 @@
-"""``sweep``'s blocks: the points, the growth fits and a log-scale sparkline each."""
+"""``sweep``'s kind: the points, the growth fits and a log-scale sparkline each; its summary; its log-log charts."""
 
 from __future__ import annotations
 
 import math
+from typing import Any
 
+from dummyprof.reports import html_figures as charts
 from dummyprof.reports.format import estimate_cell, estimate_range, projected_note
+from dummyprof.reports.kind import Kind
+from dummyprof.reports.tables.escape import html_text as text
 from dummyprof.reports.tables.model import DIM, NAME, NUMBER, STRONG, WORD, Block, Column, Line, Table
 from dummyprof.results.sweep import GrowthFit, SweepResult
 from dummyprof.units import format_bytes
@@ -109,3 +113,100 @@ def sweep_blocks(result: SweepResult) -> list[Block]:
     if result.model_description:
         blocks.append(Line(f"largest point: {result.model_description}", DIM))
     return [*blocks, points_table(result), growth_table(result), Line(fit_note(result), DIM)]
+
+
+def sweep_summary(result: SweepResult) -> str:
+    """Exponents of the headline metric per series: exact visits for compare, time for engram (about 80 columns)."""
+    metric = "visits" if result.scenario == "compare" else "time"
+    fits = [result.fit(s, metric) for s in result.series]
+    shown = [f"{f.series} {f.exponent:.2f}" for f in fits if f is not None]
+    if not shown:
+        return f"sweep over {result.parameter}: too few points to fit"
+    word = "visit" if metric == "visits" else metric
+    return f"{word} exponents over {result.parameter} {result.fit_from:,}–{result.values[-1]:,}: " + ", ".join(shown)
+
+
+SWEEP_METRICS = (("visits", "visits"), ("time", "median time"), ("bytes", "bytes written"))
+
+
+SWEEP_UNITS = {"visits": "", "time": "s"}  # bytes: the binary unit that fits the largest
+
+
+MAX_TICKS = 20  # up to this many swept values, each is a tick of the log x axis
+
+
+def sweep_sections(result: SweepResult) -> list[charts.Section]:
+    go = charts.plotly()
+    label = parameter_label(result)
+    section = charts.Section(
+        f"Growth over {label}",
+        [
+            f"{result.scenario} at {', '.join(f'{v:,}' for v in result.values)}; log-log axes, so a power law is a "
+            f"straight line whose slope is its exponent. Dashed: least-squares fit over {label} "
+            f"{result.fit_from:,}–{result.values[-1] if result.values else 0:,}, with its 95% interval and R² "
+            "in the legend."
+        ],
+    )
+    xaxis: dict[str, Any] = {"type": "log", "title": text(label)}
+    if 0 < len(result.values) <= MAX_TICKS:
+        xaxis.update(tickvals=result.values, ticktext=[f"{v:,}" for v in result.values])
+    for metric, axis in SWEEP_METRICS:
+        traces = []
+        every = [y for series in result.series for y in result.column(series, metric) if y]
+        scale, unit = charts.byte_unit(max(every, default=1.0)) if metric == "bytes" else (1.0, SWEEP_UNITS[metric])
+        for series in result.series:
+            traces.extend(_sweep_series_traces(result, series, metric, axis, scale, unit))
+        if not traces:
+            continue
+        fig = go.Figure(traces)
+        low, high = min(every) / scale / 1.3, max(every) / scale * 1.3
+        yaxis = {
+            "type": "log",
+            "title": f"{axis} ({unit})" if metric == "bytes" else axis,
+            **charts.log_ticks(low, high, unit),
+        }
+        charts.layout(fig, f"{axis} vs {label}", 480, xaxis=xaxis, yaxis=yaxis, font={"size": 13})
+        section.figures.append(charts.chart(fig))
+    return [section]
+
+
+def _sweep_series_traces(
+    result: SweepResult, series: str, metric: str, axis: str, scale: float, unit: str
+) -> list[Any]:
+    """One series' line on a sweep's metric chart, with its fitted power law when it has one; none when the series
+    has no value for the metric."""
+    go = charts.plotly()
+    label = parameter_label(result)
+    ys = [y / scale if y is not None else None for y in result.column(series, metric)]
+    if all(y is None for y in ys):
+        return []
+    name = text(series)
+    times = [p.series[series].time if series in p.series else None for p in result.points]
+    hover = [
+        f"{name}<br>{text(label)} {x:,}<br>{axis} " + ("n/a" if y is None else charts.tick_text(y, unit))
+        for x, y in zip(result.values, ys, strict=True)
+    ]
+    traces = [
+        go.Scatter(
+            x=result.values,
+            y=ys,
+            mode="lines+markers",
+            name=name,
+            line={"color": charts.colour(series)},
+            error_y=charts.whiskers(times, thickness=1) if metric == "time" else None,
+            **charts.hover(hover),
+        )
+    ]
+    fit = result.fit(series, metric)
+    if fit is not None:
+        xs = [x for x in result.values if fit.x_from <= x <= fit.x_to]
+        interval = f" [{fit.ci_low:.2f}, {fit.ci_high:.2f}]" if fit.ci_low is not None else ""
+        r2 = f", R² {fit.r_squared:.4f}" if fit.r_squared is not None else ""
+        fit_ys = [fit.predict(x) / scale for x in xs]
+        fitted = f"{name} fit: exponent {fit.exponent:.2f}{interval}{r2}"
+        dashed = {"color": charts.colour(series), "dash": "dash"}  # in the colour of the points it was fitted to
+        traces.append(go.Scatter(x=xs, y=fit_ys, mode="lines", name=fitted, line=dashed, hoverinfo="name"))
+    return traces
+
+
+KIND = Kind("sweep", lambda result, detail: sweep_blocks(result), sweep_summary, pictures=sweep_sections)

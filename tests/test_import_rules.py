@@ -376,9 +376,9 @@ def _names(tree: ast.AST, names: set[str]) -> bool:
     return False
 
 
-def test_architecture_counts_the_files_that_name_tp() -> None:
-    """docs/architecture.md's figure of files that name ``tp`` or ``tp_size`` (it said 16 where the code had 19)."""
-    text = (PACKAGE.parent / "docs" / "architecture.md").read_text(encoding="utf-8")
+def test_internals_counts_the_files_that_name_tp() -> None:
+    """docs/internals.md's figure of files that name ``tp`` or ``tp_size``, in its walk of ``--tp``."""
+    text = (PACKAGE.parent / "docs" / "internals.md").read_text(encoding="utf-8")
     said = int(text.split("Over the whole package ", 1)[1].split(" files name `tp`", 1)[0])
     counted = [p for p in PACKAGE.rglob("*.py") if _names(ast.parse(p.read_text(encoding="utf-8")), {"tp", "tp_size"})]
     assert said == len(counted), sorted(str(p.relative_to(PACKAGE)) for p in counted)

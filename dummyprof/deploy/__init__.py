@@ -1,6 +1,6 @@
 """Deployments: per-rank shards of a model (tp, ep, pp, dp) on meta, their exact counts, online quantization.
 
-The modules and their rules: docs/architecture.md and docs/deployments.md.
+The modules and their rules: docs/internals.md and docs/deployments.md.
 """
 
 from __future__ import annotations

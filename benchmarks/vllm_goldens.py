@@ -247,9 +247,7 @@ def case_config(case: dict[str, Any]) -> dict[str, Any]:
     return config
 
 
-def build_rank(
-    config_dir: str, layout: dict[str, Any], rank: int, device: str = "meta"
-) -> tuple[torch.nn.Module, Any]:
+def build_rank(config_dir: str, layout: dict[str, Any], rank: int, device: str = "meta") -> tuple[torch.nn.Module, Any]:
     """Rank ``rank``'s model of ``layout`` built by vLLM's ``initialize_model`` on ``device`` (``cpu``: real,
     untouched memory from ``torch.empty``), and its ``ModelConfig``."""
     from vllm.config import (

@@ -181,22 +181,42 @@ def run_engine(python: str, shard: Shard) -> dict[str, Any]:
     return {**json.loads(lines[-1].removeprefix(MARK)), "process_wall_s": wall}
 
 
-def compare_command(python: str, shard: Shard, out: Path, max_memory: int | None, project_flag: bool) -> list[str]:
-    command = [python, "-m", "dummyprof", "compare", "--model", f"hf:{shard.config}"]
+@dataclasses.dataclass
+class Side:
+    """One interpreter running dummyprof: its label, Python, environment and whether it takes ``--project``."""
+
+    label: str
+    python: str
+    env: dict[str, str] | None
+    project_flag: bool
+
+
+@dataclasses.dataclass(frozen=True)
+class Measured:
+    """How the measured runs are asked for: a time budget they fit in, and their rounds."""
+
+    budget: str
+    repeat: int
+
+
+def compare_command(side: Side, shard: Shard, out: Path, mode: str, extra: Measured | int) -> list[str]:
+    """``compare`` on ``shard``: ``measured`` with ``extra``'s budget and rounds, ``projected`` under
+    ``--max-memory extra`` (bytes) at the default time budget."""
+    command = [side.python, "-m", "dummyprof", "compare", "--model", f"hf:{shard.config}"]
     command += ["--tp", str(shard.tp)] if shard.tp > 1 else []
     command += ["--device", "cpu", "-s", "per-layer", "-s", "legacy", "--json", str(out), "--force", "-q"]
-    if max_memory is not None:
-        command += ["--max-memory", f"{max(1, max_memory >> 20)}MiB"] + (["--project"] if project_flag else [])
+    if isinstance(extra, Measured):
+        command += ["--time-budget", extra.budget, "--repeat", str(extra.repeat)]
+    else:
+        command += ["--max-memory", f"{max(1, extra >> 20)}MiB"] + (["--project"] if side.project_flag else [])
     return command
 
 
-def run_dummyprof(
-    python: str, shard: Shard, max_memory: int | None, project_flag: bool, env: dict[str, str] | None
-) -> dict[str, Any]:
+def run_dummyprof(side: Side, shard: Shard, mode: str, extra: Measured | int) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as directory:
         out = Path(directory) / "compare.json"
-        command = compare_command(python, shard, out, max_memory, project_flag)
-        done, wall = _run(command, env)
+        command = compare_command(side, shard, out, mode, extra)
+        done, wall = _run(command, side.env)
         if done.returncode or not out.exists():
             return {"error": _failure(done), "command": command[1:], "process_wall_s": wall}
         document = json.loads(out.read_text())
@@ -250,23 +270,15 @@ def accepts_project(python: str, env: dict[str, str] | None) -> bool:
     return "--project " in done.stdout or "--project\n" in done.stdout
 
 
-@dataclasses.dataclass
-class Side:
-    """One interpreter running dummyprof: its label, Python, environment and whether it takes ``--project``."""
-
-    label: str
-    python: str
-    env: dict[str, str] | None
-    project_flag: bool
-
-
 def trial_order(methods: list[str], trial: int) -> list[str]:
     """Rotated by trial, so no method always runs first; vLLM first in trial 0 (its bytes size --max-memory)."""
     k = trial % len(methods)
     return methods[k:] + methods[:k]
 
 
-def run_trial(shard: Shard, trial: int, vllm_python: str, sides: list[Side], held: list[int]) -> list[dict[str, Any]]:
+def run_trial(
+    shard: Shard, trial: int, vllm_python: str, sides: list[Side], measured: Measured, held: list[int]
+) -> list[dict[str, Any]]:
     methods = ["vllm"] + [f"{side.label}:{mode}" for side in sides for mode in ("measured", "projected")]
     runs = []
     for method in trial_order(methods, trial):
@@ -276,11 +288,12 @@ def run_trial(shard: Shard, trial: int, vllm_python: str, sides: list[Side], hel
         else:
             label, mode = method.split(":")
             side = next(s for s in sides if s.label == label)
-            budget = held[0] // 2 if mode == "projected" and held else None
-            if mode == "projected" and budget is None:
-                result = {"error": "no shard size known yet to set --max-memory below it"}
+            if mode == "measured":
+                result = run_dummyprof(side, shard, mode, measured)
+            elif held:
+                result = run_dummyprof(side, shard, mode, held[0] // 2)
             else:
-                result = run_dummyprof(side.python, shard, budget, side.project_flag, side.env)
+                result = {"error": "no shard size known yet to set --max-memory below it"}
             result["mode"] = mode
             result["interpreter"] = label
         if not held and result.get("held_bytes"):
@@ -363,24 +376,57 @@ def print_shard(shard: Shard, trials: list[list[dict[str, Any]]]) -> None:
                 f"{run['visits']:>7,}  {run['bytes_written']:,} B"
             )
     print(
-        " trial  load  dummyprof on   mode        per-layer     / vLLM  vLLM in interval"
-        "   legacy  / vLLM  visits diff  bytes diff"
+        " trial  load  dummyprof on   asked      got        per-layer  / vLLM         interval  vLLM in"
+        "    legacy  / vLLM  visits     bytes diff"
     )
     for number, runs in enumerate(trials, 1):
         for run in runs:
             if run["method"] != "vllm" and "error" in run:
                 print(f" {number:>5}  {run['loadavg'][0]:4.1f}  {run['method']}: FAILED: {run['error']}")
         for row in comparison_rows(runs):
-            per_layer = "-" if row["per_layer_s"] is None else f"{row['per_layer_s']:.2f} s"
-            legacy = "-" if row["legacy_s"] is None else f"{row['legacy_s']:.2f} s"
-            low, high = row["per_layer_interval_s"]
-            interval = "" if low is None or high is None else f" ({low:.2f}-{high:.2f} s)"
+            print(f" {number:>5}  " + _row_line(row))
+
+
+def _seconds(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f} s"
+
+
+def _row_line(row: dict[str, Any]) -> str:
+    low, high = row["per_layer_interval_s"]
+    interval = "-" if low is None or high is None else f"{low:.2f}-{high:.2f} s"
+    return (
+        f"{row['loadavg_1m']:4.1f}  {row['interpreter']:<13}  {row['mode']:<9}  {row['per_layer_how'] or '-':<9}  "
+        f"{_seconds(row['per_layer_s']):>8}  {_ratio(row['per_layer_s'], row['vllm_s']):>6}  {interval:>15}  "
+        f"{row['vllm_in_interval']:<5}  {_seconds(row['legacy_s']):>8}  {_ratio(row['legacy_s'], row['vllm_s']):>6}  "
+        f"{row['visits_difference']:>+6,}  {row['bytes_difference']:>+11,} B"
+        + ("" if abs(row["bytes_difference"]) <= BYTES_WITHIN else "  BYTES DIFFER")
+    )
+
+
+def print_summary(shards: list[Shard], trials: dict[str, list[list[dict[str, Any]]]], sides: list[Side]) -> None:
+    """The issue's table, one cell per trial in trial order: paste-ready Markdown."""
+    print("\n| shard | dummyprof on | vLLM first fill (its refill) | measured / vLLM | projected / vLLM | load |")
+    print("|---|---|---|---|---|---|")
+    for shard in shards:
+        engines = [r for runs in trials[shard.name] for r in runs if r["method"] == "vllm" and "error" not in r]
+        fills = ", ".join(f"{r['first']['wall_s']:.1f}" for r in engines)
+        refills = ", ".join(f"{r['refill']['wall_s']:.1f}" for r in engines)
+        for side in sides:
+            rows = [row for runs in trials[shard.name] for row in comparison_rows(runs)]
+            ratios = {
+                mode: ", ".join(
+                    f"{row['per_layer_ratio']:.2f}"
+                    + ("" if row["per_layer_how"] == mode else f" ({row['per_layer_how']})")
+                    for row in rows
+                    if row["interpreter"] == side.label and row["mode"] == mode and row["per_layer_ratio"] is not None
+                )
+                for mode in ("measured", "projected")
+            }
+            loads = [r["loadavg"][0] for runs in trials[shard.name] for r in runs]
+            load = f"{min(loads):.1f}-{max(loads):.1f}" if loads else "-"
             print(
-                f" {number:>5}  {row['loadavg_1m']:4.1f}  {row['interpreter']:<13} {row['per_layer_how'] or '-':<10} "
-                f"{per_layer:>9}  {_ratio(row['per_layer_s'], row['vllm_s']):>6}  {row['vllm_in_interval']:<4}"
-                f"{interval}  {legacy:>7}  {_ratio(row['legacy_s'], row['vllm_s']):>6}  "
-                f"{row['visits_difference']:>+11,}  {row['bytes_difference']:>+10,} B"
-                + ("" if abs(row["bytes_difference"]) <= BYTES_WITHIN else "  BYTES DIFFER")
+                f"| {shard.label} | {side.label} | {fills or '-'} s ({refills or '-'} s) | {ratios['measured'] or '-'} "
+                f"| {ratios['projected'] or '-'} | {load} |"
             )
 
 
@@ -397,7 +443,8 @@ def print_versions(record: dict[str, Any]) -> None:
     print(
         f"{record['machine']['cpus']} CPUs, {record['machine']['processor']}; load: 1-minute load average before "
         "each process; per-layer is vLLM 0.33's traversal (like for like), legacy vLLM <= 0.29's; diffs: "
-        "dummyprof per-layer less vLLM"
+        "dummyprof per-layer less vLLM; a whole model (no --tp) is counted by dummyprof as transformers builds it "
+        "(q, k, v and gate, up unfused; no kv scales), so its visits differ from vLLM's: its bytes are the check"
     )
 
 
@@ -415,11 +462,15 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
         default=os.environ.get("VLLM_PYTHON", "/work/vllm-venv/bin/python"),
         help="the Python of the environment with vLLM (default $VLLM_PYTHON, else /work/vllm-venv/bin/python)",
     )
+    parser.add_argument(
+        "--measured-budget", default="30m", help="--time-budget of the measured runs, long enough to measure them"
+    )
+    parser.add_argument("--measured-repeat", type=int, default=3, help="--repeat of the measured runs (default 3)")
     parser.add_argument("--python", default=sys.executable, help="dummyprof's Python (default: this one)")
     parser.add_argument("--engine-trial", choices=sorted(SHARDS), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    if args.trials < 1:
-        parser.error("--trials: at least 1")
+    if args.trials < 1 or args.measured_repeat < 1:
+        parser.error("--trials and --measured-repeat: at least 1")
     if args.json is not None and args.json.exists() and not args.force:
         parser.error(f"--json: {args.json} exists; pass --force to overwrite it")
     if not Path(args.vllm_python).exists():
@@ -440,6 +491,7 @@ def main(argv: list[str] | None = None) -> int:
     if torch_engine != torch_ours:
         sides.append(Side("engine", args.vllm_python, engine_env, accepts_project(args.vllm_python, engine_env)))
     shards = [SHARDS[name] for name in (args.shard or SHARDS)]
+    measured = Measured(args.measured_budget, args.measured_repeat)
     record: dict[str, Any] = {
         "format": FORMAT,
         "command": " ".join([Path(sys.argv[0]).name, *(argv if argv is not None else sys.argv[1:])]),
@@ -454,7 +506,7 @@ def main(argv: list[str] | None = None) -> int:
     trials: dict[str, list[list[dict[str, Any]]]] = {s.name: [] for s in shards}
     for trial in range(args.trials):
         for shard in shards:  # trials interleaved across shards and methods
-            runs = run_trial(shard, trial, args.vllm_python, sides, held[shard.name])
+            runs = run_trial(shard, trial, args.vllm_python, sides, measured, held[shard.name])
             trials[shard.name].append(runs)
             record["vllm"] = next((r["vllm"] for r in runs if "vllm" in r), record["vllm"])
     failed = False
@@ -465,6 +517,7 @@ def main(argv: list[str] | None = None) -> int:
         failed |= any("error" in run for runs in trials[shard.name] for run in runs)
         failed |= any(abs(row["bytes_difference"]) > BYTES_WITHIN for trial in rows for row in trial)
         record["shards"][shard.name] = {**dataclasses.asdict(shard), "trials": trials[shard.name], "rows": rows}
+    print_summary(shards, trials, sides)
     if args.json is not None:
         args.json.write_text(json.dumps(record, indent=1) + "\n")
         print(f"\nwritten to {args.json}")

@@ -16,16 +16,19 @@ rotates from trial to trial, each a fresh process:
   the process's minor page faults, system and user time (``getrusage`` deltas) around the fill; the visits and
   bytes its per-tensor initializer writes (hooked); then the same fill again on the touched tensors (the refill);
 - dummyprof measured: ``dummyprof compare --model hf:CONFIG [--tp N] --device cpu -s per-layer -s legacy --json``,
-  the shard fitting memory (a layout's rank 0 shard is built as vLLM splits it and filled; docs/deployments.md);
+  the shard fitting memory, with ``--time-budget 30m --repeat 3`` (``--measured-budget``, ``--measured-repeat``) so
+  that its rounds fit the budget and are measured, not projected (a layout's rank 0 shard is built as vLLM splits
+  it and filled; docs/deployments.md);
 - dummyprof projected: the same with ``--max-memory`` at half the shard, so it is projected from calibration fills
   at the default ``--time-budget``.
 
 Where the two interpreters' torch builds differ (vLLM's CUDA build against dummyprof's CPU build), it says so and
 also runs dummyprof's two commands on the engine's interpreter (``PYTHONPATH`` at this checkout; dummyprof's
-dependencies must be installed there). It prints, per trial, both sides' visits and bytes written and their
-difference, the ratios dummyprof measured / vLLM and projected / vLLM (per-layer is vLLM 0.33's traversal, the
-like-for-like one; legacy, vLLM <= 0.29's, for reference), whether vLLM's time lies in the projection's interval,
-and the load average before each process. ``--json`` keeps every figure.
+dependencies must be installed there: of vLLM 0.33's environment, only scipy was missing). It prints, per trial,
+both sides' visits and bytes written and their difference, the ratios dummyprof measured / vLLM and projected /
+vLLM (per-layer is vLLM 0.33's traversal, the like-for-like one; legacy, vLLM <= 0.29's, for reference), whether
+vLLM's time lies in the projection's interval, and the load average before each process; then the ratios as one
+Markdown table. ``--json`` keeps every figure. Exit 1 when a process failed or the bytes differ.
 
 This file runs under both interpreters: the driver (stdlib only) and, with ``--engine-trial``, one vLLM trial.
 """
@@ -500,6 +503,9 @@ def main(argv: list[str] | None = None) -> int:
         "torch": {"engine": torch_engine, "dummyprof": torch_ours},
         "builds_differ": torch_engine != torch_ours,
         "machine": {"cpus": os.cpu_count(), "processor": platform.processor() or platform.machine()},
+        "measured_runs": dataclasses.asdict(measured),
+        "projected_runs": "--max-memory at half the shard's bytes, the default --time-budget",
+        "bytes_within": BYTES_WITHIN,
         "shards": {},
     }
     held: dict[str, list[int]] = {s.name: [] for s in shards}

@@ -363,7 +363,7 @@ def comparison_rows(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def print_shard(shard: Shard, trials: list[list[dict[str, Any]]]) -> None:
     print(f"\n{shard.label} ({shard.name}: hf:{shard.config}" + (f" --tp {shard.tp})" if shard.tp > 1 else ")"))
-    print(" trial  load   vLLM first fill  minor faults   sys s   user s  refill   visits  written")
+    print(" trial  load   vLLM first fill  minor faults   sys s   user s  CPU/wall   refill   visits  written")
     for number, runs in enumerate(trials, 1):
         for run in runs:
             if run["method"] != "vllm":
@@ -373,9 +373,11 @@ def print_shard(shard: Shard, trials: list[list[dict[str, Any]]]) -> None:
                 print(f" {number:>5}  {load}   FAILED: {run['error']}")
                 continue
             first, refill = run["first"], run["refill"]
+            share = (first["sys_s"] + first["user_s"]) / first["wall_s"]
             print(
                 f" {number:>5}  {load}  {first['wall_s']:>13.2f} s  {first['minor_faults']:>12,}  "
-                f"{first['sys_s']:>6.2f}  {first['user_s']:>7.2f}  {refill['wall_s']:>4.2f} s  "
+                f"{first['sys_s']:>6.2f}  {first['user_s']:>7.2f}  {share:>8.2f}"
+                f"  {refill['wall_s']:>5.2f} s  "
                 f"{run['visits']:>7,}  {run['bytes_written']:,} B"
             )
     print(
@@ -445,9 +447,10 @@ def print_versions(record: dict[str, Any]) -> None:
     )
     print(
         f"{record['machine']['cpus']} CPUs, {record['machine']['processor']}; load: 1-minute load average before "
-        "each process; per-layer is vLLM 0.33's traversal (like for like), legacy vLLM <= 0.29's; diffs: "
-        "dummyprof per-layer less vLLM; a whole model (no --tp) is counted by dummyprof as transformers builds it "
-        "(q, k, v and gate, up unfused; no kv scales), so its visits differ from vLLM's: its bytes are the check"
+        "each process; CPU/wall: the fill's CPU seconds (user + sys, all threads) per second;\n"
+        "per-layer is vLLM 0.33's traversal (like for like), legacy vLLM <= 0.29's; diffs: dummyprof per-layer less "
+        "vLLM; a whole model (no --tp) is counted by dummyprof as transformers builds it (q, k, v and gate, up "
+        "unfused; no kv scales), so its visits differ from vLLM's: its bytes are the check"
     )
 
 

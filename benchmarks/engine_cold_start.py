@@ -202,8 +202,8 @@ class Measured:
     repeat: int
 
 
-def compare_command(side: Side, shard: Shard, out: Path, mode: str, extra: Measured | int) -> list[str]:
-    """``compare`` on ``shard``: ``measured`` with ``extra``'s budget and rounds, ``projected`` under
+def compare_command(side: Side, shard: Shard, out: Path, extra: Measured | int) -> list[str]:
+    """``compare`` on ``shard``: measured with ``extra``'s budget and rounds (a ``Measured``), or projected under
     ``--max-memory extra`` (bytes) at the default time budget."""
     command = [side.python, "-m", "dummyprof", "compare", "--model", f"hf:{shard.config}"]
     command += ["--tp", str(shard.tp)] if shard.tp > 1 else []
@@ -215,10 +215,10 @@ def compare_command(side: Side, shard: Shard, out: Path, mode: str, extra: Measu
     return command
 
 
-def run_dummyprof(side: Side, shard: Shard, mode: str, extra: Measured | int) -> dict[str, Any]:
+def run_dummyprof(side: Side, shard: Shard, extra: Measured | int) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as directory:
         out = Path(directory) / "compare.json"
-        command = compare_command(side, shard, out, mode, extra)
+        command = compare_command(side, shard, out, extra)
         done, wall = _run(command, side.env)
         if done.returncode or not out.exists():
             return {"error": _failure(done), "command": command[1:], "process_wall_s": wall}
@@ -292,9 +292,9 @@ def run_trial(
             label, mode = method.split(":")
             side = next(s for s in sides if s.label == label)
             if mode == "measured":
-                result = run_dummyprof(side, shard, mode, measured)
+                result = run_dummyprof(side, shard, measured)
             elif held:
-                result = run_dummyprof(side, shard, mode, held[0] // 2)
+                result = run_dummyprof(side, shard, held[0] // 2)
             else:
                 result = {"error": "no shard size known yet to set --max-memory below it"}
             result["mode"] = mode

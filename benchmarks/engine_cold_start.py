@@ -244,7 +244,8 @@ def dummyprof_figures(document: dict[str, Any]) -> dict[str, Any]:
         compare = document["compare"]
         strategies = {s["name"]: _strategy(s, s["time"], s.get("redundant_visits")) for s in compare["strategies"]}
         held = compare["model"]["bytes"]
-    return {"torch": environment["torch_version"], "held_bytes": held, "strategies": strategies}
+    notices = document.get("notices", [])
+    return {"torch": environment["torch_version"], "held_bytes": held, "strategies": strategies, "notices": notices}
 
 
 def _strategy(entry: dict[str, Any], estimate: dict[str, Any] | None, redundant: int | None) -> dict[str, Any]:

@@ -247,7 +247,9 @@ def case_config(case: dict[str, Any]) -> dict[str, Any]:
     return config
 
 
-def build_rank(config_dir: str, layout: dict[str, Any], rank: int) -> tuple[torch.nn.Module, Any]:
+def build_rank(config_dir: str, layout: dict[str, Any], rank: int, device: str = "meta") -> tuple[torch.nn.Module, Any]:
+    """Rank ``rank``'s model of ``layout`` built by vLLM's ``initialize_model`` on ``device`` (``cpu``: real,
+    untouched memory from ``torch.empty``), and its ``ModelConfig``."""
     from vllm.config import (
         CompilationConfig,
         LoadConfig,
@@ -276,7 +278,7 @@ def build_rank(config_dir: str, layout: dict[str, Any], rank: int) -> tuple[torc
         load_config=LoadConfig(load_format="dummy"),
         compilation_config=CompilationConfig(mode=0, pass_config=PassConfig(fuse_allreduce_rms=False)),
     )
-    with set_current_vllm_config(vllm_config), set_default_torch_dtype(model_config.dtype), torch.device("meta"):
+    with set_current_vllm_config(vllm_config), set_default_torch_dtype(model_config.dtype), torch.device(device):
         model = initialize_model(vllm_config=vllm_config)
     return model, model_config
 

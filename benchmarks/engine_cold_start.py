@@ -200,14 +200,18 @@ class Measured:
 
     budget: str
     repeat: int
+    strategies: tuple[str, ...] = ("per-layer", "legacy")
 
 
-def compare_command(side: Side, shard: Shard, out: Path, extra: Measured | int) -> list[str]:
+def compare_command(
+    side: Side, shard: Shard, out: Path, extra: Measured | int, strategies: tuple[str, ...] = ("per-layer", "legacy")
+) -> list[str]:
     """``compare`` on ``shard``: measured with ``extra``'s budget and rounds (a ``Measured``), or projected under
     ``--max-memory extra`` (bytes) at the default time budget."""
     command = [side.python, "-m", "dummyprof", "compare", "--model", f"hf:{shard.config}"]
     command += ["--tp", str(shard.tp)] if shard.tp > 1 else []
-    command += ["--device", "cpu", "-s", "per-layer", "-s", "legacy", "--json", str(out), "--force", "-q"]
+    command += ["--device", "cpu", *(a for name in strategies for a in ("-s", name))]
+    command += ["--json", str(out), "--force", "-q"]
     if isinstance(extra, Measured):
         command += ["--time-budget", extra.budget, "--repeat", str(extra.repeat)]
     else:
@@ -215,10 +219,10 @@ def compare_command(side: Side, shard: Shard, out: Path, extra: Measured | int) 
     return command
 
 
-def run_dummyprof(side: Side, shard: Shard, extra: Measured | int) -> dict[str, Any]:
+def run_dummyprof(side: Side, shard: Shard, extra: Measured | int, strategies: tuple[str, ...]) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as directory:
         out = Path(directory) / "compare.json"
-        command = compare_command(side, shard, out, extra)
+        command = compare_command(side, shard, out, extra, strategies)
         done, wall = _run(command, side.env)
         if done.returncode or not out.exists():
             return {"error": _failure(done), "command": command[1:], "process_wall_s": wall}
@@ -293,9 +297,9 @@ def run_trial(
             label, mode = method.split(":")
             side = next(s for s in sides if s.label == label)
             if mode == "measured":
-                result = run_dummyprof(side, shard, measured)
+                result = run_dummyprof(side, shard, measured, measured.strategies)
             elif held:
-                result = run_dummyprof(side, shard, held[0] // 2)
+                result = run_dummyprof(side, shard, held[0] // 2, measured.strategies)
             else:
                 result = {"error": "no shard size known yet to set --max-memory below it"}
             result["mode"] = mode
@@ -472,6 +476,9 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--measured-budget", default="30m", help="--time-budget of the measured runs, long enough to measure them"
     )
+    parser.add_argument(
+        "--strategy", action="append", choices=("per-layer", "legacy"), help="dummyprof's strategies (default both)"
+    )
     parser.add_argument("--measured-repeat", type=int, default=3, help="--repeat of the measured runs (default 3)")
     parser.add_argument("--python", default=sys.executable, help="dummyprof's Python (default: this one)")
     parser.add_argument("--engine-trial", choices=sorted(SHARDS), help=argparse.SUPPRESS)
@@ -498,7 +505,7 @@ def main(argv: list[str] | None = None) -> int:
     if torch_engine != torch_ours:
         sides.append(Side("engine", args.vllm_python, engine_env, accepts_project(args.vllm_python, engine_env)))
     shards = [SHARDS[name] for name in (args.shard or SHARDS)]
-    measured = Measured(args.measured_budget, args.measured_repeat)
+    measured = Measured(args.measured_budget, args.measured_repeat, tuple(args.strategy or ("per-layer", "legacy")))
     record: dict[str, Any] = {
         "format": FORMAT,
         "command": " ".join([Path(sys.argv[0]).name, *(argv if argv is not None else sys.argv[1:])]),

@@ -475,7 +475,12 @@ def first_touch_text(pages: FirstTouch | None) -> str:
     if pages is None or not pages.fresh_s:
         return ""
     costs = [c / (pages.chunk_bytes / PAGE) * 1e6 for c in pages.chunk_costs()]
-    covered = f"{format_bytes(pages.sampled_bytes)} of {format_bytes(pages.needed_bytes)}"
+    needed = format_bytes(pages.needed_bytes)
+    covered = (
+        f"all {needed}"
+        if pages.sampled_bytes >= pages.needed_bytes
+        else f"{format_bytes(pages.sampled_bytes)} of {needed}"
+    )
     return f"; first touch {min(costs):.1f}-{max(costs):.1f} µs per 4 KiB page (fresh pages, {covered} probed)"
 
 

@@ -12,9 +12,11 @@ rotates from trial to trial, each a fresh process:
 - vLLM: the shard built by vLLM's own classes on the CPU, for real (``initialize_model`` with the machinery of
   ``vllm_goldens.py``: compiled extensions stubbed, an H200 faked so quantization methods pick the layouts they pick
   there, the rank's parallel groups set); its memory comes from ``torch.empty``, untouched. Then
-  ``DummyModelLoader(LoadConfig(load_format="dummy")).load_weights(model, model_config)`` is timed: wall time and
-  the process's minor page faults, system and user time (``getrusage`` deltas) around the fill; the visits and
-  bytes its per-tensor initializer writes (hooked); then the same fill again on the touched tensors (the refill);
+  ``DummyModelLoader(LoadConfig(load_format="dummy")).load_weights(model, model_config)`` is timed, once the
+  helper processes the build started have ended (``settle``): wall time and the process's minor page faults,
+  system and user time (``getrusage`` deltas) around the fill, and the CPU the rest of the machine spent
+  meanwhile; the visits and bytes its per-tensor initializer writes (hooked); then the same fill again on the
+  touched tensors (the refill);
 - dummyprof measured: ``dummyprof compare --model hf:CONFIG [--tp N] --device cpu -s per-layer -s legacy --json``,
   the shard fitting memory, with ``--time-budget 30m --repeat 3`` (``--measured-budget``, ``--measured-repeat``) so
   that its rounds fit the budget and are measured, not projected (a layout's rank 0 shard is built as vLLM splits
@@ -57,6 +59,7 @@ MARK = "ENGINE-TRIAL "  # the engine trial's one line of results on stdout; vLLM
 FORMAT = 1  # the --json record's layout
 BYTES_WITHIN = 1088  # vLLM and dummyprof fill the same bytes to within this (the issue's side-by-side figure)
 TIMEOUT_S = 1800  # one process; dummyprof's default --time-budget is 60 s of measured rounds
+SETTLE_S = 120  # the longest wait for the build's helper processes before the fill is timed anyway
 
 
 @dataclasses.dataclass(frozen=True)
@@ -86,20 +89,53 @@ SHARDS = {
 # ---- one vLLM trial, in the engine's interpreter -------------------------------------------------------------------
 
 
+def _machine_busy_s() -> float:
+    """CPU seconds every process on the machine has spent so far (``/proc/stat``: all but idle and iowait)."""
+    fields = [int(v) for v in Path("/proc/stat").read_text().splitlines()[0].split()[1:8]]
+    return (sum(fields) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")
+
+
 def _usage(fn: Callable[[], None]) -> dict[str, float]:
-    """Wall time and this process's page faults and CPU time spent in ``fn``."""
+    """Wall time and this process's page faults and CPU time spent in ``fn``, and the CPU time the rest of the
+    machine spent meanwhile (what competed for the cores)."""
     before = resource.getrusage(resource.RUSAGE_SELF)
+    busy = _machine_busy_s()
     start = time.perf_counter()
     fn()
     wall = time.perf_counter() - start
+    busy = _machine_busy_s() - busy
     after = resource.getrusage(resource.RUSAGE_SELF)
+    user, system = after.ru_utime - before.ru_utime, after.ru_stime - before.ru_stime
     return {
         "wall_s": wall,
-        "user_s": after.ru_utime - before.ru_utime,
-        "sys_s": after.ru_stime - before.ru_stime,
+        "user_s": user,
+        "sys_s": system,
+        "others_cpu_s": max(0.0, busy - user - system),
         "minor_faults": after.ru_minflt - before.ru_minflt,
         "major_faults": after.ru_majflt - before.ru_majflt,
     }
+
+
+def _children() -> list[str]:
+    """The command lines of this process's running children."""
+    me, found = str(os.getpid()), []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and (entry / "stat").read_text().rsplit(")", 1)[1].split()[1] == me:
+                found.append((entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip())
+        except OSError:
+            continue
+    return found
+
+
+def settle(limit_s: float = SETTLE_S) -> dict[str, Any]:
+    """Wait, up to ``limit_s``, for the helper processes the build started to end. vLLM's build on this faked H200
+    starts kernel-library helpers (``humming``'s nvrtc build and launcher) that spend seconds of CPU right after;
+    on a GPU node they take cores the fill does not use, on a 2-core VM they take the fill's own."""
+    start, seen = time.perf_counter(), _children()
+    while _children() and time.perf_counter() - start < limit_s:
+        time.sleep(0.1)
+    return {"helpers": seen, "waited_s": time.perf_counter() - start, "still_running": _children()}
 
 
 def engine_trial(shard: Shard) -> dict[str, Any]:
@@ -129,6 +165,7 @@ def engine_trial(shard: Shard) -> dict[str, Any]:
         original(param, *args, name=name, **kwargs)
 
     loader = dummy_loader.DummyModelLoader(LoadConfig(load_format="dummy"))
+    helpers = settle()
     dummy_loader.initialize_single_dummy_weight = hooked
     try:
         first = _usage(lambda: loader.load_weights(model, model_config))
@@ -144,6 +181,7 @@ def engine_trial(shard: Shard) -> dict[str, Any]:
         "torch_cuda_build": torch.version.cuda,
         "torch_threads": torch.get_num_threads(),
         "build_s": build_s,
+        "settle": helpers,
         "held_bytes": sum(storages.values()),
         "storages": len(storages),
         "visits": count,
@@ -368,7 +406,10 @@ def comparison_rows(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def print_shard(shard: Shard, trials: list[list[dict[str, Any]]]) -> None:
     print(f"\n{shard.label} ({shard.name}: hf:{shard.config}" + (f" --tp {shard.tp})" if shard.tp > 1 else ")"))
-    print(" trial  load   vLLM first fill  minor faults   sys s   user s  CPU/wall   refill   visits  written")
+    print(
+        " trial  load  settled   vLLM first fill  minor faults   sys s   user s  CPU/wall  others CPU   refill   visits"
+        "  written"
+    )
     for number, runs in enumerate(trials, 1):
         for run in runs:
             if run["method"] != "vllm":
@@ -379,10 +420,11 @@ def print_shard(shard: Shard, trials: list[list[dict[str, Any]]]) -> None:
                 continue
             first, refill = run["first"], run["refill"]
             share = (first["sys_s"] + first["user_s"]) / first["wall_s"]
+            settled = run.get("settle", {})
             print(
-                f" {number:>5}  {load}  {first['wall_s']:>13.2f} s  {first['minor_faults']:>12,}  "
-                f"{first['sys_s']:>6.2f}  {first['user_s']:>7.2f}  {share:>8.2f}"
-                f"  {refill['wall_s']:>5.2f} s  "
+                f" {number:>5}  {load}  {settled.get('waited_s', 0.0):>5.1f} s  {first['wall_s']:>13.2f} s  "
+                f"{first['minor_faults']:>12,}  {first['sys_s']:>6.2f}  {first['user_s']:>7.2f}  {share:>8.2f}"
+                f"  {first.get('others_cpu_s', float('nan')):>8.2f} s  {refill['wall_s']:>5.2f} s  "
                 f"{run['visits']:>7,}  {run['bytes_written']:,} B"
             )
     print(
@@ -452,7 +494,9 @@ def print_versions(record: dict[str, Any]) -> None:
     )
     print(
         f"{record['machine']['cpus']} CPUs, {record['machine']['processor']}; load: 1-minute load average before "
-        "each process; CPU/wall: the fill's CPU seconds (user + sys, all threads) per second;\n"
+        "each process; settled: the wait, after vLLM's build, for the helper processes it started (kernel-library "
+        "builds) to end; CPU/wall: the fill's CPU seconds (user + sys, all threads) per second; others CPU: what the "
+        "rest of the machine spent during the fill;\n"
         "per-layer is vLLM 0.33's traversal (like for like), legacy vLLM <= 0.29's; diffs: dummyprof per-layer less "
         "vLLM; a whole model (no --tp) is counted by dummyprof as transformers builds it (q, k, v and gate, up "
         "unfused; no kv scales), so its visits differ from vLLM's: its bytes are the check"

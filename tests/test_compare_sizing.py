@@ -293,3 +293,50 @@ def test_a_deployments_fresh_page_budget_gives_each_shard_its_own_after_the_host
     # 2 shards shared 60 s less a host part of 15 s (a quarter, by bytes); each shard needs a 40 s budget
     assert deployment_fresh_budget(40.0, 2, 60.0, 45.0) == 107.0  # 80 s / 0.75, in whole seconds
     assert deployment_fresh_budget(40.0, 1, 60.0, 60.0) == 40.0
+
+
+def _fp8_count(rows: int, cols: int, layers: int = 2) -> object:
+    """Counts of per-layer over a model of ``layers`` fp8 linears of rows x cols (an fp16 scratch each visit)."""
+
+    class Layer(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.weight = torch.nn.Parameter(
+                torch.empty(rows, cols, dtype=torch.float8_e4m3fn, device="meta"), requires_grad=False
+            )
+
+    model = torch.nn.Sequential(*(Layer() for _ in range(layers)))
+    return count_on_meta(model, get_strategy("per-layer"), None)
+
+
+def test_calibration_samples_a_scratch_class_under_the_mmap_threshold_and_big_scratch_is_first_touched() -> None:
+    from dummyprof.measure.memory import MMAP_THRESHOLD
+    from dummyprof.scenarios.compare.sizing import _classes, _fresh_scratch
+
+    big, small = _fp8_count(4096, 8192), _fp8_count(1024, 1024)  # fp16 scratch 64 MiB and 2 MiB per visit
+    [(init, _name, largest)] = _classes({"per-layer": big}).values()  # type: ignore[dict-item]
+    assert init == "v0.33" and 2 * largest < MMAP_THRESHOLD  # its scratch sampled from a reused heap
+    assert _fresh_scratch(big) == 2 * (2 * 4096 * 8192)  # the engine maps a 64 MiB scratch afresh at each visit
+    assert _fresh_scratch(small) == 0  # a 2 MiB one comes back from the heap the last visit freed
+    [(_i, _n, small_largest)] = _classes({"per-layer": small}).values()  # type: ignore[dict-item]
+    assert small_largest == 1024 * 1024  # under the threshold: sampled up to the visit's own size
+
+
+def test_a_projection_prices_the_first_touch_of_the_scratch_the_engine_maps_afresh() -> None:
+    from dummyprof.results.common import FirstTouch
+
+    count = _fp8_count(4096, 8192)
+    pages = FirstTouch(chunk_bytes=1 << 20, needed_bytes=1 << 20, fresh_s=[1e-3, 2e-3], touched_s=[0.0, 0.0])
+    cls = CalibrationClass(
+        initializer="v0.33",
+        rule="uniform-via-fp16",
+        dtype="float8_e4m3fn",
+        sizes_bytes=[1, 2],
+        trials=[],
+        fit=fit_line([1.0, 2.0], [1.0, 2.0]),
+        fit_low=fit_line([1.0, 2.0], [1.0, 2.0]),
+        fit_high=fit_line([1.0, 2.0], [1.0, 2.0]),
+    )
+    projection = project_strategy(count, [cls], 1e12, 0, pages=pages)  # type: ignore[arg-type]
+    weights, scratch = 2 * 4096 * 8192, 2 * (2 * 4096 * 8192)
+    assert projection.first_touch_s == pytest.approx(pages.price(weights + scratch)[0])

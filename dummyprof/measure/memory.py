@@ -28,7 +28,8 @@ MMAP_THRESHOLD = 32 << 20
 # glibc's starting threshold. Fixed there (``map_afresh``), every allocation past it is mapped afresh and unmapped
 # when freed, so a model built again for the next measured round first-touches its pages as the engine's does.
 FRESH_MAP_BYTES = 128 << 10
-_M_MMAP_THRESHOLD = -3  # mallopt's parameter number (malloc.h)
+_M_MMAP_THRESHOLD = -3  # mallopt's parameter numbers (malloc.h)
+_M_TRIM_THRESHOLD = -1
 _mapped_afresh = False
 
 
@@ -45,6 +46,34 @@ def map_afresh(device: torch.device) -> bool:
         except (OSError, AttributeError):
             return False
     return _mapped_afresh
+
+
+def engine_maps_afresh(nbytes: int) -> bool:
+    """Whether an engine's worker (glibc's defaults, one fill) maps a temporary of ``nbytes`` afresh at every visit:
+    past :data:`MMAP_THRESHOLD`; a smaller one comes back from the heap an earlier visit's freed, touched."""
+    return nbytes >= MMAP_THRESHOLD
+
+
+@contextlib.contextmanager
+def heap_reused(device: torch.device) -> Iterator[None]:
+    """Temporaries under :data:`MMAP_THRESHOLD` served from a heap kept across frees, so a calibration fill's
+    scratch is touched memory, as an engine's smaller scratches are after their first visit. Afterwards the
+    threshold is ``map_afresh``'s where that was fixed, else glibc's ceiling (what the dynamic threshold reaches)."""
+    if device.type != "cpu":
+        yield
+        return
+    try:
+        libc = ctypes.CDLL(None)
+        libc.mallopt(_M_TRIM_THRESHOLD, 2 * MMAP_THRESHOLD)
+        libc.mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD)
+    except (OSError, AttributeError):
+        yield
+        return
+    try:
+        yield
+    finally:
+        if _mapped_afresh:
+            libc.mallopt(_M_MMAP_THRESHOLD, FRESH_MAP_BYTES)
 
 
 def fresh_pages(nbytes: int, device: torch.device) -> bool:

@@ -32,7 +32,7 @@ from dummyprof.loaders.strategies import Strategy
 from dummyprof.measure import engine
 from dummyprof.measure.budget import device_budget
 from dummyprof.measure.device import synchronize
-from dummyprof.measure.memory import rss_bytes
+from dummyprof.measure.memory import MMAP_THRESHOLD, engine_maps_afresh, heap_reused, rss_bytes
 from dummyprof.measure.recorder import dtype_name
 from dummyprof.models.source import ModelSource
 from dummyprof.results.common import Contention, Estimate, FirstTouch
@@ -112,17 +112,24 @@ def operation(initializer: str, rule: str) -> str:
     return rule if rule in SHARED_RULES else f"{initializer}:{rule}"
 
 
+SCRATCH_ROOM = 0.9  # of MMAP_THRESHOLD, for a sampled fill's temporary: under it with glibc's own headers
+
+
 def _classes(counts: dict[str, CountResult]) -> dict[_ClassKey, tuple[str, str, int]]:
     """Each operation and dtype visited, with an initializer that performs it, a local name that triggers the rule
-    and the largest size."""
+    and the largest size to sample: the largest visit's, or less where the operation's temporary would otherwise
+    pass :data:`MMAP_THRESHOLD` (it is sampled on touched memory; its fresh pages are priced apart)."""
     found: dict[_ClassKey, tuple[str, str, int]] = {}
     for count in counts.values():
         for visit in count.visits:
-            if visit.rule == RULE_SKIP or visit.outcome.bytes_written == 0:
+            written, scratch = visit.outcome
+            if visit.rule == RULE_SKIP or written == 0:
                 continue
             key = _ClassKey(operation(count.initializer, visit.rule), visit.dtype)
             init, name, largest = found.get(key, (count.initializer, visit.local_name, 0))
-            found[key] = (init, name, max(largest, visit.outcome.bytes_written))
+            if scratch:
+                written = min(written, int(SCRATCH_ROOM * MMAP_THRESHOLD * written / scratch))
+            found[key] = (init, name, max(largest, written))
     return found
 
 
@@ -150,7 +157,7 @@ def calibrate(
     clock: Clock = time.perf_counter,
 ) -> list[CalibrationClass]:
     """Sample the real initializers on touched tensors of every class the counted visits use (``engine.sample``),
-    each class within its share of the time budget."""
+    each class within its share of the time budget, their temporaries on touched memory too."""
     classes = _classes(counts)
     share = time_budget_s * CALIBRATION_SHARE / max(1, len(classes))
     out = []
@@ -160,9 +167,10 @@ def calibrate(
             return _timed_fill(init_name, key, local_name, nbytes, device, clock)
 
         element = key.dtype.itemsize
-        run = engine.sample(
-            fill, largest, seconds=share, element=element, small_bytes=SMALL_ELEMENTS * element, clock=clock
-        )
+        with heap_reused(device):
+            run = engine.sample(
+                fill, largest, seconds=share, element=element, small_bytes=SMALL_ELEMENTS * element, clock=clock
+            )
         out.append(
             CalibrationClass(
                 initializer=init_name,
@@ -207,7 +215,7 @@ def project_strategy(
     """The visits at their calibrated costs, plus the first touch of every page the strategy writes (``pages``:
     this run's probe; None where the device's memory takes no page faults)."""
     records = [r for r in count.recorder.records.values() if r.bytes_written]
-    touched = sum(r.nbytes for r in records)
+    touched = sum(r.nbytes for r in records) + _fresh_scratch(count)
     floors = engine.Floors(memset_bytes_per_s=memset_bytes_per_s, pages=pages, contention=contention)
     costs = _visit_costs(count.visits, count.initializer, calibration)
     written = sum(r.bytes_written for r in records)
@@ -224,10 +232,21 @@ def project_strategy(
     )
 
 
+def _fresh_scratch(count: CountResult) -> int:
+    """Bytes of temporaries the engine maps afresh, so first-touches, at every visit (the largest ones); the
+    calibration priced every temporary on touched memory."""
+    return sum(v.outcome.scratch_bytes for v in count.visits if engine_maps_afresh(v.outcome.scratch_bytes))
+
+
 def _first_touched(meta: MetaCounts) -> int:
-    """The pages the fill writes first, the most of any strategy (each writes every page it touches once first)."""
+    """The pages the fill writes first, the most of any strategy (each writes every page it touches once first,
+    and its largest temporaries at every visit)."""
     return max(
-        (sum(r.nbytes for r in c.recorder.records.values() if r.bytes_written) for c in meta.counts.values()), default=0
+        (
+            sum(r.nbytes for r in c.recorder.records.values() if r.bytes_written) + _fresh_scratch(c)
+            for c in meta.counts.values()
+        ),
+        default=0,
     )
 
 

@@ -54,6 +54,22 @@ def engine_maps_afresh(nbytes: int) -> bool:
     return nbytes >= MMAP_THRESHOLD
 
 
+KEPT_HEAP_BYTES = 96 << 20  # a sampled tensor and its temporary, both under MMAP_THRESHOLD, with room to spare
+
+
+def _grow_heap(libc: ctypes.CDLL) -> None:
+    """Grow the heap by :data:`KEPT_HEAP_BYTES` of touched memory, kept when freed: a sampled fill's allocations
+    then land on touched pages wherever the allocator places them, not only where a freed block fits."""
+    libc.malloc.restype = ctypes.c_void_p
+    libc.free.argtypes = [ctypes.c_void_p]
+    blocks = [libc.malloc(MMAP_THRESHOLD // 2) for _ in range(KEPT_HEAP_BYTES // (MMAP_THRESHOLD // 2))]
+    for block in blocks:
+        if block:
+            ctypes.memset(block, 0, MMAP_THRESHOLD // 2)
+    for block in blocks:
+        libc.free(block)
+
+
 @contextlib.contextmanager
 def heap_reused(device: torch.device) -> Iterator[None]:
     """Temporaries under :data:`MMAP_THRESHOLD` served from a heap kept across frees, so a calibration fill's
@@ -64,11 +80,12 @@ def heap_reused(device: torch.device) -> Iterator[None]:
         return
     try:
         libc = ctypes.CDLL(None)
-        libc.mallopt(_M_TRIM_THRESHOLD, 2 * MMAP_THRESHOLD)
+        libc.mallopt(_M_TRIM_THRESHOLD, KEPT_HEAP_BYTES + MMAP_THRESHOLD)
         libc.mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD)
     except (OSError, AttributeError):
         yield
         return
+    _grow_heap(libc)
     try:
         yield
     finally:

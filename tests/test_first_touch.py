@@ -60,16 +60,25 @@ def test_a_price_takes_the_sampled_chunks_in_order_then_the_tail_for_the_rest() 
     # four 1 KiB chunks whose first touch cost 1, 1, 3, 5 s over their touched memset
     pages = FirstTouch(chunk_bytes=KIB, fresh_s=[2.0, 2.0, 4.0, 6.0], touched_s=[1.0] * 4, needed_bytes=8 * KIB)
     assert pages.chunk_costs() == [1.0, 1.0, 3.0, 5.0]
-    assert pages.price(2 * KIB) == (2.0, 2.0, 2.0)  # the first two chunks: as the engine meets them
-    assert pages.price(KIB + KIB // 2) == (1.5, 1.5, 1.5)  # the first chunk and half of the second
-    # all four sampled (10 s), then 4 KiB more at the last quarter's 5 s per chunk, the interval at 1 and 5
-    assert pages.price(8 * KIB) == (30.0, 14.0, 30.0)
+    # the first two chunks, as the engine meets them; the high end as a fill hiding its writes pays them: fresh
+    assert pages.price(2 * KIB) == (2.0, 2.0, 4.0)
+    assert pages.price(KIB + KIB // 2) == (1.5, 1.5, 3.0)  # the first chunk and half of the second
+    # all four sampled (10 s), then 4 KiB more at the last quarter's 5 s per chunk; low: the rest at the cheapest
+    # chunk's 1 s; high: all four fresh (14 s), the rest at the dearest fresh chunk's 6 s
+    assert pages.price(8 * KIB) == (30.0, 14.0, 38.0)
     assert pages.price(0) == (0.0, 0.0, 0.0) and FirstTouch().price(KIB) == (0.0, 0.0, 0.0)
+
+
+def test_a_fill_slower_than_memory_pays_more_of_the_fresh_memset() -> None:
+    pages = FirstTouch(chunk_bytes=KIB, fresh_s=[2.0, 4.0], touched_s=[1.0, 1.0], needed_bytes=2 * KIB)
+    assert pages.chunk_costs(hidden=0.5) == [1.5, 3.5]  # half its touched memset hidden behind the arithmetic
+    assert pages.price(2 * KIB, hidden=0.5) == (5.0, 4.0, 6.0)  # point at 0.5, interval from 0 to 1
+    assert pages.price(2 * KIB, hidden=3.0) == (6.0, 4.0, 6.0)  # clamped: never more than the fresh memset
 
 
 def test_a_fresh_chunk_faster_than_its_refill_costs_nothing_not_a_negative() -> None:
     pages = FirstTouch(chunk_bytes=KIB, fresh_s=[1.0], touched_s=[1.5])
-    assert pages.chunk_costs() == [0.0] and pages.price(KIB) == (0.0, 0.0, 0.0)
+    assert pages.chunk_costs() == [0.0] and pages.price(KIB)[:2] == (0.0, 0.0)
 
 
 def test_one_operation_is_one_class_whichever_initializer_performs_it() -> None:

@@ -194,22 +194,27 @@ class FirstTouch(Record):
     def sampled_bytes(self) -> int:
         return self.chunk_bytes * len(self.fresh_s)
 
-    def chunk_costs(self) -> list[float]:
-        """Seconds each chunk's first touch cost over its touched memset."""
-        return [max(0.0, fresh - touched) for fresh, touched in zip(self.fresh_s, self.touched_s, strict=True)]
+    def chunk_costs(self, hidden: float = 0.0) -> list[float]:
+        """Seconds each chunk's first touch cost: its fresh memset less the part of its touched memset that a fill
+        hiding ``hidden`` of its own writes' memory traffic behind its arithmetic does not pay twice (0: a fill at
+        memory speed, fresh less touched; 1: a fill far slower than memory, the whole fresh memset)."""
+        keep = 1.0 - min(1.0, max(0.0, hidden))
+        return [max(0.0, fresh - touched * keep) for fresh, touched in zip(self.fresh_s, self.touched_s, strict=True)]
 
-    def price(self, nbytes: int) -> tuple[float, float, float]:
+    def price(self, nbytes: int, hidden: float = 0.0) -> tuple[float, float, float]:
         """Seconds (point, low, high) to first-touch ``nbytes``: the sampled chunks in their order, exactly, then
-        the rest at the last quarter's rate (the point) or the cheapest and dearest chunk's (the interval)."""
-        costs = self.chunk_costs()
-        if not costs or nbytes <= 0 or self.chunk_bytes <= 0:
+        the rest at the last quarter's rate; the point at ``hidden`` (``chunk_costs``), the interval from a fill
+        that hides none of its writes, the rest at the cheapest chunk, to one that hides all, at the dearest."""
+        if not self.fresh_s or nbytes <= 0 or self.chunk_bytes <= 0:
             return 0.0, 0.0, 0.0
         whole, part = divmod(nbytes, self.chunk_bytes)
-        sampled = sum(costs[:whole]) + (costs[whole] * part / self.chunk_bytes if whole < len(costs) else 0.0)
         rest = max(0, nbytes - self.sampled_bytes) / self.chunk_bytes
-        tail = costs[-max(1, len(costs) // 4) :]
-        return (
-            sampled + rest * sum(tail) / len(tail),
-            sampled + rest * min(costs),
-            sampled + rest * max(costs),
-        )
+
+        def priced(costs: list[float], rest_rate: float) -> float:
+            sampled = sum(costs[:whole]) + (costs[whole] * part / self.chunk_bytes if whole < len(costs) else 0.0)
+            return sampled + rest * rest_rate
+
+        point = self.chunk_costs(hidden)
+        tail = point[-max(1, len(point) // 4) :]
+        low, high = self.chunk_costs(0.0), self.chunk_costs(1.0)
+        return priced(point, sum(tail) / len(tail)), priced(low, min(low)), priced(high, max(high))

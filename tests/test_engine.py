@@ -52,9 +52,8 @@ def test_a_projection_is_never_under_the_memset_floor_plus_the_cheapest_first_to
     assert free.time.value == free.time.low == pytest.approx(3.0) and free.time.high == pytest.approx(3.0)
     slow = engine.project((5.0, 4.0, 7.0), 2 * MIB, floors, touched=4 * MIB, fixed_s=1.0)
     assert not slow.floor_bound
-    # the fill writes 2 MiB in 5 s against a 1 MiB/s memset: it hides 0.6 of its writes' traffic, so a chunk costs
-    # its fresh memset less 0.4 of its touched one (0.26, 0.46, then twice 0.46); the high end pays them fresh (1.8)
-    assert (slow.time.low, slow.time.value, slow.time.high) == pytest.approx((6.0, 7.64, 9.8))
+    # the high end pays the chunks' whole fresh memsets (0.3, 0.5, then twice the dearest 0.5): 1 + 7 + 1.8
+    assert (slow.time.low, slow.time.value, slow.time.high) == pytest.approx((6.0, 7.4, 9.8))
 
 
 def test_the_offered_budget_is_the_seconds_over_their_share_with_the_margin_in_whole_seconds() -> None:

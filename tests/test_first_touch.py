@@ -69,11 +69,11 @@ def test_a_price_takes_the_sampled_chunks_in_order_then_the_tail_for_the_rest() 
     assert pages.price(0) == (0.0, 0.0, 0.0) and FirstTouch().price(KIB) == (0.0, 0.0, 0.0)
 
 
-def test_a_fill_slower_than_memory_pays_more_of_the_fresh_memset() -> None:
+def test_a_fill_slower_than_memory_may_pay_up_to_the_whole_fresh_memset() -> None:
     pages = FirstTouch(chunk_bytes=KIB, fresh_s=[2.0, 4.0], touched_s=[1.0, 1.0], needed_bytes=2 * KIB)
     assert pages.chunk_costs(hidden=0.5) == [1.5, 3.5]  # half its touched memset hidden behind the arithmetic
-    assert pages.price(2 * KIB, hidden=0.5) == (5.0, 4.0, 6.0)  # point at 0.5, interval from 0 to 1
-    assert pages.price(2 * KIB, hidden=3.0) == (6.0, 4.0, 6.0)  # clamped: never more than the fresh memset
+    assert pages.chunk_costs(hidden=3.0) == [2.0, 4.0]  # clamped: never more than the fresh memset
+    assert pages.price(2 * KIB) == (4.0, 4.0, 6.0)  # point and low: fresh less touched; high: fresh
 
 
 def test_a_fresh_chunk_faster_than_its_refill_costs_nothing_not_a_negative() -> None:

@@ -168,14 +168,10 @@ def project(
     device: str = "",
 ) -> Budgeted:
     """``costs`` (point, low, high) of writing ``written`` bytes, plus ``fixed_s`` and the first touch of
-    ``touched`` fresh bytes (priced for a fill as much slower than the memset as ``costs`` say), never under
-    ``written`` at the memset rate plus the first touch's cheapest pages."""
+    ``touched`` fresh bytes, never under ``written`` at the memset rate plus the first touch's cheapest pages."""
     pages = floors.pages
     rate = floors.memset_bytes_per_s
-    # A fill slower than the memset hides its writes' memory traffic behind its arithmetic in that proportion,
-    # so its page faults cost more of the fresh memset than a memset's own do.
-    hidden = 1.0 - min(1.0, written / costs[0] / rate) if costs[0] > 0 and rate > 0 else 0.0
-    touch, touch_low, touch_high = pages.price(touched, hidden) if pages is not None else (0.0, 0.0, 0.0)
+    touch, touch_low, touch_high = pages.price(touched) if pages is not None else (0.0, 0.0, 0.0)
     floor = (written / rate if rate > 0 else 0.0) + touch_low
     point = fixed_s + costs[0] + touch
     low, high = max(fixed_s + costs[1] + touch_low, floor), max(fixed_s + costs[2] + touch_high, floor)

@@ -201,10 +201,12 @@ class FirstTouch(Record):
         keep = 1.0 - min(1.0, max(0.0, hidden))
         return [max(0.0, fresh - touched * keep) for fresh, touched in zip(self.fresh_s, self.touched_s, strict=True)]
 
-    def price(self, nbytes: int, hidden: float = 0.0) -> tuple[float, float, float]:
+    def price(self, nbytes: int) -> tuple[float, float, float]:
         """Seconds (point, low, high) to first-touch ``nbytes``: the sampled chunks in their order, exactly, then
-        the rest at the last quarter's rate; the point at ``hidden`` (``chunk_costs``), the interval from a fill
-        that hides none of its writes, the rest at the cheapest chunk, to one that hides all, at the dearest."""
+        the rest at the last quarter's rate. The point and the low end price a page as a fill at memory speed pays
+        it (fresh less touched: nearest what vLLM's ``uniform_`` paid, BENCHMARKS.md), the
+        low end the rest at the cheapest chunk's; the high end as a fill hiding all its writes would (the whole
+        fresh memset), the rest at the dearest chunk's."""
         if not self.fresh_s or nbytes <= 0 or self.chunk_bytes <= 0:
             return 0.0, 0.0, 0.0
         whole, part = divmod(nbytes, self.chunk_bytes)
@@ -214,7 +216,6 @@ class FirstTouch(Record):
             sampled = sum(costs[:whole]) + (costs[whole] * part / self.chunk_bytes if whole < len(costs) else 0.0)
             return sampled + rest * rest_rate
 
-        point = self.chunk_costs(hidden)
+        point, high = self.chunk_costs(0.0), self.chunk_costs(1.0)
         tail = point[-max(1, len(point) // 4) :]
-        low, high = self.chunk_costs(0.0), self.chunk_costs(1.0)
-        return priced(point, sum(tail) / len(tail)), priced(low, min(low)), priced(high, max(high))
+        return priced(point, sum(tail) / len(tail)), priced(point, min(point)), priced(high, max(high))

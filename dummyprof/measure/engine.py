@@ -170,8 +170,8 @@ def project(
     """``costs`` (point, low, high) of writing ``written`` bytes, plus ``fixed_s`` and the first touch of
     ``touched`` fresh bytes, never under ``written`` at the memset rate plus the first touch's cheapest pages."""
     pages = floors.pages
-    rate = floors.memset_bytes_per_s
     touch, touch_low, touch_high = pages.price(touched) if pages is not None else (0.0, 0.0, 0.0)
+    rate = floors.memset_bytes_per_s
     floor = (written / rate if rate > 0 else 0.0) + touch_low
     point = fixed_s + costs[0] + touch
     low, high = max(fixed_s + costs[1] + touch_low, floor), max(fixed_s + costs[2] + touch_high, floor)

@@ -161,30 +161,35 @@ def calibrate(
     classes = _classes(counts)
     share = time_budget_s * CALIBRATION_SHARE / max(1, len(classes))
     out = []
-    for key, (init_name, local_name, largest) in classes.items():
-
-        def fill(nbytes: int, init_name: str = init_name, key: _ClassKey = key, local_name: str = local_name) -> float:
-            return _timed_fill(init_name, key, local_name, nbytes, device, clock)
-
-        element = key.dtype.itemsize
-        with heap_reused(device):
-            run = engine.sample(
-                fill, largest, seconds=share, element=element, small_bytes=SMALL_ELEMENTS * element, clock=clock
-            )
-        out.append(
-            CalibrationClass(
-                initializer=init_name,
-                rule=key.operation.rpartition(":")[2],
-                dtype=dtype_name(key.dtype),
-                sizes_bytes=run.sizes,
-                trials=[Estimate.measured(trials, device=device.type) for trials in run.trials],
-                small_call_s=run.small_call_s,
-                fit=run.fit,
-                fit_low=run.fit_low,
-                fit_high=run.fit_high,
-            )
-        )
+    with heap_reused(device):
+        for key, (init_name, local_name, largest) in classes.items():
+            out.append(_calibrated(init_name, key, local_name, largest, device, share, clock))
     return out
+
+
+def _calibrated(
+    init_name: str, key: _ClassKey, local_name: str, largest: int, device: torch.device, share: float, clock: Clock
+) -> CalibrationClass:
+    """One class sampled by ``engine.sample`` within ``share`` seconds."""
+
+    def fill(nbytes: int) -> float:
+        return _timed_fill(init_name, key, local_name, nbytes, device, clock)
+
+    element = key.dtype.itemsize
+    run = engine.sample(
+        fill, largest, seconds=share, element=element, small_bytes=SMALL_ELEMENTS * element, clock=clock
+    )
+    return CalibrationClass(
+        initializer=init_name,
+        rule=key.operation.rpartition(":")[2],
+        dtype=dtype_name(key.dtype),
+        sizes_bytes=run.sizes,
+        trials=[Estimate.measured(trials, device=device.type) for trials in run.trials],
+        small_call_s=run.small_call_s,
+        fit=run.fit,
+        fit_low=run.fit_low,
+        fit_high=run.fit_high,
+    )
 
 
 def _visit_costs(

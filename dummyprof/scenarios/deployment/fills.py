@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Callable
 
 import torch
 from torch import nn
@@ -26,6 +27,7 @@ from dummyprof.results.deployment import (
     NO_CUDA_HERE,
     DeploymentResult,
     HostFill,
+    RankEntry,
     RankStrategy,
     layout_text,
 )
@@ -122,6 +124,18 @@ def _fill_figures(entry: RankStrategy, s: StrategyResult) -> None:
         p = s.projection
         entry.time = p.time
         entry.peak_bytes = p.peak_rss_bytes - p.rss_before_bytes  # the bytes it writes + its largest temporary
+
+
+def _distinct(result: DeploymentResult, held: Callable[[RankEntry], int]) -> list[RankEntry]:
+    """Each distinct shard's first rank (it walked the shard) holding ``held`` bytes, the largest first, at most
+    ``MAX_FILLED_SHARDS``."""
+    walked = [r for r in result.ranks if r.counted_as == r.rank and held(r)]
+    return sorted(walked, key=lambda r: (-held(r), r.rank))[:MAX_FILLED_SHARDS]
+
+
+def _copies(result: DeploymentResult, rank: RankEntry) -> list[RankEntry]:
+    """The entries whose shard is ``rank``'s (counted as the same rank)."""
+    return [entry for entry in result.ranks if entry.counted_as == rank.counted_as]
 
 
 def _noise(time: Estimate | None) -> tuple[float, float]:
@@ -226,30 +240,18 @@ def _fill(
     split = result.target == "cuda" and any(r.offloaded_bytes for r in result.ranks)
     host_s = _host_share(result, options.time_budget) if split and here else 0.0
     if here:
-        counted.notes += _fill_shards(
-            result, counted.source, counted.sharder, counted.coords, options, progress, options.time_budget - host_s,
-            split=split,
-        )  # fmt: skip
+        counted.notes += _fill_shards(counted, options, progress, options.time_budget - host_s, split=split)
     if split:
-        _fill_host(result, counted.sharder, counted.coords, options, strategies, clock, host_s or options.time_budget)
+        _fill_host(counted, options, strategies, clock, host_s or options.time_budget)
 
 
 def _fill_shards(
-    result: DeploymentResult,
-    source: ModelSource,
-    sharder: Sharder,
-    coords: dict[int, RankCoord],
-    options: CompareOptions,
-    progress: Progress | None,
-    budget_s: float,
-    *,
-    split: bool = False,
+    counted: Counted, options: CompareOptions, progress: Progress | None, budget_s: float, *, split: bool = False
 ) -> list[str]:
     """compare on each distinct shard, the largest first: measured where it fits, projected where not; ``split``:
     the device-resident part of each (its host-resident tables are timed on the host, ``_fill_host``)."""
-    walked = [r for r in result.ranks if r.counted_as == r.rank]  # each distinct shard's first rank walked it
-    distinct = sorted(walked, key=lambda r: (-r.held_bytes, r.rank))
-    filled = distinct[:MAX_FILLED_SHARDS]
+    result = counted.result
+    filled = _distinct(result, lambda r: r.held_bytes)
     share = budget_s / len(filled)
     single = dataclasses.replace(
         options, tp=1, ep=1, pp=1, dp=1, ranks_per_node=None, online_quant=None, nproc=None, time_budget=share
@@ -260,7 +262,8 @@ def _fill_shards(
     fresh: list[float] = []  # each projected shard's first-touch budget, where its probe ran out of time
     for rank in filled:
         nbytes = rank.held_bytes - rank.offloaded_bytes if split else rank.held_bytes
-        shard = shard_source(source, sharder, coords[rank.rank], nbytes, layout_text(result), split=split)
+        coord = counted.coords[rank.rank]
+        shard = shard_source(counted.source, counted.sharder, coord, nbytes, layout_text(result), split=split)
         run = measure(single, source=shard, progress=progress)
         assert run.compare is not None
         notes += run.notices
@@ -271,9 +274,7 @@ def _fill_shards(
         busy += [c for c in (part.calibration_contention, part.contention) if c is not None]
         pages = part.size.first_touch if part.size.mode == "projected" else None
         fresh += [pages.budget_s] if pages is not None and pages.budget_s is not None else []
-        for entry in result.ranks:
-            if entry.counted_as != rank.counted_as:
-                continue
+        for entry in _copies(result, rank):
             entry.filled_as = rank.rank
             for s in entry.strategies:
                 if s.strategy in by_name:
@@ -373,15 +374,7 @@ def _table_counts(shard: RankShard, names: set[str], strategies: list[str]) -> d
     return counted
 
 
-def _fill_host(
-    result: DeploymentResult,
-    sharder: Sharder,
-    coords: dict[int, RankCoord],
-    options: CompareOptions,
-    strategies: list[str],
-    clock: Clock,
-    budget_s: float,
-) -> None:
+def _fill_host(counted: Counted, options: CompareOptions, strategies: list[str], clock: Clock, budget_s: float) -> None:
     """A GPU deployment's host-resident bytes (CPU-offloaded tables), timed on this host's CPU (pinned memory where
     CUDA is present, ``pinned_host_memory``), with or without the device-resident rest timed on the device.
 
@@ -392,13 +385,13 @@ def _fill_host(
     are counted on the shard; a strategy that writes them more than once is scaled by its bytes (projected). The
     device-resident rest stays not timed.
     """
-    walked = [r for r in result.ranks if r.counted_as == r.rank and r.offloaded_bytes]
-    distinct = sorted(walked, key=lambda r: (-r.offloaded_bytes, r.rank))[:MAX_FILLED_SHARDS]
+    result = counted.result
+    distinct = _distinct(result, lambda r: r.offloaded_bytes)
     share = budget_s / len(distinct)
     room = host_budget(options.max_memory)
     window = contention.Window(clock=clock)
     for rank in distinct:
-        shard = sharder.build(coords[rank.rank])
+        shard = counted.sharder.build(counted.coords[rank.rank])
         tables = _host_tables(shard)
         names = {name for name, *_ in tables}
         nbytes = rank.offloaded_bytes
@@ -412,12 +405,10 @@ def _fill_host(
                     samples.append(_fill_host_tables(tables, clock, pinned=pinned_host_memory()))
                     if clock() - start + samples[-1] > share - floors.seconds:
                         break
-        counted = _table_counts(shard, names, strategies)
-        for entry in result.ranks:
-            if entry.counted_as != rank.counted_as:
-                continue
+        per_strategy = _table_counts(shard, names, strategies)
+        for entry in _copies(result, rank):
             for s in entry.strategies:
-                visits, written = counted.get(s.strategy, (0, 0))
+                visits, written = per_strategy.get(s.strategy, (0, 0))
                 if samples:
                     scaled = [x * written / nbytes for x in samples]
                     fill_time = Estimate.measured(scaled, device="cpu")

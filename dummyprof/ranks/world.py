@@ -175,28 +175,26 @@ class World:  # this rank's view: barriers that notice failures, Python objects 
             quiet=self.rank != 0,
         )
 
-    def all_gather(self, label: str, value: T) -> list[T]:
+    def _past(self, label: str) -> Any:
+        """``torch.distributed``, once every rank has passed the barrier ``label``: for one collective."""
         import torch.distributed as dist
 
         self.barrier(label)
+        return dist
+
+    def all_gather(self, label: str, value: T) -> list[T]:
         out: list[Any] = [None] * self.world_size
-        dist.all_gather_object(out, value)
+        self._past(label).all_gather_object(out, value)
         return out
 
     def gather(self, label: str, value: T) -> list[T] | None:
-        import torch.distributed as dist
-
-        self.barrier(label)
         out: list[Any] | None = [None] * self.world_size if self.rank == 0 else None
-        dist.gather_object(value, out, dst=0)
+        self._past(label).gather_object(value, out, dst=0)
         return out
 
     def broadcast(self, label: str, value: T) -> T:
-        import torch.distributed as dist
-
-        self.barrier(label)
         box: list[Any] = [value]
-        dist.broadcast_object_list(box, src=0)
+        self._past(label).broadcast_object_list(box, src=0)
         return box[0]
 
     def close(self) -> None:

@@ -35,7 +35,7 @@ def field_names(kind: Any) -> tuple[str, ...]:
     return tuple(f.name for f in dataclasses.fields(kind))
 
 
-def copied(cls: type[T], source: Any, **given: Any) -> T:
+def copied(cls: type[T], source: Any, /, **given: Any) -> T:
     """A ``cls`` of ``given`` and, for each of its other fields, ``source``'s field of the same name."""
     shared = set(field_names(source)) - given.keys()
     return cls(**given, **{name: getattr(source, name) for name in field_names(cls) if name in shared})

@@ -7,7 +7,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import msgspec
 import torch
 from torch import nn
 
@@ -15,6 +14,7 @@ from dummyprof.deploy.online_quant import PER_LAYER, WHOLE_MODEL, OnlineQuantRes
 from dummyprof.errors import UsageError
 from dummyprof.measure.budget import DEFAULT_SHARE, HostMemory, host_budget, host_memory
 from dummyprof.measure.memory import PeakRss
+from dummyprof.results.common import copied
 from dummyprof.results.deployment import OnlineQuantEntry
 from dummyprof.units import format_bytes
 
@@ -77,9 +77,7 @@ def plan_online_quant(model: nn.Module, options: CompareOptions, *, memory: Host
 
 
 def _entry(done: OnlineQuantResult, **extra: Any) -> OnlineQuantEntry:
-    entry = OnlineQuantEntry(
-        **{f.name: getattr(done, f.name) for f in msgspec.structs.fields(OnlineQuantEntry)} | extra
-    )
+    entry = copied(OnlineQuantEntry, done, **extra)
     if not done.executed:
         entry.fill_s = entry.quantize_s = entry.seconds = None
     return entry

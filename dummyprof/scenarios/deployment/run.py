@@ -23,6 +23,7 @@ from dummyprof.errors import UsageError
 from dummyprof.measure.memory import total_memory_bytes
 from dummyprof.models.source import ModelSource
 from dummyprof.results import verdict
+from dummyprof.results.common import copied
 from dummyprof.results.deployment import DeploymentResult, NodeEntry
 from dummyprof.results.session import Results
 from dummyprof.results.whole import check_possible
@@ -168,19 +169,17 @@ def count(
         clock=clock,
         grouped=grouped,
     )
-    result = DeploymentResult(
+    result = copied(  # the counts' model_bytes, layer_count, heads, kv_heads, shards_walked
+        DeploymentResult,
+        counts,
         command=command,
         source=source.source,
         description=source.description,
         **dataclasses.asdict(layout),  # tp, pp, dp, expert_parallel
         ep=layout.ep,
         world=layout.world,
-        layer_count=counts.layer_count,
-        heads=counts.heads,
-        kv_heads=counts.kv_heads,
-        model_bytes=counts.model_bytes,
+        ranks=list(counts.ranks),
         replicated_extra_bytes=_replicated_extra(counts),
-        shards_walked=counts.shards_walked,
         count_s=counts.seconds,
         build_s=build_s,
     )
@@ -190,7 +189,6 @@ def count(
         if r.counted_as not in offloaded:
             offloaded[r.counted_as] = _offloaded(sharder.build(coords[r.counted_as]))
         r.offloaded_bytes = sum(offloaded[r.counted_as])
-    result.ranks = list(counts.ranks)
     notes = [*source.notes, *sharder.notices]
     notes += [
         f"not in the device bytes: the {what} (vLLM allocates it at load; its size is not modelled)"

@@ -7,25 +7,17 @@ from typing import Any
 
 from torch import nn
 
-from dummyprof.errors import UsageError
 from dummyprof.loaders.user_loader import LOADER_INITIALIZER, TRACING_NOTE, UserLoader, load_loader
 from dummyprof.measure.write_tracer import TraceResult, trace_writes
 from dummyprof.results.compare import CompareResult
 from dummyprof.scenarios.compare.runner import add_to_tensor_table, summarize_records
+from dummyprof.scenarios.options import loader_names
 
 
 def load_loaders(specs: Sequence[str], args: dict[str, Any], taken: Sequence[str]) -> list[UserLoader]:
-    loaders = []
-    names = set(taken)
-    for spec in specs:
-        loader = load_loader(spec, args)
-        if loader.name in names:
-            raise UsageError.for_field(
-                "loaders", f"{loader.name!r} is listed twice (or clashes with a --strategy name)"
-            )
-        names.add(loader.name)
-        loaders.append(loader)
-    return loaders
+    """Each ``--loader`` imported, its name checked first (``options.loader_names``: no clash with ``taken``)."""
+    loader_names(specs, taken)
+    return [load_loader(spec, args) for spec in specs]
 
 
 Traced = tuple[UserLoader, TraceResult]

@@ -9,11 +9,11 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from dummyprof.deploy.engine import source_sharder
 from dummyprof.loaders.initializers import get_initializer
 from dummyprof.loaders.strategies import get_strategy, run_strategy
 from dummyprof.measure.recorder import VisitRecorder
 from dummyprof.ranks.world import LaunchEnv, join
+from dummyprof.scenarios.deployment.run import shard_model
 from dummyprof.scenarios.model_choice import chosen_source
 
 if TYPE_CHECKING:
@@ -29,11 +29,8 @@ def rank_main(env: LaunchEnv, options: CompareOptions, strategies: list[str], li
     """One rank: its shard filled by every strategy between barriers; its counts and seconds."""
     world = join(env, BACKEND, limit_s, client=True)
     try:
-        source = chosen_source(options)
-        meta = source.whole() if source.whole is not None else source.build(torch.device("meta"))
-        layout = options.layout  # parsed once in this process's parent, arrived as an object
-        sharder = source_sharder(source, meta, layout)
-        coord = layout.coord(env.rank)
+        sharder = shard_model(options, chosen_source(options), time.perf_counter).sharder
+        coord = options.layout.coord(env.rank)  # the layout parsed once in the parent, arrived as an object
         figures: dict[str, dict[str, Any]] = {}
         for name in strategies:
             strategy = get_strategy(name)

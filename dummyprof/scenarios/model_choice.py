@@ -4,7 +4,6 @@ command, rank and the Python API, and whether it fits the memory budget: models 
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -40,13 +39,9 @@ def meta_build_limits(seconds: float | None = None, share: float | None = None) 
         seconds=DEFAULT_META_BUILD_S if seconds is None else seconds,
         max_objects=max(1, host_budget() // BYTES_PER_META_OBJECT),
         time_field="" if seconds is None else "time_budget",
-        budget_for=None if seconds is None or share is None else functools.partial(_budget_for, share=share),
+        # the --time-budget whose share holds a build's seconds, with an offer's margin
+        budget_for=None if seconds is None or share is None else lambda build_s: offered_seconds(build_s / share),
     )
-
-
-def _budget_for(build_s: float, *, share: float) -> int:
-    """The --time-budget whose ``share`` holds ``build_s``, with an offer's margin."""
-    return offered_seconds(build_s / share)
 
 
 @dataclass(frozen=True)

@@ -79,10 +79,6 @@ class CheckResult(Record):
     verdict: str = PASS
     detail: str = ""
 
-    @property
-    def check_id(self) -> str:
-        return f"{self.scenario}: {self.kind} {self.name}"
-
 
 class GateResult(Record):
     config_path: str = ""

@@ -62,12 +62,8 @@ def run(options: SweepOptions, *, progress: Progress | None = None) -> Results:
                 raise
             result.failed_at, result.failure = value, str(error)
             raise SweepStopped(_finish(options, result, notices, environment), error) from error
-        for name in point.series:
-            if name not in result.series:
-                result.series.append(name)
-        for notice in point_results.notices:
-            if notice not in notices:
-                notices.append(notice)
+        result.series = list(dict.fromkeys([*result.series, *point.series]))  # in the order first seen
+        notices = list(dict.fromkeys([*notices, *point_results.notices]))
         environment = point_results.environment
         result.points.append(point)
     return _finish(options, result, notices, environment)

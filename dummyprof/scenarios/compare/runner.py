@@ -28,19 +28,12 @@ from dummyprof.measure.memory import (
 from dummyprof.measure.recorder import StorageRecord, VisitRecorder, index_model
 from dummyprof.measure.roofline import GENERATOR_BOUND_SHARE
 from dummyprof.models.source import ModelSource
-from dummyprof.results.common import MemoryUse, NoiseWarning
+from dummyprof.results.common import MemoryUse, NoiseWarning, copied
 from dummyprof.results.compare import CompareResult, FloorResult, ModelSummary, StrategyResult, TensorResult
 from dummyprof.scenarios.model_choice import model_summary
 
 Clock = Callable[[], float]
 Progress = Callable[[int, int, str], None]  # done, total, label
-
-
-def _merge_memory(old: MemoryUse | None, new: MemoryUse) -> MemoryUse:
-    """Keep the worst round's peak."""
-    if old is None or (new.rss_peak_bytes or 0) > (old.rss_peak_bytes or 0):
-        return new
-    return old
 
 
 def _recording_overhead(build: Callable[[], nn.Module], strategy: Strategy, clock: Clock, trials: int = 3) -> float:
@@ -98,15 +91,8 @@ def add_to_tensor_table(table: dict[str, TensorResult], column: str, records: It
     for record in records:
         entry = table.get(record.name)
         if entry is None:
-            entry = table[record.name] = TensorResult(
-                names=list(record.names),
-                kinds=list(record.kinds),
-                module=record.module,
-                depth=record.depth,
-                shape=list(record.shape),
-                dtype=record.dtype,
-                nbytes=record.nbytes,
-            )
+            lists = {"names": list(record.names), "kinds": list(record.kinds), "shape": list(record.shape)}
+            entry = table[record.name] = copied(TensorResult, record, **lists, visits={}, bytes_written={})
         entry.visits[column] = record.visits
         entry.bytes_written[column] = record.bytes_written
 
@@ -260,7 +246,9 @@ class _Tally:
                 gpu_used_bytes=gpu_used_figure(device),
                 gpu_allocator_peak_bytes=gpu_allocator_peak_figure(device),
             )
-            self.memory[name] = _merge_memory(self.memory.get(name), used)
+            worst = self.memory.get(name)
+            if worst is None or (used.rss_peak_bytes or 0) > (worst.rss_peak_bytes or 0):
+                self.memory[name] = used  # the worst round's peak is kept
         del target, recorder
         target = build()
         self.floor.bytes_written, self.floor.touched_bytes, elapsed = _time_floor(target, device, clock)

@@ -6,9 +6,7 @@ from dataclasses import dataclass
 
 from dummyprof.errors import UsageError
 from dummyprof.scenarios.deployment.options import DeploymentChoice
-from dummyprof.scenarios.options import (
-    DEFAULT_STRATEGIES as EVERY_STRATEGY,
-)
+from dummyprof.scenarios.options import DEFAULT_STRATEGIES as EVERY_STRATEGY
 from dummyprof.scenarios.options import (
     INITIALIZER_NAMES,
     LoaderChoice,

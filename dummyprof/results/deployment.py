@@ -209,11 +209,5 @@ class DeploymentResult(Record):
 
 def layout_text(result: DeploymentResult) -> str:
     """The layout in vLLM's terms ("tp 2, ep 8, dp 4"): for the reports, and a shard's description in notices."""
-    parts = [f"tp {result.tp}"]
-    if result.expert_parallel:
-        parts.append(f"ep {result.ep}")
-    if result.dp > 1:
-        parts.append(f"dp {result.dp}")
-    if result.pp > 1:
-        parts.append(f"pp {result.pp}")
-    return ", ".join(parts)
+    shown = {"tp": True, "ep": result.expert_parallel, "dp": result.dp > 1, "pp": result.pp > 1}
+    return ", ".join(f"{name} {getattr(result, name)}" for name, show in shown.items() if show)

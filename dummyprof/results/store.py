@@ -187,13 +187,10 @@ def _from_plain(data: Any, source: str, tensor_rows: bool) -> Results:
 
 def _again(command: Any, source: str) -> str:
     """The command that writes an older file again, in this dummyprof's schema."""
-    if command == "baseline":
-        return f"make it again: dummyprof baseline --config CONFIG --output {source}"
-    if command == "gate":
-        return f"run the gate again: dummyprof gate --config CONFIG --baseline BASELINE --json {source}"
-    if command in SECTIONS:
-        return f"run it again: dummyprof {command} ... --json {source}"
-    return "run its command again with --json"
+    again = {name: f"run it again: dummyprof {name} ... --json {source}" for name in SECTIONS}
+    again["baseline"] = f"make it again: dummyprof baseline --config CONFIG --output {source}"
+    again["gate"] = f"run the gate again: dummyprof gate --config CONFIG --baseline BASELINE --json {source}"
+    return again.get(command if isinstance(command, str) else "", "run its command again with --json")
 
 
 def _checked(results: Results, source: str) -> Results:

@@ -140,15 +140,14 @@ def check_deployment(options: LayoutGroup) -> None:
 
 def check_compare_deployment(options: CompareLayoutGroup) -> None:
     """A known format and scale; ``--nproc`` equals the layout's ranks (its world, after ``--ep`` set dp)."""
-    if options.online_quant is not None and options.online_quant not in ONLINE_QUANT_FORMATS:
-        raise UsageError.for_field(
-            "online_quant", f"unknown format {options.online_quant!r}; choose {', '.join(ONLINE_QUANT_FORMATS)}"
-        )
-    if options.online_quant_scale not in ONLINE_QUANT_SCALES:
-        raise UsageError.for_field(
-            "online_quant_scale",
-            f"unknown scale {options.online_quant_scale!r}; choose {' or '.join(ONLINE_QUANT_SCALES)}",
-        )
+    known = (
+        ("online_quant", "format", ONLINE_QUANT_FORMATS, ", "),
+        ("online_quant_scale", "scale", ONLINE_QUANT_SCALES, " or "),
+    )
+    for name, what, choices, joiner in known:
+        value = getattr(options, name)
+        if value is not None and value not in choices:
+            raise UsageError.for_field(name, f"unknown {what} {value!r}; choose {joiner.join(choices)}")
     if options.nproc is not None and options.nproc != (world := options.layout.world):
         if world == 1:  # no --nproc value passes: the layout is what is missing
             raise UsageError.for_field(

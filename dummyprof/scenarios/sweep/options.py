@@ -44,15 +44,14 @@ def validate(options: SweepOptions) -> None:
         )
     swept = "model_args" if options.model_arg else options.parameter
     values = options.values
-    if len(values) < 2:
-        example = f"{flag_for(swept)} 1:16"
-        raise UsageError.for_field(swept, f"a sweep needs at least two values, got {values}; e.g. {example}")
-    if any(v < 1 for v in values):
-        raise UsageError.for_field(swept, f"every value must be at least 1, got {min(values)}")
-    if len(set(values)) != len(values):
-        raise UsageError.for_field(swept, f"values repeat: {values}; give each value once")
-    if sorted(values) != list(values):
-        raise UsageError.for_field(swept, f"values must increase, got {values}")
+    for bad, why in (
+        (len(values) < 2, f"a sweep needs at least two values, got {values}; e.g. {flag_for(swept)} 1:16"),
+        (any(v < 1 for v in values), f"every value must be at least 1, got {min(values, default=0)}"),
+        (len(set(values)) != len(values), f"values repeat: {values}; give each value once"),
+        (sorted(values) != list(values), f"values must increase, got {values}"),
+    ):
+        if bad:
+            raise UsageError.for_field(swept, why)
     if options.fit_from is not None and sum(1 for v in values if v >= options.fit_from) < 2:
         raise UsageError.for_field("fit_from", f"leaves fewer than two of {values} to fit; use at most {values[-2]}")
     if options.model_arg and not (options.compare.model or options.compare.preset):

@@ -129,7 +129,7 @@ def test_refuses_before_building_when_it_does_not_fit(cli: Cli, monkeypatch: pyt
     assert "PROJECTED" in result.stdout
     assert "cpu" not in built and built
     with pytest.raises(DoesNotFitError):
-        check_source_fits(model_source(f"{FIXTURES}:tied"), CPU, 1024, flag="--model")
+        check_source_fits(model_source(f"{FIXTURES}:tied"), CPU, 1024)
 
 
 def test_meta_model_is_materialized_and_retied() -> None:

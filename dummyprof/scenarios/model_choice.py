@@ -169,8 +169,9 @@ def fit_words(hint: FitHint) -> str:
     )
 
 
-def check_source_fits(source: ModelSource, device: torch.device, max_memory: int | None, *, flag: str) -> None:
-    """Refuse before building when one model plus the biggest temporary would not fit."""
+def check_source_fits(source: ModelSource, device: torch.device, max_memory: int | None) -> None:
+    """Refuse before building when one model plus the biggest temporary would not fit, naming the flag that sizes
+    the model (its ``size_flag``: ``--preset``, ``--model``, the tree's ``--hidden``)."""
     if source.estimated_bytes is None or device.type == "meta":
         return
     budget, where = device_budget(device, max_memory)
@@ -190,4 +191,4 @@ def check_source_fits(source: ModelSource, device: torch.device, max_memory: int
         smaller = f"--max-memory {format_bytes(max_memory)} cannot help, only {free} is free here; {smaller}"
     elif needed <= available:
         smaller += f" (or --max-memory {format_bytes(needed)}: the default leaves a share of memory free)"
-    ensure_fits(needed, budget, flag=flag, what=what, fix=smaller)
+    ensure_fits(needed, budget, flag=source.size_flag, what=what, fix=smaller)

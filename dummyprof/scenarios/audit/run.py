@@ -246,8 +246,7 @@ def run(options: AuditOptions, *, source: ModelSource | None = None) -> Results:
     device = resolve_device(options.device)
     if source is None:
         source = chosen_source(options)
-        flag = "--preset" if options.preset else "--model" if options.model else "--hidden"
-        check_source_fits(source, device, options.max_memory, flag=flag)
+        check_source_fits(source, device, options.max_memory)
     result = AuditResult()
     audit = _Audit(result, options.ignore)
     probe = source.build(device)

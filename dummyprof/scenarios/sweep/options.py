@@ -76,9 +76,7 @@ def _check_compare(largest: CompareOptions) -> None:
 
     validate_compare(largest)
     device = resolve_device(largest.device)
-    source = chosen_source(largest)
-    flag = "--preset" if largest.preset else source.size_flag
-    check_source_fits(source, device, largest.max_memory, flag=flag)
+    check_source_fits(chosen_source(largest), device, largest.max_memory)
 
 
 def compare_options(options: SweepOptions, value: int) -> CompareOptions:

@@ -123,7 +123,7 @@ def _refuse_projection(
     """A projected model is refused without ``--project``, and with what only a real fill gives (a trace, a
     loader's writes); each refusal names the budget that works."""
     if not options.project:
-        check_source_fits(source, device, options.max_memory, flag="--preset" if options.preset else source.size_flag)
+        check_source_fits(source, device, options.max_memory)
         raise DoesNotFitError.for_field(
             "time_budget",
             f"{source.description}: the measured rounds are predicted at {format_seconds(decision.predicted_s)}, "

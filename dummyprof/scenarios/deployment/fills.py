@@ -53,6 +53,7 @@ from dummyprof.scenarios.model_choice import chosen_source
 
 MAX_FILLED_SHARDS = 4  # distinct shards filled or projected; more (deep pipelines) would split the budget too thin
 SAMPLE_SHARE = 0.15  # of a shard's host share, for the engine's samples of its tables' fill
+HostTable = tuple[str, torch.Size, torch.dtype, float]  # a CPU-offloaded table: name, shape, dtype, declared value
 
 
 def pinned_host_memory() -> bool:
@@ -60,8 +61,8 @@ def pinned_host_memory() -> bool:
     return torch.cuda.is_available()
 
 
-def _host_tables(shard: RankShard) -> list[tuple[str, torch.Size, torch.dtype, float]]:
-    """The shard's CPU-offloaded tables as (name, shape, dtype, declared value): what ``_offloaded`` counts."""
+def _host_tables(shard: RankShard) -> list[HostTable]:
+    """The shard's CPU-offloaded tables: what ``_offloaded`` counts."""
     tensors, where = shard_tensors(shard), residence(shard)
     tables = []
     for entry in (t for t in shard.tensors if where[t.name] == HOST):
@@ -324,13 +325,7 @@ def _host_share(result: DeploymentResult, budget_s: float) -> float:
     return budget_s * min(0.8, max(0.2, host / held if held else 0.0))
 
 
-def _fill_host_tables(
-    tables: list[tuple[str, torch.Size, torch.dtype, float]],
-    clock: Clock,
-    *,
-    pinned: bool = False,
-    touched: bool = False,
-) -> float:
+def _fill_host_tables(tables: list[HostTable], clock: Clock, *, pinned: bool = False, touched: bool = False) -> float:
     """Allocate the tables in fresh host memory (pinned where CUDA is present, as vLLM pins offloaded tables;
     pageable otherwise; ``touched``: written once first) and fill each with its declared value: the seconds it took."""
     made = [torch.empty(shape, dtype=dtype, pin_memory=pinned) for _, shape, dtype, _ in tables]
@@ -343,7 +338,7 @@ def _fill_host_tables(
 
 
 def _host_sampled(
-    tables: list[tuple[str, torch.Size, torch.dtype, float]], nbytes: int, room: int, share: float, clock: Clock
+    tables: list[HostTable], nbytes: int, room: int, share: float, clock: Clock
 ) -> tuple[engine.Sampled, engine.Floors]:
     """The tables' fill sampled by the engine (their largest table's dtype and value, in memory touched first)
     within SAMPLE_SHARE of ``share``, and the floors: the memset rate, and the first touch of ``nbytes`` fresh

@@ -15,10 +15,9 @@ from torch import nn
 from dummyprof.loaders.initializers import get_initializer
 from dummyprof.loaders.strategies import Strategy
 from dummyprof.measure.device import synchronize
+from dummyprof.measure.engine import Clock
 from dummyprof.measure.recorder import VisitRecorder, storage_key
 from dummyprof.results.trace import Span, StrategyTrace
-
-Clock = Callable[[], float]
 
 
 class _ModuleWatch:

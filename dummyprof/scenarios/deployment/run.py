@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -18,8 +17,9 @@ from dummyprof.allocation.backings import next_power_of_two
 from dummyprof.deploy import DeploymentCounts, RankCoord, Sharder, count_deployment
 from dummyprof.deploy.engine import quantizer_of, source_sharder
 from dummyprof.deploy.plan import ROWS
-from dummyprof.deploy.shards import RankShard
+from dummyprof.deploy.shards import META, RankShard
 from dummyprof.errors import UsageError
+from dummyprof.measure.engine import Clock
 from dummyprof.measure.memory import total_memory_bytes
 from dummyprof.models.source import ModelSource
 from dummyprof.results import verdict
@@ -30,10 +30,6 @@ from dummyprof.results.whole import check_possible
 from dummyprof.scenarios.deployment.options import LayoutGroup
 from dummyprof.scenarios.model_choice import chosen_source
 from dummyprof.scenarios.options import BuildGroups
-
-META = torch.device("meta")
-Clock = Callable[[], float]
-
 
 HOST, DEVICE = "host", "device"  # where a shard's tensor lives: CPU-offloaded tables on the host, the rest on the GPU
 

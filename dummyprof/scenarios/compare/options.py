@@ -7,9 +7,10 @@ from dataclasses import dataclass
 from dummyprof.errors import UsageError
 from dummyprof.scenarios.deployment.options import (
     LAYOUT_FIELDS,
+    ONLINE_QUANT_FORMATS,
+    ONLINE_QUANT_SCALES,
     CompareDeploymentChoice,
     DeploymentChoice,
-    check_compare_deployment,
 )
 from dummyprof.scenarios.options import (
     DEFAULT_STRATEGIES,
@@ -97,8 +98,30 @@ def validate(options: CompareOptions) -> list[str]:
     if options.repeat_auto and not options.project:
         raise UsageError.for_field("repeat_auto", "the perf gate keeps fixed repeats; set repeat = N")
     check_common(options)
-    check_compare_deployment(options)
+    _check_deployment(options)
     if (options.deployed or options.online_quant) and not options.project:
         name = "online_quant" if options.online_quant else next(f for f in LAYOUT_FIELDS if getattr(options, f) > 1)
         raise UsageError.for_field(name, "the perf gate measures one process on the whole model; drop it here")
     return names
+
+
+def _check_deployment(options: CompareOptions) -> None:
+    """A known format and scale; ``--nproc`` equals the layout's ranks (its world, after ``--ep`` set dp)."""
+    known = (
+        ("online_quant", "format", ONLINE_QUANT_FORMATS, ", "),
+        ("online_quant_scale", "scale", ONLINE_QUANT_SCALES, " or "),
+    )
+    for name, what, choices, joiner in known:
+        value = getattr(options, name)
+        if value is not None and value not in choices:
+            raise UsageError.for_field(name, f"unknown {what} {value!r}; choose {joiner.join(choices)}")
+    if options.nproc is not None and options.nproc != (world := options.layout.world):
+        if world == 1:  # no --nproc value passes: the layout is what is missing
+            raise UsageError.for_field(
+                "nproc",
+                "runs each rank of a layout as a process, and this layout has 1 rank; give a layout of "
+                f"{options.nproc} ranks first (--tp or --dp, e.g. --dp {options.nproc})",
+            )
+        raise UsageError.for_field(
+            "nproc", f"{options.nproc} processes for a layout of {world} ranks; give --nproc {world} (tp x dp x pp)"
+        )

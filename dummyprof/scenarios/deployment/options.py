@@ -99,14 +99,6 @@ class LayoutGroup(Protocol):
     def layout(self) -> ParallelLayout: ...
 
 
-class CompareLayoutGroup(LayoutGroup, Protocol):
-    """compare's layout group: the layout, and how its ranks are run (``CompareDeploymentChoice``)."""
-
-    online_quant: str | None
-    online_quant_scale: str
-    nproc: int | None
-
-
 def check_world(options: LayoutGroup) -> None:
     """tp x pp x dp (and ep) at most ``MAX_WORLD_RANKS``; the advice is the largest value of the largest factor that
     passes with the other flags as given (none where changing one flag alone would break ep = tp x dp)."""
@@ -135,26 +127,4 @@ def check_deployment(options: LayoutGroup) -> None:
     if options.ranks_per_node is not None and options.ranks_per_node > world:
         raise UsageError.for_field(
             "ranks_per_node", f"{options.ranks_per_node} ranks per node for a world of {world}; give at most {world}"
-        )
-
-
-def check_compare_deployment(options: CompareLayoutGroup) -> None:
-    """A known format and scale; ``--nproc`` equals the layout's ranks (its world, after ``--ep`` set dp)."""
-    known = (
-        ("online_quant", "format", ONLINE_QUANT_FORMATS, ", "),
-        ("online_quant_scale", "scale", ONLINE_QUANT_SCALES, " or "),
-    )
-    for name, what, choices, joiner in known:
-        value = getattr(options, name)
-        if value is not None and value not in choices:
-            raise UsageError.for_field(name, f"unknown {what} {value!r}; choose {joiner.join(choices)}")
-    if options.nproc is not None and options.nproc != (world := options.layout.world):
-        if world == 1:  # no --nproc value passes: the layout is what is missing
-            raise UsageError.for_field(
-                "nproc",
-                "runs each rank of a layout as a process, and this layout has 1 rank; give a layout of "
-                f"{options.nproc} ranks first (--tp or --dp, e.g. --dp {options.nproc})",
-            )
-        raise UsageError.for_field(
-            "nproc", f"{options.nproc} processes for a layout of {world} ranks; give --nproc {world} (tp x dp x pp)"
         )

@@ -26,7 +26,7 @@ from dummyprof.anatomy import (
     storage_key,
     walk,
 )
-from dummyprof.errors import UsageError, user_code_error
+from dummyprof.errors import UsageError, running_user_code
 from dummyprof.models.meta_bounds import BuildLimits, BuildStopped, within
 from dummyprof.models.source import ModelSource
 from dummyprof.usercode import resolve_callable
@@ -41,12 +41,8 @@ META_NOTE = (
 def call_model_builder(
     fn: Callable[..., Any], args: dict[str, Any], *, spec: str, flag: str = "--model", note: str = ""
 ) -> nn.Module:
-    try:
+    with running_user_code(flag, spec, note, passes=(BuildStopped,)):  # a bounded build's stop: the bound says so
         model = fn(**args)
-    except (KeyboardInterrupt, BuildStopped):  # a bounded build stopped from inside: the bound says so
-        raise
-    except BaseException as exc:  # user code: any other BaseException is its fault, one line
-        raise user_code_error(flag, spec, exc, "" if isinstance(exc, SystemExit) else note) from exc
     if not isinstance(model, nn.Module):
         raise UsageError(flag, f"{spec} returned {type(model).__name__}, not a torch.nn.Module")
     return model

@@ -99,9 +99,10 @@ def running_user_code(
     ``sys.exit()`` inside it is an error too, never the end of the run with its exit code; only the
     first line of a message is kept (torch's C++ errors carry a stack of a dozen lines).
     """
+    stops: tuple[type[BaseException], ...] = (KeyboardInterrupt, *passes)
     try:
         yield
-    except (KeyboardInterrupt,) + passes:
+    except stops:
         raise
     except SystemExit as exc:
         raise UsageError(flag, f"{what} called sys.exit({exc.code!r}) instead of returning") from exc

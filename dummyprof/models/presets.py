@@ -89,12 +89,9 @@ class Attention(nn.Module):
 class MLP(nn.Module):
     def __init__(self, hidden: int, intermediate: int, dtype: torch.dtype, *, fp8: bool = False) -> None:
         super().__init__()
-        if fp8:
-            self.gate_up_proj: nn.Module = Fp8Linear(hidden, 2 * intermediate)
-            self.down_proj: nn.Module = Fp8Linear(intermediate, hidden)
-        else:
-            self.gate_up_proj = Linear(hidden, 2 * intermediate, dtype)
-            self.down_proj = Linear(intermediate, hidden, dtype)
+        linear: Callable[[int, int], nn.Module] = Fp8Linear if fp8 else partial(Linear, dtype=dtype)
+        self.gate_up_proj = linear(hidden, 2 * intermediate)
+        self.down_proj = linear(intermediate, hidden)
 
 
 class MoE(nn.Module):

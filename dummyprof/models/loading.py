@@ -19,6 +19,7 @@ from torch import nn
 
 from dummyprof.anatomy import (
     PARAMETER,
+    dtype_name,
     has_meta,
     largest_low_precision_elements,
     model_bytes,
@@ -119,11 +120,6 @@ def default_dtype(dtype: torch.dtype | None) -> Iterator[None]:
         torch.set_default_dtype(before)
 
 
-def dtype_notice(dtype: str) -> str:
-    return (f"--dtype {dtype}: built with torch's default dtype set to {dtype}, as vLLM builds a model; tensors "
-            "the code makes in an explicit dtype keep it")  # fmt: skip
-
-
 def callable_source(
     spec: str,
     fn: Callable[..., Any],
@@ -137,7 +133,7 @@ def callable_source(
     dtype: torch.dtype | None = None,
 ) -> ModelSource:
     """A ModelSource for any callable returning an ``nn.Module``, sized on the meta device first (within ``limits``);
-    ``dtype``: torch's default dtype while it builds (:func:`default_dtype`)."""
+    ``dtype`` (``--dtype``): torch's default dtype while it builds (:func:`default_dtype`), said in a notice."""
     with within(limits, flag=flag, what=spec), torch.device("meta"), default_dtype(dtype):
         probe = call_model_builder(fn, args, spec=spec, flag=flag, note=META_NOTE)
     refuse_non_dense(probe, spec, flag=flag)
@@ -145,6 +141,10 @@ def callable_source(
     scratch = 3 * largest_low_precision_elements(probe)  # the v0.29 fp8 path: fp16 copy + fp8 copy
     del probe
     notes: list[str] = []
+    if dtype is not None:
+        name = dtype_name(dtype)
+        notes.append(f"--dtype {name}: built with torch's default dtype set to {name}, as vLLM builds a model; "
+                     "tensors the code makes in an explicit dtype keep it")  # fmt: skip
 
     def build(device: torch.device) -> nn.Module:
         with torch.device(device), default_dtype(dtype):
@@ -172,12 +172,10 @@ def model_source(
     dtype: str = "auto",
 ) -> ModelSource:
     """The ModelSource for ``--model SPEC`` with ``--model-arg`` values ``args``; ``dtype`` (``--dtype``, not auto):
-    torch's default dtype while the code builds the model, said in a notice."""
+    torch's default dtype while the code builds the model."""
     args = dict(args or {})
     fn = resolve_callable(spec, flag=flag)
     shown = ", ".join(f"{k}={v!r}" for k, v in args.items())
     float_dtype = None if dtype == "auto" else getattr(torch, dtype)
-    source = callable_source(spec, fn, args, source=spec, description=f"{spec}({shown})", flag=flag, limits=limits,
-                             dtype=float_dtype)  # fmt: skip
-    source.notes.extend([dtype_notice(dtype)] if float_dtype is not None else [])
-    return source
+    return callable_source(spec, fn, args, source=spec, description=f"{spec}({shown})", flag=flag, limits=limits,
+                           dtype=float_dtype)  # fmt: skip

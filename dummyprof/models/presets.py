@@ -22,7 +22,7 @@ from torch import nn
 
 from dummyprof.errors import UsageError
 from dummyprof.models.engram import EngramTable
-from dummyprof.models.loading import callable_source, dtype_notice
+from dummyprof.models.loading import callable_source
 from dummyprof.models.meta_bounds import BuildLimits
 from dummyprof.models.source import ModelSource
 from dummyprof.models.synthetic import DTYPES, HAS_FP8
@@ -283,7 +283,7 @@ def preset_source(
     args = {**args, "dtype": dtype} if dtype != "auto" and "dtype" in known else args
     merged = {**known, **args}
     shown = ", ".join(f"{k}={v}" for k, v in merged.items())
-    source = callable_source(
+    return callable_source(
         f"preset {name}",
         preset.build,
         dict(args),
@@ -294,5 +294,3 @@ def preset_source(
         limits=limits,
         dtype=None if dtype == "auto" or "dtype" in known else getattr(torch, dtype),
     )
-    source.notes.extend([dtype_notice(dtype)] if dtype != "auto" and "dtype" not in known else [])
-    return source

@@ -217,13 +217,10 @@ def check_common(options: BuildGroups) -> None:
 
 
 def check_initializer(name: str | None, *, field: str = "initializer") -> None:
-    if name is None:
-        return
-    from dummyprof.loaders.initializers import INITIALIZERS
+    if name is not None:
+        from dummyprof.loaders.initializers import get_initializer
 
-    if name not in INITIALIZERS:
-        known = ", ".join(sorted(INITIALIZERS))
-        raise UsageError.for_field(field, f"unknown initializer {name!r}; choose one of: {known}")
+        get_initializer(name, field=field)
 
 
 def loader_names(specs: Sequence[str], taken: Sequence[str]) -> list[str]:

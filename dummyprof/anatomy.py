@@ -180,13 +180,8 @@ def model_bytes(model: nn.Module) -> int:
 
 def allocated_bytes(model: nn.Module) -> int:
     """Bytes of distinct storages the model holds on real devices (meta tensors hold none)."""
-    seen: dict[int, int] = {}
-    for tensor in registered_tensors(model):
-        if tensor.device.type == "meta":
-            continue
-        key = storage_key(tensor)
-        seen[key] = max(seen.get(key, 0), tensor.untyped_storage().nbytes())
-    return sum(seen.values())
+    tensors = storage_tensors(model).values()
+    return sum(t.untyped_storage().nbytes() for t in tensors if t.device.type != "meta")
 
 
 def largest_low_precision_elements(model: nn.Module) -> int:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 
 class DummyprofError(Exception):
     """Base class for errors dummyprof reports to the user."""
@@ -86,14 +89,24 @@ class ImpossibleFigure(DummyprofError):
         )
 
 
-def user_code_error(flag: str, what: str, exc: BaseException, note: str = "") -> UsageError:
-    """Code the user gave us (a model factory, a loader, a module it imports) failed: one line naming the flag.
+@contextmanager
+def running_user_code(
+    flag: str, what: str, note: str = "", passes: tuple[type[BaseException], ...] = ()
+) -> Iterator[None]:
+    """Code the user gave us (a model factory, a loader, a module it imports) runs inside: its failure is one line
+    naming the flag, with ``note`` (why it may have failed). ^C is the user's; ``passes`` already say why.
 
     ``sys.exit()`` inside it is an error too, never the end of the run with its exit code; only the
     first line of a message is kept (torch's C++ errors carry a stack of a dozen lines).
     """
-    if isinstance(exc, SystemExit):
-        return UsageError(flag, f"{what} called sys.exit({exc.code!r}) instead of returning{note}")
-    lines = str(exc).strip().splitlines()
-    message = lines[0] if lines else ""
-    return UsageError(flag, f"{what} raised {type(exc).__name__}: {message}{note}")
+    stops: tuple[type[BaseException], ...] = (KeyboardInterrupt, *passes)
+    try:
+        yield
+    except stops:
+        raise
+    except SystemExit as exc:
+        raise UsageError(flag, f"{what} called sys.exit({exc.code!r}) instead of returning") from exc
+    except BaseException as exc:
+        lines = str(exc).strip().splitlines()
+        message = lines[0] if lines else ""
+        raise UsageError(flag, f"{what} raised {type(exc).__name__}: {message}{note}") from exc

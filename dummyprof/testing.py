@@ -23,26 +23,22 @@ MAX_LISTED = 20
 _NEVER_FILLED_DTYPES = (torch.int16, torch.int32, torch.int64, torch.bool, torch.uint16, torch.uint32, torch.uint64)
 
 
-def _fill_function(loader: Callable[..., Any] | str, loader_args: dict[str, Any]) -> Callable[[nn.Module], None]:
-    if isinstance(loader, str):  # a built-in strategy by name
-        from dummyprof.loaders.strategies import get_strategy, run_strategy
-
-        strategy = get_strategy(loader)
-        return lambda model: run_strategy(model, strategy)
-
-    def fill(model: nn.Module) -> None:
-        with torch.no_grad():
-            loader(model, **loader_args)
-
-    return fill
-
-
 def trace_loader(
     model: nn.Module | Callable[[], nn.Module], loader: Callable[..., Any] | str, **loader_args: Any
 ) -> tuple[nn.Module, TraceResult]:
     """``loader`` (a callable or a strategy name) run on ``model`` (or ``model()``) under the tracer."""
     target = model if isinstance(model, nn.Module) else model()
-    return target, trace_writes(target, _fill_function(loader, loader_args))
+    if isinstance(loader, str):  # a built-in strategy by name
+        from dummyprof.loaders.strategies import get_strategy, run_strategy
+
+        strategy = get_strategy(loader)
+        return target, trace_writes(target, lambda built: run_strategy(built, strategy))
+
+    def fill(built: nn.Module) -> None:
+        with torch.no_grad():
+            loader(built, **loader_args)
+
+    return target, trace_writes(target, fill)
 
 
 def assert_each_tensor_filled_once(

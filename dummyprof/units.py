@@ -45,15 +45,24 @@ def _too_big(flag: str, text: object, maximum: int, example: str) -> UsageError:
     return UsageError(flag, f"must be at most {maximum:,}{limit}, got {text!r}{hint}")
 
 
-def _scaled(flag: str, text: object, match: re.Match[str], maximum: int, example: str, expected: str) -> Decimal:
-    """The number and suffix ``match`` found, multiplied out; too large for Decimal is too large for a flag."""
+def _suffixed(
+    flag: str, text: object, pattern: re.Pattern[str], maximum: int, example: str, expected: str, others: str
+) -> Decimal:
+    """The number ``text`` gives, its suffix multiplied out, at most ``maximum``; too large for Decimal is too
+    large for a flag."""
+    match = pattern.match(str(text))
+    if not match or not match.group(1).strip("_.+-"):
+        raise UsageError(flag, f"expected {expected} such as {example}, {others}, got {text!r}")
     suffix = (match.group(2) or "").upper()
     try:
-        return Decimal(match.group(1).replace("_", "")) * _SUFFIXES[suffix]
+        value = Decimal(match.group(1).replace("_", "")) * _SUFFIXES[suffix]
     except Overflow:
         raise _too_big(flag, text, maximum, example) from None
     except DecimalException:
         raise UsageError(flag, f"expected {expected} such as {example}, got {text!r}") from None
+    if value > maximum:  # before to_integral_value: 1e999999 would take forever to expand
+        raise _too_big(flag, text, maximum, example)
+    return value
 
 
 def parse_count(flag: str, text: str, *, example: str = "2e9", minimum: int = 1, maximum: int = INT64_MAX) -> int:
@@ -61,12 +70,7 @@ def parse_count(flag: str, text: str, *, example: str = "2e9", minimum: int = 1,
 
     Suffixes K/M/G/T are powers of ten; Ki/Mi/Gi/Ti are powers of two.
     """
-    match = _COUNT_RE.match(str(text))
-    if not match or not match.group(1).strip("_.+-"):
-        raise UsageError(flag, f"expected a whole number such as {example}, 384M or 1_000_000, got {text!r}")
-    value = _scaled(flag, text, match, maximum, example, "a whole number")
-    if value > maximum:  # before to_integral_value: 1e999999 would take forever to expand
-        raise _too_big(flag, text, maximum, example)
+    value = _suffixed(flag, text, _COUNT_RE, maximum, example, "a whole number", "384M or 1_000_000")
     if value != value.to_integral_value():
         raise UsageError(flag, f"must be a whole number, got {text!r} = {value.normalize()}; try {example}")
     if value < minimum:
@@ -129,14 +133,9 @@ def parse_seconds(flag: str, text: str | float, *, example: str = "60s") -> floa
 
 def parse_bytes(flag: str, text: str, *, example: str = "16GiB", maximum: int = INT64_MAX) -> int:
     """Parse a size such as ``16GiB``, ``20G``, ``512MiB`` or ``1e9`` into bytes."""
-    match = _BYTES_RE.match(str(text))
-    if not match or not match.group(1).strip("_."):
-        raise UsageError(flag, f"expected a size such as {example}, 20G or 512MiB, got {text!r}")
-    value = _scaled(flag, text, match, maximum, example, "a size")
+    value = _suffixed(flag, text, _BYTES_RE, maximum, example, "a size", "20G or 512MiB")
     if value <= 0:
         raise UsageError(flag, f"must be positive, got {text!r}; try {flag} {example}")
-    if value > maximum:
-        raise _too_big(flag, text, maximum, example)
     return int(value)
 
 

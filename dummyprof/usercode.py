@@ -16,7 +16,7 @@ from importlib.machinery import PathFinder
 from pathlib import Path
 from typing import Any
 
-from dummyprof.errors import UsageError, user_code_error
+from dummyprof.errors import UsageError, running_user_code
 from dummyprof.files.reading import backing_file
 
 SPEC_FORMS = "package.module:callable or ./file.py:callable"
@@ -98,12 +98,11 @@ def _file_module(target: str, flag: str) -> Any:
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module  # dataclasses and pickling look a module up by name while it executes
     try:
-        spec.loader.exec_module(module)
-    except KeyboardInterrupt:
-        raise
-    except BaseException as exc:  # user code: any other BaseException is its fault, one line
+        with running_user_code(flag, f"importing {str(path)!r}"):
+            spec.loader.exec_module(module)
+    except UsageError:
         del sys.modules[name]
-        raise user_code_error(flag, f"importing {str(path)!r}", exc) from exc
+        raise
     return module
 
 
@@ -112,13 +111,10 @@ def _package_module(name: str, flag: str) -> Any:
     if cwd not in sys.path:
         sys.path.insert(0, cwd)  # as ``python -m`` would: modules next to the user resolve
     try:
-        return importlib.import_module(name)
+        with running_user_code(flag, f"importing module {name!r}", passes=(ModuleNotFoundError,)):
+            return importlib.import_module(name)
     except ModuleNotFoundError as exc:
         raise UsageError(flag, f"cannot import module {name!r}: {exc}; check the name or PYTHONPATH") from exc
-    except KeyboardInterrupt:
-        raise
-    except BaseException as exc:  # user code: any other BaseException is its fault, one line
-        raise user_code_error(flag, f"importing module {name!r}", exc) from exc
 
 
 def _split(spec: str, flag: str) -> tuple[str, str, bool]:

@@ -183,9 +183,10 @@ INITIALIZERS: dict[str, PlannedInitializer] = {
 }
 
 
-def get_initializer(name: str) -> PlannedInitializer:
+def get_initializer(name: str, *, field: str = "initializer") -> PlannedInitializer:
+    """The initializer called ``name``; an unknown name is refused naming the options ``field`` that gave it."""
     try:
         return INITIALIZERS[name]
     except KeyError:
         known = ", ".join(sorted(INITIALIZERS))
-        raise UsageError.for_field("initializer", f"unknown initializer {name!r}; choose one of: {known}") from None
+        raise UsageError.for_field(field, f"unknown initializer {name!r}; choose one of: {known}") from None

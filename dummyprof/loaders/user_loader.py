@@ -10,7 +10,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from dummyprof.errors import UsageError, user_code_error
+from dummyprof.errors import UsageError, running_user_code
 from dummyprof.loaders.strategies import Strategy
 from dummyprof.usercode import callable_name, resolve_callable
 
@@ -29,12 +29,9 @@ class UserLoader:
     args: dict[str, Any] = field(default_factory=dict)
 
     def __call__(self, model: nn.Module) -> None:
-        try:
+        # a named loader refusing this model (UsageError) already says why, naming the flag
+        with running_user_code("--loader", self.spec or self.name, passes=(UsageError,)):
             self.fn(model, **self.args)
-        except (UsageError, KeyboardInterrupt):
-            raise  # a named loader refusing this model already says why, naming the flag; ^C is the user's
-        except BaseException as exc:  # user code: any other BaseException is its fault, one line
-            raise user_code_error("--loader", self.spec or self.name, exc) from exc
 
 
 def load_loader(spec: str, args: dict[str, Any] | None = None) -> UserLoader:

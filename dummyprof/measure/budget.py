@@ -69,7 +69,7 @@ def device_available(device: torch.device) -> int:
 def device_budget(device: torch.device, max_memory: int | None = None) -> tuple[int, str]:
     """Bytes a model on ``device`` may use, and where that memory is (for messages)."""
     if device.type == "cuda":
-        free = gpu_free_bytes(device) or 0
+        free = device_available(device)
         return (int(free * GPU_SHARE) if max_memory is None else min(max_memory, free)), f"GPU {device}"
     return host_budget(max_memory), "host memory"
 

@@ -107,13 +107,12 @@ def trace_writes(model: nn.Module, fill: Callable[[nn.Module], Any], *, check_un
     records = index_model(model)
     untraced: list[int] = []
     now = storage_tensors(model) if check_untraced else {}
+    ops: dict[int, list[str]] = {}
     for key, record in records.items():
         unseen = key in digests and key in now and key not in tracer.storages
         if unseen and storage_digest(now[key]) != digests[key]:
             untraced.append(key)
             tracer.storages[key] = StorageWrites(1, record.nbytes, ["<outside the dispatcher>"])
-    ops: dict[int, list[str]] = {}
-    for key, record in records.items():
         seen = tracer.storages.get(key)
         if seen is not None:
             record.visits = seen.writes

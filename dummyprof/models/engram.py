@@ -48,11 +48,7 @@ class EngramTable(nn.Module):
         self.heads = min(heads, rows)  # hash heads: a deployment splits the table by whole heads (layout.engram_range)
         if dim % block_size:
             raise ValueError(f"dim {dim} is not a multiple of block size {block_size}")
-        if empty is None:
-
-            def empty(shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
-                return torch.empty(shape, dtype=dtype, device=device)
-
+        empty = empty or (lambda shape, dtype: torch.empty(shape, dtype=dtype, device=device))
         self.weight = nn.Parameter(empty((rows, dim), torch.float8_e4m3fn), requires_grad=False)
         self.weight_scale_inv = nn.Parameter(empty((rows, dim // block_size), torch.uint8), requires_grad=False)
         self.declare(declare_constant)

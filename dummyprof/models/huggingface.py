@@ -44,10 +44,6 @@ _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 MAX_FOLDER_FILES = 10_000
 
 
-def is_hf_spec(spec: str | None) -> bool:
-    return bool(spec) and str(spec).startswith(PREFIX)
-
-
 def _transformers() -> Any:
     try:
         import transformers
@@ -365,20 +361,21 @@ class BuildEstimate:
     seconds_per_object: float
 
 
+def _timed_build(config: Any, trust_remote_code: bool, clock: Any, layers: int) -> tuple[int, float]:
+    """Modules plus tensors, and seconds, of one build of ``config`` cut to ``layers`` layers."""
+    small = copy.deepcopy(config)
+    setattr(small, LAYERS_FIELD, layers)
+    t0 = clock()
+    model = _build(small, trust_remote_code)
+    return _objects(model), clock() - t0
+
+
 def estimate_build(config: Any, trust_remote_code: bool, clock: Any) -> BuildEstimate | None:
     """Modules plus tensors, and seconds, the full build would take; None without a whole layer count."""
     layers = getattr(config, LAYERS_FIELD, None)
     if not isinstance(layers, int) or isinstance(layers, bool) or layers < 2:
         return None
-    made = []
-    for probe_layers in (1, 2):
-        small = copy.deepcopy(config)
-        setattr(small, LAYERS_FIELD, probe_layers)
-        t0 = clock()
-        model = _build(small, trust_remote_code)
-        made.append((_objects(model), clock() - t0))
-        del model
-    (one, _), (two, two_s) = made
+    (one, _), (two, two_s) = (_timed_build(config, trust_remote_code, clock, probe) for probe in (1, 2))
     per_layer = max(0, two - one)
     fixed = one - per_layer
     objects = fixed + per_layer * layers
@@ -393,13 +390,10 @@ def _layers_that_fit(estimate: BuildEstimate, objects: float) -> int:
 RETIMES = 4  # more timed two-layer builds behind a layer count offered under the time limit (only when refused)
 
 
-def _seconds_per_object(config: Any, trust_remote_code: bool, clock: Any, layers: int = 2) -> float:
-    """One more timed build of ``layers`` layers, per module and tensor it makes (imports and caches warm)."""
-    small = copy.deepcopy(config)
-    setattr(small, LAYERS_FIELD, layers)
-    t0 = clock()
-    model = _build(small, trust_remote_code)
-    return (clock() - t0) / max(1, _objects(model))
+def _seconds_per_object(config: Any, trust_remote_code: bool, clock: Any) -> float:
+    """One more timed two-layer build, per module and tensor it makes (imports and caches warm)."""
+    objects, seconds = _timed_build(config, trust_remote_code, clock, 2)
+    return seconds / max(1, objects)
 
 
 def _refuse_estimate(

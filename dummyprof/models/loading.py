@@ -19,6 +19,7 @@ from torch import nn
 
 from dummyprof.anatomy import (
     PARAMETER,
+    dtype_name,
     has_meta,
     largest_low_precision_elements,
     model_bytes,
@@ -26,7 +27,7 @@ from dummyprof.anatomy import (
     storage_key,
     walk,
 )
-from dummyprof.errors import UsageError, user_code_error
+from dummyprof.errors import UsageError, running_user_code
 from dummyprof.models.meta_bounds import BuildLimits, BuildStopped, within
 from dummyprof.models.source import ModelSource
 from dummyprof.usercode import resolve_callable
@@ -41,12 +42,8 @@ META_NOTE = (
 def call_model_builder(
     fn: Callable[..., Any], args: dict[str, Any], *, spec: str, flag: str = "--model", note: str = ""
 ) -> nn.Module:
-    try:
+    with running_user_code(flag, spec, note, passes=(BuildStopped,)):  # a bounded build's stop: the bound says so
         model = fn(**args)
-    except (KeyboardInterrupt, BuildStopped):  # a bounded build stopped from inside: the bound says so
-        raise
-    except BaseException as exc:  # user code: any other BaseException is its fault, one line
-        raise user_code_error(flag, spec, exc, "" if isinstance(exc, SystemExit) else note) from exc
     if not isinstance(model, nn.Module):
         raise UsageError(flag, f"{spec} returned {type(model).__name__}, not a torch.nn.Module")
     return model
@@ -123,11 +120,6 @@ def default_dtype(dtype: torch.dtype | None) -> Iterator[None]:
         torch.set_default_dtype(before)
 
 
-def dtype_notice(dtype: str) -> str:
-    return (f"--dtype {dtype}: built with torch's default dtype set to {dtype}, as vLLM builds a model; tensors "
-            "the code makes in an explicit dtype keep it")  # fmt: skip
-
-
 def callable_source(
     spec: str,
     fn: Callable[..., Any],
@@ -141,7 +133,7 @@ def callable_source(
     dtype: torch.dtype | None = None,
 ) -> ModelSource:
     """A ModelSource for any callable returning an ``nn.Module``, sized on the meta device first (within ``limits``);
-    ``dtype``: torch's default dtype while it builds (:func:`default_dtype`)."""
+    ``dtype`` (``--dtype``): torch's default dtype while it builds (:func:`default_dtype`), said in a notice."""
     with within(limits, flag=flag, what=spec), torch.device("meta"), default_dtype(dtype):
         probe = call_model_builder(fn, args, spec=spec, flag=flag, note=META_NOTE)
     refuse_non_dense(probe, spec, flag=flag)
@@ -149,6 +141,10 @@ def callable_source(
     scratch = 3 * largest_low_precision_elements(probe)  # the v0.29 fp8 path: fp16 copy + fp8 copy
     del probe
     notes: list[str] = []
+    if dtype is not None:
+        name = dtype_name(dtype)
+        notes.append(f"--dtype {name}: built with torch's default dtype set to {name}, as vLLM builds a model; "
+                     "tensors the code makes in an explicit dtype keep it")  # fmt: skip
 
     def build(device: torch.device) -> nn.Module:
         with torch.device(device), default_dtype(dtype):
@@ -176,12 +172,10 @@ def model_source(
     dtype: str = "auto",
 ) -> ModelSource:
     """The ModelSource for ``--model SPEC`` with ``--model-arg`` values ``args``; ``dtype`` (``--dtype``, not auto):
-    torch's default dtype while the code builds the model, said in a notice."""
+    torch's default dtype while the code builds the model."""
     args = dict(args or {})
     fn = resolve_callable(spec, flag=flag)
     shown = ", ".join(f"{k}={v!r}" for k, v in args.items())
     float_dtype = None if dtype == "auto" else getattr(torch, dtype)
-    source = callable_source(spec, fn, args, source=spec, description=f"{spec}({shown})", flag=flag, limits=limits,
-                             dtype=float_dtype)  # fmt: skip
-    source.notes.extend([dtype_notice(dtype)] if float_dtype is not None else [])
-    return source
+    return callable_source(spec, fn, args, source=spec, description=f"{spec}({shown})", flag=flag, limits=limits,
+                           dtype=float_dtype)  # fmt: skip

@@ -22,7 +22,7 @@ from torch import nn
 
 from dummyprof.errors import UsageError
 from dummyprof.models.engram import EngramTable
-from dummyprof.models.loading import callable_source, dtype_notice
+from dummyprof.models.loading import callable_source
 from dummyprof.models.meta_bounds import BuildLimits
 from dummyprof.models.source import ModelSource
 from dummyprof.models.synthetic import DTYPES, HAS_FP8
@@ -89,12 +89,9 @@ class Attention(nn.Module):
 class MLP(nn.Module):
     def __init__(self, hidden: int, intermediate: int, dtype: torch.dtype, *, fp8: bool = False) -> None:
         super().__init__()
-        if fp8:
-            self.gate_up_proj: nn.Module = Fp8Linear(hidden, 2 * intermediate)
-            self.down_proj: nn.Module = Fp8Linear(intermediate, hidden)
-        else:
-            self.gate_up_proj = Linear(hidden, 2 * intermediate, dtype)
-            self.down_proj = Linear(intermediate, hidden, dtype)
+        linear: Callable[[int, int], nn.Module] = Fp8Linear if fp8 else partial(Linear, dtype=dtype)
+        self.gate_up_proj = linear(hidden, 2 * intermediate)
+        self.down_proj = linear(intermediate, hidden)
 
 
 class MoE(nn.Module):
@@ -286,7 +283,7 @@ def preset_source(
     args = {**args, "dtype": dtype} if dtype != "auto" and "dtype" in known else args
     merged = {**known, **args}
     shown = ", ".join(f"{k}={v}" for k, v in merged.items())
-    source = callable_source(
+    return callable_source(
         f"preset {name}",
         preset.build,
         dict(args),
@@ -297,5 +294,3 @@ def preset_source(
         limits=limits,
         dtype=None if dtype == "auto" or "dtype" in known else getattr(torch, dtype),
     )
-    source.notes.extend([dtype_notice(dtype)] if dtype != "auto" and "dtype" not in known else [])
-    return source

@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, replace
 import torch
 from torch import nn
 
+from dummyprof.anatomy import model_bytes, storage_tensors
 from dummyprof.errors import UsageError
 from dummyprof.models.engram import EngramTable, engram_table_bytes
 from dummyprof.models.source import FitHint, ModelSource
@@ -91,24 +92,14 @@ def validate_spec(spec: TreeSpec) -> None:
         )
 
 
-def block_bytes(spec: TreeSpec) -> int:
-    """Bytes one block allocates (aliases counted once)."""
-    h = spec.hidden
-    item = spec.torch_dtype.itemsize
-    total = h * h * item + h * item  # weight, bias
-    total += 2 * h * item  # norm weight and bias
-    total += h * item  # running_stat (persistent buffer)
-    total += h * item  # rope_cache (non-persistent buffer)
-    total += h * h  # int8 weight
-    total += h * 8  # int64 index buffer
-    if spec.fp8:
-        total += h * h + h * (h // SCALE_BLOCK)  # fp8 weight + uint8 scale
-    return total
+def _meta_block(spec: TreeSpec) -> nn.Module:
+    """One block's tensors on meta, where they cost nothing: the block counted from its one definition."""
+    return SyntheticBlock(spec, torch.device("meta"))
 
 
 def tree_bytes(spec: TreeSpec) -> int:
-    """Bytes the whole tree allocates, computed from the spec without allocating."""
-    total = spec.blocks * block_bytes(spec)
+    """Bytes the whole tree allocates (aliases counted once), computed from the spec without allocating."""
+    total = spec.blocks * model_bytes(_meta_block(spec))
     total += spec.vocab * spec.hidden * spec.torch_dtype.itemsize  # tied embedding / lm_head
     if spec.engram_rows:
         total += engram_table_bytes(spec.engram_rows, spec.hidden, SCALE_BLOCK)
@@ -117,7 +108,7 @@ def tree_bytes(spec: TreeSpec) -> int:
 
 def tree_tensor_count(spec: TreeSpec) -> int:
     """Distinct registered storages (aliases and tied weights counted once)."""
-    per_block = 8 + (2 if spec.fp8 else 0)  # weight_alias shares the weight's storage
+    per_block = len(storage_tensors(_meta_block(spec)))  # weight_alias shares the weight's storage
     return spec.blocks * per_block + 1 + (1 if spec.meta else 0) + (2 if spec.engram_rows else 0)
 
 

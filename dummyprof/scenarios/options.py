@@ -217,9 +217,10 @@ def check_common(options: BuildGroups) -> None:
 
 
 def check_initializer(name: str | None, *, field: str = "initializer") -> None:
-    from dummyprof.loaders.initializers import get_initializer
+    if name is not None:
+        from dummyprof.loaders.initializers import get_initializer
 
-    check_listed(field, [name] if name is not None else [], get_initializer, none=None)
+        get_initializer(name, field=field)
 
 
 def loader_names(specs: Sequence[str], taken: Sequence[str]) -> list[str]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -12,7 +11,6 @@ from dummyprof.cli.output import (
     HtmlOpt,
     JsonOpt,
     QuietOpt,
-    Update,
     check_outputs,
     emit,
     measuring,
@@ -124,15 +122,6 @@ FLAGS = {
 }
 
 
-def _per_scenario(update: Update | None) -> Callable[[str], Update | None]:
-    def for_scenario(name: str) -> Update | None:
-        if update is None:
-            return None
-        return lambda done, total, label: update(done, total, f"{name}: {label}")
-
-    return for_scenario
-
-
 @with_options(None, flags=FLAGS)
 def baseline(
     config: Path | None = None,
@@ -154,7 +143,7 @@ def baseline(
     check_outputs({"--output": output}, force=force, inputs=run_inputs(gate=cfg), command=BASELINE, formats=json_output)
     scenarios = cfg.select(scenario)
     with measuring("baseline", quiet=quiet, json_path=None) as update:
-        results = make_baseline(cfg, scenarios, _per_scenario(update))
+        results = make_baseline(cfg, scenarios, update)
     assert results.gate is not None
     busy = contended_timings(scenarios, results)
     if busy and not allow_contended:
@@ -237,7 +226,7 @@ def gate(
     scenarios = cfg.select(scenario)
     base = load_baseline(baseline)  # a bad baseline fails here, before anything is measured
     with measuring("gate", quiet=quiet, json_path=json_path) as update:
-        results = run_gate(cfg, scenarios, base, baseline, _per_scenario(update), strict=strict)
+        results = run_gate(cfg, scenarios, base, baseline, update, strict=strict)
     assert results.gate is not None
     reports = []  # each file flag is rendered by the registered reporter of its name
     for flag, path in {"--markdown": markdown, "--junit": junit, "--benchmark-json": benchmark_json}.items():

@@ -64,13 +64,20 @@ def _contention(results: Results) -> Contention | None:
     return next((c for c in found if c.contended), found[0] if found else None)
 
 
+def _for_scenario(progress: Progress | None, name: str) -> Progress | None:
+    """The progress of one scenario, its label led by the scenario's name."""
+    if progress is None:
+        return None
+    return lambda done, total, label: progress(done, total, f"{name}: {label}")
+
+
 def measure_all(
-    config: GateConfig, scenarios: list[ScenarioConfig], progress: Callable[[str], Progress | None] | None = None
+    config: GateConfig, scenarios: list[ScenarioConfig], progress: Progress | None = None
 ) -> tuple[list[ScenarioRun], Environment]:
     runs: list[ScenarioRun] = []
     environment: Environment | None = None
     for scenario in scenarios:
-        run, env = measure_scenario(config, scenario, progress(scenario.name) if progress else None)
+        run, env = measure_scenario(config, scenario, _for_scenario(progress, scenario.name))
         runs.append(run)
         environment = environment or env
     return runs, environment or Environment()
@@ -95,9 +102,7 @@ def _section(
     )
 
 
-def make_baseline(
-    config: GateConfig, scenarios: list[ScenarioConfig], progress: Callable[[str], Progress | None] | None = None
-) -> Results:
+def make_baseline(config: GateConfig, scenarios: list[ScenarioConfig], progress: Progress | None = None) -> Results:
     """Every scenario measured; exit code 3 (and nothing to save) if any could not be."""
     runs, environment = measure_all(config, scenarios, progress)
     section = _section(config, runs, exit_code=EXIT_INCOMPLETE if any(r.error is not None for r in runs) else 0)
@@ -165,7 +170,7 @@ def run_gate(
     scenarios: list[ScenarioConfig],
     baseline: dict[str, ScenarioRun],
     baseline_path: Path,
-    progress: Callable[[str], Progress | None] | None = None,
+    progress: Progress | None = None,
     *,
     strict: bool = False,
 ) -> Results:

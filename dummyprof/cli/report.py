@@ -53,7 +53,7 @@ def report(
     from dummyprof.cli.inputs import run_inputs
     from dummyprof.cli.output import (
         EXIT_NOT_WRITTEN,
-        REPORT_FORMATS,
+        FILE_FLAGS,
         check_outputs,
         output_for,
         print_terminal,
@@ -68,7 +68,7 @@ def report(
         raise UsageError("--detail", f"the {format} format always carries every table; drop --detail")
     if output is not None and str(output) == "-":
         output = None  # standard output, as without --output
-    fmt = REPORT_FORMATS.get(format, "")
+    fmt = FILE_FLAGS.get(f"--{format}", (None, "", ""))[1] or ""  # pytorch-benchmark's files tell no command
     if output is not None:
         if format == "terminal":
             raise UsageError("--output", "terminal output goes to stdout; use --format markdown or json with --output")

@@ -210,6 +210,7 @@ def emit(
     detail: bool = False,
     confirm: Mapping[str, str] | None = None,
     command: str | None = None,
+    terminal: bool = True,
 ) -> int:
     """Write every output file, then show the results, a line per file written, one per file that could not be.
 
@@ -218,6 +219,7 @@ def emit(
     ``reports`` pairs an output with the reporter that renders it (see :func:`reporter`). ``confirm``
     replaces the line confirming a flag's file (``{path}`` is its path). ``detail``: the terminal's every table.
     ``command``: the command writing them, as given to :func:`check_outputs` (its own earlier files are replaced).
+    ``terminal``: False for ``report --output``, whose file is the report.
     """
     from dummyprof.reports.console import make_console
     from dummyprof.results.whole import Refused
@@ -246,7 +248,8 @@ def emit(
             sys.stdout.write(reporter("json", flag="--json")(results))
             sys.stdout.flush()
         shown = heard_notices(results) if detail else results  # the files written carry none of them
-        print_terminal(shown, quiet=quiet, stderr=to_stdout, detail=detail)
+        if terminal:
+            print_terminal(shown, quiet=quiet, stderr=to_stdout, detail=detail)
         if not quiet:
             console = make_console(stderr=to_stdout)  # stdout carries the JSON: the lines go to stderr
             for output in written:  # "HTML report written to r.html" ("appended to" for the CI step summary)

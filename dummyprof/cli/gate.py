@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -12,7 +11,6 @@ from dummyprof.cli.output import (
     HtmlOpt,
     JsonOpt,
     QuietOpt,
-    Update,
     check_outputs,
     emit,
     measuring,
@@ -21,7 +19,7 @@ from dummyprof.cli.output import (
 )
 from dummyprof.cli.schema_command import with_options
 from dummyprof.errors import DummyprofError, UsageError
-from dummyprof.files.outputs import Output, is_step_summary
+from dummyprof.files.outputs import is_step_summary
 from dummyprof.schema import Spec
 from dummyprof.units import parse_float
 
@@ -124,15 +122,6 @@ FLAGS = {
 }
 
 
-def _per_scenario(update: Update | None) -> Callable[[str], Update | None]:
-    def for_scenario(name: str) -> Update | None:
-        if update is None:
-            return None
-        return lambda done, total, label: update(done, total, f"{name}: {label}")
-
-    return for_scenario
-
-
 @with_options(None, flags=FLAGS)
 def baseline(
     config: Path | None = None,
@@ -154,7 +143,7 @@ def baseline(
     check_outputs({"--output": output}, force=force, inputs=run_inputs(gate=cfg), command=BASELINE, formats=json_output)
     scenarios = cfg.select(scenario)
     with measuring("baseline", quiet=quiet, json_path=None) as update:
-        results = make_baseline(cfg, scenarios, _per_scenario(update))
+        results = make_baseline(cfg, scenarios, update)
     assert results.gate is not None
     busy = contended_timings(scenarios, results)
     if busy and not allow_contended:
@@ -221,13 +210,17 @@ def gate(
     from dummyprof.gate.runner import load_baseline, not_recorded, run_gate
 
     cfg = load_config(config)
-    append = markdown is not None and is_step_summary(markdown)  # appended only to the CI step summary
-    html_files = check_outputs(
-        {"--json": json_path, "--junit": junit, "--benchmark-json": benchmark_json, "--html": html}
-        | ({} if append else {"--markdown": markdown}),
+    reports = check_outputs(  # each file flag is rendered by the registered reporter of its name
+        {
+            "--json": json_path,
+            "--markdown": markdown,
+            "--junit": junit,
+            "--benchmark-json": benchmark_json,
+            "--html": html,
+        },
         force=force,
         inputs=run_inputs(files={"--baseline": baseline}, gate=cfg),
-        append={"--markdown": markdown} if append else None,
+        append=["--markdown"] if markdown is not None and is_step_summary(markdown) else [],  # the CI step summary
         command="gate",
     )
     if factor_value is not None:
@@ -237,14 +230,9 @@ def gate(
     scenarios = cfg.select(scenario)
     base = load_baseline(baseline)  # a bad baseline fails here, before anything is measured
     with measuring("gate", quiet=quiet, json_path=json_path) as update:
-        results = run_gate(cfg, scenarios, base, baseline, _per_scenario(update), strict=strict)
+        results = run_gate(cfg, scenarios, base, baseline, update, strict=strict)
     assert results.gate is not None
-    reports = []  # each file flag is rendered by the registered reporter of its name
-    for flag, path in {"--markdown": markdown, "--junit": junit, "--benchmark-json": benchmark_json}.items():
-        add = flag == "--markdown" and append  # only the CI step summary is appended to
-        if path is not None:
-            written = Output(flag, path, append=True) if add else output_for(flag, path, command="gate")
-            reports.append((written, reporter(flag[2:], flag=flag, append=add)))
-    files = reports + html_files
-    emit(results, json_path=json_path, quiet=quiet, force=force, reports=files, on_failure=not_recorded, command="gate")
+    emit(
+        results, json_path=json_path, quiet=quiet, force=force, reports=reports, on_failure=not_recorded, command="gate"
+    )
     return results.gate.exit_code

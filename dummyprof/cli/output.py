@@ -6,9 +6,8 @@ import logging
 import os
 import sys
 import warnings
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, redirect_stdout, suppress
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Optional
 
@@ -120,56 +119,31 @@ def print_terminal(results: Results, *, quiet: bool, stderr: bool = False, detai
     console.file.flush()
 
 
-# What each output flag writes, for the line that confirms it: "HTML report written to r.html".
-WRITTEN = {
-    "--json": "results",
-    "--html": "HTML report",
-    "--trace": "trace",
-    "--export": "export",
-    "--markdown": "Markdown report",
-    "--junit": "JUnit XML",
-    "--benchmark-json": "benchmark JSON",
-    "--output": "output",
-}
-
-
-# The output flags whose help says '-' is standard output; for any other, '-' is refused (files/outputs.py).
-STDOUT_FLAGS = frozenset({"--json"})
-
-
-# The report each file flag writes, and the results kinds each command writes (compare, inspect and audit with a
-# layout write a deployment): a file of that report and kind, written by an earlier run, is replaced without --force
-# (files/outputs.own_kind).
-FILE_FORMATS = {
-    "--json": "json",
-    "--junit": "junit",
-    "--benchmark-json": "benchmark",
-    "--markdown": "markdown",
-    "--html": "html",
-}
-# ``report --format``'s formats whose files tell their command (pytorch-benchmark's do not: always --force).
-REPORT_FORMATS = {
-    "json": "json",
-    "junit": "junit",
-    "benchmark-json": "benchmark",
-    "markdown": "markdown",
-    "html": "html",
+# Each output flag: the reporter that renders its file (None: the command gives it), the kind of file it writes
+# (files/outputs.own_kind; None: no one kind), and what the line confirming it calls it ("HTML report written to
+# r.html"). An output replaces, without --force, a file of its kind that its command wrote before; compare, inspect
+# and audit with a layout write a deployment.
+FILE_FLAGS: dict[str, tuple[str | None, str | None, str]] = {
+    "--json": ("json", "json", "results"),
+    "--html": ("html", "html", "HTML report"),
+    "--markdown": ("markdown", "markdown", "Markdown report"),
+    "--junit": ("junit", "junit", "JUnit XML"),
+    "--benchmark-json": ("benchmark-json", "benchmark", "benchmark JSON"),
+    "--trace": (None, None, "trace"),
+    "--export": (None, None, "export"),
+    "--output": (None, None, "output"),
 }
 WRITES = {command: (command, "deployment") for command in ("compare", "inspect", "audit")}
-
-
-def own_kinds(flag: str, command: str | None, fmt: str | None = None) -> frozenset[str]:
-    fmt = fmt or FILE_FORMATS.get(flag)
-    if fmt is None or command is None:
-        return frozenset()
-    return frozenset(f"{fmt}:{kind}" for kind in WRITES.get(command, (command,)))
 
 
 def output_for(
     flag: str, path: Path, *, append: bool = False, command: str | None = None, fmt: str | None = None
 ) -> Output:
-    """The output of ``flag``; ``command`` (and ``fmt`` for a flag of no one format): what it may replace."""
-    return Output(flag, path, append=append, stdout=flag in STDOUT_FLAGS, own=own_kinds(flag, command, fmt))
+    """The output of ``flag``; ``command`` (and ``fmt`` for a flag of no one format): what it may replace. Only
+    --json documents '-' as standard output; for any other flag '-' is refused (files/outputs.py)."""
+    fmt = fmt or FILE_FLAGS.get(flag, (None, None, ""))[1]
+    own = frozenset(f"{fmt}:{kind}" for kind in WRITES.get(command, (command,))) if fmt and command else frozenset()
+    return Output(flag, path, append=append, stdout=flag == "--json", own=own)
 
 
 def check_outputs(
@@ -177,32 +151,44 @@ def check_outputs(
     *,
     force: bool,
     inputs: Iterable[RunInput] = (),
-    append: Mapping[str, Path | None] | None = None,
+    append: Collection[str] = (),
     command: str | None = None,
     formats: Mapping[str, str] | None = None,
 ) -> list[tuple[Output, Render]]:
     """Probe every output path before measuring, so a long run never ends in a write error (see files/outputs.py).
 
-    ``inputs``: what the run reads (``files.inputs.run_inputs``), never an output. ``command``: the command that
-    writes them, whose own earlier files are replaced without --force (``formats``: a flag's report where the flag
-    has no one format, baseline's ``--output``). Returns the ``--html`` report for ``emit`` (checked that it can be
-    made: no plotly is exit 2 now, not after measuring).
+    ``inputs``: what the run reads (``files.inputs.run_inputs``), never an output. ``append``: the flags whose file
+    is appended to (the CI step summary). ``command``: the command that writes them, whose own earlier files are
+    replaced without --force (``formats``: a flag's report where the flag has no one format, baseline's
+    ``--output``). Returns the reports ``emit`` writes, but --json's (``emit`` writes it) and those the command
+    renders itself (``--export``, ``--trace``).
     """
     formats = formats or {}
-    outputs = [output_for(flag, path, command=command, fmt=formats.get(flag)) for flag, path in paths.items() if path]
-    outputs += [output_for(flag, path, append=True) for flag, path in (append or {}).items() if path is not None]
+    outputs = [
+        output_for(
+            flag, path, append=flag in append, command=None if flag in append else command, fmt=formats.get(flag)
+        )
+        for flag, path in paths.items()
+        if path is not None
+    ]
     check_outputs_of(outputs, force=force, inputs=inputs)
-    return html_reports(paths.get("--html"), command=command)
+    return file_reports(outputs)
+
+
+def file_reports(outputs: Iterable[Output]) -> list[tuple[Output, Render]]:
+    """The outputs that a registered reporter renders, each with it (not --json's: ``emit`` writes it); checks
+    before anything is measured that an HTML report can be made (no plotly is exit 2 now, not after measuring)."""
+    found = [(o, FILE_FLAGS[o.flag][0]) for o in outputs if o.flag != "--json" and o.flag in FILE_FLAGS]
+    if any(name == "html" for _, name in found):
+        from dummyprof.reports.html import require_plotly
+
+        require_plotly()
+    return [(o, reporter(name, flag=o.flag, append=o.append)) for o, name in found if name is not None]
 
 
 def html_reports(path: Path | None, *, command: str | None = None) -> list[tuple[Output, Render]]:
     """The HTML output for ``emit``; checks before anything is measured that the report can be made."""
-    if path is None:
-        return []
-    from dummyprof.reports.html import require_plotly
-
-    require_plotly()
-    return [(output_for("--html", path, command=command), reporter("html", flag="--html"))]
+    return file_reports([output_for("--html", path, command=command)] if path is not None else [])
 
 
 def report_error(message: str) -> None:
@@ -224,6 +210,7 @@ def emit(
     detail: bool = False,
     confirm: Mapping[str, str] | None = None,
     command: str | None = None,
+    terminal: bool = True,
 ) -> int:
     """Write every output file, then show the results, a line per file written, one per file that could not be.
 
@@ -232,12 +219,13 @@ def emit(
     ``reports`` pairs an output with the reporter that renders it (see :func:`reporter`). ``confirm``
     replaces the line confirming a flag's file (``{path}`` is its path). ``detail``: the terminal's every table.
     ``command``: the command writing them, as given to :func:`check_outputs` (its own earlier files are replaced).
+    ``terminal``: False for ``report --output``, whose file is the report.
     """
     from dummyprof.reports.console import make_console
     from dummyprof.results.whole import Refused
 
     to_stdout = json_to_stdout(json_path)
-    files = [(o if o.own or o.append else replace(o, own=own_kinds(o.flag, command)), r) for o, r in reports]
+    files = list(reports)
     if json_path is not None and not to_stdout:
         files.insert(0, (output_for("--json", json_path, command=command), reporter("json", flag="--json")))
     failures: list[str] = []
@@ -260,12 +248,14 @@ def emit(
             sys.stdout.write(reporter("json", flag="--json")(results))
             sys.stdout.flush()
         shown = heard_notices(results) if detail else results  # the files written carry none of them
-        print_terminal(shown, quiet=quiet, stderr=to_stdout, detail=detail)
+        if terminal:
+            print_terminal(shown, quiet=quiet, stderr=to_stdout, detail=detail)
         if not quiet:
             console = make_console(stderr=to_stdout)  # stdout carries the JSON: the lines go to stderr
             for output in written:  # "HTML report written to r.html" ("appended to" for the CI step summary)
                 verb = "appended to" if output.append else "written to"
-                line = (confirm or {}).get(output.flag, f"{WRITTEN.get(output.flag, output.flag)} {verb} {{path}}")
+                called = FILE_FLAGS.get(output.flag, (None, None, output.flag))[2]
+                line = (confirm or {}).get(output.flag, f"{called} {verb} {{path}}")
                 console.print(line.format(path=output.path), style="dim", markup=False)
     except ReaderGone:  # | head: the reader has seen enough; the files are written, the exit code stands
         silence_stdout()

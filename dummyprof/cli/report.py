@@ -51,15 +51,7 @@ def report(
     detail: bool = False,
 ) -> int:
     from dummyprof.cli.inputs import run_inputs
-    from dummyprof.cli.output import (
-        EXIT_NOT_WRITTEN,
-        REPORT_FORMATS,
-        check_outputs,
-        output_for,
-        print_terminal,
-        report_error,
-    )
-    from dummyprof.files.outputs import write_outputs
+    from dummyprof.cli.output import FILE_FLAGS, check_outputs, emit, output_for, print_terminal
     from dummyprof.reports.registry import RenderOptions, get_reporter, render
     from dummyprof.results.store import load_results
 
@@ -68,7 +60,7 @@ def report(
         raise UsageError("--detail", f"the {format} format always carries every table; drop --detail")
     if output is not None and str(output) == "-":
         output = None  # standard output, as without --output
-    fmt = REPORT_FORMATS.get(format, "")
+    fmt = FILE_FLAGS.get(f"--{format}", (None, "", ""))[1] or ""  # pytorch-benchmark's files tell no command
     if output is not None:
         if format == "terminal":
             raise UsageError("--output", "terminal output goes to stdout; use --format markdown or json with --output")
@@ -86,15 +78,9 @@ def report(
     if output is None:
         sys.stdout.write(text)
         return 0
-    written = output_for("--output", output, command=results.command, fmt=fmt)
-    failures = write_outputs([(written, text)], force=force)
-    for message in failures:
-        report_error(message)
-    if not failures and not quiet:
-        from dummyprof.reports.console import make_console
-
-        make_console().print(f"{chosen.name} report written to {output}", style="dim")
-    return EXIT_NOT_WRITTEN if failures else 0
+    written = [(output_for("--output", output, command=results.command, fmt=fmt), lambda _: text)]
+    confirm = {"--output": f"{chosen.name} report written to {{path}}"}
+    return emit(results, json_path=None, quiet=quiet, force=force, reports=written, confirm=confirm, terminal=False)
 
 
 def _results_command(path: Path) -> str | None:

@@ -49,18 +49,13 @@ def _parameter(name: str, spec: Spec, default: Any) -> inspect.Parameter:
     )
 
 
-def _shown(field: dataclasses.Field[Any], spec: Spec) -> str | None:
-    """The default as the flag's parameter holds it (and the help shows it): text, or None."""
+def _field_parameter(field: dataclasses.Field[Any], spec: Spec) -> inspect.Parameter:
+    """A field's parameter, its default as the parameter holds it (and the help shows it): a flag's bool, else text
+    or None."""
     shown = spec.shown
     if shown is None and field.default is not dataclasses.MISSING and field.default is not None:
         shown = str(field.default)
-    return shown or None
-
-
-def _field_parameter(field: dataclasses.Field[Any], spec: Spec) -> inspect.Parameter:
-    if spec.unit == "flag":
-        return _parameter(field.name, spec, field.default)
-    return _parameter(field.name, spec, _shown(field, spec))
+    return _parameter(field.name, spec, field.default if spec.unit == "flag" else shown or None)
 
 
 def _declared(cls: type | None, fields: Sequence[str], form: str | None) -> dict[str, tuple[Any, Spec]]:

@@ -54,22 +54,18 @@ def new_file_mode() -> int:
     return 0o666 & ~mask
 
 
-def _make_folder(flag: str, folder: Path, path: Path) -> None:
-    """A missing folder of an output is created, as pytest's ``--junitxml`` creates its own (``out/junit.xml``)."""
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except (FileExistsError, NotADirectoryError):
-        raise UsageError(flag, f"cannot create {path}: a folder in its path is a file") from None
-    except OSError as exc:
-        raise UsageError(flag, f"cannot create the folder {folder} for {path}: {exc.strerror or exc}") from None
-
-
 def _probe_folder(flag: str, folder: Path, path: Path) -> None:
-    """Create and remove a temporary file in ``folder`` (created if missing): the later write, done now."""
+    """Create and remove a temporary file in ``folder``: the later write, done now. A missing folder is created, as
+    pytest's ``--junitxml`` creates its own (``out/junit.xml``)."""
     if not folder.is_dir():
         if folder.exists():
             raise UsageError(flag, f"cannot create {path}: {folder} is a file, not a directory")
-        _make_folder(flag, folder, path)
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except (FileExistsError, NotADirectoryError):
+            raise UsageError(flag, f"cannot create {path}: a folder in its path is a file") from None
+        except OSError as exc:
+            raise UsageError(flag, f"cannot create the folder {folder} for {path}: {exc.strerror or exc}") from None
     if not os.access(folder, os.W_OK | os.X_OK):
         raise UsageError(flag, f"cannot create {path}: no permission to write in {folder}")
     try:

@@ -226,28 +226,19 @@ def _is_hub_id(target: str) -> bool:
     return target.count("/") == 1 and not target.startswith((".", "/", "~")) and not target.endswith(".json")
 
 
-def _model(folder: Path, spec: Any) -> Any:
-    """A ``model`` value relative to the config's folder: ``hf:config.json``, ``hf:FOLDER`` (a hub id ``hf:ORG/NAME``
-    stays one unless the config's folder holds that path) and ``./file.py:callable``."""
-    if not isinstance(spec, str) or not spec.startswith(HF):
-        return _code_file(folder, spec)
-    target = spec.removeprefix(HF)
+def _prefixed(folder: Path, spec: Any, prefix: str) -> Any:
+    """``PREFIX:PATH`` (``hf:`` a config or folder, ``mmap:`` a file made for the tables) relative to the config's
+    folder; an absolute or home path stays as it is, and so does a hub id ``hf:ORG/NAME`` unless the config's folder
+    holds that path."""
+    if not isinstance(spec, str) or not spec.startswith(prefix):
+        return spec
+    target = spec.removeprefix(prefix)
     if not target or Path(target).expanduser().is_absolute() or target.startswith("~"):
         return spec
     here = folder / target
-    if _is_hub_id(target) and not here.exists():
+    if prefix == HF and _is_hub_id(target) and not here.exists():
         return spec
-    return f"{HF}{here}"  # also when it is missing: the error then names the file next to the config
-
-
-def _backing(folder: Path, spec: Any) -> Any:
-    """``mmap:PATH`` (a file made for the tables) relative to the config's folder."""
-    if not isinstance(spec, str) or not spec.startswith(MMAP):
-        return spec
-    target = spec.removeprefix(MMAP)
-    if not target or Path(target).expanduser().is_absolute() or target.startswith("~"):
-        return spec
-    return f"{MMAP}{folder / target}"
+    return f"{prefix}{here}"  # also when it is missing: the error then names the file next to the config
 
 
 def _relative_to_config(path: Path, table: dict[str, Any]) -> dict[str, Any]:
@@ -261,12 +252,13 @@ def _relative_to_config(path: Path, table: dict[str, Any]) -> dict[str, Any]:
         k: _relative_to_config(path, v) if isinstance(v, dict) and not k.endswith("_args") else v
         for k, v in table.items()
     }
-    if "model" in table:
-        table["model"] = _model(folder, table["model"])
+    if "model" in table:  # ./file.py:callable, or hf: a config, a folder or a hub id
+        model = table["model"]
+        table["model"] = _prefixed(folder, model, HF) if str(model).startswith(HF) else _code_file(folder, model)
     if isinstance(table.get("loaders"), list):
         table["loaders"] = [_code_file(folder, spec) for spec in table["loaders"]]
     if "backing" in table:
-        table["backing"] = _backing(folder, table["backing"])
+        table["backing"] = _prefixed(folder, table["backing"], MMAP)
     return table
 
 

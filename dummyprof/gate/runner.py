@@ -5,6 +5,7 @@ from __future__ import annotations
 import traceback
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from dummyprof.errors import DoesNotFitError, ResultsFileError, UsageError, flag_text
 from dummyprof.files.reading import BASELINE
@@ -13,7 +14,7 @@ from dummyprof.gate.config import GateConfig, ScenarioConfig
 from dummyprof.gate.fingerprint import make_fingerprint
 from dummyprof.gate.metrics import FIT
 from dummyprof.results.common import Contention, Environment
-from dummyprof.results.gate import EXIT_INCOMPLETE, CheckResult, GateResult, Metric, ScenarioRun, gate_exit_code
+from dummyprof.results.gate import EXIT_INCOMPLETE, GateResult, Metric, ScenarioRun, gate_exit_code
 from dummyprof.results.session import Results
 from dummyprof.results.store import load_results
 from dummyprof.units import INT64_MAX
@@ -64,44 +65,37 @@ def _contention(results: Results) -> Contention | None:
     return next((c for c in found if c.contended), found[0] if found else None)
 
 
+def _for_scenario(progress: Progress | None, name: str) -> Progress | None:
+    """The progress of one scenario, its label led by the scenario's name."""
+    if progress is None:
+        return None
+    return lambda done, total, label: progress(done, total, f"{name}: {label}")
+
+
 def measure_all(
-    config: GateConfig, scenarios: list[ScenarioConfig], progress: Callable[[str], Progress | None] | None = None
+    config: GateConfig, scenarios: list[ScenarioConfig], progress: Progress | None = None
 ) -> tuple[list[ScenarioRun], Environment]:
     runs: list[ScenarioRun] = []
     environment: Environment | None = None
     for scenario in scenarios:
-        run, env = measure_scenario(config, scenario, progress(scenario.name) if progress else None)
+        run, env = measure_scenario(config, scenario, _for_scenario(progress, scenario.name))
         runs.append(run)
         environment = environment or env
     return runs, environment or Environment()
 
 
-def _section(
-    config: GateConfig,
-    runs: list[ScenarioRun],
-    *,
-    exit_code: int,
-    baseline_path: str = "",
-    checks: list[CheckResult] | None = None,
-) -> GateResult:
-    return GateResult(
-        config_path=str(config.path),
-        factor=config.factor,
-        alpha=config.alpha,
-        scenarios=runs,
-        baseline_path=baseline_path,
-        checks=checks or [],
-        exit_code=exit_code,
-    )
-
-
-def make_baseline(
-    config: GateConfig, scenarios: list[ScenarioConfig], progress: Callable[[str], Progress | None] | None = None
+def _results(
+    command: str, config: GateConfig, runs: list[ScenarioRun], environment: Environment, **gate: Any
 ) -> Results:
+    section = GateResult(config_path=str(config.path), factor=config.factor, alpha=config.alpha, scenarios=runs, **gate)
+    return Results(command=command, environment=environment, gate=section)
+
+
+def make_baseline(config: GateConfig, scenarios: list[ScenarioConfig], progress: Progress | None = None) -> Results:
     """Every scenario measured; exit code 3 (and nothing to save) if any could not be."""
     runs, environment = measure_all(config, scenarios, progress)
-    section = _section(config, runs, exit_code=EXIT_INCOMPLETE if any(r.error is not None for r in runs) else 0)
-    return Results(command="baseline", environment=environment, gate=section)
+    code = EXIT_INCOMPLETE if any(r.error is not None for r in runs) else 0
+    return _results("baseline", config, runs, environment, exit_code=code)
 
 
 def contended_timings(scenarios: list[ScenarioConfig], results: Results) -> list[tuple[ScenarioRun, list[str]]]:
@@ -165,16 +159,16 @@ def run_gate(
     scenarios: list[ScenarioConfig],
     baseline: dict[str, ScenarioRun],
     baseline_path: Path,
-    progress: Callable[[str], Progress | None] | None = None,
+    progress: Progress | None = None,
     *,
     strict: bool = False,
 ) -> Results:
-    runs, environment = measure_all(config, scenarios, progress)
+    runs, env = measure_all(config, scenarios, progress)
     checks = evaluate(config, scenarios, {r.name: r for r in runs}, baseline)
     code = gate_exit_code(checks, strict=strict)
-    section = _section(config, runs, baseline_path=str(baseline_path), checks=checks, exit_code=code)
-    section.strict = strict
-    return Results(command="gate", environment=environment, gate=section)
+    return _results(
+        "gate", config, runs, env, baseline_path=str(baseline_path), checks=checks, exit_code=code, strict=strict
+    )
 
 
 def not_recorded(results: Results, failures: list[str]) -> None:

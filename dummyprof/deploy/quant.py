@@ -234,48 +234,59 @@ def _w8_linear(layer: Linear, scale: Made, input_scale: tuple[int, ...] | None, 
     return made + ([("input_scale", input_scale, F32)] if input_scale else [])
 
 
-def _pair(local: str, w13: tuple[int, ...], w2: tuple[int, ...], dtype: torch.dtype) -> Made:
-    """One fused-MoE tensor for both halves: ``w13_<local>`` (gate and up) and ``w2_<local>`` (down)."""
-    return [(f"w13_{local}", w13, dtype), (f"w2_{local}", w2, dtype)]
+Shape = Callable[[int, int], tuple[int, ...]]  # a tensor's shape (per expert) from its layer's (out, in)
 
 
-def _moe_bias(dtype: torch.dtype, experts: int, inter: int, hidden: int) -> Made:
-    return _pair("bias", (experts, 2 * inter), (experts, hidden), dtype)
+def _whole(out: int, inp: int) -> tuple[int, ...]:
+    return out, inp
 
 
-def _w8_experts(
-    experts: int, inter: int, hidden: int, scales: Made, static: bool, bias: Made, dtype: torch.dtype = FP8
-) -> Made:
+def _channel(out: int, inp: int) -> tuple[int, ...]:
+    return out, 1
+
+
+def _blocks(n: int, k: int) -> Shape:
+    """One scale per ``n`` x ``k`` block of an [out, in] weight, a part block counted whole."""
+    return lambda out, inp: (_cdiv(out, n), _cdiv(inp, k))
+
+
+@dataclass(frozen=True)
+class Experts:
+    """One fused-MoE layer on one rank, as ``create_weights`` sees it: per expert, gate and up fused (``w13``,
+    [2I, H]) and down (``w2``, [H, I])."""
+
+    n: int  # experts on this rank
+    inter: int  # I, the intermediate size per rank
+    hidden: int  # H
+    bias: bool  # the checkpoint has expert biases (gpt-oss)
+
+    def each(self, local: str, dtype: torch.dtype, shape: Shape = _whole) -> Made:
+        """``w13_<local>`` and ``w2_<local>``, ``shape(out, in)`` per expert."""
+        return [(f"w13_{local}", (self.n, *shape(2 * self.inter, self.hidden)), dtype),
+                (f"w2_{local}", (self.n, *shape(self.hidden, self.inter)), dtype)]  # fmt: skip
+
+    def scalars(self, local: str) -> Made:
+        """One float32 per expert, and per half (gate, up) of ``w13``: [E, 2] and [E]."""
+        return [(f"w13_{local}", (self.n, 2), F32), (f"w2_{local}", (self.n,), F32)]
+
+    def biases(self, dtype: torch.dtype, *, always: bool = False) -> Made:
+        """[E, out] in ``dtype`` where the checkpoint has biases (``always``: registered even without)."""
+        return self.each("bias", dtype, lambda out, inp: (out,)) if self.bias or always else []
+
+
+def _w8_experts(moe: Experts, scales: Made, static: bool, bias: Made, dtype: torch.dtype = FP8) -> Made:
     """8-bit ``w13_weight`` [E, 2I, H] and ``w2_weight`` [E, H, I], ``bias``, ``scales``, static ``input_scale`` [E]."""
-    made = _pair("weight", (experts, 2 * inter, hidden), (experts, hidden, inter), dtype) + bias + scales
-    return made + (_pair("input_scale", (experts,), (experts,), F32) if static else [])
+    made = moe.each("weight", dtype) + bias + scales
+    return made + (moe.each("input_scale", F32, lambda out, inp: ()) if static else [])
 
 
-def _block_scales(local: str, experts: int, inter: int, hidden: int, block: tuple[int, int]) -> Made:
-    n, k = block
-    w13, w2 = (experts, 2 * _cdiv(inter, n), _cdiv(hidden, k)), (experts, _cdiv(hidden, n), _cdiv(inter, k))
-    return _pair(local, w13, w2, F32)
-
-
-def _int_experts(
-    names: tuple[str, str, str],
-    dims: tuple[int, int, int, int],
-    groups: tuple[int, int],
-    dtype: torch.dtype,
-    *,
-    packed_out: bool = False,
-) -> Made:
-    """Packed int32 weights [E, H/pack, 2I], [E, I/pack, H] (``packed_out``, AWQ: [E, H, 2I/pack], [E, I, H/pack]),
-    scales in the model's dtype [E, groups, out] and int32 zero points [E, groups, out/pack]; ``dims``: (E, I, H,
-    pack)."""
-    experts, inter, hidden, pack = dims
-    (g13, g2), int32 = groups, torch.int32
-    if packed_out:
-        made = _pair(names[0], (experts, hidden, 2 * inter // pack), (experts, inter, hidden // pack), int32)
-    else:
-        made = _pair(names[0], (experts, hidden // pack, 2 * inter), (experts, inter // pack, hidden), int32)
-    made += _pair(names[1], (experts, g13, 2 * inter), (experts, g2, hidden), dtype)
-    return made + _pair(names[2], (experts, g13, 2 * inter // pack), (experts, g2, hidden // pack), int32)
+def _int_experts(moe: Experts, pack: int, groups: Callable[[int], int], dtype: torch.dtype, *,
+                 packed_out: bool = False) -> Made:  # fmt: skip
+    """Packed int32 ``qweight`` [E, in/pack, out] (``packed_out``, AWQ: [E, in, out/pack]), ``scales`` in the
+    model's dtype [E, groups(in), out] and int32 ``qzeros`` [E, groups(in), out/pack]."""
+    weight: Shape = (lambda out, inp: (inp, out // pack)) if packed_out else (lambda out, inp: (inp // pack, out))
+    made = moe.each("qweight", torch.int32, weight) + moe.each("scales", dtype, lambda out, inp: (groups(inp), out))
+    return made + moe.each("qzeros", torch.int32, lambda out, inp: (groups(inp), out // pack))
 
 
 # ---- fp8 (vLLM fp8.py: Fp8LinearMethod, Fp8MoEMethod; utils/fp8_utils.py) ------------------------
@@ -298,8 +309,8 @@ def _check_fp8_block(block: tuple[int, int] | None, name: str, layer: Linear, sp
 def _fp8_scale(strategy: str, layer: Linear, block: tuple[int, int] | None) -> tuple[int, ...]:
     """``create_fp8_scale_parameter``: per tensor [parts], per channel [out, 1], per block [ceil(out/n), ceil(in/k)]."""
     if strategy == "block" and block is not None:
-        return (_cdiv(layer.out, block[0]), _cdiv(layer.inp, block[1]))
-    return (layer.out, 1) if strategy == "channel" else (layer.parts,)
+        return _blocks(*block)(layer.out, layer.inp)
+    return _channel(layer.out, layer.inp) if strategy == "channel" else (layer.parts,)
 
 
 def fp8_linear(scheme: QuantScheme, layer: Linear) -> Made | None:
@@ -343,18 +354,15 @@ def fp8_moe_block(scheme: QuantScheme, block: tuple[int, int], inter: int, hidde
     return n, k
 
 
-def fp8_moe(scheme: QuantScheme, experts: int, inter: int, hidden: int, bias: bool) -> Made:
+def fp8_moe(scheme: QuantScheme, moe: Experts) -> Made:
     """Scales per expert (and per w1/w3) or per block (on :func:`fp8_moe_block`'s grid); biases (gpt-oss style) in
     the model's dtype."""
     block = _fp8_block(scheme)
     if block is None:
-        scales = _pair("weight_scale", (experts, 2), (experts,), F32)
+        scales = moe.scalars("weight_scale")
     else:
-        scales = _block_scales("weight_scale_inv", experts, inter, hidden, fp8_moe_block(scheme, block, inter, hidden))
-    static = scheme.get("activation_scheme") == "static"
-    return _w8_experts(
-        experts, inter, hidden, scales, static, _moe_bias(scheme.dtype, experts, inter, hidden) if bias else []
-    )
+        scales = moe.each("weight_scale_inv", F32, _blocks(*fp8_moe_block(scheme, block, moe.inter, moe.hidden)))
+    return _w8_experts(moe, scales, scheme.get("activation_scheme") == "static", moe.biases(scheme.dtype))
 
 
 # ---- GPTQ and AWQ int4/int8 (vLLM auto_gptq.py, auto_awq.py: the CUDA path's AutoGPTQ/AutoAWQ) ------------
@@ -391,25 +399,23 @@ def gptq_linear(scheme: QuantScheme, layer: Linear) -> Made | None:
     ]
 
 
-def gptq_moe(scheme: QuantScheme, experts: int, inter: int, hidden: int, bias: bool) -> Made:
+def gptq_moe(scheme: QuantScheme, moe: Experts) -> Made:
     """Marlin's layout (``AutoGPTQMoEMethod``), zero biases registered even without checkpoint biases; where
     ``check_moe_marlin_supports_layer`` fails, ``MoeWNA16Method`` (:func:`moe_wna16`)."""
     bits, group = _bits_group(scheme.config, -1)
-    marlin = hidden % 128 == 0 and (group <= 0 or inter % group == 0) and group in (-1, 32, 64, 128)
+    marlin = moe.hidden % 128 == 0 and (group <= 0 or moe.inter % group == 0) and group in (-1, 32, 64, 128)
     if not marlin:
-        return moe_wna16(scheme, experts, inter, hidden, (bits, group))
-    groups = (1, 1) if group == -1 else (hidden // group, inter // group)
-    made = _int_experts(("qweight", "scales", "qzeros"), (experts, inter, hidden, 32 // bits), groups, scheme.dtype)
-    return made + _moe_bias(scheme.dtype, experts, inter, hidden)
+        return moe_wna16(scheme, moe, bits, group)
+    made = _int_experts(moe, 32 // bits, lambda inp: 1 if group == -1 else inp // group, scheme.dtype)
+    return made + moe.biases(scheme.dtype, always=True)
 
 
-def moe_wna16(scheme: QuantScheme, experts: int, inter: int, hidden: int, bits_group: tuple[int, int]) -> Made:
+def moe_wna16(scheme: QuantScheme, moe: Experts, bits: int, group: int) -> Made:
     """vLLM moe_wna16.py ``MoeWNA16Method.create_weights`` for a GPTQ checkpoint: the group halved until it divides
-    the intermediate size per rank and the hidden size (below 32 refused, as vLLM asserts); uint8 ``qweight``
-    [E, 2I, H/pack] and [E, H, I/pack] (pack = 8 / bits), ``scales`` [E, 2I, H/group] and [E, H, I/group] in the
-    model's dtype, ``qzeros`` uint8 [E, 2I/pack, H/group] and [E, H/pack, I/group] when asymmetric, else int32 [0]
-    (registered unused); no biases."""
-    bits, group = bits_group
+    the intermediate size per rank and the hidden size (below 32 refused, as vLLM asserts); N-first uint8
+    ``qweight`` (pack = 8 / bits), ``qzeros`` uint8 when asymmetric, else int32 [0] (registered unused); no
+    biases."""
+    inter, hidden = moe.inter, moe.hidden
     if bits not in (4, 8) or group < 1:
         what = f"{bits} bits" if bits not in (4, 8) else "no group (channelwise)"
         raise _refuse(f"GPTQ MoE: {scheme.layer[0]} falls back to vLLM's MoeWNA16 (hidden size {hidden}, intermediate "
@@ -419,13 +425,12 @@ def moe_wna16(scheme: QuantScheme, experts: int, inter: int, hidden: int, bits_g
         if group < 32:
             raise _refuse(f"GPTQ MoE: no group of 32 or more divides the intermediate size per rank {inter} and the "
                           f"hidden size {hidden} (vLLM's MoeWNA16 fallback refuses it)")  # fmt: skip
-    pack, u8, e2i = 8 // bits, torch.uint8, 2 * inter
-    made = _pair("qweight", (experts, e2i, hidden // pack), (experts, hidden, inter // pack), u8)
-    made += _pair("scales", (experts, e2i, hidden // group), (experts, hidden, inter // group), scheme.dtype)
+    pack, u8 = 8 // bits, torch.uint8
+    made = moe.each("qweight", u8, lambda out, inp: (out, inp // pack))
+    made += moe.each("scales", scheme.dtype, lambda out, inp: (out, inp // group))
     if scheme.get("sym", True):
-        return made + _pair("qzeros", (0,), (0,), torch.int32)
-    zeros = (experts, e2i // pack, hidden // group), (experts, hidden // pack, inter // group)
-    return made + _pair("qzeros", *zeros, u8)
+        return [*made, ("w13_qzeros", (0,), torch.int32), ("w2_qzeros", (0,), torch.int32)]
+    return made + moe.each("qzeros", u8, lambda out, inp: (out // pack, inp // group))
 
 
 def awq_linear(scheme: QuantScheme, layer: Linear) -> Made | None:
@@ -440,10 +445,9 @@ def awq_linear(scheme: QuantScheme, layer: Linear) -> Made | None:
     ]
 
 
-def awq_moe(scheme: QuantScheme, experts: int, inter: int, hidden: int, bias: bool) -> Made:
-    bits, group = _bits_group(scheme.config, hidden)
-    dims, groups = (experts, inter, hidden, 32 // bits), (hidden // group, inter // group)
-    return _int_experts(("qweight", "scales", "qzeros"), dims, groups, scheme.dtype, packed_out=True)
+def awq_moe(scheme: QuantScheme, moe: Experts) -> Made:
+    bits, group = _bits_group(scheme.config, moe.hidden)
+    return _int_experts(moe, 32 // bits, lambda inp: inp // group, scheme.dtype, packed_out=True)
 
 
 # ---- compressed-tensors (vLLM compressed_tensors.py: _get_scheme_from_parts, dense layers) ----------------
@@ -502,7 +506,7 @@ def ct_linear(scheme: QuantScheme, layer: Linear) -> Made | None:
     )
 
 
-def ct_moe(scheme: QuantScheme, experts: int, inter: int, hidden: int, bias: bool) -> Made | None:
+def ct_moe(scheme: QuantScheme, moe: Experts) -> Made | None:
     """``CompressedTensorsMoEMethod.get_moe_method`` on CUDA, for the group of the unfused ``.0.gate_proj`` ...
     (none: unquantized): W8A8 fp8 (tensor, channel, block), int8 W8A8 (channel, dynamic tokens), pack-quantized
     WNA16 (:func:`ct_wna16_moe`)."""
@@ -515,47 +519,42 @@ def ct_moe(scheme: QuantScheme, experts: int, inter: int, hidden: int, bias: boo
     if not inputs and strategy in ("group", "channel") and not weights.get("dynamic"):
         if fmt != "pack-quantized" or bits not in (4, 8):
             raise unsupported
-        return ct_wna16_moe(scheme, weights, experts, (inter, hidden, bits), bias)
+        return ct_wna16_moe(scheme, weights, moe, bits)
     if kind == "float" and bits == 8 and inputs.get("type") == "float" and inputs.get("num_bits") == 8:
-        return _ct_fp8_moe(scheme, weights, inputs, strategy, (experts, inter, hidden), unsupported)
+        return _ct_fp8_moe(scheme, weights, inputs, moe, unsupported)
     dynamic_tokens = inputs.get("dynamic") and inputs.get("strategy") == "token" and inputs.get("num_bits") == 8
     if kind == "int" and bits == 8 and strategy == "channel" and dynamic_tokens:
-        scales = _pair("weight_scale", (experts, 2 * inter, 1), (experts, hidden, 1), F32)
-        biases = _moe_bias(scheme.dtype, experts, inter, hidden) if bias else []
-        return _w8_experts(experts, inter, hidden, scales, False, biases, torch.int8)
+        scales = moe.each("weight_scale", F32, _channel)
+        return _w8_experts(moe, scales, False, moe.biases(scheme.dtype), torch.int8)
     raise unsupported
 
 
-def _ct_fp8_moe(scheme: QuantScheme, weights: Mapping[str, Any], inputs: Mapping[str, Any], strategy: str,
-                dims: tuple[int, int, int], unsupported: UsageError) -> Made:  # fmt: skip
+def _ct_fp8_moe(scheme: QuantScheme, weights: Mapping[str, Any], inputs: Mapping[str, Any], moe: Experts,
+                unsupported: UsageError) -> Made:  # fmt: skip
     """``CompressedTensorsW8A8Fp8MoEMethod.create_weights``: fp8 experts with per-block, per-tensor or (dynamic
-    inputs only) per-channel weight scales. ``dims``: (E, I per rank, H)."""
-    experts, inter, hidden = dims
-    static = not inputs.get("dynamic", False)
+    inputs only) per-channel weight scales."""
+    static, strategy = not inputs.get("dynamic", False), weights.get("strategy")
     if strategy == "block":
         n, k = (int(b) for b in weights["block_structure"])
-        if inter % n or (scheme.tp > 1 and inter % k):  # validate_fp8_block_shape_moe, no refinement
-            raise UsageError.for_field("tp", f"fp8 MoE: the intermediate size per rank {inter} is not a multiple "
+        if moe.inter % n or (scheme.tp > 1 and moe.inter % k):  # validate_fp8_block_shape_moe, no refinement
+            raise UsageError.for_field("tp", f"fp8 MoE: the intermediate size per rank {moe.inter} is not a multiple "
                                        f"of the block {n} x {k} (vLLM refuses it)")  # fmt: skip
-        scales = _block_scales("weight_scale", experts, inter, hidden, (n, k))
+        scales = moe.each("weight_scale", F32, _blocks(n, k))
     elif strategy == "tensor":
-        scales = _pair("weight_scale", (experts, 2), (experts,), F32)
+        scales = moe.scalars("weight_scale")
     elif strategy == "channel" and not static:
-        scales = _pair("weight_scale", (experts, 2 * inter, 1), (experts, hidden, 1), F32)
+        scales = moe.each("weight_scale", F32, _channel)
     else:
         raise unsupported
-    return _w8_experts(experts, inter, hidden, scales, static, [])
+    return _w8_experts(moe, scales, static, [])
 
 
-def ct_wna16_moe(scheme: QuantScheme, weights: Mapping[str, Any], experts: int, dims: tuple[int, int, int],
-                 bias: bool) -> Made:  # fmt: skip
+def ct_wna16_moe(scheme: QuantScheme, weights: Mapping[str, Any], moe: Experts, bits: int) -> Made:
     """``CompressedTensorsWNA16MoEMethod.create_weights`` (every CUDA backend, Marlin's too, allocates the checkpoint's
-    N-first layout): int32 ``weight_packed`` [E, 2I, H/pack] and [E, H, I/pack], biases in the model's dtype where the
-    model has them, ``weight_scale`` [E, 2I, H/group] and [E, H, I/group] in the model's dtype, int32
-    ``weight_zero_point`` [E, 2I/pack, H/group] and [E, H/pack, I/group] when asymmetric, and ``weight_shape`` [E, 2]
-    in the default dtype (the model's, while vLLM builds it). ``dims``: (I per rank, H, bits)."""
-    inter, hidden, bits = dims
-    pack = 32 // bits
+    N-first layout): int32 ``weight_packed``, biases where the model has them, ``weight_scale``, int32
+    ``weight_zero_point`` when asymmetric, and ``weight_shape`` [E, 2] in the default dtype (the model's, while vLLM
+    builds it)."""
+    inter, hidden, pack = moe.inter, moe.hidden, 32 // bits
     size = _count(weights.get("group_size") or -1, "group_size") if weights.get("strategy") == "group" else -1
     sizes = (("hidden size", hidden), ("intermediate size per rank", inter))
     off = " and the ".join(f"{what} {n}" for what, n in sizes if size != -1 and n % size)  # the one(s) at fault
@@ -566,14 +565,15 @@ def ct_wna16_moe(scheme: QuantScheme, weights: Mapping[str, Any], experts: int, 
     if not symmetric and (2 * inter % pack or hidden % pack):
         raise _refuse(f"WNA16 MoE: asymmetric zero points need 2 x the intermediate size per rank ({2 * inter}) and "
                       f"the hidden size ({hidden}) in whole int32 words of {pack} (vLLM refuses it)")  # fmt: skip
-    g13, g2 = (1, 1) if size == -1 else (hidden // size, inter // size)
-    made = _pair("weight_packed", (experts, 2 * inter, hidden // pack), (experts, hidden, inter // pack), torch.int32)
-    made += _moe_bias(scheme.dtype, experts, inter, hidden) if bias else []
-    made += _pair("weight_scale", (experts, 2 * inter, g13), (experts, hidden, g2), scheme.dtype)
+
+    def groups(inp: int) -> int:
+        return 1 if size == -1 else inp // size
+
+    made = moe.each("weight_packed", torch.int32, lambda out, inp: (out, inp // pack)) + moe.biases(scheme.dtype)
+    made += moe.each("weight_scale", scheme.dtype, lambda out, inp: (out, groups(inp)))
     if not symmetric:
-        zeros = (experts, 2 * inter // pack, g13), (experts, hidden // pack, g2)
-        made += _pair("weight_zero_point", *zeros, torch.int32)
-    return [*made, ("w2_weight_shape", (experts, 2), scheme.dtype), ("w13_weight_shape", (experts, 2), scheme.dtype)]
+        made += moe.each("weight_zero_point", torch.int32, lambda out, inp: (out // pack, groups(inp)))
+    return [*made, ("w2_weight_shape", (moe.n, 2), scheme.dtype), ("w13_weight_shape", (moe.n, 2), scheme.dtype)]
 
 
 # ---- ModelOpt (vLLM modelopt.py: ModelOptFp8Config, ModelOptNvFp4Config; the head is quantized unless excluded) ---
@@ -625,17 +625,15 @@ DECLARED_MOE: dict[str, dict[str, float]] = {
 }
 
 
-def modelopt_moe(scheme: QuantScheme, experts: int, inter: int, hidden: int, bias: bool) -> Made:
+def modelopt_moe(scheme: QuantScheme, moe: Experts) -> Made:
     """FP8: ModelOptFp8MoEMethod. NVFP4 (ModelOptNvFp4FusedMoE): the rank's experts' ``input_scale`` (H200's
     backend has no global scale); its scales declare the constants of ``DECLARED_MOE``."""
     if scheme.method != "modelopt_fp4":
-        return _w8_experts(experts, inter, hidden, _pair("weight_scale", (experts, 2), (experts,), F32), True, [])
+        return _w8_experts(moe, moe.scalars("weight_scale"), True, [])
     group, u8 = _modelopt(scheme)[2], torch.uint8
-    made = _pair("weight", (experts, 2 * inter, hidden // 2), (experts, hidden, inter // 2), u8)
-    scales = (experts, 2 * inter, _per(hidden, group, "experts")), (experts, hidden, _per(inter, group, "experts"))
-    made += _pair("weight_scale", *scales, FP8)
-    made += _pair("weight_scale_2", (experts, 2), (experts,), F32)
-    return made + _pair("input_scale", (experts, 2), (experts,), F32)
+    made = moe.each("weight", u8, lambda out, inp: (out, inp // 2))
+    made += moe.each("weight_scale", FP8, lambda out, inp: (out, _per(inp, group, "experts")))
+    return made + moe.scalars("weight_scale_2") + moe.scalars("input_scale")
 
 
 # ---- mxfp4 (gpt-oss: vLLM mxfp4.py GptOssMxfp4MoEMethod; linear layers stay unquantized) -----------------
@@ -655,17 +653,12 @@ def mxfp4_linear(scheme: QuantScheme, layer: Linear) -> Made | None:
     return None  # vLLM: "MXFP4 linear layer is not implemented - falling back to UnquantizedLinearMethod"
 
 
-def mxfp4_moe(scheme: QuantScheme, experts: int, inter: int, hidden: int, bias: bool) -> Made:
+def mxfp4_moe(scheme: QuantScheme, moe: Experts) -> Made:
     """Two fp4 per uint8 byte, UE8M0 scale bytes per 32; biases bfloat16; I padded per rank."""
-    inter = _cdiv(inter, MXFP4_PAD) * MXFP4_PAD
-    u8 = torch.uint8
-    made: Made = [
-        ("w13_weight", (experts, 2 * inter, hidden // 2), u8),
-        ("w13_weight_scale", (experts, 2 * inter, hidden // MXFP4_BLOCK), u8),
-        ("w2_weight", (experts, hidden, inter // 2), u8),
-        ("w2_weight_scale", (experts, hidden, inter // MXFP4_BLOCK), u8),
-    ]
-    return made + (_moe_bias(torch.bfloat16, experts, inter, hidden) if bias else [])
+    moe = dataclasses.replace(moe, inter=_cdiv(moe.inter, MXFP4_PAD) * MXFP4_PAD)
+    weight = moe.each("weight", torch.uint8, lambda out, inp: (out, inp // 2))
+    scale = moe.each("weight_scale", torch.uint8, lambda out, inp: (out, inp // MXFP4_BLOCK))
+    return [weight[0], scale[0], weight[1], scale[1], *moe.biases(torch.bfloat16)]
 
 
 # ---- the attention layer's KV-cache method (vLLM kv_cache.py BaseKVCacheMethod; compressed_tensors.py) ----------
@@ -703,7 +696,7 @@ def kv_cache_tensors(scheme: QuantScheme, kv_heads: int, mla: bool) -> tuple[Mad
 
 
 LinearRule = Callable[[QuantScheme, Linear], "Made | None"]
-MoeRule = Callable[[QuantScheme, int, int, int, bool], "Made | None"]
+MoeRule = Callable[[QuantScheme, Experts], "Made | None"]
 METHODS: dict[str, tuple[LinearRule, MoeRule]] = {
     "fp8": (fp8_linear, fp8_moe),
     "compressed-tensors": (ct_linear, ct_moe),
@@ -855,7 +848,7 @@ class ShardQuantizer:
         inter = up.numel() // (experts * 2 * hidden)
         biases = [b for b in ("gate_up_proj_bias", "down_proj_bias") if module._parameters.get(b) is not None]
         scheme = dataclasses.replace(self.scheme, layer=tuple(names), moe_tp=moe[0], tp=self._tp)
-        made = self.moe(scheme, experts, inter, hidden, bool(biases))
+        made = self.moe(scheme, Experts(experts, inter, hidden, bool(biases)))
         if made is None:
             return
         padding = None

@@ -21,25 +21,14 @@ from dummyprof.layout import ParallelLayout
 from dummyprof.models.source import ModelSource
 
 
-def scheme_of(source: ModelSource) -> QuantScheme | None:
-    """The scheme a source is built with (its quantization, once :func:`engine_source` resolved the method), else
-    None."""
+def quantizer_of(source: ModelSource) -> ShardQuantizer | None:
+    """What rewrites each shard of a quantized source (its quantization, once :func:`engine_source` resolved the
+    method); None: unquantized."""
     found = source.quantization
     if found is None or found.method not in METHODS:
         return None
-    return QuantScheme(
-        method=found.method,
-        config=found.config,
-        dtype=source.dtype or torch.bfloat16,
-        hidden=found.hidden,
-        architectures=found.architectures,
-    )
-
-
-def quantizer_of(source: ModelSource) -> ShardQuantizer | None:
-    """What rewrites each shard of a quantized source (None: unquantized)."""
-    scheme = scheme_of(source)
-    return None if scheme is None else ShardQuantizer(scheme)
+    dtype = source.dtype or torch.bfloat16
+    return ShardQuantizer(QuantScheme(found.method, found.config, dtype, found.hidden, found.architectures))
 
 
 def source_sharder(source: ModelSource, model: nn.Module, layout: ParallelLayout) -> Sharder:

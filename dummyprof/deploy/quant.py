@@ -803,18 +803,14 @@ class ShardQuantizer:
             inside = [i for i, e in enumerate(shard.tensors) if e.name.startswith(path + ".")]
             if not inside:
                 continue
-            template, attn, entries = shard.tensors[inside[-1]], nn.Module(), []
+            template = dataclasses.replace(shard.tensors[inside[-1]], rule=KV_COLUMN if per_head else REPLICATED,
+                                           source=VLLM, style=style, padding_bytes=0)  # fmt: skip
             device = next(t.device for t in (*module.parameters(), *module.buffers()))
-            for local, shape, dtype in made:
-                tensor = nn.Parameter(torch.empty(shape, dtype=dtype, device=device), requires_grad=False)
-                attn.register_parameter(local, tensor)
-                name = qualified_name(qualified_name(path, "attn"), local)
-                entries.append(dataclasses.replace(template, name=name, members=(name,),
-                                                   rule=KV_COLUMN if per_head else REPLICATED, source=VLLM,
-                                                   style=style, shape=shape, dtype=dtype_name(dtype),
-                                                   nbytes=tensor.nbytes, padding_bytes=0))  # fmt: skip
-            module.add_module("attn", attn)
-            shard.tensors[inside[-1] + 1 : inside[-1] + 1] = entries
+            module.add_module("attn", attn := nn.Module())
+            entries = _register(attn, qualified_name(path, "attn"), made, device, template)
+            shard.tensors[inside[-1] + 1 : inside[-1] + 1] = [
+                dataclasses.replace(e, members=(e.name,)) for e in entries
+            ]
 
     def _linear(self, module: nn.Module, path: str, weight: torch.Tensor) -> None:
         index = self._index[qualified_name(path, "weight")]
@@ -829,7 +825,7 @@ class ShardQuantizer:
         if made is None:
             return
         del module._parameters["weight"]
-        out = self._register(module, path, index, made, weight.device)
+        out = self._out[index] = _register(module, path, made, weight.device, entry)
         for i, made_entry in enumerate(out):  # a padded vocabulary's rows (the head) stay padding
             if entry.padding_bytes and made_entry.shape[0] == layer.out:
                 out[i] = dataclasses.replace(made_entry, padding_bytes=made_entry.nbytes * entry.padding_bytes
@@ -860,31 +856,31 @@ class ShardQuantizer:
             if local != "gate_up_proj":
                 self._out[self._index[qualified_name(path, local)]] = []
         index = self._index[qualified_name(path, "gate_up_proj")]
-        self._register(module, path, index, made, up.device, padding, DECLARED_MOE.get(self.scheme.method, {}))
+        declared = DECLARED_MOE.get(self.scheme.method, {})
+        self._out[index] = _register(module, path, made, up.device, self._tensors[index], padding, declared)
 
-    def _register(
-        self,
-        module: nn.Module,
-        path: str,
-        index: int,
-        made: Made,
-        device: torch.device,
-        padding: Padding | None = None,
-        declared: Mapping[str, float] | None = None,
-    ) -> list[ShardTensor]:
-        """The method's tensors in place of entry ``index``; ``padding`` (rows, of held) of the experts'
-        intermediate dimension, in every tensor that has it (all but ``w2_bias``); ``declared``: the constant the
-        method declares on a tensor, by its local name."""
-        entries = self._out[index] = []
-        for local, shape, dtype in made:
-            tensor = nn.Parameter(torch.empty(shape, dtype=dtype, device=device), requires_grad=False)
-            if declared and local in declared:
-                tensor.dummy_weight_value = declared[local]  # type: ignore[attr-defined]
-            module.register_parameter(local, tensor)
-            pad = 0 if padding is None or local == "w2_bias" else tensor.nbytes * padding[0] // padding[1]
-            name, dt = qualified_name(path, local), dtype_name(dtype)
-            entry = self._tensors[index]
-            entries.append(
-                dataclasses.replace(entry, name=name, shape=shape, dtype=dt, nbytes=tensor.nbytes, padding_bytes=pad)
-            )
-        return entries
+
+def _register(
+    module: nn.Module,
+    path: str,
+    made: Made,
+    device: torch.device,
+    template: ShardTensor,
+    padding: Padding | None = None,
+    declared: Mapping[str, float] | None = None,
+) -> list[ShardTensor]:
+    """The method's tensors registered on ``module`` (at ``path``), each an entry like ``template``; ``padding`` (rows,
+    of held) of the experts' intermediate dimension, in every tensor that has it (all but ``w2_bias``); ``declared``:
+    the constant the method declares on a tensor, by its local name."""
+    entries = []
+    for local, shape, dtype in made:
+        tensor = nn.Parameter(torch.empty(shape, dtype=dtype, device=device), requires_grad=False)
+        if declared and local in declared:
+            tensor.dummy_weight_value = declared[local]  # type: ignore[attr-defined]
+        module.register_parameter(local, tensor)
+        pad = 0 if padding is None or local == "w2_bias" else tensor.nbytes * padding[0] // padding[1]
+        name, dt = qualified_name(path, local), dtype_name(dtype)
+        entries.append(
+            dataclasses.replace(template, name=name, shape=shape, dtype=dt, nbytes=tensor.nbytes, padding_bytes=pad)
+        )
+    return entries

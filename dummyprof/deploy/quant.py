@@ -22,7 +22,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from dummyprof.anatomy import dtype_name, qualified_name
+from dummyprof.anatomy import dtype_name, qualified_name, walk
 from dummyprof.deploy import name_patterns
 from dummyprof.deploy.plan import KV_COLUMN, REPLICATED, VLLM
 from dummyprof.deploy.shards import RankShard, ShardTensor
@@ -728,16 +728,14 @@ def fill_kinds(module: nn.Module) -> dict[str, int]:
     kind[RULE_DECLARED] = "declared"
     plan, seen = V033Initializer().plan, set()
     out = dict.fromkeys(FILL_KINDS, 0) | {FP16_SCRATCH: 0}
-    for sub in module.modules():
-        for local, tensor in (*sub._parameters.items(), *sub._buffers.items()):
-            if tensor is None or id(tensor) in seen:
-                continue
-            seen.add(id(tensor))
-            rule, outcome = plan(tensor, local)
-            name = kind.get(rule, "scale" if "scale" in local else "float")
-            out[name] += tensor.nbytes
-            if rule == RULE_UNIFORM_VIA_FP16:  # one tensor's temporary at a time: freed before the next is drawn
-                out[FP16_SCRATCH] = max(out[FP16_SCRATCH], outcome.scratch_bytes)
+    for r in walk(module, remove_duplicate=True):
+        if id(r.tensor) in seen:
+            continue
+        seen.add(id(r.tensor))
+        rule, outcome = plan(r.tensor, r.local)
+        out[kind.get(rule, "scale" if "scale" in r.local else "float")] += r.tensor.nbytes
+        if rule == RULE_UNIFORM_VIA_FP16:  # one tensor's temporary at a time: freed before the next is drawn
+            out[FP16_SCRATCH] = max(out[FP16_SCRATCH], outcome.scratch_bytes)
     return out
 
 

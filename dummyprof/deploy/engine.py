@@ -13,7 +13,7 @@ from torch import nn
 
 from dummyprof.anatomy import largest_low_precision_elements, model_bytes
 from dummyprof.deploy.plan import ModelDims
-from dummyprof.deploy.quant import ACT_DTYPES, AUTO, METHODS, QuantScheme, ShardQuantizer, resolve_method
+from dummyprof.deploy.quant import AUTO, METHODS, QuantScheme, ShardQuantizer, resolve_method
 from dummyprof.deploy.quant_config import check_config
 from dummyprof.deploy.shards import Sharder
 from dummyprof.errors import UsageError
@@ -52,7 +52,7 @@ def engine_source(source: ModelSource, flag: str = AUTO) -> ModelSource:
         return source
     check_config(method, found.config or {})
     dtype = str(source.dtype).removeprefix("torch.")
-    supported = [str(d).removeprefix("torch.") for d in ACT_DTYPES[method]]
+    supported = [str(d).removeprefix("torch.") for d in METHODS[method].act_dtypes]
     if dtype not in supported:
         raise UsageError.for_field("dtype", f"vLLM refuses {method} with {dtype}: it supports {', '.join(supported)}")
     engine = dataclasses.replace(source, quantization=dataclasses.replace(found, method=method))

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import operator
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from fnmatch import fnmatch
@@ -59,9 +60,6 @@ _QUANTIZED_ROUTERS = frozenset(
         "K2HorizonForCausalLM",
     }
 )
-# GPTQ: vLLM reads which layers are quantized from the checkpoint's files (``maybe_update_config``), where GPTQ tools
-# keep the router in 16 bits; a config alone does not say, so routers stay unquantized under it.
-_ROUTERS_KEPT = frozenset({"gptq"})
 # transformers' fused expert tensors -> vLLM's FusedMoE names
 _EXPERT_NAMES = {"gate_up_proj": "w13", "down_proj": "w2"}
 # Architectures whose vLLM model reads ``scale_fmt`` and builds UE8M0 (float8_e8m0fnu) fp8 block scales.
@@ -106,7 +104,7 @@ def resolve_method(config: Mapping[str, Any] | None, flag: str) -> tuple[str | N
     method = found if flag == AUTO else flag
     if method is None:
         return None, None
-    if found is not None and method in ALIASES.get(found, ()):
+    if found is not None and found in METHODS and method in METHODS[found].aliases:
         method = found
     if found is not None and method != found:
         raise UsageError.for_field(
@@ -140,44 +138,38 @@ def _config_method(config: Mapping[str, Any]) -> str:
 
 
 # ---- which modules a method skips ---------------------------------------------------------
-def _match(method: str, prefix: str, rule: str) -> bool:
-    """Whether one exclusion ``rule`` of the config names the module at ``prefix``, as each method reads its rules:
-    fp8 exact names; compressed-tensors ``re:`` patterns (matched at the start) or exact names; GPTQ ``-:``
-    patterns; AWQ and mxfp4 substrings; ModelOpt substrings or globs."""
-    if method == "compressed-tensors" and rule.startswith("re:"):
-        return name_patterns.match(rule[3:], prefix)
-    if method == "gptq":
-        return rule.startswith("-:") and name_patterns.match(rule[2:], prefix)
-    if method.startswith("modelopt"):
-        return rule in prefix or fnmatch(prefix, rule)
-    if method in ("awq", "mxfp4"):
-        return rule in prefix
-    return prefix == rule
+def _listed(*keys: str) -> Callable[[QuantScheme], list[str]]:
+    """The config's exclusions in the first of ``keys`` it sets (GPTQ's ``dynamic``: its keys)."""
+    return lambda scheme: list(next((found for key in keys if (found := scheme.get(key))), []))
 
 
-def _rules(scheme: QuantScheme) -> list[str]:
-    """The config's exclusions: ``ignored_layers``/``modules_to_not_convert``, ``ignore``, GPTQ's ``dynamic`` keys,
-    ModelOpt's ``exclude_modules`` (``apply_vllm_mapper``: "path*" is "path" and "path.*")."""
-    method = scheme.method
-    if method == "fp8":
-        return list(scheme.get("ignored_layers") or scheme.get("modules_to_not_convert", []))
-    if method == "compressed-tensors":
-        return list(scheme.get("ignore", []))
-    if method == "gptq":
-        return list(scheme.get("dynamic", {}))
-    if method in ("awq", "mxfp4"):
-        return list(scheme.get("modules_to_not_convert", []))
+def _modelopt_rules(scheme: QuantScheme) -> list[str]:
+    """ModelOpt's ``exclude_modules`` as ``apply_vllm_mapper`` reads them: "path*" is "path" and "path.*"."""
     rules: list[str] = []
     for rule in _modelopt(scheme)[1]:
         rules += [rule[:-1], rule[:-1] + ".*"] if len(rule) > 1 and rule[-1] == "*" and rule[-2] != "." else [rule]
     return rules
 
 
+def _ct_names(prefix: str, rule: str) -> bool:
+    """compressed-tensors: a ``re:`` pattern (matched at the start), else an exact name."""
+    return name_patterns.match(rule[3:], prefix) if rule.startswith("re:") else prefix == rule
+
+
+def _gptq_names(prefix: str, rule: str) -> bool:
+    return rule.startswith("-:") and name_patterns.match(rule[2:], prefix)
+
+
+def _modelopt_names(prefix: str, rule: str) -> bool:
+    return rule in prefix or fnmatch(prefix, rule)
+
+
 def excluded(scheme: QuantScheme, prefixes: list[str]) -> bool:
     """Whether the config keeps the module(s) at ``prefixes`` (vLLM names) unquantized: vLLM's ``is_layer_skipped``,
     a fused layer skipped when its parts are (parts must agree; GPTQ: any part)."""
-    rules = _rules(scheme)
-    hits = {any(_match(scheme.method, p, rule) for rule in rules) for p in prefixes}
+    method = METHODS[scheme.method]
+    rules = method.skips(scheme)
+    hits = {any(method.names(p, rule) for rule in rules) for p in prefixes}
     if len(hits) > 1 and scheme.method != "gptq":
         raise UsageError.for_field(
             FLAG, f"{', '.join(prefixes)} are fused by vLLM but only some are excluded by the config; vLLM refuses it"
@@ -459,7 +451,7 @@ def _ct_scheme(scheme: QuantScheme, prefixes: tuple[str, ...]) -> tuple[Any, ...
     (``Linear``: any linear; ``re:`` a pattern; a name); None: no group, or no weights."""
     for group in (scheme.get("config_groups") or {}).values():
         for target in group.get("targets", []):
-            if target == "Linear" or all(_match("compressed-tensors", p, target) for p in prefixes):
+            if target == "Linear" or all(_ct_names(p, target) for p in prefixes):
                 weights = group.get("weights")
                 if not weights:
                     return None
@@ -610,24 +602,18 @@ def modelopt_linear(scheme: QuantScheme, layer: Linear) -> Made | None:
                   "by vLLM 0.33 (FP8_PB_WO: 128 x 128 blocks)")  # fmt: skip
 
 
-# The constants vLLM's fused-MoE methods declare (``dummy_weight_value``) on the tensors they create, which its dummy
-# loader fills with them instead of drawing: ModelOptNvFp4FusedMoE keeps dummy scales positive and the gate/up
-# global scales identical.
-DECLARED_MOE: dict[str, dict[str, float]] = {
-    "modelopt_fp4": {
-        "w13_weight_scale": 1.0,
-        "w2_weight_scale": 1.0,
-        "w13_weight_scale_2": 1e-3,
-        "w2_weight_scale_2": 1e-3,
-        "w13_input_scale": 1e-2,
-        "w2_input_scale": 1e-2,
-    }
+# The constants ModelOptNvFp4FusedMoE declares (``dummy_weight_value``) on the tensors it creates, which vLLM's dummy
+# loader fills with them instead of drawing: dummy scales stay positive and the gate/up global scales identical.
+_NVFP4_DECLARED = {
+    f"{w}_{local}": value
+    for w in ("w13", "w2")
+    for local, value in (("weight_scale", 1.0), ("weight_scale_2", 1e-3), ("input_scale", 1e-2))
 }
 
 
 def modelopt_moe(scheme: QuantScheme, moe: Experts) -> Made:
     """FP8: ModelOptFp8MoEMethod. NVFP4 (ModelOptNvFp4FusedMoE): the rank's experts' ``input_scale`` (H200's
-    backend has no global scale); its scales declare the constants of ``DECLARED_MOE``."""
+    backend has no global scale); its scales declare the constants of ``_NVFP4_DECLARED``."""
     if scheme.method != "modelopt_fp4":
         return _w8_experts(moe, moe.scalars("weight_scale"), True, [])
     group, u8 = _modelopt(scheme)[2], torch.uint8
@@ -662,9 +648,7 @@ def mxfp4_moe(scheme: QuantScheme, moe: Experts) -> Made:
 
 
 # ---- the attention layer's KV-cache method (vLLM kv_cache.py BaseKVCacheMethod; compressed_tensors.py) ----------
-# Methods whose get_quant_method gives an attention layer a KV-cache method, and which attention classes: fp8 and
-# compressed-tensors take vLLM's ``Attention`` only, ModelOpt ``MLAAttention`` too (DeepSeek's latent attention).
-_KV_METHOD = {"fp8": False, "compressed-tensors": False, "modelopt": True, "modelopt_fp4": True}  # value: MLA too
+ATTENTION, MLA = "attention", "mla"  # vLLM's ``Attention``, and ``MLAAttention`` (DeepSeek's latent attention)
 
 
 def kv_cache_tensors(scheme: QuantScheme, kv_heads: int, mla: bool) -> tuple[Made, str, bool]:
@@ -674,7 +658,7 @@ def kv_cache_tensors(scheme: QuantScheme, kv_heads: int, mla: bool) -> tuple[Mad
     default dtype while vLLM builds the model). ``CompressedTensorsKVCacheMethod``: float32 ``k_scale``, ``v_scale``,
     ``q_scale`` [n] and ``k_zero_point``, ``v_zero_point``, ``q_zero_point`` [n] in the model's dtype, n the rank's kv
     heads under the ``attn_head`` strategy, else 1. ``kv_heads``: the rank's kv heads; ``mla``: latent attention."""
-    if scheme.method not in _KV_METHOD or (mla and not _KV_METHOD[scheme.method]):
+    if (MLA if mla else ATTENTION) not in METHODS[scheme.method].kv:
         return [], "", False
     if scheme.method != "compressed-tensors":
         scalars: Made = [(name, (), scheme.dtype) for name in ("q_scale", "k_scale", "v_scale", "prob_scale")]
@@ -697,24 +681,40 @@ def kv_cache_tensors(scheme: QuantScheme, kv_heads: int, mla: bool) -> tuple[Mad
 
 LinearRule = Callable[[QuantScheme, Linear], "Made | None"]
 MoeRule = Callable[[QuantScheme, Experts], "Made | None"]
-METHODS: dict[str, tuple[LinearRule, MoeRule]] = {
-    "fp8": (fp8_linear, fp8_moe),
-    "compressed-tensors": (ct_linear, ct_moe),
-    "gptq": (gptq_linear, gptq_moe),
-    "awq": (awq_linear, awq_moe),
-    "mxfp4": (mxfp4_linear, mxfp4_moe),
-    "modelopt": (modelopt_linear, modelopt_moe),
-    "modelopt_fp4": (modelopt_linear, modelopt_moe),
-}
-# Each method's get_supported_act_dtypes in vLLM 0.33 (gptq, awq: AutoGPTQConfig, AutoAWQConfig): the model's
-# dtype must be one of them, else vLLM refuses to start.
-ACT_DTYPES = {"fp8": (torch.bfloat16, torch.float16), "compressed-tensors": (F32, torch.float16, torch.bfloat16),
-              "gptq": (torch.float16, torch.bfloat16), "awq": (torch.float16, torch.bfloat16),
-              "mxfp4": (torch.bfloat16,), "modelopt": (torch.bfloat16, torch.float16),
-              "modelopt_fp4": (torch.bfloat16, torch.float16)}  # fmt: skip
-# What vLLM's --quantization accepts for a checkpoint's method (its kernel variants build the same tensors).
-ALIASES = {"gptq": ("gptq_marlin", "auto_gptq", "marlin"), "awq": ("awq_marlin", "auto_awq", "marlin"),
-           "mxfp4": ("gpt_oss_mxfp4",)}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Method:
+    """One checkpoint method as vLLM 0.33 reads and builds it."""
+
+    linear: LinearRule  # a linear layer's tensors (None: left unquantized)
+    moe: MoeRule  # a fused-MoE layer's tensors
+    act_dtypes: tuple[torch.dtype, ...]  # get_supported_act_dtypes: the model's dtype must be one, else vLLM refuses
+    skips: Callable[[QuantScheme], list[str]]  # the config's exclusions
+    names: Callable[[str, str], bool]  # whether an exclusion names the module at a prefix
+    aliases: tuple[str, ...] = ()  # what --quantization also accepts (its kernel variants build the same tensors)
+    kv: tuple[str, ...] = ()  # the attention classes its get_quant_method gives a KV-cache method
+    routers: bool = True  # it quantizes the routers of the architectures in _QUANTIZED_ROUTERS
+    declared: Mapping[str, float] | None = None  # the constants its fused-MoE tensors declare, by local name
+
+
+F16, BF16 = torch.float16, torch.bfloat16
+_MODELOPT = Method(modelopt_linear, modelopt_moe, (BF16, F16), _modelopt_rules, _modelopt_names, kv=(ATTENTION, MLA))
+METHODS: dict[str, Method] = {
+    "fp8": Method(fp8_linear, fp8_moe, (BF16, F16), _listed("ignored_layers", "modules_to_not_convert"), operator.eq,
+                  kv=(ATTENTION,)),
+    "compressed-tensors": Method(ct_linear, ct_moe, (F32, F16, BF16), _listed("ignore"), _ct_names, kv=(ATTENTION,)),
+    # routers: vLLM reads which layers are quantized from the checkpoint's files (``maybe_update_config``), where
+    # GPTQ tools keep the router in 16 bits; a config alone does not say, so routers stay unquantized under it
+    "gptq": Method(gptq_linear, gptq_moe, (F16, BF16), _listed("dynamic"), _gptq_names,
+                   ("gptq_marlin", "auto_gptq", "marlin"), routers=False),
+    "awq": Method(awq_linear, awq_moe, (F16, BF16), _listed("modules_to_not_convert"), operator.contains,
+                  ("awq_marlin", "auto_awq", "marlin")),
+    "mxfp4": Method(mxfp4_linear, mxfp4_moe, (BF16,), _listed("modules_to_not_convert"), operator.contains,
+                    ("gpt_oss_mxfp4",)),
+    "modelopt": _MODELOPT,
+    "modelopt_fp4": dataclasses.replace(_MODELOPT, declared=_NVFP4_DECLARED),
+}  # fmt: skip
 
 
 # ---- what the dummy fill does to a quantized shard ---------------------------------------------------------
@@ -754,8 +754,7 @@ class ShardQuantizer:
     """Rewrites a rank's shard (module and entries) into the tensors vLLM creates for ``scheme``."""
 
     def __init__(self, scheme: QuantScheme) -> None:
-        self.scheme = scheme
-        self.linear, self.moe = METHODS[scheme.method]
+        self.scheme, self.method = scheme, METHODS[scheme.method]
 
     def apply(self, shard: RankShard, layout: ParallelLayout, kv_heads: int | None = None) -> None:
         """``kv_heads``: the model's kv heads (the rank's attention layers hold max(1, kv_heads / tp))."""
@@ -773,9 +772,7 @@ class ShardQuantizer:
         self._index = {e.name: i for i, e in enumerate(shard.tensors)}
         self._out: dict[int, list[ShardTensor]] = {}  # entry index -> what replaces it
         embedded = {id(m._parameters.get("weight")) for p, m in shard.module.named_modules() if "embed" in p}
-        router = self.scheme.method not in _ROUTERS_KEPT and bool(
-            _QUANTIZED_ROUTERS.intersection(self.scheme.architectures)
-        )
+        router = self.method.routers and bool(_QUANTIZED_ROUTERS.intersection(self.scheme.architectures))
         for path, module in shard.module.named_modules():
             name = path.rpartition(".")[2]
             weight = module._parameters.get("weight")
@@ -819,7 +816,7 @@ class ShardQuantizer:
         layer = Linear(prefixes, int(weight.shape[0]), int(weight.shape[1]), entry.rule == "row")
         if self.scheme.method == "fp8":  # a merged layer's last part may end mid-block; a tp-split one may not
             _check_fp8_block(_fp8_block(self.scheme), path, layer, "column" in entry.rule)
-        made = self.linear(self.scheme, layer)
+        made = self.method.linear(self.scheme, layer)
         if made is None:
             return
         del module._parameters["weight"]
@@ -842,7 +839,7 @@ class ShardQuantizer:
         inter = up.numel() // (experts * 2 * hidden)
         biases = [b for b in ("gate_up_proj_bias", "down_proj_bias") if module._parameters.get(b) is not None]
         scheme = dataclasses.replace(self.scheme, layer=tuple(names), moe_tp=moe[0], tp=self._tp)
-        made = self.moe(scheme, Experts(experts, inter, hidden, bool(biases)))
+        made = self.method.moe(scheme, Experts(experts, inter, hidden, bool(biases)))
         if made is None:
             return
         padding = None
@@ -854,8 +851,7 @@ class ShardQuantizer:
             if local != "gate_up_proj":
                 self._out[self._index[qualified_name(path, local)]] = []
         index = self._index[qualified_name(path, "gate_up_proj")]
-        declared = DECLARED_MOE.get(self.scheme.method, {})
-        self._out[index] = _register(module, path, made, up.device, self._tensors[index], padding, declared)
+        self._out[index] = _register(module, path, made, up.device, self._tensors[index], padding, self.method.declared)
 
 
 def _register(

@@ -67,6 +67,7 @@ _E8M0_ARCHS = frozenset({"BailingMoeV3ForCausalLM"})
 
 Made = list[tuple[str, tuple[int, ...], torch.dtype]]  # (local name, shape, dtype) a method creates
 Padding = tuple[int, int]  # (padding rows, held rows) of a fused-MoE tensor's intermediate dimension
+Shape = Callable[[int, int], tuple[int, ...]]  # a tensor's shape (per expert) from its layer's (out, in)
 
 
 @dataclass(frozen=True)
@@ -190,6 +191,10 @@ class Linear:
     def parts(self) -> int:
         return len(self.prefixes)
 
+    def each(self, local: str, dtype: torch.dtype, shape: Shape) -> Made:
+        """The one tensor ``local`` of ``shape(out, in)``, as :meth:`Experts.each` makes one per fused-MoE half."""
+        return [(local, shape(self.out, self.inp), dtype)]
+
 
 def _cdiv(a: int, b: int) -> int:
     return -(-a // b)
@@ -224,9 +229,6 @@ def _w8_linear(layer: Linear, scale: Made, input_scale: tuple[int, ...] | None, 
     """An 8-bit ``weight`` [out, in], its ``scale`` tensor, and a static activation's float32 ``input_scale``."""
     made: Made = [("weight", (layer.out, layer.inp), dtype), *scale]
     return made + ([("input_scale", input_scale, F32)] if input_scale else [])
-
-
-Shape = Callable[[int, int], tuple[int, ...]]  # a tensor's shape (per expert) from its layer's (out, in)
 
 
 def _whole(out: int, inp: int) -> tuple[int, ...]:
@@ -272,13 +274,14 @@ def _w8_experts(moe: Experts, scales: Made, static: bool, bias: Made, dtype: tor
     return made + (moe.each("input_scale", F32, lambda out, inp: ()) if static else [])
 
 
-def _int_experts(moe: Experts, pack: int, groups: Callable[[int], int], dtype: torch.dtype, *,
-                 packed_out: bool = False) -> Made:  # fmt: skip
-    """Packed int32 ``qweight`` [E, in/pack, out] (``packed_out``, AWQ: [E, in, out/pack]), ``scales`` in the
-    model's dtype [E, groups(in), out] and int32 ``qzeros`` [E, groups(in), out/pack]."""
+def _k_first(layer: Linear | Experts, pack: int, groups: Callable[[int], int], dtype: torch.dtype, *,
+             packed_out: bool = False) -> Made:  # fmt: skip
+    """GPTQ's and AWQ's layout: packed int32 ``qweight`` [in/pack, out] (``packed_out``, AWQ: [in, out/pack]),
+    ``scales`` in the model's dtype [groups(in), out] and int32 ``qzeros`` [groups(in), out/pack], per expert for
+    experts."""
     weight: Shape = (lambda out, inp: (inp, out // pack)) if packed_out else (lambda out, inp: (inp // pack, out))
-    made = moe.each("qweight", torch.int32, weight) + moe.each("scales", dtype, lambda out, inp: (groups(inp), out))
-    return made + moe.each("qzeros", torch.int32, lambda out, inp: (groups(inp), out // pack))
+    made = layer.each("qweight", torch.int32, weight) + layer.each("scales", dtype, lambda out, inp: (groups(inp), out))
+    return made + layer.each("qzeros", torch.int32, lambda out, inp: (groups(inp), out // pack))
 
 
 # ---- fp8 (vLLM fp8.py: Fp8LinearMethod, Fp8MoEMethod; utils/fp8_utils.py) ------------------------
@@ -339,11 +342,7 @@ def fp8_moe_block(scheme: QuantScheme, block: tuple[int, int], inter: int, hidde
                     f"(vLLM refuses it{whole})",
                 )
         return n, k
-    if inter % n:
-        n, k = refine, refine
-    if scheme.tp > 1 and inter % k:
-        n, k = refine, refine
-    return n, k
+    return (refine, refine) if inter % n or (scheme.tp > 1 and inter % k) else (n, k)
 
 
 def fp8_moe(scheme: QuantScheme, moe: Experts) -> Made:
@@ -382,13 +381,8 @@ def gptq_linear(scheme: QuantScheme, layer: Linear) -> Made | None:
     """Groups split with the input unless channelwise on a row-parallel layer (repeated)."""
     config = _gptq_config(scheme, layer.prefixes)
     bits, group = _bits_group(config, layer.inp)
-    pack = 32 // bits
-    groups = 1 if config.get("group_size", -1) == -1 else _per(layer.inp, group, layer)
-    return [
-        ("qweight", (layer.inp // pack, layer.out), torch.int32),
-        ("scales", (groups, layer.out), scheme.dtype),
-        ("qzeros", (groups, layer.out // pack), torch.int32),
-    ]
+    channelwise = config.get("group_size", -1) == -1
+    return _k_first(layer, 32 // bits, lambda inp: 1 if channelwise else _per(inp, group, layer), scheme.dtype)
 
 
 def gptq_moe(scheme: QuantScheme, moe: Experts) -> Made:
@@ -398,7 +392,7 @@ def gptq_moe(scheme: QuantScheme, moe: Experts) -> Made:
     marlin = moe.hidden % 128 == 0 and (group <= 0 or moe.inter % group == 0) and group in (-1, 32, 64, 128)
     if not marlin:
         return moe_wna16(scheme, moe, bits, group)
-    made = _int_experts(moe, 32 // bits, lambda inp: 1 if group == -1 else inp // group, scheme.dtype)
+    made = _k_first(moe, 32 // bits, lambda inp: 1 if group == -1 else inp // group, scheme.dtype)
     return made + moe.biases(scheme.dtype, always=True)
 
 
@@ -426,20 +420,17 @@ def moe_wna16(scheme: QuantScheme, moe: Experts, bits: int, group: int) -> Made:
 
 
 def awq_linear(scheme: QuantScheme, layer: Linear) -> Made | None:
-    """Packed along the output; groups = in per rank / group size."""
+    """Packed along the output; groups = in per rank / group size; ``qzeros`` registered before ``scales``."""
     bits, group = _bits_group(scheme.config, layer.inp)
-    pack = 32 // bits
-    groups = _per(layer.inp, group, layer)
-    return [
-        ("qweight", (layer.inp, layer.out // pack), torch.int32),
-        ("qzeros", (groups, layer.out // pack), torch.int32),
-        ("scales", (groups, layer.out), scheme.dtype),
-    ]
+    qweight, scales, qzeros = _k_first(
+        layer, 32 // bits, lambda inp: _per(inp, group, layer), scheme.dtype, packed_out=True
+    )
+    return [qweight, qzeros, scales]
 
 
 def awq_moe(scheme: QuantScheme, moe: Experts) -> Made:
     bits, group = _bits_group(scheme.config, moe.hidden)
-    return _int_experts(moe, 32 // bits, lambda inp: inp // group, scheme.dtype, packed_out=True)
+    return _k_first(moe, 32 // bits, lambda inp: inp // group, scheme.dtype, packed_out=True)
 
 
 # ---- compressed-tensors (vLLM compressed_tensors.py: _get_scheme_from_parts, dense layers) ----------------

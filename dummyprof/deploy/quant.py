@@ -120,11 +120,7 @@ def resolve_method(config: Mapping[str, Any] | None, flag: str) -> tuple[str | N
             "give --quantization auto or none (vLLM's online fp8 path: dummyprof compare --online-quant fp8)",
         )
     if method not in METHODS:
-        raise UsageError.for_field(
-            FLAG,
-            f"quantization method {method!r} is not known to dummyprof (known: {', '.join(METHODS)}); "
-            "give --quantization none to count the model unquantized",
-        )
+        raise _refuse(f"quantization method {method!r} is not known to dummyprof (known: {', '.join(METHODS)})")
     return method, None
 
 

@@ -67,7 +67,7 @@ _E8M0_ARCHS = frozenset({"BailingMoeV3ForCausalLM"})
 
 Made = list[tuple[str, tuple[int, ...], torch.dtype]]  # (local name, shape, dtype) a method creates
 Padding = tuple[int, int]  # (padding rows, held rows) of a fused-MoE tensor's intermediate dimension
-Shape = Callable[[int, int], tuple[int, ...]]  # a tensor's shape (per expert) from its layer's (out, in)
+Shape = Callable[[int, int], tuple[int, ...]]  # a tensor's shape from its layer's (out, in): per expert for experts
 
 
 @dataclass(frozen=True)

@@ -227,7 +227,7 @@ def _w8_linear(layer: Linear, scale: Made, input_scale: tuple[int, ...] | None, 
     return made + ([("input_scale", input_scale, F32)] if input_scale else [])
 
 
-def _whole(out: int, inp: int) -> tuple[int, ...]:
+def _out_in(out: int, inp: int) -> tuple[int, ...]:
     return out, inp
 
 
@@ -250,7 +250,7 @@ class Experts:
     hidden: int  # H
     bias: bool  # the checkpoint has expert biases (gpt-oss)
 
-    def each(self, local: str, dtype: torch.dtype, shape: Shape = _whole) -> Made:
+    def each(self, local: str, dtype: torch.dtype, shape: Shape = _out_in) -> Made:
         """``w13_<local>`` and ``w2_<local>``, ``shape(out, in)`` per expert."""
         return [(f"w13_{local}", (self.n, *shape(2 * self.inter, self.hidden)), dtype),
                 (f"w2_{local}", (self.n, *shape(self.hidden, self.inter)), dtype)]  # fmt: skip

@@ -18,7 +18,7 @@ from typing import Any
 import msgspec
 from torch import nn
 
-from dummyprof.anatomy import model_bytes
+from dummyprof.anatomy import NON_PERSISTENT, model_bytes, walk
 from dummyprof.deploy.load_buffers import load_buffers
 from dummyprof.deploy.plan import REPLICATED, ModelDims
 from dummyprof.deploy.quant import fill_kinds
@@ -59,13 +59,9 @@ def _signature(shard: RankShard) -> tuple[Any, ...]:
     """Everything the counts depend on: names (the tree), shapes, dtypes, declared values, ties, persistence."""
     parts: list[Any] = []
     ids: dict[int, int] = {}  # a storage's first-seen index: ties compare equal across shards, ids do not
-    for path, module in shard.module.named_modules():
-        non_persistent: set[str] = getattr(module, "_non_persistent_buffers_set", set())
-        for local, t in (*module._parameters.items(), *module._buffers.items()):
-            if t is not None:
-                value = getattr(t, "dummy_weight_value", None)
-                tie = ids.setdefault(id(t), len(ids))
-                parts.append((path, local, tuple(t.shape), t.dtype, value, tie, local in non_persistent))
+    for r in walk(shard.module, remove_duplicate=True):
+        value, tie = getattr(r.tensor, "dummy_weight_value", None), ids.setdefault(id(r.tensor), len(ids))
+        parts.append((r.path, r.local, tuple(r.tensor.shape), r.tensor.dtype, value, tie, r.kind == NON_PERSISTENT))
     return tuple(parts)
 
 

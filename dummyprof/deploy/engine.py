@@ -13,7 +13,7 @@ from torch import nn
 
 from dummyprof.anatomy import largest_low_precision_elements, model_bytes
 from dummyprof.deploy.plan import ModelDims
-from dummyprof.deploy.quant import ACT_DTYPES, AUTO, METHODS, QuantScheme, ShardQuantizer, resolve_method
+from dummyprof.deploy.quant import AUTO, METHODS, QuantScheme, ShardQuantizer, resolve_method
 from dummyprof.deploy.quant_config import check_config
 from dummyprof.deploy.shards import Sharder
 from dummyprof.errors import UsageError
@@ -21,25 +21,14 @@ from dummyprof.layout import ParallelLayout
 from dummyprof.models.source import ModelSource
 
 
-def scheme_of(source: ModelSource) -> QuantScheme | None:
-    """The scheme a source is built with (its quantization, once :func:`engine_source` resolved the method), else
-    None."""
+def quantizer_of(source: ModelSource) -> ShardQuantizer | None:
+    """What rewrites each shard of a quantized source (its quantization, once :func:`engine_source` resolved the
+    method); None: unquantized."""
     found = source.quantization
     if found is None or found.method not in METHODS:
         return None
-    return QuantScheme(
-        method=found.method,
-        config=found.config,
-        dtype=source.dtype or torch.bfloat16,
-        hidden=found.hidden,
-        architectures=found.architectures,
-    )
-
-
-def quantizer_of(source: ModelSource) -> ShardQuantizer | None:
-    """What rewrites each shard of a quantized source (None: unquantized)."""
-    scheme = scheme_of(source)
-    return None if scheme is None else ShardQuantizer(scheme)
+    dtype = source.dtype or torch.bfloat16
+    return ShardQuantizer(QuantScheme(found.method, found.config, dtype, found.hidden, found.architectures))
 
 
 def source_sharder(source: ModelSource, model: nn.Module, layout: ParallelLayout) -> Sharder:
@@ -63,7 +52,7 @@ def engine_source(source: ModelSource, flag: str = AUTO) -> ModelSource:
         return source
     check_config(method, found.config or {})
     dtype = str(source.dtype).removeprefix("torch.")
-    supported = [str(d).removeprefix("torch.") for d in ACT_DTYPES[method]]
+    supported = [str(d).removeprefix("torch.") for d in METHODS[method].act_dtypes]
     if dtype not in supported:
         raise UsageError.for_field("dtype", f"vLLM refuses {method} with {dtype}: it supports {', '.join(supported)}")
     engine = dataclasses.replace(source, quantization=dataclasses.replace(found, method=method))

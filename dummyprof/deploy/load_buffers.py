@@ -32,10 +32,6 @@ class LoadBuffers:
     kv_scales: int = 0
     not_counted: str = ""  # e.g. "rotary cache of rope type ntk"
 
-    @property
-    def total(self) -> int:
-        return self.rotary_cache + self.expert_map + self.kv_scales
-
 
 ALIASES = {"su": "longrope", "mrope": "default", "telechat3-yarn": "yarn", "deepseek_llama_scaling": "deepseek_yarn"}
 PLAIN = ("default", "llama3", "ntk", "dynamic", "proportional")  # RotaryEmbedding's [max_position] rows

@@ -47,10 +47,12 @@ class PatternError(ValueError):
 class _State:
     __slots__ = ("at", "out", "test")
 
-    def __init__(self, test: Callable[[str], bool] | None = None, at: str | None = None) -> None:
+    def __init__(
+        self, test: Callable[[str], bool] | None = None, at: str | None = None, out: list[_State] | None = None
+    ) -> None:
         self.test = test  # consumes one character when it holds
         self.at = at  # a zero-width assertion (AT_*)
-        self.out: list[_State] = []  # the next states (several: a split)
+        self.out: list[_State] = out or []  # the next states (several: a split)
 
 
 _MATCH = _State()
@@ -103,11 +105,12 @@ class _Builder:
     def __init__(self) -> None:
         self.states = 0
 
-    def state(self, test: Callable[[str], bool] | None = None, at: str | None = None) -> _State:
+    def state(self, test: Callable[[str], bool] | None = None, at: str | None = None, *, then: list[_State]) -> _State:
+        """A new state, followed by ``then``."""
         self.states += 1
         if self.states > MAX_STATES:
             raise PatternError(f"it unrolls to more than {MAX_STATES:,} states (a counted repeat too large)")
-        return _State(test, at)
+        return _State(test, at, then)
 
     def sequence(self, items: Any, flags: int, then: _State) -> _State:
         for op, arg in reversed(list(items)):
@@ -125,31 +128,23 @@ class _Builder:
             else:
                 same = functools.partial(_same, chr(arg), fold=bool(flags & _IGNORECASE))
                 test = same if op == "LITERAL" else (lambda ch: not same(ch))
-            state = self.state(test)
-            state.out.append(then)
-            return state
+            return self.state(test, then=[then])
         if op == "AT":
-            state = self.state(at=str(arg) + ("_LINE" if flags & _MULTILINE else ""))
-            state.out.append(then)
-            return state
+            return self.state(at=str(arg) + ("_LINE" if flags & _MULTILINE else ""), then=[then])
         if op == "SUBPATTERN":
             _group, add, remove, body = arg
             return self.sequence(body, (flags | add) & ~remove, then)
         if op == "BRANCH":
-            split = self.state()
-            split.out = [self.sequence(alternative, flags, then) for alternative in arg[1]]
-            return split
+            return self.state(then=[self.sequence(alternative, flags, then) for alternative in arg[1]])
         if op in ("MAX_REPEAT", "MIN_REPEAT"):
             low, high, body = arg
             if high == _c.MAXREPEAT:  # body*: a split that loops back through the body
-                tail = self.state()
+                tail = self.state(then=[])  # a loop: its way into the body is the body leading back to it
                 tail.out = [self.sequence(body, flags, tail), then]
             else:  # body{0,high-low}: nested optional copies
                 tail = then
                 for _ in range(high - low):
-                    split = self.state()
-                    split.out = [self.sequence(body, flags, tail), then]
-                    tail = split
+                    tail = self.state(then=[self.sequence(body, flags, tail), then])
             for _ in range(low):
                 tail = self.sequence(body, flags, tail)
             return tail

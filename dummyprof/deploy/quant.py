@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import operator
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from fnmatch import fnmatch
@@ -22,7 +23,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from dummyprof.anatomy import dtype_name, qualified_name
+from dummyprof.anatomy import dtype_name, qualified_name, walk
 from dummyprof.deploy import name_patterns
 from dummyprof.deploy.plan import KV_COLUMN, REPLICATED, VLLM
 from dummyprof.deploy.shards import RankShard, ShardTensor
@@ -59,9 +60,6 @@ _QUANTIZED_ROUTERS = frozenset(
         "K2HorizonForCausalLM",
     }
 )
-# GPTQ: vLLM reads which layers are quantized from the checkpoint's files (``maybe_update_config``), where GPTQ tools
-# keep the router in 16 bits; a config alone does not say, so routers stay unquantized under it.
-_ROUTERS_KEPT = frozenset({"gptq"})
 # transformers' fused expert tensors -> vLLM's FusedMoE names
 _EXPERT_NAMES = {"gate_up_proj": "w13", "down_proj": "w2"}
 # Architectures whose vLLM model reads ``scale_fmt`` and builds UE8M0 (float8_e8m0fnu) fp8 block scales.
@@ -69,6 +67,7 @@ _E8M0_ARCHS = frozenset({"BailingMoeV3ForCausalLM"})
 
 Made = list[tuple[str, tuple[int, ...], torch.dtype]]  # (local name, shape, dtype) a method creates
 Padding = tuple[int, int]  # (padding rows, held rows) of a fused-MoE tensor's intermediate dimension
+Shape = Callable[[int, int], tuple[int, ...]]  # a tensor's shape from its layer's (out, in): per expert for experts
 
 
 @dataclass(frozen=True)
@@ -106,7 +105,7 @@ def resolve_method(config: Mapping[str, Any] | None, flag: str) -> tuple[str | N
     method = found if flag == AUTO else flag
     if method is None:
         return None, None
-    if found is not None and method in ALIASES.get(found, ()):
+    if found is not None and found in METHODS and method in METHODS[found].aliases:
         method = found
     if found is not None and method != found:
         raise UsageError.for_field(
@@ -121,11 +120,7 @@ def resolve_method(config: Mapping[str, Any] | None, flag: str) -> tuple[str | N
             "give --quantization auto or none (vLLM's online fp8 path: dummyprof compare --online-quant fp8)",
         )
     if method not in METHODS:
-        raise UsageError.for_field(
-            FLAG,
-            f"quantization method {method!r} is not known to dummyprof (known: {', '.join(METHODS)}); "
-            "give --quantization none to count the model unquantized",
-        )
+        raise _refuse(f"quantization method {method!r} is not known to dummyprof (known: {', '.join(METHODS)})")
     return method, None
 
 
@@ -140,44 +135,38 @@ def _config_method(config: Mapping[str, Any]) -> str:
 
 
 # ---- which modules a method skips ---------------------------------------------------------
-def _match(method: str, prefix: str, rule: str) -> bool:
-    """Whether one exclusion ``rule`` of the config names the module at ``prefix``, as each method reads its rules:
-    fp8 exact names; compressed-tensors ``re:`` patterns (matched at the start) or exact names; GPTQ ``-:``
-    patterns; AWQ and mxfp4 substrings; ModelOpt substrings or globs."""
-    if method == "compressed-tensors" and rule.startswith("re:"):
-        return name_patterns.match(rule[3:], prefix)
-    if method == "gptq":
-        return rule.startswith("-:") and name_patterns.match(rule[2:], prefix)
-    if method.startswith("modelopt"):
-        return rule in prefix or fnmatch(prefix, rule)
-    if method in ("awq", "mxfp4"):
-        return rule in prefix
-    return prefix == rule
+def _listed(*keys: str) -> Callable[[QuantScheme], list[str]]:
+    """The config's exclusions in the first of ``keys`` it sets (GPTQ's ``dynamic``: its keys)."""
+    return lambda scheme: list(next((found for key in keys if (found := scheme.get(key))), []))
 
 
-def _rules(scheme: QuantScheme) -> list[str]:
-    """The config's exclusions: ``ignored_layers``/``modules_to_not_convert``, ``ignore``, GPTQ's ``dynamic`` keys,
-    ModelOpt's ``exclude_modules`` (``apply_vllm_mapper``: "path*" is "path" and "path.*")."""
-    method = scheme.method
-    if method == "fp8":
-        return list(scheme.get("ignored_layers") or scheme.get("modules_to_not_convert", []))
-    if method == "compressed-tensors":
-        return list(scheme.get("ignore", []))
-    if method == "gptq":
-        return list(scheme.get("dynamic", {}))
-    if method in ("awq", "mxfp4"):
-        return list(scheme.get("modules_to_not_convert", []))
+def _modelopt_rules(scheme: QuantScheme) -> list[str]:
+    """ModelOpt's ``exclude_modules`` as ``apply_vllm_mapper`` reads them: "path*" is "path" and "path.*"."""
     rules: list[str] = []
     for rule in _modelopt(scheme)[1]:
         rules += [rule[:-1], rule[:-1] + ".*"] if len(rule) > 1 and rule[-1] == "*" and rule[-2] != "." else [rule]
     return rules
 
 
+def _ct_names(prefix: str, rule: str) -> bool:
+    """compressed-tensors: a ``re:`` pattern (matched at the start), else an exact name."""
+    return name_patterns.match(rule[3:], prefix) if rule.startswith("re:") else prefix == rule
+
+
+def _gptq_names(prefix: str, rule: str) -> bool:
+    return rule.startswith("-:") and name_patterns.match(rule[2:], prefix)
+
+
+def _modelopt_names(prefix: str, rule: str) -> bool:
+    return rule in prefix or fnmatch(prefix, rule)
+
+
 def excluded(scheme: QuantScheme, prefixes: list[str]) -> bool:
     """Whether the config keeps the module(s) at ``prefixes`` (vLLM names) unquantized: vLLM's ``is_layer_skipped``,
     a fused layer skipped when its parts are (parts must agree; GPTQ: any part)."""
-    rules = _rules(scheme)
-    hits = {any(_match(scheme.method, p, rule) for rule in rules) for p in prefixes}
+    method = METHODS[scheme.method]
+    rules = method.skips(scheme)
+    hits = {any(method.names(p, rule) for rule in rules) for p in prefixes}
     if len(hits) > 1 and scheme.method != "gptq":
         raise UsageError.for_field(
             FLAG, f"{', '.join(prefixes)} are fused by vLLM but only some are excluded by the config; vLLM refuses it"
@@ -197,6 +186,10 @@ class Linear:
     @property
     def parts(self) -> int:
         return len(self.prefixes)
+
+    def each(self, local: str, dtype: torch.dtype, shape: Shape) -> Made:
+        """The one tensor ``local`` of ``shape(out, in)``, as :meth:`Experts.each` makes one per fused-MoE half."""
+        return [(local, shape(self.out, self.inp), dtype)]
 
 
 def _cdiv(a: int, b: int) -> int:
@@ -234,48 +227,57 @@ def _w8_linear(layer: Linear, scale: Made, input_scale: tuple[int, ...] | None, 
     return made + ([("input_scale", input_scale, F32)] if input_scale else [])
 
 
-def _pair(local: str, w13: tuple[int, ...], w2: tuple[int, ...], dtype: torch.dtype) -> Made:
-    """One fused-MoE tensor for both halves: ``w13_<local>`` (gate and up) and ``w2_<local>`` (down)."""
-    return [(f"w13_{local}", w13, dtype), (f"w2_{local}", w2, dtype)]
+def _out_in(out: int, inp: int) -> tuple[int, ...]:
+    return out, inp
 
 
-def _moe_bias(dtype: torch.dtype, experts: int, inter: int, hidden: int) -> Made:
-    return _pair("bias", (experts, 2 * inter), (experts, hidden), dtype)
+def _channel(out: int, inp: int) -> tuple[int, ...]:
+    return out, 1
 
 
-def _w8_experts(
-    experts: int, inter: int, hidden: int, scales: Made, static: bool, bias: Made, dtype: torch.dtype = FP8
-) -> Made:
+def _blocks(n: int, k: int) -> Shape:
+    """One scale per ``n`` x ``k`` block of an [out, in] weight, a part block counted whole."""
+    return lambda out, inp: (_cdiv(out, n), _cdiv(inp, k))
+
+
+@dataclass(frozen=True)
+class Experts:
+    """One fused-MoE layer on one rank, as ``create_weights`` sees it: per expert, gate and up fused (``w13``,
+    [2I, H]) and down (``w2``, [H, I])."""
+
+    n: int  # experts on this rank
+    inter: int  # I, the intermediate size per rank
+    hidden: int  # H
+    bias: bool  # the checkpoint has expert biases (gpt-oss)
+
+    def each(self, local: str, dtype: torch.dtype, shape: Shape = _out_in) -> Made:
+        """``w13_<local>`` and ``w2_<local>``, ``shape(out, in)`` per expert."""
+        return [(f"w13_{local}", (self.n, *shape(2 * self.inter, self.hidden)), dtype),
+                (f"w2_{local}", (self.n, *shape(self.hidden, self.inter)), dtype)]  # fmt: skip
+
+    def scalars(self, local: str) -> Made:
+        """One float32 per expert, and per half (gate, up) of ``w13``: [E, 2] and [E]."""
+        return [(f"w13_{local}", (self.n, 2), F32), (f"w2_{local}", (self.n,), F32)]
+
+    def biases(self, dtype: torch.dtype, *, always: bool = False) -> Made:
+        """[E, out] in ``dtype`` where the checkpoint has biases (``always``: registered even without)."""
+        return self.each("bias", dtype, lambda out, inp: (out,)) if self.bias or always else []
+
+
+def _w8_experts(moe: Experts, scales: Made, static: bool, bias: Made, dtype: torch.dtype = FP8) -> Made:
     """8-bit ``w13_weight`` [E, 2I, H] and ``w2_weight`` [E, H, I], ``bias``, ``scales``, static ``input_scale`` [E]."""
-    made = _pair("weight", (experts, 2 * inter, hidden), (experts, hidden, inter), dtype) + bias + scales
-    return made + (_pair("input_scale", (experts,), (experts,), F32) if static else [])
+    made = moe.each("weight", dtype) + bias + scales
+    return made + (moe.each("input_scale", F32, lambda out, inp: ()) if static else [])
 
 
-def _block_scales(local: str, experts: int, inter: int, hidden: int, block: tuple[int, int]) -> Made:
-    n, k = block
-    w13, w2 = (experts, 2 * _cdiv(inter, n), _cdiv(hidden, k)), (experts, _cdiv(hidden, n), _cdiv(inter, k))
-    return _pair(local, w13, w2, F32)
-
-
-def _int_experts(
-    names: tuple[str, str, str],
-    dims: tuple[int, int, int, int],
-    groups: tuple[int, int],
-    dtype: torch.dtype,
-    *,
-    packed_out: bool = False,
-) -> Made:
-    """Packed int32 weights [E, H/pack, 2I], [E, I/pack, H] (``packed_out``, AWQ: [E, H, 2I/pack], [E, I, H/pack]),
-    scales in the model's dtype [E, groups, out] and int32 zero points [E, groups, out/pack]; ``dims``: (E, I, H,
-    pack)."""
-    experts, inter, hidden, pack = dims
-    (g13, g2), int32 = groups, torch.int32
-    if packed_out:
-        made = _pair(names[0], (experts, hidden, 2 * inter // pack), (experts, inter, hidden // pack), int32)
-    else:
-        made = _pair(names[0], (experts, hidden // pack, 2 * inter), (experts, inter // pack, hidden), int32)
-    made += _pair(names[1], (experts, g13, 2 * inter), (experts, g2, hidden), dtype)
-    return made + _pair(names[2], (experts, g13, 2 * inter // pack), (experts, g2, hidden // pack), int32)
+def _k_first(layer: Linear | Experts, pack: int, groups: Callable[[int], int], dtype: torch.dtype, *,
+             packed_out: bool = False) -> Made:  # fmt: skip
+    """GPTQ's and AWQ's layout: packed int32 ``qweight`` [in/pack, out] (``packed_out``, AWQ: [in, out/pack]),
+    ``scales`` in the model's dtype [groups(in), out] and int32 ``qzeros`` [groups(in), out/pack], per expert for
+    experts."""
+    weight: Shape = (lambda out, inp: (inp, out // pack)) if packed_out else (lambda out, inp: (inp // pack, out))
+    made = layer.each("qweight", torch.int32, weight) + layer.each("scales", dtype, lambda out, inp: (groups(inp), out))
+    return made + layer.each("qzeros", torch.int32, lambda out, inp: (groups(inp), out // pack))
 
 
 # ---- fp8 (vLLM fp8.py: Fp8LinearMethod, Fp8MoEMethod; utils/fp8_utils.py) ------------------------
@@ -298,8 +300,8 @@ def _check_fp8_block(block: tuple[int, int] | None, name: str, layer: Linear, sp
 def _fp8_scale(strategy: str, layer: Linear, block: tuple[int, int] | None) -> tuple[int, ...]:
     """``create_fp8_scale_parameter``: per tensor [parts], per channel [out, 1], per block [ceil(out/n), ceil(in/k)]."""
     if strategy == "block" and block is not None:
-        return (_cdiv(layer.out, block[0]), _cdiv(layer.inp, block[1]))
-    return (layer.out, 1) if strategy == "channel" else (layer.parts,)
+        return _blocks(*block)(layer.out, layer.inp)
+    return _channel(layer.out, layer.inp) if strategy == "channel" else (layer.parts,)
 
 
 def fp8_linear(scheme: QuantScheme, layer: Linear) -> Made | None:
@@ -336,25 +338,18 @@ def fp8_moe_block(scheme: QuantScheme, block: tuple[int, int], inter: int, hidde
                     f"(vLLM refuses it{whole})",
                 )
         return n, k
-    if inter % n:
-        n, k = refine, refine
-    if scheme.tp > 1 and inter % k:
-        n, k = refine, refine
-    return n, k
+    return (refine, refine) if inter % n or (scheme.tp > 1 and inter % k) else (n, k)
 
 
-def fp8_moe(scheme: QuantScheme, experts: int, inter: int, hidden: int, bias: bool) -> Made:
+def fp8_moe(scheme: QuantScheme, moe: Experts) -> Made:
     """Scales per expert (and per w1/w3) or per block (on :func:`fp8_moe_block`'s grid); biases (gpt-oss style) in
     the model's dtype."""
     block = _fp8_block(scheme)
     if block is None:
-        scales = _pair("weight_scale", (experts, 2), (experts,), F32)
+        scales = moe.scalars("weight_scale")
     else:
-        scales = _block_scales("weight_scale_inv", experts, inter, hidden, fp8_moe_block(scheme, block, inter, hidden))
-    static = scheme.get("activation_scheme") == "static"
-    return _w8_experts(
-        experts, inter, hidden, scales, static, _moe_bias(scheme.dtype, experts, inter, hidden) if bias else []
-    )
+        scales = moe.each("weight_scale_inv", F32, _blocks(*fp8_moe_block(scheme, block, moe.inter, moe.hidden)))
+    return _w8_experts(moe, scales, scheme.get("activation_scheme") == "static", moe.biases(scheme.dtype))
 
 
 # ---- GPTQ and AWQ int4/int8 (vLLM auto_gptq.py, auto_awq.py: the CUDA path's AutoGPTQ/AutoAWQ) ------------
@@ -382,34 +377,27 @@ def gptq_linear(scheme: QuantScheme, layer: Linear) -> Made | None:
     """Groups split with the input unless channelwise on a row-parallel layer (repeated)."""
     config = _gptq_config(scheme, layer.prefixes)
     bits, group = _bits_group(config, layer.inp)
-    pack = 32 // bits
-    groups = 1 if config.get("group_size", -1) == -1 else _per(layer.inp, group, layer)
-    return [
-        ("qweight", (layer.inp // pack, layer.out), torch.int32),
-        ("scales", (groups, layer.out), scheme.dtype),
-        ("qzeros", (groups, layer.out // pack), torch.int32),
-    ]
+    channelwise = config.get("group_size", -1) == -1
+    return _k_first(layer, 32 // bits, lambda inp: 1 if channelwise else _per(inp, group, layer), scheme.dtype)
 
 
-def gptq_moe(scheme: QuantScheme, experts: int, inter: int, hidden: int, bias: bool) -> Made:
+def gptq_moe(scheme: QuantScheme, moe: Experts) -> Made:
     """Marlin's layout (``AutoGPTQMoEMethod``), zero biases registered even without checkpoint biases; where
     ``check_moe_marlin_supports_layer`` fails, ``MoeWNA16Method`` (:func:`moe_wna16`)."""
     bits, group = _bits_group(scheme.config, -1)
-    marlin = hidden % 128 == 0 and (group <= 0 or inter % group == 0) and group in (-1, 32, 64, 128)
+    marlin = moe.hidden % 128 == 0 and (group <= 0 or moe.inter % group == 0) and group in (-1, 32, 64, 128)
     if not marlin:
-        return moe_wna16(scheme, experts, inter, hidden, (bits, group))
-    groups = (1, 1) if group == -1 else (hidden // group, inter // group)
-    made = _int_experts(("qweight", "scales", "qzeros"), (experts, inter, hidden, 32 // bits), groups, scheme.dtype)
-    return made + _moe_bias(scheme.dtype, experts, inter, hidden)
+        return moe_wna16(scheme, moe, bits, group)
+    made = _k_first(moe, 32 // bits, lambda inp: 1 if group == -1 else inp // group, scheme.dtype)
+    return made + moe.biases(scheme.dtype, always=True)
 
 
-def moe_wna16(scheme: QuantScheme, experts: int, inter: int, hidden: int, bits_group: tuple[int, int]) -> Made:
+def moe_wna16(scheme: QuantScheme, moe: Experts, bits: int, group: int) -> Made:
     """vLLM moe_wna16.py ``MoeWNA16Method.create_weights`` for a GPTQ checkpoint: the group halved until it divides
-    the intermediate size per rank and the hidden size (below 32 refused, as vLLM asserts); uint8 ``qweight``
-    [E, 2I, H/pack] and [E, H, I/pack] (pack = 8 / bits), ``scales`` [E, 2I, H/group] and [E, H, I/group] in the
-    model's dtype, ``qzeros`` uint8 [E, 2I/pack, H/group] and [E, H/pack, I/group] when asymmetric, else int32 [0]
-    (registered unused); no biases."""
-    bits, group = bits_group
+    the intermediate size per rank and the hidden size (below 32 refused, as vLLM asserts); N-first uint8
+    ``qweight`` (pack = 8 / bits), ``qzeros`` uint8 when asymmetric, else int32 [0] (registered unused); no
+    biases."""
+    inter, hidden = moe.inter, moe.hidden
     if bits not in (4, 8) or group < 1:
         what = f"{bits} bits" if bits not in (4, 8) else "no group (channelwise)"
         raise _refuse(f"GPTQ MoE: {scheme.layer[0]} falls back to vLLM's MoeWNA16 (hidden size {hidden}, intermediate "
@@ -419,31 +407,26 @@ def moe_wna16(scheme: QuantScheme, experts: int, inter: int, hidden: int, bits_g
         if group < 32:
             raise _refuse(f"GPTQ MoE: no group of 32 or more divides the intermediate size per rank {inter} and the "
                           f"hidden size {hidden} (vLLM's MoeWNA16 fallback refuses it)")  # fmt: skip
-    pack, u8, e2i = 8 // bits, torch.uint8, 2 * inter
-    made = _pair("qweight", (experts, e2i, hidden // pack), (experts, hidden, inter // pack), u8)
-    made += _pair("scales", (experts, e2i, hidden // group), (experts, hidden, inter // group), scheme.dtype)
+    pack, u8 = 8 // bits, torch.uint8
+    made = moe.each("qweight", u8, lambda out, inp: (out, inp // pack))
+    made += moe.each("scales", scheme.dtype, lambda out, inp: (out, inp // group))
     if scheme.get("sym", True):
-        return made + _pair("qzeros", (0,), (0,), torch.int32)
-    zeros = (experts, e2i // pack, hidden // group), (experts, hidden // pack, inter // group)
-    return made + _pair("qzeros", *zeros, u8)
+        return [*made, ("w13_qzeros", (0,), torch.int32), ("w2_qzeros", (0,), torch.int32)]
+    return made + moe.each("qzeros", u8, lambda out, inp: (out // pack, inp // group))
 
 
 def awq_linear(scheme: QuantScheme, layer: Linear) -> Made | None:
-    """Packed along the output; groups = in per rank / group size."""
+    """Packed along the output; groups = in per rank / group size; ``qzeros`` registered before ``scales``."""
     bits, group = _bits_group(scheme.config, layer.inp)
-    pack = 32 // bits
-    groups = _per(layer.inp, group, layer)
-    return [
-        ("qweight", (layer.inp, layer.out // pack), torch.int32),
-        ("qzeros", (groups, layer.out // pack), torch.int32),
-        ("scales", (groups, layer.out), scheme.dtype),
-    ]
+    qweight, scales, qzeros = _k_first(
+        layer, 32 // bits, lambda inp: _per(inp, group, layer), scheme.dtype, packed_out=True
+    )
+    return [qweight, qzeros, scales]
 
 
-def awq_moe(scheme: QuantScheme, experts: int, inter: int, hidden: int, bias: bool) -> Made:
-    bits, group = _bits_group(scheme.config, hidden)
-    dims, groups = (experts, inter, hidden, 32 // bits), (hidden // group, inter // group)
-    return _int_experts(("qweight", "scales", "qzeros"), dims, groups, scheme.dtype, packed_out=True)
+def awq_moe(scheme: QuantScheme, moe: Experts) -> Made:
+    bits, group = _bits_group(scheme.config, moe.hidden)
+    return _k_first(moe, 32 // bits, lambda inp: inp // group, scheme.dtype, packed_out=True)
 
 
 # ---- compressed-tensors (vLLM compressed_tensors.py: _get_scheme_from_parts, dense layers) ----------------
@@ -455,7 +438,7 @@ def _ct_scheme(scheme: QuantScheme, prefixes: tuple[str, ...]) -> tuple[Any, ...
     (``Linear``: any linear; ``re:`` a pattern; a name); None: no group, or no weights."""
     for group in (scheme.get("config_groups") or {}).values():
         for target in group.get("targets", []):
-            if target == "Linear" or all(_match("compressed-tensors", p, target) for p in prefixes):
+            if target == "Linear" or all(_ct_names(p, target) for p in prefixes):
                 weights = group.get("weights")
                 if not weights:
                     return None
@@ -502,7 +485,7 @@ def ct_linear(scheme: QuantScheme, layer: Linear) -> Made | None:
     )
 
 
-def ct_moe(scheme: QuantScheme, experts: int, inter: int, hidden: int, bias: bool) -> Made | None:
+def ct_moe(scheme: QuantScheme, moe: Experts) -> Made | None:
     """``CompressedTensorsMoEMethod.get_moe_method`` on CUDA, for the group of the unfused ``.0.gate_proj`` ...
     (none: unquantized): W8A8 fp8 (tensor, channel, block), int8 W8A8 (channel, dynamic tokens), pack-quantized
     WNA16 (:func:`ct_wna16_moe`)."""
@@ -515,47 +498,42 @@ def ct_moe(scheme: QuantScheme, experts: int, inter: int, hidden: int, bias: boo
     if not inputs and strategy in ("group", "channel") and not weights.get("dynamic"):
         if fmt != "pack-quantized" or bits not in (4, 8):
             raise unsupported
-        return ct_wna16_moe(scheme, weights, experts, (inter, hidden, bits), bias)
+        return ct_wna16_moe(scheme, weights, moe, bits)
     if kind == "float" and bits == 8 and inputs.get("type") == "float" and inputs.get("num_bits") == 8:
-        return _ct_fp8_moe(scheme, weights, inputs, strategy, (experts, inter, hidden), unsupported)
+        return _ct_fp8_moe(scheme, weights, inputs, moe, unsupported)
     dynamic_tokens = inputs.get("dynamic") and inputs.get("strategy") == "token" and inputs.get("num_bits") == 8
     if kind == "int" and bits == 8 and strategy == "channel" and dynamic_tokens:
-        scales = _pair("weight_scale", (experts, 2 * inter, 1), (experts, hidden, 1), F32)
-        biases = _moe_bias(scheme.dtype, experts, inter, hidden) if bias else []
-        return _w8_experts(experts, inter, hidden, scales, False, biases, torch.int8)
+        scales = moe.each("weight_scale", F32, _channel)
+        return _w8_experts(moe, scales, False, moe.biases(scheme.dtype), torch.int8)
     raise unsupported
 
 
-def _ct_fp8_moe(scheme: QuantScheme, weights: Mapping[str, Any], inputs: Mapping[str, Any], strategy: str,
-                dims: tuple[int, int, int], unsupported: UsageError) -> Made:  # fmt: skip
+def _ct_fp8_moe(scheme: QuantScheme, weights: Mapping[str, Any], inputs: Mapping[str, Any], moe: Experts,
+                unsupported: UsageError) -> Made:  # fmt: skip
     """``CompressedTensorsW8A8Fp8MoEMethod.create_weights``: fp8 experts with per-block, per-tensor or (dynamic
-    inputs only) per-channel weight scales. ``dims``: (E, I per rank, H)."""
-    experts, inter, hidden = dims
-    static = not inputs.get("dynamic", False)
+    inputs only) per-channel weight scales."""
+    static, strategy = not inputs.get("dynamic", False), weights.get("strategy")
     if strategy == "block":
         n, k = (int(b) for b in weights["block_structure"])
-        if inter % n or (scheme.tp > 1 and inter % k):  # validate_fp8_block_shape_moe, no refinement
-            raise UsageError.for_field("tp", f"fp8 MoE: the intermediate size per rank {inter} is not a multiple "
+        if moe.inter % n or (scheme.tp > 1 and moe.inter % k):  # validate_fp8_block_shape_moe, no refinement
+            raise UsageError.for_field("tp", f"fp8 MoE: the intermediate size per rank {moe.inter} is not a multiple "
                                        f"of the block {n} x {k} (vLLM refuses it)")  # fmt: skip
-        scales = _block_scales("weight_scale", experts, inter, hidden, (n, k))
+        scales = moe.each("weight_scale", F32, _blocks(n, k))
     elif strategy == "tensor":
-        scales = _pair("weight_scale", (experts, 2), (experts,), F32)
+        scales = moe.scalars("weight_scale")
     elif strategy == "channel" and not static:
-        scales = _pair("weight_scale", (experts, 2 * inter, 1), (experts, hidden, 1), F32)
+        scales = moe.each("weight_scale", F32, _channel)
     else:
         raise unsupported
-    return _w8_experts(experts, inter, hidden, scales, static, [])
+    return _w8_experts(moe, scales, static, [])
 
 
-def ct_wna16_moe(scheme: QuantScheme, weights: Mapping[str, Any], experts: int, dims: tuple[int, int, int],
-                 bias: bool) -> Made:  # fmt: skip
+def ct_wna16_moe(scheme: QuantScheme, weights: Mapping[str, Any], moe: Experts, bits: int) -> Made:
     """``CompressedTensorsWNA16MoEMethod.create_weights`` (every CUDA backend, Marlin's too, allocates the checkpoint's
-    N-first layout): int32 ``weight_packed`` [E, 2I, H/pack] and [E, H, I/pack], biases in the model's dtype where the
-    model has them, ``weight_scale`` [E, 2I, H/group] and [E, H, I/group] in the model's dtype, int32
-    ``weight_zero_point`` [E, 2I/pack, H/group] and [E, H/pack, I/group] when asymmetric, and ``weight_shape`` [E, 2]
-    in the default dtype (the model's, while vLLM builds it). ``dims``: (I per rank, H, bits)."""
-    inter, hidden, bits = dims
-    pack = 32 // bits
+    N-first layout): int32 ``weight_packed``, biases where the model has them, ``weight_scale``, int32
+    ``weight_zero_point`` when asymmetric, and ``weight_shape`` [E, 2] in the default dtype (the model's, while vLLM
+    builds it)."""
+    inter, hidden, pack = moe.inter, moe.hidden, 32 // bits
     size = _count(weights.get("group_size") or -1, "group_size") if weights.get("strategy") == "group" else -1
     sizes = (("hidden size", hidden), ("intermediate size per rank", inter))
     off = " and the ".join(f"{what} {n}" for what, n in sizes if size != -1 and n % size)  # the one(s) at fault
@@ -566,14 +544,15 @@ def ct_wna16_moe(scheme: QuantScheme, weights: Mapping[str, Any], experts: int, 
     if not symmetric and (2 * inter % pack or hidden % pack):
         raise _refuse(f"WNA16 MoE: asymmetric zero points need 2 x the intermediate size per rank ({2 * inter}) and "
                       f"the hidden size ({hidden}) in whole int32 words of {pack} (vLLM refuses it)")  # fmt: skip
-    g13, g2 = (1, 1) if size == -1 else (hidden // size, inter // size)
-    made = _pair("weight_packed", (experts, 2 * inter, hidden // pack), (experts, hidden, inter // pack), torch.int32)
-    made += _moe_bias(scheme.dtype, experts, inter, hidden) if bias else []
-    made += _pair("weight_scale", (experts, 2 * inter, g13), (experts, hidden, g2), scheme.dtype)
+
+    def groups(inp: int) -> int:
+        return 1 if size == -1 else inp // size
+
+    made = moe.each("weight_packed", torch.int32, lambda out, inp: (out, inp // pack)) + moe.biases(scheme.dtype)
+    made += moe.each("weight_scale", scheme.dtype, lambda out, inp: (out, groups(inp)))
     if not symmetric:
-        zeros = (experts, 2 * inter // pack, g13), (experts, hidden // pack, g2)
-        made += _pair("weight_zero_point", *zeros, torch.int32)
-    return [*made, ("w2_weight_shape", (experts, 2), scheme.dtype), ("w13_weight_shape", (experts, 2), scheme.dtype)]
+        made += moe.each("weight_zero_point", torch.int32, lambda out, inp: (out // pack, groups(inp)))
+    return [*made, ("w2_weight_shape", (moe.n, 2), scheme.dtype), ("w13_weight_shape", (moe.n, 2), scheme.dtype)]
 
 
 # ---- ModelOpt (vLLM modelopt.py: ModelOptFp8Config, ModelOptNvFp4Config; the head is quantized unless excluded) ---
@@ -610,32 +589,24 @@ def modelopt_linear(scheme: QuantScheme, layer: Linear) -> Made | None:
                   "by vLLM 0.33 (FP8_PB_WO: 128 x 128 blocks)")  # fmt: skip
 
 
-# The constants vLLM's fused-MoE methods declare (``dummy_weight_value``) on the tensors they create, which its dummy
-# loader fills with them instead of drawing: ModelOptNvFp4FusedMoE keeps dummy scales positive and the gate/up
-# global scales identical.
-DECLARED_MOE: dict[str, dict[str, float]] = {
-    "modelopt_fp4": {
-        "w13_weight_scale": 1.0,
-        "w2_weight_scale": 1.0,
-        "w13_weight_scale_2": 1e-3,
-        "w2_weight_scale_2": 1e-3,
-        "w13_input_scale": 1e-2,
-        "w2_input_scale": 1e-2,
-    }
+# The constants ModelOptNvFp4FusedMoE declares (``dummy_weight_value``) on the tensors it creates, which vLLM's dummy
+# loader fills with them instead of drawing: dummy scales stay positive and the gate/up global scales identical.
+_NVFP4_DECLARED = {
+    f"{w}_{local}": value
+    for w in ("w13", "w2")
+    for local, value in (("weight_scale", 1.0), ("weight_scale_2", 1e-3), ("input_scale", 1e-2))
 }
 
 
-def modelopt_moe(scheme: QuantScheme, experts: int, inter: int, hidden: int, bias: bool) -> Made:
+def modelopt_moe(scheme: QuantScheme, moe: Experts) -> Made:
     """FP8: ModelOptFp8MoEMethod. NVFP4 (ModelOptNvFp4FusedMoE): the rank's experts' ``input_scale`` (H200's
-    backend has no global scale); its scales declare the constants of ``DECLARED_MOE``."""
+    backend has no global scale); its scales declare the constants of ``_NVFP4_DECLARED``."""
     if scheme.method != "modelopt_fp4":
-        return _w8_experts(experts, inter, hidden, _pair("weight_scale", (experts, 2), (experts,), F32), True, [])
+        return _w8_experts(moe, moe.scalars("weight_scale"), True, [])
     group, u8 = _modelopt(scheme)[2], torch.uint8
-    made = _pair("weight", (experts, 2 * inter, hidden // 2), (experts, hidden, inter // 2), u8)
-    scales = (experts, 2 * inter, _per(hidden, group, "experts")), (experts, hidden, _per(inter, group, "experts"))
-    made += _pair("weight_scale", *scales, FP8)
-    made += _pair("weight_scale_2", (experts, 2), (experts,), F32)
-    return made + _pair("input_scale", (experts, 2), (experts,), F32)
+    made = moe.each("weight", u8, lambda out, inp: (out, inp // 2))
+    made += moe.each("weight_scale", FP8, lambda out, inp: (out, _per(inp, group, "experts")))
+    return made + moe.scalars("weight_scale_2") + moe.scalars("input_scale")
 
 
 # ---- mxfp4 (gpt-oss: vLLM mxfp4.py GptOssMxfp4MoEMethod; linear layers stay unquantized) -----------------
@@ -655,23 +626,16 @@ def mxfp4_linear(scheme: QuantScheme, layer: Linear) -> Made | None:
     return None  # vLLM: "MXFP4 linear layer is not implemented - falling back to UnquantizedLinearMethod"
 
 
-def mxfp4_moe(scheme: QuantScheme, experts: int, inter: int, hidden: int, bias: bool) -> Made:
+def mxfp4_moe(scheme: QuantScheme, moe: Experts) -> Made:
     """Two fp4 per uint8 byte, UE8M0 scale bytes per 32; biases bfloat16; I padded per rank."""
-    inter = _cdiv(inter, MXFP4_PAD) * MXFP4_PAD
-    u8 = torch.uint8
-    made: Made = [
-        ("w13_weight", (experts, 2 * inter, hidden // 2), u8),
-        ("w13_weight_scale", (experts, 2 * inter, hidden // MXFP4_BLOCK), u8),
-        ("w2_weight", (experts, hidden, inter // 2), u8),
-        ("w2_weight_scale", (experts, hidden, inter // MXFP4_BLOCK), u8),
-    ]
-    return made + (_moe_bias(torch.bfloat16, experts, inter, hidden) if bias else [])
+    moe = dataclasses.replace(moe, inter=_cdiv(moe.inter, MXFP4_PAD) * MXFP4_PAD)
+    weight = moe.each("weight", torch.uint8, lambda out, inp: (out, inp // 2))
+    scale = moe.each("weight_scale", torch.uint8, lambda out, inp: (out, inp // MXFP4_BLOCK))
+    return [weight[0], scale[0], weight[1], scale[1], *moe.biases(torch.bfloat16)]
 
 
 # ---- the attention layer's KV-cache method (vLLM kv_cache.py BaseKVCacheMethod; compressed_tensors.py) ----------
-# Methods whose get_quant_method gives an attention layer a KV-cache method, and which attention classes: fp8 and
-# compressed-tensors take vLLM's ``Attention`` only, ModelOpt ``MLAAttention`` too (DeepSeek's latent attention).
-_KV_METHOD = {"fp8": False, "compressed-tensors": False, "modelopt": True, "modelopt_fp4": True}  # value: MLA too
+ATTENTION, MLA = "attention", "mla"  # vLLM's ``Attention``, and ``MLAAttention`` (DeepSeek's latent attention)
 
 
 def kv_cache_tensors(scheme: QuantScheme, kv_heads: int, mla: bool) -> tuple[Made, str, bool]:
@@ -681,7 +645,7 @@ def kv_cache_tensors(scheme: QuantScheme, kv_heads: int, mla: bool) -> tuple[Mad
     default dtype while vLLM builds the model). ``CompressedTensorsKVCacheMethod``: float32 ``k_scale``, ``v_scale``,
     ``q_scale`` [n] and ``k_zero_point``, ``v_zero_point``, ``q_zero_point`` [n] in the model's dtype, n the rank's kv
     heads under the ``attn_head`` strategy, else 1. ``kv_heads``: the rank's kv heads; ``mla``: latent attention."""
-    if scheme.method not in _KV_METHOD or (mla and not _KV_METHOD[scheme.method]):
+    if (MLA if mla else ATTENTION) not in METHODS[scheme.method].kv:
         return [], "", False
     if scheme.method != "compressed-tensors":
         scalars: Made = [(name, (), scheme.dtype) for name in ("q_scale", "k_scale", "v_scale", "prob_scale")]
@@ -703,25 +667,41 @@ def kv_cache_tensors(scheme: QuantScheme, kv_heads: int, mla: bool) -> tuple[Mad
 
 
 LinearRule = Callable[[QuantScheme, Linear], "Made | None"]
-MoeRule = Callable[[QuantScheme, int, int, int, bool], "Made | None"]
-METHODS: dict[str, tuple[LinearRule, MoeRule]] = {
-    "fp8": (fp8_linear, fp8_moe),
-    "compressed-tensors": (ct_linear, ct_moe),
-    "gptq": (gptq_linear, gptq_moe),
-    "awq": (awq_linear, awq_moe),
-    "mxfp4": (mxfp4_linear, mxfp4_moe),
-    "modelopt": (modelopt_linear, modelopt_moe),
-    "modelopt_fp4": (modelopt_linear, modelopt_moe),
-}
-# Each method's get_supported_act_dtypes in vLLM 0.33 (gptq, awq: AutoGPTQConfig, AutoAWQConfig): the model's
-# dtype must be one of them, else vLLM refuses to start.
-ACT_DTYPES = {"fp8": (torch.bfloat16, torch.float16), "compressed-tensors": (F32, torch.float16, torch.bfloat16),
-              "gptq": (torch.float16, torch.bfloat16), "awq": (torch.float16, torch.bfloat16),
-              "mxfp4": (torch.bfloat16,), "modelopt": (torch.bfloat16, torch.float16),
-              "modelopt_fp4": (torch.bfloat16, torch.float16)}  # fmt: skip
-# What vLLM's --quantization accepts for a checkpoint's method (its kernel variants build the same tensors).
-ALIASES = {"gptq": ("gptq_marlin", "auto_gptq", "marlin"), "awq": ("awq_marlin", "auto_awq", "marlin"),
-           "mxfp4": ("gpt_oss_mxfp4",)}  # fmt: skip
+MoeRule = Callable[[QuantScheme, Experts], "Made | None"]
+
+
+@dataclass(frozen=True)
+class Method:
+    """One checkpoint method as vLLM 0.33 reads and builds it."""
+
+    linear: LinearRule  # a linear layer's tensors (None: left unquantized)
+    moe: MoeRule  # a fused-MoE layer's tensors
+    act_dtypes: tuple[torch.dtype, ...]  # get_supported_act_dtypes: the model's dtype must be one, else vLLM refuses
+    skips: Callable[[QuantScheme], list[str]]  # the config's exclusions
+    names: Callable[[str, str], bool]  # whether an exclusion names the module at a prefix
+    aliases: tuple[str, ...] = ()  # what --quantization also accepts (its kernel variants build the same tensors)
+    kv: tuple[str, ...] = ()  # the attention classes its get_quant_method gives a KV-cache method
+    routers: bool = True  # it quantizes the routers of the architectures in _QUANTIZED_ROUTERS
+    declared: Mapping[str, float] | None = None  # the constants its fused-MoE tensors declare, by local name
+
+
+F16, BF16 = torch.float16, torch.bfloat16
+_MODELOPT = Method(modelopt_linear, modelopt_moe, (BF16, F16), _modelopt_rules, _modelopt_names, kv=(ATTENTION, MLA))
+METHODS: dict[str, Method] = {
+    "fp8": Method(fp8_linear, fp8_moe, (BF16, F16), _listed("ignored_layers", "modules_to_not_convert"), operator.eq,
+                  kv=(ATTENTION,)),
+    "compressed-tensors": Method(ct_linear, ct_moe, (F32, F16, BF16), _listed("ignore"), _ct_names, kv=(ATTENTION,)),
+    # routers: vLLM reads which layers are quantized from the checkpoint's files (``maybe_update_config``), where
+    # GPTQ tools keep the router in 16 bits; a config alone does not say, so routers stay unquantized under it
+    "gptq": Method(gptq_linear, gptq_moe, (F16, BF16), _listed("dynamic"), _gptq_names,
+                   ("gptq_marlin", "auto_gptq", "marlin"), routers=False),
+    "awq": Method(awq_linear, awq_moe, (F16, BF16), _listed("modules_to_not_convert"), operator.contains,
+                  ("awq_marlin", "auto_awq", "marlin")),
+    "mxfp4": Method(mxfp4_linear, mxfp4_moe, (BF16,), _listed("modules_to_not_convert"), operator.contains,
+                    ("gpt_oss_mxfp4",)),
+    "modelopt": _MODELOPT,
+    "modelopt_fp4": dataclasses.replace(_MODELOPT, declared=_NVFP4_DECLARED),
+}  # fmt: skip
 
 
 # ---- what the dummy fill does to a quantized shard ---------------------------------------------------------
@@ -735,16 +715,14 @@ def fill_kinds(module: nn.Module) -> dict[str, int]:
     kind[RULE_DECLARED] = "declared"
     plan, seen = V033Initializer().plan, set()
     out = dict.fromkeys(FILL_KINDS, 0) | {FP16_SCRATCH: 0}
-    for sub in module.modules():
-        for local, tensor in (*sub._parameters.items(), *sub._buffers.items()):
-            if tensor is None or id(tensor) in seen:
-                continue
-            seen.add(id(tensor))
-            rule, outcome = plan(tensor, local)
-            name = kind.get(rule, "scale" if "scale" in local else "float")
-            out[name] += tensor.nbytes
-            if rule == RULE_UNIFORM_VIA_FP16:  # one tensor's temporary at a time: freed before the next is drawn
-                out[FP16_SCRATCH] = max(out[FP16_SCRATCH], outcome.scratch_bytes)
+    for r in walk(module, remove_duplicate=True):
+        if id(r.tensor) in seen:
+            continue
+        seen.add(id(r.tensor))
+        rule, outcome = plan(r.tensor, r.local)
+        out[kind.get(rule, "scale" if "scale" in r.local else "float")] += r.tensor.nbytes
+        if rule == RULE_UNIFORM_VIA_FP16:  # one tensor's temporary at a time: freed before the next is drawn
+            out[FP16_SCRATCH] = max(out[FP16_SCRATCH], outcome.scratch_bytes)
     return out
 
 
@@ -763,8 +741,7 @@ class ShardQuantizer:
     """Rewrites a rank's shard (module and entries) into the tensors vLLM creates for ``scheme``."""
 
     def __init__(self, scheme: QuantScheme) -> None:
-        self.scheme = scheme
-        self.linear, self.moe = METHODS[scheme.method]
+        self.scheme, self.method = scheme, METHODS[scheme.method]
 
     def apply(self, shard: RankShard, layout: ParallelLayout, kv_heads: int | None = None) -> None:
         """``kv_heads``: the model's kv heads (the rank's attention layers hold max(1, kv_heads / tp))."""
@@ -782,9 +759,7 @@ class ShardQuantizer:
         self._index = {e.name: i for i, e in enumerate(shard.tensors)}
         self._out: dict[int, list[ShardTensor]] = {}  # entry index -> what replaces it
         embedded = {id(m._parameters.get("weight")) for p, m in shard.module.named_modules() if "embed" in p}
-        router = self.scheme.method not in _ROUTERS_KEPT and bool(
-            _QUANTIZED_ROUTERS.intersection(self.scheme.architectures)
-        )
+        router = self.method.routers and bool(_QUANTIZED_ROUTERS.intersection(self.scheme.architectures))
         for path, module in shard.module.named_modules():
             name = path.rpartition(".")[2]
             weight = module._parameters.get("weight")
@@ -810,18 +785,14 @@ class ShardQuantizer:
             inside = [i for i, e in enumerate(shard.tensors) if e.name.startswith(path + ".")]
             if not inside:
                 continue
-            template, attn, entries = shard.tensors[inside[-1]], nn.Module(), []
+            template = dataclasses.replace(shard.tensors[inside[-1]], rule=KV_COLUMN if per_head else REPLICATED,
+                                           source=VLLM, style=style, padding_bytes=0)  # fmt: skip
             device = next(t.device for t in (*module.parameters(), *module.buffers()))
-            for local, shape, dtype in made:
-                tensor = nn.Parameter(torch.empty(shape, dtype=dtype, device=device), requires_grad=False)
-                attn.register_parameter(local, tensor)
-                name = qualified_name(qualified_name(path, "attn"), local)
-                entries.append(dataclasses.replace(template, name=name, members=(name,),
-                                                   rule=KV_COLUMN if per_head else REPLICATED, source=VLLM,
-                                                   style=style, shape=shape, dtype=dtype_name(dtype),
-                                                   nbytes=tensor.nbytes, padding_bytes=0))  # fmt: skip
-            module.add_module("attn", attn)
-            shard.tensors[inside[-1] + 1 : inside[-1] + 1] = entries
+            module.add_module("attn", attn := nn.Module())
+            entries = _register(attn, qualified_name(path, "attn"), made, device, template)
+            shard.tensors[inside[-1] + 1 : inside[-1] + 1] = [
+                dataclasses.replace(e, members=(e.name,)) for e in entries
+            ]
 
     def _linear(self, module: nn.Module, path: str, weight: torch.Tensor) -> None:
         index = self._index[qualified_name(path, "weight")]
@@ -832,11 +803,11 @@ class ShardQuantizer:
         layer = Linear(prefixes, int(weight.shape[0]), int(weight.shape[1]), entry.rule == "row")
         if self.scheme.method == "fp8":  # a merged layer's last part may end mid-block; a tp-split one may not
             _check_fp8_block(_fp8_block(self.scheme), path, layer, "column" in entry.rule)
-        made = self.linear(self.scheme, layer)
+        made = self.method.linear(self.scheme, layer)
         if made is None:
             return
         del module._parameters["weight"]
-        out = self._register(module, path, index, made, weight.device)
+        out = self._out[index] = _register(module, path, made, weight.device, entry)
         for i, made_entry in enumerate(out):  # a padded vocabulary's rows (the head) stay padding
             if entry.padding_bytes and made_entry.shape[0] == layer.out:
                 out[i] = dataclasses.replace(made_entry, padding_bytes=made_entry.nbytes * entry.padding_bytes
@@ -855,7 +826,7 @@ class ShardQuantizer:
         inter = up.numel() // (experts * 2 * hidden)
         biases = [b for b in ("gate_up_proj_bias", "down_proj_bias") if module._parameters.get(b) is not None]
         scheme = dataclasses.replace(self.scheme, layer=tuple(names), moe_tp=moe[0], tp=self._tp)
-        made = self.moe(scheme, experts, inter, hidden, bool(biases))
+        made = self.method.moe(scheme, Experts(experts, inter, hidden, bool(biases)))
         if made is None:
             return
         padding = None
@@ -867,31 +838,30 @@ class ShardQuantizer:
             if local != "gate_up_proj":
                 self._out[self._index[qualified_name(path, local)]] = []
         index = self._index[qualified_name(path, "gate_up_proj")]
-        self._register(module, path, index, made, up.device, padding, DECLARED_MOE.get(self.scheme.method, {}))
+        self._out[index] = _register(module, path, made, up.device, self._tensors[index], padding, self.method.declared)
 
-    def _register(
-        self,
-        module: nn.Module,
-        path: str,
-        index: int,
-        made: Made,
-        device: torch.device,
-        padding: Padding | None = None,
-        declared: Mapping[str, float] | None = None,
-    ) -> list[ShardTensor]:
-        """The method's tensors in place of entry ``index``; ``padding`` (rows, of held) of the experts'
-        intermediate dimension, in every tensor that has it (all but ``w2_bias``); ``declared``: the constant the
-        method declares on a tensor, by its local name."""
-        entries = self._out[index] = []
-        for local, shape, dtype in made:
-            tensor = nn.Parameter(torch.empty(shape, dtype=dtype, device=device), requires_grad=False)
-            if declared and local in declared:
-                tensor.dummy_weight_value = declared[local]  # type: ignore[attr-defined]
-            module.register_parameter(local, tensor)
-            pad = 0 if padding is None or local == "w2_bias" else tensor.nbytes * padding[0] // padding[1]
-            name, dt = qualified_name(path, local), dtype_name(dtype)
-            entry = self._tensors[index]
-            entries.append(
-                dataclasses.replace(entry, name=name, shape=shape, dtype=dt, nbytes=tensor.nbytes, padding_bytes=pad)
-            )
-        return entries
+
+def _register(
+    module: nn.Module,
+    path: str,
+    made: Made,
+    device: torch.device,
+    template: ShardTensor,
+    padding: Padding | None = None,
+    declared: Mapping[str, float] | None = None,
+) -> list[ShardTensor]:
+    """The method's tensors registered on ``module`` (at ``path``), each an entry like ``template``; ``padding`` (rows,
+    of held) of the experts' intermediate dimension, in every tensor that has it (all but ``w2_bias``); ``declared``:
+    the constant the method declares on a tensor, by its local name."""
+    entries = []
+    for local, shape, dtype in made:
+        tensor = nn.Parameter(torch.empty(shape, dtype=dtype, device=device), requires_grad=False)
+        if declared and local in declared:
+            tensor.dummy_weight_value = declared[local]  # type: ignore[attr-defined]
+        module.register_parameter(local, tensor)
+        pad = 0 if padding is None or local == "w2_bias" else tensor.nbytes * padding[0] // padding[1]
+        name, dt = qualified_name(path, local), dtype_name(dtype)
+        entries.append(
+            dataclasses.replace(template, name=name, shape=shape, dtype=dt, nbytes=tensor.nbytes, padding_bytes=pad)
+        )
+    return entries

@@ -17,7 +17,7 @@ from typing import Protocol
 import torch
 from torch import nn
 
-from dummyprof.anatomy import dtype_name, qualified_name
+from dummyprof.anatomy import dtype_name, qualified_name, walk
 from dummyprof.deploy.engine_tree import engine_tree
 from dummyprof.deploy.plan import (
     COLUMN,
@@ -180,10 +180,9 @@ class Sharder:
                 "heads divide one another)",
             )
         first = RankCoord(0, 0, 0, 0)
-        for path, module in self.model.named_modules():
-            for local, t in (*module._parameters.items(), *module._buffers.items()):
-                if t is not None and self.planner.placements[(path, local)].scale_of is None:
-                    self._shape(self.placement(path, local), tuple(t.shape), first)
+        for r in walk(self.model, remove_duplicate=True):
+            if self.planner.placements[(r.path, r.local)].scale_of is None:
+                self._shape(self.placement(r.path, r.local), tuple(r.tensor.shape), first)
 
     def _tp_advice(self) -> str:
         """The nearest tps below and above this one that every split check passes (run again for each), or why none."""
@@ -278,10 +277,9 @@ class Sharder:
             return [RankGroup(c, 1) for c in layout.coords()]
         out: list[RankGroup] = []
         tables = [
-            (place, tuple(t.shape))
-            for path, module in self.model.named_modules()
-            for local, t in (*module._parameters.items(), *module._buffers.items())
-            if t is not None and (place := self.planner.placements[(path, local)]).rule == ROWS
+            (place, tuple(r.tensor.shape))
+            for r in walk(self.model, remove_duplicate=True)
+            if (place := self.planner.placements[(r.path, r.local)]).rule == ROWS
         ]
         depends = layout.expert_parallel or bool(tables)
         for stage in range(layout.pp):

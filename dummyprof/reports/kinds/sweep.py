@@ -9,7 +9,7 @@ from dummyprof.reports import html_figures as charts
 from dummyprof.reports.format import estimate_cell, estimate_range, projected_note
 from dummyprof.reports.kind import Kind
 from dummyprof.reports.tables.escape import html_text as text
-from dummyprof.reports.tables.model import DIM, NAME, NUMBER, STRONG, WORD, Block, Column, Line, Table
+from dummyprof.reports.tables.model import DIM, NAME, NUMBER, STRONG, WORD, Block, Column, Field, Line, Table
 from dummyprof.results.sweep import GrowthFit, SweepResult
 from dummyprof.units import format_bytes
 
@@ -42,28 +42,23 @@ def fit_note(result: SweepResult) -> str:
 
 def points_table(result: SweepResult) -> Table:
     """A row per point and series; the value and the model's bytes on a point's first row."""
-    series_header = "method" if result.scenario == "engram" else "strategy"
-    table = Table(
-        "Points (time: median of the rounds)",
-        [Column(parameter_label(result), NUMBER), Column(series_header, WORD), Column("filled", NUMBER)]
-        + [Column(h, NUMBER) for h in ("median", "min–max", "visits", "written", "peak RSS")],
-        keys=2,
-    )
-    for point in result.points:
-        for i, name in enumerate(s for s in result.series if s in point.series):
-            entry = point.series[name]
-            table.add(
-                f"{point.value:,}" if i == 0 else "",
-                name,
-                format_bytes(point.model_bytes) if i == 0 else "",
-                estimate_cell(entry.time),
-                estimate_range(entry.time),
-                "n/a" if entry.visits is None else f"{entry.visits:,}",
-                format_bytes(entry.bytes_written),
-                format_bytes(entry.peak_rss_bytes) if entry.peak_rss_bytes is not None else "n/a",
-            )
-    table.notes += projected_note(entry.time for point in result.points for entry in point.series.values())
-    return table
+    fields: list[Field] = [
+        ((parameter_label(result), NUMBER), lambda r: f"{r[0].value:,}" if r[1] == 0 else ""),
+        (("method" if result.scenario == "engram" else "strategy", WORD), lambda r: r[2]),
+        (("filled", NUMBER), lambda r: format_bytes(r[0].model_bytes) if r[1] == 0 else ""),
+        (("median", NUMBER), lambda r: estimate_cell(r[3].time)),
+        (("min–max", NUMBER), lambda r: estimate_range(r[3].time)),
+        (("visits", NUMBER), lambda r: "n/a" if r[3].visits is None else f"{r[3].visits:,}"),
+        (("written", NUMBER), lambda r: format_bytes(r[3].bytes_written)),
+        (("peak RSS", NUMBER), lambda r: format_bytes(r[3].peak_rss_bytes)),
+    ]
+    rows = [
+        (point, i, name, point.series[name])
+        for point in result.points
+        for i, name in enumerate(s for s in result.series if s in point.series)
+    ]
+    notes = projected_note(entry.time for point in result.points for entry in point.series.values())
+    return Table.over("Points (time: median of the rounds)", fields, rows, keys=2, notes=notes)
 
 
 def _fit_cells(fit: GrowthFit) -> list[str]:

@@ -7,7 +7,7 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from dummyprof.reports.reporter import RenderOptions, Reporter, never
+from dummyprof.reports.reporter import RenderOptions, Reporter
 from dummyprof.results.common import MEASURED, PROJECTED, Estimate
 from dummyprof.results.compare import CompareResult, StrategyResult
 from dummyprof.results.deployment import RankStrategy
@@ -162,5 +162,5 @@ REPORTER = Reporter(
     frozenset({"compare", "deployment"}),
     render,
     "PyTorch OSS benchmark-database v3 records (one per metric), as vllm bench startup writes them",
-    never,  # per strategy, never per tensor
+    lambda options: False,  # per strategy, never per tensor
 )

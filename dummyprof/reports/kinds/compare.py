@@ -122,11 +122,8 @@ def noise_line(warning: NoiseWarning, baseline: str) -> str:
     code = f"noise.{warning.code}"
     if not known(code):
         return f"warning: {warning.subject}: {warning.code}"
-    return say(code, subject=warning.subject, count=warning.count, baseline=baseline, **fields, **_ends(warning))
-
-
-def _ends(warning: NoiseWarning) -> dict[str, float]:
-    return {"low": warning.low or 0.0, "high": warning.high or 0.0}
+    ends = {"low": warning.low or 0.0, "high": warning.high or 0.0}
+    return say(code, subject=warning.subject, count=warning.count, baseline=baseline, **fields, **ends)
 
 
 def noise_lines(result: CompareResult) -> list[str]:

@@ -14,7 +14,13 @@ from dummyprof.results.sweep import GrowthFit, SweepResult
 from dummyprof.units import format_bytes
 
 SPARK = "▁▂▃▄▅▆▇█"
-METRICS = {"visits": "visits", "time": "time", "bytes": "written"}
+# Each metric a sweep fits: its name in the growth table, its chart's axis and unit (bytes: the binary unit that fits
+# the largest).
+METRICS = {
+    "visits": ("visits", "visits", ""),
+    "time": ("time", "median time", "s"),
+    "bytes": ("written", "bytes written", ""),
+}
 
 
 def sparkline(values: list[float | None]) -> str:
@@ -77,7 +83,7 @@ def growth_table(result: SweepResult) -> Table:
     )
     for series in result.series:
         first = True
-        for metric, name in METRICS.items():
+        for metric, (name, _, _) in METRICS.items():
             fit = result.fit(series, metric)
             if fit is None:
                 continue
@@ -121,12 +127,6 @@ def sweep_summary(result: SweepResult) -> str:
     return f"{word} exponents over {result.parameter} {result.fit_from:,}–{result.values[-1]:,}: " + ", ".join(shown)
 
 
-SWEEP_METRICS = (("visits", "visits"), ("time", "median time"), ("bytes", "bytes written"))
-
-
-SWEEP_UNITS = {"visits": "", "time": "s"}  # bytes: the binary unit that fits the largest
-
-
 MAX_TICKS = 20  # up to this many swept values, each is a tick of the log x axis
 
 
@@ -145,10 +145,10 @@ def sweep_sections(result: SweepResult) -> list[charts.Section]:
     xaxis: dict[str, Any] = {"type": "log", "title": text(label)}
     if 0 < len(result.values) <= MAX_TICKS:
         xaxis.update(tickvals=result.values, ticktext=[f"{v:,}" for v in result.values])
-    for metric, axis in SWEEP_METRICS:
+    for metric, (_, axis, unit) in METRICS.items():
         traces = []
         every = [y for series in result.series for y in result.column(series, metric) if y]
-        scale, unit = charts.byte_unit(max(every, default=1.0)) if metric == "bytes" else (1.0, SWEEP_UNITS[metric])
+        scale, unit = charts.byte_unit(max(every, default=1.0)) if metric == "bytes" else (1.0, unit)
         for series in result.series:
             traces.extend(_sweep_series_traces(result, series, metric, axis, scale, unit))
         if not traces:

@@ -9,7 +9,7 @@ from dummyprof.reports import html_figures as charts
 from dummyprof.reports.format import estimate_cell, estimate_range, projected_note
 from dummyprof.reports.kind import Kind
 from dummyprof.reports.tables.escape import html_text as text
-from dummyprof.reports.tables.model import DIM, NAME, NUMBER, STRONG, WORD, Block, Column, Field, Line, Table
+from dummyprof.reports.tables.model import DIM, NAME, NUMBER, STRONG, WORD, Block, Field, Line, Table
 from dummyprof.results.sweep import GrowthFit, SweepResult
 from dummyprof.units import format_bytes
 
@@ -67,33 +67,30 @@ def points_table(result: SweepResult) -> Table:
     return Table.over("Points (time: median of the rounds)", fields, rows, keys=2, notes=notes)
 
 
-def _fit_cells(fit: GrowthFit) -> list[str]:
-    interval = f"[{fit.ci_low:.2f}, {fit.ci_high:.2f}]" if fit.ci_low is not None and fit.ci_high is not None else "n/a"
-    r2 = f"{fit.r_squared:.4f}" if fit.r_squared is not None else "n/a"
-    return [f"{fit.exponent:.2f}", interval, r2, f"{fit.points} ({fit.x_from:,.0f}–{fit.x_to:,.0f})"]
-
-
 def growth_table(result: SweepResult) -> Table:
-    table = Table(
-        "Growth (log-log fit: figure ~ value^exponent)",
-        [Column("series", NAME), Column("metric", WORD)]
-        + [Column(h, NUMBER) for h in ("exponent", "95% interval", "R²", "points")]
-        + [Column("trend", WORD)],
-        keys=2,
-    )
-    for series in result.series:
-        first = True
-        for metric, (name, _, _) in METRICS.items():
-            fit = result.fit(series, metric)
-            if fit is None:
-                continue
-            table.add(series if first else "", name, *_fit_cells(fit), sparkline(result.column(series, metric)))
-            first = False
-    table.notes.append(
+    """A row per series and metric it has a fit for, the series named on its first row."""
+    rows = []  # (the series on its first row, the series, the metric, its fit)
+    for s in result.series:
+        fits = [(metric, fit) for metric in METRICS if (fit := result.fit(s, metric)) is not None]
+        rows += [("" if i else s, s, metric, fit) for i, (metric, fit) in enumerate(fits)]
+    fields: list[Field] = [
+        (("series", NAME), lambda f: f[0]),
+        (("metric", WORD), lambda f: METRICS[f[2]][0]),
+        (("exponent", NUMBER), lambda f: f"{f[3].exponent:.2f}"),
+        (("95% interval", NUMBER), lambda f: _interval(f[3])),
+        (("R²", NUMBER), lambda f: f"{f[3].r_squared:.4f}" if f[3].r_squared is not None else "n/a"),
+        (("points", NUMBER), lambda f: f"{f[3].points} ({f[3].x_from:,.0f}–{f[3].x_to:,.0f})"),
+        (("trend", WORD), lambda f: sparkline(result.column(f[1], f[2]))),
+    ]
+    note = (
         f"points: how many values the fit used (their range); trend: each value's figure on a log scale, "
         f"{parameter_label(result)} {result.values[0]:,}→{result.values[-1]:,}; R² n/a: two points"
     )
-    return table
+    return Table.over("Growth (log-log fit: figure ~ value^exponent)", fields, rows, keys=2, notes=[note])
+
+
+def _interval(fit: GrowthFit) -> str:
+    return f"[{fit.ci_low:.2f}, {fit.ci_high:.2f}]" if fit.ci_low is not None and fit.ci_high is not None else "n/a"
 
 
 def sweep_blocks(result: SweepResult) -> list[Block]:

@@ -7,7 +7,7 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from dummyprof.reports.reporter import RenderOptions, Reporter, never
+from dummyprof.reports.reporter import RenderOptions, Reporter
 from dummyprof.results.common import MEASURED, PROJECTED, Estimate
 from dummyprof.results.compare import CompareResult, StrategyResult
 from dummyprof.results.deployment import RankStrategy
@@ -48,36 +48,27 @@ def _time(time: Estimate | None) -> Metric:
     return "fill_time_s", [], {"unit": "s"}
 
 
-def _peak(peak: int | None, projected: bool | None) -> Metric:
-    extra: dict[str, Any] = {"unit": "bytes"} if projected is None else {"unit": "bytes", "projected": projected}
-    return "peak_rss_bytes", [float(peak)] if peak is not None else [], extra
-
-
-def _counts(visits: int, redundant: int, written: int, counts: str) -> list[Metric]:
+def _metrics(
+    time: Estimate | None, peak: int | None, projected: bool | None, s: StrategyResult | RankStrategy, counts: str
+) -> list[Metric]:
+    """The fill time, the peak RSS (``projected`` None: neither measured nor projected) and the exact counts."""
+    peak_extra: dict[str, Any] = {"unit": "bytes"} if projected is None else {"unit": "bytes", "projected": projected}
     return [
-        ("visits", [float(visits)], {"unit": "count", "counts": counts}),
-        ("redundant_visits", [float(redundant)], {"unit": "count", "counts": counts}),
-        ("bytes_written", [float(written)], {"unit": "bytes", "counts": counts}),
+        _time(time),
+        ("peak_rss_bytes", [float(peak)] if peak is not None else [], peak_extra),
+        ("visits", [float(s.visits)], {"unit": "count", "counts": counts}),
+        ("redundant_visits", [float(s.redundant_visits)], {"unit": "count", "counts": counts}),
+        ("bytes_written", [float(s.bytes_written)], {"unit": "bytes", "counts": counts}),
     ]
 
 
-def _metrics(result: CompareResult, s: StrategyResult) -> list[Metric]:
-    p = s.projection
+def _strategy_metrics(result: CompareResult, s: StrategyResult) -> list[Metric]:
+    """Measured where it was timed, else projected where it was, else neither."""
     if s.time.samples:
-        time, peak = _time(s.time), _peak(s.memory.rss_peak_bytes, False)
-    elif p is not None:
-        time, peak = _time(p.time), _peak(p.peak_rss_bytes, True)
-    else:
-        time, peak = _time(None), _peak(None, None)
-    return [time, peak, *_counts(s.visits, s.redundant_visits, s.bytes_written, result.counts)]
-
-
-def _rank_metrics(s: RankStrategy) -> list[Metric]:
-    return [
-        _time(s.time),
-        _peak(s.peak_bytes, s.time is not None and s.time.how == PROJECTED),
-        *_counts(s.visits, s.redundant_visits, s.bytes_written, "exact-meta"),
-    ]
+        return _metrics(s.time, s.memory.rss_peak_bytes, False, s, result.counts)
+    if s.projection is not None:
+        return _metrics(s.projection.time, s.projection.peak_rss_bytes, True, s, result.counts)
+    return _metrics(None, None, None, s, result.counts)
 
 
 # One record's parts: the benchmark's dtype and extra_info, the model's name, backend and extra_info, its metrics.
@@ -113,20 +104,13 @@ def benchmark_records(results: Results) -> list[dict[str, Any]]:
     model = result.model
     about = {"description": model.description, "tensors": model.tensors, "bytes": model.bytes, "options": model.options}
     run = {"fill": result.size.mode, "device": model.device, "repeat": result.repeat, "warmup": result.warmup}
-    return _records(
-        results,
-        (
-            (
-                str(model.options.get("dtype", "")),
-                {"strategy": s.name, "initializer": s.initializer, **run},
-                model.source,
-                s.name,
-                about,
-                _metrics(result, s),
-            )
-            for s in result.strategies
-        ),
-    )
+    dtype = str(model.options.get("dtype", ""))
+    bench = [{"strategy": s.name, "initializer": s.initializer, **run} for s in result.strategies]
+    metrics = [_strategy_metrics(result, s) for s in result.strategies]
+    entries = [
+        (dtype, b, model.source, s.name, about, m) for s, b, m in zip(result.strategies, bench, metrics, strict=True)
+    ]
+    return _records(results, entries)
 
 
 def deployment_records(results: Results) -> list[dict[str, Any]]:
@@ -147,7 +131,9 @@ def deployment_records(results: Results) -> list[dict[str, Any]]:
             }
             bench_extra = {**place, **layout, "node": r.node, **run, "device": result.device}
             model_extra = {**about, "storages": r.storages}
-            entries.append(("", bench_extra, result.source, s.strategy, model_extra, _rank_metrics(s)))
+            projected = s.time is not None and s.time.how == PROJECTED
+            metrics = _metrics(s.time, s.peak_bytes, projected, s, "exact-meta")
+            entries.append(("", bench_extra, result.source, s.strategy, model_extra, metrics))
     return _records(results, entries)
 
 
@@ -162,5 +148,5 @@ REPORTER = Reporter(
     frozenset({"compare", "deployment"}),
     render,
     "PyTorch OSS benchmark-database v3 records (one per metric), as vllm bench startup writes them",
-    never,  # per strategy, never per tensor
+    lambda options: False,  # per strategy, never per tensor
 )

@@ -18,14 +18,6 @@ class RenderOptions:
     detail: bool = False  # terminal: every table (files always carry them); the default fits one screen
 
 
-def always(options: RenderOptions) -> bool:
-    return True
-
-
-def never(options: RenderOptions) -> bool:
-    return False
-
-
 @dataclass(frozen=True)
 class Reporter:
     """One output format: ``kinds`` are the ``Results.command`` values it renders (``None``: every kind).
@@ -39,7 +31,7 @@ class Reporter:
     kinds: frozenset[str] | None
     render: Callable[[Results, RenderOptions], str]
     description: str = ""
-    reads_tensor_rows: Callable[[RenderOptions], bool] = always
+    reads_tensor_rows: Callable[[RenderOptions], bool] = lambda options: True
 
     def supports(self, kind: str) -> bool:
         return self.kinds is None or kind in self.kinds

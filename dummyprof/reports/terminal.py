@@ -55,16 +55,11 @@ def options_for(console: Console, *, quiet: bool = False, detail: bool = False) 
     return RenderOptions(width=console.width, color=console.color_system is not None, quiet=quiet, detail=detail)
 
 
-def reads_tensor_rows(options: RenderOptions) -> bool:
-    """The compare tables rank the most revisited tensors; the summary line (``quiet``) reads no row."""
-    return not options.quiet
-
-
 REPORTER = Reporter(
     "terminal",
     ".txt",
     frozenset(KINDS),
     render_text,
     "Rich tables for a person at a terminal",
-    reads_tensor_rows,
+    lambda options: not options.quiet,  # the compare tables rank the most revisited tensors; -q reads no row
 )

@@ -8,9 +8,11 @@ from collections.abc import Callable, Sequence
 
 from dummyprof.reports.format import (
     PROJECTED_MARK,
+    bytes_figure,
     contended_mark,
     contention_text,
     estimate_cell,
+    estimate_figure,
     estimate_range,
     estimate_spread,
     figure_bytes,
@@ -31,17 +33,19 @@ from dummyprof.reports.tables.model import (
     NAME,
     NUMBER,
     PATH,
+    TEXT,
     TIME,
     WARN,
     WORD,
     Block,
     Cell,
     Column,
+    Field,
     Line,
     Table,
 )
 from dummyprof.results.common import Estimate, FirstTouch, NoiseWarning
-from dummyprof.results.compare import CompareResult, StrategyResult
+from dummyprof.results.compare import CompareResult, StrategyResult, TensorResult
 from dummyprof.units import format_bytes, format_seconds
 
 PAGE = 4096  # the page size the first-touch cost is quoted per
@@ -49,6 +53,7 @@ PAGE = 4096  # the page size the first-touch cost is quoted per
 TOP_TENSORS = 10  # the most revisited tensors a file shows
 TOP_TENSORS_SHORT = 5  # ... and the terminal by default
 RANGE_LEGEND = "every visit at its fastest–slowest calibration trial, first touch at its cheapest–dearest pages"
+WALK_LEGEND = "the traversal alone, timed on the meta model"
 FLOOR_LEGEND = "its bytes at this run's memset rate, first touched at the cheapest pages (no projection is faster)"
 TOUCH_LEGEND = (
     "of the time, the first write to every page it fills (page faults, probed on fresh pages in this run, as the "
@@ -117,11 +122,8 @@ def noise_line(warning: NoiseWarning, baseline: str) -> str:
     code = f"noise.{warning.code}"
     if not known(code):
         return f"warning: {warning.subject}: {warning.code}"
-    return say(code, subject=warning.subject, count=warning.count, baseline=baseline, **fields, **_ends(warning))
-
-
-def _ends(warning: NoiseWarning) -> dict[str, float]:
-    return {"low": warning.low or 0.0, "high": warning.high or 0.0}
+    ends = {"low": warning.low or 0.0, "high": warning.high or 0.0}
+    return say(code, subject=warning.subject, count=warning.count, baseline=baseline, **fields, **ends)
 
 
 def noise_lines(result: CompareResult) -> list[str]:
@@ -164,44 +166,33 @@ def scenario_line(result: CompareResult) -> Line:
 
 def scenario_table(result: CompareResult) -> Table:
     model = result.model
-    table = Table("Scenario", [Column("what", NAME), Column("value")], show_header=False)
-    table.add("model", model.description or model.source)
-    for key in ("depth", "width", "hidden", "dtype"):
-        if key in model.options:
-            table.add(key, str(model.options[key]))
-    table.add("device", model.device)
-    table.add("modules", f"{model.modules:,}")
-    table.add("tensors", f"{model.tensors:,} storages ({model.names:,} registered names)")
-    table.add("bytes", format_bytes(model.bytes))
+    rows = [("model", model.description or model.source)]
+    rows += [(key, str(model.options[key])) for key in ("depth", "width", "hidden", "dtype") if key in model.options]
+    rows += [("device", model.device), ("modules", f"{model.modules:,}")]
+    rows += [("tensors", f"{model.tensors:,} storages ({model.names:,} registered names)")]
+    rows += [("bytes", format_bytes(model.bytes))]
     if result.size.mode == "projected":
-        table.add("rounds", "none at full size (projected)")
+        rows.append(("rounds", "none at full size (projected)"))
     else:
-        table.add("rounds", f"{result.repeat} measured, interleaved, after {result.warmup} warm-up")
-    return table
+        rows.append(("rounds", f"{result.repeat} measured, interleaved, after {result.warmup} warm-up"))
+    return Table.of("Scenario", [("what", NAME), ("value", TEXT)], rows, show_header=False)
 
 
-def _per_strategy(title: str, *figures: str | Column) -> Table:
-    """A row per strategy; its first figure a time (charted on the HTML page)."""
-    columns = [f if isinstance(f, Column) else Column(f, NUMBER) for f in figures]
-    if columns:
-        columns[0] = Column(columns[0].header, NUMBER, unit=TIME, legend=columns[0].legend)
-    return Table(title, [Column("strategy", NAME), *columns])
+STRATEGY: Field = (("strategy", NAME), lambda s: s.name)
 
 
 def strategy_table(result: CompareResult) -> Table:
     """Times: median, spread, range, speedup and its interval (about 75 columns)."""
     title = f"Strategies: time (speedup vs {result.baseline_strategy}, 95% bootstrap interval)"
-    table = _per_strategy(title, "median", "CV", "min–max", "speedup", "interval")
-    for s in result.strategies:
-        table.add(
-            s.name,
-            Cell(estimate_cell(s.time), value=s.time),
-            estimate_spread(s.time),
-            estimate_range(s.time),
-            speedup_cell(result, s.name),
-            interval_cell(result, s.name),
-        )
-    return table
+    fields: list[Field] = [
+        STRATEGY,
+        (Column("median", NUMBER, unit=TIME), lambda s: estimate_figure(s.time)),
+        (("CV", NUMBER), lambda s: estimate_spread(s.time)),
+        (("min–max", NUMBER), lambda s: estimate_range(s.time)),
+        (("speedup", NUMBER), lambda s: speedup_cell(result, s.name)),
+        (("interval", NUMBER), lambda s: interval_cell(result, s.name)),
+    ]
+    return Table.over(title, fields, result.strategies)
 
 
 def floor_share_text(result: CompareResult, name: str) -> str:
@@ -237,25 +228,23 @@ def floor_words(result: CompareResult) -> str | None:
     )
 
 
-def _work(title: str, *figures: str | Column) -> Table:
-    """A row per strategy: its name, initializer and exact counts (:func:`_work_cells`), then ``figures``."""
-    counts = [Column("visits", NUMBER), Column("redund.", NUMBER, legend="visits beyond the first")]
-    counts += [Column("max/t", NUMBER, legend="most visits of one tensor"), Column("written", NUMBER, unit=BYTES)]
-    figured = [f if isinstance(f, Column) else Column(f, NUMBER) for f in figures]
-    return Table(title, [Column("strategy", NAME), Column("init", WORD), *counts, *figured])
-
-
-def _work_cells(s: StrategyResult) -> list[str | Cell]:
-    written = Cell(format_bytes(s.bytes_written), value=s.bytes_written)
-    return [s.name, s.initializer, f"{s.visits:,}", _count(s.redundant_visits), str(s.max_visits), written]
+# A strategy's name, initializer and exact counts: the first columns of both work tables.
+WORK: list[Field] = [
+    STRATEGY,
+    (("init", WORD), lambda s: s.initializer),
+    (("visits", NUMBER), lambda s: f"{s.visits:,}"),
+    (Column("redund.", NUMBER, legend="visits beyond the first"), lambda s: _count(s.redundant_visits)),
+    (Column("max/t", NUMBER, legend="most visits of one tensor"), lambda s: str(s.max_visits)),
+    (Column("written", NUMBER, unit=BYTES), lambda s: bytes_figure(s.bytes_written)),
+]
 
 
 def work_table(result: CompareResult) -> Table:
     """What each strategy did: visits, bytes, rate against this run's memset floor (about 75 columns)."""
-    table = _work("Strategies: work", "rate", Column("%memset", NUMBER, legend=floor_words(result) or ""))
-    for s in result.strategies:
-        table.add(*_work_cells(s), rate(s.bytes_written, s.time.value), floor_share_cell(result, s.name))
-    return table
+    share = Column("%memset", NUMBER, legend=floor_words(result) or "")
+    fields = [*WORK, (("rate", NUMBER), lambda s: rate(s.bytes_written, s.time.value))]
+    fields.append((share, lambda s: floor_share_cell(result, s.name)))
+    return Table.over("Strategies: work", fields, result.strategies)
 
 
 def top_tensor_table(result: CompareResult, limit: int = TOP_TENSORS, *, detail: bool = True) -> Table | None:
@@ -268,24 +257,28 @@ def top_tensor_table(result: CompareResult, limit: int = TOP_TENSORS, *, detail:
     ranked = [(key, t) for _, _, key, t in top]
     if not ranked:
         return None
-    table = Table(
-        f"Most revisited tensors (top {len(ranked)}; visits per strategy)",
-        [Column("tensor", PATH), Column("+names", NUMBER), Column("depth", NUMBER), Column("dtype", WORD)]
-        + [Column(h, NUMBER) for h in ("bytes", *names)],
-    )
-    for key, t in ranked:
-        visits = [t.visits.get(n, 0) for n in names]
-        table.add(
-            short_name(key),
-            f"+{len(t.names) - 1}" if len(t.names) > 1 else "",
-            str(t.depth) if detail else "",
-            short_dtype(t.dtype) if detail else "",
-            format_bytes(t.nbytes) if detail else "",
-            *(Cell(str(v), BAD if v > 1 else "") for v in visits),
-        )
+    fields: list[Field] = [
+        (("tensor", PATH), lambda kt: short_name(kt[0])),
+        (("+names", NUMBER), lambda kt: f"+{len(kt[1].names) - 1}" if len(kt[1].names) > 1 else ""),
+        (("depth", NUMBER), lambda kt: str(kt[1].depth) if detail else ""),
+        (("dtype", WORD), lambda kt: short_dtype(kt[1].dtype) if detail else ""),
+        (("bytes", NUMBER), lambda kt: format_bytes(kt[1].nbytes) if detail else ""),
+    ]
+    fields += [_visits_field(n) for n in names]
+    table = Table.over(f"Most revisited tensors (top {len(ranked)}; visits per strategy)", fields, ranked)
     if any(len(t.names) > 1 for _, t in ranked):
         table.notes.append("+names: other names registered for the same storage")
     return table
+
+
+def _visits_field(strategy: str) -> Field:
+    """A strategy's visits of each tensor, flagged where more than one."""
+
+    def cell(item: tuple[str, TensorResult]) -> Cell:
+        visits = item[1].visits.get(strategy, 0)
+        return Cell(str(visits), BAD if visits > 1 else "")
+
+    return (strategy, NUMBER), cell
 
 
 MEMORY_COLUMNS: list[tuple[str, Callable[[StrategyResult], Estimate]]] = [
@@ -295,34 +288,27 @@ MEMORY_COLUMNS: list[tuple[str, Callable[[StrategyResult], Estimate]]] = [
 ]
 
 
+def _memory_field(title: str, get: Callable[[StrategyResult], Estimate]) -> Field:
+    return (title, TEXT), lambda s: figure_bytes(get(s))
+
+
 def memory_table(result: CompareResult) -> Table:
     """The memory table; what is unavailable for every strategy is a note under it instead of a column."""
-    shown, missing = [], []
+    fields: list[Field] = [
+        STRATEGY,
+        (("RSS before", NUMBER), lambda s: format_bytes(s.memory.rss_before_bytes)),
+        (("RSS peak", NUMBER), lambda s: format_bytes(s.memory.rss_peak_bytes)),
+        (Column("growth", NUMBER, legend="during the fill"), lambda s: format_bytes(s.memory.rss_growth_bytes)),
+        (Column("scratch", NUMBER, legend="largest temporary"), lambda s: format_bytes(s.peak_scratch_bytes)),
+    ]
+    missing = []
     for title, get in MEMORY_COLUMNS:
         reason = same_unavailable([get(s) for s in result.strategies])
         if reason is None:
-            shown.append((title, get))
+            fields.append(_memory_field(title, get))
         else:
             missing.append(f"{title}: unavailable: {reason}")
-    table = Table(
-        "Memory (worst measured round)",
-        [Column("strategy", NAME)]
-        + [Column(h, NUMBER) for h in ("RSS before", "RSS peak")]
-        + [Column("growth", NUMBER, legend="during the fill"), Column("scratch", NUMBER, legend="largest temporary")]
-        + [Column(title) for title, _ in shown],
-    )
-    for s in result.strategies:
-        m = s.memory
-        table.add(
-            s.name,
-            format_bytes(m.rss_before_bytes),
-            format_bytes(m.rss_peak_bytes),
-            format_bytes(m.rss_growth_bytes),
-            format_bytes(s.peak_scratch_bytes),
-            *[figure_bytes(get(s)) for _, get in shown],
-        )
-    table.notes += missing
-    return table
+    return Table.over("Memory (worst measured round)", fields, result.strategies, notes=missing)
 
 
 def overhead_line(result: CompareResult) -> str | None:
@@ -344,30 +330,23 @@ def roofline_line(result: CompareResult) -> str | None:
     return f"roofline: {shares} of memset: {say('fill.generator-bound')}"
 
 
-def _projection_table(
-    result: CompareResult, title: str, headers: tuple[str, str], third: Callable[[StrategyResult], str]
-) -> Table:
+def _projection_table(result: CompareResult, title: str, header: str, third: Field) -> Table:
     """A row per strategy with a projection: its time, its interval, ``third``, the memset floor, the first touch
     (where probed) and the walk."""
-    touched = result.size.first_touch is not None
-    touch = Column("touch", NUMBER, legend=TOUCH_LEGEND)
-    table = _per_strategy(
-        title,
-        headers[0],
-        Column("range", NUMBER, legend=RANGE_LEGEND),
-        headers[1],
-        Column("floor", NUMBER, legend=FLOOR_LEGEND),
-        *([touch] if touched else []),
-        Column("walk", NUMBER, legend="the traversal alone, timed on the meta model"),
-    )
-    for s in result.strategies:
-        if (p := s.projection) is not None:
-            floor = format_seconds(p.time.floor) if p.time.floor is not None else "n/a"
-            touch_cell = [format_seconds(p.first_touch_s)] if touched else []
-            time = Cell(estimate_cell(p.time), value=p.time)
-            table.add(s.name, time, estimate_range(p.time), third(s), floor, *touch_cell, format_seconds(p.walk_s))
-    table.notes.append(say("fill.projected-mark"))
-    bound = [s.name for s in result.strategies if s.projection is not None and s.projection.floor_bound]
+    fields: list[Field] = [
+        STRATEGY,
+        (Column(header, NUMBER, unit=TIME), lambda s: estimate_figure(s.projection.time)),
+        (Column("range", NUMBER, legend=RANGE_LEGEND), lambda s: estimate_range(s.projection.time)),
+        third,
+        (Column("floor", NUMBER, legend=FLOOR_LEGEND), lambda s: format_seconds(s.projection.time.floor)),
+        (Column("touch", NUMBER, legend=TOUCH_LEGEND), lambda s: format_seconds(s.projection.first_touch_s)),
+        (Column("walk", NUMBER, legend=WALK_LEGEND), lambda s: format_seconds(s.projection.walk_s)),
+    ]
+    if result.size.first_touch is None:  # no probe: no touch column
+        del fields[5]
+    projected = [s for s in result.strategies if s.projection is not None]
+    table = Table.over(title, fields, projected, notes=[say("fill.projected-mark")])
+    bound = [s.name for s in projected if s.projection is not None and s.projection.floor_bound]
     if bound:
         table.notes.append(f"at the floor: {', '.join(bound)} (calibrated faster than memset)")
     return table
@@ -381,29 +360,21 @@ def projected_time_table(result: CompareResult) -> Table:
         return f"{PROJECTED_MARK}{ratio:.2f}x" if ratio is not None else "n/a"
 
     title = f"Strategies: projected time (speedup vs {result.baseline_strategy})"
-    return _projection_table(result, title, ("time", "speedup"), speedup)
+    return _projection_table(result, title, "time", (("speedup", NUMBER), speedup))
 
 
 def projected_work_table(result: CompareResult) -> Table:
     """Projected mode: exact counts for the full model, and the projected peak RSS (about 70 columns)."""
-    table = _work("Strategies: work (exact counts, full model)", "peak RSS")
-    for s in result.strategies:
-        if s.projection is not None:
-            table.add(*_work_cells(s), projected(format_bytes(s.projection.peak_rss_bytes), True))
-    table.notes.append(
-        f"peak RSS ({PROJECTED_MARK}: projected): RSS now + the pages its writes touch + its largest temporary"
-    )
-    return table
+    note = f"peak RSS ({PROJECTED_MARK}: projected): RSS now + the pages its writes touch + its largest temporary"
+    fields = [*WORK, (("peak RSS", NUMBER), lambda s: projected(format_bytes(s.projection.peak_rss_bytes), True))]
+    projected_ = [s for s in result.strategies if s.projection is not None]
+    return Table.over("Strategies: work (exact counts, full model)", fields, projected_, notes=[note])
 
 
 def projection_check_table(result: CompareResult) -> Table:
     """Measured mode with a calibration: the projection next to the measured median (about 70 columns)."""
-    table = _projection_table(
-        result,
-        "Projected vs measured",
-        ("projected", "measured"),
-        lambda s: estimate_cell(s.time) if s.time.samples else "n/a",
-    )
+    measured: Field = (("measured", NUMBER), lambda s: estimate_cell(s.time) if s.time.samples else "n/a")
+    table = _projection_table(result, "Projected vs measured", "projected", measured)
     table.notes.append("measured: the median round (its min–max: Strategies: time)")
     rss = [
         (s.name, projected(format_bytes(s.projection.peak_rss_bytes), True)) for s in result.strategies if s.projection
@@ -429,34 +400,25 @@ def _sizes(sizes: list[int]) -> str:
 
 
 CALIBRATED_RATE = "the rate of a line fitted to the median trial per size, on touched memory (R²: of that fit)"
+TINY = "one fill of a tiny tensor, the cost of a visit before its bytes"
 
 
 def calibration_table(result: CompareResult) -> Table | None:
     """One row per operation and dtype the visits use: sizes, trials, fitted rate, R², tiny fill."""
-    size = result.size
-    if not size.calibration:
-        return None
-    table = Table(
-        "Calibration fills (touched tensors, real initializer, this run)",
-        [Column("init", WORD), Column("rule, dtype")]
-        + [Column(h, NUMBER) for h in ("sizes", "trials")]
-        + [
+    fields: list[Field] = [
+        (("init", WORD), lambda c: c.initializer),
+        (("rule, dtype", TEXT), lambda c: f"{c.rule} {short_dtype(c.dtype)}"),
+        (("sizes", NUMBER), lambda c: _sizes(c.sizes_bytes)),
+        (("trials", NUMBER), lambda c: str(sum(len(t.samples) for t in c.trials))),
+        (
             Column("GB/s", NUMBER, legend=CALIBRATED_RATE),
-            Column("R²", NUMBER),
-            Column("tiny", NUMBER, legend="one fill of a tiny tensor, the cost of a visit before its bytes"),
-        ],
-    )
-    for c in size.calibration:
-        table.add(
-            c.initializer,
-            f"{c.rule} {short_dtype(c.dtype)}",
-            _sizes(c.sizes_bytes),
-            str(sum(len(t.samples) for t in c.trials)),
-            f"{1 / c.fit.slope / 1e9:.2f}" if c.fit.slope > 0 else "n/a",
-            f"{c.fit.r_squared:.3f}",
-            format_seconds(c.small_call_s),
-        )
-    return table
+            lambda c: f"{1 / c.fit.slope / 1e9:.2f}" if c.fit.slope > 0 else "n/a",
+        ),
+        (("R²", NUMBER), lambda c: f"{c.fit.r_squared:.3f}"),
+        (Column("tiny", NUMBER, legend=TINY), lambda c: format_seconds(c.small_call_s)),
+    ]
+    title = "Calibration fills (touched tensors, real initializer, this run)"
+    return Table.over(title, fields, result.size.calibration) if result.size.calibration else None
 
 
 def calibration_line(result: CompareResult) -> str | None:

@@ -26,6 +26,7 @@ from dummyprof.reports.tables.model import (
     Cell,
     Column,
     ColumnSpec,
+    Field,
     Line,
     Table,
 )
@@ -219,26 +220,22 @@ def kinds_table(result: DeploymentResult) -> Table | None:
     return table
 
 
+PINNED = "offloaded tables as the pinned allocator reserves them (next power of two each)"
+
+
 def nodes_table(result: DeploymentResult) -> Table | None:
     if len(result.nodes) < 2 and not any(n.offloaded_bytes for n in result.nodes):
         return None
-    pinned = Column(
-        "pinned", NUMBER, legend="offloaded tables as the pinned allocator reserves them (next power of two each)"
-    )
-    figures: list[ColumnSpec] = [*((h, NUMBER) for h in ("ranks", "held", "offloaded")), pinned, ("host", NUMBER)]
-    table = Table.of("Nodes", [("node", NAME), *figures, ("fits", WORD)], [])
-    for n in result.nodes:
-        fits = Cell("") if n.host_fits is None else Cell("yes") if n.host_fits else Cell("no", BAD)
-        table.add(
-            str(n.node),
-            f"{n.ranks[0]}-{n.ranks[-1]}",
-            format_bytes(n.held_bytes),
-            format_bytes(n.offloaded_bytes) if n.offloaded_bytes else "",
-            format_bytes(n.pinned_bytes) if n.offloaded_bytes else "",
-            format_bytes(n.host_memory_bytes),
-            fits,
-        )
-    return table
+    fields: list[Field] = [
+        (("node", NAME), lambda n: str(n.node)),
+        (("ranks", NUMBER), lambda n: f"{n.ranks[0]}-{n.ranks[-1]}"),
+        (("held", NUMBER), lambda n: format_bytes(n.held_bytes)),
+        (("offloaded", NUMBER), lambda n: format_bytes(n.offloaded_bytes) if n.offloaded_bytes else ""),
+        (Column("pinned", NUMBER, legend=PINNED), lambda n: format_bytes(n.pinned_bytes) if n.offloaded_bytes else ""),
+        (("host", NUMBER), lambda n: format_bytes(n.host_memory_bytes)),
+        (("fits", WORD), lambda n: "" if n.host_fits is None else "yes" if n.host_fits else Cell("no", BAD)),
+    ]
+    return Table.over("Nodes", fields, result.nodes)
 
 
 def online_table(result: DeploymentResult) -> Table | None:

@@ -107,10 +107,6 @@ def gate_blocks(section: GateResult) -> list[Block]:
     return [checks_table(section), Line(f"config: {section.config_path}; timing rule: {rule}", DIM)]
 
 
-def baseline_blocks(section: GateResult) -> list[Block]:
-    return [metrics_table(section)]
-
-
 def baseline_summary(section: GateResult) -> str:
     failed = [r.name for r in section.scenarios if r.error is not None]
     if failed:
@@ -176,7 +172,7 @@ def gate_text(section: GateResult) -> list[str]:
 GATE = Kind("gate", lambda section, detail: gate_blocks(section), gate_summary, notices=gate_notices, texts=gate_text)
 BASELINE = Kind(
     "baseline",
-    lambda section, detail: baseline_blocks(section),
+    lambda section, detail: [metrics_table(section)],
     baseline_summary,
     notices=unrecorded_notices,
     texts=gate_text,

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dummyprof.reports.format import PROJECTED_MARK, estimate_cell, rank_ranges
 from dummyprof.reports.messages import say
 from dummyprof.reports.summary import Clause, fit
-from dummyprof.reports.tables.model import BAD, DIM, NUMBER, TEXT, WARN, WORD, Block, Cell, Column, Line, Table
-from dummyprof.results.ranks import RankRecord, RanksAggregate
+from dummyprof.reports.tables.model import BAD, DIM, NUMBER, TEXT, WARN, WORD, Block, Cell, Column, Field, Line, Table
+from dummyprof.results.ranks import NodeMemory, RankRecord, RanksAggregate
 from dummyprof.results.session import Results
 from dummyprof.units import format_bytes
 
@@ -38,21 +38,16 @@ def _reserved_cells(records: list[RankRecord]) -> tuple[list[str], str]:
 def rank_table(records: list[RankRecord]) -> Table:
     """Who each rank is and what it holds (its times are in the next table)."""
     reserved, note = _reserved_cells(records)
-    columns = [("rank", NUMBER), ("host", TEXT), ("local", NUMBER), ("rows", NUMBER), ("bytes", NUMBER)]
-    columns += [("reserved", NUMBER), ("peak RSS", NUMBER)]
-    rows = [
-        [
-            f"{rec.rank}/{rec.world_size}",
-            rec.host,
-            f"{rec.local_rank}/{rec.local_world_size}",
-            f"{rec.part_rows:,}",
-            format_bytes(rec.table_bytes),
-            res,
-            format_bytes(rec.peak_rss_bytes) if rec.peak_rss_bytes is not None else "n/a",
-        ]
-        for rec, res in zip(records, reserved, strict=True)
+    fields: list[Field] = [
+        (("rank", NUMBER), lambda rr: f"{rr[0].rank}/{rr[0].world_size}"),
+        (("host", TEXT), lambda rr: rr[0].host),
+        (("local", NUMBER), lambda rr: f"{rr[0].local_rank}/{rr[0].local_world_size}"),
+        (("rows", NUMBER), lambda rr: f"{rr[0].part_rows:,}"),
+        (("bytes", NUMBER), lambda rr: format_bytes(rr[0].table_bytes)),
+        (("reserved", NUMBER), lambda rr: rr[1]),
+        (("peak RSS", NUMBER), lambda rr: format_bytes(rr[0].peak_rss_bytes)),
     ]
-    return Table.of(f"Ranks ({len(records)})", columns, rows, notes=[note])
+    return Table.over(f"Ranks ({len(records)})", fields, zip(records, reserved, strict=True), notes=[note])
 
 
 def threads_note(records: list[RankRecord]) -> str | None:
@@ -91,17 +86,13 @@ def time_table(records: list[RankRecord]) -> Table:
 
 
 def critical_table(agg: RanksAggregate) -> Table:
-    columns = [("phase", WORD), ("slowest rank", NUMBER), ("its time", NUMBER), ("fastest rank's time", NUMBER)]
-    rows = [
-        [
-            p.phase,
-            str(p.slowest_rank) if p.slowest_rank is not None else "n/a",
-            estimate_cell(p.seconds),
-            estimate_cell(p.fastest_seconds),
-        ]
-        for p in agg.critical_path
+    fields: list[Field] = [
+        (("phase", WORD), lambda p: p.phase),
+        (("slowest rank", NUMBER), lambda p: str(p.slowest_rank) if p.slowest_rank is not None else "n/a"),
+        (("its time", NUMBER), lambda p: estimate_cell(p.seconds)),
+        (("fastest rank's time", NUMBER), lambda p: estimate_cell(p.fastest_seconds)),
     ]
-    return Table.of("Critical path (slowest rank per phase)", columns, rows)
+    return Table.over("Critical path (slowest rank per phase)", fields, agg.critical_path)
 
 
 def contention_table(agg: RanksAggregate, records: list[RankRecord]) -> Table:
@@ -127,32 +118,30 @@ def node_table(agg: RanksAggregate) -> Table:
     """Memory per host; which method needs most goes in the note when it is the same on every host."""
     worst = {n.host: max(n.needed_bytes, key=lambda k: n.needed_bytes[k]) if n.needed_bytes else "" for n in agg.nodes}
     shared = len(set(worst.values())) == 1 and "" not in worst.values()
-    columns = [("host", TEXT), ("ranks", NUMBER), ("tables", NUMBER), ("largest need", NUMBER)]
-    columns += [("available", NUMBER), ("peak RSS", NUMBER), ("all fit", TEXT)]
-    table = Table.of("Host memory per node", columns, [])
-    cannot = []  # the methods a host cannot hold: words, so under the table, not in a cell
-    for n in agg.nodes:
+    short = {n.host: [k for k, ok in n.fits.items() if not ok] for n in agg.nodes}
+
+    def need(n: NodeMemory) -> str:
         method = worst[n.host]
         need = format_bytes(n.needed_bytes.get(method, 0)) if method else "n/a"
-        short = [k for k, ok in n.fits.items() if not ok]
-        if short:
-            cannot.append(f"; {n.host} cannot hold {', '.join(short)}")
-        table.add(
-            n.host,
-            rank_ranges(n.ranks),
-            format_bytes(n.table_bytes),
-            need if shared or not method else f"{need} ({method})",
-            format_bytes(n.available_bytes),
-            format_bytes(n.peak_rss_sum_bytes) if n.peak_rss_sum_bytes is not None else "n/a",
-            Cell("no", BAD) if short else "yes",
-        )
+        return need if shared or not method else f"{need} ({method})"
+
+    fields: list[Field] = [
+        (("host", TEXT), lambda n: n.host),
+        (("ranks", NUMBER), lambda n: rank_ranges(n.ranks)),
+        (("tables", NUMBER), lambda n: format_bytes(n.table_bytes)),
+        (("largest need", NUMBER), need),
+        (("available", NUMBER), lambda n: format_bytes(n.available_bytes)),
+        (("peak RSS", NUMBER), lambda n: format_bytes(n.peak_rss_sum_bytes)),
+        (("all fit", TEXT), lambda n: Cell("no", BAD) if short[n.host] else "yes"),
+    ]
     whose = f"{next(iter(worst.values()))}'s, " if shared else ""
     note = (
         f"largest need: {whose}all the host's ranks together (tables + scratch); peak RSS: the sum of the "
         "ranks' peaks (an upper bound); all fit: every method fits at once"
     )
-    table.notes.append(note + "".join(cannot))
-    return table
+    # the methods a host cannot hold: words, so under the table, not in a cell
+    cannot = "".join(f"; {host} cannot hold {', '.join(methods)}" for host, methods in short.items() if methods)
+    return Table.over("Host memory per node", fields, agg.nodes, notes=[note + cannot])
 
 
 def ranks_blocks(results: Results) -> list[Block]:

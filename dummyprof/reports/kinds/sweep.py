@@ -9,12 +9,18 @@ from dummyprof.reports import html_figures as charts
 from dummyprof.reports.format import estimate_cell, estimate_range, projected_note
 from dummyprof.reports.kind import Kind
 from dummyprof.reports.tables.escape import html_text as text
-from dummyprof.reports.tables.model import DIM, NAME, NUMBER, STRONG, WORD, Block, Column, Line, Table
+from dummyprof.reports.tables.model import DIM, NAME, NUMBER, STRONG, WORD, Block, Field, Line, Table
 from dummyprof.results.sweep import GrowthFit, SweepResult
 from dummyprof.units import format_bytes
 
 SPARK = "▁▂▃▄▅▆▇█"
-METRICS = {"visits": "visits", "time": "time", "bytes": "written"}
+# Each metric a sweep fits: its name in the growth table, its chart's axis and unit (bytes: the binary unit that fits
+# the largest).
+METRICS = {
+    "visits": ("visits", "visits", ""),
+    "time": ("time", "median time", "s"),
+    "bytes": ("written", "bytes written", ""),
+}
 
 
 def sparkline(values: list[float | None]) -> str:
@@ -42,57 +48,49 @@ def fit_note(result: SweepResult) -> str:
 
 def points_table(result: SweepResult) -> Table:
     """A row per point and series; the value and the model's bytes on a point's first row."""
-    series_header = "method" if result.scenario == "engram" else "strategy"
-    table = Table(
-        "Points (time: median of the rounds)",
-        [Column(parameter_label(result), NUMBER), Column(series_header, WORD), Column("filled", NUMBER)]
-        + [Column(h, NUMBER) for h in ("median", "min–max", "visits", "written", "peak RSS")],
-        keys=2,
-    )
-    for point in result.points:
-        for i, name in enumerate(s for s in result.series if s in point.series):
-            entry = point.series[name]
-            table.add(
-                f"{point.value:,}" if i == 0 else "",
-                name,
-                format_bytes(point.model_bytes) if i == 0 else "",
-                estimate_cell(entry.time),
-                estimate_range(entry.time),
-                "n/a" if entry.visits is None else f"{entry.visits:,}",
-                format_bytes(entry.bytes_written),
-                format_bytes(entry.peak_rss_bytes) if entry.peak_rss_bytes is not None else "n/a",
-            )
-    table.notes += projected_note(entry.time for point in result.points for entry in point.series.values())
-    return table
-
-
-def _fit_cells(fit: GrowthFit) -> list[str]:
-    interval = f"[{fit.ci_low:.2f}, {fit.ci_high:.2f}]" if fit.ci_low is not None and fit.ci_high is not None else "n/a"
-    r2 = f"{fit.r_squared:.4f}" if fit.r_squared is not None else "n/a"
-    return [f"{fit.exponent:.2f}", interval, r2, f"{fit.points} ({fit.x_from:,.0f}–{fit.x_to:,.0f})"]
+    fields: list[Field] = [
+        ((parameter_label(result), NUMBER), lambda r: f"{r[0].value:,}" if r[1] == 0 else ""),
+        (("method" if result.scenario == "engram" else "strategy", WORD), lambda r: r[2]),
+        (("filled", NUMBER), lambda r: format_bytes(r[0].model_bytes) if r[1] == 0 else ""),
+        (("median", NUMBER), lambda r: estimate_cell(r[3].time)),
+        (("min–max", NUMBER), lambda r: estimate_range(r[3].time)),
+        (("visits", NUMBER), lambda r: "n/a" if r[3].visits is None else f"{r[3].visits:,}"),
+        (("written", NUMBER), lambda r: format_bytes(r[3].bytes_written)),
+        (("peak RSS", NUMBER), lambda r: format_bytes(r[3].peak_rss_bytes)),
+    ]
+    rows = [
+        (point, i, name, point.series[name])
+        for point in result.points
+        for i, name in enumerate(s for s in result.series if s in point.series)
+    ]
+    notes = projected_note(entry.time for point in result.points for entry in point.series.values())
+    return Table.over("Points (time: median of the rounds)", fields, rows, keys=2, notes=notes)
 
 
 def growth_table(result: SweepResult) -> Table:
-    table = Table(
-        "Growth (log-log fit: figure ~ value^exponent)",
-        [Column("series", NAME), Column("metric", WORD)]
-        + [Column(h, NUMBER) for h in ("exponent", "95% interval", "R²", "points")]
-        + [Column("trend", WORD)],
-        keys=2,
-    )
-    for series in result.series:
-        first = True
-        for metric, name in METRICS.items():
-            fit = result.fit(series, metric)
-            if fit is None:
-                continue
-            table.add(series if first else "", name, *_fit_cells(fit), sparkline(result.column(series, metric)))
-            first = False
-    table.notes.append(
+    """A row per series and metric it has a fit for, the series named on its first row."""
+    rows = []  # (the series on its first row, the series, the metric, its fit)
+    for s in result.series:
+        fits = [(metric, fit) for metric in METRICS if (fit := result.fit(s, metric)) is not None]
+        rows += [("" if i else s, s, metric, fit) for i, (metric, fit) in enumerate(fits)]
+    fields: list[Field] = [
+        (("series", NAME), lambda f: f[0]),
+        (("metric", WORD), lambda f: METRICS[f[2]][0]),
+        (("exponent", NUMBER), lambda f: f"{f[3].exponent:.2f}"),
+        (("95% interval", NUMBER), lambda f: _interval(f[3])),
+        (("R²", NUMBER), lambda f: f"{f[3].r_squared:.4f}" if f[3].r_squared is not None else "n/a"),
+        (("points", NUMBER), lambda f: f"{f[3].points} ({f[3].x_from:,.0f}–{f[3].x_to:,.0f})"),
+        (("trend", WORD), lambda f: sparkline(result.column(f[1], f[2]))),
+    ]
+    note = (
         f"points: how many values the fit used (their range); trend: each value's figure on a log scale, "
         f"{parameter_label(result)} {result.values[0]:,}→{result.values[-1]:,}; R² n/a: two points"
     )
-    return table
+    return Table.over("Growth (log-log fit: figure ~ value^exponent)", fields, rows, keys=2, notes=[note])
+
+
+def _interval(fit: GrowthFit) -> str:
+    return f"[{fit.ci_low:.2f}, {fit.ci_high:.2f}]" if fit.ci_low is not None and fit.ci_high is not None else "n/a"
 
 
 def sweep_blocks(result: SweepResult) -> list[Block]:
@@ -126,12 +124,6 @@ def sweep_summary(result: SweepResult) -> str:
     return f"{word} exponents over {result.parameter} {result.fit_from:,}–{result.values[-1]:,}: " + ", ".join(shown)
 
 
-SWEEP_METRICS = (("visits", "visits"), ("time", "median time"), ("bytes", "bytes written"))
-
-
-SWEEP_UNITS = {"visits": "", "time": "s"}  # bytes: the binary unit that fits the largest
-
-
 MAX_TICKS = 20  # up to this many swept values, each is a tick of the log x axis
 
 
@@ -150,10 +142,10 @@ def sweep_sections(result: SweepResult) -> list[charts.Section]:
     xaxis: dict[str, Any] = {"type": "log", "title": text(label)}
     if 0 < len(result.values) <= MAX_TICKS:
         xaxis.update(tickvals=result.values, ticktext=[f"{v:,}" for v in result.values])
-    for metric, axis in SWEEP_METRICS:
+    for metric, (_, axis, unit) in METRICS.items():
         traces = []
         every = [y for series in result.series for y in result.column(series, metric) if y]
-        scale, unit = charts.byte_unit(max(every, default=1.0)) if metric == "bytes" else (1.0, SWEEP_UNITS[metric])
+        scale, unit = charts.byte_unit(max(every, default=1.0)) if metric == "bytes" else (1.0, unit)
         for series in result.series:
             traces.extend(_sweep_series_traces(result, series, metric, axis, scale, unit))
         if not traces:

@@ -6,8 +6,9 @@ The model holds words and figures, never markup: a backend escapes every string 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from dummyprof.results.common import Estimate
 
@@ -43,6 +44,7 @@ class Column:
 
 
 ColumnSpec = tuple[str, str] | Column  # ``(header, kind)``, or a Column with more said
+Field = tuple[ColumnSpec, Callable[[Any], "str | Cell"]]  # a column and the cell it makes of a row's item
 
 
 @dataclass
@@ -72,6 +74,11 @@ class Table:
         for row in rows:
             table.add(*row)
         return table
+
+    @classmethod
+    def over(cls, title: str, fields: Sequence[Field], items: Iterable[Any], **kwargs: object) -> Table:
+        """A row per item, a column per field: the column beside the cell it makes, so the two never drift."""
+        return cls.of(title, [c for c, _ in fields], [[cell(item) for _, cell in fields] for item in items], **kwargs)
 
     def add(self, *cells: str | Cell) -> None:
         if len(cells) != len(self.columns):

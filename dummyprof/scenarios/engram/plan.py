@@ -14,8 +14,8 @@ from dummyprof.allocation.backings import SHM_DIR, Backing, backing_disk_free, d
 from dummyprof.errors import DoesNotFitError
 from dummyprof.loaders.fp8_methods import FLOOR, FillMethod
 from dummyprof.measure.budget import DEFAULT_SHARE, host_memory, limit_flag, memory_fix, offered_seconds
+from dummyprof.measure.engine import SamplingError, sample_sizes
 from dummyprof.measure.memory import gpu_free_bytes
-from dummyprof.measure.projection import SamplingError, sample_sizes
 from dummyprof.models.engram import EngramSpec, rank_table_bytes, shard
 from dummyprof.results.common import copied
 from dummyprof.results.engram import FOR_MEMORY, FOR_TIME, Budget, EngramLayout, RankPart, RoundsCut

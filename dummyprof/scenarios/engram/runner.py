@@ -145,6 +145,18 @@ class Runner:
         outcome, seconds, peak = self._timed(f"fill {method.name}", lambda: method.fill(tables.pairs, self.chunk))
         return Step(seconds, outcome, peak)
 
+    def fills(
+        self, tables: Tables, methods: Sequence[FillMethod], rounds: dict[str, int], done: Callable[[str, int], None]
+    ) -> dict[str, list[Step]]:
+        """Every method filled on ``tables`` for its ``rounds``, round by round across the methods; ``done`` after
+        each fill, with the method's name and the round (from 1): the calibration, full-size rounds and samples."""
+        steps: dict[str, list[Step]] = {m.name: [] for m in methods}
+        for r in range(1, max(rounds.values(), default=0) + 1):
+            for method in [m for m in methods if r <= rounds[m.name]]:
+                steps[method.name].append(self.fill(method, tables))
+                done(method.name, r)
+        return steps
+
     def release(self, tables: Tables) -> None:
         tables.pairs.clear()
         tables.modules.clear()
@@ -180,8 +192,8 @@ def calibrate(runner: Runner, methods: Sequence[FillMethod], rows: int) -> Rates
     tables, alloc_s = runner.allocate(rows)
     touch_s = runner.first_touch(tables)
     per_row = {ALLOCATE: alloc_s / rows, FIRST_TOUCH: touch_s / rows}
-    for method in methods:
-        per_row[method.name] = runner.fill(method, tables).seconds / rows
+    for name, steps in runner.fills(tables, methods, {m.name: 1 for m in methods}, lambda *_: None).items():
+        per_row[name] = steps[0].seconds / rows
     runner.release(tables)
     return per_row
 
@@ -203,21 +215,18 @@ def measure_full(runner: Runner, plan: Plan, result: EngramResult, step: Callabl
         PhaseResult(ALLOCATE, MEASURED, table_bytes, Estimate.measured([alloc_s], device=runner.device.type)),
         PhaseResult(FIRST_TOUCH, MEASURED, table_bytes, Estimate.measured([touch_s], device=runner.device.type)),
     ]
+
+    def done(name: str, r: int) -> None:
+        if r == plan.full_rounds[name]:
+            result.method(name).values = _values(tables)
+        step(f"round {r}/{plan.full_rounds[name]}: {name}")
+
     worst: dict[str, Step] = {}
-    for round_index in range(max(plan.full_rounds.values())):
-        for method in plan.full:
-            if round_index >= plan.full_rounds[method.name]:
-                continue
-            s = runner.fill(method, tables)
-            entry = result.method(method.name)
-            entry.time.add(s.seconds)
-            entry.time.device = runner.device.type
-            entry.measured_scratch_bytes = s.outcome.scratch_bytes
-            if method.name not in worst or s.peak.peak > worst[method.name].peak.peak:
-                worst[method.name] = s
-            if round_index == plan.full_rounds[method.name] - 1:
-                entry.values = _values(tables)
-            step(f"round {round_index + 1}/{plan.full_rounds[method.name]}: {method.name}")
+    for name, steps in runner.fills(tables, plan.full, plan.full_rounds, done).items():
+        entry = result.method(name)
+        entry.time = Estimate.measured([s.seconds for s in steps], device=runner.device.type)
+        entry.measured_scratch_bytes = steps[-1].outcome.scratch_bytes
+        worst[name] = max(steps, key=lambda s: s.peak.peak)
     for name, s in worst.items():
         entry = result.method(name)
         entry.memory = _device_memory(
@@ -284,18 +293,20 @@ def _sample_size(
     if huge_before is not None and (after := anon_huge_page_bytes()) is not None:
         into.huge = Estimate(float(after - huge_before))
     k = group.rows.index(rows) + 1
+
+    def done(name: str, r: int) -> None:
+        into.step(f"sample {k}/{len(group.rows)} ({rows:,} rows): {name}")
+        if r == group.rounds[name]:  # sampled methods are never filled in full: the largest size's values
+            result.method(name).values = _values(tables)
+
+    filled = runner.fills(tables, group.methods, group.rounds, done)
     for method in group.methods:
-        readings = []
-        for _ in range(group.rounds[method.name]):
-            readings.append(runner.fill(method, tables))
-            into.step(f"sample {k}/{len(group.rows)} ({rows:,} rows): {method.name}")
+        readings = filled[method.name]
         s = _median_step(readings)
         need = reserved + method.scratch_bytes(rows * spec.dim, runner.chunk)
         times, rss = Estimate.measured([r.seconds for r in readings]), s.peak.peak - tables.rss_before
         point = SamplePoint(rows, s.outcome.bytes_written, need, times, rss, s.outcome.scratch_bytes)
         into.points[method.name].append(point)
-        # sampled methods are never filled in full: the values of the largest size measured (sizes ascend)
-        result.method(method.name).values = _values(tables)
     into.base_rss = tables.rss_before
     runner.release(tables)
     into.took[rows] = runner.clock() - started

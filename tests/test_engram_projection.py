@@ -161,14 +161,14 @@ def test_sample_sizes_refuse_when_no_budget_allows_a_row() -> None:
 
 
 def test_the_report_says_how_each_projection_was_made_and_bounded() -> None:
-    from dummyprof.reports.kinds.engram import projection_how
+    from dummyprof.reports.kinds.engram import projection_detail
 
     xs = [1e8, 2e8, 3e8, 4e8]
     bounded = _project(xs, [[x / 20e9] for x in xs], 1e11, 10e9)
-    assert projection_how(bounded, "constant") == (
-        "projected (line, R² 1.000, 4 sizes, x250, raised to the memset floor (10.00 GB/s))"
+    assert projection_detail(bounded, "constant") == (
+        "line, R² 1.000, 4 sizes, x250, raised to the memset floor (10.00 GB/s)"
     )
-    assert projection_how(bounded, "memset").endswith("raised to its own fastest sample (10.00 GB/s))")
+    assert projection_detail(bounded, "memset").endswith("raised to its own fastest sample (10.00 GB/s)")
 
 
 def test_a_sample_size_predicted_past_the_deadline_is_left_out_once_its_group_has_three() -> None:

@@ -2,8 +2,8 @@
 (trials interleaved across the sizes within a deadline, the median trial the point), a line fitted with the least
 and steepest slope of its trials, and projected to full size with an interval, never under the memset floor and
 the first touch of fresh pages measured in the same run, inside one contention window. compare's calibration,
-engram's sampled figures (their projection; engram plans and takes its samples itself) and a deployment's
-host-resident tables all run on it.
+engram's sampled figures (rows sized by ``sample_sizes``, timed by ``timed_trials`` with a fill per rows count
+that allocates, touches and fills) and a deployment's host-resident tables all run on it.
 """
 
 from __future__ import annotations

@@ -61,3 +61,15 @@ def test_the_offered_budget_is_the_seconds_over_their_share_with_the_margin_in_w
 
     assert offered_seconds(10.0, share=0.25, margin=1.0) == 40 and offered_seconds(10.1, margin=1.0) == 11
     assert offered_seconds(10.0, noise=2.0) == 20 * OFFER_MARGIN
+
+
+def test_trials_ask_late_about_each_size_past_the_least_and_end_the_round_there() -> None:
+    asked: list[int] = []
+
+    def late(n: int) -> bool:
+        asked.append(n)
+        return n >= 40  # the largest size would end past the deadline
+
+    readings = engine.timed_trials([10, 20, 30, 40], lambda n: n / 10, late=late, rounds=2, least=3)
+    assert readings == [[1.0, 1.0], [2.0, 2.0], [3.0, 3.0], []]
+    assert asked == [40, 40]  # never about the three smallest: a line needs them however late

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from dummyprof.measure.projection import SamplingError, fit_line, fit_proportional, sample_sizes
+from dummyprof.measure.engine import SamplingError, sample_sizes
+from dummyprof.measure.projection import fit_line, fit_proportional
 from dummyprof.results.common import Estimate
 from dummyprof.results.engram import FALLBACK_FLAT, FALLBACK_POOR_FIT, SamplePoint, TimeProjection
 from dummyprof.scenarios.engram.runner import _fastest, _projected
@@ -160,31 +161,32 @@ def test_sample_sizes_refuse_when_no_budget_allows_a_row() -> None:
 
 
 def test_the_report_says_how_each_projection_was_made_and_bounded() -> None:
-    from dummyprof.reports.kinds.engram import projection_how
+    from dummyprof.reports.kinds.engram import projection_detail
 
     xs = [1e8, 2e8, 3e8, 4e8]
     bounded = _project(xs, [[x / 20e9] for x in xs], 1e11, 10e9)
-    assert projection_how(bounded, "constant") == (
-        "projected (line, R² 1.000, 4 sizes, x250, raised to the memset floor (10.00 GB/s))"
+    assert projection_detail(bounded, "constant") == (
+        "line, R² 1.000, 4 sizes, x250, raised to the memset floor (10.00 GB/s)"
     )
-    assert projection_how(bounded, "memset").endswith("raised to its own fastest sample (10.00 GB/s))")
+    assert projection_detail(bounded, "memset").endswith("raised to its own fastest sample (10.00 GB/s)")
 
 
 def test_a_sample_size_predicted_past_the_deadline_is_left_out_once_its_group_has_three() -> None:
     from types import SimpleNamespace
 
-    from dummyprof.scenarios.engram.plan import Plan, SampleGroup
-    from dummyprof.scenarios.engram.runner import NO_SYNC, _late
+    from dummyprof.measure import engine
+    from dummyprof.scenarios.engram.plan import SampleGroup
+    from dummyprof.scenarios.engram.runner import MIN_SAMPLE_SIZES, NO_SYNC, _late
 
-    slow, fast = SampleGroup([], [10, 20, 30, 40], {}, False), SampleGroup([], [100, 200, 300, 400], {}, True)
-    plan = Plan([], [], {}, sample_groups=[slow, fast])
+    slow = SampleGroup([], [10, 20, 30, 40], {}, False)
     runner = SimpleNamespace(clock=lambda: 50.0, sync=NO_SYNC)
     took = {10: 1.0, 20: 2.0, 30: 3.0}
-    assert _late(runner, plan, 40, took, deadline=53.0)  # type: ignore[arg-type]  # 3 s x 40/30: ends at 54
-    assert not _late(runner, plan, 40, took, deadline=55.0)  # type: ignore[arg-type]
-    assert not _late(runner, plan, 40, took, deadline=None)  # type: ignore[arg-type]
-    # two sizes of its group so far: a line needs a third, however late
-    assert not _late(runner, plan, 300, took | {100: 1.0, 200: 2.0}, deadline=0.0)  # type: ignore[arg-type]
+    assert _late(runner, slow, 40, took, deadline=53.0)  # type: ignore[arg-type]  # 3 s x 40/30: ends at 54
+    assert not _late(runner, slow, 40, took, deadline=55.0)  # type: ignore[arg-type]
+    assert not _late(runner, slow, 40, took, deadline=None)  # type: ignore[arg-type]
+    # however late, a group's sizes are measured until it has the three a line needs
+    readings = engine.timed_trials(slow.rows, lambda rows: rows, late=lambda _: True, rounds=1, least=MIN_SAMPLE_SIZES)
+    assert readings == [[10], [20], [30], []]
 
 
 def test_the_least_sampling_is_predicted_from_each_groups_last_size() -> None:
@@ -205,7 +207,7 @@ def test_the_least_sampling_is_predicted_from_each_groups_last_size() -> None:
 
 def test_a_time_bound_sampling_refusal_carries_the_seconds_that_hold_the_smallest_samples() -> None:
     from dummyprof.measure.budget import OFFER_MARGIN, offered_seconds
-    from dummyprof.measure.projection import SamplingError, sample_sizes
+    from dummyprof.measure.engine import SamplingError, sample_sizes
 
     kwargs = {"seconds_per_row": 0.01, "bytes_per_row": 0.0, "fixed_bytes": 0, "memory_budget": 1 << 40}
     with pytest.raises(SamplingError) as caught:

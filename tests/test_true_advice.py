@@ -15,7 +15,7 @@ from torch import nn
 from dummyprof.allocation import backings
 from dummyprof.errors import DoesNotFitError, UsageError, flag_for
 from dummyprof.measure.budget import HostMemory, limit_flag, memory_fix
-from dummyprof.measure.projection import SamplingError, sample_sizes
+from dummyprof.measure.engine import SamplingError, sample_sizes
 from dummyprof.models.source import FitHint
 from dummyprof.models.synthetic import TreeSpec, synthetic_source
 from dummyprof.scenarios.engram.options import EngramOptions

@@ -2,8 +2,8 @@
 (trials interleaved across the sizes within a deadline, the median trial the point), a line fitted with the least
 and steepest slope of its trials, and projected to full size with an interval, never under the memset floor and
 the first touch of fresh pages measured in the same run, inside one contention window. compare's calibration,
-engram's sampled figures (their projection; engram plans and takes its samples itself) and a deployment's
-host-resident tables all run on it.
+engram's sampled figures (rows sized by ``sample_sizes``, timed by ``timed_trials`` with a fill per rows count
+that allocates, touches and fills) and a deployment's host-resident tables all run on it.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 import torch
 
@@ -25,8 +25,10 @@ from dummyprof.results.engram import LinearFit
 
 Clock = Callable[[], float]
 Fill = Callable[[int], float]  # bytes -> the seconds of one timed fill of that many bytes
+R = TypeVar("R")
 
 SIZE_POINTS = 4  # sizes s, 2s, 3s, 4s: evenly spread points pin a line better than a geometric run
+SIZE_UNITS = SIZE_POINTS * (SIZE_POINTS + 1) // 2  # steps s written by one pass over the sizes
 TRIALS = 5  # per size, interleaved; the median is the point
 MIN_STEP = 256 << 10
 MAX_STEP = 64 << 20
@@ -66,9 +68,54 @@ def slope_bounds(sizes: Sequence[float], samples: Sequence[Sequence[float]]) -> 
 def step_bytes(largest: int, rate: float, share_s: float, element: int = 1) -> int:
     """Bytes between the sizes (s, 2s, 3s, 4s) of a fill whose full size writes ``largest`` bytes at ``rate``
     bytes/s: as large as ``share_s`` allows for every trial, up to MAX_STEP and a quarter of ``largest``."""
-    units = SIZE_POINTS * (SIZE_POINTS + 1) // 2 * TRIALS
-    step = int(min(MAX_STEP, max(MIN_STEP, share_s * rate / units), max(MIN_STEP, largest // SIZE_POINTS)))
+    step = int(
+        min(MAX_STEP, max(MIN_STEP, share_s * rate / (SIZE_UNITS * TRIALS)), max(MIN_STEP, largest // SIZE_POINTS))
+    )
     return max(element, step - step % element)
+
+
+class SamplingError(ValueError):
+    """No sample size fits both the memory and the time budget; ``binding``: memory, time or table size."""
+
+    def __init__(self, message: str, binding: str = "", *, needed_s: float | None = None) -> None:
+        super().__init__(message)
+        self.binding = binding
+        self.needed_s = needed_s  # time binding: the seconds the smallest samples need
+
+
+def sample_sizes(
+    full_rows: int,
+    *,
+    seconds_per_row: float,
+    bytes_per_row: float,
+    fixed_bytes: int,
+    memory_budget: int,
+    time_budget: float,
+    points: int = SIZE_POINTS,
+    min_rows: int = 1,
+) -> list[int]:
+    """Rows per rank for ``points`` samples k*s (k = 1..points), each under the full table, that fit both budgets:
+    together ``s * (1 + ... + points) * seconds_per_row`` seconds, the largest ``fixed_bytes + points * s *
+    bytes_per_row`` bytes (``seconds_per_row``: every method, allocation and first touch over one row)."""
+    if points < 3:
+        raise ValueError("a projection needs three or more sample sizes")
+    units = points * (points + 1) // 2
+    limits = [(full_rows - 1) // points]
+    if seconds_per_row > 0:
+        limits.append(int(time_budget / (units * seconds_per_row)))
+    if bytes_per_row > 0:
+        limits.append(int((memory_budget - fixed_bytes) / (points * bytes_per_row)))
+    step = min(limits)
+    if step < min_rows:
+        binding = "memory" if bytes_per_row > 0 and limits[-1] == step else "time"
+        if step == limits[0]:
+            binding = "table size"
+        raise SamplingError(
+            f"no sample of {points} sizes fits the {binding} budget (largest step {step} rows)",
+            binding,
+            needed_s=units * seconds_per_row * min_rows if binding == "time" else None,
+        )
+    return [k * step for k in range(1, points + 1)]
 
 
 @dataclass
@@ -102,14 +149,23 @@ def sample(
     step = step_bytes(largest, rate, seconds, element)
     sizes = [k * step for k in range(1, SIZE_POINTS + 1)]
     deadline = clock() + seconds
-    trials: list[list[float]] = [[] for _ in sizes]
-    for _ in range(TRIALS):
-        for i, n in enumerate(sizes):
-            if i >= 2 and trials[1] and clock() > deadline:
-                break
-            trials[i].append(fill(n))
+    trials = timed_trials(sizes, fill, late=lambda _: clock() > deadline)
     kept = [i for i, t in enumerate(trials) if t]
     return fitted([sizes[i] for i in kept], [trials[i] for i in kept], small)
+
+
+def timed_trials(
+    sizes: Sequence[int], fill: Callable[[int], R], *, late: Callable[[int], bool], rounds: int = TRIALS, least: int = 2
+) -> list[list[R]]:
+    """``fill`` at every size, smallest first, ``rounds`` times over: the readings at each size. Once the ``least``
+    smallest sizes have a reading, a size that ``late`` says would end past the deadline ends the round."""
+    readings: list[list[R]] = [[] for _ in sizes]
+    for _ in range(rounds):
+        for i, n in enumerate(sizes):
+            if i >= least and readings[least - 1] and late(n):
+                break
+            readings[i].append(fill(n))
+    return readings
 
 
 def fitted(sizes: Sequence[int], trials: Sequence[Sequence[float]], small_call_s: float = 0.0) -> Sampled:

@@ -1,5 +1,4 @@
-"""The arithmetic under :mod:`measure.engine`: least-squares lines (``a + b * bytes``, or through the origin) and
-the sample sizes that fit a time and a memory budget."""
+"""The arithmetic under :mod:`measure.engine`: least-squares lines (``a + b * bytes``, or through the origin)."""
 
 from __future__ import annotations
 
@@ -7,17 +6,6 @@ import math
 from collections.abc import Sequence
 
 from dummyprof.results.engram import LinearFit
-
-SAMPLE_POINTS = 4  # sizes s, 2s, 3s, 4s: evenly spread points pin a line better than a geometric run
-
-
-class SamplingError(ValueError):
-    """No sample size fits both the memory and the time budget; ``binding``: memory, time or table size."""
-
-    def __init__(self, message: str, binding: str = "", *, needed_s: float | None = None) -> None:
-        super().__init__(message)
-        self.binding = binding
-        self.needed_s = needed_s  # time binding: the seconds the smallest samples need
 
 
 def fit_line(xs: Sequence[float], ys: Sequence[float]) -> LinearFit:
@@ -60,38 +48,3 @@ def _least_squares(xs: Sequence[float], ys: Sequence[float], *, through_origin: 
         mean_x=cx,
         sxx=sxx,
     )
-
-
-def sample_sizes(
-    full_rows: int,
-    *,
-    seconds_per_row: float,
-    bytes_per_row: float,
-    fixed_bytes: int,
-    memory_budget: int,
-    time_budget: float,
-    points: int = SAMPLE_POINTS,
-    min_rows: int = 1,
-) -> list[int]:
-    """Rows per rank for ``points`` samples k*s (k = 1..points), each under the full table, that fit both budgets:
-    together ``s * (1 + ... + points) * seconds_per_row`` seconds, the largest ``fixed_bytes + points * s *
-    bytes_per_row`` bytes (``seconds_per_row``: every method, allocation and first touch over one row)."""
-    if points < 3:
-        raise ValueError("a projection needs three or more sample sizes")
-    units = points * (points + 1) // 2
-    limits = [(full_rows - 1) // points]
-    if seconds_per_row > 0:
-        limits.append(int(time_budget / (units * seconds_per_row)))
-    if bytes_per_row > 0:
-        limits.append(int((memory_budget - fixed_bytes) / (points * bytes_per_row)))
-    step = min(limits)
-    if step < min_rows:
-        binding = "memory" if bytes_per_row > 0 and limits[-1] == step else "time"
-        if step == limits[0]:
-            binding = "table size"
-        raise SamplingError(
-            f"no sample of {points} sizes fits the {binding} budget (largest step {step} rows)",
-            binding,
-            needed_s=units * seconds_per_row * min_rows if binding == "time" else None,
-        )
-    return [k * step for k in range(1, points + 1)]

@@ -65,13 +65,8 @@ MAX_RANK_ROWS = 16
 PLAN_WORDS = {True: "to measure", False: "to project"}  # a dry run: what a real run would do, by fits_in_memory
 
 
-def projection_how(p: TimeProjection, own: str = "") -> str:
-    """How a projection was made: line or fallback, R², extrapolation, and the bound when it applied."""
-    return f"projected ({projection_detail(p, own)})"
-
-
 def projection_detail(p: TimeProjection, own: str = "") -> str:
-    """The words inside :func:`projection_how`'s parentheses."""
+    """How a projection was made: line or fallback, R², extrapolation, and the bound when it applied."""
     line = p.line
     r2 = f"R² {line.r_squared:.3f}" if line is not None else ""
     if p.fallback and not p.rate_bytes:
@@ -314,7 +309,7 @@ def phase_lines(result: EngramResult) -> list[str]:
     lines = []
     for p in result.phases:
         if p.projection is not None:
-            lines.append(f"{p.name}: {projection_how(p.projection, p.name)}")
+            lines.append(f"{p.name}: projected ({projection_detail(p.projection, p.name)})")
         elif p.time_fit is not None:
             lines.append(f"{p.name}: {_fit(p.time_fit)}")
     return lines

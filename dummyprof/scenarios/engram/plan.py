@@ -14,8 +14,8 @@ from dummyprof.allocation.backings import SHM_DIR, Backing, backing_disk_free, d
 from dummyprof.errors import DoesNotFitError
 from dummyprof.loaders.fp8_methods import FLOOR, FillMethod
 from dummyprof.measure.budget import DEFAULT_SHARE, host_memory, limit_flag, memory_fix, offered_seconds
+from dummyprof.measure.engine import SamplingError, sample_sizes
 from dummyprof.measure.memory import gpu_free_bytes
-from dummyprof.measure.projection import SamplingError, sample_sizes
 from dummyprof.models.engram import EngramSpec, rank_table_bytes, shard
 from dummyprof.results.common import copied
 from dummyprof.results.engram import FOR_MEMORY, FOR_TIME, Budget, EngramLayout, RankPart, RoundsCut
@@ -136,6 +136,12 @@ def probe_rows(
     return rows
 
 
+def split_by_bound(methods: Sequence[FillMethod], per_row: Rates) -> tuple[list[FillMethod], list[FillMethod]]:
+    """The methods within CHEAP_FACTOR of the floor's cost per row (memory-bound), and the rest."""
+    fast = [m for m in methods if per_row[m.name] <= CHEAP_FACTOR * per_row.get(FLOOR, 0.0)]
+    return fast, [m for m in methods if m not in fast]
+
+
 @dataclass
 class SampleGroup:
     """Methods sampled at the same sizes: memory-bound ones at large sizes, generator-bound ones at smaller."""
@@ -201,9 +207,7 @@ def least_seconds(
     sample sizes of each group the run must project, each at one row: their fixed costs)."""
     probe_s = sum(costs[name].at(probe) for name in (ALLOCATE, FIRST_TOUCH, *(m.name for m in methods)))
     sampled = [m for m in methods if not fits[m.name]]  # the floor among them when it does not fit either
-    floor = costs[FLOOR].per_row_s if FLOOR in costs else 0.0
-    fast = [m for m in sampled if costs[m.name].per_row_s <= CHEAP_FACTOR * floor]
-    slow = [m for m in sampled if m not in fast]
+    fast, slow = split_by_bound(sampled, {name: cost.per_row_s for name, cost in costs.items()})
     setup = costs[ALLOCATE].at(1) + costs[FIRST_TOUCH].at(1)
     sampling = 0.0
     for group, rounds in ((fast, repeat), (slow, 1)):
@@ -227,7 +231,7 @@ def time_plan(
     reasons = {m.name: FOR_MEMORY for m in projected}
     one_fill_s: dict[str, float] = {}
     setup = (rate[ALLOCATE] + rate[FIRST_TOUCH]) * part_rows
-    cheap = {m.name for m in methods if rate[m.name] <= CHEAP_FACTOR * rate[FLOOR]}
+    cheap = {m.name for m in split_by_bound(methods, rate)[0]}
 
     def round_s(ms: Sequence[FillMethod]) -> float:
         return sum(rate[m.name] for m in ms) * part_rows
@@ -274,8 +278,7 @@ def plan_samples(
     # The projected methods, and the floor when it is not measured in full (percent of floor needs it).
     floor = [m for m in methods if m.name == FLOOR and m not in plan.full and m not in plan.projected]
     sampled = plan.projected + floor
-    fast = [m for m in sampled if rate[m.name] <= CHEAP_FACTOR * rate[FLOOR]]
-    slow = [m for m in sampled if m not in fast]
+    fast, slow = split_by_bound(sampled, rate)
     total = max(time_left, MIN_SAMPLE_SHARE * options.time_budget_s)
     setup = rate[ALLOCATE] + rate[FIRST_TOUCH]
     # Bytes of one row of every table. Rounding is per allocation, not per row (rounding one row alone would

@@ -48,7 +48,7 @@ from dummyprof.results.engram import (
     ValueStats,
 )
 from dummyprof.results.verdict import MISSED, judge
-from dummyprof.scenarios.engram.plan import ALLOCATE, FILL, FIRST_TOUCH, Plan, Rates, reserved_tables
+from dummyprof.scenarios.engram.plan import ALLOCATE, FILL, FIRST_TOUCH, Plan, Rates, SampleGroup, reserved_tables
 
 Clock = Callable[[], float]
 T = TypeVar("T")
@@ -145,6 +145,18 @@ class Runner:
         outcome, seconds, peak = self._timed(f"fill {method.name}", lambda: method.fill(tables.pairs, self.chunk))
         return Step(seconds, outcome, peak)
 
+    def fills(
+        self, tables: Tables, methods: Sequence[FillMethod], rounds: dict[str, int], done: Callable[[str, int], None]
+    ) -> dict[str, list[Step]]:
+        """Every method filled on ``tables`` for its ``rounds``, round by round across the methods; ``done`` after
+        each fill, with the method's name and the round (from 1): the calibration, full-size rounds and samples."""
+        steps: dict[str, list[Step]] = {m.name: [] for m in methods}
+        for r in range(1, max(rounds.values(), default=0) + 1):
+            for method in [m for m in methods if r <= rounds[m.name]]:
+                steps[method.name].append(self.fill(method, tables))
+                done(method.name, r)
+        return steps
+
     def release(self, tables: Tables) -> None:
         tables.pairs.clear()
         tables.modules.clear()
@@ -180,8 +192,8 @@ def calibrate(runner: Runner, methods: Sequence[FillMethod], rows: int) -> Rates
     tables, alloc_s = runner.allocate(rows)
     touch_s = runner.first_touch(tables)
     per_row = {ALLOCATE: alloc_s / rows, FIRST_TOUCH: touch_s / rows}
-    for method in methods:
-        per_row[method.name] = runner.fill(method, tables).seconds / rows
+    for name, steps in runner.fills(tables, methods, {m.name: 1 for m in methods}, lambda *_: None).items():
+        per_row[name] = steps[0].seconds / rows
     runner.release(tables)
     return per_row
 
@@ -203,21 +215,18 @@ def measure_full(runner: Runner, plan: Plan, result: EngramResult, step: Callabl
         PhaseResult(ALLOCATE, MEASURED, table_bytes, Estimate.measured([alloc_s], device=runner.device.type)),
         PhaseResult(FIRST_TOUCH, MEASURED, table_bytes, Estimate.measured([touch_s], device=runner.device.type)),
     ]
+
+    def done(name: str, r: int) -> None:
+        if r == plan.full_rounds[name]:
+            result.method(name).values = _values(tables)
+        step(f"round {r}/{plan.full_rounds[name]}: {name}")
+
     worst: dict[str, Step] = {}
-    for round_index in range(max(plan.full_rounds.values())):
-        for method in plan.full:
-            if round_index >= plan.full_rounds[method.name]:
-                continue
-            s = runner.fill(method, tables)
-            entry = result.method(method.name)
-            entry.time.add(s.seconds)
-            entry.time.device = runner.device.type
-            entry.measured_scratch_bytes = s.outcome.scratch_bytes
-            if method.name not in worst or s.peak.peak > worst[method.name].peak.peak:
-                worst[method.name] = s
-            if round_index == plan.full_rounds[method.name] - 1:
-                entry.values = _values(tables)
-            step(f"round {round_index + 1}/{plan.full_rounds[method.name]}: {method.name}")
+    for name, steps in runner.fills(tables, plan.full, plan.full_rounds, done).items():
+        entry = result.method(name)
+        entry.time = Estimate.measured([s.seconds for s in steps], device=runner.device.type)
+        entry.measured_scratch_bytes = steps[-1].outcome.scratch_bytes
+        worst[name] = max(steps, key=lambda s: s.peak.peak)
     for name, s in worst.items():
         entry = result.method(name)
         entry.memory = _device_memory(
@@ -231,17 +240,13 @@ def measure_full(runner: Runner, plan: Plan, result: EngramResult, step: Callabl
 MIN_SAMPLE_SIZES = 3  # a group keeps at least this many sizes however late: a line needs them
 
 
-def _late(runner: Runner, plan: Plan, rows: int, took: dict[int, float], deadline: float | None) -> bool:
-    """Whether sample size ``rows`` can be left out: its groups have MIN_SAMPLE_SIZES sizes, and it is predicted
-    (the group's last size, scaled by rows) to end past ``deadline``."""
+def _late(runner: Runner, group: SampleGroup, rows: int, took: dict[int, float], deadline: float | None) -> bool:
+    """Whether sample size ``rows`` of ``group`` is predicted (its last size measured, scaled by rows) to end past
+    ``deadline``; rank 0 decides for all."""
     if deadline is None:
         return False
-    groups = [g for g in plan.sample_groups if rows in g.rows]
-    done = [[r for r in g.rows if r in took] for g in groups]
-    if not groups or any(len(d) < MIN_SAMPLE_SIZES for d in done):
-        return False
-    predicted = max(took[d[-1]] * rows / d[-1] for d in done)
-    return runner.sync.broadcast("sample cut", runner.clock() + predicted > deadline)  # rank 0 decides for all
+    last = max(r for r in group.rows if r in took)
+    return runner.sync.broadcast("sample cut", runner.clock() + took[last] * rows / last > deadline)
 
 
 def _minimum_overrun(plan: Plan, took: dict[int, float], now: float, deadline: float | None) -> float | None:
@@ -259,56 +264,52 @@ def _minimum_overrun(plan: Plan, took: dict[int, float], now: float, deadline: f
     return over if needed and over > 0 else None
 
 
-def _sample_methods(
-    runner: Runner,
-    plan: Plan,
-    result: EngramResult,
-    size: tuple[int, int],
-    tables: Tables,
-    points: dict[str, list[SamplePoint]],
-    step: Callable[[str], None],
-) -> None:
-    """The methods sampled at ``size`` (rows, reserved bytes) filled on ``tables``, each for its group's rounds:
-    the median round as a point (its readings kept) and the tables' values after it."""
-    rows, reserved = size
-    for group in plan.sample_groups:
-        if rows not in group.rows:
-            continue
-        k = group.rows.index(rows) + 1
-        for method in group.methods:
-            readings = []
-            for _ in range(group.rounds[method.name]):
-                readings.append(runner.fill(method, tables))
-                step(f"sample {k}/{len(group.rows)} ({rows:,} rows): {method.name}")
-            s = _median_step(readings)
-            need = reserved + method.scratch_bytes(rows * runner.spec.dim, runner.chunk)
-            points[method.name].append(
-                SamplePoint(
-                    rows,
-                    s.outcome.bytes_written,
-                    need,
-                    Estimate.measured([r.seconds for r in readings]),
-                    s.peak.peak - tables.rss_before,
-                    s.outcome.scratch_bytes,
-                )
-            )
-            # sampled methods are never filled in full: the values of the largest size measured (sizes ascend)
-            result.method(method.name).values = _values(tables)
+@dataclass
+class _Sampling:
+    """What sampling the groups gathers: each size's phase and fill readings, how long each size took."""
+
+    phases: dict[str, list[SamplePoint]]
+    points: dict[str, list[SamplePoint]]
+    step: Callable[[str], None]
+    took: dict[int, float] = field(default_factory=dict)
+    base_rss: int = 0
+    huge: Estimate | None = None
+    predicted: tuple[int, float] | None = None  # after which size the least sampling was predicted to overrun
 
 
-def _fit_memory(
-    result: EngramResult, sampled: Sequence[FillMethod], points: dict[str, list[SamplePoint]], base_rss: int
+def _sample_size(
+    runner: Runner, plan: Plan, result: EngramResult, group: SampleGroup, rows: int, into: _Sampling
 ) -> None:
-    """Each sampled method's points, their RSS growth fitted to the need, and its full-size peak."""
-    for method in sampled:
-        entry = result.method(method.name)
-        entry.samples = points[method.name]
-        growth = [float(p.rss_growth_bytes or 0) for p in entry.samples]  # every point above has one
-        entry.memory_fit = fit_proportional([p.needed_bytes for p in entry.samples], growth)
-        # The RSS before the tables plus the computed need, as a measured peak is. Not the fitted growth: small
-        # samples reuse freed heap pages (under glibc's 32 MiB mmap threshold), and page-cache noise once fitted
-        # x1.342, more than the fill can hold. The fit stays in the report as RSS/need.
-        entry.peak_rss_bytes = Estimate.projected(base_rss + entry.needed_bytes)
+    """One sample size of ``group``: allocate, first-touch and fill every method of the group for its rounds, the
+    median round a point (its readings kept) and the tables' values after it."""
+    spec, started = runner.spec, runner.clock()
+    largest = rows == plan.sample_rows[-1]
+    huge_before = anon_huge_page_bytes() if runner.backing.used == "hugepages" and largest else None
+    tables, alloc_s = runner.allocate(rows)
+    touch_s = runner.first_touch(tables)
+    table_bytes, reserved = spec.tables * rows * spec.row_bytes, reserved_tables(spec, rows, runner.backing)
+    for phase, seconds in ((ALLOCATE, alloc_s), (FIRST_TOUCH, touch_s)):
+        into.phases[phase].append(SamplePoint(rows, table_bytes, reserved, Estimate.measured([seconds])))
+    if huge_before is not None and (after := anon_huge_page_bytes()) is not None:
+        into.huge = Estimate(float(after - huge_before))
+    k = group.rows.index(rows) + 1
+
+    def done(name: str, r: int) -> None:
+        into.step(f"sample {k}/{len(group.rows)} ({rows:,} rows): {name}")
+        if r == group.rounds[name]:  # sampled methods are never filled in full: the largest size's values
+            result.method(name).values = _values(tables)
+
+    filled = runner.fills(tables, group.methods, group.rounds, done)
+    for method in group.methods:
+        readings = filled[method.name]
+        s = _median_step(readings)
+        need = reserved + method.scratch_bytes(rows * spec.dim, runner.chunk)
+        times, rss = Estimate.measured([r.seconds for r in readings]), s.peak.peak - tables.rss_before
+        point = SamplePoint(rows, s.outcome.bytes_written, need, times, rss, s.outcome.scratch_bytes)
+        into.points[method.name].append(point)
+    into.base_rss = tables.rss_before
+    runner.release(tables)
+    into.took[rows] = runner.clock() - started
 
 
 def measure_samples(
@@ -319,59 +320,49 @@ def measure_samples(
     step: Callable[[str], None],
     deadline: float | None = None,
 ) -> None:
-    """Allocate each sample size once, first-touch it, run the methods sampled at that size; then project.
+    """Each group sampled on the engine (``engine.timed_trials``: sizes ascending, each allocated, first-touched
+    and filled by the group's methods), then projected.
 
-    A size predicted to end past ``deadline`` is left out once its groups have MIN_SAMPLE_SIZES sizes (a machine
-    busier than at calibration once ran 77 s against 40 s); ending past it anyway is ``result.sample_overrun``.
+    A size predicted (its group's last size, scaled by rows) to end past ``deadline`` is left out once its group
+    has MIN_SAMPLE_SIZES sizes (a machine busier than at calibration once ran 77 s against 40 s); rank 0 decides
+    for all. Ending past it anyway is ``result.sample_overrun``.
     """
-    spec = runner.spec
-    phase_points: dict[str, list[SamplePoint]] = {ALLOCATE: [], FIRST_TOUCH: []}
-    points: dict[str, list[SamplePoint]] = {m.name: [] for m in sampled}
-    huge_note = None
-    sizes = plan.sample_rows
-    base_rss = 0
-    took: dict[int, float] = {}  # seconds each measured size took
-    predicted: tuple[int, float] | None = None  # after which size the least sampling was predicted to overrun
-    for index, rows in enumerate(sizes):
-        if _late(runner, plan, rows, took, deadline):
-            result.sample_sizes_cut.append(rows)
-            continue
-        size_started = runner.clock()
-        huge_before = anon_huge_page_bytes() if runner.backing.used == "hugepages" else None
-        tables, alloc_s = runner.allocate(rows)
-        touch_s = runner.first_touch(tables)
-        table_bytes = spec.tables * rows * spec.row_bytes
-        reserved = reserved_tables(spec, rows, runner.backing)
-        phase_points[ALLOCATE].append(SamplePoint(rows, table_bytes, reserved, Estimate.measured([alloc_s])))
-        phase_points[FIRST_TOUCH].append(SamplePoint(rows, table_bytes, reserved, Estimate.measured([touch_s])))
-        if huge_before is not None and index == len(sizes) - 1:
-            after = anon_huge_page_bytes()
-            if after is not None:
-                huge_note = Estimate(float(after - huge_before))
-        _sample_methods(runner, plan, result, (rows, reserved), tables, points, step)
-        base_rss = tables.rss_before
-        runner.release(tables)
-        took[rows] = runner.clock() - size_started
-        if predicted is None:  # the earliest prediction, kept for the report should the run overrun
-            over = _minimum_overrun(plan, took, runner.clock(), deadline)
-            predicted = None if over is None else (rows, over)
+    into = _Sampling({ALLOCATE: [], FIRST_TOUCH: []}, {m.name: [] for m in sampled}, step)
+    for group in sorted(plan.sample_groups, key=lambda g: g.rows[0]):
+
+        def at(rows: int, group: SampleGroup = group) -> None:
+            _sample_size(runner, plan, result, group, rows, into)
+            if into.predicted is None:  # the earliest prediction, kept for the report should the run overrun
+                over = _minimum_overrun(plan, into.took, runner.clock(), deadline)
+                into.predicted = None if over is None else (rows, over)
+
+        def late(rows: int, group: SampleGroup = group) -> bool:
+            return _late(runner, group, rows, into.took, deadline)
+
+        readings = engine.timed_trials(group.rows, at, late=late, rounds=1, least=MIN_SAMPLE_SIZES)
+        result.sample_sizes_cut += [r for r, taken in zip(group.rows, readings, strict=True) if not taken]
     if deadline is not None and runner.clock() > deadline:
         result.sample_overrun = SampleOverrun(runner.clock() - deadline, result.budget.time_s)
-        if predicted is not None:
-            result.sample_overrun.predicted_after_rows, result.sample_overrun.predicted_over_s = predicted
-    if huge_note is not None:
-        result.backing.huge_page_bytes = huge_note
+        if into.predicted is not None:
+            result.sample_overrun.predicted_after_rows, result.sample_overrun.predicted_over_s = into.predicted
+    if into.huge is not None:
+        result.backing.huge_page_bytes = into.huge
         result.huge_pages_from_sample = True
-    _fit_memory(result, sampled, points, base_rss)
-    project_samples(result, sampled, phase_points)
+    for method in sampled:
+        entry = result.method(method.name)
+        entry.samples = into.points[method.name]
+        growth = [float(p.rss_growth_bytes or 0) for p in entry.samples]  # every point above has one
+        entry.memory_fit = fit_proportional([p.needed_bytes for p in entry.samples], growth)
+        # The RSS before the tables plus the computed need, as a measured peak is. Not the fitted growth: small
+        # samples reuse freed heap pages (under glibc's 32 MiB mmap threshold), and page-cache noise once fitted
+        # x1.342, more than the fill can hold. The fit stays in the report as RSS/need.
+        entry.peak_rss_bytes = Estimate.projected(into.base_rss + entry.needed_bytes)
+    project_samples(result, sampled, {k: sorted(v, key=lambda p: p.part_rows) for k, v in into.phases.items()})
     result.sample_groups = [
         SampleGroupInfo(
-            group.memory_bound,
-            [m.name for m in group.methods],
-            [r for r in group.rows if r in took],
-            max(group.rounds.values(), default=1),
+            g.memory_bound, [m.name for m in g.methods], [r for r in g.rows if r in into.took], max(g.rounds.values())
         )
-        for group in plan.sample_groups
+        for g in plan.sample_groups
     ]
 
 

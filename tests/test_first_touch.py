@@ -140,3 +140,34 @@ def test_calibration_temporaries_come_back_from_a_kept_heap() -> None:
             torch.empty(8 << 20, dtype=torch.uint8).fill_(value)
         faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before
     assert faults < pages  # the heap was grown on entry and is kept: every tensor lands on touched memory
+
+
+def _faults() -> int:
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+
+
+def test_the_probe_maps_each_chunk_afresh_even_where_a_kept_heap_could_serve_it() -> None:
+    from dummyprof.measure.memory import heap_reused
+
+    with heap_reused(torch.device("cpu")):  # 96 MiB of touched heap, kept: glibc would serve a chunk from it
+        before = _faults()
+        pages = first_touch.probe(8 << 20, memory_bytes=1 << 30, seconds=60.0, chunk_bytes=1 << 20)
+        faults = _faults() - before
+    assert len(pages.fresh_s) == 8 and faults >= (8 << 20) // 4096  # a fault for every page of every chunk
+
+
+def test_a_measured_fills_temporaries_reuse_the_heap_and_the_model_built_next_lands_on_fresh_pages() -> None:
+    from dummyprof.measure.memory import heap_reused, map_afresh
+
+    cpu, pages = torch.device("cpu"), (8 << 20) // 4096
+    map_afresh(cpu)  # as in measured rounds: each 8 MiB temporary mapped afresh would fault in 2,048 pages
+    with heap_reused(cpu, grown=False):
+        before = _faults()
+        for value in range(8):
+            torch.empty(8 << 20, dtype=torch.uint8).fill_(value)
+        temporaries = _faults() - before
+    before = _faults()
+    torch.empty(8 << 20, dtype=torch.uint8).fill_(0)  # the next model's tensor: the kept heap went back
+    assert temporaries < 4 * pages and _faults() - before >= pages  # reused, where afresh they would fault 8 times

@@ -18,6 +18,7 @@ from dummyprof.results.engram import LinearFit
 from dummyprof.scenarios.compare.sizing import operation, project_strategy
 
 KIB = 1 << 10
+MIB = 1 << 20
 
 
 class _Steps:
@@ -171,3 +172,36 @@ def test_a_measured_fills_temporaries_reuse_the_heap_and_the_model_built_next_la
     before = _faults()
     torch.empty(8 << 20, dtype=torch.uint8).fill_(0)  # the next model's tensor: the kept heap went back
     assert temporaries < 4 * pages and _faults() - before >= pages  # reused, where afresh they would fault 8 times
+
+
+def test_a_measured_fp8_fill_faults_in_its_weights_and_big_scratch_at_every_visit_and_small_scratch_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from dummyprof.results.compare import ModelSummary
+    from dummyprof.scenarios.compare import runner
+
+    class Layer(torch.nn.Module):
+        def __init__(self, side: int) -> None:
+            super().__init__()
+            self.weight = torch.nn.Parameter(torch.empty(side, side, dtype=torch.float8_e4m3fn), requires_grad=False)
+
+    def build() -> torch.nn.Module:  # an fp16 scratch of 32 MiB for each big layer (mapped afresh), 2 MiB for a small
+        return torch.nn.Sequential(*(Layer(1024) for _ in range(32)), *(Layer(4096) for _ in range(2)))
+
+    faults: list[int] = []
+    fill = runner.run_strategy
+
+    def counted(*args: object, **kwargs: object) -> None:
+        before = _faults()
+        fill(*args, **kwargs)  # type: ignore[arg-type]
+        faults.append(_faults() - before)
+
+    monkeypatch.setattr(runner, "run_strategy", counted)
+    per_layer = [get_strategy("per-layer")]
+    runner.run_compare(
+        build, ModelSummary(), per_layer, torch.device("cpu"), repeat=1, warmup=0, measure_overhead=False
+    )
+    weights, big, small = (32 * MIB + 2 * 16 * MIB) // 4096, 32 * MIB // 4096, 2 * MIB // 4096
+    # as vLLM's worker: every weight page and each visit's 32 MiB scratch; the 2 MiB scratches mostly reuse the heap
+    # (mapped afresh, all 32 would fault in)
+    assert weights + 2 * big <= faults[0] < weights + 2 * big + 16 * small

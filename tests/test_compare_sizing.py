@@ -17,7 +17,7 @@ from dummyprof.models.synthetic import TreeSpec, build_tree, synthetic_source
 from dummyprof.results.common import Estimate
 from dummyprof.results.compare import CalibrationClass
 from dummyprof.scenarios.compare.run import CompareOptions, run
-from dummyprof.scenarios.compare.sizing import project_strategy
+from dummyprof.scenarios.compare.sizing import MetaCounts, project_strategy
 from tests.conftest import CliResult
 
 Cli = Callable[..., CliResult]
@@ -258,13 +258,14 @@ def test_decide_probes_first_touch_on_a_cpu_and_prices_it_into_every_projection(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from dummyprof.measure import engine, first_touch
+    from dummyprof.measure.memory import FRESH_MAP_BYTES
     from dummyprof.results.common import FirstTouch
     from dummyprof.scenarios.compare import sizing
 
-    probed: list[tuple[int, float]] = []
+    probed: list[tuple[int, float, int, int]] = []
 
-    def probe(needed: int, *, memory_bytes: int, seconds: float, share: float) -> FirstTouch:
-        probed.append((needed, seconds))
+    def probe(needed: int, *, memory_bytes: int, seconds: float, chunk_bytes: int, share: float) -> FirstTouch:
+        probed.append((needed, seconds, memory_bytes, chunk_bytes))
         return FirstTouch(chunk_bytes=4096, fresh_s=[0.5], touched_s=[0.25], needed_bytes=needed)
 
     calibration = [CalibrationClass(sizes_bytes=[1, 2], trials=[Estimate.measured([1.0]), Estimate.measured([2.0])])]
@@ -282,9 +283,24 @@ def test_decide_probes_first_touch_on_a_cpu_and_prices_it_into_every_projection(
     small, _ = sizing.decide(source, meta, torch.device("cpu"), max_memory=1, rounds=3, time_budget_s=60)
     assert small.mode == "projected" and small.reason == "memory"
     needed = sum(r.nbytes for r in meta.counts["per-layer"].recorder.records.values() if r.bytes_written)
-    assert probed == [(needed, 60 * engine.FIRST_TOUCH_SHARE)]  # every page the fill writes first, its share
+    # every page the fill writes first, its share; half the 1-byte budget; mappings the smallest glibc maps afresh
+    assert probed == [(needed, 60 * engine.FIRST_TOUCH_SHARE, 0, FRESH_MAP_BYTES)]
     assert small.first_touch is not None and small.first_touch.needed_bytes == needed
     assert prices == [small.first_touch]
+
+
+def test_the_probe_maps_chunks_the_size_of_the_tensors_holding_half_the_first_touched_bytes() -> None:
+    from dummyprof.measure.first_touch import CHUNK_BYTES
+    from dummyprof.scenarios.compare.sizing import _first_touched, count_strategies
+
+    def counts(spec: TreeSpec, *names: str) -> MetaCounts:
+        return count_strategies(synthetic_source(spec), [get_strategy(n) for n in names], None, time_budget_s=60)
+
+    tree = counts(TreeSpec(depth=12, hidden=512), "per-layer", "legacy")  # 1 MiB matrices hold most of its bytes
+    touched = sum(r.nbytes for r in tree.counts["per-layer"].recorder.records.values() if r.bytes_written)
+    assert _first_touched(tree) == (touched, MIB)
+    wide = counts(TreeSpec(depth=1, hidden=8192), "per-layer")  # 256 MiB matrices: the largest chunk
+    assert _first_touched(wide)[1] == CHUNK_BYTES
 
 
 def test_a_deployments_fresh_page_budget_gives_each_shard_its_own_after_the_host_part() -> None:

@@ -18,6 +18,7 @@ from dummyprof.results.engram import LinearFit
 from dummyprof.scenarios.compare.sizing import operation, project_strategy
 
 KIB = 1 << 10
+MIB = 1 << 20
 
 
 class _Steps:
@@ -140,3 +141,67 @@ def test_calibration_temporaries_come_back_from_a_kept_heap() -> None:
             torch.empty(8 << 20, dtype=torch.uint8).fill_(value)
         faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before
     assert faults < pages  # the heap was grown on entry and is kept: every tensor lands on touched memory
+
+
+def _faults() -> int:
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+
+
+def test_the_probe_maps_each_chunk_afresh_even_where_a_kept_heap_could_serve_it() -> None:
+    from dummyprof.measure.memory import heap_reused
+
+    with heap_reused(torch.device("cpu")):  # 96 MiB of touched heap, kept: glibc would serve a chunk from it
+        before = _faults()
+        pages = first_touch.probe(8 << 20, memory_bytes=1 << 30, seconds=60.0, chunk_bytes=1 << 20)
+        faults = _faults() - before
+    assert len(pages.fresh_s) == 8 and faults >= (8 << 20) // 4096  # a fault for every page of every chunk
+
+
+def test_a_measured_fills_temporaries_reuse_the_heap_and_the_model_built_next_lands_on_fresh_pages() -> None:
+    from dummyprof.measure.memory import heap_reused, map_afresh
+
+    cpu, pages = torch.device("cpu"), (8 << 20) // 4096
+    map_afresh(cpu)  # as in measured rounds: each 8 MiB temporary mapped afresh would fault in 2,048 pages
+    with heap_reused(cpu, grown=False):
+        before = _faults()
+        for value in range(8):
+            torch.empty(8 << 20, dtype=torch.uint8).fill_(value)
+        temporaries = _faults() - before
+    before = _faults()
+    torch.empty(8 << 20, dtype=torch.uint8).fill_(0)  # the next model's tensor: the kept heap went back
+    assert temporaries < 4 * pages and _faults() - before >= pages  # reused, where afresh they would fault 8 times
+
+
+def test_a_measured_fp8_fill_faults_in_its_weights_and_big_scratch_at_every_visit_and_small_scratch_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from dummyprof.results.compare import ModelSummary
+    from dummyprof.scenarios.compare import runner
+
+    class Layer(torch.nn.Module):
+        def __init__(self, side: int) -> None:
+            super().__init__()
+            self.weight = torch.nn.Parameter(torch.empty(side, side, dtype=torch.float8_e4m3fn), requires_grad=False)
+
+    def build() -> torch.nn.Module:  # an fp16 scratch of 32 MiB for each big layer (mapped afresh), 2 MiB for a small
+        return torch.nn.Sequential(*(Layer(1024) for _ in range(32)), *(Layer(4096) for _ in range(2)))
+
+    faults: list[int] = []
+    fill = runner.run_strategy
+
+    def counted(*args: object, **kwargs: object) -> None:
+        before = _faults()
+        fill(*args, **kwargs)  # type: ignore[arg-type]
+        faults.append(_faults() - before)
+
+    monkeypatch.setattr(runner, "run_strategy", counted)
+    per_layer = [get_strategy("per-layer")]
+    runner.run_compare(
+        build, ModelSummary(), per_layer, torch.device("cpu"), repeat=1, warmup=0, measure_overhead=False
+    )
+    weights, big, small = (32 * MIB + 2 * 16 * MIB) // 4096, 32 * MIB // 4096, 2 * MIB // 4096
+    # as vLLM's worker: every weight page and each visit's 32 MiB scratch; the 2 MiB scratches mostly reuse the heap
+    # (mapped afresh, all 32 would fault in)
+    assert weights + 2 * big <= faults[0] < weights + 2 * big + 16 * small

@@ -263,11 +263,12 @@ def measuring(
     fresh_bytes: int,
     room_bytes: int,
     time_budget_s: float,
+    chunk_bytes: int = first_touch.CHUNK_BYTES,
     clock: Clock = time.perf_counter,
 ) -> Iterator[Floors]:
     """A contention window around the sampling done in the ``with`` block, then the floors measured in it: the
     memset rate over ``floors.memset_bytes`` and, where ``fresh_bytes`` are fresh host pages, a first-touch probe
-    of them within ``room_bytes`` and FIRST_TOUCH_SHARE of ``time_budget_s``."""
+    of them in mappings of ``chunk_bytes`` within ``room_bytes`` and FIRST_TOUCH_SHARE of ``time_budget_s``."""
     window = contention.Window()
     t0 = clock()
     with window.measure():
@@ -275,6 +276,10 @@ def measuring(
         floors.memset_bytes_per_s = memset_rate(floors.memset_bytes, device, clock)
         if fresh_bytes and device.type == "cpu":
             floors.pages = first_touch.probe(
-                fresh_bytes, memory_bytes=room_bytes, seconds=time_budget_s * FIRST_TOUCH_SHARE, share=FIRST_TOUCH_SHARE
+                fresh_bytes,
+                memory_bytes=room_bytes,
+                seconds=time_budget_s * FIRST_TOUCH_SHARE,
+                chunk_bytes=chunk_bytes,
+                share=FIRST_TOUCH_SHARE,
             )
     floors.seconds, floors.contention = clock() - t0, window.result()

@@ -3,10 +3,13 @@ under a hypervisor, the host) pays before the fill's own work. An engine's worke
 memory it has just allocated, so its start-up pays it for every byte; a refill, or a calibration fill that reuses
 memory freed a moment ago, does not. The probe holds fresh chunks, in order, until it has as many bytes as the fill
 first-touches or its share of a budget ends: the first chunks often come from pages freed moments ago and cost a
-tenth of the rest, so a small sample would price the cheap ones alone."""
+tenth of the rest, so a small sample would price the cheap ones alone. Each chunk is its own anonymous mapping of
+the size the fill's tensors are mapped at (a page fault per page, whatever the allocator holds: glibc would serve a
+chunk from free heap the run touched before), so the probe pays what the fill's own mappings pay."""
 
 from __future__ import annotations
 
+import mmap
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -16,7 +19,7 @@ import torch
 from dummyprof.measure.budget import offered_seconds
 from dummyprof.results.common import FirstTouch
 
-CHUNK_BYTES = 64 << 20  # past glibc's mmap threshold: each chunk is mapped afresh
+CHUNK_BYTES = 64 << 20  # the largest chunk: a fill of bigger tensors pays per page alike, and the probe needs two
 MIN_CHUNKS = 2  # a rest priced from one chunk would be priced from the cheapest pages alone
 
 
@@ -41,11 +44,11 @@ def probe(
     chunk_bytes: int = CHUNK_BYTES,
     share: float = 1.0,
 ) -> FirstTouch:
-    """Fresh chunks of ``chunk_bytes`` held until they cover ``needed_bytes``, ``memory_bytes`` would be passed, or
+    """Fresh mappings of ``chunk_bytes`` held until they cover ``needed_bytes``, ``memory_bytes`` would be passed, or
     ``seconds`` are spent (after :data:`MIN_CHUNKS`); each memset on its fresh pages, then again touched. Stopped by
     time, it names the budget whose ``share`` covers every needed page at the rate it saw."""
     result = FirstTouch(chunk_bytes=chunk_bytes, needed_bytes=needed_bytes)
-    held: list[torch.Tensor] = []
+    held: list[tuple[mmap.mmap, torch.Tensor]] = []
     deadline = clock() + seconds
     with _one_thread():
         while result.sampled_bytes < needed_bytes:
@@ -55,14 +58,15 @@ def probe(
             if len(held) >= MIN_CHUNKS and clock() > deadline:
                 result.binding = "time"
                 break
-            chunk = torch.empty(chunk_bytes, dtype=torch.uint8)
+            mapping = mmap.mmap(-1, chunk_bytes)
+            chunk = torch.frombuffer(mapping, dtype=torch.uint8)
             t0 = clock()
             chunk.fill_(0)
             t1 = clock()
             chunk.fill_(1)
             result.fresh_s.append(t1 - t0)
             result.touched_s.append(clock() - t1)
-            held.append(chunk)
+            held.append((mapping, chunk))
     if result.binding == "time":
         per_byte = sum(f + t for f, t in zip(result.fresh_s, result.touched_s, strict=True)) / result.sampled_bytes
         result.budget_s = float(offered_seconds(needed_bytes * per_byte, share=share, margin=1.0))

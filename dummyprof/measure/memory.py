@@ -25,8 +25,9 @@ _CLEAR_REFS = "/proc/self/clear_refs"
 # of magnitude slower than one of touched pages), so a floor and the fills it is compared with are timed on the
 # same kind.
 MMAP_THRESHOLD = 32 << 20
-# glibc's starting threshold. Fixed there (``map_afresh``), every allocation past it is mapped afresh and unmapped
-# when freed, so a model built again for the next measured round first-touches its pages as the engine's does.
+# glibc's starting threshold. Fixed there (``map_afresh``), a model's every allocation past it is mapped afresh and
+# unmapped when freed, so a model built again for the next measured round first-touches its pages as the engine's
+# does; its fill's temporaries reuse a kept heap (``heap_reused``), as the engine's do once its threshold has risen.
 FRESH_MAP_BYTES = 128 << 10
 _M_MMAP_THRESHOLD = -3  # mallopt's parameter numbers (malloc.h)
 _M_TRIM_THRESHOLD = -1
@@ -71,10 +72,13 @@ def _grow_heap(libc: ctypes.CDLL) -> None:
 
 
 @contextlib.contextmanager
-def heap_reused(device: torch.device) -> Iterator[None]:
-    """Temporaries under :data:`MMAP_THRESHOLD` served from a heap kept across frees, so a calibration fill's
-    scratch is touched memory, as an engine's smaller scratches are after their first visit. Afterwards the
-    threshold is ``map_afresh``'s where that was fixed, else glibc's ceiling (what the dynamic threshold reaches)."""
+def heap_reused(device: torch.device, *, grown: bool = True) -> Iterator[None]:
+    """Temporaries under :data:`MMAP_THRESHOLD` served from a heap kept across frees, as an engine's smaller scratches
+    are after their first visit: a calibration fill's (``grown``: on memory touched on entry) or a measured fill's
+    (its first visit on fresh pages, as the engine's). Afterwards the threshold is ``map_afresh``'s where that was
+    fixed, else glibc's ceiling (what the dynamic threshold reaches), and the free heap goes back to the kernel:
+    glibc serves an allocation from free heap past any threshold, so a model built next (or a probe) would
+    otherwise land on these touched pages."""
     if device.type != "cpu":
         yield
         return
@@ -85,12 +89,14 @@ def heap_reused(device: torch.device) -> Iterator[None]:
     except (OSError, AttributeError):
         yield
         return
-    _grow_heap(libc)
+    if grown:
+        _grow_heap(libc)
     try:
         yield
     finally:
         if _mapped_afresh:
             libc.mallopt(_M_MMAP_THRESHOLD, FRESH_MAP_BYTES)
+        libc.malloc_trim(0)
 
 
 def fresh_pages(nbytes: int, device: torch.device) -> bool:

@@ -21,6 +21,7 @@ from dummyprof.measure.memory import (
     fresh_pages,
     gpu_allocator_peak_figure,
     gpu_used_figure,
+    heap_reused,
     map_afresh,
     pinned_memory_figure,
     reset_gpu_peak,
@@ -224,7 +225,7 @@ class _Tally:
         synchronize(device)
         reset_gpu_peak(device)
         peak = PeakRss()
-        with peak.measure(), gc_paused():
+        with peak.measure(), gc_paused(), heap_reused(device, grown=False):  # temporaries as the engine's
             t0 = clock()
             run_strategy(target, strategy, initializer=initializer, recorder=recorder)
             synchronize(device)

@@ -10,6 +10,8 @@ walk on meta plus the visits' costs (``engine.cost``), projected by ``engine.pro
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -29,10 +31,10 @@ from dummyprof.loaders.initializers import (
     get_initializer,
 )
 from dummyprof.loaders.strategies import Strategy
-from dummyprof.measure import engine
+from dummyprof.measure import engine, first_touch
 from dummyprof.measure.budget import device_budget
 from dummyprof.measure.device import synchronize
-from dummyprof.measure.memory import MMAP_THRESHOLD, engine_maps_afresh, heap_reused, rss_bytes
+from dummyprof.measure.memory import FRESH_MAP_BYTES, MMAP_THRESHOLD, engine_maps_afresh, heap_reused, rss_bytes
 from dummyprof.measure.recorder import dtype_name
 from dummyprof.models.source import ModelSource
 from dummyprof.results.common import Contention, Estimate, FirstTouch
@@ -243,16 +245,22 @@ def _fresh_scratch(count: CountResult) -> int:
     return sum(v.outcome.scratch_bytes for v in count.visits if engine_maps_afresh(v.outcome.scratch_bytes))
 
 
-def _first_touched(meta: MetaCounts) -> int:
+def _first_touched(meta: MetaCounts) -> tuple[int, int]:
     """The pages the fill writes first, the most of any strategy (each writes every page it touches once first,
-    and its largest temporaries at every visit)."""
-    return max(
+    and its largest temporaries at every visit), and the size of the mappings they come in: the tensors' own, that
+    of the tensors holding half those bytes (bounded by what glibc maps afresh and the probe's largest chunk)."""
+    touched = max(
         (
             sum(r.nbytes for r in c.recorder.records.values() if r.bytes_written) + _fresh_scratch(c)
             for c in meta.counts.values()
         ),
         default=0,
     )
+    written = {k: r.nbytes for c in meta.counts.values() for k, r in c.recorder.records.items() if r.bytes_written}
+    sizes = sorted(written.values())
+    cumulative = list(itertools.accumulate(sizes))
+    half = sizes[bisect.bisect_left(cumulative, cumulative[-1] / 2)] if sizes else first_touch.CHUNK_BYTES
+    return touched, min(max(half, FRESH_MAP_BYTES), first_touch.CHUNK_BYTES)
 
 
 def decide(
@@ -277,12 +285,13 @@ def decide(
     if fits and per_round * rounds <= QUICK_BYTES:
         decision.mode, decision.reason = "measured", "fits"
         return decision, {}
-    room = max(0, (budget - rss_bytes()) // 2)  # half the memory left, for the first-touch probe
+    fresh, chunk = _first_touched(meta)
     with engine.measuring(
         engine.Floors(),
         device,
-        fresh_bytes=_first_touched(meta),
-        room_bytes=room,
+        fresh_bytes=fresh,
+        room_bytes=budget // 2,  # half the model's memory budget, for the first-touch probe
+        chunk_bytes=chunk,
         time_budget_s=time_budget_s,
         clock=clock,
     ) as floors:

@@ -19,7 +19,6 @@ from dummyprof.reports.tables.model import (
     DIM,
     NAME,
     NUMBER,
-    STRONG,
     TIME,
     WORD,
     Block,
@@ -306,49 +305,13 @@ def host_device_text(result: DeploymentResult) -> str:
     return f"{device} (pinned memory)" if any(h.pinned for h in fills) else device
 
 
-def _host_text(result: DeploymentResult) -> str:
-    """The host-resident part's figure of the rank where it takes longest, its device named."""
-    found = host_part(result)
-    if found is None or found[1].host is None:
-        return ""
-    r, s, h = *found, found[1].host
-    kind = "projected" if h.time.is_projected else "measured"
-    return (
-        f"host-resident part (offloaded tables, {format_bytes(h.bytes_written)}, {h.visits:,} visits) {s.strategy} "
-        f"{fill_text(h)} on {host_device_text(result)} {kind} (rank {r.rank})"
-    )
-
-
-def slowest_line(result: DeploymentResult) -> Line | None:
-    host = _host_text(result)
-    if result.not_timed and host:
-        return Line(
-            f"dummy start-up per rank: {host}; device-resident part not timed: no CUDA device here (see the fill "
-            "note above); bytes and visits exact",
-            STRONG,
-        )
-    if result.not_timed:
-        return Line("dummy start-up per rank: not timed (see the fill note above); bytes and visits exact", STRONG)
-    if result.slowest_rank is None:
-        return None
-    s = result.rank(result.slowest_rank).strategy(result.slowest_strategy)
-    kind = "projected" if s.time is not None and s.time.is_projected else "measured"
-    interval = f" ({estimate_range(s.time)})" if estimate_range(s.time) else ""
-    figure = f"{result.slowest_strategy} dummy start-up {format_seconds(s.seconds)} on {result.device} {kind}{interval}"
-    if host:  # a GPU deployment with CUDA here: each part timed on the device it lives on
-        figure = f"{figure} (device-resident part); {host}"
-    if result.slowest_within_noise:
-        return Line(f"every rank within noise of the slowest: {figure}; no rank is named slowest", STRONG)
-    return Line(f"slowest rank: {result.slowest_rank}, {figure}", STRONG)
-
-
 def deployment_blocks(result: DeploymentResult, detail: bool = True) -> list[Block]:
     head = Line(
         f"{result.description}: {layout_text(result)} = {result.world} ranks, {result.layer_count} layers; "
         f"{result.shards_walked} distinct shard(s) counted in {format_seconds(result.count_s)}",
         DIM,
     )
-    extras = (kinds_table(result), nodes_table(result), online_table(result), slowest_line(result))
+    extras = (kinds_table(result), nodes_table(result), online_table(result))
     return [head, ranks_table(result), identity_line(result), work_table(result), *(b for b in extras if b is not None)]
 
 

@@ -272,6 +272,21 @@ def test_icicles_collapse_alike_numbered_modules_into_one_block_with_a_count() -
     assert repeats == {"layers.0-3": 4, "layers.0-3.experts.0-2": 3, "layers.4.experts.0-2": 3}
 
 
+def test_icicles_collapse_the_repeated_layers_of_a_real_model() -> None:
+    import torch
+
+    from dummyprof.reports.html_figures import collapse_repeats
+
+    model = torch.nn.Sequential(*(torch.nn.Linear(4, 4) for _ in range(3)), torch.nn.Linear(4, 2))
+    tensors = [(name.rpartition(".")[0], name, p.nbytes, 1) for name, p in model.named_parameters()]
+    own, repeats = collapse_repeats(tensors)
+    assert repeats == {"0-2": 3}  # three alike layers; the fourth, narrower, stands alone
+    assert own == {
+        "0-2": [("0-2.weight", 3 * 64, 1), ("0-2.bias", 3 * 16, 1)],
+        "3": [("3.weight", 32, 1), ("3.bias", 8, 1)],
+    }
+
+
 def test_compare_icicle_areas_are_bytes_and_colours_visits(reports: dict[str, Path]) -> None:
     figures = _figures(reports["compare"])
     icicles = [f for f in figures.values() if f["data"][0]["type"] == "icicle"]

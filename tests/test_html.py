@@ -227,7 +227,8 @@ def test_deployment_page_charts_its_ranks_and_work_tables(
     assert whiskers["arrayminus"] == [0.5, 0.0] and whiskers["array"] == pytest.approx([0.0, 0.1])
     drawn = opened(page)
     assert drawn.errors == [] and drawn.at_load["drawn"] == drawn.chart_divs == 3
-    assert "ranks 0-1: 6.00 GiB on the device." in drawn.text and "tiny <b>model</b>" in drawn.text
+    assert "tiny <b>model</b>" in drawn.text
+    assert re.search(r"0-1\s.*\s6\.00 GiB\s", drawn.text)  # the ranks table's device bytes: held less offloaded
 
 
 def test_the_deployment_page_holds_every_figure_of_its_terminal_report(
@@ -240,6 +241,7 @@ def test_the_deployment_page_holds_every_figure_of_its_terminal_report(
 
 def test_a_quantized_ranks_device_bytes_and_unquantized_weights_are_on_the_page(tmp_path: Path) -> None:
     from dummyprof.reports.html import render_html
+    from dummyprof.reports.kinds.deployment import kinds_table, ranks_table
 
     results = _deployment()
     assert results.deployment is not None
@@ -248,8 +250,12 @@ def test_a_quantized_ranks_device_bytes_and_unquantized_weights_are_on_the_page(
         r.fill_kinds = {"fp8": 4 * gib, "scale": gib, "float": gib, "fp16-scratch": 8 * gib}
         r.rotary_cache_bytes = gib // 2  # a load buffer, not a weight: on the device too
     page = render_html(results)
-    # the kinds table has no column for unquantized weights: the page says them above the charts
-    assert "ranks 0-1: 6.50 GiB on the device (unquantized weights 1.00 GiB)." in page
+    ranks, kinds = (ranks_table(results.deployment), kinds_table(results.deployment))
+    assert kinds is not None
+    device = next(i for i, c in enumerate(ranks.columns) if c.header == "device")
+    unquantized = next(i for i, c in enumerate(kinds.columns) if c.header == "unquantized")
+    assert (ranks.rows[0][device].text, kinds.rows[0][unquantized].text) == ("6.50 GiB", "1.00 GiB")
+    assert '<td class="num">6.50 GiB</td>' in page and '<td class="num">1.00 GiB</td>' in page
 
 
 def test_icicles_collapse_alike_numbered_modules_into_one_block_with_a_count() -> None:
@@ -357,7 +363,8 @@ def test_report_format_html_renders_a_saved_file(cli: Cli, reports: dict[str, Pa
 def test_gate_page_shows_each_verdict_with_baseline_and_now(reports: dict[str, Path]) -> None:
     text = reports["gate"].read_text()
     assert "per-layer.visits" in text  # every check in the table
-    assert re.search(r"\d+ of \d+ checks equal their baselines; a time past x1\.10 of its baseline", text)
+    rule = r"timing rule: slower than x1\.1 and Mann-Whitney U p &lt; [\d.]+"  # < escaped on the page
+    assert re.search(rf"{rule}; \d+ of \d+ checks equal their baselines", text)
 
 
 # -- colours, labels, the gate's figures --------------------------------------------------------------
@@ -455,7 +462,7 @@ def test_gate_page_prints_whole_counters_and_says_how_many_checks_moved() -> Non
     tables = page[: page.index('<script type="application/json"')]
     assert "9,602,048 B" in tables and not re.search(r"\de[+-]\d", tables)  # was 9.60205e+06
     # 0 -> 3 and 110 -> 0 moved; the two others equal their baselines
-    assert "2 of 4 checks equal their baselines" in tables and "exit code 0" in tables
+    assert "2 of 4 checks equal their baselines" in tables and "); exit 0</strong>" in tables
 
 
 # -- hostile strings: every string field of a results file is data on the page --------------------------

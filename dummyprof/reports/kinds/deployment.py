@@ -95,6 +95,7 @@ def _nodes(r: RankEntry, result: DeploymentResult) -> str:
     return str(r.node) if last == r.node else f"{r.node}-{last}"
 
 
+DEVICE = "bytes on the device: held less offloaded, with the load buffers"
 LOAD_BUFFERS = (
     "device bytes vLLM allocates at load that are not weights (rotary cos/sin cache, expert map, kv scales), in "
     "each rank's device bytes"
@@ -108,7 +109,7 @@ FILL_PEAK = (
 def ranks_table(result: DeploymentResult) -> Table:
     heads = ("stage", "layers", "node")
     columns: list[ColumnSpec] = [("ranks", NAME), *((h, NUMBER) for h in heads), Column("held", NUMBER, unit=BYTES)]
-    columns += [("replicated", NUMBER), ("offloaded", NUMBER)]
+    columns += [("replicated", NUMBER), ("offloaded", NUMBER), Column("device", NUMBER, legend=DEVICE)]
     room = f"{format_bytes(result.device_memory_bytes)} per rank less its device bytes"
     columns += [
         Column("load buffers", NUMBER, legend=LOAD_BUFFERS),
@@ -126,6 +127,7 @@ def ranks_table(result: DeploymentResult) -> Table:
             Cell(format_bytes(r.held_bytes), value=r.held_bytes),
             format_bytes(r.replicated_bytes),
             format_bytes(r.offloaded_bytes) if r.offloaded_bytes else "",
+            format_bytes(r.device_bytes),
             format_bytes(r.engine_bytes) if r.engine_bytes else "",
             _room(r),
             _peak(r),
@@ -202,13 +204,15 @@ def kinds_table(result: DeploymentResult) -> Table | None:
     if not any(r.fill_kinds for r in result.ranks):
         return None
     heads = ("fp8", "scales", "int8/uint8", "skipped", "fp16 scratch")
-    table = Table.of(
-        "Quantized tensors per rank (vLLM 0.33 fill rules)", [("ranks", NAME), *((h, NUMBER) for h in heads)], []
-    )
+    columns: list[ColumnSpec] = [("ranks", NAME), *((h, NUMBER) for h in heads)]
+    columns += [Column("unquantized", NUMBER, legend="weights in their own dtype")]
+    columns += [Column("declared", NUMBER, legend="tensors filled with their declared value")]
+    table = Table.of("Quantized tensors per rank (vLLM 0.33 fill rules)", columns, [])
     for group in rank_groups(result):
         k = group[0].fill_kinds
-        cells = [k.get(name, 0) for name in ("fp8", "scale", "integer", "skipped", FP16_SCRATCH)]
-        table.add(Cell(ranks_text(group, result.tp)), *(format_bytes(n) for n in cells))
+        cells = [format_bytes(k.get(name, 0)) for name in ("fp8", "scale", "integer", "skipped", FP16_SCRATCH)]
+        cells += [format_bytes(k[name]) if k.get(name) else "" for name in ("float", "declared")]  # where there are
+        table.add(Cell(ranks_text(group, result.tp)), *cells)
     table.notes.append(
         "fp8: drawn uniform in [-1, 1] through a float16 scratch of the same shape, one tensor at a time "
         "(fp16 scratch: the largest, the most alive at once); scales: UE8M0/uint8 bytes set to 120, float scales "
@@ -341,25 +345,10 @@ def deployment_summary(result: DeploymentResult) -> str:
     return fit([*clauses, contended_mark(result.contention, result.host_contention)])
 
 
-FILL_KINDS = {"float": "unquantized weights", "declared": "declared values"}  # those the kinds table leaves out
-
-
-def deployment_text(result: DeploymentResult) -> list[str]:
-    """Each group of ranks alike: its device bytes, and the bytes of the fill kinds the kinds table leaves out."""
-    lines = []
-    for group in rank_groups(result):
-        r = group[0]
-        kinds = [f"{FILL_KINDS[k]} {format_bytes(r.fill_kinds[k])}" for k in FILL_KINDS if r.fill_kinds.get(k)]
-        more = f" ({', '.join(kinds)})" if kinds else ""
-        lines.append(f"ranks {ranks_text(group, result.tp)}: {format_bytes(r.device_bytes)} on the device{more}.")
-    return lines
-
-
 KIND = Kind(
     "deployment",
     deployment_blocks,
     deployment_summary,
     headline_first=True,
-    texts=deployment_text,
     device=lambda result: result.device,
 )

@@ -109,7 +109,8 @@ FILL_PEAK = (
 def ranks_table(result: DeploymentResult) -> Table:
     heads = ("stage", "layers", "node")
     columns: list[ColumnSpec] = [("ranks", NAME), *((h, NUMBER) for h in heads), Column("held", NUMBER, unit=BYTES)]
-    columns += [("replicated", NUMBER), ("offloaded", NUMBER), Column("device", NUMBER, legend=DEVICE)]
+    device = DEVICE if result.target != "cpu" else ""  # a CPU deployment's device bytes are its host bytes
+    columns += [("replicated", NUMBER), ("offloaded", NUMBER), Column("device", NUMBER, legend=device)]
     room = f"{format_bytes(result.device_memory_bytes)} per rank less its device bytes"
     columns += [
         Column("load buffers", NUMBER, legend=LOAD_BUFFERS),
@@ -127,7 +128,7 @@ def ranks_table(result: DeploymentResult) -> Table:
             Cell(format_bytes(r.held_bytes), value=r.held_bytes),
             format_bytes(r.replicated_bytes),
             format_bytes(r.offloaded_bytes) if r.offloaded_bytes else "",
-            format_bytes(r.device_bytes),
+            format_bytes(r.device_bytes) if device else "",
             format_bytes(r.engine_bytes) if r.engine_bytes else "",
             _room(r),
             _peak(r),
@@ -199,20 +200,24 @@ def _work_notes(result: DeploymentResult, host: bool, timed: bool) -> list[str]:
     return [note for note in notes if note]
 
 
+FILL_KINDS = {"float": "unquantized weights", "declared": "declared values"}  # no column of the kinds table
+
+
 def kinds_table(result: DeploymentResult) -> Table | None:
     """A quantized checkpoint: each rank's bytes by what vLLM 0.33's dummy initializer does to them."""
     if not any(r.fill_kinds for r in result.ranks):
         return None
     heads = ("fp8", "scales", "int8/uint8", "skipped", "fp16 scratch")
-    columns: list[ColumnSpec] = [("ranks", NAME), *((h, NUMBER) for h in heads)]
-    columns += [Column("unquantized", NUMBER, legend="weights in their own dtype")]
-    columns += [Column("declared", NUMBER, legend="tensors filled with their declared value")]
-    table = Table.of("Quantized tensors per rank (vLLM 0.33 fill rules)", columns, [])
+    table = Table.of(
+        "Quantized tensors per rank (vLLM 0.33 fill rules)", [("ranks", NAME), *((h, NUMBER) for h in heads)], []
+    )
+    others = []  # the bytes of each group that no column holds
     for group in rank_groups(result):
         k = group[0].fill_kinds
-        cells = [format_bytes(k.get(name, 0)) for name in ("fp8", "scale", "integer", "skipped", FP16_SCRATCH)]
-        cells += [format_bytes(k[name]) if k.get(name) else "" for name in ("float", "declared")]  # where there are
-        table.add(Cell(ranks_text(group, result.tp)), *cells)
+        cells = [k.get(name, 0) for name in ("fp8", "scale", "integer", "skipped", FP16_SCRATCH)]
+        table.add(Cell(ranks_text(group, result.tp)), *(format_bytes(n) for n in cells))
+        kinds = [f"{words} {format_bytes(k[kind])}" for kind, words in FILL_KINDS.items() if k.get(kind)]
+        others += [f"ranks {ranks_text(group, result.tp)} not quantized: {', '.join(kinds)}"] if kinds else []
     table.notes.append(
         "fp8: drawn uniform in [-1, 1] through a float16 scratch of the same shape, one tensor at a time "
         "(fp16 scratch: the largest, the most alive at once); scales: UE8M0/uint8 bytes set to 120, float scales "
@@ -220,6 +225,7 @@ def kinds_table(result: DeploymentResult) -> Table | None:
         "int8/uint8: random bytes (packed fp4 included); skipped: int32/int64 tensors (qweight, qzeros, "
         "weight_packed ...) vLLM visits but leaves as allocated off ROCm, so no strategy writes them"
     )
+    table.notes += others
     return table
 
 

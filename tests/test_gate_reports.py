@@ -54,7 +54,8 @@ def test_markdown_renders_a_table_row_per_check() -> None:
     assert rows[2] == "| per-layer.max_visits<br>_limit <= 2; 13 is over the limit 2_ | 2 | 13 | +11 | **regressed** |"
     assert rows[4].startswith("| unique.bytes_written | 2,048 B | 1,024 B | -1,024 |")
     assert lines[0] == "## dummyprof gate"
-    assert "config: dummyprof.toml; timing rule: slower than x1.1 and Mann-Whitney U p < 0.05" in lines
+    rule = "timing rule: slower than x1.1 and Mann-Whitney U p < 0.05"
+    assert f"config: dummyprof.toml; {rule}; 1 of 5 checks equal their baselines" in lines
 
 
 def test_benchmark_export_is_custom_smaller_is_better() -> None:

@@ -227,7 +227,8 @@ def test_deployment_page_charts_its_ranks_and_work_tables(
     assert whiskers["arrayminus"] == [0.5, 0.0] and whiskers["array"] == pytest.approx([0.0, 0.1])
     drawn = opened(page)
     assert drawn.errors == [] and drawn.at_load["drawn"] == drawn.chart_divs == 3
-    assert "ranks 0-1: 6.00 GiB on the device." in drawn.text and "tiny <b>model</b>" in drawn.text
+    assert "tiny <b>model</b>" in drawn.text
+    assert re.search(r"0-1\s.*\s6\.00 GiB\s", drawn.text)  # the ranks table's device bytes: held less offloaded
 
 
 def test_the_deployment_page_holds_every_figure_of_its_terminal_report(
@@ -240,6 +241,7 @@ def test_the_deployment_page_holds_every_figure_of_its_terminal_report(
 
 def test_a_quantized_ranks_device_bytes_and_unquantized_weights_are_on_the_page(tmp_path: Path) -> None:
     from dummyprof.reports.html import render_html
+    from dummyprof.reports.kinds.deployment import kinds_table, ranks_table
 
     results = _deployment()
     assert results.deployment is not None
@@ -248,8 +250,12 @@ def test_a_quantized_ranks_device_bytes_and_unquantized_weights_are_on_the_page(
         r.fill_kinds = {"fp8": 4 * gib, "scale": gib, "float": gib, "fp16-scratch": 8 * gib}
         r.rotary_cache_bytes = gib // 2  # a load buffer, not a weight: on the device too
     page = render_html(results)
-    # the kinds table has no column for unquantized weights: the page says them above the charts
-    assert "ranks 0-1: 6.50 GiB on the device (unquantized weights 1.00 GiB)." in page
+    ranks, kinds = (ranks_table(results.deployment), kinds_table(results.deployment))
+    device = next(i for i, c in enumerate(ranks.columns) if c.header == "device")
+    assert ranks.rows[0][device].text == "6.50 GiB" and '<td class="num">6.50 GiB</td>' in page
+    # the kinds table has no column for unquantized weights: a note under it says them
+    assert kinds is not None and kinds.notes[-1] == "ranks 0-1 not quantized: unquantized weights 1.00 GiB"
+    assert "ranks 0-1 not quantized: unquantized weights 1.00 GiB" in page
 
 
 def test_icicles_collapse_alike_numbered_modules_into_one_block_with_a_count() -> None:
@@ -270,6 +276,21 @@ def test_icicles_collapse_alike_numbered_modules_into_one_block_with_a_count() -
         "": [("embed", 7, 1)],
     }
     assert repeats == {"layers.0-3": 4, "layers.0-3.experts.0-2": 3, "layers.4.experts.0-2": 3}
+
+
+def test_icicles_collapse_the_repeated_layers_of_a_real_model() -> None:
+    import torch
+
+    from dummyprof.reports.html_figures import collapse_repeats
+
+    model = torch.nn.Sequential(*(torch.nn.Linear(4, 4) for _ in range(3)), torch.nn.Linear(4, 2))
+    tensors = [(name.rpartition(".")[0], name, p.nbytes, 1) for name, p in model.named_parameters()]
+    own, repeats = collapse_repeats(tensors)
+    assert repeats == {"0-2": 3}  # three alike layers; the fourth, narrower, stands alone
+    assert own == {
+        "0-2": [("0-2.weight", 3 * 64, 1), ("0-2.bias", 3 * 16, 1)],
+        "3": [("3.weight", 32, 1), ("3.bias", 8, 1)],
+    }
 
 
 def test_compare_icicle_areas_are_bytes_and_colours_visits(reports: dict[str, Path]) -> None:
@@ -342,7 +363,8 @@ def test_report_format_html_renders_a_saved_file(cli: Cli, reports: dict[str, Pa
 def test_gate_page_shows_each_verdict_with_baseline_and_now(reports: dict[str, Path]) -> None:
     text = reports["gate"].read_text()
     assert "per-layer.visits" in text  # every check in the table
-    assert re.search(r"\d+ of \d+ checks equal their baselines; a time past x1\.10 of its baseline", text)
+    rule = r"timing rule: slower than x1\.1 and Mann-Whitney U p &lt; [\d.]+"  # < escaped on the page
+    assert re.search(rf"{rule}; \d+ of \d+ checks equal their baselines", text)
 
 
 # -- colours, labels, the gate's figures --------------------------------------------------------------
@@ -440,7 +462,7 @@ def test_gate_page_prints_whole_counters_and_says_how_many_checks_moved() -> Non
     tables = page[: page.index('<script type="application/json"')]
     assert "9,602,048 B" in tables and not re.search(r"\de[+-]\d", tables)  # was 9.60205e+06
     # 0 -> 3 and 110 -> 0 moved; the two others equal their baselines
-    assert "2 of 4 checks equal their baselines" in tables and "exit code 0" in tables
+    assert "2 of 4 checks equal their baselines" in tables and "); exit 0</strong>" in tables
 
 
 # -- hostile strings: every string field of a results file is data on the page --------------------------

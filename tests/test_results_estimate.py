@@ -12,7 +12,7 @@ import msgspec
 import pytest
 
 import dummyprof.results
-from dummyprof.reports.format import estimate_cell, estimate_range, estimate_whisker, projected_note
+from dummyprof.reports.format import estimate_cell, estimate_range, estimate_whisker, figure_bytes, projected_note
 from dummyprof.results.common import MEASURED, PROJECTED, UNAVAILABLE, Estimate
 from dummyprof.units import format_bytes
 
@@ -120,4 +120,7 @@ def test_one_cell_range_and_whisker_for_every_estimate() -> None:
     assert estimate_whisker(measured) == (0.5, 1.0) and estimate_whisker(projected) == (0.5, 1.5)
     assert estimate_whisker(Estimate.measured([1.0])) == (0.0, 0.0)
     assert estimate_cell(Estimate.projected(2048.0), format_bytes) == "~2.00 KiB"
+    # a byte figure with room for why: the same cell, its reason said where it is missing
+    assert figure_bytes(Estimate.projected(2048.0)) == "~2.00 KiB" and figure_bytes(Estimate(None)) == "n/a"
+    assert figure_bytes(Estimate.missing("dry-run")) == "unavailable: dry run: nothing allocated"
     assert projected_note([measured]) == [] and projected_note([measured, projected, None]) != []

@@ -47,16 +47,17 @@ def short_dtype(name: str) -> str:
 
 
 def figure_bytes(figure: Estimate) -> str:
-    if figure.value is None:
-        return f"unavailable: {unavailable_text(figure.reason)}" if figure.reason else "unavailable"
-    text = format_bytes(figure.value)
-    return f"{text} (projected)" if figure.is_projected else text
+    """A byte figure where a row has room for why it is missing: ``unavailable: <why>``."""
+    return estimate_cell(figure, format_bytes, why=True)
 
 
 # The one way an Estimate is drawn, in every medium: its cell, its range, its whisker.
-def estimate_cell(e: Estimate | None, unit: Callable[[float], str] = format_seconds) -> str:
-    """``1.23 s`` measured, ``~1.23 s`` projected, ``n/a`` when there is none."""
-    return "n/a" if e is None or e.value is None else projected(unit(e.value), e.is_projected)
+def estimate_cell(e: Estimate | None, unit: Callable[[float], str] = format_seconds, *, why: bool = False) -> str:
+    """``1.23 s`` measured, ``~1.23 s`` projected, ``n/a`` when there is none (``why``: ``unavailable: <reason>``
+    where the figure has a reason)."""
+    if e is None or e.value is None:
+        return f"unavailable: {unavailable_text(e.reason)}" if why and e is not None and e.reason else "n/a"
+    return projected(unit(e.value), e.is_projected)
 
 
 def estimate_figure(e: Estimate | None) -> Cell:

@@ -266,78 +266,64 @@ def _ancestors(path: str) -> list[str]:
 
 
 Tensor = tuple[str, str, int, int]  # module path, tensor name, bytes, visits
-Item = tuple[tuple[str, ...], str, int, int, int]  # module parts, tensor's own name, bytes, visits, parts looked at
+Owned = dict[str, list[tuple[str, int, int]]]  # module path -> its own tensors' (qualified name, bytes, visits)
 
 
-def collapse_repeats(tensors: list[Tensor]) -> tuple[dict[str, list[tuple[str, int, int]]], dict[str, int]]:
+@dataclass
+class _Module:
+    tensors: list[tuple[str, int, int]] = field(default_factory=list)  # its own: (name in it, bytes, visits)
+    children: dict[str, _Module] = field(default_factory=dict)
+
+    def shape(self) -> tuple[object, ...]:
+        """What makes two modules alike: their tensors, bytes and visits, all the way down."""
+        return sorted(self.tensors), sorted((name, child.shape()) for name, child in self.children.items())
+
+    def times(self, n: int) -> _Module:
+        """``n`` alike modules as one: its tensors' bytes summed, visits as each had them."""
+        children = {name: child.times(n) for name, child in self.children.items()}
+        return _Module([(name, n * nbytes, visits) for name, nbytes, visits in self.tensors], children)
+
+
+def collapse_repeats(tensors: list[Tensor]) -> tuple[Owned, dict[str, int]]:
     """Numbered modules alike (``layers.0`` to ``layers.60``: the same tensors, bytes and visits) as one block.
 
     Returns module path -> [(tensor name, bytes, visits)] with each run of alike siblings merged into
-    ``layers.0-60`` (its tensors' bytes summed, visits as each had them), and each merged path's count.
-    Runs at every level of numbering (layers, then the experts inside them).
+    ``layers.0-60``, and each merged path's count. Runs at every level of numbering (layers, then the experts
+    inside them).
     """
-    items = [
-        (tuple(module.split(".")) if module else (), name.rpartition(".")[2], nbytes, visits, 0)
-        for module, name, nbytes, visits in tensors
-    ]
+    root = _Module()
+    for module, name, nbytes, visits in tensors:
+        node = root
+        for part in module.split(".") if module else []:
+            node = node.children.setdefault(part, _Module())
+        node.tensors.append((name.rpartition(".")[2], nbytes, visits))
+    own: Owned = {}
     repeats: dict[str, int] = {}
-    for _ in range(4):  # layers, experts inside them, ...: a few levels of numbered modules
-        at: dict[int, int] = {}  # item -> the position of its next numbered part
-        for i, (parts, _, _, _, done) in enumerate(items):
-            k = next((k for k in range(done, len(parts)) if parts[k].isdigit()), None)
-            if k is not None:
-                at[i] = k
-        if not at:
-            break
-        siblings: dict[tuple[str, ...], dict[int, list[int]]] = {}
-        for i, k in at.items():
-            siblings.setdefault(items[i][0][:k], {}).setdefault(int(items[i][0][k]), []).append(i)
-        renamed: dict[int, str] = {}
-        for prefix, by_index in siblings.items():
-            k = len(prefix)
-
-            signature = {
-                index: sorted((items[i][0][k + 1 :], items[i][1], items[i][2], items[i][3]) for i in members)
-                for index, members in by_index.items()
-            }
-            run: list[int] = []
-            for index in sorted(by_index):
-                if run and index == run[-1] + 1 and signature[index] == signature[run[0]]:
-                    run.append(index)
-                    continue
-                _name_run(run, by_index, renamed, repeats, prefix)
-                run = [index]
-            _name_run(run, by_index, renamed, repeats, prefix)
-        merged: dict[tuple[tuple[str, ...], str], Item] = {}
-        for i, (parts, leaf, nbytes, visits, done) in enumerate(items):
-            if i in at:
-                k = at[i]
-                parts, done = (*parts[:k], renamed.get(i, parts[k]), *parts[k + 1 :]), k + 1
-            before = merged.get((parts, leaf))
-            merged[parts, leaf] = (parts, leaf, nbytes + (before[2] if before else 0), visits, done)
-        items = list(merged.values())
-    own: dict[str, list[tuple[str, int, int]]] = {}
-    for parts, leaf, nbytes, visits, _ in items:
-        module = ".".join(parts)
-        own.setdefault(module, []).append((f"{module}.{leaf}" if module else leaf, nbytes, visits))
+    _collapse(root, "", own, repeats)
     return own, repeats
 
 
-def _name_run(
-    run: list[int],
-    by_index: dict[int, list[int]],
-    renamed: dict[int, str],
-    repeats: dict[str, int],
-    prefix: tuple[str, ...],
-) -> None:
-    """Name a run of alike numbered siblings ``first-last`` (two or more), and count it."""
-    if len(run) < 2:
-        return
-    name = f"{run[0]}-{run[-1]}"
-    repeats[".".join((*prefix, name))] = len(run)
-    for index in run:
-        for i in by_index[index]:
-            renamed[i] = name
+def _collapse(node: _Module, path: str, own: Owned, repeats: dict[str, int]) -> None:
+    """Merge each run of consecutive alike numbered children of ``node`` (its first's shape), then theirs."""
+    numbered = sorted((int(name), name) for name in node.children if name.isdigit())
+    shapes = {name: node.children[name].shape() for _, name in numbered}
+    runs: list[list[tuple[int, str]]] = []
+    for index, name in numbered:
+        run = runs[-1] if runs else None
+        if run and index == run[-1][0] + 1 and shapes[name] == shapes[run[0][1]]:
+            run.append((index, name))
+        else:
+            runs.append([(index, name)])
+    for run in (run for run in runs if len(run) > 1):
+        merged = f"{run[0][0]}-{run[-1][0]}"
+        node.children[merged] = node.children[run[0][1]].times(len(run))
+        for _, name in run:
+            del node.children[name]
+        repeats[f"{path}.{merged}" if path else merged] = len(run)
+    if node.tensors:
+        own[path] = [(f"{path}.{name}" if path else name, nbytes, visits) for name, nbytes, visits in node.tensors]
+    for name, child in node.children.items():
+        _collapse(child, f"{path}.{name}" if path else name, own, repeats)
 
 
 def _icicle(result: CompareResult, strategy: str, cmax: int, height: int) -> tuple[str, str]:

@@ -183,10 +183,4 @@ def loader_notices(result: AuditResult) -> list[str]:
     return [say("notice.loaders-traced", values=values)]
 
 
-def audit_text(result: AuditResult) -> list[str]:
-    return [f"{len(result.failing)} failing finding(s), {len(result.findings)} in all."]
-
-
-KIND = Kind(
-    "audit", lambda result, detail: audit_blocks(result), audit_summary, notices=loader_notices, texts=audit_text
-)
+KIND = Kind("audit", lambda result, detail: audit_blocks(result), audit_summary, notices=loader_notices)

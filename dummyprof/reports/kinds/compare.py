@@ -151,20 +151,9 @@ def _count(value: int) -> Cell:
     return Cell(f"{value:,}", BAD) if value else Cell("0")
 
 
-def scenario_line(result: CompareResult) -> Line:
-    model = result.model
-    rounds = (
-        "no rounds at full size (projected)"
-        if result.size.mode == "projected"
-        else f"{result.repeat} rounds, interleaved, after {result.warmup} warm-up"
-    )
-    return Line(
-        f"model: {model.description or model.source} on {model.device}: {model.modules:,} modules, "
-        f"{model.tensors:,} storages ({model.names:,} registered names), {format_bytes(model.bytes)}; {rounds}"
-    )
-
-
-def scenario_table(result: CompareResult) -> Table:
+def scenario_rows(result: CompareResult) -> list[tuple[str, str]]:
+    """What was filled and how often: the Scenario table's rows, and (less the model's options, which its
+    description holds) the line that stands for it without the detail."""
     model = result.model
     rows = [("model", model.description or model.source)]
     rows += [(key, str(model.options[key])) for key in ("depth", "width", "hidden", "dtype") if key in model.options]
@@ -175,7 +164,15 @@ def scenario_table(result: CompareResult) -> Table:
         rows.append(("rounds", "none at full size (projected)"))
     else:
         rows.append(("rounds", f"{result.repeat} measured, interleaved, after {result.warmup} warm-up"))
-    return Table.of("Scenario", [("what", NAME), ("value", TEXT)], rows, show_header=False)
+    return rows
+
+
+def scenario_line(result: CompareResult) -> Line:
+    return Line("; ".join(f"{key}: {value}" for key, value in scenario_rows(result) if key not in result.model.options))
+
+
+def scenario_table(result: CompareResult) -> Table:
+    return Table.of("Scenario", [("what", NAME), ("value", TEXT)], scenario_rows(result), show_header=False)
 
 
 STRATEGY: Field = (("strategy", NAME), lambda s: s.name)

@@ -19,7 +19,6 @@ from dummyprof.reports.tables.model import (
     DIM,
     NAME,
     NUMBER,
-    STRONG,
     TIME,
     WORD,
     Block,
@@ -96,6 +95,7 @@ def _nodes(r: RankEntry, result: DeploymentResult) -> str:
     return str(r.node) if last == r.node else f"{r.node}-{last}"
 
 
+DEVICE = "bytes on the device: held less offloaded, with the load buffers"
 LOAD_BUFFERS = (
     "device bytes vLLM allocates at load that are not weights (rotary cos/sin cache, expert map, kv scales), in "
     "each rank's device bytes"
@@ -109,7 +109,8 @@ FILL_PEAK = (
 def ranks_table(result: DeploymentResult) -> Table:
     heads = ("stage", "layers", "node")
     columns: list[ColumnSpec] = [("ranks", NAME), *((h, NUMBER) for h in heads), Column("held", NUMBER, unit=BYTES)]
-    columns += [("replicated", NUMBER), ("offloaded", NUMBER)]
+    device = DEVICE if result.target != "cpu" else ""  # a CPU deployment's device bytes are its host bytes
+    columns += [("replicated", NUMBER), ("offloaded", NUMBER), Column("device", NUMBER, legend=device)]
     room = f"{format_bytes(result.device_memory_bytes)} per rank less its device bytes"
     columns += [
         Column("load buffers", NUMBER, legend=LOAD_BUFFERS),
@@ -127,6 +128,7 @@ def ranks_table(result: DeploymentResult) -> Table:
             Cell(format_bytes(r.held_bytes), value=r.held_bytes),
             format_bytes(r.replicated_bytes),
             format_bytes(r.offloaded_bytes) if r.offloaded_bytes else "",
+            format_bytes(r.device_bytes) if device else "",
             format_bytes(r.engine_bytes) if r.engine_bytes else "",
             _room(r),
             _peak(r),
@@ -198,6 +200,9 @@ def _work_notes(result: DeploymentResult, host: bool, timed: bool) -> list[str]:
     return [note for note in notes if note]
 
 
+FILL_KINDS = {"float": "unquantized weights", "declared": "declared values"}  # no column of the kinds table
+
+
 def kinds_table(result: DeploymentResult) -> Table | None:
     """A quantized checkpoint: each rank's bytes by what vLLM 0.33's dummy initializer does to them."""
     if not any(r.fill_kinds for r in result.ranks):
@@ -206,10 +211,13 @@ def kinds_table(result: DeploymentResult) -> Table | None:
     table = Table.of(
         "Quantized tensors per rank (vLLM 0.33 fill rules)", [("ranks", NAME), *((h, NUMBER) for h in heads)], []
     )
+    others = []  # the bytes of each group that no column holds
     for group in rank_groups(result):
         k = group[0].fill_kinds
         cells = [k.get(name, 0) for name in ("fp8", "scale", "integer", "skipped", FP16_SCRATCH)]
         table.add(Cell(ranks_text(group, result.tp)), *(format_bytes(n) for n in cells))
+        kinds = [f"{words} {format_bytes(k[kind])}" for kind, words in FILL_KINDS.items() if k.get(kind)]
+        others += [f"ranks {ranks_text(group, result.tp)} not quantized: {', '.join(kinds)}"] if kinds else []
     table.notes.append(
         "fp8: drawn uniform in [-1, 1] through a float16 scratch of the same shape, one tensor at a time "
         "(fp16 scratch: the largest, the most alive at once); scales: UE8M0/uint8 bytes set to 120, float scales "
@@ -217,6 +225,7 @@ def kinds_table(result: DeploymentResult) -> Table | None:
         "int8/uint8: random bytes (packed fp4 included); skipped: int32/int64 tensors (qweight, qzeros, "
         "weight_packed ...) vLLM visits but leaves as allocated off ROCm, so no strategy writes them"
     )
+    table.notes += others
     return table
 
 
@@ -306,49 +315,13 @@ def host_device_text(result: DeploymentResult) -> str:
     return f"{device} (pinned memory)" if any(h.pinned for h in fills) else device
 
 
-def _host_text(result: DeploymentResult) -> str:
-    """The host-resident part's figure of the rank where it takes longest, its device named."""
-    found = host_part(result)
-    if found is None or found[1].host is None:
-        return ""
-    r, s, h = *found, found[1].host
-    kind = "projected" if h.time.is_projected else "measured"
-    return (
-        f"host-resident part (offloaded tables, {format_bytes(h.bytes_written)}, {h.visits:,} visits) {s.strategy} "
-        f"{fill_text(h)} on {host_device_text(result)} {kind} (rank {r.rank})"
-    )
-
-
-def slowest_line(result: DeploymentResult) -> Line | None:
-    host = _host_text(result)
-    if result.not_timed and host:
-        return Line(
-            f"dummy start-up per rank: {host}; device-resident part not timed: no CUDA device here (see the fill "
-            "note above); bytes and visits exact",
-            STRONG,
-        )
-    if result.not_timed:
-        return Line("dummy start-up per rank: not timed (see the fill note above); bytes and visits exact", STRONG)
-    if result.slowest_rank is None:
-        return None
-    s = result.rank(result.slowest_rank).strategy(result.slowest_strategy)
-    kind = "projected" if s.time is not None and s.time.is_projected else "measured"
-    interval = f" ({estimate_range(s.time)})" if estimate_range(s.time) else ""
-    figure = f"{result.slowest_strategy} dummy start-up {format_seconds(s.seconds)} on {result.device} {kind}{interval}"
-    if host:  # a GPU deployment with CUDA here: each part timed on the device it lives on
-        figure = f"{figure} (device-resident part); {host}"
-    if result.slowest_within_noise:
-        return Line(f"every rank within noise of the slowest: {figure}; no rank is named slowest", STRONG)
-    return Line(f"slowest rank: {result.slowest_rank}, {figure}", STRONG)
-
-
 def deployment_blocks(result: DeploymentResult, detail: bool = True) -> list[Block]:
     head = Line(
         f"{result.description}: {layout_text(result)} = {result.world} ranks, {result.layer_count} layers; "
         f"{result.shards_walked} distinct shard(s) counted in {format_seconds(result.count_s)}",
         DIM,
     )
-    extras = (kinds_table(result), nodes_table(result), online_table(result), slowest_line(result))
+    extras = (kinds_table(result), nodes_table(result), online_table(result))
     return [head, ranks_table(result), identity_line(result), work_table(result), *(b for b in extras if b is not None)]
 
 
@@ -378,25 +351,10 @@ def deployment_summary(result: DeploymentResult) -> str:
     return fit([*clauses, contended_mark(result.contention, result.host_contention)])
 
 
-FILL_KINDS = {"float": "unquantized weights", "declared": "declared values"}  # those the kinds table leaves out
-
-
-def deployment_text(result: DeploymentResult) -> list[str]:
-    """Each group of ranks alike: its device bytes, and the bytes of the fill kinds the kinds table leaves out."""
-    lines = []
-    for group in rank_groups(result):
-        r = group[0]
-        kinds = [f"{FILL_KINDS[k]} {format_bytes(r.fill_kinds[k])}" for k in FILL_KINDS if r.fill_kinds.get(k)]
-        more = f" ({', '.join(kinds)})" if kinds else ""
-        lines.append(f"ranks {ranks_text(group, result.tp)}: {format_bytes(r.device_bytes)} on the device{more}.")
-    return lines
-
-
 KIND = Kind(
     "deployment",
     deployment_blocks,
     deployment_summary,
     headline_first=True,
-    texts=deployment_text,
     device=lambda result: result.device,
 )

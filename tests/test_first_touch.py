@@ -203,5 +203,5 @@ def test_a_measured_fp8_fill_faults_in_its_weights_and_big_scratch_at_every_visi
     )
     weights, big, small = (32 * MIB + 2 * 16 * MIB) // 4096, 32 * MIB // 4096, 2 * MIB // 4096
     # as vLLM's worker: every weight page and each visit's 32 MiB scratch; the 2 MiB scratches mostly reuse the heap
-    # (mapped afresh, all 32 would fault in)
-    assert weights + 2 * big <= faults[0] < weights + 2 * big + 16 * small
+    # (mapped afresh, all 32 would fault in); a small scratch's worth of slack below: pages earlier tests left touched
+    assert weights + 2 * big - small <= faults[0] < weights + 2 * big + 16 * small

@@ -303,6 +303,30 @@ def test_the_probe_maps_chunks_the_size_of_the_tensors_holding_half_the_first_to
     assert _first_touched(wide)[1] == CHUNK_BYTES
 
 
+def test_the_max_memory_the_no_room_notice_offers_probes_the_first_touch(monkeypatch: pytest.MonkeyPatch) -> None:
+    from dummyprof.reports.format import first_touch_notice
+    from dummyprof.scenarios.compare import sizing
+    from dummyprof.units import parse_bytes
+
+    calibration = [CalibrationClass(sizes_bytes=[1, 2], trials=[Estimate.measured([1.0]), Estimate.measured([2.0])])]
+    monkeypatch.setattr(sizing, "calibrate", lambda *a, **k: calibration)
+    monkeypatch.setattr(sizing, "project_strategy", lambda *a, **k: sizing.Projection(time=Estimate.projected(1.0)))
+    monkeypatch.setattr(sizing, "QUICK_BYTES", 0)
+    source = synthetic_source(TreeSpec(depth=3, hidden=256))
+    meta = sizing.count_strategies(source, [get_strategy("per-layer")], None, time_budget_s=60)
+
+    def pages(max_memory: int) -> object:
+        decision, _ = sizing.decide(source, meta, torch.device("cpu"), max_memory=max_memory, rounds=3, time_budget_s=60)
+        return decision.first_touch
+
+    refused = pages(64 << 10)
+    assert refused is not None and not refused.fresh_s
+    offered = re.search(r"--max-memory (\S+ \S+) or more probes them", first_touch_notice(refused))
+    assert offered is not None
+    followed = pages(parse_bytes("--max-memory", offered.group(1).replace(" ", "")))
+    assert followed is not None and followed.fresh_s and first_touch_notice(followed) == ""
+
+
 def test_a_deployments_fresh_page_budget_gives_each_shard_its_own_after_the_host_part() -> None:
     from dummyprof.scenarios.deployment.fills import deployment_fresh_budget
 

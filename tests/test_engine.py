@@ -73,3 +73,13 @@ def test_trials_ask_late_about_each_size_past_the_least_and_end_the_round_there(
     readings = engine.timed_trials([10, 20, 30, 40], lambda n: n / 10, late=late, rounds=2, least=3)
     assert readings == [[1.0, 1.0], [2.0, 2.0], [3.0, 3.0], []]
     assert asked == [40, 40]  # never about the three smallest: a line needs them however late
+
+
+def test_a_tight_room_shrinks_the_probes_chunks_so_two_fit_never_under_a_fresh_mapping() -> None:
+    from dummyprof.measure.engine import probe_chunk
+    from dummyprof.measure.memory import FRESH_MAP_BYTES
+
+    assert probe_chunk(64 * MIB, 256 * MIB) == 64 * MIB  # room for two: unchanged
+    assert probe_chunk(64 * MIB, 32 * MIB) == 16 * MIB  # --max-memory 64MiB: half of it is the probe's room
+    assert probe_chunk(64 * MIB, 48 * MIB) == 16 * MIB  # a power of two, two of them within the room
+    assert probe_chunk(64 * MIB, 0) == probe_chunk(64 * MIB, FRESH_MAP_BYTES) == FRESH_MAP_BYTES

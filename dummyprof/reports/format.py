@@ -141,13 +141,13 @@ def fresh_text(budget_s: float | None) -> str:
     return "" if budget_s is None else say("fill.first-touch-short", budget=math.ceil(budget_s))
 
 
-def first_touch_notice(pages: FirstTouch, rss_bytes: int) -> str:
+def first_touch_notice(pages: FirstTouch) -> str:
     """What a first-touch probe cut short leaves out of a projection, and the budget that covers it."""
     if pages.binding == "time":
         return fresh_text(pages.budget_s)
     if pages.binding != "memory" or pages.fresh_s:  # a memory-bound sample: the calibration line says how much
         return ""
-    memory = format_bytes(rss_bytes + 4 * pages.chunk_bytes)  # the probe's room is half what --max-memory leaves
+    memory = format_bytes(2 * pages.chunk_bytes)  # the probe's room is half of --max-memory: one chunk in it
     return say("fill.first-touch-no-room", needed=format_bytes(pages.needed_bytes), memory=memory)
 
 

@@ -87,8 +87,7 @@ def size_lines(result: CompareResult, *, detail: bool = True) -> list[str]:
         if result.auto_stop == "budget" and result.repeat < PROMISED_ROUNDS:
             lines.append(say("auto-stop.fewer-rounds", promised=PROMISED_ROUNDS, repeat=result.repeat))
     if size.mode == "projected" and size.first_touch is not None:
-        rss = next((s.projection.rss_before_bytes for s in result.strategies if s.projection is not None), 0)
-        lines.append(first_touch_notice(size.first_touch, rss))
+        lines.append(first_touch_notice(size.first_touch))
     if size.mode == "projected" and result.calibration_contention is not None:
         lines.append(contention_text(result.calibration_contention, f"calibrating on {result.model.device}"))
     elif result.contention is not None and (detail or result.contention.contended):

@@ -305,6 +305,7 @@ def test_the_probe_maps_chunks_the_size_of_the_tensors_holding_half_the_first_to
 
 def test_the_max_memory_the_no_room_notice_offers_probes_the_first_touch(monkeypatch: pytest.MonkeyPatch) -> None:
     from dummyprof.reports.format import first_touch_notice
+    from dummyprof.results.common import FirstTouch
     from dummyprof.scenarios.compare import sizing
     from dummyprof.units import parse_bytes
 
@@ -315,8 +316,9 @@ def test_the_max_memory_the_no_room_notice_offers_probes_the_first_touch(monkeyp
     source = synthetic_source(TreeSpec(depth=3, hidden=256))
     meta = sizing.count_strategies(source, [get_strategy("per-layer")], None, time_budget_s=60)
 
-    def pages(max_memory: int) -> object:
-        decision, _ = sizing.decide(source, meta, torch.device("cpu"), max_memory=max_memory, rounds=3, time_budget_s=60)
+    def pages(max_memory: int) -> FirstTouch | None:
+        cpu = torch.device("cpu")
+        decision, _ = sizing.decide(source, meta, cpu, max_memory=max_memory, rounds=3, time_budget_s=60)
         return decision.first_touch
 
     refused = pages(64 << 10)

@@ -32,7 +32,6 @@ from dummyprof.results.ranks import RankFill, RankRecord
 from dummyprof.results.session import Results
 from dummyprof.results.store import load_results
 from dummyprof.results.sweep import GrowthFit, SeriesPoint, SweepPoint, SweepResult
-from dummyprof.units import format_bytes
 from tests.fixtures.results import gate_results
 
 SAVED = Path(__file__).parent / "fixtures" / "results"

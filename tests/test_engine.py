@@ -76,10 +76,10 @@ def test_trials_ask_late_about_each_size_past_the_least_and_end_the_round_there(
 
 
 def test_a_tight_room_shrinks_the_probes_chunks_so_two_fit_never_under_a_fresh_mapping() -> None:
-    from dummyprof.measure.engine import probe_chunk
+    from dummyprof.measure.first_touch import chunk_within
     from dummyprof.measure.memory import FRESH_MAP_BYTES
 
-    assert probe_chunk(64 * MIB, 256 * MIB) == 64 * MIB  # room for two: unchanged
-    assert probe_chunk(64 * MIB, 32 * MIB) == 16 * MIB  # --max-memory 64MiB: half of it is the probe's room
-    assert probe_chunk(64 * MIB, 48 * MIB) == 16 * MIB  # a power of two, two of them within the room
-    assert probe_chunk(64 * MIB, 0) == probe_chunk(64 * MIB, FRESH_MAP_BYTES) == FRESH_MAP_BYTES
+    assert chunk_within(64 * MIB, 256 * MIB) == 64 * MIB  # room for two: unchanged
+    assert chunk_within(64 * MIB, 32 * MIB) == 16 * MIB  # --max-memory 64MiB: half of it is the probe's room
+    assert chunk_within(64 * MIB, 48 * MIB) == 16 * MIB  # a power of two, two of them within the room
+    assert chunk_within(64 * MIB, 0) == chunk_within(64 * MIB, FRESH_MAP_BYTES) == FRESH_MAP_BYTES

@@ -19,7 +19,6 @@ import torch
 
 from dummyprof.measure import contention, first_touch
 from dummyprof.measure.device import synchronize
-from dummyprof.measure.memory import FRESH_MAP_BYTES
 from dummyprof.measure.projection import fit_line, fit_proportional
 from dummyprof.results.common import Contention, Estimate, FirstTouch
 from dummyprof.results.engram import LinearFit
@@ -256,16 +255,6 @@ def memset_rate(nbytes: int, device: torch.device, clock: Clock = time.perf_coun
 FIRST_TOUCH_SHARE = 0.25  # of the time budget, for the first-touch probe
 
 
-def probe_chunk(chunk_bytes: int, room_bytes: int) -> int:
-    """The probe's mapping size: ``chunk_bytes``, or the largest power of two of which the probe's two chunks fit
-    ``room_bytes``, never under what glibc maps afresh. A page faults alike in a mapping of 16 or 64 MiB, so a
-    tight memory budget costs the probe its sample size, not its sample."""
-    fitting = room_bytes // first_touch.MIN_CHUNKS
-    if fitting >= chunk_bytes:
-        return chunk_bytes
-    return max(1 << max(fitting.bit_length() - 1, 0), FRESH_MAP_BYTES)
-
-
 @contextmanager
 def measuring(
     floors: Floors,
@@ -279,7 +268,7 @@ def measuring(
 ) -> Iterator[Floors]:
     """A contention window around the sampling done in the ``with`` block, then the floors measured in it: the
     memset rate over ``floors.memset_bytes`` and, where ``fresh_bytes`` are fresh host pages, a first-touch probe
-    of them in mappings of ``chunk_bytes`` (:func:`probe_chunk`) within ``room_bytes`` and FIRST_TOUCH_SHARE of
+    of them in mappings of ``chunk_bytes`` (smaller where two do not fit) within ``room_bytes`` and FIRST_TOUCH_SHARE of
     ``time_budget_s``."""
     window = contention.Window()
     t0 = clock()
@@ -291,7 +280,7 @@ def measuring(
                 fresh_bytes,
                 memory_bytes=room_bytes,
                 seconds=time_budget_s * FIRST_TOUCH_SHARE,
-                chunk_bytes=probe_chunk(chunk_bytes, room_bytes),
+                chunk_bytes=chunk_bytes,
                 share=FIRST_TOUCH_SHARE,
             )
     floors.seconds, floors.contention = clock() - t0, window.result()

@@ -17,6 +17,7 @@ from contextlib import contextmanager
 import torch
 
 from dummyprof.measure.budget import offered_seconds
+from dummyprof.measure.memory import FRESH_MAP_BYTES
 from dummyprof.results.common import FirstTouch
 
 CHUNK_BYTES = 64 << 20  # the largest chunk: a fill of bigger tensors pays per page alike, and the probe needs two
@@ -35,6 +36,16 @@ def _one_thread() -> Iterator[None]:
         torch.set_num_threads(threads)
 
 
+def chunk_within(chunk_bytes: int, memory_bytes: int) -> int:
+    """The probe's mapping size: ``chunk_bytes``, or the largest power of two of which :data:`MIN_CHUNKS` fit
+    ``memory_bytes``, never under what glibc maps afresh. A page faults alike in a mapping of 16 or 64 MiB, so a
+    tight memory budget costs the probe its sample size, not its sample."""
+    fitting = memory_bytes // MIN_CHUNKS
+    if fitting >= chunk_bytes:
+        return chunk_bytes
+    return max(1 << max(fitting.bit_length() - 1, 0), FRESH_MAP_BYTES)
+
+
 def probe(
     needed_bytes: int,
     *,
@@ -44,9 +55,11 @@ def probe(
     chunk_bytes: int = CHUNK_BYTES,
     share: float = 1.0,
 ) -> FirstTouch:
-    """Fresh mappings of ``chunk_bytes`` held until they cover ``needed_bytes``, ``memory_bytes`` would be passed, or
-    ``seconds`` are spent (after :data:`MIN_CHUNKS`); each memset on its fresh pages, then again touched. Stopped by
-    time, it names the budget whose ``share`` covers every needed page at the rate it saw."""
+    """Fresh mappings of ``chunk_bytes`` (:func:`chunk_within` ``memory_bytes``) held until they cover
+    ``needed_bytes``, ``memory_bytes`` would be passed, or ``seconds`` are spent (after :data:`MIN_CHUNKS`); each
+    memset on its fresh pages, then again touched. Stopped by time, it names the budget whose ``share`` covers every
+    needed page at the rate it saw."""
+    chunk_bytes = chunk_within(chunk_bytes, memory_bytes)
     result = FirstTouch(chunk_bytes=chunk_bytes, needed_bytes=needed_bytes)
     held: list[tuple[mmap.mmap, torch.Tensor]] = []
     deadline = clock() + seconds

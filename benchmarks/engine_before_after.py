@@ -5,7 +5,7 @@ For each case, each checkout runs the projected command and the measured one (a 
 case, each projection (point and interval) against the median real fill (inside the interval or not, and the
 point's ratio to it), and whether every pair of one checkout's projection intervals overlaps (run-to-run).
 
-    python benchmarks/engine_before_after.py BEFORE_CHECKOUT AFTER_CHECKOUT [--rounds 3]
+    python benchmarks/engine_before_after.py BEFORE_CHECKOUT AFTER_CHECKOUT [--rounds 3] [--case engram-fits]
 
 Each checkout runs on this interpreter (``PYTHONPATH=CHECKOUT``): give it one with torch and the project's
 dependencies installed. Figures are for a quiet machine; the script prints the load average of each round.
@@ -61,14 +61,16 @@ def main() -> None:
     parser.add_argument("before", type=Path)
     parser.add_argument("after", type=Path)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--case", action="append", choices=sorted(CASES), help="only this case (repeatable)")
     args = parser.parse_args()
+    cases = {name: CASES[name] for name in args.case or CASES}
     checkouts = {"before": args.before.resolve(), "after": args.after.resolve()}
     projected: dict[tuple[str, str, str], list[dict]] = {}  # (checkout, case, name) -> each round's Estimate
     real: dict[tuple[str, str, str], list[float]] = {}  # the measured medians
     with tempfile.TemporaryDirectory() as tmp:
         for round_index in range(args.rounds):
             print(f"round {round_index + 1}: load average {os.getloadavg()[0]:.2f}", file=sys.stderr)
-            for case, (proj_args, real_args) in CASES.items():
+            for case, (proj_args, real_args) in cases.items():
                 for label, checkout in checkouts.items():
                     out = Path(tmp) / f"{label}-{case}.json"
                     for name, t in _times(_run(checkout, proj_args, out)).items():

@@ -264,7 +264,9 @@ def test_decide_probes_first_touch_on_a_cpu_and_prices_it_into_every_projection(
 
     probed: list[tuple[int, float, int, int]] = []
 
-    def probe(needed: int, *, memory_bytes: int, seconds: float, chunk_bytes: int, share: float) -> FirstTouch:
+    def probe(
+        needed: int, *, memory_bytes: int, seconds: float, chunk_bytes: int, share: float, clock: object
+    ) -> FirstTouch:
         probed.append((needed, seconds, memory_bytes, chunk_bytes))
         return FirstTouch(chunk_bytes=4096, fresh_s=[0.5], touched_s=[0.25], needed_bytes=needed)
 

@@ -54,6 +54,10 @@ def test_a_projection_is_never_under_the_memset_floor_plus_the_cheapest_first_to
     assert not slow.floor_bound
     # the high end pays the chunks' whole fresh memsets (0.3, 0.5, then twice the dearest 0.5): 1 + 7 + 1.8
     assert (slow.time.low, slow.time.value, slow.time.high) == pytest.approx((6.0, 7.4, 9.8))
+    # faults taken by two threads at once: the probe's one-thread price halved, at the point and both ends
+    shared = engine.project((5.0, 4.0, 7.0), 2 * MIB, floors, touched=4 * MIB, touch_threads=2, fixed_s=1.0)
+    assert shared.first_touch_s == pytest.approx(0.7)
+    assert (shared.time.low, shared.time.value, shared.time.high) == pytest.approx((5.5, 6.7, 8.9))
 
 
 def test_the_offered_budget_is_the_seconds_over_their_share_with_the_margin_in_whole_seconds() -> None:

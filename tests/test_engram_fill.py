@@ -88,6 +88,23 @@ def test_scratch_accounting_matches_the_method_declaration() -> None:
     assert chunked.fill(tables(), 500).scratch_bytes == chunked.scratch_bytes(elements, 500) == 1000
 
 
+def test_each_temporary_is_listed_with_its_bytes_and_adds_up_to_the_scratch() -> None:
+    n = 1000
+    assert METHODS["random-convert"].temporaries(n) == (2 * n, n)  # the fp16 copy, then its fp8 conversion
+    assert METHODS["random-scratch"].temporaries(n) == (2 * n,)
+    assert METHODS["random-chunked"].temporaries(n, 300) == (600,) and METHODS["random-chunked"].temporaries(n) == (
+        2 * n,
+    )
+    assert (
+        METHODS["constant"].temporaries(n)
+        == METHODS["memset"].temporaries(n)
+        == METHODS["random-fast"].temporaries(n)
+        == ()
+    )
+    for method in METHODS.values():
+        assert method.scratch_bytes(n, 300) == sum(method.temporaries(n, 300)) + method.fixed_scratch_bytes
+
+
 def test_random_convert_leaves_scales_untouched_and_rounds_almost_everything_to_zero() -> None:
     t = tables(rows=512, dim=256)
     outcome = METHODS["random-convert"].fill(t, 0)

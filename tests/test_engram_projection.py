@@ -171,6 +171,44 @@ def test_the_report_says_how_each_projection_was_made_and_bounded() -> None:
     assert projection_detail(bounded, "memset").endswith("raised to its own fastest sample (10.00 GB/s)")
 
 
+def test_the_full_sizes_fresh_temporaries_are_those_its_samples_did_not_map_afresh() -> None:
+    from dummyprof.loaders.fp8_methods import METHODS
+    from dummyprof.results.engram import EngramLayout
+    from dummyprof.scenarios.engram.runner import unsampled_scratch_bytes
+
+    layout = EngramLayout(part_rows=1_000_000, dim=512, tables=2)
+    chunk = 64 << 20
+    # samples of 20,000 rows: every temporary under 32 MiB, on the kept heap; at full size all past it, afresh
+    convert, scratch, chunked = (METHODS[f"random-{m}"] for m in ("convert", "scratch", "chunked"))
+    assert unsampled_scratch_bytes(convert, layout, 20_000, chunk) == 2 * 3 * 512_000_000
+    assert unsampled_scratch_bytes(chunked, layout, 20_000, chunk) == 2 * 2 * chunk  # one chunk per table
+    # a sample of 40,000 rows maps random-scratch's 40.96 MB scratch afresh too: its line already holds the pages
+    assert unsampled_scratch_bytes(scratch, layout, 40_000, chunk) == 0
+    # ... and random-convert's fp16 copy, not its 20.48 MB fp8 conversion
+    assert unsampled_scratch_bytes(convert, layout, 40_000, chunk) == 2 * 512_000_000
+    assert unsampled_scratch_bytes(METHODS["memset"], layout, 20_000, chunk) == 0
+
+
+def test_a_projection_adds_the_first_touch_of_the_fresh_scratch_at_the_probes_price() -> None:
+    from dummyprof.reports.kinds.engram import projection_detail
+    from dummyprof.results.common import FirstTouch
+
+    mib, xs = 1 << 20, [1e6, 2e6, 3e6, 4e6]
+    pages = FirstTouch(chunk_bytes=mib, fresh_s=[0.3, 0.5], touched_s=[0.1, 0.1], needed_bytes=4 * mib)
+    points = _points(xs, [[x / 1e8] for x in xs])
+    plain = _projected(points, int(1e8), (None, ""), "cpu")[1]
+    priced = _projected(points, int(1e8), (None, ""), "cpu", touched=4 * mib, pages=pages)[1]
+    halved = _projected(points, int(1e8), (None, ""), "cpu", touched=4 * mib, touch_threads=2, pages=pages)[1]
+    assert plain.time.value == pytest.approx(1.0) and plain.fresh_bytes == 0 and plain.first_touch_s == 0.0
+    # 0.2 + 0.4 for the probed chunks, two more at the last quarter's 0.4: 1.4 s; over two threads, 0.7 s
+    assert (priced.first_touch_s, priced.time.value) == pytest.approx((1.4, 2.4))
+    assert (halved.first_touch_s, halved.time.value) == pytest.approx((0.7, 1.7))
+    assert projection_detail(priced).endswith(", plus 1.40 s first touch of 4.00 MiB fresh scratch")
+    # without a probe (a GPU fill, or no fresh scratch) nothing is added and nothing is said
+    unpriced = _projected(points, int(1e8), (None, ""), "cpu", touched=4 * mib)[1]
+    assert unpriced.time.value == pytest.approx(1.0) and "first touch" not in projection_detail(unpriced)
+
+
 def test_a_sample_size_predicted_past_the_deadline_is_left_out_once_its_group_has_three() -> None:
     from types import SimpleNamespace
 

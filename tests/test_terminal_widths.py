@@ -227,7 +227,7 @@ def test_engram_fits(width: int, kind: str) -> None:
         assert all(re.search(rf"(^| ){re.escape(h)}( |$)", out, re.M) for h in headers)
     if kind == "fake-projected":
         assert "~12.71 s  12.71 s–50.85 s" in out and "~: projected from smaller samples" in out
-        assert re.search(r"random-convert +~26\.43 s +26\.43 s–103 s +first touch 48% +missed ", out)
+        assert re.search(r"random-convert +~26\.43 s +26\.43 s–115 s +first touch 48% +missed ", out)
         assert "(projected)" not in out  # one mark, '~', explained under each table that has it
     if kind == "engram-plan":
         assert "fill and start-up times: unavailable: dry run: nothing allocated" in out

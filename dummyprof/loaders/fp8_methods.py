@@ -119,12 +119,21 @@ class FillMethod:
     writes_scales: bool
     # The tables it fills declare dummy_weight_value (offloaded, vLLM 0.33); the others fill them undeclared.
     declared: bool = False
+    # Its temporaries are first written by dtype conversions, which run on every core (uniform_ runs on one), so
+    # their page faults are taken by every thread at once.
+    temporaries_parallel: bool = False
 
     def scratch_bytes(self, weight_elements: int, chunk: int = DEFAULT_CHUNK_ELEMENTS) -> int:
         """Peak temporary bytes for one table (tables are filled one at a time)."""
-        if self.name == "random-chunked":
-            return self.scratch_per_element * min(chunk, weight_elements)
-        return self.scratch_per_element * weight_elements + self.fixed_scratch_bytes
+        return sum(self.temporaries(weight_elements, chunk)) + self.fixed_scratch_bytes
+
+    def temporaries(self, weight_elements: int, chunk: int = DEFAULT_CHUNK_ELEMENTS) -> tuple[int, ...]:
+        """Bytes of each temporary one table's weight fill allocates, all alive at its peak: random-convert's fp16
+        copy and its fp8 conversion, the others' one fp16 scratch (random-chunked's at most a chunk)."""
+        n = min(chunk, weight_elements) if self.name == "random-chunked" else weight_elements
+        if self.name == "random-convert":
+            return (2 * n, n)
+        return (self.scratch_per_element * n,) if self.scratch_per_element else ()
 
     @property
     def fixed_scratch_bytes(self) -> int:
@@ -145,6 +154,7 @@ METHODS: dict[str, FillMethod] = {
             fill_random_convert,
             3,
             False,
+            temporaries_parallel=True,
         ),
         FillMethod(
             "random-scratch",

@@ -220,13 +220,16 @@ def project(
     floors: Floors,
     *,
     touched: int = 0,
+    touch_threads: int = 1,
     fixed_s: float = 0.0,
     device: str = "",
 ) -> Budgeted:
     """``costs`` (point, low, high) of writing ``written`` bytes, plus ``fixed_s`` and the first touch of
-    ``touched`` fresh bytes, never under ``written`` at the memset rate plus the first touch's cheapest pages."""
+    ``touched`` fresh bytes, never under ``written`` at the memset rate plus the first touch's cheapest pages.
+    ``touch_threads``: the threads that take those faults together (the probe's price is one thread's)."""
     pages = floors.pages
-    touch, touch_low, touch_high = pages.price(touched) if pages is not None else (0.0, 0.0, 0.0)
+    prices = pages.price(touched) if pages is not None else (0.0, 0.0, 0.0)
+    touch, touch_low, touch_high = (p / max(1, touch_threads) for p in prices)
     rate = floors.memset_bytes_per_s
     floor = (written / rate if rate > 0 else 0.0) + touch_low
     point = fixed_s + costs[0] + touch
@@ -280,6 +283,7 @@ def measuring(
                 fresh_bytes,
                 memory_bytes=room_bytes,
                 seconds=time_budget_s * FIRST_TOUCH_SHARE,
+                clock=clock,
                 chunk_bytes=chunk_bytes,
                 share=FIRST_TOUCH_SHARE,
             )

@@ -58,25 +58,27 @@ def engine_maps_afresh(nbytes: int) -> bool:
 KEPT_HEAP_BYTES = 96 << 20  # a sampled tensor and its temporary, both under MMAP_THRESHOLD, with room to spare
 
 
-def _grow_heap(libc: ctypes.CDLL) -> None:
-    """Grow the heap by :data:`KEPT_HEAP_BYTES` of touched memory, kept when freed: a sampled fill's allocations
-    then land on touched pages wherever the allocator places them, not only where a freed block fits."""
+def _grow_heap(libc: ctypes.CDLL, kept_bytes: int) -> None:
+    """Grow the heap by ``kept_bytes`` (whole blocks of half the mmap threshold) of touched memory, kept when freed:
+    a sampled fill's allocations then land on touched pages wherever the allocator places them, not only where a
+    freed block fits."""
     libc.malloc.restype = ctypes.c_void_p
     libc.free.argtypes = [ctypes.c_void_p]
-    blocks = [libc.malloc(MMAP_THRESHOLD // 2) for _ in range(KEPT_HEAP_BYTES // (MMAP_THRESHOLD // 2))]
+    block_bytes = MMAP_THRESHOLD // 2
+    blocks = [libc.malloc(block_bytes) for _ in range(-(-kept_bytes // block_bytes))]
     for block in blocks:
         if block:
-            ctypes.memset(block, 0, MMAP_THRESHOLD // 2)
+            ctypes.memset(block, 0, block_bytes)
     for block in blocks:
         libc.free(block)
 
 
 @contextlib.contextmanager
-def heap_reused(device: torch.device, *, grown: bool = True) -> Iterator[None]:
+def heap_reused(device: torch.device, *, grown: bool = True, kept_bytes: int = KEPT_HEAP_BYTES) -> Iterator[None]:
     """Temporaries under :data:`MMAP_THRESHOLD` served from a heap kept across frees, as an engine's smaller scratches
-    are after their first visit: a calibration fill's (``grown``: on memory touched on entry) or a measured fill's
-    (its first visit on fresh pages, as the engine's). Afterwards the threshold is ``map_afresh``'s where that was
-    fixed, else glibc's ceiling (what the dynamic threshold reaches), and the free heap goes back to the kernel:
+    are after their first visit: a calibration fill's (``grown``: on ``kept_bytes`` touched on entry) or a measured
+    fill's (its first visit on fresh pages, as the engine's). Afterwards the threshold is ``map_afresh``'s where that
+    was fixed, else glibc's ceiling (what the dynamic threshold reaches), and the free heap goes back to the kernel:
     glibc serves an allocation from free heap past any threshold, so a model built next (or a probe) would
     otherwise land on these touched pages."""
     if device.type != "cpu":
@@ -90,7 +92,7 @@ def heap_reused(device: torch.device, *, grown: bool = True) -> Iterator[None]:
         yield
         return
     if grown:
-        _grow_heap(libc)
+        _grow_heap(libc, kept_bytes)
     try:
         yield
     finally:

@@ -141,6 +141,23 @@ def fresh_text(budget_s: float | None) -> str:
     return "" if budget_s is None else say("fill.first-touch-short", budget=math.ceil(budget_s))
 
 
+PAGE = 4096  # the page size the first-touch cost is quoted per
+
+
+def first_touch_text(pages: FirstTouch | None) -> str:
+    """The probe of fresh pages, in a clause: how much it covered and what a page's first write cost."""
+    if pages is None or not pages.fresh_s:
+        return ""
+    costs = [c / (pages.chunk_bytes / PAGE) * 1e6 for c in pages.chunk_costs()]
+    needed = format_bytes(pages.needed_bytes)
+    covered = (
+        f"all {needed}"
+        if pages.sampled_bytes >= pages.needed_bytes
+        else f"{format_bytes(pages.sampled_bytes)} of {needed}"
+    )
+    return f"first touch {min(costs):.1f}-{max(costs):.1f} µs per 4 KiB page (fresh pages, {covered} probed)"
+
+
 def first_touch_notice(pages: FirstTouch) -> str:
     """What a first-touch probe cut short leaves out of a projection, and the budget that covers it."""
     if pages.binding == "time":

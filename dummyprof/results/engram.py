@@ -7,7 +7,7 @@ from msgspec import field
 
 from dummyprof.results.common import MEASURED as MEASURED  # a method's mode: these two as an Estimate says them
 from dummyprof.results.common import PROJECTED as PROJECTED
-from dummyprof.results.common import Contention, Count, Estimate, Int64, MemoryUse, Record, named
+from dummyprof.results.common import Contention, Count, Estimate, FirstTouch, Int64, MemoryUse, Record, named
 from dummyprof.results.verdict import Verdict
 
 PLANNED = "planned"  # dry run: nothing ran
@@ -119,6 +119,8 @@ class TimeProjection(Record):
     ceiling_name: str = ""  # "memset" or "first touch"
     bounded: bool = False  # the point was raised to the ceiling
     extrapolation: float = 0.0  # full size / largest sample
+    fresh_bytes: Count = 0  # temporaries the full size maps afresh and the samples did not: their first touch added
+    first_touch_s: float = 0.0  # what that first touch added to the time (the probe's price)
 
 
 class SamplePoint(Record):
@@ -230,6 +232,7 @@ class EngramResult(Record):
     sample_groups: list[SampleGroupInfo] = []  # empty when nothing was projected
     sample_sizes_cut: list[Count] = []  # planned sample rows left out: past the time budget
     sample_overrun: SampleOverrun | None = None  # sampling ended past the time budget (None: within it)
+    first_touch: FirstTouch | None = None  # the probe of fresh pages that priced the projections' fresh scratch
 
     @property
     def contention(self) -> Contention | None:

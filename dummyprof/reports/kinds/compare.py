@@ -17,6 +17,7 @@ from dummyprof.reports.format import (
     estimate_spread,
     figure_bytes,
     first_touch_notice,
+    first_touch_text,
     projected,
     rate,
     same_unavailable,
@@ -44,11 +45,9 @@ from dummyprof.reports.tables.model import (
     Line,
     Table,
 )
-from dummyprof.results.common import Estimate, FirstTouch, NoiseWarning
+from dummyprof.results.common import Estimate, NoiseWarning
 from dummyprof.results.compare import CompareResult, StrategyResult, TensorResult
 from dummyprof.units import format_bytes, format_seconds
-
-PAGE = 4096  # the page size the first-touch cost is quoted per
 
 TOP_TENSORS = 10  # the most revisited tensors a file shows
 TOP_TENSORS_SHORT = 5  # ... and the terminal by default
@@ -421,25 +420,12 @@ def calibration_line(result: CompareResult) -> str | None:
     size = result.size
     if not size.calibration or size.memset_bytes_per_s is None:
         return None
+    pages = first_touch_text(size.first_touch)
     return (
         f"memset floor {size.memset_bytes_per_s / 1e9:.2f} GB/s (fill_ on touched memory, this run)"
-        f"{first_touch_text(size.first_touch)}; calibration took {format_seconds(size.calibration_s)}, "
+        f"{'; ' + pages if pages else ''}; calibration took {format_seconds(size.calibration_s)}, "
         f"meta build and counting {format_seconds(size.counting_s)}"
     )
-
-
-def first_touch_text(pages: FirstTouch | None) -> str:
-    """The probe of fresh pages, in a clause: how much it covered and what a page's first write cost."""
-    if pages is None or not pages.fresh_s:
-        return ""
-    costs = [c / (pages.chunk_bytes / PAGE) * 1e6 for c in pages.chunk_costs()]
-    needed = format_bytes(pages.needed_bytes)
-    covered = (
-        f"all {needed}"
-        if pages.sampled_bytes >= pages.needed_bytes
-        else f"{format_bytes(pages.sampled_bytes)} of {needed}"
-    )
-    return f"; first touch {min(costs):.1f}-{max(costs):.1f} µs per 4 KiB page (fresh pages, {covered} probed)"
 
 
 def _lines(texts: Sequence[str | None], emphasis: str = "") -> list[Block]:

@@ -14,6 +14,8 @@ from dummyprof.reports.format import (
     estimate_cell,
     estimate_range,
     figure_bytes,
+    first_touch_notice,
+    first_touch_text,
     no_verdict_text,
     projected,
     projected_note,
@@ -78,6 +80,8 @@ def projection_detail(p: TimeProjection, own: str = "") -> str:
     else:
         how = f"line, {r2}, {line.points if line else 0} sizes"
     how += f", x{p.extrapolation:,.0f}"
+    if p.fresh_bytes:
+        how += f", plus {format_seconds(p.first_touch_s)} first touch of {format_bytes(p.fresh_bytes)} fresh scratch"
     if p.bounded and p.ceiling_bytes_per_s:
         whose = "its own fastest sample" if p.ceiling_name == own else f"the {p.ceiling_name} floor"
         how += f", raised to {whose} ({p.ceiling_bytes_per_s / 1e9:.2f} GB/s)"
@@ -193,6 +197,10 @@ def plan_notes(result: EngramResult) -> list[str]:
             )
         over_s, budget = format_seconds(over.over_s), format_seconds(over.time_budget_s)
         notes.append(say("engram.over-budget", over=over_s, budget=budget, when=when))
+    if result.first_touch is not None:
+        probed = first_touch_text(result.first_touch)
+        notes += [f"fresh scratch: {probed}"] if probed else []
+        notes += [n for n in (first_touch_notice(result.first_touch),) if n]
     line = contention_text(result.contention, "this run calibrated, filled and sampled")
     if line and ((result.contention is not None and result.contention.contended) or result.sample_groups):
         notes.append(line)  # next to every projected time, and whenever the machine was contended

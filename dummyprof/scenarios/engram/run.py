@@ -16,7 +16,7 @@ from dummyprof.allocation.backings import Backing, resolve_backing
 from dummyprof.errors import DoesNotFitError
 from dummyprof.loaders import random_fast
 from dummyprof.loaders.fp8_methods import RANDOM_FAST, FillMethod
-from dummyprof.measure import contention
+from dummyprof.measure import contention, engine
 from dummyprof.measure.device import resolve_device
 from dummyprof.measure.environment import collect_environment
 from dummyprof.models.engram import EngramSpec
@@ -34,6 +34,7 @@ from dummyprof.results.engram import (
     PLANNED,
     PROJECTED,
     BackingInfo,
+    Budget,
     EngramLayout,
     EngramResult,
     MethodResult,
@@ -58,8 +59,10 @@ from dummyprof.scenarios.engram.runner import (
     Runner,
     calibrate,
     derive,
+    fresh_scratch_bytes,
     measure_full,
     measure_samples,
+    project_samples,
     unallocated_device_figures,
 )
 from dummyprof.units import format_seconds
@@ -94,26 +97,12 @@ def run(
     methods = validate(options)
     spec = options.spec()
     device, backing = placement(options)
-    layout = build_layout(spec, backing)
     memory = memory_budget(options, backing, device)
     budget = memory.memory_bytes
-    needs = {m.name: needed_bytes(spec, layout.part_rows, m, backing, options.chunk_elements) for m in methods}
-    fits = {name: verdict.fits(need, budget) for name, need in needs.items()}
-    result = EngramResult(
-        layout=layout,
-        backing=_backing_info(backing),
-        budget=memory,
-        repeat=options.repeat,
-        chunk_elements=options.chunk_elements,
-        dry_run=options.dry_run,
-        methods=[_method_result(m, spec, layout, needs[m.name], fits[m.name], options.chunk_elements) for m in methods],
-    )
-    engine = random_fast.default_engine() if any(m.name == RANDOM_FAST for m in methods) else ""
-    results = Results(
-        command="engram", environment=collect_environment(device, random_fast_engine=engine), engram=result
-    )
-    if backing.used != backing.requested and backing.requested != "device":
-        results.notices.append(backing.note)
+    results, fits = _sized(options, methods, device, backing, memory)
+    result = results.engram
+    assert result is not None
+    layout = result.layout
     if options.dry_run:
         _dry_run(result)
         return results
@@ -147,10 +136,20 @@ def run(
                 rate[phase.name] = max(rate[phase.name], phase.time.value / max(1, result.layout.part_rows))
     if plan.projected:
         time_left = options.time_budget_s - (clock() - started)
-        sampled = plan_samples(spec, plan, methods, rate, options, time_left, budget, backing, memory.limit)
+        # The full size maps its larger temporaries afresh, which the samples do not: a probe prices the pages.
+        weights = layout.part_rows * spec.dim
+        fresh = max(fresh_scratch_bytes(m, weights, options.chunk_elements, spec.tables) for m in plan.projected)
+        probe_s = engine.FIRST_TOUCH_SHARE * time_left if fresh and device.type == "cpu" else 0.0
+        sampled = plan_samples(spec, plan, methods, rate, options, time_left - probe_s, budget, backing, memory.limit)
         plan.sample_groups = sync.broadcast("plan", plan.sample_groups)  # rank 0's sizes: the same steps on all
         total += sum(group.steps for group in plan.sample_groups)
-        measure_samples(runner, plan, result, sampled, step, deadline=started + options.time_budget_s)
+        deadline = started + options.time_budget_s - probe_s
+        floors = engine.Floors()
+        room = budget // 2  # half the memory budget, as compare's probe has
+        with engine.measuring(floors, device, fresh_bytes=fresh, room_bytes=room, time_budget_s=time_left, clock=clock):
+            phases = measure_samples(runner, plan, result, sampled, step, deadline=deadline)
+        result.first_touch = floors.pages
+        project_samples(result, sampled, phases, floors.pages)
     if not plan.full:
         result.gpu = unallocated_device_figures(device)
     machine = contention.between(busy, contention.read())
@@ -161,6 +160,33 @@ def run(
     result.rounds_cut = plan.rounds_cut
     result.run_peak_rss_bytes = runner.run_peak or None
     return results
+
+
+def _sized(
+    options: EngramOptions, methods: list[FillMethod], device: torch.device, backing: Backing, memory: Budget
+) -> tuple[Results, dict[str, bool]]:
+    """The results before anything is allocated: the layout, each method's need against the memory budget (and
+    whether it fits), the environment and the backing's notice."""
+    spec = options.spec()
+    layout = build_layout(spec, backing)
+    needs = {m.name: needed_bytes(spec, layout.part_rows, m, backing, options.chunk_elements) for m in methods}
+    fits = {name: verdict.fits(need, memory.memory_bytes) for name, need in needs.items()}
+    result = EngramResult(
+        layout=layout,
+        backing=_backing_info(backing),
+        budget=memory,
+        repeat=options.repeat,
+        chunk_elements=options.chunk_elements,
+        dry_run=options.dry_run,
+        methods=[_method_result(m, spec, layout, needs[m.name], fits[m.name], options.chunk_elements) for m in methods],
+    )
+    fast_engine = random_fast.default_engine() if any(m.name == RANDOM_FAST for m in methods) else ""
+    results = Results(
+        command="engram", environment=collect_environment(device, random_fast_engine=fast_engine), engram=result
+    )
+    if backing.used != backing.requested and backing.requested != "device":
+        results.notices.append(backing.note)
+    return results, fits
 
 
 def _refuse_a_budget_too_short(

@@ -18,8 +18,10 @@ from dummyprof.measure.device import synchronize
 from dummyprof.measure.memory import (
     PeakReading,
     PeakRss,
+    engine_maps_afresh,
     gpu_allocator_peak_figure,
     gpu_used_figure,
+    heap_reused,
     pinned_memory_figure,
     reset_gpu_peak,
     rss_bytes,
@@ -27,7 +29,7 @@ from dummyprof.measure.memory import (
 from dummyprof.measure.projection import fit_line, fit_proportional
 from dummyprof.measure.roofline import generator_bound, share_of_floor
 from dummyprof.models.engram import EngramSpec, EngramTable
-from dummyprof.results.common import Estimate, MemoryUse, copied
+from dummyprof.results.common import Estimate, FirstTouch, MemoryUse, copied
 from dummyprof.results.engram import (
     FALLBACK_FLAT,
     FALLBACK_POOR_FIT,
@@ -37,6 +39,7 @@ from dummyprof.results.engram import (
     NO_HOST_MEMORY_STATS,
     NOT_ALLOCATED_PROJECTED,
     PROJECTED,
+    EngramLayout,
     EngramResult,
     LinearFit,
     MethodResult,
@@ -277,6 +280,29 @@ class _Sampling:
     predicted: tuple[int, float] | None = None  # after which size the least sampling was predicted to overrun
 
 
+KEPT_SLACK = 1 << 20  # the allocator's headers around a kept block
+
+
+def kept_temporaries(method: FillMethod, weight_elements: int, chunk: int) -> list[int]:
+    """The temporaries of one table's fill that an engine's worker serves from heap it touched before (under glibc's
+    mmap threshold); the rest it maps afresh at every fill."""
+    return [t for t in method.temporaries(weight_elements, chunk) if not engine_maps_afresh(t)]
+
+
+def fresh_scratch_bytes(method: FillMethod, weight_elements: int, chunk: int, tables: int = 1) -> int:
+    """Bytes of temporaries a fill of ``tables`` tables maps afresh: its first touch of them."""
+    return tables * sum(t for t in method.temporaries(weight_elements, chunk) if engine_maps_afresh(t))
+
+
+def unsampled_scratch_bytes(method: FillMethod, layout: EngramLayout, sample_rows: int, chunk: int) -> int:
+    """The first touch a full-size fill pays that its samples' line does not hold: the temporaries it maps afresh,
+    less those the largest sample (``sample_rows``) mapped afresh too, in proportion (sampled on a kept heap, the
+    smaller temporaries touched before)."""
+    full = fresh_scratch_bytes(method, layout.part_rows * layout.dim, chunk, layout.tables)
+    sampled = fresh_scratch_bytes(method, sample_rows * layout.dim, chunk, layout.tables)
+    return max(0, full - sampled * layout.part_rows // sample_rows)
+
+
 def _sample_size(
     runner: Runner, plan: Plan, result: EngramResult, group: SampleGroup, rows: int, into: _Sampling
 ) -> None:
@@ -299,7 +325,9 @@ def _sample_size(
         if r == group.rounds[name]:  # sampled methods are never filled in full: the largest size's values
             result.method(name).values = _values(tables)
 
-    filled = runner.fills(tables, group.methods, group.rounds, done)
+    kept = max(sum(kept_temporaries(m, spec.dim * rows, runner.chunk)) for m in group.methods)
+    with heap_reused(runner.device, grown=kept > 0, kept_bytes=kept + KEPT_SLACK):
+        filled = runner.fills(tables, group.methods, group.rounds, done)
     for method in group.methods:
         readings = filled[method.name]
         s = _median_step(readings)
@@ -319,9 +347,9 @@ def measure_samples(
     sampled: Sequence[FillMethod],
     step: Callable[[str], None],
     deadline: float | None = None,
-) -> None:
+) -> dict[str, list[SamplePoint]]:
     """Each group sampled on the engine (``engine.timed_trials``: sizes ascending, each allocated, first-touched
-    and filled by the group's methods), then projected.
+    and filled by the group's methods on a kept heap): the allocation's and first touch's points, by size.
 
     A size predicted (its group's last size, scaled by rows) to end past ``deadline`` is left out once its group
     has MIN_SAMPLE_SIZES sizes (a machine busier than at calibration once ran 77 s against 40 s); rank 0 decides
@@ -357,13 +385,13 @@ def measure_samples(
         # samples reuse freed heap pages (under glibc's 32 MiB mmap threshold), and page-cache noise once fitted
         # x1.342, more than the fill can hold. The fit stays in the report as RSS/need.
         entry.peak_rss_bytes = Estimate.projected(into.base_rss + entry.needed_bytes)
-    project_samples(result, sampled, {k: sorted(v, key=lambda p: p.part_rows) for k, v in into.phases.items()})
     result.sample_groups = [
         SampleGroupInfo(
             g.memory_bound, [m.name for m in g.methods], [r for r in g.rows if r in into.took], max(g.rounds.values())
         )
         for g in plan.sample_groups
     ]
+    return {k: sorted(v, key=lambda p: p.part_rows) for k, v in into.phases.items()}
 
 
 def floor_rate(result: EngramResult) -> float | None:
@@ -383,13 +411,22 @@ FIXED_R_SQUARED = 0.9  # below it, a fixed step's line is noise around its media
 
 
 def _projected(
-    points: Sequence[SamplePoint], nbytes: int, ceiling: tuple[float | None, str], device: str, *, fixed: bool = False
+    points: Sequence[SamplePoint],
+    nbytes: int,
+    ceiling: tuple[float | None, str],
+    device: str,
+    *,
+    fixed: bool = False,
+    touched: int = 0,
+    touch_threads: int = 1,
+    pages: FirstTouch | None = None,
 ) -> tuple[LinearFit, TimeProjection]:
     """``points`` projected to ``nbytes`` by the engine (the medians' line, its slope bounds), never faster than the
     ceiling's rate: the fit used, and the projection (its ``line``: the medians' least squares, always fitted). A
     line that does not rise gives way to the largest sample's rate through the origin, between the fastest and
     slowest per-byte reading; ``fixed``, a step that need not grow with bytes (mapping pageable memory), to the
-    median of its readings, also where the line is poor."""
+    median of its readings, also where the line is poor. ``touched``: fresh bytes the full size first-touches that
+    the samples did not, priced by ``pages`` (this run's first-touch probe) over ``touch_threads`` threads."""
     sampled = engine.fitted([p.bytes_written for p in points], [p.time.samples for p in points])
     line, largest = fit_line(sampled.sizes, [statistics.median(t) for t in sampled.trials]), max(sampled.sizes)
     flat = line.slope <= 0
@@ -399,9 +436,9 @@ def _projected(
         sampled.fit = LinearFit(slope=slope, r_squared=line.r_squared, points=1, x_max=largest, model="b x")
         sampled.fit_low, sampled.fit_high = LinearFit(slope=min(per_byte)), LinearFit(slope=max(per_byte))
     rate, name = ceiling
-    timed = engine.project(
-        engine.cost(sampled, nbytes, calls=0), nbytes, engine.Floors(memset_bytes_per_s=rate or 0.0), device=device
-    )
+    floors = engine.Floors(memset_bytes_per_s=rate or 0.0, pages=pages)
+    costs = engine.cost(sampled, nbytes, calls=0)
+    timed = engine.project(costs, nbytes, floors, touched=touched, touch_threads=touch_threads, device=device)
     projection = TimeProjection(
         time=timed.time,
         interval="readings" if flat else "slopes",
@@ -412,6 +449,8 @@ def _projected(
         ceiling_name=name if rate else "",
         bounded=timed.floor_bound,
         extrapolation=nbytes / largest,
+        fresh_bytes=touched if pages is not None else 0,
+        first_touch_s=timed.first_touch_s,
     )
     if not (fixed and (flat or line.r_squared < FIXED_R_SQUARED)):
         return sampled.fit, projection
@@ -426,10 +465,14 @@ def _projected(
 
 
 def project_samples(
-    result: EngramResult, sampled: Sequence[FillMethod], phase_points: dict[str, list[SamplePoint]]
+    result: EngramResult,
+    sampled: Sequence[FillMethod],
+    phase_points: dict[str, list[SamplePoint]],
+    pages: FirstTouch | None = None,
 ) -> None:
     """Project every sampled figure on the engine: the floor bounded by its fastest reading, every other fill by
-    the floor's rate, first touch by both, allocation (address space, no bytes moved) by nothing."""
+    the floor's rate, first touch by both, allocation (address space, no bytes moved) by nothing. A fill's
+    temporaries that the full size maps afresh and its samples did not are priced by ``pages``."""
     ordered = sorted(sampled, key=lambda m: m.name != result.floor_method)
     device = result.backing.device
     for method in ordered:
@@ -437,7 +480,12 @@ def project_samples(
         own = method.name == result.floor_method
         rate = _fastest(entry.samples) if own else floor_rate(result)
         ceiling = (rate, result.floor_method)
-        entry.time_fit, entry.projection = _projected(entry.samples, entry.bytes_written, ceiling, device)
+        rows = max(p.part_rows for p in entry.samples)
+        touched = unsampled_scratch_bytes(method, result.layout, rows, result.chunk_elements)
+        threads = torch.get_num_threads() if method.temporaries_parallel else 1
+        entry.time_fit, entry.projection = _projected(
+            entry.samples, entry.bytes_written, ceiling, device, touched=touched, touch_threads=threads, pages=pages
+        )
         entry.time = entry.projection.time
     if result.phases:
         return

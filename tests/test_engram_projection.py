@@ -171,22 +171,28 @@ def test_the_report_says_how_each_projection_was_made_and_bounded() -> None:
     assert projection_detail(bounded, "memset").endswith("raised to its own fastest sample (10.00 GB/s)")
 
 
-def test_the_full_sizes_fresh_temporaries_are_those_its_samples_did_not_map_afresh() -> None:
+def test_each_samples_fresh_temporaries_come_off_its_readings_and_the_full_sizes_are_counted() -> None:
     from dummyprof.loaders.fp8_methods import METHODS
     from dummyprof.results.engram import EngramLayout
-    from dummyprof.scenarios.engram.runner import unsampled_scratch_bytes
+    from dummyprof.scenarios.engram.runner import fresh_scratch_bytes, on_touched
 
     layout = EngramLayout(part_rows=1_000_000, dim=512, tables=2)
     chunk = 64 << 20
-    # samples of 20,000 rows: every temporary under 32 MiB, on the kept heap; at full size all past it, afresh
     convert, scratch, chunked = (METHODS[f"random-{m}"] for m in ("convert", "scratch", "chunked"))
-    assert unsampled_scratch_bytes(convert, layout, 20_000, chunk) == 2 * 3 * 512_000_000
-    assert unsampled_scratch_bytes(chunked, layout, 20_000, chunk) == 2 * 2 * chunk  # one chunk per table
-    # a sample of 40,000 rows maps random-scratch's 40.96 MB scratch afresh too: its line already holds the pages
-    assert unsampled_scratch_bytes(scratch, layout, 40_000, chunk) == 0
-    # ... and random-convert's fp16 copy, not its 20.48 MB fp8 conversion
-    assert unsampled_scratch_bytes(convert, layout, 40_000, chunk) == 2 * 512_000_000
-    assert unsampled_scratch_bytes(METHODS["memset"], layout, 20_000, chunk) == 0
+    # at full size every temporary is past glibc's 32 MiB threshold, mapped afresh: two tables' worth
+    assert fresh_scratch_bytes(convert, 512_000_000, chunk, 2) == 2 * 3 * 512_000_000
+    assert fresh_scratch_bytes(chunked, 512_000_000, chunk, 2) == 2 * 2 * chunk  # one chunk per table
+    assert fresh_scratch_bytes(METHODS["memset"], 512_000_000, chunk, 2) == 0
+    # 20,000 rows: every temporary under the threshold (the kept heap's); 40,000: the 40.96 MB fp16 ones past it,
+    # not random-convert's 20.48 MB fp8 conversion
+    assert fresh_scratch_bytes(scratch, 20_000 * 512, chunk) == 0
+    assert fresh_scratch_bytes(scratch, 40_000 * 512, chunk) == fresh_scratch_bytes(convert, 40_000 * 512, chunk)
+    points = [SamplePoint(part_rows=r, time=Estimate.measured([1.0, 2.0])) for r in (20_000, 40_000)]
+    adjusted = on_touched(points, convert, layout, chunk, lambda n: n / 1e9)  # 1 s per GB of fresh pages
+    assert adjusted[0] is points[0]  # nothing mapped afresh: the readings as measured
+    fresh_s = 2 * 2 * 40_000 * 512 / 1e9
+    assert adjusted[1].time.samples == pytest.approx([1.0 - fresh_s, 2.0 - fresh_s])
+    assert points[1].time.samples == [1.0, 2.0]  # the sample itself keeps its readings
 
 
 def test_a_projection_adds_the_first_touch_of_the_fresh_scratch_at_the_probes_price() -> None:

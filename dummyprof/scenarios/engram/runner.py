@@ -8,6 +8,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, TypeVar
 
+import msgspec
 import torch
 
 from dummyprof.allocation.backings import Arena, Backing, anon_huge_page_bytes, pinned_reserved_bytes
@@ -294,13 +295,23 @@ def fresh_scratch_bytes(method: FillMethod, weight_elements: int, chunk: int, ta
     return tables * sum(t for t in method.temporaries(weight_elements, chunk) if engine_maps_afresh(t))
 
 
-def unsampled_scratch_bytes(method: FillMethod, layout: EngramLayout, sample_rows: int, chunk: int) -> int:
-    """The first touch a full-size fill pays that its samples' line does not hold: the temporaries it maps afresh,
-    less those the largest sample (``sample_rows``) mapped afresh too, in proportion (sampled on a kept heap, the
-    smaller temporaries touched before)."""
-    full = fresh_scratch_bytes(method, layout.part_rows * layout.dim, chunk, layout.tables)
-    sampled = fresh_scratch_bytes(method, sample_rows * layout.dim, chunk, layout.tables)
-    return max(0, full - sampled * layout.part_rows // sample_rows)
+def _touch_price(pages: FirstTouch, threads: int) -> Callable[[int], float]:
+    """Seconds to first-touch n fresh bytes: the probe's point, its faults taken by ``threads`` threads at once."""
+    return lambda n: pages.price(n)[0] / threads
+
+
+def on_touched(
+    points: Sequence[SamplePoint], method: FillMethod, layout: EngramLayout, chunk: int, price: Callable[[int], float]
+) -> list[SamplePoint]:
+    """``points`` with each reading less the first touch (``price``) of the temporaries its fill mapped afresh (32 MiB
+    or more; the smaller ones came from the kept heap): every reading on touched memory, so that sizes on both sides
+    of the threshold make one line."""
+    on_touched = []
+    for p in points:
+        fresh = price(fresh_scratch_bytes(method, p.part_rows * layout.dim, chunk, layout.tables))
+        readings = [max(0.0, r - fresh) for r in p.time.samples] if fresh else p.time.samples
+        on_touched.append(msgspec.structs.replace(p, time=Estimate.measured(readings)) if fresh else p)
+    return on_touched
 
 
 def _sample_size(
@@ -471,8 +482,9 @@ def project_samples(
     pages: FirstTouch | None = None,
 ) -> None:
     """Project every sampled figure on the engine: the floor bounded by its fastest reading, every other fill by
-    the floor's rate, first touch by both, allocation (address space, no bytes moved) by nothing. A fill's
-    temporaries that the full size maps afresh and its samples did not are priced by ``pages``."""
+    the floor's rate, first touch by both, allocation (address space, no bytes moved) by nothing. The first touch
+    of the temporaries a fill maps afresh, priced by ``pages``, comes off each sample's readings and onto the full
+    size's (``on_touched``)."""
     ordered = sorted(sampled, key=lambda m: m.name != result.floor_method)
     device = result.backing.device
     for method in ordered:
@@ -480,11 +492,14 @@ def project_samples(
         own = method.name == result.floor_method
         rate = _fastest(entry.samples) if own else floor_rate(result)
         ceiling = (rate, result.floor_method)
-        rows = max(p.part_rows for p in entry.samples)
-        touched = unsampled_scratch_bytes(method, result.layout, rows, result.chunk_elements)
+        layout, chunk = result.layout, result.chunk_elements
+        touched = fresh_scratch_bytes(method, layout.part_rows * layout.dim, chunk, layout.tables)
         threads = torch.get_num_threads() if method.temporaries_parallel else 1
+        points = entry.samples
+        if pages is not None:
+            points = on_touched(points, method, layout, chunk, _touch_price(pages, threads))
         entry.time_fit, entry.projection = _projected(
-            entry.samples, entry.bytes_written, ceiling, device, touched=touched, touch_threads=threads, pages=pages
+            points, entry.bytes_written, ceiling, device, touched=touched, touch_threads=threads, pages=pages
         )
         entry.time = entry.projection.time
     if result.phases:

@@ -48,6 +48,18 @@ def test_the_probe_stops_at_its_memory_and_at_its_time_after_two_chunks_naming_t
     assert late.binding == "time" and len(late.fresh_s) == 2  # never fewer than two chunks
     # 2 s per 4 KiB chunk (fresh + touched): 64 KiB need 32 s, a quarter of a 128 s budget
     assert late.budget_s == 128.0
+    # more needed than the room holds: the budget that probes the room, and the advice says so
+    roomless = first_touch.probe(
+        1 << 20, memory_bytes=18 * KIB, seconds=0.5, clock=_Steps(1.0), chunk_bytes=4 * KIB, share=0.25
+    )
+    assert roomless.binding == "time" and roomless.room_bytes == 16 * KIB and roomless.budget_s == 32.0
+    from dummyprof.reports.format import first_touch_notice
+
+    assert first_touch_notice(roomless).endswith(
+        "--time-budget 32s or more probes the 16.00 KiB its room holds (half of the memory budget) of the "
+        "1.00 MiB the fill first-touches"
+    )
+    assert first_touch_notice(late).endswith("--time-budget 128s or more probes them all")
 
 
 def test_the_probe_writes_every_page_and_restores_torchs_threads() -> None:

@@ -58,9 +58,10 @@ def probe(
     """Fresh mappings of ``chunk_bytes`` (:func:`chunk_within` ``memory_bytes``) held until they cover
     ``needed_bytes``, ``memory_bytes`` would be passed, or ``seconds`` are spent (after :data:`MIN_CHUNKS`); each
     memset on its fresh pages, then again touched. Stopped by time, it names the budget whose ``share`` covers every
-    needed page at the rate it saw."""
+    needed page the room holds at the rate it saw."""
     chunk_bytes = chunk_within(chunk_bytes, memory_bytes)
-    result = FirstTouch(chunk_bytes=chunk_bytes, needed_bytes=needed_bytes)
+    room = memory_bytes - memory_bytes % chunk_bytes
+    result = FirstTouch(chunk_bytes=chunk_bytes, needed_bytes=needed_bytes, room_bytes=room)
     held: list[tuple[mmap.mmap, torch.Tensor]] = []
     deadline = clock() + seconds
     with _one_thread():
@@ -82,5 +83,5 @@ def probe(
             held.append((mapping, chunk))
     if result.binding == "time":
         per_byte = sum(f + t for f, t in zip(result.fresh_s, result.touched_s, strict=True)) / result.sampled_bytes
-        result.budget_s = float(offered_seconds(needed_bytes * per_byte, share=share, margin=1.0))
+        result.budget_s = float(offered_seconds(min(needed_bytes, room) * per_byte, share=share, margin=1.0))
     return result

@@ -161,6 +161,9 @@ def first_touch_text(pages: FirstTouch | None) -> str:
 def first_touch_notice(pages: FirstTouch) -> str:
     """What a first-touch probe cut short leaves out of a projection, and the budget that covers it."""
     if pages.binding == "time":
+        if pages.room_bytes is not None and pages.needed_bytes > pages.room_bytes and pages.budget_s is not None:
+            room, needed = format_bytes(pages.room_bytes), format_bytes(pages.needed_bytes)
+            return say("fill.first-touch-short-room", budget=math.ceil(pages.budget_s), room=room, needed=needed)
         return fresh_text(pages.budget_s)
     if pages.binding != "memory" or pages.fresh_s:  # a memory-bound sample: the calibration line says how much
         return ""

@@ -187,8 +187,9 @@ class FirstTouch(Record):
     fresh_s: list[float] = []  # per chunk, in order: the first memset (its page faults included)
     touched_s: list[float] = []  # per chunk: the same memset on the same pages, touched
     needed_bytes: Count = 0  # the pages the fill first-touches
+    room_bytes: Count | None = None  # the most the probe may hold (whole chunks); None in a file that did not say
     binding: str = ""  # what stopped the probe before ``needed_bytes``: "time", "memory"; "" it covered them
-    budget_s: float | None = None  # time binding: the --time-budget whose share covers every needed page
+    budget_s: float | None = None  # time binding: the --time-budget whose share covers every needed page it holds
 
     @property
     def sampled_bytes(self) -> int:

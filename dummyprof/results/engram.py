@@ -119,7 +119,7 @@ class TimeProjection(Record):
     ceiling_name: str = ""  # "memset" or "first touch"
     bounded: bool = False  # the point was raised to the ceiling
     extrapolation: float = 0.0  # full size / largest sample
-    fresh_bytes: Count = 0  # temporaries the full size maps afresh and the samples did not: their first touch added
+    fresh_bytes: Count = 0  # temporaries the full size maps afresh: their first touch added (off the samples')
     first_touch_s: float = 0.0  # what that first touch added to the time (the probe's price)
 
 

@@ -436,8 +436,8 @@ def _projected(
     ceiling's rate: the fit used, and the projection (its ``line``: the medians' least squares, always fitted). A
     line that does not rise gives way to the largest sample's rate through the origin, between the fastest and
     slowest per-byte reading; ``fixed``, a step that need not grow with bytes (mapping pageable memory), to the
-    median of its readings, also where the line is poor. ``touched``: fresh bytes the full size first-touches that
-    the samples did not, priced by ``pages`` (this run's first-touch probe) over ``touch_threads`` threads."""
+    median of its readings, also where the line is poor. ``touched``: the temporaries the full size maps afresh
+    (``points`` on touched memory), priced by ``pages`` (this run's first-touch probe) over ``touch_threads``."""
     sampled = engine.fitted([p.bytes_written for p in points], [p.time.samples for p in points])
     line, largest = fit_line(sampled.sizes, [statistics.median(t) for t in sampled.trials]), max(sampled.sizes)
     flat = line.slope <= 0

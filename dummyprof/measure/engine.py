@@ -8,6 +8,7 @@ that allocates, touches and fills) and a deployment's host-resident tables all r
 
 from __future__ import annotations
 
+import math
 import statistics
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -228,8 +229,7 @@ def project(
     ``touched`` fresh bytes, never under ``written`` at the memset rate plus the first touch's cheapest pages.
     ``touch_threads``: the threads that take those faults together (the probe's price is one thread's)."""
     pages = floors.pages
-    prices = pages.price(touched) if pages is not None else (0.0, 0.0, 0.0)
-    touch, touch_low, touch_high = (p / max(1, touch_threads) for p in prices)
+    touch, touch_low, touch_high = pages.price(touched, touch_threads) if pages is not None else (0.0, 0.0, 0.0)
     rate = floors.memset_bytes_per_s
     floor = (written / rate if rate > 0 else 0.0) + touch_low
     point = fixed_s + costs[0] + touch
@@ -256,6 +256,13 @@ def memset_rate(nbytes: int, device: torch.device, clock: Clock = time.perf_coun
 
 
 FIRST_TOUCH_SHARE = 0.25  # of the time budget, for the first-touch probe
+FIRST_TOUCH_ROOM = 0.5  # of the memory budget, for the pages the probe holds
+
+
+def probe_seconds(fresh_bytes: int, device: torch.device, time_budget_s: float) -> float:
+    """The most ``measuring``'s first-touch probe takes of ``time_budget_s``: none where no pages are fresh host
+    pages (nothing to touch, or a device whose memory takes no page faults)."""
+    return time_budget_s * FIRST_TOUCH_SHARE if fresh_bytes and device.type == "cpu" else 0.0
 
 
 @contextmanager
@@ -264,27 +271,31 @@ def measuring(
     device: torch.device,
     *,
     fresh_bytes: int,
-    room_bytes: int,
+    memory_bytes: int,
     time_budget_s: float,
     chunk_bytes: int = first_touch.CHUNK_BYTES,
+    spent_s: float = 0.0,
     clock: Clock = time.perf_counter,
 ) -> Iterator[Floors]:
     """A contention window around the sampling done in the ``with`` block, then the floors measured in it: the
     memset rate over ``floors.memset_bytes`` and, where ``fresh_bytes`` are fresh host pages, a first-touch probe
-    of them in mappings of ``chunk_bytes`` (smaller where two do not fit) within ``room_bytes`` and FIRST_TOUCH_SHARE of
-    ``time_budget_s``."""
+    of them in mappings of ``chunk_bytes`` (smaller where two do not fit) within FIRST_TOUCH_ROOM of ``memory_bytes``
+    and :func:`probe_seconds` of ``time_budget_s``: what is left of a run's budget after ``spent_s``, which the
+    budget the probe names for covering its pages adds back."""
     window = contention.Window()
     t0 = clock()
     with window.measure():
         yield floors
         floors.memset_bytes_per_s = memset_rate(floors.memset_bytes, device, clock)
-        if fresh_bytes and device.type == "cpu":
+        if seconds := probe_seconds(fresh_bytes, device, time_budget_s):
             floors.pages = first_touch.probe(
                 fresh_bytes,
-                memory_bytes=room_bytes,
-                seconds=time_budget_s * FIRST_TOUCH_SHARE,
+                memory_bytes=int(memory_bytes * FIRST_TOUCH_ROOM),
+                seconds=seconds,
                 clock=clock,
                 chunk_bytes=chunk_bytes,
                 share=FIRST_TOUCH_SHARE,
             )
+            if floors.pages.budget_s is not None:
+                floors.pages.budget_s = float(math.ceil(floors.pages.budget_s + spent_s))
     floors.seconds, floors.contention = clock() - t0, window.result()

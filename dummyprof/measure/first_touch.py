@@ -58,7 +58,7 @@ def probe(
     """Fresh mappings of ``chunk_bytes`` (:func:`chunk_within` ``memory_bytes``) held until they cover
     ``needed_bytes``, ``memory_bytes`` would be passed, or ``seconds`` are spent (after :data:`MIN_CHUNKS`); each
     memset on its fresh pages, then again touched. Stopped by time, it names the budget whose ``share`` covers every
-    needed page the room holds at the rate it saw."""
+    needed page the room holds, the rest at its dearest chunk's cost."""
     chunk_bytes = chunk_within(chunk_bytes, memory_bytes)
     room = memory_bytes - memory_bytes % chunk_bytes
     result = FirstTouch(chunk_bytes=chunk_bytes, needed_bytes=needed_bytes, room_bytes=room)
@@ -82,6 +82,8 @@ def probe(
             result.touched_s.append(clock() - t1)
             held.append((mapping, chunk))
     if result.binding == "time":
-        per_byte = sum(f + t for f, t in zip(result.fresh_s, result.touched_s, strict=True)) / result.sampled_bytes
-        result.budget_s = float(offered_seconds(min(needed_bytes, room) * per_byte, share=share, margin=1.0))
+        # Pages further in can cost more (a hypervisor backing them): the rest at the dearest chunk's, as seen so far.
+        costs = [f + t for f, t in zip(result.fresh_s, result.touched_s, strict=True)]
+        rest = max(0, min(needed_bytes, room) - result.sampled_bytes) / chunk_bytes
+        result.budget_s = float(offered_seconds(sum(costs) + rest * max(costs), share=share, margin=1.0))
     return result

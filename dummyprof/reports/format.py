@@ -136,9 +136,12 @@ def contended_mark(*readings: Contention | None) -> str:
     return "; CONTENDED" if any(c is not None and c.contended for c in readings) else ""
 
 
-def fresh_text(budget_s: float | None) -> str:
-    """A first-touch probe stopped by the budget before it covered every page the fill first-touches."""
-    return "" if budget_s is None else say("fill.first-touch-short", budget=math.ceil(budget_s))
+def fresh_text(budget_s: float | None, covered: str = "") -> str:
+    """A first-touch probe stopped by the budget before it covered every page the fill first-touches (``covered``:
+    what that budget probes, where not all of them)."""
+    if budget_s is None:
+        return ""
+    return say("fill.first-touch-short", budget=math.ceil(budget_s), covered=covered or say("fill.first-touch-all"))
 
 
 PAGE = 4096  # the page size the first-touch cost is quoted per
@@ -161,10 +164,11 @@ def first_touch_text(pages: FirstTouch | None) -> str:
 def first_touch_notice(pages: FirstTouch) -> str:
     """What a first-touch probe cut short leaves out of a projection, and the budget that covers it."""
     if pages.binding == "time":
-        if pages.room_bytes is not None and pages.needed_bytes > pages.room_bytes and pages.budget_s is not None:
+        covered = ""
+        if pages.room_bytes is not None and pages.needed_bytes > pages.room_bytes:
             room, needed = format_bytes(pages.room_bytes), format_bytes(pages.needed_bytes)
-            return say("fill.first-touch-short-room", budget=math.ceil(pages.budget_s), room=room, needed=needed)
-        return fresh_text(pages.budget_s)
+            covered = say("fill.first-touch-room", room=room, needed=needed)
+        return fresh_text(pages.budget_s, covered)
     if pages.binding != "memory" or pages.fresh_s:  # a memory-bound sample: the calibration line says how much
         return ""
     memory = format_bytes(2 * pages.chunk_bytes)  # the probe's room is half of --max-memory: one chunk in it

@@ -46,10 +46,10 @@ MESSAGES: dict[str, str] = {
     "projection leaves out the first write to {needed} of them and reads low by its page faults; --max-memory "
     "{memory} or more probes them",
     "fill.first-touch-short": "FIRST TOUCH PARTLY SAMPLED for lack of time: the pages past the probe are priced at "
-    "its last pages' rate (the interval: its cheapest and dearest); --time-budget {budget}s or more probes them all",
-    "fill.first-touch-short-room": "FIRST TOUCH PARTLY SAMPLED for lack of time: the pages past the probe are "
-    "priced at its last pages' rate (the interval: its cheapest and dearest); --time-budget {budget}s or more "
-    "probes the {room} its room holds (half of the memory budget) of the {needed} the fill first-touches",
+    "its last pages' rate (the interval: its cheapest and dearest); --time-budget {budget}s or more probes {covered}",
+    "fill.first-touch-all": "them all",
+    "fill.first-touch-room": "the {room} its room holds (half of the memory budget) of the {needed} the fill "
+    "first-touches",
     "fill.projected-mark": "~: projected from smaller samples, not measured",
     # compare: why the run projected (its size's reason), how --repeat auto stopped, and hyperfine's warnings.
     "size.memory": "one model plus its largest temporary does not fit the memory budget",

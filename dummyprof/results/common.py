@@ -202,8 +202,9 @@ class FirstTouch(Record):
         keep = 1.0 - min(1.0, max(0.0, hidden))
         return [max(0.0, fresh - touched * keep) for fresh, touched in zip(self.fresh_s, self.touched_s, strict=True)]
 
-    def price(self, nbytes: int) -> tuple[float, float, float]:
-        """Seconds (point, low, high) to first-touch ``nbytes``: the sampled chunks in their order, exactly, then
+    def price(self, nbytes: int, threads: int = 1) -> tuple[float, float, float]:
+        """Seconds (point, low, high) to first-touch ``nbytes``, the faults taken by ``threads`` threads at once (the
+        probe's are one thread's): the sampled chunks in their order, exactly, then
         the rest at the last quarter's rate. The point and the low end price a page as a fill at memory speed pays
         it (fresh less touched: nearest what vLLM's ``uniform_`` paid, BENCHMARKS.md), the
         low end the rest at the cheapest chunk's; the high end as a fill hiding all its writes would (the whole
@@ -219,4 +220,9 @@ class FirstTouch(Record):
 
         point, high = self.chunk_costs(0.0), self.chunk_costs(1.0)
         tail = point[-max(1, len(point) // 4) :]
-        return priced(point, sum(tail) / len(tail)), priced(point, min(point)), priced(high, max(high))
+        share = 1 / max(1, threads)
+        return (
+            priced(point, sum(tail) / len(tail)) * share,
+            priced(point, min(point)) * share,
+            priced(high, max(high)) * share,
+        )

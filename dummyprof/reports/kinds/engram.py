@@ -198,9 +198,11 @@ def plan_notes(result: EngramResult) -> list[str]:
         over_s, budget = format_seconds(over.over_s), format_seconds(over.time_budget_s)
         notes.append(say("engram.over-budget", over=over_s, budget=budget, when=when))
     if result.first_touch is not None:
-        probed = first_touch_text(result.first_touch)
-        notes += [f"fresh scratch: {probed}"] if probed else []
-        notes += [n for n in (first_touch_notice(result.first_touch),) if n]
+        probed, short = first_touch_text(result.first_touch), first_touch_notice(result.first_touch)
+        if probed:
+            notes.append(f"fresh scratch: {probed}")
+        if short:
+            notes.append(short)
     line = contention_text(result.contention, "this run calibrated, filled and sampled")
     if line and ((result.contention is not None and result.contention.contended) or result.sample_groups):
         notes.append(line)  # next to every projected time, and whenever the machine was contended

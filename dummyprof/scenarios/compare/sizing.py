@@ -290,7 +290,7 @@ def decide(
         engine.Floors(),
         device,
         fresh_bytes=fresh,
-        room_bytes=budget // 2,  # half the model's memory budget, for the first-touch probe
+        memory_bytes=budget,
         chunk_bytes=chunk,
         time_budget_s=time_budget_s,
         clock=clock,

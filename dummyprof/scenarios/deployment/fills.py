@@ -342,7 +342,7 @@ def _host_sampled(
 ) -> tuple[engine.Sampled, engine.Floors]:
     """The tables' fill sampled by the engine (their largest table's dtype and value, in memory touched first)
     within SAMPLE_SHARE of ``share``, and the floors: the memset rate, and the first touch of ``nbytes`` fresh
-    pages where they are pageable (pinned pages are mapped when allocated), within half of ``room``."""
+    pages where they are pageable (pinned pages are mapped when allocated), within ``room`` (the engine's share)."""
     pinned = pinned_host_memory()
     _, _, dtype, value = max(tables, key=lambda t: t[1].numel() * t[2].itemsize)
     element = dtype.itemsize
@@ -353,7 +353,7 @@ def _host_sampled(
         )
 
     cpu, fresh = torch.device("cpu"), 0 if pinned else nbytes
-    with engine.measuring(engine.Floors(), cpu, fresh_bytes=fresh, room_bytes=room // 2, time_budget_s=share) as floors:
+    with engine.measuring(engine.Floors(), cpu, fresh_bytes=fresh, memory_bytes=room, time_budget_s=share) as floors:
         sampled = engine.sample(fill, nbytes, seconds=share * SAMPLE_SHARE, element=element, clock=clock)
         floors.memset_bytes = sampled.sizes[-1]
     return sampled, floors

@@ -139,14 +139,16 @@ def run(
         # The full size maps its larger temporaries afresh, which the samples do not: a probe prices the pages.
         weights = layout.part_rows * spec.dim
         fresh = max(fresh_scratch_bytes(m, weights, options.chunk_elements, spec.tables) for m in plan.projected)
-        probe_s = engine.FIRST_TOUCH_SHARE * time_left if fresh and device.type == "cpu" else 0.0
+        probe_s = engine.probe_seconds(fresh, device, time_left)
         sampled = plan_samples(spec, plan, methods, rate, options, time_left - probe_s, budget, backing, memory.limit)
         plan.sample_groups = sync.broadcast("plan", plan.sample_groups)  # rank 0's sizes: the same steps on all
         total += sum(group.steps for group in plan.sample_groups)
         deadline = started + options.time_budget_s - probe_s
         floors = engine.Floors()
-        room = budget // 2  # half the memory budget, as compare's probe has
-        with engine.measuring(floors, device, fresh_bytes=fresh, room_bytes=room, time_budget_s=time_left, clock=clock):
+        spent = options.time_budget_s - time_left  # the probe's share is of the time left; its advice, of the budget
+        with engine.measuring(
+            floors, device, fresh_bytes=fresh, memory_bytes=budget, time_budget_s=time_left, spent_s=spent, clock=clock
+        ):
             phases = measure_samples(runner, plan, result, sampled, step, deadline=deadline)
         result.first_touch = floors.pages
         project_samples(result, sampled, phases, floors.pages)

@@ -8,7 +8,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, TypeVar
 
-import msgspec
 import torch
 
 from dummyprof.allocation.backings import Arena, Backing, anon_huge_page_bytes, pinned_reserved_bytes
@@ -284,20 +283,14 @@ class _Sampling:
 KEPT_SLACK = 1 << 20  # the allocator's headers around a kept block
 
 
-def kept_temporaries(method: FillMethod, weight_elements: int, chunk: int) -> list[int]:
-    """The temporaries of one table's fill that an engine's worker serves from heap it touched before (under glibc's
-    mmap threshold); the rest it maps afresh at every fill."""
-    return [t for t in method.temporaries(weight_elements, chunk) if not engine_maps_afresh(t)]
-
-
 def fresh_scratch_bytes(method: FillMethod, weight_elements: int, chunk: int, tables: int = 1) -> int:
-    """Bytes of temporaries a fill of ``tables`` tables maps afresh: its first touch of them."""
+    """Bytes of temporaries a fill of ``tables`` tables maps afresh (an engine's worker: glibc's threshold), its first
+    touch of them; the smaller ones come back from heap touched before."""
     return tables * sum(t for t in method.temporaries(weight_elements, chunk) if engine_maps_afresh(t))
 
 
-def _touch_price(pages: FirstTouch, threads: int) -> Callable[[int], float]:
-    """Seconds to first-touch n fresh bytes: the probe's point, its faults taken by ``threads`` threads at once."""
-    return lambda n: pages.price(n)[0] / threads
+def _touch_point(pages: FirstTouch, threads: int) -> Callable[[int], float]:
+    return lambda n: pages.price(n, threads)[0]
 
 
 def on_touched(
@@ -306,12 +299,12 @@ def on_touched(
     """``points`` with each reading less the first touch (``price``) of the temporaries its fill mapped afresh (32 MiB
     or more; the smaller ones came from the kept heap): every reading on touched memory, so that sizes on both sides
     of the threshold make one line."""
-    on_touched = []
+    adjusted = []
     for p in points:
         fresh = price(fresh_scratch_bytes(method, p.part_rows * layout.dim, chunk, layout.tables))
-        readings = [max(0.0, r - fresh) for r in p.time.samples] if fresh else p.time.samples
-        on_touched.append(msgspec.structs.replace(p, time=Estimate.measured(readings)) if fresh else p)
-    return on_touched
+        readings = [max(0.0, r - fresh) for r in p.time.samples]
+        adjusted.append(copied(SamplePoint, p, time=Estimate.measured(readings)) if fresh else p)
+    return adjusted
 
 
 def _sample_size(
@@ -336,7 +329,8 @@ def _sample_size(
         if r == group.rounds[name]:  # sampled methods are never filled in full: the largest size's values
             result.method(name).values = _values(tables)
 
-    kept = max(sum(kept_temporaries(m, spec.dim * rows, runner.chunk)) for m in group.methods)
+    elements, chunk = spec.dim * rows, runner.chunk  # per table: tables are filled one after another
+    kept = max(sum(m.temporaries(elements, chunk)) - fresh_scratch_bytes(m, elements, chunk) for m in group.methods)
     with heap_reused(runner.device, grown=kept > 0, kept_bytes=kept + KEPT_SLACK):
         filled = runner.fills(tables, group.methods, group.rounds, done)
     for method in group.methods:
@@ -486,18 +480,17 @@ def project_samples(
     of the temporaries a fill maps afresh, priced by ``pages``, comes off each sample's readings and onto the full
     size's (``on_touched``)."""
     ordered = sorted(sampled, key=lambda m: m.name != result.floor_method)
-    device = result.backing.device
+    device, layout, chunk = result.backing.device, result.layout, result.chunk_elements
     for method in ordered:
         entry = result.method(method.name)
         own = method.name == result.floor_method
         rate = _fastest(entry.samples) if own else floor_rate(result)
         ceiling = (rate, result.floor_method)
-        layout, chunk = result.layout, result.chunk_elements
         touched = fresh_scratch_bytes(method, layout.part_rows * layout.dim, chunk, layout.tables)
         threads = torch.get_num_threads() if method.temporaries_parallel else 1
         points = entry.samples
         if pages is not None:
-            points = on_touched(points, method, layout, chunk, _touch_price(pages, threads))
+            points = on_touched(points, method, layout, chunk, _touch_point(pages, threads))
         entry.time_fit, entry.projection = _projected(
             points, entry.bytes_written, ceiling, device, touched=touched, touch_threads=threads, pages=pages
         )

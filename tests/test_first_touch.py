@@ -62,6 +62,32 @@ def test_the_probe_stops_at_its_memory_and_at_its_time_after_two_chunks_naming_t
     assert first_touch_notice(late).endswith("--time-budget 128s or more probes them all")
 
 
+def test_the_budget_a_time_bound_probe_names_prices_the_rest_at_its_dearest_chunk() -> None:
+    readings = iter([0.0, 0.0, 1.0, 2.0, 2.0, 5.0, 8.0, 9.0])  # chunks of 1 + 1 s, then 3 + 3 s; then past 0.5 s
+    pages = first_touch.probe(
+        1 << 20, memory_bytes=16 * KIB, seconds=0.5, clock=lambda: next(readings), chunk_bytes=4 * KIB, share=0.25
+    )
+    # 2 + 6 s probed, the room's other two chunks at 6 s each: 20 s, a quarter of an 80 s budget
+    assert pages.binding == "time" and pages.budget_s == 80.0
+
+
+def test_measuring_adds_the_time_spent_before_it_to_the_budget_its_probe_names(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from dummyprof.measure import engine
+
+    def probe(needed: int, **_: object) -> FirstTouch:
+        return FirstTouch(chunk_bytes=4096, fresh_s=[1.0, 1.0], touched_s=[0.5, 0.5], binding="time", budget_s=80.0)
+
+    monkeypatch.setattr(first_touch, "probe", probe)
+    cpu = torch.device("cpu")
+    with engine.measuring(engine.Floors(), cpu, fresh_bytes=MIB, memory_bytes=MIB, time_budget_s=4, spent_s=6.5) as f:
+        pass
+    assert (
+        f.pages is not None and f.pages.budget_s == 87.0
+    )  # what is left of the budget is the probe's; 6.5 s went before
+
+
 def test_the_probe_writes_every_page_and_restores_torchs_threads() -> None:
     threads = torch.get_num_threads()
     pages = first_touch.probe(8 << 20, memory_bytes=1 << 30, seconds=60.0, chunk_bytes=4 << 20)

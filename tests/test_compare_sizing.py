@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import math
 import re
+import statistics
 from collections.abc import Callable
 from pathlib import Path
 
@@ -384,3 +386,22 @@ def test_a_projection_prices_the_first_touch_of_the_scratch_the_engine_maps_afre
     projection = project_strategy(count, [cls], 1e12, 0, pages=pages)  # type: ignore[arg-type]
     weights, scratch = 2 * 4096 * 8192, 2 * (2 * 4096 * 8192)
     assert projection.first_touch_s == pytest.approx(pages.price(weights + scratch)[0])
+
+
+def test_one_reading_per_size_on_one_line_keeps_the_interval_of_its_rates() -> None:
+    # three readings on the line 0.3 + 0.9 x: every line through two of them has slope 0.9, yet the rates the
+    # readings give (1.2, 1.05, 1.0 per unit) say the fill's rate is known to a fifth, not exactly
+    from scipy.special import stdtrit
+
+    from dummyprof.measure.engine import slope_bounds
+    from dummyprof.measure.projection import rate_interval
+
+    sizes, readings = [1.0, 2.0, 3.0], [1.2, 2.1, 3.0]
+    half = float(stdtrit(2, 0.975)) * statistics.stdev([1.2, 1.05, 1.0]) / math.sqrt(3)
+    mean = (1.2 + 1.05 + 1.0) / 3
+    assert rate_interval(sizes, readings) == pytest.approx((mean - half, mean + half))
+    assert (mean - half, mean + half) == pytest.approx((0.825, 1.342), abs=1e-3)  # t(2) = 4.303
+    low, high = slope_bounds(sizes, [[r] for r in readings])
+    assert (low.slope, high.slope) == pytest.approx((mean - half, mean + half))
+    with pytest.raises(ValueError, match="two readings or more"):
+        rate_interval([1.0], [1.0])

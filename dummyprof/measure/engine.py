@@ -20,7 +20,7 @@ import torch
 
 from dummyprof.measure import contention, first_touch
 from dummyprof.measure.device import synchronize
-from dummyprof.measure.projection import fit_line, fit_proportional
+from dummyprof.measure.projection import fit_line, fit_proportional, rate_interval
 from dummyprof.results.common import Contention, Estimate, FirstTouch
 from dummyprof.results.engram import LinearFit
 
@@ -51,8 +51,9 @@ def slope_bounds(sizes: Sequence[float], samples: Sequence[Sequence[float]]) -> 
     each is one pass over the machine's state), through each size's fastest and slowest reading, and through
     the median: the slope's spread from one pass to the next within this run. Lines through the fastest and
     slowest readings alone can both lie on one side of the median's (a line's intercept absorbs part of the
-    noise). With one reading per size, the lines leaving out one size each. A second run can still land outside
-    (BENCHMARKS.md, reproducibility on a quiet machine)."""
+    noise). With one reading per size, the lines leaving out one size each and the interval of the mean per-byte
+    rate (:func:`rate_interval`), which the lines alone understate when the readings happen to lie on one. A
+    second run can still land outside (BENCHMARKS.md, reproducibility on a quiet machine)."""
     lines = [
         fit_time(sizes, [statistics.median(s) for s in samples]),
         fit_time(sizes, [min(s) for s in samples]),
@@ -63,6 +64,10 @@ def slope_bounds(sizes: Sequence[float], samples: Sequence[Sequence[float]]) -> 
     if max(len(s) for s in samples) == 1 and len(sizes) > 2:
         ys = [s[0] for s in samples]
         lines += [fit_time([*sizes[:i], *sizes[i + 1 :]], [*ys[:i], *ys[i + 1 :]]) for i in range(len(sizes))]
+        lines += [
+            LinearFit(slope=max(0.0, rate), points=len(sizes), x_max=max(sizes), model="b x")
+            for rate in rate_interval(sizes, ys)
+        ]
     return min(lines, key=lambda f: f.slope), max(lines, key=lambda f: f.slope)
 
 

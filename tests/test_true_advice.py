@@ -516,3 +516,26 @@ def test_a_time_budget_offered_for_a_meta_build_holds_when_followed(
             assert offered is not None and offered > 20
             for again in range(len(factors)):
                 assert offer(offered, factors, again) is None, (factors, phase, offered, again)
+
+
+def test_one_noisy_call_of_a_millisecond_does_not_multiply_the_engram_offer(monkeypatch: pytest.MonkeyPatch) -> None:
+    # before: the margin was the widest spread of any one call's two figures; on a busy machine `constant` read
+    # 0.3 ms and 10.6 ms (35x) at 2k rows and turned a run of ~5 s into "raise --time-budget to 171 s"
+    from dummyprof.errors import DoesNotFitError
+    from dummyprof.scenarios.engram import plan
+    from dummyprof.scenarios.engram import run as engram_run
+
+    def costs(small: Any, large: Any, rows: int, *, dearer: bool = False) -> dict[str, plan.CallCost]:
+        steady = {name: plan.CallCost(0.5, 0.0) for name in small}
+        return steady | {"constant": plan.CallCost(0.035 if dearer else 0.001, 0.0)}
+
+    monkeypatch.setattr(engram_run, "call_costs", costs)
+    options = EngramOptions(rows=2_000_000_000, dim=64, offload=True, max_memory=16 * 2**20, time_budget_s=1)
+    with pytest.raises(DoesNotFitError) as refused:
+        run(options, clock=NoisyClock([1.0], step=0.001))
+    said = refused.value.message
+    found = re.search(r"\(~([\d.]+) s predicted.*\(~([\d.]+) s\), after ([\d.]+) ms.*to (\d+) s or more", said)
+    assert found is not None, said
+    probe_s, sampling_s, spent_ms, offer = (float(g) for g in found.groups())
+    least = probe_s + sampling_s + spent_ms / 1000
+    assert least < offer < 1.1 * least + 1, said  # the dearer reading of the one noisy call, not 35x the run

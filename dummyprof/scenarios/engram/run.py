@@ -214,10 +214,11 @@ def _refuse_a_budget_too_short(
     spent = elapsed()
     least = sync.broadcast("least", spent + probe_s + sampling_s)  # rank 0's verdict, the same on every rank
     # The offer carries the noise these pre-probes measured (the lower figure above is for refusing only): each call
-    # from its dearer reading, and all of it times the widest spread of one call's two figures at the probe's size,
-    # as far as a run meeting the noise at another moment may read above this one.
+    # from its dearer reading, and all of it times the spread of the two figures of the whole least run, as far as a
+    # run meeting the noise at another moment may read above this one. Not the widest spread of one call's: a call
+    # of a millisecond read 35x apart on a busy machine would multiply the whole run by 35.
     dearer = sum(least_seconds(high, methods, fits, probe, options.repeat))
-    margin = max(spread((low[name].at(probe), high[name].at(probe))) for name in low)
+    margin = spread((probe_s + sampling_s, dearer))
     offer = sync.broadcast("offer", math.ceil(max(least, (spent + dearer) * margin)))
     if least > options.time_budget_s:
         projects = (

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from dummyprof.reports.kinds.compare import floor_share_cell, floor_share_text, memory_table, roofline_line, short_name
+from dummyprof.reports.kinds.compare import floor_share_cell, memory_table, roofline_line, short_name
 from dummyprof.reports.tables.to_markdown import md_table, table_lines
 from dummyprof.reports.tables.to_terminal import elide_path
 from dummyprof.results import CompareResult, Estimate, StrategyResult
@@ -59,11 +59,11 @@ def test_share_of_floor_and_the_generator_bound_line() -> None:
     assert result.share_of_floor("fast") == pytest.approx(0.8)
     assert result.share_of_floor("slow") == pytest.approx(0.01)
     assert result.generator_bound("fast") is False and result.generator_bound("slow") is True
-    assert floor_share_text(result, "fast") == "80%" and floor_share_cell(result, "slow").emphasis == "warn"
+    assert floor_share_cell(result, "fast").text == "80%" and floor_share_cell(result, "slow").emphasis == "warn"
     line = roofline_line(result)
     assert line is not None and line.startswith("roofline: slow 1.0% of memset: bound by the random generator")
     result.floor = None  # files written before the floor was measured
-    assert result.share_of_floor("fast") is None and floor_share_text(result, "fast") == "n/a"
+    assert result.share_of_floor("fast") is None and floor_share_cell(result, "fast").text == "n/a"
     assert roofline_line(result) is None
 
 

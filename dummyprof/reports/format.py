@@ -204,17 +204,12 @@ def contention_figures(c: Contention) -> str:
     return ", ".join(parts)
 
 
-def verdict_text(
-    v: Verdict, ends: tuple[float, float], limit: str, show: Callable[[float], str], *, short: bool = False
-) -> str:
+def verdict_text(v: Verdict, ends: tuple[float, float], limit: str, show: Callable[[float], str]) -> str:
     """A verdict against ``limit`` (its words, e.g. '600 s deadline') on the interval ``ends`` (low, high), written
     by ``show``:
     met with the room left at the interval's high end (the least there is), missed by the gap at its low end (the
-    least it misses by), uncertain with both ends, or no verdict on a contended machine. ``short``: the code's
-    word alone, for a narrow column.
+    least it misses by), uncertain with both ends, or no verdict on a contended machine.
     """
-    if short:
-        return say(f"short.{v.code}")
     low, high = ends
     fields = {"spare": show(v.limit - high), "gap": show(low - v.limit), "low": show(low), "high": show(high)}
     return say(f"verdict.{v.code}", limit=limit, **fields) if known(f"verdict.{v.code}") else f"{limit}: {v.code}"

@@ -122,13 +122,13 @@ def _ends(m: MethodResult) -> tuple[float, float]:
     return (min(low, high), max(low, high)) if low is not None and high is not None else (value, value)
 
 
-def deadline_text(result: EngramResult, m: MethodResult, *, short: bool = False) -> str:
+def deadline_text(result: EngramResult, m: MethodResult) -> str:
     """The verdict of a start-up against ``--deadline``, judged on its interval (:func:`results.verdict.judge`)."""
     verdict = deadline_verdict(result, m)
     if verdict is None:
-        return "" if short else "no --deadline"
+        return "no --deadline"
     limit = f"{format_seconds(verdict.limit)} deadline"
-    return verdict_text(verdict, _ends(m), limit, lambda s: projected(format_seconds(s), m.startup), short=short)
+    return verdict_text(verdict, _ends(m), limit, lambda s: projected(format_seconds(s), m.startup))
 
 
 def deadline_cell(result: EngramResult, m: MethodResult) -> str | Cell:
@@ -136,7 +136,7 @@ def deadline_cell(result: EngramResult, m: MethodResult) -> str | Cell:
     verdict = deadline_verdict(result, m)
     if verdict is None:
         return "" if result.budget.deadline_s is None else "n/a"
-    word = deadline_text(result, m, short=True)
+    word = say(f"short.{verdict.code}")
     return Cell(word, BAD) if verdict.code == MISSED else Cell(word, WARN) if verdict.code != MET else word
 
 
@@ -579,7 +579,7 @@ def engram_summary(result: EngramResult) -> str:
         head = "plan (dry run): " if result.dry_run else ""
         return head + f"need {need} per rank; {fits} in {format_bytes(result.budget.memory_bytes)}"
     verdict = deadline_verdict(result, best)
-    short = f"; {deadline_text(result, best, short=True)}" if verdict is not None else ""
+    short = f"; {say(f'short.{verdict.code}')}" if verdict is not None else ""
     said: list[Clause | str] = [
         Clause("recommended ", 4),
         f"{best.name}:",

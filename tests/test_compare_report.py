@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from dummyprof.reports.kinds.compare import floor_share_cell, memory_table, roofline_line, short_name
-from dummyprof.reports.tables.to_markdown import md_table, table_lines
+from dummyprof.reports.tables.model import NUMBER, TEXT, Table
+from dummyprof.reports.tables.to_markdown import table_lines
 from dummyprof.reports.tables.to_terminal import elide_path
 from dummyprof.results import CompareResult, Estimate, StrategyResult
 from dummyprof.results.compare import FloorResult
@@ -43,8 +44,9 @@ def test_memory_columns_unavailable_everywhere_become_one_line() -> None:
 
 
 def test_markdown_table_escapes_pipes() -> None:
-    assert md_table(["a", "b"], [["x|y", "1"]], align_right=[1]) == ["| a | b |", "| --- | ---: |", "| x\\|y | 1 |"]
-    assert md_table(["a"], [["`x`\n<b>"]]) == ["| a |", "| --- |", "| \\`x\\`\\\\n\\<b> |"]
+    table = Table.of("", [("a", TEXT), ("b", NUMBER)], [["x|y", "1"]])
+    assert table_lines(table) == ["| a | b |", "| --- | ---: |", "| x\\|y | 1 |"]
+    assert table_lines(Table.of("", [("a", TEXT)], [["`x`\n<b>"]])) == ["| a |", "| --- |", "| \\`x\\`\\\\n\\<b> |"]
 
 
 def test_share_of_floor_and_the_generator_bound_line() -> None:

@@ -11,7 +11,6 @@ from collections.abc import Callable, Iterable
 from itertools import groupby
 
 from dummyprof.reports.messages import known, say
-from dummyprof.reports.tables.model import Cell
 from dummyprof.results.common import Contention, Estimate, FirstTouch
 from dummyprof.results.verdict import Verdict
 from dummyprof.units import format_bytes, format_seconds
@@ -58,16 +57,6 @@ def estimate_cell(e: Estimate | None, unit: Callable[[float], str] = format_seco
     if e is None or e.value is None:
         return f"unavailable: {unavailable_text(e.reason)}" if why and e is not None and e.reason else "n/a"
     return projected(unit(e.value), e.is_projected)
-
-
-def estimate_figure(e: Estimate | None) -> Cell:
-    """A time's cell carrying its Estimate, so a chart draws it (``n/a`` and no bar when there is none)."""
-    return Cell(estimate_cell(e), value=e)
-
-
-def bytes_figure(n: int) -> Cell:
-    """A byte count's cell carrying the count, so a chart draws it."""
-    return Cell(format_bytes(n), value=n)
 
 
 def estimate_range(e: Estimate | None, unit: Callable[[float], str] = format_seconds) -> str:

@@ -8,11 +8,9 @@ from collections.abc import Callable, Sequence
 
 from dummyprof.reports.format import (
     PROJECTED_MARK,
-    bytes_figure,
     contended_mark,
     contention_text,
     estimate_cell,
-    estimate_figure,
     estimate_range,
     estimate_spread,
     figure_bytes,
@@ -182,7 +180,7 @@ def strategy_table(result: CompareResult) -> Table:
     title = f"Strategies: time (speedup vs {result.baseline_strategy}, 95% bootstrap interval)"
     fields: list[Field] = [
         STRATEGY,
-        (Column("median", NUMBER, unit=TIME), lambda s: estimate_figure(s.time)),
+        (Column("median", NUMBER, unit=TIME), lambda s: Cell(estimate_cell(s.time), value=s.time)),
         (("CV", NUMBER), lambda s: estimate_spread(s.time)),
         (("min–max", NUMBER), lambda s: estimate_range(s.time)),
         (("speedup", NUMBER), lambda s: speedup_cell(result, s.name)),
@@ -226,7 +224,7 @@ WORK: list[Field] = [
     (("visits", NUMBER), lambda s: f"{s.visits:,}"),
     (Column("redund.", NUMBER, legend="visits beyond the first"), lambda s: _count(s.redundant_visits)),
     (Column("max/t", NUMBER, legend="most visits of one tensor"), lambda s: str(s.max_visits)),
-    (Column("written", NUMBER, unit=BYTES), lambda s: bytes_figure(s.bytes_written)),
+    (Column("written", NUMBER, unit=BYTES), lambda s: Cell(format_bytes(s.bytes_written), value=s.bytes_written)),
 ]
 
 
@@ -326,7 +324,7 @@ def _projection_table(result: CompareResult, title: str, header: str, third: Fie
     (where probed) and the walk."""
     fields: list[Field] = [
         STRATEGY,
-        (Column(header, NUMBER, unit=TIME), lambda s: estimate_figure(s.projection.time)),
+        (Column(header, NUMBER, unit=TIME), lambda s: Cell(estimate_cell(s.projection.time), value=s.projection.time)),
         (Column("range", NUMBER, legend=RANGE_LEGEND), lambda s: estimate_range(s.projection.time)),
         third,
         (Column("floor", NUMBER, legend=FLOOR_LEGEND), lambda s: format_seconds(s.projection.time.floor)),

@@ -76,7 +76,6 @@ Entry = tuple[str, dict[str, Any], str, str, dict[str, Any], list[Metric]]
 
 
 def _records(results: Results, entries: Iterable[Entry]) -> list[dict[str, Any]]:
-    """One record per metric of each entry."""
     runner = _runner(results)
     dependencies = {"torch": results.environment.torch_version, "dummyprof": results.dummyprof_version}
     return [

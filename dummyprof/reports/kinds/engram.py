@@ -1,7 +1,7 @@
 """The engram report as blocks (a multi-rank run: kinds/ranks.py), its summary, and the words for its data's codes.
 
-Sized for 80 columns (issue #13): figures in short columns, the long words (how a projection was made, why a
-method was projected) in lines under the tables instead of in cells.
+Sized for 80 columns: figures in short columns, the long words (how a projection was made, why a method was
+projected) in lines under the tables instead of in cells.
 """
 
 from __future__ import annotations
@@ -611,7 +611,6 @@ def engram_text(results: Results) -> list[str]:
 
 
 def summary_of(results: Results) -> str:
-    """A multi-rank run's line, else the one engram run's."""
     if results.ranks_aggregate is not None:
         return ranks_summary(results.ranks_aggregate)
     assert results.engram is not None

@@ -17,7 +17,6 @@ def _cell(cell: Cell) -> str:
 
 
 def table_lines(table: Table) -> list[str]:
-    """A Markdown table, every cell escaped."""
     shown = table.shown()
     lines = [f"**{markdown_text(table.title)}**", ""] if table.title else []
     header = [Cell(table.columns[i].header if table.show_header else "") for i in shown]

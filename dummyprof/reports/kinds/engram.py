@@ -275,18 +275,15 @@ def ranks_table(result: EngramResult) -> Table | None:
     parts = result.layout.ranks
     if len(parts) <= 1:
         return None
-    distinct = sorted({(p.heads, p.part_rows) for p in parts})
-    columns = [("rank", NUMBER), ("heads", NUMBER), ("rows per table", NUMBER), ("bytes (all tables)", NUMBER)]
-    table = Table.of("Per rank", columns, [])
+    fields: list[Field] = [
+        (("rank", NUMBER), lambda p: str(p.rank)),
+        (("heads", NUMBER), lambda p: f"{p.first_head}..{p.first_head + p.heads - 1}"),
+        (("rows per table", NUMBER), lambda p: f"{p.part_rows:,}"),
+        (("bytes (all tables)", NUMBER), lambda p: format_bytes(p.table_bytes)),
+    ]
     shown = parts if len(parts) <= MAX_RANK_ROWS else parts[: MAX_RANK_ROWS // 2] + parts[-MAX_RANK_ROWS // 2 :]
-    for p in shown:
-        table.add(
-            str(p.rank),
-            f"{p.first_head}..{p.first_head + p.heads - 1}",
-            f"{p.part_rows:,}",
-            format_bytes(p.table_bytes),
-        )
-    if len(distinct) > 1:
+    table = Table.over("Per rank", fields, shown)
+    if len({(p.heads, p.part_rows) for p in parts}) > 1:
         table.notes.append(
             "uneven: each rank takes ceil(heads / ranks) whole heads, the last fewer (vLLM's rule), "
             "and the first heads one more row"

@@ -59,10 +59,10 @@ def estimate_cell(e: Estimate | None, unit: Callable[[float], str] = format_seco
     return projected(unit(e.value), e.is_projected)
 
 
-def estimate_range(e: Estimate | None, unit: Callable[[float], str] = format_seconds) -> str:
+def estimate_range(e: Estimate | None) -> str:
     """``1.20 s–1.50 s``: a projection's interval, or the fastest and slowest of two rounds or more; '' without."""
     span = e.span if e is not None else None
-    return f"{unit(span[0])}–{unit(span[1])}" if span is not None else ""
+    return f"{format_seconds(span[0])}–{format_seconds(span[1])}" if span is not None else ""
 
 
 def estimate_whisker(e: Estimate | None) -> tuple[float, float]:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from dummyprof.reports.kinds.compare import floor_share_cell, floor_share_text, memory_table, roofline_line, short_name
-from dummyprof.reports.tables.to_markdown import md_table, table_lines
+from dummyprof.reports.kinds.compare import floor_share_cell, memory_table, roofline_line, short_name
+from dummyprof.reports.tables.model import NUMBER, TEXT, Table
+from dummyprof.reports.tables.to_markdown import table_lines
 from dummyprof.reports.tables.to_terminal import elide_path
 from dummyprof.results import CompareResult, Estimate, StrategyResult
 from dummyprof.results.compare import FloorResult
@@ -43,8 +44,9 @@ def test_memory_columns_unavailable_everywhere_become_one_line() -> None:
 
 
 def test_markdown_table_escapes_pipes() -> None:
-    assert md_table(["a", "b"], [["x|y", "1"]], align_right=[1]) == ["| a | b |", "| --- | ---: |", "| x\\|y | 1 |"]
-    assert md_table(["a"], [["`x`\n<b>"]]) == ["| a |", "| --- |", "| \\`x\\`\\\\n\\<b> |"]
+    table = Table.of("", [("a", TEXT), ("b", NUMBER)], [["x|y", "1"]])
+    assert table_lines(table) == ["| a | b |", "| --- | ---: |", "| x\\|y | 1 |"]
+    assert table_lines(Table.of("", [("a", TEXT)], [["`x`\n<b>"]])) == ["| a |", "| --- |", "| \\`x\\`\\\\n\\<b> |"]
 
 
 def test_share_of_floor_and_the_generator_bound_line() -> None:
@@ -59,11 +61,11 @@ def test_share_of_floor_and_the_generator_bound_line() -> None:
     assert result.share_of_floor("fast") == pytest.approx(0.8)
     assert result.share_of_floor("slow") == pytest.approx(0.01)
     assert result.generator_bound("fast") is False and result.generator_bound("slow") is True
-    assert floor_share_text(result, "fast") == "80%" and floor_share_cell(result, "slow").emphasis == "warn"
+    assert floor_share_cell(result, "fast").text == "80%" and floor_share_cell(result, "slow").emphasis == "warn"
     line = roofline_line(result)
     assert line is not None and line.startswith("roofline: slow 1.0% of memset: bound by the random generator")
     result.floor = None  # files written before the floor was measured
-    assert result.share_of_floor("fast") is None and floor_share_text(result, "fast") == "n/a"
+    assert result.share_of_floor("fast") is None and floor_share_cell(result, "fast").text == "n/a"
     assert roofline_line(result) is None
 
 

@@ -7,6 +7,7 @@ import pytest
 from dummyprof.reports.format import verdict_text
 from dummyprof.reports.kinds import summary_line
 from dummyprof.reports.kinds.engram import deadline_text
+from dummyprof.reports.messages import say
 from dummyprof.reports.registry import render
 from dummyprof.reports.reporter import RenderOptions
 from dummyprof.results.common import Contention, Estimate
@@ -64,7 +65,7 @@ def test_a_byte_count_fits_a_memory_to_the_byte() -> None:
 def test_the_words_of_each_verdict(verdict: Verdict, ends: tuple[float, float], long: str, short: str) -> None:
     """Met: the room left at the interval's high end; missed: the gap at its low end; uncertain: both ends."""
     assert verdict_text(verdict, ends, "600 s deadline", format_seconds) == long
-    assert verdict_text(verdict, ends, "600 s deadline", format_seconds, short=True) == short
+    assert say(f"short.{verdict.code}") == short
 
 
 def _engram(fill_s: list[float], deadline: float, contention: Contention | None = QUIET) -> Results:

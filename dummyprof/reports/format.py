@@ -11,7 +11,6 @@ from collections.abc import Callable, Iterable
 from itertools import groupby
 
 from dummyprof.reports.messages import known, say
-from dummyprof.reports.tables.model import Cell
 from dummyprof.results.common import Contention, Estimate, FirstTouch
 from dummyprof.results.verdict import Verdict
 from dummyprof.units import format_bytes, format_seconds
@@ -60,20 +59,10 @@ def estimate_cell(e: Estimate | None, unit: Callable[[float], str] = format_seco
     return projected(unit(e.value), e.is_projected)
 
 
-def estimate_figure(e: Estimate | None) -> Cell:
-    """A time's cell carrying its Estimate, so a chart draws it (``n/a`` and no bar when there is none)."""
-    return Cell(estimate_cell(e), value=e)
-
-
-def bytes_figure(n: int) -> Cell:
-    """A byte count's cell carrying the count, so a chart draws it."""
-    return Cell(format_bytes(n), value=n)
-
-
-def estimate_range(e: Estimate | None, unit: Callable[[float], str] = format_seconds) -> str:
+def estimate_range(e: Estimate | None) -> str:
     """``1.20 s–1.50 s``: a projection's interval, or the fastest and slowest of two rounds or more; '' without."""
     span = e.span if e is not None else None
-    return f"{unit(span[0])}–{unit(span[1])}" if span is not None else ""
+    return f"{format_seconds(span[0])}–{format_seconds(span[1])}" if span is not None else ""
 
 
 def estimate_whisker(e: Estimate | None) -> tuple[float, float]:
@@ -204,17 +193,12 @@ def contention_figures(c: Contention) -> str:
     return ", ".join(parts)
 
 
-def verdict_text(
-    v: Verdict, ends: tuple[float, float], limit: str, show: Callable[[float], str], *, short: bool = False
-) -> str:
+def verdict_text(v: Verdict, ends: tuple[float, float], limit: str, show: Callable[[float], str]) -> str:
     """A verdict against ``limit`` (its words, e.g. '600 s deadline') on the interval ``ends`` (low, high), written
     by ``show``:
     met with the room left at the interval's high end (the least there is), missed by the gap at its low end (the
-    least it misses by), uncertain with both ends, or no verdict on a contended machine. ``short``: the code's
-    word alone, for a narrow column.
+    least it misses by), uncertain with both ends, or no verdict on a contended machine.
     """
-    if short:
-        return say(f"short.{v.code}")
     low, high = ends
     fields = {"spare": show(v.limit - high), "gap": show(low - v.limit), "low": show(low), "high": show(high)}
     return say(f"verdict.{v.code}", limit=limit, **fields) if known(f"verdict.{v.code}") else f"{limit}: {v.code}"

@@ -22,7 +22,7 @@ def _message(check: CheckResult) -> str:
 
 
 def _element(parent: ET.Element | None, tag: str, text: str | None = None, **attributes: str) -> ET.Element:
-    """An element whose attributes and text XML 1.0 can carry (names from a config are data, issue #17)."""
+    """An element whose attributes and text XML 1.0 can carry (names from a config are data)."""
     clean = {key: xml_text(value) for key, value in attributes.items()}
     element = ET.Element(tag, clean) if parent is None else ET.SubElement(parent, tag, clean)
     if text is not None:

@@ -115,10 +115,10 @@ def whiskers(figures: Sequence[Estimate | None], scale: float = 1.0, **look: Any
     return {"type": "data", "symmetric": False, "array": plus, "arrayminus": minus, **look}
 
 
-def tail(path: str, parts: int = LABEL_PARTS) -> str:
-    """A dotted path's last ``parts`` parts, ``…`` for the rest: ``…mlp.down_proj.weight`` keeps what tells it apart."""
+def tail(path: str) -> str:
+    """A dotted path's last parts (LABEL_PARTS), ``…`` for the rest: ``…mlp.down_proj.weight`` tells it apart."""
     pieces = path.split(".")
-    return path if len(pieces) <= parts else "…" + ".".join(pieces[-parts:])
+    return path if len(pieces) <= LABEL_PARTS else "…" + ".".join(pieces[-LABEL_PARTS:])
 
 
 HALF_ROWS = 6  # a chart of this many bars or fewer takes half the page's width

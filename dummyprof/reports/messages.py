@@ -54,8 +54,6 @@ MESSAGES: dict[str, str] = {
     # compare: why the run projected (its size's reason), how --repeat auto stopped, and hyperfine's warnings.
     "size.memory": "one model plus its largest temporary does not fit the memory budget",
     "size.time": "the measured rounds are predicted to overrun the time budget",
-    "size.fits": "the model fits the memory and time budgets",
-    "size.reduced": "fewer measured rounds than --repeat asked for fit the time budget",
     "size.projected": "fill times and memory: PROJECTED, not measured: {reason} ({need}); projected from calibration "
     "fills made in this run",
     "size.repeats-reduced": "repeats REDUCED from {asked} to {repeat} to fit the time budget: measured rounds "

@@ -76,7 +76,6 @@ Entry = tuple[str, dict[str, Any], str, str, dict[str, Any], list[Metric]]
 
 
 def _records(results: Results, entries: Iterable[Entry]) -> list[dict[str, Any]]:
-    """One record per metric of each entry."""
     runner = _runner(results)
     dependencies = {"torch": results.environment.torch_version, "dummyprof": results.dummyprof_version}
     return [
@@ -105,11 +104,10 @@ def benchmark_records(results: Results) -> list[dict[str, Any]]:
     about = {"description": model.description, "tensors": model.tensors, "bytes": model.bytes, "options": model.options}
     run = {"fill": result.size.mode, "device": model.device, "repeat": result.repeat, "warmup": result.warmup}
     dtype = str(model.options.get("dtype", ""))
-    bench = [{"strategy": s.name, "initializer": s.initializer, **run} for s in result.strategies]
-    metrics = [_strategy_metrics(result, s) for s in result.strategies]
-    entries = [
-        (dtype, b, model.source, s.name, about, m) for s, b, m in zip(result.strategies, bench, metrics, strict=True)
-    ]
+    entries: list[Entry] = []
+    for s in result.strategies:
+        bench = {"strategy": s.name, "initializer": s.initializer, **run}
+        entries.append((dtype, bench, model.source, s.name, about, _strategy_metrics(result, s)))
     return _records(results, entries)
 
 

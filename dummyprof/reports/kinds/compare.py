@@ -8,11 +8,9 @@ from collections.abc import Callable, Sequence
 
 from dummyprof.reports.format import (
     PROJECTED_MARK,
-    bytes_figure,
     contended_mark,
     contention_text,
     estimate_cell,
-    estimate_figure,
     estimate_range,
     estimate_spread,
     figure_bytes,
@@ -61,9 +59,10 @@ TOUCH_LEGEND = (
 PROMISED_ROUNDS = 3  # what --time-budget promises to measure (fewer are projected instead, when known in time)
 
 
-def size_lines(result: CompareResult, *, detail: bool = True) -> list[str]:
-    """What was measured and what was projected, and why: one line each. Without ``detail``, a measured run
-    leaves out the lines that only confirm it (exact counts, measured fill times)."""
+def size_lines(result: CompareResult, detail: bool) -> list[Line]:
+    """What was measured and what was projected, and why: one line each, a warning where a figure is not what was
+    asked for. Without ``detail``, a measured run leaves out the lines that only confirm it (exact counts, measured
+    fill times)."""
     size = result.size
     lines = []
     confirm = detail or size.mode == "projected"
@@ -91,12 +90,12 @@ def size_lines(result: CompareResult, *, detail: bool = True) -> list[str]:
         lines.append(contention_text(result.calibration_contention, f"calibrating on {result.model.device}"))
     elif result.contention is not None and (detail or result.contention.contended):
         lines.append(contention_text(result.contention, f"the rounds ran on {result.model.device}"))
-    return lines
+    return [Line(text, WARN if "PROJECTED" in text or "REDUCED" in text else DIM) for text in lines]
 
 
 def speedup_cell(result: CompareResult, name: str) -> str:
     speedup = result.speedup(name)
-    return "n/a" if speedup is None else f"{speedup:.2f}x"
+    return "n/a" if speedup is None else projected(f"{speedup:.2f}x", result.size.mode == "projected")
 
 
 def interval_cell(result: CompareResult, name: str) -> str:
@@ -181,7 +180,7 @@ def strategy_table(result: CompareResult) -> Table:
     title = f"Strategies: time (speedup vs {result.baseline_strategy}, 95% bootstrap interval)"
     fields: list[Field] = [
         STRATEGY,
-        (Column("median", NUMBER, unit=TIME), lambda s: estimate_figure(s.time)),
+        (Column("median", NUMBER, unit=TIME), lambda s: Cell(estimate_cell(s.time), value=s.time)),
         (("CV", NUMBER), lambda s: estimate_spread(s.time)),
         (("min–max", NUMBER), lambda s: estimate_range(s.time)),
         (("speedup", NUMBER), lambda s: speedup_cell(result, s.name)),
@@ -190,19 +189,14 @@ def strategy_table(result: CompareResult) -> Table:
     return Table.over(title, fields, result.strategies)
 
 
-def floor_share_text(result: CompareResult, name: str) -> str:
-    share = result.share_of_floor(name)
-    if share is None:
-        return "n/a"
-    if share > 1.0:
-        return "over!"  # faster than the floor cannot be: flagged (a faster-than-floor warning says why)
-    return f"{100 * share:.1f}%" if share < 0.1 else f"{100 * share:.0f}%"
-
-
 def floor_share_cell(result: CompareResult, name: str) -> Cell:
     share = result.share_of_floor(name)
-    flagged = BAD if share is not None and share > 1.0 else WARN if result.generator_bound(name) else ""
-    return Cell(floor_share_text(result, name), flagged)
+    flagged = WARN if result.generator_bound(name) else ""
+    if share is None:
+        return Cell("n/a", flagged)
+    if share > 1.0:
+        return Cell("over!", BAD)  # faster than the floor cannot be: flagged (a faster-than-floor warning says why)
+    return Cell(f"{100 * share:.1f}%" if share < 0.1 else f"{100 * share:.0f}%", flagged)
 
 
 def floor_words(result: CompareResult) -> str | None:
@@ -230,7 +224,7 @@ WORK: list[Field] = [
     (("visits", NUMBER), lambda s: f"{s.visits:,}"),
     (Column("redund.", NUMBER, legend="visits beyond the first"), lambda s: _count(s.redundant_visits)),
     (Column("max/t", NUMBER, legend="most visits of one tensor"), lambda s: str(s.max_visits)),
-    (Column("written", NUMBER, unit=BYTES), lambda s: bytes_figure(s.bytes_written)),
+    (Column("written", NUMBER, unit=BYTES), lambda s: Cell(format_bytes(s.bytes_written), value=s.bytes_written)),
 ]
 
 
@@ -330,7 +324,7 @@ def _projection_table(result: CompareResult, title: str, header: str, third: Fie
     (where probed) and the walk."""
     fields: list[Field] = [
         STRATEGY,
-        (Column(header, NUMBER, unit=TIME), lambda s: estimate_figure(s.projection.time)),
+        (Column(header, NUMBER, unit=TIME), lambda s: Cell(estimate_cell(s.projection.time), value=s.projection.time)),
         (Column("range", NUMBER, legend=RANGE_LEGEND), lambda s: estimate_range(s.projection.time)),
         third,
         (Column("floor", NUMBER, legend=FLOOR_LEGEND), lambda s: format_seconds(s.projection.time.floor)),
@@ -349,13 +343,8 @@ def _projection_table(result: CompareResult, title: str, header: str, third: Fie
 
 def projected_time_table(result: CompareResult) -> Table:
     """Projected mode: each strategy's time, its interval, speedup, memset floor and walk (about 70 columns)."""
-
-    def speedup(s: StrategyResult) -> str:
-        ratio = result.speedup(s.name)
-        return f"{PROJECTED_MARK}{ratio:.2f}x" if ratio is not None else "n/a"
-
     title = f"Strategies: projected time (speedup vs {result.baseline_strategy})"
-    return _projection_table(result, title, "time", (("speedup", NUMBER), speedup))
+    return _projection_table(result, title, "time", (("speedup", NUMBER), lambda s: speedup_cell(result, s.name)))
 
 
 def projected_work_table(result: CompareResult) -> Table:
@@ -374,10 +363,9 @@ def projection_check_table(result: CompareResult) -> Table:
     rss = [
         (s.name, projected(format_bytes(s.projection.peak_rss_bytes), True)) for s in result.strategies if s.projection
     ]
-    if len({text for _, text in rss}) == 1:
-        table.notes.append(f"projected peak RSS: {rss[0][1]}, every strategy (measured: the Memory table's RSS peak)")
-    elif rss:
-        each = ", ".join(f"{name} {text}" for name, text in rss)
+    if rss:
+        alike = len({text for _, text in rss}) == 1
+        each = f"{rss[0][1]}, every strategy" if alike else ", ".join(f"{name} {text}" for name, text in rss)
         table.notes.append(f"projected peak RSS: {each} (measured: the Memory table's RSS peak)")
     return table
 
@@ -432,23 +420,17 @@ def _lines(texts: Sequence[str | None], emphasis: str = "") -> list[Block]:
     return [Line(text, emphasis) for text in texts if text]
 
 
-def _size_lines(result: CompareResult, detail: bool) -> list[Line]:
-    """What was measured and what was projected: a warning where a figure is not what was asked for."""
-    lines = size_lines(result, detail=detail)
-    return [Line(text, WARN if "PROJECTED" in text or "REDUCED" in text else DIM) for text in lines]
-
-
 def compare_blocks(result: CompareResult, detail: bool = True) -> list[Block]:
     """The answer first (times, speedups, visits, the floor), then what explains it, then the detail."""
     projected = result.size.mode == "projected"
     blocks: list[Block] = [scenario_table(result)] if detail else [scenario_line(result)]
     if projected:
-        blocks += _size_lines(result, detail)
+        blocks += size_lines(result, detail)
         blocks += [projected_time_table(result), projected_work_table(result)]
     else:
         blocks += [strategy_table(result), work_table(result)]
         blocks += _lines(noise_lines(result), WARN)
-        blocks += _size_lines(result, detail)
+        blocks += size_lines(result, detail)
     top = top_tensor_table(result, TOP_TENSORS if detail else TOP_TENSORS_SHORT, detail=detail)
     if top is not None:
         blocks.append(top)

@@ -1,7 +1,7 @@
 """The engram report as blocks (a multi-rank run: kinds/ranks.py), its summary, and the words for its data's codes.
 
-Sized for 80 columns (issue #13): figures in short columns, the long words (how a projection was made, why a
-method was projected) in lines under the tables instead of in cells.
+Sized for 80 columns: figures in short columns, the long words (how a projection was made, why a method was
+projected) in lines under the tables instead of in cells.
 """
 
 from __future__ import annotations
@@ -41,6 +41,7 @@ from dummyprof.reports.tables.model import (
     Cell,
     Column,
     ColumnSpec,
+    Field,
     Line,
     Table,
 )
@@ -122,13 +123,13 @@ def _ends(m: MethodResult) -> tuple[float, float]:
     return (min(low, high), max(low, high)) if low is not None and high is not None else (value, value)
 
 
-def deadline_text(result: EngramResult, m: MethodResult, *, short: bool = False) -> str:
+def deadline_text(result: EngramResult, m: MethodResult) -> str:
     """The verdict of a start-up against ``--deadline``, judged on its interval (:func:`results.verdict.judge`)."""
     verdict = deadline_verdict(result, m)
     if verdict is None:
-        return "" if short else "no --deadline"
+        return "no --deadline"
     limit = f"{format_seconds(verdict.limit)} deadline"
-    return verdict_text(verdict, _ends(m), limit, lambda s: projected(format_seconds(s), m.startup), short=short)
+    return verdict_text(verdict, _ends(m), limit, lambda s: projected(format_seconds(s), m.startup))
 
 
 def deadline_cell(result: EngramResult, m: MethodResult) -> str | Cell:
@@ -136,7 +137,7 @@ def deadline_cell(result: EngramResult, m: MethodResult) -> str | Cell:
     verdict = deadline_verdict(result, m)
     if verdict is None:
         return "" if result.budget.deadline_s is None else "n/a"
-    word = deadline_text(result, m, short=True)
+    word = say(f"short.{verdict.code}")
     return Cell(word, BAD) if verdict.code == MISSED else Cell(word, WARN) if verdict.code != MET else word
 
 
@@ -274,18 +275,15 @@ def ranks_table(result: EngramResult) -> Table | None:
     parts = result.layout.ranks
     if len(parts) <= 1:
         return None
-    distinct = sorted({(p.heads, p.part_rows) for p in parts})
-    columns = [("rank", NUMBER), ("heads", NUMBER), ("rows per table", NUMBER), ("bytes (all tables)", NUMBER)]
-    table = Table.of("Per rank", columns, [])
+    fields: list[Field] = [
+        (("rank", NUMBER), lambda p: str(p.rank)),
+        (("heads", NUMBER), lambda p: f"{p.first_head}..{p.first_head + p.heads - 1}"),
+        (("rows per table", NUMBER), lambda p: f"{p.part_rows:,}"),
+        (("bytes (all tables)", NUMBER), lambda p: format_bytes(p.table_bytes)),
+    ]
     shown = parts if len(parts) <= MAX_RANK_ROWS else parts[: MAX_RANK_ROWS // 2] + parts[-MAX_RANK_ROWS // 2 :]
-    for p in shown:
-        table.add(
-            str(p.rank),
-            f"{p.first_head}..{p.first_head + p.heads - 1}",
-            f"{p.part_rows:,}",
-            format_bytes(p.table_bytes),
-        )
-    if len(distinct) > 1:
+    table = Table.over("Per rank", fields, shown)
+    if len({(p.heads, p.part_rows) for p in parts}) > 1:
         table.notes.append(
             "uneven: each rank takes ceil(heads / ranks) whole heads, the last fewer (vLLM's rule), "
             "and the first heads one more row"
@@ -331,21 +329,13 @@ STARTUP = "allocation + first touch + fill"
 
 def method_table(result: EngramResult) -> Table:
     """Fill time per method: measured or projected, its range, rate and share of the memset floor."""
-    rows = [
-        [
-            m.name,
-            PLAN_WORDS[m.fits_in_memory] if m.mode == PLANNED else m.mode,
-            estimate_cell(m.time),
-            estimate_range(m.time),
-            _rate(m.gb_per_s),
-            _percent(m.percent_of_floor),
-        ]
-        for m in result.methods
-    ]
-    columns: list[ColumnSpec] = [("method", NAME), ("how", WORD), ("fill", NUMBER), ("range", NUMBER)]
-    columns += [
-        Column("rate", NUMBER, legend="the bytes each method writes"),
-        Column("%memset", NUMBER, legend=OF_FLOOR),
+    fields: list[Field] = [
+        (("method", NAME), lambda m: m.name),
+        (("how", WORD), lambda m: PLAN_WORDS[m.fits_in_memory] if m.mode == PLANNED else m.mode),
+        (("fill", NUMBER), lambda m: estimate_cell(m.time)),
+        (("range", NUMBER), lambda m: estimate_range(m.time)),
+        (Column("rate", NUMBER, legend="the bytes each method writes"), lambda m: _rate(m.gb_per_s)),
+        (Column("%memset", NUMBER, legend=OF_FLOOR), lambda m: _percent(m.percent_of_floor)),
     ]
     notes = projected_note(f for m in result.methods for f in (m.time, m.gb_per_s))
     if any(m.projection is not None for m in result.methods):
@@ -354,7 +344,7 @@ def method_table(result: EngramResult) -> Table:
         notes.append("range: fastest–slowest round")
     if any(m.percent_of_floor.reason == FASTER_THAN_FLOOR for m in result.methods):
         notes.append(unavailable_text(FASTER_THAN_FLOOR))
-    return Table.of("Fill methods (per rank)", columns, rows, notes=notes)
+    return Table.over("Fill methods (per rank)", fields, result.methods, notes=notes)
 
 
 def startup_table(result: EngramResult, *, detail: bool = True) -> Table:
@@ -363,21 +353,19 @@ def startup_table(result: EngramResult, *, detail: bool = True) -> Table:
     deadline = result.budget.deadline_s
     title = "Start-up per rank" + (f" (deadline {format_seconds(deadline)})" if deadline is not None else "")
     fits = f"tables + scratch in {format_bytes(result.budget.memory_bytes)}"
-    startup = Column("start-up", NUMBER, unit=TIME, legend=STARTUP)
-    columns: list[ColumnSpec] = [("method", NAME), startup, ("range", NUMBER)]
-    columns += [("fill", NUMBER), Column("fits", WORD, legend=fits), ("largest term", WORD), ("deadline", WORD)]
-    table = Table.of(title, columns, [])
-    for m in result.methods:
-        fitting = "yes" if m.fits_in_memory else Cell("no", BAD)
-        table.add(
-            m.name + (" (floor)" if m.name == result.floor_method and not detail else ""),
-            Cell(estimate_cell(m.startup), value=m.startup),
-            estimate_range(m.startup) or ("" if detail else estimate_range(m.time)),
-            "" if detail else estimate_cell(m.time),
-            "" if detail else fitting,
-            dominant_text(m) if detail else "",
-            deadline_cell(result, m),
-        )
+    fields: list[Field] = [
+        (("method", NAME), lambda m: m.name + (" (floor)" if m.name == result.floor_method and not detail else "")),
+        (
+            Column("start-up", NUMBER, unit=TIME, legend=STARTUP),
+            lambda m: Cell(estimate_cell(m.startup), value=m.startup),
+        ),
+        (("range", NUMBER), lambda m: estimate_range(m.startup) or ("" if detail else estimate_range(m.time))),
+        (("fill", NUMBER), lambda m: "" if detail else estimate_cell(m.time)),
+        (Column("fits", WORD, legend=fits), lambda m: "" if detail else "yes" if m.fits_in_memory else Cell("no", BAD)),
+        (("largest term", WORD), lambda m: dominant_text(m) if detail else ""),
+        (("deadline", WORD), lambda m: deadline_cell(result, m)),
+    ]
+    table = Table.over(title, fields, result.methods)
     table.notes += projected_note(m.startup for m in result.methods)
     if detail and any(m.startup.span is not None for m in result.methods):
         table.notes.append("range: the sum of the terms' ranges")
@@ -390,38 +378,27 @@ def memory_table(result: EngramResult) -> Table:
     """Need, scratch, fit and peak RSS per method; a column unavailable for every method becomes a line instead."""
     budget = format_bytes(result.budget.memory_bytes)
     needs = Column("needs", NUMBER, unit=BYTES, legend="tables (allocator-rounded) + scratch")
-    columns: list[ColumnSpec] = [("method", NAME), needs, ("scratch", NUMBER), ("fits", WORD)]
-    missing = []
+    fields: list[Field] = [
+        (("method", NAME), lambda m: m.name),
+        (needs, lambda m: Cell(format_bytes(m.needed_bytes), value=m.needed_bytes)),
+        (("scratch", NUMBER), lambda m: format_bytes(m.peak_scratch_bytes)),
+        (("fits", WORD), lambda m: "yes" if m.fits_in_memory else Cell("no", BAD)),
+    ]
     rss_reason = same_unavailable([m.peak_rss_bytes for m in result.methods])
     if rss_reason is None:
-        columns.append(
-            Column("peak RSS", NUMBER, legend="the whole process's; ~ projected: its RSS before the tables + needs")
-        )
+        rss = Column("peak RSS", NUMBER, legend="the whole process's; ~ projected: its RSS before the tables + needs")
+        fields.append((rss, lambda m: estimate_cell(m.peak_rss_bytes, format_bytes)))
+        notes = projected_note(m.peak_rss_bytes for m in result.methods)
     else:
-        missing.append(f"peak RSS: unavailable: {rss_reason}")
-    fitted = any(m.memory_fit is not None for m in result.methods)
-    if fitted:
+        notes = [f"peak RSS: unavailable: {rss_reason}"]
+    if any(m.memory_fit is not None for m in result.methods):
         slope = "slope of RSS growth against the need over n samples (R²: of that fit)"
-        columns += [Column("RSS/need", NUMBER, legend=slope), ("n", NUMBER), ("R²", NUMBER)]
-    table = Table.of(f"Memory per rank (budget {budget})", columns, [])
-    for m in result.methods:
-        row: list[str | Cell] = [
-            m.name,
-            Cell(format_bytes(m.needed_bytes), value=m.needed_bytes),
-            format_bytes(m.peak_scratch_bytes),
-            "yes" if m.fits_in_memory else Cell("no", BAD),
+        fields += [
+            (Column("RSS/need", NUMBER, legend=slope), lambda m: f"x{m.memory_fit.slope:.3f}" if m.memory_fit else ""),
+            (("n", NUMBER), lambda m: str(m.memory_fit.points) if m.memory_fit else ""),
+            (("R²", NUMBER), lambda m: f"{m.memory_fit.r_squared:.3f}" if m.memory_fit else ""),
         ]
-        if rss_reason is None:
-            rss = m.peak_rss_bytes
-            row.append(projected(format_bytes(rss.value), rss) if rss.value is not None else "n/a")
-        if fitted:
-            fit = m.memory_fit
-            row += [f"x{fit.slope:.3f}", str(fit.points), f"{fit.r_squared:.3f}"] if fit else ["", "", ""]
-        table.add(*row)
-    if rss_reason is None:
-        table.notes += projected_note(m.peak_rss_bytes for m in result.methods)
-    table.notes += missing
-    return table
+    return Table.over(f"Memory per rank (budget {budget})", fields, result.methods, notes=notes)
 
 
 def _spread(low: float | None, high: float | None) -> str:
@@ -579,7 +556,7 @@ def engram_summary(result: EngramResult) -> str:
         head = "plan (dry run): " if result.dry_run else ""
         return head + f"need {need} per rank; {fits} in {format_bytes(result.budget.memory_bytes)}"
     verdict = deadline_verdict(result, best)
-    short = f"; {deadline_text(result, best, short=True)}" if verdict is not None else ""
+    short = f"; {say(f'short.{verdict.code}')}" if verdict is not None else ""
     said: list[Clause | str] = [
         Clause("recommended ", 4),
         f"{best.name}:",
@@ -631,7 +608,6 @@ def engram_text(results: Results) -> list[str]:
 
 
 def summary_of(results: Results) -> str:
-    """A multi-rank run's line, else the one engram run's."""
     if results.ranks_aggregate is not None:
         return ranks_summary(results.ranks_aggregate)
     assert results.engram is not None

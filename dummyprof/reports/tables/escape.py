@@ -1,6 +1,6 @@
 """Strings from outside (model, parameter, scenario and loader names, fields of a loaded file) are data.
 
-Every backend passes them through one of these before they reach its medium (issue #17): a terminal
+Every backend passes them through one of these before they reach its medium: a terminal
 sees control characters spelled out, Markdown sees its syntax characters escaped, XML sees only the
 characters XML 1.0 allows. On an HTML page a string can reach three places, each with its own rule:
 
@@ -101,5 +101,4 @@ def script_safe(json_text: str) -> str:
 
 
 def script_json(value: Any) -> str:
-    """A value as JSON, safe inside ``<script>``."""
     return script_safe(json.dumps(value, ensure_ascii=False, allow_nan=False))

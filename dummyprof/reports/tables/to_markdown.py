@@ -16,27 +16,16 @@ def _cell(cell: Cell) -> str:
     return f"{text}<br>_{markdown_text(cell.under)}_" if cell.under else text
 
 
-def md_table(header: Sequence[str], rows: Sequence[Sequence[str | Cell]], align_right: Sequence[int] = ()) -> list[str]:
-    """A Markdown table, every cell escaped."""
-
-    def text(cell: str | Cell) -> str:
-        return _cell(cell if isinstance(cell, Cell) else Cell(str(cell)))
-
-    lines = ["| " + " | ".join(text(h) for h in header) + " |"]
-    lines.append("| " + " | ".join("---:" if i in align_right else "---" for i in range(len(header))) + " |")
-    lines += ["| " + " | ".join(text(c) for c in row) + " |" for row in rows]
-    return lines
-
-
 def table_lines(table: Table) -> list[str]:
     shown = table.shown()
     lines = [f"**{markdown_text(table.title)}**", ""] if table.title else []
-    header = [table.columns[i].header if table.show_header else "" for i in shown]
-    right = [n for n, i in enumerate(shown) if table.columns[i].kind == NUMBER]
+    header = [Cell(table.columns[i].header if table.show_header else "") for i in shown]
     rows = [[row[i] for i in shown] for row in table.rows]
     for row, depth in zip(rows, table.depths or [], strict=False):  # a tree: the first cell indented
         row[0] = Cell("\u00a0\u00a0" * depth + row[0].text, row[0].emphasis)
-    lines += md_table(header, rows, right)
+    rule = "| " + " | ".join("---:" if table.columns[i].kind == NUMBER else "---" for i in shown) + " |"
+    body = ["| " + " | ".join(_cell(c) for c in row) + " |" for row in [header, *rows]]
+    lines += [body[0], rule, *body[1:]]
     if explained := table.explained():
         lines += ["", f"_{markdown_text('; '.join(explained))}_"]
     return lines

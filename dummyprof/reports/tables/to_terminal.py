@@ -1,4 +1,4 @@
-"""Blocks to a Rich console, at any width from 80 columns (issue #20).
+"""Blocks to a Rich console, at any width from 80 columns.
 
 No outer edge and no vertical rules: a table costs two spaces a column and nothing else. Names stay
 whole: a table too wide for the console is split into parts that each repeat its key columns, a dotted

@@ -134,9 +134,7 @@ class Placement:
     style: str  # the declared style word, or the vLLM layer followed
     scale_of: str | None = None  # a block-scale tensor: the local name of the weight whose split it follows
     experts_first: bool = False  # dimension 0 indexes the experts (one tensor for all of them, as FusedMoE holds)
-    transposed: bool = (
-        False  # held [..., in, out] (Conv1D, gpt-oss experts); the shard holds it as vLLM, [..., out, in]
-    )
+    transposed: bool = False  # held [..., in, out] (Conv1D, gpt-oss experts); the shard holds [..., out, in]
     heads: int | None = None  # an Engram table's hash heads (None: one per shard, as the engram command's default)
 
 

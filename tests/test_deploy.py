@@ -17,13 +17,11 @@ from dummyprof.deploy import (
     ParallelLayout,
     Sharder,
     count_deployment,
-    expert_range,
-    pad_vocab,
-    pp_partition,
     shard_all,
 )
 from dummyprof.deploy.shards import RankShard
 from dummyprof.errors import UsageError
+from dummyprof.layout import expert_range, pad_vocab, pp_partition
 from dummyprof.models.presets import dense_decoder, moe_decoder, torch_transformer
 from tests.fakes import FakeClock
 

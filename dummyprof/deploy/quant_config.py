@@ -15,9 +15,9 @@ from typing import Any
 
 from dummyprof.deploy.name_patterns import PatternError, compiled
 from dummyprof.errors import UsageError
+from dummyprof.models.hf_fields import MAX_DIMENSION, is_whole
 
 FLAG = "quantization"
-MAX_SIZE = 1 << 32  # a block or a group past this is past any dimension (models.hf_fields.MAX_DIMENSION)
 # The bit widths each method's vLLM config accepts (GPTQConfig: 2/3/4/8; AWQ packs 4 or 8 bits into int32 words).
 BITS = {"gptq": (2, 3, 4, 8), "awq": (4, 8)}
 
@@ -30,14 +30,10 @@ def _refuse(path: str, value: Any, problem: str) -> UsageError:
     )
 
 
-def _is_whole(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _whole(path: str, value: Any, *, low: int = 1, high: int = MAX_SIZE, choices: tuple[int, ...] = ()) -> None:
+def _whole(path: str, value: Any, *, low: int = 1, high: int = MAX_DIMENSION, choices: tuple[int, ...] = ()) -> None:
     if value is None:
         return
-    if not _is_whole(value):
+    if not is_whole(value):
         raise _refuse(path, value, "is not a whole number")
     if choices and value not in choices:
         raise _refuse(path, value, f"is not one of {', '.join(map(str, choices))}")
@@ -47,9 +43,9 @@ def _whole(path: str, value: Any, *, low: int = 1, high: int = MAX_SIZE, choices
 
 def _group(path: str, value: Any) -> None:
     """A group size: a whole number above 0, or -1 (one group: channelwise); absent or null is the default."""
-    if value == -1 and _is_whole(value):
+    if value == -1 and is_whole(value):
         return
-    if _is_whole(value) and value < 1:
+    if is_whole(value) and value < 1:
         raise _refuse(path, value, "is not a whole number above 0 (or -1: channelwise)")
     _whole(path, value)
 

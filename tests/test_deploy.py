@@ -17,7 +17,6 @@ from dummyprof.deploy import (
     ParallelLayout,
     Sharder,
     count_deployment,
-    shard_all,
 )
 from dummyprof.deploy.shards import RankShard
 from dummyprof.errors import UsageError
@@ -36,6 +35,12 @@ def _hf(name: str) -> nn.Module:
     from dummyprof.models.huggingface import hf_source
 
     return hf_source(f"hf:{DATA}/{name}.json").build(META)  # unquantized (engine_source applies quantization)
+
+
+def shard_all(model: nn.Module, layout: ParallelLayout, dims: ModelDims | None = None) -> list[RankShard]:
+    """Every rank's shard of ``model`` (a meta model) under ``layout``."""
+    sharder = Sharder(model, layout, dims)
+    return [sharder.build(coord) for coord in layout.coords()]
 
 
 def _shapes(model: nn.Module) -> dict[str, tuple[int, ...]]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dummyprof.deploy.counts import DeploymentCounts, count_deployment
 from dummyprof.deploy.plan import ModelDims
-from dummyprof.deploy.shards import Sharder, shard_all
+from dummyprof.deploy.shards import Sharder
 from dummyprof.layout import ParallelLayout, RankCoord
 
 __all__ = [
@@ -17,5 +17,4 @@ __all__ = [
     "RankCoord",
     "Sharder",
     "count_deployment",
-    "shard_all",
 ]

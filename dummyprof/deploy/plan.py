@@ -253,16 +253,13 @@ class Planner:
         ep_style = self._declared(self.ep_plan, full, path)
         tp_style = self._declared(self.tp_plan, full, path)
         style = "; ".join(f"{k} {v}" for k, v in (("tp", tp_style), ("ep", ep_style)) if v)
-        source = DECLARED if style else VLLM
-        # held [experts, in, out] (transformers' is_transposed, gpt-oss): the shard holds it as vLLM, [E, out, in]
-        transposed = bool(getattr(module, "is_transposed", False)) and tensor.dim() == 3
         return Placement(
             full,
             _expert_rule(local, name),
-            source,
+            DECLARED if style else VLLM,
             style or "FusedMoE",
             experts_first=name == "experts",
-            transposed=transposed,
+            transposed=bool(getattr(module, "is_transposed", False)) and tensor.dim() == 3,  # gpt-oss: [E, in, out]
         )
 
     def _place(

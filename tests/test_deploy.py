@@ -17,13 +17,10 @@ from dummyprof.deploy import (
     ParallelLayout,
     Sharder,
     count_deployment,
-    expert_range,
-    pad_vocab,
-    pp_partition,
-    shard_all,
 )
 from dummyprof.deploy.shards import RankShard
 from dummyprof.errors import UsageError
+from dummyprof.layout import expert_range, pad_vocab, pp_partition
 from dummyprof.models.presets import dense_decoder, moe_decoder, torch_transformer
 from tests.fakes import FakeClock
 
@@ -38,6 +35,12 @@ def _hf(name: str) -> nn.Module:
     from dummyprof.models.huggingface import hf_source
 
     return hf_source(f"hf:{DATA}/{name}.json").build(META)  # unquantized (engine_source applies quantization)
+
+
+def shard_all(model: nn.Module, layout: ParallelLayout, dims: ModelDims | None = None) -> list[RankShard]:
+    """Every rank's shard of ``model`` (a meta model) under ``layout``."""
+    sharder = Sharder(model, layout, dims)
+    return [sharder.build(coord) for coord in layout.coords()]
 
 
 def _shapes(model: nn.Module) -> dict[str, tuple[int, ...]]:

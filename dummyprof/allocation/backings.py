@@ -55,10 +55,6 @@ class Backing:
     def caching_host_allocator(self) -> bool:  # torch's CUDA caching host allocator: power-of-two rounding
         return self.used in ("pinned", "pinned-copy")
 
-    @property
-    def host(self) -> bool:
-        return self.device == "cpu"
-
     def reserved_bytes(self, nbytes: int) -> int:
         if self.caching_host_allocator:
             return next_power_of_two(nbytes)

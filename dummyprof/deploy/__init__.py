@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from dummyprof.deploy.counts import DeploymentCounts, count_deployment
 from dummyprof.deploy.plan import ModelDims
-from dummyprof.deploy.shards import Sharder, shard_all
-from dummyprof.layout import ParallelLayout, RankCoord, expert_range, pad_vocab, pp_partition
+from dummyprof.deploy.shards import Sharder
+from dummyprof.layout import ParallelLayout, RankCoord
 
 __all__ = [
     "DeploymentCounts",
@@ -17,8 +17,4 @@ __all__ = [
     "RankCoord",
     "Sharder",
     "count_deployment",
-    "expert_range",
-    "pad_vocab",
-    "pp_partition",
-    "shard_all",
 ]

@@ -19,6 +19,7 @@ from torch import nn
 
 from dummyprof.deploy.engine_tree import KV_SCALE_NAMES
 from dummyprof.errors import UsageError
+from dummyprof.models.hf_fields import MAX_DIMENSION
 
 EXPERT_ID_BYTES = 4  # int32
 
@@ -38,7 +39,6 @@ PLAIN = ("default", "llama3", "ntk", "dynamic", "proportional")  # RotaryEmbeddi
 MROPE_ONCE = ("qwen3_vl", "qwen3_5")  # their attention passes mrope_positions_factor=1 (4 elsewhere)
 FLOAT32 = ("GptOssForCausalLM", "DomynEdgeForCausalLM")  # their attention passes get_rope dtype=torch.float32
 ROPE = "rope_scaling"  # where the config keeps the rope parameters (rope_parameters in newer transformers)
-MAX_ROTARY = 1 << 32  # positions or channels past any model (models.hf_fields.MAX_DIMENSION)
 NOT_SIZED = {"mllama4": "the vision encoder's (complex64, patches)", "fope": "FoPE's (per-rank kv heads)"}
 
 
@@ -121,8 +121,8 @@ def _whole(field: str, value: Any, *, low: int = 1) -> int:
     whole = isinstance(value, int) or (isinstance(value, float) and value.is_integer())
     if isinstance(value, bool) or not whole:
         raise _refuse(field, value, "is not a whole number")
-    if not low <= value <= MAX_ROTARY:
-        raise _refuse(field, value, f"is not a whole number from {low} to {MAX_ROTARY:,}")
+    if not low <= value <= MAX_DIMENSION:
+        raise _refuse(field, value, f"is not a whole number from {low} to {MAX_DIMENSION:,}")
     return int(value)
 
 

@@ -134,9 +134,7 @@ class Placement:
     style: str  # the declared style word, or the vLLM layer followed
     scale_of: str | None = None  # a block-scale tensor: the local name of the weight whose split it follows
     experts_first: bool = False  # dimension 0 indexes the experts (one tensor for all of them, as FusedMoE holds)
-    transposed: bool = (
-        False  # held [..., in, out] (Conv1D, gpt-oss experts); the shard holds it as vLLM, [..., out, in]
-    )
+    transposed: bool = False  # held [..., in, out] (Conv1D, gpt-oss experts); the shard holds [..., out, in]
     heads: int | None = None  # an Engram table's hash heads (None: one per shard, as the engram command's default)
 
 
@@ -255,16 +253,13 @@ class Planner:
         ep_style = self._declared(self.ep_plan, full, path)
         tp_style = self._declared(self.tp_plan, full, path)
         style = "; ".join(f"{k} {v}" for k, v in (("tp", tp_style), ("ep", ep_style)) if v)
-        source = DECLARED if style else VLLM
-        # held [experts, in, out] (transformers' is_transposed, gpt-oss): the shard holds it as vLLM, [E, out, in]
-        transposed = bool(getattr(module, "is_transposed", False)) and tensor.dim() == 3
         return Placement(
             full,
             _expert_rule(local, name),
-            source,
+            DECLARED if style else VLLM,
             style or "FusedMoE",
             experts_first=name == "experts",
-            transposed=transposed,
+            transposed=bool(getattr(module, "is_transposed", False)) and tensor.dim() == 3,  # gpt-oss: [E, in, out]
         )
 
     def _place(

@@ -15,12 +15,11 @@ from typing import Any
 
 from dummyprof.deploy.name_patterns import PatternError, compiled
 from dummyprof.errors import UsageError
+from dummyprof.models.hf_fields import MAX_DIMENSION, is_whole
 
 FLAG = "quantization"
-MAX_SIZE = 1 << 32  # a block or a group past this is past any dimension (models.hf_fields.MAX_DIMENSION)
 # The bit widths each method's vLLM config accepts (GPTQConfig: 2/3/4/8; AWQ packs 4 or 8 bits into int32 words).
 BITS = {"gptq": (2, 3, 4, 8), "awq": (4, 8)}
-_MISSING = object()
 
 
 def _refuse(path: str, value: Any, problem: str) -> UsageError:
@@ -31,14 +30,10 @@ def _refuse(path: str, value: Any, problem: str) -> UsageError:
     )
 
 
-def _is_whole(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _whole(path: str, value: Any, *, low: int = 1, high: int = MAX_SIZE, choices: tuple[int, ...] = ()) -> None:
-    if value is None or value is _MISSING:
+def _whole(path: str, value: Any, *, low: int = 1, high: int = MAX_DIMENSION, choices: tuple[int, ...] = ()) -> None:
+    if value is None:
         return
-    if not _is_whole(value):
+    if not is_whole(value):
         raise _refuse(path, value, "is not a whole number")
     if choices and value not in choices:
         raise _refuse(path, value, f"is not one of {', '.join(map(str, choices))}")
@@ -48,16 +43,16 @@ def _whole(path: str, value: Any, *, low: int = 1, high: int = MAX_SIZE, choices
 
 def _group(path: str, value: Any) -> None:
     """A group size: a whole number above 0, or -1 (one group: channelwise); absent or null is the default."""
-    if value == -1 and _is_whole(value):
+    if value == -1 and is_whole(value):
         return
-    if _is_whole(value) and value < 1:
+    if is_whole(value) and value < 1:
         raise _refuse(path, value, "is not a whole number above 0 (or -1: channelwise)")
     _whole(path, value)
 
 
 def _block(path: str, value: Any) -> None:
     """A block shape [n, k] of whole numbers above 0; absent or null: none."""
-    if value is None or value is _MISSING:
+    if value is None:
         return
     if not isinstance(value, (list, tuple)) or len(value) != 2:
         raise _refuse(path, value, "is not a block [rows, columns] of two whole numbers")
@@ -66,7 +61,7 @@ def _block(path: str, value: Any) -> None:
 
 
 def _mapping(path: str, value: Any) -> Mapping[str, Any]:
-    if value is None or value is _MISSING:
+    if value is None:
         return {}
     if not isinstance(value, Mapping):
         raise _refuse(path, value, "is not a mapping")
@@ -82,7 +77,7 @@ def _pattern(path: str, text: str) -> None:
 
 def _names(path: str, value: Any, *, prefix: str | None = None) -> None:
     """A list of module names; entries starting with ``prefix`` (``re:``) are patterns."""
-    if value is None or value is _MISSING:
+    if value is None:
         return
     if not isinstance(value, list) or not all(isinstance(name, str) for name in value):
         raise _refuse(path, value, "is not a list of module names")
@@ -94,29 +89,29 @@ def _names(path: str, value: Any, *, prefix: str | None = None) -> None:
 def _ct_args(path: str, value: Any) -> None:
     """compressed-tensors' ``weights`` / ``input_activations`` / ``output_activations`` (QuantizationArgs)."""
     args = _mapping(path, value)
-    _whole(f"{path}.num_bits", args.get("num_bits", _MISSING), high=32)
-    _group(f"{path}.group_size", args.get("group_size", _MISSING))
-    _block(f"{path}.block_structure", args.get("block_structure", _MISSING))
+    _whole(f"{path}.num_bits", args.get("num_bits"), high=32)
+    _group(f"{path}.group_size", args.get("group_size"))
+    _block(f"{path}.block_structure", args.get("block_structure"))
 
 
 def _compressed_tensors(config: Mapping[str, Any]) -> None:
-    _names("ignore", config.get("ignore", _MISSING), prefix="re:")
-    for name, group in _mapping("config_groups", config.get("config_groups", _MISSING)).items():
+    _names("ignore", config.get("ignore"), prefix="re:")
+    for name, group in _mapping("config_groups", config.get("config_groups")).items():
         where = f"config_groups.{name}"
         group = _mapping(where, group)
-        _names(f"{where}.targets", group.get("targets", _MISSING), prefix="re:")
+        _names(f"{where}.targets", group.get("targets"), prefix="re:")
         for part in ("weights", "input_activations", "output_activations"):
-            _ct_args(f"{where}.{part}", group.get(part, _MISSING))
+            _ct_args(f"{where}.{part}", group.get(part))
 
 
 def _gptq(config: Mapping[str, Any], where: str = "") -> None:
-    _whole(f"{where}bits", config.get("bits", _MISSING), choices=BITS["gptq"])
-    _group(f"{where}group_size", config.get("group_size", _MISSING))
+    _whole(f"{where}bits", config.get("bits"), choices=BITS["gptq"])
+    _group(f"{where}group_size", config.get("group_size"))
 
 
 def _gptq_dynamic(config: Mapping[str, Any]) -> None:
     _gptq(config)
-    for key, override in _mapping("dynamic", config.get("dynamic", _MISSING)).items():
+    for key, override in _mapping("dynamic", config.get("dynamic")).items():
         if not isinstance(key, str):
             raise _refuse("dynamic", key, "is not a module-name pattern")
         _pattern(f"dynamic[{key!r}]", key.removeprefix("-:").removeprefix("+:"))
@@ -125,24 +120,24 @@ def _gptq_dynamic(config: Mapping[str, Any]) -> None:
 
 def _awq(config: Mapping[str, Any]) -> None:
     for key in ("bits", "w_bit"):
-        _whole(key, config.get(key, _MISSING), choices=BITS["awq"])
+        _whole(key, config.get(key), choices=BITS["awq"])
     for key in ("group_size", "q_group_size"):
-        _group(key, config.get(key, _MISSING))
-    _names("modules_to_not_convert", config.get("modules_to_not_convert", _MISSING))
+        _group(key, config.get(key))
+    _names("modules_to_not_convert", config.get("modules_to_not_convert"))
 
 
 def _fp8(config: Mapping[str, Any]) -> None:
-    _block("weight_block_size", config.get("weight_block_size", _MISSING))
+    _block("weight_block_size", config.get("weight_block_size"))
     for key in ("ignored_layers", "modules_to_not_convert"):
-        _names(key, config.get(key, _MISSING))
+        _names(key, config.get(key))
 
 
 def _modelopt(config: Mapping[str, Any]) -> None:
     nested = config.get("quantization")
     inner, where = (nested, "quantization.") if isinstance(nested, Mapping) else (config, "")
-    _whole(f"{where}group_size", inner.get("group_size", _MISSING))
+    _whole(f"{where}group_size", inner.get("group_size"))
     for key in ("exclude_modules", "ignore"):
-        _names(f"{where}{key}", inner.get(key, _MISSING))
+        _names(f"{where}{key}", inner.get(key))
 
 
 CHECKS = {
@@ -150,7 +145,7 @@ CHECKS = {
     "compressed-tensors": _compressed_tensors,
     "gptq": _gptq_dynamic,
     "awq": _awq,
-    "mxfp4": lambda config: _names("modules_to_not_convert", config.get("modules_to_not_convert", _MISSING)),
+    "mxfp4": lambda config: _names("modules_to_not_convert", config.get("modules_to_not_convert")),
     "modelopt": _modelopt,
     "modelopt_fp4": _modelopt,
 }

@@ -479,9 +479,3 @@ class Sharder:
                 )
             )  # fmt: skip
         return out
-
-
-def shard_all(model: nn.Module, layout: ParallelLayout, dims: ModelDims | None = None) -> list[RankShard]:
-    """Every rank's shard of ``model`` (a meta model) under ``layout``."""
-    sharder = Sharder(model, layout, dims)
-    return [sharder.build(coord) for coord in layout.coords()]

@@ -16,12 +16,11 @@ from torch import nn
 
 from dummyprof.loaders.initializers import FillOutcome, PlannedInitializer, get_initializer
 from dummyprof.loaders.strategies import Strategy, run_strategy
-from dummyprof.measure.recorder import VisitRecorder, storage_key
+from dummyprof.measure.recorder import VisitRecorder
 
 
 @dataclass
 class VisitPlan:
-    key: int
     rule: str
     dtype: torch.dtype
     outcome: FillOutcome
@@ -67,7 +66,7 @@ class _Planner:
         if self.deadline is not None and len(self.visits) % _CHECK_EVERY == 0 and self.clock() > self.deadline:
             raise CountingTooLong(self.strategy, len(self.visits), self.clock() - self.started)
         rule, outcome = self.initializer.plan(tensor, local_name)
-        self.visits.append(VisitPlan(storage_key(tensor), rule, tensor.dtype, outcome, local_name))
+        self.visits.append(VisitPlan(rule, tensor.dtype, outcome, local_name))
         return outcome
 
 

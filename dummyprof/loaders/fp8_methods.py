@@ -88,8 +88,6 @@ def fill_random_fast(tables: Sequence[TablePair], chunk: int = 0) -> FillOutcome
 def fill_constant(tables: Sequence[TablePair], chunk: int = 0) -> FillOutcome:
     """vLLM 0.33's initializer on tables that declare ``dummy_weight_value`` (rule 2; ``EngramTable``: weight
     1.0, scale byte 127), as offloaded tables do; undeclared tables are refused."""
-    init = V033Initializer()
-    outcomes = []
     for t in tables:
         for tensor, name in ((t.weight, "weight"), (t.scale, "weight_scale_inv")):
             if getattr(tensor, "dummy_weight_value", None) is None:
@@ -97,8 +95,7 @@ def fill_constant(tables: Sequence[TablePair], chunk: int = 0) -> FillOutcome:
                     f"constant: the table's {name} declares no dummy_weight_value; build the tables with "
                     "models.engram.EngramTable (declare_constant=True)"
                 )
-            outcomes.append(init(tensor, name))
-    return _sum(outcomes)
+    return fill_random_scratch(tables)  # the same initializer: rule 2 fills the declared values
 
 
 def fill_memset(tables: Sequence[TablePair], chunk: int = 0) -> FillOutcome:

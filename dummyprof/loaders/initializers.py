@@ -18,7 +18,6 @@ DEFAULT_RANGE = 1e-3
 FP8_RANGE = 1.0
 
 _FP8_E8M0 = getattr(torch, "float8_e8m0fnu", None)
-_FP4_X2 = getattr(torch, "float4_e2m1fn_x2", None)
 SCALE_BYTE = 120  # UE8M0 exponent byte vLLM 0.33 writes into scale tensors
 
 
@@ -70,7 +69,7 @@ class V033Initializer:
         dtype = tensor.dtype
         if (_FP8_E8M0 is not None and dtype == _FP8_E8M0) or (dtype == torch.uint8 and "scale" in local_name):
             return RULE_SCALE, FillOutcome(tensor.nbytes, 0)
-        if dtype in (torch.uint8, torch.int8) or (_FP4_X2 is not None and dtype == _FP4_X2):
+        if dtype in (torch.uint8, torch.int8, random_fast.FP4_X2):  # FP4_X2: None where torch has no packed fp4
             return RULE_RANDOM_BYTES, FillOutcome(tensor.nbytes, 0)
         return _float_rule(tensor, fp16_scratch=2 * tensor.numel())  # one fp16 temporary
 

@@ -95,9 +95,9 @@ RULES: dict[torch.dtype, BitRule] = {
     torch.float32: BitRule(4, 0x81FFFFFF, 0x38000000, "2^-15 <= |x| < 2^-11"),
     torch.float64: BitRule(8, 0x803FFFFFFFFFFFFF, 0x3F00000000000000, "2^-15 <= |x| < 2^-11"),
 }
-_FP4_X2 = getattr(torch, "float4_e2m1fn_x2", None)
-if _FP4_X2 is not None:  # packed fp4 has no NaN or Inf: any byte is two valid values
-    RULES[_FP4_X2] = BitRule(1, 0xFF, 0, "uniform bytes (two e2m1 values each)")
+FP4_X2 = getattr(torch, "float4_e2m1fn_x2", None)
+if FP4_X2 is not None:  # packed fp4 has no NaN or Inf: any byte is two valid values
+    RULES[FP4_X2] = BitRule(1, 0xFF, 0, "uniform bytes (two e2m1 values each)")
 
 
 def default_workers() -> int:

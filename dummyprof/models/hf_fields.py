@@ -52,12 +52,12 @@ def _class_defaults(model_type: str) -> dict[str, Any]:
         return {}
 
 
-def _is_int(value: Any) -> bool:
+def is_whole(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _whole(value: Any) -> int | None:
-    return value if _is_int(value) else None
+    return value if is_whole(value) else None
 
 
 def field_error(name: str, value: Any, defaults: Mapping[str, Any]) -> str | None:
@@ -65,10 +65,10 @@ def field_error(name: str, value: Any, defaults: Mapping[str, Any]) -> str | Non
     if not SIZE_FIELD.search(name) or value is None:
         return None
     default = defaults.get(name)
-    if isinstance(value, float) and (_is_int(default) or name in POSITIVE):
+    if isinstance(value, float) and (is_whole(default) or name in POSITIVE):
         whole = f"; write {int(value)}" if value.is_integer() and abs(value) < MAX_DIMENSION else ""
         return f"{value!r} is a float where a whole number belongs{whole}"
-    if not _is_int(value):
+    if not is_whole(value):
         return None  # lists, bools and strings: transformers checks what it expects there
     if value < 0:
         return f"{value:,} is negative; a size is a whole number of at least 0"

@@ -396,9 +396,7 @@ def _seconds_per_object(config: Any, trust_remote_code: bool, clock: Any) -> flo
     return seconds / max(1, objects)
 
 
-def _refuse_estimate(
-    estimate: BuildEstimate, limits: BuildLimits, target: str, retime: Callable[[], float] | None = None
-) -> None:
+def _refuse_estimate(estimate: BuildEstimate, limits: BuildLimits, target: str, retime: Callable[[], float]) -> None:
     """Before building: more objects than memory holds, or more seconds than the limit, is one line. A layer count
     offered under the time limit, and the time budget offered for the whole build, carry the noise of the build's
     timing: ``retime`` times the two-layer build ``RETIMES`` times more, and both offers are sized at the slowest
@@ -412,7 +410,7 @@ def _refuse_estimate(
         fit = _layers_that_fit(estimate, limits.max_objects)
         raise limits.too_many_objects(FLAG, what, f"at most {fit:,} layers fit: pass --model-arg {LAYERS_FIELD}={fit}")
     if limits.seconds is not None and estimate.seconds > limits.seconds:
-        readings = [estimate.seconds_per_object] + ([retime() for _ in range(RETIMES)] if retime is not None else [])
+        readings = [estimate.seconds_per_object] + [retime() for _ in range(RETIMES)]
         slowest = max(readings) * spread(readings)
         fit = _layers_that_fit(estimate, limits.seconds / max(slowest, 1e-12))
         fix = f"about {fit:,} layers fit: pass --model-arg {LAYERS_FIELD}={fit}"

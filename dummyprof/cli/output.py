@@ -186,11 +186,6 @@ def file_reports(outputs: Iterable[Output]) -> list[tuple[Output, Render]]:
     return [(o, reporter(name, flag=o.flag, append=o.append)) for o, name in found if name is not None]
 
 
-def html_reports(path: Path | None, *, command: str | None = None) -> list[tuple[Output, Render]]:
-    """The HTML output for ``emit``; checks before anything is measured that the report can be made."""
-    return file_reports([output_for("--html", path, command=command)] if path is not None else [])
-
-
 def report_error(message: str) -> None:
     from dummyprof.reports.tables.escape import visible
 

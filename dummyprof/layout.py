@@ -90,7 +90,6 @@ class ParallelLayout:
         return RankCoord(rank=rank, stage=stage, dp_rank=dp_rank, tp_rank=tp_rank)
 
     def coords(self) -> list[RankCoord]:
-        """Every rank, in rank order."""
         return [self.coord(rank) for rank in range(self.world)]
 
 

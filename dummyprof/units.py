@@ -79,7 +79,6 @@ def parse_count(flag: str, text: str, *, example: str = "2e9", minimum: int = 1,
 
 
 def parse_int(flag: str, text: str | int, *, minimum: int = 1, maximum: int = INT64_MAX, example: str = "") -> int:
-    """Parse a plain integer within bounds."""
     hint = f"; try {flag} {example}" if example else ""
     if isinstance(text, bool):
         raise UsageError(flag, f"expected a whole number, got {text!r}{hint}")

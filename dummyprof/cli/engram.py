@@ -139,7 +139,7 @@ def _checked(params: dict[str, Any]) -> EngramOptions:
 
 def _torchrun_rank(params: dict[str, Any], env: LaunchEnv, timeout_s: float) -> int:
     """This process as one rank under torchrun: every rank parses its own flags after joining."""
-    from dummyprof.cli.output import html_reports, report_error
+    from dummyprof.cli.output import report_error
 
     json_path, force, quiet = params["json_path"], params["force"], params["quiet"]
     if params["nproc"] is not None:
@@ -149,6 +149,8 @@ def _torchrun_rank(params: dict[str, Any], env: LaunchEnv, timeout_s: float) -> 
     from dummyprof.ranks.world import pick_backend
     from dummyprof.scenarios.engram.ranks.rank import run_rank
 
+    reports: list[Any] = []  # rank 0's, probed before anything is measured
+
     def prepare(world: World) -> EngramOptions:
         from dummyprof.scenarios.engram.options import validate
         from dummyprof.scenarios.engram.ranks.rank import rank_options
@@ -156,7 +158,7 @@ def _torchrun_rank(params: dict[str, Any], env: LaunchEnv, timeout_s: float) -> 
         options = _checked(params)
         validate(rank_options(options, world, available=0))
         if world.rank == 0:  # only rank 0 writes the results files
-            check_outputs({"--json": json_path, "--html": params["html"]}, force=force, command="engram")
+            reports[:] = check_outputs({"--json": json_path, "--html": params["html"]}, force=force, command="engram")
         return options
 
     backend = pick_backend(str(params["dist_backend"]), offload=bool(params["offload"]), device=str(params["device"]))
@@ -168,9 +170,8 @@ def _torchrun_rank(params: dict[str, Any], env: LaunchEnv, timeout_s: float) -> 
         if outcome.error and outcome.rank != 0:
             report_error(outcome.error)
         raise typer.Exit(outcome.exit_code)
+    detail = bool(params["detail"])
     if outcome.gathered is not None:
-        reports = html_reports(params["html"], command="engram")
-        detail = bool(params["detail"])
         return emit(
             outcome.gathered,
             json_path=json_path,
@@ -182,5 +183,5 @@ def _torchrun_rank(params: dict[str, Any], env: LaunchEnv, timeout_s: float) -> 
         )
     if params["all_ranks"] and outcome.results is not None:
         sys.stdout.flush()
-        emit(outcome.results, json_path=None, quiet=quiet, detail=bool(params["detail"]))
+        emit(outcome.results, json_path=None, quiet=quiet, detail=detail)
     return 0

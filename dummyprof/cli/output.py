@@ -161,7 +161,8 @@ def check_outputs(
     is appended to (the CI step summary). ``command``: the command that writes them, whose own earlier files are
     replaced without --force (``formats``: a flag's report where the flag has no one format, baseline's
     ``--output``). Returns the reports ``emit`` writes, but --json's (``emit`` writes it) and those the command
-    renders itself (``--export``, ``--trace``).
+    renders itself (``--export``, ``--trace``); checks before anything is measured that an HTML report can be made
+    (no plotly is exit 2 now, not after measuring).
     """
     formats = formats or {}
     outputs = [
@@ -172,23 +173,12 @@ def check_outputs(
         if path is not None
     ]
     check_outputs_of(outputs, force=force, inputs=inputs)
-    return file_reports(outputs)
-
-
-def file_reports(outputs: Iterable[Output]) -> list[tuple[Output, Render]]:
-    """The outputs that a registered reporter renders, each with it (not --json's: ``emit`` writes it); checks
-    before anything is measured that an HTML report can be made (no plotly is exit 2 now, not after measuring)."""
     found = [(o, FILE_FLAGS[o.flag][0]) for o in outputs if o.flag != "--json" and o.flag in FILE_FLAGS]
     if any(name == "html" for _, name in found):
         from dummyprof.reports.html import require_plotly
 
         require_plotly()
     return [(o, reporter(name, flag=o.flag, append=o.append)) for o, name in found if name is not None]
-
-
-def html_reports(path: Path | None, *, command: str | None = None) -> list[tuple[Output, Render]]:
-    """The HTML output for ``emit``; checks before anything is measured that the report can be made."""
-    return file_reports([output_for("--html", path, command=command)] if path is not None else [])
 
 
 def report_error(message: str) -> None:

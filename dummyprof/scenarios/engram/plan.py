@@ -13,7 +13,7 @@ import torch
 from dummyprof.allocation.backings import SHM_DIR, Backing, backing_disk_free, disk_free_bytes
 from dummyprof.errors import DoesNotFitError
 from dummyprof.loaders.fp8_methods import FLOOR, FillMethod
-from dummyprof.measure.budget import DEFAULT_SHARE, host_memory, limit_flag, memory_fix, offered_seconds
+from dummyprof.measure.budget import DEFAULT_SHARE, host_budget, host_memory, limit_flag, memory_fix, offered_seconds
 from dummyprof.measure.engine import SamplingError, sample_sizes
 from dummyprof.measure.memory import gpu_free_bytes
 from dummyprof.models.engram import EngramSpec, rank_table_bytes, shard
@@ -91,16 +91,13 @@ def memory_budget(options: EngramOptions, backing: Backing, device: torch.device
             return budget(free, f"--max-memory, capped by {format_bytes(free)} free on {device}", "GPU")
         return budget(int(free * 0.9), f"90% of {format_bytes(free)} free on {device}", "GPU")
     host = host_memory()
-    available = host.available_bytes
-    if options.max_memory is not None:
-        nbytes, limit = min(options.max_memory, available), "--max-memory"
-        source = f"--max-memory {format_bytes(options.max_memory)}"
-        if nbytes < options.max_memory:
-            source += f", capped by {host.describe()}"
-            limit = host.limit
+    nbytes = host_budget(options.max_memory, memory=host)
+    if options.max_memory is None:
+        source, limit = f"{DEFAULT_SHARE:.0%} of {host.describe()}", host.limit
+    elif nbytes < options.max_memory:
+        source, limit = f"--max-memory {format_bytes(options.max_memory)}, capped by {host.describe()}", host.limit
     else:
-        nbytes, limit = int(available * DEFAULT_SHARE), host.limit
-        source = f"{DEFAULT_SHARE:.0%} of {host.describe()}"
+        source, limit = f"--max-memory {format_bytes(options.max_memory)}", "--max-memory"
     if backing.used == "shm":
         shm_free = disk_free_bytes(SHM_DIR)
         if shm_free is not None and shm_free < nbytes:

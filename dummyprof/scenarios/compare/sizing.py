@@ -221,11 +221,10 @@ def project_strategy(
 ) -> Projection:
     """The visits at their calibrated costs, plus the first touch of every page the strategy writes (``pages``:
     this run's probe; None where the device's memory takes no page faults)."""
-    records = [r for r in count.recorder.records.values() if r.bytes_written]
-    touched = sum(r.nbytes for r in records) + _fresh_scratch(count)
+    touched = _touched(count)
     floors = engine.Floors(memset_bytes_per_s=memset_bytes_per_s, pages=pages, contention=contention)
     costs = _visit_costs(count.visits, count.initializer, calibration)
-    written = sum(r.bytes_written for r in records)
+    written = sum(r.bytes_written for r in count.recorder.records.values())
     timed = engine.project(costs, written, floors, touched=touched, fixed_s=count.walk_seconds, device=device)
     return Projection(
         time=timed.time,
@@ -239,23 +238,18 @@ def project_strategy(
     )
 
 
-def _fresh_scratch(count: CountResult) -> int:
-    """Bytes of temporaries the engine maps afresh, so first-touches, at every visit (the largest ones); the
-    calibration priced every temporary on touched memory."""
-    return sum(v.outcome.scratch_bytes for v in count.visits if engine_maps_afresh(v.outcome.scratch_bytes))
+def _touched(count: CountResult) -> int:
+    """Bytes the fill first-touches: every page it writes, once, and the temporaries the engine maps afresh at every
+    visit (the largest ones; the calibration priced every temporary on touched memory)."""
+    pages = sum(r.nbytes for r in count.recorder.records.values() if r.bytes_written)
+    return pages + sum(v.outcome.scratch_bytes for v in count.visits if engine_maps_afresh(v.outcome.scratch_bytes))
 
 
 def _first_touched(meta: MetaCounts) -> tuple[int, int]:
     """The pages the fill writes first, the most of any strategy (each writes every page it touches once first,
     and its largest temporaries at every visit), and the size of the mappings they come in: the tensors' own, that
     of the tensors holding half those bytes (bounded by what glibc maps afresh and the probe's largest chunk)."""
-    touched = max(
-        (
-            sum(r.nbytes for r in c.recorder.records.values() if r.bytes_written) + _fresh_scratch(c)
-            for c in meta.counts.values()
-        ),
-        default=0,
-    )
+    touched = max((_touched(c) for c in meta.counts.values()), default=0)
     written = {k: r.nbytes for c in meta.counts.values() for k, r in c.recorder.records.items() if r.bytes_written}
     sizes = sorted(written.values())
     cumulative = list(itertools.accumulate(sizes))

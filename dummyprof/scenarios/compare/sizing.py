@@ -47,7 +47,6 @@ from dummyprof.results.compare import (
 )
 from dummyprof.scenarios.compare.runner import Clock, summarize_model, summarize_records, tensor_table
 
-META = torch.device("meta")
 CALIBRATION_SHARE = 0.15  # of the time budget, for all calibration fills together
 QUICK_BYTES = 1 << 30  # measured rounds writing less than this in all are not worth predicting
 SMALL_ELEMENTS = 1024  # a tiny fill, for the cost of one call
@@ -87,7 +86,7 @@ def count_strategies(
     t0 = clock()
     limit = counting_limit(time_budget_s)
     deadline = t0 + limit
-    model = source.build(META)
+    model = source.build(torch.device("meta"))
     built = clock() - t0
     counts = {}
     for strategy in strategies:

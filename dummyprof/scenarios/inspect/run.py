@@ -27,8 +27,6 @@ from dummyprof.scenarios.model_choice import chosen_source, model_summary
 
 __all__ = ["DEFAULT_STRATEGIES", "InspectOptions", "run", "validate"]
 
-META = torch.device("meta")
-
 
 def _visits(model: nn.Module, strategies: list[str]) -> dict[str, dict[int, int]]:
     counts: dict[str, dict[int, int]] = {}
@@ -86,7 +84,7 @@ def run(options: InspectOptions, *, source: ModelSource | None = None) -> Result
         return run_deployment(options, "inspect", strategies=list(options.strategies), source=source)
     if source is None:
         source = chosen_source(options)
-    model = source.build(META)
+    model = source.build(torch.device("meta"))
     nodes = _nodes(model, list(options.strategies))
     kept = [
         n

@@ -13,7 +13,6 @@ from dummyprof.scenarios.deployment.options import (
     DeploymentChoice,
 )
 from dummyprof.scenarios.options import (
-    DEFAULT_STRATEGIES,
     INITIALIZER_NAMES,
     LoaderChoice,
     ModelChoice,
@@ -24,8 +23,6 @@ from dummyprof.scenarios.options import (
     strategies_option,
 )
 from dummyprof.schema import duration, integer, option
-
-__all__ = ["DEFAULT_STRATEGIES", "SWEEP_REPEAT", "CompareOptions", "validate"]
 
 SWEEP_REPEAT = 3  # a sweep's rounds per point (its form of --repeat below)
 

@@ -22,10 +22,10 @@ from dummyprof.measure.recorder import VisitRecorder
 from dummyprof.models.source import ModelSource
 from dummyprof.results.inspect import InspectResult, ModuleNode
 from dummyprof.results.session import Results
-from dummyprof.scenarios.inspect.options import DEFAULT_STRATEGIES, InspectOptions, validate
+from dummyprof.scenarios.inspect.options import InspectOptions, validate
 from dummyprof.scenarios.model_choice import chosen_source, model_summary
 
-__all__ = ["DEFAULT_STRATEGIES", "InspectOptions", "run", "validate"]
+__all__ = ["InspectOptions", "run", "validate"]
 
 
 def _visits(model: nn.Module, strategies: list[str]) -> dict[str, dict[int, int]]:

@@ -37,7 +37,7 @@ from dummyprof.measure.device import synchronize
 from dummyprof.measure.memory import FRESH_MAP_BYTES, MMAP_THRESHOLD, engine_maps_afresh, heap_reused, rss_bytes
 from dummyprof.measure.recorder import dtype_name
 from dummyprof.models.source import ModelSource
-from dummyprof.results.common import Contention, Estimate, FirstTouch
+from dummyprof.results.common import Contention, Estimate, FirstTouch, copied
 from dummyprof.results.compare import (
     CalibrationClass,
     CompareResult,
@@ -180,16 +180,14 @@ def _calibrated(
     run = engine.sample(
         fill, largest, seconds=share, element=element, small_bytes=SMALL_ELEMENTS * element, clock=clock
     )
-    return CalibrationClass(
+    return copied(
+        CalibrationClass,
+        run,  # small_call_s, fit, fit_low, fit_high
         initializer=init_name,
         rule=key.operation.rpartition(":")[2],
         dtype=dtype_name(key.dtype),
         sizes_bytes=run.sizes,
         trials=[Estimate.measured(trials, device=device.type) for trials in run.trials],
-        small_call_s=run.small_call_s,
-        fit=run.fit,
-        fit_low=run.fit_low,
-        fit_high=run.fit_high,
     )
 
 

@@ -74,9 +74,6 @@ def needed_bytes(spec: EngramSpec, part_rows: int, method: FillMethod, backing: 
     return reserved_tables(spec, part_rows, backing) + method.scratch_bytes(part_rows * spec.dim, chunk)
 
 
-LIMIT = "--max-memory"  # Budget.limit when the user's own flag bounds the budget
-
-
 def memory_budget(options: EngramOptions, backing: Backing, device: torch.device) -> Budget:
     """The run's budget: memory (where it comes from, what bounds it: ``limit``) and time."""
 
@@ -120,7 +117,7 @@ Rates = dict[str, float]  # seconds per row, by method name, ALLOCATE and FIRST_
 
 
 def probe_rows(
-    spec: EngramSpec, methods: Sequence[FillMethod], budget: int, backing: Backing, chunk: int, limit: str = LIMIT
+    spec: EngramSpec, methods: Sequence[FillMethod], budget: int, backing: Backing, chunk: int, limit: str
 ) -> int:
     rows = max(1, min(shard(spec).part_rows, PROBE_WEIGHT_BYTES // spec.dim))
     while rows > 1 and max(needed_bytes(spec, rows, m, backing, chunk) for m in methods) > budget:
@@ -268,7 +265,7 @@ def plan_samples(
     time_left: float,
     budget: int,
     backing: Backing,
-    limit: str = LIMIT,
+    limit: str,
 ) -> list[FillMethod]:
     """Sample sizes for the projected methods (after the full-size work, with the time really left): memory-bound
     methods get large samples, repeated; generator-bound ones what the rest of the time allows, once each."""

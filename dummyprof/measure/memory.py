@@ -199,9 +199,9 @@ def _nvml_init() -> str | None:
     return None
 
 
-def gpu_used_figure(device: torch.device | None = None) -> Estimate:
+def gpu_used_figure(device: torch.device) -> Estimate:
     """Device memory in use (all processes) from NVML."""
-    index = device.index if device is not None and device.type == "cuda" and device.index is not None else 0
+    index = device.index if device.type == "cuda" and device.index is not None else 0
     error = _nvml_init()
     if error is not None:
         return Estimate.missing(error)

@@ -48,7 +48,6 @@ class CompareOptions(CompareDeploymentChoice, DeploymentChoice, LoaderChoice, Mo
             }
         },
     )
-    # --repeat auto: rounds until the speedups' intervals are tight or the budget is spent
     repeat_auto: bool = option(False, flag="--repeat")
     warmup: int = integer(
         1,
@@ -64,7 +63,6 @@ class CompareOptions(CompareDeploymentChoice, DeploymentChoice, LoaderChoice, Mo
         "Default: each strategy's own.",
     )
     max_memory: int | None = max_memory_option()
-    # seconds the measured rounds may take; a run predicted to take longer is projected
     time_budget: float = duration(
         60.0,
         "Seconds the measured rounds may take (e.g. 60, 5m). When the rounds are predicted to take "

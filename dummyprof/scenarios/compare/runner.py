@@ -170,7 +170,6 @@ def assess_noise(result: CompareResult) -> None:
 
 
 def _past(deadline: float | None, at: float) -> bool:
-    """Whether a reading ``at`` of the clock lies past the ``deadline`` (None: there is none)."""
     return deadline is not None and at > deadline
 
 

@@ -171,8 +171,6 @@ def calibrate(
 def _calibrated(
     init_name: str, key: _ClassKey, local_name: str, largest: int, device: torch.device, share: float, clock: Clock
 ) -> CalibrationClass:
-    """One class sampled by ``engine.sample`` within ``share`` seconds."""
-
     def fill(nbytes: int) -> float:
         return _timed_fill(init_name, key, local_name, nbytes, device, clock)
 

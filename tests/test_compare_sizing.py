@@ -357,13 +357,14 @@ def _fp8_count(rows: int, cols: int, layers: int = 2) -> object:
 
 def test_calibration_samples_a_scratch_class_under_the_mmap_threshold_and_big_scratch_is_first_touched() -> None:
     from dummyprof.measure.memory import MMAP_THRESHOLD
-    from dummyprof.scenarios.compare.sizing import _classes, _fresh_scratch
+    from dummyprof.scenarios.compare.sizing import _classes, _touched
 
     big, small = _fp8_count(4096, 8192), _fp8_count(1024, 1024)  # fp16 scratch 64 MiB and 2 MiB per visit
     [(init, _name, largest)] = _classes({"per-layer": big}).values()  # type: ignore[dict-item]
     assert init == "v0.33" and 2 * largest < MMAP_THRESHOLD  # its scratch sampled from a reused heap
-    assert _fresh_scratch(big) == 2 * (2 * 4096 * 8192)  # the engine maps a 64 MiB scratch afresh at each visit
-    assert _fresh_scratch(small) == 0  # a 2 MiB one comes back from the heap the last visit freed
+    # its weights' pages, and a 64 MiB scratch the engine maps afresh at each visit
+    assert _touched(big) == 2 * 4096 * 8192 + 2 * (2 * 4096 * 8192)
+    assert _touched(small) == 2 * 1024 * 1024  # a 2 MiB scratch comes back from the heap the last visit freed
     [(_i, _n, small_largest)] = _classes({"per-layer": small}).values()  # type: ignore[dict-item]
     assert small_largest == 1024 * 1024  # under the threshold: sampled up to the visit's own size
 

@@ -231,7 +231,7 @@ def test_memory_bound_methods_get_large_repeated_samples_and_random_ones_small()
     options = EngramOptions(rows=spec.rows, dim=256, offload=True)
     fits = {m.name: False for m in ALL}
     plan = time_plan(spec, ALL, fits, cal, options, 40.0)
-    plan_samples(spec, plan, ALL, cal, options, 40.0, 4 * 2**30, PAGEABLE)
+    plan_samples(spec, plan, ALL, cal, options, 40.0, 4 * 2**30, PAGEABLE, "--max-memory")
     fast, slow = plan.sample_groups
     assert fast.memory_bound and {m.name for m in fast.methods} >= {"memset", "constant"}
     assert set(fast.rounds.values()) == {3}

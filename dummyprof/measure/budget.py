@@ -49,14 +49,12 @@ def host_memory(root: Path | None = None, proc_cgroup: Path | None = None) -> Ho
     return HostMemory(available, machine, limit)
 
 
-def host_budget(
-    max_memory: int | None = None, share: float = DEFAULT_SHARE, *, memory: HostMemory | None = None
-) -> int:
+def host_budget(max_memory: int | None = None, *, memory: HostMemory | None = None) -> int:
     """Bytes a run may use: ``max_memory`` if given (capped by what is free), else a share of free memory."""
     available = (memory or host_memory()).available_bytes
     if max_memory is not None:
         return min(max_memory, available)
-    return int(available * share)
+    return int(available * DEFAULT_SHARE)
 
 
 def device_available(device: torch.device) -> int:

@@ -97,31 +97,26 @@ def sample_sizes(
     fixed_bytes: int,
     memory_budget: int,
     time_budget: float,
-    points: int = SIZE_POINTS,
-    min_rows: int = 1,
 ) -> list[int]:
-    """Rows per rank for ``points`` samples k*s (k = 1..points), each under the full table, that fit both budgets:
-    together ``s * (1 + ... + points) * seconds_per_row`` seconds, the largest ``fixed_bytes + points * s *
+    """Rows per rank for SIZE_POINTS samples k*s (k = 1..SIZE_POINTS), each under the full table, that fit both
+    budgets: together ``s * SIZE_UNITS * seconds_per_row`` seconds, the largest ``fixed_bytes + SIZE_POINTS * s *
     bytes_per_row`` bytes (``seconds_per_row``: every method, allocation and first touch over one row)."""
-    if points < 3:
-        raise ValueError("a projection needs three or more sample sizes")
-    units = points * (points + 1) // 2
-    limits = [(full_rows - 1) // points]
+    limits = [(full_rows - 1) // SIZE_POINTS]
     if seconds_per_row > 0:
-        limits.append(int(time_budget / (units * seconds_per_row)))
+        limits.append(int(time_budget / (SIZE_UNITS * seconds_per_row)))
     if bytes_per_row > 0:
-        limits.append(int((memory_budget - fixed_bytes) / (points * bytes_per_row)))
+        limits.append(int((memory_budget - fixed_bytes) / (SIZE_POINTS * bytes_per_row)))
     step = min(limits)
-    if step < min_rows:
+    if step < 1:
         binding = "memory" if bytes_per_row > 0 and limits[-1] == step else "time"
         if step == limits[0]:
             binding = "table size"
         raise SamplingError(
-            f"no sample of {points} sizes fits the {binding} budget (largest step {step} rows)",
+            f"no sample of {SIZE_POINTS} sizes fits the {binding} budget (largest step {step} rows)",
             binding,
-            needed_s=units * seconds_per_row * min_rows if binding == "time" else None,
+            needed_s=SIZE_UNITS * seconds_per_row if binding == "time" else None,
         )
-    return [k * step for k in range(1, points + 1)]
+    return [k * step for k in range(1, SIZE_POINTS + 1)]
 
 
 @dataclass

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import psutil
 import torch
 
-from dummyprof.results.common import Estimate
+from dummyprof.results.common import Estimate, MemoryUse
 
 _STATUS = "/proc/self/status"
 _CLEAR_REFS = "/proc/self/clear_refs"
@@ -199,9 +199,9 @@ def _nvml_init() -> str | None:
     return None
 
 
-def gpu_used_figure(device: torch.device | None = None) -> Estimate:
+def gpu_used_figure(device: torch.device) -> Estimate:
     """Device memory in use (all processes) from NVML."""
-    index = device.index if device is not None and device.type == "cuda" and device.index is not None else 0
+    index = device.index if device.type == "cuda" and device.index is not None else 0
     error = _nvml_init()
     if error is not None:
         return Estimate.missing(error)
@@ -218,6 +218,18 @@ def gpu_allocator_peak_figure(device: torch.device) -> Estimate:
     if device.type != "cuda":
         return Estimate.missing("tensors on CPU" if torch.cuda.is_available() else "no GPU")
     return Estimate(float(torch.cuda.max_memory_allocated(device)))
+
+
+def memory_use(device: torch.device, reading: PeakReading | None = None) -> MemoryUse:
+    """Pinned and GPU memory as they stand now, beside a peak RSS ``reading`` where there is one."""
+    used = MemoryUse(
+        pinned_bytes=pinned_memory_figure(),
+        gpu_used_bytes=gpu_used_figure(device),
+        gpu_allocator_peak_bytes=gpu_allocator_peak_figure(device),
+    )
+    if reading is not None:
+        used.rss_before_bytes, used.rss_peak_bytes, used.rss_peak_method = reading.before, reading.peak, reading.method
+    return used
 
 
 def reset_gpu_peak(device: torch.device) -> None:

@@ -29,7 +29,6 @@ class AuditOptions(DeploymentChoice, LoaderChoice, ModelChoice, SmallTreeOptions
     """Flat fields: the synthetic tree's, the model's, the loaders', then audit's own (bases in reverse)."""
 
     strategies: list[str] = strategies_option("audit", DEFAULT_STRATEGIES)
-    # declared by the user: compare loaders' values with strategies using it
     loader_initializer: str | None = option(
         None,
         metavar="NAME",

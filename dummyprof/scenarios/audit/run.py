@@ -39,11 +39,11 @@ from dummyprof.results.audit import (
 )
 from dummyprof.results.session import Results
 from dummyprof.scenarios.audit.construction import construction_values
-from dummyprof.scenarios.audit.options import DEFAULT_STRATEGIES, AuditOptions, validate
+from dummyprof.scenarios.audit.options import AuditOptions, validate
 from dummyprof.scenarios.compare.runner import summarize_model
 from dummyprof.scenarios.model_choice import check_source_fits, chosen_source
 
-__all__ = ["DEFAULT_STRATEGIES", "AuditOptions", "run", "tensor_digest", "validate"]
+__all__ = ["AuditOptions", "run", "tensor_digest", "validate"]
 
 
 @dataclass

@@ -46,15 +46,6 @@ def _same_counts(entry: StrategyResult, count: CountResult) -> bool:
 MIN_REDUCED_REPEATS = 3  # fewer measured rounds than this say too little: project instead
 
 
-def _repeats_that_fit(predicted_s: float | None, rounds: int, options: CompareOptions) -> int:
-    """The most measured rounds (at least MIN_REDUCED_REPEATS) that the time budget holds; 0 when none do."""
-    if not predicted_s:
-        return 0
-    per_round = predicted_s / rounds
-    repeat = min(options.repeat - 1, int(options.time_budget / per_round) - options.warmup)
-    return repeat if repeat >= MIN_REDUCED_REPEATS else 0
-
-
 def budget_that_measures(decision: SizeDecision, projections: dict[str, Projection]) -> int:
     """The ``--time-budget`` (whole seconds) under which ``decide`` measures this model instead of projecting it:
     the measured rounds' prediction at its interval's high end, with the margin a rerun's prediction needs, and
@@ -99,16 +90,20 @@ def size_up(
 
 
 def _repeat(options: CompareOptions, decision: SizeDecision) -> int:
-    """The measured rounds: as asked, or fewer where only fewer fit the time budget (``decision`` is then measured,
-    ``reduced``, rather than projected; the report says so)."""
-    repeat = options.repeat
-    if decision.mode == "projected" and decision.reason == "time" and options.project and not options.repeat_auto:
-        repeat = _repeats_that_fit(decision.predicted_s, options.warmup + options.repeat, options)
-        if repeat:
-            decision.predicted_s = (
-                (decision.predicted_s or 0.0) * (options.warmup + repeat) / (options.warmup + options.repeat)
-            )
-            decision.mode, decision.reason = "measured", "reduced"
+    """The measured rounds: as asked, or fewer where only fewer fit the time budget: the most it holds, at least
+    MIN_REDUCED_REPEATS (``decision`` is then measured, ``reduced``, rather than projected; the report says so), else
+    0 (it stays projected)."""
+    if decision.mode != "projected" or decision.reason != "time" or not options.project or options.repeat_auto:
+        return options.repeat
+    if not decision.predicted_s:
+        return 0
+    rounds = options.warmup + options.repeat  # what decision.predicted_s is for
+    per_round = decision.predicted_s / rounds
+    repeat = min(options.repeat - 1, int(options.time_budget / per_round) - options.warmup)
+    if repeat < MIN_REDUCED_REPEATS:
+        return 0
+    decision.predicted_s = decision.predicted_s * (options.warmup + repeat) / rounds
+    decision.mode, decision.reason = "measured", "reduced"
     return repeat
 
 

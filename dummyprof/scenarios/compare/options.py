@@ -13,7 +13,6 @@ from dummyprof.scenarios.deployment.options import (
     DeploymentChoice,
 )
 from dummyprof.scenarios.options import (
-    DEFAULT_STRATEGIES,
     INITIALIZER_NAMES,
     LoaderChoice,
     ModelChoice,
@@ -24,8 +23,6 @@ from dummyprof.scenarios.options import (
     strategies_option,
 )
 from dummyprof.schema import duration, integer, option
-
-__all__ = ["DEFAULT_STRATEGIES", "SWEEP_REPEAT", "CompareOptions", "validate"]
 
 SWEEP_REPEAT = 3  # a sweep's rounds per point (its form of --repeat below)
 
@@ -51,7 +48,6 @@ class CompareOptions(CompareDeploymentChoice, DeploymentChoice, LoaderChoice, Mo
             }
         },
     )
-    # --repeat auto: rounds until the speedups' intervals are tight or the budget is spent
     repeat_auto: bool = option(False, flag="--repeat")
     warmup: int = integer(
         1,
@@ -67,7 +63,6 @@ class CompareOptions(CompareDeploymentChoice, DeploymentChoice, LoaderChoice, Mo
         "Default: each strategy's own.",
     )
     max_memory: int | None = max_memory_option()
-    # seconds the measured rounds may take; a run predicted to take longer is projected
     time_budget: float = duration(
         60.0,
         "Seconds the measured rounds may take (e.g. 60, 5m). When the rounds are predicted to take "

@@ -7,10 +7,10 @@ import time
 from dummyprof.models.source import ModelSource
 from dummyprof.results.session import Results
 from dummyprof.scenarios.compare.measure import measure
-from dummyprof.scenarios.compare.options import DEFAULT_STRATEGIES, CompareOptions, validate
+from dummyprof.scenarios.compare.options import CompareOptions, validate
 from dummyprof.scenarios.compare.runner import Clock, Progress
 
-__all__ = ["DEFAULT_STRATEGIES", "CompareOptions", "run", "validate"]
+__all__ = ["CompareOptions", "run", "validate"]
 
 
 def run(

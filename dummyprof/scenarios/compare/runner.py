@@ -19,11 +19,9 @@ from dummyprof.measure.device import synchronize
 from dummyprof.measure.memory import (
     PeakRss,
     fresh_pages,
-    gpu_allocator_peak_figure,
-    gpu_used_figure,
     heap_reused,
     map_afresh,
-    pinned_memory_figure,
+    memory_use,
     reset_gpu_peak,
 )
 from dummyprof.measure.recorder import StorageRecord, VisitRecorder, index_model
@@ -172,7 +170,6 @@ def assess_noise(result: CompareResult) -> None:
 
 
 def _past(deadline: float | None, at: float) -> bool:
-    """Whether a reading ``at`` of the clock lies past the ``deadline`` (None: there is none)."""
     return deadline is not None and at > deadline
 
 
@@ -237,16 +234,8 @@ class _Tally:
             raise RuntimeError(f"strategy {name!r} visited a different number of tensors between rounds")
         if not warming:
             self.results[name].time.add(elapsed)
-            reading = peak.reading
-            assert reading is not None
-            used = MemoryUse(
-                rss_before_bytes=reading.before,
-                rss_peak_bytes=reading.peak,
-                rss_peak_method=reading.method,
-                pinned_bytes=pinned_memory_figure(),
-                gpu_used_bytes=gpu_used_figure(device),
-                gpu_allocator_peak_bytes=gpu_allocator_peak_figure(device),
-            )
+            assert peak.reading is not None
+            used = memory_use(device, peak.reading)
             worst = self.memory.get(name)
             if worst is None or (used.rss_peak_bytes or 0) > (worst.rss_peak_bytes or 0):
                 self.memory[name] = used  # the worst round's peak is kept

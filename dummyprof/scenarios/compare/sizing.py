@@ -37,7 +37,7 @@ from dummyprof.measure.device import synchronize
 from dummyprof.measure.memory import FRESH_MAP_BYTES, MMAP_THRESHOLD, engine_maps_afresh, heap_reused, rss_bytes
 from dummyprof.measure.recorder import dtype_name
 from dummyprof.models.source import ModelSource
-from dummyprof.results.common import Contention, Estimate, FirstTouch
+from dummyprof.results.common import Contention, Estimate, FirstTouch, copied
 from dummyprof.results.compare import (
     CalibrationClass,
     CompareResult,
@@ -47,7 +47,6 @@ from dummyprof.results.compare import (
 )
 from dummyprof.scenarios.compare.runner import Clock, summarize_model, summarize_records, tensor_table
 
-META = torch.device("meta")
 CALIBRATION_SHARE = 0.15  # of the time budget, for all calibration fills together
 QUICK_BYTES = 1 << 30  # measured rounds writing less than this in all are not worth predicting
 SMALL_ELEMENTS = 1024  # a tiny fill, for the cost of one call
@@ -87,7 +86,7 @@ def count_strategies(
     t0 = clock()
     limit = counting_limit(time_budget_s)
     deadline = t0 + limit
-    model = source.build(META)
+    model = source.build(torch.device("meta"))
     built = clock() - t0
     counts = {}
     for strategy in strategies:
@@ -172,8 +171,6 @@ def calibrate(
 def _calibrated(
     init_name: str, key: _ClassKey, local_name: str, largest: int, device: torch.device, share: float, clock: Clock
 ) -> CalibrationClass:
-    """One class sampled by ``engine.sample`` within ``share`` seconds."""
-
     def fill(nbytes: int) -> float:
         return _timed_fill(init_name, key, local_name, nbytes, device, clock)
 
@@ -181,16 +178,14 @@ def _calibrated(
     run = engine.sample(
         fill, largest, seconds=share, element=element, small_bytes=SMALL_ELEMENTS * element, clock=clock
     )
-    return CalibrationClass(
+    return copied(
+        CalibrationClass,
+        run,  # small_call_s, fit, fit_low, fit_high
         initializer=init_name,
         rule=key.operation.rpartition(":")[2],
         dtype=dtype_name(key.dtype),
         sizes_bytes=run.sizes,
         trials=[Estimate.measured(trials, device=device.type) for trials in run.trials],
-        small_call_s=run.small_call_s,
-        fit=run.fit,
-        fit_low=run.fit_low,
-        fit_high=run.fit_high,
     )
 
 
@@ -221,11 +216,10 @@ def project_strategy(
 ) -> Projection:
     """The visits at their calibrated costs, plus the first touch of every page the strategy writes (``pages``:
     this run's probe; None where the device's memory takes no page faults)."""
-    records = [r for r in count.recorder.records.values() if r.bytes_written]
-    touched = sum(r.nbytes for r in records) + _fresh_scratch(count)
+    touched = _touched(count)
     floors = engine.Floors(memset_bytes_per_s=memset_bytes_per_s, pages=pages, contention=contention)
     costs = _visit_costs(count.visits, count.initializer, calibration)
-    written = sum(r.bytes_written for r in records)
+    written = sum(r.bytes_written for r in count.recorder.records.values())
     timed = engine.project(costs, written, floors, touched=touched, fixed_s=count.walk_seconds, device=device)
     return Projection(
         time=timed.time,
@@ -239,23 +233,18 @@ def project_strategy(
     )
 
 
-def _fresh_scratch(count: CountResult) -> int:
-    """Bytes of temporaries the engine maps afresh, so first-touches, at every visit (the largest ones); the
-    calibration priced every temporary on touched memory."""
-    return sum(v.outcome.scratch_bytes for v in count.visits if engine_maps_afresh(v.outcome.scratch_bytes))
+def _touched(count: CountResult) -> int:
+    """Bytes the fill first-touches: every page it writes, once, and the temporaries the engine maps afresh at every
+    visit (the largest ones; the calibration priced every temporary on touched memory)."""
+    pages = sum(r.nbytes for r in count.recorder.records.values() if r.bytes_written)
+    return pages + sum(v.outcome.scratch_bytes for v in count.visits if engine_maps_afresh(v.outcome.scratch_bytes))
 
 
 def _first_touched(meta: MetaCounts) -> tuple[int, int]:
     """The pages the fill writes first, the most of any strategy (each writes every page it touches once first,
     and its largest temporaries at every visit), and the size of the mappings they come in: the tensors' own, that
     of the tensors holding half those bytes (bounded by what glibc maps afresh and the probe's largest chunk)."""
-    touched = max(
-        (
-            sum(r.nbytes for r in c.recorder.records.values() if r.bytes_written) + _fresh_scratch(c)
-            for c in meta.counts.values()
-        ),
-        default=0,
-    )
+    touched = max((_touched(c) for c in meta.counts.values()), default=0)
     written = {k: r.nbytes for c in meta.counts.values() for k, r in c.recorder.records.items() if r.bytes_written}
     sizes = sorted(written.values())
     cumulative = list(itertools.accumulate(sizes))

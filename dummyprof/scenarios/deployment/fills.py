@@ -135,7 +135,6 @@ def _distinct(result: DeploymentResult, held: Callable[[RankEntry], int]) -> lis
 
 
 def _copies(result: DeploymentResult, rank: RankEntry) -> list[RankEntry]:
-    """The entries whose shard is ``rank``'s (counted as the same rank)."""
     return [entry for entry in result.ranks if entry.counted_as == rank.counted_as]
 
 

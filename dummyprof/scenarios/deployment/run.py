@@ -59,7 +59,6 @@ def fill_device(where: str, device: torch.device) -> torch.device:
 
 
 def _offloaded(shard: RankShard) -> list[int]:
-    """Bytes of each CPU-offloaded table the shard holds."""
     where = residence(shard)
     return [t.nbytes for t in shard.tensors if where[t.name] == HOST]
 
@@ -127,8 +126,6 @@ def refuse_loaders(options: BuildGroups) -> None:
 
 
 class Shards(NamedTuple):
-    """The whole model on meta, the seconds it took to build, and its sharder."""
-
     model: nn.Module
     build_s: float
     sharder: Sharder

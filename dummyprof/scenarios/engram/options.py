@@ -15,8 +15,6 @@ if TYPE_CHECKING:
     from dummyprof.models.engram import EngramSpec
 
 ENGRAM_FIELDS = tuple(f.name for f in fields(EngramShape))  # the tables and the layout: rows .. heads
-DEFAULT_TIME_BUDGET_S = 40.0
-DEFAULT_REPEAT = 3
 
 
 def _default_methods() -> list[str]:
@@ -52,13 +50,13 @@ class EngramOptions(EngramShape):
         help="Fill method (repeatable). Default: all; memset always runs as the floor.",
         forms={"sweep": {"help": "With --rows: fill method (repeatable). Default: all."}},
     )
-    repeat: int = integer(DEFAULT_REPEAT, "Full-size rounds per method, interleaved.")
+    repeat: int = integer(3, "Full-size rounds per method, interleaved.")
     chunk_elements: int = option(
         factory=_default_chunk, unit="count", example="64Mi", shown="64Mi", help="Chunk of random-chunked, e.g. 64Mi."
     )
     max_memory: int | None = max_memory_option()
     time_budget_s: float = duration(
-        DEFAULT_TIME_BUDGET_S,
+        40.0,
         "Time for all measuring; sizes and rounds are chosen to fit.",
         example="40",
         shown="40",

@@ -13,7 +13,7 @@ import torch
 from dummyprof.allocation.backings import SHM_DIR, Backing, backing_disk_free, disk_free_bytes
 from dummyprof.errors import DoesNotFitError
 from dummyprof.loaders.fp8_methods import FLOOR, FillMethod
-from dummyprof.measure.budget import DEFAULT_SHARE, host_memory, limit_flag, memory_fix, offered_seconds
+from dummyprof.measure.budget import DEFAULT_SHARE, host_budget, host_memory, limit_flag, memory_fix, offered_seconds
 from dummyprof.measure.engine import SamplingError, sample_sizes
 from dummyprof.measure.memory import gpu_free_bytes
 from dummyprof.models.engram import EngramSpec, rank_table_bytes, shard
@@ -74,9 +74,6 @@ def needed_bytes(spec: EngramSpec, part_rows: int, method: FillMethod, backing: 
     return reserved_tables(spec, part_rows, backing) + method.scratch_bytes(part_rows * spec.dim, chunk)
 
 
-LIMIT = "--max-memory"  # Budget.limit when the user's own flag bounds the budget
-
-
 def memory_budget(options: EngramOptions, backing: Backing, device: torch.device) -> Budget:
     """The run's budget: memory (where it comes from, what bounds it: ``limit``) and time."""
 
@@ -91,16 +88,13 @@ def memory_budget(options: EngramOptions, backing: Backing, device: torch.device
             return budget(free, f"--max-memory, capped by {format_bytes(free)} free on {device}", "GPU")
         return budget(int(free * 0.9), f"90% of {format_bytes(free)} free on {device}", "GPU")
     host = host_memory()
-    available = host.available_bytes
-    if options.max_memory is not None:
-        nbytes, limit = min(options.max_memory, available), "--max-memory"
-        source = f"--max-memory {format_bytes(options.max_memory)}"
-        if nbytes < options.max_memory:
-            source += f", capped by {host.describe()}"
-            limit = host.limit
+    nbytes = host_budget(options.max_memory, memory=host)
+    if options.max_memory is None:
+        source, limit = f"{DEFAULT_SHARE:.0%} of {host.describe()}", host.limit
+    elif nbytes < options.max_memory:
+        source, limit = f"--max-memory {format_bytes(options.max_memory)}, capped by {host.describe()}", host.limit
     else:
-        nbytes, limit = int(available * DEFAULT_SHARE), host.limit
-        source = f"{DEFAULT_SHARE:.0%} of {host.describe()}"
+        source, limit = f"--max-memory {format_bytes(options.max_memory)}", "--max-memory"
     if backing.used == "shm":
         shm_free = disk_free_bytes(SHM_DIR)
         if shm_free is not None and shm_free < nbytes:
@@ -123,7 +117,7 @@ Rates = dict[str, float]  # seconds per row, by method name, ALLOCATE and FIRST_
 
 
 def probe_rows(
-    spec: EngramSpec, methods: Sequence[FillMethod], budget: int, backing: Backing, chunk: int, limit: str = LIMIT
+    spec: EngramSpec, methods: Sequence[FillMethod], budget: int, backing: Backing, chunk: int, limit: str
 ) -> int:
     rows = max(1, min(shard(spec).part_rows, PROBE_WEIGHT_BYTES // spec.dim))
     while rows > 1 and max(needed_bytes(spec, rows, m, backing, chunk) for m in methods) > budget:
@@ -271,7 +265,7 @@ def plan_samples(
     time_left: float,
     budget: int,
     backing: Backing,
-    limit: str = LIMIT,
+    limit: str,
 ) -> list[FillMethod]:
     """Sample sizes for the projected methods (after the full-size work, with the time really left): memory-bound
     methods get large samples, repeated; generator-bound ones what the rest of the time allows, once each."""

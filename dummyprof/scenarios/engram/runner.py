@@ -6,7 +6,7 @@ from __future__ import annotations
 import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Protocol, TypeVar
+from typing import Protocol, TypeVar
 
 import torch
 
@@ -19,10 +19,8 @@ from dummyprof.measure.memory import (
     PeakReading,
     PeakRss,
     engine_maps_afresh,
-    gpu_allocator_peak_figure,
-    gpu_used_figure,
     heap_reused,
-    pinned_memory_figure,
+    memory_use,
     reset_gpu_peak,
     rss_bytes,
 )
@@ -177,16 +175,6 @@ def _values(tables: Tables) -> ValueStats:
     return copied(ValueStats, v, scale_values=list(v.scale_values))
 
 
-def _device_memory(device: torch.device, **rss: Any) -> MemoryUse:
-    """Pinned and GPU memory as they stand now, beside the RSS figures given."""
-    return MemoryUse(
-        pinned_bytes=pinned_memory_figure(),
-        gpu_used_bytes=gpu_used_figure(device),
-        gpu_allocator_peak_bytes=gpu_allocator_peak_figure(device),
-        **rss,
-    )
-
-
 def _growth(before: int | None, after: int | None, missing: str) -> Estimate:
     return Estimate(float(after - before)) if before is not None and after is not None else Estimate.missing(missing)
 
@@ -232,11 +220,9 @@ def measure_full(runner: Runner, plan: Plan, result: EngramResult, step: Callabl
         worst[name] = max(steps, key=lambda s: s.peak.peak)
     for name, s in worst.items():
         entry = result.method(name)
-        entry.memory = _device_memory(
-            runner.device, rss_before_bytes=s.peak.before, rss_peak_bytes=s.peak.peak, rss_peak_method=s.peak.method
-        )
+        entry.memory = memory_use(runner.device, s.peak)
         entry.peak_rss_bytes = Estimate(float(s.peak.peak))
-    result.gpu = _device_memory(runner.device)
+    result.gpu = memory_use(runner.device)
     runner.release(tables)
 
 
@@ -514,7 +500,7 @@ def project_samples(
 
 def unallocated_device_figures(device: torch.device) -> MemoryUse:
     """Pinned and GPU figures describe the full tables: why there are none, rather than 0."""
-    memory = _device_memory(device)
+    memory = memory_use(device)
     for name in ("pinned_bytes", "gpu_used_bytes", "gpu_allocator_peak_bytes"):
         if getattr(memory, name).value is not None:
             setattr(memory, name, Estimate.missing(NOT_ALLOCATED_PROJECTED))

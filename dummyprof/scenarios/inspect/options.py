@@ -6,7 +6,6 @@ from dataclasses import dataclass
 
 from dummyprof.scenarios.deployment.options import DeploymentChoice
 from dummyprof.scenarios.options import (
-    DEFAULT_STRATEGIES,
     ModelChoice,
     SmallTreeOptions,
     check_common,
@@ -14,8 +13,6 @@ from dummyprof.scenarios.options import (
     strategies_option,
 )
 from dummyprof.schema import integer, size
-
-__all__ = ["DEFAULT_STRATEGIES", "InspectOptions", "validate"]
 
 
 @dataclass

@@ -22,12 +22,10 @@ from dummyprof.measure.recorder import VisitRecorder
 from dummyprof.models.source import ModelSource
 from dummyprof.results.inspect import InspectResult, ModuleNode
 from dummyprof.results.session import Results
-from dummyprof.scenarios.inspect.options import DEFAULT_STRATEGIES, InspectOptions, validate
+from dummyprof.scenarios.inspect.options import InspectOptions, validate
 from dummyprof.scenarios.model_choice import chosen_source, model_summary
 
-__all__ = ["DEFAULT_STRATEGIES", "InspectOptions", "run", "validate"]
-
-META = torch.device("meta")
+__all__ = ["InspectOptions", "run", "validate"]
 
 
 def _visits(model: nn.Module, strategies: list[str]) -> dict[str, dict[int, int]]:
@@ -86,7 +84,7 @@ def run(options: InspectOptions, *, source: ModelSource | None = None) -> Result
         return run_deployment(options, "inspect", strategies=list(options.strategies), source=source)
     if source is None:
         source = chosen_source(options)
-    model = source.build(META)
+    model = source.build(torch.device("meta"))
     nodes = _nodes(model, list(options.strategies))
     kept = [
         n

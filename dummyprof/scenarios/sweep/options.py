@@ -13,7 +13,6 @@ from dummyprof.scenarios.engram.options import EngramOptions
 TREE_PARAMETERS = ("depth", "width", "hidden")
 ENGRAM_PARAMETER = "rows"
 MODEL_ARG_PREFIX = "model-arg:"
-DEFAULT_SWEEP_REPEAT = SWEEP_REPEAT  # declared with compare's --repeat, as the sweep states it
 
 
 @dataclass
@@ -23,7 +22,7 @@ class SweepOptions:
     parameter: str = "depth"  # depth, width, hidden (synthetic tree), rows (engram) or model-arg:NAME
     values: list[int] = field(default_factory=lambda: [1, 2, 4, 8, 16])
     fit_from: int | None = None  # smallest value the fits use; default: the middle value
-    compare: CompareOptions = field(default_factory=lambda: CompareOptions(repeat=DEFAULT_SWEEP_REPEAT))
+    compare: CompareOptions = field(default_factory=lambda: CompareOptions(repeat=SWEEP_REPEAT))
     engram: EngramOptions | None = None  # the base options of an engram sweep (parameter "rows")
 
     @property

@@ -17,15 +17,13 @@ from dummyprof.scenarios.engram.options import validate as validate_engram
 from dummyprof.schema import given_as
 from dummyprof.units import format_bytes
 
-DEFAULT_DIST_TIMEOUT_S = 120.0
-
 
 @dataclass
 class EngramRanksOptions(EngramOptions):
     """``EngramOptions`` for every rank at once; ``rank`` stays 0 (each rank takes its own)."""
 
     nproc: int = 2
-    dist_timeout_s: float = given_as(DEFAULT_DIST_TIMEOUT_S, "--dist-timeout")
+    dist_timeout_s: float = given_as(120.0, "--dist-timeout")
     dist_backend: str = "auto"
 
 

@@ -51,10 +51,18 @@ def two_kernel_workers(monkeypatch: pytest.MonkeyPatch) -> None:
     """Projected Engram plans size their samples to fit --max-memory with the fill's scratch, which
     depends on the worker count and on whether the C kernel is built: pin both so exact projected
     figures hold on any machine."""
+    pin_kernel_workers(monkeypatch)
+
+
+def pin_kernel_workers(patch: pytest.MonkeyPatch) -> None:
+    """Two workers of the C kernel; the test is skipped where the install built no kernel (no C compiler: the
+    install falls back to numpy, and CI's DUMMYPROF_REQUIRE_KERNEL test fails instead)."""
     from dummyprof.loaders import random_fast
 
-    monkeypatch.setattr(random_fast, "default_workers", lambda: 2)
-    monkeypatch.setattr(random_fast, "default_engine", lambda: random_fast.KERNEL)
+    if random_fast.KERNEL not in random_fast.available_engines():
+        pytest.skip("the C kernel was not built with this install")
+    patch.setattr(random_fast, "default_workers", lambda: 2)
+    patch.setattr(random_fast, "default_engine", lambda: random_fast.KERNEL)
 
 
 def fake_proc(root: Path, *, pressure_us: int = 0, steal: int = 0, total: int = 1000, load: float = 0.0) -> Path:

@@ -24,6 +24,7 @@ from dummyprof.results.session import Results
 from dummyprof.scenarios.engram.plan import ALLOCATE, FIRST_TOUCH, Rates, plan_samples, time_plan
 from dummyprof.scenarios.engram.run import EngramOptions, run
 from dummyprof.units import format_seconds
+from tests.conftest import pin_kernel_workers
 
 ALL = list(METHODS.values())
 PAGEABLE = Backing("pageable", "pageable")
@@ -125,11 +126,8 @@ def roomy_projected_run() -> Results:
     count and engine pinned as ``two_kernel_workers`` pins them: run once for the tests that read it (a few seconds
     of real sample fills), a copy each."""
     if not _ROOMY:
-        from dummyprof.loaders import random_fast
-
         with pytest.MonkeyPatch.context() as patch:
-            patch.setattr(random_fast, "default_workers", lambda: 2)
-            patch.setattr(random_fast, "default_engine", lambda: random_fast.KERNEL)
+            pin_kernel_workers(patch)
             options = EngramOptions(rows=400_000, dim=64, max_memory=8 * 1024 * 1024, time_budget_s=10**6)
             _ROOMY.append(run(options, clock=counter_clock()))
     return copy.deepcopy(_ROOMY[0])

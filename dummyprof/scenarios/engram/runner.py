@@ -161,7 +161,7 @@ class Runner:
     def release(self, tables: Tables) -> None:
         tables.pairs.clear()
         tables.modules.clear()
-        tables.arena.release()  # collects once, so mapped buffers are unmapped before the next allocation
+        tables.arena.release()  # mapped buffers are unmapped before the next allocation
 
 
 def _median_step(steps: Sequence[Step]) -> Step:

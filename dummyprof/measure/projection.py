@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from dummyprof.results.engram import LinearFit
 
-RATE_CONFIDENCE = 0.95  # two-sided, as the sweep's exponents
+CONFIDENCE = 0.95  # two-sided: the sweep's exponents and the rate of one-reading samples
 
 
 def fit_line(xs: Sequence[float], ys: Sequence[float]) -> LinearFit:
@@ -53,15 +53,20 @@ def _least_squares(xs: Sequence[float], ys: Sequence[float], *, through_origin: 
     )
 
 
-def rate_interval(xs: Sequence[float], ys: Sequence[float]) -> tuple[float, float]:
-    """The RATE_CONFIDENCE interval (Student's t) of the mean of the rates ``y / x``, one reading each: what a
-    fill much longer than any reading averages them to. Three readings can lie nearly on one line while each is
-    several percent off the rate; the lines through them then pin the slope far tighter than the readings do."""
-    from scipy.special import stdtrit  # Student t's quantile, without importing scipy.stats (~1 s)
+def t_quantile(degrees_of_freedom: int) -> float:
+    """Student t's quantile whose two-sided interval holds CONFIDENCE."""
+    from scipy.special import stdtrit  # without importing scipy.stats (~1 s)
 
+    return float(stdtrit(degrees_of_freedom, (1 + CONFIDENCE) / 2))
+
+
+def rate_interval(xs: Sequence[float], ys: Sequence[float]) -> tuple[float, float]:
+    """The CONFIDENCE interval (Student's t) of the mean of the rates ``y / x``, one reading each: what a fill
+    much longer than any reading averages them to. Three readings can lie nearly on one line while each is
+    several percent off the rate; the lines through them then pin the slope far tighter than the readings do."""
     if len(xs) != len(ys) or len(xs) < 2:
         raise ValueError("an interval of the rate needs two readings or more, one x each")
     rates = [y / x for x, y in zip(xs, ys, strict=True)]
     mean = statistics.fmean(rates)
-    half = float(stdtrit(len(rates) - 1, (1 + RATE_CONFIDENCE) / 2)) * statistics.stdev(rates) / math.sqrt(len(rates))
+    half = t_quantile(len(rates) - 1) * statistics.stdev(rates) / math.sqrt(len(rates))
     return mean - half, mean + half

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from dummyprof.measure.projection import fit_line
+from dummyprof.measure.projection import fit_line, t_quantile
 from dummyprof.results.sweep import GrowthFit
 
 
@@ -19,8 +19,6 @@ def fit_growth(
     series: str, metric: str, xs: Sequence[float], ys: Sequence[float | None], *, x_from: float = 0.0
 ) -> GrowthFit | None:
     """The fit over points with x >= x_from and a positive y; None with fewer than two such points."""
-    from scipy.special import stdtrit  # Student t's quantile, without importing scipy.stats (~1 s)
-
     pairs = [(x, y) for x, y in zip(xs, ys, strict=True) if y is not None and y > 0 and x > 0 and x >= x_from]
     if len(pairs) < 2 or len({x for x, _ in pairs}) < 2:
         return None
@@ -37,6 +35,6 @@ def fit_growth(
     if len(pairs) > 2:
         # scipy.stats.linregress's r² (a flat line: a perfect fit) and the slope's standard error
         result.r_squared = line.r_squared
-        half = float(stdtrit(len(pairs) - 2, 0.975)) * line.residual_s / math.sqrt(line.sxx)
+        half = t_quantile(len(pairs) - 2) * line.residual_s / math.sqrt(line.sxx)
         result.ci_low, result.ci_high = result.exponent - half, result.exponent + half
     return result
